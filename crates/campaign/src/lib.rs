@@ -1,0 +1,18 @@
+//! Campaign files: parsing, validation and expansion into a plan.
+//!
+//! A campaign (`campaigns/*.toml`) declares which GPUs, how to sample, the
+//! safety limits and an ordered list of phases. This crate owns the file
+//! format: every error names the file, line, column and field and says what
+//! is allowed; unknown keys are errors. [`plan::expand`] turns a validated
+//! campaign into the exact schedule the runner executes (every rung, repeat
+//! and per-GPU offset), which is also what `powerlab plan` prints.
+
+pub mod error;
+pub mod model;
+pub mod parse;
+pub mod plan;
+
+pub use error::CampaignError;
+pub use model::{Campaign, GpuSelector, Limits, Mode, NcclSpec, Phase, PhaseKind, Sampling, Stagger};
+pub use parse::{load_file, parse_str};
+pub use plan::{expand, Plan, Rung};

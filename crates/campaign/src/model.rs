@@ -1,0 +1,205 @@
+//! The validated campaign model (what the runner and the manifest see).
+
+use serde::{Deserialize, Serialize};
+
+/// Which GPUs a campaign drives.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GpuSelector {
+    /// Every GPU visible to the process.
+    All,
+    /// Chosen GPUs: indices into the visible set, or UUIDs.
+    List(Vec<GpuRef>),
+}
+
+/// One GPU reference in a selector.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum GpuRef {
+    /// Index into the visible devices (after `CUDA_VISIBLE_DEVICES`).
+    Index(u32),
+    /// A UUID (`GPU-…`), the stable identity.
+    Uuid(String),
+}
+
+/// Sampling settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sampling {
+    /// How often the sampler drains the buffer and polls the power fields.
+    pub poll_interval_ms: f64,
+    /// How often the 1 s average field and the energy counter are read
+    /// (they update every ~100 ms; reading faster only repeats values).
+    pub field_interval_ms: f64,
+    /// How often clocks, temperatures and clock-event reasons are read.
+    pub status_interval_ms: f64,
+    /// Raw files are flushed at least this often.
+    pub flush_interval_ms: f64,
+    /// Node-curve grid used by the collator.
+    pub grid_ms: f64,
+}
+
+impl Default for Sampling {
+    fn default() -> Self {
+        Sampling { poll_interval_ms: 20.0, field_interval_ms: 100.0, status_interval_ms: 200.0, flush_interval_ms: 1000.0, grid_ms: 10.0 }
+    }
+}
+
+/// Safety limits, checked continuously during the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Limits {
+    /// Abort above this GPU temperature.
+    pub max_gpu_temp_c: f64,
+    /// Abort above this HBM temperature.
+    pub max_memory_temp_c: f64,
+    /// Abort when the node's summed power exceeds this (buffered samples).
+    pub max_node_power_w: Option<f64>,
+    /// Abort when HW slowdown, HW thermal slowdown or HW power brake asserts.
+    pub abort_on_hw_slowdown: bool,
+    /// A GPU whose rung start misses its intended time by more than this is
+    /// reported as a barrier failure.
+    pub barrier_tolerance_ms: f64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_gpu_temp_c: 90.0,
+            max_memory_temp_c: 95.0,
+            max_node_power_w: None,
+            abort_on_hw_slowdown: true,
+            barrier_tolerance_ms: 5.0,
+        }
+    }
+}
+
+/// Phase kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PhaseKind {
+    /// No load: the baseline.
+    Idle,
+    /// Full load, constant.
+    Sustained,
+    /// Square-wave load (a duty-cycle rung or a sweep of them).
+    Duty,
+    /// NCCL collectives (the fabric's own power).
+    Nccl,
+    /// Long sustained load, run last.
+    Soak,
+}
+
+impl PhaseKind {
+    /// Name as written in campaign files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PhaseKind::Idle => "idle",
+            PhaseKind::Sustained => "sustained",
+            PhaseKind::Duty => "duty",
+            PhaseKind::Nccl => "nccl",
+            PhaseKind::Soak => "soak",
+        }
+    }
+}
+
+/// In phase or deliberately staggered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Every GPU switches together.
+    InPhase,
+    /// GPUs switch at intended offsets.
+    Staggered,
+}
+
+impl Mode {
+    /// Name as written in campaign files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::InPhase => "in_phase",
+            Mode::Staggered => "staggered",
+        }
+    }
+}
+
+/// How a staggered rung spreads its GPUs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stagger {
+    /// GPU i at i/N of the period.
+    Even,
+    /// GPU i at i × this many degrees.
+    StepDeg(f64),
+    /// Explicit offset per GPU, degrees of the period.
+    OffsetsDeg(Vec<f64>),
+    /// Explicit offset per GPU, milliseconds.
+    OffsetsMs(Vec<f64>),
+}
+
+/// NCCL phase settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NcclSpec {
+    /// Collectives to sweep.
+    pub collectives: Vec<String>,
+    /// Smallest message, bytes.
+    pub min_bytes: u64,
+    /// Largest message, bytes.
+    pub max_bytes: u64,
+    /// Size multiplier between steps.
+    pub step_factor: u64,
+    /// Timed iterations per size.
+    pub iterations: u32,
+    /// Compute burst before each all-reduce in the bulk-synchronous rung
+    /// (None: no bulk-synchronous rung).
+    pub bsp_compute_ms: Option<f64>,
+}
+
+/// One validated phase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Phase {
+    /// Name (defaults to the kind and position).
+    pub name: String,
+    /// Kind.
+    pub kind: PhaseKind,
+    /// Measured duration of each rung, seconds.
+    pub duration_s: f64,
+    /// Warm load before the barrier, seconds.
+    pub warmup_s: f64,
+    /// Idle after each rung, seconds.
+    pub cooldown_s: f64,
+    /// Repeats of the whole phase.
+    pub repeats: u32,
+    /// Duty periods (one rung per period); empty unless duty.
+    pub periods_ms: Vec<f64>,
+    /// Duty fraction in (0, 1].
+    pub duty: f64,
+    /// Linear duty ramp at the start of each rung, seconds (excluded from the
+    /// measured window).
+    pub ramp_s: f64,
+    /// Modes to run at every period.
+    pub modes: Vec<Mode>,
+    /// How staggered rungs spread their GPUs.
+    pub stagger: Stagger,
+    /// NCCL settings for `nccl` phases.
+    pub nccl: Option<NcclSpec>,
+}
+
+/// A validated campaign.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Campaign {
+    /// Campaign name (used in the run directory name).
+    pub name: String,
+    /// Free text.
+    pub description: String,
+    /// Which GPUs.
+    pub gpus: GpuSelector,
+    /// Move NCCL phases before the first duty phase (default true).
+    pub nccl_first: bool,
+    /// Explicit consent for in-phase swings across more than 4 GPUs.
+    pub confirm_node_swing: bool,
+    /// Sampling settings.
+    pub sampling: Sampling,
+    /// Safety limits.
+    pub limits: Limits,
+    /// Phases in file order.
+    pub phases: Vec<Phase>,
+}

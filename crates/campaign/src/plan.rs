@@ -1,0 +1,239 @@
+//! Expansion of a campaign into the exact schedule of rungs.
+
+use crate::error::CampaignError;
+use crate::model::*;
+use serde::{Deserialize, Serialize};
+
+/// One rung: a measured window of one phase, one repeat, one period, one mode.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Rung {
+    /// Position in the run (0-based).
+    pub id: u32,
+    /// Phase name.
+    pub phase: String,
+    /// Phase kind.
+    pub kind: PhaseKind,
+    /// Human label, unique within the run (`sweep/p500ms/staggered/r2`).
+    pub label: String,
+    /// In phase or staggered.
+    pub mode: Mode,
+    /// Duty period, ms (None for constant load).
+    pub period_ms: Option<f64>,
+    /// Duty fraction (1.0 for constant load, 0.0 for idle).
+    pub duty: f64,
+    /// Repeat number, 1-based.
+    pub repeat: u32,
+    /// Repeats of this phase.
+    pub repeats: u32,
+    /// Warm load before the barrier, ns.
+    pub warmup_ns: i64,
+    /// Duty ramp at the window start, ns (excluded from summaries).
+    pub ramp_ns: i64,
+    /// Window length, ns (ramp included).
+    pub duration_ns: i64,
+    /// Idle after the window, ns.
+    pub cooldown_ns: i64,
+    /// Intended offset of each GPU's wave origin after the window start, ns.
+    pub offsets_ns: Vec<i64>,
+    /// NCCL settings, for `nccl` rungs.
+    pub nccl: Option<NcclSpec>,
+}
+
+impl Rung {
+    /// Nominal time this rung occupies (warmup + window + cooldown), ns.
+    pub fn nominal_ns(&self) -> i64 {
+        self.warmup_ns + self.duration_ns + self.cooldown_ns
+    }
+}
+
+/// The expanded schedule.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// Campaign name.
+    pub campaign: String,
+    /// Number of GPUs the plan was expanded for.
+    pub gpu_count: usize,
+    /// Rungs in run order.
+    pub rungs: Vec<Rung>,
+    /// What the planner changed or wants the user to know (reordering, …).
+    pub notes: Vec<String>,
+}
+
+impl Plan {
+    /// Nominal total duration (barrier waits excluded), ns.
+    pub fn total_ns(&self) -> i64 {
+        self.rungs.iter().map(Rung::nominal_ns).sum()
+    }
+
+    /// Whether the plan contains NCCL rungs.
+    pub fn needs_nccl(&self) -> bool {
+        self.rungs.iter().any(|r| r.kind == PhaseKind::Nccl)
+    }
+}
+
+fn secs(s: f64) -> i64 {
+    (s * 1e9).round() as i64
+}
+
+fn plan_error(campaign: &Campaign, field: String, message: String, allowed: Option<&str>) -> CampaignError {
+    CampaignError { file: campaign.name.clone(), line: 0, column: 0, field: Some(field), message, allowed: allowed.map(str::to_string) }
+}
+
+/// Orders the phases: NCCL before the first duty phase (unless
+/// `nccl_first = false`), soak last. Returns the order and notes.
+fn order_phases(c: &Campaign) -> (Vec<&Phase>, Vec<String>) {
+    let mut notes = Vec::new();
+    let mut ordered: Vec<&Phase> = c.phases.iter().filter(|p| p.kind != PhaseKind::Soak).collect();
+    if c.nccl_first {
+        if let Some(first_duty) = ordered.iter().position(|p| p.kind == PhaseKind::Duty) {
+            let late_nccl: Vec<&Phase> = ordered[first_duty..].iter().filter(|p| p.kind == PhaseKind::Nccl).copied().collect();
+            if !late_nccl.is_empty() {
+                ordered.retain(|p| !late_nccl.iter().any(|q| std::ptr::eq(*p, *q)));
+                for (i, p) in late_nccl.iter().enumerate() {
+                    ordered.insert(first_duty + i, p);
+                    notes.push(format!("phase `{}` (nccl) moved before the first duty phase: the fabric is measured first (set nccl_first = false to keep file order)", p.name));
+                }
+            }
+        }
+    }
+    let soaks: Vec<&Phase> = c.phases.iter().filter(|p| p.kind == PhaseKind::Soak).collect();
+    if let Some(last_non_soak) = c.phases.iter().rposition(|p| p.kind != PhaseKind::Soak) {
+        if c.phases.iter().position(|p| p.kind == PhaseKind::Soak).is_some_and(|s| s < last_non_soak) {
+            notes.push("soak phases moved to the end: the soak runs last".to_string());
+        }
+    }
+    ordered.extend(soaks);
+    (ordered, notes)
+}
+
+/// Expands a campaign for `gpu_count` GPUs. `repeats_override` (the CLI's
+/// `--repeats`) replaces the repeats of every idle, sustained and duty phase;
+/// NCCL sweeps and the soak run once regardless.
+pub fn expand(c: &Campaign, gpu_count: usize, repeats_override: Option<u32>) -> Result<Plan, CampaignError> {
+    if gpu_count == 0 {
+        return Err(plan_error(c, "campaign.gpus".into(), "no GPUs selected".into(), None));
+    }
+    let (ordered, notes) = order_phases(c);
+    let mut rungs = Vec::new();
+    for phase in ordered {
+        let repeats = match (phase.kind, repeats_override) {
+            (PhaseKind::Idle | PhaseKind::Sustained | PhaseKind::Duty, Some(n)) => n,
+            _ => phase.repeats,
+        };
+        let periods: Vec<Option<f64>> = if phase.kind == PhaseKind::Duty { phase.periods_ms.iter().map(|p| Some(*p)).collect() } else { vec![None] };
+        for repeat in 1..=repeats {
+            for period in &periods {
+                for mode in &phase.modes {
+                    let offsets_ns = offsets(c, phase, *mode, *period, gpu_count)?;
+                    if phase.kind == PhaseKind::Duty && *mode == Mode::InPhase && gpu_count > 4 && phase.duty < 1.0 && !c.confirm_node_swing {
+                        return Err(plan_error(
+                            c,
+                            format!("phases.{}", phase.name),
+                            format!("an in-phase duty rung across {gpu_count} GPUs swings the whole node (kilowatts in milliseconds)"),
+                            Some("confirm_node_swing = true in [campaign], after checking the supply can take it"),
+                        ));
+                    }
+                    let mut label = phase.name.clone();
+                    if let Some(p) = period {
+                        label.push_str(&format!("/p{}ms", fmt_num(*p)));
+                    }
+                    if phase.kind == PhaseKind::Duty {
+                        label.push_str(&format!("/{}", mode.as_str()));
+                    }
+                    if repeats > 1 {
+                        label.push_str(&format!("/r{repeat}"));
+                    }
+                    let duty = match phase.kind {
+                        PhaseKind::Idle => 0.0,
+                        PhaseKind::Duty => phase.duty,
+                        _ => 1.0,
+                    };
+                    rungs.push(Rung {
+                        id: rungs.len() as u32,
+                        phase: phase.name.clone(),
+                        kind: phase.kind,
+                        label,
+                        mode: *mode,
+                        period_ms: *period,
+                        duty,
+                        repeat,
+                        repeats,
+                        warmup_ns: secs(phase.warmup_s),
+                        ramp_ns: secs(phase.ramp_s),
+                        duration_ns: secs(phase.duration_s),
+                        cooldown_ns: secs(phase.cooldown_s),
+                        offsets_ns,
+                        nccl: phase.nccl.clone(),
+                    });
+                }
+            }
+        }
+    }
+    Ok(Plan { campaign: c.name.clone(), gpu_count, rungs, notes })
+}
+
+fn offsets(c: &Campaign, phase: &Phase, mode: Mode, period_ms: Option<f64>, n: usize) -> Result<Vec<i64>, CampaignError> {
+    let Some(period_ms) = period_ms else { return Ok(vec![0; n]) };
+    if mode == Mode::InPhase {
+        return Ok(vec![0; n]);
+    }
+    let period_ns = period_ms * 1e6;
+    let frac_to_ns = |f: f64| ((f.rem_euclid(1.0)) * period_ns).round() as i64;
+    let v: Vec<i64> = match &phase.stagger {
+        Stagger::Even => (0..n).map(|i| frac_to_ns(i as f64 / n as f64)).collect(),
+        Stagger::StepDeg(d) => (0..n).map(|i| frac_to_ns(i as f64 * d / 360.0)).collect(),
+        Stagger::OffsetsDeg(list) | Stagger::OffsetsMs(list) if list.len() != n => {
+            return Err(plan_error(
+                c,
+                format!("phases.{}.offsets", phase.name),
+                format!("{} offsets are given for {n} selected GPUs", list.len()),
+                Some("one offset per selected GPU"),
+            ));
+        }
+        Stagger::OffsetsDeg(list) => list.iter().map(|d| frac_to_ns(d / 360.0)).collect(),
+        Stagger::OffsetsMs(list) => list.iter().map(|ms| (ms * 1e6).round() as i64).collect(),
+    };
+    Ok(v)
+}
+
+fn fmt_num(v: f64) -> String {
+    if v.fract() == 0.0 { format!("{}", v as i64) } else { format!("{v}") }
+}
+
+/// Renders the plan as a table for `powerlab plan`.
+pub fn render(plan: &Plan) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let _ = writeln!(s, "campaign `{}` on {} GPU(s): {} rungs", plan.campaign, plan.gpu_count, plan.rungs.len());
+    for n in &plan.notes {
+        let _ = writeln!(s, "note: {n}");
+    }
+    let _ = writeln!(s, "{:>4}  {:<40} {:<9} {:>9} {:>5} {:>8} {:>8} {:>8} {:>9}  offsets (ms)", "id", "rung", "kind", "period", "duty", "warmup", "window", "cooldown", "starts at");
+    let mut t = 0i64;
+    for r in &plan.rungs {
+        let offs: Vec<String> = r.offsets_ns.iter().map(|o| format!("{:.3}", *o as f64 / 1e6)).collect();
+        let _ = writeln!(
+            s,
+            "{:>4}  {:<40} {:<9} {:>9} {:>5.2} {:>7.1}s {:>7.1}s {:>7.1}s {:>9}  [{}]",
+            r.id,
+            r.label,
+            r.kind.as_str(),
+            r.period_ms.map(|p| format!("{}ms", fmt_num(p))).unwrap_or_else(|| "-".into()),
+            r.duty,
+            r.warmup_ns as f64 / 1e9,
+            r.duration_ns as f64 / 1e9,
+            r.cooldown_ns as f64 / 1e9,
+            fmt_hms(t + r.warmup_ns),
+            offs.join(", ")
+        );
+        t += r.nominal_ns();
+    }
+    let _ = writeln!(s, "total: {} ({} s) plus barrier waits", fmt_hms(plan.total_ns()), plan.total_ns() / 1_000_000_000);
+    s
+}
+
+/// Formats nanoseconds as h:mm:ss.
+pub fn fmt_hms(ns: i64) -> String {
+    let s = ns / 1_000_000_000;
+    format!("{}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60)
+}

@@ -1,0 +1,166 @@
+//! Every rejection names file, line, column and field, and says what is allowed.
+
+use powerlab_campaign::{expand, parse_str, CampaignError, Mode, PhaseKind};
+
+const BASE: &str = r#"[campaign]
+name = "t"
+
+[[phase]]
+kind = "duty"
+periods_ms = [100, 20]
+duty = 0.5
+duration_s = 4
+modes = ["in_phase", "staggered"]
+repeats = 2
+"#;
+
+fn err(src: &str) -> CampaignError {
+    parse_str("x.toml", src).expect_err("must be rejected")
+}
+
+#[test]
+fn unknown_key_is_located() {
+    let src = BASE.replace("duty = 0.5", "dutty = 0.5");
+    let e = err(&src);
+    assert_eq!(e.file, "x.toml");
+    assert_eq!(e.line, 7, "{e}");
+    assert!(e.message.contains("unknown field `dutty`"), "{e}");
+    assert!(e.to_string().starts_with("x.toml:7:"), "{e}");
+}
+
+#[test]
+fn unknown_top_level_table_is_an_error() {
+    let e = err(&format!("{BASE}\n[samplng]\npoll_interval_ms = 10\n"));
+    assert!(e.message.contains("samplng"), "{e}");
+}
+
+#[test]
+fn out_of_range_duty_names_field_and_allowed() {
+    let e = err(&BASE.replace("duty = 0.5", "duty = 1.5"));
+    assert_eq!((e.line, e.field.as_deref()), (7, Some("phase[0].duty")));
+    assert_eq!(e.allowed.as_deref(), Some("0 < duty <= 1"));
+}
+
+#[test]
+fn wrong_type_is_located() {
+    let e = err(&BASE.replace("duration_s = 4", "duration_s = \"four\""));
+    assert_eq!(e.line, 8, "{e}");
+    assert_eq!(e.field.as_deref(), Some("duration_s"));
+}
+
+#[test]
+fn key_not_allowed_for_kind() {
+    let src = "[campaign]\nname = \"t\"\n[[phase]]\nkind = \"soak\"\nduration_s = 5\nperiod_ms = 20\n";
+    let e = err(src);
+    assert_eq!((e.line, e.field.as_deref()), (6, Some("phase[0].period_ms")));
+    assert!(e.message.contains("not allowed in a `soak` phase"), "{e}");
+    assert!(e.allowed.unwrap().contains("duration_s"));
+}
+
+#[test]
+fn unknown_kind_and_mode_list_what_is_allowed() {
+    let e = err(&BASE.replace("kind = \"duty\"", "kind = \"dutycycle\""));
+    assert_eq!(e.allowed.as_deref(), Some("idle, sustained, duty, nccl, soak"));
+    let e = err(&BASE.replace("\"staggered\"]", "\"stagger\"]"));
+    assert_eq!(e.allowed.as_deref(), Some("in_phase, staggered"));
+}
+
+#[test]
+fn staggering_constant_load_is_rejected() {
+    let src = "[campaign]\nname = \"t\"\n[[phase]]\nkind = \"sustained\"\nduration_s = 5\nmode = \"staggered\"\n";
+    assert!(err(src).message.contains("only duty phases can be staggered"));
+}
+
+#[test]
+fn missing_duration_and_missing_name() {
+    let e = err("[campaign]\nname = \"t\"\n[[phase]]\nkind = \"idle\"\n");
+    assert_eq!(e.field.as_deref(), Some("phase[0].duration_s"));
+    let e = err("[campaign]\n[[phase]]\nkind = \"idle\"\nduration_s = 1\n");
+    assert!(e.message.contains("missing field `name`"), "{e}");
+}
+
+#[test]
+fn valid_file_expands_with_repeats_and_offsets() {
+    let c = parse_str("x.toml", BASE).unwrap();
+    let p = expand(&c, 4, None).unwrap();
+    // 2 repeats x 2 periods x 2 modes
+    assert_eq!(p.rungs.len(), 8);
+    let st: Vec<_> = p.rungs.iter().filter(|r| r.mode == Mode::Staggered && r.period_ms == Some(100.0)).collect();
+    assert_eq!(st[0].offsets_ns, vec![0, 25_000_000, 50_000_000, 75_000_000]);
+    assert!(p.rungs.iter().filter(|r| r.mode == Mode::InPhase).all(|r| r.offsets_ns.iter().all(|o| *o == 0)));
+    // --repeats overrides the file.
+    assert_eq!(expand(&c, 4, Some(3)).unwrap().rungs.len(), 12);
+    let labels: std::collections::HashSet<_> = p.rungs.iter().map(|r| r.label.clone()).collect();
+    assert_eq!(labels.len(), p.rungs.len(), "labels are unique");
+}
+
+#[test]
+fn nccl_moves_before_duty_and_soak_last() {
+    let src = r#"[campaign]
+name = "t"
+[[phase]]
+kind = "soak"
+duration_s = 10
+[[phase]]
+kind = "duty"
+period_ms = 100
+duration_s = 2
+[[phase]]
+kind = "nccl"
+duration_s = 3
+"#;
+    let c = parse_str("x.toml", src).unwrap();
+    let p = expand(&c, 2, None).unwrap();
+    let kinds: Vec<_> = p.rungs.iter().map(|r| r.kind).collect();
+    assert_eq!(kinds, vec![PhaseKind::Nccl, PhaseKind::Duty, PhaseKind::Soak]);
+    assert_eq!(p.notes.len(), 2, "{:?}", p.notes);
+    let kept = parse_str("x.toml", &src.replace("name = \"t\"", "name = \"t\"\nnccl_first = false")).unwrap();
+    let kinds: Vec<_> = expand(&kept, 2, None).unwrap().rungs.iter().map(|r| r.kind).collect();
+    assert_eq!(kinds, vec![PhaseKind::Duty, PhaseKind::Nccl, PhaseKind::Soak]);
+}
+
+#[test]
+fn in_phase_swing_over_four_gpus_needs_consent() {
+    let c = parse_str("x.toml", BASE).unwrap();
+    let e = expand(&c, 8, None).unwrap_err();
+    assert!(e.allowed.unwrap().contains("confirm_node_swing"));
+    let ok = parse_str("x.toml", &BASE.replace("name = \"t\"", "name = \"t\"\nconfirm_node_swing = true")).unwrap();
+    assert!(expand(&ok, 8, None).is_ok());
+}
+
+#[test]
+fn explicit_offsets_must_match_gpu_count() {
+    let src = BASE.replace("repeats = 2", "repeats = 2\noffsets_deg = [0, 90]");
+    let c = parse_str("x.toml", &src).unwrap();
+    assert!(expand(&c, 2, None).is_ok());
+    let e = expand(&c, 4, None).unwrap_err();
+    assert!(e.message.contains("2 offsets are given for 4 selected GPUs"), "{e}");
+}
+
+#[test]
+fn shipped_campaigns_validate_and_plan() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../campaigns");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            let c = powerlab_campaign::load_file(&path).unwrap_or_else(|e| panic!("{e}"));
+            let n = match &c.gpus {
+                powerlab_campaign::GpuSelector::All => 8,
+                powerlab_campaign::GpuSelector::List(l) => l.len(),
+            };
+            let p = expand(&c, n, None).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            assert!(!p.rungs.is_empty());
+            seen += 1;
+        }
+    }
+    assert!(seen >= 3);
+    let r3 = powerlab_campaign::load_file(&dir.join("node-r3.toml")).unwrap();
+    let p = expand(&r3, 8, None).unwrap();
+    assert_eq!(p.rungs.first().map(|r| r.kind), Some(PhaseKind::Idle));
+    assert_eq!(p.rungs.last().map(|r| (r.kind, r.duration_ns)), Some((PhaseKind::Soak, 1_800_000_000_000)));
+    let first_duty = p.rungs.iter().position(|r| r.kind == PhaseKind::Duty).unwrap();
+    assert!(p.rungs[..first_duty].iter().any(|r| r.kind == PhaseKind::Nccl));
+    let st = p.rungs.iter().find(|r| r.mode == Mode::Staggered && r.period_ms == Some(2000.0)).unwrap();
+    assert_eq!(st.offsets_ns[1], 250_000_000, "45 degrees of 2 s");
+}

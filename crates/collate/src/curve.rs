@@ -1,0 +1,103 @@
+//! Node power curves: every GPU's readings aligned on one time grid with
+//! polars as-of joins (latest reading at or before each grid point, within a
+//! tolerance), then summed across GPUs. A grid point where any GPU has no
+//! reading within tolerance has no node value: a partial sum would look like
+//! a power drop.
+
+use crate::error::CollateError;
+use crate::load::Run;
+use polars::prelude::*;
+use std::path::{Path, PathBuf};
+
+/// Power instruments summed into node curves, with the node column names.
+pub const CURVE_INSTRUMENTS: [(&str, &str); 3] =
+    [("buffered_w", "node_buffered_w"), ("instant_w", "node_instant_w"), ("average_w", "node_average_field_w")];
+
+/// The node curve: `t_ns`, one column per GPU and instrument, and the node sums.
+pub struct NodeCurve {
+    /// The frame.
+    pub df: DataFrame,
+    /// Grid step.
+    pub grid_ns: i64,
+}
+
+fn asof(tolerance_ns: i64) -> JoinType {
+    JoinType::AsOf(Box::new(AsOfOptions {
+        strategy: AsofStrategy::Backward,
+        tolerance: Some(Scalar::new(DataType::Int64, AnyValue::Int64(tolerance_ns))),
+        allow_eq: true,
+        check_sortedness: false,
+        ..Default::default()
+    }))
+}
+
+/// Builds the node curve over the span of the samples.
+pub fn node_curve(power: &DataFrame, run: &Run) -> Result<NodeCurve, CollateError> {
+    let grid = run.grid_ns.max(1_000_000);
+    let ts = power.column("ts_ns").map_err(CollateError::polars("reading ts_ns"))?.i64().map_err(CollateError::polars("ts_ns type"))?;
+    let (start, end) = match (ts.min(), ts.max()) {
+        (Some(a), Some(b)) => (a.div_euclid(grid) * grid + grid, b),
+        _ => (0, -1),
+    };
+    let t: Vec<i64> = if end >= start { (0..=((end - start) / grid)).map(|k| start + k * grid).collect() } else { Vec::new() };
+    let poll_ms = run.manifest.campaign_resolved.pointer("/sampling/poll_interval_ms").and_then(|v| v.as_f64()).unwrap_or(20.0);
+    let polled_tol = ((3.0 * poll_ms).max(60.0) * 1e6) as i64;
+    let mut lf = DataFrame::new(t.len(), vec![Column::new("t_ns".into(), t)]).map_err(CollateError::polars("building the grid"))?.lazy();
+    let mut keep = vec![col("t_ns")];
+    let mut node_cols = Vec::new();
+    for (inst, node_name) in CURVE_INSTRUMENTS {
+        let tol = if inst == "buffered_w" { 60_000_000 } else { polled_tol };
+        let mut cols = Vec::new();
+        for (node, gpu) in &run.series {
+            let name = format!("{node}/{gpu}:{inst}");
+            let key = format!("{name}:ts");
+            let right = power
+                .clone()
+                .lazy()
+                .filter(col("node").eq(lit(node.as_str())).and(col("gpu").eq(lit(gpu.as_str()))).and(col("instrument").eq(lit(inst))))
+                .select([col("ts_ns").alias(key.as_str()), col("value").alias(name.as_str())]);
+            lf = lf.join_builder().with(right).left_on([col("t_ns")]).right_on([col(key.as_str())]).how(asof(tol)).finish();
+            cols.push(col(name.as_str()));
+            keep.push(col(name.as_str()));
+        }
+        if cols.is_empty() {
+            continue;
+        }
+        let sum = polars::lazy::dsl::sum_horizontal(&cols, false).map_err(CollateError::polars("summing GPUs"))?;
+        node_cols.push(sum.alias(node_name));
+    }
+    keep.extend(node_cols);
+    let df = lf.select(keep).collect().map_err(CollateError::polars("aligning GPUs on the grid"))?;
+    Ok(NodeCurve { df, grid_ns: grid })
+}
+
+/// Writes `report/node_curve.csv` (time and the three node sums).
+pub fn write_curve(curve: &NodeCurve, report_dir: &Path) -> Result<PathBuf, CollateError> {
+    let path = report_dir.join("node_curve.csv");
+    let mut names = vec!["t_ns".to_string()];
+    names.extend(CURVE_INSTRUMENTS.iter().map(|(_, n)| n.to_string()).filter(|n| curve.df.column(n).is_ok()));
+    let mut df = curve
+        .df
+        .clone()
+        .lazy()
+        .select(names.iter().map(|n| if n == "t_ns" { col(n.as_str()) } else { col(n.as_str()).round(3, RoundMode::HalfToEven) }).collect::<Vec<_>>())
+        .collect()
+        .map_err(CollateError::polars("selecting the node curve"))?;
+    let file = std::fs::File::create(&path).map_err(|e| CollateError::io(&path, e))?;
+    CsvWriter::new(std::io::BufWriter::new(file)).finish(&mut df).map_err(CollateError::polars("writing node_curve.csv"))?;
+    Ok(path)
+}
+
+/// Extracts a column as `Vec<Option<f64>>`.
+pub fn f64_column(df: &DataFrame, name: &str) -> Vec<Option<f64>> {
+    df.column(name)
+        .ok()
+        .and_then(|c| c.cast(&DataType::Float64).ok())
+        .map(|c| c.f64().map(|ca| ca.to_vec()).unwrap_or_default())
+        .unwrap_or_default()
+}
+
+/// Extracts an i64 column.
+pub fn i64_column(df: &DataFrame, name: &str) -> Vec<i64> {
+    df.column(name).ok().and_then(|c| c.i64().ok().map(|ca| ca.to_vec().into_iter().map(|v| v.unwrap_or(0)).collect())).unwrap_or_default()
+}

@@ -1,0 +1,66 @@
+//! The collator: turns a run directory's raw samples into node power curves,
+//! per-rung summaries, statistics across repeats, the in-phase vs staggered
+//! comparison, a Markdown report and plots — from the run directory alone,
+//! so `powerlab collate` regenerates exactly what `powerlab run` wrote.
+//!
+//! Node curves sum per-GPU driver-buffered and instant readings on a common
+//! time grid (polars as-of joins). The 1 s average field is never summed
+//! into a result: it is carried as a labelled comparison column, because
+//! summing it is what flattened every swing in the devlog's rehearsal.
+
+pub mod curve;
+pub mod edges;
+pub mod error;
+pub mod load;
+pub mod plots;
+pub mod report;
+pub mod stats;
+pub mod summary;
+
+pub use error::CollateError;
+
+use powerlab_rundir::RunDir;
+use std::path::{Path, PathBuf};
+
+/// What `collate` produced.
+#[derive(Debug, Clone)]
+pub struct CollateOutput {
+    /// `report/` directory.
+    pub report_dir: PathBuf,
+    /// Per-rung summaries.
+    pub rungs: Vec<summary::RungSummary>,
+    /// Across-repeat statistics.
+    pub repeats: Vec<summary::RepeatStats>,
+    /// In-phase vs staggered rows.
+    pub compare: Vec<summary::PhaseCompare>,
+    /// Raw rows read.
+    pub raw_rows: usize,
+    /// Files written.
+    pub files: Vec<PathBuf>,
+}
+
+/// Regenerates everything under `report/` from the run directory.
+pub fn collate(path: &Path) -> Result<CollateOutput, CollateError> {
+    let dir = RunDir::open(path)?;
+    let run = load::load_run(&dir)?;
+    let report_dir = dir.report_dir();
+    if report_dir.exists() {
+        std::fs::remove_dir_all(&report_dir).map_err(|e| CollateError::io(&report_dir, e))?;
+    }
+    std::fs::create_dir_all(report_dir.join("plots")).map_err(|e| CollateError::io(&report_dir, e))?;
+
+    let raw = load::read_power(&dir)?;
+    let raw_rows = raw.total_rows;
+    let curve = curve::node_curve(&raw.power, &run)?;
+    let edge_stats = edges::edge_stats(&dir, &run)?;
+    let rungs = summary::summarize(&curve, &run, &edge_stats)?;
+    let repeats = summary::repeat_stats(&rungs);
+    let compare = summary::compare_modes(&repeats);
+
+    let mut files = Vec::new();
+    files.push(curve::write_curve(&curve, &report_dir)?);
+    files.extend(summary::write_tables(&rungs, &repeats, &compare, &report_dir)?);
+    files.extend(plots::write_plots(&curve, &run, &rungs, &repeats, &compare, &report_dir.join("plots"))?);
+    files.push(report::write_report(&run, &rungs, &repeats, &compare, raw_rows, &report_dir)?);
+    Ok(CollateOutput { report_dir, rungs, repeats, compare, raw_rows, files })
+}

@@ -1,0 +1,146 @@
+//! Reading a run directory: manifest, rung windows from the event log, and
+//! the raw power samples into a polars frame.
+
+use crate::error::CollateError;
+use polars::prelude::*;
+use powerlab_rundir::events::read_events;
+use powerlab_rundir::{Manifest, RunDir, RunEvent, RungInfo};
+use std::sync::Arc;
+
+/// One rung's window as the run recorded it.
+#[derive(Debug, Clone)]
+pub struct RungWindow {
+    /// Facts.
+    pub info: RungInfo,
+    /// Window start (barrier epoch).
+    pub epoch_ns: i64,
+    /// Measured window start (after the ramp).
+    pub measure_from_ns: i64,
+    /// Window end.
+    pub end_ns: i64,
+    /// Intended offsets.
+    pub offsets_ns: Vec<i64>,
+    /// Start errors, when the rung ended.
+    pub start_error_ns: Option<Vec<i64>>,
+    /// Barrier verdict, when the rung ended.
+    pub barrier_ok: Option<bool>,
+    /// Barrier lead.
+    pub lead_ns: Option<i64>,
+}
+
+/// Everything but the raw samples.
+#[derive(Debug, Clone)]
+pub struct Run {
+    /// The manifest.
+    pub manifest: Manifest,
+    /// Every event.
+    pub events: Vec<RunEvent>,
+    /// Rungs that started, in order.
+    pub rungs: Vec<RungWindow>,
+    /// Node-curve grid, ns.
+    pub grid_ns: i64,
+    /// (node, GPU key) of every series expected from the manifest.
+    pub series: Vec<(String, String)>,
+}
+
+/// Reads manifest and events.
+pub fn load_run(dir: &RunDir) -> Result<Run, CollateError> {
+    let manifest = Manifest::read(&dir.manifest())?;
+    let events = read_events(&dir.events())?;
+    let mut rungs: Vec<RungWindow> = Vec::new();
+    let mut leads = std::collections::HashMap::new();
+    for e in &events {
+        match e {
+            RunEvent::Barrier { rung_id, lead_ns, .. } => {
+                leads.insert(*rung_id, *lead_ns);
+            }
+            RunEvent::RungStarted { rung, epoch_ns, measure_from_ns, end_ns, offsets_ns, .. } => rungs.push(RungWindow {
+                info: rung.clone(),
+                epoch_ns: *epoch_ns,
+                measure_from_ns: *measure_from_ns,
+                end_ns: *end_ns,
+                offsets_ns: offsets_ns.clone(),
+                start_error_ns: None,
+                barrier_ok: None,
+                lead_ns: leads.get(&rung.id).copied(),
+            }),
+            RunEvent::RungEnded { rung_id, start_error_ns, barrier_ok, .. } => {
+                if let Some(r) = rungs.iter_mut().find(|r| r.info.id == *rung_id) {
+                    r.start_error_ns = Some(start_error_ns.clone());
+                    r.barrier_ok = Some(*barrier_ok);
+                }
+            }
+            _ => {}
+        }
+    }
+    let grid_ms = manifest.campaign_resolved.pointer("/sampling/grid_ms").and_then(|v| v.as_f64()).unwrap_or(10.0);
+    let series = manifest.backend.gpus.iter().map(|g| (manifest.backend.node_id.clone(), g.key.clone())).collect();
+    Ok(Run { manifest, events, rungs, grid_ns: (grid_ms * 1e6) as i64, series })
+}
+
+/// The power samples of a run.
+pub struct RawPower {
+    /// Columns: `ts_ns` (i64), `node`, `gpu`, `instrument` (str), `value` (f64);
+    /// only power instruments, sorted by node, GPU, instrument and time.
+    pub power: DataFrame,
+    /// Rows read in total (all instruments).
+    pub total_rows: usize,
+}
+
+fn raw_schema() -> SchemaRef {
+    Arc::new(Schema::from_iter([
+        Field::new("ts_ns".into(), DataType::Int64),
+        Field::new("node".into(), DataType::String),
+        Field::new("gpu".into(), DataType::String),
+        Field::new("instrument".into(), DataType::String),
+        Field::new("value".into(), DataType::Float64),
+    ]))
+}
+
+/// Reads every raw CSV (a torn last line from a killed run is dropped).
+pub fn read_power(dir: &RunDir) -> Result<RawPower, CollateError> {
+    let files = dir.raw_files()?;
+    let mut frames = Vec::new();
+    let mut total_rows = 0;
+    for path in &files {
+        let header = std::fs::read(path).map_err(|e| CollateError::io(path, e))?;
+        let first_line = header.split(|b| *b == b'\n').next().unwrap_or_default();
+        if first_line != powerlab_rundir::raw::RAW_HEADER.as_bytes() {
+            return Err(CollateError::BadRaw { path: path.clone(), message: format!("header is not `{}`", powerlab_rundir::raw::RAW_HEADER) });
+        }
+        // A file cut mid-line (kill -9) ends without a newline: drop the torn row.
+        let cut = if header.last() == Some(&b'\n') { header.len() } else { header.iter().rposition(|b| *b == b'\n').map(|i| i + 1).unwrap_or(0) };
+        let bytes = &header[..cut];
+        let df = CsvReadOptions::default()
+            .with_has_header(true)
+            .with_schema(Some(raw_schema()))
+            .into_reader_with_file_handle(std::io::Cursor::new(bytes))
+            .finish()
+            .map_err(|e| CollateError::BadRaw { path: path.clone(), message: format!("unreadable raw samples: {e}") })?;
+        total_rows += df.height();
+        let df = df
+            .lazy()
+            .filter(col("instrument").is_in(lit(Series::new("p".into(), ["buffered_w", "instant_w", "average_w"])).implode(false), false))
+            .select([col("ts_ns"), col("node"), col("gpu"), col("instrument"), col("value")])
+            .collect()
+            .map_err(CollateError::polars("filtering raw samples"))?;
+        if df.column("value").map(|c| c.null_count()).unwrap_or(0) > 0 || df.column("ts_ns").map(|c| c.null_count()).unwrap_or(0) > 0 {
+            return Err(CollateError::BadRaw { path: path.clone(), message: "a row has an empty timestamp or value".into() });
+        }
+        frames.push(df.lazy());
+    }
+    let power = if frames.is_empty() {
+        DataFrame::empty_with_schema(&Schema::from_iter([
+            Field::new("ts_ns".into(), DataType::Int64),
+            Field::new("node".into(), DataType::String),
+            Field::new("gpu".into(), DataType::String),
+            Field::new("instrument".into(), DataType::String),
+            Field::new("value".into(), DataType::Float64),
+        ]))
+    } else {
+        concat(frames, UnionArgs::default())
+            .and_then(|lf| lf.sort(["node", "gpu", "instrument", "ts_ns"], SortMultipleOptions::default()).collect())
+            .map_err(CollateError::polars("combining raw files"))?
+    };
+    Ok(RawPower { power, total_rows })
+}

@@ -1,0 +1,222 @@
+//! Charts (SVG and PNG) with plotters and an embedded font, so they render
+//! the same on a machine with no fonts installed.
+
+use crate::curve::{f64_column, i64_column, NodeCurve};
+use crate::error::CollateError;
+use crate::load::Run;
+use crate::summary::{PhaseCompare, RepeatStats, RungSummary};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use std::path::{Path, PathBuf};
+use std::sync::Once;
+
+static FONT: Once = Once::new();
+
+fn register_font() {
+    FONT.call_once(|| {
+        let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, include_bytes!("../../../assets/DejaVuSans.ttf"));
+    });
+}
+
+type DrawResult = Result<(), Box<dyn std::error::Error>>;
+
+enum Chart<'a> {
+    Rung { title: String, series: Series3, x_max: f64 },
+    Spread(&'a [RepeatStats]),
+    Compare(&'a [PhaseCompare]),
+}
+
+impl Chart<'_> {
+    fn draw<DB: DrawingBackend>(&self, area: &DrawingArea<DB, Shift>) -> DrawResult
+    where
+        DB::ErrorType: 'static,
+    {
+        match self {
+            Chart::Rung { title, series, x_max } => rung_chart(area, title, series, *x_max),
+            Chart::Spread(r) => spread_chart(area, r),
+            Chart::Compare(c) => compare_chart(area, c),
+        }
+    }
+}
+
+fn both(path_stem: &Path, size: (u32, u32), chart: &Chart<'_>) -> Result<Vec<PathBuf>, CollateError> {
+    register_font();
+    let svg = path_stem.with_extension("svg");
+    let png = path_stem.with_extension("png");
+    {
+        let area = SVGBackend::new(&svg, size).into_drawing_area();
+        chart.draw(&area).map_err(|e| CollateError::Plot { path: svg.clone(), message: e.to_string() })?;
+        area.present().map_err(|e| CollateError::Plot { path: svg.clone(), message: e.to_string() })?;
+    }
+    {
+        let area = BitMapBackend::new(&png, size).into_drawing_area();
+        chart.draw(&area).map_err(|e| CollateError::Plot { path: png.clone(), message: e.to_string() })?;
+        area.present().map_err(|e| CollateError::Plot { path: png.clone(), message: e.to_string() })?;
+    }
+    Ok(vec![svg, png])
+}
+
+/// Min/max decimation into at most `buckets` buckets, so spikes survive.
+fn envelope(t: &[f64], v: &[Option<f64>], buckets: usize) -> Vec<(f64, f64)> {
+    let pts: Vec<(f64, f64)> = t.iter().zip(v).filter_map(|(t, v)| v.map(|v| (*t, v))).collect();
+    if pts.len() <= 2 * buckets {
+        return pts;
+    }
+    let per = pts.len().div_ceil(buckets);
+    let mut out = Vec::with_capacity(2 * buckets);
+    for chunk in pts.chunks(per) {
+        let (mut lo, mut hi) = (chunk[0], chunk[0]);
+        for p in chunk {
+            if p.1 < lo.1 {
+                lo = *p;
+            }
+            if p.1 > hi.1 {
+                hi = *p;
+            }
+        }
+        if lo.0 <= hi.0 {
+            out.push(lo);
+            out.push(hi);
+        } else {
+            out.push(hi);
+            out.push(lo);
+        }
+    }
+    out
+}
+
+struct Series3 {
+    buffered: Vec<(f64, f64)>,
+    instant: Vec<(f64, f64)>,
+    average: Vec<(f64, f64)>,
+}
+
+fn rung_chart<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, title: &str, s: &Series3, x_max: f64) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    area.fill(&WHITE)?;
+    let all = s.buffered.iter().chain(&s.instant).chain(&s.average).map(|p| p.1);
+    let (lo, hi) = all.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| (a.min(v), b.max(v)));
+    let (lo, hi) = if lo.is_finite() { (0f64.min(lo), hi * 1.08 + 1.0) } else { (0.0, 1.0) };
+    let mut chart = ChartBuilder::on(area)
+        .caption(title, ("sans-serif", 18))
+        .margin(10)
+        .x_label_area_size(35)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0f64..x_max.max(1e-3), lo..hi)?;
+    chart.configure_mesh().x_desc("time in rung (s)").y_desc("node power (W)").label_style(("sans-serif", 12)).draw()?;
+    chart.draw_series(LineSeries::new(s.average.iter().copied(), ShapeStyle::from(&RGBColor(150, 150, 150)).stroke_width(1)))?
+        .label("1 s average field (comparison only)")
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], RGBColor(150, 150, 150)));
+    chart.draw_series(LineSeries::new(s.instant.iter().copied(), ShapeStyle::from(&RGBColor(230, 120, 30)).stroke_width(1)))?
+        .label("instant field")
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], RGBColor(230, 120, 30)));
+    chart.draw_series(LineSeries::new(s.buffered.iter().copied(), ShapeStyle::from(&RGBColor(20, 90, 200)).stroke_width(1)))?
+        .label("driver-buffered samples")
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], RGBColor(20, 90, 200)));
+    chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).label_font(("sans-serif", 12)).draw()?;
+    Ok(())
+}
+
+fn spread_chart<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, repeats: &[RepeatStats]) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    area.fill(&WHITE)?;
+    let duty: Vec<&RepeatStats> = repeats.iter().filter(|r| r.kind == "duty" && r.period_ms.is_some()).collect();
+    let pmin = duty.iter().filter_map(|r| r.period_ms).fold(f64::INFINITY, f64::min);
+    let pmax = duty.iter().filter_map(|r| r.period_ms).fold(0.0, f64::max);
+    let smax = duty.iter().map(|r| r.spread_w + r.spread_w_ci95.unwrap_or(0.0)).fold(1.0, f64::max);
+    let (pmin, pmax) = if pmin.is_finite() { (pmin / 1.5, pmax * 1.5) } else { (1.0, 10.0) };
+    let mut chart = ChartBuilder::on(area)
+        .caption("node spread (p99 − p1) vs duty period", ("sans-serif", 18))
+        .margin(10)
+        .x_label_area_size(35)
+        .y_label_area_size(60)
+        .build_cartesian_2d((pmin..pmax).log_scale(), 0f64..smax * 1.1)?;
+    chart.configure_mesh().x_desc("duty period (ms, log)").y_desc("spread (W)").label_style(("sans-serif", 12)).draw()?;
+    for (mode, color) in [("in_phase", RGBColor(200, 40, 40)), ("staggered", RGBColor(20, 90, 200))] {
+        let mut pts: Vec<(f64, f64, f64)> = duty.iter().filter(|r| r.mode == mode).map(|r| (r.period_ms.unwrap_or(1.0), r.spread_w, r.spread_w_ci95.unwrap_or(0.0))).collect();
+        pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+        if pts.is_empty() {
+            continue;
+        }
+        chart.draw_series(LineSeries::new(pts.iter().map(|p| (p.0, p.1)), color.stroke_width(2)))?.label(mode).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
+        chart.draw_series(pts.iter().map(|p| Circle::new((p.0, p.1), 4, color.filled())))?;
+        chart.draw_series(pts.iter().filter(|p| p.2 > 0.0).map(|p| PathElement::new(vec![(p.0, p.1 - p.2), (p.0, p.1 + p.2)], color)))?;
+    }
+    chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).label_font(("sans-serif", 12)).draw()?;
+    Ok(())
+}
+
+fn compare_chart<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, compare: &[PhaseCompare]) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    area.fill(&WHITE)?;
+    let panels = area.split_evenly((1, 3));
+    let metrics: [(&str, fn(&PhaseCompare) -> (f64, f64)); 3] = [
+        ("mean (W)", |c| (c.in_phase_mean_w, c.staggered_mean_w)),
+        ("peak (W)", |c| (c.in_phase_peak_w, c.staggered_peak_w)),
+        ("spread (W)", |c| (c.in_phase_spread_w, c.staggered_spread_w)),
+    ];
+    for (panel, (name, get)) in panels.iter().zip(metrics) {
+        let top = compare.iter().map(|c| get(c).0.max(get(c).1)).fold(1.0, f64::max) * 1.15;
+        let n = compare.len().max(1) as f64;
+        let mut chart = ChartBuilder::on(panel)
+            .caption(format!("{name}: in phase (red) vs staggered (blue)"), ("sans-serif", 14))
+            .margin(8)
+            .x_label_area_size(35)
+            .y_label_area_size(55)
+            .build_cartesian_2d(0f64..n, 0f64..top)?;
+        let labels: Vec<String> = compare.iter().map(|c| format!("{}ms", c.period_ms)).collect();
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(compare.len().max(1))
+            .x_label_formatter(&|x| labels.get(x.floor() as usize).cloned().unwrap_or_default())
+            .label_style(("sans-serif", 11))
+            .draw()?;
+        for (i, c) in compare.iter().enumerate() {
+            let (a, b) = get(c);
+            let x = i as f64;
+            chart.draw_series([
+                Rectangle::new([(x + 0.1, 0.0), (x + 0.48, a)], RGBColor(200, 40, 40).filled()),
+                Rectangle::new([(x + 0.52, 0.0), (x + 0.9, b)], RGBColor(20, 90, 200).filled()),
+            ])?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes every plot; returns the files.
+pub fn write_plots(curve: &NodeCurve, run: &Run, rungs: &[RungSummary], repeats: &[RepeatStats], compare: &[PhaseCompare], dir: &Path) -> Result<Vec<PathBuf>, CollateError> {
+    let mut files = Vec::new();
+    let t = i64_column(&curve.df, "t_ns");
+    let b = f64_column(&curve.df, "node_buffered_w");
+    let i = f64_column(&curve.df, "node_instant_w");
+    let a = f64_column(&curve.df, "node_average_field_w");
+    for r in &run.rungs {
+        let lo = t.partition_point(|x| *x < r.epoch_ns);
+        let hi = t.partition_point(|x| *x < r.end_ns);
+        if hi <= lo {
+            continue;
+        }
+        let secs: Vec<f64> = t[lo..hi].iter().map(|x| (x - r.epoch_ns) as f64 / 1e9).collect();
+        let pick = |v: &Vec<Option<f64>>| if v.len() >= hi { envelope(&secs, &v[lo..hi], 1500) } else { Vec::new() };
+        let chart = Chart::Rung {
+            title: format!("rung {} — {}", r.info.id, r.info.label),
+            series: Series3 { buffered: pick(&b), instant: pick(&i), average: pick(&a) },
+            x_max: (r.end_ns - r.epoch_ns) as f64 / 1e9,
+        };
+        files.extend(both(&dir.join(format!("rung-{:03}", r.info.id)), (1000, 420), &chart)?);
+    }
+    if rungs.iter().any(|r| r.kind == "duty") {
+        files.extend(both(&dir.join("spread_vs_period"), (800, 480), &Chart::Spread(repeats))?);
+    }
+    if !compare.is_empty() {
+        files.extend(both(&dir.join("in_phase_vs_staggered"), (1200, 420), &Chart::Compare(compare))?);
+    }
+    Ok(files)
+}

@@ -1,0 +1,134 @@
+//! The Markdown report a person reads.
+
+use crate::error::CollateError;
+use crate::load::Run;
+use crate::summary::{PhaseCompare, RepeatStats, RungSummary};
+use powerlab_rundir::{RunEvent, RunStatus};
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+fn o(v: Option<f64>) -> String {
+    v.map(|v| format!("{v:.1}")).unwrap_or_else(|| "–".into())
+}
+
+fn pm(v: f64, ci: Option<f64>) -> String {
+    match ci {
+        Some(c) => format!("{v:.1} ± {c:.1}"),
+        None => format!("{v:.1}"),
+    }
+}
+
+/// Writes `report/report.md`.
+pub fn write_report(run: &Run, rungs: &[RungSummary], repeats: &[RepeatStats], compare: &[PhaseCompare], raw_rows: usize, dir: &Path) -> Result<PathBuf, CollateError> {
+    let m = &run.manifest;
+    let mut s = String::new();
+    // The first line states anything that must qualify every number below.
+    let mut warnings = Vec::new();
+    if m.allow_unhealthy {
+        warnings.push("PREFLIGHT OVERRIDDEN (--allow-unhealthy): the node failed a health check; read health-report.md before using any number".to_string());
+    }
+    match &m.status {
+        RunStatus::Complete => {}
+        RunStatus::Running => warnings.push("RUN DID NOT FINISH (no end recorded: killed?): numbers cover the samples flushed before it stopped".into()),
+        RunStatus::Interrupted { reason } => warnings.push(format!("RUN INTERRUPTED ({reason}): numbers cover the rungs that ran")),
+        RunStatus::Failed { reason } => warnings.push(format!("RUN FAILED ({reason}): numbers cover the rungs that ran")),
+    }
+    if m.backend.backend == "sim" {
+        warnings.push("SIMULATED NODE: these are model outputs, not measurements".into());
+    }
+    if warnings.is_empty() {
+        let _ = writeln!(s, "# {} — complete run on {} ({} GPUs)", m.campaign, m.backend.node_id, m.backend.gpus.len());
+    } else {
+        let _ = writeln!(s, "# ⚠ {}", warnings.join(" — "));
+        let _ = writeln!(s, "\nCampaign `{}` on {} ({} GPUs).", m.campaign, m.backend.node_id, m.backend.gpus.len());
+    }
+    let _ = writeln!(s, "\n| | |\n|---|---|");
+    let _ = writeln!(s, "| started | {} |", m.started_utc);
+    if let Some(end) = m.ended_ns {
+        let _ = writeln!(s, "| duration | {:.1} s |", (end - m.started_ns) as f64 / 1e9);
+    }
+    let _ = writeln!(s, "| backend | {} ({}) |", m.backend.backend, m.backend.driver);
+    let _ = writeln!(s, "| NCCL | {} |", match &m.backend.nccl { powerlab_core::Capability::Present(v) => v.clone(), powerlab_core::Capability::Absent(e) => format!("absent: {e}") });
+    let _ = writeln!(s, "| tool | {} {} ({}) |", m.tool.name, m.tool.version, m.tool.git_rev);
+    let _ = writeln!(s, "| clock | {} |", m.clock);
+    let _ = writeln!(s, "| raw rows | {raw_rows} |");
+    let _ = writeln!(s, "\n## GPUs\n\n| key | UUID | name | enforced limit |\n|---|---|---|---|");
+    for g in &m.backend.gpus {
+        let _ = writeln!(s, "| {} | {} | {} | {:.0} W |", g.key, g.uuid, g.name, g.power_limit_w);
+    }
+
+    let _ = writeln!(s, "\n## Rungs (node power)\n");
+    let _ = writeln!(s, "Instrument: `buffered_w` = driver-buffered samples (~20 ms), `instant_w` = instant field. The 1 s average field is shown only as a comparison column and never used as a result.\n");
+    let _ = writeln!(s, "| rung | instrument | mean W | peak W | spread W | swing W | 1 s avg field spread W | start err max µs | skew µs | edge p99 µs | barrier |");
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|");
+    for r in rungs {
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            r.label,
+            r.instrument,
+            o(r.mean_w),
+            o(r.peak_w),
+            o(r.spread_w),
+            o(r.swing_w),
+            o(r.average_field_spread_w),
+            o(r.start_error_max_us),
+            o(r.start_skew_us),
+            o(r.edge_err_p99_us),
+            match r.barrier_ok { Some(true) => "ok", Some(false) => "MISSED", None => "–" }
+        );
+    }
+    if repeats.iter().any(|r| r.n > 1) {
+        let _ = writeln!(s, "\n## Across repeats (mean ± 95% CI, Student's t)\n");
+        let _ = writeln!(s, "| phase | mode | period ms | n | mean W | peak W | spread W | swing W |\n|---|---|---|---|---|---|---|---|");
+        for r in repeats {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {} | {} | {} |",
+                r.phase,
+                r.mode,
+                r.period_ms.map(|p| format!("{p}")).unwrap_or_else(|| "–".into()),
+                r.n,
+                pm(r.mean_w, r.mean_w_ci95),
+                pm(r.peak_w, r.peak_w_ci95),
+                pm(r.spread_w, r.spread_w_ci95),
+                pm(r.swing_w, r.swing_w_ci95)
+            );
+        }
+    }
+    if !compare.is_empty() {
+        let _ = writeln!(s, "\n## In phase vs staggered\n");
+        let _ = writeln!(s, "| phase | period ms | n | mean W (in / stag / Δ) | peak W (in / stag / Δ) | spread W (in / stag / Δ) |\n|---|---|---|---|---|---|");
+        for c in compare {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {:.1} / {:.1} / {:+.1} | {:.1} / {:.1} / {:+.1} | {:.1} / {:.1} / {:+.1} |",
+                c.phase, c.period_ms, c.n, c.in_phase_mean_w, c.staggered_mean_w, c.delta_mean_w, c.in_phase_peak_w, c.staggered_peak_w, c.delta_peak_w,
+                c.in_phase_spread_w, c.staggered_spread_w, c.delta_spread_w
+            );
+        }
+    }
+    let faults: Vec<&RunEvent> = run.events.iter().filter(|e| matches!(e, RunEvent::Fault { .. } | RunEvent::Interlock { .. })).collect();
+    if !faults.is_empty() {
+        let _ = writeln!(s, "\n## Faults and interlocks\n");
+        for f in faults {
+            match f {
+                RunEvent::Fault { ts_ns, gpu, kind, detail, fatal } => {
+                    let _ = writeln!(s, "- {} {} `{}` on {}: {}", powerlab_rundir::layout::utc_rfc3339(*ts_ns), if *fatal { "FATAL" } else { "warning" }, kind, gpu.as_deref().unwrap_or("node"), detail);
+                }
+                RunEvent::Interlock { ts_ns, limit, reading } => {
+                    let _ = writeln!(s, "- {} INTERLOCK `{}`: {}", powerlab_rundir::layout::utc_rfc3339(*ts_ns), limit, reading);
+                }
+                _ => {}
+            }
+        }
+    }
+    let _ = writeln!(s, "\n## Definitions\n");
+    let _ = writeln!(s, "- Node power: per-GPU readings aligned on a {} ms grid (latest reading at or before each point) and summed; a point where any GPU has no reading is left out (coverage column in summary.csv).", run.grid_ns as f64 / 1e6);
+    let _ = writeln!(s, "- spread = p99 − p1; swing = p90 − p10; peak = maximum; energy = mean × measured window (ramp excluded).");
+    let _ = writeln!(s, "- start error: achieved − intended start of each GPU, where the intended start includes its deliberate stagger; skew = max − min of those errors.");
+    let _ = writeln!(s, "\n## Plots\n\n- `plots/spread_vs_period.svg`, `plots/in_phase_vs_staggered.svg`\n- `plots/rung-<id>.svg`: node curve of each rung (PNG beside each SVG)");
+    let path = dir.join("report.md");
+    std::fs::write(&path, s).map_err(|e| CollateError::io(&path, e))?;
+    Ok(path)
+}

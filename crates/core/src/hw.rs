@@ -1,0 +1,205 @@
+//! The hardware seams. A backend opens a node and hands the runner one
+//! [`Gpu`] (runs load on an absolute schedule) and one [`PowerSource`]
+//! (yields samples) per selected device. Implementations: the simulated
+//! node (`powerlab-sim`) and real CUDA/NVML (`powerlab-cuda`, `powerlab-nvml`).
+
+use crate::sample::Sample;
+use crate::shape::{EdgeKind, LoadShape};
+use crate::units::EpochNs;
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+/// A GPU as the run knows it. `uuid` is the identity that links CUDA and
+/// NVML; `key` is the run-local short name used in raw files (`gpu0`, …),
+/// mapped to the UUID in the manifest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpuIdentity {
+    /// Run-local key (`gpu0`, `gpu1`, … in selection order).
+    pub key: String,
+    /// NVML/CUDA UUID (`GPU-…`).
+    pub uuid: String,
+    /// Marketing name (`NVIDIA H200`).
+    pub name: String,
+    /// Physical NVML index on the host (not the CUDA ordinal).
+    pub nvml_index: u32,
+    /// Enforced power limit at open time, watts.
+    pub power_limit_w: f64,
+}
+
+/// Errors from hardware (real or simulated).
+#[derive(Debug, Clone, thiserror::Error, Serialize, Deserialize, PartialEq)]
+pub enum HwError {
+    /// A required library or capability is missing on this node.
+    #[error("{what} is not available on this node: {detail}. Fix: {fix}")]
+    Missing {
+        /// What is missing (e.g. "NCCL (libnccl)").
+        what: String,
+        /// What was searched or tried.
+        detail: String,
+        /// What the user should do.
+        fix: String,
+    },
+    /// A device failed (CUDA error, Xid, vanished).
+    #[error("GPU {gpu} failed: {detail}")]
+    DeviceFailed {
+        /// UUID or key of the GPU.
+        gpu: String,
+        /// What happened, with the evidence.
+        detail: String,
+    },
+    /// A transient read error (retried by the sampler).
+    #[error("transient read error on GPU {gpu}: {detail}")]
+    Transient {
+        /// UUID or key of the GPU.
+        gpu: String,
+        /// What failed.
+        detail: String,
+    },
+    /// Anything else the backend reports.
+    #[error("{0}")]
+    Other(String),
+}
+
+/// What a GPU reports once warm and holding keep-warm load.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct Readiness {
+    /// When it became ready.
+    pub ready_at_ns: EpochNs,
+    /// Measured time from receiving a schedule to being able to act on its
+    /// first deadline. The barrier lead is derived from the slowest of these.
+    pub arm_latency_ns: i64,
+    /// Offset of the device clock (`%globaltimer`) against the run clock, if
+    /// measured (device − host).
+    pub device_clock_offset_ns: Option<i64>,
+}
+
+/// One GPU's schedule for one rung: absolute window and shape.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpuSchedule {
+    /// Rung id within the run.
+    pub rung_id: u32,
+    /// Window start (the barrier epoch), run clock.
+    pub start_ns: EpochNs,
+    /// Window end, run clock.
+    pub end_ns: EpochNs,
+    /// What to draw.
+    pub shape: LoadShape,
+}
+
+/// One achieved edge.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct EdgeRecord {
+    /// Position in the intended edge list.
+    pub index: u32,
+    /// Start, rise or fall.
+    pub kind: EdgeKind,
+    /// Intended time, run clock.
+    pub intended_ns: EpochNs,
+    /// Achieved time as the device recorded it, run clock.
+    pub achieved_ns: EpochNs,
+}
+
+/// What a GPU reports after a rung.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct RungOutcome {
+    /// Every edge with its achieved time.
+    pub edges: Vec<EdgeRecord>,
+    /// Work done, for sanity (kernels or GEMMs completed; 0 if unknown).
+    pub work_items: u64,
+}
+
+/// An event a power source observed (Xid, device lost, …).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeviceEvent {
+    /// When.
+    pub ts_ns: EpochNs,
+    /// GPU key.
+    pub gpu: String,
+    /// Short kind (`xid`, `lost`, …).
+    pub kind: String,
+    /// Evidence.
+    pub detail: String,
+    /// Whether the run must stop.
+    pub fatal: bool,
+}
+
+/// A device that runs load on an absolute schedule.
+///
+/// Implementations must be cancel-safe: if the future returned by
+/// [`Gpu::run`] is dropped, load stops no later than the next call to
+/// [`Gpu::stop`], which the runner always makes.
+#[async_trait]
+pub trait Gpu: Send {
+    /// Who this is.
+    fn identity(&self) -> &GpuIdentity;
+    /// Gets ready for the next rung: on first use compiles and allocates
+    /// (cold start); then, if `keep_warm`, runs full load for `warmup_ns` and
+    /// keeps running it until the next `run` or `stop`, so waiting at the
+    /// barrier never undoes the warm-up. With `keep_warm = false` (an idle
+    /// rung) the GPU stays idle.
+    async fn prepare(&mut self, warmup_ns: i64, keep_warm: bool) -> Result<Readiness, HwError>;
+    /// Executes the schedule, returning achieved edge times. Returns at the
+    /// window end with the GPU idle.
+    async fn run(&mut self, schedule: &GpuSchedule) -> Result<RungOutcome, HwError>;
+    /// Stops all load now (cooldown, abort). Must be safe to call at any time.
+    async fn stop(&mut self) -> Result<(), HwError>;
+}
+
+/// An instrument that yields every new sample since the last call.
+pub trait PowerSource: Send {
+    /// Who this measures.
+    fn identity(&self) -> &GpuIdentity;
+    /// Every power reading since the last drain: buffered samples with their
+    /// own timestamps, plus one read of the instant field.
+    fn drain_power(&mut self, now_ns: EpochNs) -> Result<Vec<Sample>, HwError>;
+    /// One read of the slower fields that update every ~100 ms: the 1 s
+    /// average and the energy counter.
+    fn read_fields(&mut self, now_ns: EpochNs) -> Result<Vec<Sample>, HwError>;
+    /// One read of the slower status instruments (clocks, temperatures,
+    /// clock-event reasons, enforced limit).
+    fn read_status(&mut self, now_ns: EpochNs) -> Result<Vec<Sample>, HwError>;
+    /// Events seen since the last call (Xid, device lost).
+    fn drain_events(&mut self, now_ns: EpochNs) -> Vec<DeviceEvent>;
+}
+
+/// Whether a capability is present, and if not why and how to fix it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Capability {
+    /// Present, with a version or description.
+    Present(String),
+    /// Absent: the error to show.
+    Absent(HwError),
+}
+
+/// Static facts about the opened node.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct BackendInfo {
+    /// `sim` or `cuda`.
+    pub backend: String,
+    /// Node id written on every raw row (host name, or sim node name).
+    pub node_id: String,
+    /// Host name.
+    pub host: String,
+    /// Selected GPUs, in run order.
+    pub gpus: Vec<GpuIdentity>,
+    /// Driver / profile description.
+    pub driver: String,
+    /// NCCL availability.
+    pub nccl: Capability,
+}
+
+/// What an opened node hands the runner.
+pub struct NodeHandles {
+    /// Facts for the manifest.
+    pub info: BackendInfo,
+    /// One load driver per selected GPU, same order as `info.gpus`.
+    pub gpus: Vec<Box<dyn Gpu>>,
+    /// One instrument per selected GPU, same order as `info.gpus`.
+    pub sources: Vec<Box<dyn PowerSource>>,
+}
+
+/// A node backend (simulated or real).
+pub trait Backend {
+    /// Opens the node, selecting GPUs by the campaign's selector.
+    fn open(&mut self) -> Result<NodeHandles, HwError>;
+}

@@ -1,0 +1,22 @@
+//! The shared vocabulary of gpu-power-lab: units, the one run clock, load
+//! shapes and their edges, instrument samples, and the two hardware seams
+//! (`Gpu`, a device that runs load on an absolute schedule, and
+//! `PowerSource`, an instrument that yields timestamped samples). Every
+//! backend — the simulated node and the real CUDA/NVML one — implements these
+//! traits, so the runner and the collator never know which one they drive.
+//! Nothing here talks to hardware or touches the filesystem.
+
+pub mod clock;
+pub mod hw;
+pub mod sample;
+pub mod shape;
+pub mod units;
+
+pub use clock::RunClock;
+pub use hw::{
+    Backend, BackendInfo, Capability, DeviceEvent, Gpu, GpuIdentity, HwError, NodeHandles,
+    PowerSource, Readiness, RungOutcome, GpuSchedule, EdgeRecord,
+};
+pub use sample::{Instrument, Sample};
+pub use shape::LoadShape;
+pub use units::{EpochNs, Watts, NS_PER_MS, NS_PER_S, NS_PER_US};

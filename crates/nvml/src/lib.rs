@@ -1,0 +1,10 @@
+//! The real node through NVML: GPU discovery by UUID (honouring
+//! `CUDA_VISIBLE_DEVICES`), the power sampler (driver-buffered samples,
+//! instant and average fields, energy, clocks, temperatures, clock-event
+//! reasons, Xid events) and the read-only health checks behind `preflight`.
+//! NVML is loaded at run time; a machine without the driver gets an error
+//! that says so, never a silent fallback to simulated numbers.
+
+pub mod load;
+
+pub use load::{init_nvml, NvmlError};

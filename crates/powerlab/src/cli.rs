@@ -1,0 +1,123 @@
+//! Command-line arguments.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// Measure how hard and how fast a node of GPUs can swing its power draw.
+#[derive(Parser, Debug)]
+#[command(name = "powerlab", version, about)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Check a campaign file; errors name file, line, column and field.
+    Validate(ValidateArgs),
+    /// Print the expanded schedule (every rung, repeat, offset) and total duration.
+    Plan(PlanArgs),
+    /// Run a campaign (real GPUs unless `--backend sim`).
+    Run(RunArgs),
+    /// Regenerate every summary, report and plot of a run directory from its raw files.
+    Collate(CollateArgs),
+}
+
+/// `validate`.
+#[derive(Args, Debug)]
+pub struct ValidateArgs {
+    /// Campaign file.
+    pub file: PathBuf,
+}
+
+/// `plan`.
+#[derive(Args, Debug)]
+pub struct PlanArgs {
+    /// Campaign file.
+    pub file: PathBuf,
+    /// GPUs to plan for when the campaign selects "all".
+    #[arg(long, default_value_t = 8)]
+    pub gpus: usize,
+    /// Override the repeats of idle, sustained and duty phases.
+    #[arg(long)]
+    pub repeats: Option<u32>,
+    /// Print the plan as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Which hardware.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackendKind {
+    /// Real NVIDIA GPUs through CUDA and NVML (the default).
+    Cuda,
+    /// The simulated node (only when asked for).
+    Sim,
+}
+
+/// How simulated time passes.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SimPace {
+    /// As fast as the machine computes (a 4-hour campaign in minutes).
+    Virtual,
+    /// In real time (for signal and wall-clock tests).
+    Realtime,
+}
+
+/// `run`.
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Campaign file.
+    pub file: PathBuf,
+    /// Hardware to drive. Without it, real GPUs; there is no fallback to the simulated node.
+    #[arg(long, value_enum, default_value_t = BackendKind::Cuda)]
+    pub backend: BackendKind,
+    /// Override the repeats of idle, sustained and duty phases.
+    #[arg(long)]
+    pub repeats: Option<u32>,
+    /// Where run directories go.
+    #[arg(long, default_value = "results")]
+    pub results: PathBuf,
+    /// Print one JSON event per line instead of a progress bar.
+    #[arg(long)]
+    pub json: bool,
+    /// Run even if preflight fails (recorded in the manifest and on the report's first line).
+    #[arg(long)]
+    pub allow_unhealthy: bool,
+    /// Do not collate at the end.
+    #[arg(long)]
+    pub no_collate: bool,
+    /// Simulated GPU model: h200, b300, a10g.
+    #[arg(long, default_value = "h200")]
+    pub sim_profile: String,
+    /// Simulated GPU count.
+    #[arg(long, default_value_t = 8)]
+    pub sim_gpus: usize,
+    /// Seed of the simulated node.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Simulated time: virtual (fast) or realtime.
+    #[arg(long, value_enum, default_value_t = SimPace::Virtual)]
+    pub sim_pace: SimPace,
+    /// Inject a fault into the simulated node (repeatable), e.g. gpu1:cold_start=10s, gpu0:lost_at=30s, node:no_nccl.
+    #[arg(long = "sim-fault")]
+    pub sim_faults: Vec<String>,
+    /// Physics step of the simulated node, µs.
+    #[arg(long, default_value_t = 250)]
+    pub sim_step_us: i64,
+    /// Write the simulated true waveform (1 ms) into the run directory as sim-truth/<gpu>.csv.
+    #[arg(long)]
+    pub sim_truth: bool,
+    /// Anchor virtual time at this Unix-epoch ns (reproducible runs; tests).
+    #[arg(long, hide = true)]
+    pub sim_epoch_ns: Option<i64>,
+}
+
+/// `collate`.
+#[derive(Args, Debug)]
+pub struct CollateArgs {
+    /// Run directory.
+    pub run_dir: PathBuf,
+}

@@ -1,0 +1,49 @@
+//! `validate` and `plan`.
+
+use crate::cli::{PlanArgs, ValidateArgs};
+use anyhow::Result;
+use powerlab_campaign::{load_file, model::GpuSelector, plan};
+
+pub fn validate(a: &ValidateArgs) -> Result<i32> {
+    match load_file(&a.file) {
+        Ok(c) => {
+            println!("{}: ok — campaign `{}`, {} phases", a.file.display(), c.name, c.phases.len());
+            Ok(0)
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            Ok(crate::exit::ERROR)
+        }
+    }
+}
+
+pub fn plan(a: &PlanArgs) -> Result<i32> {
+    let c = match load_file(&a.file) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{e}");
+            return Ok(crate::exit::ERROR);
+        }
+    };
+    let n = match &c.gpus {
+        GpuSelector::All => a.gpus,
+        GpuSelector::List(l) => l.len(),
+    };
+    match plan::expand(&c, n, a.repeats) {
+        Ok(p) if a.json => {
+            println!("{}", serde_json::to_string_pretty(&p)?);
+            Ok(0)
+        }
+        Ok(p) => {
+            print!("{}", plan::render(&p));
+            Ok(0)
+        }
+        Err(e) => {
+            eprintln!("{}: {}", a.file.display(), e.message);
+            if let Some(allowed) = e.allowed {
+                eprintln!("  allowed: {allowed}");
+            }
+            Ok(crate::exit::ERROR)
+        }
+    }
+}

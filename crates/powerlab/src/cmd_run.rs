@@ -1,0 +1,184 @@
+//! `run`: open the backend the user asked for, run, collate.
+
+use crate::cli::{BackendKind, RunArgs, SimPace};
+use crate::ui::{BarObserver, JsonObserver};
+use anyhow::{anyhow, Context, Result};
+use powerlab_campaign::{load_file, plan, Campaign, Plan};
+use powerlab_core::hw::{Backend, NodeHandles};
+use powerlab_core::RunClock;
+use powerlab_rundir::{RunStatus, ToolInfo};
+use powerlab_runner::{run_campaign, Observer, RunError, RunOptions, RunResult, StopReason};
+use powerlab_sim::{FaultPlan, Profile, SimBackend, SimOptions};
+use tokio::sync::watch;
+
+pub fn tool_info() -> ToolInfo {
+    ToolInfo { name: "powerlab".into(), version: env!("CARGO_PKG_VERSION").into(), git_rev: env!("POWERLAB_GIT_REV").into() }
+}
+
+fn gpu_count(c: &Campaign, available: usize) -> usize {
+    match &c.gpus {
+        powerlab_campaign::GpuSelector::All => available,
+        powerlab_campaign::GpuSelector::List(l) => l.len(),
+    }
+}
+
+pub fn run(a: &RunArgs) -> Result<i32> {
+    let campaign = match load_file(&a.file) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{e}");
+            return Ok(crate::exit::ERROR);
+        }
+    };
+    match a.backend {
+        BackendKind::Sim => run_sim(a, campaign),
+        BackendKind::Cuda => run_real(a, campaign),
+    }
+}
+
+fn run_real(_a: &RunArgs, _campaign: Campaign) -> Result<i32> {
+    // Opening the real node starts with NVML: no driver, no run. There is
+    // deliberately no fallback to the simulated node.
+    let nvml = powerlab_nvml::init_nvml().map_err(|e| anyhow!("cannot open the real GPU node: {e}"))?;
+    let n = nvml.device_count().context("NVML device count")?;
+    Err(anyhow!(
+        "found {n} NVIDIA GPU(s), but this build has no real-GPU runner yet (issue 3: CUDA power virus and NVML sampler); use --backend sim to rehearse"
+    ))
+}
+
+fn run_sim(a: &RunArgs, campaign: Campaign) -> Result<i32> {
+    let profile = Profile::by_name(&a.sim_profile).ok_or_else(|| anyhow!("unknown --sim-profile `{}` (allowed: {})", a.sim_profile, Profile::NAMES))?;
+    let faults = FaultPlan::parse(&a.sim_faults).map_err(|e| anyhow!(e))?;
+    if !(10..=5000).contains(&a.sim_step_us) || 1000 % a.sim_step_us != 0 && a.sim_step_us % 1000 != 0 {
+        return Err(anyhow!("--sim-step-us {} must divide 1000 or be a multiple of it, between 10 and 5000", a.sim_step_us));
+    }
+    let n = gpu_count(&campaign, a.sim_gpus);
+    let plan = match plan::expand(&campaign, n, a.repeats) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("{}: {}{}", a.file.display(), e.message, e.allowed.map(|x| format!(" (allowed: {x})")).unwrap_or_default());
+            return Ok(crate::exit::ERROR);
+        }
+    };
+    let rt = match a.sim_pace {
+        SimPace::Virtual => tokio::runtime::Builder::new_current_thread().enable_all().start_paused(true).build()?,
+        SimPace::Realtime => tokio::runtime::Builder::new_multi_thread().enable_all().build()?,
+    };
+    let outcome = rt.block_on(async {
+        let clock = match a.sim_pace {
+            SimPace::Virtual => RunClock::virtual_at(a.sim_epoch_ns.unwrap_or_else(|| RunClock::realtime().now_ns())),
+            SimPace::Realtime => RunClock::realtime(),
+        };
+        let mut opts = SimOptions::new(profile, a.sim_gpus);
+        opts.seed = a.seed;
+        opts.faults = faults;
+        opts.step_us = a.sim_step_us;
+        opts.record_truth = a.sim_truth;
+        opts.selector = campaign.gpus.clone();
+        let mut backend = SimBackend::new(opts, clock);
+        let node = backend.open().map_err(|e| anyhow!("opening the simulated node: {e}"))?;
+        let result = execute(a, &campaign, &plan, node, clock).await?;
+        if a.sim_truth {
+            if let Ok(r) = &result {
+                write_truth(&r.run_dir, &backend)?;
+            }
+        }
+        Ok::<_, anyhow::Error>(result)
+    })?;
+    drop(rt);
+    finish(a, outcome)
+}
+
+fn write_truth(dir: &std::path::Path, backend: &SimBackend) -> Result<()> {
+    use std::io::Write;
+    let out = dir.join("sim-truth");
+    std::fs::create_dir_all(&out)?;
+    for (i, t) in backend.truths().iter().enumerate() {
+        let path = out.join(format!("gpu{i}.csv"));
+        let mut w = std::io::BufWriter::new(std::fs::File::create(&path)?);
+        writeln!(w, "t_ns,true_power_w")?;
+        for (k, p) in t.power_w.iter().enumerate() {
+            writeln!(w, "{},{:.2}", t.start_ns + k as i64 * t.step_ns, p)?;
+        }
+    }
+    Ok(())
+}
+
+fn spawn_signal_handlers(abort: watch::Sender<Option<StopReason>>) {
+    tokio::spawn(async move {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(_) => return,
+        };
+        let reason = tokio::select! {
+            _ = tokio::signal::ctrl_c() => "SIGINT (Ctrl-C) received",
+            _ = term.recv() => "SIGTERM received",
+        };
+        abort.send_if_modified(|cur| {
+            if cur.is_none() {
+                *cur = Some(StopReason::Interrupted(reason.into()));
+                true
+            } else {
+                false
+            }
+        });
+    });
+}
+
+/// Runs the campaign; `Err(code)` when it could not start.
+async fn execute(a: &RunArgs, campaign: &Campaign, plan: &Plan, node: NodeHandles, clock: RunClock) -> Result<Result<RunResult, i32>> {
+    let (abort_tx, _) = watch::channel(None);
+    spawn_signal_handlers(abort_tx.clone());
+    let mut opts = RunOptions::new(a.results.clone(), tool_info());
+    opts.allow_unhealthy = a.allow_unhealthy;
+    let mut bar;
+    let mut json;
+    let observer: &mut dyn Observer = if a.json {
+        json = JsonObserver;
+        &mut json
+    } else {
+        bar = BarObserver::new(plan.total_ns());
+        &mut bar
+    };
+    for note in &plan.notes {
+        observer.message(&format!("note: {note}"));
+    }
+    match run_campaign(campaign, plan, node, clock, &opts, abort_tx, observer).await {
+        Ok(r) => Ok(Ok(r)),
+        Err(RunError::Missing(e)) => {
+            eprintln!("error: the campaign cannot start, nothing was run: {e}");
+            Ok(Err(crate::exit::ERROR))
+        }
+        Err(e) => Err(anyhow!(e)),
+    }
+}
+
+/// Collates (outside any async runtime: polars runs its own) and maps the
+/// outcome to an exit code.
+fn finish(a: &RunArgs, outcome: Result<RunResult, i32>) -> Result<i32> {
+    let result = match outcome {
+        Ok(r) => r,
+        Err(code) => return Ok(code),
+    };
+    let collated = if a.no_collate { None } else { Some(powerlab_collate::collate(&result.run_dir)) };
+    match &collated {
+        Some(Ok(out)) if !a.json => crate::ui::print_summary(&out.rungs),
+        Some(Err(e)) => eprintln!("error: collating {} failed: {e}", result.run_dir.display()),
+        _ => {}
+    }
+    if !a.json {
+        println!("run directory: {}", result.run_dir.display());
+    }
+    let code = match &result.status {
+        RunStatus::Complete => {
+            if matches!(collated, Some(Err(_))) {
+                crate::exit::ERROR
+            } else {
+                0
+            }
+        }
+        RunStatus::Interrupted { .. } => crate::exit::INTERRUPTED,
+        RunStatus::Failed { .. } | RunStatus::Running => crate::exit::RUN_FAILED,
+    };
+    Ok(code)
+}

@@ -1,0 +1,44 @@
+//! `powerlab`: the command line over the gpu-power-lab libraries. Parses
+//! arguments, picks the backend the user asked for (never silently the
+//! simulated one), shows progress, and maps outcomes to exit codes.
+#![allow(clippy::print_stdout, clippy::print_stderr, clippy::exit)]
+
+mod cli;
+mod cmd_collate;
+mod cmd_plan;
+mod cmd_run;
+mod ui;
+
+use clap::Parser;
+
+/// Exit codes (also in README): 0 ok, 1 error, 2 usage, 3 preflight failed,
+/// 4 run failed (fault or interlock), 130 interrupted.
+pub mod exit {
+    /// Any error not covered below.
+    pub const ERROR: i32 = 1;
+    /// Preflight refused the node.
+    pub const PREFLIGHT: i32 = 3;
+    /// A fault or interlock stopped the run.
+    pub const RUN_FAILED: i32 = 4;
+    /// Ctrl-C or SIGTERM.
+    pub const INTERRUPTED: i32 = 130;
+}
+
+fn main() {
+    let args = cli::Cli::parse();
+    let filter = tracing_subscriber::EnvFilter::try_from_env("POWERLAB_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    let code = match args.command {
+        cli::Command::Validate(a) => cmd_plan::validate(&a),
+        cli::Command::Plan(a) => cmd_plan::plan(&a),
+        cli::Command::Run(a) => cmd_run::run(&a),
+        cli::Command::Collate(a) => cmd_collate::collate(&a),
+    };
+    match code {
+        Ok(c) => std::process::exit(c),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::exit(exit::ERROR);
+        }
+    }
+}

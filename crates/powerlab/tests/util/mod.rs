@@ -1,0 +1,72 @@
+//! Helpers for running the real binary on the simulated node.
+#![allow(dead_code, missing_docs)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub const EPOCH: i64 = 1_795_997_027_000_000_000;
+
+pub struct Run {
+    pub out: Output,
+    pub results: tempfile::TempDir,
+    pub dir: Option<PathBuf>,
+}
+
+impl Run {
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.out.stderr).into_owned()
+    }
+    pub fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.out.stdout).into_owned()
+    }
+    pub fn code(&self) -> i32 {
+        self.out.status.code().unwrap_or(-1)
+    }
+    pub fn dir(&self) -> &Path {
+        self.dir.as_deref().unwrap_or_else(|| panic!("no run directory; stderr:\n{}", self.stderr()))
+    }
+    pub fn summary(&self) -> Vec<serde_json::Value> {
+        let text = std::fs::read_to_string(self.dir().join("report/summary.json")).expect("summary.json");
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        v["rungs"].as_array().unwrap().clone()
+    }
+    pub fn events(&self) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(self.dir().join("events.jsonl")).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    }
+    pub fn node_curve(&self) -> Vec<(i64, Option<f64>)> {
+        let text = std::fs::read_to_string(self.dir().join("report/node_curve.csv")).unwrap();
+        text.lines().skip(1).map(|l| {
+            let mut f = l.split(',');
+            let t: i64 = f.next().unwrap().parse().unwrap();
+            (t, f.next().and_then(|v| v.parse().ok()))
+        }).collect()
+    }
+}
+
+pub fn powerlab() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_powerlab"))
+}
+
+pub fn run_dirs(root: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(root).map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_dir()).collect()).unwrap_or_default()
+}
+
+/// Runs `campaign` (TOML text) on the simulated node with extra arguments.
+pub fn run_sim(campaign: &str, extra: &[&str]) -> Run {
+    let results = tempfile::tempdir().unwrap();
+    let file = results.path().join("campaign.toml");
+    std::fs::write(&file, campaign).unwrap();
+    let root = results.path().join("runs");
+    let epoch = EPOCH.to_string();
+    let out = powerlab()
+        .args(["run", file.to_str().unwrap(), "--backend", "sim", "--results", root.to_str().unwrap(), "--sim-epoch-ns", &epoch])
+        .args(extra)
+        .output()
+        .unwrap();
+    let dir = run_dirs(&root).into_iter().next();
+    Run { out, results, dir }
+}
+
+pub fn campaign(body: &str) -> String {
+    format!("[campaign]\nname = \"t\"\nconfirm_node_swing = true\n[defaults]\nwarmup_s = 1\ncooldown_s = 1\n{body}")
+}

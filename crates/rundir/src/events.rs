@@ -1,0 +1,180 @@
+//! `events.jsonl`: one JSON object a line, flushed as written.
+
+use crate::layout::RunDirError;
+use serde::{Deserialize, Serialize};
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+
+/// Rung facts copied into the event log so the run directory stands alone.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RungInfo {
+    /// Rung id.
+    pub id: u32,
+    /// Unique label.
+    pub label: String,
+    /// Phase name.
+    pub phase: String,
+    /// `idle`, `sustained`, `duty`, `nccl`, `soak`.
+    pub kind: String,
+    /// `in_phase` or `staggered`.
+    pub mode: String,
+    /// Duty period, ms.
+    pub period_ms: Option<f64>,
+    /// Duty fraction.
+    pub duty: f64,
+    /// Repeat number (1-based).
+    pub repeat: u32,
+    /// Repeats of the phase.
+    pub repeats: u32,
+}
+
+/// A GPU's readiness at a barrier.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpuReady {
+    /// GPU key.
+    pub gpu: String,
+    /// When it became ready.
+    pub ready_at_ns: i64,
+    /// Measured arm latency.
+    pub arm_latency_ns: i64,
+    /// Device clock minus run clock, if measured.
+    pub clock_offset_ns: Option<i64>,
+}
+
+/// Events of a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum RunEvent {
+    /// The run began.
+    RunStarted {
+        /// When.
+        ts_ns: i64,
+        /// Campaign.
+        campaign: String,
+        /// Backend.
+        backend: String,
+        /// Rungs planned.
+        rungs: usize,
+    },
+    /// Every GPU reported ready; the coordinator chose an epoch.
+    Barrier {
+        /// When the epoch was chosen.
+        ts_ns: i64,
+        /// Rung id.
+        rung_id: u32,
+        /// Readiness of each GPU.
+        ready: Vec<GpuReady>,
+        /// The chosen window start.
+        epoch_ns: i64,
+        /// Lead between the choice and the epoch.
+        lead_ns: i64,
+    },
+    /// A rung's window began.
+    RungStarted {
+        /// When the coordinator dispatched it.
+        ts_ns: i64,
+        /// The rung.
+        rung: RungInfo,
+        /// Window start (barrier epoch).
+        epoch_ns: i64,
+        /// Start of the measured window (after any ramp).
+        measure_from_ns: i64,
+        /// Window end.
+        end_ns: i64,
+        /// Intended offset of each GPU, ns (stagger is intended, not an error).
+        offsets_ns: Vec<i64>,
+        /// GPU keys, same order as offsets.
+        gpus: Vec<String>,
+    },
+    /// A rung's window ended.
+    RungEnded {
+        /// When.
+        ts_ns: i64,
+        /// Rung id.
+        rung_id: u32,
+        /// Each GPU's start error against its intended start, ns.
+        start_error_ns: Vec<i64>,
+        /// Whether every GPU started within the barrier tolerance.
+        barrier_ok: bool,
+    },
+    /// A device or sampler fault.
+    Fault {
+        /// When.
+        ts_ns: i64,
+        /// GPU key, if one.
+        gpu: Option<String>,
+        /// Short kind.
+        kind: String,
+        /// Evidence.
+        detail: String,
+        /// Whether it stopped the run.
+        fatal: bool,
+    },
+    /// A safety limit tripped.
+    Interlock {
+        /// When.
+        ts_ns: i64,
+        /// Which limit.
+        limit: String,
+        /// The reading that tripped it.
+        reading: String,
+    },
+    /// The run ended.
+    RunEnded {
+        /// When.
+        ts_ns: i64,
+        /// `complete`, `interrupted` or `failed`.
+        status: String,
+        /// Why, when not complete.
+        reason: Option<String>,
+    },
+    /// A free-form note (NCCL table, calibration, …).
+    Note {
+        /// When.
+        ts_ns: i64,
+        /// Topic.
+        topic: String,
+        /// Content.
+        detail: serde_json::Value,
+    },
+}
+
+/// Append-only event log.
+pub struct EventLog {
+    path: PathBuf,
+    file: File,
+}
+
+impl EventLog {
+    /// Creates `events.jsonl`.
+    pub fn create(path: &Path) -> Result<EventLog, RunDirError> {
+        let file = std::fs::OpenOptions::new().write(true).create_new(true).open(path).map_err(|e| RunDirError::io(path, e))?;
+        Ok(EventLog { path: path.to_path_buf(), file })
+    }
+
+    /// Appends and flushes one event.
+    pub fn append(&mut self, e: &RunEvent) -> Result<(), RunDirError> {
+        let mut line = serde_json::to_string(e).map_err(|er| RunDirError::Format { path: self.path.clone(), message: er.to_string() })?;
+        line.push('\n');
+        self.file.write_all(line.as_bytes()).map_err(|er| RunDirError::io(&self.path, er))
+    }
+}
+
+/// Reads `events.jsonl`; a torn last line (killed run) is ignored.
+pub fn read_events(path: &Path) -> Result<Vec<RunEvent>, RunDirError> {
+    let file = File::open(path).map_err(|e| RunDirError::io(path, e))?;
+    let lines: Vec<String> = BufReader::new(file).lines().collect::<Result<_, _>>().map_err(|e| RunDirError::io(path, e))?;
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str(line) {
+            Ok(e) => out.push(e),
+            Err(_) if i + 1 == lines.len() => break,
+            Err(e) => return Err(RunDirError::Format { path: path.to_path_buf(), message: format!("line {}: {e}", i + 1) }),
+        }
+    }
+    Ok(out)
+}

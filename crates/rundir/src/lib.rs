@@ -1,0 +1,23 @@
+//! The run directory is the contract between the runner and the collator.
+//!
+//! `results/<campaign>-<UTC time>-<host>/` holds `manifest.json` (what ran,
+//! where, on which GPUs by UUID, with which tool revision and clock),
+//! `raw/<gpu>.csv` (append-only samples, every row with an absolute
+//! timestamp and node id, flushed at least every second), `events.jsonl`
+//! (rungs, barriers, faults) and `edges.csv` (intended vs achieved edges).
+//! Everything under `report/` is derived and can be deleted and regenerated
+//! from the rest by `powerlab collate`. This crate owns those formats:
+//! writers for the runner, readers for the collator. A run directory is
+//! never written into twice.
+
+pub mod edges;
+pub mod events;
+pub mod layout;
+pub mod manifest;
+pub mod raw;
+
+pub use edges::{EdgeRow, EdgeWriter};
+pub use events::{EventLog, GpuReady, RunEvent, RungInfo};
+pub use layout::{RunDir, RunDirError};
+pub use manifest::{Manifest, RunStatus, ToolInfo, FORMAT_VERSION};
+pub use raw::{RawRow, RawWriter};

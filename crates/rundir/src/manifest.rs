@@ -1,0 +1,94 @@
+//! `manifest.json`: what ran, where and how.
+
+use crate::layout::RunDirError;
+use powerlab_core::hw::BackendInfo;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// Version of the run-directory format. Bump on any incompatible change.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// The tool that wrote the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolInfo {
+    /// `powerlab`.
+    pub name: String,
+    /// Crate version.
+    pub version: String,
+    /// Git revision of the build (`unknown` outside a checkout).
+    pub git_rev: String,
+}
+
+/// How the run ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Still running (or killed hard: the raw files up to the last flush stand).
+    Running,
+    /// Every rung ran.
+    Complete,
+    /// Stopped by a signal or the user.
+    Interrupted {
+        /// Why.
+        reason: String,
+    },
+    /// Stopped by a fault or an interlock.
+    Failed {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// The manifest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Run-directory format version.
+    pub format_version: u32,
+    /// Tool.
+    pub tool: ToolInfo,
+    /// Campaign name.
+    pub campaign: String,
+    /// The resolved campaign (every default filled in).
+    pub campaign_resolved: serde_json::Value,
+    /// The expanded plan.
+    pub plan: serde_json::Value,
+    /// Backend facts (node id, host, GPUs by UUID, driver, NCCL).
+    pub backend: BackendInfo,
+    /// The declared clock of every timestamp.
+    pub clock: String,
+    /// Run start, epoch ns.
+    pub started_ns: i64,
+    /// Run end, epoch ns (None while running).
+    pub ended_ns: Option<i64>,
+    /// Start as RFC 3339.
+    pub started_utc: String,
+    /// Status.
+    pub status: RunStatus,
+    /// Preflight was overridden with `--allow-unhealthy`.
+    pub allow_unhealthy: bool,
+    /// The command line.
+    pub command: Vec<String>,
+}
+
+impl Manifest {
+    /// Writes atomically (temp file, then rename).
+    pub fn write(&self, path: &Path) -> Result<(), RunDirError> {
+        let tmp = path.with_extension("json.tmp");
+        let text = serde_json::to_string_pretty(self).map_err(|e| RunDirError::Format { path: path.to_path_buf(), message: e.to_string() })?;
+        std::fs::write(&tmp, text + "\n").map_err(|e| RunDirError::io(&tmp, e))?;
+        std::fs::rename(&tmp, path).map_err(|e| RunDirError::io(path, e))
+    }
+
+    /// Reads a manifest.
+    pub fn read(path: &Path) -> Result<Manifest, RunDirError> {
+        let text = std::fs::read_to_string(path).map_err(|e| RunDirError::io(path, e))?;
+        let m: Manifest = serde_json::from_str(&text).map_err(|e| RunDirError::Format { path: path.to_path_buf(), message: e.to_string() })?;
+        if m.format_version != FORMAT_VERSION {
+            return Err(RunDirError::Format {
+                path: path.to_path_buf(),
+                message: format!("run-directory format {} is not {FORMAT_VERSION}, which this powerlab reads", m.format_version),
+            });
+        }
+        Ok(m)
+    }
+}

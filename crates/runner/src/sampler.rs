@@ -1,0 +1,228 @@
+//! One sampler task per GPU: drains the power source on a fixed cadence,
+//! appends every sample to the GPU's raw file, flushes at least every
+//! second, and reports faults and interlock readings to the coordinator.
+//! Transient read errors are counted and retried; a device that stops
+//! answering, a fatal device event or a failed write stops the run.
+
+use crate::StopReason;
+use powerlab_campaign::Limits;
+use powerlab_core::hw::{HwError, PowerSource};
+use powerlab_core::sample::ClockEventBits;
+use powerlab_core::{Instrument, RunClock};
+use powerlab_rundir::{RawWriter, RunEvent};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+
+/// Sampler cadence and limits.
+#[derive(Debug, Clone)]
+pub struct SamplerConfig {
+    /// Poll period of the power paths.
+    pub poll_ns: i64,
+    /// Poll period of the average field and energy counter.
+    pub fields_ns: i64,
+    /// Poll period of clocks, temperatures and reasons.
+    pub status_ns: i64,
+    /// Longest time between flushes.
+    pub flush_ns: i64,
+    /// Safety limits.
+    pub limits: Limits,
+    /// Consecutive failing time after which a GPU counts as not answering.
+    pub unresponsive_ns: i64,
+}
+
+/// What a sampler tells the coordinator.
+#[derive(Debug, Clone)]
+pub enum SamplerMsg {
+    /// Latest buffered power of a GPU (for the node-power interlock).
+    Power {
+        /// Run index.
+        gpu: usize,
+        /// Watts.
+        watts: f64,
+    },
+    /// An event to log; with a stop reason if the run must stop.
+    Event(RunEvent, Option<StopReason>),
+}
+
+/// What a sampler did, for the closing report.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct SamplerStats {
+    /// GPU key.
+    pub gpu: String,
+    /// Rows written.
+    pub rows: u64,
+    /// Buffered samples captured.
+    pub buffered_samples: u64,
+    /// Largest gap between consecutive buffered samples, ns.
+    pub max_buffered_gap_ns: i64,
+    /// First and last buffered timestamps.
+    pub buffered_span_ns: (i64, i64),
+    /// Transient read errors (retried).
+    pub transient_errors: u64,
+    /// CPU time the sampler thread used is not separable here; wall time spent in reads, ns.
+    pub read_time_ns: i64,
+}
+
+struct State {
+    idx: usize,
+    key: String,
+    fatal_sent: bool,
+    interlocks_sent: Vec<String>,
+    consecutive_fail_ns: i64,
+    last_buffered_ts: Option<i64>,
+}
+
+/// Spawns the sampler of one GPU.
+pub fn spawn_sampler(
+    idx: usize,
+    mut source: Box<dyn PowerSource>,
+    mut writer: RawWriter,
+    clock: RunClock,
+    cfg: SamplerConfig,
+    tx: mpsc::UnboundedSender<SamplerMsg>,
+    mut stop: watch::Receiver<bool>,
+) -> JoinHandle<SamplerStats> {
+    tokio::spawn(async move {
+        let key = source.identity().key.clone();
+        let mut st = State { idx, key: key.clone(), fatal_sent: false, interlocks_sent: Vec::new(), consecutive_fail_ns: 0, last_buffered_ts: None };
+        let mut stats = SamplerStats { gpu: key, buffered_span_ns: (0, 0), ..Default::default() };
+        let mut poll = tokio::time::interval(Duration::from_nanos(cfg.poll_ns as u64));
+        poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut last_status: Option<i64> = None;
+        let mut last_fields: Option<i64> = None;
+        let mut write_ok = true;
+        loop {
+            let stopping = tokio::select! {
+                _ = poll.tick() => false,
+                _ = stop.wait_for(|v| *v) => true,
+            };
+            let now = clock.now_ns();
+            let t0 = std::time::Instant::now();
+            let mut batch = match source.drain_power(now) {
+                Ok(s) => {
+                    st.consecutive_fail_ns = 0;
+                    s
+                }
+                Err(e) => {
+                    handle_read_error(&mut st, &mut stats, &cfg, &tx, now, e);
+                    Vec::new()
+                }
+            };
+            if last_fields.is_none_or(|t| now - t >= cfg.fields_ns) || stopping {
+                last_fields = Some(now);
+                match source.read_fields(now) {
+                    Ok(s) => batch.extend(s),
+                    Err(e) => handle_read_error(&mut st, &mut stats, &cfg, &tx, now, e),
+                }
+            }
+            if last_status.is_none_or(|t| now - t >= cfg.status_ns) || stopping {
+                last_status = Some(now);
+                match source.read_status(now) {
+                    Ok(s) => {
+                        check_status(&mut st, &cfg, &tx, now, &s);
+                        batch.extend(s);
+                    }
+                    Err(e) => handle_read_error(&mut st, &mut stats, &cfg, &tx, now, e),
+                }
+            }
+            for ev in source.drain_events(now) {
+                let reason = ev.fatal.then(|| StopReason::Failed(format!("{} on {}: {}", ev.kind, ev.gpu, ev.detail)));
+                let _ = tx.send(SamplerMsg::Event(
+                    RunEvent::Fault { ts_ns: ev.ts_ns, gpu: Some(ev.gpu.clone()), kind: ev.kind.clone(), detail: ev.detail.clone(), fatal: ev.fatal },
+                    reason,
+                ));
+            }
+            stats.read_time_ns += t0.elapsed().as_nanos() as i64;
+            let mut latest_w = None;
+            for s in batch.iter().filter(|s| s.instrument == Instrument::BufferedW) {
+                if let Some(prev) = st.last_buffered_ts {
+                    stats.max_buffered_gap_ns = stats.max_buffered_gap_ns.max(s.ts_ns - prev);
+                } else {
+                    stats.buffered_span_ns.0 = s.ts_ns;
+                }
+                st.last_buffered_ts = Some(s.ts_ns);
+                stats.buffered_span_ns.1 = s.ts_ns;
+                stats.buffered_samples += 1;
+                latest_w = Some(s.value);
+            }
+            if let Some(w) = latest_w {
+                let _ = tx.send(SamplerMsg::Power { gpu: idx, watts: w });
+            }
+            if write_ok {
+                let result = writer.write(&batch).and_then(|_| if stopping { writer.flush(now) } else { writer.flush_if_due(now, cfg.flush_ns).map(|_| ()) });
+                match result {
+                    Ok(()) => stats.rows = writer.rows(),
+                    Err(e) => {
+                        write_ok = false;
+                        let detail = format!("writing raw samples failed: {e}; the load is stopped rather than run blind");
+                        let _ = tx.send(SamplerMsg::Event(
+                            RunEvent::Fault { ts_ns: now, gpu: Some(st.key.clone()), kind: "disk".into(), detail: detail.clone(), fatal: true },
+                            Some(StopReason::Failed(detail)),
+                        ));
+                    }
+                }
+            }
+            if stopping {
+                break;
+            }
+        }
+        stats
+    })
+}
+
+fn handle_read_error(st: &mut State, stats: &mut SamplerStats, cfg: &SamplerConfig, tx: &mpsc::UnboundedSender<SamplerMsg>, now: i64, e: HwError) {
+    match e {
+        HwError::Transient { .. } => {
+            stats.transient_errors += 1;
+            st.consecutive_fail_ns += cfg.poll_ns;
+            if st.consecutive_fail_ns >= cfg.unresponsive_ns && !st.fatal_sent {
+                st.fatal_sent = true;
+                let detail = format!("NVML stopped answering for {} ms on {}: {e}", st.consecutive_fail_ns / 1_000_000, st.key);
+                let _ = tx.send(SamplerMsg::Event(
+                    RunEvent::Fault { ts_ns: now, gpu: Some(st.key.clone()), kind: "nvml_unresponsive".into(), detail: detail.clone(), fatal: true },
+                    Some(StopReason::Failed(detail)),
+                ));
+            }
+        }
+        other => {
+            if !st.fatal_sent {
+                st.fatal_sent = true;
+                let detail = other.to_string();
+                let _ = tx.send(SamplerMsg::Event(
+                    RunEvent::Fault { ts_ns: now, gpu: Some(st.key.clone()), kind: "device".into(), detail: detail.clone(), fatal: true },
+                    Some(StopReason::Failed(format!("GPU {} (run index {}) failed: {detail}", st.key, st.idx))),
+                ));
+            }
+        }
+    }
+}
+
+fn check_status(st: &mut State, cfg: &SamplerConfig, tx: &mpsc::UnboundedSender<SamplerMsg>, now: i64, samples: &[powerlab_core::Sample]) {
+    for s in samples {
+        let trip = match s.instrument {
+            Instrument::GpuTempC if s.value > cfg.limits.max_gpu_temp_c => {
+                Some(("max_gpu_temp_c", format!("{} GPU temperature {} °C > limit {} °C", st.key, s.value, cfg.limits.max_gpu_temp_c)))
+            }
+            Instrument::MemTempC if s.value > cfg.limits.max_memory_temp_c => {
+                Some(("max_memory_temp_c", format!("{} memory temperature {} °C > limit {} °C", st.key, s.value, cfg.limits.max_memory_temp_c)))
+            }
+            Instrument::ClockEvents if cfg.limits.abort_on_hw_slowdown && ClockEventBits(s.value as u64).any_hw_slowdown() => {
+                let bits = ClockEventBits(s.value as u64);
+                Some(("abort_on_hw_slowdown", format!("{} clock-event reasons 0x{:x} ({}) assert a hardware slowdown", st.key, bits.0, bits.names().join(", "))))
+            }
+            _ => None,
+        };
+        if let Some((limit, reading)) = trip {
+            if st.interlocks_sent.iter().any(|l| l == limit) {
+                continue;
+            }
+            st.interlocks_sent.push(limit.to_string());
+            let _ = tx.send(SamplerMsg::Event(
+                RunEvent::Interlock { ts_ns: now, limit: limit.into(), reading: reading.clone() },
+                Some(StopReason::Failed(format!("interlock {limit}: {reading}"))),
+            ));
+        }
+    }
+}

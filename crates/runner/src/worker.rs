@@ -1,0 +1,82 @@
+//! One task per GPU, owning its [`Gpu`] and obeying the coordinator.
+//! Any command in flight is abandoned when the run is stopped, and the GPU
+//! is told to stop: no GPU keeps drawing power after an abort.
+
+use crate::StopReason;
+use powerlab_core::hw::{Gpu, GpuSchedule, HwError, Readiness, RungOutcome};
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::task::JoinHandle;
+
+/// A command to a worker.
+pub enum WorkerCmd {
+    /// Warm up (and keep warm) for the next rung.
+    Prepare {
+        /// Warm-up duration.
+        warmup_ns: i64,
+        /// Keep load running until the rung (false for idle rungs).
+        keep_warm: bool,
+        /// Answer.
+        reply: oneshot::Sender<Result<Readiness, HwError>>,
+    },
+    /// Run one schedule.
+    Run {
+        /// The schedule.
+        schedule: GpuSchedule,
+        /// Answer.
+        reply: oneshot::Sender<Result<RungOutcome, HwError>>,
+    },
+    /// Stop all load.
+    Stop {
+        /// Answer.
+        reply: oneshot::Sender<Result<(), HwError>>,
+    },
+    /// Round trip, to measure dispatch time.
+    Ping {
+        /// Answer.
+        reply: oneshot::Sender<()>,
+    },
+}
+
+fn aborted() -> HwError {
+    HwError::Other("stopped: the run was aborted".into())
+}
+
+/// Spawns the worker of one GPU.
+pub fn spawn_worker(mut gpu: Box<dyn Gpu>, mut abort: watch::Receiver<Option<StopReason>>) -> (mpsc::Sender<WorkerCmd>, JoinHandle<()>) {
+    let (tx, mut rx) = mpsc::channel::<WorkerCmd>(4);
+    let handle = tokio::spawn(async move {
+        while let Some(cmd) = rx.recv().await {
+            match cmd {
+                WorkerCmd::Prepare { warmup_ns, keep_warm, reply } => {
+                    let result = tokio::select! {
+                        r = gpu.prepare(warmup_ns, keep_warm) => r,
+                        _ = abort.wait_for(|v| v.is_some()) => Err(aborted()),
+                    };
+                    if result.is_err() {
+                        let _ = gpu.stop().await;
+                    }
+                    let _ = reply.send(result);
+                }
+                WorkerCmd::Run { schedule, reply } => {
+                    let result = tokio::select! {
+                        r = gpu.run(&schedule) => r,
+                        _ = abort.wait_for(|v| v.is_some()) => Err(aborted()),
+                    };
+                    if result.is_err() {
+                        let _ = gpu.stop().await;
+                    }
+                    let _ = reply.send(result);
+                }
+                WorkerCmd::Stop { reply } => {
+                    let _ = reply.send(gpu.stop().await);
+                }
+                WorkerCmd::Ping { reply } => {
+                    let _ = reply.send(());
+                }
+            }
+        }
+        // Channel closed: the run is over either way.
+        let _ = gpu.stop().await;
+    });
+    (tx, handle)
+}

@@ -1,0 +1,437 @@
+//! One simulated GPU: the true power waveform and the instruments that
+//! observe it. Time advances only when someone asks (`advance_to`), in fixed
+//! steps, so the result is a pure function of the demand program and seed.
+
+use crate::faults::GpuFaults;
+use crate::profile::Profile;
+use powerlab_core::sample::ClockEventBits;
+use powerlab_core::shape::{LoadKind, LoadShape};
+use powerlab_core::{EpochNs, HwError, Instrument, Sample};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::collections::VecDeque;
+
+/// What the GPU is asked to do from some time on.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Demand {
+    /// No load.
+    Idle,
+    /// Keep-warm load (the virus, full power) while waiting at a barrier.
+    KeepWarm,
+    /// A rung's shape over `[start, end)`, idle after.
+    Run {
+        /// The shape.
+        shape: LoadShape,
+        /// Window start.
+        start: EpochNs,
+        /// Window end.
+        end: EpochNs,
+    },
+}
+
+/// The true power waveform at 1 ms resolution (mean power in each ms).
+#[derive(Debug, Clone, Default)]
+pub struct Truth {
+    /// Start of the first bucket.
+    pub start_ns: EpochNs,
+    /// Bucket length.
+    pub step_ns: i64,
+    /// Mean true power per bucket, W.
+    pub power_w: Vec<f32>,
+}
+
+impl Truth {
+    /// Mean true power over `[a, b)`, using whole buckets.
+    pub fn mean_between(&self, a: EpochNs, b: EpochNs) -> Option<f64> {
+        let i0 = ((a - self.start_ns) / self.step_ns).max(0) as usize;
+        let i1 = (((b - self.start_ns) / self.step_ns).max(0) as usize).min(self.power_w.len());
+        if i1 <= i0 {
+            return None;
+        }
+        Some(self.power_w[i0..i1].iter().map(|v| f64::from(*v)).sum::<f64>() / (i1 - i0) as f64)
+    }
+}
+
+/// Physics and instrument state of one simulated GPU.
+pub struct SimDevice {
+    /// Parameters.
+    pub profile: Profile,
+    /// Run-local index.
+    pub index: usize,
+    faults: GpuFaults,
+    run_start_ns: EpochNs,
+    rng: ChaCha8Rng,
+    dt_ns: i64,
+    alpha_rise: f64,
+    alpha_fall: f64,
+    program: Vec<(EpochNs, Demand)>,
+    t_ns: EpochNs,
+    power_w: f64,
+    cap: f64,
+    temp_c: f64,
+    energy_j: f64,
+    energy_base_mj: f64,
+    hist: Vec<f64>,
+    hist_k: i64,
+    next_buffered_ns: EpochNs,
+    next_field_ns: EpochNs,
+    buffered: VecDeque<(EpochNs, Sample)>,
+    fields_pending: VecDeque<(EpochNs, [f64; 3])>,
+    fields_now: [f64; 3],
+    /// Buffered samples the driver ring dropped because nobody read them in time.
+    pub buffered_lost: u64,
+    reads: u64,
+    truth: Option<Truth>,
+    truth_acc_j: f64,
+    truth_steps: i64,
+    xid_reported: bool,
+}
+
+impl SimDevice {
+    /// Creates a device idle at `run_start_ns`.
+    pub fn new(profile: Profile, index: usize, faults: GpuFaults, run_start_ns: EpochNs, seed: u64, step_us: i64, record_truth: bool) -> Self {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed ^ (0x9E37_79B9_7F4A_7C15u64.wrapping_mul(index as u64 + 1)));
+        let dt_ns = step_us * 1000;
+        let dt_s = dt_ns as f64 / 1e9;
+        let hist_len = ((profile.average_window_ms.max(profile.buffered_window_ms) * 1e6 * 1.3) as i64 / dt_ns + 8) as usize;
+        let mut profile = profile;
+        if let Some(limit) = faults.power_limit_w {
+            profile.power_limit_w = limit;
+        }
+        let next_buffered_ns = run_start_ns + (rng.random::<f64>() * profile.buffered_period_ms * 1e6) as i64;
+        let next_field_ns = run_start_ns + (rng.random::<f64>() * profile.field_period_ms * 1e6) as i64;
+        let idle = profile.idle_w;
+        let temp = profile.ambient_c + profile.thermal_c_per_w * idle;
+        SimDevice {
+            alpha_rise: 1.0 - (-dt_s / (profile.tau_rise_ms / 1e3)).exp(),
+            alpha_fall: 1.0 - (-dt_s / (profile.tau_fall_ms / 1e3)).exp(),
+            profile,
+            index,
+            faults,
+            run_start_ns,
+            rng,
+            dt_ns,
+            program: vec![(run_start_ns, Demand::Idle)],
+            t_ns: run_start_ns,
+            power_w: idle,
+            cap: 1.0,
+            temp_c: temp,
+            energy_j: 0.0,
+            energy_base_mj: 1.0e9 + 1.0e6 * index as f64,
+            hist: vec![0.0; hist_len],
+            hist_k: 0,
+            next_buffered_ns,
+            next_field_ns,
+            buffered: VecDeque::new(),
+            fields_pending: VecDeque::new(),
+            fields_now: [idle, idle, 1.0e9],
+            buffered_lost: 0,
+            reads: 0,
+            truth: record_truth.then(|| Truth { start_ns: run_start_ns, step_ns: 1_000_000, power_w: Vec::new() }),
+            truth_acc_j: 0.0,
+            truth_steps: 0,
+            xid_reported: false,
+        }
+    }
+
+    /// The enforced power limit (after fault overrides).
+    pub fn power_limit_w(&self) -> f64 {
+        self.profile.power_limit_w
+    }
+
+    /// The recorded true waveform, if recording.
+    pub fn truth(&self) -> Option<&Truth> {
+        self.truth.as_ref()
+    }
+
+    /// Time integrated so far.
+    pub fn now_ns(&self) -> EpochNs {
+        self.t_ns
+    }
+
+    fn lost(&self, t: EpochNs) -> bool {
+        self.faults.lost_at_ns.is_some_and(|l| t >= self.run_start_ns + l)
+    }
+
+    fn brake(&self, t: EpochNs) -> bool {
+        self.faults.power_brake_at_ns.is_some_and(|b| t >= self.run_start_ns + b)
+    }
+
+    /// Whether the device has fallen off the bus by `t`.
+    pub fn is_lost_at(&self, t: EpochNs) -> bool {
+        self.lost(t)
+    }
+
+    /// When the GPU will be lost (absolute), if ever.
+    pub fn lost_at(&self) -> Option<EpochNs> {
+        self.faults.lost_at_ns.map(|l| self.run_start_ns + l)
+    }
+
+    /// Replaces the demand from `from` on (earlier entries stay).
+    pub fn set_demand(&mut self, from: EpochNs, demand: Demand) {
+        self.advance_to(from);
+        let from = from.max(self.t_ns);
+        self.program.retain(|(t, _)| *t < from);
+        self.program.push((from, demand));
+    }
+
+    fn demand_w(&self, demand: &Demand, t: EpochNs) -> f64 {
+        let p = &self.profile;
+        let load_w = |k: LoadKind| match k {
+            LoadKind::Virus => p.virus_demand_w,
+            LoadKind::Fabric => p.fabric_demand_w,
+        };
+        match demand {
+            Demand::Idle => p.idle_w,
+            Demand::KeepWarm => p.virus_demand_w,
+            Demand::Run { shape, start, end } => {
+                if t >= *end || t < *start {
+                    p.idle_w
+                } else if shape.is_on(*start, t) {
+                    shape.load().map(load_w).unwrap_or(p.idle_w)
+                } else {
+                    p.idle_w
+                }
+            }
+        }
+    }
+
+    fn hist_at(&self, t: EpochNs) -> f64 {
+        // Cumulative energy at time t, interpolated between step boundaries.
+        let rel = (t - self.run_start_ns) as f64 / self.dt_ns as f64;
+        let k = rel.floor() as i64;
+        let len = self.hist.len() as i64;
+        let k = k.clamp(self.hist_k - len + 2, self.hist_k);
+        let e0 = self.hist[k.rem_euclid(len) as usize];
+        if k >= self.hist_k {
+            return e0;
+        }
+        let e1 = self.hist[(k + 1).rem_euclid(len) as usize];
+        let frac = (rel - k as f64).clamp(0.0, 1.0);
+        e0 + (e1 - e0) * frac
+    }
+
+    fn window_mean(&self, end: EpochNs, window_ms: f64) -> f64 {
+        let w = (window_ms * 1e6) as i64;
+        let start = (end - w).max(self.run_start_ns);
+        if end <= start {
+            return self.power_w;
+        }
+        (self.hist_at(end) - self.hist_at(start)) / ((end - start) as f64 / 1e9)
+    }
+
+    fn gauss(&mut self) -> f64 {
+        let u1: f64 = self.rng.random::<f64>().max(1e-12);
+        let u2: f64 = self.rng.random();
+        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+    }
+
+    /// Integrates physics and instruments up to `t`.
+    pub fn advance_to(&mut self, t: EpochNs) {
+        let dt_s = self.dt_ns as f64 / 1e9;
+        let mut idx = self.program.partition_point(|(from, _)| *from <= self.t_ns).saturating_sub(1);
+        while self.t_ns + self.dt_ns <= t {
+            let step_end = self.t_ns + self.dt_ns;
+            while idx + 1 < self.program.len() && self.program[idx + 1].0 <= self.t_ns {
+                idx += 1;
+            }
+            let mid = self.t_ns + self.dt_ns / 2;
+            let lost = self.lost(mid);
+            let mut want = self.demand_w(&self.program[idx].1, mid);
+            if self.brake(mid) {
+                want = self.profile.idle_w + (want - self.profile.idle_w) * 0.45;
+            }
+            let p = &self.profile;
+            // Power-cap controller: integrates the excess above the limit,
+            // lets go with a time constant below it.
+            if self.power_w > p.power_limit_w {
+                self.cap -= p.cap_gain_per_s * (self.power_w - p.power_limit_w) / p.power_limit_w * dt_s;
+            } else {
+                self.cap += (1.0 - self.cap) * dt_s / (p.cap_relax_ms / 1e3);
+            }
+            self.cap = self.cap.clamp(0.2, 1.0);
+            let target = if lost { 0.0 } else if want > p.idle_w { p.idle_w + (want - p.idle_w) * self.cap } else { want };
+            let alpha = if target > self.power_w { self.alpha_rise } else { self.alpha_fall };
+            self.power_w += (target - self.power_w) * alpha;
+            let heat = p.thermal_c_per_w + self.faults.extra_c_per_w;
+            self.temp_c += (p.ambient_c + heat * self.power_w - self.temp_c) * dt_s / p.thermal_tau_s;
+            self.energy_j += self.power_w * dt_s;
+            self.hist_k += 1;
+            let len = self.hist.len() as i64;
+            self.hist[self.hist_k.rem_euclid(len) as usize] = self.energy_j;
+            self.t_ns = step_end;
+
+            if let Some(truth) = self.truth.as_mut() {
+                self.truth_acc_j += self.power_w * dt_s;
+                self.truth_steps += 1;
+                if self.truth_steps * self.dt_ns >= truth.step_ns {
+                    truth.power_w.push((self.truth_acc_j / (truth.step_ns as f64 / 1e9)) as f32);
+                    self.truth_acc_j = 0.0;
+                    self.truth_steps = 0;
+                }
+            }
+
+            while self.next_buffered_ns <= self.t_ns {
+                let ts = self.next_buffered_ns;
+                let value = if lost { 0.0 } else { self.window_mean(ts, self.profile.buffered_window_ms) + self.profile.noise_w * self.gauss() };
+                let visible = ts + (self.profile.buffered_latency_ms * 1e6) as i64;
+                if self.buffered.len() >= self.profile.buffered_capacity {
+                    self.buffered.pop_front();
+                    self.buffered_lost += 1;
+                }
+                self.buffered.push_back((visible, Sample { ts_ns: ts, instrument: Instrument::BufferedW, value }));
+                let jitter = (self.gauss() * 0.2e6) as i64;
+                self.next_buffered_ns += (self.profile.buffered_period_ms * 1e6) as i64 + jitter.clamp(-1_000_000, 1_000_000);
+            }
+            while self.next_field_ns <= self.t_ns {
+                let ts = self.next_field_ns;
+                let instant = self.window_mean(ts, self.profile.instant_window_ms) + self.profile.noise_w * self.gauss();
+                let average = self.window_mean(ts, self.profile.average_window_ms) + 0.3 * self.profile.noise_w * self.gauss();
+                let energy_mj = self.energy_base_mj + self.hist_at(ts) * 1000.0;
+                let visible = ts + (self.profile.field_latency_ms * 1e6) as i64;
+                self.fields_pending.push_back((visible, [instant, average, energy_mj.floor()]));
+                self.next_field_ns += (self.profile.field_period_ms * 1e6) as i64;
+            }
+        }
+    }
+
+    fn read_guard(&mut self, now: EpochNs) -> Result<(), HwError> {
+        if self.lost(now) {
+            return Err(HwError::DeviceFailed {
+                gpu: format!("gpu{}", self.index),
+                detail: "NVML_ERROR_GPU_IS_LOST: the GPU has fallen off the bus (simulated)".into(),
+            });
+        }
+        self.reads += 1;
+        let every = self.faults.nvml_error_every;
+        if every > 0 && self.reads % u64::from(every) == 0 {
+            return Err(HwError::Transient { gpu: format!("gpu{}", self.index), detail: "NVML_ERROR_TIMEOUT (simulated)".into() });
+        }
+        Ok(())
+    }
+
+    fn update_fields(&mut self, now: EpochNs) {
+        while let Some((visible, v)) = self.fields_pending.front() {
+            if *visible > now {
+                break;
+            }
+            self.fields_now = *v;
+            self.fields_pending.pop_front();
+        }
+    }
+
+    /// Buffered samples readable by `now`, plus one read of the instant field.
+    pub fn drain_power(&mut self, now: EpochNs) -> Result<Vec<Sample>, HwError> {
+        self.advance_to(now);
+        self.read_guard(now)?;
+        let mut out = Vec::new();
+        while let Some((visible, s)) = self.buffered.front() {
+            if *visible > now {
+                break;
+            }
+            out.push(*s);
+            self.buffered.pop_front();
+        }
+        self.update_fields(now);
+        out.push(Sample { ts_ns: now, instrument: Instrument::InstantW, value: self.fields_now[0] });
+        Ok(out)
+    }
+
+    /// One read of the average field and the energy counter.
+    pub fn read_fields(&mut self, now: EpochNs) -> Result<Vec<Sample>, HwError> {
+        self.advance_to(now);
+        self.read_guard(now)?;
+        self.update_fields(now);
+        Ok(vec![
+            Sample { ts_ns: now, instrument: Instrument::AverageW, value: self.fields_now[1] },
+            Sample { ts_ns: now, instrument: Instrument::EnergyMj, value: self.fields_now[2] },
+        ])
+    }
+
+    /// One read of clocks, temperatures, clock-event reasons and limit.
+    pub fn read_status(&mut self, now: EpochNs) -> Result<Vec<Sample>, HwError> {
+        self.advance_to(now);
+        self.read_guard(now)?;
+        let p = &self.profile;
+        let loaded = self.power_w > p.idle_w + 0.1 * (p.power_limit_w - p.idle_w);
+        let mut bits = 0u64;
+        let sm = if loaded { p.sm_clock_max_mhz * self.cap.powf(0.6) } else { p.sm_clock_idle_mhz };
+        if !loaded {
+            bits |= ClockEventBits::GPU_IDLE;
+        }
+        if self.cap < 0.97 {
+            bits |= ClockEventBits::SW_POWER_CAP;
+        }
+        if self.brake(now) {
+            bits |= ClockEventBits::HW_SLOWDOWN | ClockEventBits::HW_POWER_BRAKE_SLOWDOWN;
+        }
+        Ok(vec![
+            Sample { ts_ns: now, instrument: Instrument::SmClockMhz, value: sm.round() },
+            Sample { ts_ns: now, instrument: Instrument::MemClockMhz, value: p.mem_clock_mhz },
+            Sample { ts_ns: now, instrument: Instrument::GpuTempC, value: self.temp_c.round() },
+            Sample { ts_ns: now, instrument: Instrument::MemTempC, value: (self.temp_c + 6.0).round() },
+            Sample { ts_ns: now, instrument: Instrument::ClockEvents, value: bits as f64 },
+            Sample { ts_ns: now, instrument: Instrument::PowerLimitW, value: p.power_limit_w },
+        ])
+    }
+
+    /// An Xid event, once, if one is injected and due.
+    pub fn take_xid(&mut self, now: EpochNs) -> Option<(EpochNs, u32)> {
+        let (at, code) = self.faults.xid_at_ns?;
+        let at = self.run_start_ns + at;
+        if self.xid_reported || now < at {
+            return None;
+        }
+        self.xid_reported = true;
+        Some((at, code))
+    }
+
+    /// A normally distributed number (for edge jitter), deterministic.
+    pub fn normal(&mut self) -> f64 {
+        self.gauss()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dev() -> SimDevice {
+        SimDevice::new(Profile::h200(), 0, GpuFaults::default(), 0, 1, 250, true)
+    }
+
+    #[test]
+    fn sustained_virus_settles_at_the_cap_after_overshooting() {
+        let mut d = dev();
+        d.set_demand(1_000_000_000, Demand::KeepWarm);
+        d.advance_to(6_000_000_000);
+        let t = d.truth().unwrap();
+        let peak = t.power_w[1000..1200].iter().cloned().fold(0.0f32, f32::max);
+        assert!(peak > 760.0 && peak < 960.0, "overshoot peak {peak}");
+        let settled = t.mean_between(4_000_000_000, 6_000_000_000).unwrap();
+        assert!((settled - 700.0).abs() < 14.0, "settled {settled}");
+        let idle = t.mean_between(100_000_000, 900_000_000).unwrap();
+        assert!((idle - 90.0).abs() < 1.0, "idle {idle}");
+    }
+
+    #[test]
+    fn buffered_samples_come_every_20ms_and_are_bounded_by_the_ring() {
+        let mut d = dev();
+        let s = d.drain_power(1_000_000_000).unwrap();
+        let n = s.iter().filter(|s| s.instrument == Instrument::BufferedW).count();
+        assert!((48..=51).contains(&n), "{n} buffered samples in 1 s");
+        // Not reading for 5 s loses what the 119-sample ring cannot hold.
+        let s = d.drain_power(6_000_000_000).unwrap();
+        let n = s.iter().filter(|s| s.instrument == Instrument::BufferedW).count();
+        assert!((117..=119).contains(&n), "{n} samples survive in a 119-sample ring");
+        assert!(d.buffered_lost > 100);
+    }
+
+    #[test]
+    fn lost_gpu_reads_fail() {
+        let f = GpuFaults { lost_at_ns: Some(500_000_000), ..Default::default() };
+        let mut d = SimDevice::new(Profile::h200(), 0, f, 0, 1, 250, false);
+        assert!(d.drain_power(400_000_000).is_ok());
+        assert!(matches!(d.drain_power(600_000_000), Err(HwError::DeviceFailed { .. })));
+    }
+}

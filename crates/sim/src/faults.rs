@@ -1,0 +1,115 @@
+//! Fault injection for the simulated node, written on the command line as
+//! `--sim-fault gpu1:cold_start=10s`, `--sim-fault gpu0:lost_at=30s`,
+//! `--sim-fault node:no_nccl`. Times are measured from the run start.
+
+use serde::{Deserialize, Serialize};
+
+/// Faults of one simulated GPU.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct GpuFaults {
+    /// Overrides the profile's cold-start delay, ns.
+    pub cold_start_ns: Option<i64>,
+    /// The GPU falls off the bus at this time after start, ns.
+    pub lost_at_ns: Option<i64>,
+    /// An Xid event (code) at this time after start.
+    pub xid_at_ns: Option<(i64, u32)>,
+    /// HW power brake asserted from this time after start, ns.
+    pub power_brake_at_ns: Option<i64>,
+    /// Every Nth NVML read fails transiently (0 = never).
+    pub nvml_error_every: u32,
+    /// Extra heating, °C per W above the profile (drives temperature limits).
+    pub extra_c_per_w: f64,
+    /// Power limit override, W (a capped GPU).
+    pub power_limit_w: Option<f64>,
+}
+
+/// Faults of the whole node.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FaultPlan {
+    /// Per-GPU faults by run-local index.
+    pub gpus: std::collections::BTreeMap<usize, GpuFaults>,
+    /// NCCL is not installed on this node.
+    pub no_nccl: bool,
+}
+
+fn parse_duration_ns(s: &str) -> Result<i64, String> {
+    let s = s.trim();
+    let (num, mult) = if let Some(v) = s.strip_suffix("ms") {
+        (v, 1e6)
+    } else if let Some(v) = s.strip_suffix('s') {
+        (v, 1e9)
+    } else {
+        return Err(format!("`{s}` needs a unit: s or ms"));
+    };
+    let v: f64 = num.trim().parse().map_err(|_| format!("`{s}` is not a duration"))?;
+    if !(v >= 0.0 && v.is_finite()) {
+        return Err(format!("`{s}` is not a duration"));
+    }
+    Ok((v * mult).round() as i64)
+}
+
+impl FaultPlan {
+    /// Parses fault specs. Each is `node:no_nccl` or `gpuN:key=value` with
+    /// keys cold_start, lost_at, xid_at (`30s@79`), power_brake_at,
+    /// nvml_error_every, extra_c_per_w, power_limit_w.
+    pub fn parse(specs: &[String]) -> Result<FaultPlan, String> {
+        let mut plan = FaultPlan::default();
+        for spec in specs {
+            let (target, rest) = spec.split_once(':').ok_or_else(|| format!("fault `{spec}`: expected `node:no_nccl` or `gpuN:key=value`"))?;
+            if target == "node" {
+                match rest {
+                    "no_nccl" => plan.no_nccl = true,
+                    other => return Err(format!("fault `{spec}`: unknown node fault `{other}` (allowed: no_nccl)")),
+                }
+                continue;
+            }
+            let idx: usize = target
+                .strip_prefix("gpu")
+                .and_then(|n| n.parse().ok())
+                .ok_or_else(|| format!("fault `{spec}`: `{target}` is not gpuN"))?;
+            let (key, value) = rest.split_once('=').ok_or_else(|| format!("fault `{spec}`: expected key=value"))?;
+            let f = plan.gpus.entry(idx).or_default();
+            let bad = |e: String| format!("fault `{spec}`: {e}");
+            match key {
+                "cold_start" => f.cold_start_ns = Some(parse_duration_ns(value).map_err(bad)?),
+                "lost_at" => f.lost_at_ns = Some(parse_duration_ns(value).map_err(bad)?),
+                "power_brake_at" => f.power_brake_at_ns = Some(parse_duration_ns(value).map_err(bad)?),
+                "xid_at" => {
+                    let (t, code) = value.split_once('@').ok_or_else(|| bad("xid_at needs TIME@CODE, e.g. 30s@79".into()))?;
+                    let code: u32 = code.parse().map_err(|_| bad(format!("`{code}` is not an Xid code")))?;
+                    f.xid_at_ns = Some((parse_duration_ns(t).map_err(bad)?, code));
+                }
+                "nvml_error_every" => f.nvml_error_every = value.parse().map_err(|_| bad(format!("`{value}` is not a count")))?,
+                "extra_c_per_w" => f.extra_c_per_w = value.parse().map_err(|_| bad(format!("`{value}` is not a number")))?,
+                "power_limit_w" => f.power_limit_w = Some(value.parse().map_err(|_| bad(format!("`{value}` is not watts")))?),
+                other => {
+                    return Err(bad(format!(
+                        "unknown key `{other}` (allowed: cold_start, lost_at, xid_at, power_brake_at, nvml_error_every, extra_c_per_w, power_limit_w)"
+                    )));
+                }
+            }
+        }
+        Ok(plan)
+    }
+
+    /// Faults of GPU `idx` (default: none).
+    pub fn gpu(&self, idx: usize) -> GpuFaults {
+        self.gpus.get(&idx).cloned().unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_rejects() {
+        let p = FaultPlan::parse(&["gpu2:cold_start=10s".into(), "node:no_nccl".into(), "gpu0:xid_at=1.5s@79".into()]).unwrap();
+        assert!(p.no_nccl);
+        assert_eq!(p.gpu(2).cold_start_ns, Some(10_000_000_000));
+        assert_eq!(p.gpu(0).xid_at_ns, Some((1_500_000_000, 79)));
+        assert!(FaultPlan::parse(&["gpu0:cold_start=10".into()]).unwrap_err().contains("unit"));
+        assert!(FaultPlan::parse(&["gpuX:lost_at=1s".into()]).unwrap_err().contains("gpuN"));
+        assert!(FaultPlan::parse(&["gpu0:melt=1".into()]).unwrap_err().contains("unknown key"));
+    }
+}

@@ -1,0 +1,149 @@
+//! The simulated node's implementations of the hardware seams.
+
+use crate::device::{Demand, SimDevice};
+use async_trait::async_trait;
+use powerlab_core::hw::{DeviceEvent, EdgeRecord, Gpu, GpuIdentity, GpuSchedule, HwError, PowerSource, Readiness, RungOutcome};
+use powerlab_core::{EpochNs, RunClock, Sample};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Locks a device; a poisoned lock still holds valid physics state.
+pub(crate) fn lock(dev: &Arc<Mutex<SimDevice>>) -> MutexGuard<'_, SimDevice> {
+    dev.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A simulated GPU that runs load.
+pub struct SimGpu {
+    pub(crate) dev: Arc<Mutex<SimDevice>>,
+    pub(crate) id: GpuIdentity,
+    pub(crate) clock: RunClock,
+    pub(crate) warmed: bool,
+    pub(crate) cold_start_ns: i64,
+    pub(crate) rng: ChaCha8Rng,
+}
+
+impl SimGpu {
+    pub(crate) fn new(dev: Arc<Mutex<SimDevice>>, id: GpuIdentity, clock: RunClock, cold_start_ns: i64, seed: u64) -> Self {
+        SimGpu { dev, id, clock, warmed: false, cold_start_ns, rng: ChaCha8Rng::seed_from_u64(seed) }
+    }
+
+    fn lost_error(&self, at: EpochNs) -> HwError {
+        HwError::DeviceFailed {
+            gpu: self.id.uuid.clone(),
+            detail: format!("CUDA_ERROR_ILLEGAL_STATE: device fell off the bus at {at} ns (simulated lost GPU)"),
+        }
+    }
+
+    /// Sleeps until `t`, or fails when the GPU is lost first.
+    async fn sleep_or_lost(&self, t: EpochNs) -> Result<(), HwError> {
+        let lost_at = lock(&self.dev).lost_at();
+        match lost_at {
+            Some(l) if l <= t => {
+                self.clock.sleep_until(l).await;
+                Err(self.lost_error(l))
+            }
+            _ => {
+                self.clock.sleep_until(t).await;
+                Ok(())
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Gpu for SimGpu {
+    fn identity(&self) -> &GpuIdentity {
+        &self.id
+    }
+
+    async fn prepare(&mut self, warmup_ns: i64, keep_warm: bool) -> Result<Readiness, HwError> {
+        let now = self.clock.now_ns();
+        if !self.warmed {
+            // Cold start: module load and JIT, no load on the GPU yet.
+            self.sleep_or_lost(now + self.cold_start_ns).await?;
+            self.warmed = true;
+        }
+        let t = self.clock.now_ns();
+        if keep_warm {
+            lock(&self.dev).set_demand(t, Demand::KeepWarm);
+            self.sleep_or_lost(t + warmup_ns).await?;
+        }
+        let (arm_ms, offset_us) = {
+            let d = lock(&self.dev);
+            (d.profile.arm_latency_ms, d.profile.clock_offset_us)
+        };
+        let arm_latency_ns = (arm_ms * 1e6 * (1.0 + 0.2 * self.rng.random::<f64>())) as i64;
+        Ok(Readiness { ready_at_ns: self.clock.now_ns(), arm_latency_ns, device_clock_offset_ns: Some((offset_us * 1e3) as i64) })
+    }
+
+    async fn run(&mut self, s: &GpuSchedule) -> Result<RungOutcome, HwError> {
+        let t_call = self.clock.now_ns();
+        let (arm_ms, jitter_us) = {
+            let d = lock(&self.dev);
+            (d.profile.arm_latency_ms, d.profile.edge_jitter_us)
+        };
+        let armed_at = t_call + (arm_ms * 1e6) as i64;
+        let actual_start = s.start_ns.max(armed_at);
+        lock(&self.dev).set_demand(actual_start, Demand::Run { shape: s.shape.clone(), start: s.start_ns, end: s.end_ns });
+        let edges = s
+            .shape
+            .edges(s.start_ns, s.end_ns)
+            .into_iter()
+            .enumerate()
+            .map(|(i, (kind, intended))| {
+                // Device-placed edges spin on the deadline: never early, a few µs late.
+                let late = (self.rng.random::<f64>() * 2.0 * jitter_us * 1e3) as i64;
+                let achieved = if intended < armed_at { armed_at } else { intended + late };
+                EdgeRecord { index: i as u32, kind, intended_ns: intended, achieved_ns: achieved }
+            })
+            .collect();
+        self.sleep_or_lost(s.end_ns).await?;
+        lock(&self.dev).set_demand(s.end_ns, Demand::Idle);
+        Ok(RungOutcome { edges, work_items: 0 })
+    }
+
+    async fn stop(&mut self) -> Result<(), HwError> {
+        let now = self.clock.now_ns();
+        lock(&self.dev).set_demand(now, Demand::Idle);
+        Ok(())
+    }
+}
+
+/// The simulated instruments of one GPU.
+pub struct SimPowerSource {
+    pub(crate) dev: Arc<Mutex<SimDevice>>,
+    pub(crate) id: GpuIdentity,
+}
+
+impl PowerSource for SimPowerSource {
+    fn identity(&self) -> &GpuIdentity {
+        &self.id
+    }
+
+    fn drain_power(&mut self, now_ns: EpochNs) -> Result<Vec<Sample>, HwError> {
+        lock(&self.dev).drain_power(now_ns)
+    }
+
+    fn read_fields(&mut self, now_ns: EpochNs) -> Result<Vec<Sample>, HwError> {
+        lock(&self.dev).read_fields(now_ns)
+    }
+
+    fn read_status(&mut self, now_ns: EpochNs) -> Result<Vec<Sample>, HwError> {
+        lock(&self.dev).read_status(now_ns)
+    }
+
+    fn drain_events(&mut self, now_ns: EpochNs) -> Vec<DeviceEvent> {
+        let mut d = lock(&self.dev);
+        d.take_xid(now_ns)
+            .map(|(at, code)| DeviceEvent {
+                ts_ns: at,
+                gpu: self.id.key.clone(),
+                kind: "xid".into(),
+                detail: format!("Xid {code} on {} (simulated)", self.id.uuid),
+                fatal: true,
+            })
+            .into_iter()
+            .collect()
+    }
+}

@@ -1,0 +1,20 @@
+//! The simulated node: GPUs whose power follows a physical model (first-order
+//! rise and fall, overshoot on rising edges clamped by a power-cap
+//! controller, thermal drift, cold-start delay) and instruments that see it
+//! the way NVML does (driver-buffered samples every ~20 ms, an instant field
+//! refreshed every ~100 ms from a ~25 ms window, a 1 s average, an energy
+//! counter). It keeps the true waveform beside what the instruments report,
+//! so tests can compare the two. Deterministic for a given seed, and driven
+//! by tokio time: under a paused runtime a four-hour campaign runs in
+//! seconds. It is only ever used when asked for (`--backend sim`).
+
+pub mod backend;
+pub mod device;
+pub mod faults;
+pub mod gpu;
+pub mod profile;
+
+pub use backend::{SimBackend, SimOptions};
+pub use device::{SimDevice, Truth};
+pub use faults::{FaultPlan, GpuFaults};
+pub use profile::Profile;

@@ -1,0 +1,159 @@
+//! GPU profiles: the physical and instrument parameters of each simulated part.
+
+use serde::{Deserialize, Serialize};
+
+/// Physical and instrument parameters of one GPU model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Profile {
+    /// Profile name (`h200`, `b300`, `a10g`).
+    pub name: String,
+    /// Marketing name reported as the device name.
+    pub device_name: String,
+    /// Enforced (= default) power limit, W.
+    pub power_limit_w: f64,
+    /// Idle draw, W.
+    pub idle_w: f64,
+    /// What the power virus would draw with no cap, W.
+    pub virus_demand_w: f64,
+    /// What a large all-reduce draws, W.
+    pub fabric_demand_w: f64,
+    /// Electrical rise time constant, ms.
+    pub tau_rise_ms: f64,
+    /// Electrical fall time constant, ms.
+    pub tau_fall_ms: f64,
+    /// Power-cap controller gain, 1/s per unit overshoot fraction.
+    pub cap_gain_per_s: f64,
+    /// Time constant with which the cap controller lets go below the limit, ms.
+    pub cap_relax_ms: f64,
+    /// First `prepare` takes this long before any load (module load, JIT).
+    pub cold_start_ms: f64,
+    /// Time from receiving a schedule to acting on its first deadline, ms.
+    pub arm_latency_ms: f64,
+    /// Device clock offset against host realtime, µs.
+    pub clock_offset_us: f64,
+    /// Std-dev of achieved edge error, µs.
+    pub edge_jitter_us: f64,
+    /// Ambient (inlet) temperature, °C.
+    pub ambient_c: f64,
+    /// Thermal resistance, °C per W.
+    pub thermal_c_per_w: f64,
+    /// Thermal time constant, s.
+    pub thermal_tau_s: f64,
+    /// Max SM clock, MHz.
+    pub sm_clock_max_mhz: f64,
+    /// Idle SM clock, MHz.
+    pub sm_clock_idle_mhz: f64,
+    /// Memory clock, MHz.
+    pub mem_clock_mhz: f64,
+    /// Driver-buffered sample period, ms.
+    pub buffered_period_ms: f64,
+    /// Averaging window of each buffered sample, ms.
+    pub buffered_window_ms: f64,
+    /// Samples the driver ring buffer holds.
+    pub buffered_capacity: usize,
+    /// Delay before a buffered sample becomes readable, ms.
+    pub buffered_latency_ms: f64,
+    /// Update period of the instant/average/energy fields, ms.
+    pub field_period_ms: f64,
+    /// Averaging window of the instant field, ms.
+    pub instant_window_ms: f64,
+    /// Averaging window of the average field, ms.
+    pub average_window_ms: f64,
+    /// Delay before a field update becomes readable, ms.
+    pub field_latency_ms: f64,
+    /// Std-dev of instrument noise, W.
+    pub noise_w: f64,
+}
+
+impl Profile {
+    /// NVIDIA H200 SXM (700 W), parameters from the measurements in
+    /// `shared/notes/h200-instrument.md`.
+    pub fn h200() -> Self {
+        Profile {
+            name: "h200".into(),
+            device_name: "NVIDIA H200 (simulated)".into(),
+            power_limit_w: 700.0,
+            idle_w: 90.0,
+            virus_demand_w: 960.0,
+            fabric_demand_w: 340.0,
+            tau_rise_ms: 4.0,
+            tau_fall_ms: 6.0,
+            cap_gain_per_s: 45.0,
+            cap_relax_ms: 60.0,
+            cold_start_ms: 2000.0,
+            arm_latency_ms: 1.5,
+            clock_offset_us: 150.0,
+            edge_jitter_us: 3.0,
+            ambient_c: 30.0,
+            thermal_c_per_w: 0.065,
+            thermal_tau_s: 25.0,
+            sm_clock_max_mhz: 1980.0,
+            sm_clock_idle_mhz: 345.0,
+            mem_clock_mhz: 3201.0,
+            buffered_period_ms: 20.0,
+            buffered_window_ms: 20.0,
+            buffered_capacity: 119,
+            buffered_latency_ms: 5.0,
+            field_period_ms: 100.0,
+            instant_window_ms: 25.0,
+            average_window_ms: 1000.0,
+            field_latency_ms: 10.0,
+            noise_w: 1.5,
+        }
+    }
+
+    /// NVIDIA B300 (1100 W).
+    pub fn b300() -> Self {
+        Profile {
+            name: "b300".into(),
+            device_name: "NVIDIA B300 (simulated)".into(),
+            power_limit_w: 1100.0,
+            idle_w: 170.0,
+            virus_demand_w: 1420.0,
+            fabric_demand_w: 480.0,
+            tau_rise_ms: 3.0,
+            tau_fall_ms: 5.0,
+            cold_start_ms: 3000.0,
+            thermal_c_per_w: 0.045,
+            sm_clock_max_mhz: 2032.0,
+            sm_clock_idle_mhz: 390.0,
+            mem_clock_mhz: 3996.0,
+            ..Profile::h200()
+        }
+    }
+
+    /// NVIDIA A10G (300 W), the rehearsal card: the virus reaches ~175 W.
+    pub fn a10g() -> Self {
+        Profile {
+            name: "a10g".into(),
+            device_name: "NVIDIA A10G (simulated)".into(),
+            power_limit_w: 300.0,
+            idle_w: 60.0,
+            virus_demand_w: 176.0,
+            fabric_demand_w: 95.0,
+            tau_rise_ms: 6.0,
+            tau_fall_ms: 9.0,
+            cold_start_ms: 6000.0,
+            arm_latency_ms: 2.5,
+            thermal_c_per_w: 0.16,
+            sm_clock_max_mhz: 1710.0,
+            sm_clock_idle_mhz: 210.0,
+            mem_clock_mhz: 6251.0,
+            noise_w: 1.0,
+            ..Profile::h200()
+        }
+    }
+
+    /// Looks a profile up by name.
+    pub fn by_name(name: &str) -> Option<Profile> {
+        match name {
+            "h200" => Some(Self::h200()),
+            "b300" => Some(Self::b300()),
+            "a10g" => Some(Self::a10g()),
+            _ => None,
+        }
+    }
+
+    /// Names of the built-in profiles.
+    pub const NAMES: &'static str = "h200, b300, a10g";
+}
