@@ -133,11 +133,11 @@ pub trait Gpu: Send {
     /// Who this is.
     fn identity(&self) -> &GpuIdentity;
     /// Gets ready for the next rung: on first use compiles and allocates
-    /// (cold start); then, if `keep_warm`, runs full load for `warmup_ns` and
-    /// keeps running it until the next `run` or `stop`, so waiting at the
-    /// barrier never undoes the warm-up. With `keep_warm = false` (an idle
-    /// rung) the GPU stays idle.
-    async fn prepare(&mut self, warmup_ns: i64, keep_warm: bool) -> Result<Readiness, HwError>;
+    /// (cold start); then, with `warm_load`, runs that load for `warmup_ns`
+    /// and keeps running it until the next `run` or `stop`, so waiting at
+    /// the barrier never undoes the warm-up. With `None` (an idle rung) the
+    /// GPU stays idle.
+    async fn prepare(&mut self, warmup_ns: i64, warm_load: Option<crate::shape::LoadKind>) -> Result<Readiness, HwError>;
     /// Executes the schedule, returning achieved edge times. Returns at the
     /// window end with the GPU idle.
     async fn run(&mut self, schedule: &GpuSchedule) -> Result<RungOutcome, HwError>;

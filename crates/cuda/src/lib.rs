@@ -1,1 +1,21 @@
-//! placeholder
+//! The real GPU backend: the CUDA power virus and the per-GPU engine that
+//! places on/off edges on the device clock.
+//!
+//! Each GPU gets one OS thread owning its CUDA context, streams, cuBLAS
+//! handle and NVRTC-compiled helper kernels (`kernels/virus.cu`, compiled for
+//! the architecture of the GPU found). Rising edges are placed on the device
+//! by a kernel that holds the stream until `%globaltimer` reaches the
+//! deadline; the load behind it (cuBLAS GEMM chunks by default) starts at
+//! full power from the first microsecond. Achieved edges are read back from
+//! device timestamps. Libraries are loaded at run time: a missing one is an
+//! error that names it, never a panic.
+#![allow(unsafe_code)] // kernel launches and cuBLAS calls are unsafe FFI; each site states its invariant.
+
+pub mod engine;
+pub mod gpu;
+pub mod kernels;
+pub mod libs;
+pub mod node;
+
+pub use engine::VirusMode;
+pub use node::{CudaBackend, CudaOptions};

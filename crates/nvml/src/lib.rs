@@ -3,8 +3,11 @@
 //! instant and average fields, energy, clocks, temperatures, clock-event
 //! reasons, Xid events) and the read-only health checks behind `preflight`.
 //! NVML is loaded at run time; a machine without the driver gets an error
-//! that says so, never a silent fallback to simulated numbers.
+//! that says so, never a silent fallback to simulated numbers. Nothing here
+//! changes a GPU setting.
 
 pub mod load;
+pub mod source;
 
 pub use load::{init_nvml, NvmlError};
+pub use source::NvmlSource;

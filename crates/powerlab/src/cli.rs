@@ -23,6 +23,8 @@ pub enum Command {
     Run(RunArgs),
     /// Regenerate every summary, report and plot of a run directory from its raw files.
     Collate(CollateArgs),
+    /// Show live per-GPU and node power (NVML) without running any load.
+    Observe(ObserveArgs),
 }
 
 /// `validate`.
@@ -89,6 +91,9 @@ pub struct RunArgs {
     /// Do not collate at the end.
     #[arg(long)]
     pub no_collate: bool,
+    /// Power-virus load on real GPUs: gemm (cuBLAS FP16, default), hbm, mixed, mma.
+    #[arg(long, default_value = "gemm")]
+    pub virus: String,
     /// Simulated GPU model: h200, b300, a10g.
     #[arg(long, default_value = "h200")]
     pub sim_profile: String,
@@ -120,4 +125,18 @@ pub struct RunArgs {
 pub struct CollateArgs {
     /// Run directory.
     pub run_dir: PathBuf,
+}
+
+/// `observe`.
+#[derive(Args, Debug)]
+pub struct ObserveArgs {
+    /// How long to watch.
+    #[arg(long, default_value_t = 10.0)]
+    pub seconds: f64,
+    /// Print period, ms.
+    #[arg(long, default_value_t = 500.0)]
+    pub interval_ms: f64,
+    /// Also write every reading to this CSV file.
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
 }

@@ -2,12 +2,13 @@
 
 use crate::cli::{BackendKind, RunArgs, SimPace};
 use crate::ui::{BarObserver, JsonObserver};
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, Result};
 use powerlab_campaign::{load_file, plan, Campaign, Plan};
 use powerlab_core::hw::{Backend, NodeHandles};
 use powerlab_core::RunClock;
 use powerlab_rundir::{RunStatus, ToolInfo};
 use powerlab_runner::{run_campaign, Observer, RunError, RunOptions, RunResult, StopReason};
+use powerlab_cuda::{CudaBackend, CudaOptions, VirusMode};
 use powerlab_sim::{FaultPlan, Profile, SimBackend, SimOptions};
 use tokio::sync::watch;
 
@@ -36,14 +37,27 @@ pub fn run(a: &RunArgs) -> Result<i32> {
     }
 }
 
-fn run_real(_a: &RunArgs, _campaign: Campaign) -> Result<i32> {
-    // Opening the real node starts with NVML: no driver, no run. There is
-    // deliberately no fallback to the simulated node.
-    let nvml = powerlab_nvml::init_nvml().map_err(|e| anyhow!("cannot open the real GPU node: {e}"))?;
-    let n = nvml.device_count().context("NVML device count")?;
-    Err(anyhow!(
-        "found {n} NVIDIA GPU(s), but this build has no real-GPU runner yet (issue 3: CUDA power virus and NVML sampler); use --backend sim to rehearse"
-    ))
+fn run_real(a: &RunArgs, campaign: Campaign) -> Result<i32> {
+    // No driver, no run: there is deliberately no fallback to the simulated node.
+    let mode = VirusMode::parse(&a.virus).ok_or_else(|| anyhow!("unknown --virus `{}` (allowed: gemm, hbm, mixed, mma)", a.virus))?;
+    // NVLink multicast stays off for this process and everything it loads.
+    // SAFETY-free: set before any thread is started.
+    if std::env::var_os("NCCL_NVLS_ENABLE").is_none() {
+        // SAFETY: single-threaded at this point (no runtime, no engine threads yet).
+        unsafe_env::set("NCCL_NVLS_ENABLE", "0");
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let outcome = rt.block_on(async {
+        let clock = RunClock::realtime();
+        let opts = CudaOptions { selector: campaign.gpus.clone(), mode, ..Default::default() };
+        let mut backend = CudaBackend::new(opts, clock);
+        let node = backend.open().map_err(|e| anyhow!("cannot open the real GPU node: {e}"))?;
+        let n = node.gpus.len();
+        let plan = plan::expand(&campaign, n, a.repeats).map_err(|e| anyhow!("{}: {}", a.file.display(), e))?;
+        execute(a, &campaign, &plan, node, clock).await
+    })?;
+    drop(rt);
+    finish(a, outcome)
 }
 
 fn run_sim(a: &RunArgs, campaign: Campaign) -> Result<i32> {
@@ -131,6 +145,9 @@ async fn execute(a: &RunArgs, campaign: &Campaign, plan: &Plan, node: NodeHandle
     spawn_signal_handlers(abort_tx.clone());
     let mut opts = RunOptions::new(a.results.clone(), tool_info());
     opts.allow_unhealthy = a.allow_unhealthy;
+    if a.backend == BackendKind::Cuda {
+        opts.lock_path = Some(powerlab_runner::lock::default_lock_path());
+    }
     let mut bar;
     let mut json;
     let observer: &mut dyn Observer = if a.json {
@@ -181,4 +198,13 @@ fn finish(a: &RunArgs, outcome: Result<RunResult, i32>) -> Result<i32> {
         RunStatus::Failed { .. } | RunStatus::Running => crate::exit::RUN_FAILED,
     };
     Ok(code)
+}
+
+mod unsafe_env {
+    /// Sets an environment variable before any other thread exists.
+    #[allow(unsafe_code)]
+    pub fn set(key: &str, value: &str) {
+        // SAFETY: called from main before the runtime or any engine thread starts.
+        unsafe { std::env::set_var(key, value) };
+    }
 }

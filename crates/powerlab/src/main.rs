@@ -5,6 +5,7 @@
 
 mod cli;
 mod cmd_collate;
+mod cmd_observe;
 mod cmd_plan;
 mod cmd_run;
 mod ui;
@@ -33,6 +34,7 @@ fn main() {
         cli::Command::Plan(a) => cmd_plan::plan(&a),
         cli::Command::Run(a) => cmd_run::run(&a),
         cli::Command::Collate(a) => cmd_collate::collate(&a),
+        cli::Command::Observe(a) => cmd_observe::observe(&a),
     };
     match code {
         Ok(c) => std::process::exit(c),

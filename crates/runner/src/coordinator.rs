@@ -402,9 +402,9 @@ async fn run_rung(
     let t0 = ctx.clock.now_ns();
 
     // Barrier, part 1: every GPU warm and ready (they keep warm meanwhile).
-    let keep_warm = rung.kind != PhaseKind::Idle;
+    let warm_load = schedule_for(rung, 0, 0).shape.load();
     let warmup = rung.warmup_ns;
-    let prepare = ask_all(workers, |_, reply| WorkerCmd::Prepare { warmup_ns: warmup, keep_warm, reply });
+    let prepare = ask_all(workers, |_, reply| WorkerCmd::Prepare { warmup_ns: warmup, warm_load, reply });
     let prepare = tokio::time::timeout(Duration::from_nanos(prepare_timeout_ns as u64), prepare);
     let ready: Vec<Readiness> = match ctx.guarded(prepare, (done_ns, total_ns, t0, &label)).await? {
         Err(_) => {

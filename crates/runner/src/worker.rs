@@ -3,6 +3,7 @@
 //! is told to stop: no GPU keeps drawing power after an abort.
 
 use crate::StopReason;
+use powerlab_core::shape::LoadKind;
 use powerlab_core::hw::{Gpu, GpuSchedule, HwError, Readiness, RungOutcome};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
@@ -13,8 +14,8 @@ pub enum WorkerCmd {
     Prepare {
         /// Warm-up duration.
         warmup_ns: i64,
-        /// Keep load running until the rung (false for idle rungs).
-        keep_warm: bool,
+        /// Load to keep running until the rung (None for idle rungs).
+        warm_load: Option<LoadKind>,
         /// Answer.
         reply: oneshot::Sender<Result<Readiness, HwError>>,
     },
@@ -47,9 +48,9 @@ pub fn spawn_worker(mut gpu: Box<dyn Gpu>, mut abort: watch::Receiver<Option<Sto
     let handle = tokio::spawn(async move {
         while let Some(cmd) = rx.recv().await {
             match cmd {
-                WorkerCmd::Prepare { warmup_ns, keep_warm, reply } => {
+                WorkerCmd::Prepare { warmup_ns, warm_load, reply } => {
                     let result = tokio::select! {
-                        r = gpu.prepare(warmup_ns, keep_warm) => r,
+                        r = gpu.prepare(warmup_ns, warm_load) => r,
                         _ = abort.wait_for(|v| v.is_some()) => Err(aborted()),
                     };
                     if result.is_err() {

@@ -16,8 +16,8 @@ use std::collections::VecDeque;
 pub enum Demand {
     /// No load.
     Idle,
-    /// Keep-warm load (the virus, full power) while waiting at a barrier.
-    KeepWarm,
+    /// Keep-warm load (the rung's own load) while waiting at a barrier.
+    KeepWarm(LoadKind),
     /// A rung's shape over `[start, end)`, idle after.
     Run {
         /// The shape.
@@ -183,7 +183,7 @@ impl SimDevice {
         };
         match demand {
             Demand::Idle => p.idle_w,
-            Demand::KeepWarm => p.virus_demand_w,
+            Demand::KeepWarm(k) => load_w(*k),
             Demand::Run { shape, start, end } => {
                 if t >= *end || t < *start {
                     p.idle_w
@@ -403,7 +403,7 @@ mod tests {
     #[test]
     fn sustained_virus_settles_at_the_cap_after_overshooting() {
         let mut d = dev();
-        d.set_demand(1_000_000_000, Demand::KeepWarm);
+        d.set_demand(1_000_000_000, Demand::KeepWarm(LoadKind::Virus));
         d.advance_to(6_000_000_000);
         let t = d.truth().unwrap();
         let peak = t.power_w[1000..1200].iter().cloned().fold(0.0f32, f32::max);

@@ -3,6 +3,7 @@
 use crate::device::{Demand, SimDevice};
 use async_trait::async_trait;
 use powerlab_core::hw::{DeviceEvent, EdgeRecord, Gpu, GpuIdentity, GpuSchedule, HwError, PowerSource, Readiness, RungOutcome};
+use powerlab_core::shape::LoadKind;
 use powerlab_core::{EpochNs, RunClock, Sample};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -57,7 +58,7 @@ impl Gpu for SimGpu {
         &self.id
     }
 
-    async fn prepare(&mut self, warmup_ns: i64, keep_warm: bool) -> Result<Readiness, HwError> {
+    async fn prepare(&mut self, warmup_ns: i64, warm_load: Option<LoadKind>) -> Result<Readiness, HwError> {
         let now = self.clock.now_ns();
         if !self.warmed {
             // Cold start: module load and JIT, no load on the GPU yet.
@@ -65,8 +66,8 @@ impl Gpu for SimGpu {
             self.warmed = true;
         }
         let t = self.clock.now_ns();
-        if keep_warm {
-            lock(&self.dev).set_demand(t, Demand::KeepWarm);
+        if let Some(load) = warm_load {
+            lock(&self.dev).set_demand(t, Demand::KeepWarm(load));
             self.sleep_or_lost(t + warmup_ns).await?;
         }
         let (arm_ms, offset_us) = {

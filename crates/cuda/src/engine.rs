@@ -1,0 +1,510 @@
+//! The per-GPU engine: one OS thread that owns the CUDA context and turns
+//! schedules into device work.
+//!
+//! Edges: a rising edge (and every rung start) is a `spin_until` kernel that
+//! holds the stream until `%globaltimer` reaches the deadline and records
+//! when it let go; the load queued behind it starts there. A falling edge is
+//! a `stamp` kernel queued after the last load chunk of the on-phase: it
+//! records when the device actually went idle. The host only keeps a short
+//! queue (under a millisecond of chunks) filled; it never times an edge by
+//! sleeping. During an off phase nothing but the next `spin_until` (queued
+//! ~2 ms before its deadline) is on the GPU.
+
+use crate::kernels;
+use cudarc::cublas::{sys::cublasOperation_t, CudaBlas, Gemm, GemmConfig};
+use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use half::f16;
+use powerlab_core::hw::{EdgeRecord, GpuSchedule, HwError, Readiness, RungOutcome};
+use powerlab_core::shape::{EdgeKind, LoadKind, LoadShape};
+use powerlab_core::RunClock;
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+use tokio::sync::oneshot;
+
+/// Which load the virus runs while "on".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VirusMode {
+    /// cuBLAS FP16 GEMM stream (the default: draws the most on H200).
+    Gemm,
+    /// HBM streaming kernel.
+    Hbm,
+    /// GEMM and HBM streaming on two streams at once.
+    Mixed,
+    /// Register-only bf16 mma.sync kernel (reference; ~75% on H200).
+    Mma,
+}
+
+impl VirusMode {
+    /// Parses a CLI name.
+    pub fn parse(s: &str) -> Option<VirusMode> {
+        match s {
+            "gemm" => Some(VirusMode::Gemm),
+            "hbm" => Some(VirusMode::Hbm),
+            "mixed" => Some(VirusMode::Mixed),
+            "mma" => Some(VirusMode::Mma),
+            _ => None,
+        }
+    }
+}
+
+/// A command to an engine thread.
+pub enum Cmd {
+    /// Cold start (first time) and warm-up.
+    Prepare {
+        /// Warm-up length.
+        warmup_ns: i64,
+        /// Load to keep running afterwards.
+        load: Option<LoadKind>,
+        /// Answer.
+        reply: oneshot::Sender<Result<Readiness, HwError>>,
+    },
+    /// Execute a schedule.
+    Run {
+        /// The schedule.
+        schedule: GpuSchedule,
+        /// Answer.
+        reply: oneshot::Sender<Result<RungOutcome, HwError>>,
+    },
+    /// Stop all load.
+    Stop {
+        /// Answer.
+        reply: oneshot::Sender<()>,
+    },
+}
+
+/// Sizes of the work units.
+#[derive(Debug, Clone, Copy)]
+pub struct EngineConfig {
+    /// CUDA ordinal (in the visible set).
+    pub ordinal: usize,
+    /// Load mode.
+    pub mode: VirusMode,
+    /// Square GEMM size for constant load.
+    pub big_n: usize,
+    /// Square GEMM size for duty chunks (small: a fall lands within half a chunk).
+    pub chunk_n: usize,
+}
+
+const SPIN_LEAD_NS: i64 = 2_000_000;
+const MAX_QUEUED_NS: i64 = 1_000_000;
+
+struct Work {
+    a: CudaSlice<f16>,
+    b: CudaSlice<f16>,
+    c: CudaSlice<f16>,
+    n: usize,
+    ns: i64,
+}
+
+struct Engine {
+    clock: RunClock,
+    cfg: EngineConfig,
+    gpu: String,
+    stop: Arc<AtomicBool>,
+    stream: Arc<CudaStream>,
+    side: Arc<CudaStream>,
+    blas: CudaBlas,
+    spin: CudaFunction,
+    stamp: CudaFunction,
+    hbm: CudaFunction,
+    mma: CudaFunction,
+    big: Work,
+    chunk: Work,
+    hbm_src: CudaSlice<f32>,
+    hbm_dst: CudaSlice<f32>,
+    mma_out: CudaSlice<f32>,
+    sms: u32,
+    slots: CudaSlice<u64>,
+    offset_ns: i64,
+    queued: VecDeque<(i64, CudaEvent)>,
+    predicted_end: i64,
+    warm: Option<LoadKind>,
+}
+
+fn dev_err(gpu: &str, what: &str, e: impl std::fmt::Debug) -> HwError {
+    HwError::DeviceFailed { gpu: gpu.to_string(), detail: format!("{what}: {e:?}") }
+}
+
+fn random_f16(n: usize, seed: u64) -> Vec<f16> {
+    // Random data, never zeros: zeros draw less power and hide bugs.
+    let mut x = seed | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            f16::from_f32(((x >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0)
+        })
+        .collect()
+}
+
+impl Engine {
+    fn new(clock: RunClock, cfg: EngineConfig, gpu: String, stop: Arc<AtomicBool>) -> Result<Engine, HwError> {
+        let e = |w: &str| {
+            let gpu = gpu.clone();
+            let w = w.to_string();
+            move |err: cudarc::driver::DriverError| dev_err(&gpu, &w, err)
+        };
+        let ctx = CudaContext::new(cfg.ordinal).map_err(e("creating the CUDA context"))?;
+        let (major, minor) = ctx.compute_capability().map_err(e("compute capability"))?;
+        let ptx = kernels::compile(kernels::arch_for(major, minor)?)?;
+        let module = ctx.load_module(ptx).map_err(e("loading kernels"))?;
+        let f = |name: &str| module.load_function(name).map_err(|er| dev_err(&gpu, &format!("kernel {name}"), er));
+        let (spin, stamp, hbm, mma) = (f("spin_until")?, f("stamp")?, f("hbm_stream")?, f("mma_regs")?);
+        let stream = ctx.new_stream().map_err(e("stream"))?;
+        let side = ctx.new_stream().map_err(e("side stream"))?;
+        let blas = CudaBlas::new(stream.clone()).map_err(|er| dev_err(&gpu, "cuBLAS handle", er))?;
+        let sms = ctx.attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(e("SM count"))? as u32;
+        let work = |n: usize, seed: u64| -> Result<Work, HwError> {
+            let a = stream.clone_htod(&random_f16(n * n, seed)).map_err(e("allocating GEMM inputs"))?;
+            let b = stream.clone_htod(&random_f16(n * n, seed + 1)).map_err(e("allocating GEMM inputs"))?;
+            let c = stream.alloc_zeros::<f16>(n * n).map_err(e("allocating GEMM output"))?;
+            Ok(Work { a, b, c, n, ns: 0 })
+        };
+        let big = work(cfg.big_n, 11)?;
+        let chunk = work(cfg.chunk_n, 23)?;
+        let hbm_len = 256 * 1024 * 1024; // 1 GiB of f32 each way
+        let hbm_src = stream.alloc_zeros::<f32>(hbm_len).map_err(e("allocating HBM buffers"))?;
+        let hbm_dst = stream.alloc_zeros::<f32>(hbm_len).map_err(e("allocating HBM buffers"))?;
+        let mma_out = stream.alloc_zeros::<f32>((sms * 4 * 256) as usize).map_err(e("allocating"))?;
+        let slots = stream.alloc_zeros::<u64>(1024).map_err(e("allocating edge slots"))?;
+        let mut eng = Engine {
+            clock,
+            cfg,
+            gpu,
+            stop,
+            stream,
+            side,
+            blas,
+            spin,
+            stamp,
+            hbm,
+            mma,
+            big,
+            chunk,
+            hbm_src,
+            hbm_dst,
+            mma_out,
+            sms,
+            slots,
+            offset_ns: 0,
+            queued: VecDeque::new(),
+            predicted_end: 0,
+            warm: None,
+        };
+        eng.big.ns = eng.time_unit(false)?;
+        eng.chunk.ns = eng.time_unit(true)?;
+        eng.offset_ns = eng.measure_offset()?;
+        Ok(eng)
+    }
+
+    fn sync(&mut self) -> Result<(), HwError> {
+        self.queued.clear();
+        self.stream.synchronize().map_err(|e| dev_err(&self.gpu, "stream", e))?;
+        self.side.synchronize().map_err(|e| dev_err(&self.gpu, "side stream", e))
+    }
+
+    /// Enqueues one unit of load; returns its expected duration.
+    fn launch_unit(&mut self, small: bool, load: LoadKind) -> Result<i64, HwError> {
+        let mode = if load == LoadKind::Fabric { VirusMode::Hbm } else { self.cfg.mode };
+        let w = if small { &mut self.chunk } else { &mut self.big };
+        let gemm = |blas: &CudaBlas, w: &mut Work| -> Result<(), HwError> {
+            let n = w.n as i32;
+            let cfg = GemmConfig { transa: cublasOperation_t::CUBLAS_OP_N, transb: cublasOperation_t::CUBLAS_OP_N, m: n, n, k: n, alpha: f16::ONE, lda: n, ldb: n, beta: f16::ZERO, ldc: n };
+            // SAFETY: a, b, c each hold n*n elements, matching m, n, k and the leading dimensions.
+            unsafe { blas.gemm(cfg, &w.a, &w.b, &mut w.c) }.map_err(|e| HwError::Other(format!("cuBLAS GEMM failed: {e:?}")))
+        };
+        let ns = w.ns.max(1000);
+        match mode {
+            VirusMode::Gemm => gemm(&self.blas, w)?,
+            VirusMode::Hbm | VirusMode::Mixed | VirusMode::Mma => {
+                if mode == VirusMode::Mixed {
+                    gemm(&self.blas, w)?;
+                }
+                let cfg = LaunchConfig { grid_dim: (self.sms * 4, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+                let on = if mode == VirusMode::Mixed { &self.side } else { &self.stream };
+                if mode == VirusMode::Mma {
+                    let iters: i32 = if small { 2000 } else { 40_000 };
+                    let mut b = on.launch_builder(&self.mma);
+                    b.arg(&mut self.mma_out).arg(&iters);
+                    // SAFETY: mma_out holds grid*block floats; the kernel writes at most one per thread.
+                    unsafe { b.launch(cfg) }.map_err(|e| dev_err(&self.gpu, "mma kernel", e))?;
+                } else {
+                    let n4: u64 = (self.hbm_src.len() / 4) as u64 / if small { 16 } else { 1 };
+                    let passes: i32 = 1;
+                    let mut b = on.launch_builder(&self.hbm);
+                    b.arg(&self.hbm_src).arg(&mut self.hbm_dst).arg(&n4).arg(&passes);
+                    // SAFETY: both buffers hold at least n4 float4 elements.
+                    unsafe { b.launch(cfg) }.map_err(|e| dev_err(&self.gpu, "HBM kernel", e))?;
+                }
+            }
+        }
+        Ok(ns)
+    }
+
+    /// Measures the duration of a load unit with device events.
+    fn time_unit(&mut self, small: bool) -> Result<i64, HwError> {
+        let timing = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+        for _ in 0..3 {
+            self.launch_unit(small, LoadKind::Virus)?;
+        }
+        let reps = if small { 40 } else { 6 };
+        let start = self.stream.record_event(timing).map_err(|e| dev_err(&self.gpu, "event", e))?;
+        for _ in 0..reps {
+            self.launch_unit(small, LoadKind::Virus)?;
+        }
+        let end = self.stream.record_event(timing).map_err(|e| dev_err(&self.gpu, "event", e))?;
+        end.synchronize().map_err(|e| dev_err(&self.gpu, "event", e))?;
+        self.sync()?;
+        let ms = start.elapsed_ms(&end).map_err(|e| dev_err(&self.gpu, "event timing", e))?;
+        Ok(((ms as f64) * 1e6 / reps as f64) as i64)
+    }
+
+    fn read_slot(&mut self, i: usize) -> Result<u64, HwError> {
+        let v = self.stream.clone_dtoh(&self.slots.slice(i..i + 1)).map_err(|e| dev_err(&self.gpu, "reading edge slot", e))?;
+        Ok(v[0])
+    }
+
+    fn launch_stamp(&mut self, slot: usize) -> Result<(), HwError> {
+        let mut view = self.slots.slice_mut(slot..slot + 1);
+        let mut b = self.stream.launch_builder(&self.stamp);
+        b.arg(&mut view);
+        // SAFETY: one thread writes one u64 into a one-element view.
+        unsafe { b.launch(LaunchConfig { grid_dim: (1, 1, 1), block_dim: (1, 1, 1), shared_mem_bytes: 0 }) }.map_err(|e| dev_err(&self.gpu, "stamp kernel", e))?;
+        Ok(())
+    }
+
+    fn launch_spin(&mut self, deadline_run_ns: i64, slot: usize) -> Result<(), HwError> {
+        let deadline_dev = (deadline_run_ns + self.offset_ns).max(0) as u64;
+        let mut view = self.slots.slice_mut(slot..slot + 1);
+        let mut b = self.stream.launch_builder(&self.spin);
+        b.arg(&deadline_dev).arg(&mut view);
+        // SAFETY: one thread spins on the clock and writes one u64.
+        unsafe { b.launch(LaunchConfig { grid_dim: (1, 1, 1), block_dim: (1, 1, 1), shared_mem_bytes: 0 }) }.map_err(|e| dev_err(&self.gpu, "spin kernel", e))?;
+        self.predicted_end = self.predicted_end.max(deadline_run_ns);
+        Ok(())
+    }
+
+    /// Device clock minus run clock, from the round trip with the least delay.
+    fn measure_offset(&mut self) -> Result<i64, HwError> {
+        let mut best = (i64::MAX, 0i64);
+        for _ in 0..9 {
+            let h0 = self.clock.now_ns();
+            self.launch_stamp(0)?;
+            self.stream.synchronize().map_err(|e| dev_err(&self.gpu, "stream", e))?;
+            let h1 = self.clock.now_ns();
+            let gt = self.read_slot(0)? as i64;
+            if h1 - h0 < best.0 {
+                best = (h1 - h0, gt - (h0 + h1) / 2);
+            }
+        }
+        Ok(best.1)
+    }
+
+    /// Keeps at most ~1 ms of work queued: waits on the oldest event.
+    fn throttle(&mut self) -> Result<(), HwError> {
+        loop {
+            let queued: i64 = self.queued.iter().map(|q| q.0).sum();
+            if queued <= MAX_QUEUED_NS || self.queued.len() <= 1 {
+                return Ok(());
+            }
+            if let Some((_, ev)) = self.queued.pop_front() {
+                ev.synchronize().map_err(|e| dev_err(&self.gpu, "event", e))?;
+            }
+        }
+    }
+
+    fn push_unit(&mut self, small: bool, load: LoadKind) -> Result<(), HwError> {
+        self.throttle()?;
+        let ns = self.launch_unit(small, load)?;
+        let ev = self.stream.record_event(None).map_err(|e| dev_err(&self.gpu, "event", e))?;
+        self.queued.push_back((ns, ev));
+        self.predicted_end = self.predicted_end.max(self.clock.now_ns()) + ns;
+        Ok(())
+    }
+
+    /// Queues load so that the device finishes it as close to `t` as a unit allows.
+    fn fill_until(&mut self, t: i64, small: bool, load: LoadKind) -> Result<(), HwError> {
+        let unit = if small { self.chunk.ns } else { self.big.ns }.max(1000);
+        while self.predicted_end.max(self.clock.now_ns()) + unit / 2 < t {
+            if self.stop.load(Ordering::Relaxed) {
+                return Err(HwError::Other("stopped".into()));
+            }
+            // Big units near the edge would overshoot it: finish with small ones.
+            let near = t - self.predicted_end.max(self.clock.now_ns()) < 2 * self.big.ns;
+            self.push_unit(small || near, load)?;
+        }
+        Ok(())
+    }
+
+    fn host_wait_until(&self, t: i64) {
+        let now = self.clock.now_ns();
+        if t > now {
+            std::thread::sleep(Duration::from_nanos((t - now) as u64));
+        }
+    }
+
+    fn prepare(&mut self, warmup_ns: i64, load: Option<LoadKind>) -> Result<Readiness, HwError> {
+        if let Some(l) = load {
+            let until = self.clock.now_ns() + warmup_ns;
+            self.fill_until(until, false, l)?;
+        }
+        self.warm = load;
+        let rtt = {
+            let h0 = self.clock.now_ns();
+            self.launch_stamp(0)?;
+            self.stream.synchronize().map_err(|e| dev_err(&self.gpu, "stream", e))?;
+            self.clock.now_ns() - h0
+        };
+        Ok(Readiness { ready_at_ns: self.clock.now_ns(), arm_latency_ns: (2 * rtt).max(1_000_000), device_clock_offset_ns: Some(self.offset_ns) })
+    }
+
+    fn run(&mut self, s: &GpuSchedule) -> Result<RungOutcome, HwError> {
+        let edges = s.shape.edges(s.start_ns, s.end_ns);
+        if self.slots.len() < edges.len() + 1 {
+            self.slots = self.stream.alloc_zeros::<u64>(edges.len() + 1).map_err(|e| dev_err(&self.gpu, "edge slots", e))?;
+        }
+        let load = s.shape.load().unwrap_or(LoadKind::Virus);
+        let small = matches!(s.shape, LoadShape::Square { .. });
+        let mut on = self.warm.is_some();
+        let warm_small = false;
+        for (i, (kind, t)) in edges.iter().copied().enumerate() {
+            if self.stop.load(Ordering::Relaxed) {
+                return Err(HwError::Other("stopped".into()));
+            }
+            let next_on = match kind {
+                EdgeKind::Start => s.shape.is_on(s.start_ns, s.start_ns),
+                EdgeKind::Rise => true,
+                EdgeKind::Fall => false,
+            };
+            if on {
+                let kind_small = if i == 0 { warm_small } else { small };
+                self.fill_until(t, kind_small, self.warm.filter(|_| i == 0).unwrap_or(load))?;
+            }
+            if kind == EdgeKind::Fall {
+                self.launch_stamp(i)?;
+            } else {
+                if !on {
+                    self.host_wait_until(t - SPIN_LEAD_NS);
+                }
+                self.launch_spin(t, i)?;
+            }
+            on = next_on;
+            self.warm = None;
+        }
+        if on {
+            self.fill_until(s.end_ns, small, load)?;
+        }
+        self.launch_stamp(edges.len())?;
+        self.sync()?;
+        self.warm = None;
+        let achieved = self.stream.clone_dtoh(&self.slots.slice(0..edges.len())).map_err(|e| dev_err(&self.gpu, "reading edges", e))?;
+        let out = edges
+            .iter()
+            .zip(achieved)
+            .enumerate()
+            .map(|(i, ((kind, t), gt))| EdgeRecord { index: i as u32, kind: *kind, intended_ns: *t, achieved_ns: gt as i64 - self.offset_ns })
+            .collect();
+        Ok(RungOutcome { edges: out, work_items: 0 })
+    }
+}
+
+/// Handle to an engine thread.
+pub struct EngineHandle {
+    /// Commands.
+    pub tx: mpsc::Sender<Cmd>,
+    /// Set to make the engine stop whatever it is doing.
+    pub stop: Arc<AtomicBool>,
+}
+
+/// Starts the engine thread of one GPU. Initialisation (context, kernels,
+/// buffers, unit timing, clock offset) happens on the thread; its result is
+/// the first reply to the first `Prepare`.
+pub fn spawn(clock: RunClock, cfg: EngineConfig, gpu: String) -> EngineHandle {
+    let (tx, rx) = mpsc::channel::<Cmd>();
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop2 = stop.clone();
+    let spawned = std::thread::Builder::new().name(format!("engine-{gpu}")).spawn(move || {
+        let mut engine: Option<Engine> = None;
+        let mut init_error: Option<HwError> = None;
+        loop {
+            // While warm, keep the GPU loaded between commands.
+            let cmd = match engine.as_mut().and_then(|e| e.warm.map(|l| (e, l))) {
+                Some((e, load)) => loop {
+                    match rx.try_recv() {
+                        Ok(c) => break Some(c),
+                        Err(mpsc::TryRecvError::Empty) => {
+                            if e.stop.load(Ordering::Relaxed) || e.push_unit(false, load).is_err() {
+                                e.warm = None;
+                                let _ = e.sync();
+                                break rx.recv().ok();
+                            }
+                        }
+                        Err(mpsc::TryRecvError::Disconnected) => break None,
+                    }
+                },
+                None => rx.recv().ok(),
+            };
+            let Some(cmd) = cmd else { break };
+            match cmd {
+                Cmd::Prepare { warmup_ns, load, reply } => {
+                    stop2.store(false, Ordering::Relaxed);
+                    if engine.is_none() && init_error.is_none() {
+                        match Engine::new(clock, cfg, gpu.clone(), stop2.clone()) {
+                            Ok(e) => engine = Some(e),
+                            Err(e) => init_error = Some(e),
+                        }
+                    }
+                    let r = match (&mut engine, &init_error) {
+                        (Some(e), _) => e.prepare(warmup_ns, load),
+                        (None, Some(err)) => Err(err.clone()),
+                        (None, None) => Err(HwError::Other("engine did not start".into())),
+                    };
+                    let _ = reply.send(r);
+                }
+                Cmd::Run { schedule, reply } => {
+                    let r = match &mut engine {
+                        Some(e) => {
+                            let r = e.run(&schedule);
+                            if r.is_err() {
+                                e.warm = None;
+                                let _ = e.sync();
+                            }
+                            r
+                        }
+                        None => Err(HwError::Other("run before prepare".into())),
+                    };
+                    let _ = reply.send(r);
+                }
+                Cmd::Stop { reply } => {
+                    if let Some(e) = &mut engine {
+                        e.warm = None;
+                        let _ = e.sync();
+                    }
+                    stop2.store(false, Ordering::Relaxed);
+                    let _ = reply.send(());
+                }
+            }
+        }
+        if let Some(e) = &mut engine {
+            let _ = e.sync();
+        }
+    });
+    if let Err(e) = spawned {
+        tracing::error!("cannot start the engine thread: {e}");
+    }
+    EngineHandle { tx, stop }
+}
+
+/// Unit timings of an engine, for reports.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct UnitTimes {
+    /// Big GEMM, ns.
+    pub big_ns: i64,
+    /// Chunk GEMM, ns.
+    pub chunk_ns: i64,
+}

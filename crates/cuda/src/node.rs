@@ -1,0 +1,155 @@
+//! Opening the real node: CUDA devices matched to NVML devices by UUID.
+
+use crate::engine::{spawn, EngineConfig, VirusMode};
+use crate::gpu::CudaGpu;
+use crate::libs::CudaLib;
+use cudarc::driver::CudaContext;
+use powerlab_campaign::model::{GpuRef, GpuSelector};
+use powerlab_core::hw::{Backend, BackendInfo, Capability, Gpu, GpuIdentity, HwError, NodeHandles, PowerSource};
+use powerlab_core::RunClock;
+use powerlab_nvml::NvmlSource;
+use std::sync::Arc;
+
+/// Options of the real backend.
+#[derive(Debug, Clone)]
+pub struct CudaOptions {
+    /// Which GPUs.
+    pub selector: GpuSelector,
+    /// Load mode.
+    pub mode: VirusMode,
+    /// Big GEMM size.
+    pub big_n: usize,
+    /// Duty chunk GEMM size.
+    pub chunk_n: usize,
+}
+
+impl Default for CudaOptions {
+    fn default() -> Self {
+        CudaOptions { selector: GpuSelector::All, mode: VirusMode::Gemm, big_n: 8192, chunk_n: 3072 }
+    }
+}
+
+/// The real node.
+pub struct CudaBackend {
+    opts: CudaOptions,
+    clock: RunClock,
+}
+
+/// Formats a CUDA UUID the way NVML prints it (`GPU-xxxxxxxx-…`).
+pub fn format_uuid(bytes: &[u8; 16]) -> String {
+    let h: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("GPU-{}-{}-{}-{}-{}", h[0..4].concat(), h[4..6].concat(), h[6..8].concat(), h[8..10].concat(), h[10..16].concat())
+}
+
+/// Explains CUDA initialisation failures, 802 above all.
+pub fn explain_cuda_init(e: &cudarc::driver::DriverError) -> String {
+    let code = e.0 as i32;
+    if code == 802 {
+        "CUDA error 802 (system not yet initialized): on an NVSwitch node this means the GPUs are not registered with the fabric \
+         (nvidia-smi -q shows Fabric State: In Progress, CliqueId N/A). nvidia-smi and NVML still look healthy; CUDA will not start \
+         until the host's Fabric Manager activates the partition. Ask the provider, or use bare metal."
+            .to_string()
+    } else {
+        format!("CUDA driver initialisation failed: {e:?}")
+    }
+}
+
+impl CudaBackend {
+    /// A real node on the run clock.
+    pub fn new(opts: CudaOptions, clock: RunClock) -> Self {
+        CudaBackend { opts, clock }
+    }
+}
+
+/// The GPUs CUDA can see (after `CUDA_VISIBLE_DEVICES`), by ordinal, with UUIDs.
+pub fn visible_gpus() -> Result<Vec<(usize, String)>, HwError> {
+    CudaLib::Driver.require()?;
+    let n = CudaContext::device_count().map_err(|e| HwError::Other(explain_cuda_init(&e)))?;
+    if n == 0 {
+        let mask = std::env::var("CUDA_VISIBLE_DEVICES").map(|v| format!("CUDA_VISIBLE_DEVICES={v:?}")).unwrap_or_else(|_| "CUDA_VISIBLE_DEVICES unset".into());
+        return Err(HwError::Other(format!("CUDA sees no GPU ({mask}); fix the device mask or the container's device mounts")));
+    }
+    let mut out = Vec::new();
+    for ordinal in 0..n as usize {
+        let ctx = CudaContext::new(ordinal).map_err(|e| HwError::Other(explain_cuda_init(&e)))?;
+        let uuid = ctx.uuid().map_err(|e| HwError::Other(format!("reading the UUID of CUDA device {ordinal}: {e:?}")))?;
+        let bytes: [u8; 16] = uuid.bytes.map(|b| b as u8);
+        out.push((ordinal, format_uuid(&bytes)));
+    }
+    Ok(out)
+}
+
+impl Backend for CudaBackend {
+    fn open(&mut self) -> Result<NodeHandles, HwError> {
+        CudaLib::Driver.require()?;
+        CudaLib::Nvrtc.require()?;
+        CudaLib::Cublas.require()?;
+        CudaLib::CublasLt.require()?;
+        let nvml = Arc::new(powerlab_nvml::init_nvml().map_err(|e| HwError::Other(e.to_string()))?);
+        let visible = visible_gpus()?;
+        let chosen: Vec<(usize, String)> = match &self.opts.selector {
+            GpuSelector::All => visible.clone(),
+            GpuSelector::List(refs) => refs
+                .iter()
+                .map(|r| match r {
+                    GpuRef::Index(i) => visible.get(*i as usize).cloned().ok_or_else(|| HwError::Other(format!("the campaign selects GPU {i}, but CUDA sees {} GPU(s)", visible.len()))),
+                    GpuRef::Uuid(u) => visible.iter().find(|(_, v)| v == u).cloned().ok_or_else(|| HwError::Other(format!("no visible GPU has UUID {u}"))),
+                })
+                .collect::<Result<_, _>>()?,
+        };
+        let mut ids = Vec::new();
+        let mut gpus: Vec<Box<dyn Gpu>> = Vec::new();
+        let mut sources: Vec<Box<dyn PowerSource>> = Vec::new();
+        for (k, (ordinal, uuid)) in chosen.iter().enumerate() {
+            // CUDA and NVML number devices differently: match by UUID only.
+            let dev = nvml.device_by_uuid(uuid.as_str()).map_err(|e| HwError::Other(format!("NVML has no device with CUDA's UUID {uuid}: {e}")))?;
+            let id = GpuIdentity {
+                key: format!("gpu{k}"),
+                uuid: uuid.clone(),
+                name: dev.name().unwrap_or_else(|_| "unknown".into()),
+                nvml_index: dev.index().map_err(|e| HwError::Other(format!("NVML index of {uuid}: {e}")))?,
+                power_limit_w: dev.enforced_power_limit().map(|mw| f64::from(mw) / 1000.0).unwrap_or(0.0),
+            };
+            let cfg = EngineConfig { ordinal: *ordinal, mode: self.opts.mode, big_n: self.opts.big_n, chunk_n: self.opts.chunk_n };
+            gpus.push(Box::new(CudaGpu { id: id.clone(), engine: spawn(self.clock, cfg, uuid.clone()) }));
+            sources.push(Box::new(NvmlSource::new(nvml.clone(), id.clone())));
+            ids.push(id);
+        }
+        let nccl = match CudaLib::Nccl.require() {
+            Ok(v) => Capability::Present(v),
+            Err(e) => Capability::Absent(e),
+        };
+        let host = hostname();
+        Ok(NodeHandles {
+            info: BackendInfo {
+                backend: "cuda".into(),
+                node_id: host.clone(),
+                host,
+                gpus: ids,
+                driver: format!("driver {}, CUDA {}, virus {:?}", nvml.sys_driver_version().unwrap_or_default(), nvml.sys_cuda_driver_version().unwrap_or(0), self.opts.mode),
+                nccl,
+            },
+            gpus,
+            sources,
+        })
+    }
+}
+
+/// The host name (`/proc/sys/kernel/hostname`, else `$HOSTNAME`, else "node").
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "node".into())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn uuid_format_matches_nvml() {
+        let b = [0x8d, 0x7f, 0x4a, 0x2b, 0x3c, 0x1e, 0x4f, 0x5d, 0x9a, 0x8b, 0x7c, 0x6d, 0x5e, 0x4f, 0x3a, 0x2b];
+        assert_eq!(super::format_uuid(&b), "GPU-8d7f4a2b-3c1e-4f5d-9a8b-7c6d5e4f3a2b");
+    }
+}

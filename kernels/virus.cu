@@ -1,0 +1,63 @@
+// Power-virus helper kernels, compiled at run time by NVRTC for the GPU's
+// own architecture (sm_80 and newer: the mma kernel uses bf16 mma.sync).
+// The main load is cuBLAS GEMM; these kernels place edges on the device
+// clock and provide the memory and register-only load modes.
+
+extern "C" __device__ __forceinline__ unsigned long long global_ns() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+// Holds the stream until the device clock reaches `deadline` (ns), then
+// records the time it let go. Work queued behind it starts at the deadline:
+// this is how a rising edge is placed on the device, not by the host.
+extern "C" __global__ void spin_until(unsigned long long deadline, unsigned long long* out) {
+    unsigned long long t = global_ns();
+    while (t < deadline) {
+        t = global_ns();
+    }
+    *out = t;
+}
+
+// Records the device clock when the stream reaches it (after the work queued
+// before it has finished): the achieved falling edge.
+extern "C" __global__ void stamp(unsigned long long* out) {
+    *out = global_ns();
+}
+
+// HBM streaming load: reads and writes a large buffer with 16-byte accesses.
+extern "C" __global__ void hbm_stream(const float4* __restrict__ src, float4* __restrict__ dst, unsigned long long n, int passes) {
+    unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    for (int p = 0; p < passes; ++p) {
+        for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+            float4 v = src[i];
+            v.x = v.x * 1.0001f + 1.0f;
+            v.w = v.w * 0.9999f - 1.0f;
+            dst[i] = v;
+        }
+    }
+}
+
+// Register-only tensor load: bf16 mma.sync m16n8k16 chains with no memory
+// traffic. On H200 this alone draws ~75% of the limit: kept as a reference
+// mode, not the default.
+extern "C" __global__ void mma_regs(float* out, int iters) {
+    unsigned a0 = 0x3f803f80u ^ threadIdx.x, a1 = 0x3f813f81u, a2 = 0x3f823f82u, a3 = 0x3f833f83u ^ blockIdx.x;
+    unsigned b0 = 0x3f843f84u, b1 = 0x3f853f85u ^ threadIdx.x;
+    float c0 = 0.f, c1 = 0.f, c2 = 0.f, c3 = 0.f;
+    float d0 = 0.f, d1 = 0.f, d2 = 0.f, d3 = 0.f;
+    for (int i = 0; i < iters; ++i) {
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+            : "+f"(c0), "+f"(c1), "+f"(c2), "+f"(c3)
+            : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+            : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3)
+            : "r"(a1), "r"(a0), "r"(a3), "r"(a2), "r"(b1), "r"(b0));
+    }
+    if (c0 + c1 + c2 + c3 + d0 + d1 + d2 + d3 == 12345.678f) {
+        out[blockIdx.x * blockDim.x + threadIdx.x] = c0;
+    }
+}
