@@ -18,6 +18,11 @@ nvidia-smi -q | grep -A3 "^    Fabric" | head -8 | tee -a "$OUT/summary.txt"
 "$BIN" --version | tee -a "$OUT/summary.txt"
 "$BIN" observe --seconds 2 --interval-ms 1000 2>&1 | tee -a "$OUT/summary.txt"
 
+say "preflight (idle)"
+start=$(date +%s.%N); "$BIN" preflight --out "$OUT" 2>&1 | tee -a "$OUT/summary.txt"; echo "preflight exit ${PIPESTATUS[0]}, $(echo "$(date +%s.%N) - $start" | bc) s" | tee -a "$OUT/summary.txt"
+say "preflight with CUDA_VISIBLE_DEVICES=\"\""
+CUDA_VISIBLE_DEVICES="" "$BIN" preflight --out "$OUT" --stem health-empty-mask 2>&1 | head -3 | tee -a "$OUT/summary.txt"
+
 say "virus modes (20 s sustained each, all GPUs)"
 for mode in ${MODES:-gemm mixed hbm}; do
   "$BIN" run campaigns/device-virus.toml --virus "$mode" --results "$R/virus-$mode" > "$OUT/virus-$mode.log" 2>&1
@@ -43,6 +48,34 @@ tail -16 "$OUT/sweep.log" | tee -a "$OUT/summary.txt"
 d=$(ls -d "$R/sweep"/*/ | head -1)
 python3 scripts/gpu_means.py "$d" sustained | tee -a "$OUT/summary.txt"
 grep '"topic":"samplers"' "$d/events.jsonl" | tee -a "$OUT/summary.txt"
+
+ls "$d" | tee -a "$OUT/summary.txt"
+if [ -f "$d/health-under-load.json" ]; then
+  head -1 "$d/health-report.md" | tee -a "$OUT/summary.txt"
+  head -1 "$d/health-under-load-report.md" | tee -a "$OUT/summary.txt"
+  "$BIN" health-diff "$d/health.json" "$d/health-under-load.json" | tee "$OUT/health-diff.txt" | head -30 | tee -a "$OUT/summary.txt"
+fi
+
+say "SIGINT during a duty rung"
+"$BIN" run campaigns/device-sigint.toml --results "$R/sigint" > "$OUT/sigint.log" 2>&1 &
+RUNPID=$!
+sleep 12
+kill -INT $RUNPID; sent=$(date +%s%N)
+wait $RUNPID; echo "exit $? (130 = interrupted)" | tee -a "$OUT/summary.txt"
+echo "SIGINT sent at $sent ns" | tee -a "$OUT/summary.txt"
+ds=$(ls -d "$R/sigint"/*/ | head -1)
+grep -o '"status": *{[^}]*}' "$ds/manifest.json" | tee -a "$OUT/summary.txt"
+python3 - "$ds" "$sent" <<'PY' | tee -a "$OUT/summary.txt"
+import sys, csv, os
+run, sent = sys.argv[1], int(sys.argv[2])
+for f in sorted(os.listdir(os.path.join(run, "raw"))):
+    rows = [(int(r["ts_ns"]), float(r["value"])) for r in csv.DictReader(open(os.path.join(run, "raw", f))) if r["instrument"] == "buffered_w"]
+    after = [(t - sent) / 1e6 for t, v in rows if t > sent and v < 150]
+    before = [v for t, v in rows if sent - 2e9 < t < sent]
+    print(f"{f}: {len(rows)} buffered samples kept; max {max(before):.0f} W in the 2 s before SIGINT; first sample under 150 W at +{after[0]:.0f} ms" if after else f"{f}: no sample under 150 W after SIGINT")
+PY
+"$BIN" collate "$ds" > "$OUT/sigint-collate.log" 2>&1; echo "collate of interrupted run: exit $?" | tee -a "$OUT/summary.txt"
+head -1 "$ds/report/report.md" | tee -a "$OUT/summary.txt"
 
 say "collate again from raw files"
 rm -rf "$d/report"; "$BIN" collate "$d" > "$OUT/collate.log" 2>&1; echo "exit $?" | tee -a "$OUT/summary.txt"

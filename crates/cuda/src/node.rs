@@ -61,6 +61,21 @@ impl CudaBackend {
     }
 }
 
+/// Like [`visible_gpus`], with the CUDA error code kept (preflight needs it).
+pub fn visible_gpus_raw() -> Result<Vec<(usize, String)>, (i32, String)> {
+    if !CudaLib::Driver.cudarc_finds() {
+        return Err((-1, "libcuda cannot be loaded".into()));
+    }
+    let n = CudaContext::device_count().map_err(|e| (e.0 as i32, format!("{e:?}")))?;
+    let mut out = Vec::new();
+    for ordinal in 0..n.max(0) as usize {
+        let ctx = CudaContext::new(ordinal).map_err(|e| (e.0 as i32, format!("{e:?}")))?;
+        let uuid = ctx.uuid().map_err(|e| (e.0 as i32, format!("{e:?}")))?;
+        out.push((ordinal, format_uuid(&uuid.bytes.map(|b| b as u8))));
+    }
+    Ok(out)
+}
+
 /// The GPUs CUDA can see (after `CUDA_VISIBLE_DEVICES`), by ordinal, with UUIDs.
 pub fn visible_gpus() -> Result<Vec<(usize, String)>, HwError> {
     CudaLib::Driver.require()?;

@@ -25,6 +25,10 @@ pub enum Command {
     Collate(CollateArgs),
     /// Show live per-GPU and node power (NVML) without running any load.
     Observe(ObserveArgs),
+    /// Prove the machine is the machine: read-only health checks, bottom-up.
+    Preflight(PreflightArgs),
+    /// Show what changed between two health files (idle vs under load).
+    HealthDiff(HealthDiffArgs),
 }
 
 /// `validate`.
@@ -139,4 +143,30 @@ pub struct ObserveArgs {
     /// Also write every reading to this CSV file.
     #[arg(long)]
     pub csv: Option<PathBuf>,
+}
+
+/// `preflight`.
+#[derive(Args, Debug)]
+pub struct PreflightArgs {
+    /// Where to write the health files.
+    #[arg(long, default_value = ".")]
+    pub out: PathBuf,
+    /// File stem (`health` writes health.json and health-report.md).
+    #[arg(long, default_value = "health")]
+    pub stem: String,
+    /// Treat a missing NCCL as blocking (the campaign has an NCCL phase).
+    #[arg(long)]
+    pub needs_nccl: bool,
+    /// Label of the capture: idle or under_load.
+    #[arg(long, default_value = "idle")]
+    pub phase: String,
+}
+
+/// `health-diff`.
+#[derive(Args, Debug)]
+pub struct HealthDiffArgs {
+    /// Earlier health.json.
+    pub a: PathBuf,
+    /// Later health.json.
+    pub b: PathBuf,
 }

@@ -46,6 +46,18 @@ fn run_real(a: &RunArgs, campaign: Campaign) -> Result<i32> {
         // SAFETY: single-threaded at this point (no runtime, no engine threads yet).
         unsafe_env::set("NCCL_NVLS_ENABLE", "0");
     }
+    // Preflight, read-only, before any load.
+    let needs_nccl = campaign.phases.iter().any(|p| p.kind == powerlab_campaign::PhaseKind::Nccl);
+    let health = crate::cmd_preflight::capture("idle", needs_nccl);
+    if health.failed() {
+        eprintln!("{}", health.headline());
+        if !a.allow_unhealthy {
+            eprintln!("(no load was started; --allow-unhealthy overrides, and the override is recorded in the manifest and on the report's first line)");
+            let _ = powerlab_health::report::write(&health, &a.results, "preflight-failed");
+            return Ok(crate::exit::PREFLIGHT);
+        }
+        eprintln!("--allow-unhealthy: running anyway; recorded in the manifest");
+    }
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let outcome = rt.block_on(async {
         let clock = RunClock::realtime();
@@ -54,7 +66,7 @@ fn run_real(a: &RunArgs, campaign: Campaign) -> Result<i32> {
         let node = backend.open().map_err(|e| anyhow!("cannot open the real GPU node: {e}"))?;
         let n = node.gpus.len();
         let plan = plan::expand(&campaign, n, a.repeats).map_err(|e| anyhow!("{}: {}", a.file.display(), e))?;
-        execute(a, &campaign, &plan, node, clock).await
+        execute(a, &campaign, &plan, node, clock, Some(health)).await
     })?;
     drop(rt);
     finish(a, outcome)
@@ -91,7 +103,7 @@ fn run_sim(a: &RunArgs, campaign: Campaign) -> Result<i32> {
         opts.selector = campaign.gpus.clone();
         let mut backend = SimBackend::new(opts, clock);
         let node = backend.open().map_err(|e| anyhow!("opening the simulated node: {e}"))?;
-        let result = execute(a, &campaign, &plan, node, clock).await?;
+        let result = execute(a, &campaign, &plan, node, clock, None).await?;
         if a.sim_truth {
             if let Ok(r) = &result {
                 write_truth(&r.run_dir, &backend)?;
@@ -140,13 +152,16 @@ fn spawn_signal_handlers(abort: watch::Sender<Option<StopReason>>) {
 }
 
 /// Runs the campaign; `Err(code)` when it could not start.
-async fn execute(a: &RunArgs, campaign: &Campaign, plan: &Plan, node: NodeHandles, clock: RunClock) -> Result<Result<RunResult, i32>> {
+async fn execute(a: &RunArgs, campaign: &Campaign, plan: &Plan, node: NodeHandles, clock: RunClock, health: Option<powerlab_health::HealthReport>) -> Result<Result<RunResult, i32>> {
     let (abort_tx, _) = watch::channel(None);
     spawn_signal_handlers(abort_tx.clone());
     let mut opts = RunOptions::new(a.results.clone(), tool_info());
     opts.allow_unhealthy = a.allow_unhealthy;
     if a.backend == BackendKind::Cuda {
         opts.lock_path = Some(powerlab_runner::lock::default_lock_path());
+    }
+    if let Some(h) = &health {
+        opts.health = Some((serde_json::to_value(h)?, powerlab_health::report::markdown(h)));
     }
     let mut bar;
     let mut json;
@@ -160,6 +175,14 @@ async fn execute(a: &RunArgs, campaign: &Campaign, plan: &Plan, node: NodeHandle
     for note in &plan.notes {
         observer.message(&format!("note: {note}"));
     }
+    let mut under_load;
+    let observer: &mut dyn Observer = if health.is_some() {
+        let needs_nccl = plan.needs_nccl();
+        under_load = crate::ui::UnderLoadHealth { inner: observer, needs_nccl, run_dir: None, done: false };
+        &mut under_load
+    } else {
+        observer
+    };
     match run_campaign(campaign, plan, node, clock, &opts, abort_tx, observer).await {
         Ok(r) => Ok(Ok(r)),
         Err(RunError::Missing(e)) => {

@@ -6,6 +6,7 @@
 mod cli;
 mod cmd_collate;
 mod cmd_observe;
+mod cmd_preflight;
 mod cmd_plan;
 mod cmd_run;
 mod ui;
@@ -35,6 +36,8 @@ fn main() {
         cli::Command::Run(a) => cmd_run::run(&a),
         cli::Command::Collate(a) => cmd_collate::collate(&a),
         cli::Command::Observe(a) => cmd_observe::observe(&a),
+        cli::Command::Preflight(a) => cmd_preflight::preflight(&a),
+        cli::Command::HealthDiff(a) => cmd_preflight::health_diff(&a),
     };
     match code {
         Ok(c) => std::process::exit(c),

@@ -89,3 +89,45 @@ pub fn print_summary(rungs: &[RungSummary]) {
         );
     }
 }
+
+/// Wraps an observer and, on real hardware, captures health a second time
+/// under load: a few seconds into the first sustained rung, written beside
+/// the idle capture as `health-under-load.json` / `-report.md`.
+pub struct UnderLoadHealth<'a> {
+    pub inner: &'a mut dyn Observer,
+    pub needs_nccl: bool,
+    pub run_dir: Option<std::path::PathBuf>,
+    pub done: bool,
+}
+
+impl Observer for UnderLoadHealth<'_> {
+    fn event(&mut self, e: &RunEvent) {
+        if let (RunEvent::RungStarted { rung, measure_from_ns, end_ns, .. }, false, Some(dir)) = (e, self.done, &self.run_dir) {
+            if rung.kind == "sustained" || rung.kind == "soak" {
+                self.done = true;
+                let at = measure_from_ns + ((end_ns - measure_from_ns) / 2).min(5_000_000_000);
+                let (dir, needs) = (dir.clone(), self.needs_nccl);
+                std::thread::spawn(move || {
+                    let now = powerlab_core::RunClock::realtime().now_ns();
+                    if at > now {
+                        std::thread::sleep(std::time::Duration::from_nanos((at - now) as u64));
+                    }
+                    let r = crate::cmd_preflight::capture("under_load", needs);
+                    let _ = powerlab_health::report::write(&r, &dir, "health-under-load");
+                });
+            }
+        }
+        self.inner.event(e);
+    }
+
+    fn progress(&mut self, done_ns: i64, total_ns: i64, label: &str) {
+        self.inner.progress(done_ns, total_ns, label);
+    }
+
+    fn message(&mut self, text: &str) {
+        if let Some(d) = text.strip_prefix("run directory: ") {
+            self.run_dir = Some(d.into());
+        }
+        self.inner.message(text);
+    }
+}

@@ -34,6 +34,8 @@ pub struct RunOptions {
     pub lock_path: Option<PathBuf>,
     /// Minimum free space required under the results root, bytes (None: estimate from the plan).
     pub min_free_bytes: Option<u64>,
+    /// The idle preflight (health.json content, health-report.md text), written into the run directory.
+    pub health: Option<(serde_json::Value, String)>,
 }
 
 impl RunOptions {
@@ -47,6 +49,7 @@ impl RunOptions {
             prepare_timeout_ns: 180_000_000_000,
             lock_path: None,
             min_free_bytes: None,
+            health: None,
         }
     }
 }
@@ -235,6 +238,12 @@ pub async fn run_campaign(
         command: opts.command.clone(),
     };
     manifest.write(&dir.manifest())?;
+    if let Some((json, md)) = &opts.health {
+        let p = dir.path.join("health.json");
+        std::fs::write(&p, serde_json::to_string_pretty(json).unwrap_or_default() + "\n").map_err(|e| RunError::RunDir(powerlab_rundir::RunDirError::io(&p, e)))?;
+        let p = dir.path.join("health-report.md");
+        std::fs::write(&p, md).map_err(|e| RunError::RunDir(powerlab_rundir::RunDirError::io(&p, e)))?;
+    }
     let events = EventLog::create(&dir.events())?;
     let mut edges = EdgeWriter::create(&dir.edges())?;
     observer.message(&format!("run directory: {}", dir.path.display()));

@@ -1,0 +1,34 @@
+//! `preflight` and `health-diff`.
+
+use crate::cli::{HealthDiffArgs, PreflightArgs};
+use anyhow::{Context, Result};
+use powerlab_health::{probe::probe, report, run_checks, HealthReport};
+
+/// Probes the node and judges it; read-only.
+pub fn capture(phase: &str, needs_nccl: bool) -> HealthReport {
+    run_checks(&probe(), phase, needs_nccl)
+}
+
+pub fn preflight(a: &PreflightArgs) -> Result<i32> {
+    let t0 = std::time::Instant::now();
+    let r = capture(&a.phase, a.needs_nccl);
+    let elapsed = t0.elapsed();
+    let (json, md) = report::write(&r, &a.out, &a.stem).with_context(|| format!("writing the health report into {}", a.out.display()))?;
+    println!("{}", r.headline());
+    for c in &r.checks {
+        println!("  {:<20} {:<8} {}", c.id, format!("{:?}", c.status).to_lowercase(), c.evidence.first().cloned().unwrap_or_default());
+    }
+    println!("preflight took {:.2} s; wrote {} and {}", elapsed.as_secs_f64(), json.display(), md.display());
+    Ok(if r.failed() { crate::exit::PREFLIGHT } else { 0 })
+}
+
+pub fn health_diff(a: &HealthDiffArgs) -> Result<i32> {
+    let read = |p: &std::path::Path| -> Result<serde_json::Value> { Ok(serde_json::from_str(&std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?)?) };
+    let (x, y) = (read(&a.a)?, read(&a.b)?);
+    let lines = powerlab_health::diff::diff(&x, &y);
+    println!("{} -> {}: {} facts differ", a.a.display(), a.b.display(), lines.len());
+    for l in lines {
+        println!("  {l}");
+    }
+    Ok(0)
+}
