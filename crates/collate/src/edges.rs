@@ -41,6 +41,9 @@ pub fn edge_stats(dir: &RunDir, _run: &Run) -> Result<HashMap<u32, EdgeStats>, C
     ]));
     let bytes = std::fs::read(&path).map_err(|e| CollateError::io(&path, e))?;
     let cut = if bytes.last() == Some(&b'\n') { bytes.len() } else { bytes.iter().rposition(|b| *b == b'\n').map(|i| i + 1).unwrap_or(0) };
+    if bytes[..cut].iter().filter(|b| **b == b'\n').count() < 2 {
+        return Ok(out); // header only: no rung finished
+    }
     let df = CsvReadOptions::default()
         .with_has_header(true)
         .with_schema(Some(schema))

@@ -139,7 +139,14 @@ impl Ctx<'_> {
         let mut abort_rx = self.abort_rx.clone();
         loop {
             tokio::select! {
-                out = &mut f => return Ok(out),
+                out = &mut f => {
+                    // A worker that answered because the run was aborted must
+                    // not turn the abort's reason into its own error.
+                    if let Some(reason) = self.stop_reason() {
+                        return Err(reason);
+                    }
+                    return Ok(out);
+                }
                 r = abort_rx.wait_for(|v| v.is_some()) => {
                     let reason = r.ok().and_then(|v| v.clone()).unwrap_or_else(|| StopReason::Failed("abort channel closed".into()));
                     return Err(reason);
