@@ -55,7 +55,8 @@ pub fn node_curve(power: &DataFrame, run: &Run) -> Result<NodeCurve, CollateErro
                 .clone()
                 .lazy()
                 .filter(col("node").eq(lit(node.as_str())).and(col("gpu").eq(lit(gpu.as_str()))).and(col("instrument").eq(lit(inst))))
-                .select([col("ts_ns").alias(key.as_str()), col("value").alias(name.as_str())]);
+                .select([col("ts_ns").alias(key.as_str()), col("value").alias(name.as_str())])
+                .sort([key.as_str()], SortMultipleOptions::default());
             lf = lf.join_builder().with(right).left_on([col("t_ns")]).right_on([col(key.as_str())]).how(asof(tol)).finish();
             cols.push(col(name.as_str()));
             keep.push(col(name.as_str()));

@@ -81,7 +81,8 @@ pub fn load_run(dir: &RunDir) -> Result<Run, CollateError> {
 /// The power samples of a run.
 pub struct RawPower {
     /// Columns: `ts_ns` (i64), `node`, `gpu`, `instrument` (str), `value` (f64);
-    /// only power instruments, sorted by node, GPU, instrument and time.
+    /// only power instruments, in file order (each series is sorted by time
+    /// where it is used).
     pub power: DataFrame,
     /// Rows read in total (all instruments).
     pub total_rows: usize,
@@ -139,7 +140,7 @@ pub fn read_power(dir: &RunDir) -> Result<RawPower, CollateError> {
         ]))
     } else {
         concat(frames, UnionArgs::default())
-            .and_then(|lf| lf.sort(["node", "gpu", "instrument", "ts_ns"], SortMultipleOptions::default()).collect())
+            .and_then(|lf| lf.collect())
             .map_err(CollateError::polars("combining raw files"))?
     };
     Ok(RawPower { power, total_rows })

@@ -197,6 +197,7 @@ pub fn write_plots(curve: &NodeCurve, run: &Run, rungs: &[RungSummary], repeats:
     let b = f64_column(&curve.df, "node_buffered_w");
     let i = f64_column(&curve.df, "node_instant_w");
     let a = f64_column(&curve.df, "node_average_field_w");
+    let mut jobs: Vec<(PathBuf, Chart<'_>)> = Vec::new();
     for r in &run.rungs {
         let lo = t.partition_point(|x| *x < r.epoch_ns);
         let hi = t.partition_point(|x| *x < r.end_ns);
@@ -210,7 +211,28 @@ pub fn write_plots(curve: &NodeCurve, run: &Run, rungs: &[RungSummary], repeats:
             series: Series3 { buffered: pick(&b), instant: pick(&i), average: pick(&a) },
             x_max: (r.end_ns - r.epoch_ns) as f64 / 1e9,
         };
-        files.extend(both(&dir.join(format!("rung-{:03}", r.info.id)), (1000, 420), &chart)?);
+        jobs.push((dir.join(format!("rung-{:03}", r.info.id)), chart));
+    }
+    // Rung charts are independent: draw them on every core.
+    let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).max(1);
+    let per = jobs.len().div_ceil(workers).max(1);
+    let results: Vec<Result<Vec<PathBuf>, CollateError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = jobs
+            .chunks(per)
+            .map(|chunk| {
+                s.spawn(move || {
+                    let mut out = Vec::new();
+                    for (stem, chart) in chunk {
+                        out.extend(both(stem, (1000, 420), chart)?);
+                    }
+                    Ok(out)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(CollateError::Plot { path: dir.to_path_buf(), message: "a plotting thread panicked".into() }))).collect()
+    });
+    for r in results {
+        files.extend(r?);
     }
     if rungs.iter().any(|r| r.kind == "duty") {
         files.extend(both(&dir.join("spread_vs_period"), (800, 480), &Chart::Spread(repeats))?);

@@ -150,6 +150,11 @@ impl Engine {
             move |err: cudarc::driver::DriverError| dev_err(&gpu, &w, err)
         };
         let ctx = CudaContext::new(cfg.ordinal).map_err(e("creating the CUDA context"))?;
+        // Streams are ordered explicitly here (one load stream, the side
+        // stream only for mixed mode with its own buffers): no implicit
+        // cross-stream events on every launch.
+        // SAFETY: no buffer below is shared between streams without ordering.
+        unsafe { ctx.disable_event_tracking() };
         let (major, minor) = ctx.compute_capability().map_err(e("compute capability"))?;
         let ptx = kernels::compile(kernels::arch_for(major, minor)?)?;
         let module = ctx.load_module(ptx).map_err(e("loading kernels"))?;
@@ -170,6 +175,7 @@ impl Engine {
         let hbm_len = 256 * 1024 * 1024; // 1 GiB of f32 each way
         let hbm_src = stream.alloc_zeros::<f32>(hbm_len).map_err(e("allocating HBM buffers"))?;
         let hbm_dst = stream.alloc_zeros::<f32>(hbm_len).map_err(e("allocating HBM buffers"))?;
+        stream.synchronize().map_err(e("initialising buffers"))?;
         let mma_out = stream.alloc_zeros::<f32>((sms * 4 * 256) as usize).map_err(e("allocating"))?;
         let slots = stream.alloc_zeros::<u64>(1024).map_err(e("allocating edge slots"))?;
         let mut eng = Engine {
@@ -401,6 +407,8 @@ impl Engine {
         }
         self.launch_stamp(edges.len())?;
         self.sync()?;
+        // The window lasts until its end whatever the load (an idle rung too).
+        self.host_wait_until(s.end_ns);
         self.warm = None;
         let achieved = self.stream.clone_dtoh(&self.slots.slice(0..edges.len())).map_err(|e| dev_err(&self.gpu, "reading edges", e))?;
         let out = edges
