@@ -11,6 +11,8 @@ if [ -f "${1:-.device/powerlab.gz}" ]; then gunzip -c "${1:-.device/powerlab.gz}
 chmod +x "$BIN"
 R=/tmp/powerlab-results; rm -rf "$R"; mkdir -p "$R"
 say() { echo "=== $*" | tee -a "$OUT/summary.txt"; }
+STEPS=${STEPS:-"preflight virus torch sweep sigint"}
+want() { case " $STEPS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 
 say "sanity"
 nvidia-smi --query-gpu=index,uuid,name,power.draw,enforced.power.limit,clocks.sm --format=csv | tee -a "$OUT/summary.txt"
@@ -18,13 +20,17 @@ nvidia-smi -q | grep -A3 "^    Fabric" | head -8 | tee -a "$OUT/summary.txt"
 "$BIN" --version | tee -a "$OUT/summary.txt"
 "$BIN" observe --seconds 2 --interval-ms 1000 2>&1 | tee -a "$OUT/summary.txt"
 
+if want preflight; then
 say "preflight (idle)"
 start=$(date +%s%N); "$BIN" preflight --out "$OUT" 2>&1 | tee -a "$OUT/summary.txt"; rc=${PIPESTATUS[0]}
 echo "preflight exit $rc, $(( ($(date +%s%N) - start) / 1000000 )) ms" | tee -a "$OUT/summary.txt"
 ALLOW=""; [ "$rc" = 0 ] || ALLOW="--allow-unhealthy"
 say "preflight with CUDA_VISIBLE_DEVICES=\"\""
 CUDA_VISIBLE_DEVICES="" "$BIN" preflight --out "$OUT" --stem health-empty-mask 2>&1 | head -3 | tee -a "$OUT/summary.txt"
+fi
+ALLOW=${ALLOW:-}
 
+if want virus; then
 say "virus modes (20 s sustained each, all GPUs)"
 for mode in ${MODES:-gemm mixed hbm}; do
   "$BIN" run campaigns/device-virus.toml $ALLOW --virus "$mode" --results "$R/virus-$mode" > "$OUT/virus-$mode.log" 2>&1
@@ -34,15 +40,19 @@ for mode in ${MODES:-gemm mixed hbm}; do
   python3 scripts/gpu_means.py "$d" sustained | tee -a "$OUT/summary.txt"
   tail -3 "$OUT/virus-$mode.log" | tee -a "$OUT/summary.txt"
 done
+fi
 
-say "PyTorch FP16 8192^3 GEMM reference (20 s, all GPUs)"
-"$BIN" observe --seconds 24 --interval-ms 5000 --csv "$OUT/torch-ref.csv" > "$OUT/torch-observe.log" 2>&1 &
-OBS=$!
-sleep 1
-python3 scripts/torch_gemm_ref.py 20 2>&1 | tee -a "$OUT/summary.txt"
-wait $OBS
-python3 scripts/observe_means.py "$OUT/torch-ref.csv" 4 | tee -a "$OUT/summary.txt"
+if want torch; then
+say "PyTorch FP16 8192^3 GEMM reference (30 s, all GPUs; power read from 8 s on)"
+python3 scripts/torch_gemm_ref.py 30 2>&1 | tee -a "$OUT/summary.txt" &
+TORCH=$!
+sleep 8
+"$BIN" observe --seconds 18 --interval-ms 6000 --csv "$OUT/torch-ref.csv" > "$OUT/torch-observe.log" 2>&1
+wait $TORCH
+python3 scripts/observe_means.py "$OUT/torch-ref.csv" 1 | tee -a "$OUT/summary.txt"
+fi
 
+if want sweep; then
 say "duty sweep in phase and staggered"
 "$BIN" run campaigns/device-h200.toml $ALLOW --results "$R/sweep" > "$OUT/sweep.log" 2>&1
 echo "exit $?" | tee -a "$OUT/summary.txt"
@@ -58,6 +68,8 @@ if [ -f "$d/health-under-load.json" ]; then
   "$BIN" health-diff "$d/health.json" "$d/health-under-load.json" | tee "$OUT/health-diff.txt" | head -30 | tee -a "$OUT/summary.txt"
 fi
 
+fi
+if want sigint; then
 say "SIGINT during a duty rung"
 "$BIN" run campaigns/device-sigint.toml $ALLOW --results "$R/sigint" > "$OUT/sigint.log" 2>&1 &
 RUNPID=$!
@@ -79,8 +91,13 @@ PY
 "$BIN" collate "$ds" > "$OUT/sigint-collate.log" 2>&1; echo "collate of interrupted run: exit $?" | tee -a "$OUT/summary.txt"
 head -1 "$ds/report/report.md" | tee -a "$OUT/summary.txt"
 
+fi
+if want sweep; then
 say "collate again from raw files"
 rm -rf "$d/report"; "$BIN" collate "$d" > "$OUT/collate.log" 2>&1; echo "exit $?" | tee -a "$OUT/summary.txt"
+python3 scripts/edge_stats.py "$d" | tee -a "$OUT/summary.txt"
+fi
 
+cp "$OUT/summary.txt" "$OUT/summary.log" 2>/dev/null
 tar czf "$OUT/results.tgz" -C "$R" . 2>/dev/null
 ls -la "$OUT"

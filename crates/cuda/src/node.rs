@@ -25,7 +25,7 @@ pub struct CudaOptions {
 
 impl Default for CudaOptions {
     fn default() -> Self {
-        CudaOptions { selector: GpuSelector::All, mode: VirusMode::Gemm, big_n: 8192, chunk_n: 3072 }
+        CudaOptions { selector: GpuSelector::All, mode: VirusMode::Mixed, big_n: 8192, chunk_n: 3072 }
     }
 }
 

@@ -95,8 +95,8 @@ pub struct RunArgs {
     /// Do not collate at the end.
     #[arg(long)]
     pub no_collate: bool,
-    /// Power-virus load on real GPUs: gemm (cuBLAS FP16, default), hbm, mixed, mma.
-    #[arg(long, default_value = "gemm")]
+    /// Power-virus load on real GPUs: mixed (cuBLAS FP16 GEMM + HBM streaming, the default: draws most on H200), gemm, hbm, mma.
+    #[arg(long, default_value = "mixed")]
     pub virus: String,
     /// Simulated GPU model: h200, b300, a10g.
     #[arg(long, default_value = "h200")]
