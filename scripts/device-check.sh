@@ -11,7 +11,7 @@ if [ -f "${1:-.device/powerlab.gz}" ]; then gunzip -c "${1:-.device/powerlab.gz}
 chmod +x "$BIN"
 R=/tmp/powerlab-results; rm -rf "$R"; mkdir -p "$R"
 say() { echo "=== $*" | tee -a "$OUT/summary.txt"; }
-STEPS=${STEPS:-"preflight virus torch sweep sigint"}
+STEPS=${STEPS:-"preflight virus torch sweep sigint cpu"}
 want() { case " $STEPS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 
 say "sanity"
@@ -73,9 +73,25 @@ if want sigint; then
 say "SIGINT during a duty rung"
 "$BIN" run campaigns/device-sigint.toml $ALLOW --results "$R/sigint" > "$OUT/sigint.log" 2>&1 &
 RUNPID=$!
+# An independent observer keeps reading power after the run has exited.
+"$BIN" observe --seconds 22 --interval-ms 10000 --csv "$OUT/sigint-observe.csv" > /dev/null 2>&1 &
+OBSPID=$!
 sleep 12
 kill -INT $RUNPID; sent=$(date +%s%N)
-wait $RUNPID; echo "exit $? (130 = interrupted)" | tee -a "$OUT/summary.txt"
+wait $RUNPID; rc=$?; exited=$(date +%s%N)
+echo "exit $rc (130 = interrupted), $(( (exited - sent) / 1000000 )) ms after SIGINT" | tee -a "$OUT/summary.txt"
+wait $OBSPID
+python3 - "$OUT/sigint-observe.csv" "$sent" <<'PY' | tee -a "$OUT/summary.txt"
+import sys, csv, collections
+rows = [r for r in csv.DictReader(open(sys.argv[1])) if r["instrument"] == "buffered_w"]
+sent = int(sys.argv[2]); by = collections.defaultdict(list)
+for r in rows: by[r["gpu"]].append((int(r["ts_ns"]), float(r["value"])))
+for g, v in sorted(by.items()):
+    before = max((p for t, p in v if sent - 2e9 < t <= sent), default=0)
+    after = [(t - sent) / 1e6 for t, p in v if t > sent and p > 150]
+    tail = [p for t, p in v if t > sent + 1e9]
+    print(f"observer {g}: max {before:.0f} W in the 2 s before SIGINT; last sample above 150 W at +{max(after) if after else 0:.0f} ms; from +1 s on max {max(tail) if tail else float('nan'):.0f} W over {len(tail)} samples")
+PY
 echo "SIGINT sent at $sent ns" | tee -a "$OUT/summary.txt"
 ds=$(ls -d "$R/sigint"/*/ | head -1)
 grep -o '"status": *{[^}]*}' "$ds/manifest.json" | tee -a "$OUT/summary.txt"
@@ -91,6 +107,10 @@ PY
 "$BIN" collate "$ds" > "$OUT/sigint-collate.log" 2>&1; echo "collate of interrupted run: exit $?" | tee -a "$OUT/summary.txt"
 head -1 "$ds/report/report.md" | tee -a "$OUT/summary.txt"
 
+fi
+if want cpu; then
+say "sampler cost: observe 30 s (the runner's cadence), no load"
+"$BIN" observe --seconds 30 --interval-ms 30000 2>&1 | tail -2 | tee -a "$OUT/summary.txt"
 fi
 if want sweep; then
 say "collate again from raw files"

@@ -30,11 +30,16 @@ pub enum Instrument {
     ClockEvents,
     /// Enforced power limit, watts.
     PowerLimitW,
+    /// Cumulative time clocks were held down by the power cap, ns
+    /// (`nvmlDeviceGetViolationStatus(NVML_PERF_POLICY_POWER)`).
+    PowerCapTimeNs,
+    /// Cumulative time clocks were held down for thermal reasons, ns.
+    ThermalCapTimeNs,
 }
 
 impl Instrument {
     /// All instruments, in column order.
-    pub const ALL: [Instrument; 10] = [
+    pub const ALL: [Instrument; 12] = [
         Instrument::BufferedW,
         Instrument::InstantW,
         Instrument::AverageW,
@@ -45,6 +50,8 @@ impl Instrument {
         Instrument::MemTempC,
         Instrument::ClockEvents,
         Instrument::PowerLimitW,
+        Instrument::PowerCapTimeNs,
+        Instrument::ThermalCapTimeNs,
     ];
 
     /// Name as written in raw CSV files.
@@ -60,6 +67,8 @@ impl Instrument {
             Instrument::MemTempC => "mem_temp_c",
             Instrument::ClockEvents => "clock_events",
             Instrument::PowerLimitW => "power_limit_w",
+            Instrument::PowerCapTimeNs => "power_cap_time_ns",
+            Instrument::ThermalCapTimeNs => "thermal_cap_time_ns",
         }
     }
 

@@ -8,6 +8,7 @@
 
 pub mod load;
 pub mod source;
+pub mod xid;
 
 pub use load::{init_nvml, NvmlError};
 pub use source::NvmlSource;

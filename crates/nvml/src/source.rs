@@ -6,7 +6,7 @@
 //! realtime, µs). The instant (186) and average (185) fields are polled;
 //! their `timestamp` is the read time, not the sensor's update time.
 
-use nvml_wrapper::enum_wrappers::device::{Clock, Sampling, TemperatureSensor};
+use nvml_wrapper::enum_wrappers::device::{Clock, PerformancePolicy, Sampling, TemperatureSensor};
 use nvml_wrapper::enums::device::SampleValue;
 use nvml_wrapper::error::NvmlError as WrapErr;
 use nvml_wrapper::structs::device::FieldId;
@@ -27,6 +27,7 @@ pub struct NvmlSource {
     nvml: Arc<Nvml>,
     id: GpuIdentity,
     last_seen_us: Option<u64>,
+    xid: Option<crate::xid::XidListener>,
     /// Buffered reads that returned no new sample.
     pub empty_reads: u64,
 }
@@ -43,7 +44,7 @@ fn value_f64(v: &SampleValue) -> f64 {
 impl NvmlSource {
     /// A source for the GPU with this identity (NVML index inside).
     pub fn new(nvml: Arc<Nvml>, id: GpuIdentity) -> Self {
-        NvmlSource { nvml, id, last_seen_us: None, empty_reads: 0 }
+        NvmlSource { nvml, id, last_seen_us: None, xid: None, empty_reads: 0 }
     }
 
     fn classify(&self, what: &str, e: WrapErr) -> HwError {
@@ -119,10 +120,32 @@ impl PowerSource for NvmlSource {
         let bits = dev.current_throttle_reasons().map(|r| r.bits()).map_err(|e| self.classify("clock-event reasons", e))?;
         push(Instrument::ClockEvents, bits as f64);
         push(Instrument::PowerLimitW, f64::from(dev.enforced_power_limit().map_err(|e| self.classify("enforced limit", e))?) / 1000.0);
+        // The reasons' time counters: how long clocks were held down, cumulative.
+        if let Ok(v) = dev.violation_status(PerformancePolicy::Power) {
+            push(Instrument::PowerCapTimeNs, v.violation_time as f64);
+        }
+        if let Ok(v) = dev.violation_status(PerformancePolicy::Thermal) {
+            push(Instrument::ThermalCapTimeNs, v.violation_time as f64);
+        }
         Ok(out)
     }
 
-    fn drain_events(&mut self, _now_ns: EpochNs) -> Vec<DeviceEvent> {
-        Vec::new()
+    fn drain_events(&mut self, now_ns: EpochNs) -> Vec<DeviceEvent> {
+        let mut out = Vec::new();
+        if self.xid.is_none() {
+            self.xid = crate::xid::XidListener::new(&self.nvml, self.id.nvml_index);
+        }
+        if let Some(l) = &self.xid {
+            for (code, data) in l.poll(&self.nvml) {
+                out.push(DeviceEvent {
+                    ts_ns: now_ns,
+                    gpu: self.id.key.clone(),
+                    kind: "xid".into(),
+                    detail: format!("Xid {data} (event type 0x{code:x}) on {}", self.id.uuid),
+                    fatal: true,
+                });
+            }
+        }
+        out
     }
 }

@@ -33,14 +33,27 @@ pub fn observe(a: &ObserveArgs) -> Result<i32> {
         None => None,
     };
     let clock = RunClock::realtime();
-    let end = clock.now_ns() + (a.seconds * 1e9) as i64;
+    let cpu0 = process_cpu_s();
+    let start = clock.now_ns();
+    let end = start + (a.seconds * 1e9) as i64;
     let mut last_print = 0i64;
+    let (mut last_fields, mut last_status) = (0i64, 0i64);
     let mut latest = vec![(f64::NAN, f64::NAN); sources.len()];
     while clock.now_ns() < end {
         let now = clock.now_ns();
         for (i, s) in sources.iter_mut().enumerate() {
+            // The runner's sampler cadence: power every 20 ms, the 1 s
+            // average and energy every 100 ms, status every 200 ms.
             let mut samples = s.drain_power(now).map_err(|e| anyhow!("{e}"))?;
-            samples.extend(s.read_fields(now).map_err(|e| anyhow!("{e}"))?);
+            if now - last_fields >= 100_000_000 {
+                samples.extend(s.read_fields(now).map_err(|e| anyhow!("{e}"))?);
+            }
+            if now - last_status >= 200_000_000 {
+                samples.extend(s.read_status(now).map_err(|e| anyhow!("{e}"))?);
+                for e in s.drain_events(now) {
+                    println!("EVENT {} on {}: {}", e.kind, e.gpu, e.detail);
+                }
+            }
             for x in &samples {
                 match x.instrument {
                     Instrument::BufferedW => latest[i].0 = x.value,
@@ -51,6 +64,12 @@ pub fn observe(a: &ObserveArgs) -> Result<i32> {
                     writeln!(f, "{},gpu{i},{},{}", x.ts_ns, x.instrument.as_str(), x.value)?;
                 }
             }
+        }
+        if now - last_fields >= 100_000_000 {
+            last_fields = now;
+        }
+        if now - last_status >= 200_000_000 {
+            last_status = now;
         }
         if now - last_print >= (a.interval_ms * 1e6) as i64 {
             last_print = now;
@@ -63,5 +82,20 @@ pub fn observe(a: &ObserveArgs) -> Result<i32> {
     if let Some(mut f) = csv {
         f.flush()?;
     }
+    if let (Some(c0), Some(c1)) = (cpu0, process_cpu_s()) {
+        let wall = (clock.now_ns() - start) as f64 / 1e9;
+        let per_gpu = 100.0 * (c1 - c0) / wall / sources.len().max(1) as f64;
+        println!("sampler CPU: {:.2} s over {wall:.1} s for {} GPU(s) = {per_gpu:.2}% of one core per GPU", c1 - c0, sources.len());
+    }
     Ok(0)
+}
+
+/// User + system CPU seconds of this process (from /proc/self/stat).
+fn process_cpu_s() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let rest = stat.rsplit_once(')')?.1;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // After the command name: state is field 3; utime 14 and stime 15 (1-based) → indices 11, 12 here.
+    let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0)
 }
