@@ -68,7 +68,10 @@ pub fn node_curve(power: &DataFrame, run: &Run) -> Result<NodeCurve, CollateErro
         node_cols.push(sum.alias(node_name));
     }
     keep.extend(node_cols);
-    let df = lf.select(keep).collect().map_err(CollateError::polars("aligning GPUs on the grid"))?;
+    let mut df = lf.select(keep).collect().map_err(CollateError::polars("aligning GPUs on the grid"))?;
+    // One chunk per column: reductions then run in one order whatever the
+    // raw files' layout, so splitting a raw file cannot move a digit.
+    df.rechunk_mut_par();
     Ok(NodeCurve { df, grid_ns: grid })
 }
 

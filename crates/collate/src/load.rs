@@ -74,7 +74,9 @@ pub fn load_run(dir: &RunDir) -> Result<Run, CollateError> {
         }
     }
     let grid_ms = manifest.campaign_resolved.pointer("/sampling/grid_ms").and_then(|v| v.as_f64()).unwrap_or(10.0);
-    let series = manifest.backend.gpus.iter().map(|g| (manifest.backend.node_id.clone(), g.key.clone())).collect();
+    // A canonical order, so node sums do not depend on the order GPUs were listed in.
+    let mut series: Vec<(String, String)> = manifest.backend.gpus.iter().map(|g| (manifest.backend.node_id.clone(), g.key.clone())).collect();
+    series.sort();
     Ok(Run { manifest, events, rungs, grid_ns: (grid_ms * 1e6) as i64, series })
 }
 
