@@ -563,12 +563,3 @@ pub fn spawn(clock: RunClock, cfg: EngineConfig, gpu: String) -> EngineHandle {
     }
     EngineHandle { tx, stop }
 }
-
-/// Unit timings of an engine, for reports.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
-pub struct UnitTimes {
-    /// Big GEMM, ns.
-    pub big_ns: i64,
-    /// Chunk GEMM, ns.
-    pub chunk_ns: i64,
-}

@@ -3,7 +3,7 @@
 #![allow(unsafe_code)] // one raw NVML call (fabric info) that nvml-wrapper does not wrap
 
 use crate::facts::{FabricFacts, GpuFacts, LibFacts, NodeFacts, ProcessFacts};
-use nvml_wrapper::enum_wrappers::device::{Clock, EccCounter, Sampling, TemperatureSensor, TemperatureThreshold};
+use nvml_wrapper::enum_wrappers::device::{Clock, Sampling, TemperatureSensor, TemperatureThreshold};
 use nvml_wrapper::enums::device::UsedGpuMemory;
 use nvml_wrapper::structs::device::FieldId;
 use nvml_wrapper::Nvml;
@@ -119,7 +119,6 @@ pub fn probe() -> NodeFacts {
             g.remap_pending = Some(pending);
             g.remap_failure = Some(failure);
         }
-        let _ = EccCounter::Volatile;
         g.persistence = d.is_in_persistent_mode().ok();
         g.mig_enabled = d.mig_mode().ok().map(|m| m.current == 1);
         g.sm_clock_mhz = d.clock_info(Clock::SM).ok();
