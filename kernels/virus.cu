@@ -61,3 +61,15 @@ extern "C" __global__ void mma_regs(float* out, int iters) {
         out[blockIdx.x * blockDim.x + threadIdx.x] = c0;
     }
 }
+
+// Fills a buffer with non-zero pseudo-random floats in [-1, 1): collectives
+// over random data toggle the links and reduction units the way real
+// gradients do, zeros would not.
+extern "C" __global__ void fill_random(float* x, unsigned long long n, unsigned int seed) {
+    unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        unsigned int h = (unsigned int)(i * 2654435761ull) ^ seed;
+        h ^= h >> 16; h *= 0x7feb352du; h ^= h >> 15; h *= 0x846ca68bu; h ^= h >> 16;
+        x[i] = (float)(h >> 8) * (1.0f / 8388608.0f) - 1.0f + 1.0e-7f;
+    }
+}

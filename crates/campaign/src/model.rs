@@ -25,8 +25,12 @@ pub enum GpuRef {
 /// Sampling settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Sampling {
-    /// How often the sampler drains the buffer and polls the power fields.
+    /// How often the sampler reads the instant power field.
     pub poll_interval_ms: f64,
+    /// How often the sampler drains the driver's buffered samples (the ring
+    /// holds ~2.4 s on H200; every sample keeps its own timestamp, so a
+    /// slower drain loses nothing and costs less CPU).
+    pub buffer_interval_ms: f64,
     /// How often the 1 s average field and the energy counter are read
     /// (they update every ~100 ms; reading faster only repeats values).
     pub field_interval_ms: f64,
@@ -40,7 +44,7 @@ pub struct Sampling {
 
 impl Default for Sampling {
     fn default() -> Self {
-        Sampling { poll_interval_ms: 20.0, field_interval_ms: 100.0, status_interval_ms: 200.0, flush_interval_ms: 1000.0, grid_ms: 10.0 }
+        Sampling { poll_interval_ms: 20.0, buffer_interval_ms: 100.0, field_interval_ms: 100.0, status_interval_ms: 200.0, flush_interval_ms: 1000.0, grid_ms: 10.0 }
     }
 }
 
@@ -148,9 +152,55 @@ pub struct NcclSpec {
     pub step_factor: u64,
     /// Timed iterations per size.
     pub iterations: u32,
+    /// Untimed iterations per size before the timed ones.
+    pub warmup_iters: u32,
+    /// Window of the sweep rung, seconds (the sweep stops at its end and says
+    /// which sizes it did not reach).
+    pub sweep_s: f64,
+    /// All-reduce size of the fabric and bulk-synchronous rungs, bytes.
+    pub fabric_bytes: u64,
+    /// A collective that has not completed after this long is a hang: the
+    /// communicators are aborted and the run fails.
+    pub timeout_s: f64,
     /// Compute burst before each all-reduce in the bulk-synchronous rung
     /// (None: no bulk-synchronous rung).
     pub bsp_compute_ms: Option<f64>,
+}
+
+impl NcclSpec {
+    /// The sweep's message sizes: `min_bytes`, ×`step_factor`, up to `max_bytes`.
+    pub fn sizes(&self) -> Vec<u64> {
+        let mut v = Vec::new();
+        let mut s = self.min_bytes.max(1);
+        while s <= self.max_bytes {
+            v.push(s);
+            s = s.saturating_mul(self.step_factor.max(2));
+        }
+        v
+    }
+}
+
+/// Which part of an NCCL phase a rung is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NcclStep {
+    /// The collective sweep (bandwidth and latency table).
+    Sweep,
+    /// Sustained large all-reduce (the fabric's own power).
+    Fabric,
+    /// Compute burst then all-reduce, repeated (a training step).
+    Bsp,
+}
+
+impl NcclStep {
+    /// Label part.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NcclStep::Sweep => "sweep",
+            NcclStep::Fabric => "fabric",
+            NcclStep::Bsp => "bsp",
+        }
+    }
 }
 
 /// One validated phase.

@@ -31,6 +31,7 @@ struct RawHeader {
 #[serde(deny_unknown_fields)]
 struct RawSampling {
     poll_interval_ms: Option<Spanned<f64>>,
+    buffer_interval_ms: Option<Spanned<f64>>,
     field_interval_ms: Option<Spanned<f64>>,
     status_interval_ms: Option<Spanned<f64>>,
     flush_interval_ms: Option<Spanned<f64>>,
@@ -79,6 +80,10 @@ struct RawPhase {
     step_factor: Option<Spanned<i64>>,
     iterations: Option<Spanned<i64>>,
     bsp_compute_ms: Option<Spanned<f64>>,
+    warmup_iters: Option<Spanned<i64>>,
+    sweep_s: Option<Spanned<f64>>,
+    fabric_bytes: Option<Spanned<i64>>,
+    timeout_s: Option<Spanned<f64>>,
 }
 
 const PHASE_KINDS: &str = "idle, sustained, duty, nccl, soak";
@@ -175,10 +180,11 @@ fn validate(ctx: &Ctx<'_>, raw: RawFile) -> Result<Campaign, CampaignError> {
         Some(v) => parse_gpus(ctx, v)?,
     };
 
-    let s = raw.sampling.unwrap_or(RawSampling { poll_interval_ms: None, field_interval_ms: None, status_interval_ms: None, flush_interval_ms: None, grid_ms: None });
+    let s = raw.sampling.unwrap_or(RawSampling { poll_interval_ms: None, buffer_interval_ms: None, field_interval_ms: None, status_interval_ms: None, flush_interval_ms: None, grid_ms: None });
     let d = Sampling::default();
     let sampling = Sampling {
         poll_interval_ms: ctx.positive(&s.poll_interval_ms, "sampling.poll_interval_ms", d.poll_interval_ms)?,
+        buffer_interval_ms: ctx.positive(&s.buffer_interval_ms, "sampling.buffer_interval_ms", d.buffer_interval_ms)?,
         field_interval_ms: ctx.positive(&s.field_interval_ms, "sampling.field_interval_ms", d.field_interval_ms)?,
         status_interval_ms: ctx.positive(&s.status_interval_ms, "sampling.status_interval_ms", d.status_interval_ms)?,
         flush_interval_ms: ctx.positive(&s.flush_interval_ms, "sampling.flush_interval_ms", d.flush_interval_ms)?,
@@ -186,7 +192,12 @@ fn validate(ctx: &Ctx<'_>, raw: RawFile) -> Result<Campaign, CampaignError> {
     };
     if let Some(p) = &s.poll_interval_ms {
         if *p.get_ref() > 1000.0 {
-            return Err(ctx.err(p.span(), "sampling.poll_interval_ms", "the driver buffer holds ~2.4 s of samples; polling slower than 1 s risks losing them", Some("0 < poll_interval_ms <= 1000")));
+            return Err(ctx.err(p.span(), "sampling.poll_interval_ms", "the interlocks and the instant field are read at this period; slower than 1 s leaves the node unwatched", Some("0 < poll_interval_ms <= 1000")));
+        }
+    }
+    if let Some(b) = &s.buffer_interval_ms {
+        if *b.get_ref() > 1000.0 {
+            return Err(ctx.err(b.span(), "sampling.buffer_interval_ms", "the driver buffer holds ~2.4 s of samples; draining it less often than every second risks losing some", Some("0 < buffer_interval_ms <= 1000")));
         }
     }
     if let Some(f) = &s.flush_interval_ms {
@@ -289,7 +300,7 @@ fn validate_phase(
         PhaseKind::Sustained => &["warmup_s", "mode"],
         PhaseKind::Soak => &["warmup_s"],
         PhaseKind::Duty => &["warmup_s", "period_ms", "periods_ms", "duty", "ramp_s", "mode", "modes", "stagger_step_deg", "offsets_deg", "offsets_ms"],
-        PhaseKind::Nccl => &["warmup_s", "collectives", "min_bytes", "max_bytes", "step_factor", "iterations", "bsp_compute_ms"],
+        PhaseKind::Nccl => &["warmup_s", "collectives", "min_bytes", "max_bytes", "step_factor", "iterations", "warmup_iters", "sweep_s", "fabric_bytes", "timeout_s", "bsp_compute_ms"],
     };
     let present: Vec<(&str, Range<usize>)> = [
         ("warmup_s", p.warmup_s.as_ref().map(|s| s.span())),
@@ -452,7 +463,7 @@ fn validate_phase(
             }
         };
         let min_bytes = bytes(&p.min_bytes, "min_bytes", 8)?;
-        let max_bytes = bytes(&p.max_bytes, "max_bytes", 1 << 30)?;
+        let max_bytes = bytes(&p.max_bytes, "max_bytes", 4 << 30)?;
         if min_bytes > max_bytes {
             let span = p.min_bytes.as_ref().map(|s| s.span()).unwrap_or(phase_span.clone());
             return Err(ctx.err(span, f("min_bytes"), "min_bytes exceeds max_bytes", None));
@@ -467,7 +478,11 @@ fn validate_phase(
             None => None,
             v => Some(ctx.positive(v, &f("bsp_compute_ms"), 0.0)?),
         };
-        nccl = Some(NcclSpec { collectives, min_bytes, max_bytes, step_factor, iterations, bsp_compute_ms });
+        let warmup_iters = ctx.count(&p.warmup_iters, &f("warmup_iters"), 5, 10_000)?;
+        let sweep_s = ctx.positive(&p.sweep_s, &f("sweep_s"), 60.0)?;
+        let fabric_bytes = bytes(&p.fabric_bytes, "fabric_bytes", 1 << 30)?;
+        let timeout_s = ctx.positive(&p.timeout_s, &f("timeout_s"), 60.0)?;
+        nccl = Some(NcclSpec { collectives, min_bytes, max_bytes, step_factor, iterations, warmup_iters, sweep_s, fabric_bytes, timeout_s, bsp_compute_ms });
     }
 
     Ok(Phase { name, kind, duration_s, warmup_s, cooldown_s, repeats, periods_ms, duty, ramp_s, modes, stagger, nccl })

@@ -37,6 +37,8 @@ pub struct Rung {
     pub offsets_ns: Vec<i64>,
     /// NCCL settings, for `nccl` rungs.
     pub nccl: Option<NcclSpec>,
+    /// Which part of the NCCL phase, for `nccl` rungs.
+    pub nccl_step: Option<NcclStep>,
 }
 
 impl Rung {
@@ -121,7 +123,20 @@ pub fn expand(c: &Campaign, gpu_count: usize, repeats_override: Option<u32>) -> 
             _ => phase.repeats,
         };
         let periods: Vec<Option<f64>> = if phase.kind == PhaseKind::Duty { phase.periods_ms.iter().map(|p| Some(*p)).collect() } else { vec![None] };
+        // An NCCL phase is a sweep, a fabric rung and optionally a
+        // bulk-synchronous rung.
+        let steps: Vec<Option<NcclStep>> = match &phase.nccl {
+            Some(n) if phase.kind == PhaseKind::Nccl => {
+                let mut v = vec![Some(NcclStep::Sweep), Some(NcclStep::Fabric)];
+                if n.bsp_compute_ms.is_some() {
+                    v.push(Some(NcclStep::Bsp));
+                }
+                v
+            }
+            _ => vec![None],
+        };
         for repeat in 1..=repeats {
+            for step in &steps {
             for period in &periods {
                 for mode in &phase.modes {
                     let offsets_ns = offsets(c, phase, *mode, *period, gpu_count)?;
@@ -139,6 +154,9 @@ pub fn expand(c: &Campaign, gpu_count: usize, repeats_override: Option<u32>) -> 
                     }
                     if phase.kind == PhaseKind::Duty {
                         label.push_str(&format!("/{}", mode.as_str()));
+                    }
+                    if let Some(s) = step {
+                        label.push_str(&format!("/{}", s.as_str()));
                     }
                     if repeats > 1 {
                         label.push_str(&format!("/r{repeat}"));
@@ -160,12 +178,17 @@ pub fn expand(c: &Campaign, gpu_count: usize, repeats_override: Option<u32>) -> 
                         repeats,
                         warmup_ns: secs(phase.warmup_s),
                         ramp_ns: secs(phase.ramp_s),
-                        duration_ns: secs(phase.duration_s),
+                        duration_ns: match (step, &phase.nccl) {
+                            (Some(NcclStep::Sweep), Some(n)) => secs(n.sweep_s),
+                            _ => secs(phase.duration_s),
+                        },
                         cooldown_ns: secs(phase.cooldown_s),
                         offsets_ns,
                         nccl: phase.nccl.clone(),
+                        nccl_step: *step,
                     });
                 }
+            }
             }
         }
     }

@@ -1,6 +1,6 @@
 //! Every rejection names file, line, column and field, and says what is allowed.
 
-use powerlab_campaign::{expand, parse_str, CampaignError, Mode, PhaseKind};
+use powerlab_campaign::{expand, parse_str, CampaignError, Mode, NcclStep, PhaseKind};
 
 const BASE: &str = r#"[campaign]
 name = "t"
@@ -112,11 +112,32 @@ duration_s = 3
     let c = parse_str("x.toml", src).unwrap();
     let p = expand(&c, 2, None).unwrap();
     let kinds: Vec<_> = p.rungs.iter().map(|r| r.kind).collect();
-    assert_eq!(kinds, vec![PhaseKind::Nccl, PhaseKind::Duty, PhaseKind::Soak]);
+    // An NCCL phase is a sweep rung and a fabric rung.
+    assert_eq!(kinds, vec![PhaseKind::Nccl, PhaseKind::Nccl, PhaseKind::Duty, PhaseKind::Soak]);
+    let steps: Vec<_> = p.rungs.iter().filter_map(|r| r.nccl_step).collect();
+    assert_eq!(steps, vec![NcclStep::Sweep, NcclStep::Fabric]);
+    assert_eq!(p.rungs[0].duration_ns, 60_000_000_000, "the sweep's window is sweep_s (default 60 s)");
+    assert_eq!(p.rungs[1].duration_ns, 3_000_000_000, "the fabric rung lasts duration_s");
     assert_eq!(p.notes.len(), 2, "{:?}", p.notes);
     let kept = parse_str("x.toml", &src.replace("name = \"t\"", "name = \"t\"\nnccl_first = false")).unwrap();
     let kinds: Vec<_> = expand(&kept, 2, None).unwrap().rungs.iter().map(|r| r.kind).collect();
-    assert_eq!(kinds, vec![PhaseKind::Duty, PhaseKind::Nccl, PhaseKind::Soak]);
+    assert_eq!(kinds, vec![PhaseKind::Duty, PhaseKind::Nccl, PhaseKind::Nccl, PhaseKind::Soak]);
+}
+
+#[test]
+fn nccl_phase_sizes_and_bulk_synchronous_rung() {
+    let src = "[campaign]\nname = \"t\"\n[[phase]]\nkind = \"nccl\"\nduration_s = 5\nmin_bytes = 8\nmax_bytes = 1024\nstep_factor = 4\nbsp_compute_ms = 30\nsweep_s = 20\n";
+    let c = parse_str("x.toml", src).unwrap();
+    let n = c.phases[0].nccl.clone().unwrap();
+    assert_eq!(n.sizes(), vec![8, 32, 128, 512]);
+    let p = expand(&c, 2, None).unwrap();
+    let labels: Vec<_> = p.rungs.iter().map(|r| r.label.as_str()).collect();
+    assert_eq!(labels, vec!["nccl-0/sweep", "nccl-0/fabric", "nccl-0/bsp"]);
+    let e = parse_str("x.toml", &src.replace("step_factor = 4", "step_factor = 3")).unwrap_err();
+    assert_eq!(e.field.as_deref(), Some("phase[0].step_factor"));
+    assert_eq!(e.allowed.as_deref(), Some("2, 4 or 8"));
+    let e = parse_str("x.toml", &src.replace("sweep_s = 20", "sweep_s = 20\nsend_s = 1")).unwrap_err();
+    assert!(e.to_string().contains("send_s"), "{e}");
 }
 
 #[test]

@@ -12,6 +12,7 @@ pub mod curve;
 pub mod edges;
 pub mod error;
 pub mod load;
+pub mod nccl;
 pub mod plots;
 pub mod report;
 pub mod stats;
@@ -33,6 +34,8 @@ pub struct CollateOutput {
     pub repeats: Vec<summary::RepeatStats>,
     /// In-phase vs staggered rows.
     pub compare: Vec<summary::PhaseCompare>,
+    /// NCCL bandwidth rows (empty without an NCCL phase).
+    pub nccl: Vec<nccl::NcclRow>,
     /// Raw rows read.
     pub raw_rows: usize,
     /// Files written.
@@ -56,11 +59,16 @@ pub fn collate(path: &Path) -> Result<CollateOutput, CollateError> {
     let rungs = summary::summarize(&curve, &run, &edge_stats)?;
     let repeats = summary::repeat_stats(&rungs);
     let compare = summary::compare_modes(&repeats);
+    let nccl_rows = nccl::nccl_rows(&dir, &run)?;
+    let fabric = nccl::fabric_power(&rungs);
 
     let mut files = Vec::new();
     files.push(curve::write_curve(&curve, &report_dir)?);
     files.extend(summary::write_tables(&rungs, &repeats, &compare, &report_dir)?);
+    files.extend(nccl::write_nccl(&nccl_rows, &report_dir)?);
     files.extend(plots::write_plots(&curve, &run, &rungs, &repeats, &compare, &report_dir.join("plots"))?);
-    files.push(report::write_report(&run, &rungs, &repeats, &compare, raw_rows, &report_dir)?);
-    Ok(CollateOutput { report_dir, rungs, repeats, compare, raw_rows, files })
+    files.extend(plots::write_nccl_plot(&nccl_rows, &report_dir.join("plots"))?);
+    let tables = report::Tables { rungs: &rungs, repeats: &repeats, compare: &compare, nccl: &nccl_rows, fabric: &fabric };
+    files.push(report::write_report(&run, &tables, raw_rows, &report_dir)?);
+    Ok(CollateOutput { report_dir, rungs, repeats, compare, nccl: nccl_rows, raw_rows, files })
 }

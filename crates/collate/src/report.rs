@@ -2,6 +2,7 @@
 
 use crate::error::CollateError;
 use crate::load::Run;
+use crate::nccl::{fmt_bytes, FabricPowerRow, NcclRow};
 use crate::summary::{PhaseCompare, RepeatStats, RungSummary};
 use powerlab_rundir::{RunEvent, RunStatus};
 use std::fmt::Write;
@@ -18,8 +19,23 @@ fn pm(v: f64, ci: Option<f64>) -> String {
     }
 }
 
+/// Everything the report tabulates.
+pub struct Tables<'a> {
+    /// Per-rung summaries.
+    pub rungs: &'a [RungSummary],
+    /// Across repeats.
+    pub repeats: &'a [RepeatStats],
+    /// In phase vs staggered.
+    pub compare: &'a [PhaseCompare],
+    /// NCCL bandwidth rows.
+    pub nccl: &'a [NcclRow],
+    /// Fabric power next to idle and compute.
+    pub fabric: &'a [FabricPowerRow],
+}
+
 /// Writes `report/report.md`.
-pub fn write_report(run: &Run, rungs: &[RungSummary], repeats: &[RepeatStats], compare: &[PhaseCompare], raw_rows: usize, dir: &Path) -> Result<PathBuf, CollateError> {
+pub fn write_report(run: &Run, t: &Tables<'_>, raw_rows: usize, dir: &Path) -> Result<PathBuf, CollateError> {
+    let (rungs, repeats, compare) = (t.rungs, t.repeats, t.compare);
     let m = &run.manifest;
     let mut s = String::new();
     // The first line states anything that must qualify every number below.
@@ -106,6 +122,26 @@ pub fn write_report(run: &Run, rungs: &[RungSummary], repeats: &[RepeatStats], c
                 c.phase, c.period_ms, c.n, c.in_phase_mean_w, c.staggered_mean_w, c.delta_mean_w, c.in_phase_peak_w, c.staggered_peak_w, c.delta_peak_w,
                 c.in_phase_spread_w, c.staggered_spread_w, c.delta_spread_w
             );
+        }
+    }
+    if !t.nccl.is_empty() {
+        let _ = writeln!(s, "\n## NCCL collectives\n");
+        let _ = writeln!(
+            s,
+            "Time per operation on the slowest rank (CUDA events around the timed iterations); algbw = size / time; busbw = algbw × 2(n−1)/n for all_reduce, × (n−1)/n for all_gather and reduce_scatter, × 1 for broadcast (nccl-tests' formulas). f32 data, sum.\n"
+        );
+        let _ = writeln!(s, "| rung | collective | size | ranks | time µs | algbw GB/s | busbw GB/s |\n|---|---|---|---|---|---|---|");
+        for r in t.nccl {
+            let short = if r.ranks_reporting < r.ranks { format!(" (only {} of {} ranks reported)", r.ranks_reporting, r.ranks) } else { String::new() };
+            let _ = writeln!(s, "| {} | {} | {} | {} | {:.1} | {:.2} | {:.2}{short} |", r.rung, r.collective, fmt_bytes(r.bytes), r.ranks, r.time_us, r.algbw_gbs, r.busbw_gbs);
+        }
+        let _ = writeln!(s, "\nPlot: `plots/nccl_busbw.svg`.");
+    }
+    if t.fabric.iter().any(|f| f.kind == "nccl") {
+        let _ = writeln!(s, "\n## Fabric power (node, buffered samples)\n");
+        let _ = writeln!(s, "| rung | kind | mean W | peak W | spread W | mean above idle W |\n|---|---|---|---|---|---|");
+        for f in t.fabric {
+            let _ = writeln!(s, "| {} | {} | {} | {} | {} | {} |", f.rung, f.kind, o(f.mean_w), o(f.peak_w), o(f.spread_w), o(f.above_idle_w));
         }
     }
     let faults: Vec<&RunEvent> = run.events.iter().filter(|e| matches!(e, RunEvent::Fault { .. } | RunEvent::Interlock { .. })).collect();

@@ -339,7 +339,7 @@ pub fn compare_modes(stats: &[RepeatStats]) -> Vec<PhaseCompare> {
     out
 }
 
-fn write_csv<T: Serialize>(rows: &[T], path: &Path) -> Result<(), CollateError> {
+pub(crate) fn write_csv<T: Serialize>(rows: &[T], path: &Path) -> Result<(), CollateError> {
     let mut w = csv::Writer::from_path(path).map_err(|e| CollateError::io(path, std::io::Error::other(e)))?;
     for r in rows {
         w.serialize(r).map_err(|e| CollateError::io(path, std::io::Error::other(e)))?;

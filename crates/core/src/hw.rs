@@ -106,6 +106,8 @@ pub struct RungOutcome {
     pub edges: Vec<EdgeRecord>,
     /// Work done, for sanity (kernels or GEMMs completed; 0 if unknown).
     pub work_items: u64,
+    /// Collective timings measured in the window (sweep and fabric rungs).
+    pub collectives: Vec<crate::collective::CollectiveTiming>,
 }
 
 /// An event a power source observed (Xid, device lost, …).
@@ -149,9 +151,11 @@ pub trait Gpu: Send {
 pub trait PowerSource: Send {
     /// Who this measures.
     fn identity(&self) -> &GpuIdentity;
-    /// Every power reading since the last drain: buffered samples with their
-    /// own timestamps, plus one read of the instant field.
-    fn drain_power(&mut self, now_ns: EpochNs) -> Result<Vec<Sample>, HwError>;
+    /// Every buffered power sample since the last drain, each with its own
+    /// timestamp.
+    fn drain_buffered(&mut self, now_ns: EpochNs) -> Result<Vec<Sample>, HwError>;
+    /// One read of the instant power field (timestamped with the read time).
+    fn read_instant(&mut self, now_ns: EpochNs) -> Result<Sample, HwError>;
     /// One read of the slower fields that update every ~100 ms: the 1 s
     /// average and the energy counter.
     fn read_fields(&mut self, now_ns: EpochNs) -> Result<Vec<Sample>, HwError>;
@@ -160,6 +164,21 @@ pub trait PowerSource: Send {
     fn read_status(&mut self, now_ns: EpochNs) -> Result<Vec<Sample>, HwError>;
     /// Events seen since the last call (Xid, device lost).
     fn drain_events(&mut self, now_ns: EpochNs) -> Vec<DeviceEvent>;
+    /// What each kind of instrument read has cost so far (for `observe`).
+    fn call_costs(&self) -> Vec<CallCost> {
+        Vec::new()
+    }
+}
+
+/// The accumulated wall time of one kind of instrument read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CallCost {
+    /// Which read (e.g. `nvmlDeviceGetSamples`).
+    pub call: String,
+    /// How many times it ran.
+    pub count: u64,
+    /// Total wall time inside it, ns.
+    pub total_ns: u64,
 }
 
 /// Whether a capability is present, and if not why and how to fix it.

@@ -7,12 +7,14 @@
 //! Nothing here talks to hardware or touches the filesystem.
 
 pub mod clock;
+pub mod collective;
 pub mod hw;
 pub mod sample;
 pub mod shape;
 pub mod units;
 
 pub use clock::RunClock;
+pub use collective::{Collective, CollectiveTiming, FabricSpec, SweepSpec};
 pub use hw::{
     Backend, BackendInfo, Capability, DeviceEvent, Gpu, GpuIdentity, HwError, NodeHandles,
     PowerSource, Readiness, RungOutcome, GpuSchedule, EdgeRecord,

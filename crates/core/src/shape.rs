@@ -15,7 +15,9 @@ use serde::{Deserialize, Serialize};
 pub enum LoadKind {
     /// The power virus (as hard as the GPU goes).
     Virus,
-    /// Collective communication over the fabric (NCCL).
+    /// Collective communication over the fabric (NCCL). As a keep-warm load
+    /// before a fabric rung it is local memory streaming: collectives need
+    /// every rank in lockstep and cannot idle-loop independently.
     Fabric,
 }
 
@@ -29,6 +31,18 @@ pub enum LoadShape {
     Constant {
         /// What runs.
         load: LoadKind,
+    },
+    /// A sweep of collectives over message sizes (NCCL), then idle until the
+    /// window ends.
+    Sweep {
+        /// What to run.
+        spec: crate::collective::SweepSpec,
+    },
+    /// Back-to-back all-reduces, or compute bursts each followed by an
+    /// all-reduce (bulk-synchronous), for the whole window.
+    Fabric {
+        /// Message size and compute burst.
+        spec: crate::collective::FabricSpec,
     },
     /// A square wave. Cycle `k` starts at `origin_ns + k * period_ns`; it is
     /// on for `duty * period` (the duty ramps linearly from 0 over `ramp_ns`
@@ -77,6 +91,7 @@ impl LoadShape {
         match self {
             LoadShape::Idle => None,
             LoadShape::Constant { load } | LoadShape::Square { load, .. } => Some(*load),
+            LoadShape::Sweep { .. } | LoadShape::Fabric { .. } => Some(LoadKind::Fabric),
         }
     }
 
@@ -93,7 +108,7 @@ impl LoadShape {
     pub fn is_on(&self, window_start: EpochNs, t: EpochNs) -> bool {
         match self {
             LoadShape::Idle => false,
-            LoadShape::Constant { .. } => true,
+            LoadShape::Constant { .. } | LoadShape::Sweep { .. } | LoadShape::Fabric { .. } => true,
             LoadShape::Square { period_ns, duty, origin_ns, ramp_ns, .. } => {
                 let k = (t - origin_ns).div_euclid(*period_ns);
                 let cycle_start = origin_ns + k * period_ns;

@@ -10,6 +10,10 @@
 //! sleeping. During an off phase nothing but the next `spin_until` (queued
 //! ~2 ms before its deadline) is on the GPU.
 
+mod nccl;
+
+pub use nccl::NcclRank;
+
 use crate::kernels;
 use cudarc::cublas::{sys::cublasOperation_t, CudaBlas, Gemm, GemmConfig};
 use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
@@ -88,6 +92,8 @@ pub struct EngineConfig {
     pub big_n: usize,
     /// Square GEMM size for duty chunks (small: a fall lands within half a chunk).
     pub chunk_n: usize,
+    /// This GPU's rank in the node's NCCL communicator (None without NCCL).
+    pub nccl: Option<NcclRank>,
 }
 
 const SPIN_LEAD_NS: i64 = 2_000_000;
@@ -113,6 +119,8 @@ struct Engine {
     stamp: CudaFunction,
     hbm: CudaFunction,
     mma: CudaFunction,
+    fill: CudaFunction,
+    comm: Option<cudarc::nccl::Comm>,
     big: Work,
     chunk: Work,
     hbm_src: CudaSlice<f32>,
@@ -174,7 +182,7 @@ impl Engine {
         let ptx = kernels::compile(kernels::arch_for(major, minor)?)?;
         let module = ctx.load_module(ptx).map_err(e("loading kernels"))?;
         let f = |name: &str| module.load_function(name).map_err(|er| dev_err(&gpu, &format!("kernel {name}"), er));
-        let (spin, stamp, hbm, mma) = (f("spin_until")?, f("stamp")?, f("hbm_stream")?, f("mma_regs")?);
+        let (spin, stamp, hbm, mma, fill) = (f("spin_until")?, f("stamp")?, f("hbm_stream")?, f("mma_regs")?, f("fill_random")?);
         let stream = ctx.new_stream().map_err(e("stream"))?;
         let side = ctx.new_stream().map_err(e("side stream"))?;
         let blas = CudaBlas::new(stream.clone()).map_err(|er| dev_err(&gpu, "cuBLAS handle", er))?;
@@ -208,6 +216,8 @@ impl Engine {
             stamp,
             hbm,
             mma,
+            fill,
+            comm: None,
             big,
             chunk,
             hbm_src,
@@ -425,6 +435,42 @@ impl Engine {
         if self.slots.len() < edges.len() + 1 {
             self.slots = self.stream.alloc_zeros::<u64>(edges.len() + 1).map_err(|e| dev_err(&self.gpu, "edge slots", e))?;
         }
+        let mut collectives = Vec::new();
+        match &s.shape {
+            LoadShape::Sweep { .. } | LoadShape::Fabric { .. } => {
+                // Collectives start on the device clock at the window start,
+                // behind whatever keep-warm work is still queued.
+                self.warm = None;
+                self.launch_spin(s.start_ns, 0)?;
+                collectives = match &s.shape {
+                    LoadShape::Sweep { spec } => self.sweep(spec, s.start_ns, s.end_ns)?,
+                    LoadShape::Fabric { spec } => self.fabric(spec, s.start_ns, s.end_ns)?,
+                    _ => Vec::new(),
+                };
+            }
+            _ => self.run_edges(s, &edges)?,
+        }
+        self.sync()?;
+        // The window lasts until its end whatever the load (an idle rung too).
+        self.host_wait_until(s.end_ns);
+        self.warm = None;
+        let achieved = self.stream.clone_dtoh(&self.slots.slice(0..edges.len())).map_err(|e| dev_err(&self.gpu, "reading edges", e))?;
+        // Device time back to run time with the offset interpolated between
+        // the probes before and after the rung (the two clocks drift).
+        let (t_end, o_end) = (self.clock.now_ns(), self.measure_offset()?);
+        let span = (t_end - t_begin).max(1) as f64;
+        let offset_at = |t: i64| o_begin + (((o_end - o_begin) as f64) * ((t - t_begin) as f64 / span).clamp(0.0, 1.0)) as i64;
+        let out = edges
+            .iter()
+            .zip(achieved)
+            .enumerate()
+            .map(|(i, ((kind, t), gt))| EdgeRecord { index: i as u32, kind: *kind, intended_ns: *t, achieved_ns: gt as i64 - offset_at(*t) })
+            .collect();
+        Ok(RungOutcome { edges: out, work_items: 0, collectives })
+    }
+
+    /// Queues the load of a constant, idle or square-wave rung edge by edge.
+    fn run_edges(&mut self, s: &GpuSchedule, edges: &[(EdgeKind, i64)]) -> Result<(), HwError> {
         let load = s.shape.load().unwrap_or(LoadKind::Virus);
         let small = matches!(s.shape, LoadShape::Square { .. });
         let mut on = self.warm.is_some();
@@ -456,24 +502,7 @@ impl Engine {
         if on {
             self.fill_until(s.end_ns, small, load)?;
         }
-        self.launch_stamp(edges.len())?;
-        self.sync()?;
-        // The window lasts until its end whatever the load (an idle rung too).
-        self.host_wait_until(s.end_ns);
-        self.warm = None;
-        let achieved = self.stream.clone_dtoh(&self.slots.slice(0..edges.len())).map_err(|e| dev_err(&self.gpu, "reading edges", e))?;
-        // Device time back to run time with the offset interpolated between
-        // the probes before and after the rung (the two clocks drift).
-        let (t_end, o_end) = (self.clock.now_ns(), self.measure_offset()?);
-        let span = (t_end - t_begin).max(1) as f64;
-        let offset_at = |t: i64| o_begin + (((o_end - o_begin) as f64) * ((t - t_begin) as f64 / span).clamp(0.0, 1.0)) as i64;
-        let out = edges
-            .iter()
-            .zip(achieved)
-            .enumerate()
-            .map(|(i, ((kind, t), gt))| EdgeRecord { index: i as u32, kind: *kind, intended_ns: *t, achieved_ns: gt as i64 - offset_at(*t) })
-            .collect();
-        Ok(RungOutcome { edges: out, work_items: 0 })
+        self.launch_stamp(edges.len())
     }
 }
 
@@ -536,6 +565,7 @@ pub fn spawn(clock: RunClock, cfg: EngineConfig, gpu: String) -> EngineHandle {
                             let r = e.run(&schedule);
                             if r.is_err() {
                                 e.warm = None;
+                                e.abort_comm();
                                 let _ = e.sync();
                             }
                             r

@@ -99,3 +99,32 @@ impl CudaLib {
         Err(HwError::Missing { what: self.describe().into(), detail, fix: self.fix().into() })
     }
 }
+
+/// Set in the environment of a re-executed process: the directory holding
+/// the `libnccl.so` link (so the re-execution happens once).
+pub const NCCL_SHIM_ENV: &str = "POWERLAB_NCCL_SHIM";
+
+/// Where NCCL ships only as `libnccl.so.2` (the usual apt and pip layout),
+/// cudarc's loader, which asks for `libnccl.so` and `libnccl.so.<CUDA major>`,
+/// does not find it. This makes a private directory with a `libnccl.so` link
+/// to the library that does load and returns it; the caller re-executes the
+/// binary with that directory first on `LD_LIBRARY_PATH` (the dynamic loader
+/// reads the variable only at process start). None when nothing is needed,
+/// when NCCL is absent altogether (the capability check reports that), or
+/// after the re-execution.
+pub fn nccl_shim_dir() -> Option<std::path::PathBuf> {
+    if std::env::var_os(NCCL_SHIM_ENV).is_some() || CudaLib::Nccl.cudarc_finds() {
+        return None;
+    }
+    let name = CudaLib::Nccl.find()?;
+    // SAFETY: as in `find`: the vendor's library, loaded to learn its path.
+    let _lib = unsafe { libloading::Library::new(&name) }.ok()?;
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    let path = maps.lines().filter_map(|l| l.split_whitespace().nth(5)).find(|p| p.contains("/libnccl.so"))?.to_string();
+    let dir = std::env::temp_dir().join(format!("powerlab-nccl-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).ok()?;
+    let link = dir.join("libnccl.so");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(&path, &link).ok()?;
+    Some(dir)
+}

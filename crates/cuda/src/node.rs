@@ -1,6 +1,6 @@
 //! Opening the real node: CUDA devices matched to NVML devices by UUID.
 
-use crate::engine::{spawn, EngineConfig, VirusMode};
+use crate::engine::{spawn, EngineConfig, NcclRank, VirusMode};
 use crate::gpu::CudaGpu;
 use crate::libs::CudaLib;
 use cudarc::driver::CudaContext;
@@ -112,6 +112,23 @@ impl Backend for CudaBackend {
                 })
                 .collect::<Result<_, _>>()?,
         };
+        // One communicator over the selected GPUs, ranks in run order. Its id
+        // is made here (ncclGetUniqueId) and each engine joins on its first
+        // NCCL rung.
+        let (nccl, nccl_id) = match CudaLib::Nccl.require() {
+            Ok(v) => match cudarc::nccl::Id::new() {
+                Ok(id) => (Capability::Present(v), Some(id)),
+                Err(e) => (
+                    Capability::Absent(HwError::Missing {
+                        what: "NCCL (libnccl)".into(),
+                        detail: format!("{v} loaded but ncclGetUniqueId failed: {e:?}"),
+                        fix: "check NCCL_SOCKET_IFNAME / NCCL_DEBUG=INFO output; NCCL needs a usable network interface for its bootstrap".into(),
+                    }),
+                    None,
+                ),
+            },
+            Err(e) => (Capability::Absent(e), None),
+        };
         let mut ids = Vec::new();
         let mut gpus: Vec<Box<dyn Gpu>> = Vec::new();
         let mut sources: Vec<Box<dyn PowerSource>> = Vec::new();
@@ -125,15 +142,12 @@ impl Backend for CudaBackend {
                 nvml_index: dev.index().map_err(|e| HwError::Other(format!("NVML index of {uuid}: {e}")))?,
                 power_limit_w: dev.enforced_power_limit().map(|mw| f64::from(mw) / 1000.0).unwrap_or(0.0),
             };
-            let cfg = EngineConfig { ordinal: *ordinal, mode: self.opts.mode, big_n: self.opts.big_n, chunk_n: self.opts.chunk_n };
+            let rank = nccl_id.map(|id| NcclRank { id, rank: k, ranks: chosen.len() });
+            let cfg = EngineConfig { ordinal: *ordinal, mode: self.opts.mode, big_n: self.opts.big_n, chunk_n: self.opts.chunk_n, nccl: rank };
             gpus.push(Box::new(CudaGpu { id: id.clone(), engine: spawn(self.clock, cfg, uuid.clone()) }));
-            sources.push(Box::new(NvmlSource::new(nvml.clone(), id.clone())));
+            sources.push(Box::new(NvmlSource::new(nvml.clone(), id.clone())?));
             ids.push(id);
         }
-        let nccl = match CudaLib::Nccl.require() {
-            Ok(v) => Capability::Present(v),
-            Err(e) => Capability::Absent(e),
-        };
         let host = hostname();
         Ok(NodeHandles {
             info: BackendInfo {

@@ -10,8 +10,11 @@ use nvml_wrapper::enum_wrappers::device::{Clock, PerformancePolicy, Sampling, Te
 use nvml_wrapper::enums::device::SampleValue;
 use nvml_wrapper::error::NvmlError as WrapErr;
 use nvml_wrapper::structs::device::FieldId;
-use nvml_wrapper::Nvml;
-use powerlab_core::hw::{DeviceEvent, GpuIdentity, HwError, PowerSource};
+use nvml_wrapper::{Device, Nvml};
+use nvml_wrapper_sys::bindings::nvmlDevice_t;
+use powerlab_core::hw::{CallCost, DeviceEvent, GpuIdentity, HwError, PowerSource};
+use std::collections::BTreeMap;
+use std::time::Instant;
 use powerlab_core::{EpochNs, Instrument, Sample};
 use std::sync::Arc;
 
@@ -26,8 +29,12 @@ pub const FIELD_MEMORY_TEMP: u32 = 82;
 pub struct NvmlSource {
     nvml: Arc<Nvml>,
     id: GpuIdentity,
+    /// The raw device handle, looked up once (as an address, so the source
+    /// is Send; NVML handles are valid on any thread for the library's life).
+    handle: usize,
     last_seen_us: Option<u64>,
     xid: Option<crate::xid::XidListener>,
+    costs: BTreeMap<&'static str, (u64, u64)>,
     /// Buffered reads that returned no new sample.
     pub empty_reads: u64,
 }
@@ -43,8 +50,28 @@ fn value_f64(v: &SampleValue) -> f64 {
 
 impl NvmlSource {
     /// A source for the GPU with this identity (NVML index inside).
-    pub fn new(nvml: Arc<Nvml>, id: GpuIdentity) -> Self {
-        NvmlSource { nvml, id, last_seen_us: None, xid: None, empty_reads: 0 }
+    pub fn new(nvml: Arc<Nvml>, id: GpuIdentity) -> Result<Self, HwError> {
+        let handle = match nvml.device_by_index(id.nvml_index) {
+            // SAFETY: the raw handle is only used with this same `Nvml`, which the source keeps alive.
+            #[allow(unsafe_code)]
+            Ok(d) => (unsafe { d.handle() }) as usize,
+            Err(e) => return Err(HwError::DeviceFailed { gpu: id.uuid.clone(), detail: format!("NVML device handle of index {}: {e}", id.nvml_index) }),
+        };
+        Ok(NvmlSource { nvml, id, handle, last_seen_us: None, xid: None, costs: BTreeMap::new(), empty_reads: 0 })
+    }
+
+    /// Runs one timed NVML read against the cached device handle.
+    fn timed<T>(&mut self, call: &'static str, f: impl FnOnce(&Device<'_>) -> Result<T, WrapErr>) -> Result<T, HwError> {
+        let t0 = Instant::now();
+        // SAFETY: `handle` came from this `Nvml` instance, which `self.nvml`
+        // keeps alive; NVML device handles stay valid until shutdown.
+        #[allow(unsafe_code)]
+        let dev = unsafe { Device::new(self.handle as nvmlDevice_t, &self.nvml) };
+        let r = f(&dev);
+        let e = self.costs.entry(call).or_insert((0, 0));
+        e.0 += 1;
+        e.1 += t0.elapsed().as_nanos() as u64;
+        r.map_err(|e| self.classify(call, e))
     }
 
     fn classify(&self, what: &str, e: WrapErr) -> HwError {
@@ -55,12 +82,12 @@ impl NvmlSource {
         }
     }
 
-    fn field(&self, dev: &nvml_wrapper::Device<'_>, id: u32) -> Result<f64, HwError> {
-        let vals = dev.field_values_for(&[FieldId(id)]).map_err(|e| self.classify(&format!("field {id}"), e))?;
+    fn field(&mut self, call: &'static str, id: u32) -> Result<f64, HwError> {
+        let vals = self.timed(call, |d| d.field_values_for(&[FieldId(id)]))?;
         match vals.into_iter().next() {
-            Some(Ok(s)) => s.value.map(|v| value_f64(&v)).map_err(|e| self.classify(&format!("field {id} value"), e)),
-            Some(Err(e)) => Err(self.classify(&format!("field {id}"), e)),
-            None => Err(HwError::Transient { gpu: self.id.key.clone(), detail: format!("field {id}: no value") }),
+            Some(Ok(s)) => s.value.map(|v| value_f64(&v)).map_err(|e| self.classify(call, e)),
+            Some(Err(e)) => Err(self.classify(call, e)),
+            None => Err(HwError::Transient { gpu: self.id.key.clone(), detail: format!("{call}: no value") }),
         }
     }
 }
@@ -70,35 +97,43 @@ impl PowerSource for NvmlSource {
         &self.id
     }
 
-    fn drain_power(&mut self, now_ns: EpochNs) -> Result<Vec<Sample>, HwError> {
-        let nvml = self.nvml.clone();
-        let dev = nvml.device_by_index(self.id.nvml_index).map_err(|e| self.classify("device handle", e))?;
+    fn drain_buffered(&mut self, _now_ns: EpochNs) -> Result<Vec<Sample>, HwError> {
+        let last = self.last_seen_us;
         let mut out = Vec::new();
-        match dev.samples(Sampling::Power, self.last_seen_us) {
-            Ok(samples) => {
-                for s in samples {
-                    if self.last_seen_us.is_some_and(|l| s.timestamp <= l) {
-                        continue;
-                    }
-                    self.last_seen_us = Some(s.timestamp);
-                    // Power samples are in mW.
-                    out.push(Sample { ts_ns: s.timestamp as i64 * 1000, instrument: Instrument::BufferedW, value: value_f64(&s.value) / 1000.0 });
-                }
+        // NotFound: no sample newer than the last seen (nothing new yet).
+        let samples = match self.timed("nvmlDeviceGetSamples", |d| match d.samples(Sampling::Power, last) {
+            Err(WrapErr::NotFound) => Ok(None),
+            other => other.map(Some),
+        })? {
+            Some(s) => s,
+            None => {
+                self.empty_reads += 1;
+                return Ok(out);
             }
-            // NotFound: no sample newer than the last seen (nothing new yet).
-            Err(WrapErr::NotFound) => self.empty_reads += 1,
-            Err(e) => return Err(self.classify("nvmlDeviceGetSamples", e)),
+        };
+        for s in samples {
+            if self.last_seen_us.is_some_and(|l| s.timestamp <= l) {
+                continue;
+            }
+            self.last_seen_us = Some(s.timestamp);
+            // Power samples are in mW.
+            out.push(Sample { ts_ns: s.timestamp as i64 * 1000, instrument: Instrument::BufferedW, value: value_f64(&s.value) / 1000.0 });
         }
-        let instant_mw = self.field(&dev, FIELD_POWER_INSTANT)?;
-        out.push(Sample { ts_ns: now_ns, instrument: Instrument::InstantW, value: instant_mw / 1000.0 });
         Ok(out)
     }
 
+    fn read_instant(&mut self, now_ns: EpochNs) -> Result<Sample, HwError> {
+        let instant_mw = self.field("field 186 (instant power)", FIELD_POWER_INSTANT)?;
+        Ok(Sample { ts_ns: now_ns, instrument: Instrument::InstantW, value: instant_mw / 1000.0 })
+    }
+
+    fn call_costs(&self) -> Vec<CallCost> {
+        self.costs.iter().map(|(k, (n, ns))| CallCost { call: (*k).to_string(), count: *n, total_ns: *ns }).collect()
+    }
+
     fn read_fields(&mut self, now_ns: EpochNs) -> Result<Vec<Sample>, HwError> {
-        let nvml = self.nvml.clone();
-        let dev = nvml.device_by_index(self.id.nvml_index).map_err(|e| self.classify("device handle", e))?;
-        let avg_mw = self.field(&dev, FIELD_POWER_AVERAGE)?;
-        let energy_mj = dev.total_energy_consumption().map_err(|e| self.classify("energy", e))?;
+        let avg_mw = self.field("field 185 (average power)", FIELD_POWER_AVERAGE)?;
+        let energy_mj = self.timed("energy counter", |d| d.total_energy_consumption())?;
         Ok(vec![
             Sample { ts_ns: now_ns, instrument: Instrument::AverageW, value: avg_mw / 1000.0 },
             Sample { ts_ns: now_ns, instrument: Instrument::EnergyMj, value: energy_mj as f64 },
@@ -106,25 +141,23 @@ impl PowerSource for NvmlSource {
     }
 
     fn read_status(&mut self, now_ns: EpochNs) -> Result<Vec<Sample>, HwError> {
-        let nvml = self.nvml.clone();
-        let dev = nvml.device_by_index(self.id.nvml_index).map_err(|e| self.classify("device handle", e))?;
         let mut out = Vec::new();
         let mut push = |i: Instrument, v: f64| out.push(Sample { ts_ns: now_ns, instrument: i, value: v });
-        push(Instrument::SmClockMhz, f64::from(dev.clock_info(Clock::SM).map_err(|e| self.classify("SM clock", e))?));
-        push(Instrument::MemClockMhz, f64::from(dev.clock_info(Clock::Memory).map_err(|e| self.classify("memory clock", e))?));
-        push(Instrument::GpuTempC, f64::from(dev.temperature(TemperatureSensor::Gpu).map_err(|e| self.classify("temperature", e))?));
-        if let Ok(t) = self.field(&dev, FIELD_MEMORY_TEMP) {
+        push(Instrument::SmClockMhz, f64::from(self.timed("SM clock", |d| d.clock_info(Clock::SM))?));
+        push(Instrument::MemClockMhz, f64::from(self.timed("memory clock", |d| d.clock_info(Clock::Memory))?));
+        push(Instrument::GpuTempC, f64::from(self.timed("GPU temperature", |d| d.temperature(TemperatureSensor::Gpu))?));
+        if let Ok(t) = self.field("field 82 (memory temperature)", FIELD_MEMORY_TEMP) {
             push(Instrument::MemTempC, t);
         }
         // Raw bits, tested later with `contains`, never by equality.
-        let bits = dev.current_throttle_reasons().map(|r| r.bits()).map_err(|e| self.classify("clock-event reasons", e))?;
+        let bits = self.timed("clock-event reasons", |d| d.current_throttle_reasons().map(|r| r.bits()))?;
         push(Instrument::ClockEvents, bits as f64);
-        push(Instrument::PowerLimitW, f64::from(dev.enforced_power_limit().map_err(|e| self.classify("enforced limit", e))?) / 1000.0);
+        push(Instrument::PowerLimitW, f64::from(self.timed("enforced limit", |d| d.enforced_power_limit())?) / 1000.0);
         // The reasons' time counters: how long clocks were held down, cumulative.
-        if let Ok(v) = dev.violation_status(PerformancePolicy::Power) {
+        if let Ok(v) = self.timed("violation counter (power)", |d| d.violation_status(PerformancePolicy::Power)) {
             push(Instrument::PowerCapTimeNs, v.violation_time as f64);
         }
-        if let Ok(v) = dev.violation_status(PerformancePolicy::Thermal) {
+        if let Ok(v) = self.timed("violation counter (thermal)", |d| d.violation_status(PerformancePolicy::Thermal)) {
             push(Instrument::ThermalCapTimeNs, v.violation_time as f64);
         }
         Ok(out)
@@ -135,8 +168,13 @@ impl PowerSource for NvmlSource {
         if self.xid.is_none() {
             self.xid = crate::xid::XidListener::new(&self.nvml, self.id.nvml_index);
         }
-        if let Some(l) = &self.xid {
-            for (code, data) in l.poll(&self.nvml) {
+        let t0 = Instant::now();
+        let polled = self.xid.as_ref().map(|l| l.poll(&self.nvml)).unwrap_or_default();
+        let e = self.costs.entry("event set (Xid)").or_insert((0, 0));
+        e.0 += 1;
+        e.1 += t0.elapsed().as_nanos() as u64;
+        {
+            for (code, data) in polled {
                 out.push(DeviceEvent {
                     ts_ns: now_ns,
                     gpu: self.id.key.clone(),

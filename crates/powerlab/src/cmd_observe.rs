@@ -22,7 +22,7 @@ pub fn observe(a: &ObserveArgs) -> Result<i32> {
             power_limit_w: f64::from(d.enforced_power_limit()?) / 1000.0,
         };
         println!("{}: {} {} (limit {:.0} W)", id.key, id.uuid, id.name, id.power_limit_w);
-        sources.push(NvmlSource::new(nvml.clone(), id));
+        sources.push(NvmlSource::new(nvml.clone(), id).map_err(|e| anyhow!("{e}"))?);
     }
     let mut csv = match &a.csv {
         Some(p) => {
@@ -37,18 +37,25 @@ pub fn observe(a: &ObserveArgs) -> Result<i32> {
     let start = clock.now_ns();
     let end = start + (a.seconds * 1e9) as i64;
     let mut last_print = 0i64;
-    let (mut last_fields, mut last_status) = (0i64, 0i64);
+    let d = powerlab_campaign::Sampling::default();
+    let ms = |v: f64| (v * 1e6) as i64;
+    let (buffer_ns, fields_ns, status_ns) = (ms(d.buffer_interval_ms), ms(d.field_interval_ms), ms(d.status_interval_ms));
+    let (mut last_buffer, mut last_fields, mut last_status) = (i64::MIN / 2, i64::MIN / 2, i64::MIN / 2);
     let mut latest = vec![(f64::NAN, f64::NAN); sources.len()];
     while clock.now_ns() < end {
         let now = clock.now_ns();
+        // The runner's sampler cadence: instant field every poll, buffer,
+        // 1 s average and energy every 100 ms, status every 200 ms.
+        let (do_buffer, do_fields, do_status) = (now - last_buffer >= buffer_ns, now - last_fields >= fields_ns, now - last_status >= status_ns);
         for (i, s) in sources.iter_mut().enumerate() {
-            // The runner's sampler cadence: power every 20 ms, the 1 s
-            // average and energy every 100 ms, status every 200 ms.
-            let mut samples = s.drain_power(now).map_err(|e| anyhow!("{e}"))?;
-            if now - last_fields >= 100_000_000 {
+            let mut samples = vec![s.read_instant(now).map_err(|e| anyhow!("{e}"))?];
+            if do_buffer {
+                samples.extend(s.drain_buffered(now).map_err(|e| anyhow!("{e}"))?);
+            }
+            if do_fields {
                 samples.extend(s.read_fields(now).map_err(|e| anyhow!("{e}"))?);
             }
-            if now - last_status >= 200_000_000 {
+            if do_status {
                 samples.extend(s.read_status(now).map_err(|e| anyhow!("{e}"))?);
                 for e in s.drain_events(now) {
                     println!("EVENT {} on {}: {}", e.kind, e.gpu, e.detail);
@@ -65,10 +72,13 @@ pub fn observe(a: &ObserveArgs) -> Result<i32> {
                 }
             }
         }
-        if now - last_fields >= 100_000_000 {
+        if do_buffer {
+            last_buffer = now;
+        }
+        if do_fields {
             last_fields = now;
         }
-        if now - last_status >= 200_000_000 {
+        if do_status {
             last_status = now;
         }
         if now - last_print >= (a.interval_ms * 1e6) as i64 {
@@ -77,7 +87,8 @@ pub fn observe(a: &ObserveArgs) -> Result<i32> {
             let node: f64 = latest.iter().map(|l| l.0).sum();
             println!("{}  node {node:8.1} W", per.join("  "));
         }
-        std::thread::sleep(std::time::Duration::from_millis(20));
+        let poll = std::time::Duration::from_nanos(ms(d.poll_interval_ms) as u64);
+        std::thread::sleep(poll.saturating_sub(std::time::Duration::from_nanos((clock.now_ns() - now).max(0) as u64)));
     }
     if let Some(mut f) = csv {
         f.flush()?;
@@ -86,8 +97,27 @@ pub fn observe(a: &ObserveArgs) -> Result<i32> {
         let wall = (clock.now_ns() - start) as f64 / 1e9;
         let per_gpu = 100.0 * (c1 - c0) / wall / sources.len().max(1) as f64;
         println!("sampler CPU: {:.2} s over {wall:.1} s for {} GPU(s) = {per_gpu:.2}% of one core per GPU", c1 - c0, sources.len());
+        print_call_costs(&sources, wall);
     }
     Ok(0)
+}
+
+/// Where the sampler's time goes: calls per second and µs per call, per GPU.
+fn print_call_costs(sources: &[NvmlSource], wall_s: f64) {
+    let mut total: std::collections::BTreeMap<String, (u64, u64)> = std::collections::BTreeMap::new();
+    for s in sources {
+        for c in s.call_costs() {
+            let e = total.entry(c.call).or_default();
+            e.0 += c.count;
+            e.1 += c.total_ns;
+        }
+    }
+    let n = sources.len().max(1) as f64;
+    println!("NVML read costs (per GPU):");
+    for (call, (count, ns)) in &total {
+        let per_call_us = if *count > 0 { *ns as f64 / *count as f64 / 1e3 } else { 0.0 };
+        println!("  {call:<32} {:8.1} calls/s  {per_call_us:8.1} µs/call  {:6.2}% of a core", *count as f64 / wall_s / n, 100.0 * *ns as f64 / 1e9 / wall_s / n);
+    }
 }
 
 /// User + system CPU seconds of this process (from /proc/self/stat).

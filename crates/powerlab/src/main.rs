@@ -26,10 +26,39 @@ pub mod exit {
     pub const INTERRUPTED: i32 = 130;
 }
 
+/// Re-executes this binary with a `libnccl.so` link on the loader path when
+/// NCCL ships only as `libnccl.so.2` (see `powerlab_cuda::libs::nccl_shim_dir`).
+/// Returns only if no re-execution was needed or it failed.
+fn reexec_for_nccl() {
+    let Some(dir) = powerlab_cuda::libs::nccl_shim_dir() else { return };
+    let Ok(exe) = std::env::current_exe() else { return };
+    let mut path = std::ffi::OsString::from(&dir);
+    if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
+        path.push(":");
+        path.push(old);
+    }
+    tracing::info!("NCCL is installed as libnccl.so.2 only: re-executing with {} on LD_LIBRARY_PATH", dir.display());
+    use std::os::unix::process::CommandExt;
+    let err = std::process::Command::new(exe)
+        .args(std::env::args_os().skip(1))
+        .env("LD_LIBRARY_PATH", path)
+        .env(powerlab_cuda::libs::NCCL_SHIM_ENV, &dir)
+        .exec();
+    eprintln!("warning: could not re-execute with the libnccl.so link in {}: {err}", dir.display());
+}
+
 fn main() {
     let args = cli::Cli::parse();
     let filter = tracing_subscriber::EnvFilter::try_from_env("POWERLAB_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    let real_gpus = match &args.command {
+        cli::Command::Run(a) => a.backend == cli::BackendKind::Cuda,
+        cli::Command::Preflight(_) => true,
+        _ => false,
+    };
+    if real_gpus {
+        reexec_for_nccl();
+    }
     let code = match args.command {
         cli::Command::Validate(a) => cmd_plan::validate(&a),
         cli::Command::Plan(a) => cmd_plan::plan(&a),

@@ -4,18 +4,21 @@
 //! where, on which GPUs by UUID, with which tool revision and clock),
 //! `raw/<gpu>.csv` (append-only samples, every row with an absolute
 //! timestamp and node id, flushed at least every second), `events.jsonl`
-//! (rungs, barriers, faults) and `edges.csv` (intended vs achieved edges).
+//! (rungs, barriers, faults), `edges.csv` (intended vs achieved edges) and,
+//! for NCCL phases, `collectives.csv` (timed collectives per GPU).
 //! Everything under `report/` is derived and can be deleted and regenerated
 //! from the rest by `powerlab collate`. This crate owns those formats:
 //! writers for the runner, readers for the collator. A run directory is
 //! never written into twice.
 
+pub mod collectives;
 pub mod edges;
 pub mod events;
 pub mod layout;
 pub mod manifest;
 pub mod raw;
 
+pub use collectives::{CollectiveRow, CollectiveWriter};
 pub use edges::{EdgeRow, EdgeWriter};
 pub use events::{EventLog, GpuReady, RunEvent, RungInfo};
 pub use layout::{RunDir, RunDirError};

@@ -7,11 +7,12 @@ use crate::observer::Observer;
 use crate::sampler::{spawn_sampler, SamplerConfig, SamplerMsg, SamplerStats};
 use crate::worker::{spawn_worker, WorkerCmd};
 use crate::StopReason;
-use powerlab_campaign::{Campaign, PhaseKind, Plan, Rung};
+use powerlab_campaign::{Campaign, NcclStep, PhaseKind, Plan, Rung};
+use powerlab_core::collective::{Collective, FabricSpec, SweepSpec};
 use powerlab_core::hw::{Capability, GpuSchedule, HwError, NodeHandles, Readiness, RungOutcome};
 use powerlab_core::shape::{LoadKind, LoadShape};
 use powerlab_core::RunClock;
-use powerlab_rundir::{EdgeWriter, EventLog, GpuReady, Manifest, RawWriter, RunDir, RunEvent, RunStatus, RungInfo, ToolInfo, FORMAT_VERSION};
+use powerlab_rundir::{CollectiveWriter, EdgeWriter, EventLog, GpuReady, Manifest, RawWriter, RunDir, RunEvent, RunStatus, RungInfo, ToolInfo, FORMAT_VERSION};
 use std::future::Future;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -86,7 +87,7 @@ pub fn schedule_for(rung: &Rung, i: usize, epoch: i64) -> GpuSchedule {
     let shape = match rung.kind {
         PhaseKind::Idle => LoadShape::Idle,
         PhaseKind::Sustained | PhaseKind::Soak => LoadShape::Constant { load: LoadKind::Virus },
-        PhaseKind::Nccl => LoadShape::Constant { load: LoadKind::Fabric },
+        PhaseKind::Nccl => nccl_shape(rung),
         PhaseKind::Duty => LoadShape::Square {
             load: LoadKind::Virus,
             period_ns: (rung.period_ms.unwrap_or(1000.0) * 1e6).round() as i64,
@@ -96,6 +97,25 @@ pub fn schedule_for(rung: &Rung, i: usize, epoch: i64) -> GpuSchedule {
         },
     };
     GpuSchedule { rung_id: rung.id, start_ns: epoch, end_ns: epoch + rung.duration_ns, shape }
+}
+
+/// The load of an NCCL rung: the sweep, or the fabric / bulk-synchronous all-reduce.
+fn nccl_shape(rung: &Rung) -> LoadShape {
+    let Some(n) = &rung.nccl else { return LoadShape::Constant { load: LoadKind::Fabric } };
+    let timeout_ns = (n.timeout_s * 1e9) as i64;
+    match rung.nccl_step {
+        Some(NcclStep::Sweep) => LoadShape::Sweep {
+            spec: SweepSpec {
+                collectives: n.collectives.iter().filter_map(|c| Collective::parse(c)).collect(),
+                sizes: n.sizes(),
+                warmup_iters: n.warmup_iters,
+                iterations: n.iterations,
+                timeout_ns,
+            },
+        },
+        Some(NcclStep::Bsp) => LoadShape::Fabric { spec: FabricSpec { bytes: n.fabric_bytes, compute_ns: n.bsp_compute_ms.map(|ms| (ms * 1e6) as i64), timeout_ns } },
+        Some(NcclStep::Fabric) | None => LoadShape::Fabric { spec: FabricSpec { bytes: n.fabric_bytes, compute_ns: None, timeout_ns } },
+    }
 }
 
 /// Free bytes the run needs: ~150 rows/s per GPU at ~50 bytes, with margin.
@@ -253,12 +273,14 @@ pub async fn run_campaign(
     }
     let events = EventLog::create(&dir.events())?;
     let mut edges = EdgeWriter::create(&dir.edges())?;
+    let mut collectives = CollectiveWriter::new(&dir.collectives());
     observer.message(&format!("run directory: {}", dir.path.display()));
 
     // 3. Samplers (with their monitor) and workers.
     let keys: Vec<String> = node.info.gpus.iter().map(|g| g.key.clone()).collect();
     let sampler_cfg = SamplerConfig {
         poll_ns: (campaign.sampling.poll_interval_ms * 1e6) as i64,
+        buffer_ns: (campaign.sampling.buffer_interval_ms * 1e6) as i64,
         fields_ns: (campaign.sampling.field_interval_ms * 1e6) as i64,
         status_ns: (campaign.sampling.status_interval_ms * 1e6) as i64,
         flush_ns: (campaign.sampling.flush_interval_ms * 1e6) as i64,
@@ -336,7 +358,7 @@ pub async fn run_campaign(
             outcome = Err(r);
             break;
         }
-        match run_rung(&mut ctx, rung, &workers, &keys, &mut edges, tolerance_ns, done_ns, total_ns, opts.prepare_timeout_ns).await {
+        match run_rung(&mut ctx, rung, &workers, &keys, (&mut edges, &mut collectives), tolerance_ns, done_ns, total_ns, opts.prepare_timeout_ns).await {
             Ok(()) => {
                 completed += 1;
                 done_ns += rung.nominal_ns();
@@ -406,7 +428,7 @@ async fn run_rung(
     rung: &Rung,
     workers: &[mpsc::Sender<WorkerCmd>],
     keys: &[String],
-    edges: &mut EdgeWriter,
+    (edges, collectives): (&mut EdgeWriter, &mut CollectiveWriter),
     tolerance_ns: i64,
     done_ns: i64,
     total_ns: i64,
@@ -460,15 +482,19 @@ async fn run_rung(
 
     // The window.
     let run = ask_all(workers, |i, reply| WorkerCmd::Run { schedule: schedule_for(rung, i, epoch), reply });
-    let hang_limit = Duration::from_nanos((lead_ns + rung.duration_ns) as u64) + Duration::from_secs(30);
+    // Past this a GPU is hung; an NCCL rung first gets its own collective
+    // timeout, which aborts the communicators and names the rank.
+    let grace_s = rung.nccl.as_ref().map_or(30.0, |n| (n.timeout_s + 10.0).max(30.0));
+    let hang_limit = Duration::from_nanos((lead_ns + rung.duration_ns) as u64) + Duration::from_secs_f64(grace_s);
     let outcomes: Vec<RungOutcome> = match ctx.guarded(tokio::time::timeout(hang_limit, run), (done_ns + warmup, total_ns, epoch, &label)).await? {
-        Err(_) => return Err(StopReason::Failed(format!("rung {}: a GPU did not finish its window within 30 s of its end (hung)", rung.label))),
+        Err(_) => return Err(StopReason::Failed(format!("rung {}: a GPU did not finish its window within {grace_s:.0} s of its end (hung)", rung.label))),
         Ok(Err(e)) => return Err(StopReason::Failed(format!("rung {}: {e}", rung.label))),
         Ok(Ok(results)) => first_error(results, keys).map_err(|(g, e)| fail(&format!("rung {}", rung.label), &g, &e))?,
     };
     let mut start_error = Vec::new();
     for (i, o) in outcomes.iter().enumerate() {
         edges.write(rung.id, &keys[i], &o.edges).map_err(|e| io(e.into()))?;
+        collectives.write(rung.id, &keys[i], &o.collectives).map_err(|e| io(e.into()))?;
         start_error.push(start_error_ns(&o.edges).unwrap_or(i64::MAX));
     }
     let barrier_ok = start_error.iter().all(|e| e.abs() <= tolerance_ns);

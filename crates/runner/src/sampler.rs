@@ -18,8 +18,10 @@ use tokio::task::JoinHandle;
 /// Sampler cadence and limits.
 #[derive(Debug, Clone)]
 pub struct SamplerConfig {
-    /// Poll period of the power paths.
+    /// Poll period of the instant field (and of the interlock checks).
     pub poll_ns: i64,
+    /// Drain period of the driver's buffered samples.
+    pub buffer_ns: i64,
     /// Poll period of the average field and energy counter.
     pub fields_ns: i64,
     /// Poll period of clocks, temperatures and reasons.
@@ -92,6 +94,7 @@ pub fn spawn_sampler(
         poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut last_status: Option<i64> = None;
         let mut last_fields: Option<i64> = None;
+        let mut last_buffer: Option<i64> = None;
         let mut write_ok = true;
         loop {
             let stopping = tokio::select! {
@@ -100,16 +103,21 @@ pub fn spawn_sampler(
             };
             let now = clock.now_ns();
             let t0 = std::time::Instant::now();
-            let mut batch = match source.drain_power(now) {
+            let mut batch = Vec::new();
+            match source.read_instant(now) {
                 Ok(s) => {
                     st.consecutive_fail_ns = 0;
-                    s
+                    batch.push(s);
                 }
-                Err(e) => {
-                    handle_read_error(&mut st, &mut stats, &cfg, &tx, now, e);
-                    Vec::new()
+                Err(e) => handle_read_error(&mut st, &mut stats, &cfg, &tx, now, e),
+            }
+            if last_buffer.is_none_or(|t| now - t >= cfg.buffer_ns) || stopping {
+                last_buffer = Some(now);
+                match source.drain_buffered(now) {
+                    Ok(s) => batch.extend(s),
+                    Err(e) => handle_read_error(&mut st, &mut stats, &cfg, &tx, now, e),
                 }
-            };
+            }
             if last_fields.is_none_or(|t| now - t >= cfg.fields_ns) || stopping {
                 last_fields = Some(now);
                 match source.read_fields(now) {

@@ -113,7 +113,7 @@ impl Backend for SimBackend {
             };
             let dev = Arc::new(Mutex::new(dev));
             self.devices.push(dev.clone());
-            gpus.push(Box::new(SimGpu::new(dev.clone(), id.clone(), self.clock, cold_start_ns, self.opts.seed ^ (phys as u64 + 77))));
+            gpus.push(Box::new(SimGpu::new(dev.clone(), id.clone(), self.clock, cold_start_ns, self.opts.seed ^ (phys as u64 + 77), (run_idx, selected.len()))));
             sources.push(Box::new(SimPowerSource { dev, id: id.clone() }));
             ids.push(id);
         }

@@ -18,6 +18,17 @@ pub enum Demand {
     Idle,
     /// Keep-warm load (the rung's own load) while waiting at a barrier.
     KeepWarm(LoadKind),
+    /// Compute bursts each followed by an all-reduce over `[start, end)`.
+    Bsp {
+        /// Window start.
+        start: EpochNs,
+        /// Window end.
+        end: EpochNs,
+        /// Compute burst, ns.
+        compute_ns: i64,
+        /// All-reduce, ns.
+        comm_ns: i64,
+    },
     /// A rung's shape over `[start, end)`, idle after.
     Run {
         /// The shape.
@@ -167,6 +178,11 @@ impl SimDevice {
         self.faults.lost_at_ns.map(|l| self.run_start_ns + l)
     }
 
+    /// When this GPU's collectives stop progressing (fault injection).
+    pub fn nccl_hang_at(&self) -> Option<EpochNs> {
+        self.faults.nccl_hang_at_ns.map(|l| self.run_start_ns + l)
+    }
+
     /// Replaces the demand from `from` on (earlier entries stay).
     pub fn set_demand(&mut self, from: EpochNs, demand: Demand) {
         self.advance_to(from);
@@ -184,6 +200,15 @@ impl SimDevice {
         match demand {
             Demand::Idle => p.idle_w,
             Demand::KeepWarm(k) => load_w(*k),
+            Demand::Bsp { start, end, compute_ns, comm_ns } => {
+                if t < *start || t >= *end {
+                    p.idle_w
+                } else if (t - start) % (compute_ns + comm_ns).max(1) < *compute_ns {
+                    p.virus_demand_w
+                } else {
+                    p.fabric_demand_w
+                }
+            }
             Demand::Run { shape, start, end } => {
                 if t >= *end || t < *start {
                     p.idle_w
@@ -320,8 +345,8 @@ impl SimDevice {
         }
     }
 
-    /// Buffered samples readable by `now`, plus one read of the instant field.
-    pub fn drain_power(&mut self, now: EpochNs) -> Result<Vec<Sample>, HwError> {
+    /// Buffered samples readable by `now`.
+    pub fn drain_buffered(&mut self, now: EpochNs) -> Result<Vec<Sample>, HwError> {
         self.advance_to(now);
         self.read_guard(now)?;
         let mut out = Vec::new();
@@ -332,9 +357,15 @@ impl SimDevice {
             out.push(*s);
             self.buffered.pop_front();
         }
-        self.update_fields(now);
-        out.push(Sample { ts_ns: now, instrument: Instrument::InstantW, value: self.fields_now[0] });
         Ok(out)
+    }
+
+    /// One read of the instant field.
+    pub fn read_instant(&mut self, now: EpochNs) -> Result<Sample, HwError> {
+        self.advance_to(now);
+        self.read_guard(now)?;
+        self.update_fields(now);
+        Ok(Sample { ts_ns: now, instrument: Instrument::InstantW, value: self.fields_now[0] })
     }
 
     /// One read of the average field and the energy counter.
@@ -417,11 +448,11 @@ mod tests {
     #[test]
     fn buffered_samples_come_every_20ms_and_are_bounded_by_the_ring() {
         let mut d = dev();
-        let s = d.drain_power(1_000_000_000).unwrap();
+        let s = d.drain_buffered(1_000_000_000).unwrap();
         let n = s.iter().filter(|s| s.instrument == Instrument::BufferedW).count();
         assert!((48..=51).contains(&n), "{n} buffered samples in 1 s");
         // Not reading for 5 s loses what the 119-sample ring cannot hold.
-        let s = d.drain_power(6_000_000_000).unwrap();
+        let s = d.drain_buffered(6_000_000_000).unwrap();
         let n = s.iter().filter(|s| s.instrument == Instrument::BufferedW).count();
         assert!((117..=119).contains(&n), "{n} samples survive in a 119-sample ring");
         assert!(d.buffered_lost > 100);
@@ -431,7 +462,7 @@ mod tests {
     fn lost_gpu_reads_fail() {
         let f = GpuFaults { lost_at_ns: Some(500_000_000), ..Default::default() };
         let mut d = SimDevice::new(Profile::h200(), 0, f, 0, 1, 250, false);
-        assert!(d.drain_power(400_000_000).is_ok());
-        assert!(matches!(d.drain_power(600_000_000), Err(HwError::DeviceFailed { .. })));
+        assert!(d.drain_buffered(400_000_000).is_ok());
+        assert!(matches!(d.read_instant(600_000_000), Err(HwError::DeviceFailed { .. })));
     }
 }

@@ -21,6 +21,8 @@ pub struct GpuFaults {
     pub extra_c_per_w: f64,
     /// Power limit override, W (a capped GPU).
     pub power_limit_w: Option<f64>,
+    /// This GPU's NCCL collectives stop progressing at this time after start, ns.
+    pub nccl_hang_at_ns: Option<i64>,
 }
 
 /// Faults of the whole node.
@@ -50,7 +52,7 @@ fn parse_duration_ns(s: &str) -> Result<i64, String> {
 
 impl FaultPlan {
     /// Parses fault specs. Each is `node:no_nccl` or `gpuN:key=value` with
-    /// keys cold_start, lost_at, xid_at (`30s@79`), power_brake_at,
+    /// keys cold_start, lost_at, xid_at (`30s@79`), power_brake_at, nccl_hang_at,
     /// nvml_error_every, extra_c_per_w, power_limit_w.
     pub fn parse(specs: &[String]) -> Result<FaultPlan, String> {
         let mut plan = FaultPlan::default();
@@ -73,6 +75,7 @@ impl FaultPlan {
             match key {
                 "cold_start" => f.cold_start_ns = Some(parse_duration_ns(value).map_err(bad)?),
                 "lost_at" => f.lost_at_ns = Some(parse_duration_ns(value).map_err(bad)?),
+                "nccl_hang_at" => f.nccl_hang_at_ns = Some(parse_duration_ns(value).map_err(bad)?),
                 "power_brake_at" => f.power_brake_at_ns = Some(parse_duration_ns(value).map_err(bad)?),
                 "xid_at" => {
                     let (t, code) = value.split_once('@').ok_or_else(|| bad("xid_at needs TIME@CODE, e.g. 30s@79".into()))?;
@@ -84,7 +87,7 @@ impl FaultPlan {
                 "power_limit_w" => f.power_limit_w = Some(value.parse().map_err(|_| bad(format!("`{value}` is not watts")))?),
                 other => {
                     return Err(bad(format!(
-                        "unknown key `{other}` (allowed: cold_start, lost_at, xid_at, power_brake_at, nvml_error_every, extra_c_per_w, power_limit_w)"
+                        "unknown key `{other}` (allowed: cold_start, lost_at, xid_at, power_brake_at, nccl_hang_at, nvml_error_every, extra_c_per_w, power_limit_w)"
                     )));
                 }
             }

@@ -3,7 +3,8 @@
 use crate::device::{Demand, SimDevice};
 use async_trait::async_trait;
 use powerlab_core::hw::{DeviceEvent, EdgeRecord, Gpu, GpuIdentity, GpuSchedule, HwError, PowerSource, Readiness, RungOutcome};
-use powerlab_core::shape::LoadKind;
+use powerlab_core::collective::CollectiveTiming;
+use powerlab_core::shape::{LoadKind, LoadShape};
 use powerlab_core::{EpochNs, RunClock, Sample};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -20,13 +21,68 @@ pub struct SimGpu {
     pub(crate) id: GpuIdentity,
     pub(crate) clock: RunClock,
     pub(crate) warmed: bool,
+    /// Position in the communicator and its size.
+    pub(crate) rank: usize,
+    pub(crate) ranks: usize,
     pub(crate) cold_start_ns: i64,
     pub(crate) rng: ChaCha8Rng,
 }
 
 impl SimGpu {
-    pub(crate) fn new(dev: Arc<Mutex<SimDevice>>, id: GpuIdentity, clock: RunClock, cold_start_ns: i64, seed: u64) -> Self {
-        SimGpu { dev, id, clock, warmed: false, cold_start_ns, rng: ChaCha8Rng::seed_from_u64(seed) }
+    pub(crate) fn new(dev: Arc<Mutex<SimDevice>>, id: GpuIdentity, clock: RunClock, cold_start_ns: i64, seed: u64, (rank, ranks): (usize, usize)) -> Self {
+        SimGpu { dev, id, clock, warmed: false, rank, ranks, cold_start_ns, rng: ChaCha8Rng::seed_from_u64(seed) }
+    }
+
+    /// Sets the demand of a sweep or fabric rung and returns what its
+    /// collectives measured (None for other shapes). A GPU whose collectives
+    /// hang fails after the rung's timeout, naming its rank, the way the
+    /// real engine does after aborting its communicator.
+    async fn start_collectives(&self, s: &GpuSchedule, start: EpochNs) -> Result<Option<Vec<CollectiveTiming>>, HwError> {
+        let (timeout_ns, what) = match &s.shape {
+            LoadShape::Sweep { spec } => (spec.timeout_ns, "the sweep's collectives".to_string()),
+            LoadShape::Fabric { spec } => (spec.timeout_ns, format!("all_reduce of {} bytes", spec.bytes)),
+            _ => return Ok(None),
+        };
+        let (profile, hang_at) = {
+            let d = lock(&self.dev);
+            (d.profile.clone(), d.nccl_hang_at())
+        };
+        if let Some(h) = hang_at.filter(|h| *h < s.end_ns) {
+            let h = h.max(start);
+            lock(&self.dev).set_demand(h, Demand::Idle);
+            self.sleep_or_lost(h + timeout_ns).await?;
+            return Err(HwError::DeviceFailed {
+                gpu: self.id.uuid.clone(),
+                detail: format!(
+                    "NCCL: {what} did not complete within {:.0} s on rank {} of {} ({}); its communicator was aborted (simulated hang)",
+                    timeout_ns as f64 / 1e9,
+                    self.rank,
+                    self.ranks,
+                    self.id.key
+                ),
+            });
+        }
+        let mut d = lock(&self.dev);
+        let out = match &s.shape {
+            LoadShape::Sweep { spec } => {
+                let (timings, ended) = crate::collectives::run_sweep(&profile, spec, self.ranks, start, s.end_ns);
+                d.set_demand(start, Demand::KeepWarm(LoadKind::Fabric));
+                d.set_demand(ended, Demand::Idle);
+                timings
+            }
+            LoadShape::Fabric { spec } => {
+                match spec.compute_ns {
+                    Some(compute_ns) => {
+                        let comm_ns = crate::collectives::op_ns(&profile, powerlab_core::Collective::AllReduce, spec.bytes, self.ranks);
+                        d.set_demand(start, Demand::Bsp { start, end: s.end_ns, compute_ns, comm_ns });
+                    }
+                    None => d.set_demand(start, Demand::Run { shape: s.shape.clone(), start: s.start_ns, end: s.end_ns }),
+                }
+                crate::collectives::run_fabric(&profile, spec, self.ranks, start, s.end_ns)
+            }
+            _ => Vec::new(),
+        };
+        Ok(Some(out))
     }
 
     fn lost_error(&self, at: EpochNs) -> HwError {
@@ -86,7 +142,10 @@ impl Gpu for SimGpu {
         };
         let armed_at = t_call + (arm_ms * 1e6) as i64;
         let actual_start = s.start_ns.max(armed_at);
-        lock(&self.dev).set_demand(actual_start, Demand::Run { shape: s.shape.clone(), start: s.start_ns, end: s.end_ns });
+        let collectives = self.start_collectives(s, actual_start).await?;
+        if collectives.is_none() {
+            lock(&self.dev).set_demand(actual_start, Demand::Run { shape: s.shape.clone(), start: s.start_ns, end: s.end_ns });
+        }
         let edges = s
             .shape
             .edges(s.start_ns, s.end_ns)
@@ -101,7 +160,7 @@ impl Gpu for SimGpu {
             .collect();
         self.sleep_or_lost(s.end_ns).await?;
         lock(&self.dev).set_demand(s.end_ns, Demand::Idle);
-        Ok(RungOutcome { edges, work_items: 0 })
+        Ok(RungOutcome { edges, work_items: 0, collectives: collectives.unwrap_or_default() })
     }
 
     async fn stop(&mut self) -> Result<(), HwError> {
@@ -122,8 +181,12 @@ impl PowerSource for SimPowerSource {
         &self.id
     }
 
-    fn drain_power(&mut self, now_ns: EpochNs) -> Result<Vec<Sample>, HwError> {
-        lock(&self.dev).drain_power(now_ns)
+    fn drain_buffered(&mut self, now_ns: EpochNs) -> Result<Vec<Sample>, HwError> {
+        lock(&self.dev).drain_buffered(now_ns)
+    }
+
+    fn read_instant(&mut self, now_ns: EpochNs) -> Result<Sample, HwError> {
+        lock(&self.dev).read_instant(now_ns)
     }
 
     fn read_fields(&mut self, now_ns: EpochNs) -> Result<Vec<Sample>, HwError> {

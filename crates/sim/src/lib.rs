@@ -9,6 +9,7 @@
 //! seconds. It is only ever used when asked for (`--backend sim`).
 
 pub mod backend;
+pub mod collectives;
 pub mod device;
 pub mod faults;
 pub mod gpu;

@@ -17,6 +17,10 @@ pub struct Profile {
     pub virus_demand_w: f64,
     /// What a large all-reduce draws, W.
     pub fabric_demand_w: f64,
+    /// Bus bandwidth of large collectives, GB/s (the nccl-tests busbw).
+    pub fabric_busbw_gbs: f64,
+    /// Latency of a small collective, µs.
+    pub collective_latency_us: f64,
     /// Electrical rise time constant, ms.
     pub tau_rise_ms: f64,
     /// Electrical fall time constant, ms.
@@ -76,6 +80,8 @@ impl Profile {
             idle_w: 90.0,
             virus_demand_w: 960.0,
             fabric_demand_w: 340.0,
+            fabric_busbw_gbs: 360.0,
+            collective_latency_us: 14.0,
             tau_rise_ms: 4.0,
             tau_fall_ms: 6.0,
             cap_gain_per_s: 45.0,
@@ -111,6 +117,7 @@ impl Profile {
             idle_w: 170.0,
             virus_demand_w: 1420.0,
             fabric_demand_w: 480.0,
+            fabric_busbw_gbs: 720.0,
             tau_rise_ms: 3.0,
             tau_fall_ms: 5.0,
             cold_start_ms: 3000.0,
@@ -131,6 +138,8 @@ impl Profile {
             idle_w: 60.0,
             virus_demand_w: 176.0,
             fabric_demand_w: 95.0,
+            fabric_busbw_gbs: 20.0,
+            collective_latency_us: 30.0,
             tau_rise_ms: 6.0,
             tau_fall_ms: 9.0,
             cold_start_ms: 6000.0,

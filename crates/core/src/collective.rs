@@ -1,0 +1,169 @@
+//! Collective communication (NCCL) vocabulary: which collectives, the sweep a
+//! GPU runs, what it measured, and the bandwidth arithmetic of nccl-tests so
+//! every backend and the collator report the same numbers the same way.
+
+use serde::{Deserialize, Serialize};
+
+/// A collective operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Collective {
+    /// Sum over all ranks, result everywhere.
+    AllReduce,
+    /// Every rank's block to every rank.
+    AllGather,
+    /// Sum, then each rank keeps one block.
+    ReduceScatter,
+    /// Rank 0's buffer to every rank.
+    Broadcast,
+}
+
+impl Collective {
+    /// Every collective, in report order.
+    pub const ALL: [Collective; 4] = [Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter, Collective::Broadcast];
+
+    /// Name used in campaign files and raw files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Collective::AllReduce => "all_reduce",
+            Collective::AllGather => "all_gather",
+            Collective::ReduceScatter => "reduce_scatter",
+            Collective::Broadcast => "broadcast",
+        }
+    }
+
+    /// Parses a name.
+    pub fn parse(s: &str) -> Option<Collective> {
+        Collective::ALL.into_iter().find(|c| c.as_str() == s)
+    }
+
+    /// Bus-bandwidth factor of nccl-tests (`PERFORMANCE.md`): all-reduce
+    /// 2(n−1)/n; all-gather and reduce-scatter (n−1)/n; broadcast 1 (every
+    /// byte crosses one link once, whatever n).
+    pub fn bus_factor(self, ranks: usize) -> f64 {
+        let n = ranks.max(1) as f64;
+        match self {
+            Collective::AllReduce => 2.0 * (n - 1.0) / n,
+            Collective::AllGather | Collective::ReduceScatter => (n - 1.0) / n,
+            Collective::Broadcast => 1.0,
+        }
+    }
+
+    /// f32 buffer lengths `(send, recv)` on each rank for a message of about
+    /// `bytes`, and the message size actually moved (nccl-tests convention:
+    /// the whole buffer for all-reduce and broadcast, the gathered or
+    /// scattered total for all-gather and reduce-scatter).
+    pub fn buffers(self, bytes: u64, ranks: usize) -> (usize, usize, u64) {
+        let n = ranks.max(1);
+        let elems = (bytes / 4).max(1) as usize;
+        match self {
+            Collective::AllReduce | Collective::Broadcast => (elems, elems, elems as u64 * 4),
+            Collective::AllGather => {
+                let per = (elems / n).max(1);
+                (per, per * n, (per * n) as u64 * 4)
+            }
+            Collective::ReduceScatter => {
+                let per = (elems / n).max(1);
+                (per * n, per, (per * n) as u64 * 4)
+            }
+        }
+    }
+}
+
+/// What one GPU runs in a sweep rung.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepSpec {
+    /// Collectives, in order.
+    pub collectives: Vec<Collective>,
+    /// Message sizes, bytes, ascending.
+    pub sizes: Vec<u64>,
+    /// Untimed iterations per size.
+    pub warmup_iters: u32,
+    /// Timed iterations per size.
+    pub iterations: u32,
+    /// A collective that has not completed after this long is a hang.
+    pub timeout_ns: i64,
+}
+
+/// The fabric load of a fabric or bulk-synchronous rung.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct FabricSpec {
+    /// All-reduce message size, bytes.
+    pub bytes: u64,
+    /// Compute burst before every all-reduce (bulk-synchronous rung); None: back-to-back all-reduces.
+    pub compute_ns: Option<i64>,
+    /// A collective that has not completed after this long is a hang.
+    pub timeout_ns: i64,
+}
+
+/// One timed measurement of one collective at one size on one rank.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CollectiveTiming {
+    /// Which collective.
+    pub collective: Collective,
+    /// Message size (nccl-tests convention), bytes.
+    pub bytes: u64,
+    /// Ranks in the communicator.
+    pub ranks: usize,
+    /// Timed iterations.
+    pub iterations: u32,
+    /// Device time of all timed iterations (CUDA events), ns.
+    pub elapsed_ns: i64,
+    /// Run clock when the timed iterations ended.
+    pub ended_ns: i64,
+}
+
+impl CollectiveTiming {
+    /// Time per operation, µs.
+    pub fn time_us(&self) -> f64 {
+        self.elapsed_ns as f64 / 1e3 / f64::from(self.iterations.max(1))
+    }
+    /// Algorithm bandwidth, GB/s (10^9 bytes per second).
+    pub fn algbw_gbs(&self) -> f64 {
+        let t = self.time_us();
+        if t > 0.0 { self.bytes as f64 / (t * 1e3) } else { 0.0 }
+    }
+    /// Bus bandwidth, GB/s.
+    pub fn busbw_gbs(&self) -> f64 {
+        self.algbw_gbs() * self.collective.bus_factor(self.ranks)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bus_factors_follow_nccl_tests() {
+        assert!((Collective::AllReduce.bus_factor(8) - 1.75).abs() < 1e-12);
+        assert!((Collective::AllReduce.bus_factor(2) - 1.0).abs() < 1e-12);
+        assert!((Collective::AllGather.bus_factor(8) - 0.875).abs() < 1e-12);
+        assert!((Collective::ReduceScatter.bus_factor(4) - 0.75).abs() < 1e-12);
+        assert!((Collective::Broadcast.bus_factor(8) - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn bandwidth_of_one_gib_in_ten_ms() {
+        let t = CollectiveTiming { collective: Collective::AllReduce, bytes: 1 << 30, ranks: 8, iterations: 20, elapsed_ns: 200_000_000, ended_ns: 0 };
+        assert!((t.time_us() - 10_000.0).abs() < 1e-9);
+        assert!((t.algbw_gbs() - 107.374_182_4).abs() < 1e-6);
+        assert!((t.busbw_gbs() - 107.374_182_4 * 1.75).abs() < 1e-6);
+    }
+
+    #[test]
+    fn buffers_split_across_ranks() {
+        assert_eq!(Collective::AllReduce.buffers(1 << 20, 8), (1 << 18, 1 << 18, 1 << 20));
+        assert_eq!(Collective::AllGather.buffers(1 << 20, 8), (1 << 15, 1 << 18, 1 << 20));
+        assert_eq!(Collective::ReduceScatter.buffers(1 << 20, 8), (1 << 18, 1 << 15, 1 << 20));
+        // Too small to split: one element per rank, and the size says so.
+        assert_eq!(Collective::AllGather.buffers(8, 8), (1, 8, 32));
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for c in Collective::ALL {
+            assert_eq!(Collective::parse(c.as_str()), Some(c));
+        }
+        assert_eq!(Collective::parse("alltoall"), None);
+    }
+}

@@ -1,0 +1,73 @@
+//! The NCCL phase on the simulated node: sweep table and plot, fabric power
+//! next to idle and compute, and a hung collective failing loudly.
+
+mod util;
+use util::*;
+
+const NCCL: &str = "[[phase]]\nkind = \"idle\"\nname = \"idle\"\nduration_s = 3\n\
+[[phase]]\nkind = \"sustained\"\nname = \"compute\"\nduration_s = 3\n\
+[[phase]]\nkind = \"nccl\"\nname = \"fabric\"\nduration_s = 3\nsweep_s = 20\nmin_bytes = 8\nmax_bytes = 4294967296\nstep_factor = 2\nbsp_compute_ms = 40\ntimeout_s = 5\n";
+
+fn nccl_csv(r: &Run) -> Vec<Vec<String>> {
+    let text = std::fs::read_to_string(r.dir().join("report/nccl.csv")).expect("report/nccl.csv");
+    text.lines().skip(1).map(|l| l.split(',').map(str::to_string).collect()).collect()
+}
+
+#[test]
+fn sweep_table_follows_nccl_tests_arithmetic_and_the_fabric_rung_is_measured() {
+    let r = run_sim(&campaign(NCCL), &["--sim-gpus", "2"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    let rows = nccl_csv(&r);
+    // rung_id,rung,collective,bytes,ranks,ranks_reporting,iterations,time_us,time_min_us,algbw_gbs,busbw_gbs
+    let sweep: Vec<&Vec<String>> = rows.iter().filter(|c| c[1].ends_with("/sweep")).collect();
+    for name in ["all_reduce", "all_gather", "reduce_scatter", "broadcast"] {
+        let n = sweep.iter().filter(|c| c[2] == name).count();
+        assert_eq!(n, 30, "{name}: 8 B → 4 GiB in ×2 steps is 30 sizes");
+    }
+    for c in &sweep {
+        assert_eq!(c[4], "2");
+        assert_eq!(c[5], "2", "both ranks reported");
+        let (bytes, t_us, alg, bus): (f64, f64, f64, f64) = (c[3].parse().unwrap(), c[7].parse().unwrap(), c[9].parse().unwrap(), c[10].parse().unwrap());
+        assert!((alg - bytes / (t_us * 1e3)).abs() <= 1e-6 * alg.max(1.0), "algbw = size / time: {c:?}");
+        let factor = if c[2] == "all_reduce" { 1.0 } else if c[2] == "broadcast" { 1.0 } else { 0.5 };
+        assert!((bus - alg * factor).abs() <= 1e-6 * bus.max(1.0), "busbw factor for 2 ranks: {c:?}");
+    }
+    // Large messages reach the simulated fabric's bus bandwidth; tiny ones are latency.
+    let big = sweep.iter().find(|c| c[2] == "all_reduce" && c[3] == "4294967296").unwrap();
+    let bus: f64 = big[10].parse().unwrap();
+    assert!((bus - 360.0).abs() < 5.0, "busbw at 4 GiB {bus}");
+    let tiny = sweep.iter().find(|c| c[2] == "all_reduce" && c[3] == "8").unwrap();
+    assert!(tiny[7].parse::<f64>().unwrap() > 10.0, "latency-bound at 8 B");
+    // The fabric rung is a row too (one all-reduce size, many iterations).
+    assert!(rows.iter().any(|c| c[1].ends_with("/fabric") && c[2] == "all_reduce"));
+    assert!(r.dir().join("report/plots/nccl_busbw.svg").exists());
+    // Fabric power sits between idle and compute, and the report says so.
+    let s = r.summary();
+    let mean = |label: &str| s.iter().find(|x| x["label"] == label).and_then(|x| x["mean_w"].as_f64()).unwrap_or_else(|| panic!("no {label}"));
+    let (idle, compute, fabric, bsp) = (mean("idle"), mean("compute"), mean("fabric/fabric"), mean("fabric/bsp"));
+    assert!(idle < fabric && fabric < compute, "idle {idle} < fabric {fabric} < compute {compute}");
+    assert!(fabric < bsp && bsp < compute, "bulk-synchronous {bsp} between fabric {fabric} and compute {compute}");
+    let report = std::fs::read_to_string(r.dir().join("report/report.md")).unwrap();
+    assert!(report.contains("## NCCL collectives") && report.contains("## Fabric power"));
+    // NCCL ran before the idle and compute phases? No: file order is kept
+    // for non-duty phases; it runs before the first duty phase only.
+    let labels: Vec<String> = s.iter().map(|x| x["label"].as_str().unwrap().to_string()).collect();
+    assert_eq!(labels, vec!["idle", "compute", "fabric/sweep", "fabric/fabric", "fabric/bsp"]);
+}
+
+#[test]
+fn a_hung_collective_aborts_names_the_rank_and_keeps_the_samples() {
+    let r = run_sim(&campaign(NCCL), &["--sim-gpus", "2", "--sim-fault", "gpu1:nccl_hang_at=12s"]);
+    assert_eq!(r.code(), 4, "{}", r.stderr());
+    let m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(r.dir().join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(m["status"]["state"], "failed");
+    let reason = m["status"]["reason"].as_str().unwrap();
+    assert!(reason.contains("rank 1 of 2") && reason.contains("gpu1") && reason.contains("aborted") && reason.contains("5 s"), "{reason}");
+    // Samples up to the failure are on disk and collate.
+    let raw = std::fs::read_to_string(r.dir().join("raw/gpu0.csv")).unwrap();
+    assert!(raw.lines().count() > 500, "raw samples kept");
+    let out = powerlab().args(["collate", r.dir().to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = std::fs::read_to_string(r.dir().join("report/report.md")).unwrap();
+    assert!(report.lines().next().unwrap().contains("RUN FAILED"), "{report}");
+}
