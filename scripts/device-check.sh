@@ -11,7 +11,7 @@ if [ -f "${1:-.device/powerlab.gz}" ]; then gunzip -c "${1:-.device/powerlab.gz}
 chmod +x "$BIN"
 R=/tmp/powerlab-results; rm -rf "$R"; mkdir -p "$R"
 say() { echo "=== $*" | tee -a "$OUT/summary.txt"; }
-STEPS=${STEPS:-"preflight virus torch sweep sigint cpu"}
+STEPS=${STEPS:-"preflight virus torch sweep sigint cpu nccl"}
 want() { case " $STEPS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 
 say "sanity"
@@ -108,9 +108,20 @@ PY
 head -1 "$ds/report/report.md" | tee -a "$OUT/summary.txt"
 
 fi
+if want nccl; then
+say "NCCL phase: sweep, fabric rung, bulk-synchronous rung"
+"$BIN" run campaigns/device-nccl.toml $ALLOW --results "$R/nccl" > "$OUT/nccl.log" 2>&1
+echo "exit $?" | tee -a "$OUT/summary.txt"
+tail -12 "$OUT/nccl.log" | tee -a "$OUT/summary.txt"
+dn=$(ls -d "$R/nccl"/*/ | head -1)
+sed -n '/^## NCCL collectives/,/^## Faults/p' "$dn/report/report.md" | grep -E "all_reduce \| (1 GiB|4 GiB|8 B|1 MiB)|all_gather \| 1 GiB|reduce_scatter \| 1 GiB|broadcast \| 1 GiB|fabric|^\| (idle|compute|nccl)" | tee -a "$OUT/summary.txt"
+cp "$dn/report/nccl.csv" "$OUT/nccl.csv" 2>/dev/null
+say "PyTorch all_reduce reference (same GPUs, NCCL backend)"
+timeout 240 python3 scripts/torch_allreduce_ref.py 1073741824 4294967296 2>&1 | grep -v Warning | tail -4 | tee -a "$OUT/summary.txt"
+fi
 if want cpu; then
 say "sampler cost: observe 30 s (the runner's cadence), no load"
-"$BIN" observe --seconds 30 --interval-ms 30000 2>&1 | tail -2 | tee -a "$OUT/summary.txt"
+"$BIN" observe --seconds 30 --interval-ms 30000 2>&1 | tail -16 | tee -a "$OUT/summary.txt"
 fi
 if want sweep; then
 say "collate again from raw files"

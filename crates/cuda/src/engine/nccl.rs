@@ -63,6 +63,8 @@ impl Engine {
                 fix: "install NCCL (libnccl.so.2) and check `powerlab preflight --needs-nccl`".into(),
             });
         };
+        // ncclCommInitRank uses the thread's current device: make it ours.
+        self.stream.context().bind_to_thread().map_err(|e| dev_err(&self.gpu, "binding the CUDA context", e))?;
         let comm = Comm::from_rank(self.stream.clone(), n.rank, n.ranks, n.id).map_err(|e| self.nccl_err("communicator init (ncclCommInitRank)", e))?;
         self.comm = Some(comm);
         Ok(())
