@@ -44,7 +44,7 @@ pub struct Sampling {
 
 impl Default for Sampling {
     fn default() -> Self {
-        Sampling { poll_interval_ms: 20.0, buffer_interval_ms: 100.0, field_interval_ms: 100.0, status_interval_ms: 200.0, flush_interval_ms: 1000.0, grid_ms: 10.0 }
+        Sampling { poll_interval_ms: 20.0, buffer_interval_ms: 200.0, field_interval_ms: 100.0, status_interval_ms: 200.0, flush_interval_ms: 1000.0, grid_ms: 10.0 }
     }
 }
 

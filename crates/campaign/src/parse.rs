@@ -296,7 +296,7 @@ fn validate_phase(
     // Which keys each kind accepts; anything else present is an error.
     let common: &[&str] = &["kind", "name", "duration_s", "repeats", "cooldown_s"];
     let extra: &[&str] = match kind {
-        PhaseKind::Idle => &[],
+        PhaseKind::Idle => &["warmup_s"],
         PhaseKind::Sustained => &["warmup_s", "mode"],
         PhaseKind::Soak => &["warmup_s"],
         PhaseKind::Duty => &["warmup_s", "period_ms", "periods_ms", "duty", "ramp_s", "mode", "modes", "stagger_step_deg", "offsets_deg", "offsets_ms"],
@@ -344,7 +344,7 @@ fn validate_phase(
         let span = p.repeats.as_ref().map(|s| s.span()).unwrap_or(phase_span.clone());
         return Err(ctx.err(span, f("repeats"), "a soak runs once", Some("1")));
     }
-    let warmup_s = ctx.non_negative(&p.warmup_s, &f("warmup_s"), if kind == PhaseKind::Idle { 0.0 } else { default_warmup })?;
+    let warmup_s = ctx.non_negative(&p.warmup_s, &f("warmup_s"), default_warmup)?;
     let cooldown_s = ctx.non_negative(&p.cooldown_s, &f("cooldown_s"), default_cooldown)?;
     let ramp_s = ctx.non_negative(&p.ramp_s, &f("ramp_s"), 0.0)?;
 

@@ -414,9 +414,16 @@ impl Engine {
     }
 
     fn prepare(&mut self, warmup_ns: i64, load: Option<LoadKind>) -> Result<Readiness, HwError> {
-        if let Some(l) = load {
-            let until = self.clock.now_ns() + warmup_ns;
-            self.fill_until(until, false, l)?;
+        let until = self.clock.now_ns() + warmup_ns;
+        match load {
+            Some(l) => self.fill_until(until, false, l)?,
+            // An idle rung's warm-up is idle: the power of whatever ran
+            // before (the cold start's timing GEMMs) settles before its window.
+            None => {
+                while self.clock.now_ns() < until && !self.stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            }
         }
         self.warm = load;
         let h0 = self.clock.now_ns();

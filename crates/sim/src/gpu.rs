@@ -122,10 +122,12 @@ impl Gpu for SimGpu {
             self.warmed = true;
         }
         let t = self.clock.now_ns();
-        if let Some(load) = warm_load {
-            lock(&self.dev).set_demand(t, Demand::KeepWarm(load));
-            self.sleep_or_lost(t + warmup_ns).await?;
+        match warm_load {
+            Some(load) => lock(&self.dev).set_demand(t, Demand::KeepWarm(load)),
+            None => lock(&self.dev).set_demand(t, Demand::Idle),
         }
+        // An idle rung's warm-up is idle time: what ran before settles.
+        self.sleep_or_lost(t + warmup_ns).await?;
         let (arm_ms, offset_us) = {
             let d = lock(&self.dev);
             (d.profile.arm_latency_ms, d.profile.clock_offset_us)
