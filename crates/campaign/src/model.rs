@@ -246,10 +246,46 @@ pub struct Campaign {
     pub nccl_first: bool,
     /// Explicit consent for in-phase swings across more than 4 GPUs.
     pub confirm_node_swing: bool,
+    /// Run the instrument calibration rungs first (see [`calibration_phases`]).
+    pub calibrate: bool,
     /// Sampling settings.
     pub sampling: Sampling,
     /// Safety limits.
     pub limits: Limits,
     /// Phases in file order.
     pub phases: Vec<Phase>,
+}
+
+/// Phase name of the calibration rungs; the collator derives the sensor
+/// model (`sensor.json`) from the rungs of this phase.
+pub const CALIBRATION_PHASE: &str = "calibration";
+
+/// The instrument calibration: square waves (duty 0.5, GPUs evenly
+/// staggered so the node's total barely moves) at
+/// - ~1 s and ~4 s periods (prime to the 20 ms and 100 ms update clocks):
+///   step responses of every power path, folded on the recorded edges, for
+///   windows and latencies;
+/// - 1/2, 2/3, 4/5, 6/5 and 4/3 of the ~20 ms buffered-sample period and of
+///   the ~100 ms field update period: the periods that expose aliasing
+///   ("Part-time Power Measurements", arXiv 2312.02741).
+pub fn calibration_phases() -> Vec<Phase> {
+    let phase = |periods_ms: Vec<f64>, duration_s: f64| Phase {
+        name: CALIBRATION_PHASE.into(),
+        kind: PhaseKind::Duty,
+        duration_s,
+        warmup_s: 1.0,
+        cooldown_s: 0.5,
+        repeats: 1,
+        periods_ms,
+        duty: 0.5,
+        ramp_s: 0.0,
+        modes: vec![Mode::Staggered],
+        stagger: Stagger::Even,
+        nccl: None,
+    };
+    let ratios: [f64; 5] = [0.5, 2.0 / 3.0, 0.8, 1.2, 4.0 / 3.0];
+    let probes: Vec<f64> = [20.0f64, 100.0].iter().flat_map(|u| ratios.iter().map(move |r| (u * r * 1000.0).round() / 1000.0)).collect();
+    // 1013 and 4013 ms: no common divisor with 20 or 100 ms, so successive
+    // edges land at new phases of the sensors' update clocks.
+    vec![phase(vec![1013.0], 20.0), phase(vec![4013.0], 12.0), phase(probes, 4.0)]
 }

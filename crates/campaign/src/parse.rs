@@ -25,6 +25,7 @@ struct RawHeader {
     gpus: Option<Spanned<toml::Value>>,
     nccl_first: Option<bool>,
     confirm_node_swing: Option<bool>,
+    calibrate: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -224,8 +225,8 @@ fn validate(ctx: &Ctx<'_>, raw: RawFile) -> Result<Campaign, CampaignError> {
     let default_warmup = ctx.non_negative(&defaults.warmup_s, "defaults.warmup_s", 2.0)?;
     let default_cooldown = ctx.non_negative(&defaults.cooldown_s, "defaults.cooldown_s", 2.0)?;
 
-    if raw.phase.is_empty() {
-        return Err(ctx.err(header_span, "phase", "the campaign declares no phases", Some("one or more [[phase]] tables")));
+    if raw.phase.is_empty() && header.calibrate != Some(true) {
+        return Err(ctx.err(header_span, "phase", "the campaign declares no phases", Some("one or more [[phase]] tables, or calibrate = true in [campaign]")));
     }
     let mut phases = Vec::new();
     for (i, p) in raw.phase.into_iter().enumerate() {
@@ -244,6 +245,7 @@ fn validate(ctx: &Ctx<'_>, raw: RawFile) -> Result<Campaign, CampaignError> {
         gpus,
         nccl_first: header.nccl_first.unwrap_or(true),
         confirm_node_swing: header.confirm_node_swing.unwrap_or(false),
+        calibrate: header.calibrate.unwrap_or(false),
         sampling,
         limits,
         phases,

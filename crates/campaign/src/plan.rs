@@ -115,10 +115,13 @@ pub fn expand(c: &Campaign, gpu_count: usize, repeats_override: Option<u32>) -> 
     if gpu_count == 0 {
         return Err(plan_error(c, "campaign.gpus".into(), "no GPUs selected".into(), None));
     }
-    let (ordered, notes) = order_phases(c);
+    let (mut ordered, notes) = order_phases(c);
+    let calibration = if c.calibrate { calibration_phases() } else { Vec::new() };
+    ordered.splice(0..0, calibration.iter());
     let mut rungs = Vec::new();
     for phase in ordered {
         let repeats = match (phase.kind, repeats_override) {
+            _ if phase.name == CALIBRATION_PHASE => 1,
             (PhaseKind::Idle | PhaseKind::Sustained | PhaseKind::Duty, Some(n)) => n,
             _ => phase.repeats,
         };

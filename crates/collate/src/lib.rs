@@ -15,6 +15,7 @@ pub mod load;
 pub mod nccl;
 pub mod plots;
 pub mod report;
+pub mod sensor;
 pub mod stats;
 pub mod summary;
 
@@ -34,6 +35,8 @@ pub struct CollateOutput {
     pub repeats: Vec<summary::RepeatStats>,
     /// In-phase vs staggered rows.
     pub compare: Vec<summary::PhaseCompare>,
+    /// The sensor model and per-period verdicts.
+    pub sensor: sensor::SensorReport,
     /// NCCL bandwidth rows (empty without an NCCL phase).
     pub nccl: Vec<nccl::NcclRow>,
     /// Raw rows read.
@@ -56,7 +59,17 @@ pub fn collate(path: &Path) -> Result<CollateOutput, CollateError> {
     let raw_rows = raw.total_rows;
     let curve = curve::node_curve(&raw.power, &run)?;
     let edge_stats = edges::edge_stats(&dir, &run)?;
-    let rungs = summary::summarize(&curve, &run, &edge_stats)?;
+    let mut rungs = summary::summarize(&curve, &run, &edge_stats)?;
+    let visible = rungs.iter().map(|r| (r.rung_id, r.swing_w)).collect();
+    let sensor = sensor::analyse(&dir, &run, &raw.power, &curve, &visible)?;
+    for r in &mut rungs {
+        if let Some(row) = sensor.rows.iter().find(|x| x.rung_id == r.rung_id && x.instrument == r.instrument) {
+            if row.verdict == "aliased" {
+                r.swing_w = None;
+            }
+            r.instrument_verdict = Some(row.verdict.clone());
+        }
+    }
     let repeats = summary::repeat_stats(&rungs);
     let compare = summary::compare_modes(&repeats);
     let nccl_rows = nccl::nccl_rows(&dir, &run)?;
@@ -66,9 +79,10 @@ pub fn collate(path: &Path) -> Result<CollateOutput, CollateError> {
     files.push(curve::write_curve(&curve, &report_dir)?);
     files.extend(summary::write_tables(&rungs, &repeats, &compare, &report_dir)?);
     files.extend(nccl::write_nccl(&nccl_rows, &report_dir)?);
+    files.extend(sensor::write_sensor(&sensor, &report_dir)?);
     files.extend(plots::write_plots(&curve, &run, &rungs, &repeats, &compare, &report_dir.join("plots"))?);
     files.extend(plots::write_nccl_plot(&nccl_rows, &report_dir.join("plots"))?);
-    let tables = report::Tables { rungs: &rungs, repeats: &repeats, compare: &compare, nccl: &nccl_rows, fabric: &fabric };
+    let tables = report::Tables { rungs: &rungs, repeats: &repeats, compare: &compare, nccl: &nccl_rows, fabric: &fabric, sensor: &sensor };
     files.push(report::write_report(&run, &tables, raw_rows, &report_dir)?);
-    Ok(CollateOutput { report_dir, rungs, repeats, compare, nccl: nccl_rows, raw_rows, files })
+    Ok(CollateOutput { report_dir, rungs, repeats, compare, sensor, nccl: nccl_rows, raw_rows, files })
 }

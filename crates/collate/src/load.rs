@@ -123,7 +123,7 @@ pub fn read_power(dir: &RunDir) -> Result<RawPower, CollateError> {
         total_rows += df.height();
         let df = df
             .lazy()
-            .filter(col("instrument").is_in(lit(Series::new("p".into(), ["buffered_w", "instant_w", "average_w"])).implode(false), false))
+            .filter(col("instrument").is_in(lit(Series::new("p".into(), ["buffered_w", "instant_w", "average_w", "energy_mj"])).implode(false), false))
             .select([col("ts_ns"), col("node"), col("gpu"), col("instrument"), col("value")])
             .collect()
             .map_err(CollateError::polars("filtering raw samples"))?;

@@ -31,6 +31,8 @@ pub struct Tables<'a> {
     pub nccl: &'a [NcclRow],
     /// Fabric power next to idle and compute.
     pub fabric: &'a [FabricPowerRow],
+    /// Sensor model, per-rung and per-period verdicts.
+    pub sensor: &'a crate::sensor::SensorReport,
 }
 
 /// Writes `report/report.md`.
@@ -86,7 +88,11 @@ pub fn write_report(run: &Run, t: &Tables<'_>, raw_rows: usize, dir: &Path) -> R
             o(r.mean_w),
             o(r.peak_w),
             o(r.spread_w),
-            o(r.swing_w),
+            match (r.swing_w, r.instrument_verdict.as_deref()) {
+                (None, Some("aliased")) => "aliased".to_string(),
+                (v, Some("instrument limit")) => format!("{} (instrument limit)", o(v)),
+                (v, _) => o(v),
+            },
             o(r.average_field_spread_w),
             o(r.start_error_max_us),
             o(r.start_skew_us),
@@ -124,6 +130,7 @@ pub fn write_report(run: &Run, t: &Tables<'_>, raw_rows: usize, dir: &Path) -> R
             );
         }
     }
+    write_sensor_section(&mut s, t.sensor);
     if !t.nccl.is_empty() {
         let _ = writeln!(s, "\n## NCCL collectives\n");
         let _ = writeln!(
@@ -167,4 +174,32 @@ pub fn write_report(run: &Run, t: &Tables<'_>, raw_rows: usize, dir: &Path) -> R
     let path = dir.join("report.md");
     std::fs::write(&path, s).map_err(|e| CollateError::io(&path, e))?;
     Ok(path)
+}
+
+fn write_sensor_section(s: &mut String, sr: &crate::sensor::SensorReport) {
+    let _ = writeln!(s, "\n## What the instruments can see\n");
+    let _ = writeln!(s, "Sensor model: {}.\n", sr.model.source);
+    let _ = writeln!(s, "| GPU | path | update ms | window ms | latency ms | fit rms | read every ms |\n|---|---|---|---|---|---|---|");
+    for g in &sr.model.gpus {
+        for p in &g.paths {
+            let _ = writeln!(s, "| {} | {} | {} | {} | {} | {} | {} |", g.gpu, p.instrument, o(p.update_period_ms), o(p.window_ms), o(p.latency_ms), p.fit_rms.map(|v| format!("{v:.3}")).unwrap_or_else(|| "–".into()), o(p.read_period_ms));
+        }
+    }
+    if !sr.answers.is_empty() {
+        let _ = writeln!(s, "\n### Swing per duty period (node, in phase)\n");
+        let _ = writeln!(
+            s,
+            "NVML-visible = p90 − p10 of the node's buffered curve. Reconstructed = the samples of every cycle folded on the recorded rising edges; the folded cycle's fundamental as a square-wave height, divided by the path's window gain sinc(W/P), summed over GPUs. A period whose window gain is below 0.3 on every path cannot be reconstructed.\n"
+        );
+        let truth = sr.answers.iter().any(|a| a.truth_swing_w.is_some());
+        let _ = writeln!(s, "| rung | period ms | NVML-visible swing W | reconstructed swing W | by | {}verdict |\n|---|---|---|---|---|{}---|", if truth { "simulated truth W | " } else { "" }, if truth { "---|" } else { "" });
+        for a in &sr.answers {
+            let t = if truth { format!("{} | ", o(a.truth_swing_w)) } else { String::new() };
+            let vis = if a.verdict == "aliased" && a.visible_swing_w.is_none() { "aliased".to_string() } else { o(a.visible_swing_w) };
+            let _ = writeln!(s, "| {} | {} | {} | {} | {} | {t}{} |", a.rung, a.period_ms, vis, o(a.reconstructed_swing_w), a.reconstructed_by, a.verdict);
+        }
+    }
+    if !sr.rows.is_empty() {
+        let _ = writeln!(s, "\nPer GPU and path (verdict of the raw readings, folded and reconstructed swing, rise/fall/overshoot/ramp of the folded cycle): `sensor_rungs.csv`; node-curve spectra (dominant frequency, share of variance in 0.1–2 Hz and 2–20 Hz): `spectrum.csv`.");
+    }
 }

@@ -53,8 +53,12 @@ pub struct RungSummary {
     pub p99_w: Option<f64>,
     /// p99 − p1, W.
     pub spread_w: Option<f64>,
-    /// p90 − p10, W.
+    /// p90 − p10, W. Empty for a rung its instrument aliases: such a
+    /// number is not a swing (see `instrument_verdict` and sensor_periods.csv).
     pub swing_w: Option<f64>,
+    /// For duty rungs: resolvable / instrument limit / aliased, for the
+    /// instrument named in `instrument`, from the run's sensor model.
+    pub instrument_verdict: Option<String>,
     /// Energy over the measured window, J.
     pub energy_j: Option<f64>,
     /// The instant field's mean, W (second instrument).
@@ -183,6 +187,7 @@ pub fn summarize(curve: &NodeCurve, run: &Run, edges: &HashMap<u32, EdgeStats>) 
             p99_w: get(&s.p99).map(r3),
             spread_w: diff(get(&s.p99), get(&s.p1)),
             swing_w: diff(get(&s.p90), get(&s.p10)),
+            instrument_verdict: None,
             energy_j: mean.map(|m| r3(m * window_s)),
             instant_mean_w: get(&i.mean).map(r3),
             instant_spread_w: diff(get(&i.p99), get(&i.p1)),

@@ -96,7 +96,7 @@ impl Profile {
             sm_clock_max_mhz: 1980.0,
             sm_clock_idle_mhz: 345.0,
             mem_clock_mhz: 3201.0,
-            buffered_period_ms: 20.0,
+            buffered_period_ms: 20.14,
             buffered_window_ms: 20.0,
             buffered_capacity: 119,
             buffered_latency_ms: 5.0,

@@ -1,0 +1,562 @@
+//! Sensor truth: what each NVML power path can see, and whether each rung's
+//! numbers are a swing of the board or an artefact of the instrument.
+//!
+//! The sensor model (update period, averaging window, latency per GPU and
+//! path) comes from the run's own calibration rungs when it has them
+//! (`calibrate = true`, `powerlab calibrate`), else from a `sensor.json` in
+//! the run directory, else from nominal H200 values, and the report says
+//! which. Every duty rung is then folded on its recorded rising edges
+//! (equivalent-time sampling): the fundamental of the folded cycle gives the
+//! swing independent of latency and window shape, and dividing by the
+//! window's attenuation gives the board's swing where the window does not
+//! null that period. Verdict per period: board follows / board attenuates /
+//! instrument limit / aliased.
+
+pub mod fit;
+pub mod fold;
+pub mod spectrum;
+
+use crate::curve::{f64_column, i64_column};
+use crate::error::CollateError;
+use crate::load::{Run, RungWindow};
+use fold::{fold, shape, sinc, Folded};
+use polars::prelude::*;
+use powerlab_rundir::edges::{read_edges, EdgeRow};
+use powerlab_rundir::RunDir;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Phase name of the calibration rungs (as the campaign crate writes it).
+pub const CALIBRATION_PHASE: &str = "calibration";
+
+/// The model of one power path of one GPU.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PathModel {
+    /// `buffered_w`, `instant_w`, `average_w` or `energy_mj`.
+    pub instrument: String,
+    /// Time between new values, ms.
+    pub update_period_ms: Option<f64>,
+    /// Averaging window, ms.
+    pub window_ms: Option<f64>,
+    /// Delay between the power and the reading, ms.
+    pub latency_ms: Option<f64>,
+    /// The board's own fall time constant seen in the fit, ms (buffered only).
+    pub board_fall_tau_ms: Option<f64>,
+    /// RMS residual of the step fit (fraction of the step).
+    pub fit_rms: Option<f64>,
+    /// Falling edges folded for the fit.
+    pub edges_used: usize,
+    /// Median time between reads of this path, ms (a field polled slower
+    /// than a third of its update period cannot be timed well).
+    pub read_period_ms: Option<f64>,
+}
+
+/// What an aliasing probe rung showed on one path.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Probe {
+    /// Path.
+    pub instrument: String,
+    /// Square-wave period, ms.
+    pub period_ms: f64,
+    /// p99 − p1 of the readings over the step height.
+    pub observed_ratio: f64,
+    /// The same predicted by the fitted window for a board that follows.
+    pub predicted_ratio: f64,
+}
+
+/// The model of one GPU.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpuSensor {
+    /// GPU key.
+    pub gpu: String,
+    /// One model per path.
+    pub paths: Vec<PathModel>,
+    /// Aliasing probes.
+    pub probes: Vec<Probe>,
+}
+
+/// `sensor.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SensorModel {
+    /// `calibrated in this run`, `sensor.json`, or `nominal (not calibrated)`.
+    pub source: String,
+    /// Per GPU.
+    pub gpus: Vec<GpuSensor>,
+}
+
+impl SensorModel {
+    /// The model of `gpu`'s `instrument` (any GPU's if that one is missing).
+    pub fn path(&self, gpu: &str, instrument: &str) -> Option<&PathModel> {
+        fn find<'a>(g: &'a GpuSensor, instrument: &str) -> Option<&'a PathModel> {
+            g.paths.iter().find(|p| p.instrument == instrument)
+        }
+        self.gpus.iter().find(|g| g.gpu == gpu).and_then(|g| find(g, instrument)).or_else(|| self.gpus.iter().find_map(|g| find(g, instrument)))
+    }
+
+    /// Nominal H200 values (shared/notes/h200-instrument.md), for runs that
+    /// were never calibrated: the report says so on every verdict.
+    pub fn nominal(gpus: &[String]) -> SensorModel {
+        let p = |i: &str, u: f64, w: Option<f64>| PathModel {
+            instrument: i.into(),
+            update_period_ms: Some(u),
+            window_ms: w,
+            latency_ms: Some(0.0),
+            board_fall_tau_ms: None,
+            fit_rms: None,
+            edges_used: 0,
+            read_period_ms: None,
+        };
+        SensorModel {
+            source: "nominal (not calibrated): buffered 20 ms / 20 ms, instant field updates every 100 ms with its window taken as 100 ms".into(),
+            gpus: gpus.iter().map(|g| GpuSensor { gpu: g.clone(), paths: vec![p("buffered_w", 20.0, Some(20.0)), p("instant_w", 100.0, Some(100.0)), p("average_w", 100.0, Some(1000.0))], probes: Vec::new() }).collect(),
+        }
+    }
+}
+
+/// Every raw series by (GPU, instrument), time-sorted.
+pub struct SeriesSet {
+    by: BTreeMap<(String, String), Vec<(i64, f64)>>,
+}
+
+impl SeriesSet {
+    /// Splits the raw power frame.
+    pub fn from_frame(power: &DataFrame) -> SeriesSet {
+        let ts = i64_column(power, "ts_ns");
+        let v = f64_column(power, "value");
+        let s = |name: &str| -> Vec<String> { power.column(name).ok().and_then(|c| c.str().ok().map(|ca| ca.iter().map(|x| x.unwrap_or("").to_string()).collect())).unwrap_or_default() };
+        let (gpu, inst) = (s("gpu"), s("instrument"));
+        let mut by: BTreeMap<(String, String), Vec<(i64, f64)>> = BTreeMap::new();
+        for i in 0..ts.len().min(v.len()).min(gpu.len()).min(inst.len()) {
+            if let Some(val) = v[i] {
+                by.entry((gpu[i].clone(), inst[i].clone())).or_default().push((ts[i], val));
+            }
+        }
+        for s in by.values_mut() {
+            s.sort_by_key(|x| x.0);
+        }
+        SeriesSet { by }
+    }
+
+    /// One series (empty if absent).
+    pub fn get(&self, gpu: &str, instrument: &str) -> &[(i64, f64)] {
+        self.by.get(&(gpu.to_string(), instrument.to_string())).map(Vec::as_slice).unwrap_or(&[])
+    }
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    Some(v[v.len() / 2])
+}
+
+fn quantile(v: &mut [f64], q: f64) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    Some(v[((v.len() - 1) as f64 * q).round() as usize])
+}
+
+/// Readings where the value changed, at the first read that showed it.
+fn changes(s: &[(i64, f64)]) -> Vec<(i64, f64)> {
+    s.windows(2).filter(|w| w[1].1 != w[0].1).map(|w| w[1]).collect()
+}
+
+fn update_period_ms(s: &[(i64, f64)], timestamped: bool) -> Option<f64> {
+    let pts = if timestamped { s.to_vec() } else { changes(s) };
+    median(pts.windows(2).map(|w| (w[1].0 - w[0].0) as f64 / 1e6).filter(|d| *d > 0.0).collect())
+}
+
+fn edges_of<'a>(edges: &'a [EdgeRow], rung: u32, gpu: &'a str, kind: &'a str) -> impl Iterator<Item = &'a EdgeRow> + 'a {
+    edges.iter().filter(move |e| e.rung_id == rung && e.gpu == gpu && e.kind == kind)
+}
+
+/// Normalised falling-step points (ms after each fall, 1 = on, 0 = off).
+fn step_points(s: &[(i64, f64)], falls: &[i64], half_period_ms: f64) -> (Vec<(f64, f64)>, Vec<f64>) {
+    let mut pts = Vec::new();
+    let mut heights = Vec::new();
+    let h = half_period_ms;
+    for &f in falls {
+        let at = |a: f64, b: f64| -> Vec<f64> { s.iter().filter(|(t, _)| { let d = (*t - f) as f64 / 1e6; d >= a && d < b }).map(|x| x.1).collect() };
+        let (Some(on), Some(off)) = (median(at(-0.45 * h, -0.1 * h)), median(at(0.6 * h, 0.95 * h))) else { continue };
+        if (on - off).abs() < 1.0 {
+            continue;
+        }
+        heights.push(on - off);
+        for (t, v) in s.iter().filter(|(t, _)| { let d = (*t - f) as f64 / 1e6; d >= -0.2 * h && d < 0.95 * h }) {
+            pts.push(((*t - f) as f64 / 1e6, (v - off) / (on - off)));
+        }
+    }
+    (pts, heights)
+}
+
+/// p2p of a boxcar-W average of a 50 % square wave of period P, over the step.
+fn boxcar_ratio(w: f64, p: f64) -> f64 {
+    if w <= 0.0 {
+        return 1.0;
+    }
+    let r = w.rem_euclid(p);
+    (r.min(p - r) / w).min(1.0)
+}
+
+fn calibration_rungs(run: &Run) -> Vec<&RungWindow> {
+    run.rungs.iter().filter(|r| r.info.phase == CALIBRATION_PHASE).collect()
+}
+
+/// Derives the sensor model from the run's calibration rungs (None without them).
+pub fn calibrate(run: &Run, series: &SeriesSet, edges: &[EdgeRow]) -> Option<SensorModel> {
+    let cal = calibration_rungs(run);
+    // The step rungs are the long ones: the shortest for the fast paths,
+    // the longest for the 1 s average.
+    let mut steps: Vec<&RungWindow> = cal.iter().copied().filter(|r| r.info.period_ms.is_some_and(|p| p >= 500.0)).collect();
+    steps.sort_by(|a, b| a.info.period_ms.unwrap_or(0.0).total_cmp(&b.info.period_ms.unwrap_or(0.0)));
+    let (fast, slow) = (*steps.first()?, steps.last().copied());
+    let mut gpus = Vec::new();
+    for g in &run.manifest.backend.gpus {
+        let key = g.key.as_str();
+        let mut paths = Vec::new();
+        let mut probes = Vec::new();
+        let mut board_tau = None;
+        for (inst, timestamped) in [("buffered_w", true), ("instant_w", false), ("average_w", false), ("energy_mj", false)] {
+            let s = series.get(key, inst);
+            if s.len() < 10 {
+                continue;
+            }
+            let update = update_period_ms(s, timestamped);
+            let read = median(s.windows(2).map(|w| (w[1].0 - w[0].0) as f64 / 1e6).collect());
+            let mut m = PathModel { instrument: inst.into(), update_period_ms: update, window_ms: None, latency_ms: None, board_fall_tau_ms: None, fit_rms: None, edges_used: 0, read_period_ms: read };
+            if inst != "energy_mj" {
+                let rung = if inst == "average_w" { slow.unwrap_or(fast) } else { fast };
+                let half = rung.info.period_ms.unwrap_or(1000.0) / 2.0;
+                let falls: Vec<i64> = edges_of(edges, rung.info.id, key, "fall").map(|e| e.achieved_ns).collect();
+                // A held field is fitted on its updates only (the first read of
+                // each new value), which removes the hold from the model.
+                let updates;
+                let fit_on: &[(i64, f64)] = if timestamped {
+                    s
+                } else {
+                    updates = changes(s);
+                    &updates
+                };
+                let (pts, heights) = step_points(fit_on, &falls, half);
+                if pts.len() >= 20 {
+                    let f = if timestamped {
+                        fit::fit_timestamped(&pts, 0.4 * half)
+                    } else {
+                        fit::fit_updates(&pts, board_tau.unwrap_or(0.0), 0.9 * half, update.unwrap_or(100.0).max(20.0))
+                    };
+                    m.window_ms = Some(f.window_ms);
+                    m.latency_ms = Some(f.latency_ms);
+                    m.fit_rms = Some(f.rms);
+                    m.edges_used = heights.len();
+                    if timestamped {
+                        m.board_fall_tau_ms = Some(f.tau_ms);
+                        board_tau = Some(f.tau_ms);
+                    }
+                }
+                // Aliasing probes: observed swing over the step height.
+                if let (Some(height), Some(w)) = (median(heights), m.window_ms) {
+                    for r in cal.iter().filter(|r| r.info.period_ms.is_some_and(|p| p < 200.0)) {
+                        let p = r.info.period_ms.unwrap_or(0.0);
+                        let mut v: Vec<f64> = s.iter().filter(|(t, _)| *t >= r.measure_from_ns && *t < r.end_ns).map(|x| x.1).collect();
+                        if let (Some(lo), Some(hi)) = (quantile(&mut v, 0.01), quantile(&mut v, 0.99)) {
+                            probes.push(Probe { instrument: inst.into(), period_ms: p, observed_ratio: (hi - lo) / height, predicted_ratio: boxcar_ratio(w, p) });
+                        }
+                    }
+                }
+            } else {
+                // A counter's window is its own update period.
+                m.window_ms = update;
+            }
+            paths.push(m);
+        }
+        gpus.push(GpuSensor { gpu: key.into(), paths, probes });
+    }
+    Some(SensorModel { source: "calibrated in this run".into(), gpus })
+}
+
+/// The model this run's numbers are judged by, and where it came from.
+pub fn model_for(dir: &RunDir, run: &Run, series: &SeriesSet, edges: &[EdgeRow]) -> SensorModel {
+    if let Some(m) = calibrate(run, series, edges) {
+        return m;
+    }
+    let given = dir.path.join("sensor.json");
+    if let Some(mut m) = std::fs::read_to_string(&given).ok().and_then(|t| serde_json::from_str::<SensorModel>(&t).ok()) {
+        m.source = format!("sensor.json given to the run ({})", m.source);
+        return m;
+    }
+    SensorModel::nominal(&run.manifest.backend.gpus.iter().map(|g| g.key.clone()).collect::<Vec<_>>())
+}
+
+/// What a path can make of a square wave of `period_ms` and `duty`.
+pub fn raw_verdict(m: &PathModel, period_ms: f64, duty: f64) -> &'static str {
+    let u = m.update_period_ms.unwrap_or(100.0);
+    let w = m.window_ms.unwrap_or(u);
+    if period_ms < 2.0 * u {
+        "aliased"
+    } else if duty.min(1.0 - duty) * period_ms < 2.0 * w {
+        "instrument limit"
+    } else {
+        "resolvable"
+    }
+}
+
+/// One duty rung seen by one path of one GPU.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RungPathRow {
+    /// Rung id.
+    pub rung_id: u32,
+    /// Label.
+    pub rung: String,
+    /// Period, ms.
+    pub period_ms: f64,
+    /// Duty.
+    pub duty: f64,
+    /// In phase or staggered.
+    pub mode: String,
+    /// GPU key.
+    pub gpu: String,
+    /// Path.
+    pub instrument: String,
+    /// resolvable / instrument limit / aliased (the raw readings).
+    pub verdict: String,
+    /// p90 − p10 of the raw readings, W (what a plain summary would call the swing).
+    pub visible_swing_w: Option<f64>,
+    /// Square-wave swing of the folded cycle, W (before the window correction).
+    pub folded_swing_w: Option<f64>,
+    /// The window's gain at this period, sinc(W/P).
+    pub window_gain: Option<f64>,
+    /// Folded swing divided by the window gain, W (None where the window nulls the period).
+    pub reconstructed_swing_w: Option<f64>,
+    /// The simulated true swing by the same method, W (simulated runs only).
+    pub truth_swing_w: Option<f64>,
+    /// Fraction of phase bins with samples.
+    pub phase_coverage: f64,
+    /// Cycles folded.
+    pub cycles: usize,
+    /// Rise 10→90 %, ms, as this path sees it (its window included).
+    pub rise_ms: Option<f64>,
+    /// Fall 90→10 %, ms.
+    pub fall_ms: Option<f64>,
+    /// Overshoot above the settled on level after the rise, W.
+    pub overshoot_w: Option<f64>,
+    /// Overshoot duration, ms.
+    pub overshoot_ms: Option<f64>,
+    /// Rising ramp rate, W/s.
+    pub ramp_w_per_s: Option<f64>,
+}
+
+/// The per-period answer for the node (in-phase duty rungs).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PeriodAnswer {
+    /// Rung label.
+    pub rung: String,
+    /// Period, ms.
+    pub period_ms: f64,
+    /// Node p90 − p10 of the buffered curve, W (what NVML shows).
+    pub visible_swing_w: Option<f64>,
+    /// Sum over GPUs of the reconstructed swing, W.
+    pub reconstructed_swing_w: Option<f64>,
+    /// Which path reconstructed it.
+    pub reconstructed_by: String,
+    /// Sum over GPUs of the simulated true swing, W.
+    pub truth_swing_w: Option<f64>,
+    /// Reconstructed over the longest period's reconstructed swing.
+    pub fraction_of_long_period: Option<f64>,
+    /// board follows / board attenuates / instrument limit / aliased.
+    pub verdict: String,
+}
+
+/// Everything the sensor analysis produced.
+#[derive(Debug, Clone)]
+pub struct SensorReport {
+    /// The model used.
+    pub model: SensorModel,
+    /// Per rung, GPU and path.
+    pub rows: Vec<RungPathRow>,
+    /// Per period, node level.
+    pub answers: Vec<PeriodAnswer>,
+    /// Spectrum of each rung's node curve.
+    pub spectra: Vec<(u32, String, spectrum::Spectrum)>,
+}
+
+fn read_truth(dir: &RunDir, gpu: &str) -> Vec<(i64, f64)> {
+    let p = dir.path.join("sim-truth").join(format!("{gpu}.csv"));
+    let Ok(text) = std::fs::read_to_string(p) else { return Vec::new() };
+    text.lines().skip(1).filter_map(|l| l.split_once(',')).filter_map(|(t, v)| Some((t.parse().ok()?, v.parse().ok()?))).collect()
+}
+
+fn fold_rung(s: &[(i64, f64)], r: &RungWindow, rises: &[i64], shift_ns: i64) -> Folded {
+    let p = (r.info.period_ms.unwrap_or(1000.0) * 1e6) as i64;
+    let bins = ((p as f64 / 1e6).round() as usize).clamp(8, 200);
+    let pts: Vec<(i64, f64)> = s.iter().map(|(t, v)| (t - shift_ns, *v)).filter(|(t, _)| *t >= r.measure_from_ns && *t < r.end_ns).collect();
+    fold(&pts, rises, p, bins)
+}
+
+/// Analyses every duty rung of the run.
+pub fn analyse(dir: &RunDir, run: &Run, power: &DataFrame, curve: &crate::curve::NodeCurve, visible_node_swing: &BTreeMap<u32, Option<f64>>) -> Result<SensorReport, CollateError> {
+    let series = SeriesSet::from_frame(power);
+    let edges = read_edges(&dir.edges())?;
+    let model = model_for(dir, run, &series, &edges);
+    let truths: BTreeMap<String, Vec<(i64, f64)>> = run.manifest.backend.gpus.iter().map(|g| (g.key.clone(), read_truth(dir, &g.key))).collect();
+    let mut rows = Vec::new();
+    for r in run.rungs.iter().filter(|r| r.info.kind == "duty" && r.info.period_ms.is_some()) {
+        let period_ms = r.info.period_ms.unwrap_or(0.0);
+        for (gi, g) in run.manifest.backend.gpus.iter().enumerate() {
+            let mut rises: Vec<i64> = edges_of(&edges, r.info.id, &g.key, "rise").map(|e| e.achieved_ns).collect();
+            if r.offsets_ns.get(gi).copied().unwrap_or(0) == 0 {
+                rises.extend(edges_of(&edges, r.info.id, &g.key, "start").map(|e| e.achieved_ns));
+            }
+            rises.sort_unstable();
+            let truth = truths.get(&g.key).filter(|t| !t.is_empty()).map(|t| fold_rung(t, r, &rises, 0)).and_then(|f| f.square_swing(r.info.duty).map(|s| s / sinc(1.0 / period_ms)));
+            for inst in ["buffered_w", "instant_w"] {
+                let Some(m) = model.path(&g.key, inst) else { continue };
+                let raw = series.get(&g.key, inst);
+                let shift = (m.latency_ms.unwrap_or(0.0) * 1e6) as i64;
+                // Held fields: only the first read of each new value is a sample of the sensor.
+                let samples: Vec<(i64, f64)> = if inst == "buffered_w" { raw.to_vec() } else { changes(raw) };
+                let f = fold_rung(&samples, r, &rises, shift);
+                let mut vis: Vec<f64> = raw.iter().filter(|(t, _)| *t >= r.measure_from_ns && *t < r.end_ns).map(|x| x.1).collect();
+                let visible = quantile(&mut vis.clone(), 0.9).zip(quantile(&mut vis, 0.1)).map(|(a, b)| a - b);
+                let w = m.window_ms.or(m.update_period_ms).unwrap_or(0.0);
+                let gain = sinc(w / period_ms);
+                let folded = f.usable().then(|| f.square_swing(r.info.duty)).flatten();
+                let reconstructed = folded.filter(|_| gain.abs() >= 0.3).map(|s| s / gain.abs());
+                let sh = f.usable().then(|| shape(&f, r.info.duty)).flatten();
+                rows.push(RungPathRow {
+                    rung_id: r.info.id,
+                    rung: r.info.label.clone(),
+                    period_ms,
+                    duty: r.info.duty,
+                    mode: r.info.mode.clone(),
+                    gpu: g.key.clone(),
+                    instrument: inst.into(),
+                    verdict: raw_verdict(m, period_ms, r.info.duty).into(),
+                    visible_swing_w: visible,
+                    folded_swing_w: folded,
+                    window_gain: Some(gain),
+                    reconstructed_swing_w: reconstructed,
+                    truth_swing_w: truth,
+                    phase_coverage: f.coverage(),
+                    cycles: f.cycles,
+                    rise_ms: sh.map(|s| s.rise_ms),
+                    fall_ms: sh.map(|s| s.fall_ms),
+                    overshoot_w: sh.map(|s| s.overshoot_w),
+                    overshoot_ms: sh.map(|s| s.overshoot_ms),
+                    ramp_w_per_s: sh.map(|s| s.ramp_w_per_s).filter(|v| v.is_finite()),
+                });
+            }
+        }
+    }
+    let answers = answers(run, &rows, visible_node_swing);
+    let spectra = spectra(run, curve);
+    Ok(SensorReport { model, rows, answers, spectra })
+}
+
+fn answers(run: &Run, rows: &[RungPathRow], visible: &BTreeMap<u32, Option<f64>>) -> Vec<PeriodAnswer> {
+    let n_gpus = run.manifest.backend.gpus.len();
+    let mut out: Vec<PeriodAnswer> = Vec::new();
+    for r in run.rungs.iter().filter(|r| r.info.kind == "duty" && r.info.mode == "in_phase" && r.info.phase != CALIBRATION_PHASE) {
+        let mine: Vec<&RungPathRow> = rows.iter().filter(|x| x.rung_id == r.info.id).collect();
+        // Prefer the buffered path; the instant field where the buffered window nulls the period.
+        let mut pick = None;
+        for inst in ["buffered_w", "instant_w"] {
+            let per: Vec<&&RungPathRow> = mine.iter().filter(|x| x.instrument == inst).collect();
+            if per.len() == n_gpus && per.iter().all(|x| x.reconstructed_swing_w.is_some()) {
+                pick = Some((inst, per.iter().filter_map(|x| x.reconstructed_swing_w).sum::<f64>()));
+                break;
+            }
+        }
+        let truth: Vec<f64> = mine.iter().filter(|x| x.instrument == "buffered_w").filter_map(|x| x.truth_swing_w).collect();
+        let raw = mine.iter().find(|x| x.instrument == "buffered_w").map(|x| x.verdict.clone()).unwrap_or_else(|| "aliased".into());
+        out.push(PeriodAnswer {
+            rung: r.info.label.clone(),
+            period_ms: r.info.period_ms.unwrap_or(0.0),
+            visible_swing_w: visible.get(&r.info.id).copied().flatten(),
+            reconstructed_swing_w: pick.map(|p| p.1),
+            reconstructed_by: pick.map(|p| p.0.to_string()).unwrap_or_else(|| "none".into()),
+            truth_swing_w: (truth.len() == n_gpus).then(|| truth.iter().sum()),
+            fraction_of_long_period: None,
+            verdict: if pick.is_some() { String::new() } else if raw == "aliased" { "aliased".into() } else { "instrument limit".into() },
+        });
+    }
+    // Judge each against the longest period of the same phase.
+    let reference: BTreeMap<String, f64> = {
+        let mut m: BTreeMap<String, (f64, f64)> = BTreeMap::new();
+        for (a, r) in out.iter().zip(run.rungs.iter().filter(|r| r.info.kind == "duty" && r.info.mode == "in_phase" && r.info.phase != CALIBRATION_PHASE)) {
+            if let Some(rec) = a.reconstructed_swing_w {
+                let e = m.entry(r.info.phase.clone()).or_insert((0.0, 0.0));
+                if a.period_ms > e.0 {
+                    *e = (a.period_ms, rec);
+                }
+            }
+        }
+        m.into_iter().map(|(k, v)| (k, v.1)).collect()
+    };
+    let phases: Vec<String> = run.rungs.iter().filter(|r| r.info.kind == "duty" && r.info.mode == "in_phase" && r.info.phase != CALIBRATION_PHASE).map(|r| r.info.phase.clone()).collect();
+    for (a, phase) in out.iter_mut().zip(phases) {
+        if let (Some(rec), Some(refw)) = (a.reconstructed_swing_w, reference.get(&phase)) {
+            let frac = rec / refw;
+            a.fraction_of_long_period = Some(frac);
+            a.verdict = if frac >= 0.8 { "board follows".into() } else { format!("board attenuates ({:.0} % of the long-period swing)", 100.0 * frac) };
+        }
+    }
+    out
+}
+
+fn spectra(run: &Run, curve: &crate::curve::NodeCurve) -> Vec<(u32, String, spectrum::Spectrum)> {
+    let t = i64_column(&curve.df, "t_ns");
+    let b = f64_column(&curve.df, "node_buffered_w");
+    let step_s = run.grid_ns as f64 / 1e9;
+    let mut out = Vec::new();
+    for r in &run.rungs {
+        let lo = t.partition_point(|x| *x < r.measure_from_ns);
+        let hi = t.partition_point(|x| *x < r.end_ns);
+        if hi <= lo || b.len() < hi {
+            continue;
+        }
+        let v: Vec<f64> = b[lo..hi].iter().flatten().copied().collect();
+        if let Some(s) = spectrum::spectrum(&v, step_s) {
+            out.push((r.info.id, r.info.label.clone(), s));
+        }
+    }
+    out
+}
+
+/// Writes `sensor.json`, `sensor_rungs.csv`, `sensor_periods.csv` and `spectrum.csv` under `report/`.
+pub fn write_sensor(s: &SensorReport, report_dir: &Path) -> Result<Vec<PathBuf>, CollateError> {
+    let json = report_dir.join("sensor.json");
+    std::fs::write(&json, serde_json::to_string_pretty(&s.model).unwrap_or_default() + "\n").map_err(|e| CollateError::io(&json, e))?;
+    let mut files = vec![json];
+    if !s.rows.is_empty() {
+        let p = report_dir.join("sensor_rungs.csv");
+        crate::summary::write_csv(&s.rows, &p)?;
+        files.push(p);
+    }
+    if !s.answers.is_empty() {
+        let p = report_dir.join("sensor_periods.csv");
+        crate::summary::write_csv(&s.answers, &p)?;
+        files.push(p);
+    }
+    #[derive(Serialize)]
+    struct Row<'a> {
+        rung_id: u32,
+        rung: &'a str,
+        #[serde(flatten)]
+        s: spectrum::Spectrum,
+    }
+    let rows: Vec<Row<'_>> = s.spectra.iter().map(|(id, l, sp)| Row { rung_id: *id, rung: l, s: *sp }).collect();
+    if !rows.is_empty() {
+        let p = report_dir.join("spectrum.csv");
+        let mut w = csv::Writer::from_path(&p).map_err(|e| CollateError::io(&p, std::io::Error::other(e)))?;
+        for r in &rows {
+            w.write_record([r.rung_id.to_string(), r.rung.to_string(), format!("{:.4}", r.s.dominant_hz), format!("{:.4}", r.s.share_0_1_to_2_hz), format!("{:.4}", r.s.share_2_to_20_hz), format!("{:.1}", r.s.nyquist_hz)]).map_err(|e| CollateError::io(&p, std::io::Error::other(e)))?;
+        }
+        w.flush().map_err(|e| CollateError::io(&p, e))?;
+        files.push(p);
+    }
+    Ok(files)
+}
