@@ -11,7 +11,7 @@ if [ -f "${1:-.device/powerlab.gz}" ]; then gunzip -c "${1:-.device/powerlab.gz}
 chmod +x "$BIN"
 R=/tmp/powerlab-results; rm -rf "$R"; mkdir -p "$R"
 say() { echo "=== $*" | tee -a "$OUT/summary.txt"; }
-STEPS=${STEPS:-"preflight virus torch sweep sigint cpu nccl"}
+STEPS=${STEPS:-"preflight virus torch sweep sigint cpu nccl sensor"}
 want() { case " $STEPS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 
 say "sanity"
@@ -118,6 +118,26 @@ sed -n '/^## NCCL collectives/,/^## Faults/p' "$dn/report/report.md" | grep -E "
 cp "$dn/report/nccl.csv" "$OUT/nccl.csv" 2>/dev/null
 say "PyTorch all_reduce reference (same GPUs, NCCL backend)"
 timeout 240 python3 scripts/torch_allreduce_ref.py 1073741824 4294967296 2>&1 | grep -v Warning | tail -4 | tee -a "$OUT/summary.txt"
+fi
+if want sensor; then
+say "sensor truth: calibration, then 2 s / 500 / 100 / 20 / 5 ms in phase"
+"$BIN" run campaigns/device-sensor.toml $ALLOW --results "$R/sensor" > "$OUT/sensor.log" 2>&1
+echo "exit $?" | tee -a "$OUT/summary.txt"
+dsn=$(ls -d "$R/sensor"/*/ | head -1)
+python3 - "$dsn/sensor.json" <<'PY' | tee -a "$OUT/summary.txt"
+import json, sys
+m = json.load(open(sys.argv[1]))
+print("sensor model:", m["source"])
+for g in m["gpus"]:
+    for p in g["paths"]:
+        f = lambda v: "-" if v is None else f"{v:.1f}"
+        print(f'{g["gpu"]} {p["instrument"]:<11} update {f(p["update_period_ms"])} ms window {f(p["window_ms"])} ms latency {f(p["latency_ms"])} ms rms {f(p["fit_rms"] and 100 * p["fit_rms"])} % edges {p["edges_used"]} read {f(p["read_period_ms"])} ms')
+    for q in g["probes"]:
+        print(f'  probe {q["instrument"]} {q["period_ms"]} ms observed {q["observed_ratio"]:.2f} predicted {q["predicted_ratio"]:.2f}')
+PY
+cat "$dsn/report/sensor_periods.csv" | tee -a "$OUT/summary.txt"
+grep -E "sweep/" "$dsn/report/sensor_rungs.csv" | cut -d, -f2,6-16 | tee -a "$OUT/summary.txt"
+cp "$dsn/sensor.json" "$OUT/sensor.json"
 fi
 if want cpu; then
 say "sampler cost: observe 30 s (the runner's cadence), no load"

@@ -25,6 +25,9 @@ pub enum Command {
     Collate(CollateArgs),
     /// Show live per-GPU and node power (NVML) without running any load.
     Observe(ObserveArgs),
+    /// Measure every NVML power path of every GPU (update period, window,
+    /// latency) and write sensor.json; takes the options of `run`.
+    Calibrate(CalibrateArgs),
     /// Prove the machine is the machine: read-only health checks, bottom-up.
     Preflight(PreflightArgs),
     /// Show what changed between two health files (idle vs under load).
@@ -119,9 +122,22 @@ pub struct RunArgs {
     /// Write the simulated true waveform (1 ms) into the run directory as sim-truth/<gpu>.csv.
     #[arg(long)]
     pub sim_truth: bool,
+    /// A sensor.json from `powerlab calibrate` on this node: copied into the
+    /// run directory and used to judge what each rung's instruments can see
+    /// (a campaign with `calibrate = true` calibrates itself instead).
+    #[arg(long)]
+    pub sensor: Option<PathBuf>,
     /// Anchor virtual time at this Unix-epoch ns (reproducible runs; tests).
     #[arg(long, hide = true)]
     pub sim_epoch_ns: Option<i64>,
+}
+
+/// `calibrate`.
+#[derive(Args, Debug)]
+pub struct CalibrateArgs {
+    /// Options passed to `run` (e.g. --backend sim --sim-gpus 2, --results DIR).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub run_args: Vec<String>,
 }
 
 /// `collate`.

@@ -157,9 +157,15 @@ async fn execute(a: &RunArgs, campaign: &Campaign, plan: &Plan, node: NodeHandle
     spawn_signal_handlers(abort_tx.clone());
     let mut opts = RunOptions::new(a.results.clone(), tool_info());
     opts.allow_unhealthy = a.allow_unhealthy;
-    if a.backend == BackendKind::Cuda {
-        opts.lock_path = Some(powerlab_runner::lock::default_lock_path());
-    }
+    // One campaign at a time per node: the real node's lock is host-wide;
+    // a simulated node is the results directory it writes into.
+    opts.lock_path = Some(match a.backend {
+        BackendKind::Cuda => powerlab_runner::lock::default_lock_path(),
+        BackendKind::Sim => {
+            std::fs::create_dir_all(&a.results).map_err(|e| anyhow!("cannot create the results directory {}: {e}", a.results.display()))?;
+            a.results.join(".sim-node.lock")
+        }
+    });
     if let Some(h) = &health {
         opts.health = Some((serde_json::to_value(h)?, powerlab_health::report::markdown(h)));
     }
@@ -200,7 +206,29 @@ fn finish(a: &RunArgs, outcome: Result<RunResult, i32>) -> Result<i32> {
         Ok(r) => r,
         Err(code) => return Ok(code),
     };
+    if let Some(s) = &a.sensor {
+        let to = result.run_dir.join("sensor.json");
+        if let Err(e) = std::fs::copy(s, &to) {
+            eprintln!("error: copying --sensor {} into the run directory failed: {e}", s.display());
+        }
+    }
     let collated = if a.no_collate { None } else { Some(powerlab_collate::collate(&result.run_dir)) };
+    if let Some(Ok(out)) = &collated {
+        // A run that calibrated itself keeps its sensor model beside its raw data.
+        if out.sensor.model.source == "calibrated in this run" {
+            let to = result.run_dir.join("sensor.json");
+            let _ = std::fs::write(&to, serde_json::to_string_pretty(&out.sensor.model).unwrap_or_default() + "\n");
+            if !a.json {
+                println!("sensor model: {}", to.display());
+                for g in &out.sensor.model.gpus {
+                    for p in &g.paths {
+                        let f = |v: Option<f64>| v.map(|v| format!("{v:.1}")).unwrap_or_else(|| "–".into());
+                        println!("  {} {:<11} update {:>7} ms  window {:>7} ms  latency {:>6} ms", g.gpu, p.instrument, f(p.update_period_ms), f(p.window_ms), f(p.latency_ms));
+                    }
+                }
+            }
+        }
+    }
     match &collated {
         Some(Ok(out)) if !a.json => crate::ui::print_summary(&out.rungs),
         Some(Err(e)) => eprintln!("error: collating {} failed: {e}", result.run_dir.display()),

@@ -47,6 +47,26 @@ fn reexec_for_nccl() {
     eprintln!("warning: could not re-execute with the libnccl.so link in {}: {err}", dir.display());
 }
 
+/// `calibrate`: the built-in calibration campaign through `run`.
+fn calibrate(a: &cli::CalibrateArgs) -> anyhow::Result<i32> {
+    let file = std::env::temp_dir().join(format!("powerlab-calibrate-{}.toml", std::process::id()));
+    std::fs::write(&file, include_str!("../../../campaigns/calibrate.toml"))?;
+    let mut argv = vec!["powerlab".to_string(), "run".into(), file.display().to_string()];
+    argv.extend(a.run_args.iter().cloned());
+    match cli::Cli::try_parse_from(&argv) {
+        Ok(cli::Cli { command: cli::Command::Run(r) }) => {
+            let code = cmd_run::run(&r);
+            let _ = std::fs::remove_file(&file);
+            code
+        }
+        Ok(_) => Ok(exit::ERROR),
+        Err(e) => {
+            eprintln!("{e}");
+            Ok(2)
+        }
+    }
+}
+
 fn main() {
     let args = cli::Cli::parse();
     let filter = tracing_subscriber::EnvFilter::try_from_env("POWERLAB_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
@@ -65,6 +85,7 @@ fn main() {
         cli::Command::Run(a) => cmd_run::run(&a),
         cli::Command::Collate(a) => cmd_collate::collate(&a),
         cli::Command::Observe(a) => cmd_observe::observe(&a),
+        cli::Command::Calibrate(a) => calibrate(&a),
         cli::Command::Preflight(a) => cmd_preflight::preflight(&a),
         cli::Command::HealthDiff(a) => cmd_preflight::health_diff(&a),
     };

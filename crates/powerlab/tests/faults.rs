@@ -146,3 +146,53 @@ fn kill_9_keeps_raw_samples_up_to_the_last_flush_and_they_collate() {
     let report = collates(&dir);
     assert!(report.lines().next().unwrap().contains("RUN DID NOT FINISH"), "{report}");
 }
+
+#[test]
+fn a_second_run_on_the_same_node_is_refused_naming_the_holder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut first = spawn_realtime(&campaign(DUTY), tmp.path());
+    std::thread::sleep(Duration::from_millis(1500));
+    let file = tmp.path().join("second.toml");
+    std::fs::write(&file, campaign(DUTY)).unwrap();
+    let second = powerlab()
+        .args(["run", file.to_str().unwrap(), "--backend", "sim", "--sim-gpus", "2", "--results", tmp.path().join("runs").to_str().unwrap()])
+        .output()
+        .unwrap();
+    signal(&first, "-INT");
+    let _ = first.wait();
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert_ne!(second.status.code(), Some(0), "{err}");
+    assert!(err.contains("held by pid") && err.contains("campaign `t`"), "names the holder: {err}");
+    // The refused run created no run directory of its own.
+    assert_eq!(run_dirs(&tmp.path().join("runs")).len(), 1);
+}
+
+#[test]
+fn a_disk_that_fills_mid_run_stops_the_load_and_keeps_what_was_written() {
+    // The file-size limit makes every write past 20 KiB fail (EFBIG) the
+    // way a full disk fails them (ENOSPC); SIGXFSZ is ignored so the write
+    // error reaches the sampler instead of killing the process.
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("c.toml");
+    std::fs::write(&file, campaign(DUTY)).unwrap();
+    let runs = tmp.path().join("runs");
+    let cmd = format!(
+        "trap '' XFSZ; ulimit -f 40; exec '{}' run '{}' --backend sim --sim-gpus 2 --results '{}' --sim-epoch-ns {EPOCH}",
+        env!("CARGO_BIN_EXE_powerlab"),
+        file.display(),
+        runs.display()
+    );
+    let out = Command::new("sh").args(["-c", &cmd]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    let dir = run_dirs(&runs).pop().unwrap();
+    let m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(m["status"]["state"], "failed");
+    let reason = m["status"]["reason"].as_str().unwrap();
+    assert!(reason.contains("writing raw samples failed") && reason.contains("load is stopped"), "{reason}");
+    // The rows written before the disk filled are intact and collate.
+    let raw = std::fs::read_to_string(dir.join("raw/gpu0.csv")).unwrap();
+    assert!(raw.lines().count() > 300, "rows before the failure are kept");
+    let report = collates(&dir);
+    assert!(report.lines().next().unwrap().contains("RUN FAILED"), "{report}");
+}

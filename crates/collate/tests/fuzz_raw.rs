@@ -1,0 +1,124 @@
+//! Fuzzing the readers of a run directory (raw samples, edges, collectives):
+//! arbitrary bytes and mutated valid rows. `collate` may refuse a file but
+//! must never panic, and a refusal names the file. Runs for
+//! `POWERLAB_FUZZ_SECS` seconds (default 3; `scripts/fuzz.sh` runs 600).
+
+use powerlab_core::hw::{BackendInfo, Capability, GpuIdentity};
+use powerlab_rundir::{EventLog, Manifest, RunDir, RunEvent, RunStatus, RungInfo, ToolInfo, FORMAT_VERSION};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestRunner};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+const T0: i64 = 1_795_997_027_000_000_000;
+
+fn budget() -> Duration {
+    Duration::from_secs(std::env::var("POWERLAB_FUZZ_SECS").ok().and_then(|v| v.parse().ok()).unwrap_or(3))
+}
+
+/// A run directory with a manifest and one duty rung, and no raw files yet.
+fn skeleton(root: &Path) -> PathBuf {
+    let dir = RunDir::create(root, "fuzz", "node", T0).unwrap();
+    let m = Manifest {
+        format_version: FORMAT_VERSION,
+        tool: ToolInfo { name: "t".into(), version: "0".into(), git_rev: "x".into() },
+        campaign: "fuzz".into(),
+        campaign_resolved: serde_json::json!({"sampling": {"grid_ms": 10.0, "poll_interval_ms": 20.0}}),
+        plan: serde_json::json!({}),
+        backend: BackendInfo {
+            backend: "test".into(),
+            node_id: "node".into(),
+            host: "node".into(),
+            gpus: vec![GpuIdentity { key: "gpu0".into(), uuid: "GPU-0".into(), name: "t".into(), nvml_index: 0, power_limit_w: 700.0 }],
+            driver: "t".into(),
+            nccl: Capability::Present("x".into()),
+        },
+        clock: "t".into(),
+        started_ns: T0,
+        ended_ns: Some(T0 + 2_000_000_000),
+        started_utc: "t".into(),
+        status: RunStatus::Complete,
+        allow_unhealthy: false,
+        command: vec![],
+    };
+    m.write(&dir.manifest()).unwrap();
+    let mut ev = EventLog::create(&dir.events()).unwrap();
+    let rung = RungInfo { id: 0, label: "d".into(), phase: "d".into(), kind: "duty".into(), mode: "in_phase".into(), period_ms: Some(100.0), duty: 0.5, repeat: 1, repeats: 1 };
+    ev.append(&RunEvent::RungStarted { ts_ns: T0, rung, epoch_ns: T0, measure_from_ns: T0, end_ns: T0 + 1_000_000_000, offsets_ns: vec![0], gpus: vec!["gpu0".into()] }).unwrap();
+    std::fs::create_dir_all(dir.raw_dir()).unwrap();
+    dir.path
+}
+
+const INSTRUMENTS: &[&str] = &["buffered_w", "instant_w", "average_w", "energy_mj", "gpu_temp_c", "clock_events", "", "BUFFERED_W", "buffered_w,extra"];
+const NUMBERS: &[&str] = &["0", "-1", "1e308", "-1e308", "NaN", "inf", "", "700.5", "9223372036854775807", "-9223372036854775808", "1.7976931348623157e309", "0x10", "1_000", " 5"];
+
+fn raw_row() -> impl Strategy<Value = String> {
+    (0i64..2_000, 0..INSTRUMENTS.len(), 0..NUMBERS.len(), 0u8..6, "[a-z0-9,\"\\n]{0,6}").prop_map(|(ms, i, v, shape, junk)| {
+        let ts = T0 + ms * 1_000_000;
+        match shape {
+            0 => format!("{ts},node,gpu0,{},{}", INSTRUMENTS[i], NUMBERS[v]),
+            1 => format!("{},node,gpu0,buffered_w,{}", NUMBERS[v], 100 + ms % 600),
+            2 => format!("{ts},node,gpu{},buffered_w,{}", ms % 3, 100 + ms % 600),
+            3 => format!("{ts},node,gpu0,buffered_w,{}{junk}", 100 + ms % 600),
+            4 => format!("{ts},node,gpu0,buffered_w"),
+            _ => format!("{ts},node,gpu0,buffered_w,{}", 100 + ms % 600),
+        }
+    })
+}
+
+fn raw_file() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        proptest::collection::vec(any::<u8>(), 0..400),
+        (proptest::collection::vec(raw_row(), 0..200), any::<bool>(), any::<bool>()).prop_map(|(rows, header, newline)| {
+            let mut s = if header { String::from("ts_ns,node,gpu,instrument,value\n") } else { String::new() };
+            s.push_str(&rows.join("\n"));
+            if newline {
+                s.push('\n');
+            }
+            s.into_bytes()
+        }),
+    ]
+}
+
+fn check(root: &Path, raw: &[u8], edges: &[u8], collectives: &[u8]) -> Result<(), TestCaseError> {
+    let dir = skeleton(root);
+    std::fs::write(dir.join("raw/gpu0.csv"), raw).unwrap();
+    std::fs::write(dir.join("edges.csv"), edges).unwrap();
+    std::fs::write(dir.join("collectives.csv"), collectives).unwrap();
+    match powerlab_collate::collate(&dir) {
+        Ok(_) => {}
+        Err(e) => {
+            let msg = e.to_string();
+            prop_assert!(msg.contains(".csv") || msg.contains("raw") || msg.contains("edges") || msg.contains("collectives"), "refusal names no file: {msg}");
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+    Ok(())
+}
+
+#[test]
+fn run_directory_readers_never_panic_on_arbitrary_files() {
+    let root = tempfile::tempdir().unwrap();
+    let edges_file = prop_oneof![
+        proptest::collection::vec(any::<u8>(), 0..200),
+        proptest::collection::vec((0u32..3, 0i64..1_000, "(start|rise|fall|x)"), 0..30).prop_map(|rows| {
+            let mut s = String::from("rung_id,gpu,index,kind,intended_ns,achieved_ns\n");
+            for (i, (r, ms, k)) in rows.iter().enumerate() {
+                s.push_str(&format!("{r},gpu0,{i},{k},{},{}\n", T0 + ms * 1_000_000, T0 + ms * 1_000_000 + 3_000));
+            }
+            s.into_bytes()
+        }),
+    ];
+    let coll_file = proptest::collection::vec(any::<u8>(), 0..120);
+    let strategy = (raw_file(), edges_file, coll_file);
+    let deadline = Instant::now() + budget();
+    let mut runner = TestRunner::new(Config { cases: 32, failure_persistence: None, ..Config::default() });
+    let mut cases = 0u64;
+    while Instant::now() < deadline {
+        if let Err(e) = runner.run(&strategy, |(raw, edges, coll)| check(root.path(), &raw, &edges, &coll)) {
+            panic!("{e}");
+        }
+        cases += 32;
+    }
+    eprintln!("run-directory readers: {cases} cases");
+}
