@@ -262,7 +262,7 @@ pub const CALIBRATION_PHASE: &str = "calibration";
 
 /// The instrument calibration: square waves (duty 0.5, GPUs evenly
 /// staggered so the node's total barely moves) at
-/// - ~1 s and ~4 s periods (prime to the 20 ms and 100 ms update clocks):
+/// - 613 ms and 4013 ms periods (prime to the 20 ms and 100 ms update clocks):
 ///   step responses of every power path, folded on the recorded edges, for
 ///   windows and latencies;
 /// - 1/2, 2/3, 4/5, 6/5 and 4/3 of the ~20 ms buffered-sample period and of
@@ -285,7 +285,10 @@ pub fn calibration_phases() -> Vec<Phase> {
     };
     let ratios: [f64; 5] = [0.5, 2.0 / 3.0, 0.8, 1.2, 4.0 / 3.0];
     let probes: Vec<f64> = [20.0f64, 100.0].iter().flat_map(|u| ratios.iter().map(move |r| (u * r * 1000.0).round() / 1000.0)).collect();
-    // 1013 and 4013 ms: no common divisor with 20 or 100 ms, so successive
-    // edges land at new phases of the sensors' update clocks.
-    vec![phase(vec![1013.0], 20.0), phase(vec![4013.0], 12.0), phase(probes, 4.0)]
+    // 613 and 4013 ms: no common divisor with 20 or 100 ms, so successive
+    // edges land at new phases of the sensors' update clocks. ~49 falls at
+    // 613 ms pin the fast paths' windows (a held field shows an
+    // intermediate value on only a window/update fraction of its falls),
+    // with 300 ms on: long enough for the rise's overshoot to settle.
+    vec![phase(vec![613.0], 30.0), phase(vec![4013.0], 12.0), phase(probes, 4.0)]
 }

@@ -174,13 +174,14 @@ fn edges_of<'a>(edges: &'a [EdgeRow], rung: u32, gpu: &'a str, kind: &'a str) ->
     edges.iter().filter(move |e| e.rung_id == rung && e.gpu == gpu && e.kind == kind)
 }
 
-/// Normalised falling-step points (ms after each fall, 1 = on, 0 = off).
-fn step_points(s: &[(i64, f64)], falls: &[i64], half_period_ms: f64) -> (Vec<(f64, f64)>, Vec<f64>) {
+/// Normalised falling-step points (ms after each fall, 1 = on, 0 = off) of
+/// `s`, with the on and off levels taken from `levels` (every read).
+fn step_points(s: &[(i64, f64)], levels: &[(i64, f64)], falls: &[i64], half_period_ms: f64) -> (Vec<(f64, f64)>, Vec<f64>) {
     let mut pts = Vec::new();
     let mut heights = Vec::new();
     let h = half_period_ms;
     for &f in falls {
-        let at = |a: f64, b: f64| -> Vec<f64> { s.iter().filter(|(t, _)| { let d = (*t - f) as f64 / 1e6; d >= a && d < b }).map(|x| x.1).collect() };
+        let at = |a: f64, b: f64| -> Vec<f64> { levels.iter().filter(|(t, _)| { let d = (*t - f) as f64 / 1e6; d >= a && d < b }).map(|x| x.1).collect() };
         let (Some(on), Some(off)) = (median(at(-0.45 * h, -0.1 * h)), median(at(0.6 * h, 0.95 * h))) else { continue };
         if (on - off).abs() < 1.0 {
             continue;
@@ -211,7 +212,7 @@ pub fn calibrate(run: &Run, series: &SeriesSet, edges: &[EdgeRow]) -> Option<Sen
     let cal = calibration_rungs(run);
     // The step rungs are the long ones: the shortest for the fast paths,
     // the longest for the 1 s average.
-    let mut steps: Vec<&RungWindow> = cal.iter().copied().filter(|r| r.info.period_ms.is_some_and(|p| p >= 500.0)).collect();
+    let mut steps: Vec<&RungWindow> = cal.iter().copied().filter(|r| r.info.period_ms.is_some_and(|p| p >= 300.0)).collect();
     steps.sort_by(|a, b| a.info.period_ms.unwrap_or(0.0).total_cmp(&b.info.period_ms.unwrap_or(0.0)));
     let (fast, slow) = (*steps.first()?, steps.last().copied());
     let mut gpus = Vec::new();
@@ -225,8 +226,10 @@ pub fn calibrate(run: &Run, series: &SeriesSet, edges: &[EdgeRow]) -> Option<Sen
             if s.len() < 10 {
                 continue;
             }
-            let update = update_period_ms(s, timestamped);
             let read = median(s.windows(2).map(|w| (w[1].0 - w[0].0) as f64 / 1e6).collect());
+            // A held path whose every read shows a new value updates at
+            // least as often as it was read: its period is not measured.
+            let update = update_period_ms(s, timestamped).filter(|u| timestamped || read.is_none_or(|r| *u > 1.5 * r));
             let mut m = PathModel { instrument: inst.into(), update_period_ms: update, window_ms: None, latency_ms: None, board_fall_tau_ms: None, fit_rms: None, edges_used: 0, read_period_ms: read };
             if inst != "energy_mj" {
                 let rung = if inst == "average_w" { slow.unwrap_or(fast) } else { fast };
@@ -241,7 +244,7 @@ pub fn calibrate(run: &Run, series: &SeriesSet, edges: &[EdgeRow]) -> Option<Sen
                     updates = changes(s);
                     &updates
                 };
-                let (pts, heights) = step_points(fit_on, &falls, half);
+                let (pts, heights) = step_points(fit_on, s, &falls, half);
                 if pts.len() >= 20 {
                     let f = if timestamped {
                         fit::fit_timestamped(&pts, 0.4 * half)
@@ -268,7 +271,7 @@ pub fn calibrate(run: &Run, series: &SeriesSet, edges: &[EdgeRow]) -> Option<Sen
                     }
                 }
             } else {
-                // A counter's window is its own update period.
+                // A counter's window is its own update period (when measured).
                 m.window_ms = update;
             }
             paths.push(m);
@@ -483,22 +486,13 @@ fn answers(run: &Run, rows: &[RungPathRow], visible: &BTreeMap<u32, Option<f64>>
             verdict: if pick.is_some() { String::new() } else if raw == "aliased" { "aliased".into() } else { "instrument limit".into() },
         });
     }
-    // Judge each against the longest period of the same phase.
-    let reference: BTreeMap<String, f64> = {
-        let mut m: BTreeMap<String, (f64, f64)> = BTreeMap::new();
-        for (a, r) in out.iter().zip(run.rungs.iter().filter(|r| r.info.kind == "duty" && r.info.mode == "in_phase" && r.info.phase != CALIBRATION_PHASE)) {
-            if let Some(rec) = a.reconstructed_swing_w {
-                let e = m.entry(r.info.phase.clone()).or_insert((0.0, 0.0));
-                if a.period_ms > e.0 {
-                    *e = (a.period_ms, rec);
-                }
-            }
-        }
-        m.into_iter().map(|(k, v)| (k, v.1)).collect()
-    };
-    let phases: Vec<String> = run.rungs.iter().filter(|r| r.info.kind == "duty" && r.info.mode == "in_phase" && r.info.phase != CALIBRATION_PHASE).map(|r| r.info.phase.clone()).collect();
-    for (a, phase) in out.iter_mut().zip(phases) {
-        if let (Some(rec), Some(refw)) = (a.reconstructed_swing_w, reference.get(&phase)) {
+    // Judge each against the longest reconstructed period of the run
+    // (mean over its repeats).
+    let longest = out.iter().filter(|a| a.reconstructed_swing_w.is_some()).map(|a| a.period_ms).fold(0.0, f64::max);
+    let refs: Vec<f64> = out.iter().filter(|a| a.period_ms == longest).filter_map(|a| a.reconstructed_swing_w).collect();
+    let reference = (!refs.is_empty()).then(|| refs.iter().sum::<f64>() / refs.len() as f64);
+    for a in out.iter_mut() {
+        if let (Some(rec), Some(refw)) = (a.reconstructed_swing_w, reference.as_ref()) {
             let frac = rec / refw;
             a.fraction_of_long_period = Some(frac);
             a.verdict = if frac >= 0.8 { "board follows".into() } else { format!("board attenuates ({:.0} % of the long-period swing)", 100.0 * frac) };
