@@ -475,6 +475,10 @@ fn answers(run: &Run, rows: &[RungPathRow], visible: &BTreeMap<u32, Option<f64>>
         }
         let truth: Vec<f64> = mine.iter().filter(|x| x.instrument == "buffered_w").filter_map(|x| x.truth_swing_w).collect();
         let raw = mine.iter().find(|x| x.instrument == "buffered_w").map(|x| x.verdict.clone()).unwrap_or_else(|| "aliased".into());
+        // A path whose window passes this period but whose samples stayed
+        // phase-locked to it (a period that is a multiple of the sampling
+        // grid) could not be folded: say so instead of blaming the window.
+        let locked = mine.iter().filter(|x| x.window_gain.is_some_and(|g| g.abs() >= 0.3) && x.folded_swing_w.is_none()).map(|x| x.phase_coverage).fold(None, |a: Option<f64>, c| Some(a.map_or(c, |a| a.max(c))));
         out.push(PeriodAnswer {
             rung: r.info.label.clone(),
             period_ms: r.info.period_ms.unwrap_or(0.0),
@@ -483,7 +487,12 @@ fn answers(run: &Run, rows: &[RungPathRow], visible: &BTreeMap<u32, Option<f64>>
             reconstructed_by: pick.map(|p| p.0.to_string()).unwrap_or_else(|| "none".into()),
             truth_swing_w: (truth.len() == n_gpus).then(|| truth.iter().sum()),
             fraction_of_long_period: None,
-            verdict: if pick.is_some() { String::new() } else if raw == "aliased" { "aliased".into() } else { "instrument limit".into() },
+            verdict: match (pick.is_some(), locked) {
+                (true, _) => String::new(),
+                (false, Some(cov)) => format!("not reconstructed: samples phase-locked to the period ({:.0} % of the cycle covered); raw readings {raw}", 100.0 * cov),
+                (false, None) if raw == "aliased" => "aliased".into(),
+                (false, None) => "instrument limit".into(),
+            },
         });
     }
     // Judge each against the longest reconstructed period of the run
