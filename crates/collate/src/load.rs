@@ -106,7 +106,13 @@ pub fn read_power(dir: &RunDir) -> Result<RawPower, CollateError> {
     let mut frames = Vec::new();
     let mut total_rows = 0;
     for path in &files {
-        let header = std::fs::read(path).map_err(|e| CollateError::io(path, e))?;
+        let mut header = std::fs::read(path).map_err(|e| CollateError::io(path, e))?;
+        if path.to_string_lossy().ends_with(".gz") {
+            // An archived run (results committed with compressed raw files).
+            let mut out = Vec::new();
+            std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&header[..]), &mut out).map_err(|e| CollateError::BadRaw { path: path.clone(), message: format!("not a readable gzip file: {e}") })?;
+            header = out;
+        }
         let first_line = header.split(|b| *b == b'\n').next().unwrap_or_default();
         if first_line != powerlab_rundir::raw::RAW_HEADER.as_bytes() {
             return Err(CollateError::BadRaw { path: path.clone(), message: format!("header is not `{}`", powerlab_rundir::raw::RAW_HEADER) });

@@ -103,3 +103,24 @@ proptest! {
         prop_assert!((base.0 - expect).abs() < 0.01, "node mean {} vs sum of GPU means {}", base.0, expect);
     }
 }
+
+#[test]
+fn archived_runs_with_gzipped_raw_files_collate_the_same() {
+    let gpus: Vec<(String, Vec<Sample>)> = (0..2).map(|i| (format!("gpu{i}"), series(100.0, 500.0, 200, 40 * i))).collect();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = write_run(tmp.path(), &gpus, false);
+    let plain = node_stats(&dir);
+    for k in 0..2 {
+        let p = dir.join(format!("raw/gpu{k}.csv"));
+        let bytes = std::fs::read(&p).unwrap();
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        std::io::Write::write_all(&mut gz, &bytes).unwrap();
+        std::fs::write(p.with_extension("csv.gz"), gz.finish().unwrap()).unwrap();
+        std::fs::remove_file(&p).unwrap();
+    }
+    assert_eq!(node_stats(&dir), plain);
+    // A file that only pretends to be gzip is refused by name.
+    std::fs::write(dir.join("raw/gpu0.csv.gz"), b"ts_ns,node,gpu,instrument,value\n").unwrap();
+    let e = powerlab_collate::collate(&dir).unwrap_err().to_string();
+    assert!(e.contains("gpu0.csv.gz") && e.contains("gzip"), "{e}");
+}

@@ -126,13 +126,13 @@ impl RunDir {
         self.path.join("report")
     }
 
-    /// Raw CSV files, sorted by name.
+    /// Raw CSV files (`*.csv`, or `*.csv.gz` for archived runs), sorted by name.
     pub fn raw_files(&self) -> Result<Vec<PathBuf>, RunDirError> {
         let dir = self.raw_dir();
         let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
             .map_err(|e| RunDirError::io(&dir, e))?
             .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "csv"))
+            .filter(|p| p.extension().is_some_and(|x| x == "csv") || p.to_string_lossy().ends_with(".csv.gz"))
             .collect();
         v.sort();
         Ok(v)
