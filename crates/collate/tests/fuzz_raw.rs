@@ -3,8 +3,8 @@
 //! must never panic, and a refusal names the file. Runs for
 //! `POWERLAB_FUZZ_SECS` seconds (default 3; `scripts/fuzz.sh` runs 600).
 
-use powerlab_core::hw::{BackendInfo, Capability, GpuIdentity};
-use powerlab_rundir::{EventLog, Manifest, RunDir, RunEvent, RunStatus, RungInfo, ToolInfo, FORMAT_VERSION};
+mod common;
+use powerlab_rundir::{EventLog, RunDir, RunEvent, RungInfo};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use std::path::{Path, PathBuf};
@@ -19,28 +19,7 @@ fn budget() -> Duration {
 /// A run directory with a manifest and one duty rung, and no raw files yet.
 fn skeleton(root: &Path) -> PathBuf {
     let dir = RunDir::create(root, "fuzz", "node", T0).unwrap();
-    let m = Manifest {
-        format_version: FORMAT_VERSION,
-        tool: ToolInfo { name: "t".into(), version: "0".into(), git_rev: "x".into() },
-        campaign: "fuzz".into(),
-        campaign_resolved: serde_json::json!({"sampling": {"grid_ms": 10.0, "poll_interval_ms": 20.0}}),
-        plan: serde_json::json!({}),
-        backend: BackendInfo {
-            backend: "test".into(),
-            node_id: "node".into(),
-            host: "node".into(),
-            gpus: vec![GpuIdentity { key: "gpu0".into(), uuid: "GPU-0".into(), name: "t".into(), nvml_index: 0, power_limit_w: 700.0 }],
-            driver: "t".into(),
-            nccl: Capability::Present("x".into()),
-        },
-        clock: "t".into(),
-        started_ns: T0,
-        ended_ns: Some(T0 + 2_000_000_000),
-        started_utc: "t".into(),
-        status: RunStatus::Complete,
-        allow_unhealthy: false,
-        command: vec![],
-    };
+    let m = common::manifest("fuzz", &["gpu0".to_string()], T0, T0 + 2_000_000_000);
     m.write(&dir.manifest()).unwrap();
     let mut ev = EventLog::create(&dir.events()).unwrap();
     let rung = RungInfo { id: 0, label: "d".into(), phase: "d".into(), kind: "duty".into(), mode: "in_phase".into(), period_ms: Some(100.0), duty: 0.5, repeat: 1, repeats: 1 };

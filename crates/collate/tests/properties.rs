@@ -2,9 +2,9 @@
 //! not change node sums, splitting a raw file changes nothing, and the node
 //! mean is the sum of the per-GPU means on the common grid.
 
-use powerlab_core::hw::{BackendInfo, Capability, GpuIdentity};
+mod common;
 use powerlab_core::{Instrument, Sample};
-use powerlab_rundir::{EventLog, Manifest, RawWriter, RunDir, RunEvent, RunStatus, RungInfo, ToolInfo, FORMAT_VERSION};
+use powerlab_rundir::{EventLog, RawWriter, RunDir, RunEvent, RungInfo};
 use proptest::prelude::*;
 use std::path::Path;
 
@@ -26,22 +26,8 @@ fn series(base: f64, amp: f64, period_ms: i64, phase_ms: i64) -> Vec<Sample> {
 
 fn write_run(root: &Path, gpus: &[(String, Vec<Sample>)], split: bool) -> std::path::PathBuf {
     let dir = RunDir::create(root, "prop", "node", T0).unwrap();
-    let ids: Vec<GpuIdentity> = gpus.iter().enumerate().map(|(i, (k, _))| GpuIdentity { key: k.clone(), uuid: format!("GPU-{i}"), name: "t".into(), nvml_index: i as u32, power_limit_w: 700.0 }).collect();
-    let m = Manifest {
-        format_version: FORMAT_VERSION,
-        tool: ToolInfo { name: "t".into(), version: "0".into(), git_rev: "x".into() },
-        campaign: "prop".into(),
-        campaign_resolved: serde_json::json!({"sampling": {"grid_ms": 10.0, "poll_interval_ms": 20.0}}),
-        plan: serde_json::json!({}),
-        backend: BackendInfo { backend: "test".into(), node_id: "node".into(), host: "node".into(), gpus: ids, driver: "t".into(), nccl: Capability::Present("x".into()) },
-        clock: "t".into(),
-        started_ns: T0,
-        ended_ns: Some(T0 + 3_000 * MS),
-        started_utc: "t".into(),
-        status: RunStatus::Complete,
-        allow_unhealthy: false,
-        command: vec![],
-    };
+    let keys: Vec<String> = gpus.iter().map(|(k, _)| k.clone()).collect();
+    let m = common::manifest("prop", &keys, T0, T0 + 3_000 * MS);
     m.write(&dir.manifest()).unwrap();
     let mut ev = EventLog::create(&dir.events()).unwrap();
     let rung = RungInfo { id: 0, label: "d".into(), phase: "d".into(), kind: "duty".into(), mode: "in_phase".into(), period_ms: Some(200.0), duty: 0.5, repeat: 1, repeats: 1 };

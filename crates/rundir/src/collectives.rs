@@ -79,17 +79,5 @@ impl CollectiveWriter {
 
 /// Reads `collectives.csv` (empty if absent; a torn last line is dropped).
 pub fn read_collectives(path: &Path) -> Result<Vec<CollectiveRow>, RunDirError> {
-    if !path.exists() {
-        return Ok(Vec::new());
-    }
-    let mut rdr = csv::Reader::from_path(path).map_err(|e| RunDirError::Format { path: path.to_path_buf(), message: e.to_string() })?;
-    let mut out = Vec::new();
-    for (i, row) in rdr.deserialize::<CollectiveRow>().enumerate() {
-        match row {
-            Ok(r) => out.push(r),
-            Err(_) if i > 0 => break,
-            Err(e) => return Err(RunDirError::Format { path: path.to_path_buf(), message: format!("row {}: {e}", i + 2) }),
-        }
-    }
-    Ok(out)
+    crate::edges::read_rows(path)
 }

@@ -50,12 +50,19 @@ impl EdgeWriter {
 
 /// Reads `edges.csv` (empty if absent).
 pub fn read_edges(path: &Path) -> Result<Vec<EdgeRow>, RunDirError> {
+    read_rows(path)
+}
+
+/// Reads a CSV table of the run directory into rows (empty if the file is
+/// absent). A run killed mid-write leaves a torn last line: every whole row
+/// before it is kept; a bad first row is an error naming the file.
+pub(crate) fn read_rows<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>, RunDirError> {
     if !path.exists() {
         return Ok(Vec::new());
     }
     let mut rdr = csv::Reader::from_path(path).map_err(|e| RunDirError::Format { path: path.to_path_buf(), message: e.to_string() })?;
     let mut out = Vec::new();
-    for (i, row) in rdr.deserialize::<EdgeRow>().enumerate() {
+    for (i, row) in rdr.deserialize::<T>().enumerate() {
         match row {
             Ok(r) => out.push(r),
             // A run killed mid-write leaves a torn last line: keep what is whole.
