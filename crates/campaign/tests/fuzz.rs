@@ -55,15 +55,19 @@ fn check(text: &str) -> Result<(), TestCaseError> {
 
 fn run_for(strategy: impl Strategy<Value = String>) -> u64 {
     let deadline = Instant::now() + budget();
-    let mut cases = 0u64;
-    let mut runner = TestRunner::new(Config { cases: 256, failure_persistence: None, ..Config::default() });
+    let cases = std::cell::Cell::new(0u64);
     while Instant::now() < deadline {
-        if let Err(e) = runner.run(&strategy, |t| check(&t)) {
+        // A fresh runner each round: a runner stops generating once it has
+        // reached its case count, and each new one draws a new random seed.
+        let mut runner = TestRunner::new(Config { cases: 256, failure_persistence: None, ..Config::default() });
+        if let Err(e) = runner.run(&strategy, |t| {
+            cases.set(cases.get() + 1);
+            check(&t)
+        }) {
             panic!("{e}");
         }
-        cases += 256;
     }
-    cases
+    cases.get()
 }
 
 #[test]

@@ -82,6 +82,7 @@ pub fn collate(path: &Path) -> Result<CollateOutput, CollateError> {
     files.extend(sensor::write_sensor(&sensor, &report_dir)?);
     files.extend(plots::write_plots(&curve, &run, &rungs, &repeats, &compare, &report_dir.join("plots"))?);
     files.extend(plots::write_nccl_plot(&nccl_rows, &report_dir.join("plots"))?);
+    files.extend(plots::write_sensor_plot(&sensor.answers, &report_dir.join("plots"))?);
     let tables = report::Tables { rungs: &rungs, repeats: &repeats, compare: &compare, nccl: &nccl_rows, fabric: &fabric, sensor: &sensor };
     files.push(report::write_report(&run, &tables, raw_rows, &report_dir)?);
     Ok(CollateOutput { report_dir, rungs, repeats, compare, sensor, nccl: nccl_rows, raw_rows, files })

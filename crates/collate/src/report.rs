@@ -199,6 +199,9 @@ fn write_sensor_section(s: &mut String, sr: &crate::sensor::SensorReport) {
             let _ = writeln!(s, "| {} | {} | {} | {} | {} | {t}{} |", a.rung, a.period_ms, vis, o(a.reconstructed_swing_w), a.reconstructed_by, a.verdict);
         }
     }
+    if sr.answers.len() >= 2 {
+        let _ = writeln!(s, "\nPlot: `plots/swing_vs_period.svg`.");
+    }
     if !sr.rows.is_empty() {
         let _ = writeln!(s, "\nPer GPU and path (verdict of the raw readings, folded and reconstructed swing, rise/fall/overshoot/ramp of the folded cycle): `sensor_rungs.csv`; node-curve spectra (dominant frequency, share of variance in 0.1–2 Hz and 2–20 Hz): `spectrum.csv`.");
     }

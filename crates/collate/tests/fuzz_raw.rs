@@ -91,13 +91,16 @@ fn run_directory_readers_never_panic_on_arbitrary_files() {
     let coll_file = proptest::collection::vec(any::<u8>(), 0..120);
     let strategy = (raw_file(), edges_file, coll_file);
     let deadline = Instant::now() + budget();
-    let mut runner = TestRunner::new(Config { cases: 32, failure_persistence: None, ..Config::default() });
-    let mut cases = 0u64;
+    let cases = std::cell::Cell::new(0u64);
     while Instant::now() < deadline {
-        if let Err(e) = runner.run(&strategy, |(raw, edges, coll)| check(root.path(), &raw, &edges, &coll)) {
+        // A fresh runner each round (a runner stops once it has its case count).
+        let mut runner = TestRunner::new(Config { cases: 32, failure_persistence: None, ..Config::default() });
+        if let Err(e) = runner.run(&strategy, |(raw, edges, coll)| {
+            cases.set(cases.get() + 1);
+            check(root.path(), &raw, &edges, &coll)
+        }) {
             panic!("{e}");
         }
-        cases += 32;
     }
-    eprintln!("run-directory readers: {cases} cases");
+    eprintln!("run-directory readers: {} cases", cases.get());
 }

@@ -63,6 +63,7 @@ fn calibration_recovers_the_simulated_instruments_and_reconstruction_the_true_sw
     }
     let report = std::fs::read_to_string(r.dir().join("report/report.md")).unwrap();
     assert!(report.contains("## What the instruments can see") && report.contains("| sweep/p20ms/in_phase | 20 |"), "{report}");
+    assert!(r.dir().join("report/plots/swing_vs_period.svg").exists());
     let spectra = std::fs::read_to_string(r.dir().join("report/spectrum.csv")).unwrap();
     assert!(spectra.lines().count() > 7);
 }
