@@ -11,7 +11,7 @@ if [ -f "${1:-.device/powerlab.gz}" ]; then gunzip -c "${1:-.device/powerlab.gz}
 chmod +x "$BIN"
 R=/tmp/powerlab-results; rm -rf "$R"; mkdir -p "$R"
 say() { echo "=== $*" | tee -a "$OUT/summary.txt"; }
-STEPS=${STEPS:-"preflight virus torch sweep sigint cpu nccl sensor"}
+STEPS=${STEPS:-"preflight virus torch sweep sigint cpu nccl sensor sustained"}
 want() { case " $STEPS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 
 say "sanity"
@@ -118,6 +118,12 @@ sed -n '/^## NCCL collectives/,/^## Faults/p' "$dn/report/report.md" | grep -E "
 cp "$dn/report/nccl.csv" "$OUT/nccl.csv" 2>/dev/null
 say "PyTorch all_reduce reference (same GPUs, NCCL backend)"
 timeout 240 python3 scripts/torch_allreduce_ref.py 1073741824 4294967296 2>&1 | grep -v Warning | tail -4 | tee -a "$OUT/summary.txt"
+fi
+if want sustained; then
+say "sustained: default virus 60 s on every GPU"
+"$BIN" run campaigns/device-sustained.toml $ALLOW --results "$R/sustained" > "$OUT/sustained.log" 2>&1
+echo "exit $?" | tee -a "$OUT/summary.txt"
+python3 scripts/gpu_means.py "$(ls -d "$R/sustained"/*/ | head -1)" sustained | tee -a "$OUT/summary.txt"
 fi
 if want sensor; then
 say "sensor truth: calibration, then 2 s / 500 / 100 / 20 / 5 ms in phase"
