@@ -55,7 +55,7 @@ pub fn collate(path: &Path) -> Result<CollateOutput, CollateError> {
     }
     std::fs::create_dir_all(report_dir.join("plots")).map_err(|e| CollateError::io(&report_dir, e))?;
 
-    let raw = load::read_power(&dir)?;
+    let raw = load::read_power(&dir, load::sample_bounds(&run))?;
     let raw_rows = raw.total_rows;
     let curve = curve::node_curve(&raw.power, &run)?;
     let edge_stats = edges::edge_stats(&dir, &run)?;

@@ -100,8 +100,25 @@ fn raw_schema() -> SchemaRef {
     ]))
 }
 
-/// Reads every raw CSV (a torn last line from a killed run is dropped).
-pub fn read_power(dir: &RunDir) -> Result<RawPower, CollateError> {
+/// The span a run's samples may fall in: from a minute before it started
+/// (the driver's buffer holds ~2.4 s of history) to a minute after it
+/// ended, or, for a run that never recorded its end (killed), two hours
+/// after its last event.
+pub fn sample_bounds(run: &Run) -> (i64, i64) {
+    const SLACK: i64 = 60_000_000_000;
+    let start = run.manifest.started_ns.saturating_sub(SLACK);
+    let end = match run.manifest.ended_ns {
+        Some(e) => e.saturating_add(SLACK),
+        None => run.events.iter().map(|e| e.ts_ns()).max().unwrap_or(run.manifest.started_ns).saturating_add(7_200_000_000_000),
+    };
+    (start, end)
+}
+
+/// Reads every raw CSV (a torn last line from a killed run is dropped). A
+/// file with timestamps outside `bounds` is refused by name: it belongs to
+/// another run or is corrupt, and a node curve over its span would be wrong
+/// (and unbounded).
+pub fn read_power(dir: &RunDir, bounds: (i64, i64)) -> Result<RawPower, CollateError> {
     let files = dir.raw_files()?;
     let mut frames = Vec::new();
     let mut total_rows = 0;
@@ -135,6 +152,18 @@ pub fn read_power(dir: &RunDir) -> Result<RawPower, CollateError> {
             .map_err(CollateError::polars("filtering raw samples"))?;
         if df.column("value").map(|c| c.null_count()).unwrap_or(0) > 0 || df.column("ts_ns").map(|c| c.null_count()).unwrap_or(0) > 0 {
             return Err(CollateError::BadRaw { path: path.clone(), message: "a row has an empty timestamp or value".into() });
+        }
+        if let Ok(ts) = df.column("ts_ns").and_then(|c| c.i64().cloned()) {
+            let outside = ts.iter().flatten().filter(|t| *t < bounds.0 || *t > bounds.1).count();
+            if outside > 0 {
+                return Err(CollateError::BadRaw {
+                    path: path.clone(),
+                    message: format!(
+                        "{outside} row(s) have timestamps outside this run ({} .. {} ns, the run's span with a minute's slack): the file belongs to another run or is corrupt",
+                        bounds.0, bounds.1
+                    ),
+                });
+            }
         }
         frames.push(df.lazy());
     }

@@ -104,3 +104,15 @@ fn run_directory_readers_never_panic_on_arbitrary_files() {
     }
     eprintln!("run-directory readers: {} cases", cases.get());
 }
+
+/// Found by this fuzzer: one row with a timestamp far from the run made the
+/// node-curve grid span centuries and the collator abort allocating it.
+#[test]
+fn a_row_far_outside_the_run_is_refused_by_name_not_gridded() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = skeleton(root.path());
+    let rows = format!("ts_ns,node,gpu,instrument,value\n{T0},node,gpu0,buffered_w,100\n{},node,gpu0,buffered_w,100\n0,node,gpu0,buffered_w,1\n", T0 + 20_000_000);
+    std::fs::write(dir.join("raw/gpu0.csv"), rows).unwrap();
+    let e = powerlab_collate::collate(&dir).unwrap_err().to_string();
+    assert!(e.contains("gpu0.csv") && e.contains("outside this run"), "{e}");
+}

@@ -140,6 +140,22 @@ pub enum RunEvent {
     },
 }
 
+impl RunEvent {
+    /// When it happened (run clock, epoch ns).
+    pub fn ts_ns(&self) -> i64 {
+        match self {
+            RunEvent::RunStarted { ts_ns, .. }
+            | RunEvent::Barrier { ts_ns, .. }
+            | RunEvent::RungStarted { ts_ns, .. }
+            | RunEvent::RungEnded { ts_ns, .. }
+            | RunEvent::Fault { ts_ns, .. }
+            | RunEvent::Interlock { ts_ns, .. }
+            | RunEvent::RunEnded { ts_ns, .. }
+            | RunEvent::Note { ts_ns, .. } => *ts_ns,
+        }
+    }
+}
+
 /// Append-only event log.
 pub struct EventLog {
     path: PathBuf,
