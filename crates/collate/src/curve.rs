@@ -36,10 +36,16 @@ pub fn node_curve(power: &DataFrame, run: &Run) -> Result<NodeCurve, CollateErro
     let grid = run.grid_ns.max(1_000_000);
     let ts = power.column("ts_ns").map_err(CollateError::polars("reading ts_ns"))?.i64().map_err(CollateError::polars("ts_ns type"))?;
     let (start, end) = match (ts.min(), ts.max()) {
-        (Some(a), Some(b)) => (a.div_euclid(grid) * grid + grid, b),
+        (Some(a), Some(b)) => (a.div_euclid(grid).saturating_mul(grid).saturating_add(grid), b),
         _ => (0, -1),
     };
-    let t: Vec<i64> = if end >= start { (0..=((end - start) / grid)).map(|k| start + k * grid).collect() } else { Vec::new() };
+    // The reader refuses samples outside the run's span; this bound keeps a
+    // grid from ever becoming an unbounded allocation (a week at 1 ms).
+    let points = if end >= start { end.saturating_sub(start) / grid + 1 } else { 0 };
+    if points > 604_800_000 {
+        return Err(CollateError::BadRaw { path: "raw".into(), message: format!("the samples span {} s: not one run", (end.saturating_sub(start)) / 1_000_000_000) });
+    }
+    let t: Vec<i64> = (0..points).map(|k| start + k * grid).collect();
     let poll_ms = run.manifest.campaign_resolved.pointer("/sampling/poll_interval_ms").and_then(|v| v.as_f64()).unwrap_or(20.0);
     let polled_tol = ((3.0 * poll_ms).max(60.0) * 1e6) as i64;
     let mut lf = DataFrame::new(t.len(), vec![Column::new("t_ns".into(), t)]).map_err(CollateError::polars("building the grid"))?.lazy();

@@ -60,7 +60,10 @@ fn raw_file() -> impl Strategy<Value = Vec<u8>> {
 }
 
 fn check(root: &Path, raw: &[u8], edges: &[u8], collectives: &[u8]) -> Result<(), TestCaseError> {
-    let dir = skeleton(root);
+    // A directory of its own per case, so a failing case's leftovers never
+    // disturb the shrinking that follows it.
+    let case = tempfile::tempdir_in(root).unwrap();
+    let dir = skeleton(case.path());
     std::fs::write(dir.join("raw/gpu0.csv"), raw).unwrap();
     std::fs::write(dir.join("edges.csv"), edges).unwrap();
     std::fs::write(dir.join("collectives.csv"), collectives).unwrap();
@@ -71,7 +74,6 @@ fn check(root: &Path, raw: &[u8], edges: &[u8], collectives: &[u8]) -> Result<()
             prop_assert!(msg.contains(".csv") || msg.contains("raw") || msg.contains("edges") || msg.contains("collectives"), "refusal names no file: {msg}");
         }
     }
-    std::fs::remove_dir_all(&dir).unwrap();
     Ok(())
 }
 
