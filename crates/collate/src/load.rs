@@ -153,6 +153,12 @@ pub fn read_power(dir: &RunDir, bounds: (i64, i64)) -> Result<RawPower, CollateE
         if df.column("value").map(|c| c.null_count()).unwrap_or(0) > 0 || df.column("ts_ns").map(|c| c.null_count()).unwrap_or(0) > 0 {
             return Err(CollateError::BadRaw { path: path.clone(), message: "a row has an empty timestamp or value".into() });
         }
+        if let Ok(v) = df.column("value").and_then(|c| c.f64().cloned()) {
+            let bad = v.iter().flatten().filter(|x| !x.is_finite()).count();
+            if bad > 0 {
+                return Err(CollateError::BadRaw { path: path.clone(), message: format!("{bad} row(s) have a value that is not a finite number (inf or NaN)") });
+            }
+        }
         if let Ok(ts) = df.column("ts_ns").and_then(|c| c.i64().cloned()) {
             let outside = ts.iter().flatten().filter(|t| *t < bounds.0 || *t > bounds.1).count();
             if outside > 0 {

@@ -118,3 +118,17 @@ fn a_row_far_outside_the_run_is_refused_by_name_not_gridded() {
     let e = powerlab_collate::collate(&dir).unwrap_err().to_string();
     assert!(e.contains("gpu0.csv") && e.contains("outside this run"), "{e}");
 }
+
+/// Found by this fuzzer: an `inf` power value reached the plots, whose axis
+/// code never finished with an infinite range.
+#[test]
+fn a_value_that_is_not_finite_is_refused_by_name() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = skeleton(root.path());
+    for bad in ["inf", "NaN", "1.7976931348623157e309"] {
+        let rows = format!("ts_ns,node,gpu,instrument,value\n{T0},node,gpu0,buffered_w,100\n{},node,gpu0,buffered_w,{bad}\n", T0 + 20_000_000);
+        std::fs::write(dir.join("raw/gpu0.csv"), rows).unwrap();
+        let e = powerlab_collate::collate(&dir).unwrap_err().to_string();
+        assert!(e.contains("gpu0.csv") && e.contains("not a finite number"), "{bad}: {e}");
+    }
+}
