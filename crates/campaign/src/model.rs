@@ -143,7 +143,7 @@ pub enum Stagger {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NcclSpec {
     /// Collectives to sweep.
-    pub collectives: Vec<String>,
+    pub collectives: Vec<powerlab_core::Collective>,
     /// Smallest message, bytes.
     pub min_bytes: u64,
     /// Largest message, bytes.

@@ -2,6 +2,7 @@
 
 use crate::error::{line_col, CampaignError};
 use crate::model::*;
+use powerlab_core::Collective;
 use serde::Deserialize;
 use std::ops::Range;
 use toml::Spanned;
@@ -89,7 +90,6 @@ struct RawPhase {
 
 const PHASE_KINDS: &str = "idle, sustained, duty, nccl, soak";
 const MODES: &str = "in_phase, staggered";
-const COLLECTIVES: [&str; 4] = ["all_reduce", "all_gather", "reduce_scatter", "broadcast"];
 
 struct Ctx<'a> {
     file: &'a str,
@@ -447,15 +447,17 @@ fn validate_phase(
 
     if kind == PhaseKind::Nccl {
         let collectives = match &p.collectives {
-            None => COLLECTIVES.iter().map(|s| s.to_string()).collect(),
-            Some(c) => {
-                for name in c.get_ref() {
-                    if !COLLECTIVES.contains(&name.as_str()) {
-                        return Err(ctx.err(c.span(), f("collectives"), format!("unknown collective `{name}`"), Some(&COLLECTIVES.join(", "))));
-                    }
-                }
-                c.get_ref().clone()
-            }
+            None => Collective::ALL.to_vec(),
+            Some(c) => c
+                .get_ref()
+                .iter()
+                .map(|name| {
+                    Collective::parse(name).ok_or_else(|| {
+                        let allowed: Vec<&str> = Collective::ALL.iter().map(|c| c.as_str()).collect();
+                        ctx.err(c.span(), f("collectives"), format!("unknown collective `{name}`"), Some(&allowed.join(", ")))
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?,
         };
         let bytes = |v: &Option<Spanned<i64>>, key: &str, default: u64| -> Result<u64, CampaignError> {
             match v {

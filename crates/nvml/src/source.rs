@@ -39,7 +39,7 @@ pub struct NvmlSource {
     last_seen_us: Option<u64>,
     xid: Option<crate::xid::XidListener>,
     costs: BTreeMap<&'static str, (u64, u64)>,
-    last_energy: Option<(EpochNs, f64)>,
+    last_energy_ns: Option<EpochNs>,
     last_violations_ns: Option<EpochNs>,
     /// Buffered reads that returned no new sample.
     pub empty_reads: u64,
@@ -63,7 +63,7 @@ impl NvmlSource {
             Ok(d) => (unsafe { d.handle() }) as usize,
             Err(e) => return Err(HwError::DeviceFailed { gpu: id.uuid.clone(), detail: format!("NVML device handle of index {}: {e}", id.nvml_index) }),
         };
-        Ok(NvmlSource { nvml, id, handle, last_seen_us: None, xid: None, costs: BTreeMap::new(), last_energy: None, last_violations_ns: None, empty_reads: 0 })
+        Ok(NvmlSource { nvml, id, handle, last_seen_us: None, xid: None, costs: BTreeMap::new(), last_energy_ns: None, last_violations_ns: None, empty_reads: 0 })
     }
 
     /// Runs one timed NVML read against the cached device handle.
@@ -143,9 +143,9 @@ impl PowerSource for NvmlSource {
         // The energy counter costs ~4 ms per read on H200 (measured with
         // `observe`): it is cumulative, so reading it once a second loses
         // nothing but the resolution of power derived from it.
-        if self.last_energy.is_none_or(|(t, _)| now_ns - t >= SLOW_READ_NS) {
+        if self.last_energy_ns.is_none_or(|t| now_ns - t >= SLOW_READ_NS) {
             let energy_mj = self.timed("energy counter", |d| d.total_energy_consumption())? as f64;
-            self.last_energy = Some((now_ns, energy_mj));
+            self.last_energy_ns = Some(now_ns);
             out.push(Sample { ts_ns: now_ns, instrument: Instrument::EnergyMj, value: energy_mj });
         }
         Ok(out)

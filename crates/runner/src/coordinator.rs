@@ -8,7 +8,7 @@ use crate::sampler::{spawn_sampler, SamplerConfig, SamplerMsg, SamplerStats};
 use crate::worker::{spawn_worker, WorkerCmd};
 use crate::StopReason;
 use powerlab_campaign::{Campaign, NcclStep, PhaseKind, Plan, Rung};
-use powerlab_core::collective::{Collective, FabricSpec, SweepSpec};
+use powerlab_core::collective::{FabricSpec, SweepSpec};
 use powerlab_core::hw::{Capability, GpuSchedule, HwError, NodeHandles, Readiness, RungOutcome};
 use powerlab_core::shape::{LoadKind, LoadShape};
 use powerlab_core::RunClock;
@@ -106,7 +106,7 @@ fn nccl_shape(rung: &Rung) -> LoadShape {
     match rung.nccl_step {
         Some(NcclStep::Sweep) => LoadShape::Sweep {
             spec: SweepSpec {
-                collectives: n.collectives.iter().filter_map(|c| Collective::parse(c)).collect(),
+                collectives: n.collectives.clone(),
                 sizes: n.sizes(),
                 warmup_iters: n.warmup_iters,
                 iterations: n.iterations,

@@ -22,13 +22,11 @@ use crate::load::{Run, RungWindow};
 use fold::{fold, shape, sinc, Folded};
 use polars::prelude::*;
 use powerlab_rundir::edges::{read_edges, EdgeRow};
+use powerlab_campaign::CALIBRATION_PHASE;
 use powerlab_rundir::RunDir;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-
-/// Phase name of the calibration rungs (as the campaign crate writes it).
-pub const CALIBRATION_PHASE: &str = "calibration";
 
 /// The model of one power path of one GPU.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -160,14 +158,21 @@ fn quantile(v: &mut [f64], q: f64) -> Option<f64> {
     Some(v[((v.len() - 1) as f64 * q).round() as usize])
 }
 
+/// The readings of a time-sorted series with `from <= t < to`.
+fn span(s: &[(i64, f64)], from: i64, to: i64) -> &[(i64, f64)] {
+    let lo = s.partition_point(|x| x.0 < from);
+    let hi = s.partition_point(|x| x.0 < to).max(lo);
+    &s[lo..hi]
+}
+
 /// Readings where the value changed, at the first read that showed it.
 fn changes(s: &[(i64, f64)]) -> Vec<(i64, f64)> {
     s.windows(2).filter(|w| w[1].1 != w[0].1).map(|w| w[1]).collect()
 }
 
-fn update_period_ms(s: &[(i64, f64)], timestamped: bool) -> Option<f64> {
-    let pts = if timestamped { s.to_vec() } else { changes(s) };
-    median(pts.windows(2).map(|w| (w[1].0 - w[0].0) as f64 / 1e6).filter(|d| *d > 0.0).collect())
+/// Median time between consecutive points, ms.
+fn median_spacing_ms(s: &[(i64, f64)]) -> Option<f64> {
+    median(s.windows(2).map(|w| (w[1].0 - w[0].0) as f64 / 1e6).filter(|d| *d > 0.0).collect())
 }
 
 fn edges_of<'a>(edges: &'a [EdgeRow], rung: u32, gpu: &'a str, kind: &'a str) -> impl Iterator<Item = &'a EdgeRow> + 'a {
@@ -180,14 +185,15 @@ fn step_points(s: &[(i64, f64)], levels: &[(i64, f64)], falls: &[i64], half_peri
     let mut pts = Vec::new();
     let mut heights = Vec::new();
     let h = half_period_ms;
+    let after = |f: i64, ms: f64| f + (ms * 1e6) as i64;
     for &f in falls {
-        let at = |a: f64, b: f64| -> Vec<f64> { levels.iter().filter(|(t, _)| { let d = (*t - f) as f64 / 1e6; d >= a && d < b }).map(|x| x.1).collect() };
+        let at = |a: f64, b: f64| -> Vec<f64> { span(levels, after(f, a), after(f, b)).iter().map(|x| x.1).collect() };
         let (Some(on), Some(off)) = (median(at(-0.45 * h, -0.1 * h)), median(at(0.6 * h, 0.95 * h))) else { continue };
         if (on - off).abs() < 1.0 {
             continue;
         }
         heights.push(on - off);
-        for (t, v) in s.iter().filter(|(t, _)| { let d = (*t - f) as f64 / 1e6; d >= -0.2 * h && d < 0.95 * h }) {
+        for (t, v) in span(s, after(f, -0.2 * h), after(f, 0.95 * h)) {
             pts.push(((*t - f) as f64 / 1e6, (v - off) / (on - off)));
         }
     }
@@ -226,10 +232,11 @@ pub fn calibrate(run: &Run, series: &SeriesSet, edges: &[EdgeRow]) -> Option<Sen
             if s.len() < 10 {
                 continue;
             }
-            let read = median(s.windows(2).map(|w| (w[1].0 - w[0].0) as f64 / 1e6).collect());
-            // A held path whose every read shows a new value updates at
-            // least as often as it was read: its period is not measured.
-            let update = update_period_ms(s, timestamped).filter(|u| timestamped || read.is_none_or(|r| *u > 1.5 * r));
+            let read = median_spacing_ms(s);
+            // A timestamped path updates with every sample. A held path whose
+            // every read shows a new value updates at least as often as it
+            // was read: its period is not measured.
+            let update = if timestamped { read } else { median_spacing_ms(&changes(s)).filter(|u| read.is_none_or(|r| *u > 1.5 * r)) };
             let mut m = PathModel { instrument: inst.into(), update_period_ms: update, window_ms: None, latency_ms: None, board_fall_tau_ms: None, fit_rms: None, edges_used: 0, read_period_ms: read };
             if inst != "energy_mj" {
                 let rung = if inst == "average_w" { slow.unwrap_or(fast) } else { fast };
@@ -264,7 +271,7 @@ pub fn calibrate(run: &Run, series: &SeriesSet, edges: &[EdgeRow]) -> Option<Sen
                 if let (Some(height), Some(w)) = (median(heights), m.window_ms) {
                     for r in cal.iter().filter(|r| r.info.period_ms.is_some_and(|p| p < 200.0)) {
                         let p = r.info.period_ms.unwrap_or(0.0);
-                        let mut v: Vec<f64> = s.iter().filter(|(t, _)| *t >= r.measure_from_ns && *t < r.end_ns).map(|x| x.1).collect();
+                        let mut v: Vec<f64> = span(s, r.measure_from_ns, r.end_ns).iter().map(|x| x.1).collect();
                         if let (Some(lo), Some(hi)) = (quantile(&mut v, 0.01), quantile(&mut v, 0.99)) {
                             probes.push(Probe { instrument: inst.into(), period_ms: p, observed_ratio: (hi - lo) / height, predicted_ratio: boxcar_ratio(w, p) });
                         }
@@ -395,7 +402,7 @@ fn read_truth(dir: &RunDir, gpu: &str) -> Vec<(i64, f64)> {
 fn fold_rung(s: &[(i64, f64)], r: &RungWindow, rises: &[i64], shift_ns: i64) -> Folded {
     let p = (r.info.period_ms.unwrap_or(1000.0) * 1e6) as i64;
     let bins = ((p as f64 / 1e6).round() as usize).clamp(8, 200);
-    let pts: Vec<(i64, f64)> = s.iter().map(|(t, v)| (t - shift_ns, *v)).filter(|(t, _)| *t >= r.measure_from_ns && *t < r.end_ns).collect();
+    let pts: Vec<(i64, f64)> = span(s, r.measure_from_ns + shift_ns, r.end_ns + shift_ns).iter().map(|(t, v)| (t - shift_ns, *v)).collect();
     fold(&pts, rises, p, bins)
 }
 
@@ -420,9 +427,18 @@ pub fn analyse(dir: &RunDir, run: &Run, power: &DataFrame, curve: &crate::curve:
                 let raw = series.get(&g.key, inst);
                 let shift = (m.latency_ms.unwrap_or(0.0) * 1e6) as i64;
                 // Held fields: only the first read of each new value is a sample of the sensor.
-                let samples: Vec<(i64, f64)> = if inst == "buffered_w" { raw.to_vec() } else { changes(raw) };
-                let f = fold_rung(&samples, r, &rises, shift);
-                let mut vis: Vec<f64> = raw.iter().filter(|(t, _)| *t >= r.measure_from_ns && *t < r.end_ns).map(|x| x.1).collect();
+                // This rung's readings, plus the one before (so its first change counts).
+                let lo = raw.partition_point(|x| x.0 < r.measure_from_ns + shift).saturating_sub(1);
+                let window = &raw[lo..raw.partition_point(|x| x.0 < r.end_ns + shift).max(lo)];
+                let updates;
+                let samples: &[(i64, f64)] = if inst == "buffered_w" {
+                    window
+                } else {
+                    updates = changes(window);
+                    &updates
+                };
+                let f = fold_rung(samples, r, &rises, shift);
+                let mut vis: Vec<f64> = span(raw, r.measure_from_ns, r.end_ns).iter().map(|x| x.1).collect();
                 let visible = quantile(&mut vis.clone(), 0.9).zip(quantile(&mut vis, 0.1)).map(|(a, b)| a - b);
                 let w = m.window_ms.or(m.update_period_ms).unwrap_or(0.0);
                 let gain = sinc(w / period_ms);
