@@ -17,8 +17,9 @@ RUN=$(ls -d "$OUT"/bench-4h-*)
 rows=$(cat "$RUN"/raw/*.csv | wc -l)
 bytes=$(du -sb "$RUN/raw" | cut -f1)
 echo "generated $rows raw lines ($((bytes / 1000000)) MB) in $(( (gen_end - gen_start) / 1000000 )) ms"
-/usr/bin/time -v "$BIN" collate "$RUN" > "$OUT/collate.log" 2> "$OUT/time.log"
+POWERLAB_LOG=info /usr/bin/time -v "$BIN" collate "$RUN" > "$OUT/collate.log" 2> "$OUT/time.log"
 secs=$(grep "Elapsed (wall clock)" "$OUT/time.log" | awk '{print $NF}' | awk -F: '{ if (NF==3) print $1*3600+$2*60+$3; else print $1*60+$2 }')
 rss_kb=$(grep "Maximum resident set size" "$OUT/time.log" | awk '{print $NF}')
 echo "collate: $rows rows in ${secs} s = $(python3 -c "print(round($rows / $secs))") rows/s, peak memory $((rss_kb / 1024)) MiB"
+grep "collate: " "$OUT/time.log" | sed "s/.*collate: /  step: /"
 head -1 "$OUT/collate.log"

@@ -55,13 +55,20 @@ pub fn collate(path: &Path) -> Result<CollateOutput, CollateError> {
     }
     std::fs::create_dir_all(report_dir.join("plots")).map_err(|e| CollateError::io(&report_dir, e))?;
 
+    // Step times at POWERLAB_LOG=info, for the collation benchmark.
+    let t0 = std::time::Instant::now();
+    let step = |what: &str| tracing::info!("collate: {what} done at {:.2} s", t0.elapsed().as_secs_f64());
     let raw = load::read_power(&dir, load::sample_bounds(&run))?;
+    step("reading raw samples");
     let raw_rows = raw.total_rows;
     let curve = curve::node_curve(&raw.power, &run)?;
+    step("node curve");
     let edge_stats = edges::edge_stats(&dir, &run)?;
     let mut rungs = summary::summarize(&curve, &run, &edge_stats)?;
     let visible = rungs.iter().map(|r| (r.rung_id, r.swing_w)).collect();
+    step("rung summaries");
     let sensor = sensor::analyse(&dir, &run, &raw.power, &curve, &visible)?;
+    step("sensor analysis");
     for r in &mut rungs {
         if let Some(row) = sensor.rows.iter().find(|x| x.rung_id == r.rung_id && x.instrument == r.instrument) {
             if row.verdict == "aliased" {

@@ -120,18 +120,23 @@ pub struct SeriesSet {
 impl SeriesSet {
     /// Splits the raw power frame.
     pub fn from_frame(power: &DataFrame) -> SeriesSet {
-        let ts = i64_column(power, "ts_ns");
-        let v = f64_column(power, "value");
-        let s = |name: &str| -> Vec<String> { power.column(name).ok().and_then(|c| c.str().ok().map(|ca| ca.iter().map(|x| x.unwrap_or("").to_string()).collect())).unwrap_or_default() };
-        let (gpu, inst) = (s("gpu"), s("instrument"));
         let mut by: BTreeMap<(String, String), Vec<(i64, f64)>> = BTreeMap::new();
-        for i in 0..ts.len().min(v.len()).min(gpu.len()).min(inst.len()) {
-            if let Some(val) = v[i] {
-                by.entry((gpu[i].clone(), inst[i].clone())).or_default().push((ts[i], val));
+        let col = |name: &str| power.column(name).ok();
+        let (Some(ts), Some(v), Some(gpu), Some(inst)) = (col("ts_ns"), col("value"), col("gpu"), col("instrument")) else { return SeriesSet { by } };
+        let (Ok(ts), Ok(v), Ok(gpu), Ok(inst)) = (ts.i64(), v.f64(), gpu.str(), inst.str()) else { return SeriesSet { by } };
+        // A handful of (GPU, instrument) keys over millions of rows: look the
+        // key up by reference and allocate it once, not once per row.
+        let mut keys: Vec<(&str, &str, Vec<(i64, f64)>)> = Vec::new();
+        for (((t, val), g), i) in ts.iter().zip(v.iter()).zip(gpu.iter()).zip(inst.iter()) {
+            let (Some(t), Some(val), Some(g), Some(i)) = (t, val, g, i) else { continue };
+            match keys.iter_mut().find(|k| k.0 == g && k.1 == i) {
+                Some(k) => k.2.push((t, val)),
+                None => keys.push((g, i, vec![(t, val)])),
             }
         }
-        for s in by.values_mut() {
+        for (g, i, mut s) in keys {
             s.sort_by_key(|x| x.0);
+            by.insert((g.to_string(), i.to_string()), s);
         }
         SeriesSet { by }
     }
@@ -175,8 +180,24 @@ fn median_spacing_ms(s: &[(i64, f64)]) -> Option<f64> {
     median(s.windows(2).map(|w| (w[1].0 - w[0].0) as f64 / 1e6).filter(|d| *d > 0.0).collect())
 }
 
-fn edges_of<'a>(edges: &'a [EdgeRow], rung: u32, gpu: &'a str, kind: &'a str) -> impl Iterator<Item = &'a EdgeRow> + 'a {
-    edges.iter().filter(move |e| e.rung_id == rung && e.gpu == gpu && e.kind == kind)
+/// Achieved edge times by (rung, GPU, kind), grouped once: a long campaign
+/// has millions of edges and every rung of every GPU asks for its own.
+pub struct EdgeIndex(BTreeMap<(u32, String, String), Vec<i64>>);
+
+impl EdgeIndex {
+    /// Groups `edges.csv` rows.
+    pub fn new(rows: &[EdgeRow]) -> EdgeIndex {
+        let mut m: BTreeMap<(u32, String, String), Vec<i64>> = BTreeMap::new();
+        for e in rows {
+            m.entry((e.rung_id, e.gpu.clone(), e.kind.clone())).or_default().push(e.achieved_ns);
+        }
+        EdgeIndex(m)
+    }
+
+    /// Achieved times of one rung's edges of one kind on one GPU.
+    fn get(&self, rung: u32, gpu: &str, kind: &str) -> &[i64] {
+        self.0.get(&(rung, gpu.to_string(), kind.to_string())).map(Vec::as_slice).unwrap_or(&[])
+    }
 }
 
 /// Normalised falling-step points (ms after each fall, 1 = on, 0 = off) of
@@ -214,7 +235,7 @@ fn calibration_rungs(run: &Run) -> Vec<&RungWindow> {
 }
 
 /// Derives the sensor model from the run's calibration rungs (None without them).
-pub fn calibrate(run: &Run, series: &SeriesSet, edges: &[EdgeRow]) -> Option<SensorModel> {
+pub fn calibrate(run: &Run, series: &SeriesSet, edges: &EdgeIndex) -> Option<SensorModel> {
     let cal = calibration_rungs(run);
     // The step rungs are the long ones: the shortest for the fast paths,
     // the longest for the 1 s average.
@@ -241,7 +262,7 @@ pub fn calibrate(run: &Run, series: &SeriesSet, edges: &[EdgeRow]) -> Option<Sen
             if inst != "energy_mj" {
                 let rung = if inst == "average_w" { slow.unwrap_or(fast) } else { fast };
                 let half = rung.info.period_ms.unwrap_or(1000.0) / 2.0;
-                let falls: Vec<i64> = edges_of(edges, rung.info.id, key, "fall").map(|e| e.achieved_ns).collect();
+                let falls = edges.get(rung.info.id, key, "fall");
                 // A held field is fitted on its updates only (the first read of
                 // each new value), which removes the hold from the model.
                 let updates;
@@ -251,7 +272,7 @@ pub fn calibrate(run: &Run, series: &SeriesSet, edges: &[EdgeRow]) -> Option<Sen
                     updates = changes(s);
                     &updates
                 };
-                let (pts, heights) = step_points(fit_on, s, &falls, half);
+                let (pts, heights) = step_points(fit_on, s, falls, half);
                 if pts.len() >= 20 {
                     let f = if timestamped {
                         fit::fit_timestamped(&pts, 0.4 * half)
@@ -289,7 +310,7 @@ pub fn calibrate(run: &Run, series: &SeriesSet, edges: &[EdgeRow]) -> Option<Sen
 }
 
 /// The model this run's numbers are judged by, and where it came from.
-pub fn model_for(dir: &RunDir, run: &Run, series: &SeriesSet, edges: &[EdgeRow]) -> SensorModel {
+pub fn model_for(dir: &RunDir, run: &Run, series: &SeriesSet, edges: &EdgeIndex) -> SensorModel {
     if let Some(m) = calibrate(run, series, edges) {
         return m;
     }
@@ -409,16 +430,16 @@ fn fold_rung(s: &[(i64, f64)], r: &RungWindow, rises: &[i64], shift_ns: i64) -> 
 /// Analyses every duty rung of the run.
 pub fn analyse(dir: &RunDir, run: &Run, power: &DataFrame, curve: &crate::curve::NodeCurve, visible_node_swing: &BTreeMap<u32, Option<f64>>) -> Result<SensorReport, CollateError> {
     let series = SeriesSet::from_frame(power);
-    let edges = read_edges(&dir.edges())?;
+    let edges = EdgeIndex::new(&read_edges(&dir.edges())?);
     let model = model_for(dir, run, &series, &edges);
     let truths: BTreeMap<String, Vec<(i64, f64)>> = run.manifest.backend.gpus.iter().map(|g| (g.key.clone(), read_truth(dir, &g.key))).collect();
     let mut rows = Vec::new();
     for r in run.rungs.iter().filter(|r| r.info.kind == "duty" && r.info.period_ms.is_some()) {
         let period_ms = r.info.period_ms.unwrap_or(0.0);
         for (gi, g) in run.manifest.backend.gpus.iter().enumerate() {
-            let mut rises: Vec<i64> = edges_of(&edges, r.info.id, &g.key, "rise").map(|e| e.achieved_ns).collect();
+            let mut rises: Vec<i64> = edges.get(r.info.id, &g.key, "rise").to_vec();
             if r.offsets_ns.get(gi).copied().unwrap_or(0) == 0 {
-                rises.extend(edges_of(&edges, r.info.id, &g.key, "start").map(|e| e.achieved_ns));
+                rises.extend_from_slice(edges.get(r.info.id, &g.key, "start"));
             }
             rises.sort_unstable();
             let truth = truths.get(&g.key).filter(|t| !t.is_empty()).map(|t| fold_rung(t, r, &rises, 0)).and_then(|f| f.square_swing(r.info.duty).map(|s| s / sinc(1.0 / period_ms)));
