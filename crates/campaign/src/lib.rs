@@ -13,6 +13,6 @@ pub mod parse;
 pub mod plan;
 
 pub use error::CampaignError;
-pub use model::{calibration_phases, Campaign, GpuSelector, Limits, Mode, NcclSpec, NcclStep, Phase, PhaseKind, Sampling, Stagger, CALIBRATION_PHASE};
+pub use model::{calibration_phases, Campaign, GpuSelector, Limits, Mode, NcclSpec, NcclStep, Phase, PhaseKind, Rack, RackStagger, Sampling, Stagger, CALIBRATION_PHASE};
 pub use parse::{load_file, parse_str};
-pub use plan::{expand, Plan, Rung};
+pub use plan::{expand, expand_on_rack, Plan, RackPosition, Rung};

@@ -76,6 +76,44 @@ impl Default for Limits {
     }
 }
 
+/// How a staggered rung spreads across the nodes of a rack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RackStagger {
+    /// Every GPU of the rack gets its own offset (global GPU index: node
+    /// rank × GPUs per node + local index), so the rack's total is smoothest.
+    Gpu,
+    /// The GPUs of one node share one offset; nodes are spread over the period.
+    Node,
+}
+
+impl RackStagger {
+    /// Name in the campaign file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RackStagger::Gpu => "gpu",
+            RackStagger::Node => "node",
+        }
+    }
+}
+
+/// Settings for campaigns run across several nodes (`[rack]`); a single
+/// node ignores them except for stagger = "node", which puts all its GPUs in phase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Rack {
+    /// How staggered rungs spread across nodes.
+    pub stagger: RackStagger,
+    /// A node whose realtime clock differs from rank 0's by more than this
+    /// fails the rack preflight, ms.
+    pub clock_tolerance_ms: f64,
+}
+
+impl Default for Rack {
+    fn default() -> Self {
+        Rack { stagger: RackStagger::Gpu, clock_tolerance_ms: 1.0 }
+    }
+}
+
 /// Phase kinds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -252,6 +290,9 @@ pub struct Campaign {
     pub sampling: Sampling,
     /// Safety limits.
     pub limits: Limits,
+    /// Rack settings (several nodes under MPI).
+    #[serde(default)]
+    pub rack: Rack,
     /// Phases in file order.
     pub phases: Vec<Phase>,
 }

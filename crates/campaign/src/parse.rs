@@ -14,6 +14,7 @@ struct RawFile {
     sampling: Option<RawSampling>,
     limits: Option<RawLimits>,
     defaults: Option<RawDefaults>,
+    rack: Option<RawRack>,
     #[serde(default)]
     phase: Vec<Spanned<RawPhase>>,
 }
@@ -48,6 +49,13 @@ struct RawLimits {
     max_node_power_w: Option<Spanned<f64>>,
     abort_on_hw_slowdown: Option<bool>,
     barrier_tolerance_ms: Option<Spanned<f64>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRack {
+    stagger: Option<Spanned<String>>,
+    clock_tolerance_ms: Option<Spanned<f64>>,
 }
 
 #[derive(Deserialize)]
@@ -220,6 +228,21 @@ fn validate(ctx: &Ctx<'_>, raw: RawFile) -> Result<Campaign, CampaignError> {
         barrier_tolerance_ms: ctx.positive(&l.barrier_tolerance_ms, "limits.barrier_tolerance_ms", dl.barrier_tolerance_ms)?,
     };
 
+    let rack = match raw.rack {
+        None => Rack::default(),
+        Some(r) => Rack {
+            stagger: match &r.stagger {
+                None => Rack::default().stagger,
+                Some(v) => match v.get_ref().as_str() {
+                    "gpu" => RackStagger::Gpu,
+                    "node" => RackStagger::Node,
+                    other => return Err(ctx.err(v.span(), "rack.stagger", format!("unknown rack stagger `{other}`"), Some("gpu, node"))),
+                },
+            },
+            clock_tolerance_ms: ctx.positive(&r.clock_tolerance_ms, "rack.clock_tolerance_ms", Rack::default().clock_tolerance_ms)?,
+        },
+    };
+
     let defaults = raw.defaults.unwrap_or(RawDefaults { repeats: None, warmup_s: None, cooldown_s: None });
     let default_repeats = ctx.count(&defaults.repeats, "defaults.repeats", 1, 1000)?;
     let default_warmup = ctx.non_negative(&defaults.warmup_s, "defaults.warmup_s", 2.0)?;
@@ -248,6 +271,7 @@ fn validate(ctx: &Ctx<'_>, raw: RawFile) -> Result<Campaign, CampaignError> {
         calibrate: header.calibrate.unwrap_or(false),
         sampling,
         limits,
+        rack,
         phases,
     })
 }

@@ -108,10 +108,32 @@ fn order_phases(c: &Campaign) -> (Vec<&Phase>, Vec<String>) {
     (ordered, notes)
 }
 
-/// Expands a campaign for `gpu_count` GPUs. `repeats_override` (the CLI's
+/// Where this node sits in a rack: its rank and the number of nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RackPosition {
+    /// This node's rank (0-based).
+    pub rank: usize,
+    /// Nodes in the rack.
+    pub nodes: usize,
+}
+
+impl RackPosition {
+    /// A single node.
+    pub const SOLO: RackPosition = RackPosition { rank: 0, nodes: 1 };
+}
+
+/// Expands a campaign for `gpu_count` GPUs of a single node.
+pub fn expand(c: &Campaign, gpu_count: usize, repeats_override: Option<u32>) -> Result<Plan, CampaignError> {
+    expand_on_rack(c, gpu_count, repeats_override, RackPosition::SOLO)
+}
+
+/// Expands a campaign for `gpu_count` GPUs of the node at `pos` in a rack. `repeats_override` (the CLI's
 /// `--repeats`) replaces the repeats of every idle, sustained and duty phase;
 /// NCCL sweeps and the soak run once regardless.
-pub fn expand(c: &Campaign, gpu_count: usize, repeats_override: Option<u32>) -> Result<Plan, CampaignError> {
+pub fn expand_on_rack(c: &Campaign, gpu_count: usize, repeats_override: Option<u32>, pos: RackPosition) -> Result<Plan, CampaignError> {
+    if pos.nodes == 0 || pos.rank >= pos.nodes {
+        return Err(plan_error(c, "rack".into(), format!("rank {} is not one of {} nodes", pos.rank, pos.nodes), None));
+    }
     if gpu_count == 0 {
         return Err(plan_error(c, "campaign.gpus".into(), "no GPUs selected".into(), None));
     }
@@ -142,12 +164,14 @@ pub fn expand(c: &Campaign, gpu_count: usize, repeats_override: Option<u32>) -> 
             for step in &steps {
             for period in &periods {
                 for mode in &phase.modes {
-                    let offsets_ns = offsets(c, phase, *mode, *period, gpu_count)?;
-                    if phase.kind == PhaseKind::Duty && *mode == Mode::InPhase && gpu_count > 4 && phase.duty < 1.0 && !c.confirm_node_swing {
+                    let offsets_ns = offsets(c, phase, *mode, *period, gpu_count, pos)?;
+                    let swinging = gpu_count * pos.nodes;
+                    if phase.kind == PhaseKind::Duty && *mode == Mode::InPhase && swinging > 4 && phase.duty < 1.0 && !c.confirm_node_swing {
+                        let whole = if pos.nodes > 1 { "rack" } else { "node" };
                         return Err(plan_error(
                             c,
                             format!("phases.{}", phase.name),
-                            format!("an in-phase duty rung across {gpu_count} GPUs swings the whole node (kilowatts in milliseconds)"),
+                            format!("an in-phase duty rung across {swinging} GPUs swings the whole {whole} (kilowatts in milliseconds)"),
                             Some("confirm_node_swing = true in [campaign], after checking the supply can take it"),
                         ));
                     }
@@ -198,26 +222,37 @@ pub fn expand(c: &Campaign, gpu_count: usize, repeats_override: Option<u32>) -> 
     Ok(Plan { campaign: c.name.clone(), gpu_count, rungs, notes })
 }
 
-fn offsets(c: &Campaign, phase: &Phase, mode: Mode, period_ms: Option<f64>, n: usize) -> Result<Vec<i64>, CampaignError> {
+/// Offsets of this node's GPUs. Across a rack, `stagger = "gpu"` numbers
+/// every GPU globally (rank × GPUs per node + local index) and explicit lists
+/// give one value per GPU of the rack; `stagger = "node"` gives all GPUs of a
+/// node the node's offset and explicit lists give one value per node.
+fn offsets(c: &Campaign, phase: &Phase, mode: Mode, period_ms: Option<f64>, n: usize, pos: RackPosition) -> Result<Vec<i64>, CampaignError> {
     let Some(period_ms) = period_ms else { return Ok(vec![0; n]) };
     if mode == Mode::InPhase {
         return Ok(vec![0; n]);
     }
     let period_ns = period_ms * 1e6;
     let frac_to_ns = |f: f64| ((f.rem_euclid(1.0)) * period_ns).round() as i64;
+    // (slot of each local GPU, number of slots in the rack).
+    let (slots, count): (Vec<usize>, usize) = match c.rack.stagger {
+        RackStagger::Gpu => ((0..n).map(|i| pos.rank * n + i).collect(), pos.nodes * n),
+        RackStagger::Node => (vec![pos.rank; n], pos.nodes),
+    };
+    let (one, many) = if c.rack.stagger == RackStagger::Node {
+        ("node of the rack", "nodes of the rack")
+    } else if pos.nodes > 1 {
+        ("GPU of the rack", "GPUs of the rack")
+    } else {
+        ("selected GPU", "selected GPUs")
+    };
     let v: Vec<i64> = match &phase.stagger {
-        Stagger::Even => (0..n).map(|i| frac_to_ns(i as f64 / n as f64)).collect(),
-        Stagger::StepDeg(d) => (0..n).map(|i| frac_to_ns(i as f64 * d / 360.0)).collect(),
-        Stagger::OffsetsDeg(list) | Stagger::OffsetsMs(list) if list.len() != n => {
-            return Err(plan_error(
-                c,
-                format!("phases.{}.offsets", phase.name),
-                format!("{} offsets are given for {n} selected GPUs", list.len()),
-                Some("one offset per selected GPU"),
-            ));
+        Stagger::Even => slots.iter().map(|&k| frac_to_ns(k as f64 / count as f64)).collect(),
+        Stagger::StepDeg(d) => slots.iter().map(|&k| frac_to_ns(k as f64 * d / 360.0)).collect(),
+        Stagger::OffsetsDeg(list) | Stagger::OffsetsMs(list) if list.len() != count => {
+            return Err(plan_error(c, format!("phases.{}.offsets", phase.name), format!("{} offsets are given for {count} {many}", list.len()), Some(&format!("one offset per {one}"))));
         }
-        Stagger::OffsetsDeg(list) => list.iter().map(|d| frac_to_ns(d / 360.0)).collect(),
-        Stagger::OffsetsMs(list) => list.iter().map(|ms| (ms * 1e6).round() as i64).collect(),
+        Stagger::OffsetsDeg(list) => slots.iter().map(|&k| frac_to_ns(list[k] / 360.0)).collect(),
+        Stagger::OffsetsMs(list) => slots.iter().map(|&k| (list[k] * 1e6).round() as i64).collect(),
     };
     Ok(v)
 }
@@ -262,4 +297,50 @@ pub fn render(plan: &Plan) -> String {
 pub fn fmt_hms(ns: i64) -> String {
     let s = ns / 1_000_000_000;
     format!("{}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn staggered(rack: &str, offsets: &str) -> Campaign {
+        let text = format!("[campaign]\nname = \"r\"\nconfirm_node_swing = true\n{rack}\n[[phase]]\nkind = \"duty\"\nname = \"d\"\nperiod_ms = 800\nduration_s = 2\nmode = \"staggered\"\n{offsets}\n");
+        crate::parse_str("r.toml", &text).unwrap()
+    }
+
+    fn offsets_ms(c: &Campaign, gpus: usize, rank: usize, nodes: usize) -> Vec<f64> {
+        let p = expand_on_rack(c, gpus, None, RackPosition { rank, nodes }).unwrap();
+        p.rungs[0].offsets_ns.iter().map(|o| *o as f64 / 1e6).collect()
+    }
+
+    #[test]
+    fn gpu_stagger_numbers_every_gpu_of_the_rack() {
+        let c = staggered("", "");
+        assert_eq!(offsets_ms(&c, 2, 0, 1), vec![0.0, 400.0]);
+        // 4 nodes × 2 GPUs: node 2 holds global GPUs 4 and 5 of 8.
+        assert_eq!(offsets_ms(&c, 2, 2, 4), vec![400.0, 500.0]);
+        let step = staggered("", "stagger_step_deg = 45");
+        assert_eq!(offsets_ms(&step, 2, 1, 2), vec![200.0, 300.0]);
+    }
+
+    #[test]
+    fn node_stagger_keeps_a_node_in_phase_and_spreads_the_nodes() {
+        let c = staggered("[rack]\nstagger = \"node\"", "");
+        assert_eq!(offsets_ms(&c, 3, 0, 4), vec![0.0; 3]);
+        assert_eq!(offsets_ms(&c, 3, 3, 4), vec![600.0; 3]);
+        let listed = staggered("[rack]\nstagger = \"node\"", "offsets_ms = [0, 10, 20]");
+        assert_eq!(offsets_ms(&listed, 2, 2, 3), vec![20.0, 20.0]);
+        let e = expand_on_rack(&listed, 2, None, RackPosition { rank: 0, nodes: 4 }).unwrap_err();
+        assert!(e.message.contains("3 offsets are given for 4 nodes of the rack"), "{e}");
+    }
+
+    #[test]
+    fn an_in_phase_rack_swing_needs_consent_and_a_rank_must_exist() {
+        let text = "[campaign]\nname = \"r\"\n[[phase]]\nkind = \"duty\"\nperiod_ms = 100\nduration_s = 2\n";
+        let c = crate::parse_str("r.toml", text).unwrap();
+        assert!(expand_on_rack(&c, 2, None, RackPosition { rank: 0, nodes: 1 }).is_ok());
+        let e = expand_on_rack(&c, 2, None, RackPosition { rank: 0, nodes: 4 }).unwrap_err();
+        assert!(e.message.contains("8 GPUs swings the whole rack"), "{e}");
+        assert!(expand_on_rack(&c, 2, None, RackPosition { rank: 4, nodes: 4 }).is_err());
+    }
 }

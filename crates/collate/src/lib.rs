@@ -14,6 +14,7 @@ pub mod error;
 pub mod load;
 pub mod nccl;
 pub mod plots;
+pub mod rack;
 pub mod report;
 pub mod sensor;
 pub mod stats;

@@ -18,4 +18,4 @@ pub mod libs;
 pub mod node;
 
 pub use engine::VirusMode;
-pub use node::{CudaBackend, CudaOptions};
+pub use node::{nccl_unique_id, CudaBackend, CudaOptions, NcclWorld};

@@ -21,11 +21,33 @@ pub struct CudaOptions {
     pub big_n: usize,
     /// Duty chunk GEMM size.
     pub chunk_n: usize,
+    /// Across a rack: the NCCL world this node's GPUs join (None: one
+    /// communicator over this node's GPUs).
+    pub nccl_world: Option<NcclWorld>,
+}
+
+/// One NCCL communicator over every GPU of a rack, bootstrapped the way
+/// nccl-tests does under MPI: rank 0 makes the unique id, every node
+/// receives it, and a node's GPUs take consecutive global ranks.
+#[derive(Debug, Clone)]
+pub struct NcclWorld {
+    /// The unique id from rank 0's `ncclGetUniqueId`.
+    pub id: [std::ffi::c_char; 128],
+    /// Global rank of this node's first GPU.
+    pub first_rank: usize,
+    /// GPUs in the whole rack.
+    pub ranks: usize,
+}
+
+/// A fresh NCCL unique id (rank 0 of a rack), or why not.
+pub fn nccl_unique_id() -> Result<[std::ffi::c_char; 128], HwError> {
+    CudaLib::Nccl.require()?;
+    cudarc::nccl::Id::new().map(|id| *id.internal()).map_err(|e| HwError::Other(format!("ncclGetUniqueId failed: {e:?}")))
 }
 
 impl Default for CudaOptions {
     fn default() -> Self {
-        CudaOptions { selector: GpuSelector::All, mode: VirusMode::Mixed, big_n: 8192, chunk_n: 3072 }
+        CudaOptions { selector: GpuSelector::All, mode: VirusMode::Mixed, big_n: 8192, chunk_n: 3072, nccl_world: None }
     }
 }
 
@@ -116,6 +138,7 @@ impl Backend for CudaBackend {
         // is made here (ncclGetUniqueId) and each engine joins on its first
         // NCCL rung.
         let (nccl, nccl_id) = match CudaLib::Nccl.require() {
+            Ok(v) if self.opts.nccl_world.is_some() => (Capability::Present(v), self.opts.nccl_world.as_ref().map(|w| cudarc::nccl::Id::uninit(w.id))),
             Ok(v) => match cudarc::nccl::Id::new() {
                 Ok(id) => (Capability::Present(v), Some(id)),
                 Err(e) => (
@@ -142,7 +165,10 @@ impl Backend for CudaBackend {
                 nvml_index: dev.index().map_err(|e| HwError::Other(format!("NVML index of {uuid}: {e}")))?,
                 power_limit_w: dev.enforced_power_limit().map(|mw| f64::from(mw) / 1000.0).unwrap_or(0.0),
             };
-            let rank = nccl_id.map(|id| NcclRank { id, rank: k, ranks: chosen.len() });
+            let rank = nccl_id.map(|id| match &self.opts.nccl_world {
+                Some(w) => NcclRank { id, rank: w.first_rank + k, ranks: w.ranks },
+                None => NcclRank { id, rank: k, ranks: chosen.len() },
+            });
             let cfg = EngineConfig { ordinal: *ordinal, mode: self.opts.mode, big_n: self.opts.big_n, chunk_n: self.opts.chunk_n, nccl: rank };
             gpus.push(Box::new(CudaGpu { id: id.clone(), engine: spawn(self.clock, cfg, uuid.clone()) }));
             sources.push(Box::new(NvmlSource::new(nvml.clone(), id.clone())?));

@@ -9,6 +9,31 @@ pub fn capture(phase: &str, needs_nccl: bool) -> HealthReport {
     run_checks(&probe(), phase, needs_nccl)
 }
 
+/// The simulated node's preflight: the facts of a healthy H200 node of `n`
+/// GPUs with the node faults applied (`--sim-fault node:cuda_init=802`,
+/// `node:fabric=…`, `node:no_nccl`), judged by the same checks as a real node.
+pub fn sim_capture(n: usize, faults: &powerlab_sim::FaultPlan, host: &str, needs_nccl: bool) -> HealthReport {
+    let mut f = powerlab_health::NodeFacts::healthy_h200(n as u32);
+    f.host = host.to_string();
+    if let Some(code) = faults.cuda_init_error {
+        f.cuda_init = Err((code, format!("simulated (--sim-fault node:cuda_init={code})")));
+    }
+    if let Some(state) = &faults.fabric_state {
+        for g in &mut f.gpus {
+            if let Some(fabric) = &mut g.fabric {
+                fabric.state = state.clone();
+            }
+        }
+    }
+    if faults.no_nccl {
+        for l in f.libs.iter_mut().filter(|l| l.name == "libnccl") {
+            l.found = None;
+            l.error = Some("not installed on the simulated node (--sim-fault node:no_nccl)".into());
+        }
+    }
+    run_checks(&f, "idle", needs_nccl)
+}
+
 pub fn preflight(a: &PreflightArgs) -> Result<i32> {
     let t0 = std::time::Instant::now();
     let r = capture(&a.phase, a.needs_nccl);

@@ -3,7 +3,9 @@
 use crate::cli::{BackendKind, RunArgs, SimPace};
 use crate::ui::{BarObserver, JsonObserver};
 use anyhow::{anyhow, Result};
-use powerlab_campaign::{load_file, plan, Campaign, Plan};
+use powerlab_campaign::{load_file, plan, Campaign, Plan, RackPosition};
+use powerlab_runner::RackRun;
+use std::sync::Arc;
 use powerlab_core::hw::{Backend, NodeHandles};
 use powerlab_core::RunClock;
 use powerlab_rundir::{RunStatus, ToolInfo};
@@ -31,13 +33,55 @@ pub fn run(a: &RunArgs) -> Result<i32> {
             return Ok(crate::exit::ERROR);
         }
     };
-    match a.backend {
-        BackendKind::Sim => run_sim(a, campaign),
-        BackendKind::Cuda => run_real(a, campaign),
+    if let Some(launch) = powerlab_rack::launcher::detect_from_process().filter(|l| l.world_size > 1) {
+        return crate::cmd_rack::run(a, campaign, launch);
+    }
+    let outcome = match a.backend {
+        BackendKind::Sim => run_sim(a, campaign, None)?,
+        BackendKind::Cuda => run_real(a, campaign, None)?,
+    };
+    finish(a, outcome)
+}
+
+/// A node's place in a rack run, for the backends.
+pub struct RackJoin {
+    /// The rack side of the runner.
+    pub run: Arc<RackRun>,
+    /// This node's label (`n002-host`), its node id in the raw files.
+    pub label: String,
+    /// The rack-wide NCCL communicator (real GPUs with an NCCL phase).
+    pub nccl_world: Option<powerlab_cuda::NcclWorld>,
+    /// Whether the rack preflight already ran.
+    pub preflight_done: bool,
+}
+
+impl RackJoin {
+    /// Every node says whether it opened its GPUs and expanded its plan;
+    /// if any did not, every node stops here, before load, naming it.
+    fn confirm(&self, mine: Result<(), String>) -> Result<(), String> {
+        let msg: Option<String> = mine.err();
+        let all = self.run.link.submit(move |t| powerlab_rack::protocol::gather_json(t, &msg)).wait().map_err(|e| format!("rack: {e}"))?;
+        let bad: Vec<String> = all.iter().enumerate().filter_map(|(r, m)| m.as_ref().map(|m| format!("{}: {m}", self.run.describe(r)))).collect();
+        if bad.is_empty() { Ok(()) } else { Err(format!("{} of {} nodes could not start; no load was started on any node:\n  {}", bad.len(), all.len(), bad.join("\n  "))) }
     }
 }
 
-fn run_real(a: &RunArgs, campaign: Campaign) -> Result<i32> {
+type Outcome = Result<RunResult, i32>;
+
+fn position(rack: &Option<RackJoin>) -> RackPosition {
+    rack.as_ref().map(|r| r.run.position).unwrap_or(RackPosition::SOLO)
+}
+
+/// Opens nothing more once a node of the rack has failed to start.
+fn confirm_start(rack: &Option<RackJoin>, mine: Result<(), String>) -> Result<(), i32> {
+    let Some(r) = rack else { return mine.map_err(|e| { eprintln!("{e}"); crate::exit::ERROR }) };
+    r.confirm(mine).map_err(|e| {
+        eprintln!("error: {e}");
+        crate::exit::ERROR
+    })
+}
+
+pub fn run_real(a: &RunArgs, campaign: Campaign, rack: Option<RackJoin>) -> Result<Outcome> {
     // No driver, no run: there is deliberately no fallback to the simulated node.
     let mode = VirusMode::parse(&a.virus).ok_or_else(|| anyhow!("unknown --virus `{}` (allowed: gemm, hbm, mixed, mma)", a.virus))?;
     // NVLink multicast stays off for this process and everything it loads.
@@ -46,44 +90,75 @@ fn run_real(a: &RunArgs, campaign: Campaign) -> Result<i32> {
         // SAFETY: single-threaded at this point (no runtime, no engine threads yet).
         unsafe_env::set("NCCL_NVLS_ENABLE", "0");
     }
-    // Preflight, read-only, before any load.
+    // Preflight, read-only, before any load (a rack ran it on every node already).
     let needs_nccl = campaign.phases.iter().any(|p| p.kind == powerlab_campaign::PhaseKind::Nccl);
     let health = crate::cmd_preflight::capture("idle", needs_nccl);
-    if health.failed() {
+    if health.failed() && !rack.as_ref().is_some_and(|r| r.preflight_done) {
         eprintln!("{}", health.headline());
         if !a.allow_unhealthy {
             eprintln!("(no load was started; --allow-unhealthy overrides, and the override is recorded in the manifest and on the report's first line)");
             let _ = powerlab_health::report::write(&health, &a.results, "preflight-failed");
-            return Ok(crate::exit::PREFLIGHT);
+            return Ok(Err(crate::exit::PREFLIGHT));
         }
         eprintln!("--allow-unhealthy: running anyway; recorded in the manifest");
     }
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let outcome = rt.block_on(async {
         let clock = RunClock::realtime();
-        let opts = CudaOptions { selector: campaign.gpus.clone(), mode, ..Default::default() };
+        let opts = CudaOptions { selector: campaign.gpus.clone(), mode, nccl_world: rack.as_ref().and_then(|r| r.nccl_world.clone()), ..Default::default() };
         let mut backend = CudaBackend::new(opts, clock);
-        let node = backend.open().map_err(|e| anyhow!("cannot open the real GPU node: {e}"))?;
-        let n = node.gpus.len();
-        let plan = plan::expand(&campaign, n, a.repeats).map_err(|e| anyhow!("{}: {}", a.file.display(), e))?;
-        execute(a, &campaign, &plan, node, clock, Some(health)).await
+        let opened = backend.open().map_err(|e| format!("cannot open the real GPU node: {e}")).and_then(|node| {
+            let n = node.gpus.len();
+            plan::expand_on_rack(&campaign, n, a.repeats, position(&rack)).map(|p| (node, p)).map_err(|e| format!("{}: {}", a.file.display(), e))
+        });
+        let (node, plan) = match opened {
+            Ok(v) => {
+                if let Err(code) = confirm_start(&rack, Ok(())) {
+                    return Ok(Err(code));
+                }
+                v
+            }
+            Err(e) => {
+                let code = confirm_start(&rack, Err(e.clone())).err().unwrap_or(crate::exit::ERROR);
+                if rack.is_none() {
+                    return Err(anyhow!(e));
+                }
+                return Ok(Err(code));
+            }
+        };
+        execute(a, &campaign, &plan, node, clock, Some(health), rack.as_ref().map(|r| r.run.clone())).await
     })?;
     drop(rt);
-    finish(a, outcome)
+    Ok(outcome)
 }
 
-fn run_sim(a: &RunArgs, campaign: Campaign) -> Result<i32> {
+pub fn run_sim(a: &RunArgs, campaign: Campaign, rack: Option<RackJoin>) -> Result<Outcome> {
     let profile = Profile::by_name(&a.sim_profile).ok_or_else(|| anyhow!("unknown --sim-profile `{}` (allowed: {})", a.sim_profile, Profile::NAMES))?;
     let faults = FaultPlan::parse(&a.sim_faults).map_err(|e| anyhow!(e))?;
     if !(10..=5000).contains(&a.sim_step_us) || 1000 % a.sim_step_us != 0 && a.sim_step_us % 1000 != 0 {
         return Err(anyhow!("--sim-step-us {} must divide 1000 or be a multiple of it, between 10 and 5000", a.sim_step_us));
     }
     let n = gpu_count(&campaign, a.sim_gpus);
-    let plan = match plan::expand(&campaign, n, a.repeats) {
+    let node_id = rack.as_ref().map(|r| r.label.clone()).unwrap_or_else(|| "sim-node-0".into());
+    // The simulated node's preflight (the rack ran it on every node already).
+    // NCCL is judged at run start, where its absence stops the run before load.
+    if rack.is_none() {
+        let health = crate::cmd_preflight::sim_capture(n, &faults, &node_id, false);
+        if health.failed() {
+            eprintln!("{}", health.headline());
+            if !a.allow_unhealthy {
+                eprintln!("(no load was started; --allow-unhealthy overrides, and the override is recorded in the manifest and on the report's first line)");
+                let _ = powerlab_health::report::write(&health, &a.results, "preflight-failed");
+                return Ok(Err(crate::exit::PREFLIGHT));
+            }
+            eprintln!("--allow-unhealthy: running anyway; recorded in the manifest");
+        }
+    }
+    let plan = match plan::expand_on_rack(&campaign, n, a.repeats, position(&rack)) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("{}: {}{}", a.file.display(), e.message, e.allowed.map(|x| format!(" (allowed: {x})")).unwrap_or_default());
-            return Ok(crate::exit::ERROR);
+            let text = format!("{}: {}{}", a.file.display(), e.message, e.allowed.map(|x| format!(" (allowed: {x})")).unwrap_or_default());
+            return Ok(Err(confirm_start(&rack, Err(text)).err().unwrap_or(crate::exit::ERROR)));
         }
     };
     let rt = match a.sim_pace {
@@ -101,9 +176,35 @@ fn run_sim(a: &RunArgs, campaign: Campaign) -> Result<i32> {
         opts.step_us = a.sim_step_us;
         opts.record_truth = a.sim_truth;
         opts.selector = campaign.gpus.clone();
+        opts.node_id = node_id.clone();
+        let die_at = opts.faults.die_at_ns;
         let mut backend = SimBackend::new(opts, clock);
-        let node = backend.open().map_err(|e| anyhow!("opening the simulated node: {e}"))?;
-        let result = execute(a, &campaign, &plan, node, clock, None).await?;
+        let node = match backend.open() {
+            Ok(node) => {
+                if let Err(code) = confirm_start(&rack, Ok(())) {
+                    return Ok(Err(code));
+                }
+                node
+            }
+            Err(e) => {
+                let text = format!("opening the simulated node: {e}");
+                let code = confirm_start(&rack, Err(text.clone())).err().unwrap_or(crate::exit::ERROR);
+                if rack.is_none() {
+                    return Err(anyhow!(text));
+                }
+                return Ok(Err(code));
+            }
+        };
+        if let Some(t) = die_at {
+            // A node lost mid-run: the whole process goes, as if killed.
+            let at = clock.now_ns() + t;
+            tokio::spawn(async move {
+                clock.sleep_until(at).await;
+                eprintln!("simulated node death (--sim-fault node:die_at): aborting the process");
+                std::process::abort();
+            });
+        }
+        let result = execute(a, &campaign, &plan, node, clock, None, rack.as_ref().map(|r| r.run.clone())).await?;
         if a.sim_truth {
             if let Ok(r) = &result {
                 write_truth(&r.run_dir, &backend)?;
@@ -112,7 +213,7 @@ fn run_sim(a: &RunArgs, campaign: Campaign) -> Result<i32> {
         Ok::<_, anyhow::Error>(result)
     })?;
     drop(rt);
-    finish(a, outcome)
+    Ok(outcome)
 }
 
 fn write_truth(dir: &std::path::Path, backend: &SimBackend) -> Result<()> {
@@ -140,9 +241,16 @@ fn spawn_signal_handlers(abort: watch::Sender<Option<StopReason>>) {
             _ = tokio::signal::ctrl_c() => "SIGINT (Ctrl-C) received",
             _ = term.recv() => "SIGTERM received",
         };
+        powerlab_runner::rack::SIGNAL_SEEN.store(true, std::sync::atomic::Ordering::Relaxed);
+        // Under mpirun / srun a SIGTERM usually means another rank failed.
+        let reason = if powerlab_rack::launcher::detect_from_process().is_some_and(|l| l.world_size > 1) {
+            format!("{reason} (under a launcher: it ends every rank when one fails or is killed; its own message names that rank)")
+        } else {
+            reason.to_string()
+        };
         abort.send_if_modified(|cur| {
             if cur.is_none() {
-                *cur = Some(StopReason::Interrupted(reason.into()));
+                *cur = Some(StopReason::Interrupted(reason.clone()));
                 true
             } else {
                 false
@@ -152,15 +260,30 @@ fn spawn_signal_handlers(abort: watch::Sender<Option<StopReason>>) {
 }
 
 /// Runs the campaign; `Err(code)` when it could not start.
-async fn execute(a: &RunArgs, campaign: &Campaign, plan: &Plan, node: NodeHandles, clock: RunClock, health: Option<powerlab_health::HealthReport>) -> Result<Result<RunResult, i32>> {
+async fn execute(
+    a: &RunArgs,
+    campaign: &Campaign,
+    plan: &Plan,
+    node: NodeHandles,
+    clock: RunClock,
+    health: Option<powerlab_health::HealthReport>,
+    rack: Option<Arc<RackRun>>,
+) -> Result<Result<RunResult, i32>> {
     let (abort_tx, _) = watch::channel(None);
     spawn_signal_handlers(abort_tx.clone());
     let mut opts = RunOptions::new(a.results.clone(), tool_info());
     opts.allow_unhealthy = a.allow_unhealthy;
+    opts.rack = rack;
     // One campaign at a time per node: the real node's lock is host-wide;
     // a simulated node is the results directory it writes into.
     opts.lock_path = Some(match a.backend {
         BackendKind::Cuda => powerlab_runner::lock::default_lock_path(),
+        // Every rank of a simulated rack shares one results directory: the
+        // rack's run directory keeps them apart.
+        BackendKind::Sim if opts.rack.is_some() => {
+            let node = opts.rack.as_ref().map(|r| r.nodes[r.position.rank].clone()).unwrap_or_default();
+            std::env::temp_dir().join(format!("powerlab-sim-{node}-{}.lock", std::process::id()))
+        }
         BackendKind::Sim => {
             std::fs::create_dir_all(&a.results).map_err(|e| anyhow!("cannot create the results directory {}: {e}", a.results.display()))?;
             a.results.join(".sim-node.lock")
@@ -201,7 +324,7 @@ async fn execute(a: &RunArgs, campaign: &Campaign, plan: &Plan, node: NodeHandle
 
 /// Collates (outside any async runtime: polars runs its own) and maps the
 /// outcome to an exit code.
-fn finish(a: &RunArgs, outcome: Result<RunResult, i32>) -> Result<i32> {
+pub fn finish(a: &RunArgs, outcome: Result<RunResult, i32>) -> Result<i32> {
     let result = match outcome {
         Ok(r) => r,
         Err(code) => return Ok(code),

@@ -7,6 +7,9 @@ mod cli;
 mod cmd_collate;
 mod cmd_observe;
 mod cmd_preflight;
+// Without the `mpi` feature only the refusal is reachable.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+mod cmd_rack;
 mod cmd_plan;
 mod cmd_run;
 mod ui;

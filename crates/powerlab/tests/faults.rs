@@ -196,3 +196,34 @@ fn a_disk_that_fills_mid_run_stops_the_load_and_keeps_what_was_written() {
     let report = collates(&dir);
     assert!(report.lines().next().unwrap().contains("RUN FAILED"), "{report}");
 }
+
+/// The simulated node goes through the same preflight checks as a real one:
+/// CUDA error 802 (fabric not ready) refuses the node before any load.
+#[test]
+fn a_node_where_cuda_returns_802_is_refused_before_load() {
+    let r = run_sim(&campaign(DUTY), &["--sim-gpus", "2", "--sim-fault", "node:cuda_init=802"]);
+    assert_eq!(r.code(), 3, "{}", r.stderr());
+    let err = r.stderr();
+    assert!(err.contains("PREFLIGHT FAILED") && err.contains("802"), "{err}");
+    assert!(err.contains("no load was started"), "{err}");
+    assert!(r.dir.is_none(), "no run directory");
+}
+
+/// Started by mpirun as one of several processes, a build without MPI must
+/// refuse: otherwise each process would run its own single-node campaign.
+#[cfg(not(feature = "mpi"))]
+#[test]
+fn a_rack_launch_of_a_build_without_mpi_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("c.toml");
+    std::fs::write(&file, campaign(DUTY)).unwrap();
+    let out = powerlab()
+        .args(["run", file.to_str().unwrap(), "--backend", "sim", "--results", dir.path().join("runs").to_str().unwrap()])
+        .env("OMPI_COMM_WORLD_SIZE", "4")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("built without MPI support") && err.contains("--features mpi") && err.contains("OMPI_COMM_WORLD_SIZE"), "{err}");
+    assert!(!dir.path().join("runs").exists(), "nothing ran");
+}

@@ -56,7 +56,7 @@ pub fn read_edges(path: &Path) -> Result<Vec<EdgeRow>, RunDirError> {
 /// Reads a CSV table of the run directory into rows (empty if the file is
 /// absent). A run killed mid-write leaves a torn last line: every whole row
 /// before it is kept; a bad first row is an error naming the file.
-pub(crate) fn read_rows<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>, RunDirError> {
+pub fn read_rows<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>, RunDirError> {
     if !path.exists() {
         return Ok(Vec::new());
     }

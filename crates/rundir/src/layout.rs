@@ -91,6 +91,22 @@ impl RunDir {
         Ok(RunDir { path })
     }
 
+    /// Creates exactly `path` (a node's directory inside a rack run, whose
+    /// name rank 0 chose) and its `raw/`; fails if it exists.
+    pub fn create_exact(path: &Path) -> Result<RunDir, RunDirError> {
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| RunDirError::io(parent, e))?;
+        }
+        match std::fs::create_dir(path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Err(RunDirError::Exists(path.to_path_buf())),
+            Err(e) => return Err(RunDirError::io(path, e)),
+        }
+        let raw = path.join("raw");
+        std::fs::create_dir(&raw).map_err(|e| RunDirError::io(&raw, e))?;
+        Ok(RunDir { path: path.to_path_buf() })
+    }
+
     /// Opens an existing run directory for reading.
     pub fn open(path: &Path) -> Result<RunDir, RunDirError> {
         let manifest = path.join("manifest.json");

@@ -19,7 +19,7 @@ pub mod manifest;
 pub mod raw;
 
 pub use collectives::{CollectiveRow, CollectiveWriter};
-pub use edges::{EdgeRow, EdgeWriter};
+pub use edges::{read_rows, EdgeRow, EdgeWriter};
 pub use events::{EventLog, GpuReady, RunEvent, RungInfo};
 pub use layout::{RunDir, RunDirError};
 pub use manifest::{Manifest, RunStatus, ToolInfo, FORMAT_VERSION};

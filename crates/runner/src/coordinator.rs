@@ -4,6 +4,7 @@ use crate::barrier::{choose_lead_ns, start_error_ns};
 use crate::error::RunError;
 use crate::lock;
 use crate::observer::Observer;
+use crate::rack::{RackRun, RackSync};
 use crate::sampler::{spawn_sampler, SamplerConfig, SamplerMsg, SamplerStats};
 use crate::worker::{spawn_worker, WorkerCmd};
 use crate::StopReason;
@@ -15,6 +16,7 @@ use powerlab_core::RunClock;
 use powerlab_rundir::{CollectiveWriter, EdgeWriter, EventLog, GpuReady, Manifest, RawWriter, RunDir, RunEvent, RunStatus, RungInfo, ToolInfo, FORMAT_VERSION};
 use std::future::Future;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -37,6 +39,8 @@ pub struct RunOptions {
     pub min_free_bytes: Option<u64>,
     /// The idle preflight (health.json content, health-report.md text), written into the run directory.
     pub health: Option<(serde_json::Value, String)>,
+    /// This node's part in a rack run (None: a single node).
+    pub rack: Option<Arc<RackRun>>,
 }
 
 impl RunOptions {
@@ -51,6 +55,7 @@ impl RunOptions {
             lock_path: None,
             min_free_bytes: None,
             health: None,
+            rack: None,
         }
     }
 }
@@ -66,6 +71,9 @@ pub struct RunResult {
     pub rungs_completed: usize,
     /// Per-GPU sampler statistics.
     pub samplers: Vec<SamplerStats>,
+    /// How every node of the rack ended, by rank (None: a single node, or
+    /// the rack exchange was abandoned).
+    pub rack_ends: Option<Vec<powerlab_rack::NodeEnd>>,
 }
 
 fn rung_info(r: &Rung) -> RungInfo {
@@ -235,7 +243,10 @@ pub async fn run_campaign(
 
     // 2. Run directory, with room for the run.
     let start_ns = clock.now_ns();
-    let dir = RunDir::create(&opts.results_root, &campaign.name, &node.info.host, start_ns)?;
+    let dir = match &opts.rack {
+        Some(r) => RunDir::create_exact(&r.node_dir)?,
+        None => RunDir::create(&opts.results_root, &campaign.name, &node.info.host, start_ns)?,
+    };
     let needed = opts.min_free_bytes.unwrap_or_else(|| needed_bytes(plan));
     match fs2::available_space(&dir.path) {
         Ok(free) if free < needed => {
@@ -345,6 +356,11 @@ pub async fn run_campaign(
 
     let mut ctx = Ctx { clock, events, observer, abort_tx, abort_rx, monitor_rx };
     ctx.log(RunEvent::RunStarted { ts_ns: start_ns, campaign: campaign.name.clone(), backend: node.info.backend.clone(), rungs: plan.rungs.len() })?;
+    let mut rack = opts.rack.clone().map(|r| RackSync::new(r, clock.is_virtual()));
+    if let Some(r) = &opts.rack {
+        let detail = serde_json::json!({ "rank": r.position.rank, "nodes": r.nodes, "stagger": campaign.rack.stagger.as_str() });
+        ctx.log(RunEvent::Note { ts_ns: start_ns, topic: "rack".into(), detail })?;
+    }
 
     // 4. The rungs.
     let total_ns = plan.total_ns();
@@ -358,7 +374,7 @@ pub async fn run_campaign(
             outcome = Err(r);
             break;
         }
-        match run_rung(&mut ctx, rung, &workers, &keys, (&mut edges, &mut collectives), tolerance_ns, done_ns, total_ns, opts.prepare_timeout_ns).await {
+        match run_rung(&mut ctx, rung, &workers, &keys, (&mut edges, &mut collectives), rack.as_mut(), tolerance_ns, done_ns, total_ns, opts.prepare_timeout_ns).await {
             Ok(()) => {
                 completed += 1;
                 done_ns += rung.nominal_ns();
@@ -402,6 +418,30 @@ pub async fn run_campaign(
     }
     let _ = tokio::time::timeout(Duration::from_secs(1), monitor).await;
     ctx.pump_monitor()?;
+    // Tell the rack how this node ended, and learn how every node did.
+    let mut rack_ends = None;
+    if let Some(sync) = rack.as_mut() {
+        let end = match (&outcome, &sync.stopped_by) {
+            (Ok(()), _) => powerlab_rack::NodeEnd::Complete,
+            (Err(_), Some((by_rank, reason))) => powerlab_rack::NodeEnd::Stopped { by_rank: *by_rank, reason: reason.clone() },
+            (Err(StopReason::Interrupted(r)), None) => powerlab_rack::NodeEnd::Interrupted { reason: r.clone() },
+            (Err(StopReason::Failed(r)), None) => powerlab_rack::NodeEnd::Failed { reason: r.clone() },
+        };
+        match sync.finish(end).await {
+            Ok(ends) => {
+                let detail = serde_json::to_value(&ends).unwrap_or_default();
+                ctx.log(RunEvent::Note { ts_ns: ctx.clock.now_ns(), topic: "rack_ends".into(), detail })?;
+                if outcome.is_ok() {
+                    if let Some((rank, e)) = ends.iter().enumerate().find(|(_, e)| !matches!(e, powerlab_rack::NodeEnd::Complete)) {
+                        let who = opts.rack.as_ref().map(|r| r.describe(rank)).unwrap_or_default();
+                        outcome = Err(StopReason::Failed(format!("{who} did not complete: {}", e.reason().unwrap_or("?"))));
+                    }
+                }
+                rack_ends = Some(ends);
+            }
+            Err(r) => ctx.observer.message(&format!("rack: {}", r.text())),
+        }
+    }
     let end_ns = ctx.clock.now_ns();
     let status = match &outcome {
         Ok(()) => RunStatus::Complete,
@@ -419,7 +459,7 @@ pub async fn run_campaign(
     manifest.ended_ns = Some(end_ns);
     manifest.status = status.clone();
     manifest.write(&dir.manifest())?;
-    Ok(RunResult { run_dir: dir.path, status, rungs_completed: completed, samplers })
+    Ok(RunResult { run_dir: dir.path, status, rungs_completed: completed, samplers, rack_ends })
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -429,6 +469,7 @@ async fn run_rung(
     workers: &[mpsc::Sender<WorkerCmd>],
     keys: &[String],
     (edges, collectives): (&mut EdgeWriter, &mut CollectiveWriter),
+    rack: Option<&mut RackSync>,
     tolerance_ns: i64,
     done_ns: i64,
     total_ns: i64,
@@ -461,8 +502,18 @@ async fn run_rung(
     let _ = ask_all(workers, |_, reply| WorkerCmd::Ping { reply }).await;
     let dispatch_ns = ping_start.elapsed().as_nanos() as i64;
     let lead_ns = choose_lead_ns(&ready, dispatch_ns);
-    let now = ctx.clock.now_ns();
-    let epoch = now + lead_ns;
+    let mut now = ctx.clock.now_ns();
+    // Across a rack, every node starts at the epoch all of them derived.
+    let epoch = match rack {
+        None => now + lead_ns,
+        Some(sync) => {
+            let abort = ctx.abort_rx.clone();
+            let epoch = sync.before_rung(rung.id, &rung.label, now, lead_ns, &abort).await?;
+            now = ctx.clock.now_ns();
+            epoch
+        }
+    };
+    let lead_ns = (epoch - now).max(0);
     let ready_log = ready
         .iter()
         .zip(keys)

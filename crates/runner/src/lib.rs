@@ -15,12 +15,14 @@ pub mod coordinator;
 pub mod error;
 pub mod lock;
 pub mod observer;
+pub mod rack;
 pub mod sampler;
 pub mod worker;
 
 pub use coordinator::{run_campaign, RunOptions, RunResult};
 pub use error::RunError;
 pub use observer::{NullObserver, Observer};
+pub use rack::RackRun;
 
 /// Why a run is being stopped early.
 #[derive(Debug, Clone, PartialEq)]

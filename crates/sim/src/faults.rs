@@ -32,6 +32,24 @@ pub struct FaultPlan {
     pub gpus: std::collections::BTreeMap<usize, GpuFaults>,
     /// NCCL is not installed on this node.
     pub no_nccl: bool,
+    /// CUDA initialisation fails with this code (802: fabric not ready) —
+    /// seen by the preflight, which then refuses the node.
+    pub cuda_init_error: Option<i32>,
+    /// The NVSwitch fabric reports this state instead of `completed`.
+    pub fabric_state: Option<String>,
+    /// The node's realtime clock is off by this much, ns (seen by the rack's
+    /// cross-node clock check).
+    pub clock_offset_ns: i64,
+    /// The whole process dies (SIGABRT) at this time after start, ns — a
+    /// node lost mid-run.
+    pub die_at_ns: Option<i64>,
+}
+
+fn parse_signed_duration_ns(s: &str) -> Result<i64, String> {
+    match s.trim().strip_prefix('-') {
+        Some(rest) => parse_duration_ns(rest).map(|v| -v),
+        None => parse_duration_ns(s),
+    }
 }
 
 fn parse_duration_ns(s: &str) -> Result<i64, String> {
@@ -59,9 +77,14 @@ impl FaultPlan {
         for spec in specs {
             let (target, rest) = spec.split_once(':').ok_or_else(|| format!("fault `{spec}`: expected `node:no_nccl` or `gpuN:key=value`"))?;
             if target == "node" {
-                match rest {
-                    "no_nccl" => plan.no_nccl = true,
-                    other => return Err(format!("fault `{spec}`: unknown node fault `{other}` (allowed: no_nccl)")),
+                let bad = |e: String| format!("fault `{spec}`: {e}");
+                match rest.split_once('=') {
+                    None if rest == "no_nccl" => plan.no_nccl = true,
+                    Some(("cuda_init", v)) => plan.cuda_init_error = Some(v.trim().parse().map_err(|_| bad(format!("`{v}` is not a CUDA error code")))?),
+                    Some(("fabric", v)) => plan.fabric_state = Some(v.trim().to_string()),
+                    Some(("clock_offset", v)) => plan.clock_offset_ns = parse_signed_duration_ns(v).map_err(bad)?,
+                    Some(("die_at", v)) => plan.die_at_ns = Some(parse_duration_ns(v).map_err(bad)?),
+                    _ => return Err(bad(format!("unknown node fault `{rest}` (allowed: no_nccl, cuda_init=CODE, fabric=STATE, clock_offset=±TIME, die_at=TIME)"))),
                 }
                 continue;
             }
@@ -114,5 +137,9 @@ mod tests {
         assert!(FaultPlan::parse(&["gpu0:cold_start=10".into()]).unwrap_err().contains("unit"));
         assert!(FaultPlan::parse(&["gpuX:lost_at=1s".into()]).unwrap_err().contains("gpuN"));
         assert!(FaultPlan::parse(&["gpu0:melt=1".into()]).unwrap_err().contains("unknown key"));
+        let n = FaultPlan::parse(&["node:cuda_init=802".into(), "node:clock_offset=-5ms".into(), "node:die_at=20s".into(), "node:fabric=in_progress".into()]).unwrap();
+        assert_eq!((n.cuda_init_error, n.clock_offset_ns, n.die_at_ns), (Some(802), -5_000_000, Some(20_000_000_000)));
+        assert_eq!(n.fabric_state.as_deref(), Some("in_progress"));
+        assert!(FaultPlan::parse(&["node:melt".into()]).unwrap_err().contains("unknown node fault"));
     }
 }
