@@ -32,13 +32,16 @@ ALLOW=${ALLOW:-}
 
 if want virus; then
 say "virus modes (20 s sustained each, all GPUs)"
-for mode in ${MODES:-gemm mixed hbm}; do
-  "$BIN" run campaigns/device-virus.toml $ALLOW --virus "$mode" --results "$R/virus-$mode" > "$OUT/virus-$mode.log" 2>&1
-  echo "exit $?" >> "$OUT/virus-$mode.log"
-  d=$(ls -d "$R/virus-$mode"/*/ | head -1)
-  echo "mode $mode:" | tee -a "$OUT/summary.txt"
+# Each entry is MODE or MODE:DTYPE (gemm:bf16 = the cuBLAS bf16 GEMM stream).
+for entry in ${MODES:-gemm mixed hbm}; do
+  mode=${entry%%:*}; dtype=fp16; [ "$entry" != "$mode" ] && dtype=${entry#*:}
+  mode_tag="$mode"; [ "$dtype" != fp16 ] && mode_tag="$mode-$dtype"
+  "$BIN" run campaigns/device-virus.toml $ALLOW --virus "$mode" --gemm-dtype "$dtype" --results "$R/virus-$mode_tag" > "$OUT/virus-$mode_tag.log" 2>&1
+  echo "exit $?" >> "$OUT/virus-$mode_tag.log"
+  d=$(ls -d "$R/virus-$mode_tag"/*/ | head -1)
+  echo "mode $mode, GEMM $dtype:" | tee -a "$OUT/summary.txt"
   python3 scripts/gpu_means.py "$d" sustained | tee -a "$OUT/summary.txt"
-  tail -3 "$OUT/virus-$mode.log" | tee -a "$OUT/summary.txt"
+  tail -3 "$OUT/virus-$mode_tag.log" | tee -a "$OUT/summary.txt"
 done
 fi
 
@@ -121,7 +124,7 @@ timeout 240 python3 scripts/torch_allreduce_ref.py 1073741824 4294967296 2>&1 | 
 fi
 if want sustained; then
 say "sustained: default virus 60 s on every GPU"
-"$BIN" run campaigns/device-sustained.toml $ALLOW --results "$R/sustained" > "$OUT/sustained.log" 2>&1
+"$BIN" run campaigns/device-sustained.toml $ALLOW ${SUSTAINED_ARGS:-} --results "$R/sustained" > "$OUT/sustained.log" 2>&1
 echo "exit $?" | tee -a "$OUT/summary.txt"
 python3 scripts/gpu_means.py "$(ls -d "$R/sustained"/*/ | head -1)" sustained | tee -a "$OUT/summary.txt"
 fi

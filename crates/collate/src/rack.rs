@@ -138,10 +138,10 @@ pub fn collate_rack(rack: &Path, collate_nodes: bool) -> Result<RackOutput, Coll
         let node = run.manifest.backend.node_id.clone();
         let mut collate_error = None;
         let summary = d.join("report").join("summary.csv");
-        if collate_nodes || !summary.is_file() {
-            if let Err(e) = crate::collate(d) {
-                collate_error = Some(e.to_string());
-            }
+        if (collate_nodes || !summary.is_file())
+            && let Err(e) = crate::collate(d)
+        {
+            collate_error = Some(e.to_string());
         }
         if let Ok(rows) = powerlab_rundir::read_rows::<NodeSummaryRow>(&summary) {
             node_rows.extend(rows.into_iter().filter(|r| r.instrument == "buffered_w").map(|r| NodeRungRow { node: node.clone(), rung_id: r.rung_id, label: r.label, mean_w: r.mean_w, peak_w: r.peak_w, spread_w: r.spread_w }));

@@ -17,7 +17,7 @@ pub use nccl::NcclRank;
 use crate::kernels;
 use cudarc::cublas::{sys::cublasOperation_t, CudaBlas, Gemm, GemmConfig};
 use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
-use half::f16;
+use half::{bf16, f16};
 use powerlab_core::hw::{EdgeRecord, GpuSchedule, HwError, Readiness, RungOutcome};
 use powerlab_core::shape::{EdgeKind, LoadKind, LoadShape};
 use powerlab_core::RunClock;
@@ -32,12 +32,13 @@ use tokio::sync::oneshot;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum VirusMode {
-    /// cuBLAS FP16 GEMM stream.
+    /// cuBLAS GEMM stream (operand type: [`GemmDtype`]).
     Gemm,
     /// HBM streaming kernel.
     Hbm,
     /// GEMM and HBM streaming on two streams at once (the default: on H200
-    /// it held 99.0–99.1% of the 700 W limit against 98.8–98.9% for GEMM alone).
+    /// it held 99.0–99.1% of the 700 W limit over 60 s with bf16 operands,
+    /// against 98.8–98.9% for GEMM alone).
     Mixed,
     /// Register-only bf16 mma.sync kernel (reference; ~75% on H200).
     Mma,
@@ -51,6 +52,27 @@ impl VirusMode {
             "hbm" => Some(VirusMode::Hbm),
             "mixed" => Some(VirusMode::Mixed),
             "mma" => Some(VirusMode::Mma),
+            _ => None,
+        }
+    }
+}
+
+/// Element type of the GEMM operands (FP32 accumulation either way).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GemmDtype {
+    /// IEEE half precision.
+    Fp16,
+    /// bfloat16.
+    Bf16,
+}
+
+impl GemmDtype {
+    /// Parses a CLI name.
+    pub fn parse(s: &str) -> Option<GemmDtype> {
+        match s {
+            "fp16" => Some(GemmDtype::Fp16),
+            "bf16" => Some(GemmDtype::Bf16),
             _ => None,
         }
     }
@@ -92,6 +114,8 @@ pub struct EngineConfig {
     pub big_n: usize,
     /// Square GEMM size for duty chunks (small: a fall lands within half a chunk).
     pub chunk_n: usize,
+    /// GEMM operand type.
+    pub dtype: GemmDtype,
     /// This GPU's rank in the node's NCCL communicator (None without NCCL).
     pub nccl: Option<NcclRank>,
 }
@@ -99,10 +123,14 @@ pub struct EngineConfig {
 const SPIN_LEAD_NS: i64 = 2_000_000;
 const MAX_QUEUED_NS: i64 = 1_000_000;
 
+/// GEMM operands, in the configured type.
+enum Operands {
+    Fp16 { a: CudaSlice<f16>, b: CudaSlice<f16>, c: CudaSlice<f16> },
+    Bf16 { a: CudaSlice<bf16>, b: CudaSlice<bf16>, c: CudaSlice<bf16> },
+}
+
 struct Work {
-    a: CudaSlice<f16>,
-    b: CudaSlice<f16>,
-    c: CudaSlice<f16>,
+    ops: Operands,
     n: usize,
     ns: i64,
 }
@@ -152,17 +180,27 @@ fn dev_err(gpu: &str, what: &str, e: impl std::fmt::Debug) -> HwError {
     HwError::DeviceFailed { gpu: gpu.to_string(), detail: format!("{what}: {e:?}") }
 }
 
-fn random_f16(n: usize, seed: u64) -> Vec<f16> {
+fn random_f32(n: usize, seed: u64) -> impl Iterator<Item = f32> {
     // Random data, never zeros: zeros draw less power and hide bugs.
     let mut x = seed | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            f16::from_f32(((x >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0)
-        })
-        .collect()
+    (0..n).map(move |_| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        ((x >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+    })
+}
+
+/// Random n×n inputs and a zeroed output on the device.
+#[allow(clippy::type_complexity)]
+fn operands<T>(stream: &Arc<CudaStream>, n: usize, seed: u64, conv: fn(f32) -> T) -> Result<(CudaSlice<T>, CudaSlice<T>, CudaSlice<T>), cudarc::driver::DriverError>
+where
+    T: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits,
+{
+    let a = stream.clone_htod(&random_f32(n * n, seed).map(conv).collect::<Vec<T>>())?;
+    let b = stream.clone_htod(&random_f32(n * n, seed + 1).map(conv).collect::<Vec<T>>())?;
+    let c = stream.alloc_zeros::<T>(n * n)?;
+    Ok((a, b, c))
 }
 
 impl Engine {
@@ -188,10 +226,17 @@ impl Engine {
         let blas = CudaBlas::new(stream.clone()).map_err(|er| dev_err(&gpu, "cuBLAS handle", er))?;
         let sms = ctx.attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(e("SM count"))? as u32;
         let work = |n: usize, seed: u64| -> Result<Work, HwError> {
-            let a = stream.clone_htod(&random_f16(n * n, seed)).map_err(e("allocating GEMM inputs"))?;
-            let b = stream.clone_htod(&random_f16(n * n, seed + 1)).map_err(e("allocating GEMM inputs"))?;
-            let c = stream.alloc_zeros::<f16>(n * n).map_err(e("allocating GEMM output"))?;
-            Ok(Work { a, b, c, n, ns: 0 })
+            let ops = match cfg.dtype {
+                GemmDtype::Fp16 => {
+                    let (a, b, c) = operands(&stream, n, seed, f16::from_f32).map_err(e("allocating GEMM operands"))?;
+                    Operands::Fp16 { a, b, c }
+                }
+                GemmDtype::Bf16 => {
+                    let (a, b, c) = operands(&stream, n, seed, bf16::from_f32).map_err(e("allocating GEMM operands"))?;
+                    Operands::Bf16 { a, b, c }
+                }
+            };
+            Ok(Work { ops, n, ns: 0 })
         };
         let big = work(cfg.big_n, 11)?;
         let chunk = work(cfg.chunk_n, 23)?;
@@ -260,9 +305,19 @@ impl Engine {
         let w = if small { &mut self.chunk } else { &mut self.big };
         let gemm = |blas: &CudaBlas, w: &mut Work| -> Result<(), HwError> {
             let n = w.n as i32;
-            let cfg = GemmConfig { transa: cublasOperation_t::CUBLAS_OP_N, transb: cublasOperation_t::CUBLAS_OP_N, m: n, n, k: n, alpha: f16::ONE, lda: n, ldb: n, beta: f16::ZERO, ldc: n };
+            let op = cublasOperation_t::CUBLAS_OP_N;
             // SAFETY: a, b, c each hold n*n elements, matching m, n, k and the leading dimensions.
-            unsafe { blas.gemm(cfg, &w.a, &w.b, &mut w.c) }.map_err(|e| HwError::Other(format!("cuBLAS GEMM failed: {e:?}")))
+            let r = match &mut w.ops {
+                Operands::Fp16 { a, b, c } => {
+                    let cfg = GemmConfig { transa: op, transb: op, m: n, n, k: n, alpha: f16::ONE, lda: n, ldb: n, beta: f16::ZERO, ldc: n };
+                    unsafe { blas.gemm(cfg, &*a, &*b, c) }
+                }
+                Operands::Bf16 { a, b, c } => {
+                    let cfg = GemmConfig { transa: op, transb: op, m: n, n, k: n, alpha: bf16::ONE, lda: n, ldb: n, beta: bf16::ZERO, ldc: n };
+                    unsafe { blas.gemm(cfg, &*a, &*b, c) }
+                }
+            };
+            r.map_err(|e| HwError::Other(format!("cuBLAS GEMM failed: {e:?}")))
         };
         let ns = w.ns.max(1000);
         match mode {

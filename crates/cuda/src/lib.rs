@@ -17,5 +17,5 @@ pub mod kernels;
 pub mod libs;
 pub mod node;
 
-pub use engine::VirusMode;
+pub use engine::{GemmDtype, VirusMode};
 pub use node::{nccl_unique_id, CudaBackend, CudaOptions, NcclWorld};

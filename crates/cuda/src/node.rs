@@ -21,6 +21,8 @@ pub struct CudaOptions {
     pub big_n: usize,
     /// Duty chunk GEMM size.
     pub chunk_n: usize,
+    /// GEMM operand type.
+    pub dtype: crate::engine::GemmDtype,
     /// Across a rack: the NCCL world this node's GPUs join (None: one
     /// communicator over this node's GPUs).
     pub nccl_world: Option<NcclWorld>,
@@ -47,7 +49,7 @@ pub fn nccl_unique_id() -> Result<[std::ffi::c_char; 128], HwError> {
 
 impl Default for CudaOptions {
     fn default() -> Self {
-        CudaOptions { selector: GpuSelector::All, mode: VirusMode::Mixed, big_n: 8192, chunk_n: 3072, nccl_world: None }
+        CudaOptions { selector: GpuSelector::All, mode: VirusMode::Mixed, big_n: 8192, chunk_n: 3072, dtype: crate::engine::GemmDtype::Bf16, nccl_world: None }
     }
 }
 
@@ -169,7 +171,7 @@ impl Backend for CudaBackend {
                 Some(w) => NcclRank { id, rank: w.first_rank + k, ranks: w.ranks },
                 None => NcclRank { id, rank: k, ranks: chosen.len() },
             });
-            let cfg = EngineConfig { ordinal: *ordinal, mode: self.opts.mode, big_n: self.opts.big_n, chunk_n: self.opts.chunk_n, nccl: rank };
+            let cfg = EngineConfig { ordinal: *ordinal, mode: self.opts.mode, big_n: self.opts.big_n, chunk_n: self.opts.chunk_n, dtype: self.opts.dtype, nccl: rank };
             gpus.push(Box::new(CudaGpu { id: id.clone(), engine: spawn(self.clock, cfg, uuid.clone()) }));
             sources.push(Box::new(NvmlSource::new(nvml.clone(), id.clone())?));
             ids.push(id);

@@ -81,9 +81,26 @@ fn confirm_start(rack: &Option<RackJoin>, mine: Result<(), String>) -> Result<()
     })
 }
 
+/// A failed preflight stops the run before load (exit 3) unless
+/// `--allow-unhealthy`, which is said and recorded.
+fn refuse_unhealthy(a: &RunArgs, health: &powerlab_health::HealthReport) -> Option<i32> {
+    if !health.failed() {
+        return None;
+    }
+    eprintln!("{}", health.headline());
+    if a.allow_unhealthy {
+        eprintln!("--allow-unhealthy: running anyway; recorded in the manifest");
+        return None;
+    }
+    eprintln!("(no load was started; --allow-unhealthy overrides, and the override is recorded in the manifest and on the report's first line)");
+    let _ = powerlab_health::report::write(health, &a.results, "preflight-failed");
+    Some(crate::exit::PREFLIGHT)
+}
+
 pub fn run_real(a: &RunArgs, campaign: Campaign, rack: Option<RackJoin>) -> Result<Outcome> {
     // No driver, no run: there is deliberately no fallback to the simulated node.
     let mode = VirusMode::parse(&a.virus).ok_or_else(|| anyhow!("unknown --virus `{}` (allowed: gemm, hbm, mixed, mma)", a.virus))?;
+    let dtype = powerlab_cuda::GemmDtype::parse(&a.gemm_dtype).ok_or_else(|| anyhow!("unknown --gemm-dtype `{}` (allowed: fp16, bf16)", a.gemm_dtype))?;
     // NVLink multicast stays off for this process and everything it loads.
     // SAFETY-free: set before any thread is started.
     if std::env::var_os("NCCL_NVLS_ENABLE").is_none() {
@@ -93,19 +110,15 @@ pub fn run_real(a: &RunArgs, campaign: Campaign, rack: Option<RackJoin>) -> Resu
     // Preflight, read-only, before any load (a rack ran it on every node already).
     let needs_nccl = campaign.phases.iter().any(|p| p.kind == powerlab_campaign::PhaseKind::Nccl);
     let health = crate::cmd_preflight::capture("idle", needs_nccl);
-    if health.failed() && !rack.as_ref().is_some_and(|r| r.preflight_done) {
-        eprintln!("{}", health.headline());
-        if !a.allow_unhealthy {
-            eprintln!("(no load was started; --allow-unhealthy overrides, and the override is recorded in the manifest and on the report's first line)");
-            let _ = powerlab_health::report::write(&health, &a.results, "preflight-failed");
-            return Ok(Err(crate::exit::PREFLIGHT));
+    if !rack.as_ref().is_some_and(|r| r.preflight_done) {
+        if let Some(code) = refuse_unhealthy(a, &health) {
+            return Ok(Err(code));
         }
-        eprintln!("--allow-unhealthy: running anyway; recorded in the manifest");
     }
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let outcome = rt.block_on(async {
         let clock = RunClock::realtime();
-        let opts = CudaOptions { selector: campaign.gpus.clone(), mode, nccl_world: rack.as_ref().and_then(|r| r.nccl_world.clone()), ..Default::default() };
+        let opts = CudaOptions { selector: campaign.gpus.clone(), mode, dtype, nccl_world: rack.as_ref().and_then(|r| r.nccl_world.clone()), ..Default::default() };
         let mut backend = CudaBackend::new(opts, clock);
         let opened = backend.open().map_err(|e| format!("cannot open the real GPU node: {e}")).and_then(|node| {
             let n = node.gpus.len();
@@ -144,14 +157,8 @@ pub fn run_sim(a: &RunArgs, campaign: Campaign, rack: Option<RackJoin>) -> Resul
     // NCCL is judged at run start, where its absence stops the run before load.
     if rack.is_none() {
         let health = crate::cmd_preflight::sim_capture(n, &faults, &node_id, false);
-        if health.failed() {
-            eprintln!("{}", health.headline());
-            if !a.allow_unhealthy {
-                eprintln!("(no load was started; --allow-unhealthy overrides, and the override is recorded in the manifest and on the report's first line)");
-                let _ = powerlab_health::report::write(&health, &a.results, "preflight-failed");
-                return Ok(Err(crate::exit::PREFLIGHT));
-            }
-            eprintln!("--allow-unhealthy: running anyway; recorded in the manifest");
+        if let Some(code) = refuse_unhealthy(a, &health) {
+            return Ok(Err(code));
         }
     }
     let plan = match plan::expand_on_rack(&campaign, n, a.repeats, position(&rack)) {
