@@ -62,6 +62,11 @@ pub trait Transport {
     /// stamped with the peer's `now_ns`. Rank 0 gets the samples of every
     /// rank (its own entry empty); the others get an empty list. A collective.
     fn clock_exchange(&mut self, rounds: usize, now_ns: &dyn Fn() -> i64) -> Result<Vec<Vec<ClockSample>>, RackError>;
+    /// Sends `bytes` to every other rank outside any collective (a node
+    /// that leaves its rung loop tells the others at once, mid-rung).
+    fn post_alarm(&mut self, bytes: &[u8]) -> Result<(), RackError>;
+    /// An alarm from another rank, if one has arrived (never blocks).
+    fn poll_alarm(&mut self) -> Result<Option<(usize, Vec<u8>)>, RackError>;
 }
 
 /// A rack of one: the single-node run, which needs no MPI.
@@ -86,6 +91,12 @@ impl Transport for Solo {
     }
     fn clock_exchange(&mut self, _rounds: usize, _now_ns: &dyn Fn() -> i64) -> Result<Vec<Vec<ClockSample>>, RackError> {
         Ok(vec![Vec::new()])
+    }
+    fn post_alarm(&mut self, _bytes: &[u8]) -> Result<(), RackError> {
+        Ok(())
+    }
+    fn poll_alarm(&mut self) -> Result<Option<(usize, Vec<u8>)>, RackError> {
+        Ok(None)
     }
 }
 

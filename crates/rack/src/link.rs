@@ -5,8 +5,13 @@
 //! the link thread, and the caller polls its [`Pending`] answer.
 
 use crate::{RackError, Transport};
-use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender, TryRecvError};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// How often an idle link thread looks for alarms.
+const ALARM_POLL: Duration = Duration::from_millis(5);
 
 type Job = Box<dyn FnOnce(&mut dyn Transport) + Send>;
 
@@ -26,6 +31,7 @@ pub struct RackLink {
     jobs: Option<Sender<Job>>,
     thread: Option<JoinHandle<()>>,
     info: RankInfo,
+    alarms: Arc<Mutex<Vec<(usize, Vec<u8>)>>>,
 }
 
 /// An answer that will come from the link thread.
@@ -58,6 +64,8 @@ impl RackLink {
     {
         let (jobs_tx, jobs_rx) = channel::<Job>();
         let (info_tx, info_rx) = channel::<Result<RankInfo, RackError>>();
+        let alarms = Arc::new(Mutex::new(Vec::new()));
+        let inbox = alarms.clone();
         let thread = std::thread::Builder::new()
             .name("rack-link".into())
             .spawn(move || {
@@ -73,19 +81,34 @@ impl RackLink {
                     return;
                 }
                 // Runs until every handle is gone; the transport (and with it
-                // MPI) is finalised when this closure returns.
-                while let Ok(job) = jobs_rx.recv() {
-                    job(transport.as_mut());
+                // MPI) is finalised when this closure returns. Between jobs
+                // it collects the other nodes' alarms.
+                loop {
+                    match jobs_rx.recv_timeout(ALARM_POLL) {
+                        Ok(job) => job(transport.as_mut()),
+                        Err(RecvTimeoutError::Timeout) => {}
+                        Err(RecvTimeoutError::Disconnected) => break,
+                    }
+                    while let Ok(Some(a)) = transport.poll_alarm() {
+                        if let Ok(mut v) = inbox.lock() {
+                            v.push(a);
+                        }
+                    }
                 }
             })
             .map_err(|e| RackError::Init(format!("cannot start the rack link thread: {e}")))?;
         let info = info_rx.recv().unwrap_or(Err(RackError::LinkClosed))?;
-        Ok(RackLink { jobs: Some(jobs_tx), thread: Some(thread), info })
+        Ok(RackLink { jobs: Some(jobs_tx), thread: Some(thread), info, alarms })
     }
 
     /// Rank, size and node name.
     pub fn info(&self) -> &RankInfo {
         &self.info
+    }
+
+    /// Alarms received so far from other ranks: (rank, bytes), oldest first.
+    pub fn alarms(&self) -> Vec<(usize, Vec<u8>)> {
+        self.alarms.lock().map(|v| v.clone()).unwrap_or_default()
     }
 
     /// Queues `f` on the link thread.
@@ -159,6 +182,19 @@ mod tests {
         assert_eq!(ga, vec![b"from 0".to_vec(), b"from 1".to_vec()]);
         la.shutdown();
         lb.shutdown();
+    }
+
+    #[test]
+    fn an_alarm_reaches_every_other_rank_without_a_collective() {
+        let links: Vec<RackLink> = LocalRack::new(3).into_iter().map(|t| RackLink::start(move || Ok(Box::new(t) as Box<dyn Transport>)).unwrap()).collect();
+        links[1].submit(|t| t.post_alarm(b"gpu3 lost")).wait().unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while (links[0].alarms().is_empty() || links[2].alarms().is_empty()) && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(links[0].alarms(), vec![(1, b"gpu3 lost".to_vec())]);
+        assert_eq!(links[2].alarms(), vec![(1, b"gpu3 lost".to_vec())]);
+        assert!(links[1].alarms().is_empty(), "a rank does not alarm itself");
     }
 
     #[test]

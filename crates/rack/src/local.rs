@@ -11,6 +11,8 @@ pub struct LocalRack {
     name: String,
     to: Vec<Option<Sender<Vec<u8>>>>,
     from: Vec<Option<Receiver<Vec<u8>>>>,
+    alarm_to: Vec<Sender<(usize, Vec<u8>)>>,
+    alarms: Receiver<(usize, Vec<u8>)>,
 }
 
 impl LocalRack {
@@ -27,7 +29,13 @@ impl LocalRack {
                 }
             }
         }
-        to.into_iter().zip(from).enumerate().map(|(rank, (to, from))| LocalRack { rank, size, name: format!("local{rank}"), to, from }).collect()
+        let (alarm_to, mut alarm_rx): (Vec<_>, Vec<_>) = (0..size).map(|_| channel()).unzip();
+        alarm_rx.reverse();
+        to.into_iter()
+            .zip(from)
+            .enumerate()
+            .map(|(rank, (to, from))| LocalRack { rank, size, name: format!("local{rank}"), to, from, alarm_to: alarm_to.clone(), alarms: alarm_rx.pop().expect("one alarm receiver per rank") })
+            .collect()
     }
 
     fn send(&self, peer: usize, bytes: Vec<u8>) -> Result<(), RackError> {
@@ -49,6 +57,15 @@ fn bytes_i64(b: &[u8], rank: usize) -> Result<i64, RackError> {
 }
 
 impl Transport for LocalRack {
+    fn post_alarm(&mut self, bytes: &[u8]) -> Result<(), RackError> {
+        for (peer, tx) in self.alarm_to.iter().enumerate().filter(|(p, _)| *p != self.rank) {
+            tx.send((self.rank, bytes.to_vec())).map_err(|_| RackError::PeerGone(peer))?;
+        }
+        Ok(())
+    }
+    fn poll_alarm(&mut self) -> Result<Option<(usize, Vec<u8>)>, RackError> {
+        Ok(self.alarms.try_recv().ok())
+    }
     fn rank(&self) -> usize {
         self.rank
     }

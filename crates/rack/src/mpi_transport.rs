@@ -29,7 +29,26 @@ impl MpiTransport {
     }
 }
 
+/// Tag of alarm messages (point to point, never mixed with collectives).
+const ALARM_TAG: i32 = 0x5a1a;
+
 impl Transport for MpiTransport {
+    fn post_alarm(&mut self, bytes: &[u8]) -> Result<(), RackError> {
+        for peer in (0..self.size()).filter(|&p| p != self.rank()) {
+            // A few hundred bytes go eagerly: this returns without the peer.
+            self.world.process_at_rank(peer as i32).send_with_tag(bytes, ALARM_TAG);
+        }
+        Ok(())
+    }
+    fn poll_alarm(&mut self) -> Result<Option<(usize, Vec<u8>)>, RackError> {
+        match self.world.any_process().immediate_matched_probe_with_tag(ALARM_TAG) {
+            Some(probed) => {
+                let (bytes, status) = probed.matched_receive_vec::<u8>();
+                Ok(Some((status.source_rank() as usize, bytes)))
+            }
+            None => Ok(None),
+        }
+    }
     fn rank(&self) -> usize {
         self.world.rank() as usize
     }

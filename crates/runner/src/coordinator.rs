@@ -357,6 +357,7 @@ pub async fn run_campaign(
     let mut ctx = Ctx { clock, events, observer, abort_tx, abort_rx, monitor_rx };
     ctx.log(RunEvent::RunStarted { ts_ns: start_ns, campaign: campaign.name.clone(), backend: node.info.backend.clone(), rungs: plan.rungs.len() })?;
     let mut rack = opts.rack.clone().map(|r| RackSync::new(r, clock.is_virtual()));
+    let alarm_watch = rack.as_ref().map(|r| r.spawn_alarm_watch(ctx.abort_tx.clone()));
     if let Some(r) = &opts.rack {
         let detail = serde_json::json!({ "rank": r.position.rank, "nodes": r.nodes, "stagger": campaign.rack.stagger.as_str() });
         ctx.log(RunEvent::Note { ts_ns: start_ns, topic: "rack".into(), detail })?;
@@ -385,6 +386,13 @@ pub async fn run_campaign(
                 break;
             }
         }
+    }
+    // A node that failed tells the others now, before it stops its own GPUs.
+    if let Some(sync) = &rack {
+        sync.post_alarm(&sync.end_of(&outcome));
+    }
+    if let Some(w) = alarm_watch {
+        w.abort();
     }
 
     // 5. Stop every GPU, then the samplers (final drain and flush).
@@ -421,12 +429,7 @@ pub async fn run_campaign(
     // Tell the rack how this node ended, and learn how every node did.
     let mut rack_ends = None;
     if let Some(sync) = rack.as_mut() {
-        let end = match (&outcome, &sync.stopped_by) {
-            (Ok(()), _) => powerlab_rack::NodeEnd::Complete,
-            (Err(_), Some((by_rank, reason))) => powerlab_rack::NodeEnd::Stopped { by_rank: *by_rank, reason: reason.clone() },
-            (Err(StopReason::Interrupted(r)), None) => powerlab_rack::NodeEnd::Interrupted { reason: r.clone() },
-            (Err(StopReason::Failed(r)), None) => powerlab_rack::NodeEnd::Failed { reason: r.clone() },
-        };
+        let end = sync.end_of(&outcome);
         match sync.finish(end).await {
             Ok(ends) => {
                 let detail = serde_json::to_value(&ends).unwrap_or_default();

@@ -92,12 +92,72 @@ pub(crate) struct RackSync {
     /// Set when another node's end stopped this one.
     pub stopped_by: Option<(usize, String)>,
     virtual_time: bool,
+    /// Another node's alarm: (its rank, the text every node reports).
+    alarm: Arc<std::sync::Mutex<Option<(usize, String)>>>,
 }
 
 impl RackSync {
     pub(crate) fn new(rack: Arc<RackRun>, virtual_time: bool) -> Self {
         let first = rack.first_exchange_ns;
-        RackSync { rack, last_exchange_ns: first, usable: true, stopped_by: None, virtual_time }
+        RackSync { rack, last_exchange_ns: first, usable: true, stopped_by: None, virtual_time, alarm: Arc::new(std::sync::Mutex::new(None)) }
+    }
+
+    fn alarm(&self) -> Option<(usize, String)> {
+        self.alarm.lock().ok().and_then(|a| a.clone())
+    }
+
+    /// Watches for another node's alarm (sent when it leaves its rung loop,
+    /// mid-rung included) and stops this node at once, naming that node.
+    pub(crate) fn spawn_alarm_watch(&self, abort: watch::Sender<Option<StopReason>>) -> tokio::task::JoinHandle<()> {
+        let rack = self.rack.clone();
+        let slot = self.alarm.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_millis(20));
+            loop {
+                tick.tick().await;
+                let Some((rank, bytes)) = rack.link.alarms().into_iter().next() else { continue };
+                let end: NodeEnd = serde_json::from_slice(&bytes).unwrap_or(NodeEnd::Failed { reason: "an unreadable alarm".into() });
+                let text = format!("{} ended: {}", rack.describe(rank), end.reason().unwrap_or("ended"));
+                if let Ok(mut a) = slot.lock() {
+                    *a = Some((rank, text.clone()));
+                }
+                let reason = format!("stopped because {text}; every node of the rack stops");
+                abort.send_if_modified(|cur| {
+                    if cur.is_none() {
+                        *cur = Some(match end {
+                            NodeEnd::Interrupted { .. } => StopReason::Interrupted(reason.clone()),
+                            _ => StopReason::Failed(reason.clone()),
+                        });
+                        true
+                    } else {
+                        false
+                    }
+                });
+                return;
+            }
+        })
+    }
+
+    /// Tells every other node at once that this one left its rung loop
+    /// (not for a signal: the launcher delivers those to every node).
+    pub(crate) fn post_alarm(&self, end: &NodeEnd) {
+        if matches!(end, NodeEnd::Complete | NodeEnd::Interrupted { .. } | NodeEnd::Stopped { .. }) || !self.usable {
+            return;
+        }
+        let Ok(bytes) = serde_json::to_vec(end) else { return };
+        // Queued before the end exchange on the link thread, so it leaves first.
+        let _ = self.rack.link.submit(move |t| t.post_alarm(&bytes));
+    }
+
+    /// How this node ended, from its outcome and what stopped it.
+    pub(crate) fn end_of(&self, outcome: &Result<(), StopReason>) -> NodeEnd {
+        let by = self.stopped_by.clone().or_else(|| self.alarm());
+        match (outcome, by) {
+            (Ok(()), _) => NodeEnd::Complete,
+            (Err(_), Some((by_rank, reason))) => NodeEnd::Stopped { by_rank, reason },
+            (Err(StopReason::Interrupted(r)), None) => NodeEnd::Interrupted { reason: r.clone() },
+            (Err(StopReason::Failed(r)), None) => NodeEnd::Failed { reason: r.clone() },
+        }
     }
 
     async fn exchange(&mut self, msg: RackMsg, what: &str, stop: &dyn Fn() -> Option<StopReason>) -> Result<Vec<RackMsg>, StopReason> {
@@ -132,7 +192,17 @@ impl RackSync {
     /// The epoch every node starts `rung_id` at, or why every node stops.
     pub(crate) async fn before_rung(&mut self, rung_id: u32, label: &str, now_ns: i64, lead_ns: i64, abort: &watch::Receiver<Option<StopReason>>) -> Result<i64, StopReason> {
         let msg = RackMsg::Rung { rung_id, now_ns, lead_ns, exchange_ns: self.last_exchange_ns };
-        let stop = || abort.borrow().clone();
+        // Stopped by another node's alarm, this node still completes the
+        // exchange: the others answer it with their ends, and the
+        // collectives stay paired.
+        let alarm = self.alarm.clone();
+        let stop = || {
+            if SIGNAL_SEEN.load(Ordering::Relaxed) || alarm.lock().map(|a| a.is_none()).unwrap_or(true) {
+                abort.borrow().clone()
+            } else {
+                None
+            }
+        };
         let msgs = self.exchange(msg, &format!("rack barrier before rung {label}"), &stop).await?;
         match decide(&msgs) {
             Ok(Agreement::Start { epoch_ns }) => Ok(epoch_ns),
