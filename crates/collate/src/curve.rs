@@ -70,8 +70,7 @@ pub fn node_curve(power: &DataFrame, run: &Run) -> Result<NodeCurve, CollateErro
         if cols.is_empty() {
             continue;
         }
-        let sum = polars::lazy::dsl::sum_horizontal(&cols, false).map_err(CollateError::polars("summing GPUs"))?;
-        node_cols.push(sum.alias(node_name));
+        node_cols.push(ordered_sum(&cols).alias(node_name));
     }
     keep.extend(node_cols);
     let mut df = lf.select(keep).collect().map_err(CollateError::polars("aligning GPUs on the grid"))?;
@@ -79,6 +78,17 @@ pub fn node_curve(power: &DataFrame, run: &Run) -> Result<NodeCurve, CollateErro
     // raw files' layout, so splitting a raw file cannot move a digit.
     df.rechunk_mut_par();
     Ok(NodeCurve { df, grid_ns: grid })
+}
+
+/// The sum of `cols`, left to right, null where any is null (a partial
+/// sum would look like a power drop). A fixed order on purpose: polars'
+/// `sum_horizontal` may reduce many columns in parallel, and floating-point
+/// addition in a scheduling-dependent order changed a rack summary's last
+/// digit between two collations of the same files.
+pub fn ordered_sum(cols: &[Expr]) -> Expr {
+    let mut it = cols.iter().cloned();
+    let first = it.next().unwrap_or_else(|| lit(NULL).cast(DataType::Float64));
+    it.fold(first, |acc, c| acc + c)
 }
 
 /// Writes `report/node_curve.csv` (time and the three node sums).

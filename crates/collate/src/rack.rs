@@ -242,8 +242,7 @@ fn write_rack_curve(curve: &crate::curve::NodeCurve, run: &Run, dir: &Path) -> R
     }
     for n in &nodes {
         let cols: Vec<Expr> = run.series.iter().filter(|(x, _)| x == n).map(|(x, g)| col(format!("{x}/{g}:buffered_w").as_str())).collect();
-        let sum = polars::lazy::dsl::sum_horizontal(&cols, false).map_err(CollateError::polars("summing a node"))?;
-        exprs.push(sum.round(3, RoundMode::HalfToEven).alias(format!("{n}_buffered_w").as_str()));
+        exprs.push(crate::curve::ordered_sum(&cols).round(3, RoundMode::HalfToEven).alias(format!("{n}_buffered_w").as_str()));
     }
     let mut df = curve.df.clone().lazy().select(exprs).collect().map_err(CollateError::polars("building the rack curve"))?;
     let file = std::fs::File::create(&path).map_err(|e| CollateError::io(&path, e))?;
