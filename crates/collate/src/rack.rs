@@ -10,7 +10,7 @@
 use crate::curve::node_curve;
 use crate::error::CollateError;
 use crate::load::{load_run, read_power, sample_bounds, Run};
-use crate::summary::{compare_modes, repeat_stats, summarize, write_tables, PhaseCompare, RungSummary};
+use crate::summary::{compare_modes, repeat_stats, summarize, write_csv, write_tables, PhaseCompare, RungSummary};
 use polars::prelude::*;
 use powerlab_rundir::{RunDir, RunStatus};
 use serde::Serialize;
@@ -219,14 +219,6 @@ struct NodeSummaryRow {
     mean_w: Option<f64>,
     peak_w: Option<f64>,
     spread_w: Option<f64>,
-}
-
-fn write_csv<T: Serialize>(rows: &[T], path: &Path) -> Result<(), CollateError> {
-    let mut w = csv::Writer::from_path(path).map_err(|e| CollateError::io(path, std::io::Error::other(e)))?;
-    for r in rows {
-        w.serialize(r).map_err(|e| CollateError::io(path, std::io::Error::other(e)))?;
-    }
-    w.flush().map_err(|e| CollateError::io(path, e))
 }
 
 /// `rack_curve.csv`: time, the rack sums and each node's buffered sum.

@@ -92,6 +92,14 @@ fn say(rank: usize, text: &str) {
     eprintln!("[rank {rank}] {text}");
 }
 
+/// Finalises MPI once this is the last handle on the link, giving up after
+/// `limit` (a node that never reaches finalisation).
+fn finalize(run: Arc<RackRun>, limit: Duration) {
+    if let Ok(Ok(link)) = Arc::try_unwrap(run).map(|r| Arc::try_unwrap(r.link)) {
+        link.shutdown_within(limit);
+    }
+}
+
 /// The rack run over any transport (MPI in production).
 pub fn rack_main(a: &RunArgs, campaign: Campaign, link: RackLink) -> Result<i32> {
     let info = link.info().clone();
@@ -215,7 +223,8 @@ pub fn rack_main(a: &RunArgs, campaign: Campaign, link: RackLink) -> Result<i32>
         exchange_timeout,
         first_exchange_ns,
     });
-    let join = RackJoin { run: run.clone(), label: label.clone(), nccl_world, preflight_done: true };
+    let health = (a.backend == BackendKind::Cuda).then_some(health);
+    let join = RackJoin { run: run.clone(), label: label.clone(), nccl_world, health };
     let outcome = match a.backend {
         BackendKind::Sim => run_sim(a, campaign, Some(join))?,
         BackendKind::Cuda => run_real(a, campaign, Some(join))?,
@@ -225,11 +234,7 @@ pub fn rack_main(a: &RunArgs, campaign: Campaign, link: RackLink) -> Result<i32>
         Err(code) => {
             // Every node took the same decision (the start was confirmed
             // collectively): finalise MPI if the link is idle.
-            if let Ok(r) = Arc::try_unwrap(run) {
-                if let Ok(link) = Arc::try_unwrap(r.link) {
-                    link.shutdown_within(Duration::from_secs(5));
-                }
-            }
+            finalize(run, Duration::from_secs(5));
             return Ok(code);
         }
     };
@@ -241,18 +246,15 @@ pub fn rack_main(a: &RunArgs, campaign: Campaign, link: RackLink) -> Result<i32>
     // kill this process, and the raw data (already flushed) is what matters;
     // `powerlab collate <rack dir>` regenerates everything later.
     let code = if result.rack_ends.is_some() {
-        if !a.no_collate && all_complete {
-            if let Err(e) = powerlab_collate::collate(&result.run_dir) {
-                say(rank, &format!("error: collating {} failed: {e}", result.run_dir.display()));
-            }
+        if !a.no_collate
+            && all_complete
+            && let Err(e) = powerlab_collate::collate(&result.run_dir)
+        {
+            say(rank, &format!("error: collating {} failed: {e}", result.run_dir.display()));
         }
         let done: Vec<bool> = run.link.submit(|t| gather_json(t, &true)).wait()?;
         debug_assert_eq!(done.len(), size);
-        if let Ok(r) = Arc::try_unwrap(run) {
-            if let Ok(link) = Arc::try_unwrap(r.link) {
-                link.shutdown_within(Duration::from_secs(30));
-            }
-        }
+        finalize(run, Duration::from_secs(30));
         if rank == 0 && !a.no_collate {
             match powerlab_collate::rack::collate_rack(&root, false) {
                 Ok(out) => {

@@ -51,15 +51,16 @@ pub struct RackJoin {
     pub label: String,
     /// The rack-wide NCCL communicator (real GPUs with an NCCL phase).
     pub nccl_world: Option<powerlab_cuda::NcclWorld>,
-    /// Whether the rack preflight already ran.
-    pub preflight_done: bool,
+    /// The rack preflight's capture of this node (real GPUs), so it is not
+    /// probed twice; the simulated node needs none.
+    pub health: Option<powerlab_health::HealthReport>,
 }
 
 impl RackJoin {
     /// Every node says whether it opened its GPUs and expanded its plan;
     /// if any did not, every node stops here, before load, naming it.
-    fn confirm(&self, mine: Result<(), String>) -> Result<(), String> {
-        let msg: Option<String> = mine.err();
+    fn confirm(&self, problem: Option<String>) -> Result<(), String> {
+        let msg = problem;
         let all = self.run.link.submit(move |t| powerlab_rack::protocol::gather_json(t, &msg)).wait().map_err(|e| format!("rack: {e}"))?;
         let bad: Vec<String> = all.iter().enumerate().filter_map(|(r, m)| m.as_ref().map(|m| format!("{}: {m}", self.run.describe(r)))).collect();
         if bad.is_empty() { Ok(()) } else { Err(format!("{} of {} nodes could not start; no load was started on any node:\n  {}", bad.len(), all.len(), bad.join("\n  "))) }
@@ -72,13 +73,28 @@ fn position(rack: &Option<RackJoin>) -> RackPosition {
     rack.as_ref().map(|r| r.run.position).unwrap_or(RackPosition::SOLO)
 }
 
-/// Opens nothing more once a node of the rack has failed to start.
-fn confirm_start(rack: &Option<RackJoin>, mine: Result<(), String>) -> Result<(), i32> {
-    let Some(r) = rack else { return mine.map_err(|e| { eprintln!("{e}"); crate::exit::ERROR }) };
-    r.confirm(mine).map_err(|e| {
-        eprintln!("error: {e}");
-        crate::exit::ERROR
-    })
+/// Whether this node may go on to load. Alone: its own result (an error
+/// ends the command). In a rack: every node's; if any failed, every node
+/// stops here, before load, naming the failing nodes (`Ok(Err(code))`).
+fn settle_start<T>(rack: &Option<RackJoin>, mine: Result<T, String>) -> Result<Result<T, i32>> {
+    let Some(r) = rack else { return mine.map(Ok).map_err(|e| anyhow!(e)) };
+    let (value, problem) = match mine {
+        Ok(v) => (Some(v), None),
+        Err(e) => (None, Some(e)),
+    };
+    match (r.confirm(problem), value) {
+        (Ok(()), Some(v)) => Ok(Ok(v)),
+        (Err(e), _) => {
+            eprintln!("error: {e}");
+            Ok(Err(crate::exit::ERROR))
+        }
+        (Ok(()), None) => Ok(Err(crate::exit::ERROR)),
+    }
+}
+
+/// A plan that cannot be expanded for the GPUs found, in words.
+fn plan_error_text(a: &RunArgs, e: &powerlab_campaign::CampaignError) -> String {
+    format!("{}: {}{}", a.file.display(), e.message, e.allowed.as_ref().map(|x| format!(" (allowed: {x})")).unwrap_or_default())
 }
 
 /// A failed preflight stops the run before load (exit 3) unless
@@ -97,7 +113,7 @@ fn refuse_unhealthy(a: &RunArgs, health: &powerlab_health::HealthReport) -> Opti
     Some(crate::exit::PREFLIGHT)
 }
 
-pub fn run_real(a: &RunArgs, campaign: Campaign, rack: Option<RackJoin>) -> Result<Outcome> {
+pub fn run_real(a: &RunArgs, campaign: Campaign, mut rack: Option<RackJoin>) -> Result<Outcome> {
     // No driver, no run: there is deliberately no fallback to the simulated node.
     let mode = VirusMode::parse(&a.virus).ok_or_else(|| anyhow!("unknown --virus `{}` (allowed: gemm, hbm, mixed, mma)", a.virus))?;
     let dtype = powerlab_cuda::GemmDtype::parse(&a.gemm_dtype).ok_or_else(|| anyhow!("unknown --gemm-dtype `{}` (allowed: fp16, bf16)", a.gemm_dtype))?;
@@ -108,13 +124,17 @@ pub fn run_real(a: &RunArgs, campaign: Campaign, rack: Option<RackJoin>) -> Resu
         unsafe_env::set("NCCL_NVLS_ENABLE", "0");
     }
     // Preflight, read-only, before any load (a rack ran it on every node already).
-    let needs_nccl = campaign.phases.iter().any(|p| p.kind == powerlab_campaign::PhaseKind::Nccl);
-    let health = crate::cmd_preflight::capture("idle", needs_nccl);
-    if !rack.as_ref().is_some_and(|r| r.preflight_done) {
-        if let Some(code) = refuse_unhealthy(a, &health) {
-            return Ok(Err(code));
+    let health = match rack.as_mut().and_then(|r| r.health.take()) {
+        Some(h) => h,
+        None => {
+            let needs_nccl = campaign.phases.iter().any(|p| p.kind == powerlab_campaign::PhaseKind::Nccl);
+            let h = crate::cmd_preflight::capture("idle", needs_nccl);
+            if let Some(code) = refuse_unhealthy(a, &h) {
+                return Ok(Err(code));
+            }
+            h
         }
-    }
+    };
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let outcome = rt.block_on(async {
         let clock = RunClock::realtime();
@@ -122,22 +142,11 @@ pub fn run_real(a: &RunArgs, campaign: Campaign, rack: Option<RackJoin>) -> Resu
         let mut backend = CudaBackend::new(opts, clock);
         let opened = backend.open().map_err(|e| format!("cannot open the real GPU node: {e}")).and_then(|node| {
             let n = node.gpus.len();
-            plan::expand_on_rack(&campaign, n, a.repeats, position(&rack)).map(|p| (node, p)).map_err(|e| format!("{}: {}", a.file.display(), e))
+            plan::expand_on_rack(&campaign, n, a.repeats, position(&rack)).map(|p| (node, p)).map_err(|e| plan_error_text(a, &e))
         });
-        let (node, plan) = match opened {
-            Ok(v) => {
-                if let Err(code) = confirm_start(&rack, Ok(())) {
-                    return Ok(Err(code));
-                }
-                v
-            }
-            Err(e) => {
-                let code = confirm_start(&rack, Err(e.clone())).err().unwrap_or(crate::exit::ERROR);
-                if rack.is_none() {
-                    return Err(anyhow!(e));
-                }
-                return Ok(Err(code));
-            }
+        let (node, plan) = match settle_start(&rack, opened)? {
+            Ok(v) => v,
+            Err(code) => return Ok(Err(code)),
         };
         execute(a, &campaign, &plan, node, clock, Some(health), rack.as_ref().map(|r| r.run.clone())).await
     })?;
@@ -161,13 +170,6 @@ pub fn run_sim(a: &RunArgs, campaign: Campaign, rack: Option<RackJoin>) -> Resul
             return Ok(Err(code));
         }
     }
-    let plan = match plan::expand_on_rack(&campaign, n, a.repeats, position(&rack)) {
-        Ok(p) => p,
-        Err(e) => {
-            let text = format!("{}: {}{}", a.file.display(), e.message, e.allowed.map(|x| format!(" (allowed: {x})")).unwrap_or_default());
-            return Ok(Err(confirm_start(&rack, Err(text)).err().unwrap_or(crate::exit::ERROR)));
-        }
-    };
     let rt = match a.sim_pace {
         SimPace::Virtual => tokio::runtime::Builder::new_current_thread().enable_all().start_paused(true).build()?,
         SimPace::Realtime => tokio::runtime::Builder::new_multi_thread().enable_all().build()?,
@@ -186,21 +188,12 @@ pub fn run_sim(a: &RunArgs, campaign: Campaign, rack: Option<RackJoin>) -> Resul
         opts.node_id = node_id.clone();
         let die_at = opts.faults.die_at_ns;
         let mut backend = SimBackend::new(opts, clock);
-        let node = match backend.open() {
-            Ok(node) => {
-                if let Err(code) = confirm_start(&rack, Ok(())) {
-                    return Ok(Err(code));
-                }
-                node
-            }
-            Err(e) => {
-                let text = format!("opening the simulated node: {e}");
-                let code = confirm_start(&rack, Err(text.clone())).err().unwrap_or(crate::exit::ERROR);
-                if rack.is_none() {
-                    return Err(anyhow!(text));
-                }
-                return Ok(Err(code));
-            }
+        let opened = plan::expand_on_rack(&campaign, n, a.repeats, position(&rack))
+            .map_err(|e| plan_error_text(a, &e))
+            .and_then(|plan| backend.open().map(|node| (node, plan)).map_err(|e| format!("opening the simulated node: {e}")));
+        let (node, plan) = match settle_start(&rack, opened)? {
+            Ok(v) => v,
+            Err(code) => return Ok(Err(code)),
         };
         if let Some(t) = die_at {
             // A node lost mid-run: the whole process goes, as if killed.
