@@ -7,6 +7,7 @@
 //! campaign into the exact schedule the runner executes (every rung, repeat
 //! and per-GPU offset), which is also what `powerlab plan` prints.
 
+pub mod detune;
 pub mod error;
 pub mod model;
 pub mod parse;

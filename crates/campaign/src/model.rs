@@ -263,6 +263,13 @@ pub struct Phase {
     /// Linear duty ramp at the start of each rung, seconds (excluded from the
     /// measured window).
     pub ramp_s: f64,
+    /// Keep the periods exactly as written. By default the planner detunes
+    /// a period that is phase-locked to the 20 ms sampling grid by the
+    /// smallest amount that makes the samples sweep every phase of the
+    /// cycle within the rung (see [`crate::detune`]); a rung run at an exact
+    /// period cannot be folded and carries a verdict instead of node figures.
+    #[serde(default)]
+    pub exact_period: bool,
     /// Modes to run at every period.
     pub modes: Vec<Mode>,
     /// How staggered rungs spread their GPUs.
@@ -320,6 +327,8 @@ pub fn calibration_phases() -> Vec<Phase> {
         periods_ms,
         duty: 0.5,
         ramp_s: 0.0,
+        // The aliasing probes sit on the sampling grid on purpose.
+        exact_period: true,
         modes: vec![Mode::Staggered],
         stagger: Stagger::Even,
         nccl: None,

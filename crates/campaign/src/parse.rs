@@ -79,6 +79,7 @@ struct RawPhase {
     periods_ms: Option<Spanned<Vec<f64>>>,
     duty: Option<Spanned<f64>>,
     ramp_s: Option<Spanned<f64>>,
+    exact_period: Option<Spanned<bool>>,
     mode: Option<Spanned<String>>,
     modes: Option<Spanned<Vec<String>>>,
     stagger_step_deg: Option<Spanned<f64>>,
@@ -325,7 +326,7 @@ fn validate_phase(
         PhaseKind::Idle => &["warmup_s"],
         PhaseKind::Sustained => &["warmup_s", "mode"],
         PhaseKind::Soak => &["warmup_s"],
-        PhaseKind::Duty => &["warmup_s", "period_ms", "periods_ms", "duty", "ramp_s", "mode", "modes", "stagger_step_deg", "offsets_deg", "offsets_ms"],
+        PhaseKind::Duty => &["warmup_s", "period_ms", "periods_ms", "duty", "ramp_s", "exact_period", "mode", "modes", "stagger_step_deg", "offsets_deg", "offsets_ms"],
         PhaseKind::Nccl => &["warmup_s", "collectives", "min_bytes", "max_bytes", "step_factor", "iterations", "warmup_iters", "sweep_s", "fabric_bytes", "timeout_s", "bsp_compute_ms"],
     };
     let present: Vec<(&str, Range<usize>)> = [
@@ -334,6 +335,7 @@ fn validate_phase(
         ("periods_ms", p.periods_ms.as_ref().map(|s| s.span())),
         ("duty", p.duty.as_ref().map(|s| s.span())),
         ("ramp_s", p.ramp_s.as_ref().map(|s| s.span())),
+        ("exact_period", p.exact_period.as_ref().map(|s| s.span())),
         ("mode", p.mode.as_ref().map(|s| s.span())),
         ("modes", p.modes.as_ref().map(|s| s.span())),
         ("stagger_step_deg", p.stagger_step_deg.as_ref().map(|s| s.span())),
@@ -513,7 +515,8 @@ fn validate_phase(
         nccl = Some(NcclSpec { collectives, min_bytes, max_bytes, step_factor, iterations, warmup_iters, sweep_s, fabric_bytes, timeout_s, bsp_compute_ms });
     }
 
-    Ok(Phase { name, kind, duration_s, warmup_s, cooldown_s, repeats, periods_ms, duty, ramp_s, modes, stagger, nccl })
+    let exact_period = p.exact_period.as_ref().is_some_and(|e| *e.get_ref());
+    Ok(Phase { name, kind, duration_s, warmup_s, cooldown_s, repeats, periods_ms, duty, ramp_s, exact_period, modes, stagger, nccl })
 }
 
 fn check_period(ctx: &Ctx<'_>, v: f64, span: Range<usize>, field: &str) -> Result<f64, CampaignError> {

@@ -17,8 +17,13 @@ pub struct Rung {
     pub label: String,
     /// In phase or staggered.
     pub mode: Mode,
-    /// Duty period, ms (None for constant load).
+    /// Duty period the device runs, ms (None for constant load): the
+    /// requested period, detuned from the sampling grid unless the phase
+    /// keeps exact periods (see [`crate::detune`]).
     pub period_ms: Option<f64>,
+    /// Duty period as the campaign requested it, ms (the label and the
+    /// across-repeat grouping use this one).
+    pub nominal_period_ms: Option<f64>,
     /// Duty fraction (1.0 for constant load, 0.0 for idle).
     pub duty: f64,
     /// Repeat number, 1-based.
@@ -29,6 +34,9 @@ pub struct Rung {
     pub warmup_ns: i64,
     /// Duty ramp at the window start, ns (excluded from summaries).
     pub ramp_ns: i64,
+    /// After the ramp, time until the rung's own pattern holds, ns
+    /// (excluded from summaries; see [`crate::detune::settle_ns`]).
+    pub settle_ns: i64,
     /// Window length, ns (ramp included).
     pub duration_ns: i64,
     /// Idle after the window, ns.
@@ -141,6 +149,7 @@ pub fn expand_on_rack(c: &Campaign, gpu_count: usize, repeats_override: Option<u
     let calibration = if c.calibrate { calibration_phases() } else { Vec::new() };
     ordered.splice(0..0, calibration.iter());
     let mut rungs = Vec::new();
+    let mut notes = notes;
     for phase in ordered {
         let repeats = match (phase.kind, repeats_override) {
             _ if phase.name == CALIBRATION_PHASE => 1,
@@ -148,6 +157,25 @@ pub fn expand_on_rack(c: &Campaign, gpu_count: usize, repeats_override: Option<u
             _ => phase.repeats,
         };
         let periods: Vec<Option<f64>> = if phase.kind == PhaseKind::Duty { phase.periods_ms.iter().map(|p| Some(*p)).collect() } else { vec![None] };
+        // Achieved period and settling time of each requested period.
+        let duration_ns = secs(phase.duration_s);
+        let ramp_ns = secs(phase.ramp_s);
+        let timing = |nominal: Option<f64>| -> (Option<f64>, i64) {
+            let Some(p) = nominal.filter(|_| phase.kind == PhaseKind::Duty && phase.duty < 1.0) else { return (nominal, 0) };
+            let settle = crate::detune::settle_ns((p * 1e6).round() as i64, duration_ns - ramp_ns);
+            let window_ms = (duration_ns - ramp_ns - settle) as f64 / 1e6;
+            let achieved = if phase.exact_period { p } else { crate::detune::detuned_period_ms(p, window_ms) };
+            (Some(achieved), crate::detune::whole_cycles_settle_ns(settle, duration_ns - ramp_ns, (achieved * 1e6).round() as i64))
+        };
+        let detuned: Vec<String> = periods.iter().filter_map(|p| p.map(|p| (p, timing(Some(p)).0.unwrap_or(p)))).filter(|(p, a)| a != p).map(|(p, a)| format!("{} → {} ms", fmt_num(p), fmt_num(a))).collect();
+        if !detuned.is_empty() {
+            notes.push(format!(
+                "phase `{}`: periods detuned from the {} ms sampling grid so that the samples sweep every phase of the cycle: {} (exact_period = true keeps them, and those rungs then report a verdict instead of node figures)",
+                phase.name,
+                crate::detune::SAMPLE_GRID_MS,
+                detuned.join(", ")
+            ));
+        }
         // An NCCL phase is a sweep, a fabric rung and optionally a
         // bulk-synchronous rung.
         let steps: Vec<Option<NcclStep>> = match &phase.nccl {
@@ -164,7 +192,8 @@ pub fn expand_on_rack(c: &Campaign, gpu_count: usize, repeats_override: Option<u
             for step in &steps {
             for period in &periods {
                 for mode in &phase.modes {
-                    let offsets_ns = offsets(c, phase, *mode, *period, gpu_count, pos)?;
+                    let (achieved, settle_ns) = timing(*period);
+                    let offsets_ns = offsets(c, phase, *mode, achieved, gpu_count, pos)?;
                     let swinging = gpu_count * pos.nodes;
                     if phase.kind == PhaseKind::Duty && *mode == Mode::InPhase && swinging > 4 && phase.duty < 1.0 && !c.confirm_node_swing {
                         let whole = if pos.nodes > 1 { "rack" } else { "node" };
@@ -199,15 +228,17 @@ pub fn expand_on_rack(c: &Campaign, gpu_count: usize, repeats_override: Option<u
                         kind: phase.kind,
                         label,
                         mode: *mode,
-                        period_ms: *period,
+                        period_ms: achieved,
+                        nominal_period_ms: *period,
                         duty,
                         repeat,
                         repeats,
                         warmup_ns: secs(phase.warmup_s),
-                        ramp_ns: secs(phase.ramp_s),
+                        ramp_ns,
+                        settle_ns,
                         duration_ns: match (step, &phase.nccl) {
                             (Some(NcclStep::Sweep), Some(n)) => secs(n.sweep_s),
-                            _ => secs(phase.duration_s),
+                            _ => duration_ns,
                         },
                         cooldown_ns: secs(phase.cooldown_s),
                         offsets_ns,
@@ -269,13 +300,13 @@ pub fn render(plan: &Plan) -> String {
     for n in &plan.notes {
         let _ = writeln!(s, "note: {n}");
     }
-    let _ = writeln!(s, "{:>4}  {:<40} {:<9} {:>9} {:>5} {:>8} {:>8} {:>8} {:>9}  offsets (ms)", "id", "rung", "kind", "period", "duty", "warmup", "window", "cooldown", "starts at");
+    let _ = writeln!(s, "{:>4}  {:<40} {:<9} {:>10} {:>5} {:>8} {:>8} {:>8} {:>8} {:>9}  offsets (ms)", "id", "rung", "kind", "period", "duty", "warmup", "window", "settle", "cooldown", "starts at");
     let mut t = 0i64;
     for r in &plan.rungs {
         let offs: Vec<String> = r.offsets_ns.iter().map(|o| format!("{:.3}", *o as f64 / 1e6)).collect();
         let _ = writeln!(
             s,
-            "{:>4}  {:<40} {:<9} {:>9} {:>5.2} {:>7.1}s {:>7.1}s {:>7.1}s {:>9}  [{}]",
+            "{:>4}  {:<40} {:<9} {:>10} {:>5.2} {:>7.1}s {:>7.1}s {:>7.2}s {:>7.1}s {:>9}  [{}]",
             r.id,
             r.label,
             r.kind.as_str(),
@@ -283,12 +314,14 @@ pub fn render(plan: &Plan) -> String {
             r.duty,
             r.warmup_ns as f64 / 1e9,
             r.duration_ns as f64 / 1e9,
+            (r.ramp_ns + r.settle_ns) as f64 / 1e9,
             r.cooldown_ns as f64 / 1e9,
             fmt_hms(t + r.warmup_ns),
             offs.join(", ")
         );
         t += r.nominal_ns();
     }
+    let _ = writeln!(s, "period: what the GPUs run (detuned from the sampling grid where needed); settle: ramp plus the time for the rung's own pattern to hold (and to leave a whole number of cycles), left out of every figure");
     let _ = writeln!(s, "total: {} ({} s) plus barrier waits", fmt_hms(plan.total_ns()), plan.total_ns() / 1_000_000_000);
     s
 }

@@ -85,8 +85,12 @@ fn valid_file_expands_with_repeats_and_offsets() {
     let p = expand(&c, 4, None).unwrap();
     // 2 repeats x 2 periods x 2 modes
     assert_eq!(p.rungs.len(), 8);
-    let st: Vec<_> = p.rungs.iter().filter(|r| r.mode == Mode::Staggered && r.period_ms == Some(100.0)).collect();
-    assert_eq!(st[0].offsets_ns, vec![0, 25_000_000, 50_000_000, 75_000_000]);
+    let st: Vec<_> = p.rungs.iter().filter(|r| r.mode == Mode::Staggered && r.nominal_period_ms == Some(100.0)).collect();
+    // Even stagger: quarters of the period the GPUs run (detuned from 100 ms).
+    let period_ns = st[0].period_ms.unwrap() * 1e6;
+    assert!(period_ns > 100e6 && period_ns < 102e6, "{period_ns}");
+    let quarters: Vec<i64> = (0..4).map(|i| (i as f64 * period_ns / 4.0).round() as i64).collect();
+    assert_eq!(st[0].offsets_ns, quarters);
     assert!(p.rungs.iter().filter(|r| r.mode == Mode::InPhase).all(|r| r.offsets_ns.iter().all(|o| *o == 0)));
     // --repeats overrides the file.
     assert_eq!(expand(&c, 4, Some(3)).unwrap().rungs.len(), 12);
@@ -118,7 +122,8 @@ duration_s = 3
     assert_eq!(steps, vec![NcclStep::Sweep, NcclStep::Fabric]);
     assert_eq!(p.rungs[0].duration_ns, 60_000_000_000, "the sweep's window is sweep_s (default 60 s)");
     assert_eq!(p.rungs[1].duration_ns, 3_000_000_000, "the fabric rung lasts duration_s");
-    assert_eq!(p.notes.len(), 2, "{:?}", p.notes);
+    assert_eq!(p.notes.len(), 3, "{:?}", p.notes);
+    assert!(p.notes[2].contains("100 → 101.43 ms"), "{:?}", p.notes);
     let kept = parse_str("x.toml", &src.replace("name = \"t\"", "name = \"t\"\nnccl_first = false")).unwrap();
     let kinds: Vec<_> = expand(&kept, 2, None).unwrap().rungs.iter().map(|r| r.kind).collect();
     assert_eq!(kinds, vec![PhaseKind::Duty, PhaseKind::Nccl, PhaseKind::Nccl, PhaseKind::Soak]);
@@ -184,6 +189,6 @@ fn shipped_campaigns_validate_and_plan() {
     assert_eq!(p.rungs.last().map(|r| (r.kind, r.duration_ns)), Some((PhaseKind::Soak, 1_800_000_000_000)));
     let first_duty = p.rungs.iter().position(|r| r.kind == PhaseKind::Duty).unwrap();
     assert!(p.rungs[..first_duty].iter().any(|r| r.kind == PhaseKind::Nccl));
-    let st = p.rungs.iter().find(|r| r.mode == Mode::Staggered && r.period_ms == Some(2000.0)).unwrap();
-    assert_eq!(st.offsets_ns[1], 250_000_000, "45 degrees of 2 s");
+    let st = p.rungs.iter().find(|r| r.mode == Mode::Staggered && r.nominal_period_ms == Some(2000.0)).unwrap();
+    assert_eq!(st.offsets_ns[1], (st.period_ms.unwrap() * 1e6 / 8.0).round() as i64, "45 degrees of the ~2 s period");
 }

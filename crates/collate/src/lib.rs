@@ -3,13 +3,22 @@
 //! comparison, a Markdown report and plots — from the run directory alone,
 //! so `powerlab collate` regenerates exactly what `powerlab run` wrote.
 //!
-//! Node curves sum per-GPU driver-buffered and instant readings on a common
-//! time grid (polars as-of joins). The 1 s average field is never summed
-//! into a result: it is carried as a labelled comparison column, because
-//! summing it is what flattened every swing in the devlog's rehearsal.
+//! A duty rung's node figures come from its composed node cycle
+//! ([`cycle`]): every GPU's buffered samples folded on its own recorded
+//! edges, corrected for the sample window and summed at the GPUs' measured
+//! offsets. Constant-load rungs are summarised from the node curve, which
+//! sums per-GPU driver-buffered and instant readings on a common time grid
+//! (polars as-of joins); that sample-and-hold sum is kept for every rung as
+//! the raw "what NVML sampled" figures. The 1 s average field is never
+//! summed into a result: it is carried as a labelled comparison column,
+//! because summing it is what flattened every swing in the devlog's
+//! rehearsal. The simulated node's true waveform (`sim-truth/`) is never
+//! read here: it is the tests' oracle.
 
 pub mod curve;
+pub mod cycle;
 pub mod edges;
+pub mod energy;
 pub mod error;
 pub mod load;
 pub mod nccl;
@@ -64,22 +73,31 @@ pub fn collate(path: &Path) -> Result<CollateOutput, CollateError> {
     let raw_rows = raw.total_rows;
     let curve = curve::node_curve(&raw.power, &run)?;
     step("node curve");
+    let series = sensor::SeriesSet::from_frame(&raw.power);
+    let edge_index = sensor::EdgeIndex::new(&powerlab_rundir::edges::read_edges(&dir.edges())?);
+    let model = sensor::model_for(&dir, &run, &series, &edge_index);
+    let cycles: summary::Cycles = cycle::compose_all(&run, &series, &edge_index, &model).into_iter().collect();
+    step("node cycles");
+    let gpus: Vec<String> = run.manifest.backend.gpus.iter().map(|g| g.key.clone()).collect();
+    let energy_means = run
+        .rungs
+        .iter()
+        .filter(|r| matches!(cycles.get(&r.info.id), Some(Err(cycle::NoCycle::Verdict(_)))))
+        .filter_map(|r| energy::mean_w(&series, &gpus, r.measure_from_ns, r.end_ns).map(|m| (r.info.id, m)))
+        .collect();
     let edge_stats = edges::edge_stats(&dir, &run)?;
-    let mut rungs = summary::summarize(&curve, &run, &edge_stats)?;
-    let visible = rungs.iter().map(|r| (r.rung_id, r.swing_w)).collect();
+    let mut rungs = summary::summarize(&curve, &run, &edge_stats, &cycles, &energy_means)?;
+    let visible = rungs.iter().map(|r| (r.rung_id, r.raw_swing_w)).collect();
     step("rung summaries");
-    let sensor = sensor::analyse(&dir, &run, &raw.power, &curve, &visible)?;
+    let sensor = sensor::analyse(&run, &series, &edge_index, model, &curve, &visible);
     step("sensor analysis");
     for r in &mut rungs {
-        if let Some(row) = sensor.rows.iter().find(|x| x.rung_id == r.rung_id && x.instrument == r.instrument) {
-            if row.verdict == "aliased" {
-                r.swing_w = None;
-            }
+        if let Some(row) = sensor.rows.iter().find(|x| x.rung_id == r.rung_id && x.instrument == "buffered_w") {
             r.instrument_verdict = Some(row.verdict.clone());
         }
     }
     let repeats = summary::repeat_stats(&rungs);
-    let compare = summary::compare_modes(&repeats);
+    let compare = summary::compare_modes(&rungs);
     let nccl_rows = nccl::nccl_rows(&dir, &run)?;
     let fabric = nccl::fabric_power(&rungs);
 
@@ -88,7 +106,7 @@ pub fn collate(path: &Path) -> Result<CollateOutput, CollateError> {
     files.extend(summary::write_tables(&rungs, &repeats, &compare, &report_dir)?);
     files.extend(nccl::write_nccl(&nccl_rows, &report_dir)?);
     files.extend(sensor::write_sensor(&sensor, &report_dir)?);
-    files.extend(plots::write_plots(&curve, &run, &rungs, &repeats, &compare, &report_dir.join("plots"))?);
+    files.extend(plots::write_plots(&curve, &run, &rungs, &repeats, &compare, &cycles, &report_dir.join("plots"))?);
     files.extend(plots::write_nccl_plot(&nccl_rows, &report_dir.join("plots"))?);
     files.extend(plots::write_sensor_plot(&sensor.answers, &report_dir.join("plots"))?);
     let tables = report::Tables { rungs: &rungs, repeats: &repeats, compare: &compare, nccl: &nccl_rows, fabric: &fabric, sensor: &sensor };

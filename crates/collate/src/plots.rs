@@ -94,6 +94,8 @@ struct Series3 {
     buffered: Vec<(f64, f64)>,
     instant: Vec<(f64, f64)>,
     average: Vec<(f64, f64)>,
+    /// The composed node cycle repeated over the measured window (duty rungs).
+    composed: Vec<(f64, f64)>,
 }
 
 fn rung_chart<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, title: &str, s: &Series3, x_max: f64) -> DrawResult
@@ -101,7 +103,7 @@ where
     DB::ErrorType: 'static,
 {
     area.fill(&WHITE)?;
-    let all = s.buffered.iter().chain(&s.instant).chain(&s.average).map(|p| p.1);
+    let all = s.buffered.iter().chain(&s.instant).chain(&s.average).chain(&s.composed).map(|p| p.1);
     let (lo, hi) = all.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| (a.min(v), b.max(v)));
     let (lo, hi) = if lo.is_finite() { (0f64.min(lo), hi * 1.08 + 1.0) } else { (0.0, 1.0) };
     let mut chart = ChartBuilder::on(area)
@@ -117,9 +119,16 @@ where
     chart.draw_series(LineSeries::new(s.instant.iter().copied(), ShapeStyle::from(&RGBColor(230, 120, 30)).stroke_width(1)))?
         .label("instant field")
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], RGBColor(230, 120, 30)));
-    chart.draw_series(LineSeries::new(s.buffered.iter().copied(), ShapeStyle::from(&RGBColor(20, 90, 200)).stroke_width(1)))?
-        .label("driver-buffered samples")
-        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], RGBColor(20, 90, 200)));
+    let raw_label = if s.composed.is_empty() { "driver-buffered samples (sum of each GPU's latest)" } else { "driver-buffered samples, sample and hold (what NVML sampled)" };
+    let raw_color = if s.composed.is_empty() { RGBColor(20, 90, 200) } else { RGBColor(120, 160, 220) };
+    chart.draw_series(LineSeries::new(s.buffered.iter().copied(), ShapeStyle::from(&raw_color).stroke_width(1)))?
+        .label(raw_label)
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], raw_color));
+    if !s.composed.is_empty() {
+        chart.draw_series(LineSeries::new(s.composed.iter().copied(), ShapeStyle::from(&RGBColor(200, 30, 30)).stroke_width(2)))?
+            .label("node cycle composed from every GPU's folded cycle (the figures)")
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], RGBColor(200, 30, 30)));
+    }
     chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).label_font(("sans-serif", 12)).draw()?;
     Ok(())
 }
@@ -132,7 +141,7 @@ where
     let duty: Vec<&RepeatStats> = repeats.iter().filter(|r| r.kind == "duty" && r.period_ms.is_some()).collect();
     let pmin = duty.iter().filter_map(|r| r.period_ms).fold(f64::INFINITY, f64::min);
     let pmax = duty.iter().filter_map(|r| r.period_ms).fold(0.0, f64::max);
-    let smax = duty.iter().map(|r| r.spread_w + r.spread_w_ci95.unwrap_or(0.0)).fold(1.0, f64::max);
+    let smax = duty.iter().flat_map(|r| [r.spread_w.map(|s| s + r.spread_w_ci95.unwrap_or(0.0)), r.raw_spread_w]).flatten().fold(1.0, f64::max);
     let (pmin, pmax) = if pmin.is_finite() { (pmin / 1.5, pmax * 1.5) } else { (1.0, 10.0) };
     let mut chart = ChartBuilder::on(area)
         .caption("node spread (p99 − p1) vs duty period", ("sans-serif", 18))
@@ -141,13 +150,22 @@ where
         .y_label_area_size(60)
         .build_cartesian_2d((pmin..pmax).log_scale(), 0f64..smax * 1.1)?;
     chart.configure_mesh().x_desc("duty period (ms, log)").y_desc("spread (W)").label_style(("sans-serif", 12)).draw()?;
-    for (mode, color) in [("in_phase", RGBColor(200, 40, 40)), ("staggered", RGBColor(20, 90, 200))] {
-        let mut pts: Vec<(f64, f64, f64)> = duty.iter().filter(|r| r.mode == mode).map(|r| (r.period_ms.unwrap_or(1.0), r.spread_w, r.spread_w_ci95.unwrap_or(0.0))).collect();
+    for (mode, color, faded) in [("in_phase", RGBColor(200, 40, 40), RGBColor(235, 175, 175)), ("staggered", RGBColor(20, 90, 200), RGBColor(170, 195, 235))] {
+        let mut raw: Vec<(f64, f64)> = duty.iter().filter(|r| r.mode == mode).filter_map(|r| Some((r.period_ms?, r.raw_spread_w?))).collect();
+        raw.sort_by(|a, b| a.0.total_cmp(&b.0));
+        if !raw.is_empty() {
+            chart
+                .draw_series(LineSeries::new(raw.iter().copied(), ShapeStyle::from(&faded).stroke_width(1)))?
+                .label(format!("{mode}, sample and hold (what NVML sampled; not the node)"))
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], faded));
+            chart.draw_series(raw.iter().map(|p| Circle::new(*p, 3, faded)))?;
+        }
+        let mut pts: Vec<(f64, f64, f64)> = duty.iter().filter(|r| r.mode == mode).filter_map(|r| Some((r.period_ms?, r.spread_w?, r.spread_w_ci95.unwrap_or(0.0)))).collect();
         pts.sort_by(|a, b| a.0.total_cmp(&b.0));
         if pts.is_empty() {
             continue;
         }
-        chart.draw_series(LineSeries::new(pts.iter().map(|p| (p.0, p.1)), color.stroke_width(2)))?.label(mode).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
+        chart.draw_series(LineSeries::new(pts.iter().map(|p| (p.0, p.1)), color.stroke_width(2)))?.label(format!("{mode} (composed node cycle)")).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
         chart.draw_series(pts.iter().map(|p| Circle::new((p.0, p.1), 4, color.filled())))?;
         chart.draw_series(pts.iter().filter(|p| p.2 > 0.0).map(|p| PathElement::new(vec![(p.0, p.1 - p.2), (p.0, p.1 + p.2)], color)))?;
     }
@@ -161,13 +179,14 @@ where
 {
     area.fill(&WHITE)?;
     let panels = area.split_evenly((1, 3));
-    let metrics: [(&str, fn(&PhaseCompare) -> (f64, f64)); 3] = [
+    let z = |v: Option<f64>| v.unwrap_or(0.0);
+    let metrics: [(&str, fn(&PhaseCompare) -> (Option<f64>, Option<f64>)); 3] = [
         ("mean (W)", |c| (c.in_phase_mean_w, c.staggered_mean_w)),
         ("peak (W)", |c| (c.in_phase_peak_w, c.staggered_peak_w)),
         ("spread (W)", |c| (c.in_phase_spread_w, c.staggered_spread_w)),
     ];
     for (panel, (name, get)) in panels.iter().zip(metrics) {
-        let top = compare.iter().map(|c| get(c).0.max(get(c).1)).fold(1.0, f64::max) * 1.15;
+        let top = compare.iter().map(|c| z(get(c).0).max(z(get(c).1))).fold(1.0, f64::max) * 1.15;
         let n = compare.len().max(1) as f64;
         let mut chart = ChartBuilder::on(panel)
             .caption(format!("{name}: in phase (red) vs staggered (blue)"), ("sans-serif", 14))
@@ -184,7 +203,7 @@ where
             .label_style(("sans-serif", 11))
             .draw()?;
         for (i, c) in compare.iter().enumerate() {
-            let (a, b) = get(c);
+            let (a, b) = (z(get(c).0), z(get(c).1));
             let x = i as f64;
             chart.draw_series([
                 Rectangle::new([(x + 0.1, 0.0), (x + 0.48, a)], RGBColor(200, 40, 40).filled()),
@@ -196,7 +215,7 @@ where
 }
 
 /// Writes every plot; returns the files.
-pub fn write_plots(curve: &NodeCurve, run: &Run, rungs: &[RungSummary], repeats: &[RepeatStats], compare: &[PhaseCompare], dir: &Path) -> Result<Vec<PathBuf>, CollateError> {
+pub fn write_plots(curve: &NodeCurve, run: &Run, rungs: &[RungSummary], repeats: &[RepeatStats], compare: &[PhaseCompare], cycles: &crate::summary::Cycles, dir: &Path) -> Result<Vec<PathBuf>, CollateError> {
     let mut files = Vec::new();
     let t = i64_column(&curve.df, "t_ns");
     let b = f64_column(&curve.df, "node_buffered_w");
@@ -211,9 +230,20 @@ pub fn write_plots(curve: &NodeCurve, run: &Run, rungs: &[RungSummary], repeats:
         }
         let secs: Vec<f64> = t[lo..hi].iter().map(|x| (x - r.epoch_ns) as f64 / 1e9).collect();
         let pick = |v: &Vec<Option<f64>>| if v.len() >= hi { envelope(&secs, &v[lo..hi], 1500) } else { Vec::new() };
+        // The composed cycle over the measured window, at 0.5 ms.
+        let composed = match cycles.get(&r.info.id) {
+            Some(Ok(c)) => {
+                let step = 500_000i64;
+                let n = ((r.end_ns - r.measure_from_ns) / step).clamp(0, 2_000_000);
+                let ts: Vec<f64> = (0..n).map(|k| (r.measure_from_ns + k * step - r.epoch_ns) as f64 / 1e9).collect();
+                let vs: Vec<Option<f64>> = (0..n).map(|k| Some(c.at(r.epoch_ns, r.measure_from_ns + k * step))).collect();
+                envelope(&ts, &vs, 1500)
+            }
+            _ => Vec::new(),
+        };
         let chart = Chart::Rung {
             title: format!("rung {} — {}", r.info.id, r.info.label),
-            series: Series3 { buffered: pick(&b), instant: pick(&i), average: pick(&a) },
+            series: Series3 { buffered: pick(&b), instant: pick(&i), average: pick(&a), composed },
             x_max: (r.end_ns - r.epoch_ns) as f64 / 1e9,
         };
         jobs.push((dir.join(format!("rung-{:03}", r.info.id)), chart));
@@ -311,7 +341,7 @@ where
     area.fill(&WHITE)?;
     let lo = a.iter().map(|x| x.period_ms).fold(f64::INFINITY, f64::min).max(0.1);
     let hi = a.iter().map(|x| x.period_ms).fold(0.0, f64::max).max(lo * 2.0);
-    let top = a.iter().flat_map(|x| [x.visible_swing_w, x.reconstructed_swing_w, x.truth_swing_w]).flatten().fold(1.0, f64::max) * 1.1;
+    let top = a.iter().flat_map(|x| [x.visible_swing_w, x.reconstructed_swing_w]).flatten().fold(1.0, f64::max) * 1.1;
     let mut chart = ChartBuilder::on(area)
         .caption("Node swing per duty period: what NVML shows vs what the board did", ("sans-serif", 18))
         .margin(10)
@@ -327,7 +357,6 @@ where
     let series = [
         ("NVML-visible (p90 − p10 of buffered samples)", RGBColor(150, 150, 150), pts(&|x| x.visible_swing_w)),
         ("reconstructed (folded on edges, window-corrected)", RGBColor(20, 90, 200), pts(&|x| x.reconstructed_swing_w)),
-        ("simulated truth", RGBColor(40, 150, 60), pts(&|x| x.truth_swing_w)),
     ];
     for (name, c, p) in series {
         if p.is_empty() {

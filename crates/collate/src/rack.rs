@@ -183,9 +183,12 @@ pub fn collate_rack(rack: &Path, collate_nodes: bool) -> Result<RackOutput, Coll
     }
     let power = concat(frames, UnionArgs::default()).and_then(|lf| lf.collect()).map_err(CollateError::polars("combining the nodes' raw samples"))?;
     let curve = node_curve(&power, &rack_run)?;
-    let rungs = summarize(&curve, &rack_run, &Default::default())?;
+    let mut rungs = summarize(&curve, &rack_run, &Default::default(), &Default::default(), &Default::default())?;
+    for r in rungs.iter_mut().filter(|r| r.kind == "duty") {
+        r.verdict = Some(RACK_DUTY_CAVEAT.into());
+    }
     let repeats = repeat_stats(&rungs);
-    let compare = compare_modes(&repeats);
+    let compare = compare_modes(&rungs);
 
     let report_dir = rack.join("report");
     if report_dir.exists() {
@@ -206,7 +209,7 @@ pub fn collate_rack(rack: &Path, collate_nodes: bool) -> Result<RackOutput, Coll
     for name in ["rack_curve.csv", "summary.csv", "in_phase_vs_staggered.csv", "nodes.csv"] {
         files.extend(csv_to_parquet(&report_dir.join(name))?);
     }
-    files.extend(crate::plots::write_plots(&curve, &rack_run, &rungs, &repeats, &compare, &report_dir.join("plots"))?);
+    files.extend(crate::plots::write_plots(&curve, &rack_run, &rungs, &repeats, &compare, &Default::default(), &report_dir.join("plots"))?);
     files.push(write_rack_report(rack, &states, &rungs, &compare, &starts, raw_rows, &report_dir)?);
     Ok(RackOutput { report_dir, nodes: states, rungs, compare, starts, files })
 }
@@ -260,6 +263,10 @@ fn csv_to_parquet(csv_path: &Path) -> Result<Option<PathBuf>, CollateError> {
     Ok(Some(out))
 }
 
+/// What a rack-level duty figure is today: the node-truth method (composed
+/// cycles) runs per node, not yet across nodes.
+const RACK_DUTY_CAVEAT: &str = "sample and hold across every GPU of the rack: overstates a staggered rung's spread; each node's report has its composed-cycle figures";
+
 fn fmt_w(v: Option<f64>) -> String {
     v.map(|x| format!("{x:.0}")).unwrap_or_else(|| "–".into())
 }
@@ -287,13 +294,23 @@ fn write_rack_report(rack: &Path, nodes: &[NodeState], rungs: &[RungSummary], co
         let skew = starts.iter().find(|x| x.rung_id == r.rung_id).and_then(|x| x.start_skew_us).map(|v| format!("{v:.0} µs")).unwrap_or_else(|| "–".into());
         let _ = writeln!(s, "| {} | {skew} | {} W | {} W | {} W | {:.0} % |", r.label, fmt_w(r.mean_w), fmt_w(r.peak_w), fmt_w(r.spread_w), r.coverage * 100.0);
     }
+    if rungs.iter().any(|r| r.kind == "duty") {
+        let _ = writeln!(s, "\n**Duty rungs at rack level: {RACK_DUTY_CAVEAT}.**");
+    }
     if !compare.is_empty() {
         let _ = writeln!(s, "\n## In phase vs staggered, whole rack\n\n| phase | period | mean in phase | mean staggered | peak in phase | peak staggered | spread in phase | spread staggered |\n|---|---|---|---|---|---|---|---|");
         for c in compare {
             let _ = writeln!(
                 s,
-                "| {} | {} ms | {:.0} W | {:.0} W | {:.0} W | {:.0} W | {:.0} W | {:.0} W |",
-                c.phase, c.period_ms, c.in_phase_mean_w, c.staggered_mean_w, c.in_phase_peak_w, c.staggered_peak_w, c.in_phase_spread_w, c.staggered_spread_w
+                "| {} | {} ms | {} W | {} W | {} W | {} W | {} W | {} W |",
+                c.phase,
+                c.achieved_period_ms,
+                fmt_w(c.in_phase_mean_w),
+                fmt_w(c.staggered_mean_w),
+                fmt_w(c.in_phase_peak_w),
+                fmt_w(c.staggered_peak_w),
+                fmt_w(c.in_phase_spread_w),
+                fmt_w(c.staggered_spread_w)
             );
         }
     }

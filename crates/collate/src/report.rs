@@ -12,11 +12,26 @@ fn o(v: Option<f64>) -> String {
     v.map(|v| format!("{v:.1}")).unwrap_or_else(|| "–".into())
 }
 
-fn pm(v: f64, ci: Option<f64>) -> String {
-    match ci {
-        Some(c) => format!("{v:.1} ± {c:.1}"),
-        None => format!("{v:.1}"),
+fn pm(v: Option<f64>, ci: Option<f64>) -> String {
+    match (v, ci) {
+        (Some(v), Some(c)) => format!("{v:.1} ± {c:.1}"),
+        (Some(v), None) => format!("{v:.1}"),
+        (None, _) => "–".into(),
     }
+}
+
+fn signed(v: Option<f64>, ci: Option<f64>) -> String {
+    match (v, ci) {
+        (Some(v), Some(c)) => format!("{v:+.1} ± {c:.1}"),
+        (Some(v), None) => format!("{v:+.1}"),
+        (None, _) => "–".into(),
+    }
+}
+
+/// A period in ms without trailing zeros (`100`, `100.3`).
+pub fn fmt_ms(v: f64) -> String {
+    let s = format!("{v:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// Everything the report tabulates.
@@ -75,25 +90,38 @@ pub fn write_report(run: &Run, t: &Tables<'_>, raw_rows: usize, dir: &Path) -> R
         let _ = writeln!(s, "| {} | {} | {} | {:.0} W |", g.key, g.uuid, g.name, g.power_limit_w);
     }
 
-    let _ = writeln!(s, "\n## Rungs (node power)\n");
-    let _ = writeln!(s, "Instrument: `buffered_w` = driver-buffered samples (~20 ms), `instant_w` = instant field. The 1 s average field is shown only as a comparison column and never used as a result.\n");
-    let _ = writeln!(s, "| rung | instrument | mean W | peak W | spread W | swing W | 1 s avg field spread W | start err max µs | skew µs | edge p99 µs | barrier |");
-    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(s, "\n## Rungs (node power, GPU draw only)\n");
+    let _ = writeln!(
+        s,
+        "Duty rungs: the node's cycle composed from every GPU's own buffered samples, folded on that GPU's recorded edges, corrected for the sample window and summed at the GPUs' measured offsets (method `composed cycle`). A duty rung whose cycle cannot be composed shows its verdict instead of figures. Other rungs: the sample-and-hold sum of the buffered samples. The last two columns are what NVML sampled (sample and hold): for a duty rung that is not what the node drew. The 1 s average field is never used as a result.\n"
+    );
+    let _ = writeln!(s, "| rung | period ms | method | mean W | peak W | spread W | swing W | NVML sample-and-hold spread W | swing W | start err max µs | skew µs | edge p99 µs | barrier |");
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for r in rungs {
+        let period = match (r.period_ms, r.nominal_period_ms) {
+            (Some(p), Some(n)) if (p - n).abs() > 1e-9 => format!("{} ({} asked)", fmt_ms(p), fmt_ms(n)),
+            (Some(p), _) => fmt_ms(p),
+            _ => "–".into(),
+        };
+        let method = match &r.verdict {
+            Some(v) => format!("{}: **{v}**", r.method),
+            None => r.method.clone(),
+        };
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.label,
-            r.instrument,
+            period,
+            method,
             o(r.mean_w),
             o(r.peak_w),
             o(r.spread_w),
-            match (r.swing_w, r.instrument_verdict.as_deref()) {
-                (None, Some("aliased")) => "aliased".to_string(),
-                (v, Some("instrument limit")) => format!("{} (instrument limit)", o(v)),
-                (v, _) => o(v),
+            o(r.swing_w),
+            o(r.raw_spread_w),
+            match r.instrument_verdict.as_deref() {
+                Some("aliased") => "aliased".to_string(),
+                _ => o(r.raw_swing_w),
             },
-            o(r.average_field_spread_w),
             o(r.start_error_max_us),
             o(r.start_skew_us),
             o(r.edge_err_p99_us),
@@ -102,31 +130,41 @@ pub fn write_report(run: &Run, t: &Tables<'_>, raw_rows: usize, dir: &Path) -> R
     }
     if repeats.iter().any(|r| r.n > 1) {
         let _ = writeln!(s, "\n## Across repeats (mean ± 95% CI, Student's t)\n");
-        let _ = writeln!(s, "| phase | mode | period ms | n | mean W | peak W | spread W | swing W |\n|---|---|---|---|---|---|---|---|");
+        let _ = writeln!(s, "| phase | mode | period ms | n | mean W | peak W | spread W | swing W | NVML sample-and-hold spread W |\n|---|---|---|---|---|---|---|---|---|");
         for r in repeats {
             let _ = writeln!(
                 s,
-                "| {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 r.phase,
                 r.mode,
-                r.period_ms.map(|p| format!("{p}")).unwrap_or_else(|| "–".into()),
+                r.achieved_period_ms.map(fmt_ms).unwrap_or_else(|| "–".into()),
                 r.n,
                 pm(r.mean_w, r.mean_w_ci95),
                 pm(r.peak_w, r.peak_w_ci95),
                 pm(r.spread_w, r.spread_w_ci95),
-                pm(r.swing_w, r.swing_w_ci95)
+                pm(r.swing_w, r.swing_w_ci95),
+                o(r.raw_spread_w)
             );
         }
     }
     if !compare.is_empty() {
         let _ = writeln!(s, "\n## In phase vs staggered\n");
-        let _ = writeln!(s, "| phase | period ms | n | mean W (in / stag / Δ) | peak W (in / stag / Δ) | spread W (in / stag / Δ) |\n|---|---|---|---|---|---|");
+        let _ = writeln!(s, "Δ = staggered − in phase, ± the 95 % half-width of Welch's interval across repeats (none with fewer than two repeats a side). The last column is what NVML's sample-and-hold sum showed, for comparison only.\n");
+        let _ = writeln!(s, "| phase | period ms | n | mean W (in / stag / Δ) | peak W (in / stag / Δ) | spread W (in / stag / Δ) | swing W (in / stag / Δ) | NVML sample-and-hold spread W (in / stag) |\n|---|---|---|---|---|---|---|---|");
         for c in compare {
+            let tri = |a: Option<f64>, b: Option<f64>, d: Option<f64>, ci: Option<f64>| format!("{} / {} / {}", o(a), o(b), signed(d, ci));
             let _ = writeln!(
                 s,
-                "| {} | {} | {} | {:.1} / {:.1} / {:+.1} | {:.1} / {:.1} / {:+.1} | {:.1} / {:.1} / {:+.1} |",
-                c.phase, c.period_ms, c.n, c.in_phase_mean_w, c.staggered_mean_w, c.delta_mean_w, c.in_phase_peak_w, c.staggered_peak_w, c.delta_peak_w,
-                c.in_phase_spread_w, c.staggered_spread_w, c.delta_spread_w
+                "| {} | {} | {} | {} | {} | {} | {} | {} / {} |",
+                c.phase,
+                fmt_ms(c.achieved_period_ms),
+                c.n,
+                tri(c.in_phase_mean_w, c.staggered_mean_w, c.delta_mean_w, c.delta_mean_w_ci95),
+                tri(c.in_phase_peak_w, c.staggered_peak_w, c.delta_peak_w, c.delta_peak_w_ci95),
+                tri(c.in_phase_spread_w, c.staggered_spread_w, c.delta_spread_w, c.delta_spread_w_ci95),
+                tri(c.in_phase_swing_w, c.staggered_swing_w, c.delta_swing_w, c.delta_swing_w_ci95),
+                o(c.raw_in_phase_spread_w),
+                o(c.raw_staggered_spread_w)
             );
         }
     }
@@ -167,10 +205,20 @@ pub fn write_report(run: &Run, t: &Tables<'_>, raw_rows: usize, dir: &Path) -> R
         }
     }
     let _ = writeln!(s, "\n## Definitions\n");
-    let _ = writeln!(s, "- Node power: per-GPU readings aligned on a {} ms grid (latest reading at or before each point) and summed; a point where any GPU has no reading is left out (coverage column in summary.csv).", run.grid_ns as f64 / 1e6);
+    let _ = writeln!(s, "- Node power of a duty rung (`composed cycle`): each GPU's buffered samples, each placed at the middle of its averaging window, folded on that GPU's recorded rising edges into one cycle; its harmonics divided by the window's attenuation (up to the harmonic the window still passes at ≥ 60 %); the GPUs' cycles shifted to their measured offsets and summed; figures from that cycle at ≤ 0.5 ms resolution. Every figure is GPU board power only, not the node's wall power.");
+    let _ = writeln!(s, "- Node power of other rungs, and the NVML sample-and-hold columns: per-GPU readings aligned on a {} ms grid (latest reading at or before each point) and summed; a point where any GPU has no reading is left out (coverage column in summary.csv).", run.grid_ns as f64 / 1e6);
     let _ = writeln!(s, "- spread = p99 − p1; swing = p90 − p10; peak = maximum; energy = mean × measured window (ramp excluded).");
     let _ = writeln!(s, "- start error: achieved − intended start of each GPU, where the intended start includes its deliberate stagger; skew = max − min of those errors.");
-    let _ = writeln!(s, "\n## Plots\n\n- `plots/spread_vs_period.svg`, `plots/in_phase_vs_staggered.svg`\n- `plots/rung-<id>.svg`: node curve of each rung (PNG beside each SVG)");
+    let _ = writeln!(s, "\n## Plots\n");
+    if rungs.iter().any(|r| r.kind == "duty") {
+        let _ = writeln!(s, "![node spread vs duty period](plots/spread_vs_period.svg)\n");
+    }
+    if !compare.is_empty() {
+        let _ = writeln!(s, "![in phase vs staggered](plots/in_phase_vs_staggered.svg)\n");
+    }
+    for r in rungs {
+        let _ = writeln!(s, "![rung {} — {}](plots/rung-{:03}.svg)\n", r.rung_id, r.label, r.rung_id);
+    }
     let path = dir.join("report.md");
     std::fs::write(&path, s).map_err(|e| CollateError::io(&path, e))?;
     Ok(path)
@@ -179,10 +227,21 @@ pub fn write_report(run: &Run, t: &Tables<'_>, raw_rows: usize, dir: &Path) -> R
 fn write_sensor_section(s: &mut String, sr: &crate::sensor::SensorReport) {
     let _ = writeln!(s, "\n## What the instruments can see\n");
     let _ = writeln!(s, "Sensor model: {}.\n", sr.model.source);
-    let _ = writeln!(s, "| GPU | path | update ms | window ms | latency ms | fit rms | read every ms |\n|---|---|---|---|---|---|---|");
+    let _ = writeln!(s, "| GPU | path | update ms | window ms | latency ms | fit rms | read every ms | refused |\n|---|---|---|---|---|---|---|---|");
     for g in &sr.model.gpus {
         for p in &g.paths {
-            let _ = writeln!(s, "| {} | {} | {} | {} | {} | {} | {} |", g.gpu, p.instrument, o(p.update_period_ms), o(p.window_ms), o(p.latency_ms), p.fit_rms.map(|v| format!("{v:.3}")).unwrap_or_else(|| "–".into()), o(p.read_period_ms));
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {} | {} | {} |",
+                g.gpu,
+                p.instrument,
+                o(p.update_period_ms),
+                pm(p.window_ms, p.window_ms_ci95),
+                pm(p.latency_ms, p.latency_ms_ci95),
+                p.fit_rms.map(|v| format!("{v:.3}")).unwrap_or_else(|| "–".into()),
+                o(p.read_period_ms),
+                p.refused.as_deref().unwrap_or("")
+            );
         }
     }
     if !sr.answers.is_empty() {
@@ -191,12 +250,10 @@ fn write_sensor_section(s: &mut String, sr: &crate::sensor::SensorReport) {
             s,
             "NVML-visible = p90 − p10 of the node's buffered curve. Reconstructed = the samples of every cycle folded on the recorded rising edges; the folded cycle's fundamental as a square-wave height, divided by the path's window gain sinc(W/P), summed over GPUs. A period whose window gain is below 0.3 on every path cannot be reconstructed.\n"
         );
-        let truth = sr.answers.iter().any(|a| a.truth_swing_w.is_some());
-        let _ = writeln!(s, "| rung | period ms | NVML-visible swing W | reconstructed swing W | by | {}verdict |\n|---|---|---|---|---|{}---|", if truth { "simulated truth W | " } else { "" }, if truth { "---|" } else { "" });
+        let _ = writeln!(s, "| rung | period ms | NVML-visible swing W | reconstructed swing W | by | verdict |\n|---|---|---|---|---|---|");
         for a in &sr.answers {
-            let t = if truth { format!("{} | ", o(a.truth_swing_w)) } else { String::new() };
             let vis = if a.verdict == "aliased" && a.visible_swing_w.is_none() { "aliased".to_string() } else { o(a.visible_swing_w) };
-            let _ = writeln!(s, "| {} | {} | {} | {} | {} | {t}{} |", a.rung, a.period_ms, vis, o(a.reconstructed_swing_w), a.reconstructed_by, a.verdict);
+            let _ = writeln!(s, "| {} | {} | {} | {} | {} | {} |", a.rung, fmt_ms(a.period_ms), vis, o(a.reconstructed_swing_w), a.reconstructed_by, a.verdict);
         }
     }
     if sr.answers.len() >= 2 {

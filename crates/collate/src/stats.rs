@@ -1,11 +1,75 @@
-//! Small statistics: mean, sample standard deviation and the 95% confidence
-//! half-width of a mean with Student's t (two-sided, n − 1 degrees of freedom).
+//! The collator's statistics, in one place and with one quantile
+//! definition: the linear interpolation between the two nearest order
+//! statistics (Hyndman & Fan type 7, what polars' `QuantileMethod::Linear`
+//! and NumPy's default compute), used for every percentile and median the
+//! collator reports. Confidence intervals use Student's t from `statrs`
+//! (exact quantiles at any number of degrees of freedom).
 
-/// t(0.975, df) for df = 1..=30; beyond that the normal 1.96 is within 2%.
-const T975: [f64; 30] = [
-    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
-];
+use statrs::distribution::{ContinuousCDF, StudentsT};
+
+/// The `q` quantile (0 ≤ q ≤ 1) of `sorted` (ascending), linear between order
+/// statistics. NaN for an empty slice.
+pub fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
+    match sorted.len() {
+        0 => f64::NAN,
+        1 => sorted[0],
+        n => {
+            let pos = q.clamp(0.0, 1.0) * (n - 1) as f64;
+            let i = (pos.floor() as usize).min(n - 2);
+            let frac = pos - i as f64;
+            sorted[i] + (sorted[i + 1] - sorted[i]) * frac
+        }
+    }
+}
+
+/// The `q` quantile of values with whole-number weights, `sorted` by value:
+/// the same definition as [`quantile_sorted`] applied to the values each
+/// repeated `weight` times. NaN when empty.
+pub fn weighted_quantile_sorted(sorted: &[(f64, f64)], q: f64) -> f64 {
+    let total: f64 = sorted.iter().map(|x| x.1).sum();
+    if sorted.is_empty() || total <= 0.0 {
+        return f64::NAN;
+    }
+    let pos = q.clamp(0.0, 1.0) * (total - 1.0);
+    // The value at (0-based) rank r of the repeated sequence.
+    let at = |r: f64| -> f64 {
+        let mut acc = 0.0;
+        for (v, w) in sorted {
+            acc += w;
+            if r < acc {
+                return *v;
+            }
+        }
+        sorted[sorted.len() - 1].0
+    };
+    let lo = pos.floor();
+    let (a, b) = (at(lo), at(lo + 1.0));
+    a + (b - a) * (pos - lo)
+}
+
+/// The `q` quantile of `values` (any order; NaN-free).
+pub fn quantile(values: &[f64], q: f64) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    Some(quantile_sorted(&v, q))
+}
+
+/// The median of `values` (the 0.5 quantile above).
+pub fn median(values: &[f64]) -> Option<f64> {
+    quantile(values, 0.5)
+}
+
+/// The two-sided 95 % quantile of Student's t with `df` degrees of freedom,
+/// t(0.975, df).
+pub fn t975(df: f64) -> f64 {
+    match StudentsT::new(0.0, 1.0, df) {
+        Ok(t) => t.inverse_cdf(0.975),
+        Err(_) => f64::NAN,
+    }
+}
 
 /// Mean, sample standard deviation, and 95% CI half-width (None for n < 2).
 pub fn mean_sd_ci(values: &[f64]) -> (f64, Option<f64>, Option<f64>) {
@@ -19,8 +83,24 @@ pub fn mean_sd_ci(values: &[f64]) -> (f64, Option<f64>, Option<f64>) {
     }
     let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
     let sd = var.sqrt();
-    let t = T975.get(n - 2).copied().unwrap_or(1.96);
-    (mean, Some(sd), Some(t * sd / (n as f64).sqrt()))
+    (mean, Some(sd), Some(t975((n - 1) as f64) * sd / (n as f64).sqrt()))
+}
+
+/// The difference of two means, `b − a`, with the 95 % half-width of
+/// Welch's interval (unequal variances; Welch–Satterthwaite degrees of
+/// freedom). The half-width is None unless both sides have two values.
+pub fn welch_difference(a: &[f64], b: &[f64]) -> (f64, Option<f64>) {
+    let (ma, sa, _) = mean_sd_ci(a);
+    let (mb, sb, _) = mean_sd_ci(b);
+    let delta = mb - ma;
+    let (Some(sa), Some(sb)) = (sa, sb) else { return (delta, None) };
+    let (va, vb) = (sa * sa / a.len() as f64, sb * sb / b.len() as f64);
+    let se2 = va + vb;
+    if se2 <= 0.0 {
+        return (delta, Some(0.0));
+    }
+    let df = se2 * se2 / (va * va / (a.len() - 1) as f64 + vb * vb / (b.len() - 1) as f64);
+    (delta, Some(t975(df) * se2.sqrt()))
 }
 
 /// Rounds to 3 decimals so that outputs are byte-identical on regeneration.
@@ -37,7 +117,43 @@ mod tests {
         let (m, sd, ci) = mean_sd_ci(&[1.0, 2.0, 3.0]);
         assert_eq!(m, 2.0);
         assert!((sd.unwrap() - 1.0).abs() < 1e-12);
-        assert!((ci.unwrap() - 4.303 / 3f64.sqrt()).abs() < 1e-9);
+        assert!((ci.unwrap() - 4.302_652_7 / 3f64.sqrt()).abs() < 1e-6);
         assert_eq!(mean_sd_ci(&[5.0]).1, None);
+    }
+
+    #[test]
+    fn student_t_quantiles_are_exact_beyond_thirty_degrees_of_freedom() {
+        // Tables: t(0.975, 1) = 12.706, 2 = 4.303, 30 = 2.042, 31 = 2.040, 60 = 2.000, 120 = 1.980.
+        for (df, t) in [(1.0, 12.706), (2.0, 4.303), (30.0, 2.042), (31.0, 2.040), (60.0, 2.000), (120.0, 1.980)] {
+            assert!((t975(df) - t).abs() < 5e-4, "df {df}: {} vs {t}", t975(df));
+        }
+        assert!((t975(1e6) - 1.95996).abs() < 1e-3);
+    }
+
+    #[test]
+    fn quantiles_interpolate_linearly() {
+        let v = [1.0, 2.0, 3.0, 4.0, 5.0];
+        assert_eq!(quantile_sorted(&v, 0.5), 3.0);
+        assert_eq!(quantile_sorted(&v, 0.25), 2.0);
+        assert!((quantile_sorted(&v, 0.01) - 1.04).abs() < 1e-12);
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        assert_eq!(quantile(&[], 0.5), None);
+        // Weights repeat values: the same quantiles as the expanded sequence.
+        let w = [(1.0, 2.0), (2.0, 1.0), (5.0, 3.0)];
+        let expanded = [1.0, 1.0, 2.0, 5.0, 5.0, 5.0];
+        for q in [0.0, 0.01, 0.3, 0.5, 0.77, 0.99, 1.0] {
+            assert!((weighted_quantile_sorted(&w, q) - quantile_sorted(&expanded, q)).abs() < 1e-12, "{q}");
+        }
+    }
+
+    #[test]
+    fn welch_interval_matches_a_worked_example() {
+        // a: mean 2, sd 1 (n 3); b: mean 5, sd 2 (n 4).
+        let (d, h) = welch_difference(&[1.0, 2.0, 3.0], &[3.0, 4.0, 6.0, 7.0]);
+        assert!((d - 3.0).abs() < 1e-12);
+        // se² = 1/3 + (10/3)/4 = 1.1667; df = 1.1667² / ((1/3)²/2 + (0.8333)²/3) = 4.84.
+        let df: f64 = 1.1666667f64.powi(2) / ((1.0f64 / 3.0).powi(2) / 2.0 + (10.0f64 / 12.0).powi(2) / 3.0);
+        assert!((h.unwrap() - t975(df) * 1.1666667f64.sqrt()).abs() < 1e-5);
+        assert_eq!(welch_difference(&[1.0], &[2.0, 3.0]).1, None);
     }
 }

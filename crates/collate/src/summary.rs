@@ -1,18 +1,32 @@
-//! Per-rung summaries of the node curve, statistics across repeats, and the
-//! in-phase vs staggered comparison.
+//! Per-rung node summaries, statistics across repeats, and the in-phase vs
+//! staggered comparison.
 //!
 //! Definitions (also printed in the report): mean; peak = max; p1/p99;
 //! spread = p99 − p1; swing = p90 − p10 (the square wave's amplitude without
-//! its overshoot spikes); energy = mean × measured window. Every figure is
-//! computed from the driver-buffered node curve when it covers the rung, else
-//! from the instant field; the 1 s average field appears only in columns
-//! named `average_field_*`, as a comparison.
+//! its overshoot spikes); energy = mean × measured window.
+//!
+//! Where the figures come from (`method`):
+//! - a duty rung's from its composed node cycle ([`crate::cycle`]): every
+//!   GPU's buffered samples folded on its own edges, window-corrected and
+//!   summed at the GPUs' measured offsets. A duty rung whose cycle cannot be
+//!   composed has no peak, spread or swing, only a `verdict` saying why
+//!   (and a mean from the energy counter where the run read it);
+//! - every other rung's from the sample-and-hold node curve (each GPU's
+//!   latest buffered reading on a common grid, summed), which is fine for
+//!   constant load.
+//!
+//! The sample-and-hold figures of every rung are kept in the `raw_*`
+//! columns, labelled as what NVML sampled: for a duty rung they are not the
+//! node's draw (they pair one GPU's reading with another's from another
+//! moment). The 1 s average field appears only in columns named
+//! `average_field_*`, as a comparison.
 
 use crate::curve::{f64_column, NodeCurve};
+use crate::cycle::{NoCycle, NodeCycle};
 use crate::edges::EdgeStats;
 use crate::error::CollateError;
 use crate::load::Run;
-use crate::stats::{mean_sd_ci, r3};
+use crate::stats::{mean_sd_ci, r3, welch_difference};
 use polars::prelude::*;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -31,18 +45,31 @@ pub struct RungSummary {
     pub kind: String,
     /// Mode.
     pub mode: String,
-    /// Period, ms.
+    /// Period the GPUs ran, ms (detuned from the sampling grid where needed).
     pub period_ms: Option<f64>,
+    /// Period the campaign asked for, ms.
+    pub nominal_period_ms: Option<f64>,
     /// Duty.
     pub duty: f64,
     /// Repeat.
     pub repeat: u32,
+    /// How the node figures were obtained: `composed cycle` (duty rungs),
+    /// `sample and hold` (constant load), `energy counter` (a duty rung
+    /// without a composed cycle: the mean only), or `none`.
+    pub method: String,
+    /// Why figures are missing or qualified (empty when all is stated).
+    pub verdict: Option<String>,
     /// Instrument the figures come from (`buffered_w` or `instant_w`).
     pub instrument: String,
-    /// Grid points with every GPU present.
+    /// Samples behind the figures: grid points with every GPU present
+    /// (sample and hold), or buffered samples folded (composed cycle).
     pub samples: u64,
-    /// Fraction of the window's grid points with every GPU present.
+    /// Sample and hold: fraction of the window's grid points with every GPU
+    /// present. Composed cycle: the lowest share of the cycle any GPU's
+    /// samples covered.
     pub coverage: f64,
+    /// Harmonics in the composed cycle.
+    pub harmonics: Option<u32>,
     /// Mean node power, W.
     pub mean_w: Option<f64>,
     /// Peak, W.
@@ -53,14 +80,22 @@ pub struct RungSummary {
     pub p99_w: Option<f64>,
     /// p99 − p1, W.
     pub spread_w: Option<f64>,
-    /// p90 − p10, W. Empty for a rung its instrument aliases: such a
-    /// number is not a swing (see `instrument_verdict` and sensor_periods.csv).
+    /// p90 − p10, W.
     pub swing_w: Option<f64>,
-    /// For duty rungs: resolvable / instrument limit / aliased, for the
-    /// instrument named in `instrument`, from the run's sensor model.
+    /// For duty rungs: what the raw readings of `instrument` can make of
+    /// the period (resolvable / instrument limit / aliased), from the run's
+    /// sensor model. The raw figures of an aliased rung are meaningless.
     pub instrument_verdict: Option<String>,
     /// Energy over the measured window, J.
     pub energy_j: Option<f64>,
+    /// What NVML sampled: mean of the sample-and-hold node curve, W.
+    pub raw_mean_w: Option<f64>,
+    /// What NVML sampled: its peak, W.
+    pub raw_peak_w: Option<f64>,
+    /// What NVML sampled: its p99 − p1, W (not the node's spread for a duty rung).
+    pub raw_spread_w: Option<f64>,
+    /// What NVML sampled: its p90 − p10, W.
+    pub raw_swing_w: Option<f64>,
     /// The instant field's mean, W (second instrument).
     pub instant_mean_w: Option<f64>,
     /// The instant field's spread, W.
@@ -111,8 +146,14 @@ fn stats_of(df: &DataFrame, prefix: &str) -> Stats {
     Stats { n: g("n"), mean: g("mean"), max: g("max"), p1: g("p1"), p10: g("p10"), p90: g("p90"), p99: g("p99") }
 }
 
-/// Summarizes every rung of the run.
-pub fn summarize(curve: &NodeCurve, run: &Run, edges: &HashMap<u32, EdgeStats>) -> Result<Vec<RungSummary>, CollateError> {
+/// How each rung's node cycle came out (see [`crate::cycle::compose_all`]).
+pub type Cycles = HashMap<u32, Result<NodeCycle, NoCycle>>;
+
+/// Summarizes every rung of the run. `cycles` holds the composed node
+/// cycle of each duty rung (a rung missing from it is summarised from the
+/// sample-and-hold curve); `energy_means` the energy counter's mean over a
+/// rung's window, for duty rungs without a cycle.
+pub fn summarize(curve: &NodeCurve, run: &Run, edges: &HashMap<u32, EdgeStats>, cycles: &Cycles, energy_means: &HashMap<u32, f64>) -> Result<Vec<RungSummary>, CollateError> {
     if run.rungs.is_empty() {
         return Ok(Vec::new());
     }
@@ -165,9 +206,24 @@ pub fn summarize(curve: &NodeCurve, run: &Run, edges: &HashMap<u32, EdgeStats>) 
         let i_n = get(&i.n).unwrap_or(0.0);
         let use_buffered = total > 0.0 && b_n / total >= 0.5;
         let (s, n, instrument) = if use_buffered { (&b, b_n, "buffered_w") } else { (&i, i_n, "instant_w") };
-        let mean = get(&s.mean);
         let window_s = (r.end_ns - r.measure_from_ns) as f64 / 1e9;
         let diff = |x: Option<f64>, y: Option<f64>| x.zip(y).map(|(x, y)| r3(x - y));
+        let raw = Figures { mean: get(&s.mean), peak: get(&s.max), p1: get(&s.p1), p10: get(&s.p10), p90: get(&s.p90), p99: get(&s.p99) };
+        let raw_coverage = if total > 0.0 { r3(n / total) } else { 0.0 };
+        // The headline figures.
+        let (method, verdict, fig, samples, coverage, harmonics, instrument) = match cycles.get(&r.info.id) {
+            Some(Ok(c)) => {
+                let st = &c.stats;
+                let fig = Figures { mean: Some(st.mean_w), peak: Some(st.peak_w), p1: Some(st.p1_w), p10: Some(st.p10_w), p90: Some(st.p90_w), p99: Some(st.p99_w) };
+                ("composed cycle", None, fig, c.samples as u64, r3(c.coverage), Some(c.harmonics as u32), "buffered_w")
+            }
+            Some(Err(NoCycle::Verdict(v))) => {
+                let mean = energy_means.get(&r.info.id).copied();
+                let fig = Figures { mean, ..Figures::default() };
+                (if mean.is_some() { "energy counter" } else { "none" }, Some(v.clone()), fig, 0, 0.0, None, if mean.is_some() { "energy_mj" } else { instrument })
+            }
+            Some(Err(NoCycle::NotPeriodic)) | None => ("sample and hold", None, raw, n as u64, raw_coverage, None, instrument),
+        };
         let e = edges.get(&r.info.id);
         out.push(RungSummary {
             rung_id: r.info.id,
@@ -176,19 +232,27 @@ pub fn summarize(curve: &NodeCurve, run: &Run, edges: &HashMap<u32, EdgeStats>) 
             kind: r.info.kind.clone(),
             mode: r.info.mode.clone(),
             period_ms: r.info.period_ms,
+            nominal_period_ms: r.info.requested_period_ms(),
             duty: r.info.duty,
             repeat: r.info.repeat,
+            method: method.into(),
+            verdict,
             instrument: instrument.into(),
-            samples: n as u64,
-            coverage: if total > 0.0 { r3(n / total) } else { 0.0 },
-            mean_w: mean.map(r3),
-            peak_w: get(&s.max).map(r3),
-            p1_w: get(&s.p1).map(r3),
-            p99_w: get(&s.p99).map(r3),
-            spread_w: diff(get(&s.p99), get(&s.p1)),
-            swing_w: diff(get(&s.p90), get(&s.p10)),
+            samples,
+            coverage,
+            harmonics,
+            mean_w: fig.mean.map(r3),
+            peak_w: fig.peak.map(r3),
+            p1_w: fig.p1.map(r3),
+            p99_w: fig.p99.map(r3),
+            spread_w: diff(fig.p99, fig.p1),
+            swing_w: diff(fig.p90, fig.p10),
             instrument_verdict: None,
-            energy_j: mean.map(|m| r3(m * window_s)),
+            energy_j: fig.mean.map(|m| r3(m * window_s)),
+            raw_mean_w: raw.mean.map(r3),
+            raw_peak_w: raw.peak.map(r3),
+            raw_spread_w: diff(raw.p99, raw.p1),
+            raw_swing_w: diff(raw.p90, raw.p10),
             instant_mean_w: get(&i.mean).map(r3),
             instant_spread_w: diff(get(&i.p99), get(&i.p1)),
             average_field_mean_w: get(&a.mean).map(r3),
@@ -204,6 +268,17 @@ pub fn summarize(curve: &NodeCurve, run: &Run, edges: &HashMap<u32, EdgeStats>) 
     Ok(out)
 }
 
+/// One set of node figures, W.
+#[derive(Debug, Clone, Copy, Default)]
+struct Figures {
+    mean: Option<f64>,
+    peak: Option<f64>,
+    p1: Option<f64>,
+    p10: Option<f64>,
+    p90: Option<f64>,
+    p99: Option<f64>,
+}
+
 /// Statistics across repeats of one rung configuration.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct RepeatStats {
@@ -213,132 +288,209 @@ pub struct RepeatStats {
     pub kind: String,
     /// Mode.
     pub mode: String,
-    /// Period, ms.
+    /// Period the campaign asked for, ms (repeats are grouped by it).
     pub period_ms: Option<f64>,
+    /// Period the GPUs ran, ms.
+    pub achieved_period_ms: Option<f64>,
     /// Duty.
     pub duty: f64,
     /// Repeats with a value.
     pub n: usize,
     /// Mean of the rung means, W.
-    pub mean_w: f64,
+    pub mean_w: Option<f64>,
     /// SD of the rung means.
     pub mean_w_sd: Option<f64>,
     /// 95% CI half-width of the mean.
     pub mean_w_ci95: Option<f64>,
     /// Mean peak, W.
-    pub peak_w: f64,
+    pub peak_w: Option<f64>,
     /// SD of peaks.
     pub peak_w_sd: Option<f64>,
     /// 95% CI half-width.
     pub peak_w_ci95: Option<f64>,
     /// Mean spread, W.
-    pub spread_w: f64,
+    pub spread_w: Option<f64>,
     /// SD of spreads.
     pub spread_w_sd: Option<f64>,
     /// 95% CI half-width.
     pub spread_w_ci95: Option<f64>,
     /// Mean swing, W.
-    pub swing_w: f64,
+    pub swing_w: Option<f64>,
     /// SD of swings.
     pub swing_w_sd: Option<f64>,
     /// 95% CI half-width.
     pub swing_w_ci95: Option<f64>,
+    /// Mean of the raw (sample-and-hold) spreads, W: what NVML sampled.
+    pub raw_spread_w: Option<f64>,
+    /// Mean of the raw swings, W.
+    pub raw_swing_w: Option<f64>,
 }
 
-/// Groups rungs by (phase, mode, period, duty) and summarizes across repeats.
-pub fn repeat_stats(rungs: &[RungSummary]) -> Vec<RepeatStats> {
-    let mut order: Vec<(String, String, Option<i64>)> = Vec::new();
-    let mut groups: HashMap<(String, String, Option<i64>), Vec<&RungSummary>> = HashMap::new();
+/// Repeats of one configuration share (phase, mode, requested period).
+type GroupKey = (String, String, Option<i64>);
+
+fn group_key(r: &RungSummary) -> GroupKey {
+    (r.phase.clone(), r.mode.clone(), r.nominal_period_ms.map(|p| (p * 1000.0).round() as i64))
+}
+
+fn groups(rungs: &[RungSummary]) -> Vec<(GroupKey, Vec<&RungSummary>)> {
+    let mut out: Vec<(GroupKey, Vec<&RungSummary>)> = Vec::new();
     for r in rungs {
-        let key = (r.phase.clone(), r.mode.clone(), r.period_ms.map(|p| (p * 1000.0) as i64));
-        if !groups.contains_key(&key) {
-            order.push(key.clone());
+        let key = group_key(r);
+        match out.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, g)) => g.push(r),
+            None => out.push((key, vec![r])),
         }
-        groups.entry(key).or_default().push(r);
     }
+    out
+}
+
+fn pick(g: &[&RungSummary], f: fn(&RungSummary) -> Option<f64>) -> Vec<f64> {
+    g.iter().filter_map(|r| f(r)).collect()
+}
+
+/// Groups rungs by (phase, mode, requested period) and summarizes across repeats.
+pub fn repeat_stats(rungs: &[RungSummary]) -> Vec<RepeatStats> {
     let mut out = Vec::new();
-    for key in order {
-        let g = &groups[&key];
-        let pick = |f: fn(&RungSummary) -> Option<f64>| g.iter().filter_map(|r| f(r)).collect::<Vec<f64>>();
-        let (m, m_sd, m_ci) = mean_sd_ci(&pick(|r| r.mean_w));
-        let (p, p_sd, p_ci) = mean_sd_ci(&pick(|r| r.peak_w));
-        let (s, s_sd, s_ci) = mean_sd_ci(&pick(|r| r.spread_w));
-        let (w, w_sd, w_ci) = mean_sd_ci(&pick(|r| r.swing_w));
-        let o = |v: Option<f64>| v.map(r3);
+    for (_, g) in groups(rungs) {
+        // Mean (None without values), SD and CI half-width, rounded.
+        let st = |f: fn(&RungSummary) -> Option<f64>| {
+            let v = pick(&g, f);
+            let (m, sd, ci) = mean_sd_ci(&v);
+            ((!v.is_empty()).then(|| r3(m)), sd.map(r3), ci.map(r3))
+        };
+        let (m, m_sd, m_ci) = st(|r| r.mean_w);
+        let (p, p_sd, p_ci) = st(|r| r.peak_w);
+        let (s, s_sd, s_ci) = st(|r| r.spread_w);
+        let (w, w_sd, w_ci) = st(|r| r.swing_w);
+        let (rs, _, _) = st(|r| r.raw_spread_w);
+        let (rw, _, _) = st(|r| r.raw_swing_w);
         out.push(RepeatStats {
             phase: g[0].phase.clone(),
             kind: g[0].kind.clone(),
             mode: g[0].mode.clone(),
-            period_ms: g[0].period_ms,
+            period_ms: g[0].nominal_period_ms,
+            achieved_period_ms: g[0].period_ms,
             duty: g[0].duty,
-            n: pick(|r| r.mean_w).len(),
-            mean_w: r3(m),
-            mean_w_sd: o(m_sd),
-            mean_w_ci95: o(m_ci),
-            peak_w: r3(p),
-            peak_w_sd: o(p_sd),
-            peak_w_ci95: o(p_ci),
-            spread_w: r3(s),
-            spread_w_sd: o(s_sd),
-            spread_w_ci95: o(s_ci),
-            swing_w: r3(w),
-            swing_w_sd: o(w_sd),
-            swing_w_ci95: o(w_ci),
+            n: pick(&g, |r| r.mean_w).len(),
+            mean_w: m,
+            mean_w_sd: m_sd,
+            mean_w_ci95: m_ci,
+            peak_w: p,
+            peak_w_sd: p_sd,
+            peak_w_ci95: p_ci,
+            spread_w: s,
+            spread_w_sd: s_sd,
+            spread_w_ci95: s_ci,
+            swing_w: w,
+            swing_w_sd: w_sd,
+            swing_w_ci95: w_ci,
+            raw_spread_w: rs,
+            raw_swing_w: rw,
         });
     }
     out
 }
 
-/// In-phase vs staggered at one period of one phase.
+/// In-phase vs staggered at one period of one phase: each figure's mean
+/// over the repeats of both modes, and the difference with the 95 %
+/// half-width of Welch's interval (None with fewer than two repeats a side).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct PhaseCompare {
     /// Phase.
     pub phase: String,
-    /// Period, ms.
+    /// Period the campaign asked for, ms.
     pub period_ms: f64,
+    /// Period the GPUs ran, ms.
+    pub achieved_period_ms: f64,
     /// Duty.
     pub duty: f64,
     /// Repeats in phase / staggered.
     pub n: String,
     /// Mean, in phase.
-    pub in_phase_mean_w: f64,
+    pub in_phase_mean_w: Option<f64>,
     /// Mean, staggered.
-    pub staggered_mean_w: f64,
+    pub staggered_mean_w: Option<f64>,
     /// Staggered − in phase.
-    pub delta_mean_w: f64,
+    pub delta_mean_w: Option<f64>,
+    /// 95% half-width of the difference.
+    pub delta_mean_w_ci95: Option<f64>,
     /// Peak, in phase.
-    pub in_phase_peak_w: f64,
+    pub in_phase_peak_w: Option<f64>,
     /// Peak, staggered.
-    pub staggered_peak_w: f64,
+    pub staggered_peak_w: Option<f64>,
     /// Staggered − in phase.
-    pub delta_peak_w: f64,
+    pub delta_peak_w: Option<f64>,
+    /// 95% half-width of the difference.
+    pub delta_peak_w_ci95: Option<f64>,
     /// Spread, in phase.
-    pub in_phase_spread_w: f64,
+    pub in_phase_spread_w: Option<f64>,
     /// Spread, staggered.
-    pub staggered_spread_w: f64,
+    pub staggered_spread_w: Option<f64>,
     /// Staggered − in phase.
-    pub delta_spread_w: f64,
+    pub delta_spread_w: Option<f64>,
+    /// 95% half-width of the difference.
+    pub delta_spread_w_ci95: Option<f64>,
+    /// Swing, in phase.
+    pub in_phase_swing_w: Option<f64>,
+    /// Swing, staggered.
+    pub staggered_swing_w: Option<f64>,
+    /// Staggered − in phase.
+    pub delta_swing_w: Option<f64>,
+    /// 95% half-width of the difference.
+    pub delta_swing_w_ci95: Option<f64>,
+    /// What NVML sampled (sample and hold): spread in phase, W.
+    pub raw_in_phase_spread_w: Option<f64>,
+    /// What NVML sampled: spread staggered, W.
+    pub raw_staggered_spread_w: Option<f64>,
 }
 
-/// Pairs in-phase and staggered repeat statistics at equal phase and period.
-pub fn compare_modes(stats: &[RepeatStats]) -> Vec<PhaseCompare> {
+/// Pairs the in-phase and staggered repeats of each duty period.
+pub fn compare_modes(rungs: &[RungSummary]) -> Vec<PhaseCompare> {
+    let gs = groups(rungs);
     let mut out = Vec::new();
-    for a in stats.iter().filter(|s| s.mode == "in_phase" && s.kind == "duty") {
-        let Some(b) = stats.iter().find(|s| s.mode == "staggered" && s.phase == a.phase && s.period_ms == a.period_ms) else { continue };
+    for ((phase, mode, period), a) in &gs {
+        if mode != "in_phase" || a[0].kind != "duty" || period.is_none() {
+            continue;
+        }
+        let Some((_, b)) = gs.iter().find(|((ph, m, p), _)| ph == phase && m == "staggered" && p == period) else { continue };
+        // Means of each side (None without a value) and the difference.
+        let cmp = |f: fn(&RungSummary) -> Option<f64>| {
+            let (xa, xb) = (pick(a, f), pick(b, f));
+            let mean = |x: &[f64]| (!x.is_empty()).then(|| r3(mean_sd_ci(x).0));
+            let (d, ci) = welch_difference(&xa, &xb);
+            let both = !xa.is_empty() && !xb.is_empty();
+            (mean(&xa), mean(&xb), both.then(|| r3(d)), ci.filter(|_| both).map(r3))
+        };
+        let (ma, mb, md, mci) = cmp(|r| r.mean_w);
+        let (pa, pb, pd, pci) = cmp(|r| r.peak_w);
+        let (sa, sb, sd, sci) = cmp(|r| r.spread_w);
+        let (wa, wb, wd, wci) = cmp(|r| r.swing_w);
+        let (ra, rb, _, _) = cmp(|r| r.raw_spread_w);
         out.push(PhaseCompare {
-            phase: a.phase.clone(),
-            period_ms: a.period_ms.unwrap_or(0.0),
-            duty: a.duty,
-            n: format!("{}/{}", a.n, b.n),
-            in_phase_mean_w: a.mean_w,
-            staggered_mean_w: b.mean_w,
-            delta_mean_w: r3(b.mean_w - a.mean_w),
-            in_phase_peak_w: a.peak_w,
-            staggered_peak_w: b.peak_w,
-            delta_peak_w: r3(b.peak_w - a.peak_w),
-            in_phase_spread_w: a.spread_w,
-            staggered_spread_w: b.spread_w,
-            delta_spread_w: r3(b.spread_w - a.spread_w),
+            phase: phase.clone(),
+            period_ms: a[0].nominal_period_ms.unwrap_or(0.0),
+            achieved_period_ms: a[0].period_ms.unwrap_or(0.0),
+            duty: a[0].duty,
+            n: format!("{}/{}", pick(a, |r| r.spread_w).len(), pick(b, |r| r.spread_w).len()),
+            in_phase_mean_w: ma,
+            staggered_mean_w: mb,
+            delta_mean_w: md,
+            delta_mean_w_ci95: mci,
+            in_phase_peak_w: pa,
+            staggered_peak_w: pb,
+            delta_peak_w: pd,
+            delta_peak_w_ci95: pci,
+            in_phase_spread_w: sa,
+            staggered_spread_w: sb,
+            delta_spread_w: sd,
+            delta_spread_w_ci95: sci,
+            in_phase_swing_w: wa,
+            staggered_swing_w: wb,
+            delta_swing_w: wd,
+            delta_swing_w_ci95: wci,
+            raw_in_phase_spread_w: ra,
+            raw_staggered_spread_w: rb,
         });
     }
     out

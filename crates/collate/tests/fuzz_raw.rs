@@ -22,7 +22,7 @@ fn skeleton(root: &Path) -> PathBuf {
     let m = common::manifest("fuzz", &["gpu0".to_string()], T0, T0 + 2_000_000_000);
     m.write(&dir.manifest()).unwrap();
     let mut ev = EventLog::create(&dir.events()).unwrap();
-    let rung = RungInfo { id: 0, label: "d".into(), phase: "d".into(), kind: "duty".into(), mode: "in_phase".into(), period_ms: Some(100.0), duty: 0.5, repeat: 1, repeats: 1 };
+    let rung = RungInfo { id: 0, label: "d".into(), phase: "d".into(), kind: "duty".into(), mode: "in_phase".into(), period_ms: Some(100.0), nominal_period_ms: None, duty: 0.5, repeat: 1, repeats: 1 };
     ev.append(&RunEvent::RungStarted { ts_ns: T0, rung, epoch_ns: T0, measure_from_ns: T0, end_ns: T0 + 1_000_000_000, offsets_ns: vec![0], gpus: vec!["gpu0".into()] }).unwrap();
     std::fs::create_dir_all(dir.raw_dir()).unwrap();
     dir.path

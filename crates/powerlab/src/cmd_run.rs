@@ -338,7 +338,7 @@ pub fn finish(a: &RunArgs, outcome: Result<RunResult, i32>) -> Result<i32> {
     let collated = if a.no_collate { None } else { Some(powerlab_collate::collate(&result.run_dir)) };
     if let Some(Ok(out)) = &collated {
         // A run that calibrated itself keeps its sensor model beside its raw data.
-        if out.sensor.model.source == "calibrated in this run" {
+        if out.sensor.model.kind == powerlab_collate::sensor::ModelKind::Calibrated {
             let to = result.run_dir.join("sensor.json");
             let _ = std::fs::write(&to, serde_json::to_string_pretty(&out.sensor.model).unwrap_or_default() + "\n");
             if !a.json {

@@ -74,12 +74,12 @@ fn f(v: Option<f64>) -> String {
 
 /// Prints the per-rung node summary.
 pub fn print_summary(rungs: &[RungSummary]) {
-    println!("{:<44} {:>10} {:>9} {:>9} {:>9} {:>9} {:>10}  barrier", "rung", "instrument", "mean W", "peak W", "spread W", "swing W", "skew µs");
+    println!("{:<44} {:>15} {:>9} {:>9} {:>9} {:>9} {:>10}  barrier", "rung", "method", "mean W", "peak W", "spread W", "swing W", "skew µs");
     for r in rungs {
         println!(
-            "{:<44} {:>10} {:>9} {:>9} {:>9} {:>9} {:>10}  {}",
+            "{:<44} {:>15} {:>9} {:>9} {:>9} {:>9} {:>10}  {}",
             r.label,
-            r.instrument,
+            r.method,
             f(r.mean_w),
             f(r.peak_w),
             f(r.spread_w),
@@ -87,7 +87,11 @@ pub fn print_summary(rungs: &[RungSummary]) {
             f(r.start_skew_us),
             match r.barrier_ok { Some(true) => "ok", Some(false) => "MISSED", None => "-" }
         );
+        if let Some(v) = &r.verdict {
+            println!("{:<44} {v}", "");
+        }
     }
+    println!("GPU draw only (board power). Duty rungs: the node cycle composed from every GPU's folded cycle; the sample-and-hold figures NVML shows are in summary.csv (raw_*).");
 }
 
 /// Wraps an observer and, on real hardware, captures health a second time

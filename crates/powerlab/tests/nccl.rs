@@ -46,7 +46,10 @@ fn sweep_table_follows_nccl_tests_arithmetic_and_the_fabric_rung_is_measured() {
     let mean = |label: &str| s.iter().find(|x| x["label"] == label).and_then(|x| x["mean_w"].as_f64()).unwrap_or_else(|| panic!("no {label}"));
     let (idle, compute, fabric, bsp) = (mean("idle"), mean("compute"), mean("fabric/fabric"), mean("fabric/bsp"));
     assert!(idle < fabric && fabric < compute, "idle {idle} < fabric {fabric} < compute {compute}");
-    assert!(fabric < bsp && bsp < compute, "bulk-synchronous {bsp} between fabric {fabric} and compute {compute}");
+    // Compute bursts between all-reduces: above the fabric alone, and about
+    // what sustained compute draws, as on the H200 (1,370 W vs 1,387 W) where
+    // the power controller holds the 1 s average whatever the load's shape.
+    assert!(fabric < bsp && (bsp / compute - 1.0).abs() < 0.03, "bulk-synchronous {bsp}: above fabric {fabric}, within 3 % of compute {compute}");
     let report = std::fs::read_to_string(r.dir().join("report/report.md")).unwrap();
     assert!(report.contains("## NCCL collectives") && report.contains("## Fabric power"));
     // NCCL ran before the idle and compute phases? No: file order is kept

@@ -19,14 +19,27 @@ pub struct RungInfo {
     pub kind: String,
     /// `in_phase` or `staggered`.
     pub mode: String,
-    /// Duty period, ms.
+    /// Duty period the GPUs ran, ms.
     pub period_ms: Option<f64>,
+    /// Duty period the campaign asked for, ms (equal to `period_ms` unless
+    /// the planner detuned it from the sampling grid; absent in runs made
+    /// before detuning existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nominal_period_ms: Option<f64>,
     /// Duty fraction.
     pub duty: f64,
     /// Repeat number (1-based).
     pub repeat: u32,
     /// Repeats of the phase.
     pub repeats: u32,
+}
+
+impl RungInfo {
+    /// The period the campaign asked for (the achieved one in runs that
+    /// predate detuning): what labels and repeat groups go by.
+    pub fn requested_period_ms(&self) -> Option<f64> {
+        self.nominal_period_ms.or(self.period_ms)
+    }
 }
 
 /// A GPU's readiness at a barrier.

@@ -1,6 +1,6 @@
 //! Opening a simulated node.
 
-use crate::device::{SimDevice, Truth};
+use crate::device::{DeviceSetup, SimDevice, Truth};
 use crate::faults::FaultPlan;
 use crate::gpu::{lock, SimGpu, SimPowerSource};
 use crate::profile::Profile;
@@ -103,7 +103,16 @@ impl Backend for SimBackend {
         for (run_idx, &phys) in selected.iter().enumerate() {
             let faults = self.opts.faults.gpu(run_idx);
             let cold_start_ns = faults.cold_start_ns.unwrap_or((self.opts.profile.cold_start_ms * 1e6) as i64);
-            let dev = SimDevice::new(self.opts.profile.clone(), run_idx, faults, start, self.opts.seed.wrapping_add(phys as u64), self.opts.step_us, self.opts.record_truth);
+            let dev = SimDevice::new(DeviceSetup {
+                profile: self.opts.profile.clone(),
+                index: run_idx,
+                faults,
+                run_start_ns: start,
+                seed: self.opts.seed.wrapping_add(phys as u64),
+                node_seed: self.opts.seed,
+                step_us: self.opts.step_us,
+                record_truth: self.opts.record_truth,
+            });
             let id = GpuIdentity {
                 key: format!("gpu{run_idx}"),
                 uuid: sim_uuid(self.opts.seed, phys),

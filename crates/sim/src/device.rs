@@ -2,6 +2,8 @@
 //! observe it. Time advances only when someone asks (`advance_to`), in fixed
 //! steps, so the result is a pure function of the demand program and seed.
 
+use crate::board::Controller;
+use crate::clocking::{DropSchedule, SampleClock};
 use crate::faults::GpuFaults;
 use crate::profile::Profile;
 use powerlab_core::sample::ClockEventBits;
@@ -63,6 +65,27 @@ impl Truth {
     }
 }
 
+/// How to build one simulated GPU.
+#[derive(Debug, Clone)]
+pub struct DeviceSetup {
+    /// GPU model.
+    pub profile: Profile,
+    /// Run-local index.
+    pub index: usize,
+    /// Injected faults.
+    pub faults: GpuFaults,
+    /// When the device starts, idle.
+    pub run_start_ns: EpochNs,
+    /// This GPU's seed.
+    pub seed: u64,
+    /// The node's seed (what all its GPUs share: the driver's dropped readings).
+    pub node_seed: u64,
+    /// Physics step, µs.
+    pub step_us: i64,
+    /// Keep the true waveform.
+    pub record_truth: bool,
+}
+
 /// Physics and instrument state of one simulated GPU.
 pub struct SimDevice {
     /// Parameters.
@@ -78,14 +101,14 @@ pub struct SimDevice {
     program: Vec<(EpochNs, Demand)>,
     t_ns: EpochNs,
     power_w: f64,
-    cap: f64,
+    controller: Controller,
     temp_c: f64,
     energy_j: f64,
     energy_base_mj: f64,
     hist: Vec<f64>,
     hist_k: i64,
-    next_buffered_ns: EpochNs,
-    next_field_ns: EpochNs,
+    buffered_clock: SampleClock,
+    field_clock: SampleClock,
     buffered: VecDeque<(EpochNs, Sample)>,
     fields_pending: VecDeque<(EpochNs, [f64; 3])>,
     fields_now: [f64; 3],
@@ -100,17 +123,25 @@ pub struct SimDevice {
 
 impl SimDevice {
     /// Creates a device idle at `run_start_ns`.
-    pub fn new(profile: Profile, index: usize, faults: GpuFaults, run_start_ns: EpochNs, seed: u64, step_us: i64, record_truth: bool) -> Self {
+    pub fn new(setup: DeviceSetup) -> Self {
+        let DeviceSetup { profile, index, faults, run_start_ns, seed, node_seed, step_us, record_truth } = setup;
         let mut rng = ChaCha8Rng::seed_from_u64(seed ^ (0x9E37_79B9_7F4A_7C15u64.wrapping_mul(index as u64 + 1)));
         let dt_ns = step_us * 1000;
         let dt_s = dt_ns as f64 / 1e9;
-        let hist_len = ((profile.average_window_ms.max(profile.buffered_window_ms) * 1e6 * 1.3) as i64 / dt_ns + 8) as usize;
+        let window = profile.average_window_ms.max(profile.buffered_window_ms + profile.buffered_lag_ms).max(profile.cap_sense_ms).max(1000.0);
+        let hist_len = ((window * 1e6 * 1.3) as i64 / dt_ns + 8) as usize;
         let mut profile = profile;
         if let Some(limit) = faults.power_limit_w {
             profile.power_limit_w = limit;
         }
-        let next_buffered_ns = run_start_ns + (rng.random::<f64>() * profile.buffered_period_ms * 1e6) as i64;
-        let next_field_ns = run_start_ns + (rng.random::<f64>() * profile.field_period_ms * 1e6) as i64;
+        // Each GPU's sampling clocks: its own phase on an exact grid and a
+        // few ppm of drift; the node's dropped readings are shared.
+        let drift = (rng.random::<f64>() * 2.0 - 1.0) * profile.sample_drift_ppm;
+        let phase_b = (rng.random::<f64>() * profile.buffered_period_ms * 1e6) as i64;
+        let phase_f = (rng.random::<f64>() * profile.field_period_ms * 1e6) as i64;
+        let drops = DropSchedule::new(node_seed, run_start_ns, profile.sample_drops_per_s);
+        let buffered_clock = SampleClock::new(run_start_ns + phase_b, profile.buffered_period_ms, drift, profile.sample_jitter_ms, rng.random(), Some(drops));
+        let field_clock = SampleClock::new(run_start_ns + phase_f, profile.field_period_ms, drift, 0.0, rng.random(), None);
         let idle = profile.idle_w;
         let temp = profile.ambient_c + profile.thermal_c_per_w * idle;
         SimDevice {
@@ -125,14 +156,14 @@ impl SimDevice {
             program: vec![(run_start_ns, Demand::Idle)],
             t_ns: run_start_ns,
             power_w: idle,
-            cap: 1.0,
+            controller: Controller::default(),
             temp_c: temp,
             energy_j: 0.0,
             energy_base_mj: 1.0e9 + 1.0e6 * index as f64,
             hist: vec![0.0; hist_len],
             hist_k: 0,
-            next_buffered_ns,
-            next_field_ns,
+            buffered_clock,
+            field_clock,
             buffered: VecDeque::new(),
             fields_pending: VecDeque::new(),
             fields_now: [idle, idle, 1.0e9],
@@ -266,16 +297,12 @@ impl SimDevice {
             if self.brake(mid) {
                 want = self.profile.idle_w + (want - self.profile.idle_w) * 0.45;
             }
+            let sensed = self.window_mean(self.t_ns, self.profile.cap_sense_ms);
+            let loaded = want > self.profile.idle_w;
+            let second = self.window_mean(self.t_ns, 1000.0);
+            let cap = self.controller.step(&self.profile, step_end, self.dt_ns, (self.power_w, sensed, second), loaded);
             let p = &self.profile;
-            // Power-cap controller: integrates the excess above the limit,
-            // lets go with a time constant below it.
-            if self.power_w > p.power_limit_w {
-                self.cap -= p.cap_gain_per_s * (self.power_w - p.power_limit_w) / p.power_limit_w * dt_s;
-            } else {
-                self.cap += (1.0 - self.cap) * dt_s / (p.cap_relax_ms / 1e3);
-            }
-            self.cap = self.cap.clamp(0.2, 1.0);
-            let target = if lost { 0.0 } else if want > p.idle_w { p.idle_w + (want - p.idle_w) * self.cap } else { want };
+            let target = if lost { 0.0 } else if loaded { p.idle_w + (want - p.idle_w) * cap } else { want };
             let alpha = if target > self.power_w { self.alpha_rise } else { self.alpha_fall };
             self.power_w += (target - self.power_w) * alpha;
             let heat = p.thermal_c_per_w + self.faults.extra_c_per_w;
@@ -296,26 +323,26 @@ impl SimDevice {
                 }
             }
 
-            while self.next_buffered_ns <= self.t_ns {
-                let ts = self.next_buffered_ns;
-                let value = if lost { 0.0 } else { self.window_mean(ts, self.profile.buffered_window_ms) + self.profile.noise_w * self.gauss() };
+            while self.buffered_clock.peek() <= self.t_ns {
+                let ts = self.buffered_clock.peek();
+                self.buffered_clock.advance();
+                let lag = (self.profile.buffered_lag_ms * 1e6) as i64;
+                let value = if lost { 0.0 } else { self.window_mean(ts - lag, self.profile.buffered_window_ms) + self.profile.noise_w * self.gauss() };
                 let visible = ts + (self.profile.buffered_latency_ms * 1e6) as i64;
                 if self.buffered.len() >= self.profile.buffered_capacity {
                     self.buffered.pop_front();
                     self.buffered_lost += 1;
                 }
                 self.buffered.push_back((visible, Sample { ts_ns: ts, instrument: Instrument::BufferedW, value }));
-                let jitter = (self.gauss() * 0.2e6) as i64;
-                self.next_buffered_ns += (self.profile.buffered_period_ms * 1e6) as i64 + jitter.clamp(-1_000_000, 1_000_000);
             }
-            while self.next_field_ns <= self.t_ns {
-                let ts = self.next_field_ns;
+            while self.field_clock.peek() <= self.t_ns {
+                let ts = self.field_clock.peek();
+                self.field_clock.advance();
                 let instant = self.window_mean(ts, self.profile.instant_window_ms) + self.profile.noise_w * self.gauss();
                 let average = self.window_mean(ts, self.profile.average_window_ms) + 0.3 * self.profile.noise_w * self.gauss();
                 let energy_mj = self.energy_base_mj + self.hist_at(ts) * 1000.0;
                 let visible = ts + (self.profile.field_latency_ms * 1e6) as i64;
                 self.fields_pending.push_back((visible, [instant, average, energy_mj.floor()]));
-                self.next_field_ns += (self.profile.field_period_ms * 1e6) as i64;
             }
         }
     }
@@ -386,11 +413,12 @@ impl SimDevice {
         let p = &self.profile;
         let loaded = self.power_w > p.idle_w + 0.1 * (p.power_limit_w - p.idle_w);
         let mut bits = 0u64;
-        let sm = if loaded { p.sm_clock_max_mhz * self.cap.powf(0.6) } else { p.sm_clock_idle_mhz };
+        let cap = self.controller.cap();
+        let sm = if loaded { p.sm_clock_max_mhz * cap.powf(0.6) } else { p.sm_clock_idle_mhz };
         if !loaded {
             bits |= ClockEventBits::GPU_IDLE;
         }
-        if self.cap < 0.97 {
+        if cap < 0.97 {
             bits |= ClockEventBits::SW_POWER_CAP;
         }
         if self.brake(now) {
@@ -427,8 +455,12 @@ impl SimDevice {
 mod tests {
     use super::*;
 
+    fn setup(faults: GpuFaults, record_truth: bool) -> DeviceSetup {
+        DeviceSetup { profile: Profile::h200(), index: 0, faults, run_start_ns: 0, seed: 1, node_seed: 1, step_us: 250, record_truth }
+    }
+
     fn dev() -> SimDevice {
-        SimDevice::new(Profile::h200(), 0, GpuFaults::default(), 0, 1, 250, true)
+        SimDevice::new(setup(GpuFaults::default(), true))
     }
 
     #[test]
@@ -461,7 +493,7 @@ mod tests {
     #[test]
     fn lost_gpu_reads_fail() {
         let f = GpuFaults { lost_at_ns: Some(500_000_000), ..Default::default() };
-        let mut d = SimDevice::new(Profile::h200(), 0, f, 0, 1, 250, false);
+        let mut d = SimDevice::new(setup(f, false));
         assert!(d.drain_buffered(400_000_000).is_ok());
         assert!(matches!(d.read_instant(600_000_000), Err(HwError::DeviceFailed { .. })));
     }

@@ -21,14 +21,32 @@ pub struct Profile {
     pub fabric_busbw_gbs: f64,
     /// Latency of a small collective, µs.
     pub collective_latency_us: f64,
-    /// Electrical rise time constant, ms.
+    /// Electrical rise time constant, ms (H200: ~10 ms, read off the
+    /// buffered samples after each rising edge of the committed sweep).
     pub tau_rise_ms: f64,
     /// Electrical fall time constant, ms.
     pub tau_fall_ms: f64,
-    /// Power-cap controller gain, 1/s per unit overshoot fraction.
+    /// Fast power-cap loop gain, 1/s per unit overshoot fraction.
     pub cap_gain_per_s: f64,
-    /// Time constant with which the cap controller lets go below the limit, ms.
+    /// Time constant with which the fast loop lets go below its set point, ms.
     pub cap_relax_ms: f64,
+    /// The fast loop acts on the power averaged over this window, ms.
+    pub cap_sense_ms: f64,
+    /// The fast loop's set point above the limit before the slow loop trips
+    /// (0.045: a long on-phase reads ~730 W on a 700 W H200).
+    pub cap_margin: f64,
+    /// The fast loop's set point after the slow loop tripped (−0.01: a
+    /// sustained load settles at 99 % of the limit).
+    pub held_margin: f64,
+    /// The slow loop trips when the energy drawn above the limit exceeds
+    /// this many seconds of the limit (0.073 s ≈ 51 J on a 700 W H200).
+    pub slow_trip_s: f64,
+    /// Below the limit the slow loop's energy leaks away with this time constant, ms.
+    pub slow_leak_ms: f64,
+    /// How far the tripped slow loop clamps the board, as a fraction of the limit.
+    pub dip_fraction: f64,
+    /// How long it clamps, ms.
+    pub dip_ms: f64,
     /// First `prepare` takes this long before any load (module load, JIT).
     pub cold_start_ms: f64,
     /// Time from receiving a schedule to acting on its first deadline, ms.
@@ -49,10 +67,18 @@ pub struct Profile {
     pub sm_clock_idle_mhz: f64,
     /// Memory clock, MHz.
     pub mem_clock_mhz: f64,
-    /// Driver-buffered sample period, ms.
+    /// Driver-buffered sample grid, ms (exact, per GPU phase).
     pub buffered_period_ms: f64,
     /// Averaging window of each buffered sample, ms.
     pub buffered_window_ms: f64,
+    /// The window of a buffered sample ends this long before its timestamp, ms.
+    pub buffered_lag_ms: f64,
+    /// Readings now and then land this far off their grid point, ms.
+    pub sample_jitter_ms: f64,
+    /// Moments per second at which the driver drops a reading on every GPU.
+    pub sample_drops_per_s: f64,
+    /// Largest clock drift of a GPU's sampling clock, ppm.
+    pub sample_drift_ppm: f64,
     /// Samples the driver ring buffer holds.
     pub buffered_capacity: usize,
     /// Delay before a buffered sample becomes readable, ms.
@@ -71,7 +97,11 @@ pub struct Profile {
 
 impl Profile {
     /// NVIDIA H200 SXM (700 W), parameters from the measurements in
-    /// `shared/notes/h200-instrument.md`.
+    /// `shared/notes/h200-instrument.md` and the committed H200 runs: buffered
+    /// samples on an exact 20 ms grid averaging ~6 ms (4–9 ms measured),
+    /// fields every 100 ms, a rising edge's 850–960 W overshoot for
+    /// ~80–100 ms, ~730 W through a long on-phase and the controller's dip
+    /// to ~480 W about 0.85 s into it.
     pub fn h200() -> Self {
         Profile {
             name: "h200".into(),
@@ -82,10 +112,17 @@ impl Profile {
             fabric_demand_w: 340.0,
             fabric_busbw_gbs: 360.0,
             collective_latency_us: 14.0,
-            tau_rise_ms: 4.0,
-            tau_fall_ms: 6.0,
-            cap_gain_per_s: 45.0,
-            cap_relax_ms: 60.0,
+            tau_rise_ms: 10.0,
+            tau_fall_ms: 12.0,
+            cap_gain_per_s: 11.0,
+            cap_relax_ms: 300.0,
+            cap_sense_ms: 40.0,
+            cap_margin: 0.045,
+            held_margin: -0.01,
+            slow_trip_s: 0.064,
+            slow_leak_ms: 150.0,
+            dip_fraction: 0.68,
+            dip_ms: 50.0,
             cold_start_ms: 2000.0,
             arm_latency_ms: 1.5,
             clock_offset_us: 150.0,
@@ -96,8 +133,12 @@ impl Profile {
             sm_clock_max_mhz: 1980.0,
             sm_clock_idle_mhz: 345.0,
             mem_clock_mhz: 3201.0,
-            buffered_period_ms: 20.14,
-            buffered_window_ms: 20.0,
+            buffered_period_ms: 20.0,
+            buffered_window_ms: 6.0,
+            buffered_lag_ms: 1.0,
+            sample_jitter_ms: 3.0,
+            sample_drops_per_s: 0.15,
+            sample_drift_ppm: 5.0,
             buffered_capacity: 119,
             buffered_latency_ms: 5.0,
             field_period_ms: 100.0,
@@ -118,8 +159,8 @@ impl Profile {
             virus_demand_w: 1420.0,
             fabric_demand_w: 480.0,
             fabric_busbw_gbs: 720.0,
-            tau_rise_ms: 3.0,
-            tau_fall_ms: 5.0,
+            tau_rise_ms: 8.0,
+            tau_fall_ms: 10.0,
             cold_start_ms: 3000.0,
             thermal_c_per_w: 0.045,
             sm_clock_max_mhz: 2032.0,
@@ -140,8 +181,8 @@ impl Profile {
             fabric_demand_w: 95.0,
             fabric_busbw_gbs: 20.0,
             collective_latency_us: 30.0,
-            tau_rise_ms: 6.0,
-            tau_fall_ms: 9.0,
+            tau_rise_ms: 12.0,
+            tau_fall_ms: 14.0,
             cold_start_ms: 6000.0,
             arm_latency_ms: 2.5,
             thermal_c_per_w: 0.16,

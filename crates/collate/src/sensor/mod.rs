@@ -21,7 +21,7 @@ use crate::error::CollateError;
 use crate::load::{Run, RungWindow};
 use fold::{fold, shape, sinc, Folded};
 use polars::prelude::*;
-use powerlab_rundir::edges::{read_edges, EdgeRow};
+use powerlab_rundir::edges::EdgeRow;
 use powerlab_campaign::CALIBRATION_PHASE;
 use powerlab_rundir::RunDir;
 use serde::{Deserialize, Serialize};
@@ -37,8 +37,17 @@ pub struct PathModel {
     pub update_period_ms: Option<f64>,
     /// Averaging window, ms.
     pub window_ms: Option<f64>,
+    /// 95 % half-width of the window across independent groups of edges, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_ms_ci95: Option<f64>,
     /// Delay between the power and the reading, ms.
     pub latency_ms: Option<f64>,
+    /// 95 % half-width of the latency, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ms_ci95: Option<f64>,
+    /// Why a fit was refused (its values are then not used), if it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
     /// The board's own fall time constant seen in the fit, ms (buffered only).
     pub board_fall_tau_ms: Option<f64>,
     /// RMS residual of the step fit (fraction of the step).
@@ -74,40 +83,96 @@ pub struct GpuSensor {
     pub probes: Vec<Probe>,
 }
 
+/// Where a sensor model came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelKind {
+    /// Fitted on this run's own calibration rungs.
+    Calibrated,
+    /// A `sensor.json` given to the run (`run --sensor`).
+    Given,
+    /// The built-in profile of a GPU model measured before.
+    BuiltIn,
+    /// No measurement of this GPU model: assumed values.
+    Nominal,
+}
+
 /// `sensor.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SensorModel {
-    /// `calibrated in this run`, `sensor.json`, or `nominal (not calibrated)`.
+    /// Where it came from, in words (the report prints it).
     pub source: String,
+    /// Where it came from.
+    #[serde(default = "nominal_kind")]
+    pub kind: ModelKind,
     /// Per GPU.
     pub gpus: Vec<GpuSensor>,
+}
+
+fn nominal_kind() -> ModelKind {
+    ModelKind::Nominal
+}
+
+/// One path of a built-in or nominal model: update period, window and
+/// latency (ms) with the window's uncertainty.
+fn path_model(instrument: &str, update: f64, window: f64, window_ci: Option<f64>, latency: f64) -> PathModel {
+    PathModel {
+        instrument: instrument.into(),
+        update_period_ms: Some(update),
+        window_ms: Some(window),
+        window_ms_ci95: window_ci,
+        latency_ms: Some(latency),
+        latency_ms_ci95: None,
+        refused: None,
+        board_fall_tau_ms: None,
+        fit_rms: None,
+        edges_used: 0,
+        read_period_ms: None,
+    }
+}
+
+/// The H200's paths as measured (results/h200x2-2026-11-30, six fits on
+/// two machines, driver 580.159): buffered samples on an exact 20 ms grid
+/// averaging 4–9 ms (6 ms taken, ±2.5), about 1 ms after their timestamps;
+/// the fields every 100 ms, the instant one over a window not pinned down
+/// (2–33 ms; 20 ms taken), the average one over ~975 ms.
+fn h200_paths() -> Vec<PathModel> {
+    vec![
+        path_model("buffered_w", 20.0, 6.0, Some(2.5), 1.0),
+        path_model("instant_w", 100.0, 20.0, Some(15.0), 14.0),
+        path_model("average_w", 100.0, 975.0, Some(15.0), 10.0),
+    ]
 }
 
 impl SensorModel {
     /// The model of `gpu`'s `instrument` (any GPU's if that one is missing).
     pub fn path(&self, gpu: &str, instrument: &str) -> Option<&PathModel> {
         fn find<'a>(g: &'a GpuSensor, instrument: &str) -> Option<&'a PathModel> {
-            g.paths.iter().find(|p| p.instrument == instrument)
+            g.paths.iter().find(|p| p.instrument == instrument && p.refused.is_none())
         }
         self.gpus.iter().find(|g| g.gpu == gpu).and_then(|g| find(g, instrument)).or_else(|| self.gpus.iter().find_map(|g| find(g, instrument)))
     }
 
-    /// Nominal H200 values (shared/notes/h200-instrument.md), for runs that
-    /// were never calibrated: the report says so on every verdict.
-    pub fn nominal(gpus: &[String]) -> SensorModel {
-        let p = |i: &str, u: f64, w: Option<f64>| PathModel {
-            instrument: i.into(),
-            update_period_ms: Some(u),
-            window_ms: w,
-            latency_ms: Some(0.0),
-            board_fall_tau_ms: None,
-            fit_rms: None,
-            edges_used: 0,
-            read_period_ms: None,
-        };
+    /// The built-in profile of a GPU model that has been measured (by its
+    /// NVML name), if there is one.
+    pub fn builtin(device_name: &str, gpus: &[String]) -> Option<SensorModel> {
+        if !device_name.contains("H200") {
+            return None;
+        }
+        Some(SensorModel {
+            source: format!("built-in H200 profile (measured on 2 × H200, driver 580.159: buffered samples every 20 ms averaging 6 ± 2.5 ms) for {device_name}"),
+            kind: ModelKind::BuiltIn,
+            gpus: gpus.iter().map(|g| GpuSensor { gpu: g.clone(), paths: h200_paths(), probes: Vec::new() }).collect(),
+        })
+    }
+
+    /// For a GPU model never measured: the H200's values, said as such on
+    /// every verdict. Run `powerlab calibrate` on such a GPU.
+    pub fn nominal(device_name: &str, gpus: &[String]) -> SensorModel {
         SensorModel {
-            source: "nominal (not calibrated): buffered 20 ms / 20 ms, instant field updates every 100 ms with its window taken as 100 ms".into(),
-            gpus: gpus.iter().map(|g| GpuSensor { gpu: g.clone(), paths: vec![p("buffered_w", 20.0, Some(20.0)), p("instant_w", 100.0, Some(100.0)), p("average_w", 100.0, Some(1000.0))], probes: Vec::new() }).collect(),
+            source: format!("nominal (not calibrated): {device_name} has not been measured, so the H200's values are assumed (buffered 20 ms / 6 ms, fields 100 ms); run `powerlab calibrate` on this GPU"),
+            kind: ModelKind::Nominal,
+            gpus: gpus.iter().map(|g| GpuSensor { gpu: g.clone(), paths: h200_paths(), probes: Vec::new() }).collect(),
         }
     }
 }
@@ -147,20 +212,12 @@ impl SeriesSet {
     }
 }
 
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    Some(v[v.len() / 2])
+fn median(v: Vec<f64>) -> Option<f64> {
+    crate::stats::median(&v)
 }
 
 fn quantile(v: &mut [f64], q: f64) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    Some(v[((v.len() - 1) as f64 * q).round() as usize])
+    crate::stats::quantile(v, q)
 }
 
 /// The readings of a time-sorted series with `from <= t < to`.
@@ -195,7 +252,7 @@ impl EdgeIndex {
     }
 
     /// Achieved times of one rung's edges of one kind on one GPU.
-    fn get(&self, rung: u32, gpu: &str, kind: &str) -> &[i64] {
+    pub fn get(&self, rung: u32, gpu: &str, kind: &str) -> &[i64] {
         self.0.get(&(rung, gpu.to_string(), kind.to_string())).map(Vec::as_slice).unwrap_or(&[])
     }
 }
@@ -230,6 +287,28 @@ fn boxcar_ratio(w: f64, p: f64) -> f64 {
     (r.min(p - r) / w).min(1.0)
 }
 
+/// Groups of falls fitted separately for a fit's uncertainty.
+const CAL_GROUPS: usize = 4;
+
+/// Why a step fit is not physical, if it is not: a reading that responds
+/// before the power changed, a fit that does not follow the step, or a
+/// window the groups of edges disagree on by more than its own size.
+fn unphysical(f: &fit::StepFit, window_ci: Option<f64>, latency_ci: Option<f64>) -> Option<String> {
+    let l_ci = latency_ci.unwrap_or(0.0);
+    if f.latency_ms + l_ci < -0.5 {
+        return Some(format!("negative latency {:.1} ± {:.1} ms: the reading would change before the power did", f.latency_ms, l_ci));
+    }
+    if f.rms > 0.15 {
+        return Some(format!("the fit does not follow the step (rms {:.0} % of it)", 100.0 * f.rms));
+    }
+    if let Some(w_ci) = window_ci {
+        if w_ci > f.window_ms.max(2.0) {
+            return Some(format!("the window is not pinned down: {:.1} ± {w_ci:.1} ms across groups of edges", f.window_ms));
+        }
+    }
+    None
+}
+
 fn calibration_rungs(run: &Run) -> Vec<&RungWindow> {
     run.rungs.iter().filter(|r| r.info.phase == CALIBRATION_PHASE).collect()
 }
@@ -258,7 +337,19 @@ pub fn calibrate(run: &Run, series: &SeriesSet, edges: &EdgeIndex) -> Option<Sen
             // every read shows a new value updates at least as often as it
             // was read: its period is not measured.
             let update = if timestamped { read } else { median_spacing_ms(&changes(s)).filter(|u| read.is_none_or(|r| *u > 1.5 * r)) };
-            let mut m = PathModel { instrument: inst.into(), update_period_ms: update, window_ms: None, latency_ms: None, board_fall_tau_ms: None, fit_rms: None, edges_used: 0, read_period_ms: read };
+            let mut m = PathModel {
+                instrument: inst.into(),
+                update_period_ms: update,
+                window_ms: None,
+                window_ms_ci95: None,
+                latency_ms: None,
+                latency_ms_ci95: None,
+                refused: None,
+                board_fall_tau_ms: None,
+                fit_rms: None,
+                edges_used: 0,
+                read_period_ms: read,
+            };
             if inst != "energy_mj" {
                 let rung = if inst == "average_w" { slow.unwrap_or(fast) } else { fast };
                 let half = rung.info.period_ms.unwrap_or(1000.0) / 2.0;
@@ -273,17 +364,29 @@ pub fn calibrate(run: &Run, series: &SeriesSet, edges: &EdgeIndex) -> Option<Sen
                     &updates
                 };
                 let (pts, heights) = step_points(fit_on, s, falls, half);
+                let tau = board_tau.unwrap_or(0.0);
+                let fit_pts = |p: &[(f64, f64)]| if timestamped { fit::fit_timestamped(p, 0.4 * half) } else { fit::fit_updates(p, tau, 0.9 * half, update.unwrap_or(100.0).max(20.0)) };
                 if pts.len() >= 20 {
-                    let f = if timestamped {
-                        fit::fit_timestamped(&pts, 0.4 * half)
-                    } else {
-                        fit::fit_updates(&pts, board_tau.unwrap_or(0.0), 0.9 * half, update.unwrap_or(100.0).max(20.0))
-                    };
+                    let f = fit_pts(&pts);
                     m.window_ms = Some(f.window_ms);
                     m.latency_ms = Some(f.latency_ms);
                     m.fit_rms = Some(f.rms);
                     m.edges_used = heights.len();
-                    if timestamped {
+                    // Uncertainty: the same fit on independent groups of falls.
+                    let groups: Vec<fit::StepFit> = (0..CAL_GROUPS)
+                        .filter_map(|k| {
+                            let sub: Vec<i64> = falls.iter().enumerate().filter(|(i, _)| i % CAL_GROUPS == k).map(|(_, f)| *f).collect();
+                            let (p, _) = step_points(fit_on, s, &sub, half);
+                            (p.len() >= 10).then(|| fit_pts(&p))
+                        })
+                        .collect();
+                    if groups.len() >= 2 {
+                        let ci = |v: Vec<f64>| crate::stats::mean_sd_ci(&v).2;
+                        m.window_ms_ci95 = ci(groups.iter().map(|g| g.window_ms).collect());
+                        m.latency_ms_ci95 = ci(groups.iter().map(|g| g.latency_ms).collect());
+                    }
+                    m.refused = unphysical(&f, m.window_ms_ci95, m.latency_ms_ci95);
+                    if timestamped && m.refused.is_none() {
                         m.board_fall_tau_ms = Some(f.tau_ms);
                         board_tau = Some(f.tau_ms);
                     }
@@ -306,20 +409,36 @@ pub fn calibrate(run: &Run, series: &SeriesSet, edges: &EdgeIndex) -> Option<Sen
         }
         gpus.push(GpuSensor { gpu: key.into(), paths, probes });
     }
-    Some(SensorModel { source: "calibrated in this run".into(), gpus })
+    Some(SensorModel { source: "calibrated in this run".into(), kind: ModelKind::Calibrated, gpus })
 }
 
-/// The model this run's numbers are judged by, and where it came from.
+/// The model this run's numbers are judged by, and where it came from:
+/// its own calibration rungs; else a `sensor.json` given to the run; else
+/// the built-in profile of its GPU model; else nominal values. A path whose
+/// calibration fit was refused takes the next source's values for that path.
 pub fn model_for(dir: &RunDir, run: &Run, series: &SeriesSet, edges: &EdgeIndex) -> SensorModel {
-    if let Some(m) = calibrate(run, series, edges) {
+    let keys: Vec<String> = run.manifest.backend.gpus.iter().map(|g| g.key.clone()).collect();
+    let name = run.manifest.backend.gpus.first().map(|g| g.name.clone()).unwrap_or_default();
+    let fallback = SensorModel::builtin(&name, &keys).unwrap_or_else(|| SensorModel::nominal(&name, &keys));
+    if let Some(mut m) = calibrate(run, series, edges) {
+        // A refused path keeps its fit on record and is judged by the fallback's values.
+        for g in &mut m.gpus {
+            let refused: Vec<PathModel> = g.paths.iter().filter(|p| p.refused.is_some()).cloned().collect();
+            for r in refused {
+                if let Some(f) = fallback.path(&g.gpu, &r.instrument) {
+                    g.paths.push(f.clone());
+                }
+            }
+        }
         return m;
     }
     let given = dir.path.join("sensor.json");
     if let Some(mut m) = std::fs::read_to_string(&given).ok().and_then(|t| serde_json::from_str::<SensorModel>(&t).ok()) {
         m.source = format!("sensor.json given to the run ({})", m.source);
+        m.kind = ModelKind::Given;
         return m;
     }
-    SensorModel::nominal(&run.manifest.backend.gpus.iter().map(|g| g.key.clone()).collect::<Vec<_>>())
+    fallback
 }
 
 /// What a path can make of a square wave of `period_ms` and `duty`.
@@ -362,8 +481,6 @@ pub struct RungPathRow {
     pub window_gain: Option<f64>,
     /// Folded swing divided by the window gain, W (None where the window nulls the period).
     pub reconstructed_swing_w: Option<f64>,
-    /// The simulated true swing by the same method, W (simulated runs only).
-    pub truth_swing_w: Option<f64>,
     /// Fraction of phase bins with samples.
     pub phase_coverage: f64,
     /// Cycles folded.
@@ -393,8 +510,6 @@ pub struct PeriodAnswer {
     pub reconstructed_swing_w: Option<f64>,
     /// Which path reconstructed it.
     pub reconstructed_by: String,
-    /// Sum over GPUs of the simulated true swing, W.
-    pub truth_swing_w: Option<f64>,
     /// Reconstructed over the longest period's reconstructed swing.
     pub fraction_of_long_period: Option<f64>,
     /// board follows / board attenuates / instrument limit / aliased.
@@ -414,12 +529,6 @@ pub struct SensorReport {
     pub spectra: Vec<(u32, String, spectrum::Spectrum)>,
 }
 
-fn read_truth(dir: &RunDir, gpu: &str) -> Vec<(i64, f64)> {
-    let p = dir.path.join("sim-truth").join(format!("{gpu}.csv"));
-    let Ok(text) = std::fs::read_to_string(p) else { return Vec::new() };
-    text.lines().skip(1).filter_map(|l| l.split_once(',')).filter_map(|(t, v)| Some((t.parse().ok()?, v.parse().ok()?))).collect()
-}
-
 fn fold_rung(s: &[(i64, f64)], r: &RungWindow, rises: &[i64], shift_ns: i64) -> Folded {
     let p = (r.info.period_ms.unwrap_or(1000.0) * 1e6) as i64;
     let bins = ((p as f64 / 1e6).round() as usize).clamp(8, 200);
@@ -427,22 +536,13 @@ fn fold_rung(s: &[(i64, f64)], r: &RungWindow, rises: &[i64], shift_ns: i64) -> 
     fold(&pts, rises, p, bins)
 }
 
-/// Analyses every duty rung of the run.
-pub fn analyse(dir: &RunDir, run: &Run, power: &DataFrame, curve: &crate::curve::NodeCurve, visible_node_swing: &BTreeMap<u32, Option<f64>>) -> Result<SensorReport, CollateError> {
-    let series = SeriesSet::from_frame(power);
-    let edges = EdgeIndex::new(&read_edges(&dir.edges())?);
-    let model = model_for(dir, run, &series, &edges);
-    let truths: BTreeMap<String, Vec<(i64, f64)>> = run.manifest.backend.gpus.iter().map(|g| (g.key.clone(), read_truth(dir, &g.key))).collect();
+/// Analyses every duty rung of the run against `model`.
+pub fn analyse(run: &Run, series: &SeriesSet, edges: &EdgeIndex, model: SensorModel, curve: &crate::curve::NodeCurve, visible_node_swing: &BTreeMap<u32, Option<f64>>) -> SensorReport {
     let mut rows = Vec::new();
     for r in run.rungs.iter().filter(|r| r.info.kind == "duty" && r.info.period_ms.is_some()) {
         let period_ms = r.info.period_ms.unwrap_or(0.0);
         for (gi, g) in run.manifest.backend.gpus.iter().enumerate() {
-            let mut rises: Vec<i64> = edges.get(r.info.id, &g.key, "rise").to_vec();
-            if r.offsets_ns.get(gi).copied().unwrap_or(0) == 0 {
-                rises.extend_from_slice(edges.get(r.info.id, &g.key, "start"));
-            }
-            rises.sort_unstable();
-            let truth = truths.get(&g.key).filter(|t| !t.is_empty()).map(|t| fold_rung(t, r, &rises, 0)).and_then(|f| f.square_swing(r.info.duty).map(|s| s / sinc(1.0 / period_ms)));
+            let rises = crate::cycle::rises_of(edges, r, gi, &g.key);
             for inst in ["buffered_w", "instant_w"] {
                 let Some(m) = model.path(&g.key, inst) else { continue };
                 let raw = series.get(&g.key, inst);
@@ -479,7 +579,6 @@ pub fn analyse(dir: &RunDir, run: &Run, power: &DataFrame, curve: &crate::curve:
                     folded_swing_w: folded,
                     window_gain: Some(gain),
                     reconstructed_swing_w: reconstructed,
-                    truth_swing_w: truth,
                     phase_coverage: f.coverage(),
                     cycles: f.cycles,
                     rise_ms: sh.map(|s| s.rise_ms),
@@ -493,7 +592,7 @@ pub fn analyse(dir: &RunDir, run: &Run, power: &DataFrame, curve: &crate::curve:
     }
     let answers = answers(run, &rows, visible_node_swing);
     let spectra = spectra(run, curve);
-    Ok(SensorReport { model, rows, answers, spectra })
+    SensorReport { model, rows, answers, spectra }
 }
 
 fn answers(run: &Run, rows: &[RungPathRow], visible: &BTreeMap<u32, Option<f64>>) -> Vec<PeriodAnswer> {
@@ -510,7 +609,6 @@ fn answers(run: &Run, rows: &[RungPathRow], visible: &BTreeMap<u32, Option<f64>>
                 break;
             }
         }
-        let truth: Vec<f64> = mine.iter().filter(|x| x.instrument == "buffered_w").filter_map(|x| x.truth_swing_w).collect();
         let raw = mine.iter().find(|x| x.instrument == "buffered_w").map(|x| x.verdict.clone()).unwrap_or_else(|| "aliased".into());
         // A path whose window passes this period but whose samples stayed
         // phase-locked to it (a period that is a multiple of the sampling
@@ -522,7 +620,6 @@ fn answers(run: &Run, rows: &[RungPathRow], visible: &BTreeMap<u32, Option<f64>>
             visible_swing_w: visible.get(&r.info.id).copied().flatten(),
             reconstructed_swing_w: pick.map(|p| p.1),
             reconstructed_by: pick.map(|p| p.0.to_string()).unwrap_or_else(|| "none".into()),
-            truth_swing_w: (truth.len() == n_gpus).then(|| truth.iter().sum()),
             fraction_of_long_period: None,
             verdict: match (pick.is_some(), locked) {
                 (true, _) => String::new(),

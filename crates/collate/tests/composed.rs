@@ -1,0 +1,159 @@
+//! The composed node cycle against a known true waveform, with sample
+//! clocks like the H200's: every GPU on its own phase of a 20 ms grid,
+//! readings jittered by ±3 ms now and then, readings dropped on every GPU
+//! at once, each reading a 6 ms average ending 1 ms before its timestamp
+//! (the model the collator assumes for a GPU it has no profile for).
+//! In phase and at random offsets, periods from 2 s to 50 ms.
+
+mod common;
+use powerlab_core::hw::EdgeRecord;
+use powerlab_core::shape::EdgeKind;
+use powerlab_core::{Instrument, Sample};
+use powerlab_rundir::{EdgeWriter, EventLog, RawWriter, RunDir, RunEvent, RungInfo};
+use proptest::prelude::*;
+
+const T0: i64 = 1_795_997_027_000_000_000;
+const MS: i64 = 1_000_000;
+/// Truth resolution: 0.1 ms.
+const STEP: i64 = 100_000;
+
+/// One GPU's true power at 0.1 ms over the run: a square wave between
+/// `idle` and `on` W with first-order rise and fall, starting at `offset`.
+fn truth(len: usize, period: i64, offset: i64, idle: f64, on: f64, tau_rise_ms: f64, tau_fall_ms: f64) -> Vec<f64> {
+    let mut p = idle;
+    let (ar, af) = (1.0 - (-0.1 / tau_rise_ms).exp(), 1.0 - (-0.1 / tau_fall_ms).exp());
+    (0..len)
+        .map(|k| {
+            let t = k as i64 * STEP;
+            let phase = (t - offset).rem_euclid(period);
+            let target = if phase < period / 2 { on } else { idle };
+            p += (target - p) * if target > p { ar } else { af };
+            p
+        })
+        .collect()
+}
+
+#[derive(Debug, Clone)]
+struct Case {
+    period: i64,
+    offsets: Vec<i64>,
+    phases: Vec<i64>,
+    taus: Vec<(f64, f64)>,
+    seed: u64,
+}
+
+/// Writes the run directory; returns it and the true node power over the
+/// measured window at 1 ms.
+fn write_case(root: &std::path::Path, c: &Case) -> (std::path::PathBuf, Vec<f64>) {
+    let n = c.offsets.len();
+    let dur_ms = 9_000i64;
+    let len = (dur_ms * MS / STEP) as usize;
+    let epoch = 500 * MS;
+    let (from, to) = (epoch + 1_000 * MS, epoch + 8_000 * MS);
+    let keys: Vec<String> = (0..n).map(|i| format!("gpu{i}")).collect();
+    let dir = RunDir::create(root, "composed", "node", T0).unwrap();
+    common::manifest("composed", &keys, T0, T0 + dur_ms * MS).write(&dir.manifest()).unwrap();
+    let mut ev = EventLog::create(&dir.events()).unwrap();
+    let period_ms = c.period as f64 / 1e6;
+    let rung = RungInfo { id: 0, label: "d".into(), phase: "d".into(), kind: "duty".into(), mode: "staggered".into(), period_ms: Some(period_ms), nominal_period_ms: None, duty: 0.5, repeat: 1, repeats: 1 };
+    ev.append(&RunEvent::RungStarted { ts_ns: T0, rung, epoch_ns: T0 + epoch, measure_from_ns: T0 + from, end_ns: T0 + to, offsets_ns: c.offsets.clone(), gpus: keys.clone() }).unwrap();
+    let mut edges = EdgeWriter::create(&dir.edges()).unwrap();
+    let mut rng = c.seed;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        (rng >> 11) as f64 / (1u64 << 53) as f64
+    };
+    // Node-wide dropped readings: about one a second.
+    let drops: Vec<i64> = (0..dur_ms / 1000).map(|s| s * 1000 * MS + (next() * 1e9) as i64).collect();
+    let mut node = vec![0.0; len];
+    for (i, key) in keys.iter().enumerate() {
+        let (tr, tf) = c.taus[i];
+        let w = truth(len, c.period, epoch + c.offsets[i], 120.0, 700.0, tr, tf);
+        for (k, v) in w.iter().enumerate() {
+            node[k] += v;
+        }
+        // Readings: own phase on a 20 ms grid, jittered, 6 ms windows ending 1 ms before.
+        let mut samples = Vec::new();
+        let mut g = c.phases[i];
+        while g + 30 * MS < dur_ms * MS {
+            let u = next();
+            let jitter = if u < 0.64 { 0 } else if u < 0.82 { -3 * MS } else { 3 * MS };
+            let t = g + jitter;
+            g += 20 * MS;
+            if drops.iter().any(|d| *d <= t && t - *d < 20 * MS) {
+                continue;
+            }
+            if t < 8 * MS {
+                continue;
+            }
+            let (a, b) = (((t - 7 * MS) / STEP) as usize, ((t - MS) / STEP) as usize);
+            if b >= len {
+                continue;
+            }
+            let value = w[a..b].iter().sum::<f64>() / (b - a) as f64;
+            samples.push(Sample { ts_ns: T0 + t, instrument: Instrument::BufferedW, value });
+        }
+        let mut raw = RawWriter::create(&dir.raw_dir(), "node", key).unwrap();
+        raw.write(&samples).unwrap();
+        raw.flush(0).unwrap();
+        // The recorded edges: every rise and fall of the window, a few µs late.
+        let mut recs = vec![EdgeRecord { index: 0, kind: EdgeKind::Start, intended_ns: T0 + epoch, achieved_ns: T0 + epoch + 2_000 }];
+        let mut k = 0;
+        loop {
+            let rise = epoch + c.offsets[i] + k * c.period;
+            if rise >= dur_ms * MS {
+                break;
+            }
+            for (kind, t) in [(EdgeKind::Rise, rise), (EdgeKind::Fall, rise + c.period / 2)] {
+                if t > epoch && t < epoch + 8_000 * MS {
+                    recs.push(EdgeRecord { index: recs.len() as u32, kind, intended_ns: T0 + t, achieved_ns: T0 + t + (next() * 5_000.0) as i64 });
+                }
+            }
+            k += 1;
+        }
+        edges.write(0, key, &recs).unwrap();
+    }
+    // The true node at 1 ms over the measured window.
+    let per_ms = (MS / STEP) as usize;
+    let window: Vec<f64> = (from / MS..to / MS).map(|ms| node[ms as usize * per_ms..(ms as usize + 1) * per_ms].iter().sum::<f64>() / per_ms as f64).collect();
+    (dir.path, window)
+}
+
+fn quantile(sorted: &[f64], q: f64) -> f64 {
+    let pos = q * (sorted.len() - 1) as f64;
+    let i = (pos.floor() as usize).min(sorted.len() - 2);
+    sorted[i] + (sorted[i + 1] - sorted[i]) * (pos - i as f64)
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    (2usize..6, prop_oneof![Just(2_000_460_000i64), Just(501_510_000), Just(200_580_000), Just(100_280_000), Just(50_070_000)], any::<bool>(), any::<u64>()).prop_flat_map(|(n, period, in_phase, seed)| {
+        let offsets = if in_phase { Just(vec![0i64; n]).boxed() } else { proptest::collection::vec(0..period, n).boxed() };
+        (offsets, proptest::collection::vec(0..20 * MS, n), proptest::collection::vec((5.0f64..15.0, 5.0f64..15.0), n)).prop_map(move |(offsets, phases, taus)| Case { period, offsets, phases, taus, seed: seed | 1 })
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, failure_persistence: None, .. ProptestConfig::default() })]
+
+    #[test]
+    fn the_composed_cycle_holds_the_true_spread_swing_and_mean(c in case()) {
+        let tmp = tempfile::tempdir().unwrap();
+        let (dir, truth) = write_case(tmp.path(), &c);
+        let out = powerlab_collate::collate(&dir).unwrap();
+        let r = &out.rungs[0];
+        prop_assert_eq!(r.method.as_str(), "composed cycle", "{:?}", r);
+        let mut s = truth.clone();
+        s.sort_by(f64::total_cmp);
+        let step = c.offsets.len() as f64 * 580.0;
+        let mean = truth.iter().sum::<f64>() / truth.len() as f64;
+        for (name, got, want) in [("spread", r.spread_w, quantile(&s, 0.99) - quantile(&s, 0.01)), ("swing", r.swing_w, quantile(&s, 0.9) - quantile(&s, 0.1))] {
+            let got = got.unwrap();
+            let tol = (0.15 * want).max(0.05 * step);
+            prop_assert!((got - want).abs() <= tol, "{name} {got:.1} vs true {want:.1} (tolerance {tol:.1}), period {} ms", c.period as f64 / 1e6);
+        }
+        let m = r.mean_w.unwrap();
+        prop_assert!((m - mean).abs() <= (0.02 * mean).max(0.01 * step), "mean {m:.1} vs true {mean:.1}");
+    }
+}

@@ -1,0 +1,185 @@
+//! Node truth: the headline node figures of every duty rung against the
+//! simulated node's true waveform (`--sim-truth`, 1 ms), which the
+//! collator never reads. Profiles h200, b300 and a10g; 2, 4 and 8 GPUs; in
+//! phase, staggered by default and by explicit `offsets_ms`; periods from
+//! 2 s down to 20 ms; several seeds.
+//!
+//! Every stated spread and swing must lie within max(15 % of the true
+//! value, 5 % of the node's on−off step) of the truth, every stated mean
+//! within max(2 %, 1 % of the step), and every period of 100 ms or more
+//! must be stated. A faster period may be left empty, but then with a verdict.
+
+mod util;
+use std::collections::HashMap;
+use util::*;
+
+/// The true node power at 1 ms: the sum of every GPU's `sim-truth` file.
+fn true_node(dir: &std::path::Path) -> (i64, Vec<f64>) {
+    let mut start = None;
+    let mut sum: Vec<f64> = Vec::new();
+    let mut files: Vec<_> = std::fs::read_dir(dir.join("sim-truth")).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    assert!(!files.is_empty(), "no sim-truth files");
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for (k, line) in text.lines().skip(1).enumerate() {
+            let (t, v) = line.split_once(',').unwrap();
+            let (t, v): (i64, f64) = (t.parse().unwrap(), v.parse().unwrap());
+            if k == 0 {
+                assert!(start.is_none_or(|s| s == t), "truth files start at different times");
+                start = Some(t);
+            }
+            if sum.len() <= k {
+                sum.push(0.0);
+            }
+            sum[k] += v;
+        }
+    }
+    (start.unwrap(), sum)
+}
+
+/// Linear-interpolation quantile (the collator's definition).
+fn quantile(sorted: &[f64], q: f64) -> f64 {
+    let pos = q * (sorted.len() - 1) as f64;
+    let i = (pos.floor() as usize).min(sorted.len() - 2);
+    sorted[i] + (sorted[i + 1] - sorted[i]) * (pos - i as f64)
+}
+
+#[derive(Debug)]
+struct Truth {
+    mean: f64,
+    peak: f64,
+    spread: f64,
+    swing: f64,
+}
+
+fn truth_of(start: i64, node: &[f64], from: i64, to: i64) -> Truth {
+    let (i0, i1) = (((from - start) / 1_000_000) as usize, (((to - start) / 1_000_000) as usize).min(node.len()));
+    let mut v = node[i0..i1].to_vec();
+    let mean = v.iter().sum::<f64>() / v.len() as f64;
+    v.sort_by(f64::total_cmp);
+    Truth { mean, peak: *v.last().unwrap(), spread: quantile(&v, 0.99) - quantile(&v, 0.01), swing: quantile(&v, 0.9) - quantile(&v, 0.1) }
+}
+
+/// The on−off step of one GPU of each profile: what its virus holds
+/// (the limit, or less where the virus cannot reach it) minus idle.
+fn step_per_gpu(profile: &str) -> f64 {
+    match profile {
+        "h200" => 700.0 - 90.0,
+        "b300" => 1100.0 - 170.0,
+        "a10g" => 176.0 - 60.0,
+        _ => unreachable!(),
+    }
+}
+
+fn check(profile: &str, gpus: usize, seed: u64) {
+    // Explicit offsets: uneven, all within the shortest period (20 ms).
+    let offsets: Vec<String> = (0..gpus).map(|i| format!("{}", (i * 17 % 19) as f64 + 0.25 * i as f64)).collect();
+    let body = format!(
+        "[[phase]]\nkind = \"duty\"\nname = \"sweep\"\nperiods_ms = [2000, 500, 200, 100, 50, 20]\nduration_s = 8\nmodes = [\"in_phase\", \"staggered\"]\n\
+         [[phase]]\nkind = \"duty\"\nname = \"offsets\"\nperiods_ms = [1000, 100, 20]\nduration_s = 8\nmode = \"staggered\"\noffsets_ms = [{}]\n",
+        offsets.join(", ")
+    );
+    let r = run_sim(&campaign(&body), &["--sim-profile", profile, "--sim-gpus", &gpus.to_string(), "--seed", &seed.to_string(), "--sim-truth"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    let (start, node) = true_node(r.dir());
+    let windows: HashMap<u64, (i64, i64)> = r
+        .events()
+        .iter()
+        .filter(|e| e["event"] == "rung_started")
+        .map(|e| (e["rung"]["id"].as_u64().unwrap(), (e["measure_from_ns"].as_i64().unwrap(), e["end_ns"].as_i64().unwrap())))
+        .collect();
+    let step = gpus as f64 * step_per_gpu(profile);
+    let mut failures = Vec::new();
+    let mut table = String::new();
+    for s in r.summary().iter().filter(|s| s["kind"] == "duty") {
+        let label = s["label"].as_str().unwrap();
+        let nominal = s["nominal_period_ms"].as_f64().unwrap();
+        let (from, to) = windows[&s["rung_id"].as_u64().unwrap()];
+        let t = truth_of(start, &node, from, to);
+        let got = |k: &str| s[k].as_f64();
+        table.push_str(&format!(
+            "{label:<32} {:>8} mean {:>8.1}/{:>8.1} spread {:>7}/{:>7.1} swing {:>7}/{:>7.1} peak {:>7}/{:>7.1} raw spread {:>7} {}\n",
+            s["period_ms"],
+            got("mean_w").unwrap_or(f64::NAN),
+            t.mean,
+            got("spread_w").map(|v| format!("{v:.1}")).unwrap_or("-".into()),
+            t.spread,
+            got("swing_w").map(|v| format!("{v:.1}")).unwrap_or("-".into()),
+            t.swing,
+            got("peak_w").map(|v| format!("{v:.1}")).unwrap_or("-".into()),
+            t.peak,
+            got("raw_spread_w").map(|v| format!("{v:.1}")).unwrap_or("-".into()),
+            s["verdict"].as_str().unwrap_or("")
+        ));
+        for (name, value, truth) in [("spread", got("spread_w"), t.spread), ("swing", got("swing_w"), t.swing)] {
+            match value {
+                Some(v) => {
+                    let tol = (0.15 * truth).max(0.05 * step);
+                    if (v - truth).abs() > tol {
+                        failures.push(format!("{label}: {name} {v:.1} W vs true {truth:.1} W (tolerance {tol:.1} W)"));
+                    }
+                }
+                None if nominal >= 100.0 => failures.push(format!("{label}: {name} not stated at {nominal} ms ({})", s["verdict"])),
+                None => {
+                    if s["verdict"].as_str().unwrap_or("").is_empty() {
+                        failures.push(format!("{label}: {name} empty without a verdict"));
+                    }
+                }
+            }
+        }
+        if let Some(m) = got("mean_w") {
+            let tol = (0.02 * t.mean).max(0.01 * step);
+            if (m - t.mean).abs() > tol {
+                failures.push(format!("{label}: mean {m:.1} W vs true {:.1} W (tolerance {tol:.1} W)", t.mean));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{profile} × {gpus}, seed {seed}:\n{}\n\n{table}", failures.join("\n"));
+    eprintln!("{profile} × {gpus}, seed {seed}: every stated figure within tolerance\n{table}");
+}
+
+#[test]
+fn h200_two_gpus() {
+    check("h200", 2, 11);
+}
+
+#[test]
+fn h200_four_gpus() {
+    check("h200", 4, 12);
+}
+
+#[test]
+fn h200_eight_gpus() {
+    check("h200", 8, 13);
+}
+
+#[test]
+fn b300_two_gpus() {
+    check("b300", 2, 21);
+}
+
+#[test]
+fn b300_four_gpus() {
+    check("b300", 4, 22);
+}
+
+#[test]
+fn b300_eight_gpus() {
+    check("b300", 8, 23);
+}
+
+#[test]
+fn a10g_two_gpus() {
+    check("a10g", 2, 31);
+}
+
+#[test]
+fn a10g_four_gpus() {
+    check("a10g", 4, 32);
+}
+
+#[test]
+fn a10g_eight_gpus() {
+    check("a10g", 8, 33);
+}
