@@ -26,6 +26,30 @@ extern "C" __global__ void stamp(unsigned long long* out) {
     *out = global_ns();
 }
 
+// The last part of an on-phase: streams HBM and keeps the SMs busy until
+// the device clock reaches `deadline`, then every thread returns, so the
+// load stops at the deadline itself, not at the end of whichever GEMM chunk
+// happened to be running: the falling edge is placed on the device, as the
+// rising edge is by spin_until. Thread 0 of block 0 records when it let go.
+extern "C" __global__ void burn_until(unsigned long long deadline, const float4* __restrict__ src, float4* __restrict__ dst, unsigned long long n, unsigned long long* out) {
+    unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    unsigned long long t = global_ns();
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+    while (t < deadline) {
+        float4 v = src[i];
+        acc.x = fmaf(v.x, 1.0001f, acc.y);
+        acc.y = fmaf(v.y, 0.9999f, acc.z);
+        acc.z = fmaf(v.z, 1.0002f, acc.w);
+        acc.w = fmaf(v.w, 0.9998f, acc.x);
+        dst[i] = acc;
+        i += stride;
+        if (i >= n) i -= n;
+        t = global_ns();
+    }
+    if (blockIdx.x == 0 && threadIdx.x == 0 && out != 0) *out = t;
+}
+
 // HBM streaming load: reads and writes a large buffer with 16-byte accesses.
 extern "C" __global__ void hbm_stream(const float4* __restrict__ src, float4* __restrict__ dst, unsigned long long n, int passes) {
     unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;

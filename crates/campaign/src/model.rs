@@ -62,6 +62,23 @@ pub struct Limits {
     /// A GPU whose rung start misses its intended time by more than this is
     /// reported as a barrier failure.
     pub barrier_tolerance_ms: f64,
+    /// A rung whose rises or falls miss their intended times by more than
+    /// this at the 99th percentile (or whose GPUs' edges spread by more) is
+    /// flagged, µs.
+    #[serde(default = "default_edge_p99_us")]
+    pub edge_p99_us: f64,
+    /// A rung with any rise or fall further than this from its intended
+    /// time is flagged, µs.
+    #[serde(default = "default_edge_max_us")]
+    pub edge_max_us: f64,
+}
+
+fn default_edge_p99_us() -> f64 {
+    50.0
+}
+
+fn default_edge_max_us() -> f64 {
+    100.0
 }
 
 impl Default for Limits {
@@ -72,6 +89,8 @@ impl Default for Limits {
             max_node_power_w: None,
             abort_on_hw_slowdown: true,
             barrier_tolerance_ms: 5.0,
+            edge_p99_us: default_edge_p99_us(),
+            edge_max_us: default_edge_max_us(),
         }
     }
 }

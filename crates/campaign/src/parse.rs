@@ -49,6 +49,8 @@ struct RawLimits {
     max_node_power_w: Option<Spanned<f64>>,
     abort_on_hw_slowdown: Option<bool>,
     barrier_tolerance_ms: Option<Spanned<f64>>,
+    edge_p99_us: Option<Spanned<f64>>,
+    edge_max_us: Option<Spanned<f64>>,
 }
 
 #[derive(Deserialize)]
@@ -216,7 +218,7 @@ fn validate(ctx: &Ctx<'_>, raw: RawFile) -> Result<Campaign, CampaignError> {
         }
     }
 
-    let l = raw.limits.unwrap_or(RawLimits { max_gpu_temp_c: None, max_memory_temp_c: None, max_node_power_w: None, abort_on_hw_slowdown: None, barrier_tolerance_ms: None });
+    let l = raw.limits.unwrap_or(RawLimits { max_gpu_temp_c: None, max_memory_temp_c: None, max_node_power_w: None, abort_on_hw_slowdown: None, barrier_tolerance_ms: None, edge_p99_us: None, edge_max_us: None });
     let dl = Limits::default();
     let limits = Limits {
         max_gpu_temp_c: ctx.positive(&l.max_gpu_temp_c, "limits.max_gpu_temp_c", dl.max_gpu_temp_c)?,
@@ -227,6 +229,8 @@ fn validate(ctx: &Ctx<'_>, raw: RawFile) -> Result<Campaign, CampaignError> {
         },
         abort_on_hw_slowdown: l.abort_on_hw_slowdown.unwrap_or(dl.abort_on_hw_slowdown),
         barrier_tolerance_ms: ctx.positive(&l.barrier_tolerance_ms, "limits.barrier_tolerance_ms", dl.barrier_tolerance_ms)?,
+        edge_p99_us: ctx.positive(&l.edge_p99_us, "limits.edge_p99_us", dl.edge_p99_us)?,
+        edge_max_us: ctx.positive(&l.edge_max_us, "limits.edge_max_us", dl.edge_max_us)?,
     };
 
     let rack = match raw.rack {

@@ -84,6 +84,8 @@ pub struct NodeCycle {
     pub coverage: f64,
     /// Buffered samples folded, all GPUs.
     pub samples: usize,
+    /// Each GPU's draw through the settled second half of its on-phase, W.
+    pub gpu_on_w: Vec<(String, f64)>,
     /// Node figures, W.
     pub stats: CycleStats,
 }
@@ -343,7 +345,58 @@ pub fn compose(planner: &mut FftPlanner<f64>, run: &Run, r: &RungWindow, series:
     let stats = window_stats(&values, p, r.measure_from_ns - r.epoch_ns, r.end_ns - r.measure_from_ns);
 
     let samples = gpus.iter().map(|(c, _)| c.samples).sum();
-    Ok(NodeCycle { rung_id: r.info.id, period_ms, harmonics: k.min(k_window), values, coverage, samples, stats })
+    let gpu_on_w = gpus.iter().map(|(c, _)| (c.gpu.clone(), on_level(&c.harmonics[..=k], r.info.duty))).collect();
+    Ok(NodeCycle { rung_id: r.info.id, period_ms, harmonics: k.min(k_window), values, coverage, samples, stats, gpu_on_w })
+}
+
+/// Mean of a GPU's cycle (harmonics, phase 0 at its rise) over the second
+/// half of its on-phase, short of the fall: [duty/2, 0.95 duty).
+fn on_level(h: &[Complex64], duty: f64) -> f64 {
+    let n = 256;
+    let (a, b) = ((duty / 2.0 * n as f64) as usize, (0.95 * duty * n as f64) as usize);
+    let vals: Vec<f64> = (a..b.max(a + 1))
+        .map(|j| {
+            let x = j as f64 / n as f64;
+            h[0].re + h.iter().enumerate().skip(1).map(|(k, c)| 2.0 * (c * Complex64::from_polar(1.0, 2.0 * PI * k as f64 * x)).re).sum::<f64>()
+        })
+        .collect();
+    vals.iter().sum::<f64>() / vals.len() as f64
+}
+
+/// On-phases this long (ms) settle onto what the board holds under load.
+const SETTLED_ON_MS: f64 = 200.0;
+
+/// Duty rungs whose GPUs drew less through a settled on-phase than the
+/// run's last sustained (or soak) rung before them held, by more than 5 %:
+/// the load did not keep the GPU busy (a host that could not feed it).
+/// Returns the verdict per rung.
+pub fn short_on_phases(run: &Run, series: &SeriesSet, cycles: &std::collections::HashMap<u32, Result<NodeCycle, NoCycle>>) -> std::collections::HashMap<u32, String> {
+    let mut out = std::collections::HashMap::new();
+    let sustained: Vec<&RungWindow> = run.rungs.iter().filter(|r| r.info.kind == "sustained" || r.info.kind == "soak").collect();
+    for r in &run.rungs {
+        let Some(Ok(c)) = cycles.get(&r.info.id) else { continue };
+        if c.period_ms * r.info.duty < SETTLED_ON_MS {
+            continue;
+        }
+        let Some(s) = sustained.iter().rev().find(|s| s.epoch_ns < r.epoch_ns) else { continue };
+        let mut short = Vec::new();
+        for (gpu, on) in &c.gpu_on_w {
+            let v = series.get(gpu, "buffered_w");
+            let lo = v.partition_point(|x| x.0 < s.measure_from_ns);
+            let hi = v.partition_point(|x| x.0 < s.end_ns);
+            if hi <= lo {
+                continue;
+            }
+            let held = v[lo..hi].iter().map(|x| x.1).sum::<f64>() / (hi - lo) as f64;
+            if *on < 0.95 * held {
+                short.push(format!("{gpu} {on:.0} W vs {held:.0} W sustained"));
+            }
+        }
+        if !short.is_empty() {
+            out.insert(r.info.id, format!("on-phase draw short of the sustained level: {}", short.join(", ")));
+        }
+    }
+    out
 }
 
 #[cfg(test)]

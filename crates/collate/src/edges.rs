@@ -1,33 +1,107 @@
-//! Edge statistics per rung from `edges.csv`: edge error against the
-//! schedule and start skew across GPUs (against each GPU's intended start,
-//! so a deliberate stagger is never counted as skew).
+//! Edge statistics per rung and per edge kind from `edges.csv`: how far
+//! each rise and each fall landed from its intended time (signed median,
+//! 99th percentile and maximum of the absolute error), the start error and
+//! skew across GPUs (against each GPU's intended start, so a deliberate
+//! stagger is never counted as skew), the cross-GPU skew of every edge,
+//! and the device clocks' drift over the rung (from the `device_clock`
+//! notes). Nothing is pooled across rungs: a fast rung's thousands of good
+//! edges cannot hide a slow rung's late falls.
 
 use crate::error::CollateError;
 use crate::load::Run;
 use polars::prelude::*;
-use powerlab_rundir::RunDir;
+use powerlab_rundir::events::DEVICE_CLOCK_TOPIC;
+use powerlab_rundir::{RunDir, RunEvent};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// Per-rung edge statistics, µs.
+/// One edge kind's error in one rung, µs.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct KindStats {
+    /// Median of achieved − intended (signed: a systematic lateness shows).
+    pub p50_us: f64,
+    /// 99th percentile of |achieved − intended|.
+    pub p99_us: f64,
+    /// Largest |achieved − intended|.
+    pub max_us: f64,
+    /// Edges counted.
+    pub n: usize,
+}
+
+/// Per-rung edge statistics.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct EdgeStats {
-    /// Median |achieved − intended| over every edge.
-    pub err_p50_us: f64,
-    /// 99th percentile of the same.
-    pub err_p99_us: f64,
-    /// Largest |start error| of any GPU.
+    /// Rising edges (None: the rung had none).
+    pub rise: Option<KindStats>,
+    /// Falling edges.
+    pub fall: Option<KindStats>,
+    /// Largest |start error| of any GPU, µs.
     pub start_error_max_us: f64,
-    /// Spread of start errors across GPUs (max − min).
+    /// Spread of start errors across GPUs (max − min), µs.
     pub start_skew_us: f64,
-    /// Edges counted.
-    pub edges: usize,
+    /// For each edge, the spread across GPUs of achieved − intended: its
+    /// 99th percentile over the rung's edges, µs (None with one GPU).
+    pub edge_skew_p99_us: Option<f64>,
+    /// Largest |drift| of any GPU's device clock against the run clock over
+    /// the rung, µs per s.
+    pub clock_drift_ppm: Option<f64>,
+    /// Longest offset-probe round trip of the rung, µs (each offset is
+    /// known to about half of it).
+    pub probe_rtt_us: Option<f64>,
+}
+
+impl EdgeStats {
+    /// Why the rung's edges are out of tolerance (`p99_us`, `max_us` for
+    /// rises and falls alike), or None when they hold.
+    pub fn verdict(&self, p99_us: f64, max_us: f64) -> Option<String> {
+        let mut why = Vec::new();
+        for (name, k) in [("rise", self.rise), ("fall", self.fall)] {
+            let Some(k) = k else { continue };
+            if k.p99_us > p99_us {
+                why.push(format!("{name} p99 {:.0} µs > {p99_us:.0}", k.p99_us));
+            }
+            if k.max_us > max_us {
+                why.push(format!("{name} max {:.0} µs > {max_us:.0}", k.max_us));
+            }
+        }
+        if let Some(s) = self.edge_skew_p99_us.filter(|s| *s > p99_us) {
+            why.push(format!("cross-GPU skew p99 {s:.0} µs > {p99_us:.0}"));
+        }
+        (!why.is_empty()).then(|| why.join(", "))
+    }
+}
+
+fn kind_stats(df: &DataFrame, kind: &str) -> Result<HashMap<u32, KindStats>, CollateError> {
+    let err = (col("achieved_ns") - col("intended_ns")).cast(DataType::Float64) / lit(1000.0);
+    let g = df
+        .clone()
+        .lazy()
+        .filter(col("kind").eq(lit(kind)))
+        .group_by([col("rung_id")])
+        .agg([
+            err.clone().quantile(lit(0.5), QuantileMethod::Linear).alias("p50"),
+            err.clone().abs().quantile(lit(0.99), QuantileMethod::Linear).alias("p99"),
+            err.clone().abs().max().alias("max"),
+            err.count().alias("n"),
+        ])
+        .collect()
+        .map_err(CollateError::polars("edge error per rung"))?;
+    let (p50, p99, max, n) = (crate::curve::f64_column(&g, "p50"), crate::curve::f64_column(&g, "p99"), crate::curve::f64_column(&g, "max"), crate::curve::f64_column(&g, "n"));
+    Ok(ids(&g)
+        .into_iter()
+        .enumerate()
+        .map(|(i, id)| (id, KindStats { p50_us: p50[i].unwrap_or(0.0), p99_us: p99[i].unwrap_or(0.0), max_us: max[i].unwrap_or(0.0), n: n[i].unwrap_or(0.0) as usize }))
+        .collect())
+}
+
+fn ids(d: &DataFrame) -> Vec<u32> {
+    d.column("rung_id").ok().and_then(|c| c.u32().ok().map(|ca| ca.to_vec().into_iter().map(|v| v.unwrap_or(0)).collect())).unwrap_or_default()
 }
 
 /// Computes edge statistics for every rung present in `edges.csv`.
-pub fn edge_stats(dir: &RunDir, _run: &Run) -> Result<HashMap<u32, EdgeStats>, CollateError> {
+pub fn edge_stats(dir: &RunDir, run: &Run) -> Result<HashMap<u32, EdgeStats>, CollateError> {
     let path = dir.edges();
-    let mut out = HashMap::new();
+    let mut out: HashMap<u32, EdgeStats> = HashMap::new();
     if !path.exists() {
         return Ok(out);
     }
@@ -51,36 +125,59 @@ pub fn edge_stats(dir: &RunDir, _run: &Run) -> Result<HashMap<u32, EdgeStats>, C
         .finish()
         .map_err(|e| CollateError::BadRaw { path: path.clone(), message: e.to_string() })?;
     let err = (col("achieved_ns") - col("intended_ns")).cast(DataType::Float64) / lit(1000.0);
-    let all = df
-        .clone()
-        .lazy()
-        .group_by([col("rung_id")])
-        .agg([
-            err.clone().abs().quantile(lit(0.5), QuantileMethod::Linear).alias("p50"),
-            err.clone().abs().quantile(lit(0.99), QuantileMethod::Linear).alias("p99"),
-            err.clone().abs().count().alias("n"),
-        ])
-        .sort(["rung_id"], SortMultipleOptions::default())
-        .collect()
-        .map_err(CollateError::polars("edge error per rung"))?;
     let starts = df
+        .clone()
         .lazy()
         .filter(col("kind").eq(lit("start")))
         .group_by([col("rung_id")])
-        .agg([err.clone().abs().max().alias("max_abs"), (err.clone().max() - err.min()).alias("skew")])
-        .sort(["rung_id"], SortMultipleOptions::default())
+        .agg([err.clone().abs().max().alias("max_abs"), (err.clone().max() - err.clone().min()).alias("skew")])
         .collect()
         .map_err(CollateError::polars("start skew per rung"))?;
-    let ids = |d: &DataFrame| -> Vec<u32> { d.column("rung_id").ok().and_then(|c| c.u32().ok().map(|ca| ca.to_vec().into_iter().map(|v| v.unwrap_or(0)).collect())).unwrap_or_default() };
-    let (p50, p99, n) = (crate::curve::f64_column(&all, "p50"), crate::curve::f64_column(&all, "p99"), crate::curve::f64_column(&all, "n"));
-    for (i, id) in ids(&all).into_iter().enumerate() {
-        out.insert(id, EdgeStats { err_p50_us: p50[i].unwrap_or(0.0), err_p99_us: p99[i].unwrap_or(0.0), edges: n[i].unwrap_or(0.0) as usize, ..Default::default() });
-    }
     let (max_abs, skew) = (crate::curve::f64_column(&starts, "max_abs"), crate::curve::f64_column(&starts, "skew"));
     for (i, id) in ids(&starts).into_iter().enumerate() {
         let e = out.entry(id).or_default();
         e.start_error_max_us = max_abs[i].unwrap_or(0.0);
         e.start_skew_us = skew[i].unwrap_or(0.0);
+    }
+    for (kind, stats) in [("rise", kind_stats(&df, "rise")?), ("fall", kind_stats(&df, "fall")?)] {
+        for (id, k) in stats {
+            let e = out.entry(id).or_default();
+            if kind == "rise" {
+                e.rise = Some(k);
+            } else {
+                e.fall = Some(k);
+            }
+        }
+    }
+    // Cross-GPU skew: every edge (same rung, kind and index) on every GPU.
+    if run.manifest.backend.gpus.len() > 1 {
+        let skews = df
+            .lazy()
+            .filter(col("kind").neq(lit("start")))
+            .group_by([col("rung_id"), col("kind"), col("index")])
+            .agg([(err.clone().max() - err.min()).alias("spread"), col("gpu").count().alias("gpus")])
+            .filter(col("gpus").gt(lit(1)))
+            .group_by([col("rung_id")])
+            .agg([col("spread").quantile(lit(0.99), QuantileMethod::Linear).alias("p99")])
+            .collect()
+            .map_err(CollateError::polars("cross-GPU edge skew"))?;
+        let p99 = crate::curve::f64_column(&skews, "p99");
+        for (i, id) in ids(&skews).into_iter().enumerate() {
+            out.entry(id).or_default().edge_skew_p99_us = p99[i];
+        }
+    }
+    for e in &run.events {
+        let RunEvent::Note { topic, detail, .. } = e else { continue };
+        if topic != DEVICE_CLOCK_TOPIC {
+            continue;
+        }
+        let Some(id) = detail.get("rung_id").and_then(|v| v.as_u64()) else { continue };
+        let gpus = detail.get("gpus").and_then(|v| v.as_array()).cloned().unwrap_or_default();
+        let drift = gpus.iter().filter_map(|g| g.get("drift_ppm").and_then(|v| v.as_f64())).map(f64::abs).fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v))));
+        let rtt = gpus.iter().filter_map(|g| g.get("probe_rtt_ns").and_then(|v| v.as_f64())).fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v))));
+        let s = out.entry(id as u32).or_default();
+        s.clock_drift_ppm = drift;
+        s.probe_rtt_us = rtt.map(|r| r / 1e3);
     }
     Ok(out)
 }

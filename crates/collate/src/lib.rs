@@ -87,6 +87,15 @@ pub fn collate(path: &Path) -> Result<CollateOutput, CollateError> {
         .collect();
     let edge_stats = edges::edge_stats(&dir, &run)?;
     let mut rungs = summary::summarize(&curve, &run, &edge_stats, &cycles, &energy_means)?;
+    let short = cycle::short_on_phases(&run, &series, &cycles);
+    for r in &mut rungs {
+        if let Some(v) = short.get(&r.rung_id) {
+            r.edges_verdict = Some(match r.edges_verdict.take() {
+                Some(e) => format!("{e}; {v}"),
+                None => v.clone(),
+            });
+        }
+    }
     let visible = rungs.iter().map(|r| (r.rung_id, r.raw_swing_w)).collect();
     step("rung summaries");
     let sensor = sensor::analyse(&run, &series, &edge_index, model, &curve, &visible);

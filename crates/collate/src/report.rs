@@ -95,8 +95,8 @@ pub fn write_report(run: &Run, t: &Tables<'_>, raw_rows: usize, dir: &Path) -> R
         s,
         "Duty rungs: the node's cycle composed from every GPU's own buffered samples, folded on that GPU's recorded edges, corrected for the sample window and summed at the GPUs' measured offsets (method `composed cycle`). A duty rung whose cycle cannot be composed shows its verdict instead of figures. Other rungs: the sample-and-hold sum of the buffered samples. The last two columns are what NVML sampled (sample and hold): for a duty rung that is not what the node drew. The 1 s average field is never used as a result.\n"
     );
-    let _ = writeln!(s, "| rung | period ms | method | mean W | peak W | spread W | swing W | NVML sample-and-hold spread W | swing W | start err max µs | skew µs | edge p99 µs | barrier |");
-    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(s, "| rung | period ms | method | mean W | peak W | spread W | swing W | NVML sample-and-hold spread W | swing W | start err max µs | skew µs | barrier and edges |");
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|---|");
     for r in rungs {
         let period = match (r.period_ms, r.nominal_period_ms) {
             (Some(p), Some(n)) if (p - n).abs() > 1e-9 => format!("{} ({} asked)", fmt_ms(p), fmt_ms(n)),
@@ -109,7 +109,7 @@ pub fn write_report(run: &Run, t: &Tables<'_>, raw_rows: usize, dir: &Path) -> R
         };
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.label,
             period,
             method,
@@ -124,9 +124,41 @@ pub fn write_report(run: &Run, t: &Tables<'_>, raw_rows: usize, dir: &Path) -> R
             },
             o(r.start_error_max_us),
             o(r.start_skew_us),
-            o(r.edge_err_p99_us),
-            match r.barrier_ok { Some(true) => "ok", Some(false) => "MISSED", None => "–" }
+            match (r.barrier_ok, &r.edges_verdict) {
+                (Some(false), _) => "**BARRIER MISSED**".to_string(),
+                (_, Some(v)) => format!("**EDGES OUT OF TOLERANCE: {v}**"),
+                (Some(true), None) => "ok".to_string(),
+                (None, None) => "–".to_string(),
+            }
         );
+    }
+    let edged: Vec<&RungSummary> = rungs.iter().filter(|r| r.rise_err_p99_us.is_some() || r.fall_err_p99_us.is_some()).collect();
+    if !edged.is_empty() {
+        let lim = |k: &str, d: f64| m.campaign_resolved.pointer(&format!("/limits/{k}")).and_then(|v| v.as_f64()).unwrap_or(d);
+        let _ = writeln!(s, "\n## Edges per rung\n");
+        let _ = writeln!(
+            s,
+            "achieved − intended of every rising and falling edge of every GPU, per rung and per kind (nothing pooled across rungs): the signed median, and the 99th percentile and maximum of its size, µs. Cross-GPU skew: for each edge, the spread across GPUs; its 99th percentile. Tolerance: p99 {:.0} µs, max {:.0} µs (`[limits] edge_p99_us`, `edge_max_us`). Clock drift: the largest drift of a GPU's device clock against the run clock over the rung.\n",
+            lim("edge_p99_us", 50.0),
+            lim("edge_max_us", 100.0)
+        );
+        let _ = writeln!(s, "| rung | rises p50 / p99 / max µs | falls p50 / p99 / max µs | cross-GPU skew p99 µs | clock drift µs/s | verdict |\n|---|---|---|---|---|---|");
+        for r in edged {
+            let tri = |a: Option<f64>, b: Option<f64>, c: Option<f64>| match (a, b, c) {
+                (Some(a), Some(b), Some(c)) => format!("{a:+.1} / {b:.1} / {c:.1}"),
+                _ => "–".into(),
+            };
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {} |",
+                r.label,
+                tri(r.rise_err_p50_us, r.rise_err_p99_us, r.rise_err_max_us),
+                tri(r.fall_err_p50_us, r.fall_err_p99_us, r.fall_err_max_us),
+                o(r.edge_skew_p99_us),
+                r.clock_drift_ppm.map(|v| format!("{v:.2}")).unwrap_or_else(|| "–".into()),
+                r.edges_verdict.as_deref().map(|v| format!("**{v}**")).unwrap_or_else(|| "ok".into())
+            );
+        }
     }
     if repeats.iter().any(|r| r.n > 1) {
         let _ = writeln!(s, "\n## Across repeats (mean ± 95% CI, Student's t)\n");

@@ -110,12 +110,28 @@ pub struct RungSummary {
     pub start_error_max_us: Option<f64>,
     /// Start skew across GPUs after removing intended offsets, µs.
     pub start_skew_us: Option<f64>,
-    /// Median edge error, µs.
-    pub edge_err_p50_us: Option<f64>,
-    /// 99th-percentile edge error, µs.
-    pub edge_err_p99_us: Option<f64>,
-    /// Every GPU started within tolerance of its intended start.
+    /// Rising edges: median of achieved − intended (signed), µs.
+    pub rise_err_p50_us: Option<f64>,
+    /// Rising edges: 99th percentile of |achieved − intended|, µs.
+    pub rise_err_p99_us: Option<f64>,
+    /// Rising edges: largest |achieved − intended|, µs.
+    pub rise_err_max_us: Option<f64>,
+    /// Falling edges: median of achieved − intended (signed), µs.
+    pub fall_err_p50_us: Option<f64>,
+    /// Falling edges: 99th percentile of |achieved − intended|, µs.
+    pub fall_err_p99_us: Option<f64>,
+    /// Falling edges: largest |achieved − intended|, µs.
+    pub fall_err_max_us: Option<f64>,
+    /// Per edge, the spread across GPUs of achieved − intended: 99th percentile, µs.
+    pub edge_skew_p99_us: Option<f64>,
+    /// Largest |drift| of a GPU's device clock against the run clock over the rung, µs/s.
+    pub clock_drift_ppm: Option<f64>,
+    /// Every GPU started within the barrier tolerance of its intended start.
     pub barrier_ok: Option<bool>,
+    /// Why the rung's edges are out of tolerance (`[limits] edge_p99_us`,
+    /// `edge_max_us`) or its on-phases drew less than the sustained level;
+    /// empty when both hold.
+    pub edges_verdict: Option<String>,
 }
 
 struct Stats {
@@ -196,6 +212,8 @@ pub fn summarize(curve: &NodeCurve, run: &Run, edges: &HashMap<u32, EdgeStats>, 
     let grid_n = f64_column(&df, "grid_n");
     let (b, i, a) = (stats_of(&df, "b"), stats_of(&df, "i"), stats_of(&df, "a"));
     let row_of: HashMap<u32, usize> = ids.iter().enumerate().map(|(k, id)| (*id, k)).collect();
+    let limit = |key: &str, default: f64| run.manifest.campaign_resolved.pointer(&format!("/limits/{key}")).and_then(|v| v.as_f64()).unwrap_or(default);
+    let edge_tol = (limit("edge_p99_us", powerlab_campaign::Limits::default().edge_p99_us), limit("edge_max_us", powerlab_campaign::Limits::default().edge_max_us));
 
     let mut out = Vec::new();
     for r in &run.rungs {
@@ -260,9 +278,16 @@ pub fn summarize(curve: &NodeCurve, run: &Run, edges: &HashMap<u32, EdgeStats>, 
             average_field_swing_w: diff(get(&a.p90), get(&a.p10)),
             start_error_max_us: e.map(|e| r3(e.start_error_max_us)),
             start_skew_us: e.map(|e| r3(e.start_skew_us)),
-            edge_err_p50_us: e.map(|e| r3(e.err_p50_us)),
-            edge_err_p99_us: e.map(|e| r3(e.err_p99_us)),
+            rise_err_p50_us: e.and_then(|e| e.rise).map(|k| r3(k.p50_us)),
+            rise_err_p99_us: e.and_then(|e| e.rise).map(|k| r3(k.p99_us)),
+            rise_err_max_us: e.and_then(|e| e.rise).map(|k| r3(k.max_us)),
+            fall_err_p50_us: e.and_then(|e| e.fall).map(|k| r3(k.p50_us)),
+            fall_err_p99_us: e.and_then(|e| e.fall).map(|k| r3(k.p99_us)),
+            fall_err_max_us: e.and_then(|e| e.fall).map(|k| r3(k.max_us)),
+            edge_skew_p99_us: e.and_then(|e| e.edge_skew_p99_us).map(r3),
+            clock_drift_ppm: e.and_then(|e| e.clock_drift_ppm).map(r3),
             barrier_ok: r.barrier_ok,
+            edges_verdict: e.and_then(|e| e.verdict(edge_tol.0, edge_tol.1)),
         });
     }
     Ok(out)

@@ -99,6 +99,33 @@ pub struct EdgeRecord {
     pub achieved_ns: EpochNs,
 }
 
+/// The device clock's offset against the run clock, probed just before
+/// and just after a rung (device − run, ns): achieved edges are converted
+/// with the offset interpolated between the two, and its drift over the
+/// rung is reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceClock {
+    /// Run-clock time of the first probe.
+    pub begin_ns: EpochNs,
+    /// Offset at the first probe.
+    pub offset_begin_ns: i64,
+    /// Run-clock time of the second probe.
+    pub end_ns: EpochNs,
+    /// Offset at the second probe.
+    pub offset_end_ns: i64,
+    /// The longer of the two probes' round trips: each offset is known to
+    /// about half of it.
+    pub probe_rtt_ns: i64,
+}
+
+impl DeviceClock {
+    /// Drift of the offset over the rung, µs per s (ppm).
+    pub fn drift_ppm(&self) -> f64 {
+        let span = (self.end_ns - self.begin_ns) as f64;
+        if span <= 0.0 { 0.0 } else { (self.offset_end_ns - self.offset_begin_ns) as f64 / span * 1e6 }
+    }
+}
+
 /// What a GPU reports after a rung.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct RungOutcome {
@@ -108,6 +135,10 @@ pub struct RungOutcome {
     pub work_items: u64,
     /// Collective timings measured in the window (sweep and fabric rungs).
     pub collectives: Vec<crate::collective::CollectiveTiming>,
+    /// The device clock's probes around the rung (None where the backend
+    /// has no device clock of its own).
+    #[serde(default)]
+    pub clock: Option<DeviceClock>,
 }
 
 /// An event a power source observed (Xid, device lost, …).

@@ -4,11 +4,20 @@
 //! Edges: a rising edge (and every rung start) is a `spin_until` kernel that
 //! holds the stream until `%globaltimer` reaches the deadline and records
 //! when it let go; the load queued behind it starts there. A falling edge is
-//! a `stamp` kernel queued after the last load chunk of the on-phase: it
-//! records when the device actually went idle. The host only keeps a short
-//! queue (under a millisecond of chunks) filled; it never times an edge by
-//! sleeping. During an off phase nothing but the next `spin_until` (queued
-//! ~2 ms before its deadline) is on the GPU.
+//! a `burn_until` kernel queued after the last GEMM chunk that fits before
+//! the deadline: it keeps the GPU busy until `%globaltimer` reaches the
+//! deadline and records when it let go, so the load stops at the deadline
+//! and not at the end of a chunk. The next rise's `spin_until` and the first
+//! chunks behind it are queued as soon as the fall is, so a host that is
+//! late during the off-phase cannot move the rise. The host keeps a few ms
+//! of chunks queued; it never times an edge by sleeping.
+//!
+//! Clocks: deadlines are converted to `%globaltimer` with the device clock's
+//! offset predicted at the deadline from a linear fit of the recent offset
+//! probes (the two clocks drift by a few µs per second). Achieved edges are
+//! converted back with the offset interpolated between probes taken just
+//! before and just after the rung, so an error of the prediction shows up
+//! as an edge error; each rung's probes are reported with the outcome.
 
 mod nccl;
 
@@ -18,7 +27,7 @@ use crate::kernels;
 use cudarc::cublas::{sys::cublasOperation_t, CudaBlas, Gemm, GemmConfig};
 use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use half::{bf16, f16};
-use powerlab_core::hw::{EdgeRecord, GpuSchedule, HwError, Readiness, RungOutcome};
+use powerlab_core::hw::{DeviceClock, EdgeRecord, GpuSchedule, HwError, Readiness, RungOutcome};
 use powerlab_core::shape::{EdgeKind, LoadKind, LoadShape};
 use powerlab_core::RunClock;
 use serde::{Deserialize, Serialize};
@@ -120,8 +129,10 @@ pub struct EngineConfig {
     pub nccl: Option<NcclRank>,
 }
 
-const SPIN_LEAD_NS: i64 = 2_000_000;
-const MAX_QUEUED_NS: i64 = 1_000_000;
+/// How much work the host keeps queued: it needs to run only this often.
+const MAX_QUEUED_NS: i64 = 4_000_000;
+/// Offset probes older than this are left out of the drift fit.
+const DRIFT_SPAN_NS: i64 = 120_000_000_000;
 
 /// GEMM operands, in the configured type.
 enum Operands {
@@ -145,6 +156,7 @@ struct Engine {
     blas: CudaBlas,
     spin: CudaFunction,
     stamp: CudaFunction,
+    burn: CudaFunction,
     hbm: CudaFunction,
     mma: CudaFunction,
     fill: CudaFunction,
@@ -159,6 +171,8 @@ struct Engine {
     probe_stream: Arc<CudaStream>,
     probe_slot: CudaSlice<u64>,
     offset_ns: i64,
+    /// Recent offset probes: (run clock, device − run, round trip), ns.
+    probes: VecDeque<(i64, i64, i64)>,
     queued: VecDeque<Queued>,
     last_done: Option<(bool, CudaEvent)>,
     last_launch: Option<bool>,
@@ -220,7 +234,7 @@ impl Engine {
         let ptx = kernels::compile(kernels::arch_for(major, minor)?)?;
         let module = ctx.load_module(ptx).map_err(e("loading kernels"))?;
         let f = |name: &str| module.load_function(name).map_err(|er| dev_err(&gpu, &format!("kernel {name}"), er));
-        let (spin, stamp, hbm, mma, fill) = (f("spin_until")?, f("stamp")?, f("hbm_stream")?, f("mma_regs")?, f("fill_random")?);
+        let (spin, stamp, burn, hbm, mma, fill) = (f("spin_until")?, f("stamp")?, f("burn_until")?, f("hbm_stream")?, f("mma_regs")?, f("fill_random")?);
         let stream = ctx.new_stream().map_err(e("stream"))?;
         let side = ctx.new_stream().map_err(e("side stream"))?;
         let blas = CudaBlas::new(stream.clone()).map_err(|er| dev_err(&gpu, "cuBLAS handle", er))?;
@@ -259,6 +273,7 @@ impl Engine {
             blas,
             spin,
             stamp,
+            burn,
             hbm,
             mma,
             fill,
@@ -273,6 +288,7 @@ impl Engine {
             probe_stream,
             probe_slot,
             offset_ns: 0,
+            probes: VecDeque::new(),
             queued: VecDeque::new(),
             last_done: None,
             last_launch: None,
@@ -281,7 +297,7 @@ impl Engine {
         };
         eng.big.ns = eng.time_unit(false)?;
         eng.chunk.ns = eng.time_unit(true)?;
-        eng.offset_ns = eng.measure_offset()?;
+        eng.offset_ns = eng.measure_offset()?.0;
         Ok(eng)
     }
 
@@ -376,7 +392,7 @@ impl Engine {
     }
 
     fn launch_spin(&mut self, deadline_run_ns: i64, slot: usize) -> Result<(), HwError> {
-        let deadline_dev = (deadline_run_ns + self.offset_ns).max(0) as u64;
+        let deadline_dev = (deadline_run_ns + self.predicted_offset(deadline_run_ns)).max(0) as u64;
         let mut view = self.slots.slice_mut(slot..slot + 1);
         let mut b = self.stream.launch_builder(&self.spin);
         b.arg(&deadline_dev).arg(&mut view);
@@ -387,9 +403,27 @@ impl Engine {
         Ok(())
     }
 
-    /// Device clock minus run clock, from the round trip with the least delay.
-    fn measure_offset(&mut self) -> Result<i64, HwError> {
-        let mut best = (i64::MAX, 0i64);
+    /// Queues the end of an on-phase: HBM streaming that stops when the
+    /// device clock reaches the deadline and records that moment in `slot`.
+    fn launch_burn(&mut self, deadline_run_ns: i64, slot: usize) -> Result<(), HwError> {
+        let deadline_dev = (deadline_run_ns + self.predicted_offset(deadline_run_ns)).max(0) as u64;
+        let n4: u64 = (self.hbm_src.len() / 4) as u64;
+        let mut view = self.slots.slice_mut(slot..slot + 1);
+        let cfg = LaunchConfig { grid_dim: (self.sms * 4, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        let mut b = self.stream.launch_builder(&self.burn);
+        b.arg(&deadline_dev).arg(&self.hbm_src).arg(&mut self.hbm_dst).arg(&n4).arg(&mut view);
+        // SAFETY: src and dst hold n4 float4 elements each and every index stays
+        // below n4; one thread writes one u64 into a one-element view.
+        unsafe { b.launch(cfg) }.map_err(|e| dev_err(&self.gpu, "burn kernel", e))?;
+        self.last_launch = None;
+        self.predicted_end = self.predicted_end.max(deadline_run_ns);
+        Ok(())
+    }
+
+    /// Device clock minus run clock, from the round trip with the least
+    /// delay, and that round trip; recorded for the drift fit.
+    fn measure_offset(&mut self) -> Result<(i64, i64), HwError> {
+        let mut best = (i64::MAX, 0i64, 0i64);
         for _ in 0..15 {
             let h0 = self.clock.now_ns();
             let mut b = self.probe_stream.launch_builder(&self.stamp);
@@ -400,13 +434,39 @@ impl Engine {
             let h1 = self.clock.now_ns();
             let gt = self.probe_stream.clone_dtoh(&self.probe_slot).map_err(|e| dev_err(&self.gpu, "reading the probe", e))?[0] as i64;
             if h1 - h0 < best.0 {
-                best = (h1 - h0, gt - (h0 + h1) / 2);
+                best = (h1 - h0, gt - (h0 + h1) / 2, (h0 + h1) / 2);
             }
         }
-        Ok(best.1)
+        let (rtt, offset, at) = best;
+        self.probes.push_back((at, offset, rtt));
+        while self.probes.front().is_some_and(|p| at - p.0 > DRIFT_SPAN_NS) {
+            self.probes.pop_front();
+        }
+        Ok((offset, rtt))
     }
 
-    /// Keeps at most ~1 ms of work queued: waits on the oldest event. Each
+    /// The device clock's offset predicted at run-clock time `t`: a
+    /// least-squares line through the recent probes (the last probe alone
+    /// until two are a second apart).
+    fn predicted_offset(&self, t: i64) -> i64 {
+        let Some(&(t_last, o_last, _)) = self.probes.back() else { return self.offset_ns };
+        let first = self.probes.front().map(|p| p.0).unwrap_or(t_last);
+        if self.probes.len() < 2 || t_last - first < 1_000_000_000 {
+            return o_last;
+        }
+        let n = self.probes.len() as f64;
+        let (mt, mo) = (self.probes.iter().map(|p| (p.0 - t_last) as f64).sum::<f64>() / n, self.probes.iter().map(|p| (p.1 - o_last) as f64).sum::<f64>() / n);
+        let (mut sxy, mut sxx) = (0.0, 0.0);
+        for p in &self.probes {
+            let (x, y) = ((p.0 - t_last) as f64 - mt, (p.1 - o_last) as f64 - mo);
+            sxy += x * y;
+            sxx += x * x;
+        }
+        let slope = if sxx > 0.0 { sxy / sxx } else { 0.0 };
+        o_last + (mo + slope * ((t - t_last) as f64 - mt)).round() as i64
+    }
+
+    /// Keeps at most a few ms of work queued: waits on the oldest event. Each
     /// completed unit that ran back to back with the previous one updates
     /// the duration estimate, so the estimate follows the clocks the power
     /// cap allows (an H200 at its 700 W cap runs ~1400 MHz, not 1980).
@@ -482,7 +542,7 @@ impl Engine {
         }
         self.warm = load;
         let h0 = self.clock.now_ns();
-        self.offset_ns = self.measure_offset()?;
+        self.offset_ns = self.measure_offset()?.0;
         let probe_ns = self.clock.now_ns() - h0;
         // Arming needs the queued keep-warm work to drain before the first
         // deadline: count it in, with the probe time, and double it.
@@ -492,7 +552,8 @@ impl Engine {
 
     fn run(&mut self, s: &GpuSchedule) -> Result<RungOutcome, HwError> {
         let edges = s.shape.edges(s.start_ns, s.end_ns);
-        let (t_begin, o_begin) = (self.clock.now_ns(), self.measure_offset()?);
+        let t_begin = self.clock.now_ns();
+        let (o_begin, rtt_begin) = self.measure_offset()?;
         self.offset_ns = o_begin;
         if self.slots.len() < edges.len() + 1 {
             self.slots = self.stream.alloc_zeros::<u64>(edges.len() + 1).map_err(|e| dev_err(&self.gpu, "edge slots", e))?;
@@ -519,7 +580,8 @@ impl Engine {
         let achieved = self.stream.clone_dtoh(&self.slots.slice(0..edges.len())).map_err(|e| dev_err(&self.gpu, "reading edges", e))?;
         // Device time back to run time with the offset interpolated between
         // the probes before and after the rung (the two clocks drift).
-        let (t_end, o_end) = (self.clock.now_ns(), self.measure_offset()?);
+        let t_end = self.clock.now_ns();
+        let (o_end, rtt_end) = self.measure_offset()?;
         let span = (t_end - t_begin).max(1) as f64;
         let offset_at = |t: i64| o_begin + (((o_end - o_begin) as f64) * ((t - t_begin) as f64 / span).clamp(0.0, 1.0)) as i64;
         let out = edges
@@ -528,7 +590,8 @@ impl Engine {
             .enumerate()
             .map(|(i, ((kind, t), gt))| EdgeRecord { index: i as u32, kind: *kind, intended_ns: *t, achieved_ns: gt as i64 - offset_at(*t) })
             .collect();
-        Ok(RungOutcome { edges: out, work_items: 0, collectives })
+        let clock = DeviceClock { begin_ns: t_begin, offset_begin_ns: o_begin, end_ns: t_end, offset_end_ns: o_end, probe_rtt_ns: rtt_begin.max(rtt_end) };
+        Ok(RungOutcome { edges: out, work_items: 0, collectives, clock: Some(clock) })
     }
 
     /// Queues the load of a constant, idle or square-wave rung edge by edge.
@@ -537,6 +600,8 @@ impl Engine {
         let small = matches!(s.shape, LoadShape::Square { .. });
         let mut on = self.warm.is_some();
         let warm_small = false;
+        // GEMM chunks stop this long before a fall; burn_until covers the rest.
+        let tail_ns = (2 * self.chunk.ns).max(100_000);
         for (i, (kind, t)) in edges.iter().copied().enumerate() {
             if self.stop.load(Ordering::Relaxed) {
                 return Err(HwError::Other("stopped".into()));
@@ -546,16 +611,18 @@ impl Engine {
                 EdgeKind::Rise => true,
                 EdgeKind::Fall => false,
             };
-            if on {
-                let kind_small = if i == 0 { warm_small } else { small };
-                self.fill_until(t, kind_small, self.warm.filter(|_| i == 0).unwrap_or(load))?;
-            }
             if kind == EdgeKind::Fall {
-                self.launch_stamp(i)?;
-            } else {
-                if !on {
-                    self.host_wait_until(t - SPIN_LEAD_NS);
+                if on {
+                    self.fill_until(t - tail_ns, small, load)?;
                 }
+                self.launch_burn(t, i)?;
+            } else {
+                if on {
+                    let kind_small = if i == 0 { warm_small } else { small };
+                    self.fill_until(t, kind_small, self.warm.filter(|_| i == 0).unwrap_or(load))?;
+                }
+                // Armed at once, also after a fall: the rise waits on the
+                // device, and the host need not be on time for it.
                 self.launch_spin(t, i)?;
             }
             on = next_on;

@@ -7,7 +7,7 @@ use powerlab_core::HwError;
 pub const VIRUS_CU: &str = include_str!("../../../kernels/virus.cu");
 
 /// Kernel names in [`VIRUS_CU`].
-pub const KERNELS: [&str; 5] = ["spin_until", "stamp", "hbm_stream", "mma_regs", "fill_random"];
+pub const KERNELS: [&str; 6] = ["spin_until", "stamp", "burn_until", "hbm_stream", "mma_regs", "fill_random"];
 
 /// NVRTC architecture for a compute capability (sm_80 and newer).
 pub fn arch_for(major: i32, minor: i32) -> Result<&'static str, HwError> {

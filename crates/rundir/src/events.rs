@@ -42,6 +42,11 @@ impl RungInfo {
     }
 }
 
+/// Topic of the note written after each rung with every GPU's device-clock
+/// probes (`{rung_id, gpus: [{gpu, begin_ns, offset_begin_ns, end_ns,
+/// offset_end_ns, probe_rtt_ns, drift_ppm}]}`).
+pub const DEVICE_CLOCK_TOPIC: &str = "device_clock";
+
 /// A GPU's readiness at a barrier.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GpuReady {

@@ -13,6 +13,7 @@ use powerlab_core::collective::{FabricSpec, SweepSpec};
 use powerlab_core::hw::{Capability, GpuSchedule, HwError, NodeHandles, Readiness, RungOutcome};
 use powerlab_core::shape::{LoadKind, LoadShape};
 use powerlab_core::RunClock;
+use powerlab_rundir::events::DEVICE_CLOCK_TOPIC;
 use powerlab_rundir::{CollectiveWriter, EdgeWriter, EventLog, GpuReady, Manifest, RawWriter, RunDir, RunEvent, RunStatus, RungInfo, ToolInfo, FORMAT_VERSION};
 use std::future::Future;
 use std::path::PathBuf;
@@ -551,6 +552,15 @@ async fn run_rung(
         edges.write(rung.id, &keys[i], &o.edges).map_err(|e| io(e.into()))?;
         collectives.write(rung.id, &keys[i], &o.collectives).map_err(|e| io(e.into()))?;
         start_error.push(start_error_ns(&o.edges).unwrap_or(i64::MAX));
+    }
+    // The device clocks' probes around the rung: their drift, and how well each offset is known.
+    let clocks: Vec<serde_json::Value> = outcomes
+        .iter()
+        .zip(keys)
+        .filter_map(|(o, k)| o.clock.map(|c| serde_json::json!({ "gpu": k, "begin_ns": c.begin_ns, "offset_begin_ns": c.offset_begin_ns, "end_ns": c.end_ns, "offset_end_ns": c.offset_end_ns, "probe_rtt_ns": c.probe_rtt_ns, "drift_ppm": c.drift_ppm() })))
+        .collect();
+    if !clocks.is_empty() {
+        ctx.log(RunEvent::Note { ts_ns: ctx.clock.now_ns(), topic: DEVICE_CLOCK_TOPIC.into(), detail: serde_json::json!({ "rung_id": rung.id, "gpus": clocks }) }).map_err(io)?;
     }
     let barrier_ok = start_error.iter().all(|e| e.abs() <= tolerance_ns);
     if !barrier_ok {

@@ -209,6 +209,11 @@ impl SimDevice {
         self.faults.lost_at_ns.map(|l| self.run_start_ns + l)
     }
 
+    /// From when (absolute) and by how much its falls are recorded late (fault injection).
+    pub fn late_falls(&self) -> Option<(EpochNs, i64)> {
+        self.faults.late_falls.map(|(at, by)| (self.run_start_ns + at, by))
+    }
+
     /// When this GPU's collectives stop progressing (fault injection).
     pub fn nccl_hang_at(&self) -> Option<EpochNs> {
         self.faults.nccl_hang_at_ns.map(|l| self.run_start_ns + l)

@@ -23,6 +23,10 @@ pub struct GpuFaults {
     pub power_limit_w: Option<f64>,
     /// This GPU's NCCL collectives stop progressing at this time after start, ns.
     pub nccl_hang_at_ns: Option<i64>,
+    /// From this time after start (ns), every falling edge is recorded this
+    /// much late (ns): a device whose falls slip (a host that stopped
+    /// feeding it late, a chunk that overran its deadline).
+    pub late_falls: Option<(i64, i64)>,
 }
 
 /// Faults of the whole node.
@@ -56,10 +60,12 @@ fn parse_duration_ns(s: &str) -> Result<i64, String> {
     let s = s.trim();
     let (num, mult) = if let Some(v) = s.strip_suffix("ms") {
         (v, 1e6)
+    } else if let Some(v) = s.strip_suffix("us").or_else(|| s.strip_suffix("µs")) {
+        (v, 1e3)
     } else if let Some(v) = s.strip_suffix('s') {
         (v, 1e9)
     } else {
-        return Err(format!("`{s}` needs a unit: s or ms"));
+        return Err(format!("`{s}` needs a unit: s, ms or us"));
     };
     let v: f64 = num.trim().parse().map_err(|_| format!("`{s}` is not a duration"))?;
     if !(v >= 0.0 && v.is_finite()) {
@@ -71,6 +77,7 @@ fn parse_duration_ns(s: &str) -> Result<i64, String> {
 impl FaultPlan {
     /// Parses fault specs. Each is `node:no_nccl` or `gpuN:key=value` with
     /// keys cold_start, lost_at, xid_at (`30s@79`), power_brake_at, nccl_hang_at,
+    /// late_falls_at (`20s@300us`),
     /// nvml_error_every, extra_c_per_w, power_limit_w.
     pub fn parse(specs: &[String]) -> Result<FaultPlan, String> {
         let mut plan = FaultPlan::default();
@@ -105,12 +112,16 @@ impl FaultPlan {
                     let code: u32 = code.parse().map_err(|_| bad(format!("`{code}` is not an Xid code")))?;
                     f.xid_at_ns = Some((parse_duration_ns(t).map_err(bad)?, code));
                 }
+                "late_falls_at" => {
+                    let (t, late) = value.split_once('@').ok_or_else(|| bad("late_falls_at needs TIME@LATENESS, e.g. 20s@300us".into()))?;
+                    f.late_falls = Some((parse_duration_ns(t).map_err(bad)?, parse_duration_ns(late).map_err(bad)?));
+                }
                 "nvml_error_every" => f.nvml_error_every = value.parse().map_err(|_| bad(format!("`{value}` is not a count")))?,
                 "extra_c_per_w" => f.extra_c_per_w = value.parse().map_err(|_| bad(format!("`{value}` is not a number")))?,
                 "power_limit_w" => f.power_limit_w = Some(value.parse().map_err(|_| bad(format!("`{value}` is not watts")))?),
                 other => {
                     return Err(bad(format!(
-                        "unknown key `{other}` (allowed: cold_start, lost_at, xid_at, power_brake_at, nccl_hang_at, nvml_error_every, extra_c_per_w, power_limit_w)"
+                        "unknown key `{other}` (allowed: cold_start, lost_at, xid_at, power_brake_at, nccl_hang_at, late_falls_at, nvml_error_every, extra_c_per_w, power_limit_w)"
                     )));
                 }
             }
@@ -134,6 +145,8 @@ mod tests {
         assert!(p.no_nccl);
         assert_eq!(p.gpu(2).cold_start_ns, Some(10_000_000_000));
         assert_eq!(p.gpu(0).xid_at_ns, Some((1_500_000_000, 79)));
+        let l = FaultPlan::parse(&["gpu1:late_falls_at=20s@300us".into()]).unwrap();
+        assert_eq!(l.gpu(1).late_falls, Some((20_000_000_000, 300_000)));
         assert!(FaultPlan::parse(&["gpu0:cold_start=10".into()]).unwrap_err().contains("unit"));
         assert!(FaultPlan::parse(&["gpuX:lost_at=1s".into()]).unwrap_err().contains("gpuN"));
         assert!(FaultPlan::parse(&["gpu0:melt=1".into()]).unwrap_err().contains("unknown key"));

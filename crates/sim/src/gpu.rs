@@ -2,7 +2,8 @@
 
 use crate::device::{Demand, SimDevice};
 use async_trait::async_trait;
-use powerlab_core::hw::{DeviceEvent, EdgeRecord, Gpu, GpuIdentity, GpuSchedule, HwError, PowerSource, Readiness, RungOutcome};
+use powerlab_core::hw::{DeviceClock, DeviceEvent, EdgeRecord, Gpu, GpuIdentity, GpuSchedule, HwError, PowerSource, Readiness, RungOutcome};
+use powerlab_core::shape::EdgeKind;
 use powerlab_core::collective::CollectiveTiming;
 use powerlab_core::shape::{LoadKind, LoadShape};
 use powerlab_core::{EpochNs, RunClock, Sample};
@@ -138,9 +139,9 @@ impl Gpu for SimGpu {
 
     async fn run(&mut self, s: &GpuSchedule) -> Result<RungOutcome, HwError> {
         let t_call = self.clock.now_ns();
-        let (arm_ms, jitter_us) = {
+        let (arm_ms, jitter_us, offset_us, late_falls) = {
             let d = lock(&self.dev);
-            (d.profile.arm_latency_ms, d.profile.edge_jitter_us)
+            (d.profile.arm_latency_ms, d.profile.edge_jitter_us, d.profile.clock_offset_us, d.late_falls())
         };
         let armed_at = t_call + (arm_ms * 1e6) as i64;
         let actual_start = s.start_ns.max(armed_at);
@@ -155,14 +156,22 @@ impl Gpu for SimGpu {
             .enumerate()
             .map(|(i, (kind, intended))| {
                 // Device-placed edges spin on the deadline: never early, a few µs late.
-                let late = (self.rng.random::<f64>() * 2.0 * jitter_us * 1e3) as i64;
+                let mut late = (self.rng.random::<f64>() * 2.0 * jitter_us * 1e3) as i64;
+                if let Some((from, by)) = late_falls {
+                    if kind == EdgeKind::Fall && intended >= from {
+                        late += by;
+                    }
+                }
                 let achieved = if intended < armed_at { armed_at } else { intended + late };
                 EdgeRecord { index: i as u32, kind, intended_ns: intended, achieved_ns: achieved }
             })
             .collect();
         self.sleep_or_lost(s.end_ns).await?;
         lock(&self.dev).set_demand(s.end_ns, Demand::Idle);
-        Ok(RungOutcome { edges, work_items: 0, collectives: collectives.unwrap_or_default() })
+        // The simulated device clock keeps a fixed offset (the probes find it to ~10 µs).
+        let offset = (offset_us * 1e3) as i64;
+        let clock = DeviceClock { begin_ns: t_call, offset_begin_ns: offset, end_ns: s.end_ns, offset_end_ns: offset, probe_rtt_ns: 20_000 };
+        Ok(RungOutcome { edges, work_items: 0, collectives: collectives.unwrap_or_default(), clock: Some(clock) })
     }
 
     async fn stop(&mut self) -> Result<(), HwError> {
