@@ -158,6 +158,70 @@ rm -rf "$d/report"; "$BIN" collate "$d" > "$OUT/collate.log" 2>&1; echo "exit $?
 python3 scripts/edge_stats.py "$d" | tee -a "$OUT/summary.txt"
 fi
 
+if want smoke; then
+say "engine smoke test (sustained 3 s, duty 1 s and 100 ms)"
+timeout 120 "$BIN" run campaigns/device-smoke.toml $ALLOW --results "$R/smoke" > "$OUT/smoke.log" 2>&1; rc=$?
+echo "exit $rc" | tee -a "$OUT/summary.txt"
+tail -14 "$OUT/smoke.log" | tee -a "$OUT/summary.txt"
+ds=$(ls -d "$R/smoke"/*/ 2>/dev/null | head -1)
+[ -n "$ds" ] && sed -n '/^## Edges per rung/,/^## /p' "$ds/report/report.md" | head -12 | tee -a "$OUT/summary.txt"
+if [ "$rc" != 0 ]; then
+  say "SMOKE TEST FAILED: the long rounds are skipped"
+  cp "$OUT/summary.txt" "$OUT/summary.log"; tar czf "$OUT/results.tgz" -C "$R" . 2>/dev/null; exit 1
+fi
+fi
+
+if want ticks; then
+say "%globaltimer: how finely it ticks (CuPy kernel, 4096 successive changes)"
+python3 - <<'PY' 2>&1 | tee -a "$OUT/summary.txt"
+import cupy as cp, collections
+src = r"""extern "C" __global__ void ticks(unsigned long long* out, int n) {
+    unsigned long long last, t; int k = 0;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(last));
+    while (k < n) { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); if (t != last) { out[k++] = t - last; last = t; } }
+}"""
+k = cp.RawKernel(src, "ticks")
+for dev in range(cp.cuda.runtime.getDeviceCount()):
+    with cp.cuda.Device(dev):
+        out = cp.zeros(4096, dtype=cp.uint64)
+        k((1,), (1,), (out, cp.int32(4096)))
+        steps = collections.Counter(int(x) for x in out.get())
+        print(f"GPU{dev}: globaltimer steps (ns: count) {sorted(steps.items())[:8]}")
+PY
+fi
+
+# The node-truth round: duty sweep 2 s .. 50 ms, in phase and staggered, three repeats.
+if want truth; then
+say "node truth: duty sweep 2 s / 500 / 200 / 100 / 50 ms, in phase and staggered, --repeats 3"
+"$BIN" run campaigns/device-node-truth.toml $ALLOW --repeats 3 --results "$R/truth" > "$OUT/truth.log" 2>&1
+echo "exit $?" | tee -a "$OUT/summary.txt"
+dt=$(ls -d "$R/truth"/*/ | head -1)
+grep -E "^(sweep|idle|sustained)|verdict|composed" "$OUT/truth.log" | head -60 | tee -a "$OUT/summary.txt"
+cat "$dt/report/in_phase_vs_staggered.csv" | tee -a "$OUT/summary.txt"
+sed -n '/^## Edges per rung/,/^## /p' "$dt/report/report.md" | head -50 | tee -a "$OUT/summary.txt"
+fi
+
+# Edge timing, on an idle host and with every core saturated by other processes.
+for step in edges edges-busy; do
+want $step || continue
+hogs=()
+if [ $step = edges-busy ]; then
+  n=$(( 2 * $(nproc) ))
+  for _ in $(seq "$n"); do (while :; do :; done) & hogs+=($!); done
+  sleep 2
+  say "edges with the CPU saturated: $n busy processes on $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg)"
+else
+  say "edges on an idle host"
+fi
+"$BIN" run campaigns/device-edges.toml $ALLOW --results "$R/$step" > "$OUT/$step.log" 2>&1
+echo "exit $?" | tee -a "$OUT/summary.txt"
+[ ${#hogs[@]} -gt 0 ] && kill "${hogs[@]}" 2>/dev/null
+de=$(ls -d "$R/$step"/*/ | head -1)
+sed -n '/^## Edges per rung/,/^## /p' "$de/report/report.md" | head -40 | tee -a "$OUT/summary.txt"
+grep -E "^\| sweep" "$de/report/report.md" | head -16 | cut -c1-200 | tee -a "$OUT/summary.txt"
+done
+
 cp "$OUT/summary.txt" "$OUT/summary.log" 2>/dev/null
-tar czf "$OUT/results.tgz" -C "$R" . 2>/dev/null
+# Run directories without their derived reports (collate regenerates them).
+tar czf "$OUT/results.tgz" --exclude=report -C "$R" . 2>/dev/null
 ls -la "$OUT"

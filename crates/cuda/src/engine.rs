@@ -13,8 +13,9 @@
 //! of chunks queued; it never times an edge by sleeping.
 //!
 //! Clocks: deadlines are converted to `%globaltimer` with the device clock's
-//! offset predicted at the deadline from a linear fit of the recent offset
-//! probes (the two clocks drift by a few µs per second). Achieved edges are
+//! offset predicted at the deadline: the latest probe (taken as the rung
+//! begins) carried forward at the drift rate fitted to the recent probes
+//! (the two clocks drift by 2–3 µs per second on an H200). Achieved edges are
 //! converted back with the offset interpolated between probes taken just
 //! before and just after the rung, so an error of the prediction shows up
 //! as an edge error; each rung's probes are reported with the outcome.
@@ -131,8 +132,13 @@ pub struct EngineConfig {
 
 /// How much work the host keeps queued: it needs to run only this often.
 const MAX_QUEUED_NS: i64 = 4_000_000;
-/// Offset probes older than this are left out of the drift fit.
-const DRIFT_SPAN_NS: i64 = 120_000_000_000;
+/// How much it keeps queued in the last few ms before a fall: a GEMM
+/// chunk's duration follows the clocks the power controller allows, so the
+/// further ahead the last chunk is planned, the further it can overrun.
+const NEAR_FALL_QUEUED_NS: i64 = 1_000_000;
+/// Offset probes older than this are left out of the drift fit (the
+/// drift rate itself changes: 2.2 to 2.9 µs/s over minutes on an H200).
+const DRIFT_SPAN_NS: i64 = 30_000_000_000;
 
 /// GEMM operands, in the configured type.
 enum Operands {
@@ -445,9 +451,9 @@ impl Engine {
         Ok((offset, rtt))
     }
 
-    /// The device clock's offset predicted at run-clock time `t`: a
-    /// least-squares line through the recent probes (the last probe alone
-    /// until two are a second apart).
+    /// The device clock's offset predicted at run-clock time `t`: the last
+    /// probe, carried forward at the drift rate of a least-squares line
+    /// through the recent probes (no drift until they span a second).
     fn predicted_offset(&self, t: i64) -> i64 {
         let Some(&(t_last, o_last, _)) = self.probes.back() else { return self.offset_ns };
         let first = self.probes.front().map(|p| p.0).unwrap_or(t_last);
@@ -463,17 +469,17 @@ impl Engine {
             sxx += x * x;
         }
         let slope = if sxx > 0.0 { sxy / sxx } else { 0.0 };
-        o_last + (mo + slope * ((t - t_last) as f64 - mt)).round() as i64
+        o_last + (slope * (t - t_last) as f64).round() as i64
     }
 
     /// Keeps at most a few ms of work queued: waits on the oldest event. Each
     /// completed unit that ran back to back with the previous one updates
     /// the duration estimate, so the estimate follows the clocks the power
     /// cap allows (an H200 at its 700 W cap runs ~1400 MHz, not 1980).
-    fn throttle(&mut self) -> Result<(), HwError> {
+    fn throttle(&mut self, limit_ns: i64) -> Result<(), HwError> {
         loop {
             let queued: i64 = self.queued.iter().map(|q| q.est_ns).sum();
-            if queued <= MAX_QUEUED_NS || self.queued.len() <= 1 {
+            if queued <= limit_ns || self.queued.len() <= 1 {
                 return Ok(());
             }
             if let Some(q) = self.queued.pop_front() {
@@ -495,8 +501,8 @@ impl Engine {
         }
     }
 
-    fn push_unit(&mut self, small: bool, load: LoadKind) -> Result<(), HwError> {
-        self.throttle()?;
+    fn push_unit(&mut self, small: bool, load: LoadKind, limit_ns: i64) -> Result<(), HwError> {
+        self.throttle(limit_ns)?;
         let ns = self.launch_unit(small, load)?;
         let timing = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
         let ev = self.stream.record_event(timing).map_err(|e| dev_err(&self.gpu, "event", e))?;
@@ -515,8 +521,10 @@ impl Engine {
                 return Err(HwError::Other("stopped".into()));
             }
             // Big units near the edge would overshoot it: finish with small ones.
-            let near = t - self.predicted_end.max(self.clock.now_ns()) < 2 * self.big.ns;
-            self.push_unit(small || near, load)?;
+            let left = t - self.predicted_end.max(self.clock.now_ns());
+            let near = left < 2 * self.big.ns;
+            let limit = if t - self.clock.now_ns() < MAX_QUEUED_NS + NEAR_FALL_QUEUED_NS { NEAR_FALL_QUEUED_NS } else { MAX_QUEUED_NS };
+            self.push_unit(small || near, load, limit)?;
         }
         Ok(())
     }
@@ -601,7 +609,7 @@ impl Engine {
         let mut on = self.warm.is_some();
         let warm_small = false;
         // GEMM chunks stop this long before a fall; burn_until covers the rest.
-        let tail_ns = (2 * self.chunk.ns).max(100_000);
+        let tail_ns = (2 * self.chunk.ns).max(150_000);
         for (i, (kind, t)) in edges.iter().copied().enumerate() {
             if self.stop.load(Ordering::Relaxed) {
                 return Err(HwError::Other("stopped".into()));
@@ -660,7 +668,7 @@ pub fn spawn(clock: RunClock, cfg: EngineConfig, gpu: String) -> EngineHandle {
                     match rx.try_recv() {
                         Ok(c) => break Some(c),
                         Err(mpsc::TryRecvError::Empty) => {
-                            if e.stop.load(Ordering::Relaxed) || e.push_unit(false, load).is_err() {
+                            if e.stop.load(Ordering::Relaxed) || e.push_unit(false, load, MAX_QUEUED_NS).is_err() {
                                 e.warm = None;
                                 let _ = e.sync();
                                 break rx.recv().ok();

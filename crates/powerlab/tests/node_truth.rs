@@ -183,3 +183,25 @@ fn a10g_four_gpus() {
 fn a10g_eight_gpus() {
     check("a10g", 8, 33);
 }
+
+/// A campaign may keep periods on the sampling grid (`exact_period`): those
+/// rungs cannot be folded, so they state a verdict instead of node figures,
+/// and only a mean from the energy counter, which cannot alias.
+#[test]
+fn exact_periods_carry_a_verdict_instead_of_figures() {
+    let body = "[[phase]]\nkind = \"duty\"\nname = \"exact\"\nperiods_ms = [100, 20]\nexact_period = true\nduration_s = 8\nmodes = [\"in_phase\", \"staggered\"]\n";
+    let r = run_sim(&campaign(body), &["--sim-gpus", "2", "--seed", "5", "--sim-truth"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    let (start, node) = true_node(r.dir());
+    let events = r.events();
+    for s in r.summary() {
+        assert_eq!(s["period_ms"], s["nominal_period_ms"], "kept exact: {s}");
+        assert!(s["spread_w"].is_null() && s["swing_w"].is_null() && s["peak_w"].is_null(), "{s}");
+        assert!(s["verdict"].as_str().unwrap().starts_with("phase-locked"), "{s}");
+        assert_eq!(s["method"], "energy counter");
+        let e = events.iter().find(|e| e["event"] == "rung_started" && e["rung"]["id"] == s["rung_id"]).unwrap();
+        let t = truth_of(start, &node, e["measure_from_ns"].as_i64().unwrap(), e["end_ns"].as_i64().unwrap());
+        let m = s["mean_w"].as_f64().unwrap();
+        assert!((m / t.mean - 1.0).abs() < 0.02, "energy-counter mean {m} vs true {}", t.mean);
+    }
+}
