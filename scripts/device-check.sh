@@ -217,6 +217,7 @@ fi
 echo "exit $?" | tee -a "$OUT/summary.txt"
 [ ${#hogs[@]} -gt 0 ] && kill "${hogs[@]}" 2>/dev/null
 de=$(ls -d "$R/$step"/*/ | head -1)
+echo "engine threads in the real-time class: $(grep -o '"realtime_thread":[a-z]*' "$de/events.jsonl" | sort | uniq -c | tr '\n' ' ')" | tee -a "$OUT/summary.txt"
 sed -n '/^## Edges per rung/,/^## /p' "$de/report/report.md" | head -40 | tee -a "$OUT/summary.txt"
 grep -E "^\| sweep" "$de/report/report.md" | head -16 | cut -c1-200 | tee -a "$OUT/summary.txt"
 done

@@ -71,6 +71,11 @@ pub struct Readiness {
     /// Offset of the device clock (`%globaltimer`) against the run clock, if
     /// measured (device − host).
     pub device_clock_offset_ns: Option<i64>,
+    /// Whether the thread that feeds this GPU runs in the real-time class
+    /// (ahead of ordinary processes on a busy host); None where there is no
+    /// such thread.
+    #[serde(default)]
+    pub realtime_thread: Option<bool>,
 }
 
 /// One GPU's schedule for one rung: absolute window and shape.

@@ -184,6 +184,8 @@ struct Engine {
     last_launch: Option<bool>,
     predicted_end: i64,
     warm: Option<LoadKind>,
+    /// This thread runs in the real-time class.
+    realtime: bool,
 }
 
 /// A unit of load in flight.
@@ -300,6 +302,7 @@ impl Engine {
             last_launch: None,
             predicted_end: 0,
             warm: None,
+            realtime: request_realtime(),
         };
         eng.big.ns = eng.time_unit(false)?;
         eng.chunk.ns = eng.time_unit(true)?;
@@ -555,7 +558,7 @@ impl Engine {
         // Arming needs the queued keep-warm work to drain before the first
         // deadline: count it in, with the probe time, and double it.
         let queued: i64 = self.queued.iter().map(|q| q.est_ns).sum::<i64>() + self.big.ns;
-        Ok(Readiness { ready_at_ns: self.clock.now_ns(), arm_latency_ns: (2 * (probe_ns / 15 + queued)).max(1_000_000), device_clock_offset_ns: Some(self.offset_ns) })
+        Ok(Readiness { ready_at_ns: self.clock.now_ns(), arm_latency_ns: (2 * (probe_ns / 15 + queued)).max(1_000_000), device_clock_offset_ns: Some(self.offset_ns), realtime_thread: Some(self.realtime) })
     }
 
     fn run(&mut self, s: &GpuSchedule) -> Result<RungOutcome, HwError> {
@@ -608,8 +611,11 @@ impl Engine {
         let small = matches!(s.shape, LoadShape::Square { .. });
         let mut on = self.warm.is_some();
         let warm_small = false;
-        // GEMM chunks stop this long before a fall; burn_until covers the rest.
-        let tail_ns = (2 * self.chunk.ns).max(150_000);
+        // GEMM chunks stop this long before a fall; burn_until covers the
+        // rest. A chunk planned up to 1 ms ahead can take 30 % longer than
+        // planned when the power controller pulls the clocks down (H200, 50
+        // and 100 ms periods): the tail covers that.
+        let tail_ns = (2 * self.chunk.ns).max(NEAR_FALL_QUEUED_NS * 2 / 5);
         for (i, (kind, t)) in edges.iter().copied().enumerate() {
             if self.stop.load(Ordering::Relaxed) {
                 return Err(HwError::Other("stopped".into()));
@@ -641,6 +647,18 @@ impl Engine {
         }
         self.launch_stamp(edges.len())
     }
+}
+
+/// Asks the OS to run the calling (engine) thread ahead of ordinary
+/// processes (SCHED_FIFO, priority 10), so that a host whose cores are all
+/// busy still feeds its GPU on time. Needs CAP_SYS_NICE (root, or an rtprio
+/// limit); without it the thread stays where it was. Returns whether it was
+/// granted. The Linux default keeps 5 % of every second for ordinary tasks.
+fn request_realtime() -> bool {
+    let param = libc::sched_param { sched_priority: 10 };
+    // SAFETY: pthread_self() names the calling thread, which is alive, and
+    // param is a valid sched_param for SCHED_FIFO.
+    unsafe { libc::pthread_setschedparam(libc::pthread_self(), libc::SCHED_FIFO, &param) == 0 }
 }
 
 /// Handle to an engine thread.

@@ -58,6 +58,9 @@ pub struct GpuReady {
     pub arm_latency_ns: i64,
     /// Device clock minus run clock, if measured.
     pub clock_offset_ns: Option<i64>,
+    /// Whether the thread feeding the GPU runs in the real-time class.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub realtime_thread: Option<bool>,
 }
 
 /// Events of a run.

@@ -31,7 +31,7 @@ mod tests {
 
     #[test]
     fn lead_follows_the_slowest_gpu() {
-        let r = |arm| Readiness { ready_at_ns: 0, arm_latency_ns: arm, device_clock_offset_ns: None };
+        let r = |arm| Readiness { ready_at_ns: 0, arm_latency_ns: arm, device_clock_offset_ns: None, realtime_thread: None };
         assert_eq!(choose_lead_ns(&[r(1_000_000), r(2_000_000)], 0), 10_000_000);
         assert_eq!(choose_lead_ns(&[r(1_000_000), r(30_000_000)], 1_000_000), 122_000_000);
         assert_eq!(choose_lead_ns(&[r(10_000_000_000)], 0), MAX_LEAD_NS);

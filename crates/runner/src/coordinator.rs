@@ -522,7 +522,7 @@ async fn run_rung(
     let ready_log = ready
         .iter()
         .zip(keys)
-        .map(|(r, k)| GpuReady { gpu: k.clone(), ready_at_ns: r.ready_at_ns, arm_latency_ns: r.arm_latency_ns, clock_offset_ns: r.device_clock_offset_ns })
+        .map(|(r, k)| GpuReady { gpu: k.clone(), ready_at_ns: r.ready_at_ns, arm_latency_ns: r.arm_latency_ns, clock_offset_ns: r.device_clock_offset_ns, realtime_thread: r.realtime_thread })
         .collect();
     ctx.log(RunEvent::Barrier { ts_ns: now, rung_id: rung.id, ready: ready_log, epoch_ns: epoch, lead_ns }).map_err(io)?;
     ctx.log(RunEvent::RungStarted {

@@ -134,7 +134,7 @@ impl Gpu for SimGpu {
             (d.profile.arm_latency_ms, d.profile.clock_offset_us)
         };
         let arm_latency_ns = (arm_ms * 1e6 * (1.0 + 0.2 * self.rng.random::<f64>())) as i64;
-        Ok(Readiness { ready_at_ns: self.clock.now_ns(), arm_latency_ns, device_clock_offset_ns: Some((offset_us * 1e3) as i64) })
+        Ok(Readiness { ready_at_ns: self.clock.now_ns(), arm_latency_ns, device_clock_offset_ns: Some((offset_us * 1e3) as i64), realtime_thread: None })
     }
 
     async fn run(&mut self, s: &GpuSchedule) -> Result<RungOutcome, HwError> {
