@@ -1,11 +1,12 @@
-//! Node power curves: every GPU's readings aligned on one time grid with
-//! polars as-of joins (latest reading at or before each grid point, within a
-//! tolerance), then summed across GPUs. A grid point where any GPU has no
+//! Node power curves: every GPU's readings (time-sorted series) aligned on
+//! one time grid with polars as-of joins (latest reading at or before each
+//! grid point, within a tolerance), then summed across GPUs. A grid point where any GPU has no
 //! reading within tolerance has no node value: a partial sum would look like
 //! a power drop.
 
 use crate::error::CollateError;
 use crate::load::Run;
+use crate::sensor::SeriesSet;
 use polars::prelude::*;
 use std::path::{Path, PathBuf};
 
@@ -32,12 +33,20 @@ fn asof(tolerance_ns: i64) -> JoinType {
 }
 
 /// Builds the node curve over the span of the samples.
-pub fn node_curve(power: &DataFrame, run: &Run) -> Result<NodeCurve, CollateError> {
+pub fn node_curve(series: &SeriesSet, run: &Run) -> Result<NodeCurve, CollateError> {
     let grid = run.grid_ns.max(1_000_000);
-    let ts = power.column("ts_ns").map_err(CollateError::polars("reading ts_ns"))?.i64().map_err(CollateError::polars("ts_ns type"))?;
-    let (start, end) = match (ts.min(), ts.max()) {
-        (Some(a), Some(b)) => (a.div_euclid(grid).saturating_mul(grid).saturating_add(grid), b),
-        _ => (0, -1),
+    let mut span: Option<(i64, i64)> = None;
+    for (node, gpu) in &run.series {
+        for (inst, _) in CURVE_INSTRUMENTS {
+            let s = series.get_at(node, gpu, inst);
+            if let (Some(a), Some(b)) = (s.first(), s.last()) {
+                span = Some(span.map_or((a.0, b.0), |(lo, hi)| (lo.min(a.0), hi.max(b.0))));
+            }
+        }
+    }
+    let (start, end) = match span {
+        Some((a, b)) => (a.div_euclid(grid).saturating_mul(grid).saturating_add(grid), b),
+        None => (0, -1),
     };
     // The reader refuses samples outside the run's span; this bound keeps a
     // grid from ever becoming an unbounded allocation (a week at 1 ms).
@@ -57,12 +66,13 @@ pub fn node_curve(power: &DataFrame, run: &Run) -> Result<NodeCurve, CollateErro
         for (node, gpu) in &run.series {
             let name = format!("{node}/{gpu}:{inst}");
             let key = format!("{name}:ts");
-            let right = power
-                .clone()
-                .lazy()
-                .filter(col("node").eq(lit(node.as_str())).and(col("gpu").eq(lit(gpu.as_str()))).and(col("instrument").eq(lit(inst))))
-                .select([col("ts_ns").alias(key.as_str()), col("value").alias(name.as_str())])
-                .sort([key.as_str()], SortMultipleOptions::default());
+            let s = series.get_at(node, gpu, inst);
+            let right = DataFrame::new(
+                s.len(),
+                vec![Column::new(key.as_str().into(), s.iter().map(|x| x.0).collect::<Vec<i64>>()), Column::new(name.as_str().into(), s.iter().map(|x| x.1).collect::<Vec<f64>>())],
+            )
+            .map_err(CollateError::polars("a GPU's series"))?
+            .lazy();
             lf = lf.join_builder().with(right).left_on([col("t_ns")]).right_on([col(key.as_str())]).how(asof(tol)).finish();
             cols.push(col(name.as_str()));
             keep.push(col(name.as_str()));

@@ -12,6 +12,7 @@ use crate::load::Run;
 use polars::prelude::*;
 use powerlab_rundir::events::DEVICE_CLOCK_TOPIC;
 use powerlab_rundir::{RunDir, RunEvent};
+
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -98,12 +99,13 @@ fn ids(d: &DataFrame) -> Vec<u32> {
     d.column("rung_id").ok().and_then(|c| c.u32().ok().map(|ca| ca.to_vec().into_iter().map(|v| v.unwrap_or(0)).collect())).unwrap_or_default()
 }
 
-/// Computes edge statistics for every rung present in `edges.csv`.
-pub fn edge_stats(dir: &RunDir, run: &Run) -> Result<HashMap<u32, EdgeStats>, CollateError> {
+/// Reads `edges.csv` into a frame (`rung_id`, `gpu`, `index`, `kind`,
+/// `intended_ns`, `achieved_ns`); None when the file is absent or holds no
+/// whole row. A torn last line (a killed run) is dropped.
+pub fn read_edges(dir: &RunDir) -> Result<Option<DataFrame>, CollateError> {
     let path = dir.edges();
-    let mut out: HashMap<u32, EdgeStats> = HashMap::new();
     if !path.exists() {
-        return Ok(out);
+        return Ok(None);
     }
     let schema = Arc::new(Schema::from_iter([
         Field::new("rung_id".into(), DataType::UInt32),
@@ -116,7 +118,7 @@ pub fn edge_stats(dir: &RunDir, run: &Run) -> Result<HashMap<u32, EdgeStats>, Co
     let bytes = std::fs::read(&path).map_err(|e| CollateError::io(&path, e))?;
     let cut = if bytes.last() == Some(&b'\n') { bytes.len() } else { bytes.iter().rposition(|b| *b == b'\n').map(|i| i + 1).unwrap_or(0) };
     if bytes[..cut].iter().filter(|b| **b == b'\n').count() < 2 {
-        return Ok(out); // header only: no rung finished
+        return Ok(None); // header only: no rung finished
     }
     let df = CsvReadOptions::default()
         .with_has_header(true)
@@ -124,6 +126,13 @@ pub fn edge_stats(dir: &RunDir, run: &Run) -> Result<HashMap<u32, EdgeStats>, Co
         .into_reader_with_file_handle(std::io::Cursor::new(&bytes[..cut]))
         .finish()
         .map_err(|e| CollateError::BadRaw { path: path.clone(), message: e.to_string() })?;
+    Ok(Some(df))
+}
+
+/// Computes edge statistics for every rung present in the edges frame.
+pub fn edge_stats(edges: Option<&DataFrame>, run: &Run) -> Result<HashMap<u32, EdgeStats>, CollateError> {
+    let mut out: HashMap<u32, EdgeStats> = HashMap::new();
+    let Some(df) = edges else { return Ok(out) };
     let err = (col("achieved_ns") - col("intended_ns")).cast(DataType::Float64) / lit(1000.0);
     let starts = df
         .clone()
@@ -139,7 +148,7 @@ pub fn edge_stats(dir: &RunDir, run: &Run) -> Result<HashMap<u32, EdgeStats>, Co
         e.start_error_max_us = max_abs[i].unwrap_or(0.0);
         e.start_skew_us = skew[i].unwrap_or(0.0);
     }
-    for (kind, stats) in [("rise", kind_stats(&df, "rise")?), ("fall", kind_stats(&df, "fall")?)] {
+    for (kind, stats) in [("rise", kind_stats(df, "rise")?), ("fall", kind_stats(df, "fall")?)] {
         for (id, k) in stats {
             let e = out.entry(id).or_default();
             if kind == "rise" {
@@ -152,6 +161,7 @@ pub fn edge_stats(dir: &RunDir, run: &Run) -> Result<HashMap<u32, EdgeStats>, Co
     // Cross-GPU skew: every edge (same rung, kind and index) on every GPU.
     if run.manifest.backend.gpus.len() > 1 {
         let skews = df
+            .clone()
             .lazy()
             .filter(col("kind").neq(lit("start")))
             .group_by([col("rung_id"), col("kind"), col("index")])

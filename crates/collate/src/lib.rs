@@ -71,10 +71,15 @@ pub fn collate(path: &Path) -> Result<CollateOutput, CollateError> {
     let raw = load::read_power(&dir, load::sample_bounds(&run))?;
     step("reading raw samples");
     let raw_rows = raw.total_rows;
-    let curve = curve::node_curve(&raw.power, &run)?;
-    step("node curve");
     let series = sensor::SeriesSet::from_frame(&raw.power);
-    let edge_index = sensor::EdgeIndex::new(&powerlab_rundir::edges::read_edges(&dir.edges())?);
+    // Everything from here on reads the per-GPU series: free the frame.
+    drop(raw);
+    step("series by GPU");
+    let curve = curve::node_curve(&series, &run)?;
+    step("node curve");
+    let edge_frame = edges::read_edges(&dir)?;
+    let edge_index = sensor::EdgeIndex::from_frame(edge_frame.as_ref());
+    step("edges by rung");
     let model = sensor::model_for(&dir, &run, &series, &edge_index);
     let cycles: summary::Cycles = cycle::compose_all(&run, &series, &edge_index, &model).into_iter().collect();
     step("node cycles");
@@ -85,7 +90,8 @@ pub fn collate(path: &Path) -> Result<CollateOutput, CollateError> {
         .filter(|r| matches!(cycles.get(&r.info.id), Some(Err(cycle::NoCycle::Verdict(_)))))
         .filter_map(|r| energy::mean_w(&series, &gpus, r.measure_from_ns, r.end_ns).map(|m| (r.info.id, m)))
         .collect();
-    let edge_stats = edges::edge_stats(&dir, &run)?;
+    let edge_stats = edges::edge_stats(edge_frame.as_ref(), &run)?;
+    drop(edge_frame);
     let mut rungs = summary::summarize(&curve, &run, &edge_stats, &cycles, &energy_means)?;
     let short = cycle::short_on_phases(&run, &series, &cycles);
     for r in &mut rungs {

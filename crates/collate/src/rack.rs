@@ -182,7 +182,8 @@ pub fn collate_rack(rack: &Path, collate_nodes: bool) -> Result<RackOutput, Coll
         frames.push(raw.power.lazy());
     }
     let power = concat(frames, UnionArgs::default()).and_then(|lf| lf.collect()).map_err(CollateError::polars("combining the nodes' raw samples"))?;
-    let curve = node_curve(&power, &rack_run)?;
+    let curve = node_curve(&crate::sensor::SeriesSet::from_frame(&power), &rack_run)?;
+    drop(power);
     let mut rungs = summarize(&curve, &rack_run, &Default::default(), &Default::default(), &Default::default())?;
     for r in rungs.iter_mut().filter(|r| r.kind == "duty") {
         r.verdict = Some(RACK_DUTY_CAVEAT.into());

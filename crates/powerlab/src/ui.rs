@@ -85,9 +85,14 @@ pub fn print_summary(rungs: &[RungSummary]) {
             f(r.spread_w),
             f(r.swing_w),
             f(r.start_skew_us),
-            match r.barrier_ok { Some(true) => "ok", Some(false) => "MISSED", None => "-" }
+            match (r.barrier_ok, &r.edges_verdict) {
+                (Some(false), _) => "MISSED",
+                (_, Some(_)) => "EDGES",
+                (Some(true), None) => "ok",
+                (None, None) => "-",
+            }
         );
-        if let Some(v) = &r.verdict {
+        for v in r.verdict.iter().chain(&r.edges_verdict) {
             println!("{:<44} {v}", "");
         }
     }

@@ -21,7 +21,6 @@ use crate::error::CollateError;
 use crate::load::{Run, RungWindow};
 use fold::{fold, shape, sinc, Folded};
 use polars::prelude::*;
-use powerlab_rundir::edges::EdgeRow;
 use powerlab_campaign::CALIBRATION_PHASE;
 use powerlab_rundir::RunDir;
 use serde::{Deserialize, Serialize};
@@ -177,38 +176,53 @@ impl SensorModel {
     }
 }
 
-/// Every raw series by (GPU, instrument), time-sorted.
+/// Every raw series by (node, GPU, instrument), time-sorted.
 pub struct SeriesSet {
-    by: BTreeMap<(String, String), Vec<(i64, f64)>>,
+    by: BTreeMap<(String, String, String), Vec<(i64, f64)>>,
 }
 
 impl SeriesSet {
-    /// Splits the raw power frame.
+    /// Splits the raw power frame. A handful of keys over millions of rows:
+    /// the key of the previous row is tried first (a raw file holds one
+    /// GPU), then the few seen so far, so no key is allocated per row.
     pub fn from_frame(power: &DataFrame) -> SeriesSet {
-        let mut by: BTreeMap<(String, String), Vec<(i64, f64)>> = BTreeMap::new();
+        let mut by = BTreeMap::new();
         let col = |name: &str| power.column(name).ok();
-        let (Some(ts), Some(v), Some(gpu), Some(inst)) = (col("ts_ns"), col("value"), col("gpu"), col("instrument")) else { return SeriesSet { by } };
-        let (Ok(ts), Ok(v), Ok(gpu), Ok(inst)) = (ts.i64(), v.f64(), gpu.str(), inst.str()) else { return SeriesSet { by } };
-        // A handful of (GPU, instrument) keys over millions of rows: look the
-        // key up by reference and allocate it once, not once per row.
-        let mut keys: Vec<(&str, &str, Vec<(i64, f64)>)> = Vec::new();
-        for (((t, val), g), i) in ts.iter().zip(v.iter()).zip(gpu.iter()).zip(inst.iter()) {
-            let (Some(t), Some(val), Some(g), Some(i)) = (t, val, g, i) else { continue };
-            match keys.iter_mut().find(|k| k.0 == g && k.1 == i) {
-                Some(k) => k.2.push((t, val)),
-                None => keys.push((g, i, vec![(t, val)])),
+        let (Some(ts), Some(v), Some(node), Some(gpu), Some(inst)) = (col("ts_ns"), col("value"), col("node"), col("gpu"), col("instrument")) else { return SeriesSet { by } };
+        let (Ok(ts), Ok(v), Ok(node), Ok(gpu), Ok(inst)) = (ts.i64(), v.f64(), node.str(), gpu.str(), inst.str()) else { return SeriesSet { by } };
+        let mut keys: Vec<(&str, &str, &str, Vec<(i64, f64)>)> = Vec::new();
+        let mut last = 0usize;
+        for ((((t, val), n), g), i) in ts.iter().zip(v.iter()).zip(node.iter()).zip(gpu.iter()).zip(inst.iter()) {
+            let (Some(t), Some(val), Some(n), Some(g), Some(i)) = (t, val, n, g, i) else { continue };
+            let same = |k: &(&str, &str, &str, Vec<(i64, f64)>)| k.2 == i && k.1 == g && k.0 == n;
+            if !keys.get(last).is_some_and(same) {
+                last = match keys.iter().position(same) {
+                    Some(k) => k,
+                    None => {
+                        keys.push((n, g, i, Vec::new()));
+                        keys.len() - 1
+                    }
+                };
             }
+            keys[last].3.push((t, val));
         }
-        for (g, i, mut s) in keys {
-            s.sort_by_key(|x| x.0);
-            by.insert((g.to_string(), i.to_string()), s);
+        for (n, g, i, mut s) in keys {
+            if !s.windows(2).all(|w| w[0].0 <= w[1].0) {
+                s.sort_by_key(|x| x.0);
+            }
+            by.insert((n.to_string(), g.to_string(), i.to_string()), s);
         }
         SeriesSet { by }
     }
 
-    /// One series (empty if absent).
+    /// One series of a single-node run (empty if absent).
     pub fn get(&self, gpu: &str, instrument: &str) -> &[(i64, f64)] {
-        self.by.get(&(gpu.to_string(), instrument.to_string())).map(Vec::as_slice).unwrap_or(&[])
+        self.by.iter().find(|((_, g, i), _)| g == gpu && i == instrument).map(|(_, v)| v.as_slice()).unwrap_or(&[])
+    }
+
+    /// One series of one node (empty if absent).
+    pub fn get_at(&self, node: &str, gpu: &str, instrument: &str) -> &[(i64, f64)] {
+        self.by.get(&(node.to_string(), gpu.to_string(), instrument.to_string())).map(Vec::as_slice).unwrap_or(&[])
     }
 }
 
@@ -242,11 +256,17 @@ fn median_spacing_ms(s: &[(i64, f64)]) -> Option<f64> {
 pub struct EdgeIndex(BTreeMap<(u32, String, String), Vec<i64>>);
 
 impl EdgeIndex {
-    /// Groups `edges.csv` rows.
-    pub fn new(rows: &[EdgeRow]) -> EdgeIndex {
+    /// Groups the edges frame ([`crate::edges::read_edges`]) by rung, GPU
+    /// and kind (columnar: one partition per key).
+    pub fn from_frame(edges: Option<&DataFrame>) -> EdgeIndex {
         let mut m: BTreeMap<(u32, String, String), Vec<i64>> = BTreeMap::new();
-        for e in rows {
-            m.entry((e.rung_id, e.gpu.clone(), e.kind.clone())).or_default().push(e.achieved_ns);
+        let Some(parts) = edges.and_then(|df| df.partition_by(["rung_id", "gpu", "kind"], true).ok()) else { return EdgeIndex(m) };
+        for part in parts {
+            let rung = part.column("rung_id").ok().and_then(|c| c.u32().ok().and_then(|c| c.get(0)));
+            let text = |name: &str| part.column(name).ok().and_then(|c| c.str().ok().and_then(|s| s.get(0).map(str::to_string)));
+            let (Some(rung), Some(gpu), Some(kind)) = (rung, text("gpu"), text("kind")) else { continue };
+            let Ok(at) = part.column("achieved_ns").and_then(|c| c.i64().cloned()) else { continue };
+            m.entry((rung, gpu, kind)).or_default().extend(at.into_no_null_iter());
         }
         EdgeIndex(m)
     }
