@@ -2,7 +2,8 @@
 //! each rise and each fall landed from its intended time (signed median,
 //! 99th percentile and maximum of the absolute error), the start error and
 //! skew across GPUs (against each GPU's intended start, so a deliberate
-//! stagger is never counted as skew), the cross-GPU skew of every edge,
+//! stagger is never counted as skew), the cross-GPU skew of the k-th rise
+//! and fall of every GPU,
 //! and the device clocks' drift over the rung (from the `device_clock`
 //! notes). Nothing is pooled across rungs: a fast rung's thousands of good
 //! edges cannot hide a slow rung's late falls.
@@ -40,8 +41,9 @@ pub struct EdgeStats {
     pub start_error_max_us: f64,
     /// Spread of start errors across GPUs (max − min), µs.
     pub start_skew_us: f64,
-    /// For each edge, the spread across GPUs of achieved − intended: its
-    /// 99th percentile over the rung's edges, µs (None with one GPU).
+    /// For the k-th rise (fall) of every GPU, the spread across GPUs of
+    /// achieved − intended: its 99th percentile over the rung, µs (None
+    /// with one GPU).
     pub edge_skew_p99_us: Option<f64>,
     /// Largest |drift| of any GPU's device clock against the run clock over
     /// the rung, µs per s.
@@ -93,6 +95,39 @@ fn kind_stats(df: &DataFrame, kind: &str) -> Result<HashMap<u32, KindStats>, Col
         .enumerate()
         .map(|(i, id)| (id, KindStats { p50_us: p50[i].unwrap_or(0.0), p99_us: p99[i].unwrap_or(0.0), max_us: max[i].unwrap_or(0.0), n: n[i].unwrap_or(0.0) as usize }))
         .collect())
+}
+
+/// For each rung: the k-th rise (and k-th fall) of each GPU, in intended
+/// order; the spread across GPUs of achieved − intended for each k; the
+/// 99th percentile of those spreads, µs.
+fn cross_gpu_skew_p99(df: &DataFrame) -> Result<Vec<(u32, f64)>, CollateError> {
+    let bad = CollateError::polars("edges for the cross-GPU skew");
+    let (rung, gpu, kind) = (df.column("rung_id").map_err(bad)?.u32().map_err(CollateError::polars("rung_id"))?, df.column("gpu").map_err(CollateError::polars("gpu"))?.str().map_err(CollateError::polars("gpu"))?, df.column("kind").map_err(CollateError::polars("kind"))?.str().map_err(CollateError::polars("kind"))?);
+    let (intended, achieved) = (df.column("intended_ns").map_err(CollateError::polars("intended_ns"))?.i64().map_err(CollateError::polars("intended_ns"))?, df.column("achieved_ns").map_err(CollateError::polars("achieved_ns"))?.i64().map_err(CollateError::polars("achieved_ns"))?);
+    // (rung, rise?) -> gpu -> [(intended, error µs)]
+    let mut by: std::collections::BTreeMap<(u32, bool), std::collections::BTreeMap<&str, Vec<(i64, f64)>>> = std::collections::BTreeMap::new();
+    for ((((r, g), k), i), a) in rung.iter().zip(gpu.iter()).zip(kind.iter()).zip(intended.iter()).zip(achieved.iter()) {
+        let (Some(r), Some(g), Some(k), Some(i), Some(a)) = (r, g, k, i, a) else { continue };
+        if k == "start" {
+            continue;
+        }
+        by.entry((r, k == "rise")).or_default().entry(g).or_default().push((i, (a - i) as f64 / 1e3));
+    }
+    let mut spreads: std::collections::BTreeMap<u32, Vec<f64>> = std::collections::BTreeMap::new();
+    for ((r, _), gpus) in by.iter_mut() {
+        if gpus.len() < 2 {
+            continue;
+        }
+        for v in gpus.values_mut() {
+            v.sort_by_key(|x| x.0);
+        }
+        let n = gpus.values().map(Vec::len).min().unwrap_or(0);
+        for k in 0..n {
+            let (lo, hi) = gpus.values().map(|v| v[k].1).fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), e| (lo.min(e), hi.max(e)));
+            spreads.entry(*r).or_default().push(hi - lo);
+        }
+    }
+    Ok(spreads.into_iter().filter_map(|(r, v)| crate::stats::quantile(&v, 0.99).map(|q| (r, q))).collect())
 }
 
 fn ids(d: &DataFrame) -> Vec<u32> {
@@ -158,22 +193,11 @@ pub fn edge_stats(edges: Option<&DataFrame>, run: &Run) -> Result<HashMap<u32, E
             }
         }
     }
-    // Cross-GPU skew: every edge (same rung, kind and index) on every GPU.
+    // Cross-GPU skew: the k-th rise (fall) of every GPU of a rung, whatever
+    // its stagger, spread across GPUs.
     if run.manifest.backend.gpus.len() > 1 {
-        let skews = df
-            .clone()
-            .lazy()
-            .filter(col("kind").neq(lit("start")))
-            .group_by([col("rung_id"), col("kind"), col("index")])
-            .agg([(err.clone().max() - err.min()).alias("spread"), col("gpu").count().alias("gpus")])
-            .filter(col("gpus").gt(lit(1)))
-            .group_by([col("rung_id")])
-            .agg([col("spread").quantile(lit(0.99), QuantileMethod::Linear).alias("p99")])
-            .collect()
-            .map_err(CollateError::polars("cross-GPU edge skew"))?;
-        let p99 = crate::curve::f64_column(&skews, "p99");
-        for (i, id) in ids(&skews).into_iter().enumerate() {
-            out.entry(id).or_default().edge_skew_p99_us = p99[i];
+        for (id, p99) in cross_gpu_skew_p99(df)? {
+            out.entry(id).or_default().edge_skew_p99_us = Some(p99);
         }
     }
     for e in &run.events {

@@ -60,11 +60,15 @@ fn events(node: &Path) -> Vec<serde_json::Value> {
 }
 
 /// (rung label, epoch, offsets) of every rung a node started.
-fn starts(node: &Path) -> Vec<(String, i64, Vec<i64>)> {
+/// Every rung a node started: label, epoch, offsets and the period the GPUs ran (ms).
+fn starts(node: &Path) -> Vec<(String, i64, Vec<i64>, Option<f64>)> {
     events(node)
         .iter()
         .filter(|e| e["event"] == "rung_started")
-        .map(|e| (e["rung"]["label"].as_str().unwrap().to_string(), e["epoch_ns"].as_i64().unwrap(), e["offsets_ns"].as_array().unwrap().iter().map(|v| v.as_i64().unwrap()).collect()))
+        .map(|e| {
+            let offsets = e["offsets_ns"].as_array().unwrap().iter().map(|v| v.as_i64().unwrap()).collect();
+            (e["rung"]["label"].as_str().unwrap().to_string(), e["epoch_ns"].as_i64().unwrap(), offsets, e["rung"]["period_ms"].as_f64())
+        })
         .collect()
 }
 
@@ -88,14 +92,17 @@ fn four_nodes_start_every_rung_at_one_epoch_and_collate_into_a_rack_curve() {
     let all: Vec<_> = nodes.iter().map(|n| starts(n)).collect();
     assert_eq!(all[0].len(), 3);
     for (k, s) in all.iter().enumerate() {
-        let e: Vec<(&String, i64)> = s.iter().map(|(l, e, _)| (l, *e)).collect();
-        let e0: Vec<(&String, i64)> = all[0].iter().map(|(l, e, _)| (l, *e)).collect();
+        let e: Vec<(&String, i64)> = s.iter().map(|(l, e, _, _)| (l, *e)).collect();
+        let e0: Vec<(&String, i64)> = all[0].iter().map(|(l, e, _, _)| (l, *e)).collect();
         assert_eq!(e, e0, "node {k} started at other epochs");
     }
-    // Staggered across the rack: GPU i of node k sits at (8k + i)/32 of the period.
+    // Staggered across the rack: GPU i of node k sits at (8k + i)/32 of the
+    // period the GPUs ran (1 s, detuned off the sampling grid).
     for (k, s) in all.iter().enumerate() {
-        let (_, _, offs) = s.iter().find(|(l, _, _)| l.ends_with("staggered")).unwrap();
-        let want: Vec<i64> = (0..8).map(|i| ((8 * k + i) as i64) * 1_000_000_000 / 32).collect();
+        let (_, _, offs, period) = s.iter().find(|(l, _, _, _)| l.ends_with("staggered")).unwrap();
+        let period_ns = period.unwrap() * 1e6;
+        assert!((1e9..1.02e9).contains(&period_ns), "{period_ns}");
+        let want: Vec<i64> = (0..8).map(|i| ((8 * k + i) as f64 / 32.0 * period_ns).round() as i64).collect();
         assert_eq!(offs, &want, "node {k}");
     }
     // The rack curve is the sum of the nodes, and staggering flattens it.
