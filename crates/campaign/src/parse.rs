@@ -403,7 +403,11 @@ fn validate_phase(
                     return Err(ctx.err(list.span(), f("periods_ms"), "the sweep lists no periods", Some("one or more periods in ms")));
                 }
                 for v in list.get_ref() {
-                    periods_ms.push(check_period(ctx, *v, list.span(), &f("periods_ms"))?);
+                    let p = check_period(ctx, *v, list.span(), &f("periods_ms"))?;
+                    if periods_ms.contains(&p) {
+                        return Err(ctx.err(list.span(), f("periods_ms"), format!("{p} ms is listed twice (repeats = N runs a period again)"), Some("distinct periods")));
+                    }
+                    periods_ms.push(p);
                 }
             }
             (None, None) => return Err(ctx.err(phase_span.clone(), f("period_ms"), "a duty phase needs a period", Some("period_ms = 500 or periods_ms = [2000, 500, 100]"))),

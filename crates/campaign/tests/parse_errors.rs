@@ -192,3 +192,11 @@ fn shipped_campaigns_validate_and_plan() {
     let st = p.rungs.iter().find(|r| r.mode == Mode::Staggered && r.nominal_period_ms == Some(2000.0)).unwrap();
     assert_eq!(st.offsets_ns[1], (st.period_ms.unwrap() * 1e6 / 8.0).round() as i64, "45 degrees of the ~2 s period");
 }
+
+#[test]
+fn a_period_listed_twice_is_refused_not_counted_as_a_repeat() {
+    let src = "[campaign]\nname = \"t\"\n[[phase]]\nkind = \"duty\"\nperiods_ms = [100, 500, 100]\nduration_s = 5\n";
+    let e = err(src);
+    assert_eq!((e.line, e.field.as_deref()), (5, Some("phase[0].periods_ms")));
+    assert!(e.message.contains("100 ms is listed twice"), "{e}");
+}

@@ -12,10 +12,12 @@
 //!    averaging window (timestamp − lag − window/2), are folded on that
 //!    GPU's recorded rising edges into one cycle (phase bins);
 //! 2. the folded cycle's harmonics, as many as the bins hold and the
-//!    sampled phases resolve, are divided by the window's attenuation (a
-//!    boxcar: sinc) where that gain is at least
-//!    [`MIN_GAIN`], and lifted by at most 1/[`MIN_GAIN`] where it is less
-//!    (nothing is cut off, so nothing rings);
+//!    sampled phases resolve, are shrunk where they are no stronger than
+//!    the scatter of the samples within a bin (Wiener), and divided by the
+//!    window's attenuation (a boxcar: sinc) where that gain is at least
+//!    0.85, and lifted by at most 1/0.85 where it is less (nothing is cut
+//!    off, so nothing rings); the rung is stated only if the window passes
+//!    at least [`MIN_HARMONICS`] harmonics at [`MIN_GAIN`] or more;
 //! 3. the GPUs' harmonic series are shifted to their measured offsets
 //!    (the median phase of their rising edges after the rung's epoch) and
 //!    summed: the node's cycle;
@@ -24,8 +26,12 @@
 //!    swing.
 //!
 //! A rung whose samples leave part of the cycle unseen (a period locked to
-//! the sampling grid), or whose window passes fewer than [`MIN_HARMONICS`]
-//! harmonics, gets no node figures: it gets a verdict that says why.
+//! the sampling grid), whose window passes fewer than [`MIN_HARMONICS`]
+//! harmonics or smears an on- or off-phase shorter than twice its length,
+//! whose measured window holds fewer than [`MIN_CYCLES`] cycles or
+//! [`MIN_SAMPLES`] samples of a GPU, or whose
+//! edge log or raw samples are incomplete, gets no node figures: it gets a
+//! verdict that says why.
 
 use crate::load::{Run, RungWindow};
 use crate::sensor::{EdgeIndex, SensorModel, SeriesSet};
@@ -38,9 +44,20 @@ use std::f64::consts::PI;
 /// amplifies noise and any error in the window model.
 pub const MIN_GAIN: f64 = 0.6;
 
+/// A harmonic is lifted by at most 1/LIFT_FLOOR (18 %): more lifts the
+/// reconstruction's own errors at the edges into the peak and the spread
+/// (seen as an upward bias of a staggered node's spread on the simulated node).
+const LIFT_FLOOR: f64 = 0.85;
+
 /// Fewer harmonics than this cannot describe a duty cycle's shape: such a
 /// rung's figures are left empty with a verdict.
 pub const MIN_HARMONICS: usize = 4;
+
+/// A fold needs at least this many whole cycles in the measured window.
+pub const MIN_CYCLES: f64 = 2.0;
+
+/// And at least this many buffered samples of each GPU (3 s of them).
+pub const MIN_SAMPLES: usize = 150;
 
 /// Most harmonics used.
 const MAX_HARMONICS: usize = 256;
@@ -195,11 +212,21 @@ fn gpu_cycle(planner: &mut FftPlanner<f64>, samples: &[(i64, f64)], rises: &[i64
     let nb = ((period_ms / 0.5).round() as usize).min(n / SAMPLES_PER_BIN).clamp(2 * MIN_HARMONICS + 2, 2 * MAX_HARMONICS + 2);
     let mut sum = vec![0.0; nb];
     let mut cnt = vec![0usize; nb];
+    let bin_of = |ph: f64| ((ph * nb as f64) as usize).min(nb - 1);
     for (ph, v) in &folded {
-        let b = ((ph * nb as f64) as usize).min(nb - 1);
+        let b = bin_of(*ph);
         sum[b] += v;
         cnt[b] += 1;
     }
+    // The scatter of samples about their bin's mean (instrument noise and
+    // the board's cycle-to-cycle variation): the noise each harmonic
+    // carries. Taken robustly (median absolute deviation), so the few bins
+    // that straddle an edge, where the power itself moves within the bin,
+    // do not pass for noise.
+    let mut dev: Vec<f64> = folded.iter().filter(|(ph, _)| cnt[bin_of(*ph)] > 1).map(|(ph, v)| (v - sum[bin_of(*ph)] / cnt[bin_of(*ph)] as f64).abs()).collect();
+    let sigma = if dev.len() > 10 { 1.4826 * crate::stats::median(&dev).unwrap_or(0.0) } else { 0.0 };
+    dev.clear();
+    let harmonic_var = sigma * sigma * (0..nb).filter(|&b| cnt[b] > 0).map(|b| 1.0 / cnt[b] as f64).sum::<f64>() / (nb * nb) as f64;
     let known: Vec<usize> = (0..nb).filter(|&b| cnt[b] > 0).collect();
     let coverage = known.len() as f64 / nb as f64;
     // Longest circular run of empty bins: the widest unseen part of the cycle.
@@ -254,8 +281,23 @@ fn gpu_cycle(planner: &mut FftPlanner<f64>, samples: &[(i64, f64)], rises: &[i64
         // where they are sparse (filled by interpolation) a boxcar's gain
         // is not theirs, and lifting by it only amplifies noise.
         let gain = sinc(k as f64 * window_ms / period_ms);
-        let lift = gain.signum() * gain.abs().max(MIN_GAIN);
-        harmonics.push(x * Complex64::from_polar(1.0, -PI * k as f64 / nb as f64) / (nb as f64 * lift));
+        let lift = gain.signum() * gain.abs().max(LIFT_FLOOR);
+        let c = x * Complex64::from_polar(1.0, -PI * k as f64 / nb as f64) / nb as f64;
+        // Harmonics no stronger than the noise are shrunk (Wiener), so the
+        // noise does not enter the peak and p99 − p1 as if it were power.
+        let power = c.norm_sqr();
+        let keep = if k == 0 || power <= 0.0 { 1.0 } else { power / (power + harmonic_var) };
+        harmonics.push(c * keep / lift);
+    }
+    // The mean is the samples' own: over whole cycles of a detuned period
+    // they sample every phase evenly, while the mean of sparse bins weights
+    // a few samples (those near an edge, whose timestamps jitter most) far
+    // more than the rest.
+    // Whole cycles only: a partial one would weigh its phases twice.
+    let whole_end = r.measure_from_ns + ((r.end_ns - r.measure_from_ns) / p).max(1) * p;
+    let whole: Vec<f64> = samples[lo..hi].iter().filter(|s| s.0 - centre < whole_end).map(|s| s.1).collect();
+    if !whole.is_empty() {
+        harmonics[0] = Complex64::new(whole.iter().sum::<f64>() / whole.len() as f64, 0.0);
     }
     let offset_ns = offset_of(rises, r.epoch_ns, p);
     Some(GpuCycle { gpu: gpu.to_string(), harmonics, offset_ns, samples: n, coverage, k_phase, k_window })
@@ -296,13 +338,51 @@ pub fn compose(planner: &mut FftPlanner<f64>, run: &Run, r: &RungWindow, series:
         return Err(NoCycle::NotPeriodic);
     };
     let p = (period_ms * 1e6).round() as i64;
+    let ms = crate::report::fmt_ms;
+    // Enough of the rung to fold: whole cycles, and samples to fill them.
+    let span = r.end_ns - r.measure_from_ns;
+    let cycles = span as f64 / p as f64;
+    if cycles < MIN_CYCLES {
+        return Err(NoCycle::Verdict(format!(
+            "too short to fold: the measured window ({:.2} s after settling) holds {cycles:.1} cycles of {} ms, fewer than {MIN_CYCLES}; lengthen duration_s",
+            span as f64 / 1e9,
+            ms(period_ms)
+        )));
+    }
     let mut gpus = Vec::new();
     for (gi, g) in run.manifest.backend.gpus.iter().enumerate() {
         let (w, lag) = window_of(model, &g.key);
+        // An on- or off-phase shorter than twice the window is smeared into
+        // its neighbours: its peak cannot be recovered.
+        let shortest = r.info.duty.min(1.0 - r.info.duty) * period_ms;
+        if shortest < 2.0 * w {
+            return Err(NoCycle::Verdict(format!("instrument limit: the {} ms {} is shorter than twice the {w:.1} ms sample window", ms(shortest), if r.info.duty < 0.5 { "on-phase" } else { "off-phase" })));
+        }
         let rises = rises_of(edges, r, gi, &g.key);
-        match gpu_cycle(planner, series.get(&g.key, "buffered_w"), &rises, r, &g.key, w, lag) {
+        let in_window = rises.iter().filter(|t| **t >= r.measure_from_ns - p && **t < r.end_ns).count();
+        if (in_window as f64) < 0.9 * cycles.floor() {
+            return Err(NoCycle::Verdict(format!(
+                "{}: {in_window} rising edges recorded for a window of {:.0} cycles: the edge log is incomplete, the cycle cannot be folded",
+                g.key,
+                cycles.floor()
+            )));
+        }
+        let samples = series.get(&g.key, "buffered_w");
+        let in_span = samples.partition_point(|x| x.0 < r.end_ns) - samples.partition_point(|x| x.0 < r.measure_from_ns);
+        let update_ms = model.path(&g.key, "buffered_w").and_then(|m| m.update_period_ms).unwrap_or(20.0).max(1.0);
+        let expected = span as f64 / (update_ms * 1e6);
+        if (in_span as f64) < 0.5 * expected {
+            return Err(NoCycle::Verdict(format!("{}: {in_span} buffered samples in the window, half or less of the ~{expected:.0} expected: the raw file is incomplete", g.key)));
+        }
+        if in_span < MIN_SAMPLES {
+            return Err(NoCycle::Verdict(format!(
+                "too short to fold: {in_span} buffered samples of {} in the {:.2} s window, fewer than {MIN_SAMPLES}; lengthen duration_s",
+                g.key,
+                span as f64 / 1e9
+            )));
+        }
+        match gpu_cycle(planner, samples, &rises, r, &g.key, w, lag) {
             Some(c) => gpus.push((c, w)),
-            None if rises.is_empty() => return Err(NoCycle::Verdict(format!("no rising edges recorded for {}: the cycle cannot be folded", g.key))),
             None => return Err(NoCycle::Verdict(format!("too few buffered samples of {} in the window to fold its cycle", g.key))),
         }
     }

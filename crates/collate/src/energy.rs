@@ -5,20 +5,12 @@
 
 use crate::sensor::SeriesSet;
 
-/// The counter of a time-sorted series (ms, mJ) at `t`, interpolated
-/// linearly between the readings around it (None outside them).
-fn at(s: &[(i64, f64)], t: i64) -> Option<f64> {
-    let i = s.partition_point(|x| x.0 < t);
-    if i < s.len() && s[i].0 == t {
-        return Some(s[i].1);
-    }
-    let (a, b) = (s.get(i.checked_sub(1)?)?, s.get(i)?);
-    let f = (t - a.0) as f64 / (b.0 - a.0).max(1) as f64;
-    Some(a.1 + (b.1 - a.1) * f)
-}
-
 /// Summed mean power, W, of `gpus` over `[from, to)` from their energy
-/// counters; None when any GPU's readings do not bracket the window.
+/// counters: each GPU's counter difference between its first and last
+/// reading inside the window, over the time between them. The readings
+/// must span at least half the window (the counter is read about once a
+/// second); None otherwise. Interpolating to the window's edges instead
+/// would mix in the idle cooldown after it.
 pub fn mean_w(series: &SeriesSet, gpus: &[String], from: i64, to: i64) -> Option<f64> {
     if to <= from || gpus.is_empty() {
         return None;
@@ -26,8 +18,12 @@ pub fn mean_w(series: &SeriesSet, gpus: &[String], from: i64, to: i64) -> Option
     let mut total = 0.0;
     for g in gpus {
         let s = series.get(g, "energy_mj");
-        let (e0, e1) = (at(s, from)?, at(s, to)?);
-        total += (e1 - e0) / 1000.0 / ((to - from) as f64 / 1e9);
+        let inside = &s[s.partition_point(|x| x.0 < from)..s.partition_point(|x| x.0 < to)];
+        let (a, b) = (inside.first()?, inside.last()?);
+        if b.0 - a.0 < (to - from) / 2 {
+            return None;
+        }
+        total += (b.1 - a.1) / 1000.0 / ((b.0 - a.0) as f64 / 1e9);
     }
     Some(total)
 }
@@ -35,12 +31,33 @@ pub fn mean_w(series: &SeriesSet, gpus: &[String], from: i64, to: i64) -> Option
 #[cfg(test)]
 mod tests {
     use super::*;
+    use polars::prelude::*;
+
+    fn counters(rows: &[(i64, f64)]) -> SeriesSet {
+        let n = rows.len();
+        let df = DataFrame::new(
+            n,
+            vec![
+                Column::new("ts_ns".into(), rows.iter().map(|r| r.0).collect::<Vec<_>>()),
+                Column::new("node".into(), vec!["n"; n]),
+                Column::new("gpu".into(), vec!["gpu0"; n]),
+                Column::new("instrument".into(), vec!["energy_mj"; n]),
+                Column::new("value".into(), rows.iter().map(|r| r.1).collect::<Vec<_>>()),
+            ],
+        )
+        .unwrap();
+        SeriesSet::from_frame(&df)
+    }
 
     #[test]
-    fn interpolates_between_readings() {
-        let s = [(0, 0.0), (1_000_000_000, 500_000.0), (2_000_000_000, 1_500_000.0)];
-        assert_eq!(at(&s, 500_000_000), Some(250_000.0));
-        assert_eq!(at(&s, 1_000_000_000), Some(500_000.0));
-        assert_eq!(at(&s, 3_000_000_000), None);
+    fn the_mean_comes_from_readings_inside_the_window() {
+        // 1 kW for 10 s, then idle at 100 W: a window over the loaded part
+        // must not see the idle tail after it.
+        let rows: Vec<(i64, f64)> = (0..=14).map(|s| (s * 1_000_000_000, if s <= 10 { s as f64 * 1e6 } else { 10e6 + (s - 10) as f64 * 1e5 })).collect();
+        let s = counters(&rows);
+        let m = mean_w(&s, &["gpu0".into()], 2_500_000_000, 10_500_000_000).unwrap();
+        assert!((m - 1000.0).abs() < 1e-9, "{m}");
+        // Readings spanning less than half the window: no figure.
+        assert_eq!(mean_w(&s, &["gpu0".into()], 9_500_000_000, 11_900_000_000), None);
     }
 }

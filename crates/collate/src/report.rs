@@ -125,7 +125,8 @@ pub fn write_report(run: &Run, t: &Tables<'_>, raw_rows: usize, dir: &Path) -> R
             o(r.start_error_max_us),
             o(r.start_skew_us),
             match (r.barrier_ok, &r.edges_verdict) {
-                (Some(false), _) => "**BARRIER MISSED**".to_string(),
+                (Some(false), Some(v)) => format!("**BARRIER MISSED; EDGES OUT OF TOLERANCE: {v}**"),
+                (Some(false), None) => "**BARRIER MISSED**".to_string(),
                 (_, Some(v)) => format!("**EDGES OUT OF TOLERANCE: {v}**"),
                 (Some(true), None) => "ok".to_string(),
                 (None, None) => "–".to_string(),

@@ -287,7 +287,11 @@ pub fn summarize(curve: &NodeCurve, run: &Run, edges: &HashMap<u32, EdgeStats>, 
             edge_skew_p99_us: e.and_then(|e| e.edge_skew_p99_us).map(r3),
             clock_drift_ppm: e.and_then(|e| e.clock_drift_ppm).map(r3),
             barrier_ok: r.barrier_ok,
-            edges_verdict: e.and_then(|e| e.verdict(edge_tol.0, edge_tol.1)),
+            edges_verdict: match e {
+                Some(e) => e.verdict(edge_tol.0, edge_tol.1),
+                None if r.info.kind == "duty" && r.barrier_ok.is_some() => Some("no edges recorded for this rung: its timing is unverified".into()),
+                None => None,
+            },
         });
     }
     Ok(out)

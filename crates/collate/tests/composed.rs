@@ -3,7 +3,8 @@
 //! readings jittered by ±3 ms now and then, readings dropped on every GPU
 //! at once, each reading a 6 ms average ending 1 ms before its timestamp
 //! (the model the collator assumes for a GPU it has no profile for).
-//! In phase and at random offsets, periods from 2 s to 50 ms.
+//! In phase and at random offsets, periods from 2 s to 50 ms as the
+//! planner detunes them for the 7 s window.
 
 mod common;
 use powerlab_core::hw::EdgeRecord;
@@ -128,7 +129,10 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
 }
 
 fn case() -> impl Strategy<Value = Case> {
-    (2usize..6, prop_oneof![Just(2_000_460_000i64), Just(501_510_000), Just(200_580_000), Just(100_280_000), Just(50_070_000)], any::<bool>(), any::<u64>()).prop_flat_map(|(n, period, in_phase, seed)| {
+    // The periods the planner runs for these requests over a 7 s window.
+    let detuned = |ms: f64| (powerlab_campaign::detune::detuned_period_ms(ms, 7000.0) * 1e6).round() as i64;
+    let periods: Vec<i64> = [2000.0, 500.0, 200.0, 100.0, 50.0].into_iter().map(detuned).collect();
+    (2usize..6, proptest::sample::select(periods), any::<bool>(), any::<u64>()).prop_flat_map(|(n, period, in_phase, seed)| {
         let offsets = if in_phase { Just(vec![0i64; n]).boxed() } else { proptest::collection::vec(0..period, n).boxed() };
         (offsets, proptest::collection::vec(0..20 * MS, n), proptest::collection::vec((5.0f64..15.0, 5.0f64..15.0), n)).prop_map(move |(offsets, phases, taus)| Case { period, offsets, phases, taus, seed: seed | 1 })
     })
@@ -148,10 +152,21 @@ proptest! {
         s.sort_by(f64::total_cmp);
         let step = c.offsets.len() as f64 * 580.0;
         let mean = truth.iter().sum::<f64>() / truth.len() as f64;
-        for (name, got, want) in [("spread", r.spread_w, quantile(&s, 0.99) - quantile(&s, 0.01)), ("swing", r.swing_w, quantile(&s, 0.9) - quantile(&s, 0.1))] {
+        // A waveform of plateaus (2 GPUs at an offset: both on, one on, both
+        // off) has no stable p10 when a plateau fills about 10 % of the
+        // cycle: the quantile jumps between plateaus. The truth is therefore
+        // the range of the statistic for quantiles within ±0.5 % (spread) or
+        // ±2 % (swing) of the nominal ones; elsewhere that range is a point.
+        let range = |lo: f64, hi: f64, d: f64| {
+            let (a, b) = (quantile(&s, hi - d) - quantile(&s, lo + d), quantile(&s, hi + d) - quantile(&s, lo - d));
+            (a.min(b), a.max(b))
+        };
+        for (name, got, (w_lo, w_hi)) in [("spread", r.spread_w, range(0.01, 0.99, 0.005)), ("swing", r.swing_w, range(0.1, 0.9, 0.02))] {
             let got = got.unwrap();
+            let want = (quantile(&s, if name == "spread" { 0.99 } else { 0.9 }) - quantile(&s, if name == "spread" { 0.01 } else { 0.1 })).max(0.0);
             let tol = (0.15 * want).max(0.05 * step);
-            prop_assert!((got - want).abs() <= tol, "{name} {got:.1} vs true {want:.1} (tolerance {tol:.1}), period {} ms", c.period as f64 / 1e6);
+            let off = if got < w_lo { w_lo - got } else if got > w_hi { got - w_hi } else { 0.0 };
+            prop_assert!(off <= tol, "{name} {got:.1} vs true {want:.1} (range {w_lo:.1}..{w_hi:.1}, tolerance {tol:.1}), period {} ms", c.period as f64 / 1e6);
         }
         let m = r.mean_w.unwrap();
         prop_assert!((m - mean).abs() <= (0.02 * mean).max(0.01 * step), "mean {m:.1} vs true {mean:.1}");

@@ -197,7 +197,13 @@ fn exact_periods_carry_a_verdict_instead_of_figures() {
     for s in r.summary() {
         assert_eq!(s["period_ms"], s["nominal_period_ms"], "kept exact: {s}");
         assert!(s["spread_w"].is_null() && s["swing_w"].is_null() && s["peak_w"].is_null(), "{s}");
-        assert!(s["verdict"].as_str().unwrap().starts_with("phase-locked"), "{s}");
+        let verdict = s["verdict"].as_str().unwrap();
+        if s["period_ms"] == 100.0 {
+            assert!(verdict.starts_with("phase-locked"), "{s}");
+        } else {
+            // 20 ms: its 10 ms phases are also too short for the 6 ms window.
+            assert!(verdict.starts_with("phase-locked") || verdict.starts_with("instrument limit"), "{s}");
+        }
         assert_eq!(s["method"], "energy counter");
         let e = events.iter().find(|e| e["event"] == "rung_started" && e["rung"]["id"] == s["rung_id"]).unwrap();
         let t = truth_of(start, &node, e["measure_from_ns"].as_i64().unwrap(), e["end_ns"].as_i64().unwrap());

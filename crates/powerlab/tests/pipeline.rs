@@ -20,7 +20,7 @@ fn hash_tree(dir: &std::path::Path) -> BTreeMap<String, Vec<u8>> {
     out
 }
 
-const SWEEP: &str = "[[phase]]\nkind = \"idle\"\nduration_s = 2\n[[phase]]\nkind = \"duty\"\nname = \"sweep\"\nperiods_ms = [1000, 100]\nduration_s = 3\nmodes = [\"in_phase\", \"staggered\"]\nrepeats = 2\n";
+const SWEEP: &str = "[[phase]]\nkind = \"idle\"\nduration_s = 2\n[[phase]]\nkind = \"duty\"\nname = \"sweep\"\nperiods_ms = [1000, 100]\nduration_s = 6\nmodes = [\"in_phase\", \"staggered\"]\nrepeats = 2\n";
 
 #[test]
 fn collate_regenerates_every_output_identically_from_raw_files() {
