@@ -170,7 +170,7 @@ pub fn expand_on_rack(c: &Campaign, gpu_count: usize, repeats_override: Option<u
         let detuned: Vec<String> = periods.iter().filter_map(|p| p.map(|p| (p, timing(Some(p)).0.unwrap_or(p)))).filter(|(p, a)| a != p).map(|(p, a)| format!("{} → {} ms", fmt_num(p), fmt_num(a))).collect();
         if !detuned.is_empty() {
             notes.push(format!(
-                "phase `{}`: periods detuned from the {} ms sampling grid so that the samples sweep every phase of the cycle: {} (exact_period = true keeps them, and those rungs then report a verdict instead of node figures)",
+                "phase `{}`: periods detuned from the {} ms sampling grid so that the samples sweep every phase of the cycle: {} (exact_period = true keeps them; such a rung is folded only where its samples happen to cover the cycle, else it reports a verdict instead of node figures)",
                 phase.name,
                 crate::detune::SAMPLE_GRID_MS,
                 detuned.join(", ")
