@@ -223,9 +223,8 @@ fn gpu_cycle(planner: &mut FftPlanner<f64>, samples: &[(i64, f64)], rises: &[i64
     // carries. Taken robustly (median absolute deviation), so the few bins
     // that straddle an edge, where the power itself moves within the bin,
     // do not pass for noise.
-    let mut dev: Vec<f64> = folded.iter().filter(|(ph, _)| cnt[bin_of(*ph)] > 1).map(|(ph, v)| (v - sum[bin_of(*ph)] / cnt[bin_of(*ph)] as f64).abs()).collect();
+    let dev: Vec<f64> = folded.iter().filter(|(ph, _)| cnt[bin_of(*ph)] > 1).map(|(ph, v)| (v - sum[bin_of(*ph)] / cnt[bin_of(*ph)] as f64).abs()).collect();
     let sigma = if dev.len() > 10 { 1.4826 * crate::stats::median(&dev).unwrap_or(0.0) } else { 0.0 };
-    dev.clear();
     let harmonic_var = sigma * sigma * (0..nb).filter(|&b| cnt[b] > 0).map(|b| 1.0 / cnt[b] as f64).sum::<f64>() / (nb * nb) as f64;
     let known: Vec<usize> = (0..nb).filter(|&b| cnt[b] > 0).collect();
     let coverage = known.len() as f64 / nb as f64;
@@ -268,8 +267,8 @@ fn gpu_cycle(planner: &mut FftPlanner<f64>, samples: &[(i64, f64)], rises: &[i64
     }
     // Every harmonic the bins hold is kept, so the cycle is the folded
     // data itself (no truncation ringing); those the window passes at
-    // ≥ MIN_GAIN are restored to full height, the weaker ones are lifted by
-    // no more than 1/MIN_GAIN.
+    // ≥ LIFT_FLOOR are restored to full height, the weaker ones are lifted
+    // by no more than 1/LIFT_FLOOR.
     let k_max = k_phase.min(nb / 2 - 1);
     let mut spec: Vec<Complex64> = y.iter().map(|v| Complex64::new(*v, 0.0)).collect();
     planner.plan_fft_forward(nb).process(&mut spec);
@@ -289,11 +288,11 @@ fn gpu_cycle(planner: &mut FftPlanner<f64>, samples: &[(i64, f64)], rises: &[i64
         let keep = if k == 0 || power <= 0.0 { 1.0 } else { power / (power + harmonic_var) };
         harmonics.push(c * keep / lift);
     }
-    // The mean is the samples' own: over whole cycles of a detuned period
-    // they sample every phase evenly, while the mean of sparse bins weights
-    // a few samples (those near an edge, whose timestamps jitter most) far
-    // more than the rest.
-    // Whole cycles only: a partial one would weigh its phases twice.
+    // The mean is the samples' own, over whole cycles (a partial one would
+    // weigh its phases twice): over whole cycles of a detuned period they
+    // sample every phase evenly, while the mean of sparse bins weights a few
+    // samples (those near an edge, whose timestamps jitter most) far more
+    // than the rest.
     let whole_end = r.measure_from_ns + ((r.end_ns - r.measure_from_ns) / p).max(1) * p;
     let whole: Vec<f64> = samples[lo..hi].iter().filter(|s| s.0 - centre < whole_end).map(|s| s.1).collect();
     if !whole.is_empty() {
