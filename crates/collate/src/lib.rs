@@ -55,33 +55,60 @@ pub struct CollateOutput {
     pub files: Vec<PathBuf>,
 }
 
-/// Regenerates everything under `report/` from the run directory.
+/// Regenerates everything under `report/` from the run directory. The new
+/// report is written beside the old one and swapped in only when complete:
+/// a collation that fails (a damaged file, Ctrl-C) leaves the previous
+/// report as it was.
 pub fn collate(path: &Path) -> Result<CollateOutput, CollateError> {
     let dir = RunDir::open(path)?;
     let run = load::load_run(&dir)?;
     let report_dir = dir.report_dir();
-    if report_dir.exists() {
-        std::fs::remove_dir_all(&report_dir).map_err(|e| CollateError::io(&report_dir, e))?;
+    let staging = report_dir.with_file_name(format!("report.new-{}", std::process::id()));
+    if staging.exists() {
+        std::fs::remove_dir_all(&staging).map_err(|e| CollateError::io(&staging, e))?;
     }
-    std::fs::create_dir_all(report_dir.join("plots")).map_err(|e| CollateError::io(&report_dir, e))?;
+    std::fs::create_dir_all(staging.join("plots")).map_err(|e| CollateError::io(&staging, e))?;
+    let out = match collate_into(&dir, &run, &staging) {
+        Ok(out) => out,
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&staging);
+            return Err(e);
+        }
+    };
+    // Swap: the old report moves aside, the new one takes its name.
+    let old = report_dir.with_file_name(format!("report.old-{}", std::process::id()));
+    if report_dir.exists() {
+        std::fs::rename(&report_dir, &old).map_err(|e| CollateError::io(&report_dir, e))?;
+    }
+    std::fs::rename(&staging, &report_dir).map_err(|e| CollateError::io(&staging, e))?;
+    if old.exists() {
+        std::fs::remove_dir_all(&old).map_err(|e| CollateError::io(&old, e))?;
+    }
+    let files = out.files.iter().map(|f| f.strip_prefix(&staging).map(|rel| report_dir.join(rel)).unwrap_or_else(|_| f.clone())).collect();
+    Ok(CollateOutput { report_dir, files, ..out })
+}
+
+/// Collates the run into `report_dir` (which exists, with `plots/`).
+fn collate_into(dir: &RunDir, run: &load::Run, report_dir: &Path) -> Result<CollateOutput, CollateError> {
+    let report_dir = report_dir.to_path_buf();
 
     // Step times at POWERLAB_LOG=info, for the collation benchmark.
     let t0 = std::time::Instant::now();
     let step = |what: &str| tracing::info!("collate: {what} done at {:.2} s", t0.elapsed().as_secs_f64());
-    let raw = load::read_power(&dir, load::sample_bounds(&run))?;
+    let raw = load::read_power(dir, load::sample_bounds(run))?;
     step("reading raw samples");
     let raw_rows = raw.total_rows;
     let series = sensor::SeriesSet::from_frame(&raw.power);
     // Everything from here on reads the per-GPU series: free the frame.
     drop(raw);
     step("series by GPU");
-    let curve = curve::node_curve(&series, &run)?;
+    let curve = curve::node_curve(&series, run)?;
     step("node curve");
-    let edge_frame = edges::read_edges(&dir)?;
+    let edge_frame = edges::read_edges(dir)?;
     let edge_index = sensor::EdgeIndex::from_frame(edge_frame.as_ref());
     step("edges by rung");
-    let model = sensor::model_for(&dir, &run, &series, &edge_index);
-    let cycles: summary::Cycles = cycle::compose_all(&run, &series, &edge_index, &model).into_iter().collect();
+    let model = sensor::model_for(dir, run, &series, &edge_index);
+    let cycles: summary::Cycles = cycle::compose_all(run, &series, &edge_index, &model).into_iter().collect();
     step("node cycles");
     let gpus: Vec<String> = run.manifest.backend.gpus.iter().map(|g| g.key.clone()).collect();
     let energy_means = run
@@ -90,10 +117,10 @@ pub fn collate(path: &Path) -> Result<CollateOutput, CollateError> {
         .filter(|r| matches!(cycles.get(&r.info.id), Some(Err(cycle::NoCycle::Verdict(_)))))
         .filter_map(|r| energy::mean_w(&series, &gpus, r.measure_from_ns, r.end_ns).map(|m| (r.info.id, m)))
         .collect();
-    let edge_stats = edges::edge_stats(edge_frame.as_ref(), &run)?;
+    let edge_stats = edges::edge_stats(edge_frame.as_ref(), run)?;
     drop(edge_frame);
-    let mut rungs = summary::summarize(&curve, &run, &edge_stats, &cycles, &energy_means)?;
-    let short = cycle::short_on_phases(&run, &series, &cycles);
+    let mut rungs = summary::summarize(&curve, run, &edge_stats, &cycles, &energy_means)?;
+    let short = cycle::short_on_phases(run, &series, &cycles);
     for r in &mut rungs {
         if let Some(v) = short.get(&r.rung_id) {
             r.edges_verdict = Some(match r.edges_verdict.take() {
@@ -104,7 +131,7 @@ pub fn collate(path: &Path) -> Result<CollateOutput, CollateError> {
     }
     let visible = rungs.iter().map(|r| (r.rung_id, r.raw_swing_w)).collect();
     step("rung summaries");
-    let sensor = sensor::analyse(&run, &series, &edge_index, model, &curve, &visible);
+    let sensor = sensor::analyse(run, &series, &edge_index, model, &curve, &visible);
     step("sensor analysis");
     for r in &mut rungs {
         if let Some(row) = sensor.rows.iter().find(|x| x.rung_id == r.rung_id && x.instrument == "buffered_w") {
@@ -113,7 +140,7 @@ pub fn collate(path: &Path) -> Result<CollateOutput, CollateError> {
     }
     let repeats = summary::repeat_stats(&rungs);
     let compare = summary::compare_modes(&rungs);
-    let nccl_rows = nccl::nccl_rows(&dir, &run)?;
+    let nccl_rows = nccl::nccl_rows(dir, run)?;
     let fabric = nccl::fabric_power(&rungs);
 
     let mut files = Vec::new();
@@ -121,10 +148,10 @@ pub fn collate(path: &Path) -> Result<CollateOutput, CollateError> {
     files.extend(summary::write_tables(&rungs, &repeats, &compare, &report_dir)?);
     files.extend(nccl::write_nccl(&nccl_rows, &report_dir)?);
     files.extend(sensor::write_sensor(&sensor, &report_dir)?);
-    files.extend(plots::write_plots(&curve, &run, &rungs, &repeats, &compare, &cycles, &report_dir.join("plots"))?);
+    files.extend(plots::write_plots(&curve, run, &rungs, &repeats, &compare, &cycles, &report_dir.join("plots"))?);
     files.extend(plots::write_nccl_plot(&nccl_rows, &report_dir.join("plots"))?);
     files.extend(plots::write_sensor_plot(&sensor.answers, &report_dir.join("plots"))?);
     let tables = report::Tables { rungs: &rungs, repeats: &repeats, compare: &compare, nccl: &nccl_rows, fabric: &fabric, sensor: &sensor };
-    files.push(report::write_report(&run, &tables, raw_rows, &report_dir)?);
+    files.push(report::write_report(run, &tables, raw_rows, &report_dir)?);
     Ok(CollateOutput { report_dir, rungs, repeats, compare, sensor, nccl: nccl_rows, raw_rows, files })
 }

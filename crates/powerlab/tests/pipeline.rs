@@ -150,3 +150,25 @@ fn validate_and_plan_from_the_command_line() {
     assert!(text.contains("sweep/p20ms/staggered"), "{text}");
     assert!(text.lines().last().unwrap().starts_with("total: "), "{text}");
 }
+
+/// A collation that fails (here: a damaged edges.csv) keeps the previous
+/// report whole, and leaves no half-written one behind.
+#[test]
+fn a_failed_collate_keeps_the_previous_report() {
+    let c = campaign("[[phase]]\nkind = \"duty\"\nname = \"d\"\nperiod_ms = 500\nduration_s = 4\n");
+    let r = run_sim(&c, &["--sim-gpus", "2"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    let before = std::fs::read(r.dir().join("report/summary.csv")).unwrap();
+    let edges = r.dir().join("edges.csv");
+    let text = std::fs::read_to_string(&edges).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    lines[3] = "0,gpu0,3,fall,abc,123".into();
+    std::fs::write(&edges, lines.join("\n") + "\n").unwrap();
+    let out = powerlab().args(["collate", r.dir().to_str().unwrap()]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("edges.csv"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read(r.dir().join("report/summary.csv")).unwrap(), before, "the previous report is kept");
+    assert!(r.dir().join("report/report.md").is_file() && r.dir().join("report/plots").read_dir().unwrap().count() > 0);
+    let leftovers: Vec<_> = std::fs::read_dir(r.dir()).unwrap().filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.starts_with("report.")).collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
