@@ -99,6 +99,15 @@ struct RawPhase {
     timeout_s: Option<Spanned<f64>>,
 }
 
+/// Shortest rung, s (one 20 ms sampling period would not fit a shorter one).
+pub const MIN_DURATION_S: f64 = 0.05;
+/// Longest rung, s: one week.
+pub const MAX_DURATION_S: f64 = 604_800.0;
+/// Longest warm-up or cool-down, s.
+pub const MAX_WARMUP_S: f64 = 3_600.0;
+/// Most repeats of a phase (file or `--repeats`).
+pub const MAX_REPEATS: u32 = 1_000;
+
 const PHASE_KINDS: &str = "idle, sustained, duty, nccl, soak";
 const MODES: &str = "in_phase, staggered";
 
@@ -120,20 +129,27 @@ impl Ctx<'_> {
         }
     }
 
-    fn positive(&self, v: &Option<Spanned<f64>>, field: &str, default: f64) -> Result<f64, CampaignError> {
-        match v {
-            None => Ok(default),
-            Some(s) if s.get_ref().is_finite() && *s.get_ref() > 0.0 => Ok(*s.get_ref()),
-            Some(s) => Err(self.err(s.span(), field, format!("must be a positive number, got {}", s.get_ref()), Some("a number > 0"))),
+    /// A number in `lo..=hi` (`lo` excluded when `lo_open`), else an error
+    /// that states the range.
+    fn ranged(&self, v: &Option<Spanned<f64>>, field: &str, default: f64, (lo, hi): (f64, f64), lo_open: bool) -> Result<f64, CampaignError> {
+        let Some(s) = v else { return Ok(default) };
+        let x = *s.get_ref();
+        let above = if lo_open { x > lo } else { x >= lo };
+        if x.is_finite() && above && x <= hi {
+            return Ok(x);
         }
+        let allowed = format!("{lo} {} {field} <= {hi}", if lo_open { "<" } else { "<=" });
+        Err(self.err(s.span(), field, format!("{x} is out of range"), Some(&allowed)))
     }
 
-    fn non_negative(&self, v: &Option<Spanned<f64>>, field: &str, default: f64) -> Result<f64, CampaignError> {
-        match v {
-            None => Ok(default),
-            Some(s) if s.get_ref().is_finite() && *s.get_ref() >= 0.0 => Ok(*s.get_ref()),
-            Some(s) => Err(self.err(s.span(), field, format!("must not be negative, got {}", s.get_ref()), Some("a number >= 0"))),
-        }
+    /// A positive number no larger than `hi`.
+    fn positive(&self, v: &Option<Spanned<f64>>, field: &str, default: f64, hi: f64) -> Result<f64, CampaignError> {
+        self.ranged(v, field, default, (0.0, hi), true)
+    }
+
+    /// A number in `0..=hi`.
+    fn non_negative(&self, v: &Option<Spanned<f64>>, field: &str, default: f64, hi: f64) -> Result<f64, CampaignError> {
+        self.ranged(v, field, default, (0.0, hi), false)
     }
 
     fn count(&self, v: &Option<Spanned<i64>>, field: &str, default: u32, max: i64) -> Result<u32, CampaignError> {
@@ -194,14 +210,6 @@ fn validate(ctx: &Ctx<'_>, raw: RawFile) -> Result<Campaign, CampaignError> {
 
     let s = raw.sampling.unwrap_or(RawSampling { poll_interval_ms: None, buffer_interval_ms: None, field_interval_ms: None, status_interval_ms: None, flush_interval_ms: None, grid_ms: None });
     let d = Sampling::default();
-    let sampling = Sampling {
-        poll_interval_ms: ctx.positive(&s.poll_interval_ms, "sampling.poll_interval_ms", d.poll_interval_ms)?,
-        buffer_interval_ms: ctx.positive(&s.buffer_interval_ms, "sampling.buffer_interval_ms", d.buffer_interval_ms)?,
-        field_interval_ms: ctx.positive(&s.field_interval_ms, "sampling.field_interval_ms", d.field_interval_ms)?,
-        status_interval_ms: ctx.positive(&s.status_interval_ms, "sampling.status_interval_ms", d.status_interval_ms)?,
-        flush_interval_ms: ctx.positive(&s.flush_interval_ms, "sampling.flush_interval_ms", d.flush_interval_ms)?,
-        grid_ms: ctx.positive(&s.grid_ms, "sampling.grid_ms", d.grid_ms)?,
-    };
     if let Some(p) = &s.poll_interval_ms {
         if *p.get_ref() > 1000.0 {
             return Err(ctx.err(p.span(), "sampling.poll_interval_ms", "the interlocks and the instant field are read at this period; slower than 1 s leaves the node unwatched", Some("0 < poll_interval_ms <= 1000")));
@@ -218,20 +226,33 @@ fn validate(ctx: &Ctx<'_>, raw: RawFile) -> Result<Campaign, CampaignError> {
         }
     }
 
+    let sampling = Sampling {
+        poll_interval_ms: ctx.ranged(&s.poll_interval_ms, "sampling.poll_interval_ms", d.poll_interval_ms, (1.0, 1000.0), false)?,
+        buffer_interval_ms: ctx.ranged(&s.buffer_interval_ms, "sampling.buffer_interval_ms", d.buffer_interval_ms, (1.0, 1000.0), false)?,
+        field_interval_ms: ctx.ranged(&s.field_interval_ms, "sampling.field_interval_ms", d.field_interval_ms, (1.0, 1000.0), false)?,
+        status_interval_ms: ctx.ranged(&s.status_interval_ms, "sampling.status_interval_ms", d.status_interval_ms, (1.0, 1000.0), false)?,
+        flush_interval_ms: ctx.ranged(&s.flush_interval_ms, "sampling.flush_interval_ms", d.flush_interval_ms, (1.0, 1000.0), false)?,
+        grid_ms: ctx.ranged(&s.grid_ms, "sampling.grid_ms", d.grid_ms, (1.0, 1000.0), false)?,
+    };
     let l = raw.limits.unwrap_or(RawLimits { max_gpu_temp_c: None, max_memory_temp_c: None, max_node_power_w: None, abort_on_hw_slowdown: None, barrier_tolerance_ms: None, edge_p99_us: None, edge_max_us: None });
     let dl = Limits::default();
     let limits = Limits {
-        max_gpu_temp_c: ctx.positive(&l.max_gpu_temp_c, "limits.max_gpu_temp_c", dl.max_gpu_temp_c)?,
-        max_memory_temp_c: ctx.positive(&l.max_memory_temp_c, "limits.max_memory_temp_c", dl.max_memory_temp_c)?,
+        max_gpu_temp_c: ctx.ranged(&l.max_gpu_temp_c, "limits.max_gpu_temp_c", dl.max_gpu_temp_c, (20.0, 150.0), false)?,
+        max_memory_temp_c: ctx.ranged(&l.max_memory_temp_c, "limits.max_memory_temp_c", dl.max_memory_temp_c, (20.0, 150.0), false)?,
         max_node_power_w: match &l.max_node_power_w {
             None => None,
-            v => Some(ctx.positive(v, "limits.max_node_power_w", 0.0)?),
+            v => Some(ctx.ranged(v, "limits.max_node_power_w", 0.0, (1.0, 1.0e6), false)?),
         },
         abort_on_hw_slowdown: l.abort_on_hw_slowdown.unwrap_or(dl.abort_on_hw_slowdown),
-        barrier_tolerance_ms: ctx.positive(&l.barrier_tolerance_ms, "limits.barrier_tolerance_ms", dl.barrier_tolerance_ms)?,
-        edge_p99_us: ctx.positive(&l.edge_p99_us, "limits.edge_p99_us", dl.edge_p99_us)?,
-        edge_max_us: ctx.positive(&l.edge_max_us, "limits.edge_max_us", dl.edge_max_us)?,
+        barrier_tolerance_ms: ctx.ranged(&l.barrier_tolerance_ms, "limits.barrier_tolerance_ms", dl.barrier_tolerance_ms, (0.001, 10_000.0), false)?,
+        edge_p99_us: ctx.ranged(&l.edge_p99_us, "limits.edge_p99_us", dl.edge_p99_us, (0.1, 1.0e6), false)?,
+        edge_max_us: ctx.ranged(&l.edge_max_us, "limits.edge_max_us", dl.edge_max_us, (0.1, 1.0e6), false)?,
     };
+
+    if limits.edge_max_us < limits.edge_p99_us {
+        let span = l.edge_max_us.as_ref().or(l.edge_p99_us.as_ref()).map(|v| v.span()).unwrap_or(0..0);
+        return Err(ctx.err(span, "limits.edge_max_us", format!("the largest edge error allowed ({} µs) is below the p99 allowed ({} µs)", limits.edge_max_us, limits.edge_p99_us), Some("edge_max_us >= edge_p99_us")));
+    }
 
     let rack = match raw.rack {
         None => Rack::default(),
@@ -244,14 +265,14 @@ fn validate(ctx: &Ctx<'_>, raw: RawFile) -> Result<Campaign, CampaignError> {
                     other => return Err(ctx.err(v.span(), "rack.stagger", format!("unknown rack stagger `{other}`"), Some("gpu, node"))),
                 },
             },
-            clock_tolerance_ms: ctx.positive(&r.clock_tolerance_ms, "rack.clock_tolerance_ms", Rack::default().clock_tolerance_ms)?,
+            clock_tolerance_ms: ctx.ranged(&r.clock_tolerance_ms, "rack.clock_tolerance_ms", Rack::default().clock_tolerance_ms, (0.001, 10_000.0), false)?,
         },
     };
 
     let defaults = raw.defaults.unwrap_or(RawDefaults { repeats: None, warmup_s: None, cooldown_s: None });
-    let default_repeats = ctx.count(&defaults.repeats, "defaults.repeats", 1, 1000)?;
-    let default_warmup = ctx.non_negative(&defaults.warmup_s, "defaults.warmup_s", 2.0)?;
-    let default_cooldown = ctx.non_negative(&defaults.cooldown_s, "defaults.cooldown_s", 2.0)?;
+    let default_repeats = ctx.count(&defaults.repeats, "defaults.repeats", 1, MAX_REPEATS as i64)?;
+    let default_warmup = ctx.non_negative(&defaults.warmup_s, "defaults.warmup_s", 2.0, MAX_WARMUP_S)?;
+    let default_cooldown = ctx.non_negative(&defaults.cooldown_s, "defaults.cooldown_s", 2.0, MAX_WARMUP_S)?;
 
     if raw.phase.is_empty() && header.calibrate != Some(true) {
         return Err(ctx.err(header_span, "phase", "the campaign declares no phases", Some("one or more [[phase]] tables, or calibrate = true in [campaign]")));
@@ -368,17 +389,17 @@ fn validate_phase(
         None => format!("{}-{}", kind.as_str(), index),
     };
     let duration_s = match &p.duration_s {
-        Some(_) => ctx.positive(&p.duration_s, &f("duration_s"), 0.0)?,
+        Some(_) => ctx.ranged(&p.duration_s, &f("duration_s"), 0.0, (MIN_DURATION_S, MAX_DURATION_S), false)?,
         None => return Err(ctx.err(phase_span, f("duration_s"), "every phase needs a duration", Some("duration_s = seconds > 0"))),
     };
-    let repeats = ctx.count(&p.repeats, &f("repeats"), if kind == PhaseKind::Soak { 1 } else { default_repeats }, 1000)?;
+    let repeats = ctx.count(&p.repeats, &f("repeats"), if kind == PhaseKind::Soak { 1 } else { default_repeats }, MAX_REPEATS as i64)?;
     if kind == PhaseKind::Soak && repeats != 1 {
         let span = p.repeats.as_ref().map(|s| s.span()).unwrap_or(phase_span.clone());
         return Err(ctx.err(span, f("repeats"), "a soak runs once", Some("1")));
     }
-    let warmup_s = ctx.non_negative(&p.warmup_s, &f("warmup_s"), default_warmup)?;
-    let cooldown_s = ctx.non_negative(&p.cooldown_s, &f("cooldown_s"), default_cooldown)?;
-    let ramp_s = ctx.non_negative(&p.ramp_s, &f("ramp_s"), 0.0)?;
+    let warmup_s = ctx.non_negative(&p.warmup_s, &f("warmup_s"), default_warmup, MAX_WARMUP_S)?;
+    let cooldown_s = ctx.non_negative(&p.cooldown_s, &f("cooldown_s"), default_cooldown, MAX_WARMUP_S)?;
+    let ramp_s = ctx.non_negative(&p.ramp_s, &f("ramp_s"), 0.0, MAX_DURATION_S)?;
 
     let mut periods_ms = Vec::new();
     let mut duty = 1.0;
@@ -397,7 +418,7 @@ fn validate_phase(
     if kind == PhaseKind::Duty {
         match (&p.period_ms, &p.periods_ms) {
             (Some(_), Some(b)) => return Err(ctx.err(b.span(), f("periods_ms"), "give `period_ms` or `periods_ms`, not both", None)),
-            (Some(a), None) => periods_ms.push(ctx.positive(&p.period_ms, &f("period_ms"), 0.0).map_err(|e| e.clone()).and_then(|v| check_period(ctx, v, a.span(), &f("period_ms")))?),
+            (Some(a), None) => periods_ms.push(ctx.positive(&p.period_ms, &f("period_ms"), 0.0, f64::MAX).map_err(|e| e.clone()).and_then(|v| check_period(ctx, v, a.span(), &f("period_ms")))?),
             (None, Some(list)) => {
                 if list.get_ref().is_empty() {
                     return Err(ctx.err(list.span(), f("periods_ms"), "the sweep lists no periods", Some("one or more periods in ms")));
@@ -514,12 +535,12 @@ fn validate_phase(
         let iterations = ctx.count(&p.iterations, &f("iterations"), 20, 100_000)?;
         let bsp_compute_ms = match &p.bsp_compute_ms {
             None => None,
-            v => Some(ctx.positive(v, &f("bsp_compute_ms"), 0.0)?),
+            v => Some(ctx.ranged(v, &f("bsp_compute_ms"), 0.0, (0.01, 600_000.0), false)?),
         };
         let warmup_iters = ctx.count(&p.warmup_iters, &f("warmup_iters"), 5, 10_000)?;
-        let sweep_s = ctx.positive(&p.sweep_s, &f("sweep_s"), 60.0)?;
+        let sweep_s = ctx.ranged(&p.sweep_s, &f("sweep_s"), 60.0, (0.1, 86_400.0), false)?;
         let fabric_bytes = bytes(&p.fabric_bytes, "fabric_bytes", 1 << 30)?;
-        let timeout_s = ctx.positive(&p.timeout_s, &f("timeout_s"), 60.0)?;
+        let timeout_s = ctx.ranged(&p.timeout_s, &f("timeout_s"), 60.0, (0.1, 86_400.0), false)?;
         nccl = Some(NcclSpec { collectives, min_bytes, max_bytes, step_factor, iterations, warmup_iters, sweep_s, fabric_bytes, timeout_s, bsp_compute_ms });
     }
 

@@ -81,6 +81,9 @@ impl Plan {
     }
 }
 
+/// Longest campaign the planner accepts: one year, ns.
+pub const MAX_PLAN_NS: i64 = 366 * 86_400_000_000_000;
+
 fn secs(s: f64) -> i64 {
     (s * 1e9).round() as i64
 }
@@ -141,6 +144,9 @@ pub fn expand(c: &Campaign, gpu_count: usize, repeats_override: Option<u32>) -> 
 pub fn expand_on_rack(c: &Campaign, gpu_count: usize, repeats_override: Option<u32>, pos: RackPosition) -> Result<Plan, CampaignError> {
     if pos.nodes == 0 || pos.rank >= pos.nodes {
         return Err(plan_error(c, "rack".into(), format!("rank {} is not one of {} nodes", pos.rank, pos.nodes), None));
+    }
+    if let Some(n) = repeats_override.filter(|n| !(1..=crate::parse::MAX_REPEATS).contains(n)) {
+        return Err(plan_error(c, "--repeats".into(), format!("{n} repeats: a campaign runs each rung at least once and at most {} times", crate::parse::MAX_REPEATS), Some("1..=1000")));
     }
     if gpu_count == 0 {
         return Err(plan_error(c, "campaign.gpus".into(), "no GPUs selected".into(), None));
@@ -249,6 +255,12 @@ pub fn expand_on_rack(c: &Campaign, gpu_count: usize, repeats_override: Option<u
             }
             }
         }
+    }
+    // Checked sum: a plan whose total does not fit the clock is refused,
+    // never run as a negative or wrapped duration.
+    let total = rungs.iter().try_fold(0i64, |acc, r| acc.checked_add(r.nominal_ns()).filter(|t| *t <= MAX_PLAN_NS));
+    if total.is_none() {
+        return Err(plan_error(c, "phase".into(), format!("the campaign would run longer than {} days", MAX_PLAN_NS / 86_400_000_000_000), Some("a total under one year (fewer repeats or shorter phases)")));
     }
     Ok(Plan { campaign: c.name.clone(), gpu_count, rungs, notes })
 }

@@ -44,8 +44,11 @@ pub fn node_curve(series: &SeriesSet, run: &Run) -> Result<NodeCurve, CollateErr
             }
         }
     }
+    // The grid is anchored at the run's start, not at absolute multiples of
+    // the grid: the same seed gives the same curve whatever the wall clock.
+    let origin = run.manifest.started_ns;
     let (start, end) = match span {
-        Some((a, b)) => (a.div_euclid(grid).saturating_mul(grid).saturating_add(grid), b),
+        Some((a, b)) => (origin.saturating_add(a.saturating_sub(origin).div_euclid(grid).saturating_mul(grid)).saturating_add(grid), b),
         None => (0, -1),
     };
     // The reader refuses samples outside the run's span; this bound keeps a

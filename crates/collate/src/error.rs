@@ -32,6 +32,14 @@ pub enum CollateError {
         /// What is wrong.
         message: String,
     },
+    /// Another process is writing or collating the run directory.
+    #[error("{path}: {message}")]
+    Busy {
+        /// The run directory.
+        path: PathBuf,
+        /// Who holds it and what to do.
+        message: String,
+    },
     /// Plotting failed.
     #[error("plot {path}: {message}")]
     Plot {

@@ -60,9 +60,36 @@ pub struct CollateOutput {
 /// a collation that fails (a damaged file, Ctrl-C) leaves the previous
 /// report as it was.
 pub fn collate(path: &Path) -> Result<CollateOutput, CollateError> {
+    collate_with(path, CollateOptions::default())
+}
+
+/// How a collation treats a run directory another process is using.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CollateOptions {
+    /// Collate a run that is still being written (its figures are marked
+    /// "DID NOT FINISH"); without it such a run is refused.
+    pub snapshot: bool,
+}
+
+/// [`collate`] with options. One collation per run directory at a time: a
+/// second one refuses, naming the holder's pid.
+pub fn collate_with(path: &Path, opts: CollateOptions) -> Result<CollateOutput, CollateError> {
     let dir = RunDir::open(path)?;
+    if !opts.snapshot {
+        if let Some(holder) = powerlab_rundir::lock::holder(&dir.run_lock()) {
+            return Err(CollateError::Busy {
+                path: dir.path.clone(),
+                message: format!("the run is still being written ({holder}); collate it when it ends, or pass --snapshot for a report of what is there now"),
+            });
+        }
+    }
+    let _lock = powerlab_rundir::lock::try_hold(&dir.collate_lock(), "collating this run").map_err(|e| CollateError::Busy {
+        path: dir.path.clone(),
+        message: format!("another collation is running: {e}; wait for it to end"),
+    })?;
     let run = load::load_run(&dir)?;
     let report_dir = dir.report_dir();
+    tidy_leftovers(&dir.path, &report_dir);
     let staging = report_dir.with_file_name(format!("report.new-{}", std::process::id()));
     if staging.exists() {
         std::fs::remove_dir_all(&staging).map_err(|e| CollateError::io(&staging, e))?;
@@ -88,6 +115,21 @@ pub fn collate(path: &Path) -> Result<CollateOutput, CollateError> {
     Ok(CollateOutput { report_dir, files, ..out })
 }
 
+/// Clears what a collation killed mid-way left behind (it held the lock we
+/// now hold): half-written `report.new-*`, and a `report.old-*` that is put
+/// back if it never got replaced.
+fn tidy_leftovers(run: &Path, report_dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(run) else { return };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with("report.old-") && !report_dir.exists() {
+            let _ = std::fs::rename(e.path(), report_dir);
+        } else if name.starts_with("report.new-") || name.starts_with("report.old-") {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
 /// Collates the run into `report_dir` (which exists, with `plots/`).
 fn collate_into(dir: &RunDir, run: &load::Run, report_dir: &Path) -> Result<CollateOutput, CollateError> {
     let report_dir = report_dir.to_path_buf();
@@ -107,7 +149,7 @@ fn collate_into(dir: &RunDir, run: &load::Run, report_dir: &Path) -> Result<Coll
     let edge_frame = edges::read_edges(dir)?;
     let edge_index = sensor::EdgeIndex::from_frame(edge_frame.as_ref());
     step("edges by rung");
-    let model = sensor::model_for(dir, run, &series, &edge_index);
+    let model = sensor::model_for(dir, run, &series, &edge_index)?;
     let cycles: summary::Cycles = cycle::compose_all(run, &series, &edge_index, &model).into_iter().collect();
     step("node cycles");
     let gpus: Vec<String> = run.manifest.backend.gpus.iter().map(|g| g.key.clone()).collect();

@@ -49,8 +49,8 @@ pub struct PlanArgs {
     /// GPUs to plan for when the campaign selects "all".
     #[arg(long, default_value_t = 8)]
     pub gpus: usize,
-    /// Override the repeats of idle, sustained and duty phases.
-    #[arg(long)]
+    /// Override the repeats of idle, sustained and duty phases (1 to 1000).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub repeats: Option<u32>,
     /// Print the plan as JSON.
     #[arg(long)]
@@ -83,8 +83,8 @@ pub struct RunArgs {
     /// Hardware to drive. Without it, real GPUs; there is no fallback to the simulated node.
     #[arg(long, value_enum, default_value_t = BackendKind::Cuda)]
     pub backend: BackendKind,
-    /// Override the repeats of idle, sustained and duty phases.
-    #[arg(long)]
+    /// Override the repeats of idle, sustained and duty phases (1 to 1000).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub repeats: Option<u32>,
     /// Where run directories go.
     #[arg(long, default_value = "results")]
@@ -108,9 +108,9 @@ pub struct RunArgs {
     /// Simulated GPU model: h200, b300, a10g.
     #[arg(long, default_value = "h200")]
     pub sim_profile: String,
-    /// Simulated GPU count.
-    #[arg(long, default_value_t = 8)]
-    pub sim_gpus: usize,
+    /// Simulated GPU count (1 to 64).
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub sim_gpus: u16,
     /// Seed of the simulated node.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -149,6 +149,9 @@ pub struct CalibrateArgs {
 pub struct CollateArgs {
     /// Run directory.
     pub run_dir: PathBuf,
+    /// Collate a run that is still being written (its report says it did not finish).
+    #[arg(long)]
+    pub snapshot: bool,
 }
 
 /// `observe`.

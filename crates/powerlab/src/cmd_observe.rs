@@ -21,7 +21,7 @@ pub fn observe(a: &ObserveArgs) -> Result<i32> {
             nvml_index: i,
             power_limit_w: f64::from(d.enforced_power_limit()?) / 1000.0,
         };
-        println!("{}: {} {} (limit {:.0} W)", id.key, id.uuid, id.name, id.power_limit_w);
+        outln!("{}: {} {} (limit {:.0} W)", id.key, id.uuid, id.name, id.power_limit_w);
         sources.push(NvmlSource::new(nvml.clone(), id).map_err(|e| anyhow!("{e}"))?);
     }
     let mut csv = match &a.csv {
@@ -58,7 +58,7 @@ pub fn observe(a: &ObserveArgs) -> Result<i32> {
             if do_status {
                 samples.extend(s.read_status(now).map_err(|e| anyhow!("{e}"))?);
                 for e in s.drain_events(now) {
-                    println!("EVENT {} on {}: {}", e.kind, e.gpu, e.detail);
+                    outln!("EVENT {} on {}: {}", e.kind, e.gpu, e.detail);
                 }
             }
             for x in &samples {
@@ -85,7 +85,7 @@ pub fn observe(a: &ObserveArgs) -> Result<i32> {
             last_print = now;
             let per: Vec<String> = latest.iter().enumerate().map(|(i, (b, inst))| format!("gpu{i} {b:7.1} W (instant {inst:7.1})")).collect();
             let node: f64 = latest.iter().map(|l| l.0).sum();
-            println!("{}  node {node:8.1} W", per.join("  "));
+            outln!("{}  node {node:8.1} W", per.join("  "));
         }
         let poll = std::time::Duration::from_nanos(ms(d.poll_interval_ms) as u64);
         std::thread::sleep(poll.saturating_sub(std::time::Duration::from_nanos((clock.now_ns() - now).max(0) as u64)));
@@ -96,7 +96,7 @@ pub fn observe(a: &ObserveArgs) -> Result<i32> {
     if let (Some(c0), Some(c1)) = (cpu0, process_cpu_s()) {
         let wall = (clock.now_ns() - start) as f64 / 1e9;
         let per_gpu = 100.0 * (c1 - c0) / wall / sources.len().max(1) as f64;
-        println!("sampler CPU: {:.2} s over {wall:.1} s for {} GPU(s) = {per_gpu:.2}% of one core per GPU", c1 - c0, sources.len());
+        outln!("sampler CPU: {:.2} s over {wall:.1} s for {} GPU(s) = {per_gpu:.2}% of one core per GPU", c1 - c0, sources.len());
         print_call_costs(&sources, wall);
     }
     Ok(0)
@@ -113,10 +113,10 @@ fn print_call_costs(sources: &[NvmlSource], wall_s: f64) {
         }
     }
     let n = sources.len().max(1) as f64;
-    println!("NVML read costs (per GPU):");
+    outln!("NVML read costs (per GPU):");
     for (call, (count, ns)) in &total {
         let per_call_us = if *count > 0 { *ns as f64 / *count as f64 / 1e3 } else { 0.0 };
-        println!("  {call:<32} {:8.1} calls/s  {per_call_us:8.1} µs/call  {:6.2}% of a core", *count as f64 / wall_s / n, 100.0 * *ns as f64 / 1e9 / wall_s / n);
+        outln!("  {call:<32} {:8.1} calls/s  {per_call_us:8.1} µs/call  {:6.2}% of a core", *count as f64 / wall_s / n, 100.0 * *ns as f64 / 1e9 / wall_s / n);
     }
 }
 

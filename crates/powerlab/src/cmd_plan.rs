@@ -7,11 +7,11 @@ use powerlab_campaign::{load_file, model::GpuSelector, plan};
 pub fn validate(a: &ValidateArgs) -> Result<i32> {
     match load_file(&a.file) {
         Ok(c) => {
-            println!("{}: ok — campaign `{}`, {} phases", a.file.display(), c.name, c.phases.len());
+            outln!("{}: ok — campaign `{}`, {} phases", a.file.display(), c.name, c.phases.len());
             Ok(0)
         }
         Err(e) => {
-            eprintln!("{e}");
+            errln!("{e}");
             Ok(crate::exit::ERROR)
         }
     }
@@ -21,7 +21,7 @@ pub fn plan(a: &PlanArgs) -> Result<i32> {
     let c = match load_file(&a.file) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("{e}");
+            errln!("{e}");
             return Ok(crate::exit::ERROR);
         }
     };
@@ -31,17 +31,17 @@ pub fn plan(a: &PlanArgs) -> Result<i32> {
     };
     match plan::expand(&c, n, a.repeats) {
         Ok(p) if a.json => {
-            println!("{}", serde_json::to_string_pretty(&p)?);
+            outln!("{}", serde_json::to_string_pretty(&p)?);
             Ok(0)
         }
         Ok(p) => {
-            print!("{}", plan::render(&p));
+            out!("{}", plan::render(&p));
             Ok(0)
         }
         Err(e) => {
-            eprintln!("{}: {}", a.file.display(), e.message);
+            errln!("{}: {}", a.file.display(), e.message);
             if let Some(allowed) = e.allowed {
-                eprintln!("  allowed: {allowed}");
+                errln!("  allowed: {allowed}");
             }
             Ok(crate::exit::ERROR)
         }

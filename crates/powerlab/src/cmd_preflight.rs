@@ -39,21 +39,29 @@ pub fn preflight(a: &PreflightArgs) -> Result<i32> {
     let r = capture(&a.phase, a.needs_nccl);
     let elapsed = t0.elapsed();
     let (json, md) = report::write(&r, &a.out, &a.stem).with_context(|| format!("writing the health report into {}", a.out.display()))?;
-    println!("{}", r.headline());
+    outln!("{}", r.headline());
     for c in &r.checks {
-        println!("  {:<20} {:<8} {}", c.id, format!("{:?}", c.status).to_lowercase(), c.evidence.first().cloned().unwrap_or_default());
+        outln!("  {:<20} {:<8} {}", c.id, format!("{:?}", c.status).to_lowercase(), c.evidence.first().cloned().unwrap_or_default());
     }
-    println!("preflight took {:.2} s; wrote {} and {}", elapsed.as_secs_f64(), json.display(), md.display());
+    outln!("preflight took {:.2} s; wrote {} and {}", elapsed.as_secs_f64(), json.display(), md.display());
     Ok(if r.failed() { crate::exit::PREFLIGHT } else { 0 })
 }
 
 pub fn health_diff(a: &HealthDiffArgs) -> Result<i32> {
-    let read = |p: &std::path::Path| -> Result<serde_json::Value> { Ok(serde_json::from_str(&std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?)?) };
+    // Each file must be a health capture (`powerlab preflight`, or the
+    // health.json of a run directory): anything else is refused by name.
+    let read = |p: &std::path::Path| -> Result<serde_json::Value> {
+        let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+        let value: serde_json::Value = serde_json::from_str(&text).with_context(|| format!("{} is not valid JSON", p.display()))?;
+        serde_json::from_value::<powerlab_health::HealthReport>(value.clone())
+            .with_context(|| format!("{} is not a health capture written by `powerlab preflight` (or a run's health.json)", p.display()))?;
+        Ok(value)
+    };
     let (x, y) = (read(&a.a)?, read(&a.b)?);
     let lines = powerlab_health::diff::diff(&x, &y);
-    println!("{} -> {}: {} facts differ", a.a.display(), a.b.display(), lines.len());
+    outln!("{} -> {}: {} facts differ", a.a.display(), a.b.display(), lines.len());
     for l in lines {
-        println!("  {l}");
+        outln!("  {l}");
     }
     Ok(0)
 }

@@ -35,7 +35,7 @@ pub fn run(a: &RunArgs, campaign: Campaign, launch: Launch) -> Result<i32> {
 /// refuse, naming the fix.
 #[cfg(not(feature = "mpi"))]
 pub fn run(_a: &RunArgs, _campaign: Campaign, launch: Launch) -> Result<i32> {
-    eprintln!(
+    errln!(
         "error: started by {} as one of {} processes ({} is set), but this powerlab was built without MPI support: each process would run its own unrelated single-node campaign.\n\
          Build it with `cargo build --release --features mpi` (needs the MPI library's mpicc and libclang), or run one process without the launcher.",
         launch.launcher, launch.world_size, launch.variable
@@ -89,7 +89,7 @@ fn realtime_ns() -> i64 {
 }
 
 fn say(rank: usize, text: &str) {
-    eprintln!("[rank {rank}] {text}");
+    errln!("[rank {rank}] {text}");
 }
 
 /// Finalises MPI once this is the last handle on the link, giving up after
@@ -129,7 +129,7 @@ pub fn rack_main(a: &RunArgs, campaign: Campaign, link: RackLink) -> Result<i32>
     // 3. Preflight on every node, the clock included.
     let needs_nccl = campaign.phases.iter().any(|p| p.kind == powerlab_campaign::PhaseKind::Nccl);
     let (health, available) = match a.backend {
-        BackendKind::Sim => (crate::cmd_preflight::sim_capture(a.sim_gpus, &faults, &label, needs_nccl), a.sim_gpus),
+        BackendKind::Sim => (crate::cmd_preflight::sim_capture(usize::from(a.sim_gpus), &faults, &label, needs_nccl), usize::from(a.sim_gpus)),
         BackendKind::Cuda => {
             let facts = powerlab_health::probe::probe();
             let n = facts.cuda_uuids.len();
@@ -259,10 +259,10 @@ pub fn rack_main(a: &RunArgs, campaign: Campaign, link: RackLink) -> Result<i32>
             match powerlab_collate::rack::collate_rack(&root, false) {
                 Ok(out) => {
                     if !a.json {
-                        println!("rack: {} nodes, report {}", out.nodes.len(), out.report_dir.join("report.md").display());
+                        outln!("rack: {} nodes, report {}", out.nodes.len(), out.report_dir.join("report.md").display());
                         let f = |v: Option<f64>| v.map(|x| format!("{x:.0} W")).unwrap_or_else(|| "–".into());
                         for r in out.rungs.iter().filter(|r| r.instrument == "buffered_w") {
-                            println!("  {:<40} mean {:>9}  peak {:>9}  spread {:>9}", r.label, f(r.mean_w), f(r.peak_w), f(r.spread_w));
+                            outln!("  {:<40} mean {:>9}  peak {:>9}  spread {:>9}", r.label, f(r.mean_w), f(r.peak_w), f(r.spread_w));
                         }
                     }
                 }
@@ -278,7 +278,7 @@ pub fn rack_main(a: &RunArgs, campaign: Campaign, link: RackLink) -> Result<i32>
         }
     };
     if rank == 0 && !a.json {
-        println!("rack run directory: {}", root.display());
+        outln!("rack run directory: {}", root.display());
     }
     Ok(code)
 }

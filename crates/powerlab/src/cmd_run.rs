@@ -29,10 +29,14 @@ pub fn run(a: &RunArgs) -> Result<i32> {
     let campaign = match load_file(&a.file) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("{e}");
+            errln!("{e}");
             return Ok(crate::exit::ERROR);
         }
     };
+    if let Err(e) = check_args(a) {
+        errln!("error: {e}");
+        return Ok(crate::exit::ERROR);
+    }
     if let Some(launch) = powerlab_rack::launcher::detect_from_process().filter(|l| l.world_size > 1) {
         return crate::cmd_rack::run(a, campaign, launch);
     }
@@ -41,6 +45,21 @@ pub fn run(a: &RunArgs) -> Result<i32> {
         BackendKind::Cuda => run_real(a, campaign, None)?,
     };
     finish(a, outcome)
+}
+
+/// Arguments checked before anything is opened or written: a bad one is
+/// an error naming it, never a run that quietly ignores it.
+pub fn check_args(a: &RunArgs) -> Result<(), String> {
+    if let Some(s) = &a.sensor {
+        powerlab_collate::sensor::read_model(s).map_err(|e| format!("--sensor: {e}"))?;
+    }
+    if a.backend == BackendKind::Sim {
+        let faults = FaultPlan::parse(&a.sim_faults)?;
+        faults.check_targets(usize::from(a.sim_gpus))?;
+    } else if !a.sim_faults.is_empty() {
+        return Err("--sim-fault is for the simulated node (--backend sim); real GPUs are never given faults".into());
+    }
+    Ok(())
 }
 
 /// A node's place in a rack run, for the backends.
@@ -85,7 +104,7 @@ fn settle_start<T>(rack: &Option<RackJoin>, mine: Result<T, String>) -> Result<R
     match (r.confirm(problem), value) {
         (Ok(()), Some(v)) => Ok(Ok(v)),
         (Err(e), _) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             Ok(Err(crate::exit::ERROR))
         }
         (Ok(()), None) => Ok(Err(crate::exit::ERROR)),
@@ -103,12 +122,12 @@ fn refuse_unhealthy(a: &RunArgs, health: &powerlab_health::HealthReport) -> Opti
     if !health.failed() {
         return None;
     }
-    eprintln!("{}", health.headline());
+    errln!("{}", health.headline());
     if a.allow_unhealthy {
-        eprintln!("--allow-unhealthy: running anyway; recorded in the manifest");
+        errln!("--allow-unhealthy: running anyway; recorded in the manifest");
         return None;
     }
-    eprintln!("(no load was started; --allow-unhealthy overrides, and the override is recorded in the manifest and on the report's first line)");
+    errln!("(no load was started; --allow-unhealthy overrides, and the override is recorded in the manifest and on the report's first line)");
     let _ = powerlab_health::report::write(health, &a.results, "preflight-failed");
     Some(crate::exit::PREFLIGHT)
 }
@@ -160,7 +179,7 @@ pub fn run_sim(a: &RunArgs, campaign: Campaign, rack: Option<RackJoin>) -> Resul
     if !(10..=5000).contains(&a.sim_step_us) || 1000 % a.sim_step_us != 0 && a.sim_step_us % 1000 != 0 {
         return Err(anyhow!("--sim-step-us {} must divide 1000 or be a multiple of it, between 10 and 5000", a.sim_step_us));
     }
-    let n = gpu_count(&campaign, a.sim_gpus);
+    let n = gpu_count(&campaign, usize::from(a.sim_gpus));
     let node_id = rack.as_ref().map(|r| r.label.clone()).unwrap_or_else(|| "sim-node-0".into());
     // The simulated node's preflight (the rack ran it on every node already).
     // NCCL is judged at run start, where its absence stops the run before load.
@@ -179,7 +198,7 @@ pub fn run_sim(a: &RunArgs, campaign: Campaign, rack: Option<RackJoin>) -> Resul
             SimPace::Virtual => RunClock::virtual_at(a.sim_epoch_ns.unwrap_or_else(|| RunClock::realtime().now_ns())),
             SimPace::Realtime => RunClock::realtime(),
         };
-        let mut opts = SimOptions::new(profile, a.sim_gpus);
+        let mut opts = SimOptions::new(profile, usize::from(a.sim_gpus));
         opts.seed = a.seed;
         opts.faults = faults;
         opts.step_us = a.sim_step_us;
@@ -200,7 +219,7 @@ pub fn run_sim(a: &RunArgs, campaign: Campaign, rack: Option<RackJoin>) -> Resul
             let at = clock.now_ns() + t;
             tokio::spawn(async move {
                 clock.sleep_until(at).await;
-                eprintln!("simulated node death (--sim-fault node:die_at): aborting the process");
+                errln!("simulated node death (--sim-fault node:die_at): aborting the process");
                 std::process::abort();
             });
         }
@@ -233,13 +252,25 @@ fn write_truth(dir: &std::path::Path, backend: &SimBackend) -> Result<()> {
 
 fn spawn_signal_handlers(abort: watch::Sender<Option<StopReason>>) {
     tokio::spawn(async move {
-        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(s) => s,
-            Err(_) => return,
-        };
+        use tokio::signal::unix::{signal, SignalKind};
+        // SIGHUP (a dropped ssh session), SIGQUIT and SIGUSR1 stop a run the
+        // way SIGTERM does: load off, samples flushed, the manifest says why.
+        let mut streams = Vec::new();
+        for (kind, name) in [
+            (SignalKind::terminate(), "SIGTERM received"),
+            (SignalKind::hangup(), "SIGHUP received (the terminal or ssh session went away; run under tmux or nohup to survive that)"),
+            (SignalKind::quit(), "SIGQUIT received"),
+            (SignalKind::user_defined1(), "SIGUSR1 received"),
+        ] {
+            match signal(kind) {
+                Ok(s) => streams.push((s, name)),
+                Err(e) => tracing::warn!("cannot watch for {name}: {e}"),
+            }
+        }
+        let any = first_signal(streams);
         let reason = tokio::select! {
             _ = tokio::signal::ctrl_c() => "SIGINT (Ctrl-C) received",
-            _ = term.recv() => "SIGTERM received",
+            name = any => name,
         };
         powerlab_runner::rack::SIGNAL_SEEN.store(true, std::sync::atomic::Ordering::Relaxed);
         // Under mpirun / srun a SIGTERM usually means another rank failed.
@@ -257,6 +288,22 @@ fn spawn_signal_handlers(abort: watch::Sender<Option<StopReason>>) {
             }
         });
     });
+}
+
+/// Waits for the first of several signal streams; returns its name.
+async fn first_signal(mut streams: Vec<(tokio::signal::unix::Signal, &'static str)>) -> &'static str {
+    if streams.is_empty() {
+        return std::future::pending().await;
+    }
+    std::future::poll_fn(|cx| {
+        for (s, name) in streams.iter_mut() {
+            if s.poll_recv(cx).is_ready() {
+                return std::task::Poll::Ready(*name);
+            }
+        }
+        std::task::Poll::Pending
+    })
+    .await
 }
 
 /// Runs the campaign; `Err(code)` when it could not start.
@@ -285,7 +332,10 @@ async fn execute(
             std::env::temp_dir().join(format!("powerlab-sim-{node}-{}.lock", std::process::id()))
         }
         BackendKind::Sim => {
-            std::fs::create_dir_all(&a.results).map_err(|e| anyhow!("cannot create the results directory {}: {e}", a.results.display()))?;
+            if let Err(e) = powerlab_runner::check_results_root(&a.results) {
+                errln!("error: {e}");
+                return Ok(Err(crate::exit::ERROR));
+            }
             a.results.join(".sim-node.lock")
         }
     });
@@ -315,7 +365,7 @@ async fn execute(
     match run_campaign(campaign, plan, node, clock, &opts, abort_tx, observer).await {
         Ok(r) => Ok(Ok(r)),
         Err(RunError::Missing(e)) => {
-            eprintln!("error: the campaign cannot start, nothing was run: {e}");
+            errln!("error: the campaign cannot start, nothing was run: {e}");
             Ok(Err(crate::exit::ERROR))
         }
         Err(e) => Err(anyhow!(e)),
@@ -332,7 +382,7 @@ pub fn finish(a: &RunArgs, outcome: Result<RunResult, i32>) -> Result<i32> {
     if let Some(s) = &a.sensor {
         let to = result.run_dir.join("sensor.json");
         if let Err(e) = std::fs::copy(s, &to) {
-            eprintln!("error: copying --sensor {} into the run directory failed: {e}", s.display());
+            errln!("error: copying --sensor {} into the run directory failed: {e}", s.display());
         }
     }
     let collated = if a.no_collate { None } else { Some(powerlab_collate::collate(&result.run_dir)) };
@@ -342,11 +392,11 @@ pub fn finish(a: &RunArgs, outcome: Result<RunResult, i32>) -> Result<i32> {
             let to = result.run_dir.join("sensor.json");
             let _ = std::fs::write(&to, serde_json::to_string_pretty(&out.sensor.model).unwrap_or_default() + "\n");
             if !a.json {
-                println!("sensor model: {}", to.display());
+                outln!("sensor model: {}", to.display());
                 for g in &out.sensor.model.gpus {
                     for p in &g.paths {
                         let f = |v: Option<f64>| v.map(|v| format!("{v:.1}")).unwrap_or_else(|| "–".into());
-                        println!("  {} {:<11} update {:>7} ms  window {:>7} ms  latency {:>6} ms", g.gpu, p.instrument, f(p.update_period_ms), f(p.window_ms), f(p.latency_ms));
+                        outln!("  {} {:<11} update {:>7} ms  window {:>7} ms  latency {:>6} ms", g.gpu, p.instrument, f(p.update_period_ms), f(p.window_ms), f(p.latency_ms));
                     }
                 }
             }
@@ -354,11 +404,11 @@ pub fn finish(a: &RunArgs, outcome: Result<RunResult, i32>) -> Result<i32> {
     }
     match &collated {
         Some(Ok(out)) if !a.json => crate::ui::print_summary(&out.rungs),
-        Some(Err(e)) => eprintln!("error: collating {} failed: {e}", result.run_dir.display()),
+        Some(Err(e)) => errln!("error: collating {} failed: {e}", result.run_dir.display()),
         _ => {}
     }
     if !a.json {
-        println!("run directory: {}", result.run_dir.display());
+        outln!("run directory: {}", result.run_dir.display());
     }
     let code = match &result.status {
         RunStatus::Complete => {

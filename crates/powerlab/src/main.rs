@@ -3,6 +3,33 @@
 //! simulated one), shows progress, and maps outcomes to exit codes.
 #![allow(clippy::print_stdout, clippy::print_stderr, clippy::exit)]
 
+/// `println!` that never panics: a closed stdout (`| head -1`, `> /dev/full`)
+/// drops the line and the run goes on; everything printed is also in the run
+/// directory (`events.jsonl`, `report/`).
+macro_rules! outln {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($t)*);
+    }};
+}
+
+/// `print!` that never panics (see `outln!`).
+#[allow(unused_macros)]
+macro_rules! out {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout().lock(), $($t)*);
+    }};
+}
+
+/// `eprintln!` that never panics on a closed stderr.
+macro_rules! errln {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($t)*);
+    }};
+}
+
 mod cli;
 mod cmd_collate;
 mod cmd_observe;
@@ -47,7 +74,7 @@ fn reexec_for_nccl() {
         .env("LD_LIBRARY_PATH", path)
         .env(powerlab_cuda::libs::NCCL_SHIM_ENV, &dir)
         .exec();
-    eprintln!("warning: could not re-execute with the libnccl.so link in {}: {err}", dir.display());
+    errln!("warning: could not re-execute with the libnccl.so link in {}: {err}", dir.display());
 }
 
 /// `calibrate`: the built-in calibration campaign through `run`.
@@ -64,7 +91,7 @@ fn calibrate(a: &cli::CalibrateArgs) -> anyhow::Result<i32> {
         }
         Ok(_) => Ok(exit::ERROR),
         Err(e) => {
-            eprintln!("{e}");
+            errln!("{e}");
             Ok(2)
         }
     }
@@ -95,7 +122,7 @@ fn main() {
     match code {
         Ok(c) => std::process::exit(c),
         Err(e) => {
-            eprintln!("error: {e:#}");
+            errln!("error: {e:#}");
             std::process::exit(exit::ERROR);
         }
     }

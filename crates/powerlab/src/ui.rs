@@ -32,7 +32,7 @@ impl Observer for BarObserver {
             RunEvent::RunEnded { status, reason, .. } => {
                 self.bar.finish_and_clear();
                 if let Some(r) = reason {
-                    eprintln!("run {status}: {r}");
+                    errln!("run {status}: {r}");
                 }
             }
             _ => {}
@@ -55,16 +55,16 @@ pub struct JsonObserver;
 impl Observer for JsonObserver {
     fn event(&mut self, e: &RunEvent) {
         if let Ok(s) = serde_json::to_string(e) {
-            println!("{s}");
+            outln!("{s}");
         }
     }
 
     fn progress(&mut self, done_ns: i64, total_ns: i64, label: &str) {
-        println!("{}", serde_json::json!({ "event": "progress", "done_ns": done_ns, "total_ns": total_ns, "rung": label }));
+        outln!("{}", serde_json::json!({ "event": "progress", "done_ns": done_ns, "total_ns": total_ns, "rung": label }));
     }
 
     fn message(&mut self, text: &str) {
-        println!("{}", serde_json::json!({ "event": "message", "text": text }));
+        outln!("{}", serde_json::json!({ "event": "message", "text": text }));
     }
 }
 
@@ -74,9 +74,9 @@ fn f(v: Option<f64>) -> String {
 
 /// Prints the per-rung node summary.
 pub fn print_summary(rungs: &[RungSummary]) {
-    println!("{:<44} {:>15} {:>9} {:>9} {:>9} {:>9} {:>10}  barrier", "rung", "method", "mean W", "peak W", "spread W", "swing W", "skew µs");
+    outln!("{:<44} {:>15} {:>9} {:>9} {:>9} {:>9} {:>10}  barrier", "rung", "method", "mean W", "peak W", "spread W", "swing W", "skew µs");
     for r in rungs {
-        println!(
+        outln!(
             "{:<44} {:>15} {:>9} {:>9} {:>9} {:>9} {:>10}  {}",
             r.label,
             r.method,
@@ -93,10 +93,10 @@ pub fn print_summary(rungs: &[RungSummary]) {
             }
         );
         for v in r.verdict.iter().chain(&r.edges_verdict) {
-            println!("{:<44} {v}", "");
+            outln!("{:<44} {v}", "");
         }
     }
-    println!("GPU draw only (board power). Duty rungs: the node cycle composed from every GPU's folded cycle; the sample-and-hold figures NVML shows are in summary.csv (raw_*).");
+    outln!("GPU draw only (board power). Duty rungs: the node cycle composed from every GPU's folded cycle; the sample-and-hold figures NVML shows are in summary.csv (raw_*).");
 }
 
 /// Wraps an observer and, on real hardware, captures health a second time

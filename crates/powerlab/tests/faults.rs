@@ -110,7 +110,9 @@ fn signal(child: &std::process::Child, sig: &str) {
 
 #[test]
 fn sigint_mid_rung_stops_within_a_second_and_the_run_collates() {
-    for sig in ["-INT", "-TERM"] {
+    // SIGHUP is how a campaign started over ssh without tmux dies; SIGQUIT
+    // and SIGUSR1 must not kill it either before the load is off.
+    for sig in ["-INT", "-TERM", "-HUP", "-QUIT", "-USR1"] {
         let tmp = tempfile::tempdir().unwrap();
         let mut child = spawn_realtime(&campaign(DUTY), tmp.path());
         std::thread::sleep(Duration::from_millis(3500));
@@ -123,7 +125,7 @@ fn sigint_mid_rung_stops_within_a_second_and_the_run_collates() {
         let dir = run_dirs(&tmp.path().join("runs")).pop().unwrap();
         let m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
         assert_eq!(m["status"]["state"], "interrupted");
-        assert!(m["status"]["reason"].as_str().unwrap().contains(if sig == "-INT" { "SIGINT" } else { "SIGTERM" }));
+        assert!(m["status"]["reason"].as_str().unwrap().contains(&format!("SIG{}", &sig[1..])), "{sig}: {}", m["status"]["reason"]);
         let report = collates(&dir);
         assert!(report.lines().next().unwrap().contains("RUN INTERRUPTED"), "{report}");
         let raw = std::fs::read_to_string(dir.join("raw/gpu0.csv")).unwrap();

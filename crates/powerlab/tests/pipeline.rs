@@ -172,3 +172,47 @@ fn a_failed_collate_keeps_the_previous_report() {
     let leftovers: Vec<_> = std::fs::read_dir(r.dir()).unwrap().filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.starts_with("report.")).collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
+
+/// Issue 19 case 3: the same seed gives byte-identical summaries, reports
+/// and plots, whatever the wall-clock start (here two starts 3.7 ms and
+/// 41 s apart, off every grid). Only timestamps stated as such differ.
+#[test]
+fn the_same_seed_gives_identical_outputs_whatever_the_start_time() {
+    let c = campaign("[[phase]]\nkind = \"duty\"\nname = \"d\"\nperiods_ms = [500, 100]\nmodes = [\"in_phase\", \"staggered\"]\nduration_s = 4\n[[phase]]\nkind = \"sustained\"\nname = \"s\"\nduration_s = 2\n");
+    let starts = [EPOCH, EPOCH + 3_700_001, EPOCH + 41_013_456_789];
+    let runs: Vec<Run> = starts.iter().map(|e| run_sim_at(&c, *e, &["--sim-gpus", "3", "--seed", "5"])).collect();
+    let mut compared = 0;
+    for name in ["summary.csv", "summary.json", "repeats.csv", "in_phase_vs_staggered.csv", "sensor_rungs.csv", "sensor_periods.csv", "spectrum.csv"] {
+        let files: Vec<Option<Vec<u8>>> = runs.iter().map(|r| std::fs::read(r.dir().join("report").join(name)).ok()).collect();
+        if files[0].is_none() {
+            continue;
+        }
+        compared += 1;
+        for (i, f) in files.iter().enumerate().skip(1) {
+            assert!(f == &files[0], "{name} differs between starts {} and {}", starts[0], starts[i]);
+        }
+    }
+    assert!(compared >= 5, "summary files were compared");
+    // The report differs only in lines that state a time.
+    let report: Vec<String> = runs.iter().map(|r| std::fs::read_to_string(r.dir().join("report/report.md")).unwrap()).collect();
+    for (i, other) in report.iter().enumerate().skip(1) {
+        let differing: Vec<(&str, &str)> = report[0].lines().zip(other.lines()).filter(|(a, b)| a != b).collect();
+        assert_eq!(report[0].lines().count(), other.lines().count());
+        for (a, b) in &differing {
+            assert!(a.contains("UTC") || a.contains("started"), "report line differs between starts {} and {}:\n{a}\n{b}", starts[0], starts[i]);
+        }
+    }
+    let plots = |r: &Run| {
+        let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(r.dir().join("report/plots")).unwrap().flatten().map(|e| (e.file_name().to_string_lossy().into_owned(), std::fs::read(e.path()).unwrap())).collect();
+        v.sort();
+        v
+    };
+    let p0 = plots(&runs[0]);
+    assert!(!p0.is_empty());
+    for r in &runs[1..] {
+        for ((na, a), (nb, b)) in p0.iter().zip(plots(r).iter()) {
+            assert_eq!(na, nb);
+            assert!(a == b, "plot {na} differs between starts");
+        }
+    }
+}

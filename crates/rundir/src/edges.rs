@@ -55,20 +55,54 @@ pub fn read_edges(path: &Path) -> Result<Vec<EdgeRow>, RunDirError> {
 
 /// Reads a CSV table of the run directory into rows (empty if the file is
 /// absent). A run killed mid-write leaves a torn last line: every whole row
-/// before it is kept; a bad first row is an error naming the file.
+/// before it is kept. Any other bad row is an error naming the file and the
+/// line, so a damaged file never loses its rest without a word.
 pub fn read_rows<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>, RunDirError> {
     if !path.exists() {
         return Ok(Vec::new());
     }
+    let bad = |line: usize, e: &dyn std::fmt::Display| RunDirError::Format { path: path.to_path_buf(), message: format!("line {line}: {e}") };
     let mut rdr = csv::Reader::from_path(path).map_err(|e| RunDirError::Format { path: path.to_path_buf(), message: e.to_string() })?;
-    let mut out = Vec::new();
-    for (i, row) in rdr.deserialize::<T>().enumerate() {
+    let headers = rdr.headers().map_err(|e| bad(1, &e))?.clone();
+    let records: Vec<Result<csv::StringRecord, csv::Error>> = rdr.records().collect();
+    let last = records.len().saturating_sub(1);
+    let mut out = Vec::with_capacity(records.len());
+    for (i, rec) in records.into_iter().enumerate() {
+        let row = rec.map_err(|e| e.to_string()).and_then(|r| r.deserialize::<T>(Some(&headers)).map_err(|e| e.to_string()));
         match row {
             Ok(r) => out.push(r),
-            // A run killed mid-write leaves a torn last line: keep what is whole.
-            Err(_) if i > 0 => break,
-            Err(e) => return Err(RunDirError::Format { path: path.to_path_buf(), message: format!("row {}: {e}", i + 2) }),
+            // A torn last line (killed mid-write): keep what is whole.
+            Err(_) if i == last && i > 0 => break,
+            Err(e) => return Err(bad(i + 2, &e)),
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{read_rows, EdgeRow};
+
+    fn file(body: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path().join("edges.csv");
+        std::fs::write(&p, format!("rung_id,gpu,index,kind,intended_ns,achieved_ns\n{body}")).unwrap();
+        (tmp, p)
+    }
+
+    #[test]
+    fn a_torn_last_line_keeps_the_whole_rows() {
+        let (_t, p) = file("1,gpu0,0,rise,100,101\n1,gpu0,1,fall,200,201\n1,gpu0,2,ri");
+        let rows: Vec<EdgeRow> = read_rows(&p).unwrap();
+        assert_eq!(rows.len(), 2);
+    }
+
+    /// Issue 19 case 14: a bad row in the middle used to end the table
+    /// silently, dropping every row after it.
+    #[test]
+    fn a_bad_row_in_the_middle_is_an_error_naming_file_and_line() {
+        let (_t, p) = file("1,gpu0,0,rise,100,101\n1,gpu0,1,fall,2x0,201\n1,gpu0,2,rise,300,301\n1,gpu0,3,fall,400,401\n");
+        let e = read_rows::<EdgeRow>(&p).unwrap_err().to_string();
+        assert!(e.contains("edges.csv") && e.contains("line 3"), "{e}");
+    }
 }

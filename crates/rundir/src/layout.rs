@@ -128,6 +128,14 @@ impl RunDir {
     pub fn events(&self) -> PathBuf {
         self.path.join("events.jsonl")
     }
+    /// `.run.lock`: held (flock) by the process writing the run.
+    pub fn run_lock(&self) -> PathBuf {
+        self.path.join(".run.lock")
+    }
+    /// `.collate.lock`: held (flock) by the process collating the run.
+    pub fn collate_lock(&self) -> PathBuf {
+        self.path.join(".collate.lock")
+    }
     /// `edges.csv`.
     pub fn edges(&self) -> PathBuf {
         self.path.join("edges.csv")

@@ -15,6 +15,7 @@ pub mod collectives;
 pub mod edges;
 pub mod events;
 pub mod layout;
+pub mod lock;
 pub mod manifest;
 pub mod raw;
 

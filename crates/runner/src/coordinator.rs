@@ -16,7 +16,7 @@ use powerlab_core::RunClock;
 use powerlab_rundir::events::DEVICE_CLOCK_TOPIC;
 use powerlab_rundir::{CollectiveWriter, EdgeWriter, EventLog, GpuReady, Manifest, RawWriter, RunDir, RunEvent, RunStatus, RungInfo, ToolInfo, FORMAT_VERSION};
 use std::future::Future;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
@@ -218,6 +218,34 @@ fn first_error<T>(results: Vec<Result<T, HwError>>, keys: &[String]) -> Result<V
     Ok(out)
 }
 
+/// The results root must be a writable directory outside every run
+/// directory (a run inside another's `report/` would be deleted by the next
+/// collate of the outer one). Creates it if needed.
+pub fn check_results_root(root: &Path) -> Result<(), String> {
+    let abs = std::path::absolute(root).map_err(|e| format!("results directory {}: {e}", root.display()))?;
+    for dir in abs.ancestors() {
+        if dir.join("manifest.json").is_file() {
+            return Err(format!(
+                "results directory {} is inside the run directory {} (it holds a manifest.json); choose a --results outside any run",
+                root.display(),
+                dir.display()
+            ));
+        }
+    }
+    std::fs::create_dir_all(root).map_err(|e| format!("cannot create the results directory {}: {e}", root.display()))?;
+    let probe = root.join(format!(".powerlab-write-test-{}", std::process::id()));
+    match std::fs::OpenOptions::new().write(true).create(true).truncate(true).open(&probe) {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied || e.raw_os_error() == Some(libc::EROFS) => {
+            Err(format!("results directory {} is not writable ({e}); choose another --results", root.display()))
+        }
+        Err(e) => Err(format!("cannot write into the results directory {}: {e}", root.display())),
+    }
+}
+
 /// Runs a campaign. Everything the run produced stays in the run directory
 /// whatever happens; the result says how it ended.
 pub async fn run_campaign(
@@ -243,25 +271,34 @@ pub async fn run_campaign(
         None => None,
     };
 
-    // 2. Run directory, with room for the run.
+    // 2. Run directory, with room for the run: checked first, so that a
+    // refused run leaves nothing behind.
     let start_ns = clock.now_ns();
-    let dir = match &opts.rack {
-        Some(r) => RunDir::create_exact(&r.node_dir)?,
-        None => RunDir::create(&opts.results_root, &campaign.name, &node.info.host, start_ns)?,
+    let parent = match &opts.rack {
+        Some(r) => r.node_dir.parent().map(Path::to_path_buf).unwrap_or_else(|| r.node_dir.clone()),
+        None => opts.results_root.clone(),
     };
+    check_results_root(&parent).map_err(RunError::Results)?;
     let needed = opts.min_free_bytes.unwrap_or_else(|| needed_bytes(plan));
-    match fs2::available_space(&dir.path) {
+    match fs2::available_space(&parent) {
         Ok(free) if free < needed => {
             return Err(RunError::Results(format!(
                 "{} has {} MB free, the run needs about {} MB of raw samples; free space or choose another --results",
-                dir.path.display(),
+                parent.display(),
                 free / 1_000_000,
                 needed / 1_000_000
             )));
         }
-        Err(e) => return Err(RunError::Results(format!("cannot read free space of {}: {e}", dir.path.display()))),
+        Err(e) => return Err(RunError::Results(format!("cannot read free space of {}: {e}", parent.display()))),
         _ => {}
     }
+    let dir = match &opts.rack {
+        Some(r) => RunDir::create_exact(&r.node_dir)?,
+        None => RunDir::create(&opts.results_root, &campaign.name, &node.info.host, start_ns)?,
+    };
+    // Held while this process writes the directory: a collation meanwhile
+    // refuses (unless asked for a snapshot) instead of reading half a run.
+    let _run_lock = powerlab_rundir::lock::try_hold(&dir.run_lock(), &format!("writing this run (campaign `{}`)", campaign.name)).map_err(|e| RunError::Results(e.to_string()))?;
     let mut manifest = Manifest {
         format_version: FORMAT_VERSION,
         tool: opts.tool.clone(),

@@ -13,7 +13,7 @@ pub enum RunError {
     #[error("the results directory cannot take this run: {0}")]
     Results(String),
     /// Another campaign holds the node.
-    #[error("another campaign is running on this node: {0}")]
+    #[error("{0}")]
     Locked(String),
     /// The run directory could not be written.
     #[error(transparent)]

@@ -1,16 +1,10 @@
 //! One campaign at a time per node: an exclusive lock file naming its holder.
 
-use fs2::FileExt;
-use std::fs::File;
-use std::io::{Read, Seek, Write};
+use powerlab_rundir::lock::{try_hold, Held, LockError};
 use std::path::{Path, PathBuf};
 
 /// A held node lock; released when dropped.
-pub struct NodeLock {
-    _file: File,
-    /// Where the lock lives.
-    pub path: PathBuf,
-}
+pub type NodeLock = Held;
 
 /// Default lock path (`$POWERLAB_LOCK`, else the temp dir).
 pub fn default_lock_path() -> PathBuf {
@@ -19,27 +13,14 @@ pub fn default_lock_path() -> PathBuf {
 
 /// Takes the lock or says who holds it.
 pub fn acquire(path: &Path, holder: &str) -> Result<NodeLock, String> {
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .map_err(|e| format!("cannot open the node lock {}: {e}", path.display()))?;
-    if file.try_lock_exclusive().is_err() {
-        let mut who = String::new();
-        let _ = file.read_to_string(&mut who);
-        return Err(format!(
-            "the node lock {} is held by {}; wait for that campaign to end (or stop it) before starting another",
-            path.display(),
-            if who.trim().is_empty() { "an unknown process".to_string() } else { who.trim().to_string() }
-        ));
+    match try_hold(path, &format!("running {holder}")) {
+        Ok(h) => Ok(h),
+        Err(LockError::Busy { path, holder }) => Err(format!(
+            "another campaign is running on this node: the node lock {} is held by {holder}; wait for that campaign to end (or stop it) before starting another",
+            path.display()
+        )),
+        Err(e @ LockError::Io { .. }) => Err(e.to_string()),
     }
-    let _ = file.set_len(0);
-    let _ = file.rewind();
-    let _ = write!(file, "pid {} running {holder}", std::process::id());
-    let _ = file.flush();
-    Ok(NodeLock { _file: file, path: path.to_path_buf() })
 }
 
 #[cfg(test)]

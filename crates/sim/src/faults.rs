@@ -56,6 +56,9 @@ fn parse_signed_duration_ns(s: &str) -> Result<i64, String> {
     }
 }
 
+/// Latest fault time accepted: one year, ns.
+const MAX_FAULT_TIME_NS: i64 = 366 * 86_400_000_000_000;
+
 fn parse_duration_ns(s: &str) -> Result<i64, String> {
     let s = s.trim();
     let (num, mult) = if let Some(v) = s.strip_suffix("ms") {
@@ -71,7 +74,11 @@ fn parse_duration_ns(s: &str) -> Result<i64, String> {
     if !(v >= 0.0 && v.is_finite()) {
         return Err(format!("`{s}` is not a duration"));
     }
-    Ok((v * mult).round() as i64)
+    let ns = v * mult;
+    if ns > MAX_FAULT_TIME_NS as f64 {
+        return Err(format!("`{s}` is longer than a year"));
+    }
+    Ok(ns.round() as i64)
 }
 
 impl FaultPlan {
@@ -117,8 +124,12 @@ impl FaultPlan {
                     f.late_falls = Some((parse_duration_ns(t).map_err(bad)?, parse_duration_ns(late).map_err(bad)?));
                 }
                 "nvml_error_every" => f.nvml_error_every = value.parse().map_err(|_| bad(format!("`{value}` is not a count")))?,
-                "extra_c_per_w" => f.extra_c_per_w = value.parse().map_err(|_| bad(format!("`{value}` is not a number")))?,
-                "power_limit_w" => f.power_limit_w = Some(value.parse().map_err(|_| bad(format!("`{value}` is not watts")))?),
+                "extra_c_per_w" => {
+                    f.extra_c_per_w = value.parse().ok().filter(|v: &f64| v.is_finite() && (0.0..=1.0).contains(v)).ok_or_else(|| bad(format!("`{value}` is not a heating coefficient between 0 and 1 °C/W")))?
+                }
+                "power_limit_w" => {
+                    f.power_limit_w = Some(value.parse().ok().filter(|v: &f64| v.is_finite() && (50.0..=5000.0).contains(v)).ok_or_else(|| bad(format!("`{value}` is not a power limit a GPU can have (50 to 5000 W)")))?)
+                }
                 other => {
                     return Err(bad(format!(
                         "unknown key `{other}` (allowed: cold_start, lost_at, xid_at, power_brake_at, nccl_hang_at, late_falls_at, nvml_error_every, extra_c_per_w, power_limit_w)"
@@ -127,6 +138,15 @@ impl FaultPlan {
             }
         }
         Ok(plan)
+    }
+
+    /// Refuses faults aimed at GPUs the node does not have (they would
+    /// silently inject nothing).
+    pub fn check_targets(&self, gpu_count: usize) -> Result<(), String> {
+        match self.gpus.keys().find(|i| **i >= gpu_count) {
+            Some(i) => Err(format!("a --sim-fault names gpu{i}, but the simulated node has {gpu_count} GPUs (gpu0..gpu{})", gpu_count.saturating_sub(1))),
+            None => Ok(()),
+        }
     }
 
     /// Faults of GPU `idx` (default: none).

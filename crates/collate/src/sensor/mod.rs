@@ -436,7 +436,7 @@ pub fn calibrate(run: &Run, series: &SeriesSet, edges: &EdgeIndex) -> Option<Sen
 /// its own calibration rungs; else a `sensor.json` given to the run; else
 /// the built-in profile of its GPU model; else nominal values. A path whose
 /// calibration fit was refused takes the next source's values for that path.
-pub fn model_for(dir: &RunDir, run: &Run, series: &SeriesSet, edges: &EdgeIndex) -> SensorModel {
+pub fn model_for(dir: &RunDir, run: &Run, series: &SeriesSet, edges: &EdgeIndex) -> Result<SensorModel, CollateError> {
     let keys: Vec<String> = run.manifest.backend.gpus.iter().map(|g| g.key.clone()).collect();
     let name = run.manifest.backend.gpus.first().map(|g| g.name.clone()).unwrap_or_default();
     let fallback = SensorModel::builtin(&name, &keys).unwrap_or_else(|| SensorModel::nominal(&name, &keys));
@@ -450,15 +450,26 @@ pub fn model_for(dir: &RunDir, run: &Run, series: &SeriesSet, edges: &EdgeIndex)
                 }
             }
         }
-        return m;
+        return Ok(m);
     }
     let given = dir.path.join("sensor.json");
-    if let Some(mut m) = std::fs::read_to_string(&given).ok().and_then(|t| serde_json::from_str::<SensorModel>(&t).ok()) {
+    if given.exists() {
+        let mut m = read_model(&given)?;
         m.source = format!("sensor.json given to the run ({})", m.source);
         m.kind = ModelKind::Given;
-        return m;
+        return Ok(m);
     }
-    fallback
+    Ok(fallback)
+}
+
+/// Reads a sensor model written by `powerlab calibrate`; a file that is
+/// missing or is not one is an error naming it (never a silent fallback).
+pub fn read_model(path: &Path) -> Result<SensorModel, CollateError> {
+    let text = std::fs::read_to_string(path).map_err(|e| CollateError::io(path, e))?;
+    serde_json::from_str::<SensorModel>(&text).map_err(|e| CollateError::BadRaw {
+        path: path.to_path_buf(),
+        message: format!("not a sensor model written by `powerlab calibrate`: {e}"),
+    })
 }
 
 /// What a path can make of a square wave of `period_ms` and `duty`.

@@ -53,11 +53,16 @@ pub fn run_dirs(root: &Path) -> Vec<PathBuf> {
 
 /// Runs `campaign` (TOML text) on the simulated node with extra arguments.
 pub fn run_sim(campaign: &str, extra: &[&str]) -> Run {
+    run_sim_at(campaign, EPOCH, extra)
+}
+
+/// `run_sim` with virtual time starting at `epoch_ns`.
+pub fn run_sim_at(campaign: &str, epoch_ns: i64, extra: &[&str]) -> Run {
     let results = tempfile::tempdir().unwrap();
     let file = results.path().join("campaign.toml");
     std::fs::write(&file, campaign).unwrap();
     let root = results.path().join("runs");
-    let epoch = EPOCH.to_string();
+    let epoch = epoch_ns.to_string();
     let out = powerlab()
         .args(["run", file.to_str().unwrap(), "--backend", "sim", "--results", root.to_str().unwrap(), "--sim-epoch-ns", &epoch])
         .args(extra)

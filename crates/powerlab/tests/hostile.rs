@@ -1,0 +1,260 @@
+//! Issue 19, tried as a hostile user would: bounds, arguments that used to be
+//! ignored, collation that must never lose a report or read a live run,
+//! results roots inside run directories, closed pipes. Each test failed on
+//! the code before it.
+
+mod util;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+use util::*;
+
+const DUTY: &str = "[[phase]]\nkind = \"duty\"\nname = \"d\"\nperiod_ms = 200\nduration_s = 4\n";
+
+fn write_campaign(dir: &std::path::Path, body: &str) -> std::path::PathBuf {
+    let file = dir.join("c.toml");
+    std::fs::write(&file, campaign(body)).unwrap();
+    file
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Case 4: durations that overflow the clock or round to nothing are refused
+/// at `validate`, and so are repeats of 0 or beyond the file limit.
+#[test]
+fn out_of_range_durations_and_repeats_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    for d in ["1e308", "1e12", "1e-300", "0.01"] {
+        let file = write_campaign(tmp.path(), &format!("[[phase]]\nkind = \"sustained\"\nname = \"s\"\nduration_s = {d}\n"));
+        let out = powerlab().args(["validate", file.to_str().unwrap()]).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "duration_s = {d} accepted: {}", text(&out.stdout));
+        let err = text(&out.stderr);
+        assert!(err.contains("duration_s") && err.contains("604800"), "{d}: {err}");
+    }
+    let file = write_campaign(tmp.path(), DUTY);
+    for (cmd, n) in [("plan", "0"), ("plan", "100000"), ("run", "0")] {
+        let out = powerlab().args([cmd, file.to_str().unwrap(), "--repeats", n, "--backend", "sim"].iter().take(if cmd == "plan" { 4 } else { 6 })).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{cmd} --repeats {n}: {}", text(&out.stderr));
+        assert!(text(&out.stderr).contains("--repeats"), "{}", text(&out.stderr));
+    }
+    // The largest allowed rung times the largest repeat count is refused by
+    // the planner's checked total, not wrapped into a negative duration.
+    let file = write_campaign(tmp.path(), "[[phase]]\nkind = \"sustained\"\nname = \"s\"\nduration_s = 604800\nrepeats = 1000\n");
+    let out = powerlab().args(["plan", file.to_str().unwrap()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    assert!(text(&out.stderr).contains("longer than 366 days"), "{}", text(&out.stderr));
+    // Limits that contradict each other.
+    let file = write_campaign(tmp.path(), &format!("[limits]\nedge_p99_us = 80\nedge_max_us = 40\n{DUTY}"));
+    let out = powerlab().args(["validate", file.to_str().unwrap()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("edge_max_us"), "{}", text(&out.stderr));
+}
+
+/// Case 5: a `--sensor` that is missing or not a sensor model, a fault for
+/// a GPU the node lacks, an unphysical fault value: errors, exit non-zero,
+/// and nothing is run.
+#[test]
+fn bad_sensor_files_and_faults_are_errors_before_anything_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = write_campaign(tmp.path(), DUTY);
+    let garbage = tmp.path().join("garbage.json");
+    std::fs::write(&garbage, "{\"not\": \"a sensor model\"}").unwrap();
+    let missing = tmp.path().join("missing.json");
+    let runs = tmp.path().join("runs");
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (vec!["--sensor".into(), missing.display().to_string()], "missing.json"),
+        (vec!["--sensor".into(), garbage.display().to_string()], "garbage.json"),
+        (vec!["--sim-fault".into(), "gpu99:lost_at=1s".into()], "gpu99"),
+        (vec!["--sim-fault".into(), "gpu0:power_limit_w=-5".into()], "power_limit_w"),
+        (vec!["--sim-fault".into(), "gpu0:extra_c_per_w=nan".into()], "extra_c_per_w"),
+        (vec!["--sim-fault".into(), "gpu0:lost_at=1e300s".into()], "lost_at"),
+    ];
+    for (args, names) in cases {
+        let out = powerlab()
+            .args(["run", file.to_str().unwrap(), "--backend", "sim", "--sim-gpus", "2", "--results", runs.to_str().unwrap()])
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(names), "{args:?} must name {names}: {err}");
+        assert!(run_dirs(&runs).is_empty(), "{args:?} ran anyway");
+    }
+    // Beyond the documented maximum GPU count: refused before allocating.
+    let out = powerlab().args(["run", file.to_str().unwrap(), "--backend", "sim", "--sim-gpus", "100000"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("--sim-gpus"));
+}
+
+/// Case 6: a second collation of the same directory refuses, naming the
+/// holder; a run still being written refuses unless `--snapshot`.
+#[test]
+fn collation_is_exclusive_and_refuses_a_live_run_unless_asked() {
+    let r = run_sim(&campaign(DUTY), &["--sim-gpus", "2"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    let dir = powerlab_rundir::RunDir::open(r.dir()).unwrap();
+    let before = std::fs::read(r.dir().join("report/summary.csv")).unwrap();
+    {
+        let _held = powerlab_rundir::lock::try_hold(&dir.collate_lock(), "collating this run").unwrap();
+        let out = powerlab().args(["collate", r.dir().to_str().unwrap()]).output().unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        let err = text(&out.stderr);
+        assert!(err.contains("another collation") && err.contains(&format!("pid {}", std::process::id())), "{err}");
+    }
+    {
+        let _held = powerlab_rundir::lock::try_hold(&dir.run_lock(), "writing this run").unwrap();
+        let out = powerlab().args(["collate", r.dir().to_str().unwrap()]).output().unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        assert!(text(&out.stderr).contains("still being written") && text(&out.stderr).contains("--snapshot"), "{}", text(&out.stderr));
+        let out = powerlab().args(["collate", "--snapshot", r.dir().to_str().unwrap()]).output().unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+    }
+    assert_eq!(std::fs::read(r.dir().join("report/summary.csv")).unwrap(), before, "the same files give the same summary");
+}
+
+/// Case 6: Ctrl-C in the middle of a collation keeps the previous report
+/// whole (it used to be deleted first, leaving an empty `plots/`).
+#[test]
+fn ctrl_c_during_collate_keeps_the_previous_report() {
+    let c = campaign("[[phase]]\nkind = \"duty\"\nname = \"d\"\nperiods_ms = [500, 200, 100]\nmodes = [\"in_phase\", \"staggered\"]\nduration_s = 20\n");
+    let r = run_sim(&c, &["--sim-gpus", "4"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    let list = |d: &std::path::Path| {
+        let mut v: Vec<String> = walk(d).into_iter().map(|p| p.strip_prefix(d).unwrap().display().to_string()).collect();
+        v.sort();
+        v
+    };
+    let report = r.dir().join("report");
+    let files = list(&report);
+    let summary = std::fs::read(report.join("summary.csv")).unwrap();
+    // Interrupt at several moments of a collation.
+    for delay_ms in [40u64, 90, 160, 250] {
+        let child = powerlab().args(["collate", r.dir().to_str().unwrap()]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        let _ = Command::new("kill").args(["-INT", &child.id().to_string()]).status();
+        let mut child = child;
+        let _ = child.wait();
+        assert_eq!(list(&report), files, "after SIGINT at {delay_ms} ms the report is whole");
+        assert_eq!(std::fs::read(report.join("summary.csv")).unwrap(), summary);
+    }
+    // The next collation tidies what the interrupted ones left and succeeds.
+    let out = powerlab().args(["collate", r.dir().to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stray: Vec<_> = std::fs::read_dir(r.dir()).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.starts_with("report.")).collect();
+    assert!(stray.is_empty(), "{stray:?}");
+}
+
+fn walk(d: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(d).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// Case 7: a results root inside a run directory (its `report/` or `raw/`)
+/// is refused: the next collate of the outer run would delete it.
+#[test]
+fn a_results_root_inside_a_run_directory_is_refused() {
+    let r = run_sim(&campaign(DUTY), &["--sim-gpus", "2"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    let file = write_campaign(r.results.path(), DUTY);
+    for inner in ["report", "raw", "report/deeper/still"] {
+        let root = r.dir().join(inner);
+        let out = powerlab().args(["run", file.to_str().unwrap(), "--backend", "sim", "--sim-gpus", "2", "--results", root.to_str().unwrap()]).output().unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{inner}: {err}");
+        assert!(err.contains("inside the run directory"), "{inner}: {err}");
+    }
+    assert!(!r.dir().join("report/deeper").exists(), "nothing was created inside the run");
+}
+
+/// Case 8: a closed stdout (`| head -1`, `> /dev/full`) never panics; the
+/// run goes on to the end and its manifest says complete.
+#[test]
+fn a_closed_stdout_never_panics() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = write_campaign(tmp.path(), DUTY);
+    let runs = tmp.path().join("runs");
+    let epoch = EPOCH.to_string();
+    // Reader gone before the first line (EPIPE), and a full device (ENOSPC).
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    for (what, stdout) in [("closed pipe", None), ("/dev/full", Some(full))] {
+        let mut cmd = powerlab();
+        cmd.args(["run", file.to_str().unwrap(), "--backend", "sim", "--sim-gpus", "2", "--json", "--results", runs.to_str().unwrap(), "--sim-epoch-ns", &epoch]);
+        let out = match stdout {
+            Some(f) => cmd.stdout(Stdio::from(f)).stderr(Stdio::piped()).output().unwrap(),
+            None => {
+                let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+                drop(child.stdout.take());
+                child.wait_with_output().unwrap()
+            }
+        };
+        let err = text(&out.stderr);
+        assert!(!err.contains("panicked"), "{what}: {err}");
+        assert_eq!(out.status.code(), Some(0), "{what}: {err}");
+        let dir = run_dirs(&runs).pop().unwrap();
+        let m = std::fs::read_to_string(dir.join("manifest.json")).unwrap();
+        assert!(m.contains("\"complete\""), "{what}: {m}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+    let mut child = powerlab().args(["plan", file.to_str().unwrap()]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert!(!text(&out.stderr).contains("panicked"), "{}", text(&out.stderr));
+    assert_ne!(out.status.code(), Some(101));
+}
+
+/// Case 10: a results directory that cannot be written says so (not "another
+/// campaign is running"), and a run refused for lack of disk leaves nothing.
+#[test]
+fn unwritable_or_too_small_results_directories_are_named_and_left_clean() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = write_campaign(tmp.path(), DUTY);
+    // A read-only filesystem is read-only for root too.
+    let ro = std::path::Path::new("/proc/self/powerlab-results");
+    let out = powerlab().args(["run", file.to_str().unwrap(), "--backend", "sim", "--sim-gpus", "2", "--results", ro.to_str().unwrap()]).output().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("results directory") && err.contains("powerlab-results") && !err.contains("another campaign"), "{err}");
+    // Far more raw data than any disk here holds: refused, nothing created.
+    let big = write_campaign(tmp.path(), "[[phase]]\nkind = \"sustained\"\nname = \"s\"\nduration_s = 600000\nrepeats = 40\n");
+    let runs = tmp.path().join("runs");
+    let out = powerlab().args(["run", big.to_str().unwrap(), "--backend", "sim", "--sim-gpus", "8", "--results", runs.to_str().unwrap()]).output().unwrap();
+    let err = text(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("MB free"), "{err}");
+    assert!(run_dirs(&runs).is_empty(), "a refused run left {:?}", run_dirs(&runs));
+}
+
+/// Case 11: `health-diff` refuses files that are not health captures, and
+/// a truncated one is named.
+#[test]
+fn health_diff_refuses_what_is_not_a_health_capture() {
+    let tmp = tempfile::tempdir().unwrap();
+    // preflight writes a capture on any machine (here: the driver is missing).
+    let cap = powerlab().args(["preflight", "--out", tmp.path().to_str().unwrap(), "--stem", "good"]).output().unwrap();
+    let good = tmp.path().join("good.json");
+    assert!(good.is_file(), "{}", text(&cap.stderr));
+    let whole = std::fs::read_to_string(&good).unwrap();
+    let truncated = tmp.path().join("truncated.json");
+    std::fs::write(&truncated, &whole[..whole.len() / 2]).unwrap();
+    for (name, body) in [("empty-object.json", "{}"), ("array.json", "[]"), ("null.json", "null")] {
+        let p = tmp.path().join(name);
+        std::fs::write(&p, body).unwrap();
+        let out = powerlab().args(["health-diff", good.to_str().unwrap(), p.to_str().unwrap()]).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{name}: {}", text(&out.stdout));
+        assert!(text(&out.stderr).contains(name) && text(&out.stderr).contains("not a health capture"), "{}", text(&out.stderr));
+    }
+    let out = powerlab().args(["health-diff", truncated.to_str().unwrap(), good.to_str().unwrap()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("truncated.json"), "{}", text(&out.stderr));
+    let out = powerlab().args(["health-diff", good.to_str().unwrap(), good.to_str().unwrap()]).output().unwrap();
+    assert!(out.status.success() && text(&out.stdout).contains("0 facts differ"), "{}", text(&out.stdout));
+}
