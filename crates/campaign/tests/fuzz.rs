@@ -81,3 +81,51 @@ fn near_valid_campaigns_never_panic_and_rejections_are_located() {
     let n = run_for(structured());
     eprintln!("campaign parser: {n} structured campaigns");
 }
+
+/// A valid campaign whose lines are known: (line, key, bad values).
+const BASE: &str = "[campaign]\nname = \"f\"\n[sampling]\npoll_interval_ms = 20\ngrid_ms = 10\n[limits]\nmax_gpu_temp_c = 88\nedge_p99_us = 50\n[defaults]\nwarmup_s = 1\nrepeats = 2\n[[phase]]\nkind = \"duty\"\nname = \"d\"\nperiod_ms = 100\nduty = 0.5\nduration_s = 4\nramp_s = 0\nmode = \"staggered\"\n";
+const BAD: &[(usize, &str, &[&str])] = &[
+    (4, "poll_interval_ms", &["0", "-1", "1e308", "nan", "inf", "\"x\"", "0.5", "5000"]),
+    (5, "grid_ms", &["0", "-1", "1e308", "nan", "0.001"]),
+    (7, "max_gpu_temp_c", &["0", "1e6", "-5", "nan"]),
+    (8, "edge_p99_us", &["0", "-1", "1e9", "nan"]),
+    (10, "warmup_s", &["-1", "1e9", "nan", "inf", "true"]),
+    (11, "repeats", &["0", "-1", "1001", "1.5", "\"2\""]),
+    (15, "period_ms", &["0", "-5", "1e9", "nan", "0.5"]),
+    (16, "duty", &["0", "1.5", "-0.5", "nan", "2"]),
+    (17, "duration_s", &["0", "1e308", "1e-300", "-1", "nan", "\"4\"", "1e12"]),
+    (18, "ramp_s", &["-1", "4", "1e9", "nan"]),
+    (19, "mode", &["\"sideways\"", "1", "[]"]),
+];
+
+/// One bad value put on a known line of a valid campaign: the rejection
+/// must give exactly that line and name that field (a check that fails when
+/// an error points elsewhere or names nothing).
+#[test]
+fn one_bad_value_is_rejected_at_its_own_line_and_field() {
+    assert!(parse_str("fuzz.toml", BASE).is_ok(), "the base campaign is valid");
+    let strategy = (0..BAD.len(), 0usize..16).prop_map(|(i, v)| (i, v % BAD[i].2.len()));
+    let deadline = Instant::now() + budget();
+    let cases = std::cell::Cell::new(0u64);
+    while Instant::now() < deadline {
+        let mut runner = TestRunner::new(Config { cases: 128, failure_persistence: None, ..Config::default() });
+        if let Err(e) = runner.run(&strategy, |(i, v)| {
+            cases.set(cases.get() + 1);
+            let (line, key, values) = BAD[i];
+            let text: String = BASE.lines().enumerate().map(|(n, l)| if n + 1 == line { format!("{key} = {}\n", values[v]) } else { format!("{l}\n") }).collect();
+            match parse_str("fuzz.toml", &text) {
+                Ok(_) => prop_assert!(false, "`{key} = {}` on line {line} was accepted", values[v]),
+                Err(e) => {
+                    prop_assert_eq!(e.line, line, "`{} = {}`: {}", key, values[v], e);
+                    let named = e.field.as_deref().is_some_and(|f| f.ends_with(key)) || e.message.contains(key);
+                    prop_assert!(named, "`{key} = {}`: the field is not named: {e}", values[v]);
+                    prop_assert!(e.to_string().starts_with("fuzz.toml:"), "{e}");
+                }
+            }
+            Ok(())
+        }) {
+            panic!("{e}");
+        }
+    }
+    eprintln!("campaign parser: {} single bad values", cases.get());
+}

@@ -20,6 +20,7 @@ pub mod cycle;
 pub mod edges;
 pub mod energy;
 pub mod error;
+pub mod integrity;
 pub mod load;
 pub mod nccl;
 pub mod plots;
@@ -115,6 +116,22 @@ pub fn collate_with(path: &Path, opts: CollateOptions) -> Result<CollateOutput, 
     Ok(CollateOutput { report_dir, files, ..out })
 }
 
+/// Marks rungs whose window some GPU's readings do not cover; where the
+/// GPUs disagree (one covers less than another) the node figures go: a sum
+/// missing part of a GPU's draw is not the node's.
+fn mark_incomplete(rungs: &mut [summary::RungSummary], coverage: &std::collections::BTreeMap<u32, integrity::Coverage>) {
+    for r in rungs {
+        let Some(c) = coverage.get(&r.rung_id) else { continue };
+        r.window_coverage = Some(stats::r3(c.worst));
+        r.incomplete = c.mark();
+        if r.incomplete.is_some() && c.uneven() {
+            for f in [&mut r.mean_w, &mut r.peak_w, &mut r.p1_w, &mut r.p99_w, &mut r.spread_w, &mut r.swing_w, &mut r.energy_j, &mut r.raw_mean_w, &mut r.raw_peak_w, &mut r.raw_spread_w, &mut r.raw_swing_w] {
+                *f = None;
+            }
+        }
+    }
+}
+
 /// Clears what a collation killed mid-way left behind (it held the lock we
 /// now hold): half-written `report.new-*`, and a `report.old-*` that is put
 /// back if it never got replaced.
@@ -137,13 +154,15 @@ fn collate_into(dir: &RunDir, run: &load::Run, report_dir: &Path) -> Result<Coll
     // Step times at POWERLAB_LOG=info, for the collation benchmark.
     let t0 = std::time::Instant::now();
     let step = |what: &str| tracing::info!("collate: {what} done at {:.2} s", t0.elapsed().as_secs_f64());
-    let raw = load::read_power(dir, load::sample_bounds(run))?;
+    let raw = load::read_power(dir, run)?;
     step("reading raw samples");
     let raw_rows = raw.total_rows;
     let series = sensor::SeriesSet::from_frame(&raw.power);
     // Everything from here on reads the per-GPU series: free the frame.
     drop(raw);
     step("series by GPU");
+    let raw_problems = integrity::check_files(dir, run)?;
+    let coverage = integrity::rung_coverage(run, &series);
     let curve = curve::node_curve(&series, run)?;
     step("node curve");
     let edge_frame = edges::read_edges(dir)?;
@@ -180,6 +199,7 @@ fn collate_into(dir: &RunDir, run: &load::Run, report_dir: &Path) -> Result<Coll
             r.instrument_verdict = Some(row.verdict.clone());
         }
     }
+    mark_incomplete(&mut rungs, &coverage);
     let repeats = summary::repeat_stats(&rungs);
     let compare = summary::compare_modes(&rungs);
     let nccl_rows = nccl::nccl_rows(dir, run)?;
@@ -193,7 +213,7 @@ fn collate_into(dir: &RunDir, run: &load::Run, report_dir: &Path) -> Result<Coll
     files.extend(plots::write_plots(&curve, run, &rungs, &repeats, &compare, &cycles, &report_dir.join("plots"))?);
     files.extend(plots::write_nccl_plot(&nccl_rows, &report_dir.join("plots"))?);
     files.extend(plots::write_sensor_plot(&sensor.answers, &report_dir.join("plots"))?);
-    let tables = report::Tables { rungs: &rungs, repeats: &repeats, compare: &compare, nccl: &nccl_rows, fabric: &fabric, sensor: &sensor };
+    let tables = report::Tables { rungs: &rungs, repeats: &repeats, compare: &compare, nccl: &nccl_rows, fabric: &fabric, sensor: &sensor, raw_problems: &raw_problems };
     files.push(report::write_report(run, &tables, raw_rows, &report_dir)?);
     Ok(CollateOutput { report_dir, rungs, repeats, compare, sensor, nccl: nccl_rows, raw_rows, files })
 }

@@ -118,7 +118,13 @@ pub fn sample_bounds(run: &Run) -> (i64, i64) {
 /// file with timestamps outside `bounds` is refused by name: it belongs to
 /// another run or is corrupt, and a node curve over its span would be wrong
 /// (and unbounded).
-pub fn read_power(dir: &RunDir, bounds: (i64, i64)) -> Result<RawPower, CollateError> {
+///
+/// Each file must hold its own GPU's rows (named by the file, listed in the
+/// manifest, on the manifest's node) and power values a GPU can draw (within
+/// three times its enforced limit): a copied, swapped or rescaled file is
+/// refused by name rather than summed into a plausible node.
+pub fn read_power(dir: &RunDir, run: &Run) -> Result<RawPower, CollateError> {
+    let bounds = sample_bounds(run);
     let files = dir.raw_files()?;
     let mut frames = Vec::new();
     let mut total_rows = 0;
@@ -130,6 +136,7 @@ pub fn read_power(dir: &RunDir, bounds: (i64, i64)) -> Result<RawPower, CollateE
             std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&header[..]), &mut out).map_err(|e| CollateError::BadRaw { path: path.clone(), message: format!("not a readable gzip file: {e}") })?;
             header = out;
         }
+        crate::integrity::check_checksum(path, &header, run)?;
         let first_line = header.split(|b| *b == b'\n').next().unwrap_or_default();
         if first_line != powerlab_rundir::raw::RAW_HEADER.as_bytes() {
             return Err(CollateError::BadRaw { path: path.clone(), message: format!("header is not `{}`", powerlab_rundir::raw::RAW_HEADER) });
@@ -171,6 +178,7 @@ pub fn read_power(dir: &RunDir, bounds: (i64, i64)) -> Result<RawPower, CollateE
                 });
             }
         }
+        crate::integrity::check_content(path, &df, run)?;
         frames.push(df.lazy());
     }
     let power = if frames.is_empty() {

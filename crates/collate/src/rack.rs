@@ -9,7 +9,7 @@
 
 use crate::curve::node_curve;
 use crate::error::CollateError;
-use crate::load::{load_run, read_power, sample_bounds, Run};
+use crate::load::{load_run, read_power, Run};
 use crate::summary::{compare_modes, repeat_stats, summarize, write_csv, write_tables, PhaseCompare, RungSummary};
 use polars::prelude::*;
 use powerlab_rundir::{RunDir, RunStatus};
@@ -177,7 +177,7 @@ pub fn collate_rack(rack: &Path, collate_nodes: bool) -> Result<RackOutput, Coll
     let mut frames = Vec::new();
     let mut raw_rows = 0usize;
     for (d, r) in &runs {
-        let raw = read_power(d, sample_bounds(r))?;
+        let raw = read_power(d, r)?;
         raw_rows += raw.total_rows;
         frames.push(raw.power.lazy());
     }

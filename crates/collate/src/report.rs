@@ -48,6 +48,8 @@ pub struct Tables<'a> {
     pub fabric: &'a [FabricPowerRow],
     /// Sensor model, per-rung and per-period verdicts.
     pub sensor: &'a crate::sensor::SensorReport,
+    /// Raw files missing or cut short (`integrity::check_files`).
+    pub raw_problems: &'a [String],
 }
 
 /// Writes `report/report.md`.
@@ -65,6 +67,19 @@ pub fn write_report(run: &Run, t: &Tables<'_>, raw_rows: usize, dir: &Path) -> R
         RunStatus::Running => warnings.push("RUN DID NOT FINISH (no end recorded: killed?): numbers cover the samples flushed before it stopped".into()),
         RunStatus::Interrupted { reason } => warnings.push(format!("RUN INTERRUPTED ({reason}): numbers cover the rungs that ran")),
         RunStatus::Failed { reason } => warnings.push(format!("RUN FAILED ({reason}): numbers cover the rungs that ran")),
+    }
+    let incomplete: Vec<&str> = rungs.iter().filter(|r| r.incomplete.is_some()).map(|r| r.label.as_str()).collect();
+    if !t.raw_problems.is_empty() || !incomplete.is_empty() {
+        let mut w = String::from("INCOMPLETE RAW DATA");
+        if !t.raw_problems.is_empty() {
+            w.push_str(&format!(": {}", t.raw_problems.join("; ")));
+        }
+        if !incomplete.is_empty() {
+            let worst = rungs.iter().filter_map(|r| r.window_coverage.filter(|_| r.incomplete.is_some())).fold(1.0, f64::min);
+            let shown = if incomplete.len() > 6 { format!("{}, …", incomplete[..6].join(", ")) } else { incomplete.join(", ") };
+            w.push_str(&format!(" — {} rung(s) not wholly covered (worst {:.0} % of its window): {shown}; see the `incomplete` column", incomplete.len(), 100.0 * worst));
+        }
+        warnings.push(w);
     }
     if m.backend.backend == "sim" {
         warnings.push("SIMULATED NODE: these are model outputs, not measurements".into());
@@ -103,10 +118,13 @@ pub fn write_report(run: &Run, t: &Tables<'_>, raw_rows: usize, dir: &Path) -> R
             (Some(p), _) => fmt_ms(p),
             _ => "–".into(),
         };
-        let method = match &r.verdict {
+        let mut method = match &r.verdict {
             Some(v) => format!("{}: **{v}**", r.method),
             None => r.method.clone(),
         };
+        if let Some(i) = &r.incomplete {
+            method = format!("**{i}** — {method}");
+        }
         let _ = writeln!(
             s,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",

@@ -132,6 +132,11 @@ pub struct RungSummary {
     /// `edge_max_us`) or its on-phases drew less than the sustained level;
     /// empty when both hold.
     pub edges_verdict: Option<String>,
+    /// Lowest share of the measured window that any GPU's readings cover.
+    pub window_coverage: Option<f64>,
+    /// Why the rung's raw data are incomplete (a GPU's file missing or cut
+    /// short, a run stopped mid-rung); empty when every GPU covers the window.
+    pub incomplete: Option<String>,
 }
 
 struct Stats {
@@ -292,6 +297,8 @@ pub fn summarize(curve: &NodeCurve, run: &Run, edges: &HashMap<u32, EdgeStats>, 
                 None if r.info.kind == "duty" && r.barrier_ok.is_some() => Some("no edges recorded for this rung: its timing is unverified".into()),
                 None => None,
             },
+            window_coverage: None,
+            incomplete: None,
         });
     }
     Ok(out)

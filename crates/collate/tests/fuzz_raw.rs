@@ -68,10 +68,21 @@ fn check(root: &Path, raw: &[u8], edges: &[u8], collectives: &[u8]) -> Result<()
     std::fs::write(dir.join("edges.csv"), edges).unwrap();
     std::fs::write(dir.join("collectives.csv"), collectives).unwrap();
     match powerlab_collate::collate(&dir) {
-        Ok(_) => {}
+        Ok(out) => {
+            // A finished collation states only finite figures, and its
+            // report exists and names the run.
+            for r in &out.rungs {
+                for v in [r.mean_w, r.peak_w, r.spread_w, r.swing_w, r.raw_mean_w, r.raw_spread_w].into_iter().flatten() {
+                    prop_assert!(v.is_finite(), "a figure that is not finite: {r:?}");
+                }
+            }
+            let report = std::fs::read_to_string(dir.join("report/report.md")).unwrap_or_default();
+            prop_assert!(report.contains("fuzz"), "the report is missing or does not name the campaign");
+        }
         Err(e) => {
+            // The refusal names the file itself, not a step that mentions "raw".
             let msg = e.to_string();
-            prop_assert!(msg.contains(".csv") || msg.contains("raw") || msg.contains("edges") || msg.contains("collectives"), "refusal names no file: {msg}");
+            prop_assert!(["gpu0.csv", "edges.csv", "collectives.csv", "manifest.json", "events.jsonl"].iter().any(|f| msg.contains(f)), "refusal names no file: {msg}");
         }
     }
     Ok(())

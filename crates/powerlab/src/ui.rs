@@ -92,7 +92,7 @@ pub fn print_summary(rungs: &[RungSummary]) {
                 (None, None) => "-",
             }
         );
-        for v in r.verdict.iter().chain(&r.edges_verdict) {
+        for v in r.incomplete.iter().chain(&r.verdict).chain(&r.edges_verdict) {
             outln!("{:<44} {v}", "");
         }
     }

@@ -258,3 +258,140 @@ fn health_diff_refuses_what_is_not_a_health_capture() {
     let out = powerlab().args(["health-diff", good.to_str().unwrap(), good.to_str().unwrap()]).output().unwrap();
     assert!(out.status.success() && text(&out.stdout).contains("0 facts differ"), "{}", text(&out.stdout));
 }
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let p = e.path();
+        let name = e.file_name();
+        if name.to_string_lossy().starts_with('.') {
+            continue;
+        }
+        if p.is_dir() {
+            copy_dir(&p, &to.join(&name));
+        } else {
+            std::fs::copy(&p, to.join(&name)).unwrap();
+        }
+    }
+}
+
+fn rungs_of(dir: &std::path::Path) -> Vec<serde_json::Value> {
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("report/summary.json")).unwrap()).unwrap();
+    v["rungs"].as_array().unwrap().clone()
+}
+
+/// Makes a run directory look written before raw indexes existed.
+fn older_than_indexes(d: &std::path::Path) {
+    let mut m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("manifest.json")).unwrap()).unwrap();
+    m.as_object_mut().unwrap().remove("raw_index");
+    std::fs::write(d.join("manifest.json"), serde_json::to_string(&m).unwrap()).unwrap();
+    for e in std::fs::read_dir(d.join("raw")).unwrap().flatten() {
+        if e.path().extension().is_some_and(|x| x == "idx") {
+            std::fs::remove_file(e.path()).unwrap();
+        }
+    }
+}
+
+const FIGURES: [&str; 6] = ["mean_w", "peak_w", "spread_w", "swing_w", "raw_mean_w", "raw_spread_w"];
+
+/// Cases 1 and 2: damaged raw files. A file cut short or missing is named
+/// on the report's first line, and every rung whose figures differ from the
+/// intact run's is marked incomplete; copied, rescaled or unlisted files are
+/// refused by name.
+#[test]
+fn damaged_raw_files_are_named_and_never_give_silent_figures() {
+    let c = campaign("[[phase]]\nkind = \"sustained\"\nname = \"s\"\nduration_s = 3\n[[phase]]\nkind = \"duty\"\nname = \"d\"\nperiods_ms = [500, 200]\nmodes = [\"in_phase\", \"staggered\"]\nduration_s = 4\n");
+    let r = run_sim(&c, &["--sim-gpus", "4"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    let intact = rungs_of(r.dir());
+    assert!(intact.iter().all(|x| x["incomplete"].is_null()), "the intact run is whole");
+    let work = r.results.path().join("damaged");
+    let fresh = |name: &str| {
+        let d = work.join(name);
+        copy_dir(r.dir(), &d);
+        d
+    };
+    let collate = |d: &std::path::Path| powerlab().args(["collate", d.to_str().unwrap()]).output().unwrap();
+
+    // 1. gpu3.csv cut in half.
+    let d = fresh("cut");
+    let raw = std::fs::read(d.join("raw/gpu3.csv")).unwrap();
+    std::fs::write(d.join("raw/gpu3.csv"), &raw[..raw.len() / 2]).unwrap();
+    let out = collate(&d);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let first = std::fs::read_to_string(d.join("report/report.md")).unwrap().lines().next().unwrap().to_string();
+    assert!(first.contains("INCOMPLETE RAW DATA") && first.contains("gpu3.csv is cut short"), "{first}");
+    let cut = rungs_of(&d);
+    let mut marked = 0;
+    for (a, b) in intact.iter().zip(&cut) {
+        let same = FIGURES.iter().all(|f| a[f] == b[f]);
+        if !b["incomplete"].is_null() {
+            marked += 1;
+        }
+        assert!(same || !b["incomplete"].is_null(), "{}: figures changed without a mark: {a} vs {b}", b["label"]);
+    }
+    assert!(marked > 0, "the rungs after the cut are marked");
+
+    // 2a. gpu1.csv deleted: named, every rung marked, no node figures.
+    let d = fresh("deleted");
+    std::fs::remove_file(d.join("raw/gpu1.csv")).unwrap();
+    let out = collate(&d);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let first = std::fs::read_to_string(d.join("report/report.md")).unwrap().lines().next().unwrap().to_string();
+    assert!(first.contains("gpu1.csv is missing"), "{first}");
+    for b in rungs_of(&d) {
+        assert!(!b["incomplete"].is_null(), "{b}");
+        assert!(FIGURES.iter().all(|f| b[f].is_null()), "a node figure without gpu1: {b}");
+    }
+
+    // 2b-d. Copied, rescaled and unlisted files: refused by name.
+    let d = fresh("copied");
+    let gpu0 = std::fs::read(d.join("raw/gpu0.csv")).unwrap();
+    std::fs::write(d.join("raw/gpu1.csv"), &gpu0).unwrap();
+    // The file no longer matches the checksum its index recorded...
+    let out = collate(&d);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("gpu1.csv") && text(&out.stderr).contains("checksum"), "{}", text(&out.stderr));
+    // ...a missing index is itself refused...
+    std::fs::remove_file(d.join("raw/gpu1.idx")).unwrap();
+    let out = collate(&d);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("gpu1.idx") && text(&out.stderr).contains("missing"), "{}", text(&out.stderr));
+    // ...and in a run from before indexes its rows still give it away.
+    older_than_indexes(&d);
+    let out = collate(&d);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("gpu1.csv") && text(&out.stderr).contains("rows of `gpu0`"), "{}", text(&out.stderr));
+
+    let d = fresh("scaled");
+    let scaled: String = std::fs::read_to_string(d.join("raw/gpu2.csv"))
+        .unwrap()
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            let f: Vec<&str> = l.split(',').collect();
+            if i == 0 || f[3] == "energy_mj" || f.len() != 5 { format!("{l}\n") } else { format!("{},{},{},{},{}\n", f[0], f[1], f[2], f[3], f[4].parse::<f64>().unwrap() * 1000.0) }
+        })
+        .collect();
+    std::fs::write(d.join("raw/gpu2.csv"), scaled).unwrap();
+    // In a run from before indexes: the range check.
+    older_than_indexes(&d);
+    let out = collate(&d);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("gpu2.csv") && text(&out.stderr).contains("rescaled"), "{}", text(&out.stderr));
+
+    let d = fresh("unlisted");
+    let mut m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("manifest.json")).unwrap()).unwrap();
+    m["backend"]["gpus"].as_array_mut().unwrap().truncate(2);
+    std::fs::write(d.join("manifest.json"), serde_json::to_string(&m).unwrap()).unwrap();
+    let out = collate(&d);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("gpu2.csv") && text(&out.stderr).contains("not a GPU of this run"), "{}", text(&out.stderr));
+
+    // A killed run whose last rows were never indexed still collates whole.
+    let d = fresh("unindexed-tail");
+    std::fs::write(d.join("raw/gpu0.idx"), "").unwrap();
+    let out = collate(&d);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(rungs_of(&d), intact);
+}

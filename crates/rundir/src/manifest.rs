@@ -68,6 +68,11 @@ pub struct Manifest {
     pub allow_unhealthy: bool,
     /// The command line.
     pub command: Vec<String>,
+    /// Every raw file has an index (`raw/<gpu>.idx`) with checkpoints and
+    /// checksums; runs written before indexes say false, and are read
+    /// without that check.
+    #[serde(default)]
+    pub raw_index: bool,
 }
 
 impl Manifest {

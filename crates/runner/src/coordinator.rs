@@ -313,6 +313,7 @@ pub async fn run_campaign(
         status: RunStatus::Running,
         allow_unhealthy: opts.allow_unhealthy,
         command: opts.command.clone(),
+        raw_index: true,
     };
     manifest.write(&dir.manifest())?;
     if let Some((json, md)) = &opts.health {

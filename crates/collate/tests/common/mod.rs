@@ -21,5 +21,6 @@ pub fn manifest(campaign: &str, keys: &[String], started_ns: i64, ended_ns: i64)
         status: RunStatus::Complete,
         allow_unhealthy: false,
         command: vec![],
+        raw_index: false,
     }
 }

@@ -1,0 +1,229 @@
+//! Whether the raw files are this run's, whole and physical. Every file
+//! belongs to a GPU of the manifest and holds only that GPU's rows on the
+//! manifest's node; its power values are ones a GPU can draw; and it is not
+//! shorter than its index (`raw/<gpu>.idx`) says was written. Per rung: how
+//! much of the window each GPU's samples cover. A rung some GPU covers less
+//! than the others gets no node figures (the sum would miss that GPU's
+//! share); any rung not wholly covered is marked incomplete, with its
+//! coverage, in the summary and on the report's first line.
+
+use crate::error::CollateError;
+use crate::load::Run;
+use crate::sensor::SeriesSet;
+use polars::prelude::*;
+use powerlab_rundir::RunDir;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Largest physical power reading, as a multiple of the GPU's enforced limit.
+pub const MAX_LIMIT_MULTIPLE: f64 = 3.0;
+/// Lowest physical power reading, W (a little below zero for sensor offsets).
+pub const MIN_READING_W: f64 = -5.0;
+/// A rung whose window some GPU covers less than this is incomplete: any
+/// loss at all (an intact run covers every window wholly, its readings
+/// being at most a few driver periods apart).
+pub const MIN_COVERAGE: f64 = 0.9999;
+/// Two readings further apart than this leave a hole in the data.
+const MAX_GAP_NS: i64 = 250_000_000;
+/// The power instruments, in order of preference for coverage.
+const POWER: [&str; 3] = ["buffered_w", "instant_w", "average_w"];
+
+/// The GPU key a raw file is named for (`raw/gpu3.csv` → `gpu3`; a GPU's
+/// rows split over several files: `raw/gpu3-part2.csv` → `gpu3`).
+pub fn file_key(path: &Path) -> String {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let stem = name.strip_suffix(".csv.gz").or_else(|| name.strip_suffix(".csv")).unwrap_or(&name);
+    match stem.rsplit_once("-part") {
+        Some((key, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => key.to_string(),
+        _ => stem.to_string(),
+    }
+}
+
+fn bad(path: &Path, message: String) -> CollateError {
+    CollateError::BadRaw { path: path.to_path_buf(), message }
+}
+
+/// Checks one raw file's rows (already read): its GPU and node, and that
+/// every power reading is physical. A copied, swapped, foreign or rescaled
+/// file is an error naming it.
+pub fn check_content(path: &Path, df: &DataFrame, run: &Run) -> Result<(), CollateError> {
+    let key = file_key(path);
+    let m = &run.manifest.backend;
+    let Some(gpu) = m.gpus.iter().find(|g| g.key == key) else {
+        let keys: Vec<&str> = m.gpus.iter().map(|g| g.key.as_str()).collect();
+        return Err(bad(path, format!("`{key}` is not a GPU of this run (the manifest lists {}): the manifest was edited or the file comes from another run", keys.join(", "))));
+    };
+    let distinct = |name: &str| -> Vec<String> {
+        df.column(name).ok().and_then(|c| c.unique().ok()).and_then(|c| c.str().ok().map(|s| s.iter().flatten().map(str::to_string).collect())).unwrap_or_default()
+    };
+    if let Some(other) = distinct("gpu").into_iter().find(|g| *g != key) {
+        return Err(bad(path, format!("holds rows of `{other}`, not only of `{key}`: the file was copied from another GPU's or swapped; restore the original")));
+    }
+    if let Some(other) = distinct("node").into_iter().find(|n| *n != m.node_id) {
+        return Err(bad(path, format!("holds rows of node `{other}`, but this run is node `{}`: the file comes from another run", m.node_id)));
+    }
+    let limit = if gpu.power_limit_w > 0.0 { gpu.power_limit_w } else { 1000.0 };
+    let max = MAX_LIMIT_MULTIPLE * limit;
+    let power_names = Series::new("p".into(), POWER);
+    let off = df
+        .clone()
+        .lazy()
+        .filter(col("instrument").is_in(lit(power_names).implode(false), false).and(col("value").gt(lit(max)).or(col("value").lt(lit(MIN_READING_W)))))
+        .select([col("value")])
+        .collect()
+        .map_err(CollateError::polars("checking power readings"))?;
+    if off.height() > 0 {
+        let first = off.column("value").ok().and_then(|c| c.f64().ok().and_then(|v| v.get(0))).unwrap_or(f64::NAN);
+        return Err(bad(
+            path,
+            format!(
+                "{} power reading(s) outside what a GPU with a {limit:.0} W limit can draw (for example {first} W; allowed {MIN_READING_W} to {max:.0} W): the file is rescaled (mW written as W?) or corrupt",
+                off.height()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a raw file's bytes against the checksum its index recorded at the
+/// last flush the file still reaches (a file cut short is checked up to
+/// there). A file changed after the run wrote it, or one whose index is
+/// gone from a run that wrote indexes, is an error naming it.
+pub fn check_checksum(path: &Path, bytes: &[u8], run: &Run) -> Result<(), CollateError> {
+    let index = powerlab_rundir::raw::index_path(path);
+    if run.manifest.raw_index && !index.is_file() {
+        return Err(bad(
+            path,
+            format!("its index {} is missing, so the file cannot be checked against what the run wrote; restore the index from the original run directory", index.display()),
+        ));
+    }
+    let checkpoints = powerlab_rundir::read_index_all(path);
+    let Some(cp) = checkpoints.iter().rev().find(|c| c.bytes as usize <= bytes.len()) else { return Ok(()) };
+    let got = crc32fast::hash(&bytes[..cp.bytes as usize]);
+    if got != cp.crc32 {
+        return Err(bad(
+            path,
+            format!(
+                "its first {} bytes do not match the checksum the run recorded in its index ({:08x}, now {got:08x}): the file was edited, reordered or damaged after it was written; restore the original",
+                cp.bytes, cp.crc32
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Problems with the set of raw files, in words: a GPU of the manifest
+/// without a file, a file shorter than its index says was written. These
+/// do not stop the collation: the rungs they touch are marked.
+pub fn check_files(dir: &RunDir, run: &Run) -> Result<Vec<String>, CollateError> {
+    let files = dir.raw_files()?;
+    let mut problems = Vec::new();
+    for g in &run.manifest.backend.gpus {
+        let Some(path) = files.iter().find(|p| file_key(p) == g.key) else {
+            problems.push(format!("raw/{}.csv is missing: {} has no samples", g.key, g.key));
+            continue;
+        };
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        // An archived (gzip) file's index counts uncompressed bytes: rows decide.
+        let Some(idx) = powerlab_rundir::read_index(path) else { continue };
+        if name.ends_with(".gz") {
+            continue;
+        }
+        let len = std::fs::metadata(path).map_err(|e| CollateError::io(path, e))?.len();
+        if len < idx.bytes {
+            problems.push(format!(
+                "raw/{name} is cut short: {len} of the {} bytes written are there ({} rows were written, the last {:.1} s into the run)",
+                idx.bytes,
+                idx.rows,
+                (idx.last_ts_ns - run.manifest.started_ns) as f64 / 1e9
+            ));
+        }
+    }
+    Ok(problems)
+}
+
+/// One rung's coverage: the lowest and highest share of the window that a
+/// GPU's readings cover, and the GPU with the lowest.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Coverage {
+    /// Lowest share of the window a GPU covers.
+    pub worst: f64,
+    /// Highest share.
+    pub best: f64,
+    /// The GPU with the lowest.
+    pub gpu: String,
+}
+
+impl Coverage {
+    /// Whether the GPUs disagree: one covers less of the window than another,
+    /// so a node sum would miss part of a GPU's draw.
+    pub fn uneven(&self) -> bool {
+        self.best - self.worst > 1.0 - MIN_COVERAGE
+    }
+
+    /// The mark for the summary and the report, if the window is not whole.
+    pub fn mark(&self) -> Option<String> {
+        (self.worst < MIN_COVERAGE).then(|| {
+            let pct = if self.worst > 0.99 { format!("{:.2}", 100.0 * self.worst) } else { format!("{:.0}", 100.0 * self.worst) };
+            let what = if self.uneven() { "no node figures: the sum would miss part of a GPU's draw" } else { "every GPU stops together: figures cover the part that was sampled" };
+            format!("INCOMPLETE RAW DATA: {} covers {pct} % of the window ({what})", self.gpu)
+        })
+    }
+}
+
+/// Share of `[a, b]` covered by readings no more than `MAX_GAP_NS` apart.
+fn covered(samples: &[(i64, f64)], a: i64, b: i64) -> f64 {
+    if b <= a {
+        return 1.0;
+    }
+    let lo = samples.partition_point(|s| s.0 < a - MAX_GAP_NS);
+    let hi = samples.partition_point(|s| s.0 <= b + MAX_GAP_NS);
+    let mut total = 0i64;
+    for w in samples[lo..hi].windows(2) {
+        let (t0, t1) = (w[0].0, w[1].0);
+        if t1 - t0 <= MAX_GAP_NS {
+            total += (t1.min(b) - t0.max(a)).max(0);
+        }
+    }
+    total as f64 / (b - a) as f64
+}
+
+/// Per rung, the coverage of its measured window by every GPU's readings.
+pub fn rung_coverage(run: &Run, series: &SeriesSet) -> BTreeMap<u32, Coverage> {
+    let mut out = BTreeMap::new();
+    let gpu_series: Vec<(&str, &[(i64, f64)])> = run
+        .series
+        .iter()
+        .map(|(node, gpu)| (gpu.as_str(), POWER.iter().map(|i| series.get_at(node, gpu, i)).find(|s| !s.is_empty()).unwrap_or(&[])))
+        .collect();
+    for r in &run.rungs {
+        let mut cov = Coverage { worst: 1.0, best: 0.0, gpu: String::new() };
+        for (gpu, s) in &gpu_series {
+            let c = covered(s, r.measure_from_ns, r.end_ns);
+            if c < cov.worst || cov.gpu.is_empty() {
+                cov.worst = c.min(cov.worst);
+                cov.gpu = gpu.to_string();
+            }
+            cov.best = cov.best.max(c);
+        }
+        out.insert(r.info.id, cov);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::covered;
+
+    #[test]
+    fn coverage_counts_only_gaps_shorter_than_the_limit() {
+        let s: Vec<(i64, f64)> = (0..=100).map(|k| (k * 20_000_000, 1.0)).collect();
+        assert!((covered(&s, 0, 2_000_000_000) - 1.0).abs() < 1e-9);
+        // Half the window has no readings at all.
+        assert!((covered(&s, 1_000_000_000, 3_000_000_000) - 0.5).abs() < 0.01);
+        // A hole of 1 s in the middle.
+        let holed: Vec<(i64, f64)> = s.iter().copied().filter(|x| !(500_000_000..1_500_000_000).contains(&x.0)).collect();
+        let c = covered(&holed, 0, 2_000_000_000);
+        assert!((c - 0.49).abs() < 0.02, "{c}");
+    }
+}
