@@ -222,6 +222,38 @@ sed -n '/^## Edges per rung/,/^## /p' "$de/report/report.md" | head -40 | tee -a
 grep -E "^\| sweep" "$de/report/report.md" | head -16 | cut -c1-200 | tee -a "$OUT/summary.txt"
 done
 
+if want hostile; then
+say "issue 19 on real GPUs: closed stdout, raw index and checksums, collate of a live run, SIGHUP"
+# 1. stdout closed after one line: the run must go on to its end.
+timeout 120 "$BIN" run campaigns/device-smoke.toml $ALLOW --json --results "$R/hostile-pipe" 2> "$OUT/hostile-pipe.err" | head -1 > "$OUT/hostile-pipe.first"
+echo "closed stdout: exit ${PIPESTATUS[0]} (0 = went on to the end); panics in stderr: $(grep -c panicked "$OUT/hostile-pipe.err")" | tee -a "$OUT/summary.txt"
+dh=$(ls -d "$R/hostile-pipe"/*/ | head -1)
+grep -o '"state": *"[a-z]*"' "$dh/manifest.json" | tee -a "$OUT/summary.txt"
+# 2. The raw index, checked by an independent reader (zlib's CRC-32).
+python3 - "$dh" <<'PY' | tee -a "$OUT/summary.txt"
+import sys, os, zlib, glob
+for idx in sorted(glob.glob(os.path.join(sys.argv[1], "raw", "*.idx"))):
+    lines = [l.split(",") for l in open(idx).read().split("\n") if l]
+    raw = open(idx[:-4] + ".csv", "rb").read()
+    bad = [l for l in lines if zlib.crc32(raw[:int(l[1])]) != int(l[3], 16)]
+    rows, nbytes, on_disk = int(lines[-1][0]), int(lines[-1][1]), raw.count(b"\n") - 1
+    print(f"{os.path.basename(idx)}: {len(lines)} checkpoints, last {rows} rows / {nbytes} bytes of {len(raw)} on disk, rows on disk {on_disk}; checkpoints whose CRC-32 does not match: {len(bad)}")
+PY
+"$BIN" collate "$dh" > "$OUT/hostile-collate.log" 2>&1; echo "collate of the closed-stdout run: exit $?" | tee -a "$OUT/summary.txt"
+# 3. A collate while the run is being written, and SIGHUP mid-rung.
+"$BIN" run campaigns/device-smoke.toml $ALLOW --results "$R/hostile-hup" > "$OUT/hostile-hup.log" 2>&1 &
+RUNPID=$!
+sleep 7
+dl=$(ls -d "$R/hostile-hup"/*/ | head -1)
+"$BIN" collate "$dl" > "$OUT/hostile-live.log" 2>&1; echo "collate of a live run: exit $? — $(tail -1 "$OUT/hostile-live.log" | cut -c1-200)" | tee -a "$OUT/summary.txt"
+kill -HUP $RUNPID; sent=$(date +%s%N)
+wait $RUNPID; rc=$?; exited=$(date +%s%N)
+echo "SIGHUP: exit $rc (130 = interrupted), $(( (exited - sent) / 1000000 )) ms after the signal" | tee -a "$OUT/summary.txt"
+grep -o '"status": *{[^}]*}' "$dl/manifest.json" | tee -a "$OUT/summary.txt"
+nvidia-smi --query-gpu=index,power.draw,utilization.gpu --format=csv,noheader | tee -a "$OUT/summary.txt"
+head -1 "$dl/report/report.md" 2>/dev/null | cut -c1-300 | tee -a "$OUT/summary.txt"
+fi
+
 cp "$OUT/summary.txt" "$OUT/summary.log" 2>/dev/null
 # Run directories without their derived reports (collate regenerates them).
 tar czf "$OUT/results.tgz" --exclude=report -C "$R" . 2>/dev/null
