@@ -162,6 +162,7 @@ fn collate_into(dir: &RunDir, run: &load::Run, report_dir: &Path) -> Result<Coll
     drop(raw);
     step("series by GPU");
     let raw_problems = integrity::check_files(dir, run)?;
+    let raw_end_ns = series.last_ts_ns();
     let coverage = integrity::rung_coverage(run, &series);
     let curve = curve::node_curve(&series, run)?;
     step("node curve");
@@ -213,7 +214,7 @@ fn collate_into(dir: &RunDir, run: &load::Run, report_dir: &Path) -> Result<Coll
     files.extend(plots::write_plots(&curve, run, &rungs, &repeats, &compare, &cycles, &report_dir.join("plots"))?);
     files.extend(plots::write_nccl_plot(&nccl_rows, &report_dir.join("plots"))?);
     files.extend(plots::write_sensor_plot(&sensor.answers, &report_dir.join("plots"))?);
-    let tables = report::Tables { rungs: &rungs, repeats: &repeats, compare: &compare, nccl: &nccl_rows, fabric: &fabric, sensor: &sensor, raw_problems: &raw_problems };
+    let tables = report::Tables { rungs: &rungs, repeats: &repeats, compare: &compare, nccl: &nccl_rows, fabric: &fabric, sensor: &sensor, raw_problems: &raw_problems, raw_end_ns };
     files.push(report::write_report(run, &tables, raw_rows, &report_dir)?);
     Ok(CollateOutput { report_dir, rungs, repeats, compare, sensor, nccl: nccl_rows, raw_rows, files })
 }

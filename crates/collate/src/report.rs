@@ -50,6 +50,9 @@ pub struct Tables<'a> {
     pub sensor: &'a crate::sensor::SensorReport,
     /// Raw files missing or cut short (`integrity::check_files`).
     pub raw_problems: &'a [String],
+    /// The latest raw reading, epoch ns (where a run that never recorded
+    /// its end stopped).
+    pub raw_end_ns: Option<i64>,
 }
 
 /// Writes `report/report.md`.
@@ -64,7 +67,10 @@ pub fn write_report(run: &Run, t: &Tables<'_>, raw_rows: usize, dir: &Path) -> R
     }
     match &m.status {
         RunStatus::Complete => {}
-        RunStatus::Running => warnings.push("RUN DID NOT FINISH (no end recorded: killed?): numbers cover the samples flushed before it stopped".into()),
+        RunStatus::Running => warnings.push(format!(
+            "RUN DID NOT FINISH (no end recorded: killed?): numbers cover the samples flushed before it stopped{}",
+            t.raw_end_ns.map(|e| format!(", the last {:.1} s after the start", (e - m.started_ns) as f64 / 1e9)).unwrap_or_default()
+        )),
         RunStatus::Interrupted { reason } => warnings.push(format!("RUN INTERRUPTED ({reason}): numbers cover the rungs that ran")),
         RunStatus::Failed { reason } => warnings.push(format!("RUN FAILED ({reason}): numbers cover the rungs that ran")),
     }

@@ -145,8 +145,14 @@ fn kill_9_keeps_raw_samples_up_to_the_last_flush_and_they_collate() {
     let raw = std::fs::read_to_string(dir.join("raw/gpu1.csv")).unwrap();
     let last = raw.lines().filter_map(|l| l.split(',').next()?.parse::<i64>().ok()).max().unwrap();
     assert!(killed_at - last < 1_300_000_000, "the last kept sample is {} ms before the kill", (killed_at - last) / 1_000_000);
+    // Rows written after the last index line (killed between a write and
+    // the next flush's index) still collate, and the end is stated.
+    let idx = std::fs::read_to_string(dir.join("raw/gpu1.idx")).unwrap();
+    let indexed: usize = idx.lines().last().unwrap().split(',').next().unwrap().parse().unwrap();
+    assert!(indexed <= raw.lines().count() - 1);
     let report = collates(&dir);
-    assert!(report.lines().next().unwrap().contains("RUN DID NOT FINISH"), "{report}");
+    let first = report.lines().next().unwrap();
+    assert!(first.contains("RUN DID NOT FINISH") && first.contains(" s after the start"), "{first}");
 }
 
 #[test]

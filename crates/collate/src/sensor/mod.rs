@@ -220,6 +220,11 @@ impl SeriesSet {
         self.by.iter().find(|((_, g, i), _)| g == gpu && i == instrument).map(|(_, v)| v.as_slice()).unwrap_or(&[])
     }
 
+    /// The latest reading of any series, epoch ns.
+    pub fn last_ts_ns(&self) -> Option<i64> {
+        self.by.values().filter_map(|s| s.last().map(|x| x.0)).max()
+    }
+
     /// One series of one node (empty if absent).
     pub fn get_at(&self, node: &str, gpu: &str, instrument: &str) -> &[(i64, f64)] {
         self.by.get(&(node.to_string(), gpu.to_string(), instrument.to_string())).map(Vec::as_slice).unwrap_or(&[])
