@@ -8,10 +8,9 @@
 //! coverage, in the summary and on the report's first line.
 
 use crate::error::CollateError;
-use crate::load::Run;
 use crate::sensor::SeriesSet;
 use polars::prelude::*;
-use powerlab_rundir::RunDir;
+use powerlab_rundir::{Manifest, RunDir};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -46,9 +45,9 @@ fn bad(path: &Path, message: String) -> CollateError {
 /// Checks one raw file's rows (already read): its GPU and node, and that
 /// every power reading is physical. A copied, swapped, foreign or rescaled
 /// file is an error naming it.
-pub fn check_content(path: &Path, df: &DataFrame, run: &Run) -> Result<(), CollateError> {
+pub fn check_content(path: &Path, df: &DataFrame, manifest: &Manifest) -> Result<(), CollateError> {
     let key = file_key(path);
-    let m = &run.manifest.backend;
+    let m = &manifest.backend;
     let Some(gpu) = m.gpus.iter().find(|g| g.key == key) else {
         let keys: Vec<&str> = m.gpus.iter().map(|g| g.key.as_str()).collect();
         return Err(bad(path, format!("`{key}` is not a GPU of this run (the manifest lists {}): the manifest was edited or the file comes from another run", keys.join(", "))));
@@ -89,9 +88,9 @@ pub fn check_content(path: &Path, df: &DataFrame, run: &Run) -> Result<(), Colla
 /// last flush the file still reaches (a file cut short is checked up to
 /// there). A file changed after the run wrote it, or one whose index is
 /// gone from a run that wrote indexes, is an error naming it.
-pub fn check_checksum(path: &Path, bytes: &[u8], run: &Run) -> Result<(), CollateError> {
+pub fn check_checksum(path: &Path, bytes: &[u8], manifest: &Manifest) -> Result<(), CollateError> {
     let index = powerlab_rundir::raw::index_path(path);
-    if run.manifest.raw_index && !index.is_file() {
+    if manifest.raw_index && !index.is_file() {
         return Err(bad(
             path,
             format!("its index {} is missing, so the file cannot be checked against what the run wrote; restore the index from the original run directory", index.display()),
@@ -115,10 +114,10 @@ pub fn check_checksum(path: &Path, bytes: &[u8], run: &Run) -> Result<(), Collat
 /// Problems with the set of raw files, in words: a GPU of the manifest
 /// without a file, a file shorter than its index says was written. These
 /// do not stop the collation: the rungs they touch are marked.
-pub fn check_files(dir: &RunDir, run: &Run) -> Result<Vec<String>, CollateError> {
+pub fn check_files(dir: &RunDir, manifest: &Manifest) -> Result<Vec<String>, CollateError> {
     let files = dir.raw_files()?;
     let mut problems = Vec::new();
-    for g in &run.manifest.backend.gpus {
+    for g in &manifest.backend.gpus {
         let Some(path) = files.iter().find(|p| file_key(p) == g.key) else {
             problems.push(format!("raw/{}.csv is missing: {} has no samples", g.key, g.key));
             continue;
@@ -135,7 +134,7 @@ pub fn check_files(dir: &RunDir, run: &Run) -> Result<Vec<String>, CollateError>
                 "raw/{name} is cut short: {len} of the {} bytes written are there ({} rows were written, the last {:.1} s into the run)",
                 idx.bytes,
                 idx.rows,
-                (idx.last_ts_ns - run.manifest.started_ns) as f64 / 1e9
+                (idx.last_ts_ns - manifest.started_ns) as f64 / 1e9
             ));
         }
     }
@@ -188,25 +187,25 @@ fn covered(samples: &[(i64, f64)], a: i64, b: i64) -> f64 {
     total as f64 / (b - a) as f64
 }
 
-/// Per rung, the coverage of its measured window by every GPU's readings.
-pub fn rung_coverage(run: &Run, series: &SeriesSet) -> BTreeMap<u32, Coverage> {
+/// Per rung (`(rung id, window start, window end)`, epoch ns), the coverage
+/// of its measured window by the readings of every (node, GPU) in `gpus`.
+pub fn rung_coverage(gpus: &[(String, String)], windows: impl Iterator<Item = (u32, i64, i64)>, series: &SeriesSet) -> BTreeMap<u32, Coverage> {
     let mut out = BTreeMap::new();
-    let gpu_series: Vec<(&str, &[(i64, f64)])> = run
-        .series
+    let gpu_series: Vec<(&str, &[(i64, f64)])> = gpus
         .iter()
         .map(|(node, gpu)| (gpu.as_str(), POWER.iter().map(|i| series.get_at(node, gpu, i)).find(|s| !s.is_empty()).unwrap_or(&[])))
         .collect();
-    for r in &run.rungs {
+    for (id, from_ns, end_ns) in windows {
         let mut cov = Coverage { worst: 1.0, best: 0.0, gpu: String::new() };
         for (gpu, s) in &gpu_series {
-            let c = covered(s, r.measure_from_ns, r.end_ns);
+            let c = covered(s, from_ns, end_ns);
             if c < cov.worst || cov.gpu.is_empty() {
                 cov.worst = c.min(cov.worst);
                 cov.gpu = gpu.to_string();
             }
             cov.best = cov.best.max(c);
         }
-        out.insert(r.info.id, cov);
+        out.insert(id, cov);
     }
     out
 }

@@ -161,9 +161,9 @@ fn collate_into(dir: &RunDir, run: &load::Run, report_dir: &Path) -> Result<Coll
     // Everything from here on reads the per-GPU series: free the frame.
     drop(raw);
     step("series by GPU");
-    let raw_problems = integrity::check_files(dir, run)?;
+    let raw_problems = integrity::check_files(dir, &run.manifest)?;
     let raw_end_ns = series.last_ts_ns();
-    let coverage = integrity::rung_coverage(run, &series);
+    let coverage = integrity::rung_coverage(&run.series, run.rungs.iter().map(|r| (r.info.id, r.measure_from_ns, r.end_ns)), &series);
     let curve = curve::node_curve(&series, run)?;
     step("node curve");
     let edge_frame = edges::read_edges(dir)?;

@@ -136,7 +136,7 @@ pub fn read_power(dir: &RunDir, run: &Run) -> Result<RawPower, CollateError> {
             std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&header[..]), &mut out).map_err(|e| CollateError::BadRaw { path: path.clone(), message: format!("not a readable gzip file: {e}") })?;
             header = out;
         }
-        crate::integrity::check_checksum(path, &header, run)?;
+        crate::integrity::check_checksum(path, &header, &run.manifest)?;
         let first_line = header.split(|b| *b == b'\n').next().unwrap_or_default();
         if first_line != powerlab_rundir::raw::RAW_HEADER.as_bytes() {
             return Err(CollateError::BadRaw { path: path.clone(), message: format!("header is not `{}`", powerlab_rundir::raw::RAW_HEADER) });
@@ -178,7 +178,7 @@ pub fn read_power(dir: &RunDir, run: &Run) -> Result<RawPower, CollateError> {
                 });
             }
         }
-        crate::integrity::check_content(path, &df, run)?;
+        crate::integrity::check_content(path, &df, &run.manifest)?;
         frames.push(df.lazy());
     }
     let power = if frames.is_empty() {
