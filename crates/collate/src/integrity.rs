@@ -22,8 +22,13 @@ pub const MIN_READING_W: f64 = -5.0;
 /// loss at all (an intact run covers every window wholly, its readings
 /// being at most a few driver periods apart).
 pub const MIN_COVERAGE: f64 = 0.9999;
-/// Two readings further apart than this leave a hole in the data.
-const MAX_GAP_NS: i64 = 250_000_000;
+/// Two readings further apart than this leave a hole in the data (the
+/// driver's buffered samples come every 20 ms; a few dropped ones stay
+/// well below it).
+pub const MAX_GAP_NS: i64 = 100_000_000;
+/// GPUs whose coverage differs by more than this share of the window give
+/// no node figures (a smaller difference is marked, the figures kept).
+pub const MAX_UNEVEN: f64 = 0.01;
 /// The power instruments, in order of preference for coverage.
 const POWER: [&str; 3] = ["buffered_w", "instant_w", "average_w"];
 
@@ -154,10 +159,10 @@ pub struct Coverage {
 }
 
 impl Coverage {
-    /// Whether the GPUs disagree: one covers less of the window than another,
-    /// so a node sum would miss part of a GPU's draw.
+    /// Whether the GPUs disagree: one covers noticeably less of the window
+    /// than another, so a node sum would miss part of a GPU's draw.
     pub fn uneven(&self) -> bool {
-        self.best - self.worst > 1.0 - MIN_COVERAGE
+        self.best - self.worst > MAX_UNEVEN
     }
 
     /// The mark for the summary and the report, if the window is not whole.
@@ -170,7 +175,7 @@ impl Coverage {
     }
 }
 
-/// Share of `[a, b]` covered by readings no more than `MAX_GAP_NS` apart.
+/// Share of `[a, b)` covered by readings no more than `MAX_GAP_NS` apart.
 fn covered(samples: &[(i64, f64)], a: i64, b: i64) -> f64 {
     if b <= a {
         return 1.0;

@@ -117,17 +117,35 @@ pub fn collate_with(path: &Path, opts: CollateOptions) -> Result<CollateOutput, 
 }
 
 /// Marks rungs whose window some GPU's readings do not cover; where the
-/// GPUs disagree (one covers less than another) the node figures go: a sum
-/// missing part of a GPU's draw is not the node's.
+/// GPUs disagree (one covers less than another) every node figure goes, the
+/// method says `none`: a sum missing part of a GPU's draw is not the node's.
 fn mark_incomplete(rungs: &mut [summary::RungSummary], coverage: &std::collections::BTreeMap<u32, integrity::Coverage>) {
     for r in rungs {
         let Some(c) = coverage.get(&r.rung_id) else { continue };
         r.window_coverage = Some(stats::r3(c.worst));
         r.incomplete = c.mark();
         if r.incomplete.is_some() && c.uneven() {
-            for f in [&mut r.mean_w, &mut r.peak_w, &mut r.p1_w, &mut r.p99_w, &mut r.spread_w, &mut r.swing_w, &mut r.energy_j, &mut r.raw_mean_w, &mut r.raw_peak_w, &mut r.raw_spread_w, &mut r.raw_swing_w] {
+            for f in [
+                &mut r.mean_w,
+                &mut r.peak_w,
+                &mut r.p1_w,
+                &mut r.p99_w,
+                &mut r.spread_w,
+                &mut r.swing_w,
+                &mut r.energy_j,
+                &mut r.raw_mean_w,
+                &mut r.raw_peak_w,
+                &mut r.raw_spread_w,
+                &mut r.raw_swing_w,
+                &mut r.instant_mean_w,
+                &mut r.instant_spread_w,
+                &mut r.average_field_mean_w,
+                &mut r.average_field_spread_w,
+                &mut r.average_field_swing_w,
+            ] {
                 *f = None;
             }
+            r.method = "none".into();
         }
     }
 }

@@ -135,7 +135,10 @@ const MAX_QUEUED_NS: i64 = 4_000_000;
 /// How much it keeps queued in the last few ms before a fall: a GEMM
 /// chunk's duration follows the clocks the power controller allows, so the
 /// further ahead the last chunk is planned, the further it can overrun.
-const NEAR_FALL_QUEUED_NS: i64 = 1_000_000;
+const NEAR_FALL_QUEUED_NS: i64 = 500_000;
+/// GEMM chunks stop at least this long before a fall; `burn_until` holds
+/// the load from there to the deadline.
+const MIN_FALL_TAIL_NS: i64 = 400_000;
 /// Offset probes older than this are left out of the drift fit (the
 /// drift rate itself changes: 2.2 to 2.9 µs/s over minutes on an H200).
 const DRIFT_SPAN_NS: i64 = 30_000_000_000;
@@ -492,14 +495,22 @@ impl Engine {
                         if let Ok(ms) = prev.elapsed_ms(&q.ev) {
                             let ns = (f64::from(ms) * 1e6) as i64;
                             let w = if q.small { &mut self.chunk } else { &mut self.big };
-                            // Exponential average; ignore absurd samples (preemption).
+                            // A slowdown (the power controller pulling the
+                            // clocks down) is taken at once, a speed-up
+                            // averaged in; absurd samples (preemption) ignored.
                             if ns > w.ns / 4 && ns < w.ns * 4 {
-                                w.ns = (w.ns * 7 + ns) / 8;
+                                w.ns = if ns > w.ns { ns } else { (w.ns * 7 + ns) / 8 };
                             }
                         }
                     }
                 }
                 self.last_done = Some((q.small, q.ev));
+                // The host has seen this unit finish: what is still queued
+                // ends no earlier than now plus its estimates. Without this
+                // the plan drifted early whenever units ran longer than
+                // estimated, and the last chunk before a fall overran it.
+                let rest: i64 = self.queued.iter().map(|q| q.est_ns).sum();
+                self.predicted_end = self.predicted_end.max(self.clock.now_ns() + rest);
             }
         }
     }
@@ -612,10 +623,10 @@ impl Engine {
         let mut on = self.warm.is_some();
         let warm_small = false;
         // GEMM chunks stop this long before a fall; burn_until covers the
-        // rest. A chunk planned up to 1 ms ahead can take 30 % longer than
-        // planned when the power controller pulls the clocks down (H200, 50
-        // and 100 ms periods): the tail covers that.
-        let tail_ns = (2 * self.chunk.ns).max(NEAR_FALL_QUEUED_NS * 2 / 5);
+        // rest. A chunk planned up to 0.5 ms ahead can take 30-50 % longer
+        // than planned when the power controller pulls the clocks down
+        // (H200, 50 and 100 ms periods): the tail covers that.
+        let tail_ns = (2 * self.chunk.ns).max(MIN_FALL_TAIL_NS);
         for (i, (kind, t)) in edges.iter().copied().enumerate() {
             if self.stop.load(Ordering::Relaxed) {
                 return Err(HwError::Other("stopped".into()));
