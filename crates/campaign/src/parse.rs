@@ -288,7 +288,7 @@ fn validate(ctx: &Ctx<'_>, raw: RawFile) -> Result<Campaign, CampaignError> {
         }
     }
 
-    Ok(Campaign {
+    let campaign = Campaign {
         name,
         description: header.description.unwrap_or_default(),
         gpus,
@@ -299,7 +299,19 @@ fn validate(ctx: &Ctx<'_>, raw: RawFile) -> Result<Campaign, CampaignError> {
         limits,
         rack,
         phases,
-    })
+    };
+    // Before any schedule is expanded: a campaign that cannot end within a
+    // year is refused here, at once, whatever the GPU count.
+    let total_s = crate::plan::estimated_total_s(&campaign, None);
+    if total_s > crate::plan::MAX_PLAN_NS as f64 / 1e9 {
+        return Err(ctx.err(
+            header_span.clone(),
+            "phase",
+            format!("the campaign would run {:.0} days (every phase × its repeats, periods and modes)", total_s / 86_400.0),
+            Some("a total under 366 days (fewer repeats or shorter phases)"),
+        ));
+    }
+    Ok(campaign)
 }
 
 fn parse_gpus(ctx: &Ctx<'_>, v: &Spanned<toml::Value>) -> Result<GpuSelector, CampaignError> {

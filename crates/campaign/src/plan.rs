@@ -84,6 +84,27 @@ impl Plan {
 /// Longest campaign the planner accepts: one year, ns.
 pub const MAX_PLAN_NS: i64 = 366 * 86_400_000_000_000;
 
+/// The campaign's nominal length, s, counted without expanding it: every
+/// phase's warm-up, window and cool-down times its repeats (or
+/// `repeats_override`), periods, modes and NCCL steps.
+pub fn estimated_total_s(c: &Campaign, repeats_override: Option<u32>) -> f64 {
+    c.phases
+        .iter()
+        .map(|p| {
+            let repeats = match (p.kind, repeats_override) {
+                (PhaseKind::Idle | PhaseKind::Sustained | PhaseKind::Duty, Some(n)) => n,
+                _ => p.repeats,
+            };
+            let periods = if p.kind == PhaseKind::Duty { p.periods_ms.len().max(1) } else { 1 };
+            let steps = match &p.nccl {
+                Some(n) if p.kind == PhaseKind::Nccl => 2 + usize::from(n.bsp_compute_ms.is_some()),
+                _ => 1,
+            };
+            f64::from(repeats) * (periods * p.modes.len().max(1) * steps) as f64 * (p.warmup_s + p.duration_s + p.cooldown_s)
+        })
+        .sum()
+}
+
 fn secs(s: f64) -> i64 {
     (s * 1e9).round() as i64
 }
@@ -147,6 +168,10 @@ pub fn expand_on_rack(c: &Campaign, gpu_count: usize, repeats_override: Option<u
     }
     if let Some(n) = repeats_override.filter(|n| !(1..=crate::parse::MAX_REPEATS).contains(n)) {
         return Err(plan_error(c, "--repeats".into(), format!("{n} repeats: a campaign runs each rung at least once and at most {} times", crate::parse::MAX_REPEATS), Some("1..=1000")));
+    }
+    let total_s = estimated_total_s(c, repeats_override);
+    if total_s > MAX_PLAN_NS as f64 / 1e9 {
+        return Err(plan_error(c, "phase".into(), format!("the campaign would run {:.0} days", total_s / 86_400.0), Some("a total under 366 days (fewer repeats or shorter phases)")));
     }
     if gpu_count == 0 {
         return Err(plan_error(c, "campaign.gpus".into(), "no GPUs selected".into(), None));

@@ -18,6 +18,10 @@ use std::path::Path;
 pub const MAX_LIMIT_MULTIPLE: f64 = 3.0;
 /// Lowest physical power reading, W (a little below zero for sensor offsets).
 pub const MIN_READING_W: f64 = -5.0;
+/// Below this coverage a rung gives no node figures even when every GPU
+/// stops together: what was sampled is too little of the rung to stand
+/// for it.
+pub const MIN_FIGURE_COVERAGE: f64 = 0.5;
 /// A rung whose window some GPU covers less than this is incomplete: any
 /// loss at all (an intact run covers every window wholly, its readings
 /// being at most a few driver periods apart).
@@ -53,10 +57,8 @@ fn bad(path: &Path, message: String) -> CollateError {
 pub fn check_content(path: &Path, df: &DataFrame, manifest: &Manifest) -> Result<(), CollateError> {
     let key = file_key(path);
     let m = &manifest.backend;
-    let Some(gpu) = m.gpus.iter().find(|g| g.key == key) else {
-        let keys: Vec<&str> = m.gpus.iter().map(|g| g.key.as_str()).collect();
-        return Err(bad(path, format!("`{key}` is not a GPU of this run (the manifest lists {}): the manifest was edited or the file comes from another run", keys.join(", "))));
-    };
+    check_listed(path, manifest)?;
+    let Some(gpu) = m.gpus.iter().find(|g| g.key == key) else { return Ok(()) };
     let distinct = |name: &str| -> Vec<String> {
         df.column(name).ok().and_then(|c| c.unique().ok()).and_then(|c| c.str().ok().map(|s| s.iter().flatten().map(str::to_string).collect())).unwrap_or_default()
     };
@@ -89,61 +91,120 @@ pub fn check_content(path: &Path, df: &DataFrame, manifest: &Manifest) -> Result
     Ok(())
 }
 
-/// Checks a raw file's bytes against the checksum its index recorded at the
-/// last flush the file still reaches (a file cut short is checked up to
-/// there). A file changed after the run wrote it, or one whose index is
-/// gone from a run that wrote indexes, is an error naming it.
-pub fn check_checksum(path: &Path, bytes: &[u8], manifest: &Manifest) -> Result<(), CollateError> {
+/// Refuses a raw file for a GPU the manifest does not list (before anything
+/// else is said of it).
+pub fn check_listed(path: &Path, manifest: &Manifest) -> Result<(), CollateError> {
+    let key = file_key(path);
+    if manifest.backend.gpus.iter().any(|g| g.key == key) {
+        return Ok(());
+    }
+    let keys: Vec<&str> = manifest.backend.gpus.iter().map(|g| g.key.as_str()).collect();
+    Err(bad(path, format!("`{key}` is not a GPU of this run (the manifest lists {}): the manifest was edited or the file comes from another run", keys.join(", "))))
+}
+
+/// Checks a raw file's bytes against its index (`raw/<gpu>.idx`) in a run
+/// that wrote indexes: the index must be there, whole, and this run's and
+/// this GPU's; every checkpoint the file still reaches must match its
+/// CRC-32. A file changed after the run wrote it, rows added after a
+/// complete run, or an index that is missing, damaged or another run's, are
+/// errors naming the file. A file cut short, or a tail the run never got to
+/// index (it was killed), is returned as a problem to state.
+pub fn verify_raw(path: &Path, bytes: &[u8], manifest: &Manifest) -> Result<Option<String>, CollateError> {
+    if !manifest.raw_index {
+        return Ok(None);
+    }
+    let key = file_key(path);
     let index = powerlab_rundir::raw::index_path(path);
-    if manifest.raw_index && !index.is_file() {
+    let restore = "restore the raw file and its index from the original run directory";
+    let file = match powerlab_rundir::read_index_file(path) {
+        Ok(Some(f)) => f,
+        Ok(None) => return Err(bad(path, format!("its index {} is missing, so the file cannot be checked against what the run wrote; {restore}", index.display()))),
+        Err(e) => return Err(bad(path, format!("its index is damaged ({e}), so the file cannot be checked against what the run wrote; {restore}"))),
+    };
+    match &file.owner {
+        Some(o) if o.run_start_ns == manifest.started_ns && o.node == manifest.backend.node_id && o.gpu == key => {}
+        Some(o) => {
+            return Err(bad(
+                path,
+                format!("its index was written by run {} for node {} GPU {}, not by this run ({}, node {}, {key}): the pair comes from another run or GPU", o.run_start_ns, o.node, o.gpu, manifest.started_ns, manifest.backend.node_id),
+            ));
+        }
+        None => return Err(bad(path, format!("its index {} has no first line naming its run: it is damaged; {restore}", index.display()))),
+    }
+    // Every checkpoint the file reaches, in one pass.
+    let mut h = crc32fast::Hasher::new();
+    let mut at = 0usize;
+    for c in &file.checkpoints {
+        let end = c.bytes as usize;
+        if end > bytes.len() {
+            break;
+        }
+        h.update(&bytes[at..end]);
+        at = end;
+        let got = h.clone().finalize();
+        if got != c.crc32 {
+            return Err(bad(
+                path,
+                format!(
+                    "its first {} bytes do not match the checksum the run recorded in its index ({:08x}, now {got:08x}): the file was edited, reordered or damaged after it was written; {restore}",
+                    c.bytes, c.crc32
+                ),
+            ));
+        }
+    }
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let header = powerlab_rundir::raw::RAW_HEADER.len() + 1;
+    let indexed = file.checkpoints.last().map(|c| c.bytes as usize).unwrap_or(header);
+    let complete = matches!(manifest.status, powerlab_rundir::RunStatus::Complete);
+    if indexed > bytes.len() {
+        let c = file.checkpoints.last().copied();
+        return Ok(Some(format!(
+            "raw/{name} is cut short: {} of the {indexed} bytes written are there{}",
+            bytes.len(),
+            c.map(|c| format!(" ({} rows were written, the last {:.1} s into the run)", c.rows, (c.last_ts_ns - manifest.started_ns) as f64 / 1e9)).unwrap_or_default()
+        )));
+    }
+    let tail = bytes.len() - indexed;
+    if tail > 0 && complete {
         return Err(bad(
             path,
-            format!("its index {} is missing, so the file cannot be checked against what the run wrote; restore the index from the original run directory", index.display()),
+            format!("{tail} bytes after its last index checkpoint were never indexed; in a complete run the index covers the whole file, so rows were added after the run; {restore}"),
         ));
     }
-    let checkpoints = powerlab_rundir::read_index_all(path);
-    let Some(cp) = checkpoints.iter().rev().find(|c| c.bytes as usize <= bytes.len()) else { return Ok(()) };
-    let got = crc32fast::hash(&bytes[..cp.bytes as usize]);
-    if got != cp.crc32 {
-        return Err(bad(
-            path,
-            format!(
-                "its first {} bytes do not match the checksum the run recorded in its index ({:08x}, now {got:08x}): the file was edited, reordered or damaged after it was written; restore the original",
-                cp.bytes, cp.crc32
-            ),
-        ));
+    Ok((tail > 0).then(|| format!("raw/{name}: the last {tail} bytes were never indexed (the run stopped before its next flush): used, unchecked")))
+}
+
+/// Checks the files whose length and CRC-32 the run recorded at its end
+/// (`edges.csv`, `collectives.csv`, `events.jsonl`): one missing or changed
+/// is an error naming it.
+pub fn check_sums(dir: &RunDir, manifest: &Manifest) -> Result<(), CollateError> {
+    for sum in &manifest.checksums {
+        let path = dir.path.join(&sum.file);
+        match powerlab_rundir::FileSum::of(&dir.path, &sum.file) {
+            None => return Err(bad(&path, format!("is missing; the run wrote {} bytes of it: restore it from the original run directory", sum.bytes))),
+            Some(now) if now != *sum => {
+                return Err(bad(
+                    &path,
+                    format!("was changed after the run wrote it ({} bytes, CRC-32 {} at the run's end; now {} bytes, {}): restore it from the original run directory", sum.bytes, sum.crc32, now.bytes, now.crc32),
+                ));
+            }
+            Some(_) => {}
+        }
     }
     Ok(())
 }
 
-/// Problems with the set of raw files, in words: a GPU of the manifest
-/// without a file, a file shorter than its index says was written. These
-/// do not stop the collation: the rungs they touch are marked.
+/// A GPU of the manifest without a raw file, in words. This does not stop
+/// the collation: the rungs it touches are marked.
 pub fn check_files(dir: &RunDir, manifest: &Manifest) -> Result<Vec<String>, CollateError> {
     let files = dir.raw_files()?;
-    let mut problems = Vec::new();
-    for g in &manifest.backend.gpus {
-        let Some(path) = files.iter().find(|p| file_key(p) == g.key) else {
-            problems.push(format!("raw/{}.csv is missing: {} has no samples", g.key, g.key));
-            continue;
-        };
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        // An archived (gzip) file's index counts uncompressed bytes: rows decide.
-        let Some(idx) = powerlab_rundir::read_index(path) else { continue };
-        if name.ends_with(".gz") {
-            continue;
-        }
-        let len = std::fs::metadata(path).map_err(|e| CollateError::io(path, e))?.len();
-        if len < idx.bytes {
-            problems.push(format!(
-                "raw/{name} is cut short: {len} of the {} bytes written are there ({} rows were written, the last {:.1} s into the run)",
-                idx.bytes,
-                idx.rows,
-                (idx.last_ts_ns - manifest.started_ns) as f64 / 1e9
-            ));
-        }
-    }
-    Ok(problems)
+    Ok(manifest
+        .backend
+        .gpus
+        .iter()
+        .filter(|g| !files.iter().any(|p| file_key(p) == g.key))
+        .map(|g| format!("raw/{}.csv is missing: {} has no samples", g.key, g.key))
+        .collect())
 }
 
 /// One rung's coverage: the lowest and highest share of the window that a
@@ -165,11 +226,23 @@ impl Coverage {
         self.best - self.worst > MAX_UNEVEN
     }
 
+    /// Whether the rung's node figures are withheld: the GPUs disagree, or
+    /// less than half the window was sampled.
+    pub fn withheld(&self) -> bool {
+        self.uneven() || self.worst < MIN_FIGURE_COVERAGE
+    }
+
     /// The mark for the summary and the report, if the window is not whole.
     pub fn mark(&self) -> Option<String> {
         (self.worst < MIN_COVERAGE).then(|| {
             let pct = if self.worst > 0.99 { format!("{:.2}", 100.0 * self.worst) } else { format!("{:.0}", 100.0 * self.worst) };
-            let what = if self.uneven() { "no node figures: the sum would miss part of a GPU's draw" } else { "every GPU stops together: figures cover the part that was sampled" };
+            let what = if self.uneven() {
+                "no node figures: the sum would miss part of a GPU's draw"
+            } else if self.withheld() {
+                "no node figures: too little of the rung was sampled"
+            } else {
+                "every GPU stops together: figures cover the part that was sampled"
+            };
             format!("INCOMPLETE RAW DATA: {} covers {pct} % of the window ({what})", self.gpu)
         })
     }

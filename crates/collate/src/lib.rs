@@ -124,7 +124,7 @@ fn mark_incomplete(rungs: &mut [summary::RungSummary], coverage: &std::collectio
         let Some(c) = coverage.get(&r.rung_id) else { continue };
         r.window_coverage = Some(stats::r3(c.worst));
         r.incomplete = c.mark();
-        if r.incomplete.is_some() && c.uneven() {
+        if r.incomplete.is_some() && c.withheld() {
             for f in [
                 &mut r.mean_w,
                 &mut r.peak_w,
@@ -172,19 +172,26 @@ fn collate_into(dir: &RunDir, run: &load::Run, report_dir: &Path) -> Result<Coll
     // Step times at POWERLAB_LOG=info, for the collation benchmark.
     let t0 = std::time::Instant::now();
     let step = |what: &str| tracing::info!("collate: {what} done at {:.2} s", t0.elapsed().as_secs_f64());
-    let raw = load::read_power(dir, run)?;
+    integrity::check_sums(dir, &run.manifest)?;
+    let mut raw = load::read_power(dir, run)?;
     step("reading raw samples");
     let raw_rows = raw.total_rows;
+    let file_problems = std::mem::take(&mut raw.problems);
     let series = sensor::SeriesSet::from_frame(&raw.power);
     // Everything from here on reads the per-GPU series: free the frame.
     drop(raw);
     step("series by GPU");
-    let raw_problems = integrity::check_files(dir, &run.manifest)?;
+    let mut raw_problems = integrity::check_files(dir, &run.manifest)?;
+    raw_problems.extend(file_problems);
     let raw_end_ns = series.last_ts_ns();
     let coverage = integrity::rung_coverage(&run.series, run.rungs.iter().map(|r| (r.info.id, r.measure_from_ns, r.end_ns)), &series);
     let curve = curve::node_curve(&series, run)?;
     step("node curve");
     let edge_frame = edges::read_edges(dir)?;
+    let duty_ended = run.rungs.iter().filter(|r| r.info.kind == "duty" && r.barrier_ok.is_some()).count();
+    if edge_frame.is_none() && duty_ended > 0 {
+        raw_problems.push(format!("edges.csv is missing or empty although {duty_ended} duty rung(s) ended: their cycles cannot be folded (energy-counter means only)"));
+    }
     let edge_index = sensor::EdgeIndex::from_frame(edge_frame.as_ref());
     step("edges by rung");
     let model = sensor::model_for(dir, run, &series, &edge_index)?;

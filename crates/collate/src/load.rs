@@ -80,6 +80,14 @@ pub fn load_run(dir: &RunDir) -> Result<Run, CollateError> {
     Ok(Run { manifest, events, rungs, grid_ns: (grid_ms * 1e6) as i64, series })
 }
 
+/// A polars parse error without its advice to the user to switch the
+/// check off (`ignore_errors`, `infer_schema_length`): a damaged raw file
+/// is to be restored, not read past.
+fn without_hints(message: &str) -> String {
+    let cut = ["You might want to try", "\n\nYou might"].iter().filter_map(|m| message.find(m)).min().unwrap_or(message.len());
+    message[..cut].trim_end().trim_end_matches(|c: char| c == ',' || c == ';').to_string()
+}
+
 /// The power samples of a run.
 pub struct RawPower {
     /// Columns: `ts_ns` (i64), `node`, `gpu`, `instrument` (str), `value` (f64);
@@ -88,6 +96,8 @@ pub struct RawPower {
     pub power: DataFrame,
     /// Rows read in total (all instruments).
     pub total_rows: usize,
+    /// Raw files cut short or with an unindexed tail, in words.
+    pub problems: Vec<String>,
 }
 
 fn raw_schema() -> SchemaRef {
@@ -128,7 +138,9 @@ pub fn read_power(dir: &RunDir, run: &Run) -> Result<RawPower, CollateError> {
     let files = dir.raw_files()?;
     let mut frames = Vec::new();
     let mut total_rows = 0;
+    let mut problems = Vec::new();
     for path in &files {
+        crate::integrity::check_listed(path, &run.manifest)?;
         let mut header = std::fs::read(path).map_err(|e| CollateError::io(path, e))?;
         if path.to_string_lossy().ends_with(".gz") {
             // An archived run (results committed with compressed raw files).
@@ -136,7 +148,7 @@ pub fn read_power(dir: &RunDir, run: &Run) -> Result<RawPower, CollateError> {
             std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&header[..]), &mut out).map_err(|e| CollateError::BadRaw { path: path.clone(), message: format!("not a readable gzip file: {e}") })?;
             header = out;
         }
-        crate::integrity::check_checksum(path, &header, &run.manifest)?;
+        problems.extend(crate::integrity::verify_raw(path, &header, &run.manifest)?);
         let first_line = header.split(|b| *b == b'\n').next().unwrap_or_default();
         if first_line != powerlab_rundir::raw::RAW_HEADER.as_bytes() {
             return Err(CollateError::BadRaw { path: path.clone(), message: format!("header is not `{}`", powerlab_rundir::raw::RAW_HEADER) });
@@ -149,7 +161,7 @@ pub fn read_power(dir: &RunDir, run: &Run) -> Result<RawPower, CollateError> {
             .with_schema(Some(raw_schema()))
             .into_reader_with_file_handle(std::io::Cursor::new(bytes))
             .finish()
-            .map_err(|e| CollateError::BadRaw { path: path.clone(), message: format!("unreadable raw samples: {e}") })?;
+            .map_err(|e| CollateError::BadRaw { path: path.clone(), message: format!("unreadable raw samples: {}", without_hints(&e.to_string())) })?;
         total_rows += df.height();
         let df = df
             .lazy()
@@ -194,5 +206,5 @@ pub fn read_power(dir: &RunDir, run: &Run) -> Result<RawPower, CollateError> {
             .and_then(|lf| lf.collect())
             .map_err(CollateError::polars("combining raw files"))?
     };
-    Ok(RawPower { power, total_rows })
+    Ok(RawPower { power, total_rows, problems })
 }

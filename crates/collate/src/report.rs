@@ -87,6 +87,9 @@ pub fn write_report(run: &Run, t: &Tables<'_>, raw_rows: usize, dir: &Path) -> R
         }
         warnings.push(w);
     }
+    if !m.raw_index {
+        warnings.push("RAW FILES NOT VERIFIED: this run directory has no raw index (written before indexes existed, or its manifest was edited), so changes to its raw files cannot be detected".into());
+    }
     if m.backend.backend == "sim" {
         warnings.push("SIMULATED NODE: these are model outputs, not measurements".into());
     }

@@ -96,7 +96,7 @@ fn write_case(root: &std::path::Path, c: &Case) -> (std::path::PathBuf, Vec<f64>
             let value = w[a..b].iter().sum::<f64>() / (b - a) as f64;
             samples.push(Sample { ts_ns: T0 + t, instrument: Instrument::BufferedW, value });
         }
-        let mut raw = RawWriter::create(&dir.raw_dir(), "node", key).unwrap();
+        let mut raw = RawWriter::create(&dir.raw_dir(), "node", key, T0).unwrap();
         raw.write(&samples).unwrap();
         raw.flush(0).unwrap();
         // The recorded edges: every rise and fall of the window, a few µs late.

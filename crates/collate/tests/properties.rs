@@ -38,7 +38,7 @@ fn write_run(root: &Path, gpus: &[(String, Vec<Sample>)], split: bool) -> std::p
     for (key, samples) in gpus {
         if split {
             let half = samples.len() / 2;
-            let mut a = RawWriter::create(&dir.raw_dir(), "node", key).unwrap();
+            let mut a = RawWriter::create(&dir.raw_dir(), "node", key, T0).unwrap();
             a.write(&samples[..half]).unwrap();
             a.flush(0).unwrap();
             // A second file for the same GPU: rows carry node and GPU, the file name is free.
@@ -49,7 +49,7 @@ fn write_run(root: &Path, gpus: &[(String, Vec<Sample>)], split: bool) -> std::p
             }
             std::fs::write(path, text).unwrap();
         } else {
-            let mut w = RawWriter::create(&dir.raw_dir(), "node", key).unwrap();
+            let mut w = RawWriter::create(&dir.raw_dir(), "node", key, T0).unwrap();
             w.write(samples).unwrap();
             w.flush(0).unwrap();
         }

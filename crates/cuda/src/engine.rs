@@ -495,11 +495,15 @@ impl Engine {
                         if let Ok(ms) = prev.elapsed_ms(&q.ev) {
                             let ns = (f64::from(ms) * 1e6) as i64;
                             let w = if q.small { &mut self.chunk } else { &mut self.big };
-                            // A slowdown (the power controller pulling the
-                            // clocks down) is taken at once, a speed-up
-                            // averaged in; absurd samples (preemption) ignored.
+                            // Exponential average; absurd samples (preemption)
+                            // ignored. Taking slowdowns at once was tried: the
+                            // time between two units' events includes any gap
+                            // in which the queue ran dry, so the estimate
+                            // ratcheted up, the host queued less, the queue ran
+                            // dry more, and on-phases of 500 ms and longer fell
+                            // to the burn kernel's ~375 W (H200, device call 14).
                             if ns > w.ns / 4 && ns < w.ns * 4 {
-                                w.ns = if ns > w.ns { ns } else { (w.ns * 7 + ns) / 8 };
+                                w.ns = (w.ns * 7 + ns) / 8;
                             }
                         }
                     }

@@ -47,11 +47,19 @@ pub fn run(a: &RunArgs) -> Result<i32> {
     finish(a, outcome)
 }
 
+/// Latest virtual-time start: 2096 (a year-long plan still fits in i64).
+const MAX_SIM_EPOCH_NS: i64 = 4_000_000_000_000_000_000;
+
 /// Arguments checked before anything is opened or written: a bad one is
 /// an error naming it, never a run that quietly ignores it.
 pub fn check_args(a: &RunArgs) -> Result<(), String> {
     if let Some(s) = &a.sensor {
         powerlab_collate::sensor::read_model(s).map_err(|e| format!("--sensor: {e}"))?;
+    }
+    // Virtual time starts here; a start near the end of i64 would overflow
+    // every deadline after it.
+    if let Some(e) = a.sim_epoch_ns.filter(|e| !(0..=MAX_SIM_EPOCH_NS).contains(e)) {
+        return Err(format!("--sim-epoch-ns {e} is out of range (allowed: 0 to {MAX_SIM_EPOCH_NS}, i.e. 1970 to 2096)"));
     }
     if a.backend == BackendKind::Sim {
         let faults = FaultPlan::parse(&a.sim_faults)?;
@@ -253,7 +261,7 @@ fn write_truth(dir: &std::path::Path, backend: &SimBackend) -> Result<()> {
 fn spawn_signal_handlers(abort: watch::Sender<Option<StopReason>>) {
     tokio::spawn(async move {
         use tokio::signal::unix::{signal, SignalKind};
-        // SIGHUP (a dropped ssh session), SIGQUIT and SIGUSR1 stop a run the
+        // SIGHUP (a dropped ssh session), SIGQUIT, SIGUSR1 and SIGUSR2 stop a run the
         // way SIGTERM does: load off, samples flushed, the manifest says why.
         let mut streams = Vec::new();
         for (kind, name) in [
@@ -261,6 +269,7 @@ fn spawn_signal_handlers(abort: watch::Sender<Option<StopReason>>) {
             (SignalKind::hangup(), "SIGHUP received (the terminal or ssh session went away; run under tmux or nohup to survive that)"),
             (SignalKind::quit(), "SIGQUIT received"),
             (SignalKind::user_defined1(), "SIGUSR1 received"),
+            (SignalKind::user_defined2(), "SIGUSR2 received"),
         ] {
             match signal(kind) {
                 Ok(s) => streams.push((s, name)),

@@ -112,7 +112,7 @@ fn signal(child: &std::process::Child, sig: &str) {
 fn sigint_mid_rung_stops_within_a_second_and_the_run_collates() {
     // SIGHUP is how a campaign started over ssh without tmux dies; SIGQUIT
     // and SIGUSR1 must not kill it either before the load is off.
-    for sig in ["-INT", "-TERM", "-HUP", "-QUIT", "-USR1"] {
+    for sig in ["-INT", "-TERM", "-HUP", "-QUIT", "-USR1", "-USR2"] {
         let tmp = tempfile::tempdir().unwrap();
         let mut child = spawn_realtime(&campaign(DUTY), tmp.path());
         std::thread::sleep(Duration::from_millis(3500));

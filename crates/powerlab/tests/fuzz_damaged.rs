@@ -42,6 +42,12 @@ enum Damage {
     Reorder(usize, u64),
     /// Delete the file's index.
     DropIndex(usize),
+    /// Keep the first `permille` ‰ of the index's bytes.
+    TruncateIndex(usize, u32),
+    /// Reverse the order of the index's checkpoints.
+    ReverseIndex(usize),
+    /// Append `n` copies of the file's last row with its value doubled.
+    Append(usize, u32),
 }
 
 impl Damage {
@@ -55,6 +61,9 @@ impl Damage {
             Damage::Scale(g, f) => format!("scale {g} {f}"),
             Damage::Reorder(g, s) => format!("reorder {g} {s}"),
             Damage::DropIndex(g) => format!("drop_index {g}"),
+            Damage::TruncateIndex(g, p) => format!("truncate_index {g} {p}"),
+            Damage::ReverseIndex(g) => format!("reverse_index {g}"),
+            Damage::Append(g, n) => format!("append {g} {n}"),
         }
     }
 
@@ -70,6 +79,9 @@ impl Damage {
             "scale" => Damage::Scale(n(1)?, f.get(2)?.parse().ok()?),
             "reorder" => Damage::Reorder(n(1)?, f.get(2)?.parse().ok()?),
             "drop_index" => Damage::DropIndex(n(1)?),
+            "truncate_index" => Damage::TruncateIndex(n(1)?, f.get(2)?.parse().ok()?),
+            "reverse_index" => Damage::ReverseIndex(n(1)?),
+            "append" => Damage::Append(n(1)?, f.get(2)?.parse().ok()?),
             _ => return None,
         })
     }
@@ -77,7 +89,7 @@ impl Damage {
     /// Whether this damage loses or changes data (a copied index-less file
     /// that is whole loses nothing).
     fn loses_data(&self) -> bool {
-        !matches!(self, Damage::DropIndex(_) | Damage::Truncate(_, 1000) | Damage::Scale(_, 1.0))
+        !matches!(self, Damage::DropIndex(_) | Damage::Truncate(_, 1000) | Damage::Scale(_, 1.0) | Damage::TruncateIndex(..) | Damage::ReverseIndex(_))
     }
 }
 
@@ -91,7 +103,10 @@ fn damage() -> impl Strategy<Value = Damage> {
         (g.clone(), g.clone()).prop_filter("two files", |(a, b)| a != b).prop_map(|(a, b)| Damage::Swap(a, b)),
         (g.clone(), prop_oneof![Just(1000.0), Just(0.5), Just(1.001), Just(-1.0), Just(0.001)]).prop_map(|(g, f)| Damage::Scale(g, f)),
         (g.clone(), any::<u64>()).prop_map(|(g, s)| Damage::Reorder(g, s)),
-        g.prop_map(Damage::DropIndex),
+        g.clone().prop_map(Damage::DropIndex),
+        (g.clone(), 0u32..=1000).prop_map(|(g, p)| Damage::TruncateIndex(g, p)),
+        g.clone().prop_map(Damage::ReverseIndex),
+        (g, 1u32..50).prop_map(|(g, n)| Damage::Append(g, n)),
     ]
 }
 
@@ -154,6 +169,31 @@ fn apply(dir: &Path, d: &Damage) {
         }
         Damage::DropIndex(g) => {
             let _ = std::fs::remove_file(dir.join(format!("raw/gpu{g}.idx")));
+        }
+        Damage::TruncateIndex(g, p) => {
+            let path = dir.join(format!("raw/gpu{g}.idx"));
+            let b = std::fs::read(&path).unwrap_or_default();
+            let _ = std::fs::write(&path, &b[..b.len() * p as usize / 1000]);
+        }
+        Damage::ReverseIndex(g) => {
+            let path = dir.join(format!("raw/gpu{g}.idx"));
+            let t = std::fs::read_to_string(&path).unwrap_or_default();
+            let mut lines: Vec<&str> = t.lines().collect();
+            if lines.len() > 1 {
+                lines[1..].reverse();
+            }
+            let _ = std::fs::write(&path, lines.join("\n") + "\n");
+        }
+        Damage::Append(g, n) => {
+            let text = String::from_utf8_lossy(&read(g)).into_owned();
+            if let Some(last) = text.lines().rev().find(|l| l.contains("buffered_w")) {
+                let c: Vec<&str> = last.split(',').collect();
+                if c.len() == 5 {
+                    let v: f64 = c[4].parse().unwrap_or(0.0);
+                    let rows: String = (1..=n).map(|k| format!("{},{},{},{},{}\n", c[0].parse::<i64>().unwrap_or(0) + i64::from(k) * 20_000_000, c[1], c[2], c[3], v * 2.0)).collect();
+                    let _ = std::fs::write(raw(dir, g), text + &rows);
+                }
+            }
         }
     }
 }

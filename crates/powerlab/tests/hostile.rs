@@ -41,9 +41,20 @@ fn out_of_range_durations_and_repeats_are_refused() {
     // The largest allowed rung times the largest repeat count is refused by
     // the planner's checked total, not wrapped into a negative duration.
     let file = write_campaign(tmp.path(), "[[phase]]\nkind = \"sustained\"\nname = \"s\"\nduration_s = 604800\nrepeats = 1000\n");
-    let out = powerlab().args(["plan", file.to_str().unwrap()]).output().unwrap();
+    // Refused at once, before any schedule is expanded (3 periods × 2 modes ×
+    // 1000 repeats of a week took seconds per repeat to expand).
+    for cmd in ["validate", "plan"] {
+        let t0 = std::time::Instant::now();
+        let out = powerlab().args([cmd, file.to_str().unwrap()]).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{cmd}: {}", text(&out.stdout));
+        assert!(text(&out.stderr).contains("366 days"), "{}", text(&out.stderr));
+        assert!(t0.elapsed() < Duration::from_secs(5), "{cmd} took {:?}", t0.elapsed());
+    }
+    // Within a year per file, beyond it with --repeats: refused by the plan.
+    let file = write_campaign(tmp.path(), "[[phase]]\nkind = \"duty\"\nname = \"d\"\nperiods_ms = [400, 500, 600]\nmodes = [\"in_phase\", \"staggered\"]\nduration_s = 604800\n");
+    let out = powerlab().args(["plan", file.to_str().unwrap(), "--repeats", "1000"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
-    assert!(text(&out.stderr).contains("longer than 366 days"), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("366 days"), "{}", text(&out.stderr));
     // Limits that contradict each other.
     let file = write_campaign(tmp.path(), &format!("[limits]\nedge_p99_us = 80\nedge_max_us = 40\n{DUTY}"));
     let out = powerlab().args(["validate", file.to_str().unwrap()]).output().unwrap();
@@ -69,6 +80,8 @@ fn bad_sensor_files_and_faults_are_errors_before_anything_runs() {
         (vec!["--sim-fault".into(), "gpu0:power_limit_w=-5".into()], "power_limit_w"),
         (vec!["--sim-fault".into(), "gpu0:extra_c_per_w=nan".into()], "extra_c_per_w"),
         (vec!["--sim-fault".into(), "gpu0:lost_at=1e300s".into()], "lost_at"),
+        (vec!["--sim-fault".into(), "gpu0:nvml_error_every=0".into()], "nvml_error_every"),
+        (vec!["--sim-epoch-ns".into(), "9223372036854775807".into()], "--sim-epoch-ns"),
     ];
     for (args, names) in cases {
         let out = powerlab()
@@ -388,10 +401,65 @@ fn damaged_raw_files_are_named_and_never_give_silent_figures() {
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("gpu2.csv") && text(&out.stderr).contains("not a GPU of this run"), "{}", text(&out.stderr));
 
-    // A killed run whose last rows were never indexed still collates whole.
-    let d = fresh("unindexed-tail");
-    std::fs::write(d.join("raw/gpu0.idx"), "").unwrap();
+    // The index itself: emptied, reversed, cut mid-CRC, or another run's;
+    // and rows appended after a complete run. All refused by name.
+    let idx0 = std::fs::read_to_string(r.dir().join("raw/gpu0.idx")).unwrap();
+    let mut reversed: Vec<&str> = idx0.lines().collect();
+    reversed[1..].reverse();
+    let cases: Vec<(&str, Box<dyn Fn(&std::path::Path)>, &str)> = vec![
+        ("emptied", Box::new(|d| std::fs::write(d.join("raw/gpu0.idx"), "").unwrap()), "no first line"),
+        ("reversed", Box::new(move |d| std::fs::write(d.join("raw/gpu0.idx"), reversed.join("\n") + "\n").unwrap()), "do not grow"),
+        ("garbled", Box::new(|d| std::fs::write(d.join("raw/gpu0.idx"), idx0.replacen(",", ";", 3)).unwrap()), "is not a checkpoint"),
+        ("cut-crc", Box::new(|d| {
+            let t = std::fs::read_to_string(d.join("raw/gpu0.idx")).unwrap();
+            let lines: Vec<&str> = t.lines().collect();
+            let mut out: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+            let k = out.len() / 2;
+            let n = out[k].len() - 4;
+            out[k].truncate(n);
+            std::fs::write(d.join("raw/gpu0.idx"), out.join("\n") + "\n").unwrap();
+        }), "is not a checkpoint"),
+        ("other-run", Box::new(|d| {
+            let t = std::fs::read_to_string(d.join("raw/gpu0.idx")).unwrap().replacen("run 1", "run 2", 1);
+            std::fs::write(d.join("raw/gpu0.idx"), t).unwrap();
+        }), "not by this run"),
+        ("appended", Box::new(|d| {
+            let mut f = std::fs::OpenOptions::new().append(true).open(d.join("raw/gpu0.csv")).unwrap();
+            std::io::Write::write_all(&mut f, format!("{},sim-node-0,gpu0,buffered_w,2000\n", EPOCH + 5_000_000_000).as_bytes()).unwrap();
+        }), "never indexed"),
+    ];
+    for (name, damage, says) in cases {
+        let d = fresh(name);
+        damage(&d);
+        let out = collate(&d);
+        assert_eq!(out.status.code(), Some(1), "{name}: {}", text(&out.stdout));
+        assert!(text(&out.stderr).contains("gpu0.csv") && text(&out.stderr).contains(says), "{name}: {}", text(&out.stderr));
+    }
+
+    // The other files of a complete run carry their length and CRC-32 in the
+    // manifest: edges.csv deleted, a row duplicated, or edited, is refused.
+    for (name, says) in [("edges-deleted", "is missing"), ("edges-edited", "was changed")] {
+        let d = fresh(name);
+        if name == "edges-deleted" {
+            std::fs::remove_file(d.join("edges.csv")).unwrap();
+        } else {
+            let t = std::fs::read_to_string(d.join("edges.csv")).unwrap();
+            let second = t.lines().nth(1).unwrap().to_string();
+            std::fs::write(d.join("edges.csv"), format!("{t}{second}\n")).unwrap();
+        }
+        let out = collate(&d);
+        assert_eq!(out.status.code(), Some(1), "{name}");
+        assert!(text(&out.stderr).contains("edges.csv") && text(&out.stderr).contains(says), "{name}: {}", text(&out.stderr));
+    }
+    // In a run from before checksums, a duplicated edge row still gives it away.
+    let d = fresh("edges-duplicated-unsummed");
+    let mut m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("manifest.json")).unwrap()).unwrap();
+    m.as_object_mut().unwrap().remove("checksums");
+    std::fs::write(d.join("manifest.json"), serde_json::to_string(&m).unwrap()).unwrap();
+    let t = std::fs::read_to_string(d.join("edges.csv")).unwrap();
+    let second = t.lines().nth(1).unwrap().to_string();
+    std::fs::write(d.join("edges.csv"), format!("{t}{second}\n")).unwrap();
     let out = collate(&d);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    assert_eq!(rungs_of(&d), intact);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("listed twice"), "{}", text(&out.stderr));
 }

@@ -36,6 +36,8 @@ impl EdgeWriter {
         let file = std::fs::OpenOptions::new().write(true).create_new(true).open(path).map_err(|e| RunDirError::io(path, e))?;
         let mut out = BufWriter::new(file);
         writeln!(out, "rung_id,gpu,index,kind,intended_ns,achieved_ns").map_err(|e| RunDirError::io(path, e))?;
+        // On disk at once: the file is whole at every moment after this.
+        out.flush().map_err(|e| RunDirError::io(path, e))?;
         Ok(EdgeWriter { path: path.to_path_buf(), out })
     }
 

@@ -23,5 +23,5 @@ pub use collectives::{CollectiveRow, CollectiveWriter};
 pub use edges::{read_rows, EdgeRow, EdgeWriter};
 pub use events::{EventLog, GpuReady, RunEvent, RungInfo};
 pub use layout::{RunDir, RunDirError};
-pub use manifest::{Manifest, RunStatus, ToolInfo, FORMAT_VERSION};
-pub use raw::{read_index, read_index_all, RawIndex, RawRow, RawWriter};
+pub use manifest::{FileSum, Manifest, RunStatus, ToolInfo, FORMAT_VERSION};
+pub use raw::{read_index, read_index_all, read_index_file, IndexFile, IndexOwner, RawIndex, RawRow, RawWriter};

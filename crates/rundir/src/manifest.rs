@@ -73,6 +73,30 @@ pub struct Manifest {
     /// without that check.
     #[serde(default)]
     pub raw_index: bool,
+    /// Length and CRC-32 of the run's other files (`edges.csv`,
+    /// `collectives.csv`, `events.jsonl`) at its end; empty for a run that
+    /// never ended (killed) or was written before checksums.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checksums: Vec<FileSum>,
+}
+
+/// Length and CRC-32 of one file of the run directory.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileSum {
+    /// File name, relative to the run directory.
+    pub file: String,
+    /// Length, bytes.
+    pub bytes: u64,
+    /// CRC-32, 8 hex digits.
+    pub crc32: String,
+}
+
+impl FileSum {
+    /// The sum of `dir/file` now; `None` if it does not exist.
+    pub fn of(dir: &Path, file: &str) -> Option<FileSum> {
+        let bytes = std::fs::read(dir.join(file)).ok()?;
+        Some(FileSum { file: file.to_string(), bytes: bytes.len() as u64, crc32: format!("{:08x}", crc32fast::hash(&bytes)) })
+    }
 }
 
 impl Manifest {

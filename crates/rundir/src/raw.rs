@@ -67,27 +67,100 @@ pub fn index_path(raw_file: &Path) -> PathBuf {
     raw_file.with_file_name(format!("{stem}.idx"))
 }
 
-/// Every whole line of a raw file's index (one per flush), in order; empty
-/// if there is no index (a run written before indexes, or an index lost).
-pub fn read_index_all(raw_file: &Path) -> Vec<RawIndex> {
-    let Ok(text) = std::fs::read_to_string(index_path(raw_file)) else { return Vec::new() };
-    text.lines()
-        .filter_map(|l| {
-            let mut f = l.split(',');
-            let idx = RawIndex { rows: f.next()?.parse().ok()?, bytes: f.next()?.parse().ok()?, last_ts_ns: f.next()?.parse().ok()?, crc32: u32::from_str_radix(f.next()?, 16).ok()? };
-            f.next().is_none().then_some(idx)
-        })
-        .collect()
+/// Whose file an index describes: its first line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexOwner {
+    /// The run's start, epoch ns (the manifest's `started_ns`).
+    pub run_start_ns: i64,
+    /// Node id.
+    pub node: String,
+    /// GPU key.
+    pub gpu: String,
 }
 
-/// The last whole line of a raw file's index; `None` if there is none.
+impl IndexOwner {
+    fn line(&self) -> String {
+        format!("# powerlab raw index: run {} node {} gpu {}", self.run_start_ns, self.node, self.gpu)
+    }
+
+    fn parse(l: &str) -> Option<IndexOwner> {
+        let f: Vec<&str> = l.strip_prefix("# powerlab raw index: ")?.split(' ').collect();
+        match f.as_slice() {
+            ["run", start, "node", node, "gpu", gpu] => Some(IndexOwner { run_start_ns: start.parse().ok()?, node: node.to_string(), gpu: gpu.to_string() }),
+            _ => None,
+        }
+    }
+}
+
+/// A raw file's index as read back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexFile {
+    /// Whose file it describes (absent in an index with no first line).
+    pub owner: Option<IndexOwner>,
+    /// Checkpoints in order. A torn last line (a run killed mid-write) is
+    /// dropped.
+    pub checkpoints: Vec<RawIndex>,
+}
+
+fn parse_checkpoint(l: &str) -> Option<RawIndex> {
+    let f: Vec<&str> = l.split(',').collect();
+    let [rows, bytes, ts, crc] = f.as_slice() else { return None };
+    if crc.len() != 8 || !crc.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    Some(RawIndex { rows: rows.parse().ok()?, bytes: bytes.parse().ok()?, last_ts_ns: ts.parse().ok()?, crc32: u32::from_str_radix(crc, 16).ok()? })
+}
+
+/// Reads a raw file's index. `Ok(None)` when there is none; an error (in
+/// words) when it is damaged: a line that is not a checkpoint anywhere but
+/// a torn end, or checkpoints that do not grow.
+pub fn read_index_file(raw_file: &Path) -> Result<Option<IndexFile>, String> {
+    let path = index_path(raw_file);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    };
+    let mut lines: Vec<&str> = text.split('\n').collect();
+    // The text after the last newline is a torn line, or empty.
+    let torn = lines.pop().filter(|l| !l.is_empty());
+    let mut owner = None;
+    let mut checkpoints: Vec<RawIndex> = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        if i == 0 && l.starts_with('#') {
+            owner = Some(IndexOwner::parse(l).ok_or_else(|| format!("{} line 1 is not an index header", path.display()))?);
+            continue;
+        }
+        let c = parse_checkpoint(l).ok_or_else(|| format!("{} line {} is not a checkpoint (`rows,bytes,last_ts_ns,crc32`)", path.display(), i + 1))?;
+        if let Some(p) = checkpoints.last() {
+            if c.rows <= p.rows || c.bytes <= p.bytes || c.last_ts_ns < p.last_ts_ns {
+                return Err(format!("{} line {}: checkpoints do not grow (rows {} after {}, bytes {} after {})", path.display(), i + 1, c.rows, p.rows, c.bytes, p.bytes));
+            }
+        }
+        checkpoints.push(c);
+    }
+    // A complete line without its newline is a checkpoint all the same.
+    if let Some(c) = torn.and_then(parse_checkpoint).filter(|c| checkpoints.last().is_none_or(|p| c.rows > p.rows && c.bytes > p.bytes)) {
+        checkpoints.push(c);
+    }
+    Ok(Some(IndexFile { owner, checkpoints }))
+}
+
+/// Every checkpoint of a raw file's index, in order; empty if there is no
+/// readable index.
+pub fn read_index_all(raw_file: &Path) -> Vec<RawIndex> {
+    read_index_file(raw_file).ok().flatten().map(|f| f.checkpoints).unwrap_or_default()
+}
+
+/// The last checkpoint of a raw file's index; `None` if there is none.
 pub fn read_index(raw_file: &Path) -> Option<RawIndex> {
     read_index_all(raw_file).pop()
 }
 
 impl RawWriter {
-    /// Creates `raw/<gpu>.csv` (must not exist).
-    pub fn create(raw_dir: &Path, node: &str, gpu_key: &str) -> Result<RawWriter, RunDirError> {
+    /// Creates `raw/<gpu>.csv` (must not exist) and its index, whose first
+    /// line ties it to this run (`run_start_ns`), node and GPU.
+    pub fn create(raw_dir: &Path, node: &str, gpu_key: &str, run_start_ns: i64) -> Result<RawWriter, RunDirError> {
         let path = raw_dir.join(format!("{gpu_key}.csv"));
         let file = std::fs::OpenOptions::new().write(true).create_new(true).open(&path).map_err(|e| RunDirError::io(&path, e))?;
         let mut out = BufWriter::with_capacity(1 << 16, file);
@@ -97,7 +170,10 @@ impl RawWriter {
         crc.update(RAW_HEADER.as_bytes());
         crc.update(b"\n");
         let idx = index_path(&path);
-        let index = Some(std::fs::OpenOptions::new().append(true).create_new(true).open(&idx).map_err(|e| RunDirError::io(&idx, e))?);
+        let mut index = std::fs::OpenOptions::new().append(true).create_new(true).open(&idx).map_err(|e| RunDirError::io(&idx, e))?;
+        let owner = IndexOwner { run_start_ns, node: node.to_string(), gpu: gpu_key.to_string() };
+        writeln!(index, "{}", owner.line()).map_err(|e| RunDirError::io(&idx, e))?;
+        let index = Some(index);
         Ok(RawWriter {
             path,
             out,
@@ -189,17 +265,37 @@ mod tests {
     #[test]
     fn writes_and_reads_back() {
         let tmp = tempfile::tempdir().unwrap();
-        let mut w = RawWriter::create(tmp.path(), "node-a", "gpu0").unwrap();
+        let mut w = RawWriter::create(tmp.path(), "node-a", "gpu0", 5).unwrap();
         w.write(&[Sample { ts_ns: 5, instrument: Instrument::BufferedW, value: 700.25 }, Sample { ts_ns: 6, instrument: Instrument::EnergyMj, value: 12.0 }]).unwrap();
         w.flush(0).unwrap();
         let rows = read_raw(&tmp.path().join("gpu0.csv")).unwrap();
         assert_eq!(rows.len(), 2);
         assert_eq!(rows[0], RawRow { ts_ns: 5, node: "node-a".into(), gpu: "gpu0".into(), instrument: "buffered_w".into(), value: 700.25 });
         assert_eq!(rows[1].value, 12.0);
-        assert!(RawWriter::create(tmp.path(), "node-a", "gpu0").is_err(), "never overwrite");
+        assert!(RawWriter::create(tmp.path(), "node-a", "gpu0", 5).is_err(), "never overwrite");
         let idx = read_index(&tmp.path().join("gpu0.csv")).unwrap();
         let bytes = std::fs::read(tmp.path().join("gpu0.csv")).unwrap();
         assert_eq!(idx, RawIndex { rows: 2, bytes: bytes.len() as u64, last_ts_ns: 6, crc32: crc32fast::hash(&bytes) });
+        let file = read_index_file(&tmp.path().join("gpu0.csv")).unwrap().unwrap();
+        assert_eq!(file.owner, Some(IndexOwner { run_start_ns: 5, node: "node-a".into(), gpu: "gpu0".into() }));
+    }
+
+    #[test]
+    fn a_damaged_index_is_an_error_and_a_torn_end_is_dropped() {
+        let tmp = tempfile::tempdir().unwrap();
+        let raw = tmp.path().join("gpu0.csv");
+        let idx = tmp.path().join("gpu0.idx");
+        let head = "# powerlab raw index: run 1 node n gpu gpu0\n";
+        std::fs::write(&idx, format!("{head}2,100,7,0000abcd\n4,200,9,0000abce\n6,30")).unwrap();
+        assert_eq!(read_index_file(&raw).unwrap().unwrap().checkpoints.len(), 2, "torn end dropped");
+        std::fs::write(&idx, format!("{head}2,100,7,0000abcd\n4,200,9,9e84\n")).unwrap();
+        assert!(read_index_file(&raw).unwrap_err().contains("line 3"), "a short CRC mid-file");
+        std::fs::write(&idx, format!("{head}4,200,9,0000abce\n2,100,7,0000abcd\n")).unwrap();
+        assert!(read_index_file(&raw).unwrap_err().contains("do not grow"));
+        std::fs::write(&idx, "zzz\n").unwrap();
+        assert!(read_index_file(&raw).is_err());
+        std::fs::remove_file(&idx).unwrap();
+        assert_eq!(read_index_file(&raw).unwrap(), None);
     }
 
     #[test]

@@ -314,6 +314,7 @@ pub async fn run_campaign(
         allow_unhealthy: opts.allow_unhealthy,
         command: opts.command.clone(),
         raw_index: true,
+        checksums: Vec::new(),
     };
     manifest.write(&dir.manifest())?;
     if let Some((json, md)) = &opts.health {
@@ -342,7 +343,7 @@ pub async fn run_campaign(
     let (sampler_tx, mut sampler_rx) = mpsc::unbounded_channel::<SamplerMsg>();
     let mut sampler_handles = Vec::new();
     for (i, source) in node.sources.into_iter().enumerate() {
-        let writer = RawWriter::create(&dir.raw_dir(), &node.info.node_id, &keys[i])?;
+        let writer = RawWriter::create(&dir.raw_dir(), &node.info.node_id, &keys[i], start_ns)?;
         sampler_handles.push(spawn_sampler(i, source, writer, clock, sampler_cfg.clone(), sampler_tx.clone(), stop_samplers_rx.clone()));
     }
     drop(sampler_tx);
@@ -501,6 +502,8 @@ pub async fn run_campaign(
     ctx.log(RunEvent::RunEnded { ts_ns: end_ns, status: status_name.into(), reason })?;
     manifest.ended_ns = Some(end_ns);
     manifest.status = status.clone();
+    // Every other file is flushed and closed to writing by now.
+    manifest.checksums = ["edges.csv", "collectives.csv", "events.jsonl"].iter().filter_map(|f| powerlab_rundir::FileSum::of(&dir.path, f)).collect();
     manifest.write(&dir.manifest())?;
     Ok(RunResult { run_dir: dir.path, status, rungs_completed: completed, samplers, rack_ends })
 }

@@ -123,7 +123,7 @@ impl FaultPlan {
                     let (t, late) = value.split_once('@').ok_or_else(|| bad("late_falls_at needs TIME@LATENESS, e.g. 20s@300us".into()))?;
                     f.late_falls = Some((parse_duration_ns(t).map_err(bad)?, parse_duration_ns(late).map_err(bad)?));
                 }
-                "nvml_error_every" => f.nvml_error_every = value.parse().map_err(|_| bad(format!("`{value}` is not a count")))?,
+                "nvml_error_every" => f.nvml_error_every = value.parse().ok().filter(|n: &u32| *n >= 1).ok_or_else(|| bad(format!("`{value}` is not a count of reads of 1 or more")))?,
                 "extra_c_per_w" => {
                     f.extra_c_per_w = value.parse().ok().filter(|v: &f64| v.is_finite() && (0.0..=1.0).contains(v)).ok_or_else(|| bad(format!("`{value}` is not a heating coefficient between 0 and 1 °C/W")))?
                 }

@@ -22,5 +22,6 @@ pub fn manifest(campaign: &str, keys: &[String], started_ns: i64, ended_ns: i64)
         allow_unhealthy: false,
         command: vec![],
         raw_index: false,
+        checksums: Vec::new(),
     }
 }
