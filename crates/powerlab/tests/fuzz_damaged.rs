@@ -198,20 +198,6 @@ fn apply(dir: &Path, d: &Damage) {
     }
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        let (p, name) = (e.path(), e.file_name());
-        if name.to_string_lossy().starts_with('.') || name == "report" {
-            continue;
-        }
-        if p.is_dir() {
-            copy_dir(&p, &to.join(&name));
-        } else {
-            std::fs::copy(&p, to.join(&name)).unwrap();
-        }
-    }
-}
 
 fn figures(out: &powerlab_collate::CollateOutput) -> Vec<serde_json::Value> {
     out.rungs.iter().map(|r| serde_json::to_value(r).unwrap()).collect()
@@ -222,7 +208,7 @@ fn figures(out: &powerlab_collate::CollateOutput) -> Vec<serde_json::Value> {
 fn check(intact: &Path, want: &[serde_json::Value], root: &Path, damages: &[Damage]) -> Result<bool, String> {
     let case = tempfile::tempdir_in(root).unwrap();
     let dir = case.path().join("run");
-    copy_dir(intact, &dir);
+    copy_run(intact, &dir, false);
     for d in damages {
         apply(&dir, d);
     }

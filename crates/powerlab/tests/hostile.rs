@@ -272,21 +272,6 @@ fn health_diff_refuses_what_is_not_a_health_capture() {
     assert!(out.status.success() && text(&out.stdout).contains("0 facts differ"), "{}", text(&out.stdout));
 }
 
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        let p = e.path();
-        let name = e.file_name();
-        if name.to_string_lossy().starts_with('.') {
-            continue;
-        }
-        if p.is_dir() {
-            copy_dir(&p, &to.join(&name));
-        } else {
-            std::fs::copy(&p, to.join(&name)).unwrap();
-        }
-    }
-}
 
 fn rungs_of(dir: &std::path::Path) -> Vec<serde_json::Value> {
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("report/summary.json")).unwrap()).unwrap();
@@ -321,7 +306,7 @@ fn damaged_raw_files_are_named_and_never_give_silent_figures() {
     let work = r.results.path().join("damaged");
     let fresh = |name: &str| {
         let d = work.join(name);
-        copy_dir(r.dir(), &d);
+        copy_run(r.dir(), &d, true);
         d
     };
     let collate = |d: &std::path::Path| powerlab().args(["collate", d.to_str().unwrap()]).output().unwrap();

@@ -75,3 +75,20 @@ pub fn run_sim_at(campaign: &str, epoch_ns: i64, extra: &[&str]) -> Run {
 pub fn campaign(body: &str) -> String {
     format!("[campaign]\nname = \"t\"\nconfirm_node_swing = true\n[defaults]\nwarmup_s = 1\ncooldown_s = 1\n{body}")
 }
+
+/// Copies a run directory (lock files left out; `report/` too unless
+/// `with_report`).
+pub fn copy_run(from: &Path, to: &Path, with_report: bool) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let (p, name) = (e.path(), e.file_name());
+        if name.to_string_lossy().starts_with('.') || (!with_report && name == "report") {
+            continue;
+        }
+        if p.is_dir() {
+            copy_run(&p, &to.join(&name), true);
+        } else {
+            std::fs::copy(&p, to.join(&name)).unwrap();
+        }
+    }
+}
