@@ -163,9 +163,9 @@ pub fn read_edges(dir: &RunDir) -> Result<Option<DataFrame>, CollateError> {
         .map_err(|e| CollateError::BadRaw { path: path.clone(), message: e.to_string() })?;
     // One row per (rung, GPU, edge): a repeated one was added or copied.
     if let (Ok(r), Ok(g), Ok(i)) = (df.column("rung_id").and_then(|c| c.u32().cloned()), df.column("gpu").and_then(|c| c.str().cloned()), df.column("index").and_then(|c| c.u32().cloned())) {
-        let mut seen = std::collections::HashSet::new();
+        let mut seen = std::collections::HashSet::with_capacity(df.height());
         for ((r, g), i) in r.iter().zip(g.iter()).zip(i.iter()) {
-            if !seen.insert((r, g.map(str::to_string), i)) {
+            if !seen.insert((r, g, i)) {
                 return Err(CollateError::BadRaw {
                     path: path.clone(),
                     message: format!("edge {} of {} in rung {} is listed twice: the file was edited after the run", i.unwrap_or(0), g.unwrap_or("?"), r.unwrap_or(0)),
