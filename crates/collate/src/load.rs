@@ -84,7 +84,7 @@ pub fn load_run(dir: &RunDir) -> Result<Run, CollateError> {
 /// check off (`ignore_errors`, `infer_schema_length`): a damaged raw file
 /// is to be restored, not read past.
 fn without_hints(message: &str) -> String {
-    let cut = ["You might want to try", "\n\nYou might"].iter().filter_map(|m| message.find(m)).min().unwrap_or(message.len());
+    let cut = message.find("You might want to try").unwrap_or(message.len());
     message[..cut].trim_end().trim_end_matches(|c: char| c == ',' || c == ';').to_string()
 }
 

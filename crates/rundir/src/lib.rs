@@ -24,4 +24,4 @@ pub use edges::{read_rows, EdgeRow, EdgeWriter};
 pub use events::{EventLog, GpuReady, RunEvent, RungInfo};
 pub use layout::{RunDir, RunDirError};
 pub use manifest::{FileSum, Manifest, RunStatus, ToolInfo, FORMAT_VERSION};
-pub use raw::{read_index, read_index_all, read_index_file, IndexFile, IndexOwner, RawIndex, RawRow, RawWriter};
+pub use raw::{read_index_file, IndexFile, IndexOwner, RawIndex, RawRow, RawWriter};

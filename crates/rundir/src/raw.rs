@@ -146,17 +146,6 @@ pub fn read_index_file(raw_file: &Path) -> Result<Option<IndexFile>, String> {
     Ok(Some(IndexFile { owner, checkpoints }))
 }
 
-/// Every checkpoint of a raw file's index, in order; empty if there is no
-/// readable index.
-pub fn read_index_all(raw_file: &Path) -> Vec<RawIndex> {
-    read_index_file(raw_file).ok().flatten().map(|f| f.checkpoints).unwrap_or_default()
-}
-
-/// The last checkpoint of a raw file's index; `None` if there is none.
-pub fn read_index(raw_file: &Path) -> Option<RawIndex> {
-    read_index_all(raw_file).pop()
-}
-
 impl RawWriter {
     /// Creates `raw/<gpu>.csv` (must not exist) and its index, whose first
     /// line ties it to this run (`run_start_ns`), node and GPU.
@@ -273,7 +262,7 @@ mod tests {
         assert_eq!(rows[0], RawRow { ts_ns: 5, node: "node-a".into(), gpu: "gpu0".into(), instrument: "buffered_w".into(), value: 700.25 });
         assert_eq!(rows[1].value, 12.0);
         assert!(RawWriter::create(tmp.path(), "node-a", "gpu0", 5).is_err(), "never overwrite");
-        let idx = read_index(&tmp.path().join("gpu0.csv")).unwrap();
+        let idx = *read_index_file(&tmp.path().join("gpu0.csv")).unwrap().unwrap().checkpoints.last().unwrap();
         let bytes = std::fs::read(tmp.path().join("gpu0.csv")).unwrap();
         assert_eq!(idx, RawIndex { rows: 2, bytes: bytes.len() as u64, last_ts_ns: 6, crc32: crc32fast::hash(&bytes) });
         let file = read_index_file(&tmp.path().join("gpu0.csv")).unwrap().unwrap();
