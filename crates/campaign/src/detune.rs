@@ -82,7 +82,11 @@ pub fn detuned_period_ms(period_ms: f64, window_ms: f64) -> f64 {
             best = (gap, p);
         }
     }
-    if best.0 <= exact / 2.0 { best.1 } else { period_ms }
+    if best.0 <= exact / 2.0 {
+        best.1
+    } else {
+        period_ms
+    }
 }
 
 /// Time after the window start (and its ramp) before a duty rung's pattern
@@ -91,7 +95,10 @@ pub fn detuned_period_ms(period_ms: f64, window_ms: f64) -> f64 {
 /// keep-warm load, takes most of a second to let go. One period, at least
 /// 1 s, at most 2 s, and never more than a quarter of the window.
 pub fn settle_ns(period_ns: i64, window_ns: i64) -> i64 {
-    period_ns.clamp(1_000_000_000, 2_000_000_000).min(window_ns / 4).max(0)
+    period_ns
+        .clamp(1_000_000_000, 2_000_000_000)
+        .min(window_ns / 4)
+        .max(0)
 }
 
 /// `settle_ns` lengthened so that the measured window (`window_ns` after
@@ -127,9 +134,15 @@ mod tests {
         // gaps (half the request's 20) are within reach; over 60 s a small
         // step reaches the target.
         let short = detuned_period_ms(2000.0, 6000.0);
-        assert!(max_phase_gap_ms(short, 20.0, 6000.0) <= 10.0 + 1e-9 && short < 2040.0, "{short}");
+        assert!(
+            max_phase_gap_ms(short, 20.0, 6000.0) <= 10.0 + 1e-9 && short < 2040.0,
+            "{short}"
+        );
         let long = detuned_period_ms(2000.0, 60000.0);
-        assert!(max_phase_gap_ms(long, 20.0, 60000.0) <= target_gap_ms(2000.0) && long < 2001.0, "{long}");
+        assert!(
+            max_phase_gap_ms(long, 20.0, 60000.0) <= target_gap_ms(2000.0) && long < 2001.0,
+            "{long}"
+        );
         // A period prime to the grid needs nothing.
         assert_eq!(detuned_period_ms(613.0, 30000.0), 613.0);
         // A longer window needs a smaller step.
@@ -141,7 +154,10 @@ mod tests {
         for p in [1000.0, 500.0, 200.0, 100.0, 50.0, 40.0, 20.0, 10.0, 5.0] {
             let d = detuned_period_ms(p, 8000.0);
             assert!(d >= p && d <= p * 1.02, "{p} -> {d}");
-            assert!(max_phase_gap_ms(d, SAMPLE_GRID_MS, 8000.0) <= target_gap_ms(p), "{p} -> {d}");
+            assert!(
+                max_phase_gap_ms(d, SAMPLE_GRID_MS, 8000.0) <= target_gap_ms(p),
+                "{p} -> {d}"
+            );
         }
     }
 
@@ -149,8 +165,11 @@ mod tests {
     fn the_measured_window_holds_whole_cycles() {
         let s = whole_cycles_settle_ns(1_000_000_000, 8_000_000_000, 100_280_000);
         assert_eq!((8_000_000_000 - s) % 100_280_000, 0);
-        assert!(s >= 1_000_000_000 && s < 1_100_280_000);
-        assert_eq!(whole_cycles_settle_ns(2_000_000_000, 8_000_000_000, 2_000_000_000), 2_000_000_000);
+        assert!((1_000_000_000..1_100_280_000).contains(&s));
+        assert_eq!(
+            whole_cycles_settle_ns(2_000_000_000, 8_000_000_000, 2_000_000_000),
+            2_000_000_000
+        );
         assert_eq!(whole_cycles_settle_ns(100, 150, 1000), 100);
     }
 

@@ -14,6 +14,9 @@ pub mod parse;
 pub mod plan;
 
 pub use error::CampaignError;
-pub use model::{calibration_phases, Campaign, GpuSelector, Limits, Mode, NcclSpec, NcclStep, Phase, PhaseKind, Rack, RackStagger, Sampling, Stagger, CALIBRATION_PHASE};
+pub use model::{
+    CALIBRATION_PHASE, Campaign, GpuSelector, Limits, Mode, NcclSpec, NcclStep, Phase, PhaseKind,
+    Rack, RackStagger, Sampling, Stagger, calibration_phases,
+};
 pub use parse::{load_file, parse_str};
-pub use plan::{expand, expand_on_rack, Plan, RackPosition, Rung};
+pub use plan::{Plan, RackPosition, Rung, expand, expand_on_rack};

@@ -44,7 +44,14 @@ pub struct Sampling {
 
 impl Default for Sampling {
     fn default() -> Self {
-        Sampling { poll_interval_ms: 20.0, buffer_interval_ms: 200.0, field_interval_ms: 100.0, status_interval_ms: 200.0, flush_interval_ms: 1000.0, grid_ms: 10.0 }
+        Sampling {
+            poll_interval_ms: 20.0,
+            buffer_interval_ms: 200.0,
+            field_interval_ms: 100.0,
+            status_interval_ms: 200.0,
+            flush_interval_ms: 1000.0,
+            grid_ms: 10.0,
+        }
     }
 }
 
@@ -129,7 +136,10 @@ pub struct Rack {
 
 impl Default for Rack {
     fn default() -> Self {
-        Rack { stagger: RackStagger::Gpu, clock_tolerance_ms: 1.0 }
+        Rack {
+            stagger: RackStagger::Gpu,
+            clock_tolerance_ms: 1.0,
+        }
     }
 }
 
@@ -353,11 +363,22 @@ pub fn calibration_phases() -> Vec<Phase> {
         nccl: None,
     };
     let ratios: [f64; 5] = [0.5, 2.0 / 3.0, 0.8, 1.2, 4.0 / 3.0];
-    let probes: Vec<f64> = [20.0f64, 100.0].iter().flat_map(|u| ratios.iter().map(move |r| (u * r * 1000.0).round() / 1000.0)).collect();
+    let probes: Vec<f64> = [20.0f64, 100.0]
+        .iter()
+        .flat_map(|u| {
+            ratios
+                .iter()
+                .map(move |r| (u * r * 1000.0).round() / 1000.0)
+        })
+        .collect();
     // 613 and 4013 ms: no common divisor with 20 or 100 ms, so successive
     // edges land at new phases of the sensors' update clocks. ~49 falls at
     // 613 ms pin the fast paths' windows (a held field shows an
     // intermediate value on only a window/update fraction of its falls),
     // with 300 ms on: long enough for the rise's overshoot to settle.
-    vec![phase(vec![613.0], 30.0), phase(vec![4013.0], 12.0), phase(probes, 4.0)]
+    vec![
+        phase(vec![613.0], 30.0),
+        phase(vec![4013.0], 12.0),
+        phase(probes, 4.0),
+    ]
 }

@@ -1,6 +1,6 @@
 //! TOML → validated [`Campaign`], with every error located in the file.
 
-use crate::error::{line_col, CampaignError};
+use crate::error::{CampaignError, line_col};
 use crate::model::*;
 use powerlab_core::Collective;
 use serde::Deserialize;
@@ -117,7 +117,13 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    fn err(&self, span: Range<usize>, field: impl Into<String>, message: impl Into<String>, allowed: Option<&str>) -> CampaignError {
+    fn err(
+        &self,
+        span: Range<usize>,
+        field: impl Into<String>,
+        message: impl Into<String>,
+        allowed: Option<&str>,
+    ) -> CampaignError {
         let (line, column) = line_col(self.source, span.start);
         CampaignError {
             file: self.file.to_string(),
@@ -131,7 +137,14 @@ impl Ctx<'_> {
 
     /// A number in `lo..=hi` (`lo` excluded when `lo_open`), else an error
     /// that states the range.
-    fn ranged(&self, v: &Option<Spanned<f64>>, field: &str, default: f64, (lo, hi): (f64, f64), lo_open: bool) -> Result<f64, CampaignError> {
+    fn ranged(
+        &self,
+        v: &Option<Spanned<f64>>,
+        field: &str,
+        default: f64,
+        (lo, hi): (f64, f64),
+        lo_open: bool,
+    ) -> Result<f64, CampaignError> {
         let Some(s) = v else { return Ok(default) };
         let x = *s.get_ref();
         let above = if lo_open { x > lo } else { x >= lo };
@@ -139,24 +152,55 @@ impl Ctx<'_> {
             return Ok(x);
         }
         let allowed = format!("{lo} {} {field} <= {hi}", if lo_open { "<" } else { "<=" });
-        Err(self.err(s.span(), field, format!("{x} is out of range"), Some(&allowed)))
+        Err(self.err(
+            s.span(),
+            field,
+            format!("{x} is out of range"),
+            Some(&allowed),
+        ))
     }
 
     /// A positive number no larger than `hi`.
-    fn positive(&self, v: &Option<Spanned<f64>>, field: &str, default: f64, hi: f64) -> Result<f64, CampaignError> {
+    fn positive(
+        &self,
+        v: &Option<Spanned<f64>>,
+        field: &str,
+        default: f64,
+        hi: f64,
+    ) -> Result<f64, CampaignError> {
         self.ranged(v, field, default, (0.0, hi), true)
     }
 
     /// A number in `0..=hi`.
-    fn non_negative(&self, v: &Option<Spanned<f64>>, field: &str, default: f64, hi: f64) -> Result<f64, CampaignError> {
+    fn non_negative(
+        &self,
+        v: &Option<Spanned<f64>>,
+        field: &str,
+        default: f64,
+        hi: f64,
+    ) -> Result<f64, CampaignError> {
         self.ranged(v, field, default, (0.0, hi), false)
     }
 
-    fn count(&self, v: &Option<Spanned<i64>>, field: &str, default: u32, max: i64) -> Result<u32, CampaignError> {
+    fn count(
+        &self,
+        v: &Option<Spanned<i64>>,
+        field: &str,
+        default: u32,
+        max: i64,
+    ) -> Result<u32, CampaignError> {
         match v {
             None => Ok(default),
             Some(s) if (1..=max).contains(s.get_ref()) => Ok(*s.get_ref() as u32),
-            Some(s) => Err(self.err(s.span(), field, format!("must be a whole number from 1 to {max}, got {}", s.get_ref()), Some(&format!("1..={max}")))),
+            Some(s) => Err(self.err(
+                s.span(),
+                field,
+                format!(
+                    "must be a whole number from 1 to {max}, got {}",
+                    s.get_ref()
+                ),
+                Some(&format!("1..={max}")),
+            )),
         }
     }
 }
@@ -187,71 +231,191 @@ fn toml_error(ctx: &Ctx<'_>, e: &toml::de::Error) -> CampaignError {
     let (line, column) = line_col(ctx.source, start);
     // Name the key on that line, if the error sits on a `key = value` line.
     let line_text = ctx.source.lines().nth(line.saturating_sub(1)).unwrap_or("");
-    let field = line_text.split_once('=').map(|(k, _)| k.trim().to_string()).filter(|k| !k.is_empty() && !k.starts_with('['));
+    let field = line_text
+        .split_once('=')
+        .map(|(k, _)| k.trim().to_string())
+        .filter(|k| !k.is_empty() && !k.starts_with('['));
     let mut message = e.message().trim().to_string();
     if message.starts_with("missing field") {
         message.push_str(" (a required key is absent in this table)");
     }
-    let allowed = message.contains("unknown field").then(|| "the keys listed in the message; see campaigns/README.md".to_string());
-    CampaignError { file: ctx.file.to_string(), line, column, field, message, allowed }
+    let allowed = message
+        .contains("unknown field")
+        .then(|| "the keys listed in the message; see campaigns/README.md".to_string());
+    CampaignError {
+        file: ctx.file.to_string(),
+        line,
+        column,
+        field,
+        message,
+        allowed,
+    }
 }
 
 fn validate(ctx: &Ctx<'_>, raw: RawFile) -> Result<Campaign, CampaignError> {
     let header_span = raw.campaign.span();
     let header = raw.campaign.into_inner();
     let name = header.name.get_ref().trim().to_string();
-    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.') {
-        return Err(ctx.err(header.name.span(), "campaign.name", format!("`{name}` cannot name a run directory"), Some("letters, digits, '-', '_' and '.'")));
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+    {
+        return Err(ctx.err(
+            header.name.span(),
+            "campaign.name",
+            format!("`{name}` cannot name a run directory"),
+            Some("letters, digits, '-', '_' and '.'"),
+        ));
     }
     let gpus = match &header.gpus {
         None => GpuSelector::All,
         Some(v) => parse_gpus(ctx, v)?,
     };
 
-    let s = raw.sampling.unwrap_or(RawSampling { poll_interval_ms: None, buffer_interval_ms: None, field_interval_ms: None, status_interval_ms: None, flush_interval_ms: None, grid_ms: None });
+    let s = raw.sampling.unwrap_or(RawSampling {
+        poll_interval_ms: None,
+        buffer_interval_ms: None,
+        field_interval_ms: None,
+        status_interval_ms: None,
+        flush_interval_ms: None,
+        grid_ms: None,
+    });
     let d = Sampling::default();
-    if let Some(p) = &s.poll_interval_ms {
-        if *p.get_ref() > 1000.0 {
-            return Err(ctx.err(p.span(), "sampling.poll_interval_ms", "the interlocks and the instant field are read at this period; slower than 1 s leaves the node unwatched", Some("0 < poll_interval_ms <= 1000")));
-        }
+    if let Some(p) = &s.poll_interval_ms
+        && *p.get_ref() > 1000.0
+    {
+        return Err(ctx.err(p.span(), "sampling.poll_interval_ms", "the interlocks and the instant field are read at this period; slower than 1 s leaves the node unwatched", Some("0 < poll_interval_ms <= 1000")));
     }
-    if let Some(b) = &s.buffer_interval_ms {
-        if *b.get_ref() > 1000.0 {
-            return Err(ctx.err(b.span(), "sampling.buffer_interval_ms", "the driver buffer holds ~2.4 s of samples; draining it less often than every second risks losing some", Some("0 < buffer_interval_ms <= 1000")));
-        }
+    if let Some(b) = &s.buffer_interval_ms
+        && *b.get_ref() > 1000.0
+    {
+        return Err(ctx.err(b.span(), "sampling.buffer_interval_ms", "the driver buffer holds ~2.4 s of samples; draining it less often than every second risks losing some", Some("0 < buffer_interval_ms <= 1000")));
     }
-    if let Some(f) = &s.flush_interval_ms {
-        if *f.get_ref() > 1000.0 {
-            return Err(ctx.err(f.span(), "sampling.flush_interval_ms", "raw samples must reach disk at least every second", Some("0 < flush_interval_ms <= 1000")));
-        }
+    if let Some(f) = &s.flush_interval_ms
+        && *f.get_ref() > 1000.0
+    {
+        return Err(ctx.err(
+            f.span(),
+            "sampling.flush_interval_ms",
+            "raw samples must reach disk at least every second",
+            Some("0 < flush_interval_ms <= 1000"),
+        ));
     }
 
     let sampling = Sampling {
-        poll_interval_ms: ctx.ranged(&s.poll_interval_ms, "sampling.poll_interval_ms", d.poll_interval_ms, (1.0, 1000.0), false)?,
-        buffer_interval_ms: ctx.ranged(&s.buffer_interval_ms, "sampling.buffer_interval_ms", d.buffer_interval_ms, (1.0, 1000.0), false)?,
-        field_interval_ms: ctx.ranged(&s.field_interval_ms, "sampling.field_interval_ms", d.field_interval_ms, (1.0, 1000.0), false)?,
-        status_interval_ms: ctx.ranged(&s.status_interval_ms, "sampling.status_interval_ms", d.status_interval_ms, (1.0, 1000.0), false)?,
-        flush_interval_ms: ctx.ranged(&s.flush_interval_ms, "sampling.flush_interval_ms", d.flush_interval_ms, (1.0, 1000.0), false)?,
-        grid_ms: ctx.ranged(&s.grid_ms, "sampling.grid_ms", d.grid_ms, (1.0, 1000.0), false)?,
+        poll_interval_ms: ctx.ranged(
+            &s.poll_interval_ms,
+            "sampling.poll_interval_ms",
+            d.poll_interval_ms,
+            (1.0, 1000.0),
+            false,
+        )?,
+        buffer_interval_ms: ctx.ranged(
+            &s.buffer_interval_ms,
+            "sampling.buffer_interval_ms",
+            d.buffer_interval_ms,
+            (1.0, 1000.0),
+            false,
+        )?,
+        field_interval_ms: ctx.ranged(
+            &s.field_interval_ms,
+            "sampling.field_interval_ms",
+            d.field_interval_ms,
+            (1.0, 1000.0),
+            false,
+        )?,
+        status_interval_ms: ctx.ranged(
+            &s.status_interval_ms,
+            "sampling.status_interval_ms",
+            d.status_interval_ms,
+            (1.0, 1000.0),
+            false,
+        )?,
+        flush_interval_ms: ctx.ranged(
+            &s.flush_interval_ms,
+            "sampling.flush_interval_ms",
+            d.flush_interval_ms,
+            (1.0, 1000.0),
+            false,
+        )?,
+        grid_ms: ctx.ranged(
+            &s.grid_ms,
+            "sampling.grid_ms",
+            d.grid_ms,
+            (1.0, 1000.0),
+            false,
+        )?,
     };
-    let l = raw.limits.unwrap_or(RawLimits { max_gpu_temp_c: None, max_memory_temp_c: None, max_node_power_w: None, abort_on_hw_slowdown: None, barrier_tolerance_ms: None, edge_p99_us: None, edge_max_us: None });
+    let l = raw.limits.unwrap_or(RawLimits {
+        max_gpu_temp_c: None,
+        max_memory_temp_c: None,
+        max_node_power_w: None,
+        abort_on_hw_slowdown: None,
+        barrier_tolerance_ms: None,
+        edge_p99_us: None,
+        edge_max_us: None,
+    });
     let dl = Limits::default();
     let limits = Limits {
-        max_gpu_temp_c: ctx.ranged(&l.max_gpu_temp_c, "limits.max_gpu_temp_c", dl.max_gpu_temp_c, (20.0, 150.0), false)?,
-        max_memory_temp_c: ctx.ranged(&l.max_memory_temp_c, "limits.max_memory_temp_c", dl.max_memory_temp_c, (20.0, 150.0), false)?,
+        max_gpu_temp_c: ctx.ranged(
+            &l.max_gpu_temp_c,
+            "limits.max_gpu_temp_c",
+            dl.max_gpu_temp_c,
+            (20.0, 150.0),
+            false,
+        )?,
+        max_memory_temp_c: ctx.ranged(
+            &l.max_memory_temp_c,
+            "limits.max_memory_temp_c",
+            dl.max_memory_temp_c,
+            (20.0, 150.0),
+            false,
+        )?,
         max_node_power_w: match &l.max_node_power_w {
             None => None,
             v => Some(ctx.ranged(v, "limits.max_node_power_w", 0.0, (1.0, 1.0e6), false)?),
         },
         abort_on_hw_slowdown: l.abort_on_hw_slowdown.unwrap_or(dl.abort_on_hw_slowdown),
-        barrier_tolerance_ms: ctx.ranged(&l.barrier_tolerance_ms, "limits.barrier_tolerance_ms", dl.barrier_tolerance_ms, (0.001, 10_000.0), false)?,
-        edge_p99_us: ctx.ranged(&l.edge_p99_us, "limits.edge_p99_us", dl.edge_p99_us, (0.1, 1.0e6), false)?,
-        edge_max_us: ctx.ranged(&l.edge_max_us, "limits.edge_max_us", dl.edge_max_us, (0.1, 1.0e6), false)?,
+        barrier_tolerance_ms: ctx.ranged(
+            &l.barrier_tolerance_ms,
+            "limits.barrier_tolerance_ms",
+            dl.barrier_tolerance_ms,
+            (0.001, 10_000.0),
+            false,
+        )?,
+        edge_p99_us: ctx.ranged(
+            &l.edge_p99_us,
+            "limits.edge_p99_us",
+            dl.edge_p99_us,
+            (0.1, 1.0e6),
+            false,
+        )?,
+        edge_max_us: ctx.ranged(
+            &l.edge_max_us,
+            "limits.edge_max_us",
+            dl.edge_max_us,
+            (0.1, 1.0e6),
+            false,
+        )?,
     };
 
     if limits.edge_max_us < limits.edge_p99_us {
-        let span = l.edge_max_us.as_ref().or(l.edge_p99_us.as_ref()).map(|v| v.span()).unwrap_or(0..0);
-        return Err(ctx.err(span, "limits.edge_max_us", format!("the largest edge error allowed ({} µs) is below the p99 allowed ({} µs)", limits.edge_max_us, limits.edge_p99_us), Some("edge_max_us >= edge_p99_us")));
+        let span = l
+            .edge_max_us
+            .as_ref()
+            .or(l.edge_p99_us.as_ref())
+            .map(|v| v.span())
+            .unwrap_or(0..0);
+        return Err(ctx.err(
+            span,
+            "limits.edge_max_us",
+            format!(
+                "the largest edge error allowed ({} µs) is below the p99 allowed ({} µs)",
+                limits.edge_max_us, limits.edge_p99_us
+            ),
+            Some("edge_max_us >= edge_p99_us"),
+        ));
     }
 
     let rack = match raw.rack {
@@ -262,29 +426,72 @@ fn validate(ctx: &Ctx<'_>, raw: RawFile) -> Result<Campaign, CampaignError> {
                 Some(v) => match v.get_ref().as_str() {
                     "gpu" => RackStagger::Gpu,
                     "node" => RackStagger::Node,
-                    other => return Err(ctx.err(v.span(), "rack.stagger", format!("unknown rack stagger `{other}`"), Some("gpu, node"))),
+                    other => {
+                        return Err(ctx.err(
+                            v.span(),
+                            "rack.stagger",
+                            format!("unknown rack stagger `{other}`"),
+                            Some("gpu, node"),
+                        ));
+                    }
                 },
             },
-            clock_tolerance_ms: ctx.ranged(&r.clock_tolerance_ms, "rack.clock_tolerance_ms", Rack::default().clock_tolerance_ms, (0.001, 10_000.0), false)?,
+            clock_tolerance_ms: ctx.ranged(
+                &r.clock_tolerance_ms,
+                "rack.clock_tolerance_ms",
+                Rack::default().clock_tolerance_ms,
+                (0.001, 10_000.0),
+                false,
+            )?,
         },
     };
 
-    let defaults = raw.defaults.unwrap_or(RawDefaults { repeats: None, warmup_s: None, cooldown_s: None });
-    let default_repeats = ctx.count(&defaults.repeats, "defaults.repeats", 1, MAX_REPEATS as i64)?;
-    let default_warmup = ctx.non_negative(&defaults.warmup_s, "defaults.warmup_s", 2.0, MAX_WARMUP_S)?;
-    let default_cooldown = ctx.non_negative(&defaults.cooldown_s, "defaults.cooldown_s", 2.0, MAX_WARMUP_S)?;
+    let defaults = raw.defaults.unwrap_or(RawDefaults {
+        repeats: None,
+        warmup_s: None,
+        cooldown_s: None,
+    });
+    let default_repeats =
+        ctx.count(&defaults.repeats, "defaults.repeats", 1, MAX_REPEATS as i64)?;
+    let default_warmup =
+        ctx.non_negative(&defaults.warmup_s, "defaults.warmup_s", 2.0, MAX_WARMUP_S)?;
+    let default_cooldown = ctx.non_negative(
+        &defaults.cooldown_s,
+        "defaults.cooldown_s",
+        2.0,
+        MAX_WARMUP_S,
+    )?;
 
     if raw.phase.is_empty() && header.calibrate != Some(true) {
-        return Err(ctx.err(header_span, "phase", "the campaign declares no phases", Some("one or more [[phase]] tables, or calibrate = true in [campaign]")));
+        return Err(ctx.err(
+            header_span,
+            "phase",
+            "the campaign declares no phases",
+            Some("one or more [[phase]] tables, or calibrate = true in [campaign]"),
+        ));
     }
     let mut phases = Vec::new();
     for (i, p) in raw.phase.into_iter().enumerate() {
-        phases.push(validate_phase(ctx, i, p, default_repeats, default_warmup, default_cooldown)?);
+        phases.push(validate_phase(
+            ctx,
+            i,
+            p,
+            default_repeats,
+            default_warmup,
+            default_cooldown,
+        )?);
     }
     let mut names = std::collections::HashSet::new();
     for p in &phases {
         if !names.insert(p.name.clone()) {
-            return Err(CampaignError { file: ctx.file.into(), line: 0, column: 0, field: Some("phase.name".into()), message: format!("two phases are named `{}`", p.name), allowed: Some("unique phase names".into()) });
+            return Err(CampaignError {
+                file: ctx.file.into(),
+                line: 0,
+                column: 0,
+                field: Some("phase.name".into()),
+                message: format!("two phases are named `{}`", p.name),
+                allowed: Some("unique phase names".into()),
+            });
         }
     }
 
@@ -307,7 +514,10 @@ fn validate(ctx: &Ctx<'_>, raw: RawFile) -> Result<Campaign, CampaignError> {
         return Err(ctx.err(
             header_span.clone(),
             "phase",
-            format!("the campaign would run {:.0} days (every phase × its repeats, periods and modes)", total_s / 86_400.0),
+            format!(
+                "the campaign would run {:.0} days (every phase × its repeats, periods and modes)",
+                total_s / 86_400.0
+            ),
             Some("a total under 366 days (fewer repeats or shorter phases)"),
         ));
     }
@@ -315,25 +525,47 @@ fn validate(ctx: &Ctx<'_>, raw: RawFile) -> Result<Campaign, CampaignError> {
 }
 
 fn parse_gpus(ctx: &Ctx<'_>, v: &Spanned<toml::Value>) -> Result<GpuSelector, CampaignError> {
-    let allowed = Some("\"all\", or a list of visible indices and/or UUIDs like [0, 1] or [\"GPU-…\"]");
+    let allowed =
+        Some("\"all\", or a list of visible indices and/or UUIDs like [0, 1] or [\"GPU-…\"]");
     match v.get_ref() {
         toml::Value::String(s) if s == "all" => Ok(GpuSelector::All),
         toml::Value::Array(items) if !items.is_empty() => {
             let mut out = Vec::new();
             for item in items {
                 match item {
-                    toml::Value::Integer(i) if *i >= 0 && *i < 1024 => out.push(GpuRef::Index(*i as u32)),
-                    toml::Value::String(s) if s.starts_with("GPU-") || s.starts_with("MIG-") => out.push(GpuRef::Uuid(s.clone())),
-                    other => return Err(ctx.err(v.span(), "campaign.gpus", format!("`{other}` is neither a GPU index nor a UUID"), allowed)),
+                    toml::Value::Integer(i) if *i >= 0 && *i < 1024 => {
+                        out.push(GpuRef::Index(*i as u32))
+                    }
+                    toml::Value::String(s) if s.starts_with("GPU-") || s.starts_with("MIG-") => {
+                        out.push(GpuRef::Uuid(s.clone()))
+                    }
+                    other => {
+                        return Err(ctx.err(
+                            v.span(),
+                            "campaign.gpus",
+                            format!("`{other}` is neither a GPU index nor a UUID"),
+                            allowed,
+                        ));
+                    }
                 }
             }
             let mut seen = std::collections::HashSet::new();
             if let Some(dup) = out.iter().find(|r| !seen.insert((*r).clone())) {
-                return Err(ctx.err(v.span(), "campaign.gpus", format!("{dup:?} is listed twice"), allowed));
+                return Err(ctx.err(
+                    v.span(),
+                    "campaign.gpus",
+                    format!("{dup:?} is listed twice"),
+                    allowed,
+                ));
             }
             Ok(GpuSelector::List(out))
         }
-        other => Err(ctx.err(v.span(), "campaign.gpus", format!("`{other}` does not select GPUs"), allowed)),
+        other => Err(ctx.err(
+            v.span(),
+            "campaign.gpus",
+            format!("`{other}` does not select GPUs"),
+            allowed,
+        )),
     }
 }
 
@@ -354,7 +586,14 @@ fn validate_phase(
         "duty" => PhaseKind::Duty,
         "nccl" => PhaseKind::Nccl,
         "soak" => PhaseKind::Soak,
-        other => return Err(ctx.err(p.kind.span(), f("kind"), format!("unknown phase kind `{other}`"), Some(PHASE_KINDS))),
+        other => {
+            return Err(ctx.err(
+                p.kind.span(),
+                f("kind"),
+                format!("unknown phase kind `{other}`"),
+                Some(PHASE_KINDS),
+            ));
+        }
     };
 
     // Which keys each kind accepts; anything else present is an error.
@@ -363,8 +602,32 @@ fn validate_phase(
         PhaseKind::Idle => &["warmup_s"],
         PhaseKind::Sustained => &["warmup_s", "mode"],
         PhaseKind::Soak => &["warmup_s"],
-        PhaseKind::Duty => &["warmup_s", "period_ms", "periods_ms", "duty", "ramp_s", "exact_period", "mode", "modes", "stagger_step_deg", "offsets_deg", "offsets_ms"],
-        PhaseKind::Nccl => &["warmup_s", "collectives", "min_bytes", "max_bytes", "step_factor", "iterations", "warmup_iters", "sweep_s", "fabric_bytes", "timeout_s", "bsp_compute_ms"],
+        PhaseKind::Duty => &[
+            "warmup_s",
+            "period_ms",
+            "periods_ms",
+            "duty",
+            "ramp_s",
+            "exact_period",
+            "mode",
+            "modes",
+            "stagger_step_deg",
+            "offsets_deg",
+            "offsets_ms",
+        ],
+        PhaseKind::Nccl => &[
+            "warmup_s",
+            "collectives",
+            "min_bytes",
+            "max_bytes",
+            "step_factor",
+            "iterations",
+            "warmup_iters",
+            "sweep_s",
+            "fabric_bytes",
+            "timeout_s",
+            "bsp_compute_ms",
+        ],
     };
     let present: Vec<(&str, Range<usize>)> = [
         ("warmup_s", p.warmup_s.as_ref().map(|s| s.span())),
@@ -375,7 +638,10 @@ fn validate_phase(
         ("exact_period", p.exact_period.as_ref().map(|s| s.span())),
         ("mode", p.mode.as_ref().map(|s| s.span())),
         ("modes", p.modes.as_ref().map(|s| s.span())),
-        ("stagger_step_deg", p.stagger_step_deg.as_ref().map(|s| s.span())),
+        (
+            "stagger_step_deg",
+            p.stagger_step_deg.as_ref().map(|s| s.span()),
+        ),
         ("offsets_deg", p.offsets_deg.as_ref().map(|s| s.span())),
         ("offsets_ms", p.offsets_ms.as_ref().map(|s| s.span())),
         ("collectives", p.collectives.as_ref().map(|s| s.span())),
@@ -383,7 +649,10 @@ fn validate_phase(
         ("max_bytes", p.max_bytes.as_ref().map(|s| s.span())),
         ("step_factor", p.step_factor.as_ref().map(|s| s.span())),
         ("iterations", p.iterations.as_ref().map(|s| s.span())),
-        ("bsp_compute_ms", p.bsp_compute_ms.as_ref().map(|s| s.span())),
+        (
+            "bsp_compute_ms",
+            p.bsp_compute_ms.as_ref().map(|s| s.span()),
+        ),
     ]
     .into_iter()
     .filter_map(|(k, s)| s.map(|s| (k, s)))
@@ -391,26 +660,64 @@ fn validate_phase(
     for (key, span) in &present {
         if !common.contains(key) && !extra.contains(key) {
             let allowed: Vec<&str> = common.iter().chain(extra.iter()).copied().collect();
-            return Err(ctx.err(span.clone(), f(key), format!("`{key}` is not allowed in a `{}` phase", kind.as_str()), Some(&allowed.join(", "))));
+            return Err(ctx.err(
+                span.clone(),
+                f(key),
+                format!("`{key}` is not allowed in a `{}` phase", kind.as_str()),
+                Some(&allowed.join(", ")),
+            ));
         }
     }
 
     let name = match &p.name {
         Some(n) if !n.get_ref().trim().is_empty() => n.get_ref().trim().to_string(),
-        Some(n) => return Err(ctx.err(n.span(), f("name"), "a phase name must not be empty", None)),
+        Some(n) => {
+            return Err(ctx.err(n.span(), f("name"), "a phase name must not be empty", None));
+        }
         None => format!("{}-{}", kind.as_str(), index),
     };
     let duration_s = match &p.duration_s {
-        Some(_) => ctx.ranged(&p.duration_s, &f("duration_s"), 0.0, (MIN_DURATION_S, MAX_DURATION_S), false)?,
-        None => return Err(ctx.err(phase_span, f("duration_s"), "every phase needs a duration", Some("duration_s = seconds > 0"))),
+        Some(_) => ctx.ranged(
+            &p.duration_s,
+            &f("duration_s"),
+            0.0,
+            (MIN_DURATION_S, MAX_DURATION_S),
+            false,
+        )?,
+        None => {
+            return Err(ctx.err(
+                phase_span,
+                f("duration_s"),
+                "every phase needs a duration",
+                Some("duration_s = seconds > 0"),
+            ));
+        }
     };
-    let repeats = ctx.count(&p.repeats, &f("repeats"), if kind == PhaseKind::Soak { 1 } else { default_repeats }, MAX_REPEATS as i64)?;
+    let repeats = ctx.count(
+        &p.repeats,
+        &f("repeats"),
+        if kind == PhaseKind::Soak {
+            1
+        } else {
+            default_repeats
+        },
+        MAX_REPEATS as i64,
+    )?;
     if kind == PhaseKind::Soak && repeats != 1 {
-        let span = p.repeats.as_ref().map(|s| s.span()).unwrap_or(phase_span.clone());
+        let span = p
+            .repeats
+            .as_ref()
+            .map(|s| s.span())
+            .unwrap_or(phase_span.clone());
         return Err(ctx.err(span, f("repeats"), "a soak runs once", Some("1")));
     }
     let warmup_s = ctx.non_negative(&p.warmup_s, &f("warmup_s"), default_warmup, MAX_WARMUP_S)?;
-    let cooldown_s = ctx.non_negative(&p.cooldown_s, &f("cooldown_s"), default_cooldown, MAX_WARMUP_S)?;
+    let cooldown_s = ctx.non_negative(
+        &p.cooldown_s,
+        &f("cooldown_s"),
+        default_cooldown,
+        MAX_WARMUP_S,
+    )?;
     let ramp_s = ctx.non_negative(&p.ramp_s, &f("ramp_s"), 0.0, MAX_DURATION_S)?;
 
     let mut periods_ms = Vec::new();
@@ -422,43 +729,93 @@ fn validate_phase(
     if let Some(m) = &p.mode {
         let mode = parse_mode(ctx, m.get_ref(), m.span(), &f("mode"))?;
         if mode == Mode::Staggered && kind != PhaseKind::Duty {
-            return Err(ctx.err(m.span(), f("mode"), "only duty phases can be staggered: constant load has no phase to shift", Some("in_phase")));
+            return Err(ctx.err(
+                m.span(),
+                f("mode"),
+                "only duty phases can be staggered: constant load has no phase to shift",
+                Some("in_phase"),
+            ));
         }
         modes = vec![mode];
     }
 
     if kind == PhaseKind::Duty {
         match (&p.period_ms, &p.periods_ms) {
-            (Some(_), Some(b)) => return Err(ctx.err(b.span(), f("periods_ms"), "give `period_ms` or `periods_ms`, not both", None)),
-            (Some(a), None) => periods_ms.push(ctx.positive(&p.period_ms, &f("period_ms"), 0.0, f64::MAX).map_err(|e| e.clone()).and_then(|v| check_period(ctx, v, a.span(), &f("period_ms")))?),
+            (Some(_), Some(b)) => {
+                return Err(ctx.err(
+                    b.span(),
+                    f("periods_ms"),
+                    "give `period_ms` or `periods_ms`, not both",
+                    None,
+                ));
+            }
+            (Some(a), None) => periods_ms.push(
+                ctx.positive(&p.period_ms, &f("period_ms"), 0.0, f64::MAX)
+                    .map_err(|e| e.clone())
+                    .and_then(|v| check_period(ctx, v, a.span(), &f("period_ms")))?,
+            ),
             (None, Some(list)) => {
                 if list.get_ref().is_empty() {
-                    return Err(ctx.err(list.span(), f("periods_ms"), "the sweep lists no periods", Some("one or more periods in ms")));
+                    return Err(ctx.err(
+                        list.span(),
+                        f("periods_ms"),
+                        "the sweep lists no periods",
+                        Some("one or more periods in ms"),
+                    ));
                 }
                 for v in list.get_ref() {
                     let p = check_period(ctx, *v, list.span(), &f("periods_ms"))?;
                     if periods_ms.contains(&p) {
-                        return Err(ctx.err(list.span(), f("periods_ms"), format!("{p} ms is listed twice (repeats = N runs a period again)"), Some("distinct periods")));
+                        return Err(ctx.err(
+                            list.span(),
+                            f("periods_ms"),
+                            format!("{p} ms is listed twice (repeats = N runs a period again)"),
+                            Some("distinct periods"),
+                        ));
                     }
                     periods_ms.push(p);
                 }
             }
-            (None, None) => return Err(ctx.err(phase_span.clone(), f("period_ms"), "a duty phase needs a period", Some("period_ms = 500 or periods_ms = [2000, 500, 100]"))),
+            (None, None) => {
+                return Err(ctx.err(
+                    phase_span.clone(),
+                    f("period_ms"),
+                    "a duty phase needs a period",
+                    Some("period_ms = 500 or periods_ms = [2000, 500, 100]"),
+                ));
+            }
         }
         duty = match &p.duty {
             None => 0.5,
             Some(d) if *d.get_ref() > 0.0 && *d.get_ref() <= 1.0 => *d.get_ref(),
-            Some(d) => return Err(ctx.err(d.span(), f("duty"), format!("duty must be a fraction of the period, got {}", d.get_ref()), Some("0 < duty <= 1"))),
+            Some(d) => {
+                return Err(ctx.err(
+                    d.span(),
+                    f("duty"),
+                    format!("duty must be a fraction of the period, got {}", d.get_ref()),
+                    Some("0 < duty <= 1"),
+                ));
+            }
         };
         if let (Some(_), Some(ms)) = (&p.mode, &p.modes) {
-            return Err(ctx.err(ms.span(), f("modes"), "give `mode` or `modes`, not both", None));
+            return Err(ctx.err(
+                ms.span(),
+                f("modes"),
+                "give `mode` or `modes`, not both",
+                None,
+            ));
         }
         if let Some(ms) = &p.modes {
             let mut parsed = Vec::new();
             for m in ms.get_ref() {
                 let mode = parse_mode(ctx, m, ms.span(), &f("modes"))?;
                 if parsed.contains(&mode) {
-                    return Err(ctx.err(ms.span(), f("modes"), format!("`{m}` is listed twice"), Some(MODES)));
+                    return Err(ctx.err(
+                        ms.span(),
+                        f("modes"),
+                        format!("`{m}` is listed twice"),
+                        Some(MODES),
+                    ));
                 }
                 parsed.push(mode);
             }
@@ -468,7 +825,10 @@ fn validate_phase(
             modes = parsed;
         }
         let given: Vec<(&str, Range<usize>)> = [
-            ("stagger_step_deg", p.stagger_step_deg.as_ref().map(|s| s.span())),
+            (
+                "stagger_step_deg",
+                p.stagger_step_deg.as_ref().map(|s| s.span()),
+            ),
             ("offsets_deg", p.offsets_deg.as_ref().map(|s| s.span())),
             ("offsets_ms", p.offsets_ms.as_ref().map(|s| s.span())),
         ]
@@ -476,39 +836,78 @@ fn validate_phase(
         .filter_map(|(k, s)| s.map(|s| (k, s)))
         .collect();
         if given.len() > 1 {
-            return Err(ctx.err(given[1].1.clone(), f(given[1].0), "give one of stagger_step_deg, offsets_deg, offsets_ms", None));
+            return Err(ctx.err(
+                given[1].1.clone(),
+                f(given[1].0),
+                "give one of stagger_step_deg, offsets_deg, offsets_ms",
+                None,
+            ));
         }
-        if let Some((key, span)) = given.first() {
-            if !modes.contains(&Mode::Staggered) {
-                return Err(ctx.err(span.clone(), f(key), "stagger offsets are given but no staggered mode is run", Some("mode = \"staggered\" or modes = [\"in_phase\", \"staggered\"]")));
-            }
+        if let Some((key, span)) = given.first()
+            && !modes.contains(&Mode::Staggered)
+        {
+            return Err(ctx.err(
+                span.clone(),
+                f(key),
+                "stagger offsets are given but no staggered mode is run",
+                Some("mode = \"staggered\" or modes = [\"in_phase\", \"staggered\"]"),
+            ));
         }
         if let Some(s) = &p.stagger_step_deg {
             let v = *s.get_ref();
             if !(v > 0.0 && v < 360.0) {
-                return Err(ctx.err(s.span(), f("stagger_step_deg"), format!("{v} is not a step between GPUs"), Some("0 < degrees < 360")));
+                return Err(ctx.err(
+                    s.span(),
+                    f("stagger_step_deg"),
+                    format!("{v} is not a step between GPUs"),
+                    Some("0 < degrees < 360"),
+                ));
             }
             stagger = Stagger::StepDeg(v);
         }
         if let Some(s) = &p.offsets_deg {
             if s.get_ref().iter().any(|v| !(0.0..360.0).contains(v)) {
-                return Err(ctx.err(s.span(), f("offsets_deg"), "offsets must lie in one period", Some("0 <= degrees < 360")));
+                return Err(ctx.err(
+                    s.span(),
+                    f("offsets_deg"),
+                    "offsets must lie in one period",
+                    Some("0 <= degrees < 360"),
+                ));
             }
             stagger = Stagger::OffsetsDeg(s.get_ref().clone());
         }
         if let Some(s) = &p.offsets_ms {
             if s.get_ref().iter().any(|v| !(v.is_finite() && *v >= 0.0)) {
-                return Err(ctx.err(s.span(), f("offsets_ms"), "offsets must be non-negative milliseconds", Some("ms >= 0")));
+                return Err(ctx.err(
+                    s.span(),
+                    f("offsets_ms"),
+                    "offsets must be non-negative milliseconds",
+                    Some("ms >= 0"),
+                ));
             }
             let min_period = periods_ms.iter().cloned().fold(f64::INFINITY, f64::min);
             if s.get_ref().iter().any(|v| *v >= min_period) {
-                return Err(ctx.err(s.span(), f("offsets_ms"), format!("an offset is not shorter than the shortest period ({min_period} ms)"), Some("0 <= ms < period")));
+                return Err(ctx.err(
+                    s.span(),
+                    f("offsets_ms"),
+                    format!("an offset is not shorter than the shortest period ({min_period} ms)"),
+                    Some("0 <= ms < period"),
+                ));
             }
             stagger = Stagger::OffsetsMs(s.get_ref().clone());
         }
         if ramp_s >= duration_s {
-            let span = p.ramp_s.as_ref().map(|s| s.span()).unwrap_or(phase_span.clone());
-            return Err(ctx.err(span, f("ramp_s"), "the ramp must be shorter than the rung", Some("ramp_s < duration_s")));
+            let span = p
+                .ramp_s
+                .as_ref()
+                .map(|s| s.span())
+                .unwrap_or(phase_span.clone());
+            return Err(ctx.err(
+                span,
+                f("ramp_s"),
+                "the ramp must be shorter than the rung",
+                Some("ramp_s < duration_s"),
+            ));
         }
     }
 
@@ -520,29 +919,54 @@ fn validate_phase(
                 .iter()
                 .map(|name| {
                     Collective::parse(name).ok_or_else(|| {
-                        let allowed: Vec<&str> = Collective::ALL.iter().map(|c| c.as_str()).collect();
-                        ctx.err(c.span(), f("collectives"), format!("unknown collective `{name}`"), Some(&allowed.join(", ")))
+                        let allowed: Vec<&str> =
+                            Collective::ALL.iter().map(|c| c.as_str()).collect();
+                        ctx.err(
+                            c.span(),
+                            f("collectives"),
+                            format!("unknown collective `{name}`"),
+                            Some(&allowed.join(", ")),
+                        )
                     })
                 })
                 .collect::<Result<Vec<_>, _>>()?,
         };
-        let bytes = |v: &Option<Spanned<i64>>, key: &str, default: u64| -> Result<u64, CampaignError> {
-            match v {
-                None => Ok(default),
-                Some(s) if *s.get_ref() >= 1 && *s.get_ref() <= (1i64 << 36) => Ok(*s.get_ref() as u64),
-                Some(s) => Err(ctx.err(s.span(), f(key), format!("{} bytes is out of range", s.get_ref()), Some("1 ..= 64 GiB"))),
-            }
-        };
+        let bytes =
+            |v: &Option<Spanned<i64>>, key: &str, default: u64| -> Result<u64, CampaignError> {
+                match v {
+                    None => Ok(default),
+                    Some(s) if *s.get_ref() >= 1 && *s.get_ref() <= (1i64 << 36) => {
+                        Ok(*s.get_ref() as u64)
+                    }
+                    Some(s) => Err(ctx.err(
+                        s.span(),
+                        f(key),
+                        format!("{} bytes is out of range", s.get_ref()),
+                        Some("1 ..= 64 GiB"),
+                    )),
+                }
+            };
         let min_bytes = bytes(&p.min_bytes, "min_bytes", 8)?;
         let max_bytes = bytes(&p.max_bytes, "max_bytes", 4 << 30)?;
         if min_bytes > max_bytes {
-            let span = p.min_bytes.as_ref().map(|s| s.span()).unwrap_or(phase_span.clone());
+            let span = p
+                .min_bytes
+                .as_ref()
+                .map(|s| s.span())
+                .unwrap_or(phase_span.clone());
             return Err(ctx.err(span, f("min_bytes"), "min_bytes exceeds max_bytes", None));
         }
         let step_factor = match &p.step_factor {
             None => 2,
             Some(s) if [2, 4, 8].contains(s.get_ref()) => *s.get_ref() as u64,
-            Some(s) => return Err(ctx.err(s.span(), f("step_factor"), format!("{} is not a sweep step", s.get_ref()), Some("2, 4 or 8"))),
+            Some(s) => {
+                return Err(ctx.err(
+                    s.span(),
+                    f("step_factor"),
+                    format!("{} is not a sweep step", s.get_ref()),
+                    Some("2, 4 or 8"),
+                ));
+            }
         };
         let iterations = ctx.count(&p.iterations, &f("iterations"), 20, 100_000)?;
         let bsp_compute_ms = match &p.bsp_compute_ms {
@@ -553,22 +977,62 @@ fn validate_phase(
         let sweep_s = ctx.ranged(&p.sweep_s, &f("sweep_s"), 60.0, (0.1, 86_400.0), false)?;
         let fabric_bytes = bytes(&p.fabric_bytes, "fabric_bytes", 1 << 30)?;
         let timeout_s = ctx.ranged(&p.timeout_s, &f("timeout_s"), 60.0, (0.1, 86_400.0), false)?;
-        nccl = Some(NcclSpec { collectives, min_bytes, max_bytes, step_factor, iterations, warmup_iters, sweep_s, fabric_bytes, timeout_s, bsp_compute_ms });
+        nccl = Some(NcclSpec {
+            collectives,
+            min_bytes,
+            max_bytes,
+            step_factor,
+            iterations,
+            warmup_iters,
+            sweep_s,
+            fabric_bytes,
+            timeout_s,
+            bsp_compute_ms,
+        });
     }
 
     let exact_period = p.exact_period.as_ref().is_some_and(|e| *e.get_ref());
-    Ok(Phase { name, kind, duration_s, warmup_s, cooldown_s, repeats, periods_ms, duty, ramp_s, exact_period, modes, stagger, nccl })
+    Ok(Phase {
+        name,
+        kind,
+        duration_s,
+        warmup_s,
+        cooldown_s,
+        repeats,
+        periods_ms,
+        duty,
+        ramp_s,
+        exact_period,
+        modes,
+        stagger,
+        nccl,
+    })
 }
 
-fn check_period(ctx: &Ctx<'_>, v: f64, span: Range<usize>, field: &str) -> Result<f64, CampaignError> {
+fn check_period(
+    ctx: &Ctx<'_>,
+    v: f64,
+    span: Range<usize>,
+    field: &str,
+) -> Result<f64, CampaignError> {
     if v.is_finite() && (1.0..=600_000.0).contains(&v) {
         Ok(v)
     } else {
-        Err(ctx.err(span, field, format!("period {v} ms is out of range"), Some("1 ms ..= 600000 ms")))
+        Err(ctx.err(
+            span,
+            field,
+            format!("period {v} ms is out of range"),
+            Some("1 ms ..= 600000 ms"),
+        ))
     }
 }
 
-fn parse_mode(ctx: &Ctx<'_>, s: &str, span: Range<usize>, field: &str) -> Result<Mode, CampaignError> {
+fn parse_mode(
+    ctx: &Ctx<'_>,
+    s: &str,
+    span: Range<usize>,
+    field: &str,
+) -> Result<Mode, CampaignError> {
     match s {
         "in_phase" => Ok(Mode::InPhase),
         "staggered" => Ok(Mode::Staggered),

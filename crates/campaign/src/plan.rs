@@ -95,12 +95,18 @@ pub fn estimated_total_s(c: &Campaign, repeats_override: Option<u32>) -> f64 {
                 (PhaseKind::Idle | PhaseKind::Sustained | PhaseKind::Duty, Some(n)) => n,
                 _ => p.repeats,
             };
-            let periods = if p.kind == PhaseKind::Duty { p.periods_ms.len().max(1) } else { 1 };
+            let periods = if p.kind == PhaseKind::Duty {
+                p.periods_ms.len().max(1)
+            } else {
+                1
+            };
             let steps = match &p.nccl {
                 Some(n) if p.kind == PhaseKind::Nccl => 2 + usize::from(n.bsp_compute_ms.is_some()),
                 _ => 1,
             };
-            f64::from(repeats) * (periods * p.modes.len().max(1) * steps) as f64 * (p.warmup_s + p.duration_s + p.cooldown_s)
+            f64::from(repeats)
+                * (periods * p.modes.len().max(1) * steps) as f64
+                * (p.warmup_s + p.duration_s + p.cooldown_s)
         })
         .sum()
 }
@@ -109,32 +115,59 @@ fn secs(s: f64) -> i64 {
     (s * 1e9).round() as i64
 }
 
-fn plan_error(campaign: &Campaign, field: String, message: String, allowed: Option<&str>) -> CampaignError {
-    CampaignError { file: campaign.name.clone(), line: 0, column: 0, field: Some(field), message, allowed: allowed.map(str::to_string) }
+fn plan_error(
+    campaign: &Campaign,
+    field: String,
+    message: String,
+    allowed: Option<&str>,
+) -> CampaignError {
+    CampaignError {
+        file: campaign.name.clone(),
+        line: 0,
+        column: 0,
+        field: Some(field),
+        message,
+        allowed: allowed.map(str::to_string),
+    }
 }
 
 /// Orders the phases: NCCL before the first duty phase (unless
 /// `nccl_first = false`), soak last. Returns the order and notes.
 fn order_phases(c: &Campaign) -> (Vec<&Phase>, Vec<String>) {
     let mut notes = Vec::new();
-    let mut ordered: Vec<&Phase> = c.phases.iter().filter(|p| p.kind != PhaseKind::Soak).collect();
-    if c.nccl_first {
-        if let Some(first_duty) = ordered.iter().position(|p| p.kind == PhaseKind::Duty) {
-            let late_nccl: Vec<&Phase> = ordered[first_duty..].iter().filter(|p| p.kind == PhaseKind::Nccl).copied().collect();
-            if !late_nccl.is_empty() {
-                ordered.retain(|p| !late_nccl.iter().any(|q| std::ptr::eq(*p, *q)));
-                for (i, p) in late_nccl.iter().enumerate() {
-                    ordered.insert(first_duty + i, p);
-                    notes.push(format!("phase `{}` (nccl) moved before the first duty phase: the fabric is measured first (set nccl_first = false to keep file order)", p.name));
-                }
+    let mut ordered: Vec<&Phase> = c
+        .phases
+        .iter()
+        .filter(|p| p.kind != PhaseKind::Soak)
+        .collect();
+    if c.nccl_first
+        && let Some(first_duty) = ordered.iter().position(|p| p.kind == PhaseKind::Duty)
+    {
+        let late_nccl: Vec<&Phase> = ordered[first_duty..]
+            .iter()
+            .filter(|p| p.kind == PhaseKind::Nccl)
+            .copied()
+            .collect();
+        if !late_nccl.is_empty() {
+            ordered.retain(|p| !late_nccl.iter().any(|q| std::ptr::eq(*p, *q)));
+            for (i, p) in late_nccl.iter().enumerate() {
+                ordered.insert(first_duty + i, p);
+                notes.push(format!("phase `{}` (nccl) moved before the first duty phase: the fabric is measured first (set nccl_first = false to keep file order)", p.name));
             }
         }
     }
-    let soaks: Vec<&Phase> = c.phases.iter().filter(|p| p.kind == PhaseKind::Soak).collect();
-    if let Some(last_non_soak) = c.phases.iter().rposition(|p| p.kind != PhaseKind::Soak) {
-        if c.phases.iter().position(|p| p.kind == PhaseKind::Soak).is_some_and(|s| s < last_non_soak) {
-            notes.push("soak phases moved to the end: the soak runs last".to_string());
-        }
+    let soaks: Vec<&Phase> = c
+        .phases
+        .iter()
+        .filter(|p| p.kind == PhaseKind::Soak)
+        .collect();
+    if let Some(last_non_soak) = c.phases.iter().rposition(|p| p.kind != PhaseKind::Soak)
+        && c.phases
+            .iter()
+            .position(|p| p.kind == PhaseKind::Soak)
+            .is_some_and(|s| s < last_non_soak)
+    {
+        notes.push("soak phases moved to the end: the soak runs last".to_string());
     }
     ordered.extend(soaks);
     (ordered, notes)
@@ -155,29 +188,65 @@ impl RackPosition {
 }
 
 /// Expands a campaign for `gpu_count` GPUs of a single node.
-pub fn expand(c: &Campaign, gpu_count: usize, repeats_override: Option<u32>) -> Result<Plan, CampaignError> {
+pub fn expand(
+    c: &Campaign,
+    gpu_count: usize,
+    repeats_override: Option<u32>,
+) -> Result<Plan, CampaignError> {
     expand_on_rack(c, gpu_count, repeats_override, RackPosition::SOLO)
 }
 
 /// Expands a campaign for `gpu_count` GPUs of the node at `pos` in a rack. `repeats_override` (the CLI's
 /// `--repeats`) replaces the repeats of every idle, sustained and duty phase;
 /// NCCL sweeps and the soak run once regardless.
-pub fn expand_on_rack(c: &Campaign, gpu_count: usize, repeats_override: Option<u32>, pos: RackPosition) -> Result<Plan, CampaignError> {
+pub fn expand_on_rack(
+    c: &Campaign,
+    gpu_count: usize,
+    repeats_override: Option<u32>,
+    pos: RackPosition,
+) -> Result<Plan, CampaignError> {
     if pos.nodes == 0 || pos.rank >= pos.nodes {
-        return Err(plan_error(c, "rack".into(), format!("rank {} is not one of {} nodes", pos.rank, pos.nodes), None));
+        return Err(plan_error(
+            c,
+            "rack".into(),
+            format!("rank {} is not one of {} nodes", pos.rank, pos.nodes),
+            None,
+        ));
     }
     if let Some(n) = repeats_override.filter(|n| !(1..=crate::parse::MAX_REPEATS).contains(n)) {
-        return Err(plan_error(c, "--repeats".into(), format!("{n} repeats: a campaign runs each rung at least once and at most {} times", crate::parse::MAX_REPEATS), Some("1..=1000")));
+        return Err(plan_error(
+            c,
+            "--repeats".into(),
+            format!(
+                "{n} repeats: a campaign runs each rung at least once and at most {} times",
+                crate::parse::MAX_REPEATS
+            ),
+            Some("1..=1000"),
+        ));
     }
     let total_s = estimated_total_s(c, repeats_override);
     if total_s > MAX_PLAN_NS as f64 / 1e9 {
-        return Err(plan_error(c, "phase".into(), format!("the campaign would run {:.0} days", total_s / 86_400.0), Some("a total under 366 days (fewer repeats or shorter phases)")));
+        return Err(plan_error(
+            c,
+            "phase".into(),
+            format!("the campaign would run {:.0} days", total_s / 86_400.0),
+            Some("a total under 366 days (fewer repeats or shorter phases)"),
+        ));
     }
     if gpu_count == 0 {
-        return Err(plan_error(c, "campaign.gpus".into(), "no GPUs selected".into(), None));
+        return Err(plan_error(
+            c,
+            "campaign.gpus".into(),
+            "no GPUs selected".into(),
+            None,
+        ));
     }
     let (mut ordered, notes) = order_phases(c);
-    let calibration = if c.calibrate { calibration_phases() } else { Vec::new() };
+    let calibration = if c.calibrate {
+        calibration_phases()
+    } else {
+        Vec::new()
+    };
     ordered.splice(0..0, calibration.iter());
     let mut rungs = Vec::new();
     let mut notes = notes;
@@ -187,18 +256,41 @@ pub fn expand_on_rack(c: &Campaign, gpu_count: usize, repeats_override: Option<u
             (PhaseKind::Idle | PhaseKind::Sustained | PhaseKind::Duty, Some(n)) => n,
             _ => phase.repeats,
         };
-        let periods: Vec<Option<f64>> = if phase.kind == PhaseKind::Duty { phase.periods_ms.iter().map(|p| Some(*p)).collect() } else { vec![None] };
+        let periods: Vec<Option<f64>> = if phase.kind == PhaseKind::Duty {
+            phase.periods_ms.iter().map(|p| Some(*p)).collect()
+        } else {
+            vec![None]
+        };
         // Achieved period and settling time of each requested period.
         let duration_ns = secs(phase.duration_s);
         let ramp_ns = secs(phase.ramp_s);
         let timing = |nominal: Option<f64>| -> (Option<f64>, i64) {
-            let Some(p) = nominal.filter(|_| phase.kind == PhaseKind::Duty && phase.duty < 1.0) else { return (nominal, 0) };
+            let Some(p) = nominal.filter(|_| phase.kind == PhaseKind::Duty && phase.duty < 1.0)
+            else {
+                return (nominal, 0);
+            };
             let settle = crate::detune::settle_ns((p * 1e6).round() as i64, duration_ns - ramp_ns);
             let window_ms = (duration_ns - ramp_ns - settle) as f64 / 1e6;
-            let achieved = if phase.exact_period { p } else { crate::detune::detuned_period_ms(p, window_ms) };
-            (Some(achieved), crate::detune::whole_cycles_settle_ns(settle, duration_ns - ramp_ns, (achieved * 1e6).round() as i64))
+            let achieved = if phase.exact_period {
+                p
+            } else {
+                crate::detune::detuned_period_ms(p, window_ms)
+            };
+            (
+                Some(achieved),
+                crate::detune::whole_cycles_settle_ns(
+                    settle,
+                    duration_ns - ramp_ns,
+                    (achieved * 1e6).round() as i64,
+                ),
+            )
         };
-        let detuned: Vec<String> = periods.iter().filter_map(|p| p.map(|p| (p, timing(Some(p)).0.unwrap_or(p)))).filter(|(p, a)| a != p).map(|(p, a)| format!("{} → {} ms", fmt_num(p), fmt_num(a))).collect();
+        let detuned: Vec<String> = periods
+            .iter()
+            .filter_map(|p| p.map(|p| (p, timing(Some(p)).0.unwrap_or(p))))
+            .filter(|(p, a)| a != p)
+            .map(|(p, a)| format!("{} → {} ms", fmt_num(p), fmt_num(a)))
+            .collect();
         if !detuned.is_empty() {
             notes.push(format!(
                 "phase `{}`: periods detuned from the {} ms sampling grid so that the samples sweep every phase of the cycle: {} (exact_period = true keeps them; such a rung is folded only where its samples happen to cover the cycle, else it reports a verdict instead of node figures)",
@@ -221,81 +313,115 @@ pub fn expand_on_rack(c: &Campaign, gpu_count: usize, repeats_override: Option<u
         };
         for repeat in 1..=repeats {
             for step in &steps {
-            for period in &periods {
-                for mode in &phase.modes {
-                    let (achieved, settle_ns) = timing(*period);
-                    let offsets_ns = offsets(c, phase, *mode, achieved, gpu_count, pos)?;
-                    let swinging = gpu_count * pos.nodes;
-                    if phase.kind == PhaseKind::Duty && *mode == Mode::InPhase && swinging > 4 && phase.duty < 1.0 && !c.confirm_node_swing {
-                        let whole = if pos.nodes > 1 { "rack" } else { "node" };
-                        return Err(plan_error(
-                            c,
-                            format!("phases.{}", phase.name),
-                            format!("an in-phase duty rung across {swinging} GPUs swings the whole {whole} (kilowatts in milliseconds)"),
-                            Some("confirm_node_swing = true in [campaign], after checking the supply can take it"),
-                        ));
+                for period in &periods {
+                    for mode in &phase.modes {
+                        let (achieved, settle_ns) = timing(*period);
+                        let offsets_ns = offsets(c, phase, *mode, achieved, gpu_count, pos)?;
+                        let swinging = gpu_count * pos.nodes;
+                        if phase.kind == PhaseKind::Duty
+                            && *mode == Mode::InPhase
+                            && swinging > 4
+                            && phase.duty < 1.0
+                            && !c.confirm_node_swing
+                        {
+                            let whole = if pos.nodes > 1 { "rack" } else { "node" };
+                            return Err(plan_error(
+                                c,
+                                format!("phases.{}", phase.name),
+                                format!(
+                                    "an in-phase duty rung across {swinging} GPUs swings the whole {whole} (kilowatts in milliseconds)"
+                                ),
+                                Some(
+                                    "confirm_node_swing = true in [campaign], after checking the supply can take it",
+                                ),
+                            ));
+                        }
+                        let mut label = phase.name.clone();
+                        if let Some(p) = period {
+                            label.push_str(&format!("/p{}ms", fmt_num(*p)));
+                        }
+                        if phase.kind == PhaseKind::Duty {
+                            label.push_str(&format!("/{}", mode.as_str()));
+                        }
+                        if let Some(s) = step {
+                            label.push_str(&format!("/{}", s.as_str()));
+                        }
+                        if repeats > 1 {
+                            label.push_str(&format!("/r{repeat}"));
+                        }
+                        let duty = match phase.kind {
+                            PhaseKind::Idle => 0.0,
+                            PhaseKind::Duty => phase.duty,
+                            _ => 1.0,
+                        };
+                        rungs.push(Rung {
+                            id: rungs.len() as u32,
+                            phase: phase.name.clone(),
+                            kind: phase.kind,
+                            label,
+                            mode: *mode,
+                            period_ms: achieved,
+                            nominal_period_ms: *period,
+                            duty,
+                            repeat,
+                            repeats,
+                            warmup_ns: secs(phase.warmup_s),
+                            ramp_ns,
+                            settle_ns,
+                            duration_ns: match (step, &phase.nccl) {
+                                (Some(NcclStep::Sweep), Some(n)) => secs(n.sweep_s),
+                                _ => duration_ns,
+                            },
+                            cooldown_ns: secs(phase.cooldown_s),
+                            offsets_ns,
+                            nccl: phase.nccl.clone(),
+                            nccl_step: *step,
+                        });
                     }
-                    let mut label = phase.name.clone();
-                    if let Some(p) = period {
-                        label.push_str(&format!("/p{}ms", fmt_num(*p)));
-                    }
-                    if phase.kind == PhaseKind::Duty {
-                        label.push_str(&format!("/{}", mode.as_str()));
-                    }
-                    if let Some(s) = step {
-                        label.push_str(&format!("/{}", s.as_str()));
-                    }
-                    if repeats > 1 {
-                        label.push_str(&format!("/r{repeat}"));
-                    }
-                    let duty = match phase.kind {
-                        PhaseKind::Idle => 0.0,
-                        PhaseKind::Duty => phase.duty,
-                        _ => 1.0,
-                    };
-                    rungs.push(Rung {
-                        id: rungs.len() as u32,
-                        phase: phase.name.clone(),
-                        kind: phase.kind,
-                        label,
-                        mode: *mode,
-                        period_ms: achieved,
-                        nominal_period_ms: *period,
-                        duty,
-                        repeat,
-                        repeats,
-                        warmup_ns: secs(phase.warmup_s),
-                        ramp_ns,
-                        settle_ns,
-                        duration_ns: match (step, &phase.nccl) {
-                            (Some(NcclStep::Sweep), Some(n)) => secs(n.sweep_s),
-                            _ => duration_ns,
-                        },
-                        cooldown_ns: secs(phase.cooldown_s),
-                        offsets_ns,
-                        nccl: phase.nccl.clone(),
-                        nccl_step: *step,
-                    });
                 }
-            }
             }
         }
     }
     // Checked sum: a plan whose total does not fit the clock is refused,
     // never run as a negative or wrapped duration.
-    let total = rungs.iter().try_fold(0i64, |acc, r| acc.checked_add(r.nominal_ns()).filter(|t| *t <= MAX_PLAN_NS));
+    let total = rungs.iter().try_fold(0i64, |acc, r| {
+        acc.checked_add(r.nominal_ns())
+            .filter(|t| *t <= MAX_PLAN_NS)
+    });
     if total.is_none() {
-        return Err(plan_error(c, "phase".into(), format!("the campaign would run longer than {} days", MAX_PLAN_NS / 86_400_000_000_000), Some("a total under one year (fewer repeats or shorter phases)")));
+        return Err(plan_error(
+            c,
+            "phase".into(),
+            format!(
+                "the campaign would run longer than {} days",
+                MAX_PLAN_NS / 86_400_000_000_000
+            ),
+            Some("a total under one year (fewer repeats or shorter phases)"),
+        ));
     }
-    Ok(Plan { campaign: c.name.clone(), gpu_count, rungs, notes })
+    Ok(Plan {
+        campaign: c.name.clone(),
+        gpu_count,
+        rungs,
+        notes,
+    })
 }
 
 /// Offsets of this node's GPUs. Across a rack, `stagger = "gpu"` numbers
 /// every GPU globally (rank × GPUs per node + local index) and explicit lists
 /// give one value per GPU of the rack; `stagger = "node"` gives all GPUs of a
 /// node the node's offset and explicit lists give one value per node.
-fn offsets(c: &Campaign, phase: &Phase, mode: Mode, period_ms: Option<f64>, n: usize, pos: RackPosition) -> Result<Vec<i64>, CampaignError> {
-    let Some(period_ms) = period_ms else { return Ok(vec![0; n]) };
+fn offsets(
+    c: &Campaign,
+    phase: &Phase,
+    mode: Mode,
+    period_ms: Option<f64>,
+    n: usize,
+    pos: RackPosition,
+) -> Result<Vec<i64>, CampaignError> {
+    let Some(period_ms) = period_ms else {
+        return Ok(vec![0; n]);
+    };
     if mode == Mode::InPhase {
         return Ok(vec![0; n]);
     }
@@ -314,40 +440,83 @@ fn offsets(c: &Campaign, phase: &Phase, mode: Mode, period_ms: Option<f64>, n: u
         ("selected GPU", "selected GPUs")
     };
     let v: Vec<i64> = match &phase.stagger {
-        Stagger::Even => slots.iter().map(|&k| frac_to_ns(k as f64 / count as f64)).collect(),
-        Stagger::StepDeg(d) => slots.iter().map(|&k| frac_to_ns(k as f64 * d / 360.0)).collect(),
+        Stagger::Even => slots
+            .iter()
+            .map(|&k| frac_to_ns(k as f64 / count as f64))
+            .collect(),
+        Stagger::StepDeg(d) => slots
+            .iter()
+            .map(|&k| frac_to_ns(k as f64 * d / 360.0))
+            .collect(),
         Stagger::OffsetsDeg(list) | Stagger::OffsetsMs(list) if list.len() != count => {
-            return Err(plan_error(c, format!("phases.{}.offsets", phase.name), format!("{} offsets are given for {count} {many}", list.len()), Some(&format!("one offset per {one}"))));
+            return Err(plan_error(
+                c,
+                format!("phases.{}.offsets", phase.name),
+                format!("{} offsets are given for {count} {many}", list.len()),
+                Some(&format!("one offset per {one}")),
+            ));
         }
         Stagger::OffsetsDeg(list) => slots.iter().map(|&k| frac_to_ns(list[k] / 360.0)).collect(),
-        Stagger::OffsetsMs(list) => slots.iter().map(|&k| (list[k] * 1e6).round() as i64).collect(),
+        Stagger::OffsetsMs(list) => slots
+            .iter()
+            .map(|&k| (list[k] * 1e6).round() as i64)
+            .collect(),
     };
     Ok(v)
 }
 
 fn fmt_num(v: f64) -> String {
-    if v.fract() == 0.0 { format!("{}", v as i64) } else { format!("{v}") }
+    if v.fract() == 0.0 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v}")
+    }
 }
 
 /// Renders the plan as a table for `powerlab plan`.
 pub fn render(plan: &Plan) -> String {
     use std::fmt::Write;
     let mut s = String::new();
-    let _ = writeln!(s, "campaign `{}` on {} GPU(s): {} rungs", plan.campaign, plan.gpu_count, plan.rungs.len());
+    let _ = writeln!(
+        s,
+        "campaign `{}` on {} GPU(s): {} rungs",
+        plan.campaign,
+        plan.gpu_count,
+        plan.rungs.len()
+    );
     for n in &plan.notes {
         let _ = writeln!(s, "note: {n}");
     }
-    let _ = writeln!(s, "{:>4}  {:<40} {:<9} {:>10} {:>5} {:>8} {:>8} {:>8} {:>8} {:>9}  offsets (ms)", "id", "rung", "kind", "period", "duty", "warmup", "window", "settle", "cooldown", "starts at");
+    let _ = writeln!(
+        s,
+        "{:>4}  {:<40} {:<9} {:>10} {:>5} {:>8} {:>8} {:>8} {:>8} {:>9}  offsets (ms)",
+        "id",
+        "rung",
+        "kind",
+        "period",
+        "duty",
+        "warmup",
+        "window",
+        "settle",
+        "cooldown",
+        "starts at"
+    );
     let mut t = 0i64;
     for r in &plan.rungs {
-        let offs: Vec<String> = r.offsets_ns.iter().map(|o| format!("{:.3}", *o as f64 / 1e6)).collect();
+        let offs: Vec<String> = r
+            .offsets_ns
+            .iter()
+            .map(|o| format!("{:.3}", *o as f64 / 1e6))
+            .collect();
         let _ = writeln!(
             s,
             "{:>4}  {:<40} {:<9} {:>10} {:>5.2} {:>7.1}s {:>7.1}s {:>7.2}s {:>7.1}s {:>9}  [{}]",
             r.id,
             r.label,
             r.kind.as_str(),
-            r.period_ms.map(|p| format!("{}ms", fmt_num(p))).unwrap_or_else(|| "-".into()),
+            r.period_ms
+                .map(|p| format!("{}ms", fmt_num(p)))
+                .unwrap_or_else(|| "-".into()),
             r.duty,
             r.warmup_ns as f64 / 1e9,
             r.duration_ns as f64 / 1e9,
@@ -358,8 +527,16 @@ pub fn render(plan: &Plan) -> String {
         );
         t += r.nominal_ns();
     }
-    let _ = writeln!(s, "period: what the GPUs run (detuned from the sampling grid where needed); settle: ramp plus the time for the rung's own pattern to hold (and to leave a whole number of cycles), left out of every figure");
-    let _ = writeln!(s, "total: {} ({} s) plus barrier waits", fmt_hms(plan.total_ns()), plan.total_ns() / 1_000_000_000);
+    let _ = writeln!(
+        s,
+        "period: what the GPUs run (detuned from the sampling grid where needed); settle: ramp plus the time for the rung's own pattern to hold (and to leave a whole number of cycles), left out of every figure"
+    );
+    let _ = writeln!(
+        s,
+        "total: {} ({} s) plus barrier waits",
+        fmt_hms(plan.total_ns()),
+        plan.total_ns() / 1_000_000_000
+    );
     s
 }
 
@@ -374,13 +551,19 @@ mod tests {
     use super::*;
 
     fn staggered(rack: &str, offsets: &str) -> Campaign {
-        let text = format!("[campaign]\nname = \"r\"\nconfirm_node_swing = true\n{rack}\n[[phase]]\nkind = \"duty\"\nname = \"d\"\nperiod_ms = 800\nduration_s = 2\nmode = \"staggered\"\n{offsets}\n");
+        let text = format!(
+            "[campaign]\nname = \"r\"\nconfirm_node_swing = true\n{rack}\n[[phase]]\nkind = \"duty\"\nname = \"d\"\nperiod_ms = 800\nduration_s = 2\nmode = \"staggered\"\n{offsets}\n"
+        );
         crate::parse_str("r.toml", &text).unwrap()
     }
 
     fn offsets_ms(c: &Campaign, gpus: usize, rank: usize, nodes: usize) -> Vec<f64> {
         let p = expand_on_rack(c, gpus, None, RackPosition { rank, nodes }).unwrap();
-        p.rungs[0].offsets_ns.iter().map(|o| *o as f64 / 1e6).collect()
+        p.rungs[0]
+            .offsets_ns
+            .iter()
+            .map(|o| *o as f64 / 1e6)
+            .collect()
     }
 
     #[test]
@@ -401,7 +584,11 @@ mod tests {
         let listed = staggered("[rack]\nstagger = \"node\"", "offsets_ms = [0, 10, 20]");
         assert_eq!(offsets_ms(&listed, 2, 2, 3), vec![20.0, 20.0]);
         let e = expand_on_rack(&listed, 2, None, RackPosition { rank: 0, nodes: 4 }).unwrap_err();
-        assert!(e.message.contains("3 offsets are given for 4 nodes of the rack"), "{e}");
+        assert!(
+            e.message
+                .contains("3 offsets are given for 4 nodes of the rack"),
+            "{e}"
+        );
     }
 
     #[test]

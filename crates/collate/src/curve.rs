@@ -11,8 +11,11 @@ use polars::prelude::*;
 use std::path::{Path, PathBuf};
 
 /// Power instruments summed into node curves, with the node column names.
-pub const CURVE_INSTRUMENTS: [(&str, &str); 3] =
-    [("buffered_w", "node_buffered_w"), ("instant_w", "node_instant_w"), ("average_w", "node_average_field_w")];
+pub const CURVE_INSTRUMENTS: [(&str, &str); 3] = [
+    ("buffered_w", "node_buffered_w"),
+    ("instant_w", "node_instant_w"),
+    ("average_w", "node_average_field_w"),
+];
 
 /// The node curve: `t_ns`, one column per GPU and instrument, and the node sums.
 pub struct NodeCurve {
@@ -48,23 +51,53 @@ pub fn node_curve(series: &SeriesSet, run: &Run) -> Result<NodeCurve, CollateErr
     // the grid: the same seed gives the same curve whatever the wall clock.
     let origin = run.manifest.started_ns;
     let (start, end) = match span {
-        Some((a, b)) => (origin.saturating_add(a.saturating_sub(origin).div_euclid(grid).saturating_mul(grid)).saturating_add(grid), b),
+        Some((a, b)) => (
+            origin
+                .saturating_add(
+                    a.saturating_sub(origin)
+                        .div_euclid(grid)
+                        .saturating_mul(grid),
+                )
+                .saturating_add(grid),
+            b,
+        ),
         None => (0, -1),
     };
     // The reader refuses samples outside the run's span; this bound keeps a
     // grid from ever becoming an unbounded allocation (a week at 1 ms).
-    let points = if end >= start { end.saturating_sub(start) / grid + 1 } else { 0 };
+    let points = if end >= start {
+        end.saturating_sub(start) / grid + 1
+    } else {
+        0
+    };
     if points > 604_800_000 {
-        return Err(CollateError::BadRaw { path: "raw".into(), message: format!("the samples span {} s: not one run", (end.saturating_sub(start)) / 1_000_000_000) });
+        return Err(CollateError::BadRaw {
+            path: "raw".into(),
+            message: format!(
+                "the samples span {} s: not one run",
+                (end.saturating_sub(start)) / 1_000_000_000
+            ),
+        });
     }
     let t: Vec<i64> = (0..points).map(|k| start + k * grid).collect();
-    let poll_ms = run.manifest.campaign_resolved.pointer("/sampling/poll_interval_ms").and_then(|v| v.as_f64()).unwrap_or(20.0);
+    let poll_ms = run
+        .manifest
+        .campaign_resolved
+        .pointer("/sampling/poll_interval_ms")
+        .and_then(|v| v.as_f64())
+        .unwrap_or(20.0);
     let polled_tol = ((3.0 * poll_ms).max(60.0) * 1e6) as i64;
-    let mut lf = DataFrame::new(t.len(), vec![Column::new("t_ns".into(), t)]).map_err(CollateError::polars("building the grid"))?.lazy();
+    let mut lf = DataFrame::new(t.len(), vec![Column::new("t_ns".into(), t)])
+        .map_err(CollateError::polars("building the grid"))?
+        .lazy();
     let mut keep = vec![col("t_ns")];
     let mut node_cols = Vec::new();
     for (inst, node_name) in CURVE_INSTRUMENTS {
-        let tol = if inst == "buffered_w" { 60_000_000 } else { polled_tol };
+        let tol = if inst == "buffered_w" {
+            60_000_000
+        } else {
+            polled_tol
+        };
         let mut cols = Vec::new();
         for (node, gpu) in &run.series {
             let name = format!("{node}/{gpu}:{inst}");
@@ -72,11 +105,26 @@ pub fn node_curve(series: &SeriesSet, run: &Run) -> Result<NodeCurve, CollateErr
             let s = series.get_at(node, gpu, inst);
             let right = DataFrame::new(
                 s.len(),
-                vec![Column::new(key.as_str().into(), s.iter().map(|x| x.0).collect::<Vec<i64>>()), Column::new(name.as_str().into(), s.iter().map(|x| x.1).collect::<Vec<f64>>())],
+                vec![
+                    Column::new(
+                        key.as_str().into(),
+                        s.iter().map(|x| x.0).collect::<Vec<i64>>(),
+                    ),
+                    Column::new(
+                        name.as_str().into(),
+                        s.iter().map(|x| x.1).collect::<Vec<f64>>(),
+                    ),
+                ],
             )
             .map_err(CollateError::polars("a GPU's series"))?
             .lazy();
-            lf = lf.join_builder().with(right).left_on([col("t_ns")]).right_on([col(key.as_str())]).how(asof(tol)).finish();
+            lf = lf
+                .join_builder()
+                .with(right)
+                .left_on([col("t_ns")])
+                .right_on([col(key.as_str())])
+                .how(asof(tol))
+                .finish();
             cols.push(col(name.as_str()));
             keep.push(col(name.as_str()));
         }
@@ -86,7 +134,10 @@ pub fn node_curve(series: &SeriesSet, run: &Run) -> Result<NodeCurve, CollateErr
         node_cols.push(ordered_sum(&cols).alias(node_name));
     }
     keep.extend(node_cols);
-    let mut df = lf.select(keep).collect().map_err(CollateError::polars("aligning GPUs on the grid"))?;
+    let mut df = lf
+        .select(keep)
+        .collect()
+        .map_err(CollateError::polars("aligning GPUs on the grid"))?;
     // One chunk per column: reductions then run in one order whatever the
     // raw files' layout, so splitting a raw file cannot move a digit.
     df.rechunk_mut_par();
@@ -100,7 +151,9 @@ pub fn node_curve(series: &SeriesSet, run: &Run) -> Result<NodeCurve, CollateErr
 /// digit between two collations of the same files.
 pub fn ordered_sum(cols: &[Expr]) -> Expr {
     let mut it = cols.iter().cloned();
-    let first = it.next().unwrap_or_else(|| lit(NULL).cast(DataType::Float64));
+    let first = it
+        .next()
+        .unwrap_or_else(|| lit(NULL).cast(DataType::Float64));
     it.fold(first, |acc, c| acc + c)
 }
 
@@ -108,16 +161,34 @@ pub fn ordered_sum(cols: &[Expr]) -> Expr {
 pub fn write_curve(curve: &NodeCurve, report_dir: &Path) -> Result<PathBuf, CollateError> {
     let path = report_dir.join("node_curve.csv");
     let mut names = vec!["t_ns".to_string()];
-    names.extend(CURVE_INSTRUMENTS.iter().map(|(_, n)| n.to_string()).filter(|n| curve.df.column(n).is_ok()));
+    names.extend(
+        CURVE_INSTRUMENTS
+            .iter()
+            .map(|(_, n)| n.to_string())
+            .filter(|n| curve.df.column(n).is_ok()),
+    );
     let mut df = curve
         .df
         .clone()
         .lazy()
-        .select(names.iter().map(|n| if n == "t_ns" { col(n.as_str()) } else { col(n.as_str()).round(3, RoundMode::HalfToEven) }).collect::<Vec<_>>())
+        .select(
+            names
+                .iter()
+                .map(|n| {
+                    if n == "t_ns" {
+                        col(n.as_str())
+                    } else {
+                        col(n.as_str()).round(3, RoundMode::HalfToEven)
+                    }
+                })
+                .collect::<Vec<_>>(),
+        )
         .collect()
         .map_err(CollateError::polars("selecting the node curve"))?;
     let file = std::fs::File::create(&path).map_err(|e| CollateError::io(&path, e))?;
-    CsvWriter::new(std::io::BufWriter::new(file)).finish(&mut df).map_err(CollateError::polars("writing node_curve.csv"))?;
+    CsvWriter::new(std::io::BufWriter::new(file))
+        .finish(&mut df)
+        .map_err(CollateError::polars("writing node_curve.csv"))?;
     Ok(path)
 }
 
@@ -132,5 +203,12 @@ pub fn f64_column(df: &DataFrame, name: &str) -> Vec<Option<f64>> {
 
 /// Extracts an i64 column.
 pub fn i64_column(df: &DataFrame, name: &str) -> Vec<i64> {
-    df.column(name).ok().and_then(|c| c.i64().ok().map(|ca| ca.to_vec().into_iter().map(|v| v.unwrap_or(0)).collect())).unwrap_or_default()
+    df.column(name)
+        .ok()
+        .and_then(|c| {
+            c.i64()
+                .ok()
+                .map(|ca| ca.to_vec().into_iter().map(|v| v.unwrap_or(0)).collect())
+        })
+        .unwrap_or_default()
 }

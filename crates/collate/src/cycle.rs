@@ -35,8 +35,8 @@
 
 use crate::load::{Run, RungWindow};
 use crate::sensor::{EdgeIndex, SensorModel, SeriesSet};
-use rustfft::num_complex::Complex64;
 use rustfft::FftPlanner;
+use rustfft::num_complex::Complex64;
 use std::f64::consts::PI;
 
 /// A harmonic is reconstructed only where the window and the bins together
@@ -149,7 +149,10 @@ pub enum NoCycle {
 /// The buffered path's window and lag of a GPU, ms.
 fn window_of(model: &SensorModel, gpu: &str) -> (f64, f64) {
     let p = model.path(gpu, "buffered_w");
-    let w = p.and_then(|p| p.window_ms.or(p.update_period_ms)).unwrap_or(20.0).max(0.0);
+    let w = p
+        .and_then(|p| p.window_ms.or(p.update_period_ms))
+        .unwrap_or(20.0)
+        .max(0.0);
     let lag = p.and_then(|p| p.latency_ms).unwrap_or(0.0);
     (w, lag)
 }
@@ -173,13 +176,24 @@ pub fn rises_of(edges: &EdgeIndex, r: &RungWindow, gpu_index: usize, gpu: &str) 
 fn offset_of(rises: &[i64], epoch: i64, p: i64) -> i64 {
     let Some(first) = rises.first() else { return 0 };
     let r0 = (first - epoch).rem_euclid(p);
-    let mut d: Vec<i64> = rises.iter().map(|r| (r - epoch - r0 + p / 2).rem_euclid(p) - p / 2).collect();
+    let mut d: Vec<i64> = rises
+        .iter()
+        .map(|r| (r - epoch - r0 + p / 2).rem_euclid(p) - p / 2)
+        .collect();
     d.sort_unstable();
     (r0 + d[d.len() / 2]).rem_euclid(p)
 }
 
 /// Folds and decomposes one GPU's samples of one rung.
-fn gpu_cycle(planner: &mut FftPlanner<f64>, samples: &[(i64, f64)], rises: &[i64], r: &RungWindow, gpu: &str, window_ms: f64, lag_ms: f64) -> Option<GpuCycle> {
+fn gpu_cycle(
+    planner: &mut FftPlanner<f64>,
+    samples: &[(i64, f64)],
+    rises: &[i64],
+    r: &RungWindow,
+    gpu: &str,
+    window_ms: f64,
+    lag_ms: f64,
+) -> Option<GpuCycle> {
     let period_ms = r.info.period_ms?;
     let duty = r.info.duty;
     let p = (period_ms * 1e6).round() as i64;
@@ -209,7 +223,9 @@ fn gpu_cycle(planner: &mut FftPlanner<f64>, samples: &[(i64, f64)], rises: &[i64
         return None;
     }
     // Bins: as fine as 0.5 ms, with a few samples in each on average.
-    let nb = ((period_ms / 0.5).round() as usize).min(n / SAMPLES_PER_BIN).clamp(2 * MIN_HARMONICS + 2, 2 * MAX_HARMONICS + 2);
+    let nb = ((period_ms / 0.5).round() as usize)
+        .min(n / SAMPLES_PER_BIN)
+        .clamp(2 * MIN_HARMONICS + 2, 2 * MAX_HARMONICS + 2);
     let mut sum = vec![0.0; nb];
     let mut cnt = vec![0usize; nb];
     let bin_of = |ph: f64| ((ph * nb as f64) as usize).min(nb - 1);
@@ -223,9 +239,23 @@ fn gpu_cycle(planner: &mut FftPlanner<f64>, samples: &[(i64, f64)], rises: &[i64
     // carries. Taken robustly (median absolute deviation), so the few bins
     // that straddle an edge, where the power itself moves within the bin,
     // do not pass for noise.
-    let dev: Vec<f64> = folded.iter().filter(|(ph, _)| cnt[bin_of(*ph)] > 1).map(|(ph, v)| (v - sum[bin_of(*ph)] / cnt[bin_of(*ph)] as f64).abs()).collect();
-    let sigma = if dev.len() > 10 { 1.4826 * crate::stats::median(&dev).unwrap_or(0.0) } else { 0.0 };
-    let harmonic_var = sigma * sigma * (0..nb).filter(|&b| cnt[b] > 0).map(|b| 1.0 / cnt[b] as f64).sum::<f64>() / (nb * nb) as f64;
+    let dev: Vec<f64> = folded
+        .iter()
+        .filter(|(ph, _)| cnt[bin_of(*ph)] > 1)
+        .map(|(ph, v)| (v - sum[bin_of(*ph)] / cnt[bin_of(*ph)] as f64).abs())
+        .collect();
+    let sigma = if dev.len() > 10 {
+        1.4826 * crate::stats::median(&dev).unwrap_or(0.0)
+    } else {
+        0.0
+    };
+    let harmonic_var = sigma
+        * sigma
+        * (0..nb)
+            .filter(|&b| cnt[b] > 0)
+            .map(|b| 1.0 / cnt[b] as f64)
+            .sum::<f64>()
+        / (nb * nb) as f64;
     let known: Vec<usize> = (0..nb).filter(|&b| cnt[b] > 0).collect();
     let coverage = known.len() as f64 / nb as f64;
     // Longest circular run of empty bins: the widest unseen part of the cycle.
@@ -239,14 +269,18 @@ fn gpu_cycle(planner: &mut FftPlanner<f64>, samples: &[(i64, f64)], rises: &[i64
     // A harmonic k has k cycles per period: seeing it needs phase steps
     // shorter than half of 1/k.
     let k_phase = ((0.5 / gap_frac).floor() as usize).min(nb / 2 - 1);
-    let k_window = (1..=MAX_HARMONICS).take_while(|&k| sinc(k as f64 * window_ms / period_ms).abs() >= MIN_GAIN).count();
+    let k_window = (1..=MAX_HARMONICS)
+        .take_while(|&k| sinc(k as f64 * window_ms / period_ms).abs() >= MIN_GAIN)
+        .count();
     // Empty bins are filled by circular linear interpolation, with one
     // piece of physics: until the load switches (the recorded edges, at
     // phase 0 and at the duty fraction), the power holds its level, so the
     // bin just before each edge is a knot at the last level seen before it.
     // Without it a sparse fold would ramp across the edge and put it in the
     // wrong place.
-    let mut level: Vec<Option<f64>> = (0..nb).map(|b| (cnt[b] > 0).then(|| sum[b] / cnt[b] as f64)).collect();
+    let mut level: Vec<Option<f64>> = (0..nb)
+        .map(|b| (cnt[b] > 0).then(|| sum[b] / cnt[b] as f64))
+        .collect();
     let fall_bin = ((duty * nb as f64).round() as usize).clamp(1, nb - 1);
     for knot in [nb - 1, fall_bin - 1] {
         if level[knot].is_none() {
@@ -262,7 +296,11 @@ fn gpu_cycle(planner: &mut FftPlanner<f64>, samples: &[(i64, f64)], rises: &[i64
         let (va, vb) = (level[b].unwrap_or(0.0), level[next].unwrap_or(0.0));
         for j in 0..span.max(1) {
             let idx = (b + j) % nb;
-            y[idx] = if span == 0 { va } else { va + (vb - va) * j as f64 / span as f64 };
+            y[idx] = if span == 0 {
+                va
+            } else {
+                va + (vb - va) * j as f64 / span as f64
+            };
         }
     }
     // Every harmonic the bins hold is kept, so the cycle is the folded
@@ -285,7 +323,11 @@ fn gpu_cycle(planner: &mut FftPlanner<f64>, samples: &[(i64, f64)], rises: &[i64
         // Harmonics no stronger than the noise are shrunk (Wiener), so the
         // noise does not enter the peak and p99 − p1 as if it were power.
         let power = c.norm_sqr();
-        let keep = if k == 0 || power <= 0.0 { 1.0 } else { power / (power + harmonic_var) };
+        let keep = if k == 0 || power <= 0.0 {
+            1.0
+        } else {
+            power / (power + harmonic_var)
+        };
         harmonics.push(c * keep / lift);
     }
     // The mean is the samples' own, over whole cycles (a partial one would
@@ -294,12 +336,24 @@ fn gpu_cycle(planner: &mut FftPlanner<f64>, samples: &[(i64, f64)], rises: &[i64
     // samples (those near an edge, whose timestamps jitter most) far more
     // than the rest.
     let whole_end = r.measure_from_ns + ((r.end_ns - r.measure_from_ns) / p).max(1) * p;
-    let whole: Vec<f64> = samples[lo..hi].iter().filter(|s| s.0 - centre < whole_end).map(|s| s.1).collect();
+    let whole: Vec<f64> = samples[lo..hi]
+        .iter()
+        .filter(|s| s.0 - centre < whole_end)
+        .map(|s| s.1)
+        .collect();
     if !whole.is_empty() {
         harmonics[0] = Complex64::new(whole.iter().sum::<f64>() / whole.len() as f64, 0.0);
     }
     let offset_ns = offset_of(rises, r.epoch_ns, p);
-    Some(GpuCycle { gpu: gpu.to_string(), harmonics, offset_ns, samples: n, coverage, k_phase, k_window })
+    Some(GpuCycle {
+        gpu: gpu.to_string(),
+        harmonics,
+        offset_ns,
+        samples: n,
+        coverage,
+        k_phase,
+        k_window,
+    })
 }
 
 /// Figures of the cycle `values` (evenly spaced over a period of `p` ns,
@@ -311,7 +365,12 @@ fn window_stats(values: &[f64], p: i64, from: i64, span: i64) -> CycleStats {
     let total = ((span as f64 / p as f64) * m as f64).round().max(1.0) as usize;
     let j0 = ((from.rem_euclid(p) as f64 / p as f64) * m as f64).floor() as usize % m;
     let (whole, rest) = (total / m, total % m);
-    let mut weighted: Vec<(f64, f64)> = values.iter().enumerate().map(|(j, v)| (*v, (whole + usize::from((j + m - j0) % m < rest)) as f64)).filter(|x| x.1 > 0.0).collect();
+    let mut weighted: Vec<(f64, f64)> = values
+        .iter()
+        .enumerate()
+        .map(|(j, v)| (*v, (whole + usize::from((j + m - j0) % m < rest)) as f64))
+        .filter(|x| x.1 > 0.0)
+        .collect();
     let weight: f64 = weighted.iter().map(|x| x.1).sum();
     let mean = weighted.iter().map(|x| x.0 * x.1).sum::<f64>() / weight;
     weighted.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -326,14 +385,38 @@ fn window_stats(values: &[f64], p: i64, from: i64, span: i64) -> CycleStats {
 }
 
 /// Composes the node cycle of every duty rung of the run.
-pub fn compose_all(run: &Run, series: &SeriesSet, edges: &EdgeIndex, model: &SensorModel) -> Vec<(u32, Result<NodeCycle, NoCycle>)> {
+pub fn compose_all(
+    run: &Run,
+    series: &SeriesSet,
+    edges: &EdgeIndex,
+    model: &SensorModel,
+) -> Vec<(u32, Result<NodeCycle, NoCycle>)> {
     let mut planner = FftPlanner::new();
-    run.rungs.iter().map(|r| (r.info.id, compose(&mut planner, run, r, series, edges, model))).collect()
+    run.rungs
+        .iter()
+        .map(|r| {
+            (
+                r.info.id,
+                compose(&mut planner, run, r, series, edges, model),
+            )
+        })
+        .collect()
 }
 
 /// Composes one rung's node cycle.
-pub fn compose(planner: &mut FftPlanner<f64>, run: &Run, r: &RungWindow, series: &SeriesSet, edges: &EdgeIndex, model: &SensorModel) -> Result<NodeCycle, NoCycle> {
-    let Some(period_ms) = r.info.period_ms.filter(|_| r.info.kind == "duty" && r.info.duty > 0.0 && r.info.duty < 1.0) else {
+pub fn compose(
+    planner: &mut FftPlanner<f64>,
+    run: &Run,
+    r: &RungWindow,
+    series: &SeriesSet,
+    edges: &EdgeIndex,
+    model: &SensorModel,
+) -> Result<NodeCycle, NoCycle> {
+    let Some(period_ms) = r
+        .info
+        .period_ms
+        .filter(|_| r.info.kind == "duty" && r.info.duty > 0.0 && r.info.duty < 1.0)
+    else {
         return Err(NoCycle::NotPeriodic);
     };
     let p = (period_ms * 1e6).round() as i64;
@@ -355,10 +438,21 @@ pub fn compose(planner: &mut FftPlanner<f64>, run: &Run, r: &RungWindow, series:
         // its neighbours: its peak cannot be recovered.
         let shortest = r.info.duty.min(1.0 - r.info.duty) * period_ms;
         if shortest < 2.0 * w {
-            return Err(NoCycle::Verdict(format!("instrument limit: the {} ms {} is shorter than twice the {w:.1} ms sample window", ms(shortest), if r.info.duty < 0.5 { "on-phase" } else { "off-phase" })));
+            return Err(NoCycle::Verdict(format!(
+                "instrument limit: the {} ms {} is shorter than twice the {w:.1} ms sample window",
+                ms(shortest),
+                if r.info.duty < 0.5 {
+                    "on-phase"
+                } else {
+                    "off-phase"
+                }
+            )));
         }
         let rises = rises_of(edges, r, gi, &g.key);
-        let in_window = rises.iter().filter(|t| **t >= r.measure_from_ns - p && **t < r.end_ns).count();
+        let in_window = rises
+            .iter()
+            .filter(|t| **t >= r.measure_from_ns - p && **t < r.end_ns)
+            .count();
         if (in_window as f64) < 0.9 * cycles.floor() {
             return Err(NoCycle::Verdict(format!(
                 "{}: {in_window} rising edges recorded for a window of {:.0} cycles: the edge log is incomplete, the cycle cannot be folded",
@@ -367,11 +461,19 @@ pub fn compose(planner: &mut FftPlanner<f64>, run: &Run, r: &RungWindow, series:
             )));
         }
         let samples = series.get(&g.key, "buffered_w");
-        let in_span = samples.partition_point(|x| x.0 < r.end_ns) - samples.partition_point(|x| x.0 < r.measure_from_ns);
-        let update_ms = model.path(&g.key, "buffered_w").and_then(|m| m.update_period_ms).unwrap_or(20.0).max(1.0);
+        let in_span = samples.partition_point(|x| x.0 < r.end_ns)
+            - samples.partition_point(|x| x.0 < r.measure_from_ns);
+        let update_ms = model
+            .path(&g.key, "buffered_w")
+            .and_then(|m| m.update_period_ms)
+            .unwrap_or(20.0)
+            .max(1.0);
         let expected = span as f64 / (update_ms * 1e6);
         if (in_span as f64) < 0.5 * expected {
-            return Err(NoCycle::Verdict(format!("{}: {in_span} buffered samples in the window, half or less of the ~{expected:.0} expected: the raw file is incomplete", g.key)));
+            return Err(NoCycle::Verdict(format!(
+                "{}: {in_span} buffered samples in the window, half or less of the ~{expected:.0} expected: the raw file is incomplete",
+                g.key
+            )));
         }
         if in_span < MIN_SAMPLES {
             return Err(NoCycle::Verdict(format!(
@@ -382,13 +484,22 @@ pub fn compose(planner: &mut FftPlanner<f64>, run: &Run, r: &RungWindow, series:
         }
         match gpu_cycle(planner, samples, &rises, r, &g.key, w, lag) {
             Some(c) => gpus.push((c, w)),
-            None => return Err(NoCycle::Verdict(format!("too few buffered samples of {} in the window to fold its cycle", g.key))),
+            None => {
+                return Err(NoCycle::Verdict(format!(
+                    "too few buffered samples of {} in the window to fold its cycle",
+                    g.key
+                )));
+            }
         }
     }
     if gpus.is_empty() {
         return Err(NoCycle::Verdict("no GPUs".into()));
     }
-    let k = gpus.iter().map(|(c, _)| c.harmonics.len() - 1).min().unwrap_or(0);
+    let k = gpus
+        .iter()
+        .map(|(c, _)| c.harmonics.len() - 1)
+        .min()
+        .unwrap_or(0);
     let k_phase = gpus.iter().map(|(c, _)| c.k_phase).min().unwrap_or(0);
     let k_window = gpus.iter().map(|(c, _)| c.k_window).min().unwrap_or(0);
     let coverage = gpus.iter().map(|(c, _)| c.coverage).fold(1.0, f64::min);
@@ -401,7 +512,10 @@ pub fn compose(planner: &mut FftPlanner<f64>, run: &Run, r: &RungWindow, series:
     }
     if k_window < MIN_HARMONICS {
         let w = gpus.iter().map(|(_, w)| *w).fold(0.0, f64::max);
-        return Err(NoCycle::Verdict(format!("instrument limit: the {w:.1} ms sample window passes fewer than {MIN_HARMONICS} harmonics of {} ms", crate::report::fmt_ms(period_ms))));
+        return Err(NoCycle::Verdict(format!(
+            "instrument limit: the {w:.1} ms sample window passes fewer than {MIN_HARMONICS} harmonics of {} ms",
+            crate::report::fmt_ms(period_ms)
+        )));
     }
     // Node harmonics: every GPU's series shifted to its own offset.
     let mut node = vec![Complex64::new(0.0, 0.0); k + 1];
@@ -412,7 +526,9 @@ pub fn compose(planner: &mut FftPlanner<f64>, run: &Run, r: &RungWindow, series:
         }
     }
     // Synthesis at ≤ 0.5 ms, at least 8 points per harmonic.
-    let m = ((period_ms / 0.5).ceil() as usize).max(8 * k + 8).clamp(64, 8192);
+    let m = ((period_ms / 0.5).ceil() as usize)
+        .max(8 * k + 8)
+        .clamp(64, 8192);
     let mut spec = vec![Complex64::new(0.0, 0.0); m];
     spec[0] = node[0];
     for kk in 1..=k.min(m / 2 - 1) {
@@ -421,22 +537,49 @@ pub fn compose(planner: &mut FftPlanner<f64>, run: &Run, r: &RungWindow, series:
     }
     planner.plan_fft_inverse(m).process(&mut spec);
     let values: Vec<f64> = spec.iter().map(|c| c.re).collect();
-    let stats = window_stats(&values, p, r.measure_from_ns - r.epoch_ns, r.end_ns - r.measure_from_ns);
+    let stats = window_stats(
+        &values,
+        p,
+        r.measure_from_ns - r.epoch_ns,
+        r.end_ns - r.measure_from_ns,
+    );
 
     let samples = gpus.iter().map(|(c, _)| c.samples).sum();
-    let gpu_on_w = gpus.iter().map(|(c, _)| (c.gpu.clone(), on_level(&c.harmonics[..=k], r.info.duty))).collect();
-    Ok(NodeCycle { rung_id: r.info.id, period_ms, harmonics: k.min(k_window), values, coverage, samples, stats, gpu_on_w })
+    let gpu_on_w = gpus
+        .iter()
+        .map(|(c, _)| (c.gpu.clone(), on_level(&c.harmonics[..=k], r.info.duty)))
+        .collect();
+    Ok(NodeCycle {
+        rung_id: r.info.id,
+        period_ms,
+        harmonics: k.min(k_window),
+        values,
+        coverage,
+        samples,
+        stats,
+        gpu_on_w,
+    })
 }
 
 /// Mean of a GPU's cycle (harmonics, phase 0 at its rise) over the second
 /// half of its on-phase, short of the fall: [duty/2, 0.95 duty).
 fn on_level(h: &[Complex64], duty: f64) -> f64 {
     let n = 256;
-    let (a, b) = ((duty / 2.0 * n as f64) as usize, (0.95 * duty * n as f64) as usize);
+    let (a, b) = (
+        (duty / 2.0 * n as f64) as usize,
+        (0.95 * duty * n as f64) as usize,
+    );
     let vals: Vec<f64> = (a..b.max(a + 1))
         .map(|j| {
             let x = j as f64 / n as f64;
-            h[0].re + h.iter().enumerate().skip(1).map(|(k, c)| 2.0 * (c * Complex64::from_polar(1.0, 2.0 * PI * k as f64 * x)).re).sum::<f64>()
+            h[0].re
+                + h.iter()
+                    .enumerate()
+                    .skip(1)
+                    .map(|(k, c)| {
+                        2.0 * (c * Complex64::from_polar(1.0, 2.0 * PI * k as f64 * x)).re
+                    })
+                    .sum::<f64>()
         })
         .collect();
     vals.iter().sum::<f64>() / vals.len() as f64
@@ -449,15 +592,27 @@ const SETTLED_ON_MS: f64 = 200.0;
 /// run's last sustained (or soak) rung before them held, by more than 5 %:
 /// the load did not keep the GPU busy (a host that could not feed it).
 /// Returns the verdict per rung.
-pub fn short_on_phases(run: &Run, series: &SeriesSet, cycles: &std::collections::HashMap<u32, Result<NodeCycle, NoCycle>>) -> std::collections::HashMap<u32, String> {
+pub fn short_on_phases(
+    run: &Run,
+    series: &SeriesSet,
+    cycles: &std::collections::HashMap<u32, Result<NodeCycle, NoCycle>>,
+) -> std::collections::HashMap<u32, String> {
     let mut out = std::collections::HashMap::new();
-    let sustained: Vec<&RungWindow> = run.rungs.iter().filter(|r| r.info.kind == "sustained" || r.info.kind == "soak").collect();
+    let sustained: Vec<&RungWindow> = run
+        .rungs
+        .iter()
+        .filter(|r| r.info.kind == "sustained" || r.info.kind == "soak")
+        .collect();
     for r in &run.rungs {
-        let Some(Ok(c)) = cycles.get(&r.info.id) else { continue };
+        let Some(Ok(c)) = cycles.get(&r.info.id) else {
+            continue;
+        };
         if c.period_ms * r.info.duty < SETTLED_ON_MS {
             continue;
         }
-        let Some(s) = sustained.iter().rev().find(|s| s.epoch_ns < r.epoch_ns) else { continue };
+        let Some(s) = sustained.iter().rev().find(|s| s.epoch_ns < r.epoch_ns) else {
+            continue;
+        };
         let mut short = Vec::new();
         for (gpu, on) in &c.gpu_on_w {
             let v = series.get(gpu, "buffered_w");
@@ -472,7 +627,13 @@ pub fn short_on_phases(run: &Run, series: &SeriesSet, cycles: &std::collections:
             }
         }
         if !short.is_empty() {
-            out.insert(r.info.id, format!("on-phase draw short of the sustained level: {}", short.join(", ")));
+            out.insert(
+                r.info.id,
+                format!(
+                    "on-phase draw short of the sustained level: {}",
+                    short.join(", ")
+                ),
+            );
         }
     }
     out

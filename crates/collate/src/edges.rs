@@ -13,6 +13,7 @@ use crate::load::Run;
 use polars::prelude::*;
 use powerlab_rundir::events::DEVICE_CLOCK_TOPIC;
 use powerlab_rundir::{RunDir, RunEvent};
+use std::collections::BTreeMap;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -82,18 +83,38 @@ fn kind_stats(df: &DataFrame, kind: &str) -> Result<HashMap<u32, KindStats>, Col
         .filter(col("kind").eq(lit(kind)))
         .group_by([col("rung_id")])
         .agg([
-            err.clone().quantile(lit(0.5), QuantileMethod::Linear).alias("p50"),
-            err.clone().abs().quantile(lit(0.99), QuantileMethod::Linear).alias("p99"),
+            err.clone()
+                .quantile(lit(0.5), QuantileMethod::Linear)
+                .alias("p50"),
+            err.clone()
+                .abs()
+                .quantile(lit(0.99), QuantileMethod::Linear)
+                .alias("p99"),
             err.clone().abs().max().alias("max"),
             err.count().alias("n"),
         ])
         .collect()
         .map_err(CollateError::polars("edge error per rung"))?;
-    let (p50, p99, max, n) = (crate::curve::f64_column(&g, "p50"), crate::curve::f64_column(&g, "p99"), crate::curve::f64_column(&g, "max"), crate::curve::f64_column(&g, "n"));
+    let (p50, p99, max, n) = (
+        crate::curve::f64_column(&g, "p50"),
+        crate::curve::f64_column(&g, "p99"),
+        crate::curve::f64_column(&g, "max"),
+        crate::curve::f64_column(&g, "n"),
+    );
     Ok(ids(&g)
         .into_iter()
         .enumerate()
-        .map(|(i, id)| (id, KindStats { p50_us: p50[i].unwrap_or(0.0), p99_us: p99[i].unwrap_or(0.0), max_us: max[i].unwrap_or(0.0), n: n[i].unwrap_or(0.0) as usize }))
+        .map(|(i, id)| {
+            (
+                id,
+                KindStats {
+                    p50_us: p50[i].unwrap_or(0.0),
+                    p99_us: p99[i].unwrap_or(0.0),
+                    max_us: max[i].unwrap_or(0.0),
+                    n: n[i].unwrap_or(0.0) as usize,
+                },
+            )
+        })
         .collect())
 }
 
@@ -102,16 +123,51 @@ fn kind_stats(df: &DataFrame, kind: &str) -> Result<HashMap<u32, KindStats>, Col
 /// 99th percentile of those spreads, µs.
 fn cross_gpu_skew_p99(df: &DataFrame) -> Result<Vec<(u32, f64)>, CollateError> {
     let bad = CollateError::polars("edges for the cross-GPU skew");
-    let (rung, gpu, kind) = (df.column("rung_id").map_err(bad)?.u32().map_err(CollateError::polars("rung_id"))?, df.column("gpu").map_err(CollateError::polars("gpu"))?.str().map_err(CollateError::polars("gpu"))?, df.column("kind").map_err(CollateError::polars("kind"))?.str().map_err(CollateError::polars("kind"))?);
-    let (intended, achieved) = (df.column("intended_ns").map_err(CollateError::polars("intended_ns"))?.i64().map_err(CollateError::polars("intended_ns"))?, df.column("achieved_ns").map_err(CollateError::polars("achieved_ns"))?.i64().map_err(CollateError::polars("achieved_ns"))?);
+    let (rung, gpu, kind) = (
+        df.column("rung_id")
+            .map_err(bad)?
+            .u32()
+            .map_err(CollateError::polars("rung_id"))?,
+        df.column("gpu")
+            .map_err(CollateError::polars("gpu"))?
+            .str()
+            .map_err(CollateError::polars("gpu"))?,
+        df.column("kind")
+            .map_err(CollateError::polars("kind"))?
+            .str()
+            .map_err(CollateError::polars("kind"))?,
+    );
+    let (intended, achieved) = (
+        df.column("intended_ns")
+            .map_err(CollateError::polars("intended_ns"))?
+            .i64()
+            .map_err(CollateError::polars("intended_ns"))?,
+        df.column("achieved_ns")
+            .map_err(CollateError::polars("achieved_ns"))?
+            .i64()
+            .map_err(CollateError::polars("achieved_ns"))?,
+    );
     // (rung, rise?) -> gpu -> [(intended, error µs)]
-    let mut by: std::collections::BTreeMap<(u32, bool), std::collections::BTreeMap<&str, Vec<(i64, f64)>>> = std::collections::BTreeMap::new();
-    for ((((r, g), k), i), a) in rung.iter().zip(gpu.iter()).zip(kind.iter()).zip(intended.iter()).zip(achieved.iter()) {
-        let (Some(r), Some(g), Some(k), Some(i), Some(a)) = (r, g, k, i, a) else { continue };
+    type ByGpu<'a> = BTreeMap<&'a str, Vec<(i64, f64)>>;
+    let mut by: BTreeMap<(u32, bool), ByGpu<'_>> = BTreeMap::new();
+    for ((((r, g), k), i), a) in rung
+        .iter()
+        .zip(gpu.iter())
+        .zip(kind.iter())
+        .zip(intended.iter())
+        .zip(achieved.iter())
+    {
+        let (Some(r), Some(g), Some(k), Some(i), Some(a)) = (r, g, k, i, a) else {
+            continue;
+        };
         if k == "start" {
             continue;
         }
-        by.entry((r, k == "rise")).or_default().entry(g).or_default().push((i, (a - i) as f64 / 1e3));
+        by.entry((r, k == "rise"))
+            .or_default()
+            .entry(g)
+            .or_default()
+            .push((i, (a - i) as f64 / 1e3));
     }
     let mut spreads: std::collections::BTreeMap<u32, Vec<f64>> = std::collections::BTreeMap::new();
     for ((r, _), gpus) in by.iter_mut() {
@@ -123,15 +179,30 @@ fn cross_gpu_skew_p99(df: &DataFrame) -> Result<Vec<(u32, f64)>, CollateError> {
         }
         let n = gpus.values().map(Vec::len).min().unwrap_or(0);
         for k in 0..n {
-            let (lo, hi) = gpus.values().map(|v| v[k].1).fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), e| (lo.min(e), hi.max(e)));
+            let (lo, hi) = gpus
+                .values()
+                .map(|v| v[k].1)
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), e| {
+                    (lo.min(e), hi.max(e))
+                });
             spreads.entry(*r).or_default().push(hi - lo);
         }
     }
-    Ok(spreads.into_iter().filter_map(|(r, v)| crate::stats::quantile(&v, 0.99).map(|q| (r, q))).collect())
+    Ok(spreads
+        .into_iter()
+        .filter_map(|(r, v)| crate::stats::quantile(&v, 0.99).map(|q| (r, q)))
+        .collect())
 }
 
 fn ids(d: &DataFrame) -> Vec<u32> {
-    d.column("rung_id").ok().and_then(|c| c.u32().ok().map(|ca| ca.to_vec().into_iter().map(|v| v.unwrap_or(0)).collect())).unwrap_or_default()
+    d.column("rung_id")
+        .ok()
+        .and_then(|c| {
+            c.u32()
+                .ok()
+                .map(|ca| ca.to_vec().into_iter().map(|v| v.unwrap_or(0)).collect())
+        })
+        .unwrap_or_default()
 }
 
 /// Reads `edges.csv` into a frame (`rung_id`, `gpu`, `index`, `kind`,
@@ -151,7 +222,15 @@ pub fn read_edges(dir: &RunDir) -> Result<Option<DataFrame>, CollateError> {
         Field::new("achieved_ns".into(), DataType::Int64),
     ]));
     let bytes = std::fs::read(&path).map_err(|e| CollateError::io(&path, e))?;
-    let cut = if bytes.last() == Some(&b'\n') { bytes.len() } else { bytes.iter().rposition(|b| *b == b'\n').map(|i| i + 1).unwrap_or(0) };
+    let cut = if bytes.last() == Some(&b'\n') {
+        bytes.len()
+    } else {
+        bytes
+            .iter()
+            .rposition(|b| *b == b'\n')
+            .map(|i| i + 1)
+            .unwrap_or(0)
+    };
     if bytes[..cut].iter().filter(|b| **b == b'\n').count() < 2 {
         return Ok(None); // header only: no rung finished
     }
@@ -160,15 +239,27 @@ pub fn read_edges(dir: &RunDir) -> Result<Option<DataFrame>, CollateError> {
         .with_schema(Some(schema))
         .into_reader_with_file_handle(std::io::Cursor::new(&bytes[..cut]))
         .finish()
-        .map_err(|e| CollateError::BadRaw { path: path.clone(), message: e.to_string() })?;
+        .map_err(|e| CollateError::BadRaw {
+            path: path.clone(),
+            message: e.to_string(),
+        })?;
     // One row per (rung, GPU, edge): a repeated one was added or copied.
-    if let (Ok(r), Ok(g), Ok(i)) = (df.column("rung_id").and_then(|c| c.u32().cloned()), df.column("gpu").and_then(|c| c.str().cloned()), df.column("index").and_then(|c| c.u32().cloned())) {
+    if let (Ok(r), Ok(g), Ok(i)) = (
+        df.column("rung_id").and_then(|c| c.u32().cloned()),
+        df.column("gpu").and_then(|c| c.str().cloned()),
+        df.column("index").and_then(|c| c.u32().cloned()),
+    ) {
         let mut seen = std::collections::HashSet::with_capacity(df.height());
         for ((r, g), i) in r.iter().zip(g.iter()).zip(i.iter()) {
             if !seen.insert((r, g, i)) {
                 return Err(CollateError::BadRaw {
                     path: path.clone(),
-                    message: format!("edge {} of {} in rung {} is listed twice: the file was edited after the run", i.unwrap_or(0), g.unwrap_or("?"), r.unwrap_or(0)),
+                    message: format!(
+                        "edge {} of {} in rung {} is listed twice: the file was edited after the run",
+                        i.unwrap_or(0),
+                        g.unwrap_or("?"),
+                        r.unwrap_or(0)
+                    ),
                 });
             }
         }
@@ -177,7 +268,10 @@ pub fn read_edges(dir: &RunDir) -> Result<Option<DataFrame>, CollateError> {
 }
 
 /// Computes edge statistics for every rung present in the edges frame.
-pub fn edge_stats(edges: Option<&DataFrame>, run: &Run) -> Result<HashMap<u32, EdgeStats>, CollateError> {
+pub fn edge_stats(
+    edges: Option<&DataFrame>,
+    run: &Run,
+) -> Result<HashMap<u32, EdgeStats>, CollateError> {
     let mut out: HashMap<u32, EdgeStats> = HashMap::new();
     let Some(df) = edges else { return Ok(out) };
     let err = (col("achieved_ns") - col("intended_ns")).cast(DataType::Float64) / lit(1000.0);
@@ -186,16 +280,25 @@ pub fn edge_stats(edges: Option<&DataFrame>, run: &Run) -> Result<HashMap<u32, E
         .lazy()
         .filter(col("kind").eq(lit("start")))
         .group_by([col("rung_id")])
-        .agg([err.clone().abs().max().alias("max_abs"), (err.clone().max() - err.clone().min()).alias("skew")])
+        .agg([
+            err.clone().abs().max().alias("max_abs"),
+            (err.clone().max() - err.clone().min()).alias("skew"),
+        ])
         .collect()
         .map_err(CollateError::polars("start skew per rung"))?;
-    let (max_abs, skew) = (crate::curve::f64_column(&starts, "max_abs"), crate::curve::f64_column(&starts, "skew"));
+    let (max_abs, skew) = (
+        crate::curve::f64_column(&starts, "max_abs"),
+        crate::curve::f64_column(&starts, "skew"),
+    );
     for (i, id) in ids(&starts).into_iter().enumerate() {
         let e = out.entry(id).or_default();
         e.start_error_max_us = max_abs[i].unwrap_or(0.0);
         e.start_skew_us = skew[i].unwrap_or(0.0);
     }
-    for (kind, stats) in [("rise", kind_stats(df, "rise")?), ("fall", kind_stats(df, "fall")?)] {
+    for (kind, stats) in [
+        ("rise", kind_stats(df, "rise")?),
+        ("fall", kind_stats(df, "fall")?),
+    ] {
         for (id, k) in stats {
             let e = out.entry(id).or_default();
             if kind == "rise" {
@@ -213,14 +316,29 @@ pub fn edge_stats(edges: Option<&DataFrame>, run: &Run) -> Result<HashMap<u32, E
         }
     }
     for e in &run.events {
-        let RunEvent::Note { topic, detail, .. } = e else { continue };
+        let RunEvent::Note { topic, detail, .. } = e else {
+            continue;
+        };
         if topic != DEVICE_CLOCK_TOPIC {
             continue;
         }
-        let Some(id) = detail.get("rung_id").and_then(|v| v.as_u64()) else { continue };
-        let gpus = detail.get("gpus").and_then(|v| v.as_array()).cloned().unwrap_or_default();
-        let drift = gpus.iter().filter_map(|g| g.get("drift_ppm").and_then(|v| v.as_f64())).map(f64::abs).fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v))));
-        let rtt = gpus.iter().filter_map(|g| g.get("probe_rtt_ns").and_then(|v| v.as_f64())).fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v))));
+        let Some(id) = detail.get("rung_id").and_then(|v| v.as_u64()) else {
+            continue;
+        };
+        let gpus = detail
+            .get("gpus")
+            .and_then(|v| v.as_array())
+            .cloned()
+            .unwrap_or_default();
+        let drift = gpus
+            .iter()
+            .filter_map(|g| g.get("drift_ppm").and_then(|v| v.as_f64()))
+            .map(f64::abs)
+            .fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v))));
+        let rtt = gpus
+            .iter()
+            .filter_map(|g| g.get("probe_rtt_ns").and_then(|v| v.as_f64()))
+            .fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v))));
         let s = out.entry(id as u32).or_default();
         s.clock_drift_ppm = drift;
         s.probe_rtt_us = rtt.map(|r| r / 1e3);

@@ -53,11 +53,25 @@ mod tests {
     fn the_mean_comes_from_readings_inside_the_window() {
         // 1 kW for 10 s, then idle at 100 W: a window over the loaded part
         // must not see the idle tail after it.
-        let rows: Vec<(i64, f64)> = (0..=14).map(|s| (s * 1_000_000_000, if s <= 10 { s as f64 * 1e6 } else { 10e6 + (s - 10) as f64 * 1e5 })).collect();
+        let rows: Vec<(i64, f64)> = (0..=14)
+            .map(|s| {
+                (
+                    s * 1_000_000_000,
+                    if s <= 10 {
+                        s as f64 * 1e6
+                    } else {
+                        10e6 + (s - 10) as f64 * 1e5
+                    },
+                )
+            })
+            .collect();
         let s = counters(&rows);
         let m = mean_w(&s, &["gpu0".into()], 2_500_000_000, 10_500_000_000).unwrap();
         assert!((m - 1000.0).abs() < 1e-9, "{m}");
         // Readings spanning less than half the window: no figure.
-        assert_eq!(mean_w(&s, &["gpu0".into()], 9_500_000_000, 11_900_000_000), None);
+        assert_eq!(
+            mean_w(&s, &["gpu0".into()], 9_500_000_000, 11_900_000_000),
+            None
+        );
     }
 }

@@ -53,11 +53,17 @@ pub enum CollateError {
 impl CollateError {
     /// I/O error with its path.
     pub fn io(path: &Path, source: std::io::Error) -> Self {
-        CollateError::Io { path: path.to_path_buf(), source }
+        CollateError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
     }
 
     /// Wraps a polars error with the step.
     pub fn polars(step: &str) -> impl FnOnce(polars::prelude::PolarsError) -> CollateError + '_ {
-        move |source| CollateError::Polars { step: step.to_string(), source }
+        move |source| CollateError::Polars {
+            step: step.to_string(),
+            source,
+        }
     }
 }

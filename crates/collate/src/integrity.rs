@@ -39,8 +39,14 @@ const POWER: [&str; 3] = ["buffered_w", "instant_w", "average_w"];
 /// The GPU key a raw file is named for (`raw/gpu3.csv` → `gpu3`; a GPU's
 /// rows split over several files: `raw/gpu3-part2.csv` → `gpu3`).
 pub fn file_key(path: &Path) -> String {
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let stem = name.strip_suffix(".csv.gz").or_else(|| name.strip_suffix(".csv")).unwrap_or(&name);
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let stem = name
+        .strip_suffix(".csv.gz")
+        .or_else(|| name.strip_suffix(".csv"))
+        .unwrap_or(&name);
     match stem.rsplit_once("-part") {
         Some((key, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => key.to_string(),
         _ => stem.to_string(),
@@ -48,7 +54,10 @@ pub fn file_key(path: &Path) -> String {
 }
 
 fn bad(path: &Path, message: String) -> CollateError {
-    CollateError::BadRaw { path: path.to_path_buf(), message }
+    CollateError::BadRaw {
+        path: path.to_path_buf(),
+        message,
+    }
 }
 
 /// Checks one raw file's rows (already read): its GPU and node, and that
@@ -58,28 +67,65 @@ pub fn check_content(path: &Path, df: &DataFrame, manifest: &Manifest) -> Result
     let key = file_key(path);
     let m = &manifest.backend;
     // `check_listed` has refused files of GPUs the manifest lacks.
-    let Some(gpu) = m.gpus.iter().find(|g| g.key == key) else { return Ok(()) };
+    let Some(gpu) = m.gpus.iter().find(|g| g.key == key) else {
+        return Ok(());
+    };
     let distinct = |name: &str| -> Vec<String> {
-        df.column(name).ok().and_then(|c| c.unique().ok()).and_then(|c| c.str().ok().map(|s| s.iter().flatten().map(str::to_string).collect())).unwrap_or_default()
+        df.column(name)
+            .ok()
+            .and_then(|c| c.unique().ok())
+            .and_then(|c| {
+                c.str()
+                    .ok()
+                    .map(|s| s.iter().flatten().map(str::to_string).collect())
+            })
+            .unwrap_or_default()
     };
     if let Some(other) = distinct("gpu").into_iter().find(|g| *g != key) {
-        return Err(bad(path, format!("holds rows of `{other}`, not only of `{key}`: the file was copied from another GPU's or swapped; restore the original")));
+        return Err(bad(
+            path,
+            format!(
+                "holds rows of `{other}`, not only of `{key}`: the file was copied from another GPU's or swapped; restore the original"
+            ),
+        ));
     }
     if let Some(other) = distinct("node").into_iter().find(|n| *n != m.node_id) {
-        return Err(bad(path, format!("holds rows of node `{other}`, but this run is node `{}`: the file comes from another run", m.node_id)));
+        return Err(bad(
+            path,
+            format!(
+                "holds rows of node `{other}`, but this run is node `{}`: the file comes from another run",
+                m.node_id
+            ),
+        ));
     }
-    let limit = if gpu.power_limit_w > 0.0 { gpu.power_limit_w } else { 1000.0 };
+    let limit = if gpu.power_limit_w > 0.0 {
+        gpu.power_limit_w
+    } else {
+        1000.0
+    };
     let max = MAX_LIMIT_MULTIPLE * limit;
     let power_names = Series::new("p".into(), POWER);
     let off = df
         .clone()
         .lazy()
-        .filter(col("instrument").is_in(lit(power_names).implode(false), false).and(col("value").gt(lit(max)).or(col("value").lt(lit(MIN_READING_W)))))
+        .filter(
+            col("instrument")
+                .is_in(lit(power_names).implode(false), false)
+                .and(
+                    col("value")
+                        .gt(lit(max))
+                        .or(col("value").lt(lit(MIN_READING_W))),
+                ),
+        )
         .select([col("value")])
         .collect()
         .map_err(CollateError::polars("checking power readings"))?;
     if off.height() > 0 {
-        let first = off.column("value").ok().and_then(|c| c.f64().ok().and_then(|v| v.get(0))).unwrap_or(f64::NAN);
+        let first = off
+            .column("value")
+            .ok()
+            .and_then(|c| c.f64().ok().and_then(|v| v.get(0)))
+            .unwrap_or(f64::NAN);
         return Err(bad(
             path,
             format!(
@@ -98,8 +144,19 @@ pub fn check_listed(path: &Path, manifest: &Manifest) -> Result<(), CollateError
     if manifest.backend.gpus.iter().any(|g| g.key == key) {
         return Ok(());
     }
-    let keys: Vec<&str> = manifest.backend.gpus.iter().map(|g| g.key.as_str()).collect();
-    Err(bad(path, format!("`{key}` is not a GPU of this run (the manifest lists {}): the manifest was edited or the file comes from another run", keys.join(", "))))
+    let keys: Vec<&str> = manifest
+        .backend
+        .gpus
+        .iter()
+        .map(|g| g.key.as_str())
+        .collect();
+    Err(bad(
+        path,
+        format!(
+            "`{key}` is not a GPU of this run (the manifest lists {}): the manifest was edited or the file comes from another run",
+            keys.join(", ")
+        ),
+    ))
 }
 
 /// Checks a raw file's bytes against its index (`raw/<gpu>.idx`) in a run
@@ -109,7 +166,11 @@ pub fn check_listed(path: &Path, manifest: &Manifest) -> Result<(), CollateError
 /// complete run, or an index that is missing, damaged or another run's, are
 /// errors naming the file. A file cut short, or a tail the run never got to
 /// index (it was killed), is returned as a problem to state.
-pub fn verify_raw(path: &Path, bytes: &[u8], manifest: &Manifest) -> Result<Option<String>, CollateError> {
+pub fn verify_raw(
+    path: &Path,
+    bytes: &[u8],
+    manifest: &Manifest,
+) -> Result<Option<String>, CollateError> {
     if !manifest.raw_index {
         return Ok(None);
     }
@@ -118,18 +179,47 @@ pub fn verify_raw(path: &Path, bytes: &[u8], manifest: &Manifest) -> Result<Opti
     let restore = "restore the raw file and its index from the original run directory";
     let file = match powerlab_rundir::read_index_file(path) {
         Ok(Some(f)) => f,
-        Ok(None) => return Err(bad(path, format!("its index {} is missing, so the file cannot be checked against what the run wrote; {restore}", index.display()))),
-        Err(e) => return Err(bad(path, format!("its index is damaged ({e}), so the file cannot be checked against what the run wrote; {restore}"))),
+        Ok(None) => {
+            return Err(bad(
+                path,
+                format!(
+                    "its index {} is missing, so the file cannot be checked against what the run wrote; {restore}",
+                    index.display()
+                ),
+            ));
+        }
+        Err(e) => {
+            return Err(bad(
+                path,
+                format!(
+                    "its index is damaged ({e}), so the file cannot be checked against what the run wrote; {restore}"
+                ),
+            ));
+        }
     };
     match &file.owner {
-        Some(o) if o.run_start_ns == manifest.started_ns && o.node == manifest.backend.node_id && o.gpu == key => {}
+        Some(o)
+            if o.run_start_ns == manifest.started_ns
+                && o.node == manifest.backend.node_id
+                && o.gpu == key => {}
         Some(o) => {
             return Err(bad(
                 path,
-                format!("its index was written by run {} for node {} GPU {}, not by this run ({}, node {}, {key}): the pair comes from another run or GPU", o.run_start_ns, o.node, o.gpu, manifest.started_ns, manifest.backend.node_id),
+                format!(
+                    "its index was written by run {} for node {} GPU {}, not by this run ({}, node {}, {key}): the pair comes from another run or GPU",
+                    o.run_start_ns, o.node, o.gpu, manifest.started_ns, manifest.backend.node_id
+                ),
             ));
         }
-        None => return Err(bad(path, format!("its index {} has no first line naming its run: it is damaged; {restore}", index.display()))),
+        None => {
+            return Err(bad(
+                path,
+                format!(
+                    "its index {} has no first line naming its run: it is damaged; {restore}",
+                    index.display()
+                ),
+            ));
+        }
     }
     // Every checkpoint the file reaches, in one pass.
     let mut h = crc32fast::Hasher::new();
@@ -152,23 +242,37 @@ pub fn verify_raw(path: &Path, bytes: &[u8], manifest: &Manifest) -> Result<Opti
             ));
         }
     }
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let header = powerlab_rundir::raw::RAW_HEADER.len() + 1;
-    let indexed = file.checkpoints.last().map(|c| c.bytes as usize).unwrap_or(header);
+    let indexed = file
+        .checkpoints
+        .last()
+        .map(|c| c.bytes as usize)
+        .unwrap_or(header);
     let complete = matches!(manifest.status, powerlab_rundir::RunStatus::Complete);
     if indexed > bytes.len() {
         let c = file.checkpoints.last().copied();
         return Ok(Some(format!(
             "raw/{name} is cut short: {} of the {indexed} bytes written are there{}",
             bytes.len(),
-            c.map(|c| format!(" ({} rows were written, the last {:.1} s into the run)", c.rows, (c.last_ts_ns - manifest.started_ns) as f64 / 1e9)).unwrap_or_default()
+            c.map(|c| format!(
+                " ({} rows were written, the last {:.1} s into the run)",
+                c.rows,
+                (c.last_ts_ns - manifest.started_ns) as f64 / 1e9
+            ))
+            .unwrap_or_default()
         )));
     }
     let tail = bytes.len() - indexed;
     if tail > 0 && complete {
         return Err(bad(
             path,
-            format!("{tail} bytes after its last index checkpoint were never indexed; in a complete run the index covers the whole file, so rows were added after the run; {restore}"),
+            format!(
+                "{tail} bytes after its last index checkpoint were never indexed; in a complete run the index covers the whole file, so rows were added after the run; {restore}"
+            ),
         ));
     }
     Ok((tail > 0).then(|| format!("raw/{name}: the last {tail} bytes were never indexed (the run stopped before its next flush): used, unchecked")))
@@ -181,11 +285,22 @@ pub fn check_sums(dir: &RunDir, manifest: &Manifest) -> Result<(), CollateError>
     for sum in &manifest.checksums {
         let path = dir.path.join(&sum.file);
         match powerlab_rundir::FileSum::of(&dir.path, &sum.file) {
-            None => return Err(bad(&path, format!("is missing; the run wrote {} bytes of it: restore it from the original run directory", sum.bytes))),
+            None => {
+                return Err(bad(
+                    &path,
+                    format!(
+                        "is missing; the run wrote {} bytes of it: restore it from the original run directory",
+                        sum.bytes
+                    ),
+                ));
+            }
             Some(now) if now != *sum => {
                 return Err(bad(
                     &path,
-                    format!("was changed after the run wrote it ({} bytes, CRC-32 {} at the run's end; now {} bytes, {}): restore it from the original run directory", sum.bytes, sum.crc32, now.bytes, now.crc32),
+                    format!(
+                        "was changed after the run wrote it ({} bytes, CRC-32 {} at the run's end; now {} bytes, {}): restore it from the original run directory",
+                        sum.bytes, sum.crc32, now.bytes, now.crc32
+                    ),
                 ));
             }
             Some(_) => {}
@@ -235,7 +350,11 @@ impl Coverage {
     /// The mark for the summary and the report, if the window is not whole.
     pub fn mark(&self) -> Option<String> {
         (self.worst < MIN_COVERAGE).then(|| {
-            let pct = if self.worst > 0.99 { format!("{:.2}", 100.0 * self.worst) } else { format!("{:.0}", 100.0 * self.worst) };
+            let pct = if self.worst > 0.99 {
+                format!("{:.2}", 100.0 * self.worst)
+            } else {
+                format!("{:.0}", 100.0 * self.worst)
+            };
             let what = if self.uneven() {
                 "no node figures: the sum would miss part of a GPU's draw"
             } else if self.withheld() {
@@ -243,7 +362,10 @@ impl Coverage {
             } else {
                 "every GPU stops together: figures cover the part that was sampled"
             };
-            format!("INCOMPLETE RAW DATA: {} covers {pct} % of the window ({what})", self.gpu)
+            format!(
+                "INCOMPLETE RAW DATA: {} covers {pct} % of the window ({what})",
+                self.gpu
+            )
         })
     }
 }
@@ -267,14 +389,31 @@ fn covered(samples: &[(i64, f64)], a: i64, b: i64) -> f64 {
 
 /// Per rung (`(rung id, window start, window end)`, epoch ns), the coverage
 /// of its measured window by the readings of every (node, GPU) in `gpus`.
-pub fn rung_coverage(gpus: &[(String, String)], windows: impl Iterator<Item = (u32, i64, i64)>, series: &SeriesSet) -> BTreeMap<u32, Coverage> {
+pub fn rung_coverage(
+    gpus: &[(String, String)],
+    windows: impl Iterator<Item = (u32, i64, i64)>,
+    series: &SeriesSet,
+) -> BTreeMap<u32, Coverage> {
     let mut out = BTreeMap::new();
     let gpu_series: Vec<(&str, &[(i64, f64)])> = gpus
         .iter()
-        .map(|(node, gpu)| (gpu.as_str(), POWER.iter().map(|i| series.get_at(node, gpu, i)).find(|s| !s.is_empty()).unwrap_or(&[])))
+        .map(|(node, gpu)| {
+            (
+                gpu.as_str(),
+                POWER
+                    .iter()
+                    .map(|i| series.get_at(node, gpu, i))
+                    .find(|s| !s.is_empty())
+                    .unwrap_or(&[]),
+            )
+        })
         .collect();
     for (id, from_ns, end_ns) in windows {
-        let mut cov = Coverage { worst: 1.0, best: 0.0, gpu: String::new() };
+        let mut cov = Coverage {
+            worst: 1.0,
+            best: 0.0,
+            gpu: String::new(),
+        };
         for (gpu, s) in &gpu_series {
             let c = covered(s, from_ns, end_ns);
             if c < cov.worst || cov.gpu.is_empty() {
@@ -299,7 +438,11 @@ mod tests {
         // Half the window has no readings at all.
         assert!((covered(&s, 1_000_000_000, 3_000_000_000) - 0.5).abs() < 0.01);
         // A hole of 1 s in the middle.
-        let holed: Vec<(i64, f64)> = s.iter().copied().filter(|x| !(500_000_000..1_500_000_000).contains(&x.0)).collect();
+        let holed: Vec<(i64, f64)> = s
+            .iter()
+            .copied()
+            .filter(|x| !(500_000_000..1_500_000_000).contains(&x.0))
+            .collect();
         let c = covered(&holed, 0, 2_000_000_000);
         assert!((c - 0.49).abs() < 0.02, "{c}");
     }

@@ -76,18 +76,21 @@ pub struct CollateOptions {
 /// second one refuses, naming the holder's pid.
 pub fn collate_with(path: &Path, opts: CollateOptions) -> Result<CollateOutput, CollateError> {
     let dir = RunDir::open(path)?;
-    if !opts.snapshot {
-        if let Some(holder) = powerlab_rundir::lock::holder(&dir.run_lock()) {
-            return Err(CollateError::Busy {
-                path: dir.path.clone(),
-                message: format!("the run is still being written ({holder}); collate it when it ends, or pass --snapshot for a report of what is there now"),
-            });
-        }
+    if !opts.snapshot
+        && let Some(holder) = powerlab_rundir::lock::holder(&dir.run_lock())
+    {
+        return Err(CollateError::Busy {
+            path: dir.path.clone(),
+            message: format!(
+                "the run is still being written ({holder}); collate it when it ends, or pass --snapshot for a report of what is there now"
+            ),
+        });
     }
-    let _lock = powerlab_rundir::lock::try_hold(&dir.collate_lock(), "collating this run").map_err(|e| CollateError::Busy {
-        path: dir.path.clone(),
-        message: format!("another collation is running: {e}; wait for it to end"),
-    })?;
+    let _lock = powerlab_rundir::lock::try_hold(&dir.collate_lock(), "collating this run")
+        .map_err(|e| CollateError::Busy {
+            path: dir.path.clone(),
+            message: format!("another collation is running: {e}; wait for it to end"),
+        })?;
     let run = load::load_run(&dir)?;
     let report_dir = dir.report_dir();
     tidy_leftovers(&dir.path, &report_dir);
@@ -112,16 +115,33 @@ pub fn collate_with(path: &Path, opts: CollateOptions) -> Result<CollateOutput, 
     if old.exists() {
         std::fs::remove_dir_all(&old).map_err(|e| CollateError::io(&old, e))?;
     }
-    let files = out.files.iter().map(|f| f.strip_prefix(&staging).map(|rel| report_dir.join(rel)).unwrap_or_else(|_| f.clone())).collect();
-    Ok(CollateOutput { report_dir, files, ..out })
+    let files = out
+        .files
+        .iter()
+        .map(|f| {
+            f.strip_prefix(&staging)
+                .map(|rel| report_dir.join(rel))
+                .unwrap_or_else(|_| f.clone())
+        })
+        .collect();
+    Ok(CollateOutput {
+        report_dir,
+        files,
+        ..out
+    })
 }
 
 /// Marks rungs whose window some GPU's readings do not cover; where the
 /// GPUs disagree (one covers less than another) every node figure goes, the
 /// method says `none`: a sum missing part of a GPU's draw is not the node's.
-fn mark_incomplete(rungs: &mut [summary::RungSummary], coverage: &std::collections::BTreeMap<u32, integrity::Coverage>) {
+fn mark_incomplete(
+    rungs: &mut [summary::RungSummary],
+    coverage: &std::collections::BTreeMap<u32, integrity::Coverage>,
+) {
     for r in rungs {
-        let Some(c) = coverage.get(&r.rung_id) else { continue };
+        let Some(c) = coverage.get(&r.rung_id) else {
+            continue;
+        };
         r.window_coverage = Some(stats::r3(c.worst));
         r.incomplete = c.mark();
         if r.incomplete.is_some() && c.withheld() {
@@ -154,7 +174,9 @@ fn mark_incomplete(rungs: &mut [summary::RungSummary], coverage: &std::collectio
 /// now hold): half-written `report.new-*`, and a `report.old-*` that is put
 /// back if it never got replaced.
 fn tidy_leftovers(run: &Path, report_dir: &Path) {
-    let Ok(entries) = std::fs::read_dir(run) else { return };
+    let Ok(entries) = std::fs::read_dir(run) else {
+        return;
+    };
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         if name.starts_with("report.old-") && !report_dir.exists() {
@@ -166,12 +188,21 @@ fn tidy_leftovers(run: &Path, report_dir: &Path) {
 }
 
 /// Collates the run into `report_dir` (which exists, with `plots/`).
-fn collate_into(dir: &RunDir, run: &load::Run, report_dir: &Path) -> Result<CollateOutput, CollateError> {
+fn collate_into(
+    dir: &RunDir,
+    run: &load::Run,
+    report_dir: &Path,
+) -> Result<CollateOutput, CollateError> {
     let report_dir = report_dir.to_path_buf();
 
     // Step times at POWERLAB_LOG=info, for the collation benchmark.
     let t0 = std::time::Instant::now();
-    let step = |what: &str| tracing::info!("collate: {what} done at {:.2} s", t0.elapsed().as_secs_f64());
+    let step = |what: &str| {
+        tracing::info!(
+            "collate: {what} done at {:.2} s",
+            t0.elapsed().as_secs_f64()
+        )
+    };
     integrity::check_sums(dir, &run.manifest)?;
     let mut raw = load::read_power(dir, run)?;
     step("reading raw samples");
@@ -184,25 +215,50 @@ fn collate_into(dir: &RunDir, run: &load::Run, report_dir: &Path) -> Result<Coll
     let mut raw_problems = integrity::check_files(dir, &run.manifest)?;
     raw_problems.extend(file_problems);
     let raw_end_ns = series.last_ts_ns();
-    let coverage = integrity::rung_coverage(&run.series, run.rungs.iter().map(|r| (r.info.id, r.measure_from_ns, r.end_ns)), &series);
+    let coverage = integrity::rung_coverage(
+        &run.series,
+        run.rungs
+            .iter()
+            .map(|r| (r.info.id, r.measure_from_ns, r.end_ns)),
+        &series,
+    );
     let curve = curve::node_curve(&series, run)?;
     step("node curve");
     let edge_frame = edges::read_edges(dir)?;
-    let duty_ended = run.rungs.iter().filter(|r| r.info.kind == "duty" && r.barrier_ok.is_some()).count();
+    let duty_ended = run
+        .rungs
+        .iter()
+        .filter(|r| r.info.kind == "duty" && r.barrier_ok.is_some())
+        .count();
     if edge_frame.is_none() && duty_ended > 0 {
         raw_problems.push(format!("edges.csv is missing or empty although {duty_ended} duty rung(s) ended: their cycles cannot be folded (energy-counter means only)"));
     }
     let edge_index = sensor::EdgeIndex::from_frame(edge_frame.as_ref());
     step("edges by rung");
     let model = sensor::model_for(dir, run, &series, &edge_index)?;
-    let cycles: summary::Cycles = cycle::compose_all(run, &series, &edge_index, &model).into_iter().collect();
+    let cycles: summary::Cycles = cycle::compose_all(run, &series, &edge_index, &model)
+        .into_iter()
+        .collect();
     step("node cycles");
-    let gpus: Vec<String> = run.manifest.backend.gpus.iter().map(|g| g.key.clone()).collect();
+    let gpus: Vec<String> = run
+        .manifest
+        .backend
+        .gpus
+        .iter()
+        .map(|g| g.key.clone())
+        .collect();
     let energy_means = run
         .rungs
         .iter()
-        .filter(|r| matches!(cycles.get(&r.info.id), Some(Err(cycle::NoCycle::Verdict(_)))))
-        .filter_map(|r| energy::mean_w(&series, &gpus, r.measure_from_ns, r.end_ns).map(|m| (r.info.id, m)))
+        .filter(|r| {
+            matches!(
+                cycles.get(&r.info.id),
+                Some(Err(cycle::NoCycle::Verdict(_)))
+            )
+        })
+        .filter_map(|r| {
+            energy::mean_w(&series, &gpus, r.measure_from_ns, r.end_ns).map(|m| (r.info.id, m))
+        })
         .collect();
     let edge_stats = edges::edge_stats(edge_frame.as_ref(), run)?;
     drop(edge_frame);
@@ -221,7 +277,11 @@ fn collate_into(dir: &RunDir, run: &load::Run, report_dir: &Path) -> Result<Coll
     let sensor = sensor::analyse(run, &series, &edge_index, model, &curve, &visible);
     step("sensor analysis");
     for r in &mut rungs {
-        if let Some(row) = sensor.rows.iter().find(|x| x.rung_id == r.rung_id && x.instrument == "buffered_w") {
+        if let Some(row) = sensor
+            .rows
+            .iter()
+            .find(|x| x.rung_id == r.rung_id && x.instrument == "buffered_w")
+        {
             r.instrument_verdict = Some(row.verdict.clone());
         }
     }
@@ -233,13 +293,50 @@ fn collate_into(dir: &RunDir, run: &load::Run, report_dir: &Path) -> Result<Coll
 
     let mut files = Vec::new();
     files.push(curve::write_curve(&curve, &report_dir)?);
-    files.extend(summary::write_tables(&rungs, &repeats, &compare, &report_dir)?);
+    files.extend(summary::write_tables(
+        &rungs,
+        &repeats,
+        &compare,
+        &report_dir,
+    )?);
     files.extend(nccl::write_nccl(&nccl_rows, &report_dir)?);
     files.extend(sensor::write_sensor(&sensor, &report_dir)?);
-    files.extend(plots::write_plots(&curve, run, &rungs, &repeats, &compare, &cycles, &report_dir.join("plots"))?);
-    files.extend(plots::write_nccl_plot(&nccl_rows, &report_dir.join("plots"))?);
-    files.extend(plots::write_sensor_plot(&sensor.answers, &report_dir.join("plots"))?);
-    let tables = report::Tables { rungs: &rungs, repeats: &repeats, compare: &compare, nccl: &nccl_rows, fabric: &fabric, sensor: &sensor, raw_problems: &raw_problems, raw_end_ns };
+    files.extend(plots::write_plots(
+        &curve,
+        run,
+        &rungs,
+        &repeats,
+        &compare,
+        &cycles,
+        &report_dir.join("plots"),
+    )?);
+    files.extend(plots::write_nccl_plot(
+        &nccl_rows,
+        &report_dir.join("plots"),
+    )?);
+    files.extend(plots::write_sensor_plot(
+        &sensor.answers,
+        &report_dir.join("plots"),
+    )?);
+    let tables = report::Tables {
+        rungs: &rungs,
+        repeats: &repeats,
+        compare: &compare,
+        nccl: &nccl_rows,
+        fabric: &fabric,
+        sensor: &sensor,
+        raw_problems: &raw_problems,
+        raw_end_ns,
+    };
     files.push(report::write_report(run, &tables, raw_rows, &report_dir)?);
-    Ok(CollateOutput { report_dir, rungs, repeats, compare, sensor, nccl: nccl_rows, raw_rows, files })
+    Ok(CollateOutput {
+        report_dir,
+        rungs,
+        repeats,
+        compare,
+        sensor,
+        nccl: nccl_rows,
+        raw_rows,
+        files,
+    })
 }

@@ -51,10 +51,19 @@ pub fn load_run(dir: &RunDir) -> Result<Run, CollateError> {
     let mut leads = std::collections::HashMap::new();
     for e in &events {
         match e {
-            RunEvent::Barrier { rung_id, lead_ns, .. } => {
+            RunEvent::Barrier {
+                rung_id, lead_ns, ..
+            } => {
                 leads.insert(*rung_id, *lead_ns);
             }
-            RunEvent::RungStarted { rung, epoch_ns, measure_from_ns, end_ns, offsets_ns, .. } => rungs.push(RungWindow {
+            RunEvent::RungStarted {
+                rung,
+                epoch_ns,
+                measure_from_ns,
+                end_ns,
+                offsets_ns,
+                ..
+            } => rungs.push(RungWindow {
                 info: rung.clone(),
                 epoch_ns: *epoch_ns,
                 measure_from_ns: *measure_from_ns,
@@ -64,7 +73,12 @@ pub fn load_run(dir: &RunDir) -> Result<Run, CollateError> {
                 barrier_ok: None,
                 lead_ns: leads.get(&rung.id).copied(),
             }),
-            RunEvent::RungEnded { rung_id, start_error_ns, barrier_ok, .. } => {
+            RunEvent::RungEnded {
+                rung_id,
+                start_error_ns,
+                barrier_ok,
+                ..
+            } => {
                 if let Some(r) = rungs.iter_mut().find(|r| r.info.id == *rung_id) {
                     r.start_error_ns = Some(start_error_ns.clone());
                     r.barrier_ok = Some(*barrier_ok);
@@ -73,19 +87,39 @@ pub fn load_run(dir: &RunDir) -> Result<Run, CollateError> {
             _ => {}
         }
     }
-    let grid_ms = manifest.campaign_resolved.pointer("/sampling/grid_ms").and_then(|v| v.as_f64()).unwrap_or(10.0);
+    let grid_ms = manifest
+        .campaign_resolved
+        .pointer("/sampling/grid_ms")
+        .and_then(|v| v.as_f64())
+        .unwrap_or(10.0);
     // A canonical order, so node sums do not depend on the order GPUs were listed in.
-    let mut series: Vec<(String, String)> = manifest.backend.gpus.iter().map(|g| (manifest.backend.node_id.clone(), g.key.clone())).collect();
+    let mut series: Vec<(String, String)> = manifest
+        .backend
+        .gpus
+        .iter()
+        .map(|g| (manifest.backend.node_id.clone(), g.key.clone()))
+        .collect();
     series.sort();
-    Ok(Run { manifest, events, rungs, grid_ns: (grid_ms * 1e6) as i64, series })
+    Ok(Run {
+        manifest,
+        events,
+        rungs,
+        grid_ns: (grid_ms * 1e6) as i64,
+        series,
+    })
 }
 
 /// A polars parse error without its advice to the user to switch the
 /// check off (`ignore_errors`, `infer_schema_length`): a damaged raw file
 /// is to be restored, not read past.
 fn without_hints(message: &str) -> String {
-    let cut = message.find("You might want to try").unwrap_or(message.len());
-    message[..cut].trim_end().trim_end_matches(|c: char| c == ',' || c == ';').to_string()
+    let cut = message
+        .find("You might want to try")
+        .unwrap_or(message.len());
+    message[..cut]
+        .trim_end()
+        .trim_end_matches([',', ';'])
+        .to_string()
 }
 
 /// The power samples of a run.
@@ -119,7 +153,13 @@ pub fn sample_bounds(run: &Run) -> (i64, i64) {
     let start = run.manifest.started_ns.saturating_sub(SLACK);
     let end = match run.manifest.ended_ns {
         Some(e) => e.saturating_add(SLACK),
-        None => run.events.iter().map(|e| e.ts_ns()).max().unwrap_or(run.manifest.started_ns).saturating_add(7_200_000_000_000),
+        None => run
+            .events
+            .iter()
+            .map(|e| e.ts_ns())
+            .max()
+            .unwrap_or(run.manifest.started_ns)
+            .saturating_add(7_200_000_000_000),
     };
     (start, end)
 }
@@ -145,41 +185,88 @@ pub fn read_power(dir: &RunDir, run: &Run) -> Result<RawPower, CollateError> {
         if path.to_string_lossy().ends_with(".gz") {
             // An archived run (results committed with compressed raw files).
             let mut out = Vec::new();
-            std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&header[..]), &mut out).map_err(|e| CollateError::BadRaw { path: path.clone(), message: format!("not a readable gzip file: {e}") })?;
+            std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&header[..]), &mut out)
+                .map_err(|e| CollateError::BadRaw {
+                    path: path.clone(),
+                    message: format!("not a readable gzip file: {e}"),
+                })?;
             header = out;
         }
         problems.extend(crate::integrity::verify_raw(path, &header, &run.manifest)?);
         let first_line = header.split(|b| *b == b'\n').next().unwrap_or_default();
         if first_line != powerlab_rundir::raw::RAW_HEADER.as_bytes() {
-            return Err(CollateError::BadRaw { path: path.clone(), message: format!("header is not `{}`", powerlab_rundir::raw::RAW_HEADER) });
+            return Err(CollateError::BadRaw {
+                path: path.clone(),
+                message: format!("header is not `{}`", powerlab_rundir::raw::RAW_HEADER),
+            });
         }
         // A file cut mid-line (kill -9) ends without a newline: drop the torn row.
-        let cut = if header.last() == Some(&b'\n') { header.len() } else { header.iter().rposition(|b| *b == b'\n').map(|i| i + 1).unwrap_or(0) };
+        let cut = if header.last() == Some(&b'\n') {
+            header.len()
+        } else {
+            header
+                .iter()
+                .rposition(|b| *b == b'\n')
+                .map(|i| i + 1)
+                .unwrap_or(0)
+        };
         let bytes = &header[..cut];
         let df = CsvReadOptions::default()
             .with_has_header(true)
             .with_schema(Some(raw_schema()))
             .into_reader_with_file_handle(std::io::Cursor::new(bytes))
             .finish()
-            .map_err(|e| CollateError::BadRaw { path: path.clone(), message: format!("unreadable raw samples: {}", without_hints(&e.to_string())) })?;
+            .map_err(|e| CollateError::BadRaw {
+                path: path.clone(),
+                message: format!("unreadable raw samples: {}", without_hints(&e.to_string())),
+            })?;
         total_rows += df.height();
         let df = df
             .lazy()
-            .filter(col("instrument").is_in(lit(Series::new("p".into(), ["buffered_w", "instant_w", "average_w", "energy_mj"])).implode(false), false))
-            .select([col("ts_ns"), col("node"), col("gpu"), col("instrument"), col("value")])
+            .filter(
+                col("instrument").is_in(
+                    lit(Series::new(
+                        "p".into(),
+                        ["buffered_w", "instant_w", "average_w", "energy_mj"],
+                    ))
+                    .implode(false),
+                    false,
+                ),
+            )
+            .select([
+                col("ts_ns"),
+                col("node"),
+                col("gpu"),
+                col("instrument"),
+                col("value"),
+            ])
             .collect()
             .map_err(CollateError::polars("filtering raw samples"))?;
-        if df.column("value").map(|c| c.null_count()).unwrap_or(0) > 0 || df.column("ts_ns").map(|c| c.null_count()).unwrap_or(0) > 0 {
-            return Err(CollateError::BadRaw { path: path.clone(), message: "a row has an empty timestamp or value".into() });
+        if df.column("value").map(|c| c.null_count()).unwrap_or(0) > 0
+            || df.column("ts_ns").map(|c| c.null_count()).unwrap_or(0) > 0
+        {
+            return Err(CollateError::BadRaw {
+                path: path.clone(),
+                message: "a row has an empty timestamp or value".into(),
+            });
         }
         if let Ok(v) = df.column("value").and_then(|c| c.f64().cloned()) {
             let bad = v.iter().flatten().filter(|x| !x.is_finite()).count();
             if bad > 0 {
-                return Err(CollateError::BadRaw { path: path.clone(), message: format!("{bad} row(s) have a value that is not a finite number (inf or NaN)") });
+                return Err(CollateError::BadRaw {
+                    path: path.clone(),
+                    message: format!(
+                        "{bad} row(s) have a value that is not a finite number (inf or NaN)"
+                    ),
+                });
             }
         }
         if let Ok(ts) = df.column("ts_ns").and_then(|c| c.i64().cloned()) {
-            let outside = ts.iter().flatten().filter(|t| *t < bounds.0 || *t > bounds.1).count();
+            let outside = ts
+                .iter()
+                .flatten()
+                .filter(|t| *t < bounds.0 || *t > bounds.1)
+                .count();
             if outside > 0 {
                 return Err(CollateError::BadRaw {
                     path: path.clone(),
@@ -206,5 +293,9 @@ pub fn read_power(dir: &RunDir, run: &Run) -> Result<RawPower, CollateError> {
             .and_then(|lf| lf.collect())
             .map_err(CollateError::polars("combining raw files"))?
     };
-    Ok(RawPower { power, total_rows, problems })
+    Ok(RawPower {
+        power,
+        total_rows,
+        problems,
+    })
 }

@@ -5,8 +5,8 @@
 use crate::error::CollateError;
 use crate::load::Run;
 use crate::summary::RungSummary;
-use powerlab_rundir::collectives::read_collectives;
 use powerlab_rundir::RunDir;
+use powerlab_rundir::collectives::read_collectives;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -41,21 +41,34 @@ pub struct NcclRow {
 /// Reads `collectives.csv` into per-(rung, collective, size) rows.
 pub fn nccl_rows(dir: &RunDir, run: &Run) -> Result<Vec<NcclRow>, CollateError> {
     let raw = read_collectives(&dir.collectives())?;
-    let labels: BTreeMap<u32, String> = run.rungs.iter().map(|r| (r.info.id, r.info.label.clone())).collect();
-    let mut groups: BTreeMap<(u32, String, u64), Vec<powerlab_core::CollectiveTiming>> = BTreeMap::new();
+    let labels: BTreeMap<u32, String> = run
+        .rungs
+        .iter()
+        .map(|r| (r.info.id, r.info.label.clone()))
+        .collect();
+    let mut groups: BTreeMap<(u32, String, u64), Vec<powerlab_core::CollectiveTiming>> =
+        BTreeMap::new();
     for row in &raw {
         if let Some(t) = row.timing() {
-            groups.entry((row.rung_id, row.collective.clone(), row.bytes)).or_default().push(t);
+            groups
+                .entry((row.rung_id, row.collective.clone(), row.bytes))
+                .or_default()
+                .push(t);
         }
     }
     let mut out = Vec::new();
     for ((rung_id, collective, bytes), ts) in groups {
         // nccl-tests reports the slowest rank: a collective is done when the last rank is.
-        let Some(slow) = ts.iter().max_by(|a, b| a.time_us().total_cmp(&b.time_us())) else { continue };
+        let Some(slow) = ts.iter().max_by(|a, b| a.time_us().total_cmp(&b.time_us())) else {
+            continue;
+        };
         let fast = ts.iter().map(|t| t.time_us()).fold(f64::INFINITY, f64::min);
         out.push(NcclRow {
             rung_id,
-            rung: labels.get(&rung_id).cloned().unwrap_or_else(|| format!("rung {rung_id}")),
+            rung: labels
+                .get(&rung_id)
+                .cloned()
+                .unwrap_or_else(|| format!("rung {rung_id}")),
             collective,
             bytes,
             ranks: slow.ranks,
@@ -68,8 +81,17 @@ pub fn nccl_rows(dir: &RunDir, run: &Run) -> Result<Vec<NcclRow>, CollateError> 
         });
     }
     // Report order: collective as listed in the campaign's canonical order, then size.
-    let order = |c: &str| powerlab_core::Collective::parse(c).map_or(usize::MAX, |c| powerlab_core::Collective::ALL.iter().position(|x| *x == c).unwrap_or(usize::MAX));
-    out.sort_by(|a, b| (a.rung_id, order(&a.collective), a.bytes).cmp(&(b.rung_id, order(&b.collective), b.bytes)));
+    let order = |c: &str| {
+        powerlab_core::Collective::parse(c).map_or(usize::MAX, |c| {
+            powerlab_core::Collective::ALL
+                .iter()
+                .position(|x| *x == c)
+                .unwrap_or(usize::MAX)
+        })
+    };
+    out.sort_by(|a, b| {
+        (a.rung_id, order(&a.collective), a.bytes).cmp(&(b.rung_id, order(&b.collective), b.bytes))
+    });
     Ok(out)
 }
 
@@ -93,7 +115,11 @@ pub struct FabricPowerRow {
 
 /// The fabric table from the rung summaries.
 pub fn fabric_power(rungs: &[RungSummary]) -> Vec<FabricPowerRow> {
-    let idle: Vec<f64> = rungs.iter().filter(|r| r.kind == "idle").filter_map(|r| r.mean_w).collect();
+    let idle: Vec<f64> = rungs
+        .iter()
+        .filter(|r| r.kind == "idle")
+        .filter_map(|r| r.mean_w)
+        .collect();
     let idle_mean = (!idle.is_empty()).then(|| idle.iter().sum::<f64>() / idle.len() as f64);
     rungs
         .iter()

@@ -1,7 +1,7 @@
 //! Charts (SVG and PNG) with plotters and an embedded font, so they render
 //! the same on a machine with no fonts installed.
 
-use crate::curve::{f64_column, i64_column, NodeCurve};
+use crate::curve::{NodeCurve, f64_column, i64_column};
 use crate::error::CollateError;
 use crate::load::Run;
 use crate::nccl::NcclRow;
@@ -15,14 +15,22 @@ static FONT: Once = Once::new();
 
 fn register_font() {
     FONT.call_once(|| {
-        let _ = plotters::style::register_font("sans-serif", FontStyle::Normal, include_bytes!("../../../assets/DejaVuSans.ttf"));
+        let _ = plotters::style::register_font(
+            "sans-serif",
+            FontStyle::Normal,
+            include_bytes!("../../../assets/DejaVuSans.ttf"),
+        );
     });
 }
 
 type DrawResult = Result<(), Box<dyn std::error::Error>>;
 
 enum Chart<'a> {
-    Rung { title: String, series: Series3, x_max: f64 },
+    Rung {
+        title: String,
+        series: Series3,
+        x_max: f64,
+    },
     Spread(&'a [RepeatStats]),
     Compare(&'a [PhaseCompare]),
     Nccl(&'a [NcclRow]),
@@ -35,7 +43,11 @@ impl Chart<'_> {
         DB::ErrorType: 'static,
     {
         match self {
-            Chart::Rung { title, series, x_max } => rung_chart(area, title, series, *x_max),
+            Chart::Rung {
+                title,
+                series,
+                x_max,
+            } => rung_chart(area, title, series, *x_max),
             Chart::Spread(r) => spread_chart(area, r),
             Chart::Compare(c) => compare_chart(area, c),
             Chart::Nccl(r) => nccl_chart(area, r),
@@ -44,26 +56,46 @@ impl Chart<'_> {
     }
 }
 
-fn both(path_stem: &Path, size: (u32, u32), chart: &Chart<'_>) -> Result<Vec<PathBuf>, CollateError> {
+fn both(
+    path_stem: &Path,
+    size: (u32, u32),
+    chart: &Chart<'_>,
+) -> Result<Vec<PathBuf>, CollateError> {
     register_font();
     let svg = path_stem.with_extension("svg");
     let png = path_stem.with_extension("png");
     {
         let area = SVGBackend::new(&svg, size).into_drawing_area();
-        chart.draw(&area).map_err(|e| CollateError::Plot { path: svg.clone(), message: e.to_string() })?;
-        area.present().map_err(|e| CollateError::Plot { path: svg.clone(), message: e.to_string() })?;
+        chart.draw(&area).map_err(|e| CollateError::Plot {
+            path: svg.clone(),
+            message: e.to_string(),
+        })?;
+        area.present().map_err(|e| CollateError::Plot {
+            path: svg.clone(),
+            message: e.to_string(),
+        })?;
     }
     {
         let area = BitMapBackend::new(&png, size).into_drawing_area();
-        chart.draw(&area).map_err(|e| CollateError::Plot { path: png.clone(), message: e.to_string() })?;
-        area.present().map_err(|e| CollateError::Plot { path: png.clone(), message: e.to_string() })?;
+        chart.draw(&area).map_err(|e| CollateError::Plot {
+            path: png.clone(),
+            message: e.to_string(),
+        })?;
+        area.present().map_err(|e| CollateError::Plot {
+            path: png.clone(),
+            message: e.to_string(),
+        })?;
     }
     Ok(vec![svg, png])
 }
 
 /// Min/max decimation into at most `buckets` buckets, so spikes survive.
 fn envelope(t: &[f64], v: &[Option<f64>], buckets: usize) -> Vec<(f64, f64)> {
-    let pts: Vec<(f64, f64)> = t.iter().zip(v).filter_map(|(t, v)| v.map(|v| (*t, v))).collect();
+    let pts: Vec<(f64, f64)> = t
+        .iter()
+        .zip(v)
+        .filter_map(|(t, v)| v.map(|v| (*t, v)))
+        .collect();
     if pts.len() <= 2 * buckets {
         return pts;
     }
@@ -98,103 +130,231 @@ struct Series3 {
     composed: Vec<(f64, f64)>,
 }
 
-fn rung_chart<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, title: &str, s: &Series3, x_max: f64) -> DrawResult
+fn rung_chart<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    title: &str,
+    s: &Series3,
+    x_max: f64,
+) -> DrawResult
 where
     DB::ErrorType: 'static,
 {
     area.fill(&WHITE)?;
-    let all = s.buffered.iter().chain(&s.instant).chain(&s.average).chain(&s.composed).map(|p| p.1);
-    let (lo, hi) = all.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| (a.min(v), b.max(v)));
-    let (lo, hi) = if lo.is_finite() { (0f64.min(lo), hi * 1.08 + 1.0) } else { (0.0, 1.0) };
+    let all = s
+        .buffered
+        .iter()
+        .chain(&s.instant)
+        .chain(&s.average)
+        .chain(&s.composed)
+        .map(|p| p.1);
+    let (lo, hi) = all.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+        (a.min(v), b.max(v))
+    });
+    let (lo, hi) = if lo.is_finite() {
+        (0f64.min(lo), hi * 1.08 + 1.0)
+    } else {
+        (0.0, 1.0)
+    };
     let mut chart = ChartBuilder::on(area)
         .caption(title, ("sans-serif", 18))
         .margin(10)
         .x_label_area_size(35)
         .y_label_area_size(60)
         .build_cartesian_2d(0f64..x_max.max(1e-3), lo..hi)?;
-    chart.configure_mesh().x_desc("time in rung (s)").y_desc("node power (W)").label_style(("sans-serif", 12)).draw()?;
-    chart.draw_series(LineSeries::new(s.average.iter().copied(), ShapeStyle::from(&RGBColor(150, 150, 150)).stroke_width(1)))?
+    chart
+        .configure_mesh()
+        .x_desc("time in rung (s)")
+        .y_desc("node power (W)")
+        .label_style(("sans-serif", 12))
+        .draw()?;
+    chart
+        .draw_series(LineSeries::new(
+            s.average.iter().copied(),
+            ShapeStyle::from(&RGBColor(150, 150, 150)).stroke_width(1),
+        ))?
         .label("1 s average field (comparison only)")
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], RGBColor(150, 150, 150)));
-    chart.draw_series(LineSeries::new(s.instant.iter().copied(), ShapeStyle::from(&RGBColor(230, 120, 30)).stroke_width(1)))?
+    chart
+        .draw_series(LineSeries::new(
+            s.instant.iter().copied(),
+            ShapeStyle::from(&RGBColor(230, 120, 30)).stroke_width(1),
+        ))?
         .label("instant field")
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], RGBColor(230, 120, 30)));
-    let raw_label = if s.composed.is_empty() { "driver-buffered samples (sum of each GPU's latest)" } else { "driver-buffered samples, sample and hold (what NVML sampled)" };
-    let raw_color = if s.composed.is_empty() { RGBColor(20, 90, 200) } else { RGBColor(120, 160, 220) };
-    chart.draw_series(LineSeries::new(s.buffered.iter().copied(), ShapeStyle::from(&raw_color).stroke_width(1)))?
+    let raw_label = if s.composed.is_empty() {
+        "driver-buffered samples (sum of each GPU's latest)"
+    } else {
+        "driver-buffered samples, sample and hold (what NVML sampled)"
+    };
+    let raw_color = if s.composed.is_empty() {
+        RGBColor(20, 90, 200)
+    } else {
+        RGBColor(120, 160, 220)
+    };
+    chart
+        .draw_series(LineSeries::new(
+            s.buffered.iter().copied(),
+            ShapeStyle::from(&raw_color).stroke_width(1),
+        ))?
         .label(raw_label)
         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], raw_color));
     if !s.composed.is_empty() {
-        chart.draw_series(LineSeries::new(s.composed.iter().copied(), ShapeStyle::from(&RGBColor(200, 30, 30)).stroke_width(2)))?
+        chart
+            .draw_series(LineSeries::new(
+                s.composed.iter().copied(),
+                ShapeStyle::from(&RGBColor(200, 30, 30)).stroke_width(2),
+            ))?
             .label("node cycle composed from every GPU's folded cycle (the figures)")
             .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], RGBColor(200, 30, 30)));
     }
-    chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).label_font(("sans-serif", 12)).draw()?;
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 12))
+        .draw()?;
     Ok(())
 }
 
-fn spread_chart<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, repeats: &[RepeatStats]) -> DrawResult
+fn spread_chart<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    repeats: &[RepeatStats],
+) -> DrawResult
 where
     DB::ErrorType: 'static,
 {
     area.fill(&WHITE)?;
-    let duty: Vec<&RepeatStats> = repeats.iter().filter(|r| r.kind == "duty" && r.period_ms.is_some()).collect();
-    let pmin = duty.iter().filter_map(|r| r.period_ms).fold(f64::INFINITY, f64::min);
+    let duty: Vec<&RepeatStats> = repeats
+        .iter()
+        .filter(|r| r.kind == "duty" && r.period_ms.is_some())
+        .collect();
+    let pmin = duty
+        .iter()
+        .filter_map(|r| r.period_ms)
+        .fold(f64::INFINITY, f64::min);
     let pmax = duty.iter().filter_map(|r| r.period_ms).fold(0.0, f64::max);
-    let smax = duty.iter().flat_map(|r| [r.spread_w.map(|s| s + r.spread_w_ci95.unwrap_or(0.0)), r.raw_spread_w]).flatten().fold(1.0, f64::max);
-    let (pmin, pmax) = if pmin.is_finite() { (pmin / 1.5, pmax * 1.5) } else { (1.0, 10.0) };
+    let smax = duty
+        .iter()
+        .flat_map(|r| {
+            [
+                r.spread_w.map(|s| s + r.spread_w_ci95.unwrap_or(0.0)),
+                r.raw_spread_w,
+            ]
+        })
+        .flatten()
+        .fold(1.0, f64::max);
+    let (pmin, pmax) = if pmin.is_finite() {
+        (pmin / 1.5, pmax * 1.5)
+    } else {
+        (1.0, 10.0)
+    };
     let mut chart = ChartBuilder::on(area)
         .caption("node spread (p99 − p1) vs duty period", ("sans-serif", 18))
         .margin(10)
         .x_label_area_size(35)
         .y_label_area_size(60)
         .build_cartesian_2d((pmin..pmax).log_scale(), 0f64..smax * 1.1)?;
-    chart.configure_mesh().x_desc("duty period (ms, log)").y_desc("spread (W)").label_style(("sans-serif", 12)).draw()?;
-    for (mode, color, faded) in [("in_phase", RGBColor(200, 40, 40), RGBColor(235, 175, 175)), ("staggered", RGBColor(20, 90, 200), RGBColor(170, 195, 235))] {
-        let mut raw: Vec<(f64, f64)> = duty.iter().filter(|r| r.mode == mode).filter_map(|r| Some((r.period_ms?, r.raw_spread_w?))).collect();
+    chart
+        .configure_mesh()
+        .x_desc("duty period (ms, log)")
+        .y_desc("spread (W)")
+        .label_style(("sans-serif", 12))
+        .draw()?;
+    for (mode, color, faded) in [
+        ("in_phase", RGBColor(200, 40, 40), RGBColor(235, 175, 175)),
+        ("staggered", RGBColor(20, 90, 200), RGBColor(170, 195, 235)),
+    ] {
+        let mut raw: Vec<(f64, f64)> = duty
+            .iter()
+            .filter(|r| r.mode == mode)
+            .filter_map(|r| Some((r.period_ms?, r.raw_spread_w?)))
+            .collect();
         raw.sort_by(|a, b| a.0.total_cmp(&b.0));
         if !raw.is_empty() {
             chart
-                .draw_series(LineSeries::new(raw.iter().copied(), ShapeStyle::from(&faded).stroke_width(1)))?
-                .label(format!("{mode}, sample and hold (what NVML sampled; not the node)"))
+                .draw_series(LineSeries::new(
+                    raw.iter().copied(),
+                    ShapeStyle::from(&faded).stroke_width(1),
+                ))?
+                .label(format!(
+                    "{mode}, sample and hold (what NVML sampled; not the node)"
+                ))
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], faded));
             chart.draw_series(raw.iter().map(|p| Circle::new(*p, 3, faded)))?;
         }
-        let mut pts: Vec<(f64, f64, f64)> = duty.iter().filter(|r| r.mode == mode).filter_map(|r| Some((r.period_ms?, r.spread_w?, r.spread_w_ci95.unwrap_or(0.0)))).collect();
+        let mut pts: Vec<(f64, f64, f64)> = duty
+            .iter()
+            .filter(|r| r.mode == mode)
+            .filter_map(|r| Some((r.period_ms?, r.spread_w?, r.spread_w_ci95.unwrap_or(0.0))))
+            .collect();
         pts.sort_by(|a, b| a.0.total_cmp(&b.0));
         if pts.is_empty() {
             continue;
         }
-        chart.draw_series(LineSeries::new(pts.iter().map(|p| (p.0, p.1)), color.stroke_width(2)))?.label(format!("{mode} (composed node cycle)")).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
-        chart.draw_series(pts.iter().map(|p| Circle::new((p.0, p.1), 4, color.filled())))?;
-        chart.draw_series(pts.iter().filter(|p| p.2 > 0.0).map(|p| PathElement::new(vec![(p.0, p.1 - p.2), (p.0, p.1 + p.2)], color)))?;
+        chart
+            .draw_series(LineSeries::new(
+                pts.iter().map(|p| (p.0, p.1)),
+                color.stroke_width(2),
+            ))?
+            .label(format!("{mode} (composed node cycle)"))
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
+        chart.draw_series(
+            pts.iter()
+                .map(|p| Circle::new((p.0, p.1), 4, color.filled())),
+        )?;
+        chart.draw_series(
+            pts.iter()
+                .filter(|p| p.2 > 0.0)
+                .map(|p| PathElement::new(vec![(p.0, p.1 - p.2), (p.0, p.1 + p.2)], color)),
+        )?;
     }
-    chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).label_font(("sans-serif", 12)).draw()?;
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 12))
+        .draw()?;
     Ok(())
 }
 
-fn compare_chart<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, compare: &[PhaseCompare]) -> DrawResult
+fn compare_chart<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    compare: &[PhaseCompare],
+) -> DrawResult
 where
     DB::ErrorType: 'static,
 {
     area.fill(&WHITE)?;
     let panels = area.split_evenly((1, 3));
     let z = |v: Option<f64>| v.unwrap_or(0.0);
-    let metrics: [(&str, fn(&PhaseCompare) -> (Option<f64>, Option<f64>)); 3] = [
+    type Pick = fn(&PhaseCompare) -> (Option<f64>, Option<f64>);
+    let metrics: [(&str, Pick); 3] = [
         ("mean (W)", |c| (c.in_phase_mean_w, c.staggered_mean_w)),
         ("peak (W)", |c| (c.in_phase_peak_w, c.staggered_peak_w)),
-        ("spread (W)", |c| (c.in_phase_spread_w, c.staggered_spread_w)),
+        ("spread (W)", |c| {
+            (c.in_phase_spread_w, c.staggered_spread_w)
+        }),
     ];
     for (panel, (name, get)) in panels.iter().zip(metrics) {
-        let top = compare.iter().map(|c| z(get(c).0).max(z(get(c).1))).fold(1.0, f64::max) * 1.15;
+        let top = compare
+            .iter()
+            .map(|c| z(get(c).0).max(z(get(c).1)))
+            .fold(1.0, f64::max)
+            * 1.15;
         let n = compare.len().max(1) as f64;
         let mut chart = ChartBuilder::on(panel)
-            .caption(format!("{name}: in phase (red) vs staggered (blue)"), ("sans-serif", 14))
+            .caption(
+                format!("{name}: in phase (red) vs staggered (blue)"),
+                ("sans-serif", 14),
+            )
             .margin(8)
             .x_label_area_size(35)
             .y_label_area_size(55)
             .build_cartesian_2d(0f64..n, 0f64..top)?;
-        let labels: Vec<String> = compare.iter().map(|c| format!("{}ms", c.period_ms)).collect();
+        let labels: Vec<String> = compare
+            .iter()
+            .map(|c| format!("{}ms", c.period_ms))
+            .collect();
         chart
             .configure_mesh()
             .disable_x_mesh()
@@ -206,8 +366,14 @@ where
             let (a, b) = (z(get(c).0), z(get(c).1));
             let x = i as f64;
             chart.draw_series([
-                Rectangle::new([(x + 0.1, 0.0), (x + 0.48, a)], RGBColor(200, 40, 40).filled()),
-                Rectangle::new([(x + 0.52, 0.0), (x + 0.9, b)], RGBColor(20, 90, 200).filled()),
+                Rectangle::new(
+                    [(x + 0.1, 0.0), (x + 0.48, a)],
+                    RGBColor(200, 40, 40).filled(),
+                ),
+                Rectangle::new(
+                    [(x + 0.52, 0.0), (x + 0.9, b)],
+                    RGBColor(20, 90, 200).filled(),
+                ),
             ])?;
         }
     }
@@ -215,7 +381,15 @@ where
 }
 
 /// Writes every plot; returns the files.
-pub fn write_plots(curve: &NodeCurve, run: &Run, rungs: &[RungSummary], repeats: &[RepeatStats], compare: &[PhaseCompare], cycles: &crate::summary::Cycles, dir: &Path) -> Result<Vec<PathBuf>, CollateError> {
+pub fn write_plots(
+    curve: &NodeCurve,
+    run: &Run,
+    rungs: &[RungSummary],
+    repeats: &[RepeatStats],
+    compare: &[PhaseCompare],
+    cycles: &crate::summary::Cycles,
+    dir: &Path,
+) -> Result<Vec<PathBuf>, CollateError> {
     let mut files = Vec::new();
     let t = i64_column(&curve.df, "t_ns");
     let b = f64_column(&curve.df, "node_buffered_w");
@@ -228,28 +402,49 @@ pub fn write_plots(curve: &NodeCurve, run: &Run, rungs: &[RungSummary], repeats:
         if hi <= lo {
             continue;
         }
-        let secs: Vec<f64> = t[lo..hi].iter().map(|x| (x - r.epoch_ns) as f64 / 1e9).collect();
-        let pick = |v: &Vec<Option<f64>>| if v.len() >= hi { envelope(&secs, &v[lo..hi], 1500) } else { Vec::new() };
+        let secs: Vec<f64> = t[lo..hi]
+            .iter()
+            .map(|x| (x - r.epoch_ns) as f64 / 1e9)
+            .collect();
+        let pick = |v: &Vec<Option<f64>>| {
+            if v.len() >= hi {
+                envelope(&secs, &v[lo..hi], 1500)
+            } else {
+                Vec::new()
+            }
+        };
         // The composed cycle over the measured window, at 0.5 ms.
         let composed = match cycles.get(&r.info.id) {
             Some(Ok(c)) => {
                 let step = 500_000i64;
                 let n = ((r.end_ns - r.measure_from_ns) / step).clamp(0, 2_000_000);
-                let ts: Vec<f64> = (0..n).map(|k| (r.measure_from_ns + k * step - r.epoch_ns) as f64 / 1e9).collect();
-                let vs: Vec<Option<f64>> = (0..n).map(|k| Some(c.at(r.epoch_ns, r.measure_from_ns + k * step))).collect();
+                let ts: Vec<f64> = (0..n)
+                    .map(|k| (r.measure_from_ns + k * step - r.epoch_ns) as f64 / 1e9)
+                    .collect();
+                let vs: Vec<Option<f64>> = (0..n)
+                    .map(|k| Some(c.at(r.epoch_ns, r.measure_from_ns + k * step)))
+                    .collect();
                 envelope(&ts, &vs, 1500)
             }
             _ => Vec::new(),
         };
         let chart = Chart::Rung {
             title: format!("rung {} — {}", r.info.id, r.info.label),
-            series: Series3 { buffered: pick(&b), instant: pick(&i), average: pick(&a), composed },
+            series: Series3 {
+                buffered: pick(&b),
+                instant: pick(&i),
+                average: pick(&a),
+                composed,
+            },
             x_max: (r.end_ns - r.epoch_ns) as f64 / 1e9,
         };
         jobs.push((dir.join(format!("rung-{:03}", r.info.id)), chart));
     }
     // Rung charts are independent: draw them on every core.
-    let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).max(1);
+    let workers = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .max(1);
     let per = jobs.len().div_ceil(workers).max(1);
     let results: Vec<Result<Vec<PathBuf>, CollateError>> = std::thread::scope(|s| {
         let handles: Vec<_> = jobs
@@ -264,16 +459,34 @@ pub fn write_plots(curve: &NodeCurve, run: &Run, rungs: &[RungSummary], repeats:
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(CollateError::Plot { path: dir.to_path_buf(), message: "a plotting thread panicked".into() }))).collect()
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(CollateError::Plot {
+                        path: dir.to_path_buf(),
+                        message: "a plotting thread panicked".into(),
+                    })
+                })
+            })
+            .collect()
     });
     for r in results {
         files.extend(r?);
     }
     if rungs.iter().any(|r| r.kind == "duty") {
-        files.extend(both(&dir.join("spread_vs_period"), (800, 480), &Chart::Spread(repeats))?);
+        files.extend(both(
+            &dir.join("spread_vs_period"),
+            (800, 480),
+            &Chart::Spread(repeats),
+        )?);
     }
     if !compare.is_empty() {
-        files.extend(both(&dir.join("in_phase_vs_staggered"), (1200, 420), &Chart::Compare(compare))?);
+        files.extend(both(
+            &dir.join("in_phase_vs_staggered"),
+            (1200, 420),
+            &Chart::Compare(compare),
+        )?);
     }
     Ok(files)
 }
@@ -296,7 +509,10 @@ where
     let y_hi = rows.iter().map(|r| r.busbw_gbs).fold(1.0, f64::max) * 1.1;
     let ranks = rows.iter().map(|r| r.ranks).max().unwrap_or(0);
     let mut chart = ChartBuilder::on(area)
-        .caption(format!("NCCL bus bandwidth, {ranks} GPUs"), ("sans-serif", 18))
+        .caption(
+            format!("NCCL bus bandwidth, {ranks} GPUs"),
+            ("sans-serif", 18),
+        )
         .margin(10)
         .x_label_area_size(35)
         .y_label_area_size(60)
@@ -308,11 +524,23 @@ where
         .x_label_formatter(&|v| crate::nccl::fmt_bytes(v.round() as u64))
         .label_style(("sans-serif", 12))
         .draw()?;
-    let colors = [RGBColor(20, 90, 200), RGBColor(230, 120, 30), RGBColor(40, 150, 60), RGBColor(180, 40, 120)];
-    let mut names: Vec<(u32, String)> = rows.iter().map(|r| (r.rung_id, r.collective.clone())).collect();
+    let colors = [
+        RGBColor(20, 90, 200),
+        RGBColor(230, 120, 30),
+        RGBColor(40, 150, 60),
+        RGBColor(180, 40, 120),
+    ];
+    let mut names: Vec<(u32, String)> = rows
+        .iter()
+        .map(|r| (r.rung_id, r.collective.clone()))
+        .collect();
     names.dedup();
     for (k, (rung_id, name)) in names.iter().enumerate() {
-        let pts: Vec<(f64, f64)> = rows.iter().filter(|r| r.rung_id == *rung_id && &r.collective == name).map(|r| (r.bytes as f64, r.busbw_gbs)).collect();
+        let pts: Vec<(f64, f64)> = rows
+            .iter()
+            .filter(|r| r.rung_id == *rung_id && &r.collective == name)
+            .map(|r| (r.bytes as f64, r.busbw_gbs))
+            .collect();
         if pts.len() < 2 {
             continue;
         }
@@ -322,48 +550,107 @@ where
             .label(name.clone())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c));
     }
-    chart.configure_series_labels().position(SeriesLabelPosition::UpperLeft).background_style(WHITE.mix(0.8)).border_style(BLACK).label_font(("sans-serif", 12)).draw()?;
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 12))
+        .draw()?;
     Ok(())
 }
 
 /// NVML-visible vs reconstructed node swing against the duty period.
-pub fn write_sensor_plot(answers: &[crate::sensor::PeriodAnswer], dir: &Path) -> Result<Vec<PathBuf>, CollateError> {
+pub fn write_sensor_plot(
+    answers: &[crate::sensor::PeriodAnswer],
+    dir: &Path,
+) -> Result<Vec<PathBuf>, CollateError> {
     if answers.len() < 2 {
         return Ok(Vec::new());
     }
-    both(&dir.join("swing_vs_period"), (900, 520), &Chart::Sensor(answers))
+    both(
+        &dir.join("swing_vs_period"),
+        (900, 520),
+        &Chart::Sensor(answers),
+    )
 }
 
-fn sensor_chart<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, a: &[crate::sensor::PeriodAnswer]) -> DrawResult
+fn sensor_chart<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    a: &[crate::sensor::PeriodAnswer],
+) -> DrawResult
 where
     DB::ErrorType: 'static,
 {
     area.fill(&WHITE)?;
-    let lo = a.iter().map(|x| x.period_ms).fold(f64::INFINITY, f64::min).max(0.1);
-    let hi = a.iter().map(|x| x.period_ms).fold(0.0, f64::max).max(lo * 2.0);
-    let top = a.iter().flat_map(|x| [x.visible_swing_w, x.reconstructed_swing_w]).flatten().fold(1.0, f64::max) * 1.1;
+    let lo = a
+        .iter()
+        .map(|x| x.period_ms)
+        .fold(f64::INFINITY, f64::min)
+        .max(0.1);
+    let hi = a
+        .iter()
+        .map(|x| x.period_ms)
+        .fold(0.0, f64::max)
+        .max(lo * 2.0);
+    let top = a
+        .iter()
+        .flat_map(|x| [x.visible_swing_w, x.reconstructed_swing_w])
+        .flatten()
+        .fold(1.0, f64::max)
+        * 1.1;
     let mut chart = ChartBuilder::on(area)
-        .caption("Node swing per duty period: what NVML shows vs what the board did", ("sans-serif", 18))
+        .caption(
+            "Node swing per duty period: what NVML shows vs what the board did",
+            ("sans-serif", 18),
+        )
         .margin(10)
         .x_label_area_size(35)
         .y_label_area_size(60)
         .build_cartesian_2d((lo * 0.8..hi * 1.25).log_scale(), 0f64..top)?;
-    chart.configure_mesh().x_desc("duty period (ms)").y_desc("swing (W)").label_style(("sans-serif", 12)).draw()?;
+    chart
+        .configure_mesh()
+        .x_desc("duty period (ms)")
+        .y_desc("swing (W)")
+        .label_style(("sans-serif", 12))
+        .draw()?;
     let pts = |f: &dyn Fn(&crate::sensor::PeriodAnswer) -> Option<f64>| -> Vec<(f64, f64)> {
-        let mut v: Vec<(f64, f64)> = a.iter().filter_map(|x| f(x).map(|y| (x.period_ms, y))).collect();
+        let mut v: Vec<(f64, f64)> = a
+            .iter()
+            .filter_map(|x| f(x).map(|y| (x.period_ms, y)))
+            .collect();
         v.sort_by(|p, q| p.0.total_cmp(&q.0));
         v
     };
     let series = [
-        ("NVML-visible (p90 − p10 of buffered samples)", RGBColor(150, 150, 150), pts(&|x| x.visible_swing_w)),
-        ("reconstructed (folded on edges, window-corrected)", RGBColor(20, 90, 200), pts(&|x| x.reconstructed_swing_w)),
+        (
+            "NVML-visible (p90 − p10 of buffered samples)",
+            RGBColor(150, 150, 150),
+            pts(&|x| x.visible_swing_w),
+        ),
+        (
+            "reconstructed (folded on edges, window-corrected)",
+            RGBColor(20, 90, 200),
+            pts(&|x| x.reconstructed_swing_w),
+        ),
     ];
     for (name, c, p) in series {
         if p.is_empty() {
             continue;
         }
-        chart.draw_series(LineSeries::new(p, ShapeStyle::from(&c).filled().stroke_width(2)).point_size(4))?.label(name).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c));
+        chart
+            .draw_series(
+                LineSeries::new(p, ShapeStyle::from(&c).filled().stroke_width(2)).point_size(4),
+            )?
+            .label(name)
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], c));
     }
-    chart.configure_series_labels().position(SeriesLabelPosition::UpperLeft).background_style(WHITE.mix(0.8)).border_style(BLACK).label_font(("sans-serif", 12)).draw()?;
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 12))
+        .draw()?;
     Ok(())
 }

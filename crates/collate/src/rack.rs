@@ -9,8 +9,10 @@
 
 use crate::curve::node_curve;
 use crate::error::CollateError;
-use crate::load::{load_run, read_power, Run};
-use crate::summary::{compare_modes, repeat_stats, summarize, write_csv, write_tables, PhaseCompare, RungSummary};
+use crate::load::{Run, load_run, read_power};
+use crate::summary::{
+    PhaseCompare, RungSummary, compare_modes, repeat_stats, summarize, write_csv, write_tables,
+};
 use polars::prelude::*;
 use powerlab_rundir::{RunDir, RunStatus};
 use serde::Serialize;
@@ -23,7 +25,8 @@ pub const RACK_FILE: &str = "rack.json";
 
 /// Whether `dir` is a rack run directory.
 pub fn is_rack_dir(dir: &Path) -> bool {
-    dir.join(RACK_FILE).is_file() || dir.join("nodes").is_dir() && !dir.join("manifest.json").exists()
+    dir.join(RACK_FILE).is_file()
+        || dir.join("nodes").is_dir() && !dir.join("manifest.json").exists()
 }
 
 /// One node of the rack as the collator found it.
@@ -101,7 +104,10 @@ fn node_dirs(rack: &Path) -> Result<Vec<PathBuf>, CollateError> {
         .collect();
     v.sort();
     if v.is_empty() {
-        return Err(CollateError::BadRaw { path: nodes, message: "no node run directories (nodes/*/manifest.json) in this rack run".into() });
+        return Err(CollateError::BadRaw {
+            path: nodes,
+            message: "no node run directories (nodes/*/manifest.json) in this rack run".into(),
+        });
     }
     Ok(v)
 }
@@ -118,9 +124,13 @@ fn status_text(run: &Run) -> String {
 /// First start error of each GPU per rung, from a node's `edges.csv`.
 fn start_errors(dir: &RunDir) -> BTreeMap<u32, Vec<i64>> {
     let mut out: BTreeMap<u32, Vec<i64>> = BTreeMap::new();
-    let Ok(rows) = powerlab_rundir::read_rows::<powerlab_rundir::EdgeRow>(&dir.edges()) else { return out };
+    let Ok(rows) = powerlab_rundir::read_rows::<powerlab_rundir::EdgeRow>(&dir.edges()) else {
+        return out;
+    };
     for r in rows.iter().filter(|r| r.kind == "start") {
-        out.entry(r.rung_id).or_default().push(r.achieved_ns - r.intended_ns);
+        out.entry(r.rung_id)
+            .or_default()
+            .push(r.achieved_ns - r.intended_ns);
     }
     out
 }
@@ -144,29 +154,75 @@ pub fn collate_rack(rack: &Path, collate_nodes: bool) -> Result<RackOutput, Coll
             collate_error = Some(e.to_string());
         }
         if let Ok(rows) = powerlab_rundir::read_rows::<NodeSummaryRow>(&summary) {
-            node_rows.extend(rows.into_iter().filter(|r| r.instrument == "buffered_w").map(|r| NodeRungRow { node: node.clone(), rung_id: r.rung_id, label: r.label, mean_w: r.mean_w, peak_w: r.peak_w, spread_w: r.spread_w }));
+            node_rows.extend(
+                rows.into_iter()
+                    .filter(|r| r.instrument == "buffered_w")
+                    .map(|r| NodeRungRow {
+                        node: node.clone(),
+                        rung_id: r.rung_id,
+                        label: r.label,
+                        mean_w: r.mean_w,
+                        peak_w: r.peak_w,
+                        spread_w: r.spread_w,
+                    }),
+            );
         }
-        states.push(NodeState { node, gpus: run.manifest.backend.gpus.len(), status: status_text(&run), rungs_started: run.rungs.len(), collate_error });
+        states.push(NodeState {
+            node,
+            gpus: run.manifest.backend.gpus.len(),
+            status: status_text(&run),
+            rungs_started: run.rungs.len(),
+            collate_error,
+        });
         runs.push((rd, run));
     }
 
     // Rung windows: every node must have started each rung at one epoch.
     let mut starts = Vec::new();
-    let reference = runs.iter().max_by_key(|(_, r)| r.rungs.len()).map(|(_, r)| r.clone()).ok_or_else(|| CollateError::BadRaw { path: rack.into(), message: "no nodes".into() })?;
+    let reference = runs
+        .iter()
+        .max_by_key(|(_, r)| r.rungs.len())
+        .map(|(_, r)| r.clone())
+        .ok_or_else(|| CollateError::BadRaw {
+            path: rack.into(),
+            message: "no nodes".into(),
+        })?;
     let errors: Vec<BTreeMap<u32, Vec<i64>>> = runs.iter().map(|(d, _)| start_errors(d)).collect();
     for w in &reference.rungs {
-        let epochs: Vec<i64> = runs.iter().filter_map(|(_, r)| r.rungs.iter().find(|x| x.info.id == w.info.id).map(|x| x.epoch_ns)).collect();
-        let errs: Vec<i64> = errors.iter().filter_map(|m| m.get(&w.info.id)).flatten().copied().collect();
+        let epochs: Vec<i64> = runs
+            .iter()
+            .filter_map(|(_, r)| {
+                r.rungs
+                    .iter()
+                    .find(|x| x.info.id == w.info.id)
+                    .map(|x| x.epoch_ns)
+            })
+            .collect();
+        let errs: Vec<i64> = errors
+            .iter()
+            .filter_map(|m| m.get(&w.info.id))
+            .flatten()
+            .copied()
+            .collect();
         let skew = match (errs.iter().min(), errs.iter().max()) {
             (Some(a), Some(b)) => Some((b - a) as f64 / 1e3),
             _ => None,
         };
-        starts.push(RackStart { rung_id: w.info.id, label: w.info.label.clone(), nodes: epochs.len(), epochs_agree: epochs.windows(2).all(|p| p[0] == p[1]), start_skew_us: skew });
+        starts.push(RackStart {
+            rung_id: w.info.id,
+            label: w.info.label.clone(),
+            nodes: epochs.len(),
+            epochs_agree: epochs.windows(2).all(|p| p[0] == p[1]),
+            start_skew_us: skew,
+        });
     }
     if let Some(bad) = starts.iter().find(|s| !s.epochs_agree) {
         return Err(CollateError::BadRaw {
             path: rack.join("nodes"),
-            message: format!("rung {} started at different epochs on different nodes: these node directories are not one rack run", bad.label),
+            message: format!(
+                "rung {} started at different epochs on different nodes: these node directories are not one rack run",
+                bad.label
+            ),
         });
     }
 
@@ -181,10 +237,18 @@ pub fn collate_rack(rack: &Path, collate_nodes: bool) -> Result<RackOutput, Coll
         raw_rows += raw.total_rows;
         frames.push(raw.power.lazy());
     }
-    let power = concat(frames, UnionArgs::default()).and_then(|lf| lf.collect()).map_err(CollateError::polars("combining the nodes' raw samples"))?;
+    let power = concat(frames, UnionArgs::default())
+        .and_then(|lf| lf.collect())
+        .map_err(CollateError::polars("combining the nodes' raw samples"))?;
     let curve = node_curve(&crate::sensor::SeriesSet::from_frame(&power), &rack_run)?;
     drop(power);
-    let mut rungs = summarize(&curve, &rack_run, &Default::default(), &Default::default(), &Default::default())?;
+    let mut rungs = summarize(
+        &curve,
+        &rack_run,
+        &Default::default(),
+        &Default::default(),
+        &Default::default(),
+    )?;
     for r in rungs.iter_mut().filter(|r| r.kind == "duty") {
         r.verdict = Some(RACK_DUTY_CAVEAT.into());
     }
@@ -195,7 +259,8 @@ pub fn collate_rack(rack: &Path, collate_nodes: bool) -> Result<RackOutput, Coll
     if report_dir.exists() {
         std::fs::remove_dir_all(&report_dir).map_err(|e| CollateError::io(&report_dir, e))?;
     }
-    std::fs::create_dir_all(report_dir.join("plots")).map_err(|e| CollateError::io(&report_dir, e))?;
+    std::fs::create_dir_all(report_dir.join("plots"))
+        .map_err(|e| CollateError::io(&report_dir, e))?;
     let mut files = write_tables(&rungs, &repeats, &compare, &report_dir)?;
     files.push(write_rack_curve(&curve, &rack_run, &report_dir)?);
     let nodes_csv = report_dir.join("nodes.csv");
@@ -207,12 +272,40 @@ pub fn collate_rack(rack: &Path, collate_nodes: bool) -> Result<RackOutput, Coll
     let node_csv = report_dir.join("node_status.csv");
     write_csv(&states, &node_csv)?;
     files.push(node_csv);
-    for name in ["rack_curve.csv", "summary.csv", "in_phase_vs_staggered.csv", "nodes.csv"] {
+    for name in [
+        "rack_curve.csv",
+        "summary.csv",
+        "in_phase_vs_staggered.csv",
+        "nodes.csv",
+    ] {
         files.extend(csv_to_parquet(&report_dir.join(name))?);
     }
-    files.extend(crate::plots::write_plots(&curve, &rack_run, &rungs, &repeats, &compare, &Default::default(), &report_dir.join("plots"))?);
-    files.push(write_rack_report(rack, &states, &rungs, &compare, &starts, raw_rows, &report_dir)?);
-    Ok(RackOutput { report_dir, nodes: states, rungs, compare, starts, files })
+    files.extend(crate::plots::write_plots(
+        &curve,
+        &rack_run,
+        &rungs,
+        &repeats,
+        &compare,
+        &Default::default(),
+        &report_dir.join("plots"),
+    )?);
+    files.push(write_rack_report(
+        rack,
+        &states,
+        &rungs,
+        &compare,
+        &starts,
+        raw_rows,
+        &report_dir,
+    )?);
+    Ok(RackOutput {
+        report_dir,
+        nodes: states,
+        rungs,
+        compare,
+        starts,
+        files,
+    })
 }
 
 #[derive(serde::Deserialize)]
@@ -226,23 +319,47 @@ struct NodeSummaryRow {
 }
 
 /// `rack_curve.csv`: time, the rack sums and each node's buffered sum.
-fn write_rack_curve(curve: &crate::curve::NodeCurve, run: &Run, dir: &Path) -> Result<PathBuf, CollateError> {
+fn write_rack_curve(
+    curve: &crate::curve::NodeCurve,
+    run: &Run,
+    dir: &Path,
+) -> Result<PathBuf, CollateError> {
     let path = dir.join("rack_curve.csv");
     let mut nodes: Vec<&str> = run.series.iter().map(|(n, _)| n.as_str()).collect();
     nodes.dedup();
     let mut exprs = vec![col("t_ns")];
-    for (from, to) in [("node_buffered_w", "rack_buffered_w"), ("node_instant_w", "rack_instant_w")] {
+    for (from, to) in [
+        ("node_buffered_w", "rack_buffered_w"),
+        ("node_instant_w", "rack_instant_w"),
+    ] {
         if curve.df.column(from).is_ok() {
             exprs.push(col(from).round(3, RoundMode::HalfToEven).alias(to));
         }
     }
     for n in &nodes {
-        let cols: Vec<Expr> = run.series.iter().filter(|(x, _)| x == n).map(|(x, g)| col(format!("{x}/{g}:buffered_w").as_str())).collect();
-        exprs.push(crate::curve::ordered_sum(&cols).round(3, RoundMode::HalfToEven).alias(format!("{n}_buffered_w").as_str()));
+        let cols: Vec<Expr> = run
+            .series
+            .iter()
+            .filter(|(x, _)| x == n)
+            .map(|(x, g)| col(format!("{x}/{g}:buffered_w").as_str()))
+            .collect();
+        exprs.push(
+            crate::curve::ordered_sum(&cols)
+                .round(3, RoundMode::HalfToEven)
+                .alias(format!("{n}_buffered_w").as_str()),
+        );
     }
-    let mut df = curve.df.clone().lazy().select(exprs).collect().map_err(CollateError::polars("building the rack curve"))?;
+    let mut df = curve
+        .df
+        .clone()
+        .lazy()
+        .select(exprs)
+        .collect()
+        .map_err(CollateError::polars("building the rack curve"))?;
     let file = std::fs::File::create(&path).map_err(|e| CollateError::io(&path, e))?;
-    CsvWriter::new(std::io::BufWriter::new(file)).finish(&mut df).map_err(CollateError::polars("writing rack_curve.csv"))?;
+    CsvWriter::new(std::io::BufWriter::new(file))
+        .finish(&mut df)
+        .map_err(CollateError::polars("writing rack_curve.csv"))?;
     Ok(path)
 }
 
@@ -260,7 +377,9 @@ fn csv_to_parquet(csv_path: &Path) -> Result<Option<PathBuf>, CollateError> {
         .and_then(|r| r.finish())
         .map_err(CollateError::polars("reading a table for Parquet"))?;
     let file = std::fs::File::create(&out).map_err(|e| CollateError::io(&out, e))?;
-    ParquetWriter::new(file).finish(&mut df).map_err(CollateError::polars("writing Parquet"))?;
+    ParquetWriter::new(file)
+        .finish(&mut df)
+        .map_err(CollateError::polars("writing Parquet"))?;
     Ok(Some(out))
 }
 
@@ -272,34 +391,95 @@ fn fmt_w(v: Option<f64>) -> String {
     v.map(|x| format!("{x:.0}")).unwrap_or_else(|| "–".into())
 }
 
-fn write_rack_report(rack: &Path, nodes: &[NodeState], rungs: &[RungSummary], compare: &[PhaseCompare], starts: &[RackStart], raw_rows: usize, dir: &Path) -> Result<PathBuf, CollateError> {
+fn write_rack_report(
+    rack: &Path,
+    nodes: &[NodeState],
+    rungs: &[RungSummary],
+    compare: &[PhaseCompare],
+    starts: &[RackStart],
+    raw_rows: usize,
+    dir: &Path,
+) -> Result<PathBuf, CollateError> {
     let mut s = String::new();
     let gpus: usize = nodes.iter().map(|n| n.gpus).sum();
     let bad: Vec<&NodeState> = nodes.iter().filter(|n| n.status != "complete").collect();
-    let name = rack.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = rack
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     if bad.is_empty() {
-        let _ = writeln!(s, "# {name} — complete rack run: {} nodes, {gpus} GPUs", nodes.len());
+        let _ = writeln!(
+            s,
+            "# {name} — complete rack run: {} nodes, {gpus} GPUs",
+            nodes.len()
+        );
     } else {
-        let list: Vec<String> = bad.iter().map(|n| format!("{}: {}", n.node, n.status)).collect();
-        let _ = writeln!(s, "# ⚠ RACK RUN DID NOT COMPLETE on {} of {} nodes — {}", bad.len(), nodes.len(), list.join("; "));
-        let _ = writeln!(s, "\nNumbers cover the rungs that ran; a grid point where any node has no reading has no rack value.");
+        let list: Vec<String> = bad
+            .iter()
+            .map(|n| format!("{}: {}", n.node, n.status))
+            .collect();
+        let _ = writeln!(
+            s,
+            "# ⚠ RACK RUN DID NOT COMPLETE on {} of {} nodes — {}",
+            bad.len(),
+            nodes.len(),
+            list.join("; ")
+        );
+        let _ = writeln!(
+            s,
+            "\nNumbers cover the rungs that ran; a grid point where any node has no reading has no rack value."
+        );
     }
-    let _ = writeln!(s, "\n{raw_rows} raw rows from {} nodes. Rack power is the sum of every GPU's driver-buffered samples on one grid.", nodes.len());
-    let _ = writeln!(s, "\n## Nodes\n\n| node | GPUs | status | rungs started |\n|---|---|---|---|");
+    let _ = writeln!(
+        s,
+        "\n{raw_rows} raw rows from {} nodes. Rack power is the sum of every GPU's driver-buffered samples on one grid.",
+        nodes.len()
+    );
+    let _ = writeln!(
+        s,
+        "\n## Nodes\n\n| node | GPUs | status | rungs started |\n|---|---|---|---|"
+    );
     for n in nodes {
-        let extra = n.collate_error.as_ref().map(|e| format!(" (its own collation failed: {e})")).unwrap_or_default();
-        let _ = writeln!(s, "| {} | {} | {}{extra} | {} |", n.node, n.gpus, n.status, n.rungs_started);
+        let extra = n
+            .collate_error
+            .as_ref()
+            .map(|e| format!(" (its own collation failed: {e})"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "| {} | {} | {}{extra} | {} |",
+            n.node, n.gpus, n.status, n.rungs_started
+        );
     }
-    let _ = writeln!(s, "\n## Rack power per rung (buffered samples)\n\n| rung | start skew across the rack | mean | peak | spread p99−p1 | coverage |\n|---|---|---|---|---|---|");
+    let _ = writeln!(
+        s,
+        "\n## Rack power per rung (buffered samples)\n\n| rung | start skew across the rack | mean | peak | spread p99−p1 | coverage |\n|---|---|---|---|---|---|"
+    );
     for r in rungs.iter().filter(|r| r.instrument == "buffered_w") {
-        let skew = starts.iter().find(|x| x.rung_id == r.rung_id).and_then(|x| x.start_skew_us).map(|v| format!("{v:.0} µs")).unwrap_or_else(|| "–".into());
-        let _ = writeln!(s, "| {} | {skew} | {} W | {} W | {} W | {:.0} % |", r.label, fmt_w(r.mean_w), fmt_w(r.peak_w), fmt_w(r.spread_w), r.coverage * 100.0);
+        let skew = starts
+            .iter()
+            .find(|x| x.rung_id == r.rung_id)
+            .and_then(|x| x.start_skew_us)
+            .map(|v| format!("{v:.0} µs"))
+            .unwrap_or_else(|| "–".into());
+        let _ = writeln!(
+            s,
+            "| {} | {skew} | {} W | {} W | {} W | {:.0} % |",
+            r.label,
+            fmt_w(r.mean_w),
+            fmt_w(r.peak_w),
+            fmt_w(r.spread_w),
+            r.coverage * 100.0
+        );
     }
     if rungs.iter().any(|r| r.kind == "duty") {
         let _ = writeln!(s, "\n**Duty rungs at rack level: {RACK_DUTY_CAVEAT}.**");
     }
     if !compare.is_empty() {
-        let _ = writeln!(s, "\n## In phase vs staggered, whole rack\n\n| phase | period | mean in phase | mean staggered | peak in phase | peak staggered | spread in phase | spread staggered |\n|---|---|---|---|---|---|---|---|");
+        let _ = writeln!(
+            s,
+            "\n## In phase vs staggered, whole rack\n\n| phase | period | mean in phase | mean staggered | peak in phase | peak staggered | spread in phase | spread staggered |\n|---|---|---|---|---|---|---|---|"
+        );
         for c in compare {
             let _ = writeln!(
                 s,
@@ -315,8 +495,14 @@ fn write_rack_report(rack: &Path, nodes: &[NodeState], rungs: &[RungSummary], co
             );
         }
     }
-    let _ = writeln!(s, "\nEvery rung started at one epoch on every node (checked from each node's events). Start skew is measured on each node's own clock; rack.json gives each node's clock offset against rank 0.");
-    let _ = writeln!(s, "\nFiles: `rack_curve.{{csv,parquet}}`, `summary.{{csv,parquet}}`, `in_phase_vs_staggered.{{csv,parquet}}`, `nodes.{{csv,parquet}}` (each node's own figures per rung), `starts.csv`, `node_status.csv`; each node's full report is in `nodes/<node>/report/`.");
+    let _ = writeln!(
+        s,
+        "\nEvery rung started at one epoch on every node (checked from each node's events). Start skew is measured on each node's own clock; rack.json gives each node's clock offset against rank 0."
+    );
+    let _ = writeln!(
+        s,
+        "\nFiles: `rack_curve.{{csv,parquet}}`, `summary.{{csv,parquet}}`, `in_phase_vs_staggered.{{csv,parquet}}`, `nodes.{{csv,parquet}}` (each node's own figures per rung), `starts.csv`, `node_status.csv`; each node's full report is in `nodes/<node>/report/`."
+    );
     let path = dir.join("report.md");
     std::fs::write(&path, s).map_err(|e| CollateError::io(&path, e))?;
     Ok(path)

@@ -2,7 +2,7 @@
 
 use crate::error::CollateError;
 use crate::load::Run;
-use crate::nccl::{fmt_bytes, FabricPowerRow, NcclRow};
+use crate::nccl::{FabricPowerRow, NcclRow, fmt_bytes};
 use crate::summary::{PhaseCompare, RepeatStats, RungSummary};
 use powerlab_rundir::{RunEvent, RunStatus};
 use std::fmt::Write;
@@ -56,7 +56,12 @@ pub struct Tables<'a> {
 }
 
 /// Writes `report/report.md`.
-pub fn write_report(run: &Run, t: &Tables<'_>, raw_rows: usize, dir: &Path) -> Result<PathBuf, CollateError> {
+pub fn write_report(
+    run: &Run,
+    t: &Tables<'_>,
+    raw_rows: usize,
+    dir: &Path,
+) -> Result<PathBuf, CollateError> {
     let (rungs, repeats, compare) = (t.rungs, t.repeats, t.compare);
     let m = &run.manifest;
     let mut s = String::new();
@@ -74,15 +79,26 @@ pub fn write_report(run: &Run, t: &Tables<'_>, raw_rows: usize, dir: &Path) -> R
         RunStatus::Interrupted { reason } => warnings.push(format!("RUN INTERRUPTED ({reason}): numbers cover the rungs that ran")),
         RunStatus::Failed { reason } => warnings.push(format!("RUN FAILED ({reason}): numbers cover the rungs that ran")),
     }
-    let incomplete: Vec<&str> = rungs.iter().filter(|r| r.incomplete.is_some()).map(|r| r.label.as_str()).collect();
+    let incomplete: Vec<&str> = rungs
+        .iter()
+        .filter(|r| r.incomplete.is_some())
+        .map(|r| r.label.as_str())
+        .collect();
     if !t.raw_problems.is_empty() || !incomplete.is_empty() {
         let mut w = String::from("INCOMPLETE RAW DATA");
         if !t.raw_problems.is_empty() {
             w.push_str(&format!(": {}", t.raw_problems.join("; ")));
         }
         if !incomplete.is_empty() {
-            let worst = rungs.iter().filter_map(|r| r.window_coverage.filter(|_| r.incomplete.is_some())).fold(1.0, f64::min);
-            let shown = if incomplete.len() > 6 { format!("{}, …", incomplete[..6].join(", ")) } else { incomplete.join(", ") };
+            let worst = rungs
+                .iter()
+                .filter_map(|r| r.window_coverage.filter(|_| r.incomplete.is_some()))
+                .fold(1.0, f64::min);
+            let shown = if incomplete.len() > 6 {
+                format!("{}, …", incomplete[..6].join(", "))
+            } else {
+                incomplete.join(", ")
+            };
             w.push_str(&format!(" — {} rung(s) not wholly covered (worst {:.0} % of its window): {shown}; see the `incomplete` column", incomplete.len(), 100.0 * worst));
         }
         warnings.push(w);
@@ -94,24 +110,62 @@ pub fn write_report(run: &Run, t: &Tables<'_>, raw_rows: usize, dir: &Path) -> R
         warnings.push("SIMULATED NODE: these are model outputs, not measurements".into());
     }
     if warnings.is_empty() {
-        let _ = writeln!(s, "# {} — complete run on {} ({} GPUs)", m.campaign, m.backend.node_id, m.backend.gpus.len());
+        let _ = writeln!(
+            s,
+            "# {} — complete run on {} ({} GPUs)",
+            m.campaign,
+            m.backend.node_id,
+            m.backend.gpus.len()
+        );
     } else {
         let _ = writeln!(s, "# ⚠ {}", warnings.join(" — "));
-        let _ = writeln!(s, "\nCampaign `{}` on {} ({} GPUs).", m.campaign, m.backend.node_id, m.backend.gpus.len());
+        let _ = writeln!(
+            s,
+            "\nCampaign `{}` on {} ({} GPUs).",
+            m.campaign,
+            m.backend.node_id,
+            m.backend.gpus.len()
+        );
     }
     let _ = writeln!(s, "\n| | |\n|---|---|");
     let _ = writeln!(s, "| started | {} |", m.started_utc);
     if let Some(end) = m.ended_ns {
-        let _ = writeln!(s, "| duration | {:.1} s |", (end - m.started_ns) as f64 / 1e9);
+        let _ = writeln!(
+            s,
+            "| duration | {:.1} s |",
+            (end - m.started_ns) as f64 / 1e9
+        );
     }
-    let _ = writeln!(s, "| backend | {} ({}) |", m.backend.backend, m.backend.driver);
-    let _ = writeln!(s, "| NCCL | {} |", match &m.backend.nccl { powerlab_core::Capability::Present(v) => v.clone(), powerlab_core::Capability::Absent(e) => format!("absent: {e}") });
-    let _ = writeln!(s, "| tool | {} {} ({}) |", m.tool.name, m.tool.version, m.tool.git_rev);
+    let _ = writeln!(
+        s,
+        "| backend | {} ({}) |",
+        m.backend.backend, m.backend.driver
+    );
+    let _ = writeln!(
+        s,
+        "| NCCL | {} |",
+        match &m.backend.nccl {
+            powerlab_core::Capability::Present(v) => v.clone(),
+            powerlab_core::Capability::Absent(e) => format!("absent: {e}"),
+        }
+    );
+    let _ = writeln!(
+        s,
+        "| tool | {} {} ({}) |",
+        m.tool.name, m.tool.version, m.tool.git_rev
+    );
     let _ = writeln!(s, "| clock | {} |", m.clock);
     let _ = writeln!(s, "| raw rows | {raw_rows} |");
-    let _ = writeln!(s, "\n## GPUs\n\n| key | UUID | name | enforced limit |\n|---|---|---|---|");
+    let _ = writeln!(
+        s,
+        "\n## GPUs\n\n| key | UUID | name | enforced limit |\n|---|---|---|---|"
+    );
     for g in &m.backend.gpus {
-        let _ = writeln!(s, "| {} | {} | {} | {:.0} W |", g.key, g.uuid, g.name, g.power_limit_w);
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {:.0} W |",
+            g.key, g.uuid, g.name, g.power_limit_w
+        );
     }
 
     let _ = writeln!(s, "\n## Rungs (node power, GPU draw only)\n");
@@ -119,11 +173,16 @@ pub fn write_report(run: &Run, t: &Tables<'_>, raw_rows: usize, dir: &Path) -> R
         s,
         "Duty rungs: the node's cycle composed from every GPU's own buffered samples, folded on that GPU's recorded edges, corrected for the sample window and summed at the GPUs' measured offsets (method `composed cycle`). A duty rung whose cycle cannot be composed shows its verdict instead of figures. Other rungs: the sample-and-hold sum of the buffered samples. The last two columns are what NVML sampled (sample and hold): for a duty rung that is not what the node drew. The 1 s average field is never used as a result.\n"
     );
-    let _ = writeln!(s, "| rung | period ms | method | mean W | peak W | spread W | swing W | NVML sample-and-hold spread W | swing W | start err max µs | skew µs | barrier and edges |");
+    let _ = writeln!(
+        s,
+        "| rung | period ms | method | mean W | peak W | spread W | swing W | NVML sample-and-hold spread W | swing W | start err max µs | skew µs | barrier and edges |"
+    );
     let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|---|");
     for r in rungs {
         let period = match (r.period_ms, r.nominal_period_ms) {
-            (Some(p), Some(n)) if (p - n).abs() > 1e-9 => format!("{} ({} asked)", fmt_ms(p), fmt_ms(n)),
+            (Some(p), Some(n)) if (p - n).abs() > 1e-9 => {
+                format!("{} ({} asked)", fmt_ms(p), fmt_ms(n))
+            }
             (Some(p), _) => fmt_ms(p),
             _ => "–".into(),
         };
@@ -152,7 +211,8 @@ pub fn write_report(run: &Run, t: &Tables<'_>, raw_rows: usize, dir: &Path) -> R
             o(r.start_error_max_us),
             o(r.start_skew_us),
             match (r.barrier_ok, &r.edges_verdict) {
-                (Some(false), Some(v)) => format!("**BARRIER MISSED; EDGES OUT OF TOLERANCE: {v}**"),
+                (Some(false), Some(v)) =>
+                    format!("**BARRIER MISSED; EDGES OUT OF TOLERANCE: {v}**"),
                 (Some(false), None) => "**BARRIER MISSED**".to_string(),
                 (_, Some(v)) => format!("**EDGES OUT OF TOLERANCE: {v}**"),
                 (Some(true), None) => "ok".to_string(),
@@ -160,9 +220,17 @@ pub fn write_report(run: &Run, t: &Tables<'_>, raw_rows: usize, dir: &Path) -> R
             }
         );
     }
-    let edged: Vec<&RungSummary> = rungs.iter().filter(|r| r.rise_err_p99_us.is_some() || r.fall_err_p99_us.is_some()).collect();
+    let edged: Vec<&RungSummary> = rungs
+        .iter()
+        .filter(|r| r.rise_err_p99_us.is_some() || r.fall_err_p99_us.is_some())
+        .collect();
     if !edged.is_empty() {
-        let lim = |k: &str, d: f64| m.campaign_resolved.pointer(&format!("/limits/{k}")).and_then(|v| v.as_f64()).unwrap_or(d);
+        let lim = |k: &str, d: f64| {
+            m.campaign_resolved
+                .pointer(&format!("/limits/{k}"))
+                .and_then(|v| v.as_f64())
+                .unwrap_or(d)
+        };
         let _ = writeln!(s, "\n## Edges per rung\n");
         let _ = writeln!(
             s,
@@ -170,7 +238,10 @@ pub fn write_report(run: &Run, t: &Tables<'_>, raw_rows: usize, dir: &Path) -> R
             lim("edge_p99_us", 50.0),
             lim("edge_max_us", 100.0)
         );
-        let _ = writeln!(s, "| rung | rises p50 / p99 / max µs | falls p50 / p99 / max µs | cross-GPU skew p99 µs | clock drift µs/s | verdict |\n|---|---|---|---|---|---|");
+        let _ = writeln!(
+            s,
+            "| rung | rises p50 / p99 / max µs | falls p50 / p99 / max µs | cross-GPU skew p99 µs | clock drift µs/s | verdict |\n|---|---|---|---|---|---|"
+        );
         for r in edged {
             let tri = |a: Option<f64>, b: Option<f64>, c: Option<f64>| match (a, b, c) {
                 (Some(a), Some(b), Some(c)) => format!("{a:+.1} / {b:.1} / {c:.1}"),
@@ -183,21 +254,31 @@ pub fn write_report(run: &Run, t: &Tables<'_>, raw_rows: usize, dir: &Path) -> R
                 tri(r.rise_err_p50_us, r.rise_err_p99_us, r.rise_err_max_us),
                 tri(r.fall_err_p50_us, r.fall_err_p99_us, r.fall_err_max_us),
                 o(r.edge_skew_p99_us),
-                r.clock_drift_ppm.map(|v| format!("{v:.2}")).unwrap_or_else(|| "–".into()),
-                r.edges_verdict.as_deref().map(|v| format!("**{v}**")).unwrap_or_else(|| "ok".into())
+                r.clock_drift_ppm
+                    .map(|v| format!("{v:.2}"))
+                    .unwrap_or_else(|| "–".into()),
+                r.edges_verdict
+                    .as_deref()
+                    .map(|v| format!("**{v}**"))
+                    .unwrap_or_else(|| "ok".into())
             );
         }
     }
     if repeats.iter().any(|r| r.n > 1) {
         let _ = writeln!(s, "\n## Across repeats (mean ± 95% CI, Student's t)\n");
-        let _ = writeln!(s, "| phase | mode | period ms | n | mean W | peak W | spread W | swing W | NVML sample-and-hold spread W |\n|---|---|---|---|---|---|---|---|---|");
+        let _ = writeln!(
+            s,
+            "| phase | mode | period ms | n | mean W | peak W | spread W | swing W | NVML sample-and-hold spread W |\n|---|---|---|---|---|---|---|---|---|"
+        );
         for r in repeats {
             let _ = writeln!(
                 s,
                 "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 r.phase,
                 r.mode,
-                r.achieved_period_ms.map(fmt_ms).unwrap_or_else(|| "–".into()),
+                r.achieved_period_ms
+                    .map(fmt_ms)
+                    .unwrap_or_else(|| "–".into()),
                 r.n,
                 pm(r.mean_w, r.mean_w_ci95),
                 pm(r.peak_w, r.peak_w_ci95),
@@ -209,20 +290,48 @@ pub fn write_report(run: &Run, t: &Tables<'_>, raw_rows: usize, dir: &Path) -> R
     }
     if !compare.is_empty() {
         let _ = writeln!(s, "\n## In phase vs staggered\n");
-        let _ = writeln!(s, "Δ = staggered − in phase, ± the 95 % half-width of Welch's interval across repeats (none with fewer than two repeats a side). The last column is what NVML's sample-and-hold sum showed, for comparison only.\n");
-        let _ = writeln!(s, "| phase | period ms | n | mean W (in / stag / Δ) | peak W (in / stag / Δ) | spread W (in / stag / Δ) | swing W (in / stag / Δ) | NVML sample-and-hold spread W (in / stag) |\n|---|---|---|---|---|---|---|---|");
+        let _ = writeln!(
+            s,
+            "Δ = staggered − in phase, ± the 95 % half-width of Welch's interval across repeats (none with fewer than two repeats a side). The last column is what NVML's sample-and-hold sum showed, for comparison only.\n"
+        );
+        let _ = writeln!(
+            s,
+            "| phase | period ms | n | mean W (in / stag / Δ) | peak W (in / stag / Δ) | spread W (in / stag / Δ) | swing W (in / stag / Δ) | NVML sample-and-hold spread W (in / stag) |\n|---|---|---|---|---|---|---|---|"
+        );
         for c in compare {
-            let tri = |a: Option<f64>, b: Option<f64>, d: Option<f64>, ci: Option<f64>| format!("{} / {} / {}", o(a), o(b), signed(d, ci));
+            let tri = |a: Option<f64>, b: Option<f64>, d: Option<f64>, ci: Option<f64>| {
+                format!("{} / {} / {}", o(a), o(b), signed(d, ci))
+            };
             let _ = writeln!(
                 s,
                 "| {} | {} | {} | {} | {} | {} | {} | {} / {} |",
                 c.phase,
                 fmt_ms(c.achieved_period_ms),
                 c.n,
-                tri(c.in_phase_mean_w, c.staggered_mean_w, c.delta_mean_w, c.delta_mean_w_ci95),
-                tri(c.in_phase_peak_w, c.staggered_peak_w, c.delta_peak_w, c.delta_peak_w_ci95),
-                tri(c.in_phase_spread_w, c.staggered_spread_w, c.delta_spread_w, c.delta_spread_w_ci95),
-                tri(c.in_phase_swing_w, c.staggered_swing_w, c.delta_swing_w, c.delta_swing_w_ci95),
+                tri(
+                    c.in_phase_mean_w,
+                    c.staggered_mean_w,
+                    c.delta_mean_w,
+                    c.delta_mean_w_ci95
+                ),
+                tri(
+                    c.in_phase_peak_w,
+                    c.staggered_peak_w,
+                    c.delta_peak_w,
+                    c.delta_peak_w_ci95
+                ),
+                tri(
+                    c.in_phase_spread_w,
+                    c.staggered_spread_w,
+                    c.delta_spread_w,
+                    c.delta_spread_w_ci95
+                ),
+                tri(
+                    c.in_phase_swing_w,
+                    c.staggered_swing_w,
+                    c.delta_swing_w,
+                    c.delta_swing_w_ci95
+                ),
                 o(c.raw_in_phase_spread_w),
                 o(c.raw_staggered_spread_w)
             );
@@ -235,49 +344,132 @@ pub fn write_report(run: &Run, t: &Tables<'_>, raw_rows: usize, dir: &Path) -> R
             s,
             "Time per operation on the slowest rank (CUDA events around the timed iterations); algbw = size / time; busbw = algbw × 2(n−1)/n for all_reduce, × (n−1)/n for all_gather and reduce_scatter, × 1 for broadcast (nccl-tests' formulas). f32 data, sum.\n"
         );
-        let _ = writeln!(s, "| rung | collective | size | ranks | time µs | algbw GB/s | busbw GB/s |\n|---|---|---|---|---|---|---|");
+        let _ = writeln!(
+            s,
+            "| rung | collective | size | ranks | time µs | algbw GB/s | busbw GB/s |\n|---|---|---|---|---|---|---|"
+        );
         for r in t.nccl {
-            let short = if r.ranks_reporting < r.ranks { format!(" (only {} of {} ranks reported)", r.ranks_reporting, r.ranks) } else { String::new() };
-            let _ = writeln!(s, "| {} | {} | {} | {} | {:.1} | {:.2} | {:.2}{short} |", r.rung, r.collective, fmt_bytes(r.bytes), r.ranks, r.time_us, r.algbw_gbs, r.busbw_gbs);
+            let short = if r.ranks_reporting < r.ranks {
+                format!(
+                    " (only {} of {} ranks reported)",
+                    r.ranks_reporting, r.ranks
+                )
+            } else {
+                String::new()
+            };
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {:.1} | {:.2} | {:.2}{short} |",
+                r.rung,
+                r.collective,
+                fmt_bytes(r.bytes),
+                r.ranks,
+                r.time_us,
+                r.algbw_gbs,
+                r.busbw_gbs
+            );
         }
         let _ = writeln!(s, "\nPlot: `plots/nccl_busbw.svg`.");
     }
     if t.fabric.iter().any(|f| f.kind == "nccl") {
         let _ = writeln!(s, "\n## Fabric power (node, buffered samples)\n");
-        let _ = writeln!(s, "| rung | kind | mean W | peak W | spread W | mean above idle W |\n|---|---|---|---|---|---|");
+        let _ = writeln!(
+            s,
+            "| rung | kind | mean W | peak W | spread W | mean above idle W |\n|---|---|---|---|---|---|"
+        );
         for f in t.fabric {
-            let _ = writeln!(s, "| {} | {} | {} | {} | {} | {} |", f.rung, f.kind, o(f.mean_w), o(f.peak_w), o(f.spread_w), o(f.above_idle_w));
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {} |",
+                f.rung,
+                f.kind,
+                o(f.mean_w),
+                o(f.peak_w),
+                o(f.spread_w),
+                o(f.above_idle_w)
+            );
         }
     }
-    let faults: Vec<&RunEvent> = run.events.iter().filter(|e| matches!(e, RunEvent::Fault { .. } | RunEvent::Interlock { .. })).collect();
+    let faults: Vec<&RunEvent> = run
+        .events
+        .iter()
+        .filter(|e| matches!(e, RunEvent::Fault { .. } | RunEvent::Interlock { .. }))
+        .collect();
     if !faults.is_empty() {
         let _ = writeln!(s, "\n## Faults and interlocks\n");
         for f in faults {
             match f {
-                RunEvent::Fault { ts_ns, gpu, kind, detail, fatal } => {
-                    let _ = writeln!(s, "- {} {} `{}` on {}: {}", powerlab_rundir::layout::utc_rfc3339(*ts_ns), if *fatal { "FATAL" } else { "warning" }, kind, gpu.as_deref().unwrap_or("node"), detail);
+                RunEvent::Fault {
+                    ts_ns,
+                    gpu,
+                    kind,
+                    detail,
+                    fatal,
+                } => {
+                    let _ = writeln!(
+                        s,
+                        "- {} {} `{}` on {}: {}",
+                        powerlab_rundir::layout::utc_rfc3339(*ts_ns),
+                        if *fatal { "FATAL" } else { "warning" },
+                        kind,
+                        gpu.as_deref().unwrap_or("node"),
+                        detail
+                    );
                 }
-                RunEvent::Interlock { ts_ns, limit, reading } => {
-                    let _ = writeln!(s, "- {} INTERLOCK `{}`: {}", powerlab_rundir::layout::utc_rfc3339(*ts_ns), limit, reading);
+                RunEvent::Interlock {
+                    ts_ns,
+                    limit,
+                    reading,
+                } => {
+                    let _ = writeln!(
+                        s,
+                        "- {} INTERLOCK `{}`: {}",
+                        powerlab_rundir::layout::utc_rfc3339(*ts_ns),
+                        limit,
+                        reading
+                    );
                 }
                 _ => {}
             }
         }
     }
     let _ = writeln!(s, "\n## Definitions\n");
-    let _ = writeln!(s, "- Node power of a duty rung (`composed cycle`): each GPU's buffered samples, each placed at the middle of its averaging window, folded on that GPU's recorded rising edges into one cycle; its harmonics divided by the window's attenuation (up to the harmonic the window still passes at ≥ 60 %); the GPUs' cycles shifted to their measured offsets and summed; figures from that cycle at ≤ 0.5 ms resolution. Every figure is GPU board power only, not the node's wall power.");
-    let _ = writeln!(s, "- Node power of other rungs, and the NVML sample-and-hold columns: per-GPU readings aligned on a {} ms grid (latest reading at or before each point) and summed; a point where any GPU has no reading is left out (coverage column in summary.csv).", run.grid_ns as f64 / 1e6);
-    let _ = writeln!(s, "- spread = p99 − p1; swing = p90 − p10; peak = maximum; energy = mean × measured window (ramp excluded).");
-    let _ = writeln!(s, "- start error: achieved − intended start of each GPU, where the intended start includes its deliberate stagger; skew = max − min of those errors.");
+    let _ = writeln!(
+        s,
+        "- Node power of a duty rung (`composed cycle`): each GPU's buffered samples, each placed at the middle of its averaging window, folded on that GPU's recorded rising edges into one cycle; its harmonics divided by the window's attenuation (up to the harmonic the window still passes at ≥ 60 %); the GPUs' cycles shifted to their measured offsets and summed; figures from that cycle at ≤ 0.5 ms resolution. Every figure is GPU board power only, not the node's wall power."
+    );
+    let _ = writeln!(
+        s,
+        "- Node power of other rungs, and the NVML sample-and-hold columns: per-GPU readings aligned on a {} ms grid (latest reading at or before each point) and summed; a point where any GPU has no reading is left out (coverage column in summary.csv).",
+        run.grid_ns as f64 / 1e6
+    );
+    let _ = writeln!(
+        s,
+        "- spread = p99 − p1; swing = p90 − p10; peak = maximum; energy = mean × measured window (ramp excluded)."
+    );
+    let _ = writeln!(
+        s,
+        "- start error: achieved − intended start of each GPU, where the intended start includes its deliberate stagger; skew = max − min of those errors."
+    );
     let _ = writeln!(s, "\n## Plots\n");
     if rungs.iter().any(|r| r.kind == "duty") {
-        let _ = writeln!(s, "![node spread vs duty period](plots/spread_vs_period.svg)\n");
+        let _ = writeln!(
+            s,
+            "![node spread vs duty period](plots/spread_vs_period.svg)\n"
+        );
     }
     if !compare.is_empty() {
-        let _ = writeln!(s, "![in phase vs staggered](plots/in_phase_vs_staggered.svg)\n");
+        let _ = writeln!(
+            s,
+            "![in phase vs staggered](plots/in_phase_vs_staggered.svg)\n"
+        );
     }
     for r in rungs {
-        let _ = writeln!(s, "![rung {} — {}](plots/rung-{:03}.svg)\n", r.rung_id, r.label, r.rung_id);
+        let _ = writeln!(
+            s,
+            "![rung {} — {}](plots/rung-{:03}.svg)\n",
+            r.rung_id, r.label, r.rung_id
+        );
     }
     let path = dir.join("report.md");
     std::fs::write(&path, s).map_err(|e| CollateError::io(&path, e))?;
@@ -287,7 +479,10 @@ pub fn write_report(run: &Run, t: &Tables<'_>, raw_rows: usize, dir: &Path) -> R
 fn write_sensor_section(s: &mut String, sr: &crate::sensor::SensorReport) {
     let _ = writeln!(s, "\n## What the instruments can see\n");
     let _ = writeln!(s, "Sensor model: {}.\n", sr.model.source);
-    let _ = writeln!(s, "| GPU | path | update ms | window ms | latency ms | fit rms | read every ms | refused |\n|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(
+        s,
+        "| GPU | path | update ms | window ms | latency ms | fit rms | read every ms | refused |\n|---|---|---|---|---|---|---|---|"
+    );
     for g in &sr.model.gpus {
         for p in &g.paths {
             let _ = writeln!(
@@ -298,7 +493,9 @@ fn write_sensor_section(s: &mut String, sr: &crate::sensor::SensorReport) {
                 o(p.update_period_ms),
                 pm(p.window_ms, p.window_ms_ci95),
                 pm(p.latency_ms, p.latency_ms_ci95),
-                p.fit_rms.map(|v| format!("{v:.3}")).unwrap_or_else(|| "–".into()),
+                p.fit_rms
+                    .map(|v| format!("{v:.3}"))
+                    .unwrap_or_else(|| "–".into()),
                 o(p.read_period_ms),
                 p.refused.as_deref().unwrap_or("")
             );
@@ -310,16 +507,35 @@ fn write_sensor_section(s: &mut String, sr: &crate::sensor::SensorReport) {
             s,
             "NVML-visible = p90 − p10 of the node's buffered curve. Reconstructed = the samples of every cycle folded on the recorded rising edges; the folded cycle's fundamental as a square-wave height, divided by the path's window gain sinc(W/P), summed over GPUs. A period whose window gain is below 0.3 on every path cannot be reconstructed.\n"
         );
-        let _ = writeln!(s, "| rung | period ms | NVML-visible swing W | reconstructed swing W | by | verdict |\n|---|---|---|---|---|---|");
+        let _ = writeln!(
+            s,
+            "| rung | period ms | NVML-visible swing W | reconstructed swing W | by | verdict |\n|---|---|---|---|---|---|"
+        );
         for a in &sr.answers {
-            let vis = if a.verdict == "aliased" && a.visible_swing_w.is_none() { "aliased".to_string() } else { o(a.visible_swing_w) };
-            let _ = writeln!(s, "| {} | {} | {} | {} | {} | {} |", a.rung, fmt_ms(a.period_ms), vis, o(a.reconstructed_swing_w), a.reconstructed_by, a.verdict);
+            let vis = if a.verdict == "aliased" && a.visible_swing_w.is_none() {
+                "aliased".to_string()
+            } else {
+                o(a.visible_swing_w)
+            };
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {} |",
+                a.rung,
+                fmt_ms(a.period_ms),
+                vis,
+                o(a.reconstructed_swing_w),
+                a.reconstructed_by,
+                a.verdict
+            );
         }
     }
     if sr.answers.len() >= 2 {
         let _ = writeln!(s, "\nPlot: `plots/swing_vs_period.svg`.");
     }
     if !sr.rows.is_empty() {
-        let _ = writeln!(s, "\nPer GPU and path (verdict of the raw readings, folded and reconstructed swing, rise/fall/overshoot/ramp of the folded cycle): `sensor_rungs.csv`; node-curve spectra (dominant frequency, share of variance in 0.1–2 Hz and 2–20 Hz): `spectrum.csv`.");
+        let _ = writeln!(
+            s,
+            "\nPer GPU and path (verdict of the raw readings, folded and reconstructed swing, rise/fall/overshoot/ramp of the folded cycle): `sensor_rungs.csv`; node-curve spectra (dominant frequency, share of variance in 0.1–2 Hz and 2–20 Hz): `spectrum.csv`."
+        );
     }
 }

@@ -83,7 +83,11 @@ pub fn mean_sd_ci(values: &[f64]) -> (f64, Option<f64>, Option<f64>) {
     }
     let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
     let sd = var.sqrt();
-    (mean, Some(sd), Some(t975((n - 1) as f64) * sd / (n as f64).sqrt()))
+    (
+        mean,
+        Some(sd),
+        Some(t975((n - 1) as f64) * sd / (n as f64).sqrt()),
+    )
 }
 
 /// The difference of two means, `b − a`, with the 95 % half-width of
@@ -93,7 +97,9 @@ pub fn welch_difference(a: &[f64], b: &[f64]) -> (f64, Option<f64>) {
     let (ma, sa, _) = mean_sd_ci(a);
     let (mb, sb, _) = mean_sd_ci(b);
     let delta = mb - ma;
-    let (Some(sa), Some(sb)) = (sa, sb) else { return (delta, None) };
+    let (Some(sa), Some(sb)) = (sa, sb) else {
+        return (delta, None);
+    };
     let (va, vb) = (sa * sa / a.len() as f64, sb * sb / b.len() as f64);
     let se2 = va + vb;
     if se2 <= 0.0 {
@@ -124,7 +130,14 @@ mod tests {
     #[test]
     fn student_t_quantiles_are_exact_beyond_thirty_degrees_of_freedom() {
         // Tables: t(0.975, 1) = 12.706, 2 = 4.303, 30 = 2.042, 31 = 2.040, 60 = 2.000, 120 = 1.980.
-        for (df, t) in [(1.0, 12.706), (2.0, 4.303), (30.0, 2.042), (31.0, 2.040), (60.0, 2.000), (120.0, 1.980)] {
+        for (df, t) in [
+            (1.0, 12.706),
+            (2.0, 4.303),
+            (30.0, 2.042),
+            (31.0, 2.040),
+            (60.0, 2.000),
+            (120.0, 1.980),
+        ] {
             assert!((t975(df) - t).abs() < 5e-4, "df {df}: {} vs {t}", t975(df));
         }
         assert!((t975(1e6) - 1.95996).abs() < 1e-3);
@@ -142,7 +155,10 @@ mod tests {
         let w = [(1.0, 2.0), (2.0, 1.0), (5.0, 3.0)];
         let expanded = [1.0, 1.0, 2.0, 5.0, 5.0, 5.0];
         for q in [0.0, 0.01, 0.3, 0.5, 0.77, 0.99, 1.0] {
-            assert!((weighted_quantile_sorted(&w, q) - quantile_sorted(&expanded, q)).abs() < 1e-12, "{q}");
+            assert!(
+                (weighted_quantile_sorted(&w, q) - quantile_sorted(&expanded, q)).abs() < 1e-12,
+                "{q}"
+            );
         }
     }
 
@@ -152,7 +168,8 @@ mod tests {
         let (d, h) = welch_difference(&[1.0, 2.0, 3.0], &[3.0, 4.0, 6.0, 7.0]);
         assert!((d - 3.0).abs() < 1e-12);
         // se² = 1/3 + (10/3)/4 = 1.1667; df = 1.1667² / ((1/3)²/2 + (0.8333)²/3) = 4.84.
-        let df: f64 = 1.1666667f64.powi(2) / ((1.0f64 / 3.0).powi(2) / 2.0 + (10.0f64 / 12.0).powi(2) / 3.0);
+        let df: f64 =
+            1.1666667f64.powi(2) / ((1.0f64 / 3.0).powi(2) / 2.0 + (10.0f64 / 12.0).powi(2) / 3.0);
         assert!((h.unwrap() - t975(df) * 1.1666667f64.sqrt()).abs() < 1e-5);
         assert_eq!(welch_difference(&[1.0], &[2.0, 3.0]).1, None);
     }

@@ -21,7 +21,7 @@
 //! moment). The 1 s average field appears only in columns named
 //! `average_field_*`, as a comparison.
 
-use crate::curve::{f64_column, NodeCurve};
+use crate::curve::{NodeCurve, f64_column};
 use crate::cycle::{NoCycle, NodeCycle};
 use crate::edges::EdgeStats;
 use crate::error::CollateError;
@@ -152,19 +152,33 @@ struct Stats {
 fn aggs(c: &str, prefix: &str) -> Vec<Expr> {
     let v = || col(c).drop_nulls();
     vec![
-        v().count().cast(DataType::Float64).alias(format!("{prefix}_n")),
+        v().count()
+            .cast(DataType::Float64)
+            .alias(format!("{prefix}_n")),
         v().mean().alias(format!("{prefix}_mean")),
         v().max().alias(format!("{prefix}_max")),
-        v().quantile(lit(0.01), QuantileMethod::Linear).alias(format!("{prefix}_p1")),
-        v().quantile(lit(0.10), QuantileMethod::Linear).alias(format!("{prefix}_p10")),
-        v().quantile(lit(0.90), QuantileMethod::Linear).alias(format!("{prefix}_p90")),
-        v().quantile(lit(0.99), QuantileMethod::Linear).alias(format!("{prefix}_p99")),
+        v().quantile(lit(0.01), QuantileMethod::Linear)
+            .alias(format!("{prefix}_p1")),
+        v().quantile(lit(0.10), QuantileMethod::Linear)
+            .alias(format!("{prefix}_p10")),
+        v().quantile(lit(0.90), QuantileMethod::Linear)
+            .alias(format!("{prefix}_p90")),
+        v().quantile(lit(0.99), QuantileMethod::Linear)
+            .alias(format!("{prefix}_p99")),
     ]
 }
 
 fn stats_of(df: &DataFrame, prefix: &str) -> Stats {
     let g = |s: &str| f64_column(df, &format!("{prefix}_{s}"));
-    Stats { n: g("n"), mean: g("mean"), max: g("max"), p1: g("p1"), p10: g("p10"), p90: g("p90"), p99: g("p99") }
+    Stats {
+        n: g("n"),
+        mean: g("mean"),
+        max: g("max"),
+        p1: g("p1"),
+        p10: g("p10"),
+        p90: g("p90"),
+        p99: g("p99"),
+    }
 }
 
 /// How each rung's node cycle came out (see [`crate::cycle::compose_all`]).
@@ -174,24 +188,47 @@ pub type Cycles = HashMap<u32, Result<NodeCycle, NoCycle>>;
 /// cycle of each duty rung (a rung missing from it is summarised from the
 /// sample-and-hold curve); `energy_means` the energy counter's mean over a
 /// rung's window, for duty rungs without a cycle.
-pub fn summarize(curve: &NodeCurve, run: &Run, edges: &HashMap<u32, EdgeStats>, cycles: &Cycles, energy_means: &HashMap<u32, f64>) -> Result<Vec<RungSummary>, CollateError> {
+pub fn summarize(
+    curve: &NodeCurve,
+    run: &Run,
+    edges: &HashMap<u32, EdgeStats>,
+    cycles: &Cycles,
+    energy_means: &HashMap<u32, f64>,
+) -> Result<Vec<RungSummary>, CollateError> {
     if run.rungs.is_empty() {
         return Ok(Vec::new());
     }
-    let mut windows: Vec<(u32, i64, i64)> = run.rungs.iter().map(|r| (r.info.id, r.measure_from_ns, r.end_ns)).collect();
+    let mut windows: Vec<(u32, i64, i64)> = run
+        .rungs
+        .iter()
+        .map(|r| (r.info.id, r.measure_from_ns, r.end_ns))
+        .collect();
     windows.sort_by_key(|w| w.1);
     let wdf = DataFrame::new(
         windows.len(),
         vec![
-            Column::new("rung_id".into(), windows.iter().map(|w| w.0).collect::<Vec<u32>>()),
-            Column::new("w_start".into(), windows.iter().map(|w| w.1).collect::<Vec<i64>>()),
-            Column::new("w_end".into(), windows.iter().map(|w| w.2).collect::<Vec<i64>>()),
+            Column::new(
+                "rung_id".into(),
+                windows.iter().map(|w| w.0).collect::<Vec<u32>>(),
+            ),
+            Column::new(
+                "w_start".into(),
+                windows.iter().map(|w| w.1).collect::<Vec<i64>>(),
+            ),
+            Column::new(
+                "w_end".into(),
+                windows.iter().map(|w| w.2).collect::<Vec<i64>>(),
+            ),
         ],
     )
     .map_err(CollateError::polars("rung windows"))?;
     let has = |c: &str| curve.df.column(c).is_ok();
     let mut agg = vec![col("t_ns").count().cast(DataType::Float64).alias("grid_n")];
-    for (c, p) in [("node_buffered_w", "b"), ("node_instant_w", "i"), ("node_average_field_w", "a")] {
+    for (c, p) in [
+        ("node_buffered_w", "b"),
+        ("node_instant_w", "i"),
+        ("node_average_field_w", "a"),
+    ] {
         if has(c) {
             agg.extend(aggs(c, p));
         }
@@ -204,49 +241,137 @@ pub fn summarize(curve: &NodeCurve, run: &Run, edges: &HashMap<u32, EdgeStats>, 
         .with(wdf.lazy())
         .left_on([col("t_ns")])
         .right_on([col("w_start")])
-        .how(JoinType::AsOf(Box::new(AsOfOptions { strategy: AsofStrategy::Backward, allow_eq: true, check_sortedness: false, ..Default::default() })))
+        .how(JoinType::AsOf(Box::new(AsOfOptions {
+            strategy: AsofStrategy::Backward,
+            allow_eq: true,
+            check_sortedness: false,
+            ..Default::default()
+        })))
         .finish()
-        .filter(col("rung_id").is_not_null().and(col("t_ns").lt(col("w_end"))));
+        .filter(
+            col("rung_id")
+                .is_not_null()
+                .and(col("t_ns").lt(col("w_end"))),
+        );
     let df = tagged
         .group_by([col("rung_id")])
         .agg(agg)
         .sort(["rung_id"], SortMultipleOptions::default())
         .collect()
         .map_err(CollateError::polars("per-rung statistics"))?;
-    let ids: Vec<u32> = df.column("rung_id").ok().and_then(|c| c.u32().ok().map(|ca| ca.to_vec().into_iter().map(|v| v.unwrap_or(0)).collect())).unwrap_or_default();
+    let ids: Vec<u32> = df
+        .column("rung_id")
+        .ok()
+        .and_then(|c| {
+            c.u32()
+                .ok()
+                .map(|ca| ca.to_vec().into_iter().map(|v| v.unwrap_or(0)).collect())
+        })
+        .unwrap_or_default();
     let grid_n = f64_column(&df, "grid_n");
     let (b, i, a) = (stats_of(&df, "b"), stats_of(&df, "i"), stats_of(&df, "a"));
     let row_of: HashMap<u32, usize> = ids.iter().enumerate().map(|(k, id)| (*id, k)).collect();
-    let limit = |key: &str, default: f64| run.manifest.campaign_resolved.pointer(&format!("/limits/{key}")).and_then(|v| v.as_f64()).unwrap_or(default);
-    let edge_tol = (limit("edge_p99_us", powerlab_campaign::Limits::default().edge_p99_us), limit("edge_max_us", powerlab_campaign::Limits::default().edge_max_us));
+    let limit = |key: &str, default: f64| {
+        run.manifest
+            .campaign_resolved
+            .pointer(&format!("/limits/{key}"))
+            .and_then(|v| v.as_f64())
+            .unwrap_or(default)
+    };
+    let edge_tol = (
+        limit(
+            "edge_p99_us",
+            powerlab_campaign::Limits::default().edge_p99_us,
+        ),
+        limit(
+            "edge_max_us",
+            powerlab_campaign::Limits::default().edge_max_us,
+        ),
+    );
 
     let mut out = Vec::new();
     for r in &run.rungs {
         let k = row_of.get(&r.info.id).copied();
         let get = |v: &Vec<Option<f64>>| k.and_then(|k| v.get(k).copied().flatten());
-        let total = k.and_then(|k| grid_n.get(k).copied().flatten()).unwrap_or(0.0);
+        let total = k
+            .and_then(|k| grid_n.get(k).copied().flatten())
+            .unwrap_or(0.0);
         let b_n = get(&b.n).unwrap_or(0.0);
         let i_n = get(&i.n).unwrap_or(0.0);
         let use_buffered = total > 0.0 && b_n / total >= 0.5;
-        let (s, n, instrument) = if use_buffered { (&b, b_n, "buffered_w") } else { (&i, i_n, "instant_w") };
+        let (s, n, instrument) = if use_buffered {
+            (&b, b_n, "buffered_w")
+        } else {
+            (&i, i_n, "instant_w")
+        };
         let window_s = (r.end_ns - r.measure_from_ns) as f64 / 1e9;
         let diff = |x: Option<f64>, y: Option<f64>| x.zip(y).map(|(x, y)| r3(x - y));
-        let raw = Figures { mean: get(&s.mean), peak: get(&s.max), p1: get(&s.p1), p10: get(&s.p10), p90: get(&s.p90), p99: get(&s.p99) };
+        let raw = Figures {
+            mean: get(&s.mean),
+            peak: get(&s.max),
+            p1: get(&s.p1),
+            p10: get(&s.p10),
+            p90: get(&s.p90),
+            p99: get(&s.p99),
+        };
         let raw_coverage = if total > 0.0 { r3(n / total) } else { 0.0 };
         // The headline figures.
-        let (method, verdict, fig, samples, coverage, harmonics, instrument) = match cycles.get(&r.info.id) {
-            Some(Ok(c)) => {
-                let st = &c.stats;
-                let fig = Figures { mean: Some(st.mean_w), peak: Some(st.peak_w), p1: Some(st.p1_w), p10: Some(st.p10_w), p90: Some(st.p90_w), p99: Some(st.p99_w) };
-                ("composed cycle", None, fig, c.samples as u64, r3(c.coverage), Some(c.harmonics as u32), "buffered_w")
-            }
-            Some(Err(NoCycle::Verdict(v))) => {
-                let mean = energy_means.get(&r.info.id).copied();
-                let fig = Figures { mean, ..Figures::default() };
-                (if mean.is_some() { "energy counter" } else { "none" }, Some(v.clone()), fig, 0, 0.0, None, if mean.is_some() { "energy_mj" } else { instrument })
-            }
-            Some(Err(NoCycle::NotPeriodic)) | None => ("sample and hold", None, raw, n as u64, raw_coverage, None, instrument),
-        };
+        let (method, verdict, fig, samples, coverage, harmonics, instrument) =
+            match cycles.get(&r.info.id) {
+                Some(Ok(c)) => {
+                    let st = &c.stats;
+                    let fig = Figures {
+                        mean: Some(st.mean_w),
+                        peak: Some(st.peak_w),
+                        p1: Some(st.p1_w),
+                        p10: Some(st.p10_w),
+                        p90: Some(st.p90_w),
+                        p99: Some(st.p99_w),
+                    };
+                    (
+                        "composed cycle",
+                        None,
+                        fig,
+                        c.samples as u64,
+                        r3(c.coverage),
+                        Some(c.harmonics as u32),
+                        "buffered_w",
+                    )
+                }
+                Some(Err(NoCycle::Verdict(v))) => {
+                    let mean = energy_means.get(&r.info.id).copied();
+                    let fig = Figures {
+                        mean,
+                        ..Figures::default()
+                    };
+                    (
+                        if mean.is_some() {
+                            "energy counter"
+                        } else {
+                            "none"
+                        },
+                        Some(v.clone()),
+                        fig,
+                        0,
+                        0.0,
+                        None,
+                        if mean.is_some() {
+                            "energy_mj"
+                        } else {
+                            instrument
+                        },
+                    )
+                }
+                Some(Err(NoCycle::NotPeriodic)) | None => (
+                    "sample and hold",
+                    None,
+                    raw,
+                    n as u64,
+                    raw_coverage,
+                    None,
+                    instrument,
+                ),
+            };
         let e = edges.get(&r.info.id);
         out.push(RungSummary {
             rung_id: r.info.id,
@@ -294,7 +419,9 @@ pub fn summarize(curve: &NodeCurve, run: &Run, edges: &HashMap<u32, EdgeStats>, 
             barrier_ok: r.barrier_ok,
             edges_verdict: match e {
                 Some(e) => e.verdict(edge_tol.0, edge_tol.1),
-                None if r.info.kind == "duty" && r.barrier_ok.is_some() => Some("no edges recorded for this rung: its timing is unverified".into()),
+                None if r.info.kind == "duty" && r.barrier_ok.is_some() => {
+                    Some("no edges recorded for this rung: its timing is unverified".into())
+                }
                 None => None,
             },
             window_coverage: None,
@@ -366,7 +493,11 @@ pub struct RepeatStats {
 type GroupKey = (String, String, Option<i64>);
 
 fn group_key(r: &RungSummary) -> GroupKey {
-    (r.phase.clone(), r.mode.clone(), r.nominal_period_ms.map(|p| (p * 1000.0).round() as i64))
+    (
+        r.phase.clone(),
+        r.mode.clone(),
+        r.nominal_period_ms.map(|p| (p * 1000.0).round() as i64),
+    )
 }
 
 fn groups(rungs: &[RungSummary]) -> Vec<(GroupKey, Vec<&RungSummary>)> {
@@ -489,14 +620,24 @@ pub fn compare_modes(rungs: &[RungSummary]) -> Vec<PhaseCompare> {
         if mode != "in_phase" || a[0].kind != "duty" || period.is_none() {
             continue;
         }
-        let Some((_, b)) = gs.iter().find(|((ph, m, p), _)| ph == phase && m == "staggered" && p == period) else { continue };
+        let Some((_, b)) = gs
+            .iter()
+            .find(|((ph, m, p), _)| ph == phase && m == "staggered" && p == period)
+        else {
+            continue;
+        };
         // Means of each side (None without a value) and the difference.
         let cmp = |f: fn(&RungSummary) -> Option<f64>| {
             let (xa, xb) = (pick(a, f), pick(b, f));
             let mean = |x: &[f64]| (!x.is_empty()).then(|| r3(mean_sd_ci(x).0));
             let (d, ci) = welch_difference(&xa, &xb);
             let both = !xa.is_empty() && !xb.is_empty();
-            (mean(&xa), mean(&xb), both.then(|| r3(d)), ci.filter(|_| both).map(r3))
+            (
+                mean(&xa),
+                mean(&xb),
+                both.then(|| r3(d)),
+                ci.filter(|_| both).map(r3),
+            )
         };
         let (ma, mb, md, mci) = cmp(|r| r.mean_w);
         let (pa, pb, pd, pci) = cmp(|r| r.peak_w);
@@ -508,7 +649,11 @@ pub fn compare_modes(rungs: &[RungSummary]) -> Vec<PhaseCompare> {
             period_ms: a[0].nominal_period_ms.unwrap_or(0.0),
             achieved_period_ms: a[0].period_ms.unwrap_or(0.0),
             duty: a[0].duty,
-            n: format!("{}/{}", pick(a, |r| r.spread_w).len(), pick(b, |r| r.spread_w).len()),
+            n: format!(
+                "{}/{}",
+                pick(a, |r| r.spread_w).len(),
+                pick(b, |r| r.spread_w).len()
+            ),
             in_phase_mean_w: ma,
             staggered_mean_w: mb,
             delta_mean_w: md,
@@ -533,21 +678,34 @@ pub fn compare_modes(rungs: &[RungSummary]) -> Vec<PhaseCompare> {
 }
 
 pub(crate) fn write_csv<T: Serialize>(rows: &[T], path: &Path) -> Result<(), CollateError> {
-    let mut w = csv::Writer::from_path(path).map_err(|e| CollateError::io(path, std::io::Error::other(e)))?;
+    let mut w = csv::Writer::from_path(path)
+        .map_err(|e| CollateError::io(path, std::io::Error::other(e)))?;
     for r in rows {
-        w.serialize(r).map_err(|e| CollateError::io(path, std::io::Error::other(e)))?;
+        w.serialize(r)
+            .map_err(|e| CollateError::io(path, std::io::Error::other(e)))?;
     }
     w.flush().map_err(|e| CollateError::io(path, e))
 }
 
 /// Writes summary, repeat and comparison tables as CSV and JSON.
-pub fn write_tables(rungs: &[RungSummary], repeats: &[RepeatStats], compare: &[PhaseCompare], dir: &Path) -> Result<Vec<PathBuf>, CollateError> {
+pub fn write_tables(
+    rungs: &[RungSummary],
+    repeats: &[RepeatStats],
+    compare: &[PhaseCompare],
+    dir: &Path,
+) -> Result<Vec<PathBuf>, CollateError> {
     let mut files = Vec::new();
-    let paths = [dir.join("summary.csv"), dir.join("repeats.csv"), dir.join("in_phase_vs_staggered.csv"), dir.join("summary.json")];
+    let paths = [
+        dir.join("summary.csv"),
+        dir.join("repeats.csv"),
+        dir.join("in_phase_vs_staggered.csv"),
+        dir.join("summary.json"),
+    ];
     write_csv(rungs, &paths[0])?;
     write_csv(repeats, &paths[1])?;
     write_csv(compare, &paths[2])?;
-    let json = serde_json::json!({ "rungs": rungs, "repeats": repeats, "in_phase_vs_staggered": compare });
+    let json =
+        serde_json::json!({ "rungs": rungs, "repeats": repeats, "in_phase_vs_staggered": compare });
     let text = serde_json::to_string_pretty(&json).unwrap_or_default();
     std::fs::write(&paths[3], text + "\n").map_err(|e| CollateError::io(&paths[3], e))?;
     files.extend(paths);

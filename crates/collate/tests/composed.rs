@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test that unwraps reports its failure by panicking
 //! The composed node cycle against a known true waveform, with sample
 //! clocks like the H200's: every GPU on its own phase of a 20 ms grid,
 //! readings jittered by ±3 ms now and then, readings dropped on every GPU
@@ -20,9 +21,20 @@ const STEP: i64 = 100_000;
 
 /// One GPU's true power at 0.1 ms over the run: a square wave between
 /// `idle` and `on` W with first-order rise and fall, starting at `offset`.
-fn truth(len: usize, period: i64, offset: i64, idle: f64, on: f64, tau_rise_ms: f64, tau_fall_ms: f64) -> Vec<f64> {
+fn truth(
+    len: usize,
+    period: i64,
+    offset: i64,
+    idle: f64,
+    on: f64,
+    tau_rise_ms: f64,
+    tau_fall_ms: f64,
+) -> Vec<f64> {
     let mut p = idle;
-    let (ar, af) = (1.0 - (-0.1 / tau_rise_ms).exp(), 1.0 - (-0.1 / tau_fall_ms).exp());
+    let (ar, af) = (
+        1.0 - (-0.1 / tau_rise_ms).exp(),
+        1.0 - (-0.1 / tau_fall_ms).exp(),
+    );
     (0..len)
         .map(|k| {
             let t = k as i64 * STEP;
@@ -53,11 +65,33 @@ fn write_case(root: &std::path::Path, c: &Case) -> (std::path::PathBuf, Vec<f64>
     let (from, to) = (epoch + 1_000 * MS, epoch + 8_000 * MS);
     let keys: Vec<String> = (0..n).map(|i| format!("gpu{i}")).collect();
     let dir = RunDir::create(root, "composed", "node", T0).unwrap();
-    common::manifest("composed", &keys, T0, T0 + dur_ms * MS).write(&dir.manifest()).unwrap();
+    common::manifest("composed", &keys, T0, T0 + dur_ms * MS)
+        .write(&dir.manifest())
+        .unwrap();
     let mut ev = EventLog::create(&dir.events()).unwrap();
     let period_ms = c.period as f64 / 1e6;
-    let rung = RungInfo { id: 0, label: "d".into(), phase: "d".into(), kind: "duty".into(), mode: "staggered".into(), period_ms: Some(period_ms), nominal_period_ms: None, duty: 0.5, repeat: 1, repeats: 1 };
-    ev.append(&RunEvent::RungStarted { ts_ns: T0, rung, epoch_ns: T0 + epoch, measure_from_ns: T0 + from, end_ns: T0 + to, offsets_ns: c.offsets.clone(), gpus: keys.clone() }).unwrap();
+    let rung = RungInfo {
+        id: 0,
+        label: "d".into(),
+        phase: "d".into(),
+        kind: "duty".into(),
+        mode: "staggered".into(),
+        period_ms: Some(period_ms),
+        nominal_period_ms: None,
+        duty: 0.5,
+        repeat: 1,
+        repeats: 1,
+    };
+    ev.append(&RunEvent::RungStarted {
+        ts_ns: T0,
+        rung,
+        epoch_ns: T0 + epoch,
+        measure_from_ns: T0 + from,
+        end_ns: T0 + to,
+        offsets_ns: c.offsets.clone(),
+        gpus: keys.clone(),
+    })
+    .unwrap();
     let mut edges = EdgeWriter::create(&dir.edges()).unwrap();
     let mut rng = c.seed;
     let mut next = move || {
@@ -67,7 +101,9 @@ fn write_case(root: &std::path::Path, c: &Case) -> (std::path::PathBuf, Vec<f64>
         (rng >> 11) as f64 / (1u64 << 53) as f64
     };
     // Node-wide dropped readings: about one a second.
-    let drops: Vec<i64> = (0..dur_ms / 1000).map(|s| s * 1000 * MS + (next() * 1e9) as i64).collect();
+    let drops: Vec<i64> = (0..dur_ms / 1000)
+        .map(|s| s * 1000 * MS + (next() * 1e9) as i64)
+        .collect();
     let mut node = vec![0.0; len];
     for (i, key) in keys.iter().enumerate() {
         let (tr, tf) = c.taus[i];
@@ -80,7 +116,13 @@ fn write_case(root: &std::path::Path, c: &Case) -> (std::path::PathBuf, Vec<f64>
         let mut g = c.phases[i];
         while g + 30 * MS < dur_ms * MS {
             let u = next();
-            let jitter = if u < 0.64 { 0 } else if u < 0.82 { -3 * MS } else { 3 * MS };
+            let jitter = if u < 0.64 {
+                0
+            } else if u < 0.82 {
+                -3 * MS
+            } else {
+                3 * MS
+            };
             let t = g + jitter;
             g += 20 * MS;
             if drops.iter().any(|d| *d <= t && t - *d < 20 * MS) {
@@ -94,22 +136,39 @@ fn write_case(root: &std::path::Path, c: &Case) -> (std::path::PathBuf, Vec<f64>
                 continue;
             }
             let value = w[a..b].iter().sum::<f64>() / (b - a) as f64;
-            samples.push(Sample { ts_ns: T0 + t, instrument: Instrument::BufferedW, value });
+            samples.push(Sample {
+                ts_ns: T0 + t,
+                instrument: Instrument::BufferedW,
+                value,
+            });
         }
         let mut raw = RawWriter::create(&dir.raw_dir(), "node", key, T0).unwrap();
         raw.write(&samples).unwrap();
         raw.flush(0).unwrap();
         // The recorded edges: every rise and fall of the window, a few µs late.
-        let mut recs = vec![EdgeRecord { index: 0, kind: EdgeKind::Start, intended_ns: T0 + epoch, achieved_ns: T0 + epoch + 2_000 }];
+        let mut recs = vec![EdgeRecord {
+            index: 0,
+            kind: EdgeKind::Start,
+            intended_ns: T0 + epoch,
+            achieved_ns: T0 + epoch + 2_000,
+        }];
         let mut k = 0;
         loop {
             let rise = epoch + c.offsets[i] + k * c.period;
             if rise >= dur_ms * MS {
                 break;
             }
-            for (kind, t) in [(EdgeKind::Rise, rise), (EdgeKind::Fall, rise + c.period / 2)] {
+            for (kind, t) in [
+                (EdgeKind::Rise, rise),
+                (EdgeKind::Fall, rise + c.period / 2),
+            ] {
                 if t > epoch && t < epoch + 8_000 * MS {
-                    recs.push(EdgeRecord { index: recs.len() as u32, kind, intended_ns: T0 + t, achieved_ns: T0 + t + (next() * 5_000.0) as i64 });
+                    recs.push(EdgeRecord {
+                        index: recs.len() as u32,
+                        kind,
+                        intended_ns: T0 + t,
+                        achieved_ns: T0 + t + (next() * 5_000.0) as i64,
+                    });
                 }
             }
             k += 1;
@@ -118,7 +177,14 @@ fn write_case(root: &std::path::Path, c: &Case) -> (std::path::PathBuf, Vec<f64>
     }
     // The true node at 1 ms over the measured window.
     let per_ms = (MS / STEP) as usize;
-    let window: Vec<f64> = (from / MS..to / MS).map(|ms| node[ms as usize * per_ms..(ms as usize + 1) * per_ms].iter().sum::<f64>() / per_ms as f64).collect();
+    let window: Vec<f64> = (from / MS..to / MS)
+        .map(|ms| {
+            node[ms as usize * per_ms..(ms as usize + 1) * per_ms]
+                .iter()
+                .sum::<f64>()
+                / per_ms as f64
+        })
+        .collect();
     (dir.path, window)
 }
 
@@ -130,12 +196,37 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
 
 fn case() -> impl Strategy<Value = Case> {
     // The periods the planner runs for these requests over a 7 s window.
-    let detuned = |ms: f64| (powerlab_campaign::detune::detuned_period_ms(ms, 7000.0) * 1e6).round() as i64;
-    let periods: Vec<i64> = [2000.0, 500.0, 200.0, 100.0, 50.0].into_iter().map(detuned).collect();
-    (2usize..6, proptest::sample::select(periods), any::<bool>(), any::<u64>()).prop_flat_map(|(n, period, in_phase, seed)| {
-        let offsets = if in_phase { Just(vec![0i64; n]).boxed() } else { proptest::collection::vec(0..period, n).boxed() };
-        (offsets, proptest::collection::vec(0..20 * MS, n), proptest::collection::vec((5.0f64..15.0, 5.0f64..15.0), n)).prop_map(move |(offsets, phases, taus)| Case { period, offsets, phases, taus, seed: seed | 1 })
-    })
+    let detuned =
+        |ms: f64| (powerlab_campaign::detune::detuned_period_ms(ms, 7000.0) * 1e6).round() as i64;
+    let periods: Vec<i64> = [2000.0, 500.0, 200.0, 100.0, 50.0]
+        .into_iter()
+        .map(detuned)
+        .collect();
+    (
+        2usize..6,
+        proptest::sample::select(periods),
+        any::<bool>(),
+        any::<u64>(),
+    )
+        .prop_flat_map(|(n, period, in_phase, seed)| {
+            let offsets = if in_phase {
+                Just(vec![0i64; n]).boxed()
+            } else {
+                proptest::collection::vec(0..period, n).boxed()
+            };
+            (
+                offsets,
+                proptest::collection::vec(0..20 * MS, n),
+                proptest::collection::vec((5.0f64..15.0, 5.0f64..15.0), n),
+            )
+                .prop_map(move |(offsets, phases, taus)| Case {
+                    period,
+                    offsets,
+                    phases,
+                    taus,
+                    seed: seed | 1,
+                })
+        })
 }
 
 proptest! {

@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test that unwraps reports its failure by panicking
 //! Properties of the collator's sample-and-hold node curve (the raw
 //! "what NVML sampled" figures) on synthetic run directories: GPU order
 //! does not change node sums, splitting a raw file changes nothing, and the
@@ -22,7 +23,18 @@ fn series(base: f64, amp: f64, period_ms: i64, phase_ms: i64) -> Vec<Sample> {
             let t = T0 + k * 20 * MS;
             let on = ((k * 20 + phase_ms) % period_ms) < period_ms / 2;
             let w = base + if on { amp } else { 0.0 };
-            [Sample { ts_ns: t, instrument: Instrument::BufferedW, value: w }, Sample { ts_ns: t + MS, instrument: Instrument::InstantW, value: w }]
+            [
+                Sample {
+                    ts_ns: t,
+                    instrument: Instrument::BufferedW,
+                    value: w,
+                },
+                Sample {
+                    ts_ns: t + MS,
+                    instrument: Instrument::InstantW,
+                    value: w,
+                },
+            ]
         })
         .collect()
 }
@@ -33,8 +45,28 @@ fn write_run(root: &Path, gpus: &[(String, Vec<Sample>)], split: bool) -> std::p
     let m = common::manifest("prop", &keys, T0, T0 + 3_000 * MS);
     m.write(&dir.manifest()).unwrap();
     let mut ev = EventLog::create(&dir.events()).unwrap();
-    let rung = RungInfo { id: 0, label: "d".into(), phase: "d".into(), kind: "duty".into(), mode: "in_phase".into(), period_ms: Some(200.0), nominal_period_ms: None, duty: 0.5, repeat: 1, repeats: 1 };
-    ev.append(&RunEvent::RungStarted { ts_ns: T0, rung, epoch_ns: T0 + 200 * MS, measure_from_ns: T0 + 200 * MS, end_ns: T0 + 2_800 * MS, offsets_ns: vec![0; gpus.len()], gpus: gpus.iter().map(|g| g.0.clone()).collect() }).unwrap();
+    let rung = RungInfo {
+        id: 0,
+        label: "d".into(),
+        phase: "d".into(),
+        kind: "duty".into(),
+        mode: "in_phase".into(),
+        period_ms: Some(200.0),
+        nominal_period_ms: None,
+        duty: 0.5,
+        repeat: 1,
+        repeats: 1,
+    };
+    ev.append(&RunEvent::RungStarted {
+        ts_ns: T0,
+        rung,
+        epoch_ns: T0 + 200 * MS,
+        measure_from_ns: T0 + 200 * MS,
+        end_ns: T0 + 2_800 * MS,
+        offsets_ns: vec![0; gpus.len()],
+        gpus: gpus.iter().map(|g| g.0.clone()).collect(),
+    })
+    .unwrap();
     for (key, samples) in gpus {
         if split {
             let half = samples.len() / 2;
@@ -45,7 +77,12 @@ fn write_run(root: &Path, gpus: &[(String, Vec<Sample>)], split: bool) -> std::p
             let path = dir.raw_dir().join(format!("{key}-part2.csv"));
             let mut text = String::from("ts_ns,node,gpu,instrument,value\n");
             for s in &samples[half..] {
-                text.push_str(&format!("{},node,{key},{},{}\n", s.ts_ns, s.instrument.as_str(), powerlab_rundir::raw::fmt_value(s.value)));
+                text.push_str(&format!(
+                    "{},node,{key},{},{}\n",
+                    s.ts_ns,
+                    s.instrument.as_str(),
+                    powerlab_rundir::raw::fmt_value(s.value)
+                ));
             }
             std::fs::write(path, text).unwrap();
         } else {
@@ -61,8 +98,18 @@ fn node_stats(dir: &Path) -> (f64, f64, f64) {
     let out = powerlab_collate::collate(dir).unwrap();
     let r = &out.rungs[0];
     // No edges were recorded: the cycle cannot be folded, and says so.
-    assert!(r.spread_w.is_none() && r.verdict.as_deref().is_some_and(|v| v.contains("0 rising edges recorded")), "{r:?}");
-    (r.raw_mean_w.unwrap(), r.raw_peak_w.unwrap(), r.raw_spread_w.unwrap())
+    assert!(
+        r.spread_w.is_none()
+            && r.verdict
+                .as_deref()
+                .is_some_and(|v| v.contains("0 rising edges recorded")),
+        "{r:?}"
+    );
+    (
+        r.raw_mean_w.unwrap(),
+        r.raw_peak_w.unwrap(),
+        r.raw_spread_w.unwrap(),
+    )
 }
 
 proptest! {
@@ -97,7 +144,9 @@ proptest! {
 
 #[test]
 fn archived_runs_with_gzipped_raw_files_collate_the_same() {
-    let gpus: Vec<(String, Vec<Sample>)> = (0..2).map(|i| (format!("gpu{i}"), series(100.0, 500.0, 200, 40 * i))).collect();
+    let gpus: Vec<(String, Vec<Sample>)> = (0..2)
+        .map(|i| (format!("gpu{i}"), series(100.0, 500.0, 200, 40 * i)))
+        .collect();
     let tmp = tempfile::tempdir().unwrap();
     let dir = write_run(tmp.path(), &gpus, false);
     let plain = node_stats(&dir);
@@ -111,7 +160,11 @@ fn archived_runs_with_gzipped_raw_files_collate_the_same() {
     }
     assert_eq!(node_stats(&dir), plain);
     // A file that only pretends to be gzip is refused by name.
-    std::fs::write(dir.join("raw/gpu0.csv.gz"), b"ts_ns,node,gpu,instrument,value\n").unwrap();
+    std::fs::write(
+        dir.join("raw/gpu0.csv.gz"),
+        b"ts_ns,node,gpu,instrument,value\n",
+    )
+    .unwrap();
     let e = powerlab_collate::collate(&dir).unwrap_err().to_string();
     assert!(e.contains("gpu0.csv.gz") && e.contains("gzip"), "{e}");
 }

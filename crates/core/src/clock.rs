@@ -27,13 +27,21 @@ impl RunClock {
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_nanos() as i64)
             .unwrap_or(0);
-        RunClock { anchor_epoch_ns, anchor_instant, virtual_time: false }
+        RunClock {
+            anchor_epoch_ns,
+            anchor_instant,
+            virtual_time: false,
+        }
     }
 
     /// Anchors a clock at a chosen epoch (virtual time for the simulated node).
     /// With a paused tokio runtime, time only moves when every task waits.
     pub fn virtual_at(anchor_epoch_ns: EpochNs) -> Self {
-        RunClock { anchor_epoch_ns, anchor_instant: Instant::now(), virtual_time: true }
+        RunClock {
+            anchor_epoch_ns,
+            anchor_instant: Instant::now(),
+            virtual_time: true,
+        }
     }
 
     /// Current time on the run clock.

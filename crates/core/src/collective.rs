@@ -20,7 +20,12 @@ pub enum Collective {
 
 impl Collective {
     /// Every collective, in report order.
-    pub const ALL: [Collective; 4] = [Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter, Collective::Broadcast];
+    pub const ALL: [Collective; 4] = [
+        Collective::AllReduce,
+        Collective::AllGather,
+        Collective::ReduceScatter,
+        Collective::Broadcast,
+    ];
 
     /// Name used in campaign files and raw files.
     pub fn as_str(self) -> &'static str {
@@ -121,7 +126,11 @@ impl CollectiveTiming {
     /// Algorithm bandwidth, GB/s (10^9 bytes per second).
     pub fn algbw_gbs(&self) -> f64 {
         let t = self.time_us();
-        if t > 0.0 { self.bytes as f64 / (t * 1e3) } else { 0.0 }
+        if t > 0.0 {
+            self.bytes as f64 / (t * 1e3)
+        } else {
+            0.0
+        }
     }
     /// Bus bandwidth, GB/s.
     pub fn busbw_gbs(&self) -> f64 {
@@ -144,7 +153,14 @@ mod tests {
 
     #[test]
     fn bandwidth_of_one_gib_in_ten_ms() {
-        let t = CollectiveTiming { collective: Collective::AllReduce, bytes: 1 << 30, ranks: 8, iterations: 20, elapsed_ns: 200_000_000, ended_ns: 0 };
+        let t = CollectiveTiming {
+            collective: Collective::AllReduce,
+            bytes: 1 << 30,
+            ranks: 8,
+            iterations: 20,
+            elapsed_ns: 200_000_000,
+            ended_ns: 0,
+        };
         assert!((t.time_us() - 10_000.0).abs() < 1e-9);
         assert!((t.algbw_gbs() - 107.374_182_4).abs() < 1e-6);
         assert!((t.busbw_gbs() - 107.374_182_4 * 1.75).abs() < 1e-6);
@@ -152,9 +168,18 @@ mod tests {
 
     #[test]
     fn buffers_split_across_ranks() {
-        assert_eq!(Collective::AllReduce.buffers(1 << 20, 8), (1 << 18, 1 << 18, 1 << 20));
-        assert_eq!(Collective::AllGather.buffers(1 << 20, 8), (1 << 15, 1 << 18, 1 << 20));
-        assert_eq!(Collective::ReduceScatter.buffers(1 << 20, 8), (1 << 18, 1 << 15, 1 << 20));
+        assert_eq!(
+            Collective::AllReduce.buffers(1 << 20, 8),
+            (1 << 18, 1 << 18, 1 << 20)
+        );
+        assert_eq!(
+            Collective::AllGather.buffers(1 << 20, 8),
+            (1 << 15, 1 << 18, 1 << 20)
+        );
+        assert_eq!(
+            Collective::ReduceScatter.buffers(1 << 20, 8),
+            (1 << 18, 1 << 15, 1 << 20)
+        );
         // Too small to split: one element per rank, and the size says so.
         assert_eq!(Collective::AllGather.buffers(8, 8), (1, 8, 32));
     }

@@ -127,7 +127,11 @@ impl DeviceClock {
     /// Drift of the offset over the rung, µs per s (ppm).
     pub fn drift_ppm(&self) -> f64 {
         let span = (self.end_ns - self.begin_ns) as f64;
-        if span <= 0.0 { 0.0 } else { (self.offset_end_ns - self.offset_begin_ns) as f64 / span * 1e6 }
+        if span <= 0.0 {
+            0.0
+        } else {
+            (self.offset_end_ns - self.offset_begin_ns) as f64 / span * 1e6
+        }
     }
 }
 
@@ -175,7 +179,11 @@ pub trait Gpu: Send {
     /// and keeps running it until the next `run` or `stop`, so waiting at
     /// the barrier never undoes the warm-up. With `None` (an idle rung) the
     /// GPU stays idle.
-    async fn prepare(&mut self, warmup_ns: i64, warm_load: Option<crate::shape::LoadKind>) -> Result<Readiness, HwError>;
+    async fn prepare(
+        &mut self,
+        warmup_ns: i64,
+        warm_load: Option<crate::shape::LoadKind>,
+    ) -> Result<Readiness, HwError>;
     /// Executes the schedule, returning achieved edge times. Returns at the
     /// window end with the GPU idle.
     async fn run(&mut self, schedule: &GpuSchedule) -> Result<RungOutcome, HwError>;

@@ -16,9 +16,9 @@ pub mod units;
 pub use clock::RunClock;
 pub use collective::{Collective, CollectiveTiming, FabricSpec, SweepSpec};
 pub use hw::{
-    Backend, BackendInfo, Capability, DeviceEvent, Gpu, GpuIdentity, HwError, NodeHandles,
-    PowerSource, Readiness, RungOutcome, GpuSchedule, EdgeRecord,
+    Backend, BackendInfo, Capability, DeviceEvent, EdgeRecord, Gpu, GpuIdentity, GpuSchedule,
+    HwError, NodeHandles, PowerSource, Readiness, RungOutcome,
 };
 pub use sample::{Instrument, Sample};
 pub use shape::LoadShape;
-pub use units::{EpochNs, Watts, NS_PER_MS, NS_PER_S, NS_PER_US};
+pub use units::{EpochNs, NS_PER_MS, NS_PER_S, NS_PER_US, Watts};

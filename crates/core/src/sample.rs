@@ -79,7 +79,10 @@ impl Instrument {
 
     /// Whether this instrument measures power in watts.
     pub fn is_power(self) -> bool {
-        matches!(self, Instrument::BufferedW | Instrument::InstantW | Instrument::AverageW)
+        matches!(
+            self,
+            Instrument::BufferedW | Instrument::InstantW | Instrument::AverageW
+        )
     }
 }
 
@@ -138,7 +141,10 @@ impl ClockEventBits {
     pub fn names(self) -> Vec<&'static str> {
         let table = [
             (Self::GPU_IDLE, "gpu_idle"),
-            (Self::APPLICATIONS_CLOCKS_SETTING, "applications_clocks_setting"),
+            (
+                Self::APPLICATIONS_CLOCKS_SETTING,
+                "applications_clocks_setting",
+            ),
             (Self::SW_POWER_CAP, "sw_power_cap"),
             (Self::HW_SLOWDOWN, "hw_slowdown"),
             (Self::SYNC_BOOST, "sync_boost"),
@@ -147,7 +153,11 @@ impl ClockEventBits {
             (Self::HW_POWER_BRAKE_SLOWDOWN, "hw_power_brake_slowdown"),
             (Self::DISPLAY_CLOCK_SETTING, "display_clock_setting"),
         ];
-        table.iter().filter(|(bit, _)| self.contains(*bit)).map(|(_, n)| *n).collect()
+        table
+            .iter()
+            .filter(|(bit, _)| self.contains(*bit))
+            .map(|(_, n)| *n)
+            .collect()
     }
 }
 
@@ -165,7 +175,8 @@ mod tests {
 
     #[test]
     fn combined_clock_events_are_all_seen() {
-        let bits = ClockEventBits(ClockEventBits::SW_POWER_CAP | ClockEventBits::HW_THERMAL_SLOWDOWN);
+        let bits =
+            ClockEventBits(ClockEventBits::SW_POWER_CAP | ClockEventBits::HW_THERMAL_SLOWDOWN);
         assert!(bits.contains(ClockEventBits::SW_POWER_CAP));
         assert!(bits.any_hw_slowdown());
         assert_eq!(bits.names(), vec!["sw_power_cap", "hw_thermal_slowdown"]);

@@ -95,7 +95,13 @@ impl LoadShape {
         }
     }
 
-    fn on_ns_of_cycle(period_ns: i64, duty: f64, ramp_ns: i64, window_start: EpochNs, cycle_start: EpochNs) -> i64 {
+    fn on_ns_of_cycle(
+        period_ns: i64,
+        duty: f64,
+        ramp_ns: i64,
+        window_start: EpochNs,
+        cycle_start: EpochNs,
+    ) -> i64 {
         let ramp_fraction = if ramp_ns <= 0 {
             1.0
         } else {
@@ -109,10 +115,17 @@ impl LoadShape {
         match self {
             LoadShape::Idle => false,
             LoadShape::Constant { .. } | LoadShape::Sweep { .. } | LoadShape::Fabric { .. } => true,
-            LoadShape::Square { period_ns, duty, origin_ns, ramp_ns, .. } => {
+            LoadShape::Square {
+                period_ns,
+                duty,
+                origin_ns,
+                ramp_ns,
+                ..
+            } => {
                 let k = (t - origin_ns).div_euclid(*period_ns);
                 let cycle_start = origin_ns + k * period_ns;
-                let on = Self::on_ns_of_cycle(*period_ns, *duty, *ramp_ns, window_start, cycle_start);
+                let on =
+                    Self::on_ns_of_cycle(*period_ns, *duty, *ramp_ns, window_start, cycle_start);
                 t - cycle_start < on
             }
         }
@@ -122,7 +135,14 @@ impl LoadShape {
     /// each rise and fall in time order.
     pub fn edges(&self, start: EpochNs, end: EpochNs) -> Vec<(EdgeKind, EpochNs)> {
         let mut out = vec![(EdgeKind::Start, start)];
-        if let LoadShape::Square { period_ns, duty, origin_ns, ramp_ns, .. } = self {
+        if let LoadShape::Square {
+            period_ns,
+            duty,
+            origin_ns,
+            ramp_ns,
+            ..
+        } = self
+        {
             let period = *period_ns;
             let mut k = (start - origin_ns).div_euclid(period);
             loop {
@@ -155,7 +175,13 @@ mod tests {
     use super::*;
 
     fn square(period: i64, duty: f64, origin: i64, ramp: i64) -> LoadShape {
-        LoadShape::Square { load: LoadKind::Virus, period_ns: period, duty, origin_ns: origin, ramp_ns: ramp }
+        LoadShape::Square {
+            load: LoadKind::Virus,
+            period_ns: period,
+            duty,
+            origin_ns: origin,
+            ramp_ns: ramp,
+        }
     }
 
     #[test]
@@ -164,8 +190,16 @@ mod tests {
         let e = s.edges(1000, 1500);
         assert_eq!(e[0], (EdgeKind::Start, 1000));
         // cycles at 1000,1100,..,1400: the first rise coincides with start.
-        let rises: Vec<_> = e.iter().filter(|x| x.0 == EdgeKind::Rise).map(|x| x.1).collect();
-        let falls: Vec<_> = e.iter().filter(|x| x.0 == EdgeKind::Fall).map(|x| x.1).collect();
+        let rises: Vec<_> = e
+            .iter()
+            .filter(|x| x.0 == EdgeKind::Rise)
+            .map(|x| x.1)
+            .collect();
+        let falls: Vec<_> = e
+            .iter()
+            .filter(|x| x.0 == EdgeKind::Fall)
+            .map(|x| x.1)
+            .collect();
         assert_eq!(rises, vec![1100, 1200, 1300, 1400]);
         assert_eq!(falls, vec![1030, 1130, 1230, 1330, 1430]);
         for &(kind, t) in &e[1..] {

@@ -25,16 +25,18 @@ mod nccl;
 pub use nccl::NcclRank;
 
 use crate::kernels;
-use cudarc::cublas::{sys::cublasOperation_t, CudaBlas, Gemm, GemmConfig};
-use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, sys::cublasOperation_t};
+use cudarc::driver::{
+    CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
+};
 use half::{bf16, f16};
+use powerlab_core::RunClock;
 use powerlab_core::hw::{DeviceClock, EdgeRecord, GpuSchedule, HwError, Readiness, RungOutcome};
 use powerlab_core::shape::{EdgeKind, LoadKind, LoadShape};
-use powerlab_core::RunClock;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::{Arc, mpsc};
 use std::time::Duration;
 use tokio::sync::oneshot;
 
@@ -145,8 +147,16 @@ const DRIFT_SPAN_NS: i64 = 30_000_000_000;
 
 /// GEMM operands, in the configured type.
 enum Operands {
-    Fp16 { a: CudaSlice<f16>, b: CudaSlice<f16>, c: CudaSlice<f16> },
-    Bf16 { a: CudaSlice<bf16>, b: CudaSlice<bf16>, c: CudaSlice<bf16> },
+    Fp16 {
+        a: CudaSlice<f16>,
+        b: CudaSlice<f16>,
+        c: CudaSlice<f16>,
+    },
+    Bf16 {
+        a: CudaSlice<bf16>,
+        b: CudaSlice<bf16>,
+        c: CudaSlice<bf16>,
+    },
 }
 
 struct Work {
@@ -202,7 +212,10 @@ struct Queued {
 }
 
 fn dev_err(gpu: &str, what: &str, e: impl std::fmt::Debug) -> HwError {
-    HwError::DeviceFailed { gpu: gpu.to_string(), detail: format!("{what}: {e:?}") }
+    HwError::DeviceFailed {
+        gpu: gpu.to_string(),
+        detail: format!("{what}: {e:?}"),
+    }
 }
 
 fn random_f32(n: usize, seed: u64) -> impl Iterator<Item = f32> {
@@ -218,7 +231,12 @@ fn random_f32(n: usize, seed: u64) -> impl Iterator<Item = f32> {
 
 /// Random n×n inputs and a zeroed output on the device.
 #[allow(clippy::type_complexity)]
-fn operands<T>(stream: &Arc<CudaStream>, n: usize, seed: u64, conv: fn(f32) -> T) -> Result<(CudaSlice<T>, CudaSlice<T>, CudaSlice<T>), cudarc::driver::DriverError>
+fn operands<T>(
+    stream: &Arc<CudaStream>,
+    n: usize,
+    seed: u64,
+    conv: fn(f32) -> T,
+) -> Result<(CudaSlice<T>, CudaSlice<T>, CudaSlice<T>), cudarc::driver::DriverError>
 where
     T: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits,
 {
@@ -229,7 +247,12 @@ where
 }
 
 impl Engine {
-    fn new(clock: RunClock, cfg: EngineConfig, gpu: String, stop: Arc<AtomicBool>) -> Result<Engine, HwError> {
+    fn new(
+        clock: RunClock,
+        cfg: EngineConfig,
+        gpu: String,
+        stop: Arc<AtomicBool>,
+    ) -> Result<Engine, HwError> {
         let e = |w: &str| {
             let gpu = gpu.clone();
             let w = w.to_string();
@@ -244,20 +267,38 @@ impl Engine {
         let (major, minor) = ctx.compute_capability().map_err(e("compute capability"))?;
         let ptx = kernels::compile(kernels::arch_for(major, minor)?)?;
         let module = ctx.load_module(ptx).map_err(e("loading kernels"))?;
-        let f = |name: &str| module.load_function(name).map_err(|er| dev_err(&gpu, &format!("kernel {name}"), er));
-        let (spin, stamp, burn, hbm, mma, fill) = (f("spin_until")?, f("stamp")?, f("burn_until")?, f("hbm_stream")?, f("mma_regs")?, f("fill_random")?);
+        let f = |name: &str| {
+            module
+                .load_function(name)
+                .map_err(|er| dev_err(&gpu, &format!("kernel {name}"), er))
+        };
+        let (spin, stamp, burn, hbm, mma, fill) = (
+            f("spin_until")?,
+            f("stamp")?,
+            f("burn_until")?,
+            f("hbm_stream")?,
+            f("mma_regs")?,
+            f("fill_random")?,
+        );
         let stream = ctx.new_stream().map_err(e("stream"))?;
         let side = ctx.new_stream().map_err(e("side stream"))?;
-        let blas = CudaBlas::new(stream.clone()).map_err(|er| dev_err(&gpu, "cuBLAS handle", er))?;
-        let sms = ctx.attribute(cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT).map_err(e("SM count"))? as u32;
+        let blas =
+            CudaBlas::new(stream.clone()).map_err(|er| dev_err(&gpu, "cuBLAS handle", er))?;
+        let sms = ctx
+            .attribute(
+                cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+            )
+            .map_err(e("SM count"))? as u32;
         let work = |n: usize, seed: u64| -> Result<Work, HwError> {
             let ops = match cfg.dtype {
                 GemmDtype::Fp16 => {
-                    let (a, b, c) = operands(&stream, n, seed, f16::from_f32).map_err(e("allocating GEMM operands"))?;
+                    let (a, b, c) = operands(&stream, n, seed, f16::from_f32)
+                        .map_err(e("allocating GEMM operands"))?;
                     Operands::Fp16 { a, b, c }
                 }
                 GemmDtype::Bf16 => {
-                    let (a, b, c) = operands(&stream, n, seed, bf16::from_f32).map_err(e("allocating GEMM operands"))?;
+                    let (a, b, c) = operands(&stream, n, seed, bf16::from_f32)
+                        .map_err(e("allocating GEMM operands"))?;
                     Operands::Bf16 { a, b, c }
                 }
             };
@@ -266,14 +307,24 @@ impl Engine {
         let big = work(cfg.big_n, 11)?;
         let chunk = work(cfg.chunk_n, 23)?;
         let hbm_len = 256 * 1024 * 1024; // 1 GiB of f32 each way
-        let hbm_src = stream.alloc_zeros::<f32>(hbm_len).map_err(e("allocating HBM buffers"))?;
-        let hbm_dst = stream.alloc_zeros::<f32>(hbm_len).map_err(e("allocating HBM buffers"))?;
+        let hbm_src = stream
+            .alloc_zeros::<f32>(hbm_len)
+            .map_err(e("allocating HBM buffers"))?;
+        let hbm_dst = stream
+            .alloc_zeros::<f32>(hbm_len)
+            .map_err(e("allocating HBM buffers"))?;
         stream.synchronize().map_err(e("initialising buffers"))?;
-        let mma_out = stream.alloc_zeros::<f32>((sms * 4 * 256) as usize).map_err(e("allocating"))?;
-        let slots = stream.alloc_zeros::<u64>(1024).map_err(e("allocating edge slots"))?;
+        let mma_out = stream
+            .alloc_zeros::<f32>((sms * 4 * 256) as usize)
+            .map_err(e("allocating"))?;
+        let slots = stream
+            .alloc_zeros::<u64>(1024)
+            .map_err(e("allocating edge slots"))?;
         // Clock probes run on their own stream so they never wait behind load.
         let probe_stream = ctx.new_stream().map_err(e("probe stream"))?;
-        let probe_slot = probe_stream.alloc_zeros::<u64>(1).map_err(e("allocating the probe slot"))?;
+        let probe_slot = probe_stream
+            .alloc_zeros::<u64>(1)
+            .map_err(e("allocating the probe slot"))?;
         let mut eng = Engine {
             clock,
             cfg,
@@ -317,8 +368,12 @@ impl Engine {
         self.queued.clear();
         self.last_done = None;
         self.last_launch = None;
-        self.stream.synchronize().map_err(|e| dev_err(&self.gpu, "stream", e))?;
-        self.side.synchronize().map_err(|e| dev_err(&self.gpu, "side stream", e))
+        self.stream
+            .synchronize()
+            .map_err(|e| dev_err(&self.gpu, "stream", e))?;
+        self.side
+            .synchronize()
+            .map_err(|e| dev_err(&self.gpu, "side stream", e))
     }
 
     /// Enqueues one unit of load; returns its expected duration.
@@ -330,18 +385,48 @@ impl Engine {
             (LoadKind::Virus, VirusMode::Mixed) if small => VirusMode::Gemm,
             (LoadKind::Virus, m) => m,
         };
-        let w = if small { &mut self.chunk } else { &mut self.big };
+        let w = if small {
+            &mut self.chunk
+        } else {
+            &mut self.big
+        };
         let gemm = |blas: &CudaBlas, w: &mut Work| -> Result<(), HwError> {
             let n = w.n as i32;
             let op = cublasOperation_t::CUBLAS_OP_N;
             // SAFETY: a, b, c each hold n*n elements, matching m, n, k and the leading dimensions.
             let r = match &mut w.ops {
                 Operands::Fp16 { a, b, c } => {
-                    let cfg = GemmConfig { transa: op, transb: op, m: n, n, k: n, alpha: f16::ONE, lda: n, ldb: n, beta: f16::ZERO, ldc: n };
+                    let cfg = GemmConfig {
+                        transa: op,
+                        transb: op,
+                        m: n,
+                        n,
+                        k: n,
+                        alpha: f16::ONE,
+                        lda: n,
+                        ldb: n,
+                        beta: f16::ZERO,
+                        ldc: n,
+                    };
+                    // SAFETY: a, b and c are n × n device buffers allocated for this
+                    // config on the engine's stream, and cuBLAS is bound to that stream.
                     unsafe { blas.gemm(cfg, &*a, &*b, c) }
                 }
                 Operands::Bf16 { a, b, c } => {
-                    let cfg = GemmConfig { transa: op, transb: op, m: n, n, k: n, alpha: bf16::ONE, lda: n, ldb: n, beta: bf16::ZERO, ldc: n };
+                    let cfg = GemmConfig {
+                        transa: op,
+                        transb: op,
+                        m: n,
+                        n,
+                        k: n,
+                        alpha: bf16::ONE,
+                        lda: n,
+                        ldb: n,
+                        beta: bf16::ZERO,
+                        ldc: n,
+                    };
+                    // SAFETY: a, b and c are n × n device buffers allocated for this
+                    // config on the engine's stream, and cuBLAS is bound to that stream.
                     unsafe { blas.gemm(cfg, &*a, &*b, c) }
                 }
             };
@@ -354,8 +439,16 @@ impl Engine {
                 if mode == VirusMode::Mixed {
                     gemm(&self.blas, w)?;
                 }
-                let cfg = LaunchConfig { grid_dim: (self.sms * 4, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-                let on = if mode == VirusMode::Mixed { &self.side } else { &self.stream };
+                let cfg = LaunchConfig {
+                    grid_dim: (self.sms * 4, 1, 1),
+                    block_dim: (256, 1, 1),
+                    shared_mem_bytes: 0,
+                };
+                let on = if mode == VirusMode::Mixed {
+                    &self.side
+                } else {
+                    &self.stream
+                };
                 if mode == VirusMode::Mma {
                     let iters: i32 = if small { 2000 } else { 40_000 };
                     let mut b = on.launch_builder(&self.mma);
@@ -366,7 +459,10 @@ impl Engine {
                     let n4: u64 = (self.hbm_src.len() / 4) as u64 / if small { 16 } else { 1 };
                     let passes: i32 = 1;
                     let mut b = on.launch_builder(&self.hbm);
-                    b.arg(&self.hbm_src).arg(&mut self.hbm_dst).arg(&n4).arg(&passes);
+                    b.arg(&self.hbm_src)
+                        .arg(&mut self.hbm_dst)
+                        .arg(&n4)
+                        .arg(&passes);
                     // SAFETY: both buffers hold at least n4 float4 elements.
                     unsafe { b.launch(cfg) }.map_err(|e| dev_err(&self.gpu, "HBM kernel", e))?;
                 }
@@ -382,14 +478,23 @@ impl Engine {
             self.launch_unit(small, LoadKind::Virus)?;
         }
         let reps = if small { 40 } else { 6 };
-        let start = self.stream.record_event(timing).map_err(|e| dev_err(&self.gpu, "event", e))?;
+        let start = self
+            .stream
+            .record_event(timing)
+            .map_err(|e| dev_err(&self.gpu, "event", e))?;
         for _ in 0..reps {
             self.launch_unit(small, LoadKind::Virus)?;
         }
-        let end = self.stream.record_event(timing).map_err(|e| dev_err(&self.gpu, "event", e))?;
-        end.synchronize().map_err(|e| dev_err(&self.gpu, "event", e))?;
+        let end = self
+            .stream
+            .record_event(timing)
+            .map_err(|e| dev_err(&self.gpu, "event", e))?;
+        end.synchronize()
+            .map_err(|e| dev_err(&self.gpu, "event", e))?;
         self.sync()?;
-        let ms = start.elapsed_ms(&end).map_err(|e| dev_err(&self.gpu, "event timing", e))?;
+        let ms = start
+            .elapsed_ms(&end)
+            .map_err(|e| dev_err(&self.gpu, "event timing", e))?;
         Ok(((ms as f64) * 1e6 / reps as f64) as i64)
     }
 
@@ -398,7 +503,14 @@ impl Engine {
         let mut b = self.stream.launch_builder(&self.stamp);
         b.arg(&mut view);
         // SAFETY: one thread writes one u64 into a one-element view.
-        unsafe { b.launch(LaunchConfig { grid_dim: (1, 1, 1), block_dim: (1, 1, 1), shared_mem_bytes: 0 }) }.map_err(|e| dev_err(&self.gpu, "stamp kernel", e))?;
+        unsafe {
+            b.launch(LaunchConfig {
+                grid_dim: (1, 1, 1),
+                block_dim: (1, 1, 1),
+                shared_mem_bytes: 0,
+            })
+        }
+        .map_err(|e| dev_err(&self.gpu, "stamp kernel", e))?;
         self.last_launch = None;
         Ok(())
     }
@@ -409,7 +521,14 @@ impl Engine {
         let mut b = self.stream.launch_builder(&self.spin);
         b.arg(&deadline_dev).arg(&mut view);
         // SAFETY: one thread spins on the clock and writes one u64.
-        unsafe { b.launch(LaunchConfig { grid_dim: (1, 1, 1), block_dim: (1, 1, 1), shared_mem_bytes: 0 }) }.map_err(|e| dev_err(&self.gpu, "spin kernel", e))?;
+        unsafe {
+            b.launch(LaunchConfig {
+                grid_dim: (1, 1, 1),
+                block_dim: (1, 1, 1),
+                shared_mem_bytes: 0,
+            })
+        }
+        .map_err(|e| dev_err(&self.gpu, "spin kernel", e))?;
         self.last_launch = None;
         self.predicted_end = self.predicted_end.max(deadline_run_ns);
         Ok(())
@@ -421,9 +540,17 @@ impl Engine {
         let deadline_dev = (deadline_run_ns + self.predicted_offset(deadline_run_ns)).max(0) as u64;
         let n4: u64 = (self.hbm_src.len() / 4) as u64;
         let mut view = self.slots.slice_mut(slot..slot + 1);
-        let cfg = LaunchConfig { grid_dim: (self.sms * 4, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        let cfg = LaunchConfig {
+            grid_dim: (self.sms * 4, 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
         let mut b = self.stream.launch_builder(&self.burn);
-        b.arg(&deadline_dev).arg(&self.hbm_src).arg(&mut self.hbm_dst).arg(&n4).arg(&mut view);
+        b.arg(&deadline_dev)
+            .arg(&self.hbm_src)
+            .arg(&mut self.hbm_dst)
+            .arg(&n4)
+            .arg(&mut view);
         // SAFETY: src and dst hold n4 float4 elements each and every index stays
         // below n4; one thread writes one u64 into a one-element view.
         unsafe { b.launch(cfg) }.map_err(|e| dev_err(&self.gpu, "burn kernel", e))?;
@@ -441,17 +568,34 @@ impl Engine {
             let mut b = self.probe_stream.launch_builder(&self.stamp);
             b.arg(&mut self.probe_slot);
             // SAFETY: one thread writes one u64 into a one-element buffer.
-            unsafe { b.launch(LaunchConfig { grid_dim: (1, 1, 1), block_dim: (1, 1, 1), shared_mem_bytes: 0 }) }.map_err(|e| dev_err(&self.gpu, "stamp kernel", e))?;
-            self.probe_stream.synchronize().map_err(|e| dev_err(&self.gpu, "probe stream", e))?;
+            unsafe {
+                b.launch(LaunchConfig {
+                    grid_dim: (1, 1, 1),
+                    block_dim: (1, 1, 1),
+                    shared_mem_bytes: 0,
+                })
+            }
+            .map_err(|e| dev_err(&self.gpu, "stamp kernel", e))?;
+            self.probe_stream
+                .synchronize()
+                .map_err(|e| dev_err(&self.gpu, "probe stream", e))?;
             let h1 = self.clock.now_ns();
-            let gt = self.probe_stream.clone_dtoh(&self.probe_slot).map_err(|e| dev_err(&self.gpu, "reading the probe", e))?[0] as i64;
+            let gt = self
+                .probe_stream
+                .clone_dtoh(&self.probe_slot)
+                .map_err(|e| dev_err(&self.gpu, "reading the probe", e))?[0]
+                as i64;
             if h1 - h0 < best.0 {
                 best = (h1 - h0, gt - (h0 + h1) / 2, (h0 + h1) / 2);
             }
         }
         let (rtt, offset, at) = best;
         self.probes.push_back((at, offset, rtt));
-        while self.probes.front().is_some_and(|p| at - p.0 > DRIFT_SPAN_NS) {
+        while self
+            .probes
+            .front()
+            .is_some_and(|p| at - p.0 > DRIFT_SPAN_NS)
+        {
             self.probes.pop_front();
         }
         Ok((offset, rtt))
@@ -461,13 +605,26 @@ impl Engine {
     /// probe, carried forward at the drift rate of a least-squares line
     /// through the recent probes (no drift until they span a second).
     fn predicted_offset(&self, t: i64) -> i64 {
-        let Some(&(t_last, o_last, _)) = self.probes.back() else { return self.offset_ns };
+        let Some(&(t_last, o_last, _)) = self.probes.back() else {
+            return self.offset_ns;
+        };
         let first = self.probes.front().map(|p| p.0).unwrap_or(t_last);
         if self.probes.len() < 2 || t_last - first < 1_000_000_000 {
             return o_last;
         }
         let n = self.probes.len() as f64;
-        let (mt, mo) = (self.probes.iter().map(|p| (p.0 - t_last) as f64).sum::<f64>() / n, self.probes.iter().map(|p| (p.1 - o_last) as f64).sum::<f64>() / n);
+        let (mt, mo) = (
+            self.probes
+                .iter()
+                .map(|p| (p.0 - t_last) as f64)
+                .sum::<f64>()
+                / n,
+            self.probes
+                .iter()
+                .map(|p| (p.1 - o_last) as f64)
+                .sum::<f64>()
+                / n,
+        );
         let (mut sxy, mut sxx) = (0.0, 0.0);
         for p in &self.probes {
             let (x, y) = ((p.0 - t_last) as f64 - mt, (p.1 - o_last) as f64 - mo);
@@ -489,23 +646,28 @@ impl Engine {
                 return Ok(());
             }
             if let Some(q) = self.queued.pop_front() {
-                q.ev.synchronize().map_err(|e| dev_err(&self.gpu, "event", e))?;
-                if let Some((prev_small, prev)) = &self.last_done {
-                    if q.chained && *prev_small == q.small {
-                        if let Ok(ms) = prev.elapsed_ms(&q.ev) {
-                            let ns = (f64::from(ms) * 1e6) as i64;
-                            let w = if q.small { &mut self.chunk } else { &mut self.big };
-                            // Exponential average; absurd samples (preemption)
-                            // ignored. Taking slowdowns at once was tried: the
-                            // time between two units' events includes any gap
-                            // in which the queue ran dry, so the estimate
-                            // ratcheted up, the host queued less, the queue ran
-                            // dry more, and on-phases of 500 ms and longer fell
-                            // to the burn kernel's ~375 W (H200, device call 14).
-                            if ns > w.ns / 4 && ns < w.ns * 4 {
-                                w.ns = (w.ns * 7 + ns) / 8;
-                            }
-                        }
+                q.ev.synchronize()
+                    .map_err(|e| dev_err(&self.gpu, "event", e))?;
+                if let Some((prev_small, prev)) = &self.last_done
+                    && q.chained
+                    && *prev_small == q.small
+                    && let Ok(ms) = prev.elapsed_ms(&q.ev)
+                {
+                    let ns = (f64::from(ms) * 1e6) as i64;
+                    let w = if q.small {
+                        &mut self.chunk
+                    } else {
+                        &mut self.big
+                    };
+                    // Exponential average; absurd samples (preemption)
+                    // ignored. Taking slowdowns at once was tried: the
+                    // time between two units' events includes any gap
+                    // in which the queue ran dry, so the estimate
+                    // ratcheted up, the host queued less, the queue ran
+                    // dry more, and on-phases of 500 ms and longer fell
+                    // to the burn kernel's ~375 W (H200, device call 14).
+                    if ns > w.ns / 4 && ns < w.ns * 4 {
+                        w.ns = (w.ns * 7 + ns) / 8;
                     }
                 }
                 self.last_done = Some((q.small, q.ev));
@@ -523,10 +685,18 @@ impl Engine {
         self.throttle(limit_ns)?;
         let ns = self.launch_unit(small, load)?;
         let timing = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
-        let ev = self.stream.record_event(timing).map_err(|e| dev_err(&self.gpu, "event", e))?;
+        let ev = self
+            .stream
+            .record_event(timing)
+            .map_err(|e| dev_err(&self.gpu, "event", e))?;
         let chained = self.last_launch == Some(small);
         self.last_launch = Some(small);
-        self.queued.push_back(Queued { small, est_ns: ns, chained, ev });
+        self.queued.push_back(Queued {
+            small,
+            est_ns: ns,
+            chained,
+            ev,
+        });
         self.predicted_end = self.predicted_end.max(self.clock.now_ns()) + ns;
         Ok(())
     }
@@ -541,7 +711,11 @@ impl Engine {
             // Big units near the edge would overshoot it: finish with small ones.
             let left = t - self.predicted_end.max(self.clock.now_ns());
             let near = left < 2 * self.big.ns;
-            let limit = if t - self.clock.now_ns() < MAX_QUEUED_NS + NEAR_FALL_QUEUED_NS { NEAR_FALL_QUEUED_NS } else { MAX_QUEUED_NS };
+            let limit = if t - self.clock.now_ns() < MAX_QUEUED_NS + NEAR_FALL_QUEUED_NS {
+                NEAR_FALL_QUEUED_NS
+            } else {
+                MAX_QUEUED_NS
+            };
             self.push_unit(small || near, load, limit)?;
         }
         Ok(())
@@ -573,7 +747,12 @@ impl Engine {
         // Arming needs the queued keep-warm work to drain before the first
         // deadline: count it in, with the probe time, and double it.
         let queued: i64 = self.queued.iter().map(|q| q.est_ns).sum::<i64>() + self.big.ns;
-        Ok(Readiness { ready_at_ns: self.clock.now_ns(), arm_latency_ns: (2 * (probe_ns / 15 + queued)).max(1_000_000), device_clock_offset_ns: Some(self.offset_ns), realtime_thread: Some(self.realtime) })
+        Ok(Readiness {
+            ready_at_ns: self.clock.now_ns(),
+            arm_latency_ns: (2 * (probe_ns / 15 + queued)).max(1_000_000),
+            device_clock_offset_ns: Some(self.offset_ns),
+            realtime_thread: Some(self.realtime),
+        })
     }
 
     fn run(&mut self, s: &GpuSchedule) -> Result<RungOutcome, HwError> {
@@ -582,7 +761,10 @@ impl Engine {
         let (o_begin, rtt_begin) = self.measure_offset()?;
         self.offset_ns = o_begin;
         if self.slots.len() < edges.len() + 1 {
-            self.slots = self.stream.alloc_zeros::<u64>(edges.len() + 1).map_err(|e| dev_err(&self.gpu, "edge slots", e))?;
+            self.slots = self
+                .stream
+                .alloc_zeros::<u64>(edges.len() + 1)
+                .map_err(|e| dev_err(&self.gpu, "edge slots", e))?;
         }
         let mut collectives = Vec::new();
         match &s.shape {
@@ -603,21 +785,44 @@ impl Engine {
         // The window lasts until its end whatever the load (an idle rung too).
         self.host_wait_until(s.end_ns);
         self.warm = None;
-        let achieved = self.stream.clone_dtoh(&self.slots.slice(0..edges.len())).map_err(|e| dev_err(&self.gpu, "reading edges", e))?;
+        let achieved = self
+            .stream
+            .clone_dtoh(&self.slots.slice(0..edges.len()))
+            .map_err(|e| dev_err(&self.gpu, "reading edges", e))?;
         // Device time back to run time with the offset interpolated between
         // the probes before and after the rung (the two clocks drift).
         let t_end = self.clock.now_ns();
         let (o_end, rtt_end) = self.measure_offset()?;
         let span = (t_end - t_begin).max(1) as f64;
-        let offset_at = |t: i64| o_begin + (((o_end - o_begin) as f64) * ((t - t_begin) as f64 / span).clamp(0.0, 1.0)) as i64;
+        let offset_at = |t: i64| {
+            o_begin
+                + (((o_end - o_begin) as f64) * ((t - t_begin) as f64 / span).clamp(0.0, 1.0))
+                    as i64
+        };
         let out = edges
             .iter()
             .zip(achieved)
             .enumerate()
-            .map(|(i, ((kind, t), gt))| EdgeRecord { index: i as u32, kind: *kind, intended_ns: *t, achieved_ns: gt as i64 - offset_at(*t) })
+            .map(|(i, ((kind, t), gt))| EdgeRecord {
+                index: i as u32,
+                kind: *kind,
+                intended_ns: *t,
+                achieved_ns: gt as i64 - offset_at(*t),
+            })
             .collect();
-        let clock = DeviceClock { begin_ns: t_begin, offset_begin_ns: o_begin, end_ns: t_end, offset_end_ns: o_end, probe_rtt_ns: rtt_begin.max(rtt_end) };
-        Ok(RungOutcome { edges: out, work_items: 0, collectives, clock: Some(clock) })
+        let clock = DeviceClock {
+            begin_ns: t_begin,
+            offset_begin_ns: o_begin,
+            end_ns: t_end,
+            offset_end_ns: o_end,
+            probe_rtt_ns: rtt_begin.max(rtt_end),
+        };
+        Ok(RungOutcome {
+            edges: out,
+            work_items: 0,
+            collectives,
+            clock: Some(clock),
+        })
     }
 
     /// Queues the load of a constant, idle or square-wave rung edge by edge.
@@ -691,73 +896,81 @@ pub fn spawn(clock: RunClock, cfg: EngineConfig, gpu: String) -> EngineHandle {
     let (tx, rx) = mpsc::channel::<Cmd>();
     let stop = Arc::new(AtomicBool::new(false));
     let stop2 = stop.clone();
-    let spawned = std::thread::Builder::new().name(format!("engine-{gpu}")).spawn(move || {
-        let mut engine: Option<Engine> = None;
-        let mut init_error: Option<HwError> = None;
-        loop {
-            // While warm, keep the GPU loaded between commands.
-            let cmd = match engine.as_mut().and_then(|e| e.warm.map(|l| (e, l))) {
-                Some((e, load)) => loop {
-                    match rx.try_recv() {
-                        Ok(c) => break Some(c),
-                        Err(mpsc::TryRecvError::Empty) => {
-                            if e.stop.load(Ordering::Relaxed) || e.push_unit(false, load, MAX_QUEUED_NS).is_err() {
-                                e.warm = None;
-                                let _ = e.sync();
-                                break rx.recv().ok();
+    let spawned = std::thread::Builder::new()
+        .name(format!("engine-{gpu}"))
+        .spawn(move || {
+            let mut engine: Option<Engine> = None;
+            let mut init_error: Option<HwError> = None;
+            loop {
+                // While warm, keep the GPU loaded between commands.
+                let cmd = match engine.as_mut().and_then(|e| e.warm.map(|l| (e, l))) {
+                    Some((e, load)) => loop {
+                        match rx.try_recv() {
+                            Ok(c) => break Some(c),
+                            Err(mpsc::TryRecvError::Empty) => {
+                                if e.stop.load(Ordering::Relaxed)
+                                    || e.push_unit(false, load, MAX_QUEUED_NS).is_err()
+                                {
+                                    e.warm = None;
+                                    let _ = e.sync();
+                                    break rx.recv().ok();
+                                }
+                            }
+                            Err(mpsc::TryRecvError::Disconnected) => break None,
+                        }
+                    },
+                    None => rx.recv().ok(),
+                };
+                let Some(cmd) = cmd else { break };
+                match cmd {
+                    Cmd::Prepare {
+                        warmup_ns,
+                        load,
+                        reply,
+                    } => {
+                        stop2.store(false, Ordering::Relaxed);
+                        if engine.is_none() && init_error.is_none() {
+                            match Engine::new(clock, cfg, gpu.clone(), stop2.clone()) {
+                                Ok(e) => engine = Some(e),
+                                Err(e) => init_error = Some(e),
                             }
                         }
-                        Err(mpsc::TryRecvError::Disconnected) => break None,
+                        let r = match (&mut engine, &init_error) {
+                            (Some(e), _) => e.prepare(warmup_ns, load),
+                            (None, Some(err)) => Err(err.clone()),
+                            (None, None) => Err(HwError::Other("engine did not start".into())),
+                        };
+                        let _ = reply.send(r);
                     }
-                },
-                None => rx.recv().ok(),
-            };
-            let Some(cmd) = cmd else { break };
-            match cmd {
-                Cmd::Prepare { warmup_ns, load, reply } => {
-                    stop2.store(false, Ordering::Relaxed);
-                    if engine.is_none() && init_error.is_none() {
-                        match Engine::new(clock, cfg, gpu.clone(), stop2.clone()) {
-                            Ok(e) => engine = Some(e),
-                            Err(e) => init_error = Some(e),
-                        }
-                    }
-                    let r = match (&mut engine, &init_error) {
-                        (Some(e), _) => e.prepare(warmup_ns, load),
-                        (None, Some(err)) => Err(err.clone()),
-                        (None, None) => Err(HwError::Other("engine did not start".into())),
-                    };
-                    let _ = reply.send(r);
-                }
-                Cmd::Run { schedule, reply } => {
-                    let r = match &mut engine {
-                        Some(e) => {
-                            let r = e.run(&schedule);
-                            if r.is_err() {
-                                e.warm = None;
-                                e.abort_comm();
-                                let _ = e.sync();
+                    Cmd::Run { schedule, reply } => {
+                        let r = match &mut engine {
+                            Some(e) => {
+                                let r = e.run(&schedule);
+                                if r.is_err() {
+                                    e.warm = None;
+                                    e.abort_comm();
+                                    let _ = e.sync();
+                                }
+                                r
                             }
-                            r
-                        }
-                        None => Err(HwError::Other("run before prepare".into())),
-                    };
-                    let _ = reply.send(r);
-                }
-                Cmd::Stop { reply } => {
-                    if let Some(e) = &mut engine {
-                        e.warm = None;
-                        let _ = e.sync();
+                            None => Err(HwError::Other("run before prepare".into())),
+                        };
+                        let _ = reply.send(r);
                     }
-                    stop2.store(false, Ordering::Relaxed);
-                    let _ = reply.send(());
+                    Cmd::Stop { reply } => {
+                        if let Some(e) = &mut engine {
+                            e.warm = None;
+                            let _ = e.sync();
+                        }
+                        stop2.store(false, Ordering::Relaxed);
+                        let _ = reply.send(());
+                    }
                 }
             }
-        }
-        if let Some(e) = &mut engine {
-            let _ = e.sync();
-        }
-    });
+            if let Some(e) = &mut engine {
+                let _ = e.sync();
+            }
+        });
     if let Err(e) = spawned {
         tracing::error!("cannot start the engine thread: {e}");
     }

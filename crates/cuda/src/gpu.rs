@@ -15,7 +15,10 @@ pub struct CudaGpu {
 
 impl CudaGpu {
     fn gone(&self) -> HwError {
-        HwError::DeviceFailed { gpu: self.id.uuid.clone(), detail: "the GPU's engine thread ended (CUDA error or panic); see the log".into() }
+        HwError::DeviceFailed {
+            gpu: self.id.uuid.clone(),
+            detail: "the GPU's engine thread ended (CUDA error or panic); see the log".into(),
+        }
     }
 
     async fn ask<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Cmd) -> Result<T, HwError> {
@@ -38,8 +41,17 @@ impl Gpu for CudaGpu {
         &self.id
     }
 
-    async fn prepare(&mut self, warmup_ns: i64, warm_load: Option<LoadKind>) -> Result<Readiness, HwError> {
-        self.ask(|reply| Cmd::Prepare { warmup_ns, load: warm_load, reply }).await?
+    async fn prepare(
+        &mut self,
+        warmup_ns: i64,
+        warm_load: Option<LoadKind>,
+    ) -> Result<Readiness, HwError> {
+        self.ask(|reply| Cmd::Prepare {
+            warmup_ns,
+            load: warm_load,
+            reply,
+        })
+        .await?
     }
 
     async fn run(&mut self, schedule: &GpuSchedule) -> Result<RungOutcome, HwError> {

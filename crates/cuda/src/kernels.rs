@@ -1,13 +1,20 @@
 //! The helper kernels, compiled at run time by NVRTC for the GPU found.
 
-use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions, Ptx};
+use cudarc::nvrtc::{CompileOptions, Ptx, compile_ptx_with_opts};
 use powerlab_core::HwError;
 
 /// CUDA source of the helper kernels (`kernels/virus.cu`).
 pub const VIRUS_CU: &str = include_str!("../../../kernels/virus.cu");
 
 /// Kernel names in [`VIRUS_CU`].
-pub const KERNELS: [&str; 6] = ["spin_until", "stamp", "burn_until", "hbm_stream", "mma_regs", "fill_random"];
+pub const KERNELS: [&str; 6] = [
+    "spin_until",
+    "stamp",
+    "burn_until",
+    "hbm_stream",
+    "mma_regs",
+    "fill_random",
+];
 
 /// NVRTC architecture for a compute capability (sm_80 and newer).
 pub fn arch_for(major: i32, minor: i32) -> Result<&'static str, HwError> {
@@ -31,8 +38,16 @@ pub fn arch_for(major: i32, minor: i32) -> Result<&'static str, HwError> {
 
 /// Compiles the helper kernels for `arch`.
 pub fn compile(arch: &'static str) -> Result<Ptx, HwError> {
-    let opts = CompileOptions { arch: Some(arch), name: Some("virus.cu".into()), ..Default::default() };
-    compile_ptx_with_opts(VIRUS_CU, opts).map_err(|e| HwError::Other(format!("NVRTC could not compile kernels/virus.cu for {arch}: {e:?}")))
+    let opts = CompileOptions {
+        arch: Some(arch),
+        name: Some("virus.cu".into()),
+        ..Default::default()
+    };
+    compile_ptx_with_opts(VIRUS_CU, opts).map_err(|e| {
+        HwError::Other(format!(
+            "NVRTC could not compile kernels/virus.cu for {arch}: {e:?}"
+        ))
+    })
 }
 
 #[cfg(test)]
@@ -46,18 +61,33 @@ mod tests {
     #[test]
     fn kernels_compile_for_every_supported_generation() {
         if !CudaLib::Nvrtc.cudarc_finds() {
-            assert!(std::env::var("POWERLAB_REQUIRE_NVRTC").is_err(), "POWERLAB_REQUIRE_NVRTC is set but NVRTC cannot be loaded: {:?}", CudaLib::Nvrtc.require());
-            eprintln!("SKIPPED: NVRTC is not installed here; set POWERLAB_REQUIRE_NVRTC=1 to make this fail");
+            assert!(
+                std::env::var("POWERLAB_REQUIRE_NVRTC").is_err(),
+                "POWERLAB_REQUIRE_NVRTC is set but NVRTC cannot be loaded: {:?}",
+                CudaLib::Nvrtc.require()
+            );
+            eprintln!(
+                "SKIPPED: NVRTC is not installed here; set POWERLAB_REQUIRE_NVRTC=1 to make this fail"
+            );
             return;
         }
         for arch in ["sm_80", "sm_90", "sm_100"] {
             let ptx = compile(arch).unwrap_or_else(|e| panic!("{e}"));
             let src = ptx.to_src();
             for k in KERNELS {
-                assert!(src.contains(&format!(".entry {k}")), "{arch}: {k} missing from PTX");
+                assert!(
+                    src.contains(&format!(".entry {k}")),
+                    "{arch}: {k} missing from PTX"
+                );
             }
-            assert!(src.contains("globaltimer"), "{arch}: edges must read the device clock");
-            assert!(src.contains("mma.sync.aligned.m16n8k16"), "{arch}: tensor instructions");
+            assert!(
+                src.contains("globaltimer"),
+                "{arch}: edges must read the device clock"
+            );
+            assert!(
+                src.contains("mma.sync.aligned.m16n8k16"),
+                "{arch}: tensor instructions"
+            );
         }
     }
 
@@ -65,7 +95,12 @@ mod tests {
     fn architectures_map_and_old_parts_are_refused() {
         assert_eq!(arch_for(9, 0).unwrap(), "sm_90");
         assert_eq!(arch_for(10, 3).unwrap(), "sm_103");
-        assert!(arch_for(7, 0).unwrap_err().to_string().contains("sm_80 or newer"));
+        assert!(
+            arch_for(7, 0)
+                .unwrap_err()
+                .to_string()
+                .contains("sm_80 or newer")
+        );
     }
 
     #[test]
@@ -76,7 +111,10 @@ mod tests {
         assert!(names.iter().any(|n| n == "libnccl.so.2"), "{names:?}");
         if let Err(e) = CudaLib::Nccl.require() {
             let s = e.to_string();
-            assert!(s.contains("NCCL (libnccl)") && s.contains("libnccl.so") && s.contains("Fix:"), "{s}");
+            assert!(
+                s.contains("NCCL (libnccl)") && s.contains("libnccl.so") && s.contains("Fix:"),
+                "{s}"
+            );
         }
     }
 }

@@ -18,4 +18,4 @@ pub mod libs;
 pub mod node;
 
 pub use engine::{GemmDtype, VirusMode};
-pub use node::{nccl_unique_id, CudaBackend, CudaOptions, NcclWorld};
+pub use node::{CudaBackend, CudaOptions, NcclWorld, nccl_unique_id};

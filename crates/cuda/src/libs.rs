@@ -42,11 +42,15 @@ impl CudaLib {
 
     fn fix(self) -> &'static str {
         match self {
-            CudaLib::Driver => "install the NVIDIA driver (libcuda.so.1 ships with it) and check `ldconfig -p | grep libcuda`; without GPUs use --backend sim",
+            CudaLib::Driver => {
+                "install the NVIDIA driver (libcuda.so.1 ships with it) and check `ldconfig -p | grep libcuda`; without GPUs use --backend sim"
+            }
             CudaLib::Nvrtc | CudaLib::Cublas | CudaLib::CublasLt => {
                 "install the CUDA 13 toolkit libraries (or the nvidia-cuda-nvrtc / nvidia-cublas pip wheels) and add their lib directory to LD_LIBRARY_PATH"
             }
-            CudaLib::Nccl => "install NCCL (apt install libnccl2, or the nvidia-nccl-cu13 wheel) and add its lib directory to LD_LIBRARY_PATH, or remove the nccl phase",
+            CudaLib::Nccl => {
+                "install NCCL (apt install libnccl2, or the nvidia-nccl-cu13 wheel) and add its lib directory to LD_LIBRARY_PATH, or remove the nccl phase"
+            }
         }
     }
 
@@ -93,10 +97,17 @@ impl CudaLib {
         }
         let found_elsewhere = self.find();
         let detail = match found_elsewhere {
-            Some(name) => format!("only `{name}` loads, and the bindings look for {}", cudarc::get_lib_name_candidates(self.base()).join(", ")),
+            Some(name) => format!(
+                "only `{name}` loads, and the bindings look for {}",
+                cudarc::get_lib_name_candidates(self.base()).join(", ")
+            ),
             None => format!("none of {} could be loaded", self.candidates().join(", ")),
         };
-        Err(HwError::Missing { what: self.describe().into(), detail, fix: self.fix().into() })
+        Err(HwError::Missing {
+            what: self.describe().into(),
+            detail,
+            fix: self.fix().into(),
+        })
     }
 }
 
@@ -120,7 +131,11 @@ pub fn nccl_shim_dir() -> Option<std::path::PathBuf> {
     // SAFETY: as in `find`: the vendor's library, loaded to learn its path.
     let _lib = unsafe { libloading::Library::new(&name) }.ok()?;
     let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
-    let path = maps.lines().filter_map(|l| l.split_whitespace().nth(5)).find(|p| p.contains("/libnccl.so"))?.to_string();
+    let path = maps
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(5))
+        .find(|p| p.contains("/libnccl.so"))?
+        .to_string();
     let dir = std::env::temp_dir().join(format!("powerlab-nccl-{}", std::process::id()));
     std::fs::create_dir_all(&dir).ok()?;
     let link = dir.join("libnccl.so");

@@ -1,12 +1,14 @@
 //! Opening the real node: CUDA devices matched to NVML devices by UUID.
 
-use crate::engine::{spawn, EngineConfig, NcclRank, VirusMode};
+use crate::engine::{EngineConfig, NcclRank, VirusMode, spawn};
 use crate::gpu::CudaGpu;
 use crate::libs::CudaLib;
 use cudarc::driver::CudaContext;
 use powerlab_campaign::model::{GpuRef, GpuSelector};
-use powerlab_core::hw::{Backend, BackendInfo, Capability, Gpu, GpuIdentity, HwError, NodeHandles, PowerSource};
 use powerlab_core::RunClock;
+use powerlab_core::hw::{
+    Backend, BackendInfo, Capability, Gpu, GpuIdentity, HwError, NodeHandles, PowerSource,
+};
 use powerlab_nvml::NvmlSource;
 use std::sync::Arc;
 
@@ -44,12 +46,21 @@ pub struct NcclWorld {
 /// A fresh NCCL unique id (rank 0 of a rack), or why not.
 pub fn nccl_unique_id() -> Result<[std::ffi::c_char; 128], HwError> {
     CudaLib::Nccl.require()?;
-    cudarc::nccl::Id::new().map(|id| *id.internal()).map_err(|e| HwError::Other(format!("ncclGetUniqueId failed: {e:?}")))
+    cudarc::nccl::Id::new()
+        .map(|id| *id.internal())
+        .map_err(|e| HwError::Other(format!("ncclGetUniqueId failed: {e:?}")))
 }
 
 impl Default for CudaOptions {
     fn default() -> Self {
-        CudaOptions { selector: GpuSelector::All, mode: VirusMode::Mixed, big_n: 8192, chunk_n: 3072, dtype: crate::engine::GemmDtype::Bf16, nccl_world: None }
+        CudaOptions {
+            selector: GpuSelector::All,
+            mode: VirusMode::Mixed,
+            big_n: 8192,
+            chunk_n: 3072,
+            dtype: crate::engine::GemmDtype::Bf16,
+            nccl_world: None,
+        }
     }
 }
 
@@ -62,7 +73,14 @@ pub struct CudaBackend {
 /// Formats a CUDA UUID the way NVML prints it (`GPU-xxxxxxxx-…`).
 pub fn format_uuid(bytes: &[u8; 16]) -> String {
     let h: Vec<String> = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!("GPU-{}-{}-{}-{}-{}", h[0..4].concat(), h[4..6].concat(), h[6..8].concat(), h[8..10].concat(), h[10..16].concat())
+    format!(
+        "GPU-{}-{}-{}-{}-{}",
+        h[0..4].concat(),
+        h[4..6].concat(),
+        h[6..8].concat(),
+        h[8..10].concat(),
+        h[10..16].concat()
+    )
 }
 
 /// Explains CUDA initialisation failures, 802 above all.
@@ -105,13 +123,19 @@ pub fn visible_gpus() -> Result<Vec<(usize, String)>, HwError> {
     CudaLib::Driver.require()?;
     let n = CudaContext::device_count().map_err(|e| HwError::Other(explain_cuda_init(&e)))?;
     if n == 0 {
-        let mask = std::env::var("CUDA_VISIBLE_DEVICES").map(|v| format!("CUDA_VISIBLE_DEVICES={v:?}")).unwrap_or_else(|_| "CUDA_VISIBLE_DEVICES unset".into());
-        return Err(HwError::Other(format!("CUDA sees no GPU ({mask}); fix the device mask or the container's device mounts")));
+        let mask = std::env::var("CUDA_VISIBLE_DEVICES")
+            .map(|v| format!("CUDA_VISIBLE_DEVICES={v:?}"))
+            .unwrap_or_else(|_| "CUDA_VISIBLE_DEVICES unset".into());
+        return Err(HwError::Other(format!(
+            "CUDA sees no GPU ({mask}); fix the device mask or the container's device mounts"
+        )));
     }
     let mut out = Vec::new();
     for ordinal in 0..n as usize {
         let ctx = CudaContext::new(ordinal).map_err(|e| HwError::Other(explain_cuda_init(&e)))?;
-        let uuid = ctx.uuid().map_err(|e| HwError::Other(format!("reading the UUID of CUDA device {ordinal}: {e:?}")))?;
+        let uuid = ctx.uuid().map_err(|e| {
+            HwError::Other(format!("reading the UUID of CUDA device {ordinal}: {e:?}"))
+        })?;
         let bytes: [u8; 16] = uuid.bytes.map(|b| b as u8);
         out.push((ordinal, format_uuid(&bytes)));
     }
@@ -131,8 +155,17 @@ impl Backend for CudaBackend {
             GpuSelector::List(refs) => refs
                 .iter()
                 .map(|r| match r {
-                    GpuRef::Index(i) => visible.get(*i as usize).cloned().ok_or_else(|| HwError::Other(format!("the campaign selects GPU {i}, but CUDA sees {} GPU(s)", visible.len()))),
-                    GpuRef::Uuid(u) => visible.iter().find(|(_, v)| v == u).cloned().ok_or_else(|| HwError::Other(format!("no visible GPU has UUID {u}"))),
+                    GpuRef::Index(i) => visible.get(*i as usize).cloned().ok_or_else(|| {
+                        HwError::Other(format!(
+                            "the campaign selects GPU {i}, but CUDA sees {} GPU(s)",
+                            visible.len()
+                        ))
+                    }),
+                    GpuRef::Uuid(u) => visible
+                        .iter()
+                        .find(|(_, v)| v == u)
+                        .cloned()
+                        .ok_or_else(|| HwError::Other(format!("no visible GPU has UUID {u}"))),
                 })
                 .collect::<Result<_, _>>()?,
         };
@@ -159,20 +192,45 @@ impl Backend for CudaBackend {
         let mut sources: Vec<Box<dyn PowerSource>> = Vec::new();
         for (k, (ordinal, uuid)) in chosen.iter().enumerate() {
             // CUDA and NVML number devices differently: match by UUID only.
-            let dev = nvml.device_by_uuid(uuid.as_str()).map_err(|e| HwError::Other(format!("NVML has no device with CUDA's UUID {uuid}: {e}")))?;
+            let dev = nvml.device_by_uuid(uuid.as_str()).map_err(|e| {
+                HwError::Other(format!("NVML has no device with CUDA's UUID {uuid}: {e}"))
+            })?;
             let id = GpuIdentity {
                 key: format!("gpu{k}"),
                 uuid: uuid.clone(),
                 name: dev.name().unwrap_or_else(|_| "unknown".into()),
-                nvml_index: dev.index().map_err(|e| HwError::Other(format!("NVML index of {uuid}: {e}")))?,
-                power_limit_w: dev.enforced_power_limit().map(|mw| f64::from(mw) / 1000.0).unwrap_or(0.0),
+                nvml_index: dev
+                    .index()
+                    .map_err(|e| HwError::Other(format!("NVML index of {uuid}: {e}")))?,
+                power_limit_w: dev
+                    .enforced_power_limit()
+                    .map(|mw| f64::from(mw) / 1000.0)
+                    .unwrap_or(0.0),
             };
             let rank = nccl_id.map(|id| match &self.opts.nccl_world {
-                Some(w) => NcclRank { id, rank: w.first_rank + k, ranks: w.ranks },
-                None => NcclRank { id, rank: k, ranks: chosen.len() },
+                Some(w) => NcclRank {
+                    id,
+                    rank: w.first_rank + k,
+                    ranks: w.ranks,
+                },
+                None => NcclRank {
+                    id,
+                    rank: k,
+                    ranks: chosen.len(),
+                },
             });
-            let cfg = EngineConfig { ordinal: *ordinal, mode: self.opts.mode, big_n: self.opts.big_n, chunk_n: self.opts.chunk_n, dtype: self.opts.dtype, nccl: rank };
-            gpus.push(Box::new(CudaGpu { id: id.clone(), engine: spawn(self.clock, cfg, uuid.clone()) }));
+            let cfg = EngineConfig {
+                ordinal: *ordinal,
+                mode: self.opts.mode,
+                big_n: self.opts.big_n,
+                chunk_n: self.opts.chunk_n,
+                dtype: self.opts.dtype,
+                nccl: rank,
+            };
+            gpus.push(Box::new(CudaGpu {
+                id: id.clone(),
+                engine: spawn(self.clock, cfg, uuid.clone()),
+            }));
             sources.push(Box::new(NvmlSource::new(nvml.clone(), id.clone())?));
             ids.push(id);
         }
@@ -183,7 +241,12 @@ impl Backend for CudaBackend {
                 node_id: host.clone(),
                 host,
                 gpus: ids,
-                driver: format!("driver {}, CUDA {}, virus {:?}", nvml.sys_driver_version().unwrap_or_default(), nvml.sys_cuda_driver_version().unwrap_or(0), self.opts.mode),
+                driver: format!(
+                    "driver {}, CUDA {}, virus {:?}",
+                    nvml.sys_driver_version().unwrap_or_default(),
+                    nvml.sys_cuda_driver_version().unwrap_or(0),
+                    self.opts.mode
+                ),
                 nccl,
             },
             gpus,
@@ -206,7 +269,13 @@ pub fn hostname() -> String {
 mod tests {
     #[test]
     fn uuid_format_matches_nvml() {
-        let b = [0x8d, 0x7f, 0x4a, 0x2b, 0x3c, 0x1e, 0x4f, 0x5d, 0x9a, 0x8b, 0x7c, 0x6d, 0x5e, 0x4f, 0x3a, 0x2b];
-        assert_eq!(super::format_uuid(&b), "GPU-8d7f4a2b-3c1e-4f5d-9a8b-7c6d5e4f3a2b");
+        let b = [
+            0x8d, 0x7f, 0x4a, 0x2b, 0x3c, 0x1e, 0x4f, 0x5d, 0x9a, 0x8b, 0x7c, 0x6d, 0x5e, 0x4f,
+            0x3a, 0x2b,
+        ];
+        assert_eq!(
+            super::format_uuid(&b),
+            "GPU-8d7f4a2b-3c1e-4f5d-9a8b-7c6d5e4f3a2b"
+        );
     }
 }

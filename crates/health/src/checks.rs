@@ -57,11 +57,29 @@ impl HealthReport {
 
     /// The first line of the human report.
     pub fn headline(&self) -> String {
-        match self.lowest_broken.as_deref().and_then(|id| self.checks.iter().find(|c| c.id == id)) {
-            Some(c) => format!("PREFLIGHT FAILED — do not start the campaign: lowest broken contract `{}` ({}): {}", c.id, c.contract, c.evidence.join("; ")),
+        match self
+            .lowest_broken
+            .as_deref()
+            .and_then(|id| self.checks.iter().find(|c| c.id == id))
+        {
+            Some(c) => format!(
+                "PREFLIGHT FAILED — do not start the campaign: lowest broken contract `{}` ({}): {}",
+                c.id,
+                c.contract,
+                c.evidence.join("; ")
+            ),
             None => {
-                let warns = self.checks.iter().filter(|c| c.status == Status::Warn).count();
-                format!("PREFLIGHT PASSED on {} ({} GPUs, {} warnings)", self.host, self.facts.gpus.len(), warns)
+                let warns = self
+                    .checks
+                    .iter()
+                    .filter(|c| c.status == Status::Warn)
+                    .count();
+                format!(
+                    "PREFLIGHT PASSED on {} ({} GPUs, {} warnings)",
+                    self.host,
+                    self.facts.gpus.len(),
+                    warns
+                )
             }
         }
     }
@@ -74,16 +92,33 @@ struct Builder {
 
 impl Builder {
     fn add(&mut self, id: &str, contract: &str, status: Status, evidence: Vec<String>, fix: &str) {
-        let status = if self.blocked { Status::Skipped } else { status };
+        let status = if self.blocked {
+            Status::Skipped
+        } else {
+            status
+        };
         if status == Status::Fail {
             self.blocked = true;
         }
-        self.checks.push(Check { id: id.into(), contract: contract.into(), status, evidence, fix: if status == Status::Pass { String::new() } else { fix.into() } });
+        self.checks.push(Check {
+            id: id.into(),
+            contract: contract.into(),
+            status,
+            evidence,
+            fix: if status == Status::Pass {
+                String::new()
+            } else {
+                fix.into()
+            },
+        });
     }
 
     /// Checks above a broken one still run but are marked skipped for blocking purposes.
     fn first_fail(&self) -> Option<String> {
-        self.checks.iter().find(|c| c.status == Status::Fail).map(|c| c.id.clone())
+        self.checks
+            .iter()
+            .find(|c| c.status == Status::Fail)
+            .map(|c| c.id.clone())
     }
 }
 
@@ -100,24 +135,50 @@ fn worst(items: &[(Status, String)]) -> (Status, Vec<String>) {
 
 /// Judges the facts. `needs_nccl`: the campaign has an NCCL phase.
 pub fn run_checks(f: &NodeFacts, phase: &str, needs_nccl: bool) -> HealthReport {
-    let mut b = Builder { checks: Vec::new(), blocked: false };
+    let mut b = Builder {
+        checks: Vec::new(),
+        blocked: false,
+    };
 
     // 1. Kernel driver reachable.
     match &f.nvml {
-        Ok(v) => b.add("driver", "the kernel driver answers (NVML init)", Status::Pass, vec![format!("driver {v}, {} GPU(s) seen by NVML", f.gpus.len())], ""),
-        Err(e) => b.add("driver", "the kernel driver answers (NVML init)", Status::Fail, vec![format!("NVML init failed: {e}")], "install or load the NVIDIA driver (nvidia-smi must work); nothing above this can help"),
+        Ok(v) => b.add(
+            "driver",
+            "the kernel driver answers (NVML init)",
+            Status::Pass,
+            vec![format!("driver {v}, {} GPU(s) seen by NVML", f.gpus.len())],
+            "",
+        ),
+        Err(e) => b.add(
+            "driver",
+            "the kernel driver answers (NVML init)",
+            Status::Fail,
+            vec![format!("NVML init failed: {e}")],
+            "install or load the NVIDIA driver (nvidia-smi must work); nothing above this can help",
+        ),
     }
 
     // 2. Device mask.
     let mask_contract = "the device mask exposes the GPUs, each ordinal mapped to a UUID";
     match f.cuda_visible_devices.as_deref() {
-        Some(v) if v.trim().is_empty() => b.add("device_mask", mask_contract, Status::Fail, vec!["CUDA_VISIBLE_DEVICES is set but empty: it hides every GPU".into()], "unset CUDA_VISIBLE_DEVICES or list the GPUs (fix the launcher or scheduler)"),
+        Some(v) if v.trim().is_empty() => b.add(
+            "device_mask",
+            mask_contract,
+            Status::Fail,
+            vec!["CUDA_VISIBLE_DEVICES is set but empty: it hides every GPU".into()],
+            "unset CUDA_VISIBLE_DEVICES or list the GPUs (fix the launcher or scheduler)",
+        ),
         mask => {
             let mut ev = vec![match mask {
                 None => "CUDA_VISIBLE_DEVICES unset: every GPU visible".to_string(),
                 Some(v) => format!("CUDA_VISIBLE_DEVICES={v}"),
             }];
-            ev.extend(f.cuda_uuids.iter().enumerate().map(|(i, u)| format!("cuda:{i} = {u}")));
+            ev.extend(
+                f.cuda_uuids
+                    .iter()
+                    .enumerate()
+                    .map(|(i, u)| format!("cuda:{i} = {u}")),
+            );
             b.add("device_mask", mask_contract, Status::Pass, ev, "");
         }
     }
@@ -126,13 +187,39 @@ pub fn run_checks(f: &NodeFacts, phase: &str, needs_nccl: bool) -> HealthReport 
     let fabric_evidence: Vec<String> = f
         .gpus
         .iter()
-        .filter_map(|g| g.fabric.as_ref().map(|fb| format!("GPU {} fabric state {}, status {}, clique id {}", g.index, fb.state, fb.status, fb.clique_id.map(|c| c.to_string()).unwrap_or_else(|| "N/A".into()))))
+        .filter_map(|g| {
+            g.fabric.as_ref().map(|fb| {
+                format!(
+                    "GPU {} fabric state {}, status {}, clique id {}",
+                    g.index,
+                    fb.state,
+                    fb.status,
+                    fb.clique_id
+                        .map(|c| c.to_string())
+                        .unwrap_or_else(|| "N/A".into())
+                )
+            })
+        })
         .collect();
     match &f.cuda_init {
-        Ok(0) => b.add("cuda_init", "the CUDA driver initialises and sees GPUs", Status::Fail, vec!["cuInit succeeded but CUDA sees no device".into()], "check the device mask and the container's device mounts"),
-        Ok(n) => b.add("cuda_init", "the CUDA driver initialises and sees GPUs", Status::Pass, vec![format!("cuInit ok, {n} device(s)")], ""),
+        Ok(0) => b.add(
+            "cuda_init",
+            "the CUDA driver initialises and sees GPUs",
+            Status::Fail,
+            vec!["cuInit succeeded but CUDA sees no device".into()],
+            "check the device mask and the container's device mounts",
+        ),
+        Ok(n) => b.add(
+            "cuda_init",
+            "the CUDA driver initialises and sees GPUs",
+            Status::Pass,
+            vec![format!("cuInit ok, {n} device(s)")],
+            "",
+        ),
         Err((802, msg)) => {
-            let mut ev = vec![format!("CUDA error 802 (system not yet initialized): {msg}")];
+            let mut ev = vec![format!(
+                "CUDA error 802 (system not yet initialized): {msg}"
+            )];
             ev.extend(fabric_evidence.clone());
             b.add(
                 "cuda_init",
@@ -142,14 +229,50 @@ pub fn run_checks(f: &NodeFacts, phase: &str, needs_nccl: bool) -> HealthReport 
                 "the GPUs are not registered with the NVSwitch fabric (state In Progress, CliqueId N/A): the host's Fabric Manager must activate the partition. NVML and nvidia-smi look healthy on such a node; CUDA will not start. Ask the provider or use bare metal",
             );
         }
-        Err((code, msg)) => b.add("cuda_init", "the CUDA driver initialises and sees GPUs", Status::Fail, vec![format!("CUDA error {code}: {msg}")], "read the error: permissions, device nodes, or a driver/kernel mismatch"),
+        Err((code, msg)) => b.add(
+            "cuda_init",
+            "the CUDA driver initialises and sees GPUs",
+            Status::Fail,
+            vec![format!("CUDA error {code}: {msg}")],
+            "read the error: permissions, device nodes, or a driver/kernel mismatch",
+        ),
     }
 
     // 4. CUDA version.
     match f.driver_cuda_version {
-        Some(v) if v >= f.bindings_cuda_version => b.add("cuda_version", "the driver supports the CUDA version the tool is built for", Status::Pass, vec![format!("driver supports CUDA {}.{}, tool built for {}.{}", v / 1000, (v % 1000) / 10, f.bindings_cuda_version / 1000, (f.bindings_cuda_version % 1000) / 10)], ""),
-        Some(v) => b.add("cuda_version", "the driver supports the CUDA version the tool is built for", Status::Fail, vec![format!("driver supports CUDA {}.{}, tool needs {}.{}", v / 1000, (v % 1000) / 10, f.bindings_cuda_version / 1000, (f.bindings_cuda_version % 1000) / 10)], "upgrade the driver, or deploy the cuda-compat forward-compatibility package"),
-        None => b.add("cuda_version", "the driver supports the CUDA version the tool is built for", Status::Warn, vec!["driver CUDA version unknown".into()], "check nvidia-smi's header"),
+        Some(v) if v >= f.bindings_cuda_version => b.add(
+            "cuda_version",
+            "the driver supports the CUDA version the tool is built for",
+            Status::Pass,
+            vec![format!(
+                "driver supports CUDA {}.{}, tool built for {}.{}",
+                v / 1000,
+                (v % 1000) / 10,
+                f.bindings_cuda_version / 1000,
+                (f.bindings_cuda_version % 1000) / 10
+            )],
+            "",
+        ),
+        Some(v) => b.add(
+            "cuda_version",
+            "the driver supports the CUDA version the tool is built for",
+            Status::Fail,
+            vec![format!(
+                "driver supports CUDA {}.{}, tool needs {}.{}",
+                v / 1000,
+                (v % 1000) / 10,
+                f.bindings_cuda_version / 1000,
+                (f.bindings_cuda_version % 1000) / 10
+            )],
+            "upgrade the driver, or deploy the cuda-compat forward-compatibility package",
+        ),
+        None => b.add(
+            "cuda_version",
+            "the driver supports the CUDA version the tool is built for",
+            Status::Warn,
+            vec!["driver CUDA version unknown".into()],
+            "check nvidia-smi's header",
+        ),
     }
 
     // 5. Libraries.
@@ -158,8 +281,22 @@ pub fn run_checks(f: &NodeFacts, phase: &str, needs_nccl: bool) -> HealthReport 
         let needed = l.name != "libnccl" || needs_nccl;
         match (&l.found, needed) {
             (Some(file), _) => items.push((Status::Pass, format!("{} loads ({file})", l.name))),
-            (None, true) => items.push((Status::Fail, format!("{} missing: {}", l.name, l.error.clone().unwrap_or_default()))),
-            (None, false) => items.push((Status::Warn, format!("{} missing (the campaign has no NCCL phase): {}", l.name, l.error.clone().unwrap_or_default()))),
+            (None, true) => items.push((
+                Status::Fail,
+                format!(
+                    "{} missing: {}",
+                    l.name,
+                    l.error.clone().unwrap_or_default()
+                ),
+            )),
+            (None, false) => items.push((
+                Status::Warn,
+                format!(
+                    "{} missing (the campaign has no NCCL phase): {}",
+                    l.name,
+                    l.error.clone().unwrap_or_default()
+                ),
+            )),
         }
     }
     let (s, ev) = worst(&items);
@@ -170,14 +307,23 @@ pub fn run_checks(f: &NodeFacts, phase: &str, needs_nccl: bool) -> HealthReport 
         .gpus
         .iter()
         .map(|g| match (g.instant_power_w, g.buffered_samples) {
-            (Some(w), Some(n)) if n > 0 => (Status::Pass, format!("GPU {}: instant {w:.1} W, {n} buffered samples", g.index)),
+            (Some(w), Some(n)) if n > 0 => (
+                Status::Pass,
+                format!("GPU {}: instant {w:.1} W, {n} buffered samples", g.index),
+            ),
             _ => (
                 Status::Fail,
                 format!(
                     "GPU {}: power not readable (instant: {}, buffered: {})",
                     g.index,
-                    g.instant_power_error.clone().unwrap_or_else(|| g.instant_power_w.map(|w| format!("{w:.1} W")).unwrap_or_else(|| "none".into())),
-                    g.buffered_error.clone().unwrap_or_else(|| g.buffered_samples.map(|n| format!("{n} samples")).unwrap_or_else(|| "none".into()))
+                    g.instant_power_error.clone().unwrap_or_else(|| g
+                        .instant_power_w
+                        .map(|w| format!("{w:.1} W"))
+                        .unwrap_or_else(|| "none".into())),
+                    g.buffered_error.clone().unwrap_or_else(|| g
+                        .buffered_samples
+                        .map(|n| format!("{n} samples"))
+                        .unwrap_or_else(|| "none".into()))
                 ),
             ),
         })
@@ -190,12 +336,38 @@ pub fn run_checks(f: &NodeFacts, phase: &str, needs_nccl: bool) -> HealthReport 
         .gpus
         .iter()
         .map(|g| match &g.fabric {
-            None => (Status::Pass, format!("GPU {}: fabric info not supported (no NVSwitch)", g.index)),
-            Some(fb) if fb.state == "not_supported" => (Status::Pass, format!("GPU {}: fabric not supported (no NVSwitch)", g.index)),
-            Some(fb) if fb.state == "completed" && fb.status == "success" && fb.clique_id.is_some() => {
-                (Status::Pass, format!("GPU {}: fabric completed, clique id {}", g.index, fb.clique_id.unwrap_or(0)))
+            None => (
+                Status::Pass,
+                format!("GPU {}: fabric info not supported (no NVSwitch)", g.index),
+            ),
+            Some(fb) if fb.state == "not_supported" => (
+                Status::Pass,
+                format!("GPU {}: fabric not supported (no NVSwitch)", g.index),
+            ),
+            Some(fb)
+                if fb.state == "completed" && fb.status == "success" && fb.clique_id.is_some() =>
+            {
+                (
+                    Status::Pass,
+                    format!(
+                        "GPU {}: fabric completed, clique id {}",
+                        g.index,
+                        fb.clique_id.unwrap_or(0)
+                    ),
+                )
             }
-            Some(fb) => (Status::Fail, format!("GPU {}: fabric state {}, status {}, clique id {}", g.index, fb.state, fb.status, fb.clique_id.map(|c| c.to_string()).unwrap_or_else(|| "N/A".into()))),
+            Some(fb) => (
+                Status::Fail,
+                format!(
+                    "GPU {}: fabric state {}, status {}, clique id {}",
+                    g.index,
+                    fb.state,
+                    fb.status,
+                    fb.clique_id
+                        .map(|c| c.to_string())
+                        .unwrap_or_else(|| "N/A".into())
+                ),
+            ),
         })
         .collect();
     let (s, ev) = worst(&items);
@@ -205,10 +377,28 @@ pub fn run_checks(f: &NodeFacts, phase: &str, needs_nccl: bool) -> HealthReport 
     let procs: Vec<String> = f
         .gpus
         .iter()
-        .flat_map(|g| g.processes.iter().map(move |p| format!("GPU {}: pid {} ({}) holds {}", g.index, p.pid, p.name.clone().unwrap_or_else(|| "?".into()), p.used_bytes.map(|b| format!("{} MiB", b >> 20)).unwrap_or_else(|| "unknown memory".into()))))
+        .flat_map(|g| {
+            g.processes.iter().map(move |p| {
+                format!(
+                    "GPU {}: pid {} ({}) holds {}",
+                    g.index,
+                    p.pid,
+                    p.name.clone().unwrap_or_else(|| "?".into()),
+                    p.used_bytes
+                        .map(|b| format!("{} MiB", b >> 20))
+                        .unwrap_or_else(|| "unknown memory".into())
+                )
+            })
+        })
         .collect();
     if procs.is_empty() {
-        b.add("foreign_processes", "no other process holds a GPU", Status::Pass, vec!["no compute processes".into()], "");
+        b.add(
+            "foreign_processes",
+            "no other process holds a GPU",
+            Status::Pass,
+            vec!["no compute processes".into()],
+            "",
+        );
     } else {
         b.add("foreign_processes", "no other process holds a GPU", Status::Fail, procs, "find the owner before acting (nothing is killed by this tool); another process distorts every power number");
     }
@@ -230,16 +420,34 @@ pub fn run_checks(f: &NodeFacts, phase: &str, needs_nccl: bool) -> HealthReport 
         })
         .collect();
     let (s, ev) = worst(&items);
-    b.add("clock_events", "no hardware slowdown (thermal or power brake) is asserted", s, ev, "HW thermal slowdown or HW power brake is a facility problem: escalate before measuring");
+    b.add(
+        "clock_events",
+        "no hardware slowdown (thermal or power brake) is asserted",
+        s,
+        ev,
+        "HW thermal slowdown or HW power brake is a facility problem: escalate before measuring",
+    );
 
     // 10. Power limit.
     let items: Vec<(Status, String)> = f
         .gpus
         .iter()
         .map(|g| match (g.enforced_limit_w, g.default_limit_w) {
-            (Some(e), Some(d)) if e + 0.5 < d => (Status::Fail, format!("GPU {}: enforced limit {e:.0} W below the default {d:.0} W", g.index)),
-            (Some(e), Some(d)) => (Status::Pass, format!("GPU {}: enforced {e:.0} W = default {d:.0} W", g.index)),
-            _ => (Status::Warn, format!("GPU {}: power limits not readable", g.index)),
+            (Some(e), Some(d)) if e + 0.5 < d => (
+                Status::Fail,
+                format!(
+                    "GPU {}: enforced limit {e:.0} W below the default {d:.0} W",
+                    g.index
+                ),
+            ),
+            (Some(e), Some(d)) => (
+                Status::Pass,
+                format!("GPU {}: enforced {e:.0} W = default {d:.0} W", g.index),
+            ),
+            _ => (
+                Status::Warn,
+                format!("GPU {}: power limits not readable", g.index),
+            ),
         })
         .collect();
     let (s, ev) = worst(&items);
@@ -274,20 +482,58 @@ pub fn run_checks(f: &NodeFacts, phase: &str, needs_nccl: bool) -> HealthReport 
         .iter()
         .map(|g| {
             if g.mig_enabled == Some(true) {
-                (Status::Fail, format!("GPU {}: MIG enabled: the virus needs the whole GPU", g.index))
+                (
+                    Status::Fail,
+                    format!(
+                        "GPU {}: MIG enabled: the virus needs the whole GPU",
+                        g.index
+                    ),
+                )
             } else if g.persistence == Some(false) {
-                (Status::Warn, format!("GPU {}: persistence mode off (each process pays driver initialisation)", g.index))
+                (
+                    Status::Warn,
+                    format!(
+                        "GPU {}: persistence mode off (each process pays driver initialisation)",
+                        g.index
+                    ),
+                )
             } else {
-                (Status::Pass, format!("GPU {}: MIG off, persistence {}", g.index, on_off(g.persistence)))
+                (
+                    Status::Pass,
+                    format!(
+                        "GPU {}: MIG off, persistence {}",
+                        g.index,
+                        on_off(g.persistence)
+                    ),
+                )
             }
         })
         .collect();
     let (s, ev) = worst(&items);
-    b.add("mig_persistence", "MIG off (whole GPUs); persistence on", s, ev, "ask the node owner to disable MIG; this tool never changes it");
+    b.add(
+        "mig_persistence",
+        "MIG off (whole GPUs); persistence on",
+        s,
+        ev,
+        "ask the node owner to disable MIG; this tool never changes it",
+    );
 
     // 13. Topology.
-    let ev: Vec<String> = if f.topology.is_empty() { vec!["single GPU".into()] } else { f.topology.iter().map(|(i, j, l)| format!("GPU{i}–GPU{j}: {l}")).collect() };
-    b.add("topology", "the GPU-to-GPU links are recorded", Status::Pass, ev, "");
+    let ev: Vec<String> = if f.topology.is_empty() {
+        vec!["single GPU".into()]
+    } else {
+        f.topology
+            .iter()
+            .map(|(i, j, l)| format!("GPU{i}–GPU{j}: {l}"))
+            .collect()
+    };
+    b.add(
+        "topology",
+        "the GPU-to-GPU links are recorded",
+        Status::Pass,
+        ev,
+        "",
+    );
 
     // 14. Clocks and temperatures.
     let items: Vec<(Status, String)> = f
@@ -302,16 +548,30 @@ pub fn run_checks(f: &NodeFacts, phase: &str, needs_nccl: bool) -> HealthReport 
                 opt(g.sm_clock_max_mhz),
                 opt(g.mem_clock_mhz),
                 opt(g.temp_c),
-                g.power_avg_w.map(|w| format!("{w:.0}")).unwrap_or_else(|| "?".into())
+                g.power_avg_w
+                    .map(|w| format!("{w:.0}"))
+                    .unwrap_or_else(|| "?".into())
             );
             (if hot { Status::Warn } else { Status::Pass }, text)
         })
         .collect();
     let (s, ev) = worst(&items);
-    b.add("clocks_temperatures", "clocks and temperatures recorded; no GPU within 10 °C of slowdown", s, ev, "let the GPU cool or check the airflow before a campaign");
+    b.add(
+        "clocks_temperatures",
+        "clocks and temperatures recorded; no GPU within 10 °C of slowdown",
+        s,
+        ev,
+        "let the GPU cool or check the airflow before a campaign",
+    );
 
     let lowest_broken = b.first_fail();
-    HealthReport { host: f.host.clone(), phase: phase.into(), checks: b.checks, lowest_broken, facts: f.clone() }
+    HealthReport {
+        host: f.host.clone(),
+        phase: phase.into(),
+        checks: b.checks,
+        lowest_broken,
+        facts: f.clone(),
+    }
 }
 
 fn on_off(v: Option<bool>) -> &'static str {

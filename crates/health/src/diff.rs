@@ -16,7 +16,10 @@ fn flatten(prefix: &str, v: &Value, out: &mut Vec<(String, String)>) {
                 flatten(&format!("{prefix}[{i}]"), x, out);
             }
         }
-        other => out.push((prefix.trim_start_matches('.').to_string(), other.to_string())),
+        other => out.push((
+            prefix.trim_start_matches('.').to_string(),
+            other.to_string(),
+        )),
     }
 }
 

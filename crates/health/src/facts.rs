@@ -126,7 +126,11 @@ impl NodeFacts {
                 name: "NVIDIA H200".into(),
                 instant_power_w: Some(95.0),
                 buffered_samples: Some(119),
-                fabric: Some(FabricFacts { state: "completed".into(), status: "success".into(), clique_id: Some(0) }),
+                fabric: Some(FabricFacts {
+                    state: "completed".into(),
+                    status: "success".into(),
+                    clique_id: Some(0),
+                }),
                 clock_event_bits: Some(0x1),
                 enforced_limit_w: Some(700.0),
                 default_limit_w: Some(700.0),
@@ -162,7 +166,11 @@ impl NodeFacts {
             bindings_cuda_version: 13000,
             libs: ["libcuda", "libnvrtc", "libcublas", "libcublasLt", "libnccl"]
                 .iter()
-                .map(|l| LibFacts { name: l.to_string(), found: Some(format!("{l}.so")), error: None })
+                .map(|l| LibFacts {
+                    name: l.to_string(),
+                    found: Some(format!("{l}.so")),
+                    error: None,
+                })
                 .collect(),
             gpus,
             topology,
@@ -172,6 +180,10 @@ impl NodeFacts {
 
 impl Default for crate::facts::FabricFacts {
     fn default() -> Self {
-        FabricFacts { state: "not_supported".into(), status: "not_supported".into(), clique_id: None }
+        FabricFacts {
+            state: "not_supported".into(),
+            status: "not_supported".into(),
+            clique_id: None,
+        }
     }
 }

@@ -15,5 +15,5 @@ pub mod facts;
 pub mod probe;
 pub mod report;
 
-pub use checks::{run_checks, Check, HealthReport, Status};
+pub use checks::{Check, HealthReport, Status, run_checks};
 pub use facts::NodeFacts;

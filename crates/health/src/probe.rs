@@ -3,16 +3,19 @@
 #![allow(unsafe_code)] // one raw NVML call (fabric info) that nvml-wrapper does not wrap
 
 use crate::facts::{FabricFacts, GpuFacts, LibFacts, NodeFacts, ProcessFacts};
-use nvml_wrapper::enum_wrappers::device::{Clock, Sampling, TemperatureSensor, TemperatureThreshold};
+use nvml_wrapper::Nvml;
+use nvml_wrapper::enum_wrappers::device::{
+    Clock, Sampling, TemperatureSensor, TemperatureThreshold,
+};
 use nvml_wrapper::enums::device::UsedGpuMemory;
 use nvml_wrapper::structs::device::FieldId;
-use nvml_wrapper::Nvml;
 use powerlab_cuda::libs::CudaLib;
 
 fn fabric(nvml: &Nvml, dev: &nvml_wrapper::Device<'_>) -> Option<FabricFacts> {
     use nvml_wrapper_sys::bindings::*;
     let lib = nvml.lib();
     let f = lib.nvmlDeviceGetGpuFabricInfoV.as_ref().ok()?;
+    // SAFETY: a plain C struct of integers and arrays, for which all-zero bytes are valid.
     let mut info: nvmlGpuFabricInfoV_t = unsafe { std::mem::zeroed() };
     info.version = (std::mem::size_of::<nvmlGpuFabricInfoV_t>() as u32) | (3 << 24);
     // SAFETY: the symbol exists (checked above); `info` is a zeroed struct of the versioned size.
@@ -21,7 +24,11 @@ fn fabric(nvml: &Nvml, dev: &nvml_wrapper::Device<'_>) -> Option<FabricFacts> {
         return None;
     }
     if rc != nvmlReturn_enum_NVML_SUCCESS {
-        return Some(FabricFacts { state: format!("unreadable (NVML return {rc})"), status: "unknown".into(), clique_id: None });
+        return Some(FabricFacts {
+            state: format!("unreadable (NVML return {rc})"),
+            status: "unknown".into(),
+            clique_id: None,
+        });
     }
     let state = match u32::from(info.state) {
         NVML_GPU_FABRIC_STATE_NOT_SUPPORTED => "not_supported",
@@ -30,9 +37,18 @@ fn fabric(nvml: &Nvml, dev: &nvml_wrapper::Device<'_>) -> Option<FabricFacts> {
         NVML_GPU_FABRIC_STATE_COMPLETED => "completed",
         _ => "unknown",
     };
-    let status = if info.status == nvmlReturn_enum_NVML_SUCCESS { "success".to_string() } else { format!("nvml_return_{}", info.status) };
-    let clique_id = (state == "completed" && info.status == nvmlReturn_enum_NVML_SUCCESS).then_some(info.cliqueId);
-    Some(FabricFacts { state: state.into(), status, clique_id })
+    let status = if info.status == nvmlReturn_enum_NVML_SUCCESS {
+        "success".to_string()
+    } else {
+        format!("nvml_return_{}", info.status)
+    };
+    let clique_id = (state == "completed" && info.status == nvmlReturn_enum_NVML_SUCCESS)
+        .then_some(info.cliqueId);
+    Some(FabricFacts {
+        state: state.into(),
+        status,
+        clique_id,
+    })
 }
 
 /// Row-remapping state (pending, failure occurred), where supported.
@@ -40,20 +56,43 @@ fn remapped_rows(nvml: &Nvml, dev: &nvml_wrapper::Device<'_>) -> Option<(bool, b
     let f = nvml.lib().nvmlDeviceGetRemappedRows.as_ref().ok()?;
     let (mut corr, mut unc, mut pending, mut failure) = (0u32, 0u32, 0u32, 0u32);
     // SAFETY: the symbol exists; the four out-pointers are valid for the call.
-    let rc = unsafe { f(dev.handle(), &mut corr, &mut unc, &mut pending, &mut failure) };
-    (rc == nvml_wrapper_sys::bindings::nvmlReturn_enum_NVML_SUCCESS).then_some((pending != 0, failure != 0))
+    let rc = unsafe {
+        f(
+            dev.handle(),
+            &mut corr,
+            &mut unc,
+            &mut pending,
+            &mut failure,
+        )
+    };
+    (rc == nvml_wrapper_sys::bindings::nvmlReturn_enum_NVML_SUCCESS)
+        .then_some((pending != 0, failure != 0))
 }
 
 /// Reads everything preflight judges.
 pub fn probe() -> NodeFacts {
     let host = powerlab_cuda::node::hostname();
-    let libs = [("libcuda", CudaLib::Driver), ("libnvrtc", CudaLib::Nvrtc), ("libcublas", CudaLib::Cublas), ("libcublasLt", CudaLib::CublasLt), ("libnccl", CudaLib::Nccl)]
-        .into_iter()
-        .map(|(name, l)| match l.require() {
-            Ok(f) => LibFacts { name: name.into(), found: Some(f), error: None },
-            Err(e) => LibFacts { name: name.into(), found: None, error: Some(e.to_string()) },
-        })
-        .collect();
+    let libs = [
+        ("libcuda", CudaLib::Driver),
+        ("libnvrtc", CudaLib::Nvrtc),
+        ("libcublas", CudaLib::Cublas),
+        ("libcublasLt", CudaLib::CublasLt),
+        ("libnccl", CudaLib::Nccl),
+    ]
+    .into_iter()
+    .map(|(name, l)| match l.require() {
+        Ok(f) => LibFacts {
+            name: name.into(),
+            found: Some(f),
+            error: None,
+        },
+        Err(e) => LibFacts {
+            name: name.into(),
+            found: None,
+            error: Some(e.to_string()),
+        },
+    })
+    .collect();
     let cuda_visible_devices = std::env::var("CUDA_VISIBLE_DEVICES").ok();
     let (cuda_init, cuda_uuids) = match powerlab_cuda::node::visible_gpus_raw() {
         Ok(v) => (Ok(v.len()), v.into_iter().map(|(_, u)| u).collect()),
@@ -79,9 +118,19 @@ pub fn probe() -> NodeFacts {
     let count = nvml.device_count().unwrap_or(0);
     let mut gpus = Vec::new();
     for i in 0..count {
-        let Ok(d) = nvml.device_by_index(i) else { continue };
-        let mut g = GpuFacts { index: i, uuid: d.uuid().unwrap_or_default(), name: d.name().unwrap_or_default(), ..Default::default() };
-        match d.field_values_for(&[FieldId(186)]).map(|v| v.into_iter().next()) {
+        let Ok(d) = nvml.device_by_index(i) else {
+            continue;
+        };
+        let mut g = GpuFacts {
+            index: i,
+            uuid: d.uuid().unwrap_or_default(),
+            name: d.name().unwrap_or_default(),
+            ..Default::default()
+        };
+        match d
+            .field_values_for(&[FieldId(186)])
+            .map(|v| v.into_iter().next())
+        {
             Ok(Some(Ok(s))) => match s.value {
                 Ok(v) => g.instant_power_w = Some(sample_f64(&v) / 1000.0),
                 Err(e) => g.instant_power_error = Some(e.to_string()),
@@ -110,7 +159,10 @@ pub fn probe() -> NodeFacts {
         }
         g.clock_event_bits = d.current_throttle_reasons().ok().map(|r| r.bits());
         g.enforced_limit_w = d.enforced_power_limit().ok().map(|v| f64::from(v) / 1000.0);
-        g.default_limit_w = d.power_management_limit_default().ok().map(|v| f64::from(v) / 1000.0);
+        g.default_limit_w = d
+            .power_management_limit_default()
+            .ok()
+            .map(|v| f64::from(v) / 1000.0);
         if let Ok(e) = d.is_ecc_enabled() {
             g.ecc_current = Some(e.currently_enabled);
             g.ecc_pending = Some(e.pending_enabled);
@@ -127,19 +179,36 @@ pub fn probe() -> NodeFacts {
         g.temp_c = d.temperature(TemperatureSensor::Gpu).ok();
         g.temp_slowdown_c = d.temperature_threshold(TemperatureThreshold::Slowdown).ok();
         g.power_avg_w = d.power_usage().ok().map(|v| f64::from(v) / 1000.0);
-        g.nvlinks_active = Some((0..18).filter(|l| d.link_wrapper_for(*l).is_active().unwrap_or(false)).count() as u32);
+        g.nvlinks_active = Some(
+            (0..18)
+                .filter(|l| d.link_wrapper_for(*l).is_active().unwrap_or(false))
+                .count() as u32,
+        );
         gpus.push(g);
     }
     let mut topology = Vec::new();
     for i in 0..count {
         for j in (i + 1)..count {
-            let (Ok(a), Ok(b)) = (nvml.device_by_index(i), nvml.device_by_index(j)) else { continue };
+            let (Ok(a), Ok(b)) = (nvml.device_by_index(i), nvml.device_by_index(j)) else {
+                continue;
+            };
             let link = match a.topology_common_ancestor(b) {
                 Ok(t) => format!("{t:?}"),
                 Err(e) => format!("unknown ({e})"),
             };
-            let nv = gpus.get(i as usize).and_then(|g| g.nvlinks_active).unwrap_or(0);
-            topology.push((i, j, if nv > 0 { format!("NVLink ({nv} active links on GPU{i}); PCIe ancestor {link}") } else { format!("PCIe, common ancestor {link}") }));
+            let nv = gpus
+                .get(i as usize)
+                .and_then(|g| g.nvlinks_active)
+                .unwrap_or(0);
+            topology.push((
+                i,
+                j,
+                if nv > 0 {
+                    format!("NVLink ({nv} active links on GPU{i}); PCIe ancestor {link}")
+                } else {
+                    format!("PCIe, common ancestor {link}")
+                },
+            ));
         }
     }
     NodeFacts {

@@ -8,7 +8,10 @@ use std::path::{Path, PathBuf};
 pub fn write(report: &HealthReport, dir: &Path, stem: &str) -> std::io::Result<(PathBuf, PathBuf)> {
     std::fs::create_dir_all(dir)?;
     let json = dir.join(format!("{stem}.json"));
-    std::fs::write(&json, serde_json::to_string_pretty(report).map_err(std::io::Error::other)? + "\n")?;
+    std::fs::write(
+        &json,
+        serde_json::to_string_pretty(report).map_err(std::io::Error::other)? + "\n",
+    )?;
     let md = dir.join(format!("{stem}-report.md"));
     std::fs::write(&md, markdown(report))?;
     Ok((json, md))
@@ -18,8 +21,15 @@ pub fn write(report: &HealthReport, dir: &Path, stem: &str) -> std::io::Result<(
 pub fn markdown(r: &HealthReport) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# {}", r.headline());
-    let _ = writeln!(s, "\nHost `{}`, captured {}. Checks run bottom-up; a check above a broken contract is marked skipped (its evidence is still shown).\n", r.host, r.phase);
-    let _ = writeln!(s, "| check | contract | status | evidence | fix |\n|---|---|---|---|---|");
+    let _ = writeln!(
+        s,
+        "\nHost `{}`, captured {}. Checks run bottom-up; a check above a broken contract is marked skipped (its evidence is still shown).\n",
+        r.host, r.phase
+    );
+    let _ = writeln!(
+        s,
+        "| check | contract | status | evidence | fix |\n|---|---|---|---|---|"
+    );
     for c in &r.checks {
         let status = match c.status {
             Status::Pass => "pass",
@@ -27,7 +37,15 @@ pub fn markdown(r: &HealthReport) -> String {
             Status::Fail => "**FAIL**",
             Status::Skipped => "skipped",
         };
-        let _ = writeln!(s, "| {} | {} | {} | {} | {} |", c.id, c.contract, status, c.evidence.join("<br>"), c.fix);
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} |",
+            c.id,
+            c.contract,
+            status,
+            c.evidence.join("<br>"),
+            c.fix
+        );
     }
     s
 }

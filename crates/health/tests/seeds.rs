@@ -1,8 +1,9 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test that unwraps reports its failure by panicking
 //! Every failure the seeds describe, on a faked system, names the right
 //! lowest broken contract.
 
 use powerlab_health::facts::{FabricFacts, ProcessFacts};
-use powerlab_health::{run_checks, NodeFacts, Status};
+use powerlab_health::{NodeFacts, Status, run_checks};
 
 fn lowest(f: &NodeFacts, needs_nccl: bool) -> (Option<String>, String) {
     let r = run_checks(f, "idle", needs_nccl);
@@ -14,7 +15,11 @@ fn healthy_node_passes() {
     let r = run_checks(&NodeFacts::healthy_h200(2), "idle", true);
     assert!(!r.failed(), "{}", r.headline());
     assert!(r.headline().starts_with("PREFLIGHT PASSED"));
-    assert!(r.checks.iter().all(|c| c.status == Status::Pass), "{:#?}", r.checks);
+    assert!(
+        r.checks.iter().all(|c| c.status == Status::Pass),
+        "{:#?}",
+        r.checks
+    );
 }
 
 /// The devlog's B300 node: nvidia-smi perfect, fabric In Progress with
@@ -25,17 +30,33 @@ fn cuda_802_with_fabric_in_progress_names_cuda_init_with_fabric_evidence() {
     f.cuda_init = Err((802, "CUDA_ERROR_SYSTEM_NOT_READY".into()));
     f.cuda_uuids.clear();
     for g in &mut f.gpus {
-        g.fabric = Some(FabricFacts { state: "in_progress".into(), status: "nvml_return_0".into(), clique_id: None });
+        g.fabric = Some(FabricFacts {
+            state: "in_progress".into(),
+            status: "nvml_return_0".into(),
+            clique_id: None,
+        });
     }
     let r = run_checks(&f, "idle", true);
     assert_eq!(r.lowest_broken.as_deref(), Some("cuda_init"));
     let c = r.checks.iter().find(|c| c.id == "cuda_init").unwrap();
     let ev = c.evidence.join(" ");
-    assert!(ev.contains("802") && ev.contains("in_progress") && ev.contains("clique id N/A"), "{ev}");
+    assert!(
+        ev.contains("802") && ev.contains("in_progress") && ev.contains("clique id N/A"),
+        "{ev}"
+    );
     assert!(c.fix.contains("Fabric Manager"), "{}", c.fix);
-    assert!(r.headline().starts_with("PREFLIGHT FAILED — do not start the campaign"));
+    assert!(
+        r.headline()
+            .starts_with("PREFLIGHT FAILED — do not start the campaign")
+    );
     // Everything above is a consequence, not a clue.
-    assert!(r.checks.iter().skip_while(|c| c.id != "cuda_init").skip(1).all(|c| c.status != Status::Fail));
+    assert!(
+        r.checks
+            .iter()
+            .skip_while(|c| c.id != "cuda_init")
+            .skip(1)
+            .all(|c| c.status != Status::Fail)
+    );
 }
 
 #[test]
@@ -54,7 +75,10 @@ fn capped_gpu_names_the_power_limit() {
     f.gpus[1].default_limit_w = Some(400.0);
     let (id, head) = lowest(&f, false);
     assert_eq!(id.as_deref(), Some("power_limit"));
-    assert!(head.contains("GPU 1: enforced limit 250 W below the default 400 W"), "{head}");
+    assert!(
+        head.contains("GPU 1: enforced limit 250 W below the default 400 W"),
+        "{head}"
+    );
 }
 
 #[test]
@@ -63,16 +87,26 @@ fn ecc_off_on_one_of_two_gpus_names_ecc() {
     f.gpus[1].ecc_current = Some(false);
     let (id, head) = lowest(&f, false);
     assert_eq!(id.as_deref(), Some("ecc"));
-    assert!(head.contains("GPU 1: ECC off while the other GPUs have it on"), "{head}");
+    assert!(
+        head.contains("GPU 1: ECC off while the other GPUs have it on"),
+        "{head}"
+    );
 }
 
 #[test]
 fn foreign_process_is_named_with_pid_and_memory() {
     let mut f = NodeFacts::healthy_h200(2);
-    f.gpus[0].processes.push(ProcessFacts { pid: 4242, used_bytes: Some(11 << 30), name: Some("python3".into()) });
+    f.gpus[0].processes.push(ProcessFacts {
+        pid: 4242,
+        used_bytes: Some(11 << 30),
+        name: Some("python3".into()),
+    });
     let (id, head) = lowest(&f, false);
     assert_eq!(id.as_deref(), Some("foreign_processes"));
-    assert!(head.contains("pid 4242 (python3) holds 11264 MiB"), "{head}");
+    assert!(
+        head.contains("pid 4242 (python3) holds 11264 MiB"),
+        "{head}"
+    );
 }
 
 #[test]
@@ -84,7 +118,14 @@ fn missing_nccl_blocks_only_campaigns_that_need_it() {
     assert_eq!(lowest(&f, true).0.as_deref(), Some("libraries"));
     let r = run_checks(&f, "idle", false);
     assert!(!r.failed());
-    assert_eq!(r.checks.iter().find(|c| c.id == "libraries").unwrap().status, Status::Warn);
+    assert_eq!(
+        r.checks
+            .iter()
+            .find(|c| c.id == "libraries")
+            .unwrap()
+            .status,
+        Status::Warn
+    );
 }
 
 #[test]
@@ -112,7 +153,10 @@ fn hw_power_brake_is_a_facility_problem() {
     f.gpus[0].clock_event_bits = Some(0x4 | 0x80);
     let (id, head) = lowest(&f, false);
     assert_eq!(id.as_deref(), Some("clock_events"));
-    assert!(head.contains("sw_power_cap, hw_power_brake_slowdown"), "{head}");
+    assert!(
+        head.contains("sw_power_cap, hw_power_brake_slowdown"),
+        "{head}"
+    );
 }
 
 #[test]
@@ -123,10 +167,22 @@ fn health_diff_shows_idle_vs_load() {
     loaded.gpus[0].clock_event_bits = Some(0x4);
     loaded.gpus[0].power_avg_w = Some(693.0);
     let load = run_checks(&loaded, "under_load", false);
-    let d = powerlab_health::diff::diff(&serde_json::to_value(&idle).unwrap(), &serde_json::to_value(&load).unwrap());
-    assert!(d.iter().any(|l| l.contains("sm_clock_mhz: 345 -> 1980")), "{d:?}");
-    assert!(d.iter().any(|l| l.contains("clock_event_bits: 1 -> 4")), "{d:?}");
-    assert!(d.iter().any(|l| l.contains("power_avg_w: 95.0 -> 693.0")), "{d:?}");
+    let d = powerlab_health::diff::diff(
+        &serde_json::to_value(&idle).unwrap(),
+        &serde_json::to_value(&load).unwrap(),
+    );
+    assert!(
+        d.iter().any(|l| l.contains("sm_clock_mhz: 345 -> 1980")),
+        "{d:?}"
+    );
+    assert!(
+        d.iter().any(|l| l.contains("clock_event_bits: 1 -> 4")),
+        "{d:?}"
+    );
+    assert!(
+        d.iter().any(|l| l.contains("power_avg_w: 95.0 -> 693.0")),
+        "{d:?}"
+    );
 }
 
 #[test]
@@ -137,7 +193,13 @@ fn reports_are_written_with_the_verdict_first() {
     let r = run_checks(&f, "idle", false);
     let (json, md) = powerlab_health::report::write(&r, tmp.path(), "health").unwrap();
     let text = std::fs::read_to_string(md).unwrap();
-    assert!(text.lines().next().unwrap().starts_with("# PREFLIGHT FAILED — do not start the campaign"));
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    assert!(
+        text.lines()
+            .next()
+            .unwrap()
+            .starts_with("# PREFLIGHT FAILED — do not start the campaign")
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
     assert_eq!(v["lowest_broken"], "ecc");
 }

@@ -10,5 +10,5 @@ pub mod load;
 pub mod source;
 pub mod xid;
 
-pub use load::{init_nvml, NvmlError};
+pub use load::{NvmlError, init_nvml};
 pub use source::NvmlSource;

@@ -18,5 +18,7 @@ pub enum NvmlError {
 
 /// Initialises NVML once for the process.
 pub fn init_nvml() -> Result<Nvml, NvmlError> {
-    Nvml::init().map_err(|e| NvmlError::Unavailable { detail: e.to_string() })
+    Nvml::init().map_err(|e| NvmlError::Unavailable {
+        detail: e.to_string(),
+    })
 }

@@ -13,10 +13,10 @@ use nvml_wrapper::structs::device::FieldId;
 use nvml_wrapper::{Device, Nvml};
 use nvml_wrapper_sys::bindings::nvmlDevice_t;
 use powerlab_core::hw::{CallCost, DeviceEvent, GpuIdentity, HwError, PowerSource};
-use std::collections::BTreeMap;
-use std::time::Instant;
 use powerlab_core::{EpochNs, Instrument, Sample};
+use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Instant;
 
 /// `NVML_FI_DEV_POWER_AVERAGE`.
 pub const FIELD_POWER_AVERAGE: u32 = 185;
@@ -61,13 +61,32 @@ impl NvmlSource {
             // SAFETY: the raw handle is only used with this same `Nvml`, which the source keeps alive.
             #[allow(unsafe_code)]
             Ok(d) => (unsafe { d.handle() }) as usize,
-            Err(e) => return Err(HwError::DeviceFailed { gpu: id.uuid.clone(), detail: format!("NVML device handle of index {}: {e}", id.nvml_index) }),
+            Err(e) => {
+                return Err(HwError::DeviceFailed {
+                    gpu: id.uuid.clone(),
+                    detail: format!("NVML device handle of index {}: {e}", id.nvml_index),
+                });
+            }
         };
-        Ok(NvmlSource { nvml, id, handle, last_seen_us: None, xid: None, costs: BTreeMap::new(), last_energy_ns: None, last_violations_ns: None, empty_reads: 0 })
+        Ok(NvmlSource {
+            nvml,
+            id,
+            handle,
+            last_seen_us: None,
+            xid: None,
+            costs: BTreeMap::new(),
+            last_energy_ns: None,
+            last_violations_ns: None,
+            empty_reads: 0,
+        })
     }
 
     /// Runs one timed NVML read against the cached device handle.
-    fn timed<T>(&mut self, call: &'static str, f: impl FnOnce(&Device<'_>) -> Result<T, WrapErr>) -> Result<T, HwError> {
+    fn timed<T>(
+        &mut self,
+        call: &'static str,
+        f: impl FnOnce(&Device<'_>) -> Result<T, WrapErr>,
+    ) -> Result<T, HwError> {
         let t0 = Instant::now();
         // SAFETY: `handle` came from this `Nvml` instance, which `self.nvml`
         // keeps alive; NVML device handles stay valid until shutdown.
@@ -83,17 +102,31 @@ impl NvmlSource {
     fn classify(&self, what: &str, e: WrapErr) -> HwError {
         let detail = format!("{what}: {e}");
         match e {
-            WrapErr::GpuLost | WrapErr::Uninitialized | WrapErr::NotFound => HwError::DeviceFailed { gpu: self.id.uuid.clone(), detail },
-            _ => HwError::Transient { gpu: self.id.key.clone(), detail },
+            WrapErr::GpuLost | WrapErr::Uninitialized | WrapErr::NotFound => {
+                HwError::DeviceFailed {
+                    gpu: self.id.uuid.clone(),
+                    detail,
+                }
+            }
+            _ => HwError::Transient {
+                gpu: self.id.key.clone(),
+                detail,
+            },
         }
     }
 
     fn field(&mut self, call: &'static str, id: u32) -> Result<f64, HwError> {
         let vals = self.timed(call, |d| d.field_values_for(&[FieldId(id)]))?;
         match vals.into_iter().next() {
-            Some(Ok(s)) => s.value.map(|v| value_f64(&v)).map_err(|e| self.classify(call, e)),
+            Some(Ok(s)) => s
+                .value
+                .map(|v| value_f64(&v))
+                .map_err(|e| self.classify(call, e)),
             Some(Err(e)) => Err(self.classify(call, e)),
-            None => Err(HwError::Transient { gpu: self.id.key.clone(), detail: format!("{call}: no value") }),
+            None => Err(HwError::Transient {
+                gpu: self.id.key.clone(),
+                detail: format!("{call}: no value"),
+            }),
         }
     }
 }
@@ -107,9 +140,11 @@ impl PowerSource for NvmlSource {
         let last = self.last_seen_us;
         let mut out = Vec::new();
         // NotFound: no sample newer than the last seen (nothing new yet).
-        let samples = match self.timed("nvmlDeviceGetSamples", |d| match d.samples(Sampling::Power, last) {
-            Err(WrapErr::NotFound) => Ok(None),
-            other => other.map(Some),
+        let samples = match self.timed("nvmlDeviceGetSamples", |d| {
+            match d.samples(Sampling::Power, last) {
+                Err(WrapErr::NotFound) => Ok(None),
+                other => other.map(Some),
+            }
         })? {
             Some(s) => s,
             None => {
@@ -123,56 +158,117 @@ impl PowerSource for NvmlSource {
             }
             self.last_seen_us = Some(s.timestamp);
             // Power samples are in mW.
-            out.push(Sample { ts_ns: s.timestamp as i64 * 1000, instrument: Instrument::BufferedW, value: value_f64(&s.value) / 1000.0 });
+            out.push(Sample {
+                ts_ns: s.timestamp as i64 * 1000,
+                instrument: Instrument::BufferedW,
+                value: value_f64(&s.value) / 1000.0,
+            });
         }
         Ok(out)
     }
 
     fn read_instant(&mut self, now_ns: EpochNs) -> Result<Sample, HwError> {
         let instant_mw = self.field("field 186 (instant power)", FIELD_POWER_INSTANT)?;
-        Ok(Sample { ts_ns: now_ns, instrument: Instrument::InstantW, value: instant_mw / 1000.0 })
+        Ok(Sample {
+            ts_ns: now_ns,
+            instrument: Instrument::InstantW,
+            value: instant_mw / 1000.0,
+        })
     }
 
     fn call_costs(&self) -> Vec<CallCost> {
-        self.costs.iter().map(|(k, (n, ns))| CallCost { call: (*k).to_string(), count: *n, total_ns: *ns }).collect()
+        self.costs
+            .iter()
+            .map(|(k, (n, ns))| CallCost {
+                call: (*k).to_string(),
+                count: *n,
+                total_ns: *ns,
+            })
+            .collect()
     }
 
     fn read_fields(&mut self, now_ns: EpochNs) -> Result<Vec<Sample>, HwError> {
         let avg_mw = self.field("field 185 (average power)", FIELD_POWER_AVERAGE)?;
-        let mut out = vec![Sample { ts_ns: now_ns, instrument: Instrument::AverageW, value: avg_mw / 1000.0 }];
+        let mut out = vec![Sample {
+            ts_ns: now_ns,
+            instrument: Instrument::AverageW,
+            value: avg_mw / 1000.0,
+        }];
         // The energy counter costs ~4 ms per read on H200 (measured with
         // `observe`): it is cumulative, so reading it once a second loses
         // nothing but the resolution of power derived from it.
-        if self.last_energy_ns.is_none_or(|t| now_ns - t >= SLOW_READ_NS) {
+        if self
+            .last_energy_ns
+            .is_none_or(|t| now_ns - t >= SLOW_READ_NS)
+        {
             let energy_mj = self.timed("energy counter", |d| d.total_energy_consumption())? as f64;
             self.last_energy_ns = Some(now_ns);
-            out.push(Sample { ts_ns: now_ns, instrument: Instrument::EnergyMj, value: energy_mj });
+            out.push(Sample {
+                ts_ns: now_ns,
+                instrument: Instrument::EnergyMj,
+                value: energy_mj,
+            });
         }
         Ok(out)
     }
 
     fn read_status(&mut self, now_ns: EpochNs) -> Result<Vec<Sample>, HwError> {
         let mut out = Vec::new();
-        let mut push = |i: Instrument, v: f64| out.push(Sample { ts_ns: now_ns, instrument: i, value: v });
-        push(Instrument::SmClockMhz, f64::from(self.timed("SM clock", |d| d.clock_info(Clock::SM))?));
-        push(Instrument::MemClockMhz, f64::from(self.timed("memory clock", |d| d.clock_info(Clock::Memory))?));
-        push(Instrument::GpuTempC, f64::from(self.timed("GPU temperature", |d| d.temperature(TemperatureSensor::Gpu))?));
+        let mut push = |i: Instrument, v: f64| {
+            out.push(Sample {
+                ts_ns: now_ns,
+                instrument: i,
+                value: v,
+            })
+        };
+        push(
+            Instrument::SmClockMhz,
+            f64::from(self.timed("SM clock", |d| d.clock_info(Clock::SM))?),
+        );
+        push(
+            Instrument::MemClockMhz,
+            f64::from(self.timed("memory clock", |d| d.clock_info(Clock::Memory))?),
+        );
+        push(
+            Instrument::GpuTempC,
+            f64::from(self.timed("GPU temperature", |d| d.temperature(TemperatureSensor::Gpu))?),
+        );
         if let Ok(t) = self.field("field 82 (memory temperature)", FIELD_MEMORY_TEMP) {
             push(Instrument::MemTempC, t);
         }
         // Raw bits, tested later with `contains`, never by equality.
-        let bits = self.timed("clock-event reasons", |d| d.current_throttle_reasons().map(|r| r.bits()))?;
+        let bits = self.timed("clock-event reasons", |d| {
+            d.current_throttle_reasons().map(|r| r.bits())
+        })?;
         push(Instrument::ClockEvents, bits as f64);
-        push(Instrument::PowerLimitW, f64::from(self.timed("enforced limit", |d| d.enforced_power_limit())?) / 1000.0);
+        push(
+            Instrument::PowerLimitW,
+            f64::from(self.timed("enforced limit", |d| d.enforced_power_limit())?) / 1000.0,
+        );
         // The reasons' time counters: how long clocks were held down,
         // cumulative (~0.8 ms per read on H200: once a second).
-        if self.last_violations_ns.is_none_or(|t| now_ns - t >= SLOW_READ_NS) {
+        if self
+            .last_violations_ns
+            .is_none_or(|t| now_ns - t >= SLOW_READ_NS)
+        {
             self.last_violations_ns = Some(now_ns);
-            if let Ok(v) = self.timed("violation counter (power)", |d| d.violation_status(PerformancePolicy::Power)) {
-                out.push(Sample { ts_ns: now_ns, instrument: Instrument::PowerCapTimeNs, value: v.violation_time as f64 });
+            if let Ok(v) = self.timed("violation counter (power)", |d| {
+                d.violation_status(PerformancePolicy::Power)
+            }) {
+                out.push(Sample {
+                    ts_ns: now_ns,
+                    instrument: Instrument::PowerCapTimeNs,
+                    value: v.violation_time as f64,
+                });
             }
-            if let Ok(v) = self.timed("violation counter (thermal)", |d| d.violation_status(PerformancePolicy::Thermal)) {
-                out.push(Sample { ts_ns: now_ns, instrument: Instrument::ThermalCapTimeNs, value: v.violation_time as f64 });
+            if let Ok(v) = self.timed("violation counter (thermal)", |d| {
+                d.violation_status(PerformancePolicy::Thermal)
+            }) {
+                out.push(Sample {
+                    ts_ns: now_ns,
+                    instrument: Instrument::ThermalCapTimeNs,
+                    value: v.violation_time as f64,
+                });
             }
         }
         Ok(out)
@@ -184,7 +280,11 @@ impl PowerSource for NvmlSource {
             self.xid = crate::xid::XidListener::new(&self.nvml, self.id.nvml_index);
         }
         let t0 = Instant::now();
-        let polled = self.xid.as_ref().map(|l| l.poll(&self.nvml)).unwrap_or_default();
+        let polled = self
+            .xid
+            .as_ref()
+            .map(|l| l.poll(&self.nvml))
+            .unwrap_or_default();
         let e = self.costs.entry("event set (Xid)").or_insert((0, 0));
         e.0 += 1;
         e.1 += t0.elapsed().as_nanos() as u64;

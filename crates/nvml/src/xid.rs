@@ -4,7 +4,9 @@
 #![allow(unsafe_code)] // raw NVML event-set calls; each states its invariant
 
 use nvml_wrapper::Nvml;
-use nvml_wrapper_sys::bindings::{nvmlEventData_t, nvmlEventSet_t, nvmlEventTypeXidCriticalError, nvmlReturn_enum_NVML_SUCCESS};
+use nvml_wrapper_sys::bindings::{
+    nvmlEventData_t, nvmlEventSet_t, nvmlEventTypeXidCriticalError, nvmlReturn_enum_NVML_SUCCESS,
+};
 
 /// A registered event set for one GPU.
 pub struct XidListener {
@@ -26,7 +28,9 @@ impl XidListener {
             return None;
         }
         // SAFETY: `dev` is a live handle of this NVML instance; `set` was just created.
-        if unsafe { register(dev.handle(), u64::from(nvmlEventTypeXidCriticalError), set) } != nvmlReturn_enum_NVML_SUCCESS {
+        if unsafe { register(dev.handle(), u64::from(nvmlEventTypeXidCriticalError), set) }
+            != nvmlReturn_enum_NVML_SUCCESS
+        {
             if let Ok(free) = lib.nvmlEventSetFree.as_ref() {
                 // SAFETY: `set` was created above and is freed once.
                 unsafe { free(set) };
@@ -39,7 +43,9 @@ impl XidListener {
     /// Every pending event: (event type, event data = the Xid code).
     pub fn poll(&self, nvml: &Nvml) -> Vec<(u64, u64)> {
         let mut out = Vec::new();
-        let Ok(wait) = nvml.lib().nvmlEventSetWait_v2.as_ref() else { return out };
+        let Ok(wait) = nvml.lib().nvmlEventSetWait_v2.as_ref() else {
+            return out;
+        };
         for _ in 0..16 {
             // SAFETY: a zeroed event-data struct is a valid out-parameter.
             let mut data: nvmlEventData_t = unsafe { std::mem::zeroed() };

@@ -1,7 +1,7 @@
 //! `observe`: live per-GPU and node power, no load.
 
 use crate::cli::ObserveArgs;
-use anyhow::{anyhow, Result};
+use anyhow::{Result, anyhow};
 use powerlab_core::hw::{GpuIdentity, PowerSource};
 use powerlab_core::{Instrument, RunClock};
 use powerlab_nvml::NvmlSource;
@@ -21,7 +21,13 @@ pub fn observe(a: &ObserveArgs) -> Result<i32> {
             nvml_index: i,
             power_limit_w: f64::from(d.enforced_power_limit()?) / 1000.0,
         };
-        outln!("{}: {} {} (limit {:.0} W)", id.key, id.uuid, id.name, id.power_limit_w);
+        outln!(
+            "{}: {} {} (limit {:.0} W)",
+            id.key,
+            id.uuid,
+            id.name,
+            id.power_limit_w
+        );
         sources.push(NvmlSource::new(nvml.clone(), id).map_err(|e| anyhow!("{e}"))?);
     }
     let mut csv = match &a.csv {
@@ -39,14 +45,23 @@ pub fn observe(a: &ObserveArgs) -> Result<i32> {
     let mut last_print = 0i64;
     let d = powerlab_campaign::Sampling::default();
     let ms = |v: f64| (v * 1e6) as i64;
-    let (buffer_ns, fields_ns, status_ns) = (ms(d.buffer_interval_ms), ms(d.field_interval_ms), ms(d.status_interval_ms));
-    let (mut last_buffer, mut last_fields, mut last_status) = (i64::MIN / 2, i64::MIN / 2, i64::MIN / 2);
+    let (buffer_ns, fields_ns, status_ns) = (
+        ms(d.buffer_interval_ms),
+        ms(d.field_interval_ms),
+        ms(d.status_interval_ms),
+    );
+    let (mut last_buffer, mut last_fields, mut last_status) =
+        (i64::MIN / 2, i64::MIN / 2, i64::MIN / 2);
     let mut latest = vec![(f64::NAN, f64::NAN); sources.len()];
     while clock.now_ns() < end {
         let now = clock.now_ns();
         // The runner's sampler cadence: instant field every poll, buffer,
         // 1 s average and energy every 100 ms, status every 200 ms.
-        let (do_buffer, do_fields, do_status) = (now - last_buffer >= buffer_ns, now - last_fields >= fields_ns, now - last_status >= status_ns);
+        let (do_buffer, do_fields, do_status) = (
+            now - last_buffer >= buffer_ns,
+            now - last_fields >= fields_ns,
+            now - last_status >= status_ns,
+        );
         for (i, s) in sources.iter_mut().enumerate() {
             let mut samples = vec![s.read_instant(now).map_err(|e| anyhow!("{e}"))?];
             if do_buffer {
@@ -68,7 +83,13 @@ pub fn observe(a: &ObserveArgs) -> Result<i32> {
                     _ => {}
                 }
                 if let Some(f) = csv.as_mut() {
-                    writeln!(f, "{},gpu{i},{},{}", x.ts_ns, x.instrument.as_str(), x.value)?;
+                    writeln!(
+                        f,
+                        "{},gpu{i},{},{}",
+                        x.ts_ns,
+                        x.instrument.as_str(),
+                        x.value
+                    )?;
                 }
             }
         }
@@ -83,12 +104,18 @@ pub fn observe(a: &ObserveArgs) -> Result<i32> {
         }
         if now - last_print >= (a.interval_ms * 1e6) as i64 {
             last_print = now;
-            let per: Vec<String> = latest.iter().enumerate().map(|(i, (b, inst))| format!("gpu{i} {b:7.1} W (instant {inst:7.1})")).collect();
+            let per: Vec<String> = latest
+                .iter()
+                .enumerate()
+                .map(|(i, (b, inst))| format!("gpu{i} {b:7.1} W (instant {inst:7.1})"))
+                .collect();
             let node: f64 = latest.iter().map(|l| l.0).sum();
             outln!("{}  node {node:8.1} W", per.join("  "));
         }
         let poll = std::time::Duration::from_nanos(ms(d.poll_interval_ms) as u64);
-        std::thread::sleep(poll.saturating_sub(std::time::Duration::from_nanos((clock.now_ns() - now).max(0) as u64)));
+        std::thread::sleep(poll.saturating_sub(std::time::Duration::from_nanos(
+            (clock.now_ns() - now).max(0) as u64,
+        )));
     }
     if let Some(mut f) = csv {
         f.flush()?;
@@ -96,7 +123,11 @@ pub fn observe(a: &ObserveArgs) -> Result<i32> {
     if let (Some(c0), Some(c1)) = (cpu0, process_cpu_s()) {
         let wall = (clock.now_ns() - start) as f64 / 1e9;
         let per_gpu = 100.0 * (c1 - c0) / wall / sources.len().max(1) as f64;
-        outln!("sampler CPU: {:.2} s over {wall:.1} s for {} GPU(s) = {per_gpu:.2}% of one core per GPU", c1 - c0, sources.len());
+        outln!(
+            "sampler CPU: {:.2} s over {wall:.1} s for {} GPU(s) = {per_gpu:.2}% of one core per GPU",
+            c1 - c0,
+            sources.len()
+        );
         print_call_costs(&sources, wall);
     }
     Ok(0)
@@ -104,7 +135,8 @@ pub fn observe(a: &ObserveArgs) -> Result<i32> {
 
 /// Where the sampler's time goes: calls per second and µs per call, per GPU.
 fn print_call_costs(sources: &[NvmlSource], wall_s: f64) {
-    let mut total: std::collections::BTreeMap<String, (u64, u64)> = std::collections::BTreeMap::new();
+    let mut total: std::collections::BTreeMap<String, (u64, u64)> =
+        std::collections::BTreeMap::new();
     for s in sources {
         for c in s.call_costs() {
             let e = total.entry(c.call).or_default();
@@ -115,8 +147,16 @@ fn print_call_costs(sources: &[NvmlSource], wall_s: f64) {
     let n = sources.len().max(1) as f64;
     outln!("NVML read costs (per GPU):");
     for (call, (count, ns)) in &total {
-        let per_call_us = if *count > 0 { *ns as f64 / *count as f64 / 1e3 } else { 0.0 };
-        outln!("  {call:<32} {:8.1} calls/s  {per_call_us:8.1} µs/call  {:6.2}% of a core", *count as f64 / wall_s / n, 100.0 * *ns as f64 / 1e9 / wall_s / n);
+        let per_call_us = if *count > 0 {
+            *ns as f64 / *count as f64 / 1e3
+        } else {
+            0.0
+        };
+        outln!(
+            "  {call:<32} {:8.1} calls/s  {per_call_us:8.1} µs/call  {:6.2}% of a core",
+            *count as f64 / wall_s / n,
+            100.0 * *ns as f64 / 1e9 / wall_s / n
+        );
     }
 }
 

@@ -7,7 +7,12 @@ use powerlab_campaign::{load_file, model::GpuSelector, plan};
 pub fn validate(a: &ValidateArgs) -> Result<i32> {
     match load_file(&a.file) {
         Ok(c) => {
-            outln!("{}: ok — campaign `{}`, {} phases", a.file.display(), c.name, c.phases.len());
+            outln!(
+                "{}: ok — campaign `{}`, {} phases",
+                a.file.display(),
+                c.name,
+                c.phases.len()
+            );
             Ok(0)
         }
         Err(e) => {

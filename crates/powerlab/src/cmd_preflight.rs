@@ -2,7 +2,7 @@
 
 use crate::cli::{HealthDiffArgs, PreflightArgs};
 use anyhow::{Context, Result};
-use powerlab_health::{probe::probe, report, run_checks, HealthReport};
+use powerlab_health::{HealthReport, probe::probe, report, run_checks};
 
 /// Probes the node and judges it; read-only.
 pub fn capture(phase: &str, needs_nccl: bool) -> HealthReport {
@@ -12,11 +12,19 @@ pub fn capture(phase: &str, needs_nccl: bool) -> HealthReport {
 /// The simulated node's preflight: the facts of a healthy H200 node of `n`
 /// GPUs with the node faults applied (`--sim-fault node:cuda_init=802`,
 /// `node:fabric=…`, `node:no_nccl`), judged by the same checks as a real node.
-pub fn sim_capture(n: usize, faults: &powerlab_sim::FaultPlan, host: &str, needs_nccl: bool) -> HealthReport {
+pub fn sim_capture(
+    n: usize,
+    faults: &powerlab_sim::FaultPlan,
+    host: &str,
+    needs_nccl: bool,
+) -> HealthReport {
     let mut f = powerlab_health::NodeFacts::healthy_h200(n as u32);
     f.host = host.to_string();
     if let Some(code) = faults.cuda_init_error {
-        f.cuda_init = Err((code, format!("simulated (--sim-fault node:cuda_init={code})")));
+        f.cuda_init = Err((
+            code,
+            format!("simulated (--sim-fault node:cuda_init={code})"),
+        ));
     }
     if let Some(state) = &faults.fabric_state {
         for g in &mut f.gpus {
@@ -38,28 +46,50 @@ pub fn preflight(a: &PreflightArgs) -> Result<i32> {
     let t0 = std::time::Instant::now();
     let r = capture(&a.phase, a.needs_nccl);
     let elapsed = t0.elapsed();
-    let (json, md) = report::write(&r, &a.out, &a.stem).with_context(|| format!("writing the health report into {}", a.out.display()))?;
+    let (json, md) = report::write(&r, &a.out, &a.stem)
+        .with_context(|| format!("writing the health report into {}", a.out.display()))?;
     outln!("{}", r.headline());
     for c in &r.checks {
-        outln!("  {:<20} {:<8} {}", c.id, format!("{:?}", c.status).to_lowercase(), c.evidence.first().cloned().unwrap_or_default());
+        outln!(
+            "  {:<20} {:<8} {}",
+            c.id,
+            format!("{:?}", c.status).to_lowercase(),
+            c.evidence.first().cloned().unwrap_or_default()
+        );
     }
-    outln!("preflight took {:.2} s; wrote {} and {}", elapsed.as_secs_f64(), json.display(), md.display());
-    Ok(if r.failed() { crate::exit::PREFLIGHT } else { 0 })
+    outln!(
+        "preflight took {:.2} s; wrote {} and {}",
+        elapsed.as_secs_f64(),
+        json.display(),
+        md.display()
+    );
+    Ok(if r.failed() {
+        crate::exit::PREFLIGHT
+    } else {
+        0
+    })
 }
 
 pub fn health_diff(a: &HealthDiffArgs) -> Result<i32> {
     // Each file must be a health capture (`powerlab preflight`, or the
     // health.json of a run directory): anything else is refused by name.
     let read = |p: &std::path::Path| -> Result<serde_json::Value> {
-        let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
-        let value: serde_json::Value = serde_json::from_str(&text).with_context(|| format!("{} is not valid JSON", p.display()))?;
+        let text =
+            std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+        let value: serde_json::Value = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not valid JSON", p.display()))?;
         serde_json::from_value::<powerlab_health::HealthReport>(value.clone())
             .with_context(|| format!("{} is not a health capture written by `powerlab preflight` (or a run's health.json)", p.display()))?;
         Ok(value)
     };
     let (x, y) = (read(&a.a)?, read(&a.b)?);
     let lines = powerlab_health::diff::diff(&x, &y);
-    outln!("{} -> {}: {} facts differ", a.a.display(), a.b.display(), lines.len());
+    outln!(
+        "{} -> {}: {} facts differ",
+        a.a.display(),
+        a.b.display(),
+        lines.len()
+    );
     for l in lines {
         outln!("  {l}");
     }

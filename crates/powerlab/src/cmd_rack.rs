@@ -11,12 +11,12 @@
 //! 6. each node collates its own directory, then rank 0 the rack.
 
 use crate::cli::{BackendKind, RunArgs};
-use crate::cmd_run::{run_real, run_sim, RackJoin};
-use anyhow::{anyhow, Result};
+use crate::cmd_run::{RackJoin, run_real, run_sim};
+use anyhow::{Result, anyhow};
 use powerlab_campaign::{Campaign, RackPosition};
 use powerlab_rack::launcher::Launch;
 use powerlab_rack::protocol::{clock_offsets, gather_json};
-use powerlab_rack::{node_label, ClockOffset, RackLink};
+use powerlab_rack::{ClockOffset, RackLink, node_label};
 use powerlab_runner::RackRun;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -26,8 +26,18 @@ use std::time::Duration;
 /// Starts MPI and runs the campaign as one node of the rack.
 #[cfg(feature = "mpi")]
 pub fn run(a: &RunArgs, campaign: Campaign, launch: Launch) -> Result<i32> {
-    let link = RackLink::start(|| Ok(Box::new(powerlab_rack::mpi_transport::MpiTransport::init()?) as Box<dyn powerlab_rack::Transport>))
-        .map_err(|e| anyhow!("started by {} but MPI could not be initialised: {e}", launch.launcher))?;
+    let link = RackLink::start(|| {
+        Ok(
+            Box::new(powerlab_rack::mpi_transport::MpiTransport::init()?)
+                as Box<dyn powerlab_rack::Transport>,
+        )
+    })
+    .map_err(|e| {
+        anyhow!(
+            "started by {} but MPI could not be initialised: {e}",
+            launch.launcher
+        )
+    })?;
     rack_main(a, campaign, link)
 }
 
@@ -38,7 +48,9 @@ pub fn run(_a: &RunArgs, _campaign: Campaign, launch: Launch) -> Result<i32> {
     errln!(
         "error: started by {} as one of {} processes ({} is set), but this powerlab was built without MPI support: each process would run its own unrelated single-node campaign.\n\
          Build it with `cargo build --release --features mpi` (needs the MPI library's mpicc and libclang), or run one process without the launcher.",
-        launch.launcher, launch.world_size, launch.variable
+        launch.launcher,
+        launch.world_size,
+        launch.variable
     );
     Ok(crate::exit::ERROR)
 }
@@ -85,7 +97,10 @@ fn campaign_hash(c: &Campaign) -> String {
 }
 
 fn realtime_ns() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0)
 }
 
 fn say(rank: usize, text: &str) {
@@ -109,12 +124,25 @@ pub fn rack_main(a: &RunArgs, campaign: Campaign, link: RackLink) -> Result<i32>
     let t_hello = std::time::Instant::now();
 
     // 1. Who is who; the same campaign everywhere.
-    let hello = NodeHello { label: label.clone(), campaign_hash: campaign_hash(&campaign) };
+    let hello = NodeHello {
+        label: label.clone(),
+        campaign_hash: campaign_hash(&campaign),
+    };
     let hellos: Vec<NodeHello> = link.submit(move |t| gather_json(t, &hello)).wait()?;
     let first_exchange_ns = t_hello.elapsed().as_nanos() as i64;
     let nodes: Vec<String> = hellos.iter().map(|h| h.label.clone()).collect();
-    if let Some((r, h)) = hellos.iter().enumerate().find(|(_, h)| h.campaign_hash != hellos[0].campaign_hash) {
-        say(rank, &format!("error: node {} (rank {r}) runs a different campaign than rank 0 (hash {} vs {}): give every node the same file", h.label, h.campaign_hash, hellos[0].campaign_hash));
+    if let Some((r, h)) = hellos
+        .iter()
+        .enumerate()
+        .find(|(_, h)| h.campaign_hash != hellos[0].campaign_hash)
+    {
+        say(
+            rank,
+            &format!(
+                "error: node {} (rank {r}) runs a different campaign than rank 0 (hash {} vs {}): give every node the same file",
+                h.label, h.campaign_hash, hellos[0].campaign_hash
+            ),
+        );
         return Ok(crate::exit::ERROR);
     }
     if rank == 0 {
@@ -122,14 +150,26 @@ pub fn rack_main(a: &RunArgs, campaign: Campaign, link: RackLink) -> Result<i32>
     }
 
     // 2. Clocks. The simulated node can be told its clock is off.
-    let skew = if a.backend == BackendKind::Sim { faults.clock_offset_ns } else { 0 };
-    let offsets: Vec<ClockOffset> = link.submit(move |t| clock_offsets(t, 32, &move || realtime_ns() + skew)).wait()?;
+    let skew = if a.backend == BackendKind::Sim {
+        faults.clock_offset_ns
+    } else {
+        0
+    };
+    let offsets: Vec<ClockOffset> = link
+        .submit(move |t| clock_offsets(t, 32, &move || realtime_ns() + skew))
+        .wait()?;
     let tolerance_ns = (campaign.rack.clock_tolerance_ms * 1e6) as i64;
 
     // 3. Preflight on every node, the clock included.
-    let needs_nccl = campaign.phases.iter().any(|p| p.kind == powerlab_campaign::PhaseKind::Nccl);
+    let needs_nccl = campaign
+        .phases
+        .iter()
+        .any(|p| p.kind == powerlab_campaign::PhaseKind::Nccl);
     let (health, available) = match a.backend {
-        BackendKind::Sim => (crate::cmd_preflight::sim_capture(usize::from(a.sim_gpus), &faults, &label, needs_nccl), usize::from(a.sim_gpus)),
+        BackendKind::Sim => (
+            crate::cmd_preflight::sim_capture(usize::from(a.sim_gpus), &faults, &label, needs_nccl),
+            usize::from(a.sim_gpus),
+        ),
         BackendKind::Cuda => {
             let facts = powerlab_health::probe::probe();
             let n = facts.cuda_uuids.len();
@@ -152,21 +192,48 @@ pub fn rack_main(a: &RunArgs, campaign: Campaign, link: RackLink) -> Result<i32>
     } else {
         health.headline()
     };
-    let verdict = NodeVerdict { node: label.clone(), passed: clock_ok && !health.failed(), headline, clock_offset_ns: mine.offset_ns, clock_rtt_ns: mine.rtt_ns, gpus };
+    let verdict = NodeVerdict {
+        node: label.clone(),
+        passed: clock_ok && !health.failed(),
+        headline,
+        clock_offset_ns: mine.offset_ns,
+        clock_rtt_ns: mine.rtt_ns,
+        gpus,
+    };
     let verdicts: Vec<NodeVerdict> = link.submit(move |t| gather_json(t, &verdict)).wait()?;
     let failed: Vec<&NodeVerdict> = verdicts.iter().filter(|v| !v.passed).collect();
     if !failed.is_empty() {
-        let list: Vec<String> = failed.iter().map(|v| format!("{}: {}", v.node, v.headline)).collect();
+        let list: Vec<String> = failed
+            .iter()
+            .map(|v| format!("{}: {}", v.node, v.headline))
+            .collect();
         if a.allow_unhealthy {
-            say(rank, &format!("--allow-unhealthy: running anyway on an unhealthy rack: {}", list.join("; ")));
+            say(
+                rank,
+                &format!(
+                    "--allow-unhealthy: running anyway on an unhealthy rack: {}",
+                    list.join("; ")
+                ),
+            );
         } else {
-            say(rank, &format!("rack preflight failed on {} of {size} nodes; no load was started on any node:\n  {}", failed.len(), list.join("\n  ")));
+            say(
+                rank,
+                &format!(
+                    "rack preflight failed on {} of {size} nodes; no load was started on any node:\n  {}",
+                    failed.len(),
+                    list.join("\n  ")
+                ),
+            );
             if rank == 0 {
                 let _ = std::fs::create_dir_all(&a.results);
                 let path = a.results.join("rack-preflight-failed.json");
-                let _ = std::fs::write(&path, serde_json::to_string_pretty(&verdicts).unwrap_or_default() + "\n");
+                let _ = std::fs::write(
+                    &path,
+                    serde_json::to_string_pretty(&verdicts).unwrap_or_default() + "\n",
+                );
             }
-            let _ = powerlab_health::report::write(&health, &a.results, &format!("preflight-{label}"));
+            let _ =
+                powerlab_health::report::write(&health, &a.results, &format!("preflight-{label}"));
             link.shutdown();
             return Ok(crate::exit::PREFLIGHT);
         }
@@ -175,11 +242,26 @@ pub fn rack_main(a: &RunArgs, campaign: Campaign, link: RackLink) -> Result<i32>
     // 4. The rack's run directory, named by rank 0.
     let proposal = (rank == 0).then(|| {
         let stamp = powerlab_rundir::layout::utc_stamp(realtime_ns());
-        a.results.join(format!("{}-{stamp}-rack{size}", campaign.name)).display().to_string()
+        a.results
+            .join(format!("{}-{stamp}-rack{size}", campaign.name))
+            .display()
+            .to_string()
     });
-    let root: PathBuf = link.submit(move |t| gather_json(t, &proposal)).wait()?.into_iter().next().flatten().map(PathBuf::from).ok_or_else(|| anyhow!("rank 0 named no run directory"))?;
+    let root: PathBuf = link
+        .submit(move |t| gather_json(t, &proposal))
+        .wait()?
+        .into_iter()
+        .next()
+        .flatten()
+        .map(PathBuf::from)
+        .ok_or_else(|| anyhow!("rank 0 named no run directory"))?;
     if rank == 0 {
-        std::fs::create_dir_all(root.join("nodes")).map_err(|e| anyhow!("cannot create the rack run directory {}: {e}", root.display()))?;
+        std::fs::create_dir_all(root.join("nodes")).map_err(|e| {
+            anyhow!(
+                "cannot create the rack run directory {}: {e}",
+                root.display()
+            )
+        })?;
         let file = RackFile {
             campaign: &campaign.name,
             nodes: nodes.clone(),
@@ -189,13 +271,22 @@ pub fn rack_main(a: &RunArgs, campaign: Campaign, link: RackLink) -> Result<i32>
             stagger: campaign.rack.stagger.as_str(),
             launched_by: std::env::args().collect::<Vec<_>>().join(" "),
         };
-        std::fs::write(root.join(powerlab_collate::rack::RACK_FILE), serde_json::to_string_pretty(&file).unwrap_or_default() + "\n")?;
+        std::fs::write(
+            root.join(powerlab_collate::rack::RACK_FILE),
+            serde_json::to_string_pretty(&file).unwrap_or_default() + "\n",
+        )?;
         say(rank, &format!("rack run directory: {}", root.display()));
     }
 
     // NCCL across nodes: rank 0's unique id, to every node.
     let nccl_world = if a.backend == BackendKind::Cuda && needs_nccl {
-        let id = if rank == 0 { powerlab_cuda::nccl_unique_id().ok().map(|id| id.iter().map(|c| *c as u8).collect::<Vec<u8>>()) } else { None };
+        let id = if rank == 0 {
+            powerlab_cuda::nccl_unique_id()
+                .ok()
+                .map(|id| id.iter().map(|c| *c as u8).collect::<Vec<u8>>())
+        } else {
+            None
+        };
         let all = link.submit(move |t| gather_json(t, &id)).wait()?;
         match all.into_iter().next().flatten().filter(|b| b.len() == 128) {
             Some(bytes) => {
@@ -205,7 +296,11 @@ pub fn rack_main(a: &RunArgs, campaign: Campaign, link: RackLink) -> Result<i32>
                 }
                 // A node's GPUs take consecutive global ranks after those of lower ranks.
                 let first_rank = verdicts[..rank].iter().map(|v| v.gpus).sum();
-                Some(powerlab_cuda::NcclWorld { id, first_rank, ranks: verdicts.iter().map(|v| v.gpus).sum() })
+                Some(powerlab_cuda::NcclWorld {
+                    id,
+                    first_rank,
+                    ranks: verdicts.iter().map(|v| v.gpus).sum(),
+                })
             }
             None => None,
         }
@@ -224,7 +319,12 @@ pub fn rack_main(a: &RunArgs, campaign: Campaign, link: RackLink) -> Result<i32>
         first_exchange_ns,
     });
     let health = (a.backend == BackendKind::Cuda).then_some(health);
-    let join = RackJoin { run: run.clone(), label: label.clone(), nccl_world, health };
+    let join = RackJoin {
+        run: run.clone(),
+        label: label.clone(),
+        nccl_world,
+        health,
+    };
     let outcome = match a.backend {
         BackendKind::Sim => run_sim(a, campaign, Some(join))?,
         BackendKind::Cuda => run_real(a, campaign, Some(join))?,
@@ -238,8 +338,18 @@ pub fn rack_main(a: &RunArgs, campaign: Campaign, link: RackLink) -> Result<i32>
             return Ok(code);
         }
     };
-    let all_complete = result.rack_ends.as_ref().is_some_and(|ends| ends.iter().all(|e| matches!(e, powerlab_rack::NodeEnd::Complete)));
-    say(rank, &format!("node run directory: {} ({:?})", result.run_dir.display(), result.status));
+    let all_complete = result.rack_ends.as_ref().is_some_and(|ends| {
+        ends.iter()
+            .all(|e| matches!(e, powerlab_rack::NodeEnd::Complete))
+    });
+    say(
+        rank,
+        &format!(
+            "node run directory: {} ({:?})",
+            result.run_dir.display(),
+            result.status
+        ),
+    );
 
     // 6. Collation: each node its own, then rank 0 the rack. Only when the
     // rack exchange ended cleanly: otherwise the launcher may be about to
@@ -250,7 +360,10 @@ pub fn rack_main(a: &RunArgs, campaign: Campaign, link: RackLink) -> Result<i32>
             && all_complete
             && let Err(e) = powerlab_collate::collate(&result.run_dir)
         {
-            say(rank, &format!("error: collating {} failed: {e}", result.run_dir.display()));
+            say(
+                rank,
+                &format!("error: collating {} failed: {e}", result.run_dir.display()),
+            );
         }
         let done: Vec<bool> = run.link.submit(|t| gather_json(t, &true)).wait()?;
         debug_assert_eq!(done.len(), size);
@@ -259,19 +372,41 @@ pub fn rack_main(a: &RunArgs, campaign: Campaign, link: RackLink) -> Result<i32>
             match powerlab_collate::rack::collate_rack(&root, false) {
                 Ok(out) => {
                     if !a.json {
-                        outln!("rack: {} nodes, report {}", out.nodes.len(), out.report_dir.join("report.md").display());
-                        let f = |v: Option<f64>| v.map(|x| format!("{x:.0} W")).unwrap_or_else(|| "–".into());
+                        outln!(
+                            "rack: {} nodes, report {}",
+                            out.nodes.len(),
+                            out.report_dir.join("report.md").display()
+                        );
+                        let f = |v: Option<f64>| {
+                            v.map(|x| format!("{x:.0} W")).unwrap_or_else(|| "–".into())
+                        };
                         for r in out.rungs.iter().filter(|r| r.instrument == "buffered_w") {
-                            outln!("  {:<40} mean {:>9}  peak {:>9}  spread {:>9}", r.label, f(r.mean_w), f(r.peak_w), f(r.spread_w));
+                            outln!(
+                                "  {:<40} mean {:>9}  peak {:>9}  spread {:>9}",
+                                r.label,
+                                f(r.mean_w),
+                                f(r.peak_w),
+                                f(r.spread_w)
+                            );
                         }
                     }
                 }
-                Err(e) => say(rank, &format!("error: collating the rack {} failed: {e}", root.display())),
+                Err(e) => say(
+                    rank,
+                    &format!("error: collating the rack {} failed: {e}", root.display()),
+                ),
             }
         }
-        if all_complete { 0 } else { crate::exit::RUN_FAILED }
+        if all_complete {
+            0
+        } else {
+            crate::exit::RUN_FAILED
+        }
     } else {
-        say(rank, "the rack exchange did not finish; raw data is kept: `powerlab collate` the rack directory once every node has stopped");
+        say(
+            rank,
+            "the rack exchange did not finish; raw data is kept: `powerlab collate` the rack directory once every node has stopped",
+        );
         match result.status {
             powerlab_rundir::RunStatus::Interrupted { .. } => crate::exit::INTERRUPTED,
             _ => crate::exit::RUN_FAILED,

@@ -2,20 +2,24 @@
 
 use crate::cli::{BackendKind, RunArgs, SimPace};
 use crate::ui::{BarObserver, JsonObserver};
-use anyhow::{anyhow, Result};
-use powerlab_campaign::{load_file, plan, Campaign, Plan, RackPosition};
-use powerlab_runner::RackRun;
-use std::sync::Arc;
-use powerlab_core::hw::{Backend, NodeHandles};
+use anyhow::{Result, anyhow};
+use powerlab_campaign::{Campaign, Plan, RackPosition, load_file, plan};
 use powerlab_core::RunClock;
-use powerlab_rundir::{RunStatus, ToolInfo};
-use powerlab_runner::{run_campaign, Observer, RunError, RunOptions, RunResult, StopReason};
+use powerlab_core::hw::{Backend, NodeHandles};
 use powerlab_cuda::{CudaBackend, CudaOptions, VirusMode};
+use powerlab_rundir::{RunStatus, ToolInfo};
+use powerlab_runner::RackRun;
+use powerlab_runner::{Observer, RunError, RunOptions, RunResult, StopReason, run_campaign};
 use powerlab_sim::{FaultPlan, Profile, SimBackend, SimOptions};
+use std::sync::Arc;
 use tokio::sync::watch;
 
 pub fn tool_info() -> ToolInfo {
-    ToolInfo { name: "powerlab".into(), version: env!("CARGO_PKG_VERSION").into(), git_rev: env!("POWERLAB_GIT_REV").into() }
+    ToolInfo {
+        name: "powerlab".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        git_rev: env!("POWERLAB_GIT_REV").into(),
+    }
 }
 
 fn gpu_count(c: &Campaign, available: usize) -> usize {
@@ -37,7 +41,9 @@ pub fn run(a: &RunArgs) -> Result<i32> {
         errln!("error: {e}");
         return Ok(crate::exit::ERROR);
     }
-    if let Some(launch) = powerlab_rack::launcher::detect_from_process().filter(|l| l.world_size > 1) {
+    if let Some(launch) =
+        powerlab_rack::launcher::detect_from_process().filter(|l| l.world_size > 1)
+    {
         return crate::cmd_rack::run(a, campaign, launch);
     }
     let outcome = match a.backend {
@@ -58,8 +64,13 @@ pub fn check_args(a: &RunArgs) -> Result<(), String> {
     }
     // Virtual time starts here; a start near the end of i64 would overflow
     // every deadline after it.
-    if let Some(e) = a.sim_epoch_ns.filter(|e| !(0..=MAX_SIM_EPOCH_NS).contains(e)) {
-        return Err(format!("--sim-epoch-ns {e} is out of range (allowed: 0 to {MAX_SIM_EPOCH_NS}, i.e. 1970 to 2096)"));
+    if let Some(e) = a
+        .sim_epoch_ns
+        .filter(|e| !(0..=MAX_SIM_EPOCH_NS).contains(e))
+    {
+        return Err(format!(
+            "--sim-epoch-ns {e} is out of range (allowed: 0 to {MAX_SIM_EPOCH_NS}, i.e. 1970 to 2096)"
+        ));
     }
     if a.backend == BackendKind::Sim {
         let faults = FaultPlan::parse(&a.sim_faults)?;
@@ -88,23 +99,45 @@ impl RackJoin {
     /// if any did not, every node stops here, before load, naming it.
     fn confirm(&self, problem: Option<String>) -> Result<(), String> {
         let msg = problem;
-        let all = self.run.link.submit(move |t| powerlab_rack::protocol::gather_json(t, &msg)).wait().map_err(|e| format!("rack: {e}"))?;
-        let bad: Vec<String> = all.iter().enumerate().filter_map(|(r, m)| m.as_ref().map(|m| format!("{}: {m}", self.run.describe(r)))).collect();
-        if bad.is_empty() { Ok(()) } else { Err(format!("{} of {} nodes could not start; no load was started on any node:\n  {}", bad.len(), all.len(), bad.join("\n  "))) }
+        let all = self
+            .run
+            .link
+            .submit(move |t| powerlab_rack::protocol::gather_json(t, &msg))
+            .wait()
+            .map_err(|e| format!("rack: {e}"))?;
+        let bad: Vec<String> = all
+            .iter()
+            .enumerate()
+            .filter_map(|(r, m)| m.as_ref().map(|m| format!("{}: {m}", self.run.describe(r))))
+            .collect();
+        if bad.is_empty() {
+            Ok(())
+        } else {
+            Err(format!(
+                "{} of {} nodes could not start; no load was started on any node:\n  {}",
+                bad.len(),
+                all.len(),
+                bad.join("\n  ")
+            ))
+        }
     }
 }
 
 type Outcome = Result<RunResult, i32>;
 
 fn position(rack: &Option<RackJoin>) -> RackPosition {
-    rack.as_ref().map(|r| r.run.position).unwrap_or(RackPosition::SOLO)
+    rack.as_ref()
+        .map(|r| r.run.position)
+        .unwrap_or(RackPosition::SOLO)
 }
 
 /// Whether this node may go on to load. Alone: its own result (an error
 /// ends the command). In a rack: every node's; if any failed, every node
 /// stops here, before load, naming the failing nodes (`Ok(Err(code))`).
 fn settle_start<T>(rack: &Option<RackJoin>, mine: Result<T, String>) -> Result<Result<T, i32>> {
-    let Some(r) = rack else { return mine.map(Ok).map_err(|e| anyhow!(e)) };
+    let Some(r) = rack else {
+        return mine.map(Ok).map_err(|e| anyhow!(e));
+    };
     let (value, problem) = match mine {
         Ok(v) => (Some(v), None),
         Err(e) => (None, Some(e)),
@@ -121,7 +154,15 @@ fn settle_start<T>(rack: &Option<RackJoin>, mine: Result<T, String>) -> Result<R
 
 /// A plan that cannot be expanded for the GPUs found, in words.
 fn plan_error_text(a: &RunArgs, e: &powerlab_campaign::CampaignError) -> String {
-    format!("{}: {}{}", a.file.display(), e.message, e.allowed.as_ref().map(|x| format!(" (allowed: {x})")).unwrap_or_default())
+    format!(
+        "{}: {}{}",
+        a.file.display(),
+        e.message,
+        e.allowed
+            .as_ref()
+            .map(|x| format!(" (allowed: {x})"))
+            .unwrap_or_default()
+    )
 }
 
 /// A failed preflight stops the run before load (exit 3) unless
@@ -135,15 +176,27 @@ fn refuse_unhealthy(a: &RunArgs, health: &powerlab_health::HealthReport) -> Opti
         errln!("--allow-unhealthy: running anyway; recorded in the manifest");
         return None;
     }
-    errln!("(no load was started; --allow-unhealthy overrides, and the override is recorded in the manifest and on the report's first line)");
+    errln!(
+        "(no load was started; --allow-unhealthy overrides, and the override is recorded in the manifest and on the report's first line)"
+    );
     let _ = powerlab_health::report::write(health, &a.results, "preflight-failed");
     Some(crate::exit::PREFLIGHT)
 }
 
 pub fn run_real(a: &RunArgs, campaign: Campaign, mut rack: Option<RackJoin>) -> Result<Outcome> {
     // No driver, no run: there is deliberately no fallback to the simulated node.
-    let mode = VirusMode::parse(&a.virus).ok_or_else(|| anyhow!("unknown --virus `{}` (allowed: gemm, hbm, mixed, mma)", a.virus))?;
-    let dtype = powerlab_cuda::GemmDtype::parse(&a.gemm_dtype).ok_or_else(|| anyhow!("unknown --gemm-dtype `{}` (allowed: fp16, bf16)", a.gemm_dtype))?;
+    let mode = VirusMode::parse(&a.virus).ok_or_else(|| {
+        anyhow!(
+            "unknown --virus `{}` (allowed: gemm, hbm, mixed, mma)",
+            a.virus
+        )
+    })?;
+    let dtype = powerlab_cuda::GemmDtype::parse(&a.gemm_dtype).ok_or_else(|| {
+        anyhow!(
+            "unknown --gemm-dtype `{}` (allowed: fp16, bf16)",
+            a.gemm_dtype
+        )
+    })?;
     // NVLink multicast stays off for this process and everything it loads.
     // SAFETY-free: set before any thread is started.
     if std::env::var_os("NCCL_NVLS_ENABLE").is_none() {
@@ -154,7 +207,10 @@ pub fn run_real(a: &RunArgs, campaign: Campaign, mut rack: Option<RackJoin>) -> 
     let health = match rack.as_mut().and_then(|r| r.health.take()) {
         Some(h) => h,
         None => {
-            let needs_nccl = campaign.phases.iter().any(|p| p.kind == powerlab_campaign::PhaseKind::Nccl);
+            let needs_nccl = campaign
+                .phases
+                .iter()
+                .any(|p| p.kind == powerlab_campaign::PhaseKind::Nccl);
             let h = crate::cmd_preflight::capture("idle", needs_nccl);
             if let Some(code) = refuse_unhealthy(a, &h) {
                 return Ok(Err(code));
@@ -162,33 +218,69 @@ pub fn run_real(a: &RunArgs, campaign: Campaign, mut rack: Option<RackJoin>) -> 
             h
         }
     };
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     let outcome = rt.block_on(async {
         let clock = RunClock::realtime();
-        let opts = CudaOptions { selector: campaign.gpus.clone(), mode, dtype, nccl_world: rack.as_ref().and_then(|r| r.nccl_world.clone()), ..Default::default() };
+        let opts = CudaOptions {
+            selector: campaign.gpus.clone(),
+            mode,
+            dtype,
+            nccl_world: rack.as_ref().and_then(|r| r.nccl_world.clone()),
+            ..Default::default()
+        };
         let mut backend = CudaBackend::new(opts, clock);
-        let opened = backend.open().map_err(|e| format!("cannot open the real GPU node: {e}")).and_then(|node| {
-            let n = node.gpus.len();
-            plan::expand_on_rack(&campaign, n, a.repeats, position(&rack)).map(|p| (node, p)).map_err(|e| plan_error_text(a, &e))
-        });
+        let opened = backend
+            .open()
+            .map_err(|e| format!("cannot open the real GPU node: {e}"))
+            .and_then(|node| {
+                let n = node.gpus.len();
+                plan::expand_on_rack(&campaign, n, a.repeats, position(&rack))
+                    .map(|p| (node, p))
+                    .map_err(|e| plan_error_text(a, &e))
+            });
         let (node, plan) = match settle_start(&rack, opened)? {
             Ok(v) => v,
             Err(code) => return Ok(Err(code)),
         };
-        execute(a, &campaign, &plan, node, clock, Some(health), rack.as_ref().map(|r| r.run.clone())).await
+        execute(
+            a,
+            &campaign,
+            &plan,
+            node,
+            clock,
+            Some(health),
+            rack.as_ref().map(|r| r.run.clone()),
+        )
+        .await
     })?;
     drop(rt);
     Ok(outcome)
 }
 
 pub fn run_sim(a: &RunArgs, campaign: Campaign, rack: Option<RackJoin>) -> Result<Outcome> {
-    let profile = Profile::by_name(&a.sim_profile).ok_or_else(|| anyhow!("unknown --sim-profile `{}` (allowed: {})", a.sim_profile, Profile::NAMES))?;
+    let profile = Profile::by_name(&a.sim_profile).ok_or_else(|| {
+        anyhow!(
+            "unknown --sim-profile `{}` (allowed: {})",
+            a.sim_profile,
+            Profile::NAMES
+        )
+    })?;
     let faults = FaultPlan::parse(&a.sim_faults).map_err(|e| anyhow!(e))?;
-    if !(10..=5000).contains(&a.sim_step_us) || 1000 % a.sim_step_us != 0 && a.sim_step_us % 1000 != 0 {
-        return Err(anyhow!("--sim-step-us {} must divide 1000 or be a multiple of it, between 10 and 5000", a.sim_step_us));
+    if !(10..=5000).contains(&a.sim_step_us)
+        || 1000 % a.sim_step_us != 0 && a.sim_step_us % 1000 != 0
+    {
+        return Err(anyhow!(
+            "--sim-step-us {} must divide 1000 or be a multiple of it, between 10 and 5000",
+            a.sim_step_us
+        ));
     }
     let n = gpu_count(&campaign, usize::from(a.sim_gpus));
-    let node_id = rack.as_ref().map(|r| r.label.clone()).unwrap_or_else(|| "sim-node-0".into());
+    let node_id = rack
+        .as_ref()
+        .map(|r| r.label.clone())
+        .unwrap_or_else(|| "sim-node-0".into());
     // The simulated node's preflight (the rack ran it on every node already).
     // NCCL is judged at run start, where its absence stops the run before load.
     if rack.is_none() {
@@ -198,12 +290,20 @@ pub fn run_sim(a: &RunArgs, campaign: Campaign, rack: Option<RackJoin>) -> Resul
         }
     }
     let rt = match a.sim_pace {
-        SimPace::Virtual => tokio::runtime::Builder::new_current_thread().enable_all().start_paused(true).build()?,
-        SimPace::Realtime => tokio::runtime::Builder::new_multi_thread().enable_all().build()?,
+        SimPace::Virtual => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .start_paused(true)
+            .build()?,
+        SimPace::Realtime => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?,
     };
     let outcome = rt.block_on(async {
         let clock = match a.sim_pace {
-            SimPace::Virtual => RunClock::virtual_at(a.sim_epoch_ns.unwrap_or_else(|| RunClock::realtime().now_ns())),
+            SimPace::Virtual => RunClock::virtual_at(
+                a.sim_epoch_ns
+                    .unwrap_or_else(|| RunClock::realtime().now_ns()),
+            ),
             SimPace::Realtime => RunClock::realtime(),
         };
         let mut opts = SimOptions::new(profile, usize::from(a.sim_gpus));
@@ -217,7 +317,12 @@ pub fn run_sim(a: &RunArgs, campaign: Campaign, rack: Option<RackJoin>) -> Resul
         let mut backend = SimBackend::new(opts, clock);
         let opened = plan::expand_on_rack(&campaign, n, a.repeats, position(&rack))
             .map_err(|e| plan_error_text(a, &e))
-            .and_then(|plan| backend.open().map(|node| (node, plan)).map_err(|e| format!("opening the simulated node: {e}")));
+            .and_then(|plan| {
+                backend
+                    .open()
+                    .map(|node| (node, plan))
+                    .map_err(|e| format!("opening the simulated node: {e}"))
+            });
         let (node, plan) = match settle_start(&rack, opened)? {
             Ok(v) => v,
             Err(code) => return Ok(Err(code)),
@@ -231,11 +336,20 @@ pub fn run_sim(a: &RunArgs, campaign: Campaign, rack: Option<RackJoin>) -> Resul
                 std::process::abort();
             });
         }
-        let result = execute(a, &campaign, &plan, node, clock, None, rack.as_ref().map(|r| r.run.clone())).await?;
-        if a.sim_truth {
-            if let Ok(r) = &result {
-                write_truth(&r.run_dir, &backend)?;
-            }
+        let result = execute(
+            a,
+            &campaign,
+            &plan,
+            node,
+            clock,
+            None,
+            rack.as_ref().map(|r| r.run.clone()),
+        )
+        .await?;
+        if a.sim_truth
+            && let Ok(r) = &result
+        {
+            write_truth(&r.run_dir, &backend)?;
         }
         Ok::<_, anyhow::Error>(result)
     })?;
@@ -260,13 +374,16 @@ fn write_truth(dir: &std::path::Path, backend: &SimBackend) -> Result<()> {
 
 fn spawn_signal_handlers(abort: watch::Sender<Option<StopReason>>) {
     tokio::spawn(async move {
-        use tokio::signal::unix::{signal, SignalKind};
+        use tokio::signal::unix::{SignalKind, signal};
         // SIGHUP (a dropped ssh session), SIGQUIT, SIGUSR1 and SIGUSR2 stop a run the
         // way SIGTERM does: load off, samples flushed, the manifest says why.
         let mut streams = Vec::new();
         for (kind, name) in [
             (SignalKind::terminate(), "SIGTERM received"),
-            (SignalKind::hangup(), "SIGHUP received (the terminal or ssh session went away; run under tmux or nohup to survive that)"),
+            (
+                SignalKind::hangup(),
+                "SIGHUP received (the terminal or ssh session went away; run under tmux or nohup to survive that)",
+            ),
             (SignalKind::quit(), "SIGQUIT received"),
             (SignalKind::user_defined1(), "SIGUSR1 received"),
             (SignalKind::user_defined2(), "SIGUSR2 received"),
@@ -283,8 +400,12 @@ fn spawn_signal_handlers(abort: watch::Sender<Option<StopReason>>) {
         };
         powerlab_runner::rack::SIGNAL_SEEN.store(true, std::sync::atomic::Ordering::Relaxed);
         // Under mpirun / srun a SIGTERM usually means another rank failed.
-        let reason = if powerlab_rack::launcher::detect_from_process().is_some_and(|l| l.world_size > 1) {
-            format!("{reason} (under a launcher: it ends every rank when one fails or is killed; its own message names that rank)")
+        let reason = if powerlab_rack::launcher::detect_from_process()
+            .is_some_and(|l| l.world_size > 1)
+        {
+            format!(
+                "{reason} (under a launcher: it ends every rank when one fails or is killed; its own message names that rank)"
+            )
         } else {
             reason.to_string()
         };
@@ -300,7 +421,9 @@ fn spawn_signal_handlers(abort: watch::Sender<Option<StopReason>>) {
 }
 
 /// Waits for the first of several signal streams; returns its name.
-async fn first_signal(mut streams: Vec<(tokio::signal::unix::Signal, &'static str)>) -> &'static str {
+async fn first_signal(
+    mut streams: Vec<(tokio::signal::unix::Signal, &'static str)>,
+) -> &'static str {
     if streams.is_empty() {
         return std::future::pending().await;
     }
@@ -337,7 +460,11 @@ async fn execute(
         // Every rank of a simulated rack shares one results directory: the
         // rack's run directory keeps them apart.
         BackendKind::Sim if opts.rack.is_some() => {
-            let node = opts.rack.as_ref().map(|r| r.nodes[r.position.rank].clone()).unwrap_or_default();
+            let node = opts
+                .rack
+                .as_ref()
+                .map(|r| r.nodes[r.position.rank].clone())
+                .unwrap_or_default();
             std::env::temp_dir().join(format!("powerlab-sim-{node}-{}.lock", std::process::id()))
         }
         BackendKind::Sim => {
@@ -349,7 +476,10 @@ async fn execute(
         }
     });
     if let Some(h) = &health {
-        opts.health = Some((serde_json::to_value(h)?, powerlab_health::report::markdown(h)));
+        opts.health = Some((
+            serde_json::to_value(h)?,
+            powerlab_health::report::markdown(h),
+        ));
     }
     let mut bar;
     let mut json;
@@ -366,7 +496,12 @@ async fn execute(
     let mut under_load;
     let observer: &mut dyn Observer = if health.is_some() {
         let needs_nccl = plan.needs_nccl();
-        under_load = crate::ui::UnderLoadHealth { inner: observer, needs_nccl, run_dir: None, done: false };
+        under_load = crate::ui::UnderLoadHealth {
+            inner: observer,
+            needs_nccl,
+            run_dir: None,
+            done: false,
+        };
         &mut under_load
     } else {
         observer
@@ -391,21 +526,40 @@ pub fn finish(a: &RunArgs, outcome: Result<RunResult, i32>) -> Result<i32> {
     if let Some(s) = &a.sensor {
         let to = result.run_dir.join("sensor.json");
         if let Err(e) = std::fs::copy(s, &to) {
-            errln!("error: copying --sensor {} into the run directory failed: {e}", s.display());
+            errln!(
+                "error: copying --sensor {} into the run directory failed: {e}",
+                s.display()
+            );
         }
     }
-    let collated = if a.no_collate { None } else { Some(powerlab_collate::collate(&result.run_dir)) };
+    let collated = if a.no_collate {
+        None
+    } else {
+        Some(powerlab_collate::collate(&result.run_dir))
+    };
     if let Some(Ok(out)) = &collated {
         // A run that calibrated itself keeps its sensor model beside its raw data.
         if out.sensor.model.kind == powerlab_collate::sensor::ModelKind::Calibrated {
             let to = result.run_dir.join("sensor.json");
-            let _ = std::fs::write(&to, serde_json::to_string_pretty(&out.sensor.model).unwrap_or_default() + "\n");
+            let _ = std::fs::write(
+                &to,
+                serde_json::to_string_pretty(&out.sensor.model).unwrap_or_default() + "\n",
+            );
             if !a.json {
                 outln!("sensor model: {}", to.display());
                 for g in &out.sensor.model.gpus {
                     for p in &g.paths {
-                        let f = |v: Option<f64>| v.map(|v| format!("{v:.1}")).unwrap_or_else(|| "–".into());
-                        outln!("  {} {:<11} update {:>7} ms  window {:>7} ms  latency {:>6} ms", g.gpu, p.instrument, f(p.update_period_ms), f(p.window_ms), f(p.latency_ms));
+                        let f = |v: Option<f64>| {
+                            v.map(|v| format!("{v:.1}")).unwrap_or_else(|| "–".into())
+                        };
+                        outln!(
+                            "  {} {:<11} update {:>7} ms  window {:>7} ms  latency {:>6} ms",
+                            g.gpu,
+                            p.instrument,
+                            f(p.update_period_ms),
+                            f(p.window_ms),
+                            f(p.latency_ms)
+                        );
                     }
                 }
             }

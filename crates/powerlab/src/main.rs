@@ -35,9 +35,9 @@ mod cmd_collate;
 mod cmd_observe;
 mod cmd_preflight;
 // Without the `mpi` feature only the refusal is reachable.
+mod cmd_plan;
 #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 mod cmd_rack;
-mod cmd_plan;
 mod cmd_run;
 mod ui;
 
@@ -60,31 +60,47 @@ pub mod exit {
 /// NCCL ships only as `libnccl.so.2` (see `powerlab_cuda::libs::nccl_shim_dir`).
 /// Returns only if no re-execution was needed or it failed.
 fn reexec_for_nccl() {
-    let Some(dir) = powerlab_cuda::libs::nccl_shim_dir() else { return };
-    let Ok(exe) = std::env::current_exe() else { return };
+    let Some(dir) = powerlab_cuda::libs::nccl_shim_dir() else {
+        return;
+    };
+    let Ok(exe) = std::env::current_exe() else {
+        return;
+    };
     let mut path = std::ffi::OsString::from(&dir);
     if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
         path.push(":");
         path.push(old);
     }
-    tracing::info!("NCCL is installed as libnccl.so.2 only: re-executing with {} on LD_LIBRARY_PATH", dir.display());
+    tracing::info!(
+        "NCCL is installed as libnccl.so.2 only: re-executing with {} on LD_LIBRARY_PATH",
+        dir.display()
+    );
     use std::os::unix::process::CommandExt;
     let err = std::process::Command::new(exe)
         .args(std::env::args_os().skip(1))
         .env("LD_LIBRARY_PATH", path)
         .env(powerlab_cuda::libs::NCCL_SHIM_ENV, &dir)
         .exec();
-    errln!("warning: could not re-execute with the libnccl.so link in {}: {err}", dir.display());
+    errln!(
+        "warning: could not re-execute with the libnccl.so link in {}: {err}",
+        dir.display()
+    );
 }
 
 /// `calibrate`: the built-in calibration campaign through `run`.
 fn calibrate(a: &cli::CalibrateArgs) -> anyhow::Result<i32> {
     let file = std::env::temp_dir().join(format!("powerlab-calibrate-{}.toml", std::process::id()));
     std::fs::write(&file, include_str!("../../../campaigns/calibrate.toml"))?;
-    let mut argv = vec!["powerlab".to_string(), "run".into(), file.display().to_string()];
+    let mut argv = vec![
+        "powerlab".to_string(),
+        "run".into(),
+        file.display().to_string(),
+    ];
     argv.extend(a.run_args.iter().cloned());
     match cli::Cli::try_parse_from(&argv) {
-        Ok(cli::Cli { command: cli::Command::Run(r) }) => {
+        Ok(cli::Cli {
+            command: cli::Command::Run(r),
+        }) => {
             let code = cmd_run::run(&r);
             let _ = std::fs::remove_file(&file);
             code
@@ -99,8 +115,12 @@ fn calibrate(a: &cli::CalibrateArgs) -> anyhow::Result<i32> {
 
 fn main() {
     let args = cli::Cli::parse();
-    let filter = tracing_subscriber::EnvFilter::try_from_env("POWERLAB_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    let filter = tracing_subscriber::EnvFilter::try_from_env("POWERLAB_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
     let real_gpus = match &args.command {
         cli::Command::Run(a) => a.backend == cli::BackendKind::Cuda,
         cli::Command::Preflight(_) => true,

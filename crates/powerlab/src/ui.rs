@@ -15,8 +15,10 @@ impl BarObserver {
     pub fn new(total_ns: i64) -> Self {
         let bar = ProgressBar::new((total_ns / 1_000_000).max(1) as u64);
         bar.set_style(
-            ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {percent:>3}% ETA {eta_precise} {msg}")
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {wide_bar} {percent:>3}% ETA {eta_precise} {msg}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
         BarObserver { bar }
     }
@@ -25,10 +27,20 @@ impl BarObserver {
 impl Observer for BarObserver {
     fn event(&mut self, e: &RunEvent) {
         match e {
-            RunEvent::Fault { kind, detail, fatal, gpu, .. } => {
-                self.bar.println(format!("{} {kind} on {}: {detail}", if *fatal { "FAULT" } else { "warning" }, gpu.as_deref().unwrap_or("node")))
+            RunEvent::Fault {
+                kind,
+                detail,
+                fatal,
+                gpu,
+                ..
+            } => self.bar.println(format!(
+                "{} {kind} on {}: {detail}",
+                if *fatal { "FAULT" } else { "warning" },
+                gpu.as_deref().unwrap_or("node")
+            )),
+            RunEvent::Interlock { limit, reading, .. } => {
+                self.bar.println(format!("INTERLOCK {limit}: {reading}"))
             }
-            RunEvent::Interlock { limit, reading, .. } => self.bar.println(format!("INTERLOCK {limit}: {reading}")),
             RunEvent::RunEnded { status, reason, .. } => {
                 self.bar.finish_and_clear();
                 if let Some(r) = reason {
@@ -60,11 +72,17 @@ impl Observer for JsonObserver {
     }
 
     fn progress(&mut self, done_ns: i64, total_ns: i64, label: &str) {
-        outln!("{}", serde_json::json!({ "event": "progress", "done_ns": done_ns, "total_ns": total_ns, "rung": label }));
+        outln!(
+            "{}",
+            serde_json::json!({ "event": "progress", "done_ns": done_ns, "total_ns": total_ns, "rung": label })
+        );
     }
 
     fn message(&mut self, text: &str) {
-        outln!("{}", serde_json::json!({ "event": "message", "text": text }));
+        outln!(
+            "{}",
+            serde_json::json!({ "event": "message", "text": text })
+        );
     }
 }
 
@@ -74,7 +92,16 @@ fn f(v: Option<f64>) -> String {
 
 /// Prints the per-rung node summary.
 pub fn print_summary(rungs: &[RungSummary]) {
-    outln!("{:<44} {:>15} {:>9} {:>9} {:>9} {:>9} {:>10}  barrier", "rung", "method", "mean W", "peak W", "spread W", "swing W", "skew µs");
+    outln!(
+        "{:<44} {:>15} {:>9} {:>9} {:>9} {:>9} {:>10}  barrier",
+        "rung",
+        "method",
+        "mean W",
+        "peak W",
+        "spread W",
+        "swing W",
+        "skew µs"
+    );
     for r in rungs {
         outln!(
             "{:<44} {:>15} {:>9} {:>9} {:>9} {:>9} {:>10}  {}",
@@ -92,11 +119,18 @@ pub fn print_summary(rungs: &[RungSummary]) {
                 (None, None) => "-",
             }
         );
-        for v in r.incomplete.iter().chain(&r.verdict).chain(&r.edges_verdict) {
+        for v in r
+            .incomplete
+            .iter()
+            .chain(&r.verdict)
+            .chain(&r.edges_verdict)
+        {
             outln!("{:<44} {v}", "");
         }
     }
-    outln!("GPU draw only (board power). Duty rungs: the node cycle composed from every GPU's folded cycle; the sample-and-hold figures NVML shows are in summary.csv (raw_*).");
+    outln!(
+        "GPU draw only (board power). Duty rungs: the node cycle composed from every GPU's folded cycle; the sample-and-hold figures NVML shows are in summary.csv (raw_*)."
+    );
 }
 
 /// Wraps an observer and, on real hardware, captures health a second time
@@ -111,20 +145,29 @@ pub struct UnderLoadHealth<'a> {
 
 impl Observer for UnderLoadHealth<'_> {
     fn event(&mut self, e: &RunEvent) {
-        if let (RunEvent::RungStarted { rung, measure_from_ns, end_ns, .. }, false, Some(dir)) = (e, self.done, &self.run_dir) {
-            if rung.kind == "sustained" || rung.kind == "soak" {
-                self.done = true;
-                let at = measure_from_ns + ((end_ns - measure_from_ns) / 2).min(5_000_000_000);
-                let (dir, needs) = (dir.clone(), self.needs_nccl);
-                std::thread::spawn(move || {
-                    let now = powerlab_core::RunClock::realtime().now_ns();
-                    if at > now {
-                        std::thread::sleep(std::time::Duration::from_nanos((at - now) as u64));
-                    }
-                    let r = crate::cmd_preflight::capture("under_load", needs);
-                    let _ = powerlab_health::report::write(&r, &dir, "health-under-load");
-                });
-            }
+        if let (
+            RunEvent::RungStarted {
+                rung,
+                measure_from_ns,
+                end_ns,
+                ..
+            },
+            false,
+            Some(dir),
+        ) = (e, self.done, &self.run_dir)
+            && (rung.kind == "sustained" || rung.kind == "soak")
+        {
+            self.done = true;
+            let at = measure_from_ns + ((end_ns - measure_from_ns) / 2).min(5_000_000_000);
+            let (dir, needs) = (dir.clone(), self.needs_nccl);
+            std::thread::spawn(move || {
+                let now = powerlab_core::RunClock::realtime().now_ns();
+                if at > now {
+                    std::thread::sleep(std::time::Duration::from_nanos((at - now) as u64));
+                }
+                let r = crate::cmd_preflight::capture("under_load", needs);
+                let _ = powerlab_health::report::write(&r, &dir, "health-under-load");
+            });
         }
         self.inner.event(e);
     }

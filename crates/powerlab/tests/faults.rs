@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test that unwraps reports its failure by panicking
 //! Faults on the simulated node: what is kept, what the user sees, the exit
 //! code. Signals are delivered to the real process.
 
@@ -11,8 +12,15 @@ fn manifest(r: &Run) -> serde_json::Value {
 }
 
 fn collates(dir: &std::path::Path) -> String {
-    let out = powerlab().args(["collate", dir.to_str().unwrap()]).output().unwrap();
-    assert!(out.status.success(), "collate failed: {}", String::from_utf8_lossy(&out.stderr));
+    let out = powerlab()
+        .args(["collate", dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "collate failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     std::fs::read_to_string(dir.join("report/report.md")).unwrap()
 }
 
@@ -20,31 +28,58 @@ const DUTY: &str = "[[phase]]\nkind = \"duty\"\nname = \"d\"\nperiod_ms = 200\nd
 
 #[test]
 fn lost_gpu_stops_the_run_with_evidence_and_keeps_the_data() {
-    let r = run_sim(&campaign(DUTY), &["--sim-gpus", "2", "--sim-fault", "gpu1:lost_at=3s"]);
+    let r = run_sim(
+        &campaign(DUTY),
+        &["--sim-gpus", "2", "--sim-fault", "gpu1:lost_at=3s"],
+    );
     assert_eq!(r.code(), 4, "{}", r.stderr());
     let m = manifest(&r);
     assert_eq!(m["status"]["state"], "failed");
     let reason = m["status"]["reason"].as_str().unwrap();
-    assert!(reason.contains("fell off the bus") || reason.contains("GPU_IS_LOST"), "{reason}");
-    assert!(r.events().iter().any(|e| e["event"] == "fault" && e["fatal"] == true));
+    assert!(
+        reason.contains("fell off the bus") || reason.contains("GPU_IS_LOST"),
+        "{reason}"
+    );
+    assert!(
+        r.events()
+            .iter()
+            .any(|e| e["event"] == "fault" && e["fatal"] == true)
+    );
     let report = collates(r.dir());
-    assert!(report.lines().next().unwrap().contains("RUN FAILED"), "{report}");
+    assert!(
+        report.lines().next().unwrap().contains("RUN FAILED"),
+        "{report}"
+    );
 }
 
 #[test]
 fn xid_event_stops_the_run() {
-    let r = run_sim(&campaign(DUTY), &["--sim-gpus", "2", "--sim-fault", "gpu0:xid_at=2s@79"]);
+    let r = run_sim(
+        &campaign(DUTY),
+        &["--sim-gpus", "2", "--sim-fault", "gpu0:xid_at=2s@79"],
+    );
     assert_eq!(r.code(), 4, "{}", r.stderr());
-    let fault = r.events().into_iter().find(|e| e["event"] == "fault").unwrap();
+    let fault = r
+        .events()
+        .into_iter()
+        .find(|e| e["event"] == "fault")
+        .unwrap();
     assert_eq!(fault["kind"], "xid");
     assert!(fault["detail"].as_str().unwrap().contains("Xid 79"));
 }
 
 #[test]
 fn transient_nvml_errors_are_counted_not_fatal() {
-    let r = run_sim(&campaign(DUTY), &["--sim-gpus", "2", "--sim-fault", "gpu1:nvml_error_every=9"]);
+    let r = run_sim(
+        &campaign(DUTY),
+        &["--sim-gpus", "2", "--sim-fault", "gpu1:nvml_error_every=9"],
+    );
     assert_eq!(r.code(), 0, "{}", r.stderr());
-    let note = r.events().into_iter().find(|e| e["event"] == "note" && e["topic"] == "samplers").unwrap();
+    let note = r
+        .events()
+        .into_iter()
+        .find(|e| e["event"] == "note" && e["topic"] == "samplers")
+        .unwrap();
     let errors = note["detail"][1]["transient_errors"].as_u64().unwrap();
     assert!(errors > 10, "{note}");
     assert_eq!(note["detail"][0]["transient_errors"], 0);
@@ -52,31 +87,63 @@ fn transient_nvml_errors_are_counted_not_fatal() {
 
 #[test]
 fn nvml_that_stops_answering_is_fatal() {
-    let r = run_sim(&campaign(DUTY), &["--sim-gpus", "2", "--sim-fault", "gpu1:nvml_error_every=1"]);
+    let r = run_sim(
+        &campaign(DUTY),
+        &["--sim-gpus", "2", "--sim-fault", "gpu1:nvml_error_every=1"],
+    );
     assert_eq!(r.code(), 4, "{}", r.stderr());
-    assert!(manifest(&r)["status"]["reason"].as_str().unwrap().contains("NVML stopped answering"));
+    assert!(
+        manifest(&r)["status"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("NVML stopped answering")
+    );
 }
 
 #[test]
 fn interlocks_name_the_limit_and_the_reading() {
     // HW power brake asserting.
-    let r = run_sim(&campaign(DUTY), &["--sim-gpus", "2", "--sim-fault", "gpu1:power_brake_at=2s"]);
+    let r = run_sim(
+        &campaign(DUTY),
+        &["--sim-gpus", "2", "--sim-fault", "gpu1:power_brake_at=2s"],
+    );
     assert_eq!(r.code(), 4, "{}", r.stderr());
-    let i = r.events().into_iter().find(|e| e["event"] == "interlock").unwrap();
+    let i = r
+        .events()
+        .into_iter()
+        .find(|e| e["event"] == "interlock")
+        .unwrap();
     assert_eq!(i["limit"], "abort_on_hw_slowdown");
-    assert!(i["reading"].as_str().unwrap().contains("hw_power_brake_slowdown"), "{i}");
+    assert!(
+        i["reading"]
+            .as_str()
+            .unwrap()
+            .contains("hw_power_brake_slowdown"),
+        "{i}"
+    );
     // Temperature.
     let hot = campaign(&format!("[limits]\nmax_gpu_temp_c = 60\n{DUTY}"));
-    let r = run_sim(&hot, &["--sim-gpus", "2", "--sim-fault", "gpu0:extra_c_per_w=0.5"]);
+    let r = run_sim(
+        &hot,
+        &["--sim-gpus", "2", "--sim-fault", "gpu0:extra_c_per_w=0.5"],
+    );
     assert_eq!(r.code(), 4, "{}", r.stderr());
-    let i = r.events().into_iter().find(|e| e["event"] == "interlock").unwrap();
+    let i = r
+        .events()
+        .into_iter()
+        .find(|e| e["event"] == "interlock")
+        .unwrap();
     assert_eq!(i["limit"], "max_gpu_temp_c");
     assert!(i["reading"].as_str().unwrap().contains("> limit 60"), "{i}");
     // Node power.
     let capped = campaign(&format!("[limits]\nmax_node_power_w = 1000\n{DUTY}"));
     let r = run_sim(&capped, &["--sim-gpus", "2"]);
     assert_eq!(r.code(), 4, "{}", r.stderr());
-    let i = r.events().into_iter().find(|e| e["event"] == "interlock").unwrap();
+    let i = r
+        .events()
+        .into_iter()
+        .find(|e| e["event"] == "interlock")
+        .unwrap();
     assert_eq!(i["limit"], "max_node_power_w");
 }
 
@@ -87,7 +154,19 @@ fn unwritable_results_directory_fails_before_load() {
     std::fs::write(&file, campaign(DUTY)).unwrap();
     let blocker = tmp.path().join("not-a-dir");
     std::fs::write(&blocker, "x").unwrap();
-    let out = powerlab().args(["run", file.to_str().unwrap(), "--backend", "sim", "--sim-gpus", "2", "--results", blocker.join("r").to_str().unwrap()]).output().unwrap();
+    let out = powerlab()
+        .args([
+            "run",
+            file.to_str().unwrap(),
+            "--backend",
+            "sim",
+            "--sim-gpus",
+            "2",
+            "--results",
+            blocker.join("r").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("not-a-dir"), "names the path: {err}");
@@ -97,7 +176,19 @@ fn spawn_realtime(c: &str, results: &std::path::Path) -> std::process::Child {
     let file = results.join("c.toml");
     std::fs::write(&file, c).unwrap();
     powerlab()
-        .args(["run", file.to_str().unwrap(), "--backend", "sim", "--sim-gpus", "2", "--sim-pace", "realtime", "--json", "--results", results.join("runs").to_str().unwrap()])
+        .args([
+            "run",
+            file.to_str().unwrap(),
+            "--backend",
+            "sim",
+            "--sim-gpus",
+            "2",
+            "--sim-pace",
+            "realtime",
+            "--json",
+            "--results",
+            results.join("runs").to_str().unwrap(),
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -105,7 +196,13 @@ fn spawn_realtime(c: &str, results: &std::path::Path) -> std::process::Child {
 }
 
 fn signal(child: &std::process::Child, sig: &str) {
-    assert!(Command::new("kill").args([sig, &child.id().to_string()]).status().unwrap().success());
+    assert!(
+        Command::new("kill")
+            .args([sig, &child.id().to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
 }
 
 #[test]
@@ -121,15 +218,33 @@ fn sigint_mid_rung_stops_within_a_second_and_the_run_collates() {
         let status = child.wait().unwrap();
         let took = t0.elapsed();
         assert_eq!(status.code(), Some(130), "{sig}");
-        assert!(took < Duration::from_millis(1500), "{sig}: exit took {took:?}");
+        assert!(
+            took < Duration::from_millis(1500),
+            "{sig}: exit took {took:?}"
+        );
         let dir = run_dirs(&tmp.path().join("runs")).pop().unwrap();
-        let m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
+        let m: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap())
+                .unwrap();
         assert_eq!(m["status"]["state"], "interrupted");
-        assert!(m["status"]["reason"].as_str().unwrap().contains(&format!("SIG{}", &sig[1..])), "{sig}: {}", m["status"]["reason"]);
+        assert!(
+            m["status"]["reason"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("SIG{}", &sig[1..])),
+            "{sig}: {}",
+            m["status"]["reason"]
+        );
         let report = collates(&dir);
-        assert!(report.lines().next().unwrap().contains("RUN INTERRUPTED"), "{report}");
+        assert!(
+            report.lines().next().unwrap().contains("RUN INTERRUPTED"),
+            "{report}"
+        );
         let raw = std::fs::read_to_string(dir.join("raw/gpu0.csv")).unwrap();
-        assert!(raw.lines().filter(|l| l.contains("buffered_w")).count() > 100, "samples up to the interrupt are kept");
+        assert!(
+            raw.lines().filter(|l| l.contains("buffered_w")).count() > 100,
+            "samples up to the interrupt are kept"
+        );
     }
 }
 
@@ -138,21 +253,43 @@ fn kill_9_keeps_raw_samples_up_to_the_last_flush_and_they_collate() {
     let tmp = tempfile::tempdir().unwrap();
     let mut child = spawn_realtime(&campaign(DUTY), tmp.path());
     std::thread::sleep(Duration::from_millis(4000));
-    let killed_at = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as i64;
+    let killed_at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as i64;
     signal(&child, "-KILL");
     let _ = child.wait();
     let dir = run_dirs(&tmp.path().join("runs")).pop().unwrap();
     let raw = std::fs::read_to_string(dir.join("raw/gpu1.csv")).unwrap();
-    let last = raw.lines().filter_map(|l| l.split(',').next()?.parse::<i64>().ok()).max().unwrap();
-    assert!(killed_at - last < 1_300_000_000, "the last kept sample is {} ms before the kill", (killed_at - last) / 1_000_000);
+    let last = raw
+        .lines()
+        .filter_map(|l| l.split(',').next()?.parse::<i64>().ok())
+        .max()
+        .unwrap();
+    assert!(
+        killed_at - last < 1_300_000_000,
+        "the last kept sample is {} ms before the kill",
+        (killed_at - last) / 1_000_000
+    );
     // Rows written after the last index line (killed between a write and
     // the next flush's index) still collate, and the end is stated.
     let idx = std::fs::read_to_string(dir.join("raw/gpu1.idx")).unwrap();
-    let indexed: usize = idx.lines().last().unwrap().split(',').next().unwrap().parse().unwrap();
-    assert!(indexed <= raw.lines().count() - 1);
+    let indexed: usize = idx
+        .lines()
+        .last()
+        .unwrap()
+        .split(',')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(indexed < raw.lines().count());
     let report = collates(&dir);
     let first = report.lines().next().unwrap();
-    assert!(first.contains("RUN DID NOT FINISH") && first.contains(" s after the start"), "{first}");
+    assert!(
+        first.contains("RUN DID NOT FINISH") && first.contains(" s after the start"),
+        "{first}"
+    );
 }
 
 #[test]
@@ -163,14 +300,26 @@ fn a_second_run_on_the_same_node_is_refused_naming_the_holder() {
     let file = tmp.path().join("second.toml");
     std::fs::write(&file, campaign(DUTY)).unwrap();
     let second = powerlab()
-        .args(["run", file.to_str().unwrap(), "--backend", "sim", "--sim-gpus", "2", "--results", tmp.path().join("runs").to_str().unwrap()])
+        .args([
+            "run",
+            file.to_str().unwrap(),
+            "--backend",
+            "sim",
+            "--sim-gpus",
+            "2",
+            "--results",
+            tmp.path().join("runs").to_str().unwrap(),
+        ])
         .output()
         .unwrap();
     signal(&first, "-INT");
     let _ = first.wait();
     let err = String::from_utf8_lossy(&second.stderr);
     assert_ne!(second.status.code(), Some(0), "{err}");
-    assert!(err.contains("held by pid") && err.contains("campaign `t`"), "names the holder: {err}");
+    assert!(
+        err.contains("held by pid") && err.contains("campaign `t`"),
+        "names the holder: {err}"
+    );
     // The refused run created no run directory of its own.
     assert_eq!(run_dirs(&tmp.path().join("runs")).len(), 1);
 }
@@ -194,25 +343,41 @@ fn a_disk_that_fills_mid_run_stops_the_load_and_keeps_what_was_written() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "{err}");
     let dir = run_dirs(&runs).pop().unwrap();
-    let m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
     assert_eq!(m["status"]["state"], "failed");
     let reason = m["status"]["reason"].as_str().unwrap();
-    assert!(reason.contains("writing raw samples failed") && reason.contains("load is stopped"), "{reason}");
+    assert!(
+        reason.contains("writing raw samples failed") && reason.contains("load is stopped"),
+        "{reason}"
+    );
     // The rows written before the disk filled are intact and collate.
     let raw = std::fs::read_to_string(dir.join("raw/gpu0.csv")).unwrap();
-    assert!(raw.lines().count() > 300, "rows before the failure are kept");
+    assert!(
+        raw.lines().count() > 300,
+        "rows before the failure are kept"
+    );
     let report = collates(&dir);
-    assert!(report.lines().next().unwrap().contains("RUN FAILED"), "{report}");
+    assert!(
+        report.lines().next().unwrap().contains("RUN FAILED"),
+        "{report}"
+    );
 }
 
 /// The simulated node goes through the same preflight checks as a real one:
 /// CUDA error 802 (fabric not ready) refuses the node before any load.
 #[test]
 fn a_node_where_cuda_returns_802_is_refused_before_load() {
-    let r = run_sim(&campaign(DUTY), &["--sim-gpus", "2", "--sim-fault", "node:cuda_init=802"]);
+    let r = run_sim(
+        &campaign(DUTY),
+        &["--sim-gpus", "2", "--sim-fault", "node:cuda_init=802"],
+    );
     assert_eq!(r.code(), 3, "{}", r.stderr());
     let err = r.stderr();
-    assert!(err.contains("PREFLIGHT FAILED") && err.contains("802"), "{err}");
+    assert!(
+        err.contains("PREFLIGHT FAILED") && err.contains("802"),
+        "{err}"
+    );
     assert!(err.contains("no load was started"), "{err}");
     assert!(r.dir.is_none(), "no run directory");
 }
@@ -226,12 +391,24 @@ fn a_rack_launch_of_a_build_without_mpi_is_refused() {
     let file = dir.path().join("c.toml");
     std::fs::write(&file, campaign(DUTY)).unwrap();
     let out = powerlab()
-        .args(["run", file.to_str().unwrap(), "--backend", "sim", "--results", dir.path().join("runs").to_str().unwrap()])
+        .args([
+            "run",
+            file.to_str().unwrap(),
+            "--backend",
+            "sim",
+            "--results",
+            dir.path().join("runs").to_str().unwrap(),
+        ])
         .env("OMPI_COMM_WORLD_SIZE", "4")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("built without MPI support") && err.contains("--features mpi") && err.contains("OMPI_COMM_WORLD_SIZE"), "{err}");
+    assert!(
+        err.contains("built without MPI support")
+            && err.contains("--features mpi")
+            && err.contains("OMPI_COMM_WORLD_SIZE"),
+        "{err}"
+    );
     assert!(!dir.path().join("runs").exists(), "nothing ran");
 }

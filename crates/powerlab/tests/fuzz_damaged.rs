@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test that unwraps reports its failure by panicking
 //! Fuzzing damaged run directories (issue 19). One intact simulated run is
 //! copied and damaged — raw files truncated, cut in the middle, deleted,
 //! duplicated, swapped, rescaled, reordered, their index lost — and each
@@ -21,7 +22,17 @@ use std::time::{Duration, Instant};
 use util::*;
 
 const GPUS: usize = 3;
-const FIGURES: [&str; 9] = ["mean_w", "peak_w", "p1_w", "p99_w", "spread_w", "swing_w", "raw_mean_w", "raw_spread_w", "raw_swing_w"];
+const FIGURES: [&str; 9] = [
+    "mean_w",
+    "peak_w",
+    "p1_w",
+    "p99_w",
+    "spread_w",
+    "swing_w",
+    "raw_mean_w",
+    "raw_spread_w",
+    "raw_swing_w",
+];
 
 /// One damage to a run directory's raw files.
 #[derive(Debug, Clone, PartialEq)]
@@ -89,7 +100,14 @@ impl Damage {
     /// Whether this damage loses or changes data (a copied index-less file
     /// that is whole loses nothing).
     fn loses_data(&self) -> bool {
-        !matches!(self, Damage::DropIndex(_) | Damage::Truncate(_, 1000) | Damage::Scale(_, 1.0) | Damage::TruncateIndex(..) | Damage::ReverseIndex(_))
+        !matches!(
+            self,
+            Damage::DropIndex(_)
+                | Damage::Truncate(_, 1000)
+                | Damage::Scale(_, 1.0)
+                | Damage::TruncateIndex(..)
+                | Damage::ReverseIndex(_)
+        )
     }
 }
 
@@ -97,11 +115,29 @@ fn damage() -> impl Strategy<Value = Damage> {
     let g = 0..GPUS;
     prop_oneof![
         (g.clone(), 0u32..=1000).prop_map(|(g, p)| Damage::Truncate(g, p)),
-        (g.clone(), 0u32..1000, 0u32..1000).prop_map(|(g, a, b)| Damage::Hole(g, a.min(b), a.max(b))),
+        (g.clone(), 0u32..1000, 0u32..1000).prop_map(|(g, a, b)| Damage::Hole(
+            g,
+            a.min(b),
+            a.max(b)
+        )),
         g.clone().prop_map(Damage::Delete),
-        (g.clone(), g.clone()).prop_filter("two files", |(a, b)| a != b).prop_map(|(a, b)| Damage::Duplicate(a, b)),
-        (g.clone(), g.clone()).prop_filter("two files", |(a, b)| a != b).prop_map(|(a, b)| Damage::Swap(a, b)),
-        (g.clone(), prop_oneof![Just(1000.0), Just(0.5), Just(1.001), Just(-1.0), Just(0.001)]).prop_map(|(g, f)| Damage::Scale(g, f)),
+        (g.clone(), g.clone())
+            .prop_filter("two files", |(a, b)| a != b)
+            .prop_map(|(a, b)| Damage::Duplicate(a, b)),
+        (g.clone(), g.clone())
+            .prop_filter("two files", |(a, b)| a != b)
+            .prop_map(|(a, b)| Damage::Swap(a, b)),
+        (
+            g.clone(),
+            prop_oneof![
+                Just(1000.0),
+                Just(0.5),
+                Just(1.001),
+                Just(-1.0),
+                Just(0.001)
+            ]
+        )
+            .prop_map(|(g, f)| Damage::Scale(g, f)),
         (g.clone(), any::<u64>()).prop_map(|(g, s)| Damage::Reorder(g, s)),
         g.clone().prop_map(Damage::DropIndex),
         (g.clone(), 0u32..=1000).prop_map(|(g, p)| Damage::TruncateIndex(g, p)),
@@ -145,8 +181,20 @@ fn apply(dir: &Path, d: &Damage) {
                 .split_inclusive('\n')
                 .map(|l| {
                     let c: Vec<&str> = l.trim_end_matches('\n').split(',').collect();
-                    match (c.len(), c.get(3), c.get(4).and_then(|v| v.parse::<f64>().ok())) {
-                        (5, Some(i), Some(v)) if i.ends_with("_w") => format!("{},{},{},{},{}{}", c[0], c[1], c[2], c[3], v * f, if l.ends_with('\n') { "\n" } else { "" }),
+                    match (
+                        c.len(),
+                        c.get(3),
+                        c.get(4).and_then(|v| v.parse::<f64>().ok()),
+                    ) {
+                        (5, Some(i), Some(v)) if i.ends_with("_w") => format!(
+                            "{},{},{},{},{}{}",
+                            c[0],
+                            c[1],
+                            c[2],
+                            c[3],
+                            v * f,
+                            if l.ends_with('\n') { "\n" } else { "" }
+                        ),
                         _ => l.to_string(),
                     }
                 })
@@ -161,7 +209,9 @@ fn apply(dir: &Path, d: &Damage) {
                 // A small deterministic shuffle (Fisher–Yates on an LCG).
                 let mut x = seed | 1;
                 for i in (1..body.len()).rev() {
-                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    x = x
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
                     body.swap(i, (x >> 33) as usize % (i + 1));
                 }
             }
@@ -190,7 +240,18 @@ fn apply(dir: &Path, d: &Damage) {
                 let c: Vec<&str> = last.split(',').collect();
                 if c.len() == 5 {
                     let v: f64 = c[4].parse().unwrap_or(0.0);
-                    let rows: String = (1..=n).map(|k| format!("{},{},{},{},{}\n", c[0].parse::<i64>().unwrap_or(0) + i64::from(k) * 20_000_000, c[1], c[2], c[3], v * 2.0)).collect();
+                    let rows: String = (1..=n)
+                        .map(|k| {
+                            format!(
+                                "{},{},{},{},{}\n",
+                                c[0].parse::<i64>().unwrap_or(0) + i64::from(k) * 20_000_000,
+                                c[1],
+                                c[2],
+                                c[3],
+                                v * 2.0
+                            )
+                        })
+                        .collect();
                     let _ = std::fs::write(raw(dir, g), text + &rows);
                 }
             }
@@ -198,22 +259,34 @@ fn apply(dir: &Path, d: &Damage) {
     }
 }
 
-
 fn figures(out: &powerlab_collate::CollateOutput) -> Vec<serde_json::Value> {
-    out.rungs.iter().map(|r| serde_json::to_value(r).unwrap()).collect()
+    out.rungs
+        .iter()
+        .map(|r| serde_json::to_value(r).unwrap())
+        .collect()
 }
 
 /// Damages a copy of `intact` and checks what collate makes of it; says
 /// whether the collation refused.
-fn check(intact: &Path, want: &[serde_json::Value], root: &Path, damages: &[Damage]) -> Result<bool, String> {
+fn check(
+    intact: &Path,
+    want: &[serde_json::Value],
+    root: &Path,
+    damages: &[Damage],
+) -> Result<bool, String> {
     let case = tempfile::tempdir_in(root).unwrap();
     let dir = case.path().join("run");
     copy_run(intact, &dir, false);
     for d in damages {
         apply(&dir, d);
     }
-    let what = damages.iter().map(Damage::line).collect::<Vec<_>>().join("; ");
-    let got = std::panic::catch_unwind(|| powerlab_collate::collate(&dir)).map_err(|_| format!("{what}: collate panicked"))?;
+    let what = damages
+        .iter()
+        .map(Damage::line)
+        .collect::<Vec<_>>()
+        .join("; ");
+    let got = std::panic::catch_unwind(|| powerlab_collate::collate(&dir))
+        .map_err(|_| format!("{what}: collate panicked"))?;
     match got {
         Err(e) => {
             let msg = e.to_string();
@@ -225,19 +298,39 @@ fn check(intact: &Path, want: &[serde_json::Value], root: &Path, damages: &[Dama
         Ok(out) => {
             let rungs = figures(&out);
             if rungs.len() != want.len() {
-                return Err(format!("{what}: {} rungs, the intact run has {}", rungs.len(), want.len()));
+                return Err(format!(
+                    "{what}: {} rungs, the intact run has {}",
+                    rungs.len(),
+                    want.len()
+                ));
             }
             for (a, b) in want.iter().zip(&rungs) {
                 let changed: Vec<&str> = FIGURES.iter().copied().filter(|f| a[f] != b[f]).collect();
                 if !changed.is_empty() && b["incomplete"].is_null() {
-                    return Err(format!("{what}: rung {} changed {changed:?} without a mark: {} vs {}", b["label"], a, b));
+                    return Err(format!(
+                        "{what}: rung {} changed {changed:?} without a mark: {} vs {}",
+                        b["label"], a, b
+                    ));
                 }
             }
             let lost = damages.iter().any(Damage::loses_data);
-            let first = std::fs::read_to_string(dir.join("report/report.md")).unwrap_or_default().lines().next().unwrap_or_default().to_string();
+            let first = std::fs::read_to_string(dir.join("report/report.md"))
+                .unwrap_or_default()
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .to_string();
             let marked = rungs.iter().any(|r| !r["incomplete"].is_null());
-            if lost && rungs.iter().zip(want).any(|(b, a)| FIGURES.iter().any(|f| a[f] != b[f])) && !first.contains("INCOMPLETE RAW DATA") {
-                return Err(format!("{what}: figures changed and the report's first line does not say so: {first}"));
+            if lost
+                && rungs
+                    .iter()
+                    .zip(want)
+                    .any(|(b, a)| FIGURES.iter().any(|f| a[f] != b[f]))
+                && !first.contains("INCOMPLETE RAW DATA")
+            {
+                return Err(format!(
+                    "{what}: figures changed and the report's first line does not say so: {first}"
+                ));
             }
             if marked && !first.contains("INCOMPLETE RAW DATA") {
                 return Err(format!("{what}: marked rungs, unmarked report: {first}"));
@@ -248,7 +341,9 @@ fn check(intact: &Path, want: &[serde_json::Value], root: &Path, damages: &[Dama
 }
 
 fn intact_run() -> Run {
-    let c = campaign("[[phase]]\nkind = \"sustained\"\nname = \"s\"\nduration_s = 2\n[[phase]]\nkind = \"duty\"\nname = \"d\"\nperiods_ms = [400, 100]\nmodes = [\"in_phase\", \"staggered\"]\nduration_s = 3\n");
+    let c = campaign(
+        "[[phase]]\nkind = \"sustained\"\nname = \"s\"\nduration_s = 2\n[[phase]]\nkind = \"duty\"\nname = \"d\"\nperiods_ms = [400, 100]\nmodes = [\"in_phase\", \"staggered\"]\nduration_s = 3\n",
+    );
     let r = run_sim(&c, &["--sim-gpus", &GPUS.to_string(), "--no-collate"]);
     assert_eq!(r.code(), 0, "{}", r.stderr());
     r
@@ -258,13 +353,26 @@ fn intact_run() -> Run {
 fn damaged_run_directories_are_refused_by_name_or_marked() {
     let r = intact_run();
     let want = figures(&powerlab_collate::collate(r.dir()).unwrap());
-    assert!(want.iter().all(|x| x["incomplete"].is_null()), "the intact run is whole");
+    assert!(
+        want.iter().all(|x| x["incomplete"].is_null()),
+        "the intact run is whole"
+    );
     let root = tempfile::tempdir().unwrap();
     // 1. The saved corpus.
     let corpus = include_str!("corpus/damaged.txt");
     let mut replayed = 0;
-    for line in corpus.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
-        let damages: Vec<Damage> = line.split(';').map(|d| Damage::parse(d).unwrap_or_else(|| panic!("corpus line `{line}`: `{d}` is not a damage"))).collect();
+    for line in corpus
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+    {
+        let damages: Vec<Damage> = line
+            .split(';')
+            .map(|d| {
+                Damage::parse(d)
+                    .unwrap_or_else(|| panic!("corpus line `{line}`: `{d}` is not a damage"))
+            })
+            .collect();
         if let Err(e) = check(r.dir(), &want, root.path(), &damages) {
             panic!("corpus case failed: {e}");
         }
@@ -272,15 +380,25 @@ fn damaged_run_directories_are_refused_by_name_or_marked() {
     }
     assert!(replayed >= 10, "the corpus holds its cases");
     // 2. Random cases for the budget.
-    let budget = Duration::from_secs(std::env::var("POWERLAB_FUZZ_SECS").ok().and_then(|v| v.parse().ok()).unwrap_or(3));
+    let budget = Duration::from_secs(
+        std::env::var("POWERLAB_FUZZ_SECS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(3),
+    );
     let deadline = Instant::now() + budget;
     let (cases, refused) = (std::cell::Cell::new(0u64), std::cell::Cell::new(0u64));
     let strategy = proptest::collection::vec(damage(), 1..=3);
     while Instant::now() < deadline {
-        let mut runner = TestRunner::new(Config { cases: 16, failure_persistence: None, ..Config::default() });
+        let mut runner = TestRunner::new(Config {
+            cases: 16,
+            failure_persistence: None,
+            ..Config::default()
+        });
         let result = runner.run(&strategy, |damages| {
             cases.set(cases.get() + 1);
-            let was_refused = check(r.dir(), &want, root.path(), &damages).map_err(TestCaseError::fail)?;
+            let was_refused =
+                check(r.dir(), &want, root.path(), &damages).map_err(TestCaseError::fail)?;
             refused.set(refused.get() + u64::from(was_refused));
             Ok(())
         });

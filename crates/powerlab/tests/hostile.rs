@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test that unwraps reports its failure by panicking
 //! Issue 19, tried as a hostile user would: bounds, arguments that used to be
 //! ignored, collation that must never lose a report or read a live run,
 //! results roots inside run directories, closed pipes. Each test failed on
@@ -26,40 +27,111 @@ fn text(b: &[u8]) -> String {
 fn out_of_range_durations_and_repeats_are_refused() {
     let tmp = tempfile::tempdir().unwrap();
     for d in ["1e308", "1e12", "1e-300", "0.01"] {
-        let file = write_campaign(tmp.path(), &format!("[[phase]]\nkind = \"sustained\"\nname = \"s\"\nduration_s = {d}\n"));
-        let out = powerlab().args(["validate", file.to_str().unwrap()]).output().unwrap();
-        assert_eq!(out.status.code(), Some(1), "duration_s = {d} accepted: {}", text(&out.stdout));
+        let file = write_campaign(
+            tmp.path(),
+            &format!("[[phase]]\nkind = \"sustained\"\nname = \"s\"\nduration_s = {d}\n"),
+        );
+        let out = powerlab()
+            .args(["validate", file.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "duration_s = {d} accepted: {}",
+            text(&out.stdout)
+        );
         let err = text(&out.stderr);
-        assert!(err.contains("duration_s") && err.contains("604800"), "{d}: {err}");
+        assert!(
+            err.contains("duration_s") && err.contains("604800"),
+            "{d}: {err}"
+        );
     }
     let file = write_campaign(tmp.path(), DUTY);
     for (cmd, n) in [("plan", "0"), ("plan", "100000"), ("run", "0")] {
-        let out = powerlab().args([cmd, file.to_str().unwrap(), "--repeats", n, "--backend", "sim"].iter().take(if cmd == "plan" { 4 } else { 6 })).output().unwrap();
-        assert_eq!(out.status.code(), Some(2), "{cmd} --repeats {n}: {}", text(&out.stderr));
-        assert!(text(&out.stderr).contains("--repeats"), "{}", text(&out.stderr));
+        let out = powerlab()
+            .args(
+                [
+                    cmd,
+                    file.to_str().unwrap(),
+                    "--repeats",
+                    n,
+                    "--backend",
+                    "sim",
+                ]
+                .iter()
+                .take(if cmd == "plan" { 4 } else { 6 }),
+            )
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{cmd} --repeats {n}: {}",
+            text(&out.stderr)
+        );
+        assert!(
+            text(&out.stderr).contains("--repeats"),
+            "{}",
+            text(&out.stderr)
+        );
     }
     // The largest allowed rung times the largest repeat count is refused by
     // the planner's checked total, not wrapped into a negative duration.
-    let file = write_campaign(tmp.path(), "[[phase]]\nkind = \"sustained\"\nname = \"s\"\nduration_s = 604800\nrepeats = 1000\n");
+    let file = write_campaign(
+        tmp.path(),
+        "[[phase]]\nkind = \"sustained\"\nname = \"s\"\nduration_s = 604800\nrepeats = 1000\n",
+    );
     // Refused at once, before any schedule is expanded (3 periods × 2 modes ×
     // 1000 repeats of a week took seconds per repeat to expand).
     for cmd in ["validate", "plan"] {
         let t0 = std::time::Instant::now();
-        let out = powerlab().args([cmd, file.to_str().unwrap()]).output().unwrap();
+        let out = powerlab()
+            .args([cmd, file.to_str().unwrap()])
+            .output()
+            .unwrap();
         assert_eq!(out.status.code(), Some(1), "{cmd}: {}", text(&out.stdout));
-        assert!(text(&out.stderr).contains("366 days"), "{}", text(&out.stderr));
-        assert!(t0.elapsed() < Duration::from_secs(5), "{cmd} took {:?}", t0.elapsed());
+        assert!(
+            text(&out.stderr).contains("366 days"),
+            "{}",
+            text(&out.stderr)
+        );
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "{cmd} took {:?}",
+            t0.elapsed()
+        );
     }
     // Within a year per file, beyond it with --repeats: refused by the plan.
-    let file = write_campaign(tmp.path(), "[[phase]]\nkind = \"duty\"\nname = \"d\"\nperiods_ms = [400, 500, 600]\nmodes = [\"in_phase\", \"staggered\"]\nduration_s = 604800\n");
-    let out = powerlab().args(["plan", file.to_str().unwrap(), "--repeats", "1000"]).output().unwrap();
+    let file = write_campaign(
+        tmp.path(),
+        "[[phase]]\nkind = \"duty\"\nname = \"d\"\nperiods_ms = [400, 500, 600]\nmodes = [\"in_phase\", \"staggered\"]\nduration_s = 604800\n",
+    );
+    let out = powerlab()
+        .args(["plan", file.to_str().unwrap(), "--repeats", "1000"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
-    assert!(text(&out.stderr).contains("366 days"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("366 days"),
+        "{}",
+        text(&out.stderr)
+    );
     // Limits that contradict each other.
-    let file = write_campaign(tmp.path(), &format!("[limits]\nedge_p99_us = 80\nedge_max_us = 40\n{DUTY}"));
-    let out = powerlab().args(["validate", file.to_str().unwrap()]).output().unwrap();
+    let file = write_campaign(
+        tmp.path(),
+        &format!("[limits]\nedge_p99_us = 80\nedge_max_us = 40\n{DUTY}"),
+    );
+    let out = powerlab()
+        .args(["validate", file.to_str().unwrap()])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("edge_max_us"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("edge_max_us"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 /// Case 5: a `--sensor` that is missing or not a sensor model, a fault for
@@ -74,18 +146,51 @@ fn bad_sensor_files_and_faults_are_errors_before_anything_runs() {
     let missing = tmp.path().join("missing.json");
     let runs = tmp.path().join("runs");
     let cases: Vec<(Vec<String>, &str)> = vec![
-        (vec!["--sensor".into(), missing.display().to_string()], "missing.json"),
-        (vec!["--sensor".into(), garbage.display().to_string()], "garbage.json"),
-        (vec!["--sim-fault".into(), "gpu99:lost_at=1s".into()], "gpu99"),
-        (vec!["--sim-fault".into(), "gpu0:power_limit_w=-5".into()], "power_limit_w"),
-        (vec!["--sim-fault".into(), "gpu0:extra_c_per_w=nan".into()], "extra_c_per_w"),
-        (vec!["--sim-fault".into(), "gpu0:lost_at=1e300s".into()], "lost_at"),
-        (vec!["--sim-fault".into(), "gpu0:nvml_error_every=0".into()], "nvml_error_every"),
-        (vec!["--sim-epoch-ns".into(), "9223372036854775807".into()], "--sim-epoch-ns"),
+        (
+            vec!["--sensor".into(), missing.display().to_string()],
+            "missing.json",
+        ),
+        (
+            vec!["--sensor".into(), garbage.display().to_string()],
+            "garbage.json",
+        ),
+        (
+            vec!["--sim-fault".into(), "gpu99:lost_at=1s".into()],
+            "gpu99",
+        ),
+        (
+            vec!["--sim-fault".into(), "gpu0:power_limit_w=-5".into()],
+            "power_limit_w",
+        ),
+        (
+            vec!["--sim-fault".into(), "gpu0:extra_c_per_w=nan".into()],
+            "extra_c_per_w",
+        ),
+        (
+            vec!["--sim-fault".into(), "gpu0:lost_at=1e300s".into()],
+            "lost_at",
+        ),
+        (
+            vec!["--sim-fault".into(), "gpu0:nvml_error_every=0".into()],
+            "nvml_error_every",
+        ),
+        (
+            vec!["--sim-epoch-ns".into(), "9223372036854775807".into()],
+            "--sim-epoch-ns",
+        ),
     ];
     for (args, names) in cases {
         let out = powerlab()
-            .args(["run", file.to_str().unwrap(), "--backend", "sim", "--sim-gpus", "2", "--results", runs.to_str().unwrap()])
+            .args([
+                "run",
+                file.to_str().unwrap(),
+                "--backend",
+                "sim",
+                "--sim-gpus",
+                "2",
+                "--results",
+                runs.to_str().unwrap(),
+            ])
             .args(&args)
             .output()
             .unwrap();
@@ -95,7 +200,17 @@ fn bad_sensor_files_and_faults_are_errors_before_anything_runs() {
         assert!(run_dirs(&runs).is_empty(), "{args:?} ran anyway");
     }
     // Beyond the documented maximum GPU count: refused before allocating.
-    let out = powerlab().args(["run", file.to_str().unwrap(), "--backend", "sim", "--sim-gpus", "100000"]).output().unwrap();
+    let out = powerlab()
+        .args([
+            "run",
+            file.to_str().unwrap(),
+            "--backend",
+            "sim",
+            "--sim-gpus",
+            "100000",
+        ])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("--sim-gpus"));
 }
@@ -109,32 +224,60 @@ fn collation_is_exclusive_and_refuses_a_live_run_unless_asked() {
     let dir = powerlab_rundir::RunDir::open(r.dir()).unwrap();
     let before = std::fs::read(r.dir().join("report/summary.csv")).unwrap();
     {
-        let _held = powerlab_rundir::lock::try_hold(&dir.collate_lock(), "collating this run").unwrap();
-        let out = powerlab().args(["collate", r.dir().to_str().unwrap()]).output().unwrap();
+        let _held =
+            powerlab_rundir::lock::try_hold(&dir.collate_lock(), "collating this run").unwrap();
+        let out = powerlab()
+            .args(["collate", r.dir().to_str().unwrap()])
+            .output()
+            .unwrap();
         assert_eq!(out.status.code(), Some(1));
         let err = text(&out.stderr);
-        assert!(err.contains("another collation") && err.contains(&format!("pid {}", std::process::id())), "{err}");
+        assert!(
+            err.contains("another collation")
+                && err.contains(&format!("pid {}", std::process::id())),
+            "{err}"
+        );
     }
     {
         let _held = powerlab_rundir::lock::try_hold(&dir.run_lock(), "writing this run").unwrap();
-        let out = powerlab().args(["collate", r.dir().to_str().unwrap()]).output().unwrap();
+        let out = powerlab()
+            .args(["collate", r.dir().to_str().unwrap()])
+            .output()
+            .unwrap();
         assert_eq!(out.status.code(), Some(1));
-        assert!(text(&out.stderr).contains("still being written") && text(&out.stderr).contains("--snapshot"), "{}", text(&out.stderr));
-        let out = powerlab().args(["collate", "--snapshot", r.dir().to_str().unwrap()]).output().unwrap();
+        assert!(
+            text(&out.stderr).contains("still being written")
+                && text(&out.stderr).contains("--snapshot"),
+            "{}",
+            text(&out.stderr)
+        );
+        let out = powerlab()
+            .args(["collate", "--snapshot", r.dir().to_str().unwrap()])
+            .output()
+            .unwrap();
         assert!(out.status.success(), "{}", text(&out.stderr));
     }
-    assert_eq!(std::fs::read(r.dir().join("report/summary.csv")).unwrap(), before, "the same files give the same summary");
+    assert_eq!(
+        std::fs::read(r.dir().join("report/summary.csv")).unwrap(),
+        before,
+        "the same files give the same summary"
+    );
 }
 
 /// Case 6: Ctrl-C in the middle of a collation keeps the previous report
 /// whole (it used to be deleted first, leaving an empty `plots/`).
 #[test]
 fn ctrl_c_during_collate_keeps_the_previous_report() {
-    let c = campaign("[[phase]]\nkind = \"duty\"\nname = \"d\"\nperiods_ms = [500, 200, 100]\nmodes = [\"in_phase\", \"staggered\"]\nduration_s = 20\n");
+    let c = campaign(
+        "[[phase]]\nkind = \"duty\"\nname = \"d\"\nperiods_ms = [500, 200, 100]\nmodes = [\"in_phase\", \"staggered\"]\nduration_s = 20\n",
+    );
     let r = run_sim(&c, &["--sim-gpus", "4"]);
     assert_eq!(r.code(), 0, "{}", r.stderr());
     let list = |d: &std::path::Path| {
-        let mut v: Vec<String> = walk(d).into_iter().map(|p| p.strip_prefix(d).unwrap().display().to_string()).collect();
+        let mut v: Vec<String> = walk(d)
+            .into_iter()
+            .map(|p| p.strip_prefix(d).unwrap().display().to_string())
+            .collect();
         v.sort();
         v
     };
@@ -143,18 +286,37 @@ fn ctrl_c_during_collate_keeps_the_previous_report() {
     let summary = std::fs::read(report.join("summary.csv")).unwrap();
     // Interrupt at several moments of a collation.
     for delay_ms in [40u64, 90, 160, 250] {
-        let child = powerlab().args(["collate", r.dir().to_str().unwrap()]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+        let child = powerlab()
+            .args(["collate", r.dir().to_str().unwrap()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
         std::thread::sleep(Duration::from_millis(delay_ms));
-        let _ = Command::new("kill").args(["-INT", &child.id().to_string()]).status();
+        let _ = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status();
         let mut child = child;
         let _ = child.wait();
-        assert_eq!(list(&report), files, "after SIGINT at {delay_ms} ms the report is whole");
+        assert_eq!(
+            list(&report),
+            files,
+            "after SIGINT at {delay_ms} ms the report is whole"
+        );
         assert_eq!(std::fs::read(report.join("summary.csv")).unwrap(), summary);
     }
     // The next collation tidies what the interrupted ones left and succeeds.
-    let out = powerlab().args(["collate", r.dir().to_str().unwrap()]).output().unwrap();
+    let out = powerlab()
+        .args(["collate", r.dir().to_str().unwrap()])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let stray: Vec<_> = std::fs::read_dir(r.dir()).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.starts_with("report.")).collect();
+    let stray: Vec<_> = std::fs::read_dir(r.dir())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("report."))
+        .collect();
     assert!(stray.is_empty(), "{stray:?}");
 }
 
@@ -180,12 +342,27 @@ fn a_results_root_inside_a_run_directory_is_refused() {
     let file = write_campaign(r.results.path(), DUTY);
     for inner in ["report", "raw", "report/deeper/still"] {
         let root = r.dir().join(inner);
-        let out = powerlab().args(["run", file.to_str().unwrap(), "--backend", "sim", "--sim-gpus", "2", "--results", root.to_str().unwrap()]).output().unwrap();
+        let out = powerlab()
+            .args([
+                "run",
+                file.to_str().unwrap(),
+                "--backend",
+                "sim",
+                "--sim-gpus",
+                "2",
+                "--results",
+                root.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap();
         let err = text(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{inner}: {err}");
         assert!(err.contains("inside the run directory"), "{inner}: {err}");
     }
-    assert!(!r.dir().join("report/deeper").exists(), "nothing was created inside the run");
+    assert!(
+        !r.dir().join("report/deeper").exists(),
+        "nothing was created inside the run"
+    );
 }
 
 /// Case 8: a closed stdout (`| head -1`, `> /dev/full`) never panics; the
@@ -197,14 +374,37 @@ fn a_closed_stdout_never_panics() {
     let runs = tmp.path().join("runs");
     let epoch = EPOCH.to_string();
     // Reader gone before the first line (EPIPE), and a full device (ENOSPC).
-    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
     for (what, stdout) in [("closed pipe", None), ("/dev/full", Some(full))] {
         let mut cmd = powerlab();
-        cmd.args(["run", file.to_str().unwrap(), "--backend", "sim", "--sim-gpus", "2", "--json", "--results", runs.to_str().unwrap(), "--sim-epoch-ns", &epoch]);
+        cmd.args([
+            "run",
+            file.to_str().unwrap(),
+            "--backend",
+            "sim",
+            "--sim-gpus",
+            "2",
+            "--json",
+            "--results",
+            runs.to_str().unwrap(),
+            "--sim-epoch-ns",
+            &epoch,
+        ]);
         let out = match stdout {
-            Some(f) => cmd.stdout(Stdio::from(f)).stderr(Stdio::piped()).output().unwrap(),
+            Some(f) => cmd
+                .stdout(Stdio::from(f))
+                .stderr(Stdio::piped())
+                .output()
+                .unwrap(),
             None => {
-                let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+                let mut child = cmd
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap();
                 drop(child.stdout.take());
                 child.wait_with_output().unwrap()
             }
@@ -217,10 +417,19 @@ fn a_closed_stdout_never_panics() {
         assert!(m.contains("\"complete\""), "{what}: {m}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
-    let mut child = powerlab().args(["plan", file.to_str().unwrap()]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut child = powerlab()
+        .args(["plan", file.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     drop(child.stdout.take());
     let out = child.wait_with_output().unwrap();
-    assert!(!text(&out.stderr).contains("panicked"), "{}", text(&out.stderr));
+    assert!(
+        !text(&out.stderr).contains("panicked"),
+        "{}",
+        text(&out.stderr)
+    );
     assert_ne!(out.status.code(), Some(101));
 }
 
@@ -232,18 +441,54 @@ fn unwritable_or_too_small_results_directories_are_named_and_left_clean() {
     let file = write_campaign(tmp.path(), DUTY);
     // A read-only filesystem is read-only for root too.
     let ro = std::path::Path::new("/proc/self/powerlab-results");
-    let out = powerlab().args(["run", file.to_str().unwrap(), "--backend", "sim", "--sim-gpus", "2", "--results", ro.to_str().unwrap()]).output().unwrap();
+    let out = powerlab()
+        .args([
+            "run",
+            file.to_str().unwrap(),
+            "--backend",
+            "sim",
+            "--sim-gpus",
+            "2",
+            "--results",
+            ro.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("results directory") && err.contains("powerlab-results") && !err.contains("another campaign"), "{err}");
+    assert!(
+        err.contains("results directory")
+            && err.contains("powerlab-results")
+            && !err.contains("another campaign"),
+        "{err}"
+    );
     // Far more raw data than any disk here holds: refused, nothing created.
-    let big = write_campaign(tmp.path(), "[[phase]]\nkind = \"sustained\"\nname = \"s\"\nduration_s = 600000\nrepeats = 40\n");
+    let big = write_campaign(
+        tmp.path(),
+        "[[phase]]\nkind = \"sustained\"\nname = \"s\"\nduration_s = 600000\nrepeats = 40\n",
+    );
     let runs = tmp.path().join("runs");
-    let out = powerlab().args(["run", big.to_str().unwrap(), "--backend", "sim", "--sim-gpus", "8", "--results", runs.to_str().unwrap()]).output().unwrap();
+    let out = powerlab()
+        .args([
+            "run",
+            big.to_str().unwrap(),
+            "--backend",
+            "sim",
+            "--sim-gpus",
+            "8",
+            "--results",
+            runs.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
     let err = text(&out.stderr);
     assert_ne!(out.status.code(), Some(0), "{err}");
     assert!(err.contains("MB free"), "{err}");
-    assert!(run_dirs(&runs).is_empty(), "a refused run left {:?}", run_dirs(&runs));
+    assert!(
+        run_dirs(&runs).is_empty(),
+        "a refused run left {:?}",
+        run_dirs(&runs)
+    );
 }
 
 /// Case 11: `health-diff` refuses files that are not health captures, and
@@ -252,35 +497,79 @@ fn unwritable_or_too_small_results_directories_are_named_and_left_clean() {
 fn health_diff_refuses_what_is_not_a_health_capture() {
     let tmp = tempfile::tempdir().unwrap();
     // preflight writes a capture on any machine (here: the driver is missing).
-    let cap = powerlab().args(["preflight", "--out", tmp.path().to_str().unwrap(), "--stem", "good"]).output().unwrap();
+    let cap = powerlab()
+        .args([
+            "preflight",
+            "--out",
+            tmp.path().to_str().unwrap(),
+            "--stem",
+            "good",
+        ])
+        .output()
+        .unwrap();
     let good = tmp.path().join("good.json");
     assert!(good.is_file(), "{}", text(&cap.stderr));
     let whole = std::fs::read_to_string(&good).unwrap();
     let truncated = tmp.path().join("truncated.json");
     std::fs::write(&truncated, &whole[..whole.len() / 2]).unwrap();
-    for (name, body) in [("empty-object.json", "{}"), ("array.json", "[]"), ("null.json", "null")] {
+    for (name, body) in [
+        ("empty-object.json", "{}"),
+        ("array.json", "[]"),
+        ("null.json", "null"),
+    ] {
         let p = tmp.path().join(name);
         std::fs::write(&p, body).unwrap();
-        let out = powerlab().args(["health-diff", good.to_str().unwrap(), p.to_str().unwrap()]).output().unwrap();
+        let out = powerlab()
+            .args(["health-diff", good.to_str().unwrap(), p.to_str().unwrap()])
+            .output()
+            .unwrap();
         assert_eq!(out.status.code(), Some(1), "{name}: {}", text(&out.stdout));
-        assert!(text(&out.stderr).contains(name) && text(&out.stderr).contains("not a health capture"), "{}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).contains(name) && text(&out.stderr).contains("not a health capture"),
+            "{}",
+            text(&out.stderr)
+        );
     }
-    let out = powerlab().args(["health-diff", truncated.to_str().unwrap(), good.to_str().unwrap()]).output().unwrap();
+    let out = powerlab()
+        .args([
+            "health-diff",
+            truncated.to_str().unwrap(),
+            good.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("truncated.json"), "{}", text(&out.stderr));
-    let out = powerlab().args(["health-diff", good.to_str().unwrap(), good.to_str().unwrap()]).output().unwrap();
-    assert!(out.status.success() && text(&out.stdout).contains("0 facts differ"), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stderr).contains("truncated.json"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = powerlab()
+        .args([
+            "health-diff",
+            good.to_str().unwrap(),
+            good.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success() && text(&out.stdout).contains("0 facts differ"),
+        "{}",
+        text(&out.stdout)
+    );
 }
 
-
 fn rungs_of(dir: &std::path::Path) -> Vec<serde_json::Value> {
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("report/summary.json")).unwrap()).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("report/summary.json")).unwrap())
+            .unwrap();
     v["rungs"].as_array().unwrap().clone()
 }
 
 /// Makes a run directory look written before raw indexes existed.
 fn older_than_indexes(d: &std::path::Path) {
-    let mut m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("manifest.json")).unwrap()).unwrap();
+    let mut m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("manifest.json")).unwrap()).unwrap();
     m.as_object_mut().unwrap().remove("raw_index");
     std::fs::write(d.join("manifest.json"), serde_json::to_string(&m).unwrap()).unwrap();
     for e in std::fs::read_dir(d.join("raw")).unwrap().flatten() {
@@ -290,7 +579,14 @@ fn older_than_indexes(d: &std::path::Path) {
     }
 }
 
-const FIGURES: [&str; 6] = ["mean_w", "peak_w", "spread_w", "swing_w", "raw_mean_w", "raw_spread_w"];
+const FIGURES: [&str; 6] = [
+    "mean_w",
+    "peak_w",
+    "spread_w",
+    "swing_w",
+    "raw_mean_w",
+    "raw_spread_w",
+];
 
 /// Cases 1 and 2: damaged raw files. A file cut short or missing is named
 /// on the report's first line, and every rung whose figures differ from the
@@ -298,18 +594,28 @@ const FIGURES: [&str; 6] = ["mean_w", "peak_w", "spread_w", "swing_w", "raw_mean
 /// refused by name.
 #[test]
 fn damaged_raw_files_are_named_and_never_give_silent_figures() {
-    let c = campaign("[[phase]]\nkind = \"sustained\"\nname = \"s\"\nduration_s = 3\n[[phase]]\nkind = \"duty\"\nname = \"d\"\nperiods_ms = [500, 200]\nmodes = [\"in_phase\", \"staggered\"]\nduration_s = 4\n");
+    let c = campaign(
+        "[[phase]]\nkind = \"sustained\"\nname = \"s\"\nduration_s = 3\n[[phase]]\nkind = \"duty\"\nname = \"d\"\nperiods_ms = [500, 200]\nmodes = [\"in_phase\", \"staggered\"]\nduration_s = 4\n",
+    );
     let r = run_sim(&c, &["--sim-gpus", "4"]);
     assert_eq!(r.code(), 0, "{}", r.stderr());
     let intact = rungs_of(r.dir());
-    assert!(intact.iter().all(|x| x["incomplete"].is_null()), "the intact run is whole");
+    assert!(
+        intact.iter().all(|x| x["incomplete"].is_null()),
+        "the intact run is whole"
+    );
     let work = r.results.path().join("damaged");
     let fresh = |name: &str| {
         let d = work.join(name);
         copy_run(r.dir(), &d, true);
         d
     };
-    let collate = |d: &std::path::Path| powerlab().args(["collate", d.to_str().unwrap()]).output().unwrap();
+    let collate = |d: &std::path::Path| {
+        powerlab()
+            .args(["collate", d.to_str().unwrap()])
+            .output()
+            .unwrap()
+    };
 
     // 1. gpu3.csv cut in half.
     let d = fresh("cut");
@@ -317,8 +623,16 @@ fn damaged_raw_files_are_named_and_never_give_silent_figures() {
     std::fs::write(d.join("raw/gpu3.csv"), &raw[..raw.len() / 2]).unwrap();
     let out = collate(&d);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let first = std::fs::read_to_string(d.join("report/report.md")).unwrap().lines().next().unwrap().to_string();
-    assert!(first.contains("INCOMPLETE RAW DATA") && first.contains("gpu3.csv is cut short"), "{first}");
+    let first = std::fs::read_to_string(d.join("report/report.md"))
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .to_string();
+    assert!(
+        first.contains("INCOMPLETE RAW DATA") && first.contains("gpu3.csv is cut short"),
+        "{first}"
+    );
     let cut = rungs_of(&d);
     let mut marked = 0;
     for (a, b) in intact.iter().zip(&cut) {
@@ -326,7 +640,11 @@ fn damaged_raw_files_are_named_and_never_give_silent_figures() {
         if !b["incomplete"].is_null() {
             marked += 1;
         }
-        assert!(same || !b["incomplete"].is_null(), "{}: figures changed without a mark: {a} vs {b}", b["label"]);
+        assert!(
+            same || !b["incomplete"].is_null(),
+            "{}: figures changed without a mark: {a} vs {b}",
+            b["label"]
+        );
     }
     assert!(marked > 0, "the rungs after the cut are marked");
 
@@ -335,11 +653,19 @@ fn damaged_raw_files_are_named_and_never_give_silent_figures() {
     std::fs::remove_file(d.join("raw/gpu1.csv")).unwrap();
     let out = collate(&d);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let first = std::fs::read_to_string(d.join("report/report.md")).unwrap().lines().next().unwrap().to_string();
+    let first = std::fs::read_to_string(d.join("report/report.md"))
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .to_string();
     assert!(first.contains("gpu1.csv is missing"), "{first}");
     for b in rungs_of(&d) {
         assert!(!b["incomplete"].is_null(), "{b}");
-        assert!(FIGURES.iter().all(|f| b[f].is_null()), "a node figure without gpu1: {b}");
+        assert!(
+            FIGURES.iter().all(|f| b[f].is_null()),
+            "a node figure without gpu1: {b}"
+        );
     }
 
     // 2b-d. Copied, rescaled and unlisted files: refused by name.
@@ -349,17 +675,29 @@ fn damaged_raw_files_are_named_and_never_give_silent_figures() {
     // The file no longer matches the checksum its index recorded...
     let out = collate(&d);
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("gpu1.csv") && text(&out.stderr).contains("checksum"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("gpu1.csv") && text(&out.stderr).contains("checksum"),
+        "{}",
+        text(&out.stderr)
+    );
     // ...a missing index is itself refused...
     std::fs::remove_file(d.join("raw/gpu1.idx")).unwrap();
     let out = collate(&d);
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("gpu1.idx") && text(&out.stderr).contains("missing"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("gpu1.idx") && text(&out.stderr).contains("missing"),
+        "{}",
+        text(&out.stderr)
+    );
     // ...and in a run from before indexes its rows still give it away.
     older_than_indexes(&d);
     let out = collate(&d);
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("gpu1.csv") && text(&out.stderr).contains("rows of `gpu0`"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("gpu1.csv") && text(&out.stderr).contains("rows of `gpu0`"),
+        "{}",
+        text(&out.stderr)
+    );
 
     let d = fresh("scaled");
     let scaled: String = std::fs::read_to_string(d.join("raw/gpu2.csv"))
@@ -368,7 +706,18 @@ fn damaged_raw_files_are_named_and_never_give_silent_figures() {
         .enumerate()
         .map(|(i, l)| {
             let f: Vec<&str> = l.split(',').collect();
-            if i == 0 || f[3] == "energy_mj" || f.len() != 5 { format!("{l}\n") } else { format!("{},{},{},{},{}\n", f[0], f[1], f[2], f[3], f[4].parse::<f64>().unwrap() * 1000.0) }
+            if i == 0 || f[3] == "energy_mj" || f.len() != 5 {
+                format!("{l}\n")
+            } else {
+                format!(
+                    "{},{},{},{},{}\n",
+                    f[0],
+                    f[1],
+                    f[2],
+                    f[3],
+                    f[4].parse::<f64>().unwrap() * 1000.0
+                )
+            }
         })
         .collect();
     std::fs::write(d.join("raw/gpu2.csv"), scaled).unwrap();
@@ -376,54 +725,113 @@ fn damaged_raw_files_are_named_and_never_give_silent_figures() {
     older_than_indexes(&d);
     let out = collate(&d);
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("gpu2.csv") && text(&out.stderr).contains("rescaled"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("gpu2.csv") && text(&out.stderr).contains("rescaled"),
+        "{}",
+        text(&out.stderr)
+    );
 
     let d = fresh("unlisted");
-    let mut m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("manifest.json")).unwrap()).unwrap();
+    let mut m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("manifest.json")).unwrap()).unwrap();
     m["backend"]["gpus"].as_array_mut().unwrap().truncate(2);
     std::fs::write(d.join("manifest.json"), serde_json::to_string(&m).unwrap()).unwrap();
     let out = collate(&d);
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("gpu2.csv") && text(&out.stderr).contains("not a GPU of this run"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("gpu2.csv")
+            && text(&out.stderr).contains("not a GPU of this run"),
+        "{}",
+        text(&out.stderr)
+    );
 
     // The index itself: emptied, reversed, cut mid-CRC, or another run's;
     // and rows appended after a complete run. All refused by name.
     let idx0 = std::fs::read_to_string(r.dir().join("raw/gpu0.idx")).unwrap();
     let mut reversed: Vec<&str> = idx0.lines().collect();
     reversed[1..].reverse();
-    let cases: Vec<(&str, Box<dyn Fn(&std::path::Path)>, &str)> = vec![
-        ("emptied", Box::new(|d| std::fs::write(d.join("raw/gpu0.idx"), "").unwrap()), "no first line"),
-        ("reversed", Box::new(move |d| std::fs::write(d.join("raw/gpu0.idx"), reversed.join("\n") + "\n").unwrap()), "do not grow"),
-        ("garbled", Box::new(|d| std::fs::write(d.join("raw/gpu0.idx"), idx0.replacen(",", ";", 3)).unwrap()), "is not a checkpoint"),
-        ("cut-crc", Box::new(|d| {
-            let t = std::fs::read_to_string(d.join("raw/gpu0.idx")).unwrap();
-            let lines: Vec<&str> = t.lines().collect();
-            let mut out: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
-            let k = out.len() / 2;
-            let n = out[k].len() - 4;
-            out[k].truncate(n);
-            std::fs::write(d.join("raw/gpu0.idx"), out.join("\n") + "\n").unwrap();
-        }), "is not a checkpoint"),
-        ("other-run", Box::new(|d| {
-            let t = std::fs::read_to_string(d.join("raw/gpu0.idx")).unwrap().replacen("run 1", "run 2", 1);
-            std::fs::write(d.join("raw/gpu0.idx"), t).unwrap();
-        }), "not by this run"),
-        ("appended", Box::new(|d| {
-            let mut f = std::fs::OpenOptions::new().append(true).open(d.join("raw/gpu0.csv")).unwrap();
-            std::io::Write::write_all(&mut f, format!("{},sim-node-0,gpu0,buffered_w,2000\n", EPOCH + 5_000_000_000).as_bytes()).unwrap();
-        }), "never indexed"),
+    type Damage<'a> = Box<dyn Fn(&std::path::Path) + 'a>;
+    let cases: Vec<(&str, Damage<'_>, &str)> = vec![
+        (
+            "emptied",
+            Box::new(|d| std::fs::write(d.join("raw/gpu0.idx"), "").unwrap()),
+            "no first line",
+        ),
+        (
+            "reversed",
+            Box::new(move |d| {
+                std::fs::write(d.join("raw/gpu0.idx"), reversed.join("\n") + "\n").unwrap()
+            }),
+            "do not grow",
+        ),
+        (
+            "garbled",
+            Box::new(|d| {
+                std::fs::write(d.join("raw/gpu0.idx"), idx0.replacen(",", ";", 3)).unwrap()
+            }),
+            "is not a checkpoint",
+        ),
+        (
+            "cut-crc",
+            Box::new(|d| {
+                let t = std::fs::read_to_string(d.join("raw/gpu0.idx")).unwrap();
+                let lines: Vec<&str> = t.lines().collect();
+                let mut out: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+                let k = out.len() / 2;
+                let n = out[k].len() - 4;
+                out[k].truncate(n);
+                std::fs::write(d.join("raw/gpu0.idx"), out.join("\n") + "\n").unwrap();
+            }),
+            "is not a checkpoint",
+        ),
+        (
+            "other-run",
+            Box::new(|d| {
+                let t = std::fs::read_to_string(d.join("raw/gpu0.idx"))
+                    .unwrap()
+                    .replacen("run 1", "run 2", 1);
+                std::fs::write(d.join("raw/gpu0.idx"), t).unwrap();
+            }),
+            "not by this run",
+        ),
+        (
+            "appended",
+            Box::new(|d| {
+                let mut f = std::fs::OpenOptions::new()
+                    .append(true)
+                    .open(d.join("raw/gpu0.csv"))
+                    .unwrap();
+                std::io::Write::write_all(
+                    &mut f,
+                    format!(
+                        "{},sim-node-0,gpu0,buffered_w,2000\n",
+                        EPOCH + 5_000_000_000
+                    )
+                    .as_bytes(),
+                )
+                .unwrap();
+            }),
+            "never indexed",
+        ),
     ];
     for (name, damage, says) in cases {
         let d = fresh(name);
         damage(&d);
         let out = collate(&d);
         assert_eq!(out.status.code(), Some(1), "{name}: {}", text(&out.stdout));
-        assert!(text(&out.stderr).contains("gpu0.csv") && text(&out.stderr).contains(says), "{name}: {}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).contains("gpu0.csv") && text(&out.stderr).contains(says),
+            "{name}: {}",
+            text(&out.stderr)
+        );
     }
 
     // The other files of a complete run carry their length and CRC-32 in the
     // manifest: edges.csv deleted, a row duplicated, or edited, is refused.
-    for (name, says) in [("edges-deleted", "is missing"), ("edges-edited", "was changed")] {
+    for (name, says) in [
+        ("edges-deleted", "is missing"),
+        ("edges-edited", "was changed"),
+    ] {
         let d = fresh(name);
         if name == "edges-deleted" {
             std::fs::remove_file(d.join("edges.csv")).unwrap();
@@ -434,11 +842,16 @@ fn damaged_raw_files_are_named_and_never_give_silent_figures() {
         }
         let out = collate(&d);
         assert_eq!(out.status.code(), Some(1), "{name}");
-        assert!(text(&out.stderr).contains("edges.csv") && text(&out.stderr).contains(says), "{name}: {}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).contains("edges.csv") && text(&out.stderr).contains(says),
+            "{name}: {}",
+            text(&out.stderr)
+        );
     }
     // In a run from before checksums, a duplicated edge row still gives it away.
     let d = fresh("edges-duplicated-unsummed");
-    let mut m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(d.join("manifest.json")).unwrap()).unwrap();
+    let mut m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("manifest.json")).unwrap()).unwrap();
     m.as_object_mut().unwrap().remove("checksums");
     std::fs::write(d.join("manifest.json"), serde_json::to_string(&m).unwrap()).unwrap();
     let t = std::fs::read_to_string(d.join("edges.csv")).unwrap();
@@ -446,5 +859,9 @@ fn damaged_raw_files_are_named_and_never_give_silent_figures() {
     std::fs::write(d.join("edges.csv"), format!("{t}{second}\n")).unwrap();
     let out = collate(&d);
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("listed twice"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("listed twice"),
+        "{}",
+        text(&out.stderr)
+    );
 }

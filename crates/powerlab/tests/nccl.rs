@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test that unwraps reports its failure by panicking
 //! The NCCL phase on the simulated node: sweep table and plot, fabric power
 //! next to idle and compute, and a hung collective failing loudly.
 
@@ -10,7 +11,10 @@ const NCCL: &str = "[[phase]]\nkind = \"idle\"\nname = \"idle\"\nduration_s = 3\
 
 fn nccl_csv(r: &Run) -> Vec<Vec<String>> {
     let text = std::fs::read_to_string(r.dir().join("report/nccl.csv")).expect("report/nccl.csv");
-    text.lines().skip(1).map(|l| l.split(',').map(str::to_string).collect()).collect()
+    text.lines()
+        .skip(1)
+        .map(|l| l.split(',').map(str::to_string).collect())
+        .collect()
 }
 
 #[test]
@@ -27,50 +31,126 @@ fn sweep_table_follows_nccl_tests_arithmetic_and_the_fabric_rung_is_measured() {
     for c in &sweep {
         assert_eq!(c[4], "2");
         assert_eq!(c[5], "2", "both ranks reported");
-        let (bytes, t_us, alg, bus): (f64, f64, f64, f64) = (c[3].parse().unwrap(), c[7].parse().unwrap(), c[9].parse().unwrap(), c[10].parse().unwrap());
-        assert!((alg - bytes / (t_us * 1e3)).abs() <= 1e-6 * alg.max(1.0), "algbw = size / time: {c:?}");
-        let factor = if c[2] == "all_reduce" { 1.0 } else if c[2] == "broadcast" { 1.0 } else { 0.5 };
-        assert!((bus - alg * factor).abs() <= 1e-6 * bus.max(1.0), "busbw factor for 2 ranks: {c:?}");
+        let (bytes, t_us, alg, bus): (f64, f64, f64, f64) = (
+            c[3].parse().unwrap(),
+            c[7].parse().unwrap(),
+            c[9].parse().unwrap(),
+            c[10].parse().unwrap(),
+        );
+        assert!(
+            (alg - bytes / (t_us * 1e3)).abs() <= 1e-6 * alg.max(1.0),
+            "algbw = size / time: {c:?}"
+        );
+        let factor = if c[2] == "all_reduce" || c[2] == "broadcast" {
+            1.0
+        } else {
+            0.5
+        };
+        assert!(
+            (bus - alg * factor).abs() <= 1e-6 * bus.max(1.0),
+            "busbw factor for 2 ranks: {c:?}"
+        );
     }
     // Large messages reach the simulated fabric's bus bandwidth; tiny ones are latency.
-    let big = sweep.iter().find(|c| c[2] == "all_reduce" && c[3] == "4294967296").unwrap();
+    let big = sweep
+        .iter()
+        .find(|c| c[2] == "all_reduce" && c[3] == "4294967296")
+        .unwrap();
     let bus: f64 = big[10].parse().unwrap();
     assert!((bus - 360.0).abs() < 5.0, "busbw at 4 GiB {bus}");
-    let tiny = sweep.iter().find(|c| c[2] == "all_reduce" && c[3] == "8").unwrap();
-    assert!(tiny[7].parse::<f64>().unwrap() > 10.0, "latency-bound at 8 B");
+    let tiny = sweep
+        .iter()
+        .find(|c| c[2] == "all_reduce" && c[3] == "8")
+        .unwrap();
+    assert!(
+        tiny[7].parse::<f64>().unwrap() > 10.0,
+        "latency-bound at 8 B"
+    );
     // The fabric rung is a row too (one all-reduce size, many iterations).
-    assert!(rows.iter().any(|c| c[1].ends_with("/fabric") && c[2] == "all_reduce"));
+    assert!(
+        rows.iter()
+            .any(|c| c[1].ends_with("/fabric") && c[2] == "all_reduce")
+    );
     assert!(r.dir().join("report/plots/nccl_busbw.svg").exists());
     // Fabric power sits between idle and compute, and the report says so.
     let s = r.summary();
-    let mean = |label: &str| s.iter().find(|x| x["label"] == label).and_then(|x| x["mean_w"].as_f64()).unwrap_or_else(|| panic!("no {label}"));
-    let (idle, compute, fabric, bsp) = (mean("idle"), mean("compute"), mean("fabric/fabric"), mean("fabric/bsp"));
-    assert!(idle < fabric && fabric < compute, "idle {idle} < fabric {fabric} < compute {compute}");
+    let mean = |label: &str| {
+        s.iter()
+            .find(|x| x["label"] == label)
+            .and_then(|x| x["mean_w"].as_f64())
+            .unwrap_or_else(|| panic!("no {label}"))
+    };
+    let (idle, compute, fabric, bsp) = (
+        mean("idle"),
+        mean("compute"),
+        mean("fabric/fabric"),
+        mean("fabric/bsp"),
+    );
+    assert!(
+        idle < fabric && fabric < compute,
+        "idle {idle} < fabric {fabric} < compute {compute}"
+    );
     // Compute bursts between all-reduces: above the fabric alone, and about
     // what sustained compute draws, as on the H200 (1,370 W vs 1,387 W) where
     // the power controller holds the 1 s average whatever the load's shape.
-    assert!(fabric < bsp && (bsp / compute - 1.0).abs() < 0.03, "bulk-synchronous {bsp}: above fabric {fabric}, within 3 % of compute {compute}");
+    assert!(
+        fabric < bsp && (bsp / compute - 1.0).abs() < 0.03,
+        "bulk-synchronous {bsp}: above fabric {fabric}, within 3 % of compute {compute}"
+    );
     let report = std::fs::read_to_string(r.dir().join("report/report.md")).unwrap();
     assert!(report.contains("## NCCL collectives") && report.contains("## Fabric power"));
     // NCCL ran before the idle and compute phases? No: file order is kept
     // for non-duty phases; it runs before the first duty phase only.
-    let labels: Vec<String> = s.iter().map(|x| x["label"].as_str().unwrap().to_string()).collect();
-    assert_eq!(labels, vec!["idle", "compute", "fabric/sweep", "fabric/fabric", "fabric/bsp"]);
+    let labels: Vec<String> = s
+        .iter()
+        .map(|x| x["label"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        labels,
+        vec![
+            "idle",
+            "compute",
+            "fabric/sweep",
+            "fabric/fabric",
+            "fabric/bsp"
+        ]
+    );
 }
 
 #[test]
 fn a_hung_collective_aborts_names_the_rank_and_keeps_the_samples() {
-    let r = run_sim(&campaign(NCCL), &["--sim-gpus", "2", "--sim-fault", "gpu1:nccl_hang_at=12s"]);
+    let r = run_sim(
+        &campaign(NCCL),
+        &["--sim-gpus", "2", "--sim-fault", "gpu1:nccl_hang_at=12s"],
+    );
     assert_eq!(r.code(), 4, "{}", r.stderr());
-    let m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(r.dir().join("manifest.json")).unwrap()).unwrap();
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(r.dir().join("manifest.json")).unwrap())
+            .unwrap();
     assert_eq!(m["status"]["state"], "failed");
     let reason = m["status"]["reason"].as_str().unwrap();
-    assert!(reason.contains("rank 1 of 2") && reason.contains("gpu1") && reason.contains("aborted") && reason.contains("5 s"), "{reason}");
+    assert!(
+        reason.contains("rank 1 of 2")
+            && reason.contains("gpu1")
+            && reason.contains("aborted")
+            && reason.contains("5 s"),
+        "{reason}"
+    );
     // Samples up to the failure are on disk and collate.
     let raw = std::fs::read_to_string(r.dir().join("raw/gpu0.csv")).unwrap();
     assert!(raw.lines().count() > 500, "raw samples kept");
-    let out = powerlab().args(["collate", r.dir().to_str().unwrap()]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = powerlab()
+        .args(["collate", r.dir().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let report = std::fs::read_to_string(r.dir().join("report/report.md")).unwrap();
-    assert!(report.lines().next().unwrap().contains("RUN FAILED"), "{report}");
+    assert!(
+        report.lines().next().unwrap().contains("RUN FAILED"),
+        "{report}"
+    );
 }

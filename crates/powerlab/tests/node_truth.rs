@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)] // a test that unwraps reports its failure by panicking
 //! Node truth: the headline node figures of every duty rung against the
 //! simulated node's true waveform (`--sim-truth`, 1 ms), which the
 //! collator never reads. Profiles h200, b300 and a10g; 2, 4 and 8 GPUs; in
@@ -17,7 +18,10 @@ use util::*;
 fn true_node(dir: &std::path::Path) -> (i64, Vec<f64>) {
     let mut start = None;
     let mut sum: Vec<f64> = Vec::new();
-    let mut files: Vec<_> = std::fs::read_dir(dir.join("sim-truth")).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut files: Vec<_> = std::fs::read_dir(dir.join("sim-truth"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     files.sort();
     assert!(!files.is_empty(), "no sim-truth files");
     for f in files {
@@ -26,7 +30,10 @@ fn true_node(dir: &std::path::Path) -> (i64, Vec<f64>) {
             let (t, v) = line.split_once(',').unwrap();
             let (t, v): (i64, f64) = (t.parse().unwrap(), v.parse().unwrap());
             if k == 0 {
-                assert!(start.is_none_or(|s| s == t), "truth files start at different times");
+                assert!(
+                    start.is_none_or(|s| s == t),
+                    "truth files start at different times"
+                );
                 start = Some(t);
             }
             if sum.len() <= k {
@@ -54,11 +61,19 @@ struct Truth {
 }
 
 fn truth_of(start: i64, node: &[f64], from: i64, to: i64) -> Truth {
-    let (i0, i1) = (((from - start) / 1_000_000) as usize, (((to - start) / 1_000_000) as usize).min(node.len()));
+    let (i0, i1) = (
+        ((from - start) / 1_000_000) as usize,
+        (((to - start) / 1_000_000) as usize).min(node.len()),
+    );
     let mut v = node[i0..i1].to_vec();
     let mean = v.iter().sum::<f64>() / v.len() as f64;
     v.sort_by(f64::total_cmp);
-    Truth { mean, peak: *v.last().unwrap(), spread: quantile(&v, 0.99) - quantile(&v, 0.01), swing: quantile(&v, 0.9) - quantile(&v, 0.1) }
+    Truth {
+        mean,
+        peak: *v.last().unwrap(),
+        spread: quantile(&v, 0.99) - quantile(&v, 0.01),
+        swing: quantile(&v, 0.9) - quantile(&v, 0.1),
+    }
 }
 
 /// The on−off step of one GPU of each profile: what its virus holds
@@ -74,20 +89,41 @@ fn step_per_gpu(profile: &str) -> f64 {
 
 fn check(profile: &str, gpus: usize, seed: u64) {
     // Explicit offsets: uneven, all within the shortest period (20 ms).
-    let offsets: Vec<String> = (0..gpus).map(|i| format!("{}", (i * 17 % 19) as f64 + 0.25 * i as f64)).collect();
+    let offsets: Vec<String> = (0..gpus)
+        .map(|i| format!("{}", (i * 17 % 19) as f64 + 0.25 * i as f64))
+        .collect();
     let body = format!(
         "[[phase]]\nkind = \"duty\"\nname = \"sweep\"\nperiods_ms = [2000, 500, 200, 100, 50, 20]\nduration_s = 8\nmodes = [\"in_phase\", \"staggered\"]\n\
          [[phase]]\nkind = \"duty\"\nname = \"offsets\"\nperiods_ms = [1000, 100, 20]\nduration_s = 8\nmode = \"staggered\"\noffsets_ms = [{}]\n",
         offsets.join(", ")
     );
-    let r = run_sim(&campaign(&body), &["--sim-profile", profile, "--sim-gpus", &gpus.to_string(), "--seed", &seed.to_string(), "--sim-truth"]);
+    let r = run_sim(
+        &campaign(&body),
+        &[
+            "--sim-profile",
+            profile,
+            "--sim-gpus",
+            &gpus.to_string(),
+            "--seed",
+            &seed.to_string(),
+            "--sim-truth",
+        ],
+    );
     assert_eq!(r.code(), 0, "{}", r.stderr());
     let (start, node) = true_node(r.dir());
     let windows: HashMap<u64, (i64, i64)> = r
         .events()
         .iter()
         .filter(|e| e["event"] == "rung_started")
-        .map(|e| (e["rung"]["id"].as_u64().unwrap(), (e["measure_from_ns"].as_i64().unwrap(), e["end_ns"].as_i64().unwrap())))
+        .map(|e| {
+            (
+                e["rung"]["id"].as_u64().unwrap(),
+                (
+                    e["measure_from_ns"].as_i64().unwrap(),
+                    e["end_ns"].as_i64().unwrap(),
+                ),
+            )
+        })
         .collect();
     let step = gpus as f64 * step_per_gpu(profile);
     let mut failures = Vec::new();
@@ -112,15 +148,23 @@ fn check(profile: &str, gpus: usize, seed: u64) {
             got("raw_spread_w").map(|v| format!("{v:.1}")).unwrap_or("-".into()),
             s["verdict"].as_str().unwrap_or("")
         ));
-        for (name, value, truth) in [("spread", got("spread_w"), t.spread), ("swing", got("swing_w"), t.swing)] {
+        for (name, value, truth) in [
+            ("spread", got("spread_w"), t.spread),
+            ("swing", got("swing_w"), t.swing),
+        ] {
             match value {
                 Some(v) => {
                     let tol = (0.15 * truth).max(0.05 * step);
                     if (v - truth).abs() > tol {
-                        failures.push(format!("{label}: {name} {v:.1} W vs true {truth:.1} W (tolerance {tol:.1} W)"));
+                        failures.push(format!(
+                            "{label}: {name} {v:.1} W vs true {truth:.1} W (tolerance {tol:.1} W)"
+                        ));
                     }
                 }
-                None if nominal >= 100.0 => failures.push(format!("{label}: {name} not stated at {nominal} ms ({})", s["verdict"])),
+                None if nominal >= 100.0 => failures.push(format!(
+                    "{label}: {name} not stated at {nominal} ms ({})",
+                    s["verdict"]
+                )),
                 None => {
                     if s["verdict"].as_str().unwrap_or("").is_empty() {
                         failures.push(format!("{label}: {name} empty without a verdict"));
@@ -131,11 +175,18 @@ fn check(profile: &str, gpus: usize, seed: u64) {
         if let Some(m) = got("mean_w") {
             let tol = (0.02 * t.mean).max(0.01 * step);
             if (m - t.mean).abs() > tol {
-                failures.push(format!("{label}: mean {m:.1} W vs true {:.1} W (tolerance {tol:.1} W)", t.mean));
+                failures.push(format!(
+                    "{label}: mean {m:.1} W vs true {:.1} W (tolerance {tol:.1} W)",
+                    t.mean
+                ));
             }
         }
     }
-    assert!(failures.is_empty(), "{profile} × {gpus}, seed {seed}:\n{}\n\n{table}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{profile} × {gpus}, seed {seed}:\n{}\n\n{table}",
+        failures.join("\n")
+    );
     eprintln!("{profile} × {gpus}, seed {seed}: every stated figure within tolerance\n{table}");
 }
 
@@ -190,24 +241,45 @@ fn a10g_eight_gpus() {
 #[test]
 fn exact_periods_carry_a_verdict_instead_of_figures() {
     let body = "[[phase]]\nkind = \"duty\"\nname = \"exact\"\nperiods_ms = [100, 20]\nexact_period = true\nduration_s = 8\nmodes = [\"in_phase\", \"staggered\"]\n";
-    let r = run_sim(&campaign(body), &["--sim-gpus", "2", "--seed", "5", "--sim-truth"]);
+    let r = run_sim(
+        &campaign(body),
+        &["--sim-gpus", "2", "--seed", "5", "--sim-truth"],
+    );
     assert_eq!(r.code(), 0, "{}", r.stderr());
     let (start, node) = true_node(r.dir());
     let events = r.events();
     for s in r.summary() {
         assert_eq!(s["period_ms"], s["nominal_period_ms"], "kept exact: {s}");
-        assert!(s["spread_w"].is_null() && s["swing_w"].is_null() && s["peak_w"].is_null(), "{s}");
+        assert!(
+            s["spread_w"].is_null() && s["swing_w"].is_null() && s["peak_w"].is_null(),
+            "{s}"
+        );
         let verdict = s["verdict"].as_str().unwrap();
         if s["period_ms"] == 100.0 {
             assert!(verdict.starts_with("phase-locked"), "{s}");
         } else {
             // 20 ms: its 10 ms phases are also too short for the 6 ms window.
-            assert!(verdict.starts_with("phase-locked") || verdict.starts_with("instrument limit"), "{s}");
+            assert!(
+                verdict.starts_with("phase-locked") || verdict.starts_with("instrument limit"),
+                "{s}"
+            );
         }
         assert_eq!(s["method"], "energy counter");
-        let e = events.iter().find(|e| e["event"] == "rung_started" && e["rung"]["id"] == s["rung_id"]).unwrap();
-        let t = truth_of(start, &node, e["measure_from_ns"].as_i64().unwrap(), e["end_ns"].as_i64().unwrap());
+        let e = events
+            .iter()
+            .find(|e| e["event"] == "rung_started" && e["rung"]["id"] == s["rung_id"])
+            .unwrap();
+        let t = truth_of(
+            start,
+            &node,
+            e["measure_from_ns"].as_i64().unwrap(),
+            e["end_ns"].as_i64().unwrap(),
+        );
         let m = s["mean_w"].as_f64().unwrap();
-        assert!((m / t.mean - 1.0).abs() < 0.02, "energy-counter mean {m} vs true {}", t.mean);
+        assert!(
+            (m / t.mean - 1.0).abs() < 0.02,
+            "energy-counter mean {m} vs true {}",
+            t.mean
+        );
     }
 }

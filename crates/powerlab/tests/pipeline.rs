@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test that unwraps reports its failure by panicking
 //! End-to-end properties of run + collate on the simulated node.
 
 mod util;
@@ -13,7 +14,10 @@ fn hash_tree(dir: &std::path::Path) -> BTreeMap<String, Vec<u8>> {
             if p.is_dir() {
                 stack.push(p);
             } else {
-                out.insert(p.strip_prefix(dir).unwrap().display().to_string(), std::fs::read(&p).unwrap());
+                out.insert(
+                    p.strip_prefix(dir).unwrap().display().to_string(),
+                    std::fs::read(&p).unwrap(),
+                );
             }
         }
     }
@@ -28,13 +32,31 @@ fn collate_regenerates_every_output_identically_from_raw_files() {
     assert_eq!(r.code(), 0, "{}", r.stderr());
     let report = r.dir().join("report");
     let before = hash_tree(&report);
-    assert!(before.keys().any(|k| k.ends_with(".png")) && before.keys().any(|k| k.ends_with(".svg")), "{:?}", before.keys());
-    assert!(before.contains_key("report.md") && before.contains_key("summary.csv") && before.contains_key("in_phase_vs_staggered.csv"));
+    assert!(
+        before.keys().any(|k| k.ends_with(".png")) && before.keys().any(|k| k.ends_with(".svg")),
+        "{:?}",
+        before.keys()
+    );
+    assert!(
+        before.contains_key("report.md")
+            && before.contains_key("summary.csv")
+            && before.contains_key("in_phase_vs_staggered.csv")
+    );
     std::fs::remove_dir_all(&report).unwrap();
-    let out = powerlab().args(["collate", r.dir().to_str().unwrap()]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = powerlab()
+        .args(["collate", r.dir().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let after = hash_tree(&report);
-    assert_eq!(before.keys().collect::<Vec<_>>(), after.keys().collect::<Vec<_>>());
+    assert_eq!(
+        before.keys().collect::<Vec<_>>(),
+        after.keys().collect::<Vec<_>>()
+    );
     for (k, v) in &before {
         assert!(after[k] == *v, "{k} differs after regeneration");
     }
@@ -51,8 +73,14 @@ fn in_phase_and_staggered_have_the_same_mean_and_staggered_less_spread() {
     for row in rows {
         let f = |k: &str| row[k].parse::<f64>().unwrap();
         assert_eq!(row["n"], "2/2");
-        assert!(f("delta_mean_w").abs() < 0.03 * f("in_phase_mean_w"), "{row:?}");
-        assert!(f("delta_spread_w") < -500.0, "staggering 4 GPUs evenly cancels most of the swing: {row:?}");
+        assert!(
+            f("delta_mean_w").abs() < 0.03 * f("in_phase_mean_w"),
+            "{row:?}"
+        );
+        assert!(
+            f("delta_spread_w") < -500.0,
+            "staggering 4 GPUs evenly cancels most of the swing: {row:?}"
+        );
         assert!(f("delta_peak_w") < 0.0, "{row:?}");
     }
     let repeats = std::fs::read_to_string(r.dir().join("report/repeats.csv")).unwrap();
@@ -64,10 +92,17 @@ fn raw_rows_carry_absolute_time_and_node_and_lose_no_buffered_sample() {
     let c = campaign("[[phase]]\nkind = \"sustained\"\nduration_s = 5\n");
     let r = run_sim(&c, &["--sim-gpus", "2"]);
     assert_eq!(r.code(), 0, "{}", r.stderr());
-    let manifest: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(r.dir().join("manifest.json")).unwrap()).unwrap();
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(r.dir().join("manifest.json")).unwrap())
+            .unwrap();
     assert_eq!(manifest["status"]["state"], "complete");
     assert_eq!(manifest["backend"]["backend"], "sim");
-    let uuids: Vec<&str> = manifest["backend"]["gpus"].as_array().unwrap().iter().map(|g| g["uuid"].as_str().unwrap()).collect();
+    let uuids: Vec<&str> = manifest["backend"]["gpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["uuid"].as_str().unwrap())
+        .collect();
     assert!(uuids.iter().all(|u| u.starts_with("GPU-")));
     for key in ["gpu0", "gpu1"] {
         let text = std::fs::read_to_string(r.dir().join(format!("raw/{key}.csv"))).unwrap();
@@ -76,7 +111,10 @@ fn raw_rows_carry_absolute_time_and_node_and_lose_no_buffered_sample() {
             let f: Vec<&str> = line.split(',').collect();
             assert_eq!(f.len(), 5, "{line}");
             let t: i64 = f[0].parse().unwrap();
-            assert!(t >= EPOCH && t < EPOCH + 600_000_000_000, "absolute epoch time: {t}");
+            assert!(
+                (EPOCH..EPOCH + 600_000_000_000).contains(&t),
+                "absolute epoch time: {t}"
+            );
             assert_eq!((f[1], f[2]), ("sim-node-0", key));
             if f[3] == "buffered_w" {
                 ts.push(t);
@@ -88,11 +126,25 @@ fn raw_rows_carry_absolute_time_and_node_and_lose_no_buffered_sample() {
         // ~3 ms off their grid point, a few further.
         let span = (ts[ts.len() - 1] - ts[0]) as f64 / 20e6;
         let gaps: Vec<i64> = ts.windows(2).map(|w| w[1] - w[0]).collect();
-        assert!(gaps.iter().all(|g| *g > 0 && *g < 52_000_000), "no gap beyond the driver's own: {gaps:?}");
+        assert!(
+            gaps.iter().all(|g| *g > 0 && *g < 52_000_000),
+            "no gap beyond the driver's own: {gaps:?}"
+        );
         let dropped: f64 = gaps.iter().map(|g| (*g as f64 / 20e6).round() - 1.0).sum();
-        assert!((ts.len() as f64 - 1.0 + dropped - span).abs() < 1.0, "{} buffered samples, {dropped} dropped by the driver, over {span} periods", ts.len());
-        let on_grid = gaps.iter().filter(|g| (**g - 20_000_000).abs() <= 3_500_000).count();
-        assert!(on_grid * 10 >= gaps.len() * 9, "{on_grid} of {} spacings near 20 ms", gaps.len());
+        assert!(
+            (ts.len() as f64 - 1.0 + dropped - span).abs() < 1.0,
+            "{} buffered samples, {dropped} dropped by the driver, over {span} periods",
+            ts.len()
+        );
+        let on_grid = gaps
+            .iter()
+            .filter(|g| (**g - 20_000_000).abs() <= 3_500_000)
+            .count();
+        assert!(
+            on_grid * 10 >= gaps.len() * 9,
+            "{on_grid} of {} spacings near 20 ms",
+            gaps.len()
+        );
     }
 }
 
@@ -112,7 +164,11 @@ fn json_mode_prints_one_event_per_line() {
     let c = campaign("[[phase]]\nkind = \"sustained\"\nduration_s = 2\n");
     let r = run_sim(&c, &["--sim-gpus", "2", "--json"]);
     assert_eq!(r.code(), 0, "{}", r.stderr());
-    let lines: Vec<serde_json::Value> = r.stdout().lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}"))).collect();
+    let lines: Vec<serde_json::Value> = r
+        .stdout()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect();
     assert!(lines.iter().any(|v| v["event"] == "rung_started"));
     assert!(lines.iter().any(|v| v["event"] == "progress"));
     assert_eq!(lines.last().unwrap()["event"], "run_ended");
@@ -122,15 +178,30 @@ fn json_mode_prints_one_event_per_line() {
 fn without_backend_flag_it_never_falls_back_to_the_simulated_node() {
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("c.toml");
-    std::fs::write(&file, campaign("[[phase]]\nkind = \"sustained\"\nduration_s = 2\n")).unwrap();
-    let out = powerlab().args(["run", file.to_str().unwrap(), "--results", tmp.path().join("r").to_str().unwrap()]).output().unwrap();
+    std::fs::write(
+        &file,
+        campaign("[[phase]]\nkind = \"sustained\"\nduration_s = 2\n"),
+    )
+    .unwrap();
+    let out = powerlab()
+        .args([
+            "run",
+            file.to_str().unwrap(),
+            "--results",
+            tmp.path().join("r").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     // On this CI machine there is no NVIDIA driver: a clear error, no simulated numbers.
     assert!(!out.status.success(), "{err}");
     assert!(err.contains("GPU") || err.contains("NVML"), "{err}");
     for d in run_dirs(&tmp.path().join("r")) {
         let m = std::fs::read_to_string(d.join("manifest.json")).unwrap_or_default();
-        assert!(!m.contains("\"backend\": \"sim\""), "a simulated run was produced without --backend sim");
+        assert!(
+            !m.contains("\"backend\": \"sim\""),
+            "a simulated run was produced without --backend sim"
+        );
     }
 }
 
@@ -139,16 +210,25 @@ fn validate_and_plan_from_the_command_line() {
     let tmp = tempfile::tempdir().unwrap();
     let bad = tmp.path().join("bad.toml");
     std::fs::write(&bad, "[campaign]\nname = \"x\"\n[[phase]]\nkind = \"duty\"\nperiod_ms = 100\nduty = 2\nduration_s = 1\n").unwrap();
-    let out = powerlab().args(["validate", bad.to_str().unwrap()]).output().unwrap();
+    let out = powerlab()
+        .args(["validate", bad.to_str().unwrap()])
+        .output()
+        .unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("bad.toml:6:8: field `phase[0].duty`"), "{err}");
     let demo = concat!(env!("CARGO_MANIFEST_DIR"), "/../../campaigns/node-r3.toml");
-    let out = powerlab().args(["plan", demo, "--repeats", "1"]).output().unwrap();
+    let out = powerlab()
+        .args(["plan", demo, "--repeats", "1"])
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success());
     assert!(text.contains("sweep/p20ms/staggered"), "{text}");
-    assert!(text.lines().last().unwrap().starts_with("total: "), "{text}");
+    assert!(
+        text.lines().last().unwrap().starts_with("total: "),
+        "{text}"
+    );
 }
 
 /// A collation that fails (here: a damaged edges.csv) keeps the previous
@@ -164,12 +244,31 @@ fn a_failed_collate_keeps_the_previous_report() {
     let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
     lines[3] = "0,gpu0,3,fall,abc,123".into();
     std::fs::write(&edges, lines.join("\n") + "\n").unwrap();
-    let out = powerlab().args(["collate", r.dir().to_str().unwrap()]).output().unwrap();
+    let out = powerlab()
+        .args(["collate", r.dir().to_str().unwrap()])
+        .output()
+        .unwrap();
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("edges.csv"), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(std::fs::read(r.dir().join("report/summary.csv")).unwrap(), before, "the previous report is kept");
-    assert!(r.dir().join("report/report.md").is_file() && r.dir().join("report/plots").read_dir().unwrap().count() > 0);
-    let leftovers: Vec<_> = std::fs::read_dir(r.dir()).unwrap().filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.starts_with("report.")).collect();
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("edges.csv"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read(r.dir().join("report/summary.csv")).unwrap(),
+        before,
+        "the previous report is kept"
+    );
+    assert!(
+        r.dir().join("report/report.md").is_file()
+            && r.dir().join("report/plots").read_dir().unwrap().count() > 0
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(r.dir())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("report."))
+        .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
@@ -178,32 +277,74 @@ fn a_failed_collate_keeps_the_previous_report() {
 /// 41 s apart, off every grid). Only timestamps stated as such differ.
 #[test]
 fn the_same_seed_gives_identical_outputs_whatever_the_start_time() {
-    let c = campaign("[[phase]]\nkind = \"duty\"\nname = \"d\"\nperiods_ms = [500, 100]\nmodes = [\"in_phase\", \"staggered\"]\nduration_s = 4\n[[phase]]\nkind = \"sustained\"\nname = \"s\"\nduration_s = 2\n");
+    let c = campaign(
+        "[[phase]]\nkind = \"duty\"\nname = \"d\"\nperiods_ms = [500, 100]\nmodes = [\"in_phase\", \"staggered\"]\nduration_s = 4\n[[phase]]\nkind = \"sustained\"\nname = \"s\"\nduration_s = 2\n",
+    );
     let starts = [EPOCH, EPOCH + 3_700_001, EPOCH + 41_013_456_789];
-    let runs: Vec<Run> = starts.iter().map(|e| run_sim_at(&c, *e, &["--sim-gpus", "3", "--seed", "5"])).collect();
+    let runs: Vec<Run> = starts
+        .iter()
+        .map(|e| run_sim_at(&c, *e, &["--sim-gpus", "3", "--seed", "5"]))
+        .collect();
     let mut compared = 0;
-    for name in ["summary.csv", "summary.json", "repeats.csv", "in_phase_vs_staggered.csv", "sensor_rungs.csv", "sensor_periods.csv", "spectrum.csv"] {
-        let files: Vec<Option<Vec<u8>>> = runs.iter().map(|r| std::fs::read(r.dir().join("report").join(name)).ok()).collect();
+    for name in [
+        "summary.csv",
+        "summary.json",
+        "repeats.csv",
+        "in_phase_vs_staggered.csv",
+        "sensor_rungs.csv",
+        "sensor_periods.csv",
+        "spectrum.csv",
+    ] {
+        let files: Vec<Option<Vec<u8>>> = runs
+            .iter()
+            .map(|r| std::fs::read(r.dir().join("report").join(name)).ok())
+            .collect();
         if files[0].is_none() {
             continue;
         }
         compared += 1;
         for (i, f) in files.iter().enumerate().skip(1) {
-            assert!(f == &files[0], "{name} differs between starts {} and {}", starts[0], starts[i]);
+            assert!(
+                f == &files[0],
+                "{name} differs between starts {} and {}",
+                starts[0],
+                starts[i]
+            );
         }
     }
     assert!(compared >= 5, "summary files were compared");
     // The report differs only in lines that state a time.
-    let report: Vec<String> = runs.iter().map(|r| std::fs::read_to_string(r.dir().join("report/report.md")).unwrap()).collect();
+    let report: Vec<String> = runs
+        .iter()
+        .map(|r| std::fs::read_to_string(r.dir().join("report/report.md")).unwrap())
+        .collect();
     for (i, other) in report.iter().enumerate().skip(1) {
-        let differing: Vec<(&str, &str)> = report[0].lines().zip(other.lines()).filter(|(a, b)| a != b).collect();
+        let differing: Vec<(&str, &str)> = report[0]
+            .lines()
+            .zip(other.lines())
+            .filter(|(a, b)| a != b)
+            .collect();
         assert_eq!(report[0].lines().count(), other.lines().count());
         for (a, b) in &differing {
-            assert!(a.contains("UTC") || a.contains("started"), "report line differs between starts {} and {}:\n{a}\n{b}", starts[0], starts[i]);
+            assert!(
+                a.contains("UTC") || a.contains("started"),
+                "report line differs between starts {} and {}:\n{a}\n{b}",
+                starts[0],
+                starts[i]
+            );
         }
     }
     let plots = |r: &Run| {
-        let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(r.dir().join("report/plots")).unwrap().flatten().map(|e| (e.file_name().to_string_lossy().into_owned(), std::fs::read(e.path()).unwrap())).collect();
+        let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(r.dir().join("report/plots"))
+            .unwrap()
+            .flatten()
+            .map(|e| {
+                (
+                    e.file_name().to_string_lossy().into_owned(),
+                    std::fs::read(e.path()).unwrap(),
+                )
+            })
+            .collect();
         v.sort();
         v
     };

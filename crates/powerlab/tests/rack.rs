@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test that unwraps reports its failure by panicking
 //! Rack runs under a real MPI launcher (Open MPI's `mpirun`), each rank a
 //! simulated 8-GPU node on this machine. Built only with `--features mpi`;
 //! `.ci/run` installs Open MPI and runs them (`scripts/ci-mpi.sh`).
@@ -19,11 +20,15 @@ struct MpiRun {
 
 impl MpiRun {
     fn stderr(&self) -> String {
-        String::from_utf8_lossy(&self.out.stderr).into_owned() + &String::from_utf8_lossy(&self.out.stdout)
+        String::from_utf8_lossy(&self.out.stderr).into_owned()
+            + &String::from_utf8_lossy(&self.out.stdout)
     }
     fn rack_dir(&self) -> PathBuf {
         let root = self.results.path().join("runs");
-        run_dirs(&root).into_iter().find(|p| p.join("nodes").is_dir()).unwrap_or_else(|| panic!("no rack run directory; output:\n{}", self.stderr()))
+        run_dirs(&root)
+            .into_iter()
+            .find(|p| p.join("nodes").is_dir())
+            .unwrap_or_else(|| panic!("no rack run directory; output:\n{}", self.stderr()))
     }
 }
 
@@ -36,16 +41,35 @@ fn mpirun(campaign: &str, contexts: &[(usize, &[&str])]) -> MpiRun {
     let mut cmd = Command::new("mpirun");
     // Root in CI containers; the sigkill timeout gives ranks that received
     // SIGTERM time to flush (the recommended setting, see README).
-    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1").env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
-    cmd.args(["--oversubscribe", "--mca", "odls_base_sigkill_timeout", "10"]);
+    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    cmd.args([
+        "--oversubscribe",
+        "--mca",
+        "odls_base_sigkill_timeout",
+        "10",
+    ]);
     for (k, (n, extra)) in contexts.iter().enumerate() {
         if k > 0 {
             cmd.arg(":");
         }
-        cmd.args(["-np", &n.to_string(), env!("CARGO_BIN_EXE_powerlab"), "run", file.to_str().unwrap(), "--backend", "sim", "--results", root.to_str().unwrap(), "--json"]);
+        cmd.args([
+            "-np",
+            &n.to_string(),
+            env!("CARGO_BIN_EXE_powerlab"),
+            "run",
+            file.to_str().unwrap(),
+            "--backend",
+            "sim",
+            "--results",
+            root.to_str().unwrap(),
+            "--json",
+        ]);
         cmd.args(extra.iter());
     }
-    let out = cmd.output().expect("mpirun (Open MPI) must be installed for the rack tests");
+    let out = cmd
+        .output()
+        .expect("mpirun (Open MPI) must be installed for the rack tests");
     MpiRun { out, results }
 }
 
@@ -56,7 +80,11 @@ fn node_dirs(rack: &Path) -> Vec<PathBuf> {
 }
 
 fn events(node: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(node.join("events.jsonl")).unwrap().lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
+    std::fs::read_to_string(node.join("events.jsonl"))
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
 }
 
 /// (rung label, epoch, offsets) of every rung a node started.
@@ -66,19 +94,39 @@ fn starts(node: &Path) -> Vec<(String, i64, Vec<i64>, Option<f64>)> {
         .iter()
         .filter(|e| e["event"] == "rung_started")
         .map(|e| {
-            let offsets = e["offsets_ns"].as_array().unwrap().iter().map(|v| v.as_i64().unwrap()).collect();
-            (e["rung"]["label"].as_str().unwrap().to_string(), e["epoch_ns"].as_i64().unwrap(), offsets, e["rung"]["period_ms"].as_f64())
+            let offsets = e["offsets_ns"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_i64().unwrap())
+                .collect();
+            (
+                e["rung"]["label"].as_str().unwrap().to_string(),
+                e["epoch_ns"].as_i64().unwrap(),
+                offsets,
+                e["rung"]["period_ms"].as_f64(),
+            )
         })
         .collect()
 }
 
 fn summary(dir: &Path) -> Vec<serde_json::Value> {
-    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("report/summary.json")).unwrap()).unwrap();
-    v["rungs"].as_array().unwrap().iter().filter(|r| r["instrument"] == "buffered_w").cloned().collect()
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("report/summary.json")).unwrap())
+            .unwrap();
+    v["rungs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["instrument"] == "buffered_w")
+        .cloned()
+        .collect()
 }
 
 fn rung<'a>(rows: &'a [serde_json::Value], label: &str) -> &'a serde_json::Value {
-    rows.iter().find(|r| r["label"] == label).unwrap_or_else(|| panic!("no rung {label}"))
+    rows.iter()
+        .find(|r| r["label"] == label)
+        .unwrap_or_else(|| panic!("no rung {label}"))
 }
 
 #[test]
@@ -99,116 +147,280 @@ fn four_nodes_start_every_rung_at_one_epoch_and_collate_into_a_rack_curve() {
     // Staggered across the rack: GPU i of node k sits at (8k + i)/32 of the
     // period the GPUs ran (1 s, detuned off the sampling grid).
     for (k, s) in all.iter().enumerate() {
-        let (_, _, offs, period) = s.iter().find(|(l, _, _, _)| l.ends_with("staggered")).unwrap();
+        let (_, _, offs, period) = s
+            .iter()
+            .find(|(l, _, _, _)| l.ends_with("staggered"))
+            .unwrap();
         let period_ns = period.unwrap() * 1e6;
         assert!((1e9..1.02e9).contains(&period_ns), "{period_ns}");
-        let want: Vec<i64> = (0..8).map(|i| ((8 * k + i) as f64 / 32.0 * period_ns).round() as i64).collect();
+        let want: Vec<i64> = (0..8)
+            .map(|i| ((8 * k + i) as f64 / 32.0 * period_ns).round() as i64)
+            .collect();
         assert_eq!(offs, &want, "node {k}");
     }
     // The rack curve is the sum of the nodes, and staggering flattens it.
     let rows = summary(&rack);
-    let node_means: f64 = nodes.iter().map(|n| rung(&summary(n), "swing/p1000ms/in_phase")["mean_w"].as_f64().unwrap()).sum();
+    let node_means: f64 = nodes
+        .iter()
+        .map(|n| {
+            rung(&summary(n), "swing/p1000ms/in_phase")["mean_w"]
+                .as_f64()
+                .unwrap()
+        })
+        .sum();
     let inph = rung(&rows, "swing/p1000ms/in_phase");
     let stag = rung(&rows, "swing/p1000ms/staggered");
     let rack_mean = inph["mean_w"].as_f64().unwrap();
-    assert!((rack_mean - node_means).abs() < 0.01 * node_means, "rack mean {rack_mean} vs sum of nodes {node_means}");
-    let (s_in, s_st) = (inph["spread_w"].as_f64().unwrap(), stag["spread_w"].as_f64().unwrap());
-    assert!(s_in > 15_000.0, "32 H200s switching in phase swing over 15 kW: {s_in}");
-    assert!(s_st < 0.3 * s_in, "staggered spread {s_st} vs in phase {s_in}");
-    for f in ["rack_curve.parquet", "summary.parquet", "nodes.parquet", "in_phase_vs_staggered.parquet", "report.md"] {
+    assert!(
+        (rack_mean - node_means).abs() < 0.01 * node_means,
+        "rack mean {rack_mean} vs sum of nodes {node_means}"
+    );
+    let (s_in, s_st) = (
+        inph["spread_w"].as_f64().unwrap(),
+        stag["spread_w"].as_f64().unwrap(),
+    );
+    assert!(
+        s_in > 15_000.0,
+        "32 H200s switching in phase swing over 15 kW: {s_in}"
+    );
+    assert!(
+        s_st < 0.3 * s_in,
+        "staggered spread {s_st} vs in phase {s_in}"
+    );
+    for f in [
+        "rack_curve.parquet",
+        "summary.parquet",
+        "nodes.parquet",
+        "in_phase_vs_staggered.parquet",
+        "report.md",
+    ] {
         assert!(rack.join("report").join(f).is_file(), "{f}");
     }
     let report = std::fs::read_to_string(rack.join("report/report.md")).unwrap();
-    assert!(report.contains("complete rack run: 4 nodes, 32 GPUs"), "{report}");
+    assert!(
+        report.contains("complete rack run: 4 nodes, 32 GPUs"),
+        "{report}"
+    );
     // `powerlab collate` regenerates the rack report from the raw files alone.
     let before = std::fs::read(rack.join("report/summary.csv")).unwrap();
-    let out = powerlab().args(["collate", rack.to_str().unwrap()]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(std::fs::read(rack.join("report/summary.csv")).unwrap(), before);
+    let out = powerlab()
+        .args(["collate", rack.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read(rack.join("report/summary.csv")).unwrap(),
+        before
+    );
 }
 
 #[test]
 fn an_unhealthy_node_stops_the_whole_rack_before_load() {
-    let r = mpirun(RACK, &[(3, &[]), (1, &["--sim-fault", "node:cuda_init=802"])]);
+    let r = mpirun(
+        RACK,
+        &[(3, &[]), (1, &["--sim-fault", "node:cuda_init=802"])],
+    );
     assert_eq!(r.out.status.code(), Some(3), "{}", r.stderr());
     let err = r.stderr();
-    assert!(err.contains("rack preflight failed on 1 of 4 nodes; no load was started on any node"), "{err}");
-    assert!(err.contains("n003-") && err.contains("802"), "names the node and the cause: {err}");
+    assert!(
+        err.contains("rack preflight failed on 1 of 4 nodes; no load was started on any node"),
+        "{err}"
+    );
+    assert!(
+        err.contains("n003-") && err.contains("802"),
+        "names the node and the cause: {err}"
+    );
     let root = r.results.path().join("runs");
-    assert!(run_dirs(&root).iter().all(|p| !p.join("nodes").exists()), "no rack run directory: nothing ran");
+    assert!(
+        run_dirs(&root).iter().all(|p| !p.join("nodes").exists()),
+        "no rack run directory: nothing ran"
+    );
     assert!(root.join("rack-preflight-failed.json").is_file());
 }
 
 #[test]
 fn a_node_whose_clock_is_off_fails_the_rack_preflight() {
-    let r = mpirun(RACK, &[(1, &[]), (1, &["--sim-fault", "node:clock_offset=5ms"]), (2, &[])]);
+    let r = mpirun(
+        RACK,
+        &[
+            (1, &[]),
+            (1, &["--sim-fault", "node:clock_offset=5ms"]),
+            (2, &[]),
+        ],
+    );
     assert_eq!(r.out.status.code(), Some(3), "{}", r.stderr());
     let err = r.stderr();
-    assert!(err.contains("n001-") && err.contains("cross-node clock"), "{err}");
-    let measured: f64 = err.split("realtime clock is ").nth(1).and_then(|t| t.split(" ms").next()).and_then(|v| v.trim_start_matches('+').parse().ok()).unwrap_or_else(|| panic!("no measured offset in: {err}"));
-    assert!((measured - 5.0).abs() < 0.2, "measured {measured} ms for a 5 ms offset");
+    assert!(
+        err.contains("n001-") && err.contains("cross-node clock"),
+        "{err}"
+    );
+    let measured: f64 = err
+        .split("realtime clock is ")
+        .nth(1)
+        .and_then(|t| t.split(" ms").next())
+        .and_then(|v| v.trim_start_matches('+').parse().ok())
+        .unwrap_or_else(|| panic!("no measured offset in: {err}"));
+    assert!(
+        (measured - 5.0).abs() < 0.2,
+        "measured {measured} ms for a 5 ms offset"
+    );
 }
 
 #[test]
 fn a_gpu_fault_on_one_node_stops_every_node_and_the_rack_collates() {
-    let r = mpirun(RACK, &[(2, &[]), (1, &["--sim-fault", "gpu5:lost_at=6s"]), (1, &[])]);
+    let r = mpirun(
+        RACK,
+        &[(2, &[]), (1, &["--sim-fault", "gpu5:lost_at=6s"]), (1, &[])],
+    );
     assert_eq!(r.out.status.code(), Some(4), "{}", r.stderr());
     let rack = r.rack_dir();
     for n in node_dirs(&rack) {
-        let m: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(n.join("manifest.json")).unwrap()).unwrap();
-        let reason = m["status"]["reason"].as_str().unwrap_or_default().to_string();
+        let m: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(n.join("manifest.json")).unwrap())
+                .unwrap();
+        let reason = m["status"]["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
         assert_eq!(m["status"]["state"], "failed", "{}: {m}", n.display());
         if !n.ends_with("n002") && !n.file_name().unwrap().to_string_lossy().starts_with("n002") {
-            assert!(reason.contains("n002-") && reason.contains("every node of the rack stops"), "{reason}");
+            assert!(
+                reason.contains("n002-") && reason.contains("every node of the rack stops"),
+                "{reason}"
+            );
         }
     }
-    let out = powerlab().args(["collate", rack.to_str().unwrap()]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = powerlab()
+        .args(["collate", rack.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let report = std::fs::read_to_string(rack.join("report/report.md")).unwrap();
-    assert!(report.starts_with("# ⚠ RACK RUN DID NOT COMPLETE on 4 of 4 nodes"), "{report}");
+    assert!(
+        report.starts_with("# ⚠ RACK RUN DID NOT COMPLETE on 4 of 4 nodes"),
+        "{report}"
+    );
 }
 
 /// In real time: the failing node's alarm stops the others mid-rung, within
 /// a second, not at the next barrier.
 #[test]
 fn a_gpu_fault_stops_every_node_mid_rung_within_a_second() {
-    let r = mpirun(RACK, &[(1, &["--sim-pace", "realtime"]), (1, &["--sim-pace", "realtime", "--sim-fault", "gpu2:lost_at=10s"]), (1, &["--sim-pace", "realtime"])]);
+    let r = mpirun(
+        RACK,
+        &[
+            (1, &["--sim-pace", "realtime"]),
+            (
+                1,
+                &["--sim-pace", "realtime", "--sim-fault", "gpu2:lost_at=10s"],
+            ),
+            (1, &["--sim-pace", "realtime"]),
+        ],
+    );
     assert_eq!(r.out.status.code(), Some(4), "{}", r.stderr());
     let rack = r.rack_dir();
     let nodes = node_dirs(&rack);
-    let fault_ns = events(&nodes[1]).iter().find(|e| e["event"] == "fault").and_then(|e| e["ts_ns"].as_i64()).expect("the failing node recorded its fault");
+    let fault_ns = events(&nodes[1])
+        .iter()
+        .find(|e| e["event"] == "fault")
+        .and_then(|e| e["ts_ns"].as_i64())
+        .expect("the failing node recorded its fault");
     for n in [&nodes[0], &nodes[2]] {
         let ev = events(n);
-        let ended = ev.iter().find(|e| e["event"] == "run_ended").and_then(|e| e["ts_ns"].as_i64()).unwrap();
-        let labels: Vec<&str> = ev.iter().filter(|e| e["event"] == "rung_started").filter_map(|e| e["rung"]["label"].as_str()).collect();
-        assert_eq!(labels.last(), Some(&"swing/p1000ms/in_phase"), "{}: stopped in the rung the fault hit, not later", n.display());
-        assert!(!ev.iter().any(|e| e["event"] == "rung_ended" && e["rung_id"] == 1), "{}: the in-phase rung did not run to its end", n.display());
+        let ended = ev
+            .iter()
+            .find(|e| e["event"] == "run_ended")
+            .and_then(|e| e["ts_ns"].as_i64())
+            .unwrap();
+        let labels: Vec<&str> = ev
+            .iter()
+            .filter(|e| e["event"] == "rung_started")
+            .filter_map(|e| e["rung"]["label"].as_str())
+            .collect();
+        assert_eq!(
+            labels.last(),
+            Some(&"swing/p1000ms/in_phase"),
+            "{}: stopped in the rung the fault hit, not later",
+            n.display()
+        );
+        assert!(
+            !ev.iter()
+                .any(|e| e["event"] == "rung_ended" && e["rung_id"] == 1),
+            "{}: the in-phase rung did not run to its end",
+            n.display()
+        );
         let after_ms = (ended - fault_ns) as f64 / 1e6;
-        assert!(after_ms < 1500.0, "{} ended {after_ms:.0} ms after the fault", n.display());
-        let reason = ev.iter().find(|e| e["event"] == "run_ended").and_then(|e| e["reason"].as_str()).unwrap_or_default().to_string();
-        assert!(reason.contains("n001-") && reason.contains("every node of the rack stops"), "{reason}");
+        assert!(
+            after_ms < 1500.0,
+            "{} ended {after_ms:.0} ms after the fault",
+            n.display()
+        );
+        let reason = ev
+            .iter()
+            .find(|e| e["event"] == "run_ended")
+            .and_then(|e| e["reason"].as_str())
+            .unwrap_or_default()
+            .to_string();
+        assert!(
+            reason.contains("n001-") && reason.contains("every node of the rack stops"),
+            "{reason}"
+        );
     }
 }
 
 #[test]
 fn a_killed_rank_ends_the_others_with_a_clear_error_and_collatable_data() {
-    let r = mpirun(RACK, &[(2, &[]), (1, &["--sim-fault", "node:die_at=9s"]), (1, &[])]);
+    let r = mpirun(
+        RACK,
+        &[(2, &[]), (1, &["--sim-fault", "node:die_at=9s"]), (1, &[])],
+    );
     assert_ne!(r.out.status.code(), Some(0), "{}", r.stderr());
     let err = r.stderr();
     assert!(err.contains("simulated node death"), "{err}");
     let rack = r.rack_dir();
     let nodes = node_dirs(&rack);
     assert_eq!(nodes.len(), 4);
-    let out = powerlab().args(["collate", rack.to_str().unwrap()]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = powerlab()
+        .args(["collate", rack.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let report = std::fs::read_to_string(rack.join("report/report.md")).unwrap();
-    assert!(report.starts_with("# ⚠ RACK RUN DID NOT COMPLETE"), "{report}");
-    assert!(report.contains("no end recorded"), "the killed node is named: {report}");
+    assert!(
+        report.starts_with("# ⚠ RACK RUN DID NOT COMPLETE"),
+        "{report}"
+    );
+    assert!(
+        report.contains("no end recorded"),
+        "the killed node is named: {report}"
+    );
     // The survivors recorded why they stopped, and every sample they took is there.
-    for n in nodes.iter().filter(|n| !n.file_name().unwrap().to_string_lossy().starts_with("n002")) {
+    for n in nodes
+        .iter()
+        .filter(|n| !n.file_name().unwrap().to_string_lossy().starts_with("n002"))
+    {
         let m = std::fs::read_to_string(n.join("manifest.json")).unwrap();
-        assert!(m.contains("SIGTERM") && m.contains("launcher"), "{}: {m}", n.display());
+        assert!(
+            m.contains("SIGTERM") && m.contains("launcher"),
+            "{}: {m}",
+            n.display()
+        );
     }
     let rows = summary(&rack);
-    assert!(!rows.is_empty(), "the rungs before the death are summarised");
+    assert!(
+        !rows.is_empty(),
+        "the rungs before the death are summarised"
+    );
 }

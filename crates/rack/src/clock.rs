@@ -39,9 +39,17 @@ impl ClockOffset {
 
 /// The offset of one peer from its samples (None without a usable sample).
 pub fn estimate(rank: usize, samples: &[ClockSample]) -> Option<ClockOffset> {
-    let best = samples.iter().filter(|s| s.t2_ns >= s.t0_ns).min_by_key(|s| s.t2_ns - s.t0_ns)?;
+    let best = samples
+        .iter()
+        .filter(|s| s.t2_ns >= s.t0_ns)
+        .min_by_key(|s| s.t2_ns - s.t0_ns)?;
     let mid = best.t0_ns + (best.t2_ns - best.t0_ns) / 2;
-    Some(ClockOffset { rank, offset_ns: best.t1_ns - mid, rtt_ns: best.t2_ns - best.t0_ns, rounds: samples.len() })
+    Some(ClockOffset {
+        rank,
+        offset_ns: best.t1_ns - mid,
+        rtt_ns: best.t2_ns - best.t0_ns,
+        rounds: samples.len(),
+    })
 }
 
 #[cfg(test)]
@@ -52,8 +60,16 @@ mod tests {
     fn the_shortest_round_trip_gives_the_offset() {
         // Peer 3 ms ahead; one round delayed 2 ms on the way back.
         let s = [
-            ClockSample { t0_ns: 0, t1_ns: 3_050_000, t2_ns: 2_100_000 },
-            ClockSample { t0_ns: 10_000_000, t1_ns: 13_040_000, t2_ns: 10_080_000 },
+            ClockSample {
+                t0_ns: 0,
+                t1_ns: 3_050_000,
+                t2_ns: 2_100_000,
+            },
+            ClockSample {
+                t0_ns: 10_000_000,
+                t1_ns: 13_040_000,
+                t2_ns: 10_080_000,
+            },
         ];
         let o = estimate(3, &s).unwrap();
         assert_eq!(o.rtt_ns, 80_000);
@@ -65,6 +81,16 @@ mod tests {
     #[test]
     fn no_usable_sample_is_no_estimate() {
         assert!(estimate(1, &[]).is_none());
-        assert!(estimate(1, &[ClockSample { t0_ns: 10, t1_ns: 0, t2_ns: 5 }]).is_none());
+        assert!(
+            estimate(
+                1,
+                &[ClockSample {
+                    t0_ns: 10,
+                    t1_ns: 0,
+                    t2_ns: 5
+                }]
+            )
+            .is_none()
+        );
     }
 }

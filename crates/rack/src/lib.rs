@@ -29,7 +29,9 @@ pub enum RackError {
     #[error("MPI initialisation failed: {0}")]
     Init(String),
     /// A message could not be read.
-    #[error("rank {rank} sent a message this rank cannot read ({detail}); are all nodes running the same powerlab build and campaign?")]
+    #[error(
+        "rank {rank} sent a message this rank cannot read ({detail}); are all nodes running the same powerlab build and campaign?"
+    )]
     Garbled {
         /// Sender.
         rank: usize,
@@ -61,7 +63,11 @@ pub trait Transport {
     /// `rounds` ping-pongs between rank 0 and every other rank, each answer
     /// stamped with the peer's `now_ns`. Rank 0 gets the samples of every
     /// rank (its own entry empty); the others get an empty list. A collective.
-    fn clock_exchange(&mut self, rounds: usize, now_ns: &dyn Fn() -> i64) -> Result<Vec<Vec<ClockSample>>, RackError>;
+    fn clock_exchange(
+        &mut self,
+        rounds: usize,
+        now_ns: &dyn Fn() -> i64,
+    ) -> Result<Vec<Vec<ClockSample>>, RackError>;
     /// Sends `bytes` to every other rank outside any collective (a node
     /// that leaves its rung loop tells the others at once, mid-rung).
     fn post_alarm(&mut self, bytes: &[u8]) -> Result<(), RackError>;
@@ -89,7 +95,11 @@ impl Transport for Solo {
     fn all_gather(&mut self, bytes: &[u8]) -> Result<Vec<Vec<u8>>, RackError> {
         Ok(vec![bytes.to_vec()])
     }
-    fn clock_exchange(&mut self, _rounds: usize, _now_ns: &dyn Fn() -> i64) -> Result<Vec<Vec<ClockSample>>, RackError> {
+    fn clock_exchange(
+        &mut self,
+        _rounds: usize,
+        _now_ns: &dyn Fn() -> i64,
+    ) -> Result<Vec<Vec<ClockSample>>, RackError> {
         Ok(vec![Vec::new()])
     }
     fn post_alarm(&mut self, _bytes: &[u8]) -> Result<(), RackError> {
@@ -103,7 +113,16 @@ impl Transport for Solo {
 /// The name a node goes by in a rack run directory: rank first, so the
 /// directory listing is in rank order, then the host.
 pub fn node_label(rank: usize, host: &str) -> String {
-    let host: String = host.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '_' }).collect();
+    let host: String = host
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
     format!("n{rank:03}-{host}")
 }
 
@@ -115,7 +134,11 @@ mod tests {
     fn node_labels_sort_by_rank_and_are_path_safe() {
         assert_eq!(node_label(2, "gpu-a07"), "n002-gpu-a07");
         assert_eq!(node_label(0, "a/b c"), "n000-a_b_c");
-        let mut v = vec![node_label(10, "x"), node_label(9, "y"), node_label(100, "a")];
+        let mut v = vec![
+            node_label(10, "x"),
+            node_label(9, "y"),
+            node_label(100, "a"),
+        ];
         v.sort();
         assert_eq!(v, vec!["n009-y", "n010-x", "n100-a"]);
     }

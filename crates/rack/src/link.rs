@@ -5,7 +5,7 @@
 //! the link thread, and the caller polls its [`Pending`] answer.
 
 use crate::{RackError, Transport};
-use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender, TryRecvError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, TryRecvError, channel};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -31,8 +31,11 @@ pub struct RackLink {
     jobs: Option<Sender<Job>>,
     thread: Option<JoinHandle<()>>,
     info: RankInfo,
-    alarms: Arc<Mutex<Vec<(usize, Vec<u8>)>>>,
+    alarms: Arc<Mutex<Vec<Alarm>>>,
 }
+
+/// An alarm as it arrived: the sending rank and its encoded message.
+pub type Alarm = (usize, Vec<u8>);
 
 /// An answer that will come from the link thread.
 pub struct Pending<T> {
@@ -76,7 +79,11 @@ impl RackLink {
                         return;
                     }
                 };
-                let info = RankInfo { rank: transport.rank(), size: transport.size(), node_name: transport.node_name() };
+                let info = RankInfo {
+                    rank: transport.rank(),
+                    size: transport.size(),
+                    node_name: transport.node_name(),
+                };
                 if info_tx.send(Ok(info)).is_err() {
                     return;
                 }
@@ -98,7 +105,12 @@ impl RackLink {
             })
             .map_err(|e| RackError::Init(format!("cannot start the rack link thread: {e}")))?;
         let info = info_rx.recv().unwrap_or(Err(RackError::LinkClosed))?;
-        Ok(RackLink { jobs: Some(jobs_tx), thread: Some(thread), info, alarms })
+        Ok(RackLink {
+            jobs: Some(jobs_tx),
+            thread: Some(thread),
+            info,
+            alarms,
+        })
     }
 
     /// Rank, size and node name.
@@ -107,7 +119,7 @@ impl RackLink {
     }
 
     /// Alarms received so far from other ranks: (rank, bytes), oldest first.
-    pub fn alarms(&self) -> Vec<(usize, Vec<u8>)> {
+    pub fn alarms(&self) -> Vec<Alarm> {
         self.alarms.lock().map(|v| v.clone()).unwrap_or_default()
     }
 
@@ -144,12 +156,16 @@ impl RackLink {
     /// that never reaches finalisation): returns whether it finished.
     pub fn shutdown_within(mut self, limit: std::time::Duration) -> bool {
         self.jobs = None;
-        let Some(t) = self.thread.take() else { return true };
+        let Some(t) = self.thread.take() else {
+            return true;
+        };
         let (tx, rx) = channel();
-        let _ = std::thread::Builder::new().name("rack-shutdown".into()).spawn(move || {
-            let _ = t.join();
-            let _ = tx.send(());
-        });
+        let _ = std::thread::Builder::new()
+            .name("rack-shutdown".into())
+            .spawn(move || {
+                let _ = t.join();
+                let _ = tx.send(());
+            });
         rx.recv_timeout(limit).is_ok()
     }
 }
@@ -186,10 +202,18 @@ mod tests {
 
     #[test]
     fn an_alarm_reaches_every_other_rank_without_a_collective() {
-        let links: Vec<RackLink> = LocalRack::new(3).into_iter().map(|t| RackLink::start(move || Ok(Box::new(t) as Box<dyn Transport>)).unwrap()).collect();
-        links[1].submit(|t| t.post_alarm(b"gpu3 lost")).wait().unwrap();
+        let links: Vec<RackLink> = LocalRack::new(3)
+            .into_iter()
+            .map(|t| RackLink::start(move || Ok(Box::new(t) as Box<dyn Transport>)).unwrap())
+            .collect();
+        links[1]
+            .submit(|t| t.post_alarm(b"gpu3 lost"))
+            .wait()
+            .unwrap();
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        while (links[0].alarms().is_empty() || links[2].alarms().is_empty()) && std::time::Instant::now() < deadline {
+        while (links[0].alarms().is_empty() || links[2].alarms().is_empty())
+            && std::time::Instant::now() < deadline
+        {
             std::thread::sleep(Duration::from_millis(5));
         }
         assert_eq!(links[0].alarms(), vec![(1, b"gpu3 lost".to_vec())]);
@@ -199,7 +223,9 @@ mod tests {
 
     #[test]
     fn a_failed_start_is_an_error_not_a_hang() {
-        let e = RackLink::start(|| Err(RackError::Init("no libmpi".into()))).err().unwrap();
+        let e = RackLink::start(|| Err(RackError::Init("no libmpi".into())))
+            .err()
+            .unwrap();
         assert!(e.to_string().contains("no libmpi"));
     }
 }

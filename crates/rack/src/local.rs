@@ -2,7 +2,7 @@
 //! channels. Used by tests to exercise the protocol without MPI.
 
 use crate::{ClockSample, RackError, Transport};
-use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::mpsc::{Receiver, Sender, channel};
 
 /// One rank of a local rack.
 pub struct LocalRack {
@@ -18,8 +18,12 @@ pub struct LocalRack {
 impl LocalRack {
     /// `size` connected ranks, named `local<k>`.
     pub fn new(size: usize) -> Vec<LocalRack> {
-        let mut to: Vec<Vec<Option<Sender<Vec<u8>>>>> = (0..size).map(|_| (0..size).map(|_| None).collect()).collect();
-        let mut from: Vec<Vec<Option<Receiver<Vec<u8>>>>> = (0..size).map(|_| (0..size).map(|_| None).collect()).collect();
+        let mut to: Vec<Vec<Option<Sender<Vec<u8>>>>> = (0..size)
+            .map(|_| (0..size).map(|_| None).collect())
+            .collect();
+        let mut from: Vec<Vec<Option<Receiver<Vec<u8>>>>> = (0..size)
+            .map(|_| (0..size).map(|_| None).collect())
+            .collect();
         for a in 0..size {
             for b in 0..size {
                 if a != b {
@@ -29,21 +33,37 @@ impl LocalRack {
                 }
             }
         }
-        let (alarm_to, mut alarm_rx): (Vec<_>, Vec<_>) = (0..size).map(|_| channel()).unzip();
-        alarm_rx.reverse();
+        let (alarm_to, alarm_rx): (Vec<_>, Vec<_>) = (0..size).map(|_| channel()).unzip();
         to.into_iter()
             .zip(from)
+            .zip(alarm_rx)
             .enumerate()
-            .map(|(rank, (to, from))| LocalRack { rank, size, name: format!("local{rank}"), to, from, alarm_to: alarm_to.clone(), alarms: alarm_rx.pop().expect("one alarm receiver per rank") })
+            .map(|(rank, ((to, from), alarms))| LocalRack {
+                rank,
+                size,
+                name: format!("local{rank}"),
+                to,
+                from,
+                alarm_to: alarm_to.clone(),
+                alarms,
+            })
             .collect()
     }
 
     fn send(&self, peer: usize, bytes: Vec<u8>) -> Result<(), RackError> {
-        self.to[peer].as_ref().ok_or(RackError::PeerGone(peer))?.send(bytes).map_err(|_| RackError::PeerGone(peer))
+        self.to[peer]
+            .as_ref()
+            .ok_or(RackError::PeerGone(peer))?
+            .send(bytes)
+            .map_err(|_| RackError::PeerGone(peer))
     }
 
     fn recv(&self, peer: usize) -> Result<Vec<u8>, RackError> {
-        self.from[peer].as_ref().ok_or(RackError::PeerGone(peer))?.recv().map_err(|_| RackError::PeerGone(peer))
+        self.from[peer]
+            .as_ref()
+            .ok_or(RackError::PeerGone(peer))?
+            .recv()
+            .map_err(|_| RackError::PeerGone(peer))
     }
 }
 
@@ -52,14 +72,23 @@ fn i64_bytes(v: i64) -> Vec<u8> {
 }
 
 fn bytes_i64(b: &[u8], rank: usize) -> Result<i64, RackError> {
-    let a: [u8; 8] = b.try_into().map_err(|_| RackError::Garbled { rank, detail: format!("{} bytes for a timestamp", b.len()) })?;
+    let a: [u8; 8] = b.try_into().map_err(|_| RackError::Garbled {
+        rank,
+        detail: format!("{} bytes for a timestamp", b.len()),
+    })?;
     Ok(i64::from_le_bytes(a))
 }
 
 impl Transport for LocalRack {
     fn post_alarm(&mut self, bytes: &[u8]) -> Result<(), RackError> {
-        for (peer, tx) in self.alarm_to.iter().enumerate().filter(|(p, _)| *p != self.rank) {
-            tx.send((self.rank, bytes.to_vec())).map_err(|_| RackError::PeerGone(peer))?;
+        for (peer, tx) in self
+            .alarm_to
+            .iter()
+            .enumerate()
+            .filter(|(p, _)| *p != self.rank)
+        {
+            tx.send((self.rank, bytes.to_vec()))
+                .map_err(|_| RackError::PeerGone(peer))?;
         }
         Ok(())
     }
@@ -79,9 +108,21 @@ impl Transport for LocalRack {
         for peer in (0..self.size).filter(|&p| p != self.rank) {
             self.send(peer, bytes.to_vec())?;
         }
-        (0..self.size).map(|p| if p == self.rank { Ok(bytes.to_vec()) } else { self.recv(p) }).collect()
+        (0..self.size)
+            .map(|p| {
+                if p == self.rank {
+                    Ok(bytes.to_vec())
+                } else {
+                    self.recv(p)
+                }
+            })
+            .collect()
     }
-    fn clock_exchange(&mut self, rounds: usize, now_ns: &dyn Fn() -> i64) -> Result<Vec<Vec<ClockSample>>, RackError> {
+    fn clock_exchange(
+        &mut self,
+        rounds: usize,
+        now_ns: &dyn Fn() -> i64,
+    ) -> Result<Vec<Vec<ClockSample>>, RackError> {
         let mut out = vec![Vec::new(); self.size];
         if self.rank == 0 {
             for (peer, samples) in out.iter_mut().enumerate().skip(1) {
@@ -89,7 +130,11 @@ impl Transport for LocalRack {
                     let t0_ns = now_ns();
                     self.send(peer, i64_bytes(t0_ns))?;
                     let t1_ns = bytes_i64(&self.recv(peer)?, peer)?;
-                    samples.push(ClockSample { t0_ns, t1_ns, t2_ns: now_ns() });
+                    samples.push(ClockSample {
+                        t0_ns,
+                        t1_ns,
+                        t2_ns: now_ns(),
+                    });
                 }
             }
         } else {

@@ -11,7 +11,7 @@
 //!   sends `End` itself; a node keeps exchanging `End` until all do, so the
 //!   collectives always pair up and the last exchange is one of all `End`s.
 
-use crate::clock::{estimate, ClockOffset};
+use crate::clock::{ClockOffset, estimate};
 use crate::{RackError, Transport};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -46,7 +46,9 @@ impl NodeEnd {
     pub fn reason(&self) -> Option<&str> {
         match self {
             NodeEnd::Complete => None,
-            NodeEnd::Failed { reason } | NodeEnd::Interrupted { reason } | NodeEnd::Stopped { reason, .. } => Some(reason),
+            NodeEnd::Failed { reason }
+            | NodeEnd::Interrupted { reason }
+            | NodeEnd::Stopped { reason, .. } => Some(reason),
         }
     }
 }
@@ -97,25 +99,57 @@ pub const MAX_MARGIN_NS: i64 = 1_000_000_000;
 
 /// The decision every rank derives from one exchange.
 pub fn decide(msgs: &[RackMsg]) -> Result<Agreement, RackError> {
-    let ended: Vec<(usize, &NodeEnd)> = msgs.iter().enumerate().filter_map(|(r, m)| if let RackMsg::End { end } = m { Some((r, end)) } else { None }).collect();
+    let ended: Vec<(usize, &NodeEnd)> = msgs
+        .iter()
+        .enumerate()
+        .filter_map(|(r, m)| {
+            if let RackMsg::End { end } = m {
+                Some((r, end))
+            } else {
+                None
+            }
+        })
+        .collect();
     if !ended.is_empty() {
         // The cause, not an echo: a failure or interrupt before a node that
         // only stopped because of it.
-        let pick = ended.iter().find(|(_, e)| matches!(e, NodeEnd::Failed { .. } | NodeEnd::Interrupted { .. })).or_else(|| ended.iter().find(|(_, e)| matches!(e, NodeEnd::Stopped { .. }))).unwrap_or(&ended[0]);
+        let pick = ended
+            .iter()
+            .find(|(_, e)| matches!(e, NodeEnd::Failed { .. } | NodeEnd::Interrupted { .. }))
+            .or_else(|| {
+                ended
+                    .iter()
+                    .find(|(_, e)| matches!(e, NodeEnd::Stopped { .. }))
+            })
+            .unwrap_or(&ended[0]);
         if matches!(pick.1, NodeEnd::Complete) && ended.len() < msgs.len() {
-            return Err(RackError::Mismatch(format!("rank {} finished every rung while others still have rungs to run: the nodes' plans differ (same campaign file and --repeats on every node?)", pick.0)));
+            return Err(RackError::Mismatch(format!(
+                "rank {} finished every rung while others still have rungs to run: the nodes' plans differ (same campaign file and --repeats on every node?)",
+                pick.0
+            )));
         }
-        return Ok(Agreement::Stop { rank: pick.0, end: pick.1.clone() });
+        return Ok(Agreement::Stop {
+            rank: pick.0,
+            end: pick.1.clone(),
+        });
     }
     let mut rung = None;
     let mut latest = i64::MIN;
     let mut slowest_exchange = 0i64;
     for (r, m) in msgs.iter().enumerate() {
-        if let RackMsg::Rung { rung_id, now_ns, lead_ns, exchange_ns } = m {
+        if let RackMsg::Rung {
+            rung_id,
+            now_ns,
+            lead_ns,
+            exchange_ns,
+        } = m
+        {
             match rung {
                 None => rung = Some(*rung_id),
                 Some(id) if id != *rung_id => {
-                    return Err(RackError::Mismatch(format!("rank 0 is at rung {id}, rank {r} at rung {rung_id}: the nodes' plans differ (same campaign file and --repeats on every node?)")));
+                    return Err(RackError::Mismatch(format!(
+                        "rank 0 is at rung {id}, rank {r} at rung {rung_id}: the nodes' plans differ (same campaign file and --repeats on every node?)"
+                    )));
                 }
                 _ => {}
             }
@@ -124,7 +158,9 @@ pub fn decide(msgs: &[RackMsg]) -> Result<Agreement, RackError> {
         }
     }
     let margin = (2 * slowest_exchange).clamp(MIN_MARGIN_NS, MAX_MARGIN_NS);
-    Ok(Agreement::Start { epoch_ns: latest.saturating_add(margin) })
+    Ok(Agreement::Start {
+        epoch_ns: latest.saturating_add(margin),
+    })
 }
 
 /// Whether every rank has ended (the last exchange).
@@ -133,31 +169,60 @@ pub fn all_ended(msgs: &[RackMsg]) -> bool {
 }
 
 /// All-gathers one serialisable value per rank.
-pub fn gather_json<T: Serialize + DeserializeOwned>(t: &mut dyn Transport, value: &T) -> Result<Vec<T>, RackError> {
-    let bytes = serde_json::to_vec(value).map_err(|e| RackError::Garbled { rank: t.rank(), detail: e.to_string() })?;
+pub fn gather_json<T: Serialize + DeserializeOwned>(
+    t: &mut dyn Transport,
+    value: &T,
+) -> Result<Vec<T>, RackError> {
+    let bytes = serde_json::to_vec(value).map_err(|e| RackError::Garbled {
+        rank: t.rank(),
+        detail: e.to_string(),
+    })?;
     t.all_gather(&bytes)?
         .iter()
         .enumerate()
-        .map(|(rank, b)| serde_json::from_slice(b).map_err(|e| RackError::Garbled { rank, detail: e.to_string() }))
+        .map(|(rank, b)| {
+            serde_json::from_slice(b).map_err(|e| RackError::Garbled {
+                rank,
+                detail: e.to_string(),
+            })
+        })
         .collect()
 }
 
 /// Every node's realtime clock against rank 0's, known to every rank
 /// (rank 0's own entry has offset 0).
-pub fn clock_offsets(t: &mut dyn Transport, rounds: usize, now_ns: &dyn Fn() -> i64) -> Result<Vec<ClockOffset>, RackError> {
+pub fn clock_offsets(
+    t: &mut dyn Transport,
+    rounds: usize,
+    now_ns: &dyn Fn() -> i64,
+) -> Result<Vec<ClockOffset>, RackError> {
     let samples = t.clock_exchange(rounds, now_ns)?;
     let mine: Vec<ClockOffset> = if t.rank() == 0 {
         samples
             .iter()
             .enumerate()
-            .map(|(rank, s)| if rank == 0 { Some(ClockOffset { rank, offset_ns: 0, rtt_ns: 0, rounds: 0 }) } else { estimate(rank, s) })
+            .map(|(rank, s)| {
+                if rank == 0 {
+                    Some(ClockOffset {
+                        rank,
+                        offset_ns: 0,
+                        rtt_ns: 0,
+                        rounds: 0,
+                    })
+                } else {
+                    estimate(rank, s)
+                }
+            })
             .collect::<Option<Vec<_>>>()
             .ok_or_else(|| RackError::Mismatch("a node answered no clock ping".into()))?
     } else {
         Vec::new()
     };
     let all = gather_json(t, &mine)?;
-    all.into_iter().next().filter(|v| v.len() == t.size()).ok_or_else(|| RackError::Mismatch("rank 0 sent no clock offsets".into()))
+    all.into_iter()
+        .next()
+        .filter(|v| v.len() == t.size())
+        .ok_or_else(|| RackError::Mismatch("rank 0 sent no clock offsets".into()))
 }
 
 #[cfg(test)]
@@ -166,34 +231,83 @@ mod tests {
     use crate::local::LocalRack;
 
     fn rung(id: u32, now: i64, lead: i64) -> RackMsg {
-        RackMsg::Rung { rung_id: id, now_ns: now, lead_ns: lead, exchange_ns: 0 }
+        RackMsg::Rung {
+            rung_id: id,
+            now_ns: now,
+            lead_ns: lead,
+            exchange_ns: 0,
+        }
     }
 
     #[test]
     fn the_epoch_is_the_latest_ready_time_plus_a_margin() {
-        let d = decide(&[rung(3, 1_000_000_000, 10_000_000), rung(3, 1_005_000_000, 10_000_000), rung(3, 990_000_000, 40_000_000)]).unwrap();
-        assert_eq!(d, Agreement::Start { epoch_ns: 1_030_000_000 + MIN_MARGIN_NS });
-        let slow = RackMsg::Rung { rung_id: 3, now_ns: 0, lead_ns: 0, exchange_ns: 4_000_000 };
-        assert_eq!(decide(&[rung(3, 0, 0), slow]).unwrap(), Agreement::Start { epoch_ns: 8_000_000 });
+        let d = decide(&[
+            rung(3, 1_000_000_000, 10_000_000),
+            rung(3, 1_005_000_000, 10_000_000),
+            rung(3, 990_000_000, 40_000_000),
+        ])
+        .unwrap();
+        assert_eq!(
+            d,
+            Agreement::Start {
+                epoch_ns: 1_030_000_000 + MIN_MARGIN_NS
+            }
+        );
+        let slow = RackMsg::Rung {
+            rung_id: 3,
+            now_ns: 0,
+            lead_ns: 0,
+            exchange_ns: 4_000_000,
+        };
+        assert_eq!(
+            decide(&[rung(3, 0, 0), slow]).unwrap(),
+            Agreement::Start {
+                epoch_ns: 8_000_000
+            }
+        );
     }
 
     #[test]
     fn one_ended_node_stops_every_node_and_is_named_as_the_cause() {
-        let failed = RackMsg::End { end: NodeEnd::Failed { reason: "gpu3 lost".into() } };
-        let echo = RackMsg::End { end: NodeEnd::Stopped { by_rank: 2, reason: "x".into() } };
+        let failed = RackMsg::End {
+            end: NodeEnd::Failed {
+                reason: "gpu3 lost".into(),
+            },
+        };
+        let echo = RackMsg::End {
+            end: NodeEnd::Stopped {
+                by_rank: 2,
+                reason: "x".into(),
+            },
+        };
         match decide(&[rung(4, 0, 0), echo, failed]).unwrap() {
-            Agreement::Stop { rank, end } => assert_eq!((rank, end.reason()), (2, Some("gpu3 lost"))),
+            Agreement::Stop { rank, end } => {
+                assert_eq!((rank, end.reason()), (2, Some("gpu3 lost")))
+            }
             other => panic!("{other:?}"),
         }
-        assert!(all_ended(&[RackMsg::End { end: NodeEnd::Complete }]));
-        assert!(!all_ended(&[RackMsg::End { end: NodeEnd::Complete }, rung(0, 0, 0)]));
+        assert!(all_ended(&[RackMsg::End {
+            end: NodeEnd::Complete
+        }]));
+        assert!(!all_ended(&[
+            RackMsg::End {
+                end: NodeEnd::Complete
+            },
+            rung(0, 0, 0)
+        ]));
     }
 
     #[test]
     fn different_plans_are_an_error_not_a_skewed_start() {
         let e = decide(&[rung(4, 0, 0), rung(5, 0, 0)]).unwrap_err();
         assert!(e.to_string().contains("plans differ"), "{e}");
-        let e = decide(&[rung(4, 0, 0), RackMsg::End { end: NodeEnd::Complete }]).unwrap_err();
+        let e = decide(&[
+            rung(4, 0, 0),
+            RackMsg::End {
+                end: NodeEnd::Complete,
+            },
+        ])
+        .unwrap_err();
         assert!(e.to_string().contains("plans differ"), "{e}");
     }
 
@@ -211,13 +325,20 @@ mod tests {
                 })
             })
             .collect();
-        let results: Vec<Vec<ClockOffset>> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        let results: Vec<Vec<ClockOffset>> =
+            handles.into_iter().map(|h| h.join().unwrap()).collect();
         for r in &results {
             assert_eq!(r, &results[0]);
         }
         for o in &results[0] {
             let want = o.rank as i64 * 2_000_000;
-            assert!((o.offset_ns - want).abs() <= o.rtt_ns / 2 + 1, "rank {}: {} vs {want} (rtt {})", o.rank, o.offset_ns, o.rtt_ns);
+            assert!(
+                (o.offset_ns - want).abs() <= o.rtt_ns / 2 + 1,
+                "rank {}: {} vs {want} (rtt {})",
+                o.rank,
+                o.offset_ns,
+                o.rtt_ns
+            );
         }
     }
 }

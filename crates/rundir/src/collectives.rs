@@ -53,25 +53,51 @@ pub struct CollectiveWriter {
 impl CollectiveWriter {
     /// A writer for `collectives.csv`; the file is created on first use.
     pub fn new(path: &Path) -> CollectiveWriter {
-        CollectiveWriter { path: path.to_path_buf(), out: None }
+        CollectiveWriter {
+            path: path.to_path_buf(),
+            out: None,
+        }
     }
 
     /// Writes one GPU's measurements of one rung, then flushes.
-    pub fn write(&mut self, rung_id: u32, gpu: &str, rows: &[CollectiveTiming]) -> Result<(), RunDirError> {
+    pub fn write(
+        &mut self,
+        rung_id: u32,
+        gpu: &str,
+        rows: &[CollectiveTiming],
+    ) -> Result<(), RunDirError> {
         if rows.is_empty() {
             return Ok(());
         }
         let out = match &mut self.out {
             Some(o) => o,
             None => {
-                let file = std::fs::OpenOptions::new().write(true).create_new(true).open(&self.path).map_err(|e| RunDirError::io(&self.path, e))?;
+                let file = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&self.path)
+                    .map_err(|e| RunDirError::io(&self.path, e))?;
                 let mut o = BufWriter::new(file);
-                writeln!(o, "rung_id,gpu,collective,bytes,ranks,iterations,elapsed_ns,ended_ns").map_err(|e| RunDirError::io(&self.path, e))?;
+                writeln!(
+                    o,
+                    "rung_id,gpu,collective,bytes,ranks,iterations,elapsed_ns,ended_ns"
+                )
+                .map_err(|e| RunDirError::io(&self.path, e))?;
                 self.out.insert(o)
             }
         };
         for t in rows {
-            writeln!(out, "{rung_id},{gpu},{},{},{},{},{},{}", t.collective.as_str(), t.bytes, t.ranks, t.iterations, t.elapsed_ns, t.ended_ns).map_err(|e| RunDirError::io(&self.path, e))?;
+            writeln!(
+                out,
+                "{rung_id},{gpu},{},{},{},{},{},{}",
+                t.collective.as_str(),
+                t.bytes,
+                t.ranks,
+                t.iterations,
+                t.elapsed_ns,
+                t.ended_ns
+            )
+            .map_err(|e| RunDirError::io(&self.path, e))?;
         }
         out.flush().map_err(|e| RunDirError::io(&self.path, e))
     }

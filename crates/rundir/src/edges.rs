@@ -33,18 +33,39 @@ pub struct EdgeWriter {
 impl EdgeWriter {
     /// Creates `edges.csv`.
     pub fn create(path: &Path) -> Result<EdgeWriter, RunDirError> {
-        let file = std::fs::OpenOptions::new().write(true).create_new(true).open(path).map_err(|e| RunDirError::io(path, e))?;
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map_err(|e| RunDirError::io(path, e))?;
         let mut out = BufWriter::new(file);
-        writeln!(out, "rung_id,gpu,index,kind,intended_ns,achieved_ns").map_err(|e| RunDirError::io(path, e))?;
+        writeln!(out, "rung_id,gpu,index,kind,intended_ns,achieved_ns")
+            .map_err(|e| RunDirError::io(path, e))?;
         // On disk at once: the file is whole at every moment after this.
         out.flush().map_err(|e| RunDirError::io(path, e))?;
-        Ok(EdgeWriter { path: path.to_path_buf(), out })
+        Ok(EdgeWriter {
+            path: path.to_path_buf(),
+            out,
+        })
     }
 
     /// Writes one GPU's edges of one rung, then flushes.
-    pub fn write(&mut self, rung_id: u32, gpu: &str, edges: &[EdgeRecord]) -> Result<(), RunDirError> {
+    pub fn write(
+        &mut self,
+        rung_id: u32,
+        gpu: &str,
+        edges: &[EdgeRecord],
+    ) -> Result<(), RunDirError> {
         for e in edges {
-            writeln!(self.out, "{rung_id},{gpu},{},{},{},{}", e.index, e.kind.as_str(), e.intended_ns, e.achieved_ns).map_err(|er| RunDirError::io(&self.path, er))?;
+            writeln!(
+                self.out,
+                "{rung_id},{gpu},{},{},{},{}",
+                e.index,
+                e.kind.as_str(),
+                e.intended_ns,
+                e.achieved_ns
+            )
+            .map_err(|er| RunDirError::io(&self.path, er))?;
         }
         self.out.flush().map_err(|e| RunDirError::io(&self.path, e))
     }
@@ -63,14 +84,23 @@ pub fn read_rows<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>, 
     if !path.exists() {
         return Ok(Vec::new());
     }
-    let bad = |line: usize, e: &dyn std::fmt::Display| RunDirError::Format { path: path.to_path_buf(), message: format!("line {line}: {e}") };
-    let mut rdr = csv::Reader::from_path(path).map_err(|e| RunDirError::Format { path: path.to_path_buf(), message: e.to_string() })?;
+    let bad = |line: usize, e: &dyn std::fmt::Display| RunDirError::Format {
+        path: path.to_path_buf(),
+        message: format!("line {line}: {e}"),
+    };
+    let mut rdr = csv::Reader::from_path(path).map_err(|e| RunDirError::Format {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })?;
     let headers = rdr.headers().map_err(|e| bad(1, &e))?.clone();
     let records: Vec<Result<csv::StringRecord, csv::Error>> = rdr.records().collect();
     let last = records.len().saturating_sub(1);
     let mut out = Vec::with_capacity(records.len());
     for (i, rec) in records.into_iter().enumerate() {
-        let row = rec.map_err(|e| e.to_string()).and_then(|r| r.deserialize::<T>(Some(&headers)).map_err(|e| e.to_string()));
+        let row = rec.map_err(|e| e.to_string()).and_then(|r| {
+            r.deserialize::<T>(Some(&headers))
+                .map_err(|e| e.to_string())
+        });
         match row {
             Ok(r) => out.push(r),
             // A torn last line (killed mid-write): keep what is whole.
@@ -83,12 +113,16 @@ pub fn read_rows<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>, 
 
 #[cfg(test)]
 mod tests {
-    use super::{read_rows, EdgeRow};
+    use super::{EdgeRow, read_rows};
 
     fn file(body: &str) -> (tempfile::TempDir, std::path::PathBuf) {
         let tmp = tempfile::tempdir().unwrap();
         let p = tmp.path().join("edges.csv");
-        std::fs::write(&p, format!("rung_id,gpu,index,kind,intended_ns,achieved_ns\n{body}")).unwrap();
+        std::fs::write(
+            &p,
+            format!("rung_id,gpu,index,kind,intended_ns,achieved_ns\n{body}"),
+        )
+        .unwrap();
         (tmp, p)
     }
 
@@ -103,7 +137,9 @@ mod tests {
     /// silently, dropping every row after it.
     #[test]
     fn a_bad_row_in_the_middle_is_an_error_naming_file_and_line() {
-        let (_t, p) = file("1,gpu0,0,rise,100,101\n1,gpu0,1,fall,2x0,201\n1,gpu0,2,rise,300,301\n1,gpu0,3,fall,400,401\n");
+        let (_t, p) = file(
+            "1,gpu0,0,rise,100,101\n1,gpu0,1,fall,2x0,201\n1,gpu0,2,rise,300,301\n1,gpu0,3,fall,400,401\n",
+        );
         let e = read_rows::<EdgeRow>(&p).unwrap_err().to_string();
         assert!(e.contains("edges.csv") && e.contains("line 3"), "{e}");
     }

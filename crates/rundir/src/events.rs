@@ -186,22 +186,37 @@ pub struct EventLog {
 impl EventLog {
     /// Creates `events.jsonl`.
     pub fn create(path: &Path) -> Result<EventLog, RunDirError> {
-        let file = std::fs::OpenOptions::new().write(true).create_new(true).open(path).map_err(|e| RunDirError::io(path, e))?;
-        Ok(EventLog { path: path.to_path_buf(), file })
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map_err(|e| RunDirError::io(path, e))?;
+        Ok(EventLog {
+            path: path.to_path_buf(),
+            file,
+        })
     }
 
     /// Appends and flushes one event.
     pub fn append(&mut self, e: &RunEvent) -> Result<(), RunDirError> {
-        let mut line = serde_json::to_string(e).map_err(|er| RunDirError::Format { path: self.path.clone(), message: er.to_string() })?;
+        let mut line = serde_json::to_string(e).map_err(|er| RunDirError::Format {
+            path: self.path.clone(),
+            message: er.to_string(),
+        })?;
         line.push('\n');
-        self.file.write_all(line.as_bytes()).map_err(|er| RunDirError::io(&self.path, er))
+        self.file
+            .write_all(line.as_bytes())
+            .map_err(|er| RunDirError::io(&self.path, er))
     }
 }
 
 /// Reads `events.jsonl`; a torn last line (killed run) is ignored.
 pub fn read_events(path: &Path) -> Result<Vec<RunEvent>, RunDirError> {
     let file = File::open(path).map_err(|e| RunDirError::io(path, e))?;
-    let lines: Vec<String> = BufReader::new(file).lines().collect::<Result<_, _>>().map_err(|e| RunDirError::io(path, e))?;
+    let lines: Vec<String> = BufReader::new(file)
+        .lines()
+        .collect::<Result<_, _>>()
+        .map_err(|e| RunDirError::io(path, e))?;
     let mut out = Vec::new();
     for (i, line) in lines.iter().enumerate() {
         if line.trim().is_empty() {
@@ -210,7 +225,12 @@ pub fn read_events(path: &Path) -> Result<Vec<RunEvent>, RunDirError> {
         match serde_json::from_str(line) {
             Ok(e) => out.push(e),
             Err(_) if i + 1 == lines.len() => break,
-            Err(e) => return Err(RunDirError::Format { path: path.to_path_buf(), message: format!("line {}: {e}", i + 1) }),
+            Err(e) => {
+                return Err(RunDirError::Format {
+                    path: path.to_path_buf(),
+                    message: format!("line {}: {e}", i + 1),
+                });
+            }
         }
     }
     Ok(out)

@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum RunDirError {
     /// The directory already exists: never write into an existing run.
-    #[error("run directory {0} already exists; a run never writes into an existing directory (wait a second or choose another --results)")]
+    #[error(
+        "run directory {0} already exists; a run never writes into an existing directory (wait a second or choose another --results)"
+    )]
     Exists(PathBuf),
     /// Any I/O problem, with the path.
     #[error("{path}: {source}")]
@@ -29,7 +31,10 @@ pub enum RunDirError {
 impl RunDirError {
     /// Wraps an I/O error with its path.
     pub fn io(path: &Path, source: std::io::Error) -> Self {
-        RunDirError::Io { path: path.to_path_buf(), source }
+        RunDirError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
     }
 }
 
@@ -46,7 +51,12 @@ pub fn utc_stamp(epoch_ns: i64) -> String {
     let days = secs.div_euclid(86_400);
     let sod = secs.rem_euclid(86_400);
     let (y, m, d) = civil_from_days(days);
-    format!("{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z", sod / 3600, (sod / 60) % 60, sod % 60)
+    format!(
+        "{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z",
+        sod / 3600,
+        (sod / 60) % 60,
+        sod % 60
+    )
 }
 
 /// Formats epoch ns as RFC 3339 UTC with milliseconds.
@@ -55,7 +65,12 @@ pub fn utc_rfc3339(epoch_ns: i64) -> String {
     let ms = epoch_ns.rem_euclid(1_000_000_000) / 1_000_000;
     let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
     let sod = secs.rem_euclid(86_400);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{ms:03}Z", sod / 3600, (sod / 60) % 60, sod % 60)
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{ms:03}Z",
+        sod / 3600,
+        (sod / 60) % 60,
+        sod % 60
+    )
 }
 
 // Howard Hinnant's days-to-civil algorithm.
@@ -73,17 +88,37 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 }
 
 fn sanitize(s: &str) -> String {
-    s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '_' }).collect()
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 impl RunDir {
     /// Creates `root/<campaign>-<UTC>-<host>/` and its `raw/`; fails if it exists.
-    pub fn create(root: &Path, campaign: &str, host: &str, start_ns: i64) -> Result<RunDir, RunDirError> {
+    pub fn create(
+        root: &Path,
+        campaign: &str,
+        host: &str,
+        start_ns: i64,
+    ) -> Result<RunDir, RunDirError> {
         std::fs::create_dir_all(root).map_err(|e| RunDirError::io(root, e))?;
-        let path = root.join(format!("{}-{}-{}", sanitize(campaign), utc_stamp(start_ns), sanitize(host)));
+        let path = root.join(format!(
+            "{}-{}-{}",
+            sanitize(campaign),
+            utc_stamp(start_ns),
+            sanitize(host)
+        ));
         match std::fs::create_dir(&path) {
             Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Err(RunDirError::Exists(path)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                return Err(RunDirError::Exists(path));
+            }
             Err(e) => return Err(RunDirError::io(&path, e)),
         }
         let raw = path.join("raw");
@@ -99,21 +134,30 @@ impl RunDir {
         }
         match std::fs::create_dir(path) {
             Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Err(RunDirError::Exists(path.to_path_buf())),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                return Err(RunDirError::Exists(path.to_path_buf()));
+            }
             Err(e) => return Err(RunDirError::io(path, e)),
         }
         let raw = path.join("raw");
         std::fs::create_dir(&raw).map_err(|e| RunDirError::io(&raw, e))?;
-        Ok(RunDir { path: path.to_path_buf() })
+        Ok(RunDir {
+            path: path.to_path_buf(),
+        })
     }
 
     /// Opens an existing run directory for reading.
     pub fn open(path: &Path) -> Result<RunDir, RunDirError> {
         let manifest = path.join("manifest.json");
         if !manifest.is_file() {
-            return Err(RunDirError::Format { path: path.to_path_buf(), message: "not a run directory: manifest.json is missing".into() });
+            return Err(RunDirError::Format {
+                path: path.to_path_buf(),
+                message: "not a run directory: manifest.json is missing".into(),
+            });
         }
-        Ok(RunDir { path: path.to_path_buf() })
+        Ok(RunDir {
+            path: path.to_path_buf(),
+        })
     }
 
     /// `manifest.json`.
@@ -156,7 +200,10 @@ impl RunDir {
         let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
             .map_err(|e| RunDirError::io(&dir, e))?
             .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "csv") || p.to_string_lossy().ends_with(".csv.gz"))
+            .filter(|p| {
+                p.extension().is_some_and(|x| x == "csv")
+                    || p.to_string_lossy().ends_with(".csv.gz")
+            })
             .collect();
         v.sort();
         Ok(v)
@@ -179,6 +226,9 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let a = RunDir::create(tmp.path(), "demo", "host", 0).unwrap();
         assert!(a.raw_dir().is_dir());
-        assert!(matches!(RunDir::create(tmp.path(), "demo", "host", 0), Err(RunDirError::Exists(_))));
+        assert!(matches!(
+            RunDir::create(tmp.path(), "demo", "host", 0),
+            Err(RunDirError::Exists(_))
+        ));
     }
 }

@@ -20,8 +20,8 @@ pub mod manifest;
 pub mod raw;
 
 pub use collectives::{CollectiveRow, CollectiveWriter};
-pub use edges::{read_rows, EdgeRow, EdgeWriter};
+pub use edges::{EdgeRow, EdgeWriter, read_rows};
 pub use events::{EventLog, GpuReady, RunEvent, RungInfo};
 pub use layout::{RunDir, RunDirError};
-pub use manifest::{FileSum, Manifest, RunStatus, ToolInfo, FORMAT_VERSION};
-pub use raw::{read_index_file, IndexFile, IndexOwner, RawIndex, RawRow, RawWriter};
+pub use manifest::{FORMAT_VERSION, FileSum, Manifest, RunStatus, ToolInfo};
+pub use raw::{IndexFile, IndexOwner, RawIndex, RawRow, RawWriter, read_index_file};

@@ -42,13 +42,20 @@ fn open(path: &Path) -> Result<File, LockError> {
         .create(true)
         .truncate(false)
         .open(path)
-        .map_err(|source| LockError::Io { path: path.to_path_buf(), source })
+        .map_err(|source| LockError::Io {
+            path: path.to_path_buf(),
+            source,
+        })
 }
 
 fn holder_of(file: &mut File) -> String {
     let mut who = String::new();
     let _ = file.read_to_string(&mut who);
-    if who.trim().is_empty() { "an unknown process".to_string() } else { who.trim().to_string() }
+    if who.trim().is_empty() {
+        "an unknown process".to_string()
+    } else {
+        who.trim().to_string()
+    }
 }
 
 /// Takes the lock at `path` for `holder` (written into it with this pid),
@@ -57,14 +64,27 @@ pub fn try_hold(path: &Path, holder: &str) -> Result<Held, LockError> {
     let mut file = open(path)?;
     match file.try_lock() {
         Ok(()) => {}
-        Err(std::fs::TryLockError::WouldBlock) => return Err(LockError::Busy { path: path.to_path_buf(), holder: holder_of(&mut file) }),
-        Err(std::fs::TryLockError::Error(source)) => return Err(LockError::Io { path: path.to_path_buf(), source }),
+        Err(std::fs::TryLockError::WouldBlock) => {
+            return Err(LockError::Busy {
+                path: path.to_path_buf(),
+                holder: holder_of(&mut file),
+            });
+        }
+        Err(std::fs::TryLockError::Error(source)) => {
+            return Err(LockError::Io {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
     }
     let _ = file.set_len(0);
     let _ = file.rewind();
     let _ = write!(file, "pid {} {holder}", std::process::id());
     let _ = file.flush();
-    Ok(Held { _file: file, path: path.to_path_buf() })
+    Ok(Held {
+        _file: file,
+        path: path.to_path_buf(),
+    })
 }
 
 /// Who holds the lock at `path`, if a live process does (a missing file or
@@ -90,7 +110,10 @@ mod tests {
         assert_eq!(super::holder(&p), None);
         let held = super::try_hold(&p, "collating").unwrap();
         match super::try_hold(&p, "another") {
-            Err(super::LockError::Busy { holder, .. }) => assert!(holder.contains(&format!("pid {} collating", std::process::id())), "{holder}"),
+            Err(super::LockError::Busy { holder, .. }) => assert!(
+                holder.contains(&format!("pid {} collating", std::process::id())),
+                "{holder}"
+            ),
             other => panic!("expected busy, got {other:?}"),
         }
         assert!(super::holder(&p).is_some_and(|h| h.contains("collating")));

@@ -95,7 +95,11 @@ impl FileSum {
     /// The sum of `dir/file` now; `None` if it does not exist.
     pub fn of(dir: &Path, file: &str) -> Option<FileSum> {
         let bytes = std::fs::read(dir.join(file)).ok()?;
-        Some(FileSum { file: file.to_string(), bytes: bytes.len() as u64, crc32: format!("{:08x}", crc32fast::hash(&bytes)) })
+        Some(FileSum {
+            file: file.to_string(),
+            bytes: bytes.len() as u64,
+            crc32: format!("{:08x}", crc32fast::hash(&bytes)),
+        })
     }
 }
 
@@ -103,7 +107,10 @@ impl Manifest {
     /// Writes atomically (temp file, then rename).
     pub fn write(&self, path: &Path) -> Result<(), RunDirError> {
         let tmp = path.with_extension("json.tmp");
-        let text = serde_json::to_string_pretty(self).map_err(|e| RunDirError::Format { path: path.to_path_buf(), message: e.to_string() })?;
+        let text = serde_json::to_string_pretty(self).map_err(|e| RunDirError::Format {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
         std::fs::write(&tmp, text + "\n").map_err(|e| RunDirError::io(&tmp, e))?;
         std::fs::rename(&tmp, path).map_err(|e| RunDirError::io(path, e))
     }
@@ -111,11 +118,17 @@ impl Manifest {
     /// Reads a manifest.
     pub fn read(path: &Path) -> Result<Manifest, RunDirError> {
         let text = std::fs::read_to_string(path).map_err(|e| RunDirError::io(path, e))?;
-        let m: Manifest = serde_json::from_str(&text).map_err(|e| RunDirError::Format { path: path.to_path_buf(), message: e.to_string() })?;
+        let m: Manifest = serde_json::from_str(&text).map_err(|e| RunDirError::Format {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
         if m.format_version != FORMAT_VERSION {
             return Err(RunDirError::Format {
                 path: path.to_path_buf(),
-                message: format!("run-directory format {} is not {FORMAT_VERSION}, which this powerlab reads", m.format_version),
+                message: format!(
+                    "run-directory format {} is not {FORMAT_VERSION}, which this powerlab reads",
+                    m.format_version
+                ),
             });
         }
         Ok(m)

@@ -62,8 +62,15 @@ pub struct RawIndex {
 
 /// The index of `raw/<gpu>.csv`.
 pub fn index_path(raw_file: &Path) -> PathBuf {
-    let name = raw_file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let stem = name.strip_suffix(".csv.gz").or_else(|| name.strip_suffix(".csv")).unwrap_or(&name).to_string();
+    let name = raw_file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let stem = name
+        .strip_suffix(".csv.gz")
+        .or_else(|| name.strip_suffix(".csv"))
+        .unwrap_or(&name)
+        .to_string();
     raw_file.with_file_name(format!("{stem}.idx"))
 }
 
@@ -80,13 +87,23 @@ pub struct IndexOwner {
 
 impl IndexOwner {
     fn line(&self) -> String {
-        format!("# powerlab raw index: run {} node {} gpu {}", self.run_start_ns, self.node, self.gpu)
+        format!(
+            "# powerlab raw index: run {} node {} gpu {}",
+            self.run_start_ns, self.node, self.gpu
+        )
     }
 
     fn parse(l: &str) -> Option<IndexOwner> {
-        let f: Vec<&str> = l.strip_prefix("# powerlab raw index: ")?.split(' ').collect();
+        let f: Vec<&str> = l
+            .strip_prefix("# powerlab raw index: ")?
+            .split(' ')
+            .collect();
         match f.as_slice() {
-            ["run", start, "node", node, "gpu", gpu] => Some(IndexOwner { run_start_ns: start.parse().ok()?, node: node.to_string(), gpu: gpu.to_string() }),
+            ["run", start, "node", node, "gpu", gpu] => Some(IndexOwner {
+                run_start_ns: start.parse().ok()?,
+                node: node.to_string(),
+                gpu: gpu.to_string(),
+            }),
             _ => None,
         }
     }
@@ -104,11 +121,18 @@ pub struct IndexFile {
 
 fn parse_checkpoint(l: &str) -> Option<RawIndex> {
     let f: Vec<&str> = l.split(',').collect();
-    let [rows, bytes, ts, crc] = f.as_slice() else { return None };
+    let [rows, bytes, ts, crc] = f.as_slice() else {
+        return None;
+    };
     if crc.len() != 8 || !crc.bytes().all(|b| b.is_ascii_hexdigit()) {
         return None;
     }
-    Some(RawIndex { rows: rows.parse().ok()?, bytes: bytes.parse().ok()?, last_ts_ns: ts.parse().ok()?, crc32: u32::from_str_radix(crc, 16).ok()? })
+    Some(RawIndex {
+        rows: rows.parse().ok()?,
+        bytes: bytes.parse().ok()?,
+        last_ts_ns: ts.parse().ok()?,
+        crc32: u32::from_str_radix(crc, 16).ok()?,
+    })
 }
 
 /// Reads a raw file's index. `Ok(None)` when there is none; an error (in
@@ -128,19 +152,40 @@ pub fn read_index_file(raw_file: &Path) -> Result<Option<IndexFile>, String> {
     let mut checkpoints: Vec<RawIndex> = Vec::new();
     for (i, l) in lines.iter().enumerate() {
         if i == 0 && l.starts_with('#') {
-            owner = Some(IndexOwner::parse(l).ok_or_else(|| format!("{} line 1 is not an index header", path.display()))?);
+            owner = Some(
+                IndexOwner::parse(l)
+                    .ok_or_else(|| format!("{} line 1 is not an index header", path.display()))?,
+            );
             continue;
         }
-        let c = parse_checkpoint(l).ok_or_else(|| format!("{} line {} is not a checkpoint (`rows,bytes,last_ts_ns,crc32`)", path.display(), i + 1))?;
-        if let Some(p) = checkpoints.last() {
-            if c.rows <= p.rows || c.bytes <= p.bytes || c.last_ts_ns < p.last_ts_ns {
-                return Err(format!("{} line {}: checkpoints do not grow (rows {} after {}, bytes {} after {})", path.display(), i + 1, c.rows, p.rows, c.bytes, p.bytes));
-            }
+        let c = parse_checkpoint(l).ok_or_else(|| {
+            format!(
+                "{} line {} is not a checkpoint (`rows,bytes,last_ts_ns,crc32`)",
+                path.display(),
+                i + 1
+            )
+        })?;
+        if let Some(p) = checkpoints.last()
+            && (c.rows <= p.rows || c.bytes <= p.bytes || c.last_ts_ns < p.last_ts_ns)
+        {
+            return Err(format!(
+                "{} line {}: checkpoints do not grow (rows {} after {}, bytes {} after {})",
+                path.display(),
+                i + 1,
+                c.rows,
+                p.rows,
+                c.bytes,
+                p.bytes
+            ));
         }
         checkpoints.push(c);
     }
     // A complete line without its newline is a checkpoint all the same.
-    if let Some(c) = torn.and_then(parse_checkpoint).filter(|c| checkpoints.last().is_none_or(|p| c.rows > p.rows && c.bytes > p.bytes)) {
+    if let Some(c) = torn.and_then(parse_checkpoint).filter(|c| {
+        checkpoints
+            .last()
+            .is_none_or(|p| c.rows > p.rows && c.bytes > p.bytes)
+    }) {
         checkpoints.push(c);
     }
     Ok(Some(IndexFile { owner, checkpoints }))
@@ -149,9 +194,18 @@ pub fn read_index_file(raw_file: &Path) -> Result<Option<IndexFile>, String> {
 impl RawWriter {
     /// Creates `raw/<gpu>.csv` (must not exist) and its index, whose first
     /// line ties it to this run (`run_start_ns`), node and GPU.
-    pub fn create(raw_dir: &Path, node: &str, gpu_key: &str, run_start_ns: i64) -> Result<RawWriter, RunDirError> {
+    pub fn create(
+        raw_dir: &Path,
+        node: &str,
+        gpu_key: &str,
+        run_start_ns: i64,
+    ) -> Result<RawWriter, RunDirError> {
         let path = raw_dir.join(format!("{gpu_key}.csv"));
-        let file = std::fs::OpenOptions::new().write(true).create_new(true).open(&path).map_err(|e| RunDirError::io(&path, e))?;
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(|e| RunDirError::io(&path, e))?;
         let mut out = BufWriter::with_capacity(1 << 16, file);
         writeln!(out, "{RAW_HEADER}").map_err(|e| RunDirError::io(&path, e))?;
         out.flush().map_err(|e| RunDirError::io(&path, e))?;
@@ -159,8 +213,16 @@ impl RawWriter {
         crc.update(RAW_HEADER.as_bytes());
         crc.update(b"\n");
         let idx = index_path(&path);
-        let mut index = std::fs::OpenOptions::new().append(true).create_new(true).open(&idx).map_err(|e| RunDirError::io(&idx, e))?;
-        let owner = IndexOwner { run_start_ns, node: node.to_string(), gpu: gpu_key.to_string() };
+        let mut index = std::fs::OpenOptions::new()
+            .append(true)
+            .create_new(true)
+            .open(&idx)
+            .map_err(|e| RunDirError::io(&idx, e))?;
+        let owner = IndexOwner {
+            run_start_ns,
+            node: node.to_string(),
+            gpu: gpu_key.to_string(),
+        };
         writeln!(index, "{}", owner.line()).map_err(|e| RunDirError::io(&idx, e))?;
         let index = Some(index);
         Ok(RawWriter {
@@ -183,8 +245,17 @@ impl RawWriter {
         use std::fmt::Write as _;
         for s in samples {
             self.line.clear();
-            let _ = write!(self.line, "{}{}{},{}\n", s.ts_ns, self.prefix, s.instrument.as_str(), fmt_value(s.value));
-            self.out.write_all(self.line.as_bytes()).map_err(|e| RunDirError::io(&self.path, e))?;
+            let _ = writeln!(
+                self.line,
+                "{}{}{},{}",
+                s.ts_ns,
+                self.prefix,
+                s.instrument.as_str(),
+                fmt_value(s.value)
+            );
+            self.out
+                .write_all(self.line.as_bytes())
+                .map_err(|e| RunDirError::io(&self.path, e))?;
             self.bytes += self.line.len() as u64;
             self.crc.update(self.line.as_bytes());
             self.last_ts_ns = s.ts_ns;
@@ -204,13 +275,22 @@ impl RawWriter {
 
     /// Flushes to the OS now.
     pub fn flush(&mut self, now_ns: i64) -> Result<(), RunDirError> {
-        self.out.flush().map_err(|e| RunDirError::io(&self.path, e))?;
+        self.out
+            .flush()
+            .map_err(|e| RunDirError::io(&self.path, e))?;
         self.last_flush_ns = now_ns;
         // The index follows the data, never leads it.
         if self.rows != self.indexed_rows {
             if let Some(f) = self.index.as_mut() {
-                let line = format!("{},{},{},{:08x}\n", self.rows, self.bytes, self.last_ts_ns, self.crc.clone().finalize());
-                f.write_all(line.as_bytes()).map_err(|e| RunDirError::io(&index_path(&self.path), e))?;
+                let line = format!(
+                    "{},{},{},{:08x}\n",
+                    self.rows,
+                    self.bytes,
+                    self.last_ts_ns,
+                    self.crc.clone().finalize()
+                );
+                f.write_all(line.as_bytes())
+                    .map_err(|e| RunDirError::io(&index_path(&self.path), e))?;
             }
             self.indexed_rows = self.rows;
         }
@@ -237,10 +317,16 @@ pub fn fmt_value(v: f64) -> String {
 /// Reads a raw file with serde (the collator uses polars; this is for
 /// tests, tools and validation). Every bad row is an error naming the line.
 pub fn read_raw(path: &Path) -> Result<Vec<RawRow>, RunDirError> {
-    let mut rdr = csv::Reader::from_path(path).map_err(|e| RunDirError::Format { path: path.to_path_buf(), message: e.to_string() })?;
+    let mut rdr = csv::Reader::from_path(path).map_err(|e| RunDirError::Format {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })?;
     let mut out = Vec::new();
     for (i, row) in rdr.deserialize::<RawRow>().enumerate() {
-        let row = row.map_err(|e| RunDirError::Format { path: path.to_path_buf(), message: format!("row {}: {e}", i + 2) })?;
+        let row = row.map_err(|e| RunDirError::Format {
+            path: path.to_path_buf(),
+            message: format!("row {}: {e}", i + 2),
+        })?;
         out.push(row);
     }
     Ok(out)
@@ -255,18 +341,64 @@ mod tests {
     fn writes_and_reads_back() {
         let tmp = tempfile::tempdir().unwrap();
         let mut w = RawWriter::create(tmp.path(), "node-a", "gpu0", 5).unwrap();
-        w.write(&[Sample { ts_ns: 5, instrument: Instrument::BufferedW, value: 700.25 }, Sample { ts_ns: 6, instrument: Instrument::EnergyMj, value: 12.0 }]).unwrap();
+        w.write(&[
+            Sample {
+                ts_ns: 5,
+                instrument: Instrument::BufferedW,
+                value: 700.25,
+            },
+            Sample {
+                ts_ns: 6,
+                instrument: Instrument::EnergyMj,
+                value: 12.0,
+            },
+        ])
+        .unwrap();
         w.flush(0).unwrap();
         let rows = read_raw(&tmp.path().join("gpu0.csv")).unwrap();
         assert_eq!(rows.len(), 2);
-        assert_eq!(rows[0], RawRow { ts_ns: 5, node: "node-a".into(), gpu: "gpu0".into(), instrument: "buffered_w".into(), value: 700.25 });
+        assert_eq!(
+            rows[0],
+            RawRow {
+                ts_ns: 5,
+                node: "node-a".into(),
+                gpu: "gpu0".into(),
+                instrument: "buffered_w".into(),
+                value: 700.25
+            }
+        );
         assert_eq!(rows[1].value, 12.0);
-        assert!(RawWriter::create(tmp.path(), "node-a", "gpu0", 5).is_err(), "never overwrite");
-        let idx = *read_index_file(&tmp.path().join("gpu0.csv")).unwrap().unwrap().checkpoints.last().unwrap();
+        assert!(
+            RawWriter::create(tmp.path(), "node-a", "gpu0", 5).is_err(),
+            "never overwrite"
+        );
+        let idx = *read_index_file(&tmp.path().join("gpu0.csv"))
+            .unwrap()
+            .unwrap()
+            .checkpoints
+            .last()
+            .unwrap();
         let bytes = std::fs::read(tmp.path().join("gpu0.csv")).unwrap();
-        assert_eq!(idx, RawIndex { rows: 2, bytes: bytes.len() as u64, last_ts_ns: 6, crc32: crc32fast::hash(&bytes) });
-        let file = read_index_file(&tmp.path().join("gpu0.csv")).unwrap().unwrap();
-        assert_eq!(file.owner, Some(IndexOwner { run_start_ns: 5, node: "node-a".into(), gpu: "gpu0".into() }));
+        assert_eq!(
+            idx,
+            RawIndex {
+                rows: 2,
+                bytes: bytes.len() as u64,
+                last_ts_ns: 6,
+                crc32: crc32fast::hash(&bytes)
+            }
+        );
+        let file = read_index_file(&tmp.path().join("gpu0.csv"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            file.owner,
+            Some(IndexOwner {
+                run_start_ns: 5,
+                node: "node-a".into(),
+                gpu: "gpu0".into()
+            })
+        );
     }
 
     #[test]
@@ -275,10 +407,21 @@ mod tests {
         let raw = tmp.path().join("gpu0.csv");
         let idx = tmp.path().join("gpu0.idx");
         let head = "# powerlab raw index: run 1 node n gpu gpu0\n";
-        std::fs::write(&idx, format!("{head}2,100,7,0000abcd\n4,200,9,0000abce\n6,30")).unwrap();
-        assert_eq!(read_index_file(&raw).unwrap().unwrap().checkpoints.len(), 2, "torn end dropped");
+        std::fs::write(
+            &idx,
+            format!("{head}2,100,7,0000abcd\n4,200,9,0000abce\n6,30"),
+        )
+        .unwrap();
+        assert_eq!(
+            read_index_file(&raw).unwrap().unwrap().checkpoints.len(),
+            2,
+            "torn end dropped"
+        );
         std::fs::write(&idx, format!("{head}2,100,7,0000abcd\n4,200,9,9e84\n")).unwrap();
-        assert!(read_index_file(&raw).unwrap_err().contains("line 3"), "a short CRC mid-file");
+        assert!(
+            read_index_file(&raw).unwrap_err().contains("line 3"),
+            "a short CRC mid-file"
+        );
         std::fs::write(&idx, format!("{head}4,200,9,0000abce\n2,100,7,0000abcd\n")).unwrap();
         assert!(read_index_file(&raw).unwrap_err().contains("do not grow"));
         std::fs::write(&idx, "zzz\n").unwrap();

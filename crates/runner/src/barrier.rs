@@ -22,7 +22,10 @@ pub fn choose_lead_ns(ready: &[Readiness], dispatch_ns: i64) -> i64 {
 /// edge. A staggered GPU's intended start already includes its offset, so
 /// stagger is never an error.
 pub fn start_error_ns(edges: &[EdgeRecord]) -> Option<i64> {
-    edges.iter().find(|e| e.kind == EdgeKind::Start).map(|e| e.achieved_ns - e.intended_ns)
+    edges
+        .iter()
+        .find(|e| e.kind == EdgeKind::Start)
+        .map(|e| e.achieved_ns - e.intended_ns)
 }
 
 #[cfg(test)]
@@ -31,9 +34,17 @@ mod tests {
 
     #[test]
     fn lead_follows_the_slowest_gpu() {
-        let r = |arm| Readiness { ready_at_ns: 0, arm_latency_ns: arm, device_clock_offset_ns: None, realtime_thread: None };
+        let r = |arm| Readiness {
+            ready_at_ns: 0,
+            arm_latency_ns: arm,
+            device_clock_offset_ns: None,
+            realtime_thread: None,
+        };
         assert_eq!(choose_lead_ns(&[r(1_000_000), r(2_000_000)], 0), 10_000_000);
-        assert_eq!(choose_lead_ns(&[r(1_000_000), r(30_000_000)], 1_000_000), 122_000_000);
+        assert_eq!(
+            choose_lead_ns(&[r(1_000_000), r(30_000_000)], 1_000_000),
+            122_000_000
+        );
         assert_eq!(choose_lead_ns(&[r(10_000_000_000)], 0), MAX_LEAD_NS);
     }
 }

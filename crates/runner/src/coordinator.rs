@@ -1,20 +1,23 @@
 //! The coordinator: runs the plan rung by rung behind a barrier.
 
+use crate::StopReason;
 use crate::barrier::{choose_lead_ns, start_error_ns};
 use crate::error::RunError;
 use crate::lock;
 use crate::observer::Observer;
 use crate::rack::{RackRun, RackSync};
-use crate::sampler::{spawn_sampler, SamplerConfig, SamplerMsg, SamplerStats};
-use crate::worker::{spawn_worker, WorkerCmd};
-use crate::StopReason;
+use crate::sampler::{SamplerConfig, SamplerMsg, SamplerStats, spawn_sampler};
+use crate::worker::{WorkerCmd, spawn_worker};
 use powerlab_campaign::{Campaign, NcclStep, PhaseKind, Plan, Rung};
+use powerlab_core::RunClock;
 use powerlab_core::collective::{FabricSpec, SweepSpec};
 use powerlab_core::hw::{Capability, GpuSchedule, HwError, NodeHandles, Readiness, RungOutcome};
 use powerlab_core::shape::{LoadKind, LoadShape};
-use powerlab_core::RunClock;
 use powerlab_rundir::events::DEVICE_CLOCK_TOPIC;
-use powerlab_rundir::{CollectiveWriter, EdgeWriter, EventLog, GpuReady, Manifest, RawWriter, RunDir, RunEvent, RunStatus, RungInfo, ToolInfo, FORMAT_VERSION};
+use powerlab_rundir::{
+    CollectiveWriter, EdgeWriter, EventLog, FORMAT_VERSION, GpuReady, Manifest, RawWriter, RunDir,
+    RunEvent, RunStatus, RungInfo, ToolInfo,
+};
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -96,7 +99,9 @@ fn rung_info(r: &Rung) -> RungInfo {
 pub fn schedule_for(rung: &Rung, i: usize, epoch: i64) -> GpuSchedule {
     let shape = match rung.kind {
         PhaseKind::Idle => LoadShape::Idle,
-        PhaseKind::Sustained | PhaseKind::Soak => LoadShape::Constant { load: LoadKind::Virus },
+        PhaseKind::Sustained | PhaseKind::Soak => LoadShape::Constant {
+            load: LoadKind::Virus,
+        },
         PhaseKind::Nccl => nccl_shape(rung),
         PhaseKind::Duty => LoadShape::Square {
             load: LoadKind::Virus,
@@ -106,12 +111,21 @@ pub fn schedule_for(rung: &Rung, i: usize, epoch: i64) -> GpuSchedule {
             ramp_ns: rung.ramp_ns,
         },
     };
-    GpuSchedule { rung_id: rung.id, start_ns: epoch, end_ns: epoch + rung.duration_ns, shape }
+    GpuSchedule {
+        rung_id: rung.id,
+        start_ns: epoch,
+        end_ns: epoch + rung.duration_ns,
+        shape,
+    }
 }
 
 /// The load of an NCCL rung: the sweep, or the fabric / bulk-synchronous all-reduce.
 fn nccl_shape(rung: &Rung) -> LoadShape {
-    let Some(n) = &rung.nccl else { return LoadShape::Constant { load: LoadKind::Fabric } };
+    let Some(n) = &rung.nccl else {
+        return LoadShape::Constant {
+            load: LoadKind::Fabric,
+        };
+    };
     let timeout_ns = (n.timeout_s * 1e9) as i64;
     match rung.nccl_step {
         Some(NcclStep::Sweep) => LoadShape::Sweep {
@@ -123,8 +137,20 @@ fn nccl_shape(rung: &Rung) -> LoadShape {
                 timeout_ns,
             },
         },
-        Some(NcclStep::Bsp) => LoadShape::Fabric { spec: FabricSpec { bytes: n.fabric_bytes, compute_ns: n.bsp_compute_ms.map(|ms| (ms * 1e6) as i64), timeout_ns } },
-        Some(NcclStep::Fabric) | None => LoadShape::Fabric { spec: FabricSpec { bytes: n.fabric_bytes, compute_ns: None, timeout_ns } },
+        Some(NcclStep::Bsp) => LoadShape::Fabric {
+            spec: FabricSpec {
+                bytes: n.fabric_bytes,
+                compute_ns: n.bsp_compute_ms.map(|ms| (ms * 1e6) as i64),
+                timeout_ns,
+            },
+        },
+        Some(NcclStep::Fabric) | None => LoadShape::Fabric {
+            spec: FabricSpec {
+                bytes: n.fabric_bytes,
+                compute_ns: None,
+                timeout_ns,
+            },
+        },
     }
 }
 
@@ -161,7 +187,11 @@ impl Ctx<'_> {
     }
 
     /// Awaits `f` unless the run is stopped first; reports progress each second.
-    async fn guarded<F: Future>(&mut self, f: F, progress: (i64, i64, i64, &str)) -> Result<F::Output, StopReason> {
+    async fn guarded<F: Future>(
+        &mut self,
+        f: F,
+        progress: (i64, i64, i64, &str),
+    ) -> Result<F::Output, StopReason> {
         tokio::pin!(f);
         let (done_ns, total_ns, start_ns, label) = progress;
         let mut tick = tokio::time::interval(Duration::from_secs(1));
@@ -197,17 +227,25 @@ async fn ask_all<T: Send + 'static>(
     let mut rxs = Vec::new();
     for (i, w) in workers.iter().enumerate() {
         let (tx, rx) = oneshot::channel();
-        w.send(make(i, tx)).await.map_err(|_| HwError::Other(format!("worker {i} is gone")))?;
+        w.send(make(i, tx))
+            .await
+            .map_err(|_| HwError::Other(format!("worker {i} is gone")))?;
         rxs.push(rx);
     }
     let mut out = Vec::new();
     for (i, rx) in rxs.into_iter().enumerate() {
-        out.push(rx.await.map_err(|_| HwError::Other(format!("worker {i} ended without answering")))?);
+        out.push(
+            rx.await
+                .map_err(|_| HwError::Other(format!("worker {i} ended without answering")))?,
+        );
     }
     Ok(out)
 }
 
-fn first_error<T>(results: Vec<Result<T, HwError>>, keys: &[String]) -> Result<Vec<T>, (String, HwError)> {
+fn first_error<T>(
+    results: Vec<Result<T, HwError>>,
+    keys: &[String],
+) -> Result<Vec<T>, (String, HwError)> {
     let mut out = Vec::new();
     for (i, r) in results.into_iter().enumerate() {
         match r {
@@ -222,7 +260,8 @@ fn first_error<T>(results: Vec<Result<T, HwError>>, keys: &[String]) -> Result<V
 /// directory (a run inside another's `report/` would be deleted by the next
 /// collate of the outer one). Creates it if needed.
 pub fn check_results_root(root: &Path) -> Result<(), String> {
-    let abs = std::path::absolute(root).map_err(|e| format!("results directory {}: {e}", root.display()))?;
+    let abs = std::path::absolute(root)
+        .map_err(|e| format!("results directory {}: {e}", root.display()))?;
     for dir in abs.ancestors() {
         if dir.join("manifest.json").is_file() {
             return Err(format!(
@@ -232,17 +271,36 @@ pub fn check_results_root(root: &Path) -> Result<(), String> {
             ));
         }
     }
-    std::fs::create_dir_all(root).map_err(|e| format!("cannot create the results directory {}: {e}", root.display()))?;
+    std::fs::create_dir_all(root).map_err(|e| {
+        format!(
+            "cannot create the results directory {}: {e}",
+            root.display()
+        )
+    })?;
     let probe = root.join(format!(".powerlab-write-test-{}", std::process::id()));
-    match std::fs::OpenOptions::new().write(true).create(true).truncate(true).open(&probe) {
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&probe)
+    {
         Ok(_) => {
             let _ = std::fs::remove_file(&probe);
             Ok(())
         }
-        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied || e.raw_os_error() == Some(libc::EROFS) => {
-            Err(format!("results directory {} is not writable ({e}); choose another --results", root.display()))
+        Err(e)
+            if e.kind() == std::io::ErrorKind::PermissionDenied
+                || e.raw_os_error() == Some(libc::EROFS) =>
+        {
+            Err(format!(
+                "results directory {} is not writable ({e}); choose another --results",
+                root.display()
+            ))
         }
-        Err(e) => Err(format!("cannot write into the results directory {}: {e}", root.display())),
+        Err(e) => Err(format!(
+            "cannot write into the results directory {}: {e}",
+            root.display()
+        )),
     }
 }
 
@@ -258,16 +316,22 @@ pub async fn run_campaign(
     observer: &mut dyn Observer,
 ) -> Result<RunResult, RunError> {
     // 1. Capabilities, before anything is created or loaded.
-    if plan.needs_nccl() {
-        if let Capability::Absent(e) = &node.info.nccl {
-            return Err(RunError::Missing(e.clone()));
-        }
+    if plan.needs_nccl()
+        && let Capability::Absent(e) = &node.info.nccl
+    {
+        return Err(RunError::Missing(e.clone()));
     }
     if node.gpus.len() != plan.gpu_count || node.sources.len() != plan.gpu_count {
-        return Err(RunError::Internal(format!("plan expanded for {} GPUs, node opened {}", plan.gpu_count, node.gpus.len())));
+        return Err(RunError::Internal(format!(
+            "plan expanded for {} GPUs, node opened {}",
+            plan.gpu_count,
+            node.gpus.len()
+        )));
     }
     let _lock = match &opts.lock_path {
-        Some(p) => Some(lock::acquire(p, &format!("campaign `{}`", campaign.name)).map_err(RunError::Locked)?),
+        Some(p) => Some(
+            lock::acquire(p, &format!("campaign `{}`", campaign.name)).map_err(RunError::Locked)?,
+        ),
         None => None,
     };
 
@@ -275,7 +339,11 @@ pub async fn run_campaign(
     // refused run leaves nothing behind.
     let start_ns = clock.now_ns();
     let parent = match &opts.rack {
-        Some(r) => r.node_dir.parent().map(Path::to_path_buf).unwrap_or_else(|| r.node_dir.clone()),
+        Some(r) => r
+            .node_dir
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| r.node_dir.clone()),
         None => opts.results_root.clone(),
     };
     check_results_root(&parent).map_err(RunError::Results)?;
@@ -289,16 +357,30 @@ pub async fn run_campaign(
                 needed / 1_000_000
             )));
         }
-        Err(e) => return Err(RunError::Results(format!("cannot read free space of {}: {e}", parent.display()))),
+        Err(e) => {
+            return Err(RunError::Results(format!(
+                "cannot read free space of {}: {e}",
+                parent.display()
+            )));
+        }
         _ => {}
     }
     let dir = match &opts.rack {
         Some(r) => RunDir::create_exact(&r.node_dir)?,
-        None => RunDir::create(&opts.results_root, &campaign.name, &node.info.host, start_ns)?,
+        None => RunDir::create(
+            &opts.results_root,
+            &campaign.name,
+            &node.info.host,
+            start_ns,
+        )?,
     };
     // Held while this process writes the directory: a collation meanwhile
     // refuses (unless asked for a snapshot) instead of reading half a run.
-    let _run_lock = powerlab_rundir::lock::try_hold(&dir.run_lock(), &format!("writing this run (campaign `{}`)", campaign.name)).map_err(|e| RunError::Results(e.to_string()))?;
+    let _run_lock = powerlab_rundir::lock::try_hold(
+        &dir.run_lock(),
+        &format!("writing this run (campaign `{}`)", campaign.name),
+    )
+    .map_err(|e| RunError::Results(e.to_string()))?;
     let mut manifest = Manifest {
         format_version: FORMAT_VERSION,
         tool: opts.tool.clone(),
@@ -319,9 +401,14 @@ pub async fn run_campaign(
     manifest.write(&dir.manifest())?;
     if let Some((json, md)) = &opts.health {
         let p = dir.path.join("health.json");
-        std::fs::write(&p, serde_json::to_string_pretty(json).unwrap_or_default() + "\n").map_err(|e| RunError::RunDir(powerlab_rundir::RunDirError::io(&p, e)))?;
+        std::fs::write(
+            &p,
+            serde_json::to_string_pretty(json).unwrap_or_default() + "\n",
+        )
+        .map_err(|e| RunError::RunDir(powerlab_rundir::RunDirError::io(&p, e)))?;
         let p = dir.path.join("health-report.md");
-        std::fs::write(&p, md).map_err(|e| RunError::RunDir(powerlab_rundir::RunDirError::io(&p, e)))?;
+        std::fs::write(&p, md)
+            .map_err(|e| RunError::RunDir(powerlab_rundir::RunDirError::io(&p, e)))?;
     }
     let events = EventLog::create(&dir.events())?;
     let mut edges = EdgeWriter::create(&dir.edges())?;
@@ -344,7 +431,15 @@ pub async fn run_campaign(
     let mut sampler_handles = Vec::new();
     for (i, source) in node.sources.into_iter().enumerate() {
         let writer = RawWriter::create(&dir.raw_dir(), &node.info.node_id, &keys[i], start_ns)?;
-        sampler_handles.push(spawn_sampler(i, source, writer, clock, sampler_cfg.clone(), sampler_tx.clone(), stop_samplers_rx.clone()));
+        sampler_handles.push(spawn_sampler(
+            i,
+            source,
+            writer,
+            clock,
+            sampler_cfg.clone(),
+            sampler_tx.clone(),
+            stop_samplers_rx.clone(),
+        ));
     }
     drop(sampler_tx);
     let (monitor_tx, monitor_rx) = mpsc::unbounded_channel();
@@ -360,14 +455,25 @@ pub async fn run_campaign(
                 SamplerMsg::Power { gpu, watts } => {
                     latest[gpu] = watts;
                     let total: f64 = latest.iter().sum();
-                    if let Some(limit) = max_node_w {
-                        if total > limit && !tripped {
-                            tripped = true;
-                            let reading = format!("node power {total:.0} W (sum of the latest buffered samples) > limit {limit:.0} W");
-                            let reason = StopReason::Failed(format!("interlock max_node_power_w: {reading}"));
-                            monitor_abort.send_replace(Some(reason.clone()));
-                            let _ = monitor_tx.send((RunEvent::Interlock { ts_ns: monitor_clock.now_ns(), limit: "max_node_power_w".into(), reading }, Some(reason)));
-                        }
+                    if let Some(limit) = max_node_w
+                        && total > limit
+                        && !tripped
+                    {
+                        tripped = true;
+                        let reading = format!(
+                            "node power {total:.0} W (sum of the latest buffered samples) > limit {limit:.0} W"
+                        );
+                        let reason =
+                            StopReason::Failed(format!("interlock max_node_power_w: {reading}"));
+                        monitor_abort.send_replace(Some(reason.clone()));
+                        let _ = monitor_tx.send((
+                            RunEvent::Interlock {
+                                ts_ns: monitor_clock.now_ns(),
+                                limit: "max_node_power_w".into(),
+                                reading,
+                            },
+                            Some(reason),
+                        ));
                     }
                 }
                 SamplerMsg::Event(e, reason) => {
@@ -381,7 +487,7 @@ pub async fn run_campaign(
                             }
                         });
                     }
-                    let _ = monitor_tx.send((e, reason));
+                    let _ = monitor_tx.send((*e, reason));
                 }
             }
         }
@@ -395,13 +501,34 @@ pub async fn run_campaign(
         worker_handles.push(h);
     }
 
-    let mut ctx = Ctx { clock, events, observer, abort_tx, abort_rx, monitor_rx };
-    ctx.log(RunEvent::RunStarted { ts_ns: start_ns, campaign: campaign.name.clone(), backend: node.info.backend.clone(), rungs: plan.rungs.len() })?;
-    let mut rack = opts.rack.clone().map(|r| RackSync::new(r, clock.is_virtual()));
-    let alarm_watch = rack.as_ref().map(|r| r.spawn_alarm_watch(ctx.abort_tx.clone()));
+    let mut ctx = Ctx {
+        clock,
+        events,
+        observer,
+        abort_tx,
+        abort_rx,
+        monitor_rx,
+    };
+    ctx.log(RunEvent::RunStarted {
+        ts_ns: start_ns,
+        campaign: campaign.name.clone(),
+        backend: node.info.backend.clone(),
+        rungs: plan.rungs.len(),
+    })?;
+    let mut rack = opts
+        .rack
+        .clone()
+        .map(|r| RackSync::new(r, clock.is_virtual()));
+    let alarm_watch = rack
+        .as_ref()
+        .map(|r| r.spawn_alarm_watch(ctx.abort_tx.clone()));
     if let Some(r) = &opts.rack {
         let detail = serde_json::json!({ "rank": r.position.rank, "nodes": r.nodes, "stagger": campaign.rack.stagger.as_str() });
-        ctx.log(RunEvent::Note { ts_ns: start_ns, topic: "rack".into(), detail })?;
+        ctx.log(RunEvent::Note {
+            ts_ns: start_ns,
+            topic: "rack".into(),
+            detail,
+        })?;
     }
 
     // 4. The rungs.
@@ -416,7 +543,20 @@ pub async fn run_campaign(
             outcome = Err(r);
             break;
         }
-        match run_rung(&mut ctx, rung, &workers, &keys, (&mut edges, &mut collectives), rack.as_mut(), tolerance_ns, done_ns, total_ns, opts.prepare_timeout_ns).await {
+        match run_rung(
+            &mut ctx,
+            rung,
+            &workers,
+            &keys,
+            (&mut edges, &mut collectives),
+            rack.as_mut(),
+            tolerance_ns,
+            done_ns,
+            total_ns,
+            opts.prepare_timeout_ns,
+        )
+        .await
+        {
             Ok(()) => {
                 completed += 1;
                 done_ns += rung.nominal_ns();
@@ -474,12 +614,26 @@ pub async fn run_campaign(
         match sync.finish(end).await {
             Ok(ends) => {
                 let detail = serde_json::to_value(&ends).unwrap_or_default();
-                ctx.log(RunEvent::Note { ts_ns: ctx.clock.now_ns(), topic: "rack_ends".into(), detail })?;
-                if outcome.is_ok() {
-                    if let Some((rank, e)) = ends.iter().enumerate().find(|(_, e)| !matches!(e, powerlab_rack::NodeEnd::Complete)) {
-                        let who = opts.rack.as_ref().map(|r| r.describe(rank)).unwrap_or_default();
-                        outcome = Err(StopReason::Failed(format!("{who} did not complete: {}", e.reason().unwrap_or("?"))));
-                    }
+                ctx.log(RunEvent::Note {
+                    ts_ns: ctx.clock.now_ns(),
+                    topic: "rack_ends".into(),
+                    detail,
+                })?;
+                if outcome.is_ok()
+                    && let Some((rank, e)) = ends
+                        .iter()
+                        .enumerate()
+                        .find(|(_, e)| !matches!(e, powerlab_rack::NodeEnd::Complete))
+                {
+                    let who = opts
+                        .rack
+                        .as_ref()
+                        .map(|r| r.describe(rank))
+                        .unwrap_or_default();
+                    outcome = Err(StopReason::Failed(format!(
+                        "{who} did not complete: {}",
+                        e.reason().unwrap_or("?")
+                    )));
                 }
                 rack_ends = Some(ends);
             }
@@ -498,14 +652,31 @@ pub async fn run_campaign(
         RunStatus::Failed { reason } => ("failed", Some(reason.clone())),
         RunStatus::Running => ("running", None),
     };
-    ctx.log(RunEvent::Note { ts_ns: end_ns, topic: "samplers".into(), detail: serde_json::to_value(&samplers).unwrap_or_default() })?;
-    ctx.log(RunEvent::RunEnded { ts_ns: end_ns, status: status_name.into(), reason })?;
+    ctx.log(RunEvent::Note {
+        ts_ns: end_ns,
+        topic: "samplers".into(),
+        detail: serde_json::to_value(&samplers).unwrap_or_default(),
+    })?;
+    ctx.log(RunEvent::RunEnded {
+        ts_ns: end_ns,
+        status: status_name.into(),
+        reason,
+    })?;
     manifest.ended_ns = Some(end_ns);
     manifest.status = status.clone();
     // Every other file is flushed and closed to writing by now.
-    manifest.checksums = ["edges.csv", "collectives.csv", "events.jsonl"].iter().filter_map(|f| powerlab_rundir::FileSum::of(&dir.path, f)).collect();
+    manifest.checksums = ["edges.csv", "collectives.csv", "events.jsonl"]
+        .iter()
+        .filter_map(|f| powerlab_rundir::FileSum::of(&dir.path, f))
+        .collect();
     manifest.write(&dir.manifest())?;
-    Ok(RunResult { run_dir: dir.path, status, rungs_completed: completed, samplers, rack_ends })
+    Ok(RunResult {
+        run_dir: dir.path,
+        status,
+        rungs_completed: completed,
+        samplers,
+        rack_ends,
+    })
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -521,7 +692,8 @@ async fn run_rung(
     total_ns: i64,
     prepare_timeout_ns: i64,
 ) -> Result<(), StopReason> {
-    let fail = |what: &str, gpu: &str, e: &HwError| StopReason::Failed(format!("{what} on {gpu}: {e}"));
+    let fail =
+        |what: &str, gpu: &str, e: &HwError| StopReason::Failed(format!("{what} on {gpu}: {e}"));
     let io = |e: RunError| StopReason::Failed(format!("writing the run directory failed: {e}"));
     let label = rung.label.clone();
     let t0 = ctx.clock.now_ns();
@@ -529,9 +701,16 @@ async fn run_rung(
     // Barrier, part 1: every GPU warm and ready (they keep warm meanwhile).
     let warm_load = schedule_for(rung, 0, 0).shape.load();
     let warmup = rung.warmup_ns;
-    let prepare = ask_all(workers, |_, reply| WorkerCmd::Prepare { warmup_ns: warmup, warm_load, reply });
+    let prepare = ask_all(workers, |_, reply| WorkerCmd::Prepare {
+        warmup_ns: warmup,
+        warm_load,
+        reply,
+    });
     let prepare = tokio::time::timeout(Duration::from_nanos(prepare_timeout_ns as u64), prepare);
-    let ready: Vec<Readiness> = match ctx.guarded(prepare, (done_ns, total_ns, t0, &label)).await? {
+    let ready: Vec<Readiness> = match ctx
+        .guarded(prepare, (done_ns, total_ns, t0, &label))
+        .await?
+    {
         Err(_) => {
             return Err(StopReason::Failed(format!(
                 "rung {}: not every GPU reported ready within {} s; a GPU is hung or far slower than the others",
@@ -554,7 +733,9 @@ async fn run_rung(
         None => now + lead_ns,
         Some(sync) => {
             let abort = ctx.abort_rx.clone();
-            let epoch = sync.before_rung(rung.id, &rung.label, now, lead_ns, &abort).await?;
+            let epoch = sync
+                .before_rung(rung.id, &rung.label, now, lead_ns, &abort)
+                .await?;
             now = ctx.clock.now_ns();
             epoch
         }
@@ -563,9 +744,22 @@ async fn run_rung(
     let ready_log = ready
         .iter()
         .zip(keys)
-        .map(|(r, k)| GpuReady { gpu: k.clone(), ready_at_ns: r.ready_at_ns, arm_latency_ns: r.arm_latency_ns, clock_offset_ns: r.device_clock_offset_ns, realtime_thread: r.realtime_thread })
+        .map(|(r, k)| GpuReady {
+            gpu: k.clone(),
+            ready_at_ns: r.ready_at_ns,
+            arm_latency_ns: r.arm_latency_ns,
+            clock_offset_ns: r.device_clock_offset_ns,
+            realtime_thread: r.realtime_thread,
+        })
         .collect();
-    ctx.log(RunEvent::Barrier { ts_ns: now, rung_id: rung.id, ready: ready_log, epoch_ns: epoch, lead_ns }).map_err(io)?;
+    ctx.log(RunEvent::Barrier {
+        ts_ns: now,
+        rung_id: rung.id,
+        ready: ready_log,
+        epoch_ns: epoch,
+        lead_ns,
+    })
+    .map_err(io)?;
     ctx.log(RunEvent::RungStarted {
         ts_ns: now,
         rung: rung_info(rung),
@@ -578,20 +772,43 @@ async fn run_rung(
     .map_err(io)?;
 
     // The window.
-    let run = ask_all(workers, |i, reply| WorkerCmd::Run { schedule: schedule_for(rung, i, epoch), reply });
+    let run = ask_all(workers, |i, reply| WorkerCmd::Run {
+        schedule: schedule_for(rung, i, epoch),
+        reply,
+    });
     // Past this a GPU is hung; an NCCL rung first gets its own collective
     // timeout, which aborts the communicators and names the rank.
-    let grace_s = rung.nccl.as_ref().map_or(30.0, |n| (n.timeout_s + 10.0).max(30.0));
-    let hang_limit = Duration::from_nanos((lead_ns + rung.duration_ns) as u64) + Duration::from_secs_f64(grace_s);
-    let outcomes: Vec<RungOutcome> = match ctx.guarded(tokio::time::timeout(hang_limit, run), (done_ns + warmup, total_ns, epoch, &label)).await? {
-        Err(_) => return Err(StopReason::Failed(format!("rung {}: a GPU did not finish its window within {grace_s:.0} s of its end (hung)", rung.label))),
+    let grace_s = rung
+        .nccl
+        .as_ref()
+        .map_or(30.0, |n| (n.timeout_s + 10.0).max(30.0));
+    let hang_limit = Duration::from_nanos((lead_ns + rung.duration_ns) as u64)
+        + Duration::from_secs_f64(grace_s);
+    let outcomes: Vec<RungOutcome> = match ctx
+        .guarded(
+            tokio::time::timeout(hang_limit, run),
+            (done_ns + warmup, total_ns, epoch, &label),
+        )
+        .await?
+    {
+        Err(_) => {
+            return Err(StopReason::Failed(format!(
+                "rung {}: a GPU did not finish its window within {grace_s:.0} s of its end (hung)",
+                rung.label
+            )));
+        }
         Ok(Err(e)) => return Err(StopReason::Failed(format!("rung {}: {e}", rung.label))),
-        Ok(Ok(results)) => first_error(results, keys).map_err(|(g, e)| fail(&format!("rung {}", rung.label), &g, &e))?,
+        Ok(Ok(results)) => first_error(results, keys)
+            .map_err(|(g, e)| fail(&format!("rung {}", rung.label), &g, &e))?,
     };
     let mut start_error = Vec::new();
     for (i, o) in outcomes.iter().enumerate() {
-        edges.write(rung.id, &keys[i], &o.edges).map_err(|e| io(e.into()))?;
-        collectives.write(rung.id, &keys[i], &o.collectives).map_err(|e| io(e.into()))?;
+        edges
+            .write(rung.id, &keys[i], &o.edges)
+            .map_err(|e| io(e.into()))?;
+        collectives
+            .write(rung.id, &keys[i], &o.collectives)
+            .map_err(|e| io(e.into()))?;
         start_error.push(start_error_ns(&o.edges).unwrap_or(i64::MAX));
     }
     // The device clocks' probes around the rung: their drift, and how well each offset is known.
@@ -601,14 +818,29 @@ async fn run_rung(
         .filter_map(|(o, k)| o.clock.map(|c| serde_json::json!({ "gpu": k, "begin_ns": c.begin_ns, "offset_begin_ns": c.offset_begin_ns, "end_ns": c.end_ns, "offset_end_ns": c.offset_end_ns, "probe_rtt_ns": c.probe_rtt_ns, "drift_ppm": c.drift_ppm() })))
         .collect();
     if !clocks.is_empty() {
-        ctx.log(RunEvent::Note { ts_ns: ctx.clock.now_ns(), topic: DEVICE_CLOCK_TOPIC.into(), detail: serde_json::json!({ "rung_id": rung.id, "gpus": clocks }) }).map_err(io)?;
+        ctx.log(RunEvent::Note {
+            ts_ns: ctx.clock.now_ns(),
+            topic: DEVICE_CLOCK_TOPIC.into(),
+            detail: serde_json::json!({ "rung_id": rung.id, "gpus": clocks }),
+        })
+        .map_err(io)?;
     }
     let barrier_ok = start_error.iter().all(|e| e.abs() <= tolerance_ns);
     if !barrier_ok {
         let worst = start_error.iter().map(|e| e.abs()).max().unwrap_or(0);
-        ctx.observer.message(&format!("rung {}: barrier missed: a GPU started {:.3} ms from its intended start", rung.label, worst as f64 / 1e6));
+        ctx.observer.message(&format!(
+            "rung {}: barrier missed: a GPU started {:.3} ms from its intended start",
+            rung.label,
+            worst as f64 / 1e6
+        ));
     }
-    ctx.log(RunEvent::RungEnded { ts_ns: ctx.clock.now_ns(), rung_id: rung.id, start_error_ns: start_error, barrier_ok }).map_err(io)?;
+    ctx.log(RunEvent::RungEnded {
+        ts_ns: ctx.clock.now_ns(),
+        rung_id: rung.id,
+        start_error_ns: start_error,
+        barrier_ok,
+    })
+    .map_err(io)?;
     ctx.pump_monitor().map_err(io)?;
 
     // Cooldown, idle.
@@ -618,6 +850,15 @@ async fn run_rung(
     }
     let cool_until = ctx.clock.now_ns() + rung.cooldown_ns;
     let clock = ctx.clock;
-    ctx.guarded(clock.sleep_until(cool_until), (done_ns + warmup + rung.duration_ns, total_ns, cool_until - rung.cooldown_ns, &label)).await?;
+    ctx.guarded(
+        clock.sleep_until(cool_until),
+        (
+            done_ns + warmup + rung.duration_ns,
+            total_ns,
+            cool_until - rung.cooldown_ns,
+            &label,
+        ),
+    )
+    .await?;
     Ok(())
 }

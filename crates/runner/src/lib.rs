@@ -19,7 +19,7 @@ pub mod rack;
 pub mod sampler;
 pub mod worker;
 
-pub use coordinator::{check_results_root, run_campaign, RunOptions, RunResult};
+pub use coordinator::{RunOptions, RunResult, check_results_root, run_campaign};
 pub use error::RunError;
 pub use observer::{NullObserver, Observer};
 pub use rack::RackRun;

@@ -1,6 +1,6 @@
 //! One campaign at a time per node: an exclusive lock file naming its holder.
 
-use powerlab_rundir::lock::{try_hold, Held, LockError};
+use powerlab_rundir::lock::{Held, LockError, try_hold};
 use std::path::{Path, PathBuf};
 
 /// A held node lock; released when dropped.
@@ -8,7 +8,9 @@ pub type NodeLock = Held;
 
 /// Default lock path (`$POWERLAB_LOCK`, else the temp dir).
 pub fn default_lock_path() -> PathBuf {
-    std::env::var_os("POWERLAB_LOCK").map(PathBuf::from).unwrap_or_else(|| std::env::temp_dir().join("powerlab-node.lock"))
+    std::env::var_os("POWERLAB_LOCK")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| std::env::temp_dir().join("powerlab-node.lock"))
 }
 
 /// Takes the lock or says who holds it.

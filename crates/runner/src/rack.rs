@@ -10,8 +10,8 @@ use powerlab_campaign::RackPosition;
 use powerlab_rack::protocol::{all_ended, decide, gather_json};
 use powerlab_rack::{Agreement, NodeEnd, Pending, RackError, RackLink, RackMsg};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
 
@@ -33,14 +33,21 @@ pub struct RackRun {
 
 impl std::fmt::Debug for RackRun {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RackRun").field("position", &self.position).field("nodes", &self.nodes).field("node_dir", &self.node_dir).finish()
+        f.debug_struct("RackRun")
+            .field("position", &self.position)
+            .field("nodes", &self.nodes)
+            .field("node_dir", &self.node_dir)
+            .finish()
     }
 }
 
 impl RackRun {
     /// `nNNN-host (rank N)`.
     pub fn describe(&self, rank: usize) -> String {
-        format!("node {} (rank {rank})", self.nodes.get(rank).map(String::as_str).unwrap_or("?"))
+        format!(
+            "node {} (rank {rank})",
+            self.nodes.get(rank).map(String::as_str).unwrap_or("?")
+        )
     }
 }
 
@@ -50,7 +57,12 @@ pub static SIGNAL_SEEN: AtomicBool = AtomicBool::new(false);
 
 /// Waits for a link answer without blocking the runtime's other tasks and
 /// without letting a paused (virtual) clock run ahead meanwhile.
-pub async fn wait_pending<T>(p: Pending<T>, virtual_time: bool, stop: &dyn Fn() -> Option<StopReason>, timeout: Duration) -> Result<Result<T, RackError>, WaitEnd> {
+pub async fn wait_pending<T>(
+    p: Pending<T>,
+    virtual_time: bool,
+    stop: &dyn Fn() -> Option<StopReason>,
+    timeout: Duration,
+) -> Result<Result<T, RackError>, WaitEnd> {
     let start = Instant::now();
     loop {
         if let Some(v) = p.try_take() {
@@ -99,7 +111,14 @@ pub(crate) struct RackSync {
 impl RackSync {
     pub(crate) fn new(rack: Arc<RackRun>, virtual_time: bool) -> Self {
         let first = rack.first_exchange_ns;
-        RackSync { rack, last_exchange_ns: first, usable: true, stopped_by: None, virtual_time, alarm: Arc::new(std::sync::Mutex::new(None)) }
+        RackSync {
+            rack,
+            last_exchange_ns: first,
+            usable: true,
+            stopped_by: None,
+            virtual_time,
+            alarm: Arc::new(std::sync::Mutex::new(None)),
+        }
     }
 
     fn alarm(&self) -> Option<(usize, String)> {
@@ -108,16 +127,27 @@ impl RackSync {
 
     /// Watches for another node's alarm (sent when it leaves its rung loop,
     /// mid-rung included) and stops this node at once, naming that node.
-    pub(crate) fn spawn_alarm_watch(&self, abort: watch::Sender<Option<StopReason>>) -> tokio::task::JoinHandle<()> {
+    pub(crate) fn spawn_alarm_watch(
+        &self,
+        abort: watch::Sender<Option<StopReason>>,
+    ) -> tokio::task::JoinHandle<()> {
         let rack = self.rack.clone();
         let slot = self.alarm.clone();
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(Duration::from_millis(20));
             loop {
                 tick.tick().await;
-                let Some((rank, bytes)) = rack.link.alarms().into_iter().next() else { continue };
-                let end: NodeEnd = serde_json::from_slice(&bytes).unwrap_or(NodeEnd::Failed { reason: "an unreadable alarm".into() });
-                let text = format!("{} ended: {}", rack.describe(rank), end.reason().unwrap_or("ended"));
+                let Some((rank, bytes)) = rack.link.alarms().into_iter().next() else {
+                    continue;
+                };
+                let end: NodeEnd = serde_json::from_slice(&bytes).unwrap_or(NodeEnd::Failed {
+                    reason: "an unreadable alarm".into(),
+                });
+                let text = format!(
+                    "{} ended: {}",
+                    rack.describe(rank),
+                    end.reason().unwrap_or("ended")
+                );
                 if let Ok(mut a) = slot.lock() {
                     *a = Some((rank, text.clone()));
                 }
@@ -141,10 +171,16 @@ impl RackSync {
     /// Tells every other node at once that this one left its rung loop
     /// (not for a signal: the launcher delivers those to every node).
     pub(crate) fn post_alarm(&self, end: &NodeEnd) {
-        if matches!(end, NodeEnd::Complete | NodeEnd::Interrupted { .. } | NodeEnd::Stopped { .. }) || !self.usable {
+        if matches!(
+            end,
+            NodeEnd::Complete | NodeEnd::Interrupted { .. } | NodeEnd::Stopped { .. }
+        ) || !self.usable
+        {
             return;
         }
-        let Ok(bytes) = serde_json::to_vec(end) else { return };
+        let Ok(bytes) = serde_json::to_vec(end) else {
+            return;
+        };
         // Queued before the end exchange on the link thread, so it leaves first.
         let _ = self.rack.link.submit(move |t| t.post_alarm(&bytes));
     }
@@ -160,9 +196,16 @@ impl RackSync {
         }
     }
 
-    async fn exchange(&mut self, msg: RackMsg, what: &str, stop: &dyn Fn() -> Option<StopReason>) -> Result<Vec<RackMsg>, StopReason> {
+    async fn exchange(
+        &mut self,
+        msg: RackMsg,
+        what: &str,
+        stop: &dyn Fn() -> Option<StopReason>,
+    ) -> Result<Vec<RackMsg>, StopReason> {
         if !self.usable {
-            return Err(StopReason::Failed(format!("{what}: the rack exchange was abandoned earlier")));
+            return Err(StopReason::Failed(format!(
+                "{what}: the rack exchange was abandoned earlier"
+            )));
         }
         let t0 = Instant::now();
         let pending = self.rack.link.submit(move |t| gather_json(t, &msg));
@@ -190,29 +233,51 @@ impl RackSync {
     }
 
     /// The epoch every node starts `rung_id` at, or why every node stops.
-    pub(crate) async fn before_rung(&mut self, rung_id: u32, label: &str, now_ns: i64, lead_ns: i64, abort: &watch::Receiver<Option<StopReason>>) -> Result<i64, StopReason> {
-        let msg = RackMsg::Rung { rung_id, now_ns, lead_ns, exchange_ns: self.last_exchange_ns };
+    pub(crate) async fn before_rung(
+        &mut self,
+        rung_id: u32,
+        label: &str,
+        now_ns: i64,
+        lead_ns: i64,
+        abort: &watch::Receiver<Option<StopReason>>,
+    ) -> Result<i64, StopReason> {
+        let msg = RackMsg::Rung {
+            rung_id,
+            now_ns,
+            lead_ns,
+            exchange_ns: self.last_exchange_ns,
+        };
         // Stopped by another node's alarm, this node still completes the
         // exchange: the others answer it with their ends, and the
         // collectives stay paired.
         let alarm = self.alarm.clone();
         let stop = || {
-            if SIGNAL_SEEN.load(Ordering::Relaxed) || alarm.lock().map(|a| a.is_none()).unwrap_or(true) {
+            if SIGNAL_SEEN.load(Ordering::Relaxed)
+                || alarm.lock().map(|a| a.is_none()).unwrap_or(true)
+            {
                 abort.borrow().clone()
             } else {
                 None
             }
         };
-        let msgs = self.exchange(msg, &format!("rack barrier before rung {label}"), &stop).await?;
+        let msgs = self
+            .exchange(msg, &format!("rack barrier before rung {label}"), &stop)
+            .await?;
         match decide(&msgs) {
             Ok(Agreement::Start { epoch_ns }) => Ok(epoch_ns),
             Ok(Agreement::Stop { rank, end }) => {
                 let reason = end.reason().unwrap_or("ended").to_string();
                 let text = match &end {
-                    NodeEnd::Stopped { by_rank, .. } => format!("{} stopped: {reason}", self.rack.describe(*by_rank)),
+                    NodeEnd::Stopped { by_rank, .. } => {
+                        format!("{} stopped: {reason}", self.rack.describe(*by_rank))
+                    }
                     _ => format!("{} ended: {reason}", self.rack.describe(rank)),
                 };
-                let cause_rank = if let NodeEnd::Stopped { by_rank, .. } = &end { *by_rank } else { rank };
+                let cause_rank = if let NodeEnd::Stopped { by_rank, .. } = &end {
+                    *by_rank
+                } else {
+                    rank
+                };
                 self.stopped_by = Some((cause_rank, text.clone()));
                 let text = format!("stopped because {text}; every node of the rack stops");
                 Err(match end {
@@ -234,17 +299,36 @@ impl RackSync {
     /// left soon after.
     pub(crate) async fn finish(&mut self, end: NodeEnd) -> Result<Vec<NodeEnd>, StopReason> {
         if matches!(end, NodeEnd::Interrupted { .. }) || SIGNAL_SEEN.load(Ordering::Relaxed) {
-            return Err(StopReason::Interrupted("a signal ended this node; the rack exchange is not waited for".into()));
+            return Err(StopReason::Interrupted(
+                "a signal ended this node; the rack exchange is not waited for".into(),
+            ));
         }
-        let stop = || SIGNAL_SEEN.load(Ordering::Relaxed).then(|| StopReason::Interrupted("signal received while waiting for the other nodes".into()));
+        let stop = || {
+            SIGNAL_SEEN.load(Ordering::Relaxed).then(|| {
+                StopReason::Interrupted("signal received while waiting for the other nodes".into())
+            })
+        };
         // Each round, every node still in its rung loop sees an end and
         // leaves it; nodes + 1 rounds always suffice.
         for _ in 0..=self.rack.position.nodes {
-            let msgs = self.exchange(RackMsg::End { end: end.clone() }, "rack end of run", &stop).await?;
+            let msgs = self
+                .exchange(RackMsg::End { end: end.clone() }, "rack end of run", &stop)
+                .await?;
             if all_ended(&msgs) {
-                return Ok(msgs.into_iter().filter_map(|m| if let RackMsg::End { end } = m { Some(end) } else { None }).collect());
+                return Ok(msgs
+                    .into_iter()
+                    .filter_map(|m| {
+                        if let RackMsg::End { end } = m {
+                            Some(end)
+                        } else {
+                            None
+                        }
+                    })
+                    .collect());
             }
         }
-        Err(StopReason::Failed("rack end of run: the nodes did not all end".into()))
+        Err(StopReason::Failed(
+            "rack end of run: the nodes did not all end".into(),
+        ))
     }
 }

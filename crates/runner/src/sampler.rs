@@ -45,7 +45,14 @@ pub enum SamplerMsg {
         watts: f64,
     },
     /// An event to log; with a stop reason if the run must stop.
-    Event(RunEvent, Option<StopReason>),
+    Event(Box<RunEvent>, Option<StopReason>),
+}
+
+impl SamplerMsg {
+    /// An event message (the event is boxed: it is far larger than a power reading).
+    fn event(event: RunEvent, reason: Option<StopReason>) -> Self {
+        Self::Event(Box::new(event), reason)
+    }
 }
 
 /// What a sampler did, for the closing report.
@@ -88,8 +95,19 @@ pub fn spawn_sampler(
 ) -> JoinHandle<SamplerStats> {
     tokio::spawn(async move {
         let key = source.identity().key.clone();
-        let mut st = State { idx, key: key.clone(), fatal_sent: false, interlocks_sent: Vec::new(), consecutive_fail_ns: 0, last_buffered_ts: None };
-        let mut stats = SamplerStats { gpu: key, buffered_span_ns: (0, 0), ..Default::default() };
+        let mut st = State {
+            idx,
+            key: key.clone(),
+            fatal_sent: false,
+            interlocks_sent: Vec::new(),
+            consecutive_fail_ns: 0,
+            last_buffered_ts: None,
+        };
+        let mut stats = SamplerStats {
+            gpu: key,
+            buffered_span_ns: (0, 0),
+            ..Default::default()
+        };
         let mut poll = tokio::time::interval(Duration::from_nanos(cfg.poll_ns as u64));
         poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut last_status: Option<i64> = None;
@@ -136,15 +154,26 @@ pub fn spawn_sampler(
                 }
             }
             for ev in source.drain_events(now) {
-                let reason = ev.fatal.then(|| StopReason::Failed(format!("{} on {}: {}", ev.kind, ev.gpu, ev.detail)));
-                let _ = tx.send(SamplerMsg::Event(
-                    RunEvent::Fault { ts_ns: ev.ts_ns, gpu: Some(ev.gpu.clone()), kind: ev.kind.clone(), detail: ev.detail.clone(), fatal: ev.fatal },
+                let reason = ev.fatal.then(|| {
+                    StopReason::Failed(format!("{} on {}: {}", ev.kind, ev.gpu, ev.detail))
+                });
+                let _ = tx.send(SamplerMsg::event(
+                    RunEvent::Fault {
+                        ts_ns: ev.ts_ns,
+                        gpu: Some(ev.gpu.clone()),
+                        kind: ev.kind.clone(),
+                        detail: ev.detail.clone(),
+                        fatal: ev.fatal,
+                    },
                     reason,
                 ));
             }
             stats.read_time_ns += t0.elapsed().as_nanos() as i64;
             let mut latest_w = None;
-            for s in batch.iter().filter(|s| s.instrument == Instrument::BufferedW) {
+            for s in batch
+                .iter()
+                .filter(|s| s.instrument == Instrument::BufferedW)
+            {
                 if let Some(prev) = st.last_buffered_ts {
                     stats.max_buffered_gap_ns = stats.max_buffered_gap_ns.max(s.ts_ns - prev);
                 } else {
@@ -159,14 +188,28 @@ pub fn spawn_sampler(
                 let _ = tx.send(SamplerMsg::Power { gpu: idx, watts: w });
             }
             if write_ok {
-                let result = writer.write(&batch).and_then(|_| if stopping { writer.flush(now) } else { writer.flush_if_due(now, cfg.flush_ns).map(|_| ()) });
+                let result = writer.write(&batch).and_then(|_| {
+                    if stopping {
+                        writer.flush(now)
+                    } else {
+                        writer.flush_if_due(now, cfg.flush_ns).map(|_| ())
+                    }
+                });
                 match result {
                     Ok(()) => stats.rows = writer.rows(),
                     Err(e) => {
                         write_ok = false;
-                        let detail = format!("writing raw samples failed: {e}; the load is stopped rather than run blind");
-                        let _ = tx.send(SamplerMsg::Event(
-                            RunEvent::Fault { ts_ns: now, gpu: Some(st.key.clone()), kind: "disk".into(), detail: detail.clone(), fatal: true },
+                        let detail = format!(
+                            "writing raw samples failed: {e}; the load is stopped rather than run blind"
+                        );
+                        let _ = tx.send(SamplerMsg::event(
+                            RunEvent::Fault {
+                                ts_ns: now,
+                                gpu: Some(st.key.clone()),
+                                kind: "disk".into(),
+                                detail: detail.clone(),
+                                fatal: true,
+                            },
                             Some(StopReason::Failed(detail)),
                         ));
                     }
@@ -180,16 +223,33 @@ pub fn spawn_sampler(
     })
 }
 
-fn handle_read_error(st: &mut State, stats: &mut SamplerStats, cfg: &SamplerConfig, tx: &mpsc::UnboundedSender<SamplerMsg>, now: i64, e: HwError) {
+fn handle_read_error(
+    st: &mut State,
+    stats: &mut SamplerStats,
+    cfg: &SamplerConfig,
+    tx: &mpsc::UnboundedSender<SamplerMsg>,
+    now: i64,
+    e: HwError,
+) {
     match e {
         HwError::Transient { .. } => {
             stats.transient_errors += 1;
             st.consecutive_fail_ns += cfg.poll_ns;
             if st.consecutive_fail_ns >= cfg.unresponsive_ns && !st.fatal_sent {
                 st.fatal_sent = true;
-                let detail = format!("NVML stopped answering for {} ms on {}: {e}", st.consecutive_fail_ns / 1_000_000, st.key);
-                let _ = tx.send(SamplerMsg::Event(
-                    RunEvent::Fault { ts_ns: now, gpu: Some(st.key.clone()), kind: "nvml_unresponsive".into(), detail: detail.clone(), fatal: true },
+                let detail = format!(
+                    "NVML stopped answering for {} ms on {}: {e}",
+                    st.consecutive_fail_ns / 1_000_000,
+                    st.key
+                );
+                let _ = tx.send(SamplerMsg::event(
+                    RunEvent::Fault {
+                        ts_ns: now,
+                        gpu: Some(st.key.clone()),
+                        kind: "nvml_unresponsive".into(),
+                        detail: detail.clone(),
+                        fatal: true,
+                    },
                     Some(StopReason::Failed(detail)),
                 ));
             }
@@ -198,27 +258,61 @@ fn handle_read_error(st: &mut State, stats: &mut SamplerStats, cfg: &SamplerConf
             if !st.fatal_sent {
                 st.fatal_sent = true;
                 let detail = other.to_string();
-                let _ = tx.send(SamplerMsg::Event(
-                    RunEvent::Fault { ts_ns: now, gpu: Some(st.key.clone()), kind: "device".into(), detail: detail.clone(), fatal: true },
-                    Some(StopReason::Failed(format!("GPU {} (run index {}) failed: {detail}", st.key, st.idx))),
+                let _ = tx.send(SamplerMsg::event(
+                    RunEvent::Fault {
+                        ts_ns: now,
+                        gpu: Some(st.key.clone()),
+                        kind: "device".into(),
+                        detail: detail.clone(),
+                        fatal: true,
+                    },
+                    Some(StopReason::Failed(format!(
+                        "GPU {} (run index {}) failed: {detail}",
+                        st.key, st.idx
+                    ))),
                 ));
             }
         }
     }
 }
 
-fn check_status(st: &mut State, cfg: &SamplerConfig, tx: &mpsc::UnboundedSender<SamplerMsg>, now: i64, samples: &[powerlab_core::Sample]) {
+fn check_status(
+    st: &mut State,
+    cfg: &SamplerConfig,
+    tx: &mpsc::UnboundedSender<SamplerMsg>,
+    now: i64,
+    samples: &[powerlab_core::Sample],
+) {
     for s in samples {
         let trip = match s.instrument {
-            Instrument::GpuTempC if s.value > cfg.limits.max_gpu_temp_c => {
-                Some(("max_gpu_temp_c", format!("{} GPU temperature {} °C > limit {} °C", st.key, s.value, cfg.limits.max_gpu_temp_c)))
-            }
-            Instrument::MemTempC if s.value > cfg.limits.max_memory_temp_c => {
-                Some(("max_memory_temp_c", format!("{} memory temperature {} °C > limit {} °C", st.key, s.value, cfg.limits.max_memory_temp_c)))
-            }
-            Instrument::ClockEvents if cfg.limits.abort_on_hw_slowdown && ClockEventBits(s.value as u64).any_hw_slowdown() => {
+            Instrument::GpuTempC if s.value > cfg.limits.max_gpu_temp_c => Some((
+                "max_gpu_temp_c",
+                format!(
+                    "{} GPU temperature {} °C > limit {} °C",
+                    st.key, s.value, cfg.limits.max_gpu_temp_c
+                ),
+            )),
+            Instrument::MemTempC if s.value > cfg.limits.max_memory_temp_c => Some((
+                "max_memory_temp_c",
+                format!(
+                    "{} memory temperature {} °C > limit {} °C",
+                    st.key, s.value, cfg.limits.max_memory_temp_c
+                ),
+            )),
+            Instrument::ClockEvents
+                if cfg.limits.abort_on_hw_slowdown
+                    && ClockEventBits(s.value as u64).any_hw_slowdown() =>
+            {
                 let bits = ClockEventBits(s.value as u64);
-                Some(("abort_on_hw_slowdown", format!("{} clock-event reasons 0x{:x} ({}) assert a hardware slowdown", st.key, bits.0, bits.names().join(", "))))
+                Some((
+                    "abort_on_hw_slowdown",
+                    format!(
+                        "{} clock-event reasons 0x{:x} ({}) assert a hardware slowdown",
+                        st.key,
+                        bits.0,
+                        bits.names().join(", ")
+                    ),
+                ))
             }
             _ => None,
         };
@@ -227,8 +321,12 @@ fn check_status(st: &mut State, cfg: &SamplerConfig, tx: &mpsc::UnboundedSender<
                 continue;
             }
             st.interlocks_sent.push(limit.to_string());
-            let _ = tx.send(SamplerMsg::Event(
-                RunEvent::Interlock { ts_ns: now, limit: limit.into(), reading: reading.clone() },
+            let _ = tx.send(SamplerMsg::event(
+                RunEvent::Interlock {
+                    ts_ns: now,
+                    limit: limit.into(),
+                    reading: reading.clone(),
+                },
                 Some(StopReason::Failed(format!("interlock {limit}: {reading}"))),
             ));
         }

@@ -3,8 +3,8 @@
 //! is told to stop: no GPU keeps drawing power after an abort.
 
 use crate::StopReason;
-use powerlab_core::shape::LoadKind;
 use powerlab_core::hw::{Gpu, GpuSchedule, HwError, Readiness, RungOutcome};
+use powerlab_core::shape::LoadKind;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 
@@ -43,12 +43,19 @@ fn aborted() -> HwError {
 }
 
 /// Spawns the worker of one GPU.
-pub fn spawn_worker(mut gpu: Box<dyn Gpu>, mut abort: watch::Receiver<Option<StopReason>>) -> (mpsc::Sender<WorkerCmd>, JoinHandle<()>) {
+pub fn spawn_worker(
+    mut gpu: Box<dyn Gpu>,
+    mut abort: watch::Receiver<Option<StopReason>>,
+) -> (mpsc::Sender<WorkerCmd>, JoinHandle<()>) {
     let (tx, mut rx) = mpsc::channel::<WorkerCmd>(4);
     let handle = tokio::spawn(async move {
         while let Some(cmd) = rx.recv().await {
             match cmd {
-                WorkerCmd::Prepare { warmup_ns, warm_load, reply } => {
+                WorkerCmd::Prepare {
+                    warmup_ns,
+                    warm_load,
+                    reply,
+                } => {
                     let result = tokio::select! {
                         r = gpu.prepare(warmup_ns, warm_load) => r,
                         _ = abort.wait_for(|v| v.is_some()) => Err(aborted()),

@@ -2,11 +2,13 @@
 
 use crate::device::{DeviceSetup, SimDevice, Truth};
 use crate::faults::FaultPlan;
-use crate::gpu::{lock, SimGpu, SimPowerSource};
+use crate::gpu::{SimGpu, SimPowerSource, lock};
 use crate::profile::Profile;
 use powerlab_campaign::model::{GpuRef, GpuSelector};
-use powerlab_core::hw::{Backend, BackendInfo, Capability, Gpu, GpuIdentity, HwError, NodeHandles, PowerSource};
 use powerlab_core::RunClock;
+use powerlab_core::hw::{
+    Backend, BackendInfo, Capability, Gpu, GpuIdentity, HwError, NodeHandles, PowerSource,
+};
 use std::sync::{Arc, Mutex};
 
 /// How to build the simulated node.
@@ -55,19 +57,35 @@ pub struct SimBackend {
 
 /// A deterministic UUID for simulated GPU `i`.
 pub fn sim_uuid(seed: u64, i: usize) -> String {
-    let h = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(i as u64 * 0x1000_0001);
-    format!("GPU-51m{:05x}-{:04x}-4{:03x}-8{:03x}-{:012x}", h & 0xfffff, (h >> 20) & 0xffff, i & 0xfff, (h >> 36) & 0xfff, (h >> 8) & 0xffff_ffff_ffff)
+    let h = seed
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .wrapping_add(i as u64 * 0x1000_0001);
+    format!(
+        "GPU-51m{:05x}-{:04x}-4{:03x}-8{:03x}-{:012x}",
+        h & 0xfffff,
+        (h >> 20) & 0xffff,
+        i & 0xfff,
+        (h >> 36) & 0xfff,
+        (h >> 8) & 0xffff_ffff_ffff
+    )
 }
 
 impl SimBackend {
     /// A simulated node on the run clock `clock`.
     pub fn new(opts: SimOptions, clock: RunClock) -> Self {
-        SimBackend { opts, clock, devices: Vec::new() }
+        SimBackend {
+            opts,
+            clock,
+            devices: Vec::new(),
+        }
     }
 
     /// The true waveforms recorded so far (empty unless `record_truth`).
     pub fn truths(&self) -> Vec<Truth> {
-        self.devices.iter().map(|d| lock(d).truth().cloned().unwrap_or_default()).collect()
+        self.devices
+            .iter()
+            .map(|d| lock(d).truth().cloned().unwrap_or_default())
+            .collect()
     }
 
     /// Buffered samples lost per GPU because nobody read them in time.
@@ -102,7 +120,9 @@ impl Backend for SimBackend {
         let mut ids = Vec::new();
         for (run_idx, &phys) in selected.iter().enumerate() {
             let faults = self.opts.faults.gpu(run_idx);
-            let cold_start_ns = faults.cold_start_ns.unwrap_or((self.opts.profile.cold_start_ms * 1e6) as i64);
+            let cold_start_ns = faults
+                .cold_start_ns
+                .unwrap_or((self.opts.profile.cold_start_ms * 1e6) as i64);
             let dev = SimDevice::new(DeviceSetup {
                 profile: self.opts.profile.clone(),
                 index: run_idx,
@@ -122,8 +142,18 @@ impl Backend for SimBackend {
             };
             let dev = Arc::new(Mutex::new(dev));
             self.devices.push(dev.clone());
-            gpus.push(Box::new(SimGpu::new(dev.clone(), id.clone(), self.clock, cold_start_ns, self.opts.seed ^ (phys as u64 + 77), (run_idx, selected.len()))));
-            sources.push(Box::new(SimPowerSource { dev, id: id.clone() }));
+            gpus.push(Box::new(SimGpu::new(
+                dev.clone(),
+                id.clone(),
+                self.clock,
+                cold_start_ns,
+                self.opts.seed ^ (phys as u64 + 77),
+                (run_idx, selected.len()),
+            )));
+            sources.push(Box::new(SimPowerSource {
+                dev,
+                id: id.clone(),
+            }));
             ids.push(id);
         }
         let nccl = if self.opts.faults.no_nccl {
@@ -141,7 +171,10 @@ impl Backend for SimBackend {
                 node_id: self.opts.node_id.clone(),
                 host: self.opts.node_id.clone(),
                 gpus: ids,
-                driver: format!("simulated {} node, {} GPUs, seed {}, step {} µs", self.opts.profile.name, self.opts.gpu_count, self.opts.seed, self.opts.step_us),
+                driver: format!(
+                    "simulated {} node, {} GPUs, seed {}, step {} µs",
+                    self.opts.profile.name, self.opts.gpu_count, self.opts.seed, self.opts.step_us
+                ),
                 nccl,
             },
             gpus,

@@ -40,7 +40,13 @@ pub struct Controller {
 
 impl Default for Controller {
     fn default() -> Self {
-        Controller { cap: 1.0, excess_j: 0.0, slow: Slow::Free, off_ns: 0, trim: 0.0 }
+        Controller {
+            cap: 1.0,
+            excess_j: 0.0,
+            slow: Slow::Free,
+            off_ns: 0,
+            trim: 0.0,
+        }
     }
 }
 
@@ -57,7 +63,14 @@ impl Controller {
     /// `power_w` is the board's draw now, `sensed_w` its draw averaged over
     /// the fast loop's sensing window, `second_w` over the last second,
     /// `loaded` whether any load is asked for.
-    pub fn step(&mut self, p: &Profile, now_ns: i64, dt_ns: i64, (power_w, sensed_w, second_w): (f64, f64, f64), loaded: bool) -> f64 {
+    pub fn step(
+        &mut self,
+        p: &Profile,
+        now_ns: i64,
+        dt_ns: i64,
+        (power_w, sensed_w, second_w): (f64, f64, f64),
+        loaded: bool,
+    ) -> f64 {
         let dt_s = dt_ns as f64 / 1e9;
         let limit = p.power_limit_w;
         // The slow loop: net energy above the limit while loaded, leaking
@@ -95,7 +108,8 @@ impl Controller {
                     limit * (1.0 + p.cap_margin)
                 } else {
                     let target = limit * (1.0 + p.held_margin);
-                    self.trim = (self.trim - (second_w - target) / target * dt_s / TRIM_TAU_S).clamp(-0.3, 0.0);
+                    self.trim = (self.trim - (second_w - target) / target * dt_s / TRIM_TAU_S)
+                        .clamp(-0.3, 0.0);
                     target * (1.0 + self.trim)
                 };
                 if sensed_w > set_point {

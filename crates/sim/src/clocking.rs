@@ -25,7 +25,14 @@ impl SampleClock {
     /// A clock on a grid of `period_ms` from `origin_ns` (the GPU's own
     /// phase), running `drift_ppm` fast, with readings displaced by about
     /// ±`jitter_ms` now and then, and the node's dropped readings.
-    pub fn new(origin_ns: i64, period_ms: f64, drift_ppm: f64, jitter_ms: f64, seed: u64, drops: Option<DropSchedule>) -> Self {
+    pub fn new(
+        origin_ns: i64,
+        period_ms: f64,
+        drift_ppm: f64,
+        jitter_ms: f64,
+        seed: u64,
+        drops: Option<DropSchedule>,
+    ) -> Self {
         let mut c = SampleClock {
             origin_ns,
             period_ns: period_ms * 1e6 * (1.0 + drift_ppm * 1e-6),
@@ -67,10 +74,10 @@ impl SampleClock {
                 (self.rng.random::<f64>() - 0.5) * 4.0 * self.jitter_ms
             };
             let t = grid + (jitter_ms * 1e6) as i64;
-            if let Some(d) = self.drops.as_mut() {
-                if d.drops(t, self.period_ns as i64) {
-                    continue;
-                }
+            if let Some(d) = self.drops.as_mut()
+                && d.drops(t, self.period_ns as i64)
+            {
+                continue;
             }
             return t;
         }
@@ -89,7 +96,11 @@ pub struct DropSchedule {
 impl DropSchedule {
     /// Drops at `rate_per_s` on average from `start_ns` on.
     pub fn new(node_seed: u64, start_ns: i64, rate_per_s: f64) -> Self {
-        let mut s = DropSchedule { rng: ChaCha8Rng::seed_from_u64(node_seed ^ 0xD509_D509_D509_D509), rate_per_s, next_ns: start_ns };
+        let mut s = DropSchedule {
+            rng: ChaCha8Rng::seed_from_u64(node_seed ^ 0xD509_D509_D509_D509),
+            rate_per_s,
+            next_ns: start_ns,
+        };
         s.next_ns = s.after(start_ns);
         s
     }
@@ -135,7 +146,11 @@ mod tests {
         let gaps = |t: &[i64]| -> Vec<i64> { t.windows(2).map(|w| w[1] - w[0]).collect() };
         let ga = gaps(&ta);
         // Mostly 20 ms, and 17 and 23 ms spacings are common.
-        let near = |g: &[i64], ms: i64| g.iter().filter(|x| (**x - ms * 1_000_000).abs() < 700_000).count();
+        let near = |g: &[i64], ms: i64| {
+            g.iter()
+                .filter(|x| (**x - ms * 1_000_000).abs() < 700_000)
+                .count()
+        };
         assert!(near(&ga, 20) > ga.len() / 3, "{}", near(&ga, 20));
         assert!(near(&ga, 17) > ga.len() / 20 && near(&ga, 23) > ga.len() / 20);
         // Phases stay on the grid: no drift at 0 ppm.
@@ -146,10 +161,22 @@ mod tests {
         };
         assert!((median_phase - 3_000_000).abs() < 400_000, "{median_phase}");
         // Drops: long gaps on both GPUs at the same moments.
-        let long = |t: &[i64]| -> Vec<i64> { t.windows(2).filter(|w| w[1] - w[0] > 35_000_000).map(|w| w[0]).collect() };
+        let long = |t: &[i64]| -> Vec<i64> {
+            t.windows(2)
+                .filter(|w| w[1] - w[0] > 35_000_000)
+                .map(|w| w[0])
+                .collect()
+        };
         let (la, lb) = (long(&ta), long(&tb));
         assert!(la.len() >= 15, "{} drops in 60 s at 0.5/s", la.len());
-        let shared = la.iter().filter(|x| lb.iter().any(|y| (*y - **x).abs() < 30_000_000)).count();
-        assert!(shared * 10 >= la.len() * 8, "{shared} of {} drops shared", la.len());
+        let shared = la
+            .iter()
+            .filter(|x| lb.iter().any(|y| (*y - **x).abs() < 30_000_000))
+            .count();
+        assert!(
+            shared * 10 >= la.len() * 8,
+            "{shared} of {} drops shared",
+            la.len()
+        );
     }
 }

@@ -61,7 +61,13 @@ impl Truth {
         if i1 <= i0 {
             return None;
         }
-        Some(self.power_w[i0..i1].iter().map(|v| f64::from(*v)).sum::<f64>() / (i1 - i0) as f64)
+        Some(
+            self.power_w[i0..i1]
+                .iter()
+                .map(|v| f64::from(*v))
+                .sum::<f64>()
+                / (i1 - i0) as f64,
+        )
     }
 }
 
@@ -124,11 +130,26 @@ pub struct SimDevice {
 impl SimDevice {
     /// Creates a device idle at `run_start_ns`.
     pub fn new(setup: DeviceSetup) -> Self {
-        let DeviceSetup { profile, index, faults, run_start_ns, seed, node_seed, step_us, record_truth } = setup;
-        let mut rng = ChaCha8Rng::seed_from_u64(seed ^ (0x9E37_79B9_7F4A_7C15u64.wrapping_mul(index as u64 + 1)));
+        let DeviceSetup {
+            profile,
+            index,
+            faults,
+            run_start_ns,
+            seed,
+            node_seed,
+            step_us,
+            record_truth,
+        } = setup;
+        let mut rng = ChaCha8Rng::seed_from_u64(
+            seed ^ (0x9E37_79B9_7F4A_7C15u64.wrapping_mul(index as u64 + 1)),
+        );
         let dt_ns = step_us * 1000;
         let dt_s = dt_ns as f64 / 1e9;
-        let window = profile.average_window_ms.max(profile.buffered_window_ms + profile.buffered_lag_ms).max(profile.cap_sense_ms).max(1000.0);
+        let window = profile
+            .average_window_ms
+            .max(profile.buffered_window_ms + profile.buffered_lag_ms)
+            .max(profile.cap_sense_ms)
+            .max(1000.0);
         let hist_len = ((window * 1e6 * 1.3) as i64 / dt_ns + 8) as usize;
         let mut profile = profile;
         if let Some(limit) = faults.power_limit_w {
@@ -140,8 +161,22 @@ impl SimDevice {
         let phase_b = (rng.random::<f64>() * profile.buffered_period_ms * 1e6) as i64;
         let phase_f = (rng.random::<f64>() * profile.field_period_ms * 1e6) as i64;
         let drops = DropSchedule::new(node_seed, run_start_ns, profile.sample_drops_per_s);
-        let buffered_clock = SampleClock::new(run_start_ns + phase_b, profile.buffered_period_ms, drift, profile.sample_jitter_ms, rng.random(), Some(drops));
-        let field_clock = SampleClock::new(run_start_ns + phase_f, profile.field_period_ms, drift, 0.0, rng.random(), None);
+        let buffered_clock = SampleClock::new(
+            run_start_ns + phase_b,
+            profile.buffered_period_ms,
+            drift,
+            profile.sample_jitter_ms,
+            rng.random(),
+            Some(drops),
+        );
+        let field_clock = SampleClock::new(
+            run_start_ns + phase_f,
+            profile.field_period_ms,
+            drift,
+            0.0,
+            rng.random(),
+            None,
+        );
         let idle = profile.idle_w;
         let temp = profile.ambient_c + profile.thermal_c_per_w * idle;
         SimDevice {
@@ -169,7 +204,11 @@ impl SimDevice {
             fields_now: [idle, idle, 1.0e9],
             buffered_lost: 0,
             reads: 0,
-            truth: record_truth.then(|| Truth { start_ns: run_start_ns, step_ns: 1_000_000, power_w: Vec::new() }),
+            truth: record_truth.then(|| Truth {
+                start_ns: run_start_ns,
+                step_ns: 1_000_000,
+                power_w: Vec::new(),
+            }),
             truth_acc_j: 0.0,
             truth_steps: 0,
             xid_reported: false,
@@ -192,11 +231,15 @@ impl SimDevice {
     }
 
     fn lost(&self, t: EpochNs) -> bool {
-        self.faults.lost_at_ns.is_some_and(|l| t >= self.run_start_ns + l)
+        self.faults
+            .lost_at_ns
+            .is_some_and(|l| t >= self.run_start_ns + l)
     }
 
     fn brake(&self, t: EpochNs) -> bool {
-        self.faults.power_brake_at_ns.is_some_and(|b| t >= self.run_start_ns + b)
+        self.faults
+            .power_brake_at_ns
+            .is_some_and(|b| t >= self.run_start_ns + b)
     }
 
     /// Whether the device has fallen off the bus by `t`.
@@ -211,7 +254,9 @@ impl SimDevice {
 
     /// From when (absolute) and by how much its falls are recorded late (fault injection).
     pub fn late_falls(&self) -> Option<(EpochNs, i64)> {
-        self.faults.late_falls.map(|(at, by)| (self.run_start_ns + at, by))
+        self.faults
+            .late_falls
+            .map(|(at, by)| (self.run_start_ns + at, by))
     }
 
     /// When this GPU's collectives stop progressing (fault injection).
@@ -236,7 +281,12 @@ impl SimDevice {
         match demand {
             Demand::Idle => p.idle_w,
             Demand::KeepWarm(k) => load_w(*k),
-            Demand::Bsp { start, end, compute_ns, comm_ns } => {
+            Demand::Bsp {
+                start,
+                end,
+                compute_ns,
+                comm_ns,
+            } => {
                 if t < *start || t >= *end {
                     p.idle_w
                 } else if (t - start) % (compute_ns + comm_ns).max(1) < *compute_ns {
@@ -290,7 +340,10 @@ impl SimDevice {
     /// Integrates physics and instruments up to `t`.
     pub fn advance_to(&mut self, t: EpochNs) {
         let dt_s = self.dt_ns as f64 / 1e9;
-        let mut idx = self.program.partition_point(|(from, _)| *from <= self.t_ns).saturating_sub(1);
+        let mut idx = self
+            .program
+            .partition_point(|(from, _)| *from <= self.t_ns)
+            .saturating_sub(1);
         while self.t_ns + self.dt_ns <= t {
             let step_end = self.t_ns + self.dt_ns;
             while idx + 1 < self.program.len() && self.program[idx + 1].0 <= self.t_ns {
@@ -305,13 +358,30 @@ impl SimDevice {
             let sensed = self.window_mean(self.t_ns, self.profile.cap_sense_ms);
             let loaded = want > self.profile.idle_w;
             let second = self.window_mean(self.t_ns, 1000.0);
-            let cap = self.controller.step(&self.profile, step_end, self.dt_ns, (self.power_w, sensed, second), loaded);
+            let cap = self.controller.step(
+                &self.profile,
+                step_end,
+                self.dt_ns,
+                (self.power_w, sensed, second),
+                loaded,
+            );
             let p = &self.profile;
-            let target = if lost { 0.0 } else if loaded { p.idle_w + (want - p.idle_w) * cap } else { want };
-            let alpha = if target > self.power_w { self.alpha_rise } else { self.alpha_fall };
+            let target = if lost {
+                0.0
+            } else if loaded {
+                p.idle_w + (want - p.idle_w) * cap
+            } else {
+                want
+            };
+            let alpha = if target > self.power_w {
+                self.alpha_rise
+            } else {
+                self.alpha_fall
+            };
             self.power_w += (target - self.power_w) * alpha;
             let heat = p.thermal_c_per_w + self.faults.extra_c_per_w;
-            self.temp_c += (p.ambient_c + heat * self.power_w - self.temp_c) * dt_s / p.thermal_tau_s;
+            self.temp_c +=
+                (p.ambient_c + heat * self.power_w - self.temp_c) * dt_s / p.thermal_tau_s;
             self.energy_j += self.power_w * dt_s;
             self.hist_k += 1;
             let len = self.hist.len() as i64;
@@ -322,7 +392,9 @@ impl SimDevice {
                 self.truth_acc_j += self.power_w * dt_s;
                 self.truth_steps += 1;
                 if self.truth_steps * self.dt_ns >= truth.step_ns {
-                    truth.power_w.push((self.truth_acc_j / (truth.step_ns as f64 / 1e9)) as f32);
+                    truth
+                        .power_w
+                        .push((self.truth_acc_j / (truth.step_ns as f64 / 1e9)) as f32);
                     self.truth_acc_j = 0.0;
                     self.truth_steps = 0;
                 }
@@ -332,22 +404,37 @@ impl SimDevice {
                 let ts = self.buffered_clock.peek();
                 self.buffered_clock.advance();
                 let lag = (self.profile.buffered_lag_ms * 1e6) as i64;
-                let value = if lost { 0.0 } else { self.window_mean(ts - lag, self.profile.buffered_window_ms) + self.profile.noise_w * self.gauss() };
+                let value = if lost {
+                    0.0
+                } else {
+                    self.window_mean(ts - lag, self.profile.buffered_window_ms)
+                        + self.profile.noise_w * self.gauss()
+                };
                 let visible = ts + (self.profile.buffered_latency_ms * 1e6) as i64;
                 if self.buffered.len() >= self.profile.buffered_capacity {
                     self.buffered.pop_front();
                     self.buffered_lost += 1;
                 }
-                self.buffered.push_back((visible, Sample { ts_ns: ts, instrument: Instrument::BufferedW, value }));
+                self.buffered.push_back((
+                    visible,
+                    Sample {
+                        ts_ns: ts,
+                        instrument: Instrument::BufferedW,
+                        value,
+                    },
+                ));
             }
             while self.field_clock.peek() <= self.t_ns {
                 let ts = self.field_clock.peek();
                 self.field_clock.advance();
-                let instant = self.window_mean(ts, self.profile.instant_window_ms) + self.profile.noise_w * self.gauss();
-                let average = self.window_mean(ts, self.profile.average_window_ms) + 0.3 * self.profile.noise_w * self.gauss();
+                let instant = self.window_mean(ts, self.profile.instant_window_ms)
+                    + self.profile.noise_w * self.gauss();
+                let average = self.window_mean(ts, self.profile.average_window_ms)
+                    + 0.3 * self.profile.noise_w * self.gauss();
                 let energy_mj = self.energy_base_mj + self.hist_at(ts) * 1000.0;
                 let visible = ts + (self.profile.field_latency_ms * 1e6) as i64;
-                self.fields_pending.push_back((visible, [instant, average, energy_mj.floor()]));
+                self.fields_pending
+                    .push_back((visible, [instant, average, energy_mj.floor()]));
             }
         }
     }
@@ -361,8 +448,11 @@ impl SimDevice {
         }
         self.reads += 1;
         let every = self.faults.nvml_error_every;
-        if every > 0 && self.reads % u64::from(every) == 0 {
-            return Err(HwError::Transient { gpu: format!("gpu{}", self.index), detail: "NVML_ERROR_TIMEOUT (simulated)".into() });
+        if every > 0 && self.reads.is_multiple_of(u64::from(every)) {
+            return Err(HwError::Transient {
+                gpu: format!("gpu{}", self.index),
+                detail: "NVML_ERROR_TIMEOUT (simulated)".into(),
+            });
         }
         Ok(())
     }
@@ -397,7 +487,11 @@ impl SimDevice {
         self.advance_to(now);
         self.read_guard(now)?;
         self.update_fields(now);
-        Ok(Sample { ts_ns: now, instrument: Instrument::InstantW, value: self.fields_now[0] })
+        Ok(Sample {
+            ts_ns: now,
+            instrument: Instrument::InstantW,
+            value: self.fields_now[0],
+        })
     }
 
     /// One read of the average field and the energy counter.
@@ -406,8 +500,16 @@ impl SimDevice {
         self.read_guard(now)?;
         self.update_fields(now);
         Ok(vec![
-            Sample { ts_ns: now, instrument: Instrument::AverageW, value: self.fields_now[1] },
-            Sample { ts_ns: now, instrument: Instrument::EnergyMj, value: self.fields_now[2] },
+            Sample {
+                ts_ns: now,
+                instrument: Instrument::AverageW,
+                value: self.fields_now[1],
+            },
+            Sample {
+                ts_ns: now,
+                instrument: Instrument::EnergyMj,
+                value: self.fields_now[2],
+            },
         ])
     }
 
@@ -419,7 +521,11 @@ impl SimDevice {
         let loaded = self.power_w > p.idle_w + 0.1 * (p.power_limit_w - p.idle_w);
         let mut bits = 0u64;
         let cap = self.controller.cap();
-        let sm = if loaded { p.sm_clock_max_mhz * cap.powf(0.6) } else { p.sm_clock_idle_mhz };
+        let sm = if loaded {
+            p.sm_clock_max_mhz * cap.powf(0.6)
+        } else {
+            p.sm_clock_idle_mhz
+        };
         if !loaded {
             bits |= ClockEventBits::GPU_IDLE;
         }
@@ -430,12 +536,36 @@ impl SimDevice {
             bits |= ClockEventBits::HW_SLOWDOWN | ClockEventBits::HW_POWER_BRAKE_SLOWDOWN;
         }
         Ok(vec![
-            Sample { ts_ns: now, instrument: Instrument::SmClockMhz, value: sm.round() },
-            Sample { ts_ns: now, instrument: Instrument::MemClockMhz, value: p.mem_clock_mhz },
-            Sample { ts_ns: now, instrument: Instrument::GpuTempC, value: self.temp_c.round() },
-            Sample { ts_ns: now, instrument: Instrument::MemTempC, value: (self.temp_c + 6.0).round() },
-            Sample { ts_ns: now, instrument: Instrument::ClockEvents, value: bits as f64 },
-            Sample { ts_ns: now, instrument: Instrument::PowerLimitW, value: p.power_limit_w },
+            Sample {
+                ts_ns: now,
+                instrument: Instrument::SmClockMhz,
+                value: sm.round(),
+            },
+            Sample {
+                ts_ns: now,
+                instrument: Instrument::MemClockMhz,
+                value: p.mem_clock_mhz,
+            },
+            Sample {
+                ts_ns: now,
+                instrument: Instrument::GpuTempC,
+                value: self.temp_c.round(),
+            },
+            Sample {
+                ts_ns: now,
+                instrument: Instrument::MemTempC,
+                value: (self.temp_c + 6.0).round(),
+            },
+            Sample {
+                ts_ns: now,
+                instrument: Instrument::ClockEvents,
+                value: bits as f64,
+            },
+            Sample {
+                ts_ns: now,
+                instrument: Instrument::PowerLimitW,
+                value: p.power_limit_w,
+            },
         ])
     }
 
@@ -461,7 +591,16 @@ mod tests {
     use super::*;
 
     fn setup(faults: GpuFaults, record_truth: bool) -> DeviceSetup {
-        DeviceSetup { profile: Profile::h200(), index: 0, faults, run_start_ns: 0, seed: 1, node_seed: 1, step_us: 250, record_truth }
+        DeviceSetup {
+            profile: Profile::h200(),
+            index: 0,
+            faults,
+            run_start_ns: 0,
+            seed: 1,
+            node_seed: 1,
+            step_us: 250,
+            record_truth,
+        }
     }
 
     fn dev() -> SimDevice {
@@ -486,20 +625,35 @@ mod tests {
     fn buffered_samples_come_every_20ms_and_are_bounded_by_the_ring() {
         let mut d = dev();
         let s = d.drain_buffered(1_000_000_000).unwrap();
-        let n = s.iter().filter(|s| s.instrument == Instrument::BufferedW).count();
+        let n = s
+            .iter()
+            .filter(|s| s.instrument == Instrument::BufferedW)
+            .count();
         assert!((48..=51).contains(&n), "{n} buffered samples in 1 s");
         // Not reading for 5 s loses what the 119-sample ring cannot hold.
         let s = d.drain_buffered(6_000_000_000).unwrap();
-        let n = s.iter().filter(|s| s.instrument == Instrument::BufferedW).count();
-        assert!((117..=119).contains(&n), "{n} samples survive in a 119-sample ring");
+        let n = s
+            .iter()
+            .filter(|s| s.instrument == Instrument::BufferedW)
+            .count();
+        assert!(
+            (117..=119).contains(&n),
+            "{n} samples survive in a 119-sample ring"
+        );
         assert!(d.buffered_lost > 100);
     }
 
     #[test]
     fn lost_gpu_reads_fail() {
-        let f = GpuFaults { lost_at_ns: Some(500_000_000), ..Default::default() };
+        let f = GpuFaults {
+            lost_at_ns: Some(500_000_000),
+            ..Default::default()
+        };
         let mut d = SimDevice::new(setup(f, false));
         assert!(d.drain_buffered(400_000_000).is_ok());
-        assert!(matches!(d.read_instant(600_000_000), Err(HwError::DeviceFailed { .. })));
+        assert!(matches!(
+            d.read_instant(600_000_000),
+            Err(HwError::DeviceFailed { .. })
+        ));
     }
 }

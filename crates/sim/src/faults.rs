@@ -70,7 +70,10 @@ fn parse_duration_ns(s: &str) -> Result<i64, String> {
     } else {
         return Err(format!("`{s}` needs a unit: s, ms or us"));
     };
-    let v: f64 = num.trim().parse().map_err(|_| format!("`{s}` is not a duration"))?;
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a duration"))?;
     if !(v >= 0.0 && v.is_finite()) {
         return Err(format!("`{s}` is not a duration"));
     }
@@ -89,16 +92,32 @@ impl FaultPlan {
     pub fn parse(specs: &[String]) -> Result<FaultPlan, String> {
         let mut plan = FaultPlan::default();
         for spec in specs {
-            let (target, rest) = spec.split_once(':').ok_or_else(|| format!("fault `{spec}`: expected `node:no_nccl` or `gpuN:key=value`"))?;
+            let (target, rest) = spec.split_once(':').ok_or_else(|| {
+                format!("fault `{spec}`: expected `node:no_nccl` or `gpuN:key=value`")
+            })?;
             if target == "node" {
                 let bad = |e: String| format!("fault `{spec}`: {e}");
                 match rest.split_once('=') {
                     None if rest == "no_nccl" => plan.no_nccl = true,
-                    Some(("cuda_init", v)) => plan.cuda_init_error = Some(v.trim().parse().map_err(|_| bad(format!("`{v}` is not a CUDA error code")))?),
+                    Some(("cuda_init", v)) => {
+                        plan.cuda_init_error = Some(
+                            v.trim()
+                                .parse()
+                                .map_err(|_| bad(format!("`{v}` is not a CUDA error code")))?,
+                        )
+                    }
                     Some(("fabric", v)) => plan.fabric_state = Some(v.trim().to_string()),
-                    Some(("clock_offset", v)) => plan.clock_offset_ns = parse_signed_duration_ns(v).map_err(bad)?,
-                    Some(("die_at", v)) => plan.die_at_ns = Some(parse_duration_ns(v).map_err(bad)?),
-                    _ => return Err(bad(format!("unknown node fault `{rest}` (allowed: no_nccl, cuda_init=CODE, fabric=STATE, clock_offset=±TIME, die_at=TIME)"))),
+                    Some(("clock_offset", v)) => {
+                        plan.clock_offset_ns = parse_signed_duration_ns(v).map_err(bad)?
+                    }
+                    Some(("die_at", v)) => {
+                        plan.die_at_ns = Some(parse_duration_ns(v).map_err(bad)?)
+                    }
+                    _ => {
+                        return Err(bad(format!(
+                            "unknown node fault `{rest}` (allowed: no_nccl, cuda_init=CODE, fabric=STATE, clock_offset=±TIME, die_at=TIME)"
+                        )));
+                    }
                 }
                 continue;
             }
@@ -106,29 +125,69 @@ impl FaultPlan {
                 .strip_prefix("gpu")
                 .and_then(|n| n.parse().ok())
                 .ok_or_else(|| format!("fault `{spec}`: `{target}` is not gpuN"))?;
-            let (key, value) = rest.split_once('=').ok_or_else(|| format!("fault `{spec}`: expected key=value"))?;
+            let (key, value) = rest
+                .split_once('=')
+                .ok_or_else(|| format!("fault `{spec}`: expected key=value"))?;
             let f = plan.gpus.entry(idx).or_default();
             let bad = |e: String| format!("fault `{spec}`: {e}");
             match key {
                 "cold_start" => f.cold_start_ns = Some(parse_duration_ns(value).map_err(bad)?),
                 "lost_at" => f.lost_at_ns = Some(parse_duration_ns(value).map_err(bad)?),
                 "nccl_hang_at" => f.nccl_hang_at_ns = Some(parse_duration_ns(value).map_err(bad)?),
-                "power_brake_at" => f.power_brake_at_ns = Some(parse_duration_ns(value).map_err(bad)?),
+                "power_brake_at" => {
+                    f.power_brake_at_ns = Some(parse_duration_ns(value).map_err(bad)?)
+                }
                 "xid_at" => {
-                    let (t, code) = value.split_once('@').ok_or_else(|| bad("xid_at needs TIME@CODE, e.g. 30s@79".into()))?;
-                    let code: u32 = code.parse().map_err(|_| bad(format!("`{code}` is not an Xid code")))?;
+                    let (t, code) = value
+                        .split_once('@')
+                        .ok_or_else(|| bad("xid_at needs TIME@CODE, e.g. 30s@79".into()))?;
+                    let code: u32 = code
+                        .parse()
+                        .map_err(|_| bad(format!("`{code}` is not an Xid code")))?;
                     f.xid_at_ns = Some((parse_duration_ns(t).map_err(bad)?, code));
                 }
                 "late_falls_at" => {
-                    let (t, late) = value.split_once('@').ok_or_else(|| bad("late_falls_at needs TIME@LATENESS, e.g. 20s@300us".into()))?;
-                    f.late_falls = Some((parse_duration_ns(t).map_err(bad)?, parse_duration_ns(late).map_err(bad)?));
+                    let (t, late) = value.split_once('@').ok_or_else(|| {
+                        bad("late_falls_at needs TIME@LATENESS, e.g. 20s@300us".into())
+                    })?;
+                    f.late_falls = Some((
+                        parse_duration_ns(t).map_err(bad)?,
+                        parse_duration_ns(late).map_err(bad)?,
+                    ));
                 }
-                "nvml_error_every" => f.nvml_error_every = value.parse().ok().filter(|n: &u32| *n >= 1).ok_or_else(|| bad(format!("`{value}` is not a count of reads of 1 or more")))?,
+                "nvml_error_every" => {
+                    f.nvml_error_every =
+                        value
+                            .parse()
+                            .ok()
+                            .filter(|n: &u32| *n >= 1)
+                            .ok_or_else(|| {
+                                bad(format!("`{value}` is not a count of reads of 1 or more"))
+                            })?
+                }
                 "extra_c_per_w" => {
-                    f.extra_c_per_w = value.parse().ok().filter(|v: &f64| v.is_finite() && (0.0..=1.0).contains(v)).ok_or_else(|| bad(format!("`{value}` is not a heating coefficient between 0 and 1 °C/W")))?
+                    f.extra_c_per_w = value
+                        .parse()
+                        .ok()
+                        .filter(|v: &f64| v.is_finite() && (0.0..=1.0).contains(v))
+                        .ok_or_else(|| {
+                            bad(format!(
+                                "`{value}` is not a heating coefficient between 0 and 1 °C/W"
+                            ))
+                        })?
                 }
                 "power_limit_w" => {
-                    f.power_limit_w = Some(value.parse().ok().filter(|v: &f64| v.is_finite() && (50.0..=5000.0).contains(v)).ok_or_else(|| bad(format!("`{value}` is not a power limit a GPU can have (50 to 5000 W)")))?)
+                    f.power_limit_w = Some(
+                        value
+                            .parse()
+                            .ok()
+                            .filter(|v: &f64| v.is_finite() && (50.0..=5000.0).contains(v))
+                            .ok_or_else(|| {
+                                bad(format!(
+                                    "`{value}` is not a power limit a GPU can have (50 to 5000 W)"
+                                ))
+                            })?,
+                    )
                 }
                 other => {
                     return Err(bad(format!(
@@ -144,7 +203,10 @@ impl FaultPlan {
     /// silently inject nothing).
     pub fn check_targets(&self, gpu_count: usize) -> Result<(), String> {
         match self.gpus.keys().find(|i| **i >= gpu_count) {
-            Some(i) => Err(format!("a --sim-fault names gpu{i}, but the simulated node has {gpu_count} GPUs (gpu0..gpu{})", gpu_count.saturating_sub(1))),
+            Some(i) => Err(format!(
+                "a --sim-fault names gpu{i}, but the simulated node has {gpu_count} GPUs (gpu0..gpu{})",
+                gpu_count.saturating_sub(1)
+            )),
             None => Ok(()),
         }
     }
@@ -161,18 +223,48 @@ mod tests {
 
     #[test]
     fn parses_and_rejects() {
-        let p = FaultPlan::parse(&["gpu2:cold_start=10s".into(), "node:no_nccl".into(), "gpu0:xid_at=1.5s@79".into()]).unwrap();
+        let p = FaultPlan::parse(&[
+            "gpu2:cold_start=10s".into(),
+            "node:no_nccl".into(),
+            "gpu0:xid_at=1.5s@79".into(),
+        ])
+        .unwrap();
         assert!(p.no_nccl);
         assert_eq!(p.gpu(2).cold_start_ns, Some(10_000_000_000));
         assert_eq!(p.gpu(0).xid_at_ns, Some((1_500_000_000, 79)));
         let l = FaultPlan::parse(&["gpu1:late_falls_at=20s@300us".into()]).unwrap();
         assert_eq!(l.gpu(1).late_falls, Some((20_000_000_000, 300_000)));
-        assert!(FaultPlan::parse(&["gpu0:cold_start=10".into()]).unwrap_err().contains("unit"));
-        assert!(FaultPlan::parse(&["gpuX:lost_at=1s".into()]).unwrap_err().contains("gpuN"));
-        assert!(FaultPlan::parse(&["gpu0:melt=1".into()]).unwrap_err().contains("unknown key"));
-        let n = FaultPlan::parse(&["node:cuda_init=802".into(), "node:clock_offset=-5ms".into(), "node:die_at=20s".into(), "node:fabric=in_progress".into()]).unwrap();
-        assert_eq!((n.cuda_init_error, n.clock_offset_ns, n.die_at_ns), (Some(802), -5_000_000, Some(20_000_000_000)));
+        assert!(
+            FaultPlan::parse(&["gpu0:cold_start=10".into()])
+                .unwrap_err()
+                .contains("unit")
+        );
+        assert!(
+            FaultPlan::parse(&["gpuX:lost_at=1s".into()])
+                .unwrap_err()
+                .contains("gpuN")
+        );
+        assert!(
+            FaultPlan::parse(&["gpu0:melt=1".into()])
+                .unwrap_err()
+                .contains("unknown key")
+        );
+        let n = FaultPlan::parse(&[
+            "node:cuda_init=802".into(),
+            "node:clock_offset=-5ms".into(),
+            "node:die_at=20s".into(),
+            "node:fabric=in_progress".into(),
+        ])
+        .unwrap();
+        assert_eq!(
+            (n.cuda_init_error, n.clock_offset_ns, n.die_at_ns),
+            (Some(802), -5_000_000, Some(20_000_000_000))
+        );
         assert_eq!(n.fabric_state.as_deref(), Some("in_progress"));
-        assert!(FaultPlan::parse(&["node:melt".into()]).unwrap_err().contains("unknown node fault"));
+        assert!(
+            FaultPlan::parse(&["node:melt".into()])
+                .unwrap_err()
+                .contains("unknown node fault")
+        );
     }
 }

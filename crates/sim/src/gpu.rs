@@ -2,9 +2,12 @@
 
 use crate::device::{Demand, SimDevice};
 use async_trait::async_trait;
-use powerlab_core::hw::{DeviceClock, DeviceEvent, EdgeRecord, Gpu, GpuIdentity, GpuSchedule, HwError, PowerSource, Readiness, RungOutcome};
-use powerlab_core::shape::EdgeKind;
 use powerlab_core::collective::CollectiveTiming;
+use powerlab_core::hw::{
+    DeviceClock, DeviceEvent, EdgeRecord, Gpu, GpuIdentity, GpuSchedule, HwError, PowerSource,
+    Readiness, RungOutcome,
+};
+use powerlab_core::shape::EdgeKind;
 use powerlab_core::shape::{LoadKind, LoadShape};
 use powerlab_core::{EpochNs, RunClock, Sample};
 use rand::{Rng, SeedableRng};
@@ -30,18 +33,41 @@ pub struct SimGpu {
 }
 
 impl SimGpu {
-    pub(crate) fn new(dev: Arc<Mutex<SimDevice>>, id: GpuIdentity, clock: RunClock, cold_start_ns: i64, seed: u64, (rank, ranks): (usize, usize)) -> Self {
-        SimGpu { dev, id, clock, warmed: false, rank, ranks, cold_start_ns, rng: ChaCha8Rng::seed_from_u64(seed) }
+    pub(crate) fn new(
+        dev: Arc<Mutex<SimDevice>>,
+        id: GpuIdentity,
+        clock: RunClock,
+        cold_start_ns: i64,
+        seed: u64,
+        (rank, ranks): (usize, usize),
+    ) -> Self {
+        SimGpu {
+            dev,
+            id,
+            clock,
+            warmed: false,
+            rank,
+            ranks,
+            cold_start_ns,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+        }
     }
 
     /// Sets the demand of a sweep or fabric rung and returns what its
     /// collectives measured (None for other shapes). A GPU whose collectives
     /// hang fails after the rung's timeout, naming its rank, the way the
     /// real engine does after aborting its communicator.
-    async fn start_collectives(&self, s: &GpuSchedule, start: EpochNs) -> Result<Option<Vec<CollectiveTiming>>, HwError> {
+    async fn start_collectives(
+        &self,
+        s: &GpuSchedule,
+        start: EpochNs,
+    ) -> Result<Option<Vec<CollectiveTiming>>, HwError> {
         let (timeout_ns, what) = match &s.shape {
             LoadShape::Sweep { spec } => (spec.timeout_ns, "the sweep's collectives".to_string()),
-            LoadShape::Fabric { spec } => (spec.timeout_ns, format!("all_reduce of {} bytes", spec.bytes)),
+            LoadShape::Fabric { spec } => (
+                spec.timeout_ns,
+                format!("all_reduce of {} bytes", spec.bytes),
+            ),
             _ => return Ok(None),
         };
         let (profile, hang_at) = {
@@ -66,7 +92,8 @@ impl SimGpu {
         let mut d = lock(&self.dev);
         let out = match &s.shape {
             LoadShape::Sweep { spec } => {
-                let (timings, ended) = crate::collectives::run_sweep(&profile, spec, self.ranks, start, s.end_ns);
+                let (timings, ended) =
+                    crate::collectives::run_sweep(&profile, spec, self.ranks, start, s.end_ns);
                 d.set_demand(start, Demand::KeepWarm(LoadKind::Fabric));
                 d.set_demand(ended, Demand::Idle);
                 timings
@@ -74,10 +101,30 @@ impl SimGpu {
             LoadShape::Fabric { spec } => {
                 match spec.compute_ns {
                     Some(compute_ns) => {
-                        let comm_ns = crate::collectives::op_ns(&profile, powerlab_core::Collective::AllReduce, spec.bytes, self.ranks);
-                        d.set_demand(start, Demand::Bsp { start, end: s.end_ns, compute_ns, comm_ns });
+                        let comm_ns = crate::collectives::op_ns(
+                            &profile,
+                            powerlab_core::Collective::AllReduce,
+                            spec.bytes,
+                            self.ranks,
+                        );
+                        d.set_demand(
+                            start,
+                            Demand::Bsp {
+                                start,
+                                end: s.end_ns,
+                                compute_ns,
+                                comm_ns,
+                            },
+                        );
                     }
-                    None => d.set_demand(start, Demand::Run { shape: s.shape.clone(), start: s.start_ns, end: s.end_ns }),
+                    None => d.set_demand(
+                        start,
+                        Demand::Run {
+                            shape: s.shape.clone(),
+                            start: s.start_ns,
+                            end: s.end_ns,
+                        },
+                    ),
                 }
                 crate::collectives::run_fabric(&profile, spec, self.ranks, start, s.end_ns)
             }
@@ -89,7 +136,9 @@ impl SimGpu {
     fn lost_error(&self, at: EpochNs) -> HwError {
         HwError::DeviceFailed {
             gpu: self.id.uuid.clone(),
-            detail: format!("CUDA_ERROR_ILLEGAL_STATE: device fell off the bus at {at} ns (simulated lost GPU)"),
+            detail: format!(
+                "CUDA_ERROR_ILLEGAL_STATE: device fell off the bus at {at} ns (simulated lost GPU)"
+            ),
         }
     }
 
@@ -115,7 +164,11 @@ impl Gpu for SimGpu {
         &self.id
     }
 
-    async fn prepare(&mut self, warmup_ns: i64, warm_load: Option<LoadKind>) -> Result<Readiness, HwError> {
+    async fn prepare(
+        &mut self,
+        warmup_ns: i64,
+        warm_load: Option<LoadKind>,
+    ) -> Result<Readiness, HwError> {
         let now = self.clock.now_ns();
         if !self.warmed {
             // Cold start: module load and JIT, no load on the GPU yet.
@@ -134,20 +187,37 @@ impl Gpu for SimGpu {
             (d.profile.arm_latency_ms, d.profile.clock_offset_us)
         };
         let arm_latency_ns = (arm_ms * 1e6 * (1.0 + 0.2 * self.rng.random::<f64>())) as i64;
-        Ok(Readiness { ready_at_ns: self.clock.now_ns(), arm_latency_ns, device_clock_offset_ns: Some((offset_us * 1e3) as i64), realtime_thread: None })
+        Ok(Readiness {
+            ready_at_ns: self.clock.now_ns(),
+            arm_latency_ns,
+            device_clock_offset_ns: Some((offset_us * 1e3) as i64),
+            realtime_thread: None,
+        })
     }
 
     async fn run(&mut self, s: &GpuSchedule) -> Result<RungOutcome, HwError> {
         let t_call = self.clock.now_ns();
         let (arm_ms, jitter_us, offset_us, late_falls) = {
             let d = lock(&self.dev);
-            (d.profile.arm_latency_ms, d.profile.edge_jitter_us, d.profile.clock_offset_us, d.late_falls())
+            (
+                d.profile.arm_latency_ms,
+                d.profile.edge_jitter_us,
+                d.profile.clock_offset_us,
+                d.late_falls(),
+            )
         };
         let armed_at = t_call + (arm_ms * 1e6) as i64;
         let actual_start = s.start_ns.max(armed_at);
         let collectives = self.start_collectives(s, actual_start).await?;
         if collectives.is_none() {
-            lock(&self.dev).set_demand(actual_start, Demand::Run { shape: s.shape.clone(), start: s.start_ns, end: s.end_ns });
+            lock(&self.dev).set_demand(
+                actual_start,
+                Demand::Run {
+                    shape: s.shape.clone(),
+                    start: s.start_ns,
+                    end: s.end_ns,
+                },
+            );
         }
         let edges = s
             .shape
@@ -157,21 +227,42 @@ impl Gpu for SimGpu {
             .map(|(i, (kind, intended))| {
                 // Device-placed edges spin on the deadline: never early, a few µs late.
                 let mut late = (self.rng.random::<f64>() * 2.0 * jitter_us * 1e3) as i64;
-                if let Some((from, by)) = late_falls {
-                    if kind == EdgeKind::Fall && intended >= from {
-                        late += by;
-                    }
+                if let Some((from, by)) = late_falls
+                    && kind == EdgeKind::Fall
+                    && intended >= from
+                {
+                    late += by;
                 }
-                let achieved = if intended < armed_at { armed_at } else { intended + late };
-                EdgeRecord { index: i as u32, kind, intended_ns: intended, achieved_ns: achieved }
+                let achieved = if intended < armed_at {
+                    armed_at
+                } else {
+                    intended + late
+                };
+                EdgeRecord {
+                    index: i as u32,
+                    kind,
+                    intended_ns: intended,
+                    achieved_ns: achieved,
+                }
             })
             .collect();
         self.sleep_or_lost(s.end_ns).await?;
         lock(&self.dev).set_demand(s.end_ns, Demand::Idle);
         // The simulated device clock keeps a fixed offset (the probes find it to ~10 µs).
         let offset = (offset_us * 1e3) as i64;
-        let clock = DeviceClock { begin_ns: t_call, offset_begin_ns: offset, end_ns: s.end_ns, offset_end_ns: offset, probe_rtt_ns: 20_000 };
-        Ok(RungOutcome { edges, work_items: 0, collectives: collectives.unwrap_or_default(), clock: Some(clock) })
+        let clock = DeviceClock {
+            begin_ns: t_call,
+            offset_begin_ns: offset,
+            end_ns: s.end_ns,
+            offset_end_ns: offset,
+            probe_rtt_ns: 20_000,
+        };
+        Ok(RungOutcome {
+            edges,
+            work_items: 0,
+            collectives: collectives.unwrap_or_default(),
+            clock: Some(clock),
+        })
     }
 
     async fn stop(&mut self) -> Result<(), HwError> {

@@ -8,7 +8,11 @@ use std::f64::consts::PI;
 
 /// `sin(πx)/(πx)`, 1 at 0.
 pub fn sinc(x: f64) -> f64 {
-    if x.abs() < 1e-12 { 1.0 } else { (PI * x).sin() / (PI * x) }
+    if x.abs() < 1e-12 {
+        1.0
+    } else {
+        (PI * x).sin() / (PI * x)
+    }
 }
 
 /// One folded cycle.
@@ -65,19 +69,32 @@ impl Folded {
         if known.is_empty() {
             return None;
         }
-        let mut out = vec![0.0; n];
-        for i in 0..n {
-            if let Some(v) = self.bins[i] {
-                out[i] = v;
-                continue;
-            }
-            let prev = *known.iter().rev().find(|&&k| k < i).unwrap_or(known.last()?);
-            let next = *known.iter().find(|&&k| k > i).unwrap_or(&known[0]);
-            let (vp, vn) = (self.bins[prev].unwrap_or(0.0), self.bins[next].unwrap_or(0.0));
-            let span = (next + n - prev) % n;
-            let at = (i + n - prev) % n;
-            out[i] = if span == 0 { vp } else { vp + (vn - vp) * at as f64 / span as f64 };
-        }
+        let (first, last) = (known[0], known[known.len() - 1]);
+        let out = (0..n)
+            .map(|i| {
+                if let Some(v) = self.bins[i] {
+                    return v;
+                }
+                let prev = known
+                    .iter()
+                    .rev()
+                    .find(|&&k| k < i)
+                    .copied()
+                    .unwrap_or(last);
+                let next = known.iter().find(|&&k| k > i).copied().unwrap_or(first);
+                let (vp, vn) = (
+                    self.bins[prev].unwrap_or(0.0),
+                    self.bins[next].unwrap_or(0.0),
+                );
+                let span = (next + n - prev) % n;
+                let at = (i + n - prev) % n;
+                if span == 0 {
+                    vp
+                } else {
+                    vp + (vn - vp) * at as f64 / span as f64
+                }
+            })
+            .collect();
         Some(out)
     }
 
@@ -99,7 +116,9 @@ impl Folded {
     /// window shorter than the period (after dividing by its attenuation).
     pub fn square_swing(&self, duty: f64) -> Option<f64> {
         let s = (PI * duty).sin();
-        (s > 1e-6).then(|| self.fundamental().map(|c| PI * c / s)).flatten()
+        (s > 1e-6)
+            .then(|| self.fundamental().map(|c| PI * c / s))
+            .flatten()
     }
 }
 
@@ -129,7 +148,11 @@ pub fn fold(samples: &[(i64, f64)], rises: &[i64], period_ns: i64, bins: usize) 
     }
     Folded {
         period_ns,
-        bins: sum.iter().zip(&cnt).map(|(s, c)| (*c > 0).then(|| s / *c as f64)).collect(),
+        bins: sum
+            .iter()
+            .zip(&cnt)
+            .map(|(s, c)| (*c > 0).then(|| s / *c as f64))
+            .collect(),
         samples: n,
         cycles: used_cycles.len(),
     }
@@ -174,7 +197,11 @@ pub fn shape(f: &Folded, duty: f64) -> Option<Shape> {
     if step.abs() < 1e-9 {
         return None;
     }
-    let cross = |range: std::ops::Range<usize>, level: f64, rising: bool| range.into_iter().find(|&i| if rising { y[i] >= level } else { y[i] <= level });
+    let cross = |range: std::ops::Range<usize>, level: f64, rising: bool| {
+        range
+            .into_iter()
+            .find(|&i| if rising { y[i] >= level } else { y[i] <= level })
+    };
     let (lo, hi) = (off + 0.1 * step, off + 0.9 * step);
     let r10 = cross(0..on_end, lo, true)?;
     let r90 = cross(r10..on_end, hi, true)?;
@@ -182,7 +209,11 @@ pub fn shape(f: &Folded, duty: f64) -> Option<Shape> {
     let f10 = cross(f90..n, lo, false).unwrap_or(f90);
     let peak_i = (0..on_end).max_by(|a, b| y[*a].total_cmp(&y[*b]))?;
     let overshoot = (y[peak_i] - on).max(0.0);
-    let above = if overshoot > 0.0 { (0..on_end).filter(|&i| y[i] > on + 0.1 * overshoot).count() } else { 0 };
+    let above = if overshoot > 0.0 {
+        (0..on_end).filter(|&i| y[i] > on + 0.1 * overshoot).count()
+    } else {
+        0
+    };
     let rise_ms = (r90 - r10) as f64 * bin_ms;
     Some(Shape {
         on_w: on,
@@ -191,7 +222,11 @@ pub fn shape(f: &Folded, duty: f64) -> Option<Shape> {
         fall_ms: (f10 - f90) as f64 * bin_ms,
         overshoot_w: overshoot,
         overshoot_ms: above as f64 * bin_ms,
-        ramp_w_per_s: if rise_ms > 0.0 { 0.8 * step / (rise_ms / 1e3) } else { f64::INFINITY },
+        ramp_w_per_s: if rise_ms > 0.0 {
+            0.8 * step / (rise_ms / 1e3)
+        } else {
+            f64::INFINITY
+        },
     })
 }
 
@@ -205,7 +240,10 @@ mod tests {
         // commensurate), with rises at every cycle start.
         let p = 100_000_000i64;
         let rises: Vec<i64> = (0..50).map(|k| k * p).collect();
-        let samples: Vec<(i64, f64)> = (0..700).map(|k| k as i64 * 7_000_000).map(|t| (t, if (t % p) < p / 2 { 700.0 } else { 100.0 })).collect();
+        let samples: Vec<(i64, f64)> = (0..700)
+            .map(|k| k as i64 * 7_000_000)
+            .map(|t| (t, if (t % p) < p / 2 { 700.0 } else { 100.0 }))
+            .collect();
         let f = fold(&samples, &rises, p, 50);
         assert!(f.coverage() > 0.99);
         let s = f.square_swing(0.5).unwrap();
@@ -223,9 +261,16 @@ mod tests {
         let truth = |t: i64| if t.rem_euclid(p) < p / 2 { 1.0 } else { 0.0 };
         let avg = |t: i64| (0..200).map(|k| truth(t - w + k * w / 200)).sum::<f64>() / 200.0;
         let rises: Vec<i64> = (0..100).map(|k| k * p).collect();
-        let samples: Vec<(i64, f64)> = (0..2000).map(|k| k as i64 * 2_300_000 + 40_000_000).map(|t| (t, avg(t))).collect();
+        let samples: Vec<(i64, f64)> = (0..2000)
+            .map(|k| k as i64 * 2_300_000 + 40_000_000)
+            .map(|t| (t, avg(t)))
+            .collect();
         let f = fold(&samples, &rises, p, 100);
         let s = f.square_swing(0.5).unwrap();
-        assert!((s / sinc(20.0 / 50.0) - 1.0).abs() < 0.02, "{s} vs {}", sinc(0.4));
+        assert!(
+            (s / sinc(20.0 / 50.0) - 1.0).abs() < 0.02,
+            "{s} vs {}",
+            sinc(0.4)
+        );
     }
 }

@@ -19,7 +19,7 @@ pub mod spectrum;
 use crate::curve::{f64_column, i64_column};
 use crate::error::CollateError;
 use crate::load::{Run, RungWindow};
-use fold::{fold, shape, sinc, Folded};
+use fold::{Folded, fold, shape, sinc};
 use polars::prelude::*;
 use powerlab_campaign::CALIBRATION_PHASE;
 use powerlab_rundir::RunDir;
@@ -114,7 +114,13 @@ fn nominal_kind() -> ModelKind {
 
 /// One path of a built-in or nominal model: update period, window and
 /// latency (ms) with the window's uncertainty.
-fn path_model(instrument: &str, update: f64, window: f64, window_ci: Option<f64>, latency: f64) -> PathModel {
+fn path_model(
+    instrument: &str,
+    update: f64,
+    window: f64,
+    window_ci: Option<f64>,
+    latency: f64,
+) -> PathModel {
     PathModel {
         instrument: instrument.into(),
         update_period_ms: Some(update),
@@ -147,9 +153,15 @@ impl SensorModel {
     /// The model of `gpu`'s `instrument` (any GPU's if that one is missing).
     pub fn path(&self, gpu: &str, instrument: &str) -> Option<&PathModel> {
         fn find<'a>(g: &'a GpuSensor, instrument: &str) -> Option<&'a PathModel> {
-            g.paths.iter().find(|p| p.instrument == instrument && p.refused.is_none())
+            g.paths
+                .iter()
+                .find(|p| p.instrument == instrument && p.refused.is_none())
         }
-        self.gpus.iter().find(|g| g.gpu == gpu).and_then(|g| find(g, instrument)).or_else(|| self.gpus.iter().find_map(|g| find(g, instrument)))
+        self.gpus
+            .iter()
+            .find(|g| g.gpu == gpu)
+            .and_then(|g| find(g, instrument))
+            .or_else(|| self.gpus.iter().find_map(|g| find(g, instrument)))
     }
 
     /// The built-in profile of a GPU model that has been measured (by its
@@ -159,9 +171,18 @@ impl SensorModel {
             return None;
         }
         Some(SensorModel {
-            source: format!("built-in H200 profile (measured on 2 × H200, driver 580.159: buffered samples every 20 ms averaging 6 ± 2.5 ms) for {device_name}"),
+            source: format!(
+                "built-in H200 profile (measured on 2 × H200, driver 580.159: buffered samples every 20 ms averaging 6 ± 2.5 ms) for {device_name}"
+            ),
             kind: ModelKind::BuiltIn,
-            gpus: gpus.iter().map(|g| GpuSensor { gpu: g.clone(), paths: h200_paths(), probes: Vec::new() }).collect(),
+            gpus: gpus
+                .iter()
+                .map(|g| GpuSensor {
+                    gpu: g.clone(),
+                    paths: h200_paths(),
+                    probes: Vec::new(),
+                })
+                .collect(),
         })
     }
 
@@ -169,9 +190,18 @@ impl SensorModel {
     /// every verdict. Run `powerlab calibrate` on such a GPU.
     pub fn nominal(device_name: &str, gpus: &[String]) -> SensorModel {
         SensorModel {
-            source: format!("nominal (not calibrated): {device_name} has not been measured, so the H200's values are assumed (buffered 20 ms / 6 ms, fields 100 ms); run `powerlab calibrate` on this GPU"),
+            source: format!(
+                "nominal (not calibrated): {device_name} has not been measured, so the H200's values are assumed (buffered 20 ms / 6 ms, fields 100 ms); run `powerlab calibrate` on this GPU"
+            ),
             kind: ModelKind::Nominal,
-            gpus: gpus.iter().map(|g| GpuSensor { gpu: g.clone(), paths: h200_paths(), probes: Vec::new() }).collect(),
+            gpus: gpus
+                .iter()
+                .map(|g| GpuSensor {
+                    gpu: g.clone(),
+                    paths: h200_paths(),
+                    probes: Vec::new(),
+                })
+                .collect(),
         }
     }
 }
@@ -188,12 +218,33 @@ impl SeriesSet {
     pub fn from_frame(power: &DataFrame) -> SeriesSet {
         let mut by = BTreeMap::new();
         let col = |name: &str| power.column(name).ok();
-        let (Some(ts), Some(v), Some(node), Some(gpu), Some(inst)) = (col("ts_ns"), col("value"), col("node"), col("gpu"), col("instrument")) else { return SeriesSet { by } };
-        let (Ok(ts), Ok(v), Ok(node), Ok(gpu), Ok(inst)) = (ts.i64(), v.f64(), node.str(), gpu.str(), inst.str()) else { return SeriesSet { by } };
-        let mut keys: Vec<(&str, &str, &str, Vec<(i64, f64)>)> = Vec::new();
+        let (Some(ts), Some(v), Some(node), Some(gpu), Some(inst)) = (
+            col("ts_ns"),
+            col("value"),
+            col("node"),
+            col("gpu"),
+            col("instrument"),
+        ) else {
+            return SeriesSet { by };
+        };
+        let (Ok(ts), Ok(v), Ok(node), Ok(gpu), Ok(inst)) =
+            (ts.i64(), v.f64(), node.str(), gpu.str(), inst.str())
+        else {
+            return SeriesSet { by };
+        };
+        type Keyed<'a> = (&'a str, &'a str, &'a str, Vec<(i64, f64)>);
+        let mut keys: Vec<Keyed<'_>> = Vec::new();
         let mut last = 0usize;
-        for ((((t, val), n), g), i) in ts.iter().zip(v.iter()).zip(node.iter()).zip(gpu.iter()).zip(inst.iter()) {
-            let (Some(t), Some(val), Some(n), Some(g), Some(i)) = (t, val, n, g, i) else { continue };
+        for ((((t, val), n), g), i) in ts
+            .iter()
+            .zip(v.iter())
+            .zip(node.iter())
+            .zip(gpu.iter())
+            .zip(inst.iter())
+        {
+            let (Some(t), Some(val), Some(n), Some(g), Some(i)) = (t, val, n, g, i) else {
+                continue;
+            };
             let same = |k: &(&str, &str, &str, Vec<(i64, f64)>)| k.2 == i && k.1 == g && k.0 == n;
             if !keys.get(last).is_some_and(same) {
                 last = match keys.iter().position(same) {
@@ -217,7 +268,11 @@ impl SeriesSet {
 
     /// One series of a single-node run (empty if absent).
     pub fn get(&self, gpu: &str, instrument: &str) -> &[(i64, f64)] {
-        self.by.iter().find(|((_, g, i), _)| g == gpu && i == instrument).map(|(_, v)| v.as_slice()).unwrap_or(&[])
+        self.by
+            .iter()
+            .find(|((_, g, i), _)| g == gpu && i == instrument)
+            .map(|(_, v)| v.as_slice())
+            .unwrap_or(&[])
     }
 
     /// The latest reading of any series, epoch ns.
@@ -227,7 +282,10 @@ impl SeriesSet {
 
     /// One series of one node (empty if absent).
     pub fn get_at(&self, node: &str, gpu: &str, instrument: &str) -> &[(i64, f64)] {
-        self.by.get(&(node.to_string(), gpu.to_string(), instrument.to_string())).map(Vec::as_slice).unwrap_or(&[])
+        self.by
+            .get(&(node.to_string(), gpu.to_string(), instrument.to_string()))
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
     }
 }
 
@@ -248,12 +306,20 @@ fn span(s: &[(i64, f64)], from: i64, to: i64) -> &[(i64, f64)] {
 
 /// Readings where the value changed, at the first read that showed it.
 fn changes(s: &[(i64, f64)]) -> Vec<(i64, f64)> {
-    s.windows(2).filter(|w| w[1].1 != w[0].1).map(|w| w[1]).collect()
+    s.windows(2)
+        .filter(|w| w[1].1 != w[0].1)
+        .map(|w| w[1])
+        .collect()
 }
 
 /// Median time between consecutive points, ms.
 fn median_spacing_ms(s: &[(i64, f64)]) -> Option<f64> {
-    median(s.windows(2).map(|w| (w[1].0 - w[0].0) as f64 / 1e6).filter(|d| *d > 0.0).collect())
+    median(
+        s.windows(2)
+            .map(|w| (w[1].0 - w[0].0) as f64 / 1e6)
+            .filter(|d| *d > 0.0)
+            .collect(),
+    )
 }
 
 /// Achieved edge times by (rung, GPU, kind), grouped once: a long campaign
@@ -265,33 +331,68 @@ impl EdgeIndex {
     /// and kind (columnar: one partition per key).
     pub fn from_frame(edges: Option<&DataFrame>) -> EdgeIndex {
         let mut m: BTreeMap<(u32, String, String), Vec<i64>> = BTreeMap::new();
-        let Some(parts) = edges.and_then(|df| df.partition_by(["rung_id", "gpu", "kind"], true).ok()) else { return EdgeIndex(m) };
+        let Some(parts) =
+            edges.and_then(|df| df.partition_by(["rung_id", "gpu", "kind"], true).ok())
+        else {
+            return EdgeIndex(m);
+        };
         for part in parts {
-            let rung = part.column("rung_id").ok().and_then(|c| c.u32().ok().and_then(|c| c.get(0)));
-            let text = |name: &str| part.column(name).ok().and_then(|c| c.str().ok().and_then(|s| s.get(0).map(str::to_string)));
-            let (Some(rung), Some(gpu), Some(kind)) = (rung, text("gpu"), text("kind")) else { continue };
-            let Ok(at) = part.column("achieved_ns").and_then(|c| c.i64().cloned()) else { continue };
-            m.entry((rung, gpu, kind)).or_default().extend(at.into_no_null_iter());
+            let rung = part
+                .column("rung_id")
+                .ok()
+                .and_then(|c| c.u32().ok().and_then(|c| c.get(0)));
+            let text = |name: &str| {
+                part.column(name)
+                    .ok()
+                    .and_then(|c| c.str().ok().and_then(|s| s.get(0).map(str::to_string)))
+            };
+            let (Some(rung), Some(gpu), Some(kind)) = (rung, text("gpu"), text("kind")) else {
+                continue;
+            };
+            let Ok(at) = part.column("achieved_ns").and_then(|c| c.i64().cloned()) else {
+                continue;
+            };
+            m.entry((rung, gpu, kind))
+                .or_default()
+                .extend(at.into_no_null_iter());
         }
         EdgeIndex(m)
     }
 
     /// Achieved times of one rung's edges of one kind on one GPU.
     pub fn get(&self, rung: u32, gpu: &str, kind: &str) -> &[i64] {
-        self.0.get(&(rung, gpu.to_string(), kind.to_string())).map(Vec::as_slice).unwrap_or(&[])
+        self.0
+            .get(&(rung, gpu.to_string(), kind.to_string()))
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
     }
 }
 
 /// Normalised falling-step points (ms after each fall, 1 = on, 0 = off) of
 /// `s`, with the on and off levels taken from `levels` (every read).
-fn step_points(s: &[(i64, f64)], levels: &[(i64, f64)], falls: &[i64], half_period_ms: f64) -> (Vec<(f64, f64)>, Vec<f64>) {
+fn step_points(
+    s: &[(i64, f64)],
+    levels: &[(i64, f64)],
+    falls: &[i64],
+    half_period_ms: f64,
+) -> (Vec<(f64, f64)>, Vec<f64>) {
     let mut pts = Vec::new();
     let mut heights = Vec::new();
     let h = half_period_ms;
     let after = |f: i64, ms: f64| f + (ms * 1e6) as i64;
     for &f in falls {
-        let at = |a: f64, b: f64| -> Vec<f64> { span(levels, after(f, a), after(f, b)).iter().map(|x| x.1).collect() };
-        let (Some(on), Some(off)) = (median(at(-0.45 * h, -0.1 * h)), median(at(0.6 * h, 0.95 * h))) else { continue };
+        let at = |a: f64, b: f64| -> Vec<f64> {
+            span(levels, after(f, a), after(f, b))
+                .iter()
+                .map(|x| x.1)
+                .collect()
+        };
+        let (Some(on), Some(off)) = (
+            median(at(-0.45 * h, -0.1 * h)),
+            median(at(0.6 * h, 0.95 * h)),
+        ) else {
+            continue;
+        };
         if (on - off).abs() < 1.0 {
             continue;
         }
@@ -321,21 +422,33 @@ const CAL_GROUPS: usize = 4;
 fn unphysical(f: &fit::StepFit, window_ci: Option<f64>, latency_ci: Option<f64>) -> Option<String> {
     let l_ci = latency_ci.unwrap_or(0.0);
     if f.latency_ms + l_ci < -0.5 {
-        return Some(format!("negative latency {:.1} ± {:.1} ms: the reading would change before the power did", f.latency_ms, l_ci));
+        return Some(format!(
+            "negative latency {:.1} ± {:.1} ms: the reading would change before the power did",
+            f.latency_ms, l_ci
+        ));
     }
     if f.rms > 0.15 {
-        return Some(format!("the fit does not follow the step (rms {:.0} % of it)", 100.0 * f.rms));
+        return Some(format!(
+            "the fit does not follow the step (rms {:.0} % of it)",
+            100.0 * f.rms
+        ));
     }
-    if let Some(w_ci) = window_ci {
-        if w_ci > f.window_ms.max(2.0) {
-            return Some(format!("the window is not pinned down: {:.1} ± {w_ci:.1} ms across groups of edges", f.window_ms));
-        }
+    if let Some(w_ci) = window_ci
+        && w_ci > f.window_ms.max(2.0)
+    {
+        return Some(format!(
+            "the window is not pinned down: {:.1} ± {w_ci:.1} ms across groups of edges",
+            f.window_ms
+        ));
     }
     None
 }
 
 fn calibration_rungs(run: &Run) -> Vec<&RungWindow> {
-    run.rungs.iter().filter(|r| r.info.phase == CALIBRATION_PHASE).collect()
+    run.rungs
+        .iter()
+        .filter(|r| r.info.phase == CALIBRATION_PHASE)
+        .collect()
 }
 
 /// Derives the sensor model from the run's calibration rungs (None without them).
@@ -343,8 +456,17 @@ pub fn calibrate(run: &Run, series: &SeriesSet, edges: &EdgeIndex) -> Option<Sen
     let cal = calibration_rungs(run);
     // The step rungs are the long ones: the shortest for the fast paths,
     // the longest for the 1 s average.
-    let mut steps: Vec<&RungWindow> = cal.iter().copied().filter(|r| r.info.period_ms.is_some_and(|p| p >= 300.0)).collect();
-    steps.sort_by(|a, b| a.info.period_ms.unwrap_or(0.0).total_cmp(&b.info.period_ms.unwrap_or(0.0)));
+    let mut steps: Vec<&RungWindow> = cal
+        .iter()
+        .copied()
+        .filter(|r| r.info.period_ms.is_some_and(|p| p >= 300.0))
+        .collect();
+    steps.sort_by(|a, b| {
+        a.info
+            .period_ms
+            .unwrap_or(0.0)
+            .total_cmp(&b.info.period_ms.unwrap_or(0.0))
+    });
     let (fast, slow) = (*steps.first()?, steps.last().copied());
     let mut gpus = Vec::new();
     for g in &run.manifest.backend.gpus {
@@ -352,7 +474,12 @@ pub fn calibrate(run: &Run, series: &SeriesSet, edges: &EdgeIndex) -> Option<Sen
         let mut paths = Vec::new();
         let mut probes = Vec::new();
         let mut board_tau = None;
-        for (inst, timestamped) in [("buffered_w", true), ("instant_w", false), ("average_w", false), ("energy_mj", false)] {
+        for (inst, timestamped) in [
+            ("buffered_w", true),
+            ("instant_w", false),
+            ("average_w", false),
+            ("energy_mj", false),
+        ] {
             let s = series.get(key, inst);
             if s.len() < 10 {
                 continue;
@@ -361,7 +488,11 @@ pub fn calibrate(run: &Run, series: &SeriesSet, edges: &EdgeIndex) -> Option<Sen
             // A timestamped path updates with every sample. A held path whose
             // every read shows a new value updates at least as often as it
             // was read: its period is not measured.
-            let update = if timestamped { read } else { median_spacing_ms(&changes(s)).filter(|u| read.is_none_or(|r| *u > 1.5 * r)) };
+            let update = if timestamped {
+                read
+            } else {
+                median_spacing_ms(&changes(s)).filter(|u| read.is_none_or(|r| *u > 1.5 * r))
+            };
             let mut m = PathModel {
                 instrument: inst.into(),
                 update_period_ms: update,
@@ -376,7 +507,11 @@ pub fn calibrate(run: &Run, series: &SeriesSet, edges: &EdgeIndex) -> Option<Sen
                 read_period_ms: read,
             };
             if inst != "energy_mj" {
-                let rung = if inst == "average_w" { slow.unwrap_or(fast) } else { fast };
+                let rung = if inst == "average_w" {
+                    slow.unwrap_or(fast)
+                } else {
+                    fast
+                };
                 let half = rung.info.period_ms.unwrap_or(1000.0) / 2.0;
                 let falls = edges.get(rung.info.id, key, "fall");
                 // A held field is fitted on its updates only (the first read of
@@ -390,7 +525,13 @@ pub fn calibrate(run: &Run, series: &SeriesSet, edges: &EdgeIndex) -> Option<Sen
                 };
                 let (pts, heights) = step_points(fit_on, s, falls, half);
                 let tau = board_tau.unwrap_or(0.0);
-                let fit_pts = |p: &[(f64, f64)]| if timestamped { fit::fit_timestamped(p, 0.4 * half) } else { fit::fit_updates(p, tau, 0.9 * half, update.unwrap_or(100.0).max(20.0)) };
+                let fit_pts = |p: &[(f64, f64)]| {
+                    if timestamped {
+                        fit::fit_timestamped(p, 0.4 * half)
+                    } else {
+                        fit::fit_updates(p, tau, 0.9 * half, update.unwrap_or(100.0).max(20.0))
+                    }
+                };
                 if pts.len() >= 20 {
                     let f = fit_pts(&pts);
                     m.window_ms = Some(f.window_ms);
@@ -400,7 +541,12 @@ pub fn calibrate(run: &Run, series: &SeriesSet, edges: &EdgeIndex) -> Option<Sen
                     // Uncertainty: the same fit on independent groups of falls.
                     let groups: Vec<fit::StepFit> = (0..CAL_GROUPS)
                         .filter_map(|k| {
-                            let sub: Vec<i64> = falls.iter().enumerate().filter(|(i, _)| i % CAL_GROUPS == k).map(|(_, f)| *f).collect();
+                            let sub: Vec<i64> = falls
+                                .iter()
+                                .enumerate()
+                                .filter(|(i, _)| i % CAL_GROUPS == k)
+                                .map(|(_, f)| *f)
+                                .collect();
                             let (p, _) = step_points(fit_on, s, &sub, half);
                             (p.len() >= 10).then(|| fit_pts(&p))
                         })
@@ -418,11 +564,24 @@ pub fn calibrate(run: &Run, series: &SeriesSet, edges: &EdgeIndex) -> Option<Sen
                 }
                 // Aliasing probes: observed swing over the step height.
                 if let (Some(height), Some(w)) = (median(heights), m.window_ms) {
-                    for r in cal.iter().filter(|r| r.info.period_ms.is_some_and(|p| p < 200.0)) {
+                    for r in cal
+                        .iter()
+                        .filter(|r| r.info.period_ms.is_some_and(|p| p < 200.0))
+                    {
                         let p = r.info.period_ms.unwrap_or(0.0);
-                        let mut v: Vec<f64> = span(s, r.measure_from_ns, r.end_ns).iter().map(|x| x.1).collect();
-                        if let (Some(lo), Some(hi)) = (quantile(&mut v, 0.01), quantile(&mut v, 0.99)) {
-                            probes.push(Probe { instrument: inst.into(), period_ms: p, observed_ratio: (hi - lo) / height, predicted_ratio: boxcar_ratio(w, p) });
+                        let mut v: Vec<f64> = span(s, r.measure_from_ns, r.end_ns)
+                            .iter()
+                            .map(|x| x.1)
+                            .collect();
+                        if let (Some(lo), Some(hi)) =
+                            (quantile(&mut v, 0.01), quantile(&mut v, 0.99))
+                        {
+                            probes.push(Probe {
+                                instrument: inst.into(),
+                                period_ms: p,
+                                observed_ratio: (hi - lo) / height,
+                                predicted_ratio: boxcar_ratio(w, p),
+                            });
                         }
                     }
                 }
@@ -432,23 +591,54 @@ pub fn calibrate(run: &Run, series: &SeriesSet, edges: &EdgeIndex) -> Option<Sen
             }
             paths.push(m);
         }
-        gpus.push(GpuSensor { gpu: key.into(), paths, probes });
+        gpus.push(GpuSensor {
+            gpu: key.into(),
+            paths,
+            probes,
+        });
     }
-    Some(SensorModel { source: "calibrated in this run".into(), kind: ModelKind::Calibrated, gpus })
+    Some(SensorModel {
+        source: "calibrated in this run".into(),
+        kind: ModelKind::Calibrated,
+        gpus,
+    })
 }
 
 /// The model this run's numbers are judged by, and where it came from:
 /// its own calibration rungs; else a `sensor.json` given to the run; else
 /// the built-in profile of its GPU model; else nominal values. A path whose
 /// calibration fit was refused takes the next source's values for that path.
-pub fn model_for(dir: &RunDir, run: &Run, series: &SeriesSet, edges: &EdgeIndex) -> Result<SensorModel, CollateError> {
-    let keys: Vec<String> = run.manifest.backend.gpus.iter().map(|g| g.key.clone()).collect();
-    let name = run.manifest.backend.gpus.first().map(|g| g.name.clone()).unwrap_or_default();
-    let fallback = SensorModel::builtin(&name, &keys).unwrap_or_else(|| SensorModel::nominal(&name, &keys));
+pub fn model_for(
+    dir: &RunDir,
+    run: &Run,
+    series: &SeriesSet,
+    edges: &EdgeIndex,
+) -> Result<SensorModel, CollateError> {
+    let keys: Vec<String> = run
+        .manifest
+        .backend
+        .gpus
+        .iter()
+        .map(|g| g.key.clone())
+        .collect();
+    let name = run
+        .manifest
+        .backend
+        .gpus
+        .first()
+        .map(|g| g.name.clone())
+        .unwrap_or_default();
+    let fallback =
+        SensorModel::builtin(&name, &keys).unwrap_or_else(|| SensorModel::nominal(&name, &keys));
     if let Some(mut m) = calibrate(run, series, edges) {
         // A refused path keeps its fit on record and is judged by the fallback's values.
         for g in &mut m.gpus {
-            let refused: Vec<PathModel> = g.paths.iter().filter(|p| p.refused.is_some()).cloned().collect();
+            let refused: Vec<PathModel> = g
+                .paths
+                .iter()
+                .filter(|p| p.refused.is_some())
+                .cloned()
+                .collect();
             for r in refused {
                 if let Some(f) = fallback.path(&g.gpu, &r.instrument) {
                     g.paths.push(f.clone());
@@ -568,24 +758,42 @@ pub struct SensorReport {
 fn fold_rung(s: &[(i64, f64)], r: &RungWindow, rises: &[i64], shift_ns: i64) -> Folded {
     let p = (r.info.period_ms.unwrap_or(1000.0) * 1e6) as i64;
     let bins = ((p as f64 / 1e6).round() as usize).clamp(8, 200);
-    let pts: Vec<(i64, f64)> = span(s, r.measure_from_ns + shift_ns, r.end_ns + shift_ns).iter().map(|(t, v)| (t - shift_ns, *v)).collect();
+    let pts: Vec<(i64, f64)> = span(s, r.measure_from_ns + shift_ns, r.end_ns + shift_ns)
+        .iter()
+        .map(|(t, v)| (t - shift_ns, *v))
+        .collect();
     fold(&pts, rises, p, bins)
 }
 
 /// Analyses every duty rung of the run against `model`.
-pub fn analyse(run: &Run, series: &SeriesSet, edges: &EdgeIndex, model: SensorModel, curve: &crate::curve::NodeCurve, visible_node_swing: &BTreeMap<u32, Option<f64>>) -> SensorReport {
+pub fn analyse(
+    run: &Run,
+    series: &SeriesSet,
+    edges: &EdgeIndex,
+    model: SensorModel,
+    curve: &crate::curve::NodeCurve,
+    visible_node_swing: &BTreeMap<u32, Option<f64>>,
+) -> SensorReport {
     let mut rows = Vec::new();
-    for r in run.rungs.iter().filter(|r| r.info.kind == "duty" && r.info.period_ms.is_some()) {
+    for r in run
+        .rungs
+        .iter()
+        .filter(|r| r.info.kind == "duty" && r.info.period_ms.is_some())
+    {
         let period_ms = r.info.period_ms.unwrap_or(0.0);
         for (gi, g) in run.manifest.backend.gpus.iter().enumerate() {
             let rises = crate::cycle::rises_of(edges, r, gi, &g.key);
             for inst in ["buffered_w", "instant_w"] {
-                let Some(m) = model.path(&g.key, inst) else { continue };
+                let Some(m) = model.path(&g.key, inst) else {
+                    continue;
+                };
                 let raw = series.get(&g.key, inst);
                 let shift = (m.latency_ms.unwrap_or(0.0) * 1e6) as i64;
                 // Held fields: only the first read of each new value is a sample of the sensor.
                 // This rung's readings, plus the one before (so its first change counts).
-                let lo = raw.partition_point(|x| x.0 < r.measure_from_ns + shift).saturating_sub(1);
+                let lo = raw
+                    .partition_point(|x| x.0 < r.measure_from_ns + shift)
+                    .saturating_sub(1);
                 let window = &raw[lo..raw.partition_point(|x| x.0 < r.end_ns + shift).max(lo)];
                 let updates;
                 let samples: &[(i64, f64)] = if inst == "buffered_w" {
@@ -595,8 +803,13 @@ pub fn analyse(run: &Run, series: &SeriesSet, edges: &EdgeIndex, model: SensorMo
                     &updates
                 };
                 let f = fold_rung(samples, r, &rises, shift);
-                let mut vis: Vec<f64> = span(raw, r.measure_from_ns, r.end_ns).iter().map(|x| x.1).collect();
-                let visible = quantile(&mut vis.clone(), 0.9).zip(quantile(&mut vis, 0.1)).map(|(a, b)| a - b);
+                let mut vis: Vec<f64> = span(raw, r.measure_from_ns, r.end_ns)
+                    .iter()
+                    .map(|x| x.1)
+                    .collect();
+                let visible = quantile(&mut vis.clone(), 0.9)
+                    .zip(quantile(&mut vis, 0.1))
+                    .map(|(a, b)| a - b);
                 let w = m.window_ms.or(m.update_period_ms).unwrap_or(0.0);
                 let gain = sinc(w / period_ms);
                 let folded = f.usable().then(|| f.square_swing(r.info.duty)).flatten();
@@ -628,28 +841,52 @@ pub fn analyse(run: &Run, series: &SeriesSet, edges: &EdgeIndex, model: SensorMo
     }
     let answers = answers(run, &rows, visible_node_swing);
     let spectra = spectra(run, curve);
-    SensorReport { model, rows, answers, spectra }
+    SensorReport {
+        model,
+        rows,
+        answers,
+        spectra,
+    }
 }
 
-fn answers(run: &Run, rows: &[RungPathRow], visible: &BTreeMap<u32, Option<f64>>) -> Vec<PeriodAnswer> {
+fn answers(
+    run: &Run,
+    rows: &[RungPathRow],
+    visible: &BTreeMap<u32, Option<f64>>,
+) -> Vec<PeriodAnswer> {
     let n_gpus = run.manifest.backend.gpus.len();
     let mut out: Vec<PeriodAnswer> = Vec::new();
-    for r in run.rungs.iter().filter(|r| r.info.kind == "duty" && r.info.mode == "in_phase" && r.info.phase != CALIBRATION_PHASE) {
+    for r in run.rungs.iter().filter(|r| {
+        r.info.kind == "duty" && r.info.mode == "in_phase" && r.info.phase != CALIBRATION_PHASE
+    }) {
         let mine: Vec<&RungPathRow> = rows.iter().filter(|x| x.rung_id == r.info.id).collect();
         // Prefer the buffered path; the instant field where the buffered window nulls the period.
         let mut pick = None;
         for inst in ["buffered_w", "instant_w"] {
             let per: Vec<&&RungPathRow> = mine.iter().filter(|x| x.instrument == inst).collect();
             if per.len() == n_gpus && per.iter().all(|x| x.reconstructed_swing_w.is_some()) {
-                pick = Some((inst, per.iter().filter_map(|x| x.reconstructed_swing_w).sum::<f64>()));
+                pick = Some((
+                    inst,
+                    per.iter()
+                        .filter_map(|x| x.reconstructed_swing_w)
+                        .sum::<f64>(),
+                ));
                 break;
             }
         }
-        let raw = mine.iter().find(|x| x.instrument == "buffered_w").map(|x| x.verdict.clone()).unwrap_or_else(|| "aliased".into());
+        let raw = mine
+            .iter()
+            .find(|x| x.instrument == "buffered_w")
+            .map(|x| x.verdict.clone())
+            .unwrap_or_else(|| "aliased".into());
         // A path whose window passes this period but whose samples stayed
         // phase-locked to it (a period that is a multiple of the sampling
         // grid) could not be folded: say so instead of blaming the window.
-        let locked = mine.iter().filter(|x| x.window_gain.is_some_and(|g| g.abs() >= 0.3) && x.folded_swing_w.is_none()).map(|x| x.phase_coverage).fold(None, |a: Option<f64>, c| Some(a.map_or(c, |a| a.max(c))));
+        let locked = mine
+            .iter()
+            .filter(|x| x.window_gain.is_some_and(|g| g.abs() >= 0.3) && x.folded_swing_w.is_none())
+            .map(|x| x.phase_coverage)
+            .fold(None, |a: Option<f64>, c| Some(a.map_or(c, |a| a.max(c))));
         out.push(PeriodAnswer {
             rung: r.info.label.clone(),
             period_ms: r.info.period_ms.unwrap_or(0.0),
@@ -667,14 +904,29 @@ fn answers(run: &Run, rows: &[RungPathRow], visible: &BTreeMap<u32, Option<f64>>
     }
     // Judge each against the longest reconstructed period of the run
     // (mean over its repeats).
-    let longest = out.iter().filter(|a| a.reconstructed_swing_w.is_some()).map(|a| a.period_ms).fold(0.0, f64::max);
-    let refs: Vec<f64> = out.iter().filter(|a| a.period_ms == longest).filter_map(|a| a.reconstructed_swing_w).collect();
+    let longest = out
+        .iter()
+        .filter(|a| a.reconstructed_swing_w.is_some())
+        .map(|a| a.period_ms)
+        .fold(0.0, f64::max);
+    let refs: Vec<f64> = out
+        .iter()
+        .filter(|a| a.period_ms == longest)
+        .filter_map(|a| a.reconstructed_swing_w)
+        .collect();
     let reference = (!refs.is_empty()).then(|| refs.iter().sum::<f64>() / refs.len() as f64);
     for a in out.iter_mut() {
         if let (Some(rec), Some(refw)) = (a.reconstructed_swing_w, reference.as_ref()) {
             let frac = rec / refw;
             a.fraction_of_long_period = Some(frac);
-            a.verdict = if frac >= 0.8 { "board follows".into() } else { format!("board attenuates ({:.0} % of the long-period swing)", 100.0 * frac) };
+            a.verdict = if frac >= 0.8 {
+                "board follows".into()
+            } else {
+                format!(
+                    "board attenuates ({:.0} % of the long-period swing)",
+                    100.0 * frac
+                )
+            };
         }
     }
     out
@@ -702,7 +954,11 @@ fn spectra(run: &Run, curve: &crate::curve::NodeCurve) -> Vec<(u32, String, spec
 /// Writes `sensor.json`, `sensor_rungs.csv`, `sensor_periods.csv` and `spectrum.csv` under `report/`.
 pub fn write_sensor(s: &SensorReport, report_dir: &Path) -> Result<Vec<PathBuf>, CollateError> {
     let json = report_dir.join("sensor.json");
-    std::fs::write(&json, serde_json::to_string_pretty(&s.model).unwrap_or_default() + "\n").map_err(|e| CollateError::io(&json, e))?;
+    std::fs::write(
+        &json,
+        serde_json::to_string_pretty(&s.model).unwrap_or_default() + "\n",
+    )
+    .map_err(|e| CollateError::io(&json, e))?;
     let mut files = vec![json];
     if !s.rows.is_empty() {
         let p = report_dir.join("sensor_rungs.csv");
@@ -721,12 +977,29 @@ pub fn write_sensor(s: &SensorReport, report_dir: &Path) -> Result<Vec<PathBuf>,
         #[serde(flatten)]
         s: spectrum::Spectrum,
     }
-    let rows: Vec<Row<'_>> = s.spectra.iter().map(|(id, l, sp)| Row { rung_id: *id, rung: l, s: *sp }).collect();
+    let rows: Vec<Row<'_>> = s
+        .spectra
+        .iter()
+        .map(|(id, l, sp)| Row {
+            rung_id: *id,
+            rung: l,
+            s: *sp,
+        })
+        .collect();
     if !rows.is_empty() {
         let p = report_dir.join("spectrum.csv");
-        let mut w = csv::Writer::from_path(&p).map_err(|e| CollateError::io(&p, std::io::Error::other(e)))?;
+        let mut w = csv::Writer::from_path(&p)
+            .map_err(|e| CollateError::io(&p, std::io::Error::other(e)))?;
         for r in &rows {
-            w.write_record([r.rung_id.to_string(), r.rung.to_string(), format!("{:.4}", r.s.dominant_hz), format!("{:.4}", r.s.share_0_1_to_2_hz), format!("{:.4}", r.s.share_2_to_20_hz), format!("{:.1}", r.s.nyquist_hz)]).map_err(|e| CollateError::io(&p, std::io::Error::other(e)))?;
+            w.write_record([
+                r.rung_id.to_string(),
+                r.rung.to_string(),
+                format!("{:.4}", r.s.dominant_hz),
+                format!("{:.4}", r.s.share_0_1_to_2_hz),
+                format!("{:.4}", r.s.share_2_to_20_hz),
+                format!("{:.1}", r.s.nyquist_hz),
+            ])
+            .map_err(|e| CollateError::io(&p, std::io::Error::other(e)))?;
         }
         w.flush().map_err(|e| CollateError::io(&p, e))?;
         files.push(p);

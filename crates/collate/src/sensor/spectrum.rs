@@ -2,8 +2,8 @@
 //! fluctuation's energy in the 0.1–2 Hz and 2–20 Hz bands (the bands grid
 //! operators watch; arXiv 2508.14318).
 
-use rustfft::num_complex::Complex;
 use rustfft::FftPlanner;
+use rustfft::num_complex::Complex;
 use serde::Serialize;
 
 /// Spectral summary of one rung's node curve.
@@ -45,9 +45,17 @@ pub fn spectrum(values: &[f64], step_s: f64) -> Option<Spectrum> {
         }
     }
     if total <= 0.0 {
-        return Some(Spectrum { nyquist_hz: 0.5 / step_s, ..Default::default() });
+        return Some(Spectrum {
+            nyquist_hz: 0.5 / step_s,
+            ..Default::default()
+        });
     }
-    Some(Spectrum { dominant_hz: best.0, share_0_1_to_2_hz: low / total, share_2_to_20_hz: mid / total, nyquist_hz: 0.5 / step_s })
+    Some(Spectrum {
+        dominant_hz: best.0,
+        share_0_1_to_2_hz: low / total,
+        share_2_to_20_hz: mid / total,
+        nyquist_hz: 0.5 / step_s,
+    })
 }
 
 #[cfg(test)]
@@ -56,12 +64,22 @@ mod tests {
 
     #[test]
     fn a_one_hertz_wave_is_found_in_the_low_band() {
-        let v: Vec<f64> = (0..2000).map(|k| (2.0 * std::f64::consts::PI * 1.0 * k as f64 * 0.01).sin() * 300.0 + 1000.0).collect();
+        let v: Vec<f64> = (0..2000)
+            .map(|k| (2.0 * std::f64::consts::PI * 1.0 * k as f64 * 0.01).sin() * 300.0 + 1000.0)
+            .collect();
         let s = spectrum(&v, 0.01).unwrap();
         assert!((s.dominant_hz - 1.0).abs() < 0.06, "{s:?}");
-        assert!(s.share_0_1_to_2_hz > 0.95 && s.share_2_to_20_hz < 0.05, "{s:?}");
-        let v: Vec<f64> = (0..2000).map(|k| if (k / 5) % 2 == 0 { 1.0 } else { 0.0 }).collect();
+        assert!(
+            s.share_0_1_to_2_hz > 0.95 && s.share_2_to_20_hz < 0.05,
+            "{s:?}"
+        );
+        let v: Vec<f64> = (0..2000)
+            .map(|k| if (k / 5) % 2 == 0 { 1.0 } else { 0.0 })
+            .collect();
         let s = spectrum(&v, 0.01).unwrap();
-        assert!((s.dominant_hz - 10.0).abs() < 0.1 && s.share_2_to_20_hz > 0.8, "{s:?}");
+        assert!(
+            (s.dominant_hz - 10.0).abs() < 0.1 && s.share_2_to_20_hz > 0.8,
+            "{s:?}"
+        );
     }
 }

@@ -8,7 +8,7 @@
 //! on either the communicator is aborted (which releases kernels stuck
 //! waiting for a peer) and the error names the rank and the GPU.
 
-use super::{dev_err, Engine};
+use super::{Engine, dev_err};
 use cudarc::driver::{CudaEvent, CudaSlice, LaunchConfig, PushKernelArg};
 use cudarc::nccl::{Comm, Id, ReduceOp};
 use powerlab_core::collective::{Collective, CollectiveTiming, FabricSpec, SweepSpec};
@@ -42,13 +42,19 @@ const FABRIC_BATCH_NS: i64 = 50_000_000;
 impl Engine {
     fn rank_desc(&self) -> String {
         match self.cfg.nccl {
-            Some(n) => format!("rank {} of {} (GPU {}, CUDA device {})", n.rank, n.ranks, self.gpu, self.cfg.ordinal),
+            Some(n) => format!(
+                "rank {} of {} (GPU {}, CUDA device {})",
+                n.rank, n.ranks, self.gpu, self.cfg.ordinal
+            ),
             None => format!("GPU {}", self.gpu),
         }
     }
 
     fn nccl_err(&self, what: &str, e: impl std::fmt::Debug) -> HwError {
-        HwError::DeviceFailed { gpu: self.gpu.clone(), detail: format!("NCCL {what} failed on {}: {e:?}", self.rank_desc()) }
+        HwError::DeviceFailed {
+            gpu: self.gpu.clone(),
+            detail: format!("NCCL {what} failed on {}: {e:?}", self.rank_desc()),
+        }
     }
 
     /// Creates the communicator (blocks until every rank has joined).
@@ -60,12 +66,17 @@ impl Engine {
             return Err(HwError::Missing {
                 what: "NCCL (libnccl)".into(),
                 detail: "the node was opened without an NCCL communicator id".into(),
-                fix: "install NCCL (libnccl.so.2) and check `powerlab preflight --needs-nccl`".into(),
+                fix: "install NCCL (libnccl.so.2) and check `powerlab preflight --needs-nccl`"
+                    .into(),
             });
         };
         // ncclCommInitRank uses the thread's current device: make it ours.
-        self.stream.context().bind_to_thread().map_err(|e| dev_err(&self.gpu, "binding the CUDA context", e))?;
-        let comm = Comm::from_rank(self.stream.clone(), n.rank, n.ranks, n.id).map_err(|e| self.nccl_err("communicator init (ncclCommInitRank)", e))?;
+        self.stream
+            .context()
+            .bind_to_thread()
+            .map_err(|e| dev_err(&self.gpu, "binding the CUDA context", e))?;
+        let comm = Comm::from_rank(self.stream.clone(), n.rank, n.ranks, n.id)
+            .map_err(|e| self.nccl_err("communicator init (ncclCommInitRank)", e))?;
         self.comm = Some(comm);
         Ok(())
     }
@@ -80,7 +91,12 @@ impl Engine {
     }
 
     /// Waits for collective work with a deadline; aborts on timeout or stop.
-    fn wait_collective(&mut self, ev: &CudaEvent, timeout_ns: i64, what: &str) -> Result<(), HwError> {
+    fn wait_collective(
+        &mut self,
+        ev: &CudaEvent,
+        timeout_ns: i64,
+        what: &str,
+    ) -> Result<(), HwError> {
         let t0 = self.clock.now_ns();
         loop {
             match ev.try_is_complete() {
@@ -115,17 +131,36 @@ impl Engine {
             let gpu = self.gpu.clone();
             move |er| dev_err(&gpu, w, er)
         };
-        let send = self.stream.alloc_zeros::<f32>(elems).map_err(e("allocating NCCL send buffer"))?;
-        let recv = self.stream.alloc_zeros::<f32>(elems).map_err(e("allocating NCCL receive buffer"))?;
-        let flag = self.stream.alloc_zeros::<i32>(1).map_err(e("allocating the agreement flag"))?;
+        let send = self
+            .stream
+            .alloc_zeros::<f32>(elems)
+            .map_err(e("allocating NCCL send buffer"))?;
+        let recv = self
+            .stream
+            .alloc_zeros::<f32>(elems)
+            .map_err(e("allocating NCCL receive buffer"))?;
+        let flag = self
+            .stream
+            .alloc_zeros::<i32>(1)
+            .map_err(e("allocating the agreement flag"))?;
         let mut bufs = Buffers { send, recv, flag };
         let rank = self.cfg.nccl.map_or(0, |n| n.rank) as u32;
-        for (buf, seed) in [(&mut bufs.send, 0x9e37_79b9u32 ^ rank), (&mut bufs.recv, 0x85eb_ca6bu32 ^ rank)] {
+        for (buf, seed) in [
+            (&mut bufs.send, 0x9e37_79b9u32 ^ rank),
+            (&mut bufs.recv, 0x85eb_ca6bu32 ^ rank),
+        ] {
             let n = buf.len() as u64;
             let mut b = self.stream.launch_builder(&self.fill);
             b.arg(buf).arg(&n).arg(&seed);
             // SAFETY: the kernel writes n floats into a buffer of n floats.
-            unsafe { b.launch(LaunchConfig { grid_dim: (self.sms * 4, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 }) }.map_err(|er| dev_err(&self.gpu, "fill kernel", er))?;
+            unsafe {
+                b.launch(LaunchConfig {
+                    grid_dim: (self.sms * 4, 1, 1),
+                    block_dim: (256, 1, 1),
+                    shared_mem_bytes: 0,
+                })
+            }
+            .map_err(|er| dev_err(&self.gpu, "fill kernel", er))?;
         }
         Ok(bufs)
     }
@@ -133,18 +168,37 @@ impl Engine {
     /// All ranks agree whether to go on: true only if every rank says so.
     fn agree(&mut self, bufs: &mut Buffers, go: bool, timeout_ns: i64) -> Result<bool, HwError> {
         let v = [i32::from(go)];
-        self.stream.memcpy_htod(&v, &mut bufs.flag).map_err(|e| dev_err(&self.gpu, "agreement flag", e))?;
-        let Some(comm) = self.comm.as_ref() else { return Err(HwError::Other("no communicator".into())) };
-        comm.all_reduce_in_place(&mut bufs.flag, &ReduceOp::Min).map_err(|e| self.nccl_err("agreement all_reduce", e))?;
-        let ev = self.stream.record_event(None).map_err(|e| dev_err(&self.gpu, "event", e))?;
+        self.stream
+            .memcpy_htod(&v, &mut bufs.flag)
+            .map_err(|e| dev_err(&self.gpu, "agreement flag", e))?;
+        let Some(comm) = self.comm.as_ref() else {
+            return Err(HwError::Other("no communicator".into()));
+        };
+        comm.all_reduce_in_place(&mut bufs.flag, &ReduceOp::Min)
+            .map_err(|e| self.nccl_err("agreement all_reduce", e))?;
+        let ev = self
+            .stream
+            .record_event(None)
+            .map_err(|e| dev_err(&self.gpu, "event", e))?;
         self.wait_collective(&ev, timeout_ns, "agreement all_reduce")?;
-        let out = self.stream.clone_dtoh(&bufs.flag).map_err(|e| dev_err(&self.gpu, "reading the agreement", e))?;
+        let out = self
+            .stream
+            .clone_dtoh(&bufs.flag)
+            .map_err(|e| dev_err(&self.gpu, "reading the agreement", e))?;
         Ok(out.first() == Some(&1))
     }
 
     /// Enqueues `count` collectives of `bytes`.
-    fn launch_ops(&self, c: Collective, bytes: u64, count: u32, bufs: &mut Buffers) -> Result<(), HwError> {
-        let Some(comm) = self.comm.as_ref() else { return Err(HwError::Other("no communicator".into())) };
+    fn launch_ops(
+        &self,
+        c: Collective,
+        bytes: u64,
+        count: u32,
+        bufs: &mut Buffers,
+    ) -> Result<(), HwError> {
+        let Some(comm) = self.comm.as_ref() else {
+            return Err(HwError::Other("no communicator".into()));
+        };
         let (s, r, _) = c.buffers(bytes, comm.world_size());
         let send = bufs.send.slice(0..s);
         let mut recv = bufs.recv.slice_mut(0..r);
@@ -160,18 +214,38 @@ impl Engine {
         Ok(())
     }
 
-    fn timed_ops(&mut self, c: Collective, bytes: u64, count: u32, bufs: &mut Buffers, timeout_ns: i64) -> Result<i64, HwError> {
+    fn timed_ops(
+        &mut self,
+        c: Collective,
+        bytes: u64,
+        count: u32,
+        bufs: &mut Buffers,
+        timeout_ns: i64,
+    ) -> Result<i64, HwError> {
         let timing = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
-        let e0 = self.stream.record_event(timing).map_err(|e| dev_err(&self.gpu, "event", e))?;
+        let e0 = self
+            .stream
+            .record_event(timing)
+            .map_err(|e| dev_err(&self.gpu, "event", e))?;
         self.launch_ops(c, bytes, count, bufs)?;
-        let e1 = self.stream.record_event(timing).map_err(|e| dev_err(&self.gpu, "event", e))?;
+        let e1 = self
+            .stream
+            .record_event(timing)
+            .map_err(|e| dev_err(&self.gpu, "event", e))?;
         self.wait_collective(&e1, timeout_ns, &format!("{} of {bytes} bytes", c.as_str()))?;
-        let ms = e0.elapsed_ms(&e1).map_err(|e| dev_err(&self.gpu, "event timing", e))?;
+        let ms = e0
+            .elapsed_ms(&e1)
+            .map_err(|e| dev_err(&self.gpu, "event timing", e))?;
         Ok((f64::from(ms) * 1e6) as i64)
     }
 
     /// The sweep: every collective at every size that fits in the window.
-    pub(super) fn sweep(&mut self, spec: &SweepSpec, start_ns: i64, end_ns: i64) -> Result<Vec<CollectiveTiming>, HwError> {
+    pub(super) fn sweep(
+        &mut self,
+        spec: &SweepSpec,
+        start_ns: i64,
+        end_ns: i64,
+    ) -> Result<Vec<CollectiveTiming>, HwError> {
         self.ensure_comm()?;
         let ranks = self.cfg.nccl.map_or(1, |n| n.ranks);
         let elems = spec
@@ -189,16 +263,30 @@ impl Engine {
             let mut last: Option<(u64, i64)> = None;
             for &size in &spec.sizes {
                 let (_, _, moved) = c.buffers(size, ranks);
-                let est_op = last.map_or(1_000_000, |(b, ns)| (ns as f64 * (moved as f64 / b as f64).max(1.0)) as i64);
+                let est_op = last.map_or(1_000_000, |(b, ns)| {
+                    (ns as f64 * (moved as f64 / b as f64).max(1.0)) as i64
+                });
                 let est = est_op * i64::from(spec.warmup_iters + spec.iterations);
-                let timeout = if out.is_empty() { first_timeout } else { spec.timeout_ns };
+                let timeout = if out.is_empty() {
+                    first_timeout
+                } else {
+                    spec.timeout_ns
+                };
                 let fits = self.clock.now_ns().max(start_ns) + est < end_ns;
                 if !self.agree(&mut bufs, fits, timeout)? {
                     break 'all;
                 }
                 self.launch_ops(c, size, spec.warmup_iters, &mut bufs)?;
-                let elapsed_ns = self.timed_ops(c, size, spec.iterations, &mut bufs, spec.timeout_ns)?;
-                out.push(CollectiveTiming { collective: c, bytes: moved, ranks, iterations: spec.iterations, elapsed_ns, ended_ns: self.clock.now_ns() });
+                let elapsed_ns =
+                    self.timed_ops(c, size, spec.iterations, &mut bufs, spec.timeout_ns)?;
+                out.push(CollectiveTiming {
+                    collective: c,
+                    bytes: moved,
+                    ranks,
+                    iterations: spec.iterations,
+                    elapsed_ns,
+                    ended_ns: self.clock.now_ns(),
+                });
                 last = Some((moved, elapsed_ns / i64::from(spec.iterations.max(1))));
             }
         }
@@ -206,7 +294,12 @@ impl Engine {
     }
 
     /// Back-to-back all-reduces (or compute bursts each followed by one) until the window ends.
-    pub(super) fn fabric(&mut self, spec: &FabricSpec, start_ns: i64, end_ns: i64) -> Result<Vec<CollectiveTiming>, HwError> {
+    pub(super) fn fabric(
+        &mut self,
+        spec: &FabricSpec,
+        start_ns: i64,
+        end_ns: i64,
+    ) -> Result<Vec<CollectiveTiming>, HwError> {
         self.ensure_comm()?;
         let ranks = self.cfg.nccl.map_or(1, |n| n.ranks);
         let (s, r, moved) = Collective::AllReduce.buffers(spec.bytes, ranks);
@@ -221,7 +314,11 @@ impl Engine {
             };
             let step_ns = op_ns * i64::from(count) + spec.compute_ns.unwrap_or(0);
             let fits = self.clock.now_ns().max(start_ns) + step_ns <= end_ns + step_ns / 2;
-            let timeout = if first { spec.timeout_ns + (start_ns - self.clock.now_ns()).max(0) } else { spec.timeout_ns };
+            let timeout = if first {
+                spec.timeout_ns + (start_ns - self.clock.now_ns()).max(0)
+            } else {
+                spec.timeout_ns
+            };
             first = false;
             if !self.agree(&mut bufs, fits, timeout)? {
                 break;
@@ -234,7 +331,13 @@ impl Engine {
                     self.launch_unit(true, LoadKind::Virus)?;
                 }
             }
-            let ns = self.timed_ops(Collective::AllReduce, spec.bytes, count, &mut bufs, spec.timeout_ns)?;
+            let ns = self.timed_ops(
+                Collective::AllReduce,
+                spec.bytes,
+                count,
+                &mut bufs,
+                spec.timeout_ns,
+            )?;
             op_ns = (ns / i64::from(count)).max(1000);
             total_ns += ns;
             total_ops += count;
@@ -242,6 +345,13 @@ impl Engine {
         if spec.compute_ns.is_some() || total_ops == 0 {
             return Ok(Vec::new());
         }
-        Ok(vec![CollectiveTiming { collective: Collective::AllReduce, bytes: moved, ranks, iterations: total_ops, elapsed_ns: total_ns, ended_ns: self.clock.now_ns() }])
+        Ok(vec![CollectiveTiming {
+            collective: Collective::AllReduce,
+            bytes: moved,
+            ranks,
+            iterations: total_ops,
+            elapsed_ns: total_ns,
+            ended_ns: self.clock.now_ns(),
+        }])
     }
 }

@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test that unwraps reports its failure by panicking
 //! Helpers for running the real binary on the simulated node.
 #![allow(dead_code, missing_docs)]
 
@@ -23,23 +24,33 @@ impl Run {
         self.out.status.code().unwrap_or(-1)
     }
     pub fn dir(&self) -> &Path {
-        self.dir.as_deref().unwrap_or_else(|| panic!("no run directory; stderr:\n{}", self.stderr()))
+        self.dir
+            .as_deref()
+            .unwrap_or_else(|| panic!("no run directory; stderr:\n{}", self.stderr()))
     }
     pub fn summary(&self) -> Vec<serde_json::Value> {
-        let text = std::fs::read_to_string(self.dir().join("report/summary.json")).expect("summary.json");
+        let text =
+            std::fs::read_to_string(self.dir().join("report/summary.json")).expect("summary.json");
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         v["rungs"].as_array().unwrap().clone()
     }
     pub fn events(&self) -> Vec<serde_json::Value> {
-        std::fs::read_to_string(self.dir().join("events.jsonl")).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+        std::fs::read_to_string(self.dir().join("events.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
     }
     pub fn node_curve(&self) -> Vec<(i64, Option<f64>)> {
         let text = std::fs::read_to_string(self.dir().join("report/node_curve.csv")).unwrap();
-        text.lines().skip(1).map(|l| {
-            let mut f = l.split(',');
-            let t: i64 = f.next().unwrap().parse().unwrap();
-            (t, f.next().and_then(|v| v.parse().ok()))
-        }).collect()
+        text.lines()
+            .skip(1)
+            .map(|l| {
+                let mut f = l.split(',');
+                let t: i64 = f.next().unwrap().parse().unwrap();
+                (t, f.next().and_then(|v| v.parse().ok()))
+            })
+            .collect()
     }
 }
 
@@ -48,7 +59,13 @@ pub fn powerlab() -> Command {
 }
 
 pub fn run_dirs(root: &Path) -> Vec<PathBuf> {
-    std::fs::read_dir(root).map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_dir()).collect()).unwrap_or_default()
+    std::fs::read_dir(root)
+        .map(|d| {
+            d.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.is_dir())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Runs `campaign` (TOML text) on the simulated node with extra arguments.
@@ -64,7 +81,16 @@ pub fn run_sim_at(campaign: &str, epoch_ns: i64, extra: &[&str]) -> Run {
     let root = results.path().join("runs");
     let epoch = epoch_ns.to_string();
     let out = powerlab()
-        .args(["run", file.to_str().unwrap(), "--backend", "sim", "--results", root.to_str().unwrap(), "--sim-epoch-ns", &epoch])
+        .args([
+            "run",
+            file.to_str().unwrap(),
+            "--backend",
+            "sim",
+            "--results",
+            root.to_str().unwrap(),
+            "--sim-epoch-ns",
+            &epoch,
+        ])
         .args(extra)
         .output()
         .unwrap();
@@ -73,7 +99,9 @@ pub fn run_sim_at(campaign: &str, epoch_ns: i64, extra: &[&str]) -> Run {
 }
 
 pub fn campaign(body: &str) -> String {
-    format!("[campaign]\nname = \"t\"\nconfirm_node_swing = true\n[defaults]\nwarmup_s = 1\ncooldown_s = 1\n{body}")
+    format!(
+        "[campaign]\nname = \"t\"\nconfirm_node_swing = true\n[defaults]\nwarmup_s = 1\ncooldown_s = 1\n{body}"
+    )
 }
 
 /// Copies a run directory (lock files left out; `report/` too unless
