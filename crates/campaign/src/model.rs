@@ -2,25 +2,11 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Which GPUs a campaign drives.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum GpuSelector {
-    /// Every GPU visible to the process.
-    All,
-    /// Chosen GPUs: indices into the visible set, or UUIDs.
-    List(Vec<GpuRef>),
-}
+pub use powerlab_core::select::{GpuRef, GpuSelector};
 
-/// One GPU reference in a selector.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum GpuRef {
-    /// Index into the visible devices (after `CUDA_VISIBLE_DEVICES`).
-    Index(u32),
-    /// A UUID (`GPU-…`), the stable identity.
-    Uuid(String),
-}
+/// Most repeats of a phase (file or `--repeats`); the parser and the planner
+/// both hold campaigns to it.
+pub const MAX_REPEATS: u32 = 1_000;
 
 /// Sampling settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -331,6 +317,14 @@ pub struct Campaign {
     pub rack: Rack,
     /// Phases in file order.
     pub phases: Vec<Phase>,
+}
+
+impl Campaign {
+    /// Whether the campaign has an NCCL phase (the preflight then treats a
+    /// missing NCCL as blocking).
+    pub fn needs_nccl(&self) -> bool {
+        self.phases.iter().any(|p| p.kind == PhaseKind::Nccl)
+    }
 }
 
 /// Phase name of the calibration rungs; the collator derives the sensor

@@ -105,8 +105,7 @@ pub const MIN_DURATION_S: f64 = 0.05;
 pub const MAX_DURATION_S: f64 = 604_800.0;
 /// Longest warm-up or cool-down, s.
 pub const MAX_WARMUP_S: f64 = 3_600.0;
-/// Most repeats of a phase (file or `--repeats`).
-pub const MAX_REPEATS: u32 = 1_000;
+pub use crate::model::MAX_REPEATS;
 
 const PHASE_KINDS: &str = "idle, sustained, duty, nccl, soak";
 const MODES: &str = "in_phase, staggered";

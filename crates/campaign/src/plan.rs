@@ -213,13 +213,13 @@ pub fn expand_on_rack(
             None,
         ));
     }
-    if let Some(n) = repeats_override.filter(|n| !(1..=crate::parse::MAX_REPEATS).contains(n)) {
+    if let Some(n) = repeats_override.filter(|n| !(1..=crate::model::MAX_REPEATS).contains(n)) {
         return Err(plan_error(
             c,
             "--repeats".into(),
             format!(
                 "{n} repeats: a campaign runs each rung at least once and at most {} times",
-                crate::parse::MAX_REPEATS
+                crate::model::MAX_REPEATS
             ),
             Some("1..=1000"),
         ));

@@ -248,10 +248,7 @@ fn shipped_campaigns_validate_and_plan() {
             } else {
                 8
             };
-            let n = match &c.gpus {
-                powerlab_campaign::GpuSelector::All => all,
-                powerlab_campaign::GpuSelector::List(l) => l.len(),
-            };
+            let n = c.gpus.count(all);
             let p = expand(&c, n, None).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             assert!(!p.rungs.is_empty());
             seen += 1;

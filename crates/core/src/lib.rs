@@ -10,6 +10,7 @@ pub mod clock;
 pub mod collective;
 pub mod hw;
 pub mod sample;
+pub mod select;
 pub mod shape;
 pub mod units;
 
@@ -20,5 +21,6 @@ pub use hw::{
     HwError, NodeHandles, PowerSource, Readiness, RungOutcome,
 };
 pub use sample::{Instrument, Sample};
+pub use select::{GpuRef, GpuSelector};
 pub use shape::LoadShape;
 pub use units::{EpochNs, NS_PER_MS, NS_PER_S, NS_PER_US, Watts};

@@ -4,11 +4,11 @@ use crate::engine::{EngineConfig, NcclRank, VirusMode, spawn};
 use crate::gpu::CudaGpu;
 use crate::libs::CudaLib;
 use cudarc::driver::CudaContext;
-use powerlab_campaign::model::{GpuRef, GpuSelector};
 use powerlab_core::RunClock;
 use powerlab_core::hw::{
     Backend, BackendInfo, Capability, Gpu, GpuIdentity, HwError, NodeHandles, PowerSource,
 };
+use powerlab_core::{GpuRef, GpuSelector};
 use powerlab_nvml::NvmlSource;
 use std::sync::Arc;
 

@@ -29,13 +29,21 @@ pub const SLOW_READ_NS: EpochNs = 1_000_000_000;
 /// `NVML_FI_DEV_MEMORY_TEMP`.
 pub const FIELD_MEMORY_TEMP: u32 = 82;
 
+/// A raw NVML device handle that may move to another thread with its source.
+struct RawDevice(nvmlDevice_t);
+
+// SAFETY: NVML device handles are opaque and valid on any thread for the
+// library's lifetime; the source that holds one also holds that library
+// (`NvmlSource::nvml`), so the handle never outlives it.
+#[allow(unsafe_code)]
+unsafe impl Send for RawDevice {}
+
 /// Reads one GPU through NVML.
 pub struct NvmlSource {
     nvml: Arc<Nvml>,
     id: GpuIdentity,
-    /// The raw device handle, looked up once (as an address, so the source
-    /// is Send; NVML handles are valid on any thread for the library's life).
-    handle: usize,
+    /// The raw device handle, looked up once.
+    handle: RawDevice,
     last_seen_us: Option<u64>,
     xid: Option<crate::xid::XidListener>,
     costs: BTreeMap<&'static str, (u64, u64)>,
@@ -60,7 +68,7 @@ impl NvmlSource {
         let handle = match nvml.device_by_index(id.nvml_index) {
             // SAFETY: the raw handle is only used with this same `Nvml`, which the source keeps alive.
             #[allow(unsafe_code)]
-            Ok(d) => (unsafe { d.handle() }) as usize,
+            Ok(d) => RawDevice(unsafe { d.handle() }),
             Err(e) => {
                 return Err(HwError::DeviceFailed {
                     gpu: id.uuid.clone(),
@@ -91,7 +99,7 @@ impl NvmlSource {
         // SAFETY: `handle` came from this `Nvml` instance, which `self.nvml`
         // keeps alive; NVML device handles stay valid until shutdown.
         #[allow(unsafe_code)]
-        let dev = unsafe { Device::new(self.handle as nvmlDevice_t, &self.nvml) };
+        let dev = unsafe { Device::new(self.handle.0, &self.nvml) };
         let r = f(&dev);
         let e = self.costs.entry(call).or_insert((0, 0));
         e.0 += 1;
@@ -280,11 +288,7 @@ impl PowerSource for NvmlSource {
             self.xid = crate::xid::XidListener::new(&self.nvml, self.id.nvml_index);
         }
         let t0 = Instant::now();
-        let polled = self
-            .xid
-            .as_ref()
-            .map(|l| l.poll(&self.nvml))
-            .unwrap_or_default();
+        let polled = self.xid.as_ref().map(|l| l.poll()).unwrap_or_default();
         let e = self.costs.entry("event set (Xid)").or_insert((0, 0));
         e.0 += 1;
         e.1 += t0.elapsed().as_nanos() as u64;

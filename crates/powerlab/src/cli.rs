@@ -75,6 +75,97 @@ pub enum SimPace {
     Realtime,
 }
 
+/// Help heading of the simulated node's options.
+const SIM_HEADING: &str = "Simulated node (--backend sim)";
+
+/// The power-virus load on real GPUs.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VirusArg {
+    /// cuBLAS GEMM and HBM streaming on two streams at once (the default).
+    Mixed,
+    /// cuBLAS GEMM alone.
+    Gemm,
+    /// HBM streaming alone.
+    Hbm,
+    /// A register-only bf16 mma.sync kernel (a reference, ~75 % of the limit on H200).
+    Mma,
+}
+
+impl VirusArg {
+    /// The engine's load mode of this choice.
+    pub fn mode(self) -> powerlab_cuda::VirusMode {
+        use powerlab_cuda::VirusMode;
+        match self {
+            VirusArg::Mixed => VirusMode::Mixed,
+            VirusArg::Gemm => VirusMode::Gemm,
+            VirusArg::Hbm => VirusMode::Hbm,
+            VirusArg::Mma => VirusMode::Mma,
+        }
+    }
+}
+
+/// The GEMM operand type.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DtypeArg {
+    /// bfloat16 (the default).
+    Bf16,
+    /// IEEE half precision.
+    Fp16,
+}
+
+impl DtypeArg {
+    /// The engine's operand type of this choice.
+    pub fn dtype(self) -> powerlab_cuda::GemmDtype {
+        match self {
+            DtypeArg::Bf16 => powerlab_cuda::GemmDtype::Bf16,
+            DtypeArg::Fp16 => powerlab_cuda::GemmDtype::Fp16,
+        }
+    }
+}
+
+/// The simulated GPU model.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SimProfileArg {
+    /// NVIDIA H200 (700 W), the default.
+    H200,
+    /// NVIDIA B300 (1100 W).
+    B300,
+    /// NVIDIA A10G (300 W), the rehearsal GPU.
+    A10g,
+}
+
+impl SimProfileArg {
+    /// The simulated node's physics profile of this model.
+    pub fn profile(self) -> powerlab_sim::Profile {
+        use powerlab_sim::Profile;
+        match self {
+            SimProfileArg::H200 => Profile::h200(),
+            SimProfileArg::B300 => Profile::b300(),
+            SimProfileArg::A10g => Profile::a10g(),
+        }
+    }
+}
+
+/// The state a health capture describes.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CapturePhase {
+    /// No load (the preflight before a run).
+    Idle,
+    /// Under load (a capture taken during a run).
+    #[value(name = "under_load")]
+    UnderLoad,
+}
+
+impl CapturePhase {
+    /// The label written into the health file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CapturePhase::Idle => "idle",
+            CapturePhase::UnderLoad => "under_load",
+        }
+    }
+}
+
 /// `run`.
 #[derive(Args, Debug)]
 pub struct RunArgs {
@@ -98,41 +189,41 @@ pub struct RunArgs {
     /// Do not collate at the end.
     #[arg(long)]
     pub no_collate: bool,
-    /// Power-virus load on real GPUs: mixed (cuBLAS GEMM + HBM streaming, the default: draws most on H200), gemm, hbm, mma.
-    #[arg(long, default_value = "mixed")]
-    pub virus: String,
-    /// GEMM operand type of the gemm and mixed viruses: bf16 (the default: the only one that held
-    /// >= 99 % of the limit on both H200s over 60 s) or fp16. FP32 accumulation either way.
-    #[arg(long, default_value = "bf16")]
-    pub gemm_dtype: String,
-    /// Simulated GPU model: h200, b300, a10g.
-    #[arg(long, default_value = "h200")]
-    pub sim_profile: String,
-    /// Simulated GPU count (1 to 64).
-    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=64))]
-    pub sim_gpus: u16,
-    /// Seed of the simulated node.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// Simulated time: virtual (fast) or realtime.
-    #[arg(long, value_enum, default_value_t = SimPace::Virtual)]
-    pub sim_pace: SimPace,
-    /// Inject a fault into the simulated node (repeatable), e.g. gpu1:cold_start=10s, gpu0:lost_at=30s, node:no_nccl.
-    #[arg(long = "sim-fault")]
-    pub sim_faults: Vec<String>,
-    /// Physics step of the simulated node, µs.
-    #[arg(long, default_value_t = 250)]
-    pub sim_step_us: i64,
-    /// Write the simulated true waveform (1 ms) into the run directory as sim-truth/<gpu>.csv.
-    #[arg(long)]
-    pub sim_truth: bool,
+    /// Power-virus load on real GPUs (mixed draws most on H200).
+    #[arg(long, value_enum, default_value_t = VirusArg::Mixed)]
+    pub virus: VirusArg,
+    /// GEMM operand type of the gemm and mixed viruses (bf16: the only one that held
+    /// >= 99 % of the limit on both H200s over 60 s). FP32 accumulation either way.
+    #[arg(long, value_enum, default_value_t = DtypeArg::Bf16)]
+    pub gemm_dtype: DtypeArg,
     /// A sensor.json from `powerlab calibrate` on this node: copied into the
     /// run directory and used to judge what each rung's instruments can see
     /// (a campaign with `calibrate = true` calibrates itself instead).
     #[arg(long)]
     pub sensor: Option<PathBuf>,
+    /// Simulated GPU model.
+    #[arg(long, value_enum, default_value_t = SimProfileArg::H200, help_heading = SIM_HEADING)]
+    pub sim_profile: SimProfileArg,
+    /// Simulated GPU count (1 to 64).
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=64), help_heading = SIM_HEADING)]
+    pub sim_gpus: u16,
+    /// Seed of the simulated node.
+    #[arg(long, default_value_t = 1, help_heading = SIM_HEADING)]
+    pub seed: u64,
+    /// Simulated time: virtual (fast) or realtime.
+    #[arg(long, value_enum, default_value_t = SimPace::Virtual, help_heading = SIM_HEADING)]
+    pub sim_pace: SimPace,
+    /// Inject a fault into the simulated node (repeatable), e.g. gpu1:cold_start=10s, gpu0:lost_at=30s, node:no_nccl.
+    #[arg(long = "sim-fault", help_heading = SIM_HEADING)]
+    pub sim_faults: Vec<String>,
+    /// Physics step of the simulated node, µs (divides 1000 or is a multiple of it, 10 to 5000).
+    #[arg(long, default_value_t = 250, help_heading = SIM_HEADING)]
+    pub sim_step_us: i64,
+    /// Write the simulated true waveform (1 ms) into the run directory as sim-truth/<gpu>.csv.
+    #[arg(long, help_heading = SIM_HEADING)]
+    pub sim_truth: bool,
     /// Anchor virtual time at this Unix-epoch ns (reproducible runs; tests).
-    #[arg(long, hide = true)]
+    #[arg(long, hide = true, help_heading = SIM_HEADING)]
     pub sim_epoch_ns: Option<i64>,
 }
 
@@ -180,9 +271,9 @@ pub struct PreflightArgs {
     /// Treat a missing NCCL as blocking (the campaign has an NCCL phase).
     #[arg(long)]
     pub needs_nccl: bool,
-    /// Label of the capture: idle or under_load.
-    #[arg(long, default_value = "idle")]
-    pub phase: String,
+    /// What the capture describes.
+    #[arg(long, value_enum, default_value_t = CapturePhase::Idle)]
+    pub phase: CapturePhase,
 }
 
 /// `health-diff`.

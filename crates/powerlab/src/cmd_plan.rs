@@ -2,7 +2,7 @@
 
 use crate::cli::{PlanArgs, ValidateArgs};
 use anyhow::Result;
-use powerlab_campaign::{load_file, model::GpuSelector, plan};
+use powerlab_campaign::{load_file, plan};
 
 pub fn validate(a: &ValidateArgs) -> Result<i32> {
     match load_file(&a.file) {
@@ -30,10 +30,7 @@ pub fn plan(a: &PlanArgs) -> Result<i32> {
             return Ok(crate::exit::ERROR);
         }
     };
-    let n = match &c.gpus {
-        GpuSelector::All => a.gpus,
-        GpuSelector::List(l) => l.len(),
-    };
+    let n = c.gpus.count(a.gpus);
     match plan::expand(&c, n, a.repeats) {
         Ok(p) if a.json => {
             outln!("{}", serde_json::to_string_pretty(&p)?);

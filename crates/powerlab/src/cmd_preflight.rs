@@ -44,7 +44,7 @@ pub fn sim_capture(
 
 pub fn preflight(a: &PreflightArgs) -> Result<i32> {
     let t0 = std::time::Instant::now();
-    let r = capture(&a.phase, a.needs_nccl);
+    let r = capture(a.phase.as_str(), a.needs_nccl);
     let elapsed = t0.elapsed();
     let (json, md) = report::write(&r, &a.out, &a.stem)
         .with_context(|| format!("writing the health report into {}", a.out.display()))?;

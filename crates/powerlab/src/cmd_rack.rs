@@ -10,8 +10,8 @@
 //! 5. the runner, which agrees every rung's start epoch across the rack;
 //! 6. each node collates its own directory, then rank 0 the rack.
 
-use crate::cli::{BackendKind, RunArgs};
-use crate::cmd_run::{RackJoin, run_real, run_sim};
+use crate::cli::BackendKind;
+use crate::node::{RackJoin, RunConfig, run_node};
 use anyhow::{Result, anyhow};
 use powerlab_campaign::{Campaign, RackPosition};
 use powerlab_rack::launcher::Launch;
@@ -25,7 +25,7 @@ use std::time::Duration;
 
 /// Starts MPI and runs the campaign as one node of the rack.
 #[cfg(feature = "mpi")]
-pub fn run(a: &RunArgs, campaign: Campaign, launch: Launch) -> Result<i32> {
+pub fn run(cfg: &RunConfig, launch: Launch) -> Result<i32> {
     let link = RackLink::start(|| {
         Ok(
             Box::new(powerlab_rack::mpi_transport::MpiTransport::init()?)
@@ -38,13 +38,13 @@ pub fn run(a: &RunArgs, campaign: Campaign, launch: Launch) -> Result<i32> {
             launch.launcher
         )
     })?;
-    rack_main(a, campaign, link)
+    rack_main(cfg, link)
 }
 
 /// Without MPI support every rank would run its own single-node campaign:
 /// refuse, naming the fix.
 #[cfg(not(feature = "mpi"))]
-pub fn run(_a: &RunArgs, _campaign: Campaign, launch: Launch) -> Result<i32> {
+pub fn run(_cfg: &RunConfig, launch: Launch) -> Result<i32> {
     errln!(
         "error: started by {} as one of {} processes ({} is set), but this powerlab was built without MPI support: each process would run its own unrelated single-node campaign.\n\
          Build it with `cargo build --release --features mpi` (needs the MPI library's mpicc and libclang), or run one process without the launcher.",
@@ -116,17 +116,17 @@ fn finalize(run: Arc<RackRun>, limit: Duration) {
 }
 
 /// The rack run over any transport (MPI in production).
-pub fn rack_main(a: &RunArgs, campaign: Campaign, link: RackLink) -> Result<i32> {
+pub fn rack_main(cfg: &RunConfig, link: RackLink) -> Result<i32> {
+    let campaign = &cfg.campaign;
     let info = link.info().clone();
     let (rank, size) = (info.rank, info.size);
     let label = node_label(rank, &info.node_name);
-    let faults = powerlab_sim::FaultPlan::parse(&a.sim_faults).map_err(|e| anyhow!(e))?;
     let t_hello = std::time::Instant::now();
 
     // 1. Who is who; the same campaign everywhere.
     let hello = NodeHello {
         label: label.clone(),
-        campaign_hash: campaign_hash(&campaign),
+        campaign_hash: campaign_hash(campaign),
     };
     let hellos: Vec<NodeHello> = link.submit(move |t| gather_json(t, &hello)).wait()?;
     let first_exchange_ns = t_hello.elapsed().as_nanos() as i64;
@@ -150,36 +150,26 @@ pub fn rack_main(a: &RunArgs, campaign: Campaign, link: RackLink) -> Result<i32>
     }
 
     // 2. Clocks. The simulated node can be told its clock is off.
-    let skew = if a.backend == BackendKind::Sim {
-        faults.clock_offset_ns
-    } else {
-        0
-    };
+    let skew = cfg.sim().map(|s| s.faults.clock_offset_ns).unwrap_or(0);
     let offsets: Vec<ClockOffset> = link
         .submit(move |t| clock_offsets(t, 32, &move || realtime_ns() + skew))
         .wait()?;
     let tolerance_ns = (campaign.rack.clock_tolerance_ms * 1e6) as i64;
 
     // 3. Preflight on every node, the clock included.
-    let needs_nccl = campaign
-        .phases
-        .iter()
-        .any(|p| p.kind == powerlab_campaign::PhaseKind::Nccl);
-    let (health, available) = match a.backend {
-        BackendKind::Sim => (
-            crate::cmd_preflight::sim_capture(usize::from(a.sim_gpus), &faults, &label, needs_nccl),
-            usize::from(a.sim_gpus),
+    let needs_nccl = campaign.needs_nccl();
+    let (health, available) = match cfg.sim() {
+        Some(s) => (
+            crate::cmd_preflight::sim_capture(s.gpus, &s.faults, &label, needs_nccl),
+            s.gpus,
         ),
-        BackendKind::Cuda => {
+        None => {
             let facts = powerlab_health::probe::probe();
             let n = facts.cuda_uuids.len();
             (powerlab_health::run_checks(&facts, "idle", needs_nccl), n)
         }
     };
-    let gpus = match &campaign.gpus {
-        powerlab_campaign::GpuSelector::All => available,
-        powerlab_campaign::GpuSelector::List(l) => l.len(),
-    };
+    let gpus = campaign.gpus.count(available);
     let mine = offsets[rank];
     let clock_ok = !mine.exceeds(tolerance_ns);
     let headline = if !clock_ok {
@@ -207,7 +197,7 @@ pub fn rack_main(a: &RunArgs, campaign: Campaign, link: RackLink) -> Result<i32>
             .iter()
             .map(|v| format!("{}: {}", v.node, v.headline))
             .collect();
-        if a.allow_unhealthy {
+        if cfg.allow_unhealthy {
             say(
                 rank,
                 &format!(
@@ -225,15 +215,18 @@ pub fn rack_main(a: &RunArgs, campaign: Campaign, link: RackLink) -> Result<i32>
                 ),
             );
             if rank == 0 {
-                let _ = std::fs::create_dir_all(&a.results);
-                let path = a.results.join("rack-preflight-failed.json");
+                let _ = std::fs::create_dir_all(&cfg.results);
+                let path = cfg.results.join("rack-preflight-failed.json");
                 let _ = std::fs::write(
                     &path,
                     serde_json::to_string_pretty(&verdicts).unwrap_or_default() + "\n",
                 );
             }
-            let _ =
-                powerlab_health::report::write(&health, &a.results, &format!("preflight-{label}"));
+            let _ = powerlab_health::report::write(
+                &health,
+                &cfg.results,
+                &format!("preflight-{label}"),
+            );
             link.shutdown();
             return Ok(crate::exit::PREFLIGHT);
         }
@@ -242,7 +235,7 @@ pub fn rack_main(a: &RunArgs, campaign: Campaign, link: RackLink) -> Result<i32>
     // 4. The rack's run directory, named by rank 0.
     let proposal = (rank == 0).then(|| {
         let stamp = powerlab_rundir::layout::utc_stamp(realtime_ns());
-        a.results
+        cfg.results
             .join(format!("{}-{stamp}-rack{size}", campaign.name))
             .display()
             .to_string()
@@ -271,15 +264,12 @@ pub fn rack_main(a: &RunArgs, campaign: Campaign, link: RackLink) -> Result<i32>
             stagger: campaign.rack.stagger.as_str(),
             launched_by: std::env::args().collect::<Vec<_>>().join(" "),
         };
-        std::fs::write(
-            root.join(powerlab_collate::rack::RACK_FILE),
-            serde_json::to_string_pretty(&file).unwrap_or_default() + "\n",
-        )?;
+        powerlab_rundir::write_json(&powerlab_rundir::RunFile::Rack.path_in(&root), &file)?;
         say(rank, &format!("rack run directory: {}", root.display()));
     }
 
     // NCCL across nodes: rank 0's unique id, to every node.
-    let nccl_world = if a.backend == BackendKind::Cuda && needs_nccl {
+    let nccl_world = if cfg.backend() == BackendKind::Cuda && needs_nccl {
         let id = if rank == 0 {
             powerlab_cuda::nccl_unique_id()
                 .ok()
@@ -318,17 +308,14 @@ pub fn rack_main(a: &RunArgs, campaign: Campaign, link: RackLink) -> Result<i32>
         exchange_timeout,
         first_exchange_ns,
     });
-    let health = (a.backend == BackendKind::Cuda).then_some(health);
+    let health = (cfg.backend() == BackendKind::Cuda).then_some(health);
     let join = RackJoin {
         run: run.clone(),
         label: label.clone(),
         nccl_world,
         health,
     };
-    let outcome = match a.backend {
-        BackendKind::Sim => run_sim(a, campaign, Some(join))?,
-        BackendKind::Cuda => run_real(a, campaign, Some(join))?,
-    };
+    let outcome = run_node(cfg, Some(join))?;
     let result = match outcome {
         Ok(r) => r,
         Err(code) => {
@@ -356,7 +343,7 @@ pub fn rack_main(a: &RunArgs, campaign: Campaign, link: RackLink) -> Result<i32>
     // kill this process, and the raw data (already flushed) is what matters;
     // `powerlab collate <rack dir>` regenerates everything later.
     let code = if result.rack_ends.is_some() {
-        if !a.no_collate
+        if !cfg.no_collate
             && all_complete
             && let Err(e) = powerlab_collate::collate(&result.run_dir)
         {
@@ -368,10 +355,10 @@ pub fn rack_main(a: &RunArgs, campaign: Campaign, link: RackLink) -> Result<i32>
         let done: Vec<bool> = run.link.submit(|t| gather_json(t, &true)).wait()?;
         debug_assert_eq!(done.len(), size);
         finalize(run, Duration::from_secs(30));
-        if rank == 0 && !a.no_collate {
+        if rank == 0 && !cfg.no_collate {
             match powerlab_collate::rack::collate_rack(&root, false) {
                 Ok(out) => {
-                    if !a.json {
+                    if !cfg.json {
                         outln!(
                             "rack: {} nodes, report {}",
                             out.nodes.len(),
@@ -412,7 +399,7 @@ pub fn rack_main(a: &RunArgs, campaign: Campaign, link: RackLink) -> Result<i32>
             _ => crate::exit::RUN_FAILED,
         }
     };
-    if rank == 0 && !a.json {
+    if rank == 0 && !cfg.json {
         outln!("rack run directory: {}", root.display());
     }
     Ok(code)

@@ -39,6 +39,7 @@ mod cmd_plan;
 #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 mod cmd_rack;
 mod cmd_run;
+mod node;
 mod ui;
 
 use clap::Parser;
@@ -54,6 +55,31 @@ pub mod exit {
     pub const RUN_FAILED: i32 = 4;
     /// Ctrl-C or SIGTERM.
     pub const INTERRUPTED: i32 = 130;
+}
+
+/// This build: name, version and git revision (recorded in every manifest).
+pub fn tool_info() -> powerlab_rundir::ToolInfo {
+    powerlab_rundir::ToolInfo {
+        name: "powerlab".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        git_rev: env!("POWERLAB_GIT_REV").into(),
+    }
+}
+
+/// NVLink multicast (NVLS) stays off for this process and everything it
+/// loads or starts, unless the user set it. Called first thing in `main`,
+/// while the process has one thread: changing the environment is only
+/// sound then.
+fn keep_nvls_off() {
+    if std::env::var_os("NCCL_NVLS_ENABLE").is_none() {
+        // SAFETY: no other thread exists yet (no runtime, logger thread,
+        // MPI link or engine has started), so nothing reads the environment
+        // concurrently.
+        #[allow(unsafe_code)]
+        unsafe {
+            std::env::set_var("NCCL_NVLS_ENABLE", "0")
+        };
+    }
 }
 
 /// Re-executes this binary with a `libnccl.so` link on the loader path when
@@ -115,17 +141,20 @@ fn calibrate(a: &cli::CalibrateArgs) -> anyhow::Result<i32> {
 
 fn main() {
     let args = cli::Cli::parse();
+    let real_gpus = match &args.command {
+        cli::Command::Run(a) => a.backend == cli::BackendKind::Cuda,
+        cli::Command::Calibrate(_) | cli::Command::Preflight(_) => true,
+        _ => false,
+    };
+    if real_gpus {
+        keep_nvls_off();
+    }
     let filter = tracing_subscriber::EnvFilter::try_from_env("POWERLAB_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .init();
-    let real_gpus = match &args.command {
-        cli::Command::Run(a) => a.backend == cli::BackendKind::Cuda,
-        cli::Command::Preflight(_) => true,
-        _ => false,
-    };
     if real_gpus {
         reexec_for_nccl();
     }

@@ -166,7 +166,10 @@ impl Observer for UnderLoadHealth<'_> {
                     std::thread::sleep(std::time::Duration::from_nanos((at - now) as u64));
                 }
                 let r = crate::cmd_preflight::capture("under_load", needs);
-                let _ = powerlab_health::report::write(&r, &dir, "health-under-load");
+                let stem = powerlab_rundir::RunFile::HealthUnderLoad
+                    .health_stem()
+                    .unwrap_or("health-under-load");
+                let _ = powerlab_health::report::write(&r, &dir, stem);
             });
         }
         self.inner.event(e);

@@ -5,7 +5,9 @@
 //! `raw/<gpu>.csv` (append-only samples, every row with an absolute
 //! timestamp and node id, flushed at least every second), `events.jsonl`
 //! (rungs, barriers, faults), `edges.csv` (intended vs achieved edges) and,
-//! for NCCL phases, `collectives.csv` (timed collectives per GPU).
+//! for NCCL phases, `collectives.csv` (timed collectives per GPU); the
+//! other files (health captures, sensor model, simulated truth, rack file)
+//! are named in [`files`].
 //! Everything under `report/` is derived and can be deleted and regenerated
 //! from the rest by `powerlab collate`. This crate owns those formats:
 //! writers for the runner, readers for the collator. A run directory is
@@ -14,6 +16,7 @@
 pub mod collectives;
 pub mod edges;
 pub mod events;
+pub mod files;
 pub mod layout;
 pub mod lock;
 pub mod manifest;
@@ -22,6 +25,7 @@ pub mod raw;
 pub use collectives::{CollectiveRow, CollectiveWriter};
 pub use edges::{EdgeRow, EdgeWriter, read_rows};
 pub use events::{EventLog, GpuReady, RunEvent, RungInfo};
+pub use files::{RunFile, write_json, write_sim_truth};
 pub use layout::{RunDir, RunDirError};
 pub use manifest::{FORMAT_VERSION, FileSum, Manifest, RunStatus, ToolInfo};
 pub use raw::{IndexFile, IndexOwner, RawIndex, RawRow, RawWriter, read_index_file};

@@ -4,11 +4,11 @@ use crate::device::{DeviceSetup, SimDevice, Truth};
 use crate::faults::FaultPlan;
 use crate::gpu::{SimGpu, SimPowerSource, lock};
 use crate::profile::Profile;
-use powerlab_campaign::model::{GpuRef, GpuSelector};
 use powerlab_core::RunClock;
 use powerlab_core::hw::{
     Backend, BackendInfo, Capability, Gpu, GpuIdentity, HwError, NodeHandles, PowerSource,
 };
+use powerlab_core::{GpuRef, GpuSelector};
 use std::sync::{Arc, Mutex};
 
 /// How to build the simulated node.

@@ -1,0 +1,184 @@
+//! The run's configuration, validated once from the command line before
+//! anything is opened, launched or written: the campaign, the backend the
+//! user asked for with its settings (faults parsed here, once), and where
+//! the run goes. A bad value is an error naming it, never a run that
+//! quietly ignores it, and in a rack it is caught before MPI starts.
+
+use crate::cli::{BackendKind, RunArgs, SimPace};
+use powerlab_campaign::{Campaign, load_file};
+use powerlab_cuda::{GemmDtype, VirusMode};
+use powerlab_sim::{FaultPlan, Profile};
+use std::path::PathBuf;
+
+/// Latest virtual-time start: 2096 (a year-long plan still fits in i64).
+const MAX_SIM_EPOCH_NS: i64 = 4_000_000_000_000_000_000;
+
+/// Why a configuration was refused, already in the words the user sees.
+#[derive(Debug)]
+pub enum ConfigError {
+    /// The campaign file did not load (its message names file, line and field).
+    Campaign(String),
+    /// A command-line option is out of range or contradicts another.
+    Arg(String),
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConfigError::Campaign(e) => write!(f, "{e}"),
+            ConfigError::Arg(e) => write!(f, "error: {e}"),
+        }
+    }
+}
+
+/// Real GPUs: which load the power virus runs.
+#[derive(Debug, Clone, Copy)]
+pub struct CudaConfig {
+    /// The virus's load.
+    pub mode: VirusMode,
+    /// The GEMM operand type.
+    pub dtype: GemmDtype,
+}
+
+/// The simulated node, as the user described it.
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    /// The GPU model's physics.
+    pub profile: Profile,
+    /// GPUs on the simulated node.
+    pub gpus: usize,
+    /// Seed of the node's randomness.
+    pub seed: u64,
+    /// Virtual (fast) or real time.
+    pub pace: SimPace,
+    /// Faults to inject, parsed and checked against the GPU count.
+    pub faults: FaultPlan,
+    /// Physics step, µs.
+    pub step_us: i64,
+    /// Whether the true waveform is written into the run directory.
+    pub truth: bool,
+    /// Where virtual time starts (Unix-epoch ns); now when absent.
+    pub epoch_ns: Option<i64>,
+}
+
+/// The node the run drives.
+#[derive(Debug, Clone)]
+pub enum NodeKind {
+    /// Real GPUs through CUDA and NVML.
+    Cuda(CudaConfig),
+    /// The simulated node (only when asked for).
+    Sim(Box<SimConfig>),
+}
+
+/// Everything a node run needs, checked.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// The campaign file, as given (for messages).
+    pub file: PathBuf,
+    /// The validated campaign.
+    pub campaign: Campaign,
+    /// `--repeats` override.
+    pub repeats: Option<u32>,
+    /// Where run directories go.
+    pub results: PathBuf,
+    /// JSON events on stdout instead of a progress bar.
+    pub json: bool,
+    /// Run on a node whose preflight failed (recorded).
+    pub allow_unhealthy: bool,
+    /// Skip the collation at the end.
+    pub no_collate: bool,
+    /// A sensor model to copy into the run directory.
+    pub sensor: Option<PathBuf>,
+    /// The node to drive.
+    pub node: NodeKind,
+}
+
+impl RunConfig {
+    /// Loads the campaign and checks every option.
+    ///
+    /// # Errors
+    /// A campaign that does not load, or an option out of range or given to
+    /// the wrong backend, named in the message.
+    pub fn from_args(a: &RunArgs) -> Result<RunConfig, ConfigError> {
+        let campaign = load_file(&a.file).map_err(|e| ConfigError::Campaign(e.to_string()))?;
+        let node = node_kind(a).map_err(ConfigError::Arg)?;
+        if let Some(s) = &a.sensor {
+            powerlab_collate::sensor::read_model(s)
+                .map_err(|e| ConfigError::Arg(format!("--sensor: {e}")))?;
+        }
+        Ok(RunConfig {
+            file: a.file.clone(),
+            campaign,
+            repeats: a.repeats,
+            results: a.results.clone(),
+            json: a.json,
+            allow_unhealthy: a.allow_unhealthy,
+            no_collate: a.no_collate,
+            sensor: a.sensor.clone(),
+            node,
+        })
+    }
+
+    /// The backend chosen on the command line.
+    pub fn backend(&self) -> BackendKind {
+        match self.node {
+            NodeKind::Cuda(_) => BackendKind::Cuda,
+            NodeKind::Sim(_) => BackendKind::Sim,
+        }
+    }
+
+    /// The simulated node's settings, if that is the node.
+    pub fn sim(&self) -> Option<&SimConfig> {
+        match &self.node {
+            NodeKind::Sim(s) => Some(s),
+            NodeKind::Cuda(_) => None,
+        }
+    }
+}
+
+fn node_kind(a: &RunArgs) -> Result<NodeKind, String> {
+    // Virtual time starts here; a start near the end of i64 would overflow
+    // every deadline after it.
+    if let Some(e) = a
+        .sim_epoch_ns
+        .filter(|e| !(0..=MAX_SIM_EPOCH_NS).contains(e))
+    {
+        return Err(format!(
+            "--sim-epoch-ns {e} is out of range (allowed: 0 to {MAX_SIM_EPOCH_NS}, i.e. 1970 to 2096)"
+        ));
+    }
+    match a.backend {
+        BackendKind::Cuda => {
+            if !a.sim_faults.is_empty() {
+                return Err("--sim-fault is for the simulated node (--backend sim); real GPUs are never given faults".into());
+            }
+            Ok(NodeKind::Cuda(CudaConfig {
+                mode: a.virus.mode(),
+                dtype: a.gemm_dtype.dtype(),
+            }))
+        }
+        BackendKind::Sim => {
+            let gpus = usize::from(a.sim_gpus);
+            let faults = FaultPlan::parse(&a.sim_faults)?;
+            faults.check_targets(gpus)?;
+            if !(10..=5000).contains(&a.sim_step_us)
+                || 1000 % a.sim_step_us != 0 && a.sim_step_us % 1000 != 0
+            {
+                return Err(format!(
+                    "--sim-step-us {} must divide 1000 or be a multiple of it, between 10 and 5000",
+                    a.sim_step_us
+                ));
+            }
+            Ok(NodeKind::Sim(Box::new(SimConfig {
+                profile: a.sim_profile.profile(),
+                gpus,
+                seed: a.seed,
+                pace: a.sim_pace,
+                faults,
+                step_us: a.sim_step_us,
+                truth: a.sim_truth,
+                epoch_ns: a.sim_epoch_ns,
+            })))
+        }
+    }
+}

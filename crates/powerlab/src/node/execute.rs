@@ -1,0 +1,92 @@
+//! The campaign on an opened node: signal watch, run options (lock, health,
+//! rack), the observer the user asked for (progress bar or JSON events,
+//! with the under-load health capture on real GPUs), then the runner.
+
+use super::RunConfig;
+use super::signals::spawn_signal_handlers;
+use crate::cli::BackendKind;
+use crate::ui::{BarObserver, JsonObserver};
+use anyhow::{Result, anyhow};
+use powerlab_campaign::Plan;
+use powerlab_core::RunClock;
+use powerlab_core::hw::NodeHandles;
+use powerlab_runner::{Observer, RackRun, RunError, RunOptions, RunResult, run_campaign};
+use std::sync::Arc;
+use tokio::sync::watch;
+
+/// Runs the campaign; `Err(code)` when it could not start.
+pub async fn execute(
+    cfg: &RunConfig,
+    plan: &Plan,
+    node: NodeHandles,
+    clock: RunClock,
+    health: Option<powerlab_health::HealthReport>,
+    rack: Option<Arc<RackRun>>,
+) -> Result<Result<RunResult, i32>> {
+    let (abort_tx, _) = watch::channel(None);
+    spawn_signal_handlers(abort_tx.clone());
+    let mut opts = RunOptions::new(cfg.results.clone(), crate::tool_info());
+    opts.allow_unhealthy = cfg.allow_unhealthy;
+    opts.rack = rack;
+    // One campaign at a time per node: the real node's lock is host-wide;
+    // a simulated node is the results directory it writes into.
+    opts.lock_path = Some(match cfg.backend() {
+        BackendKind::Cuda => powerlab_runner::lock::default_lock_path(),
+        // Every rank of a simulated rack shares one results directory: the
+        // rack's run directory keeps them apart.
+        BackendKind::Sim if opts.rack.is_some() => {
+            let node = opts
+                .rack
+                .as_ref()
+                .map(|r| r.nodes[r.position.rank].clone())
+                .unwrap_or_default();
+            std::env::temp_dir().join(format!("powerlab-sim-{node}-{}.lock", std::process::id()))
+        }
+        BackendKind::Sim => {
+            if let Err(e) = powerlab_runner::check_results_root(&cfg.results) {
+                errln!("error: {e}");
+                return Ok(Err(crate::exit::ERROR));
+            }
+            cfg.results.join(".sim-node.lock")
+        }
+    });
+    if let Some(h) = &health {
+        opts.health = Some((
+            serde_json::to_value(h)?,
+            powerlab_health::report::markdown(h),
+        ));
+    }
+    let mut bar;
+    let mut json;
+    let observer: &mut dyn Observer = if cfg.json {
+        json = JsonObserver;
+        &mut json
+    } else {
+        bar = BarObserver::new(plan.total_ns());
+        &mut bar
+    };
+    for note in &plan.notes {
+        observer.message(&format!("note: {note}"));
+    }
+    let mut under_load;
+    let observer: &mut dyn Observer = if health.is_some() {
+        let needs_nccl = plan.needs_nccl();
+        under_load = crate::ui::UnderLoadHealth {
+            inner: observer,
+            needs_nccl,
+            run_dir: None,
+            done: false,
+        };
+        &mut under_load
+    } else {
+        observer
+    };
+    match run_campaign(&cfg.campaign, plan, node, clock, &opts, abort_tx, observer).await {
+        Ok(r) => Ok(Ok(r)),
+        Err(RunError::Missing(e)) => {
+            errln!("error: the campaign cannot start, nothing was run: {e}");
+            Ok(Err(crate::exit::ERROR))
+        }
+        Err(e) => Err(anyhow!(e)),
+    }
+}

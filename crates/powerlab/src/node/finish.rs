@@ -1,0 +1,79 @@
+//! The finish of a node run: the sensor model kept beside the raw data,
+//! the collation (outside any async runtime: polars runs its own), the
+//! summary printed, and the outcome mapped to an exit code.
+
+use super::RunConfig;
+use anyhow::Result;
+use powerlab_rundir::{RunFile, RunStatus};
+use powerlab_runner::RunResult;
+
+/// Collates (outside any async runtime: polars runs its own) and maps the
+/// outcome to an exit code.
+pub fn finish(cfg: &RunConfig, outcome: Result<RunResult, i32>) -> Result<i32> {
+    let result = match outcome {
+        Ok(r) => r,
+        Err(code) => return Ok(code),
+    };
+    if let Some(s) = &cfg.sensor {
+        let to = RunFile::SensorModel.path_in(&result.run_dir);
+        if let Err(e) = std::fs::copy(s, &to) {
+            errln!(
+                "error: copying --sensor {} into the run directory failed: {e}",
+                s.display()
+            );
+        }
+    }
+    let collated = if cfg.no_collate {
+        None
+    } else {
+        Some(powerlab_collate::collate(&result.run_dir))
+    };
+    if let Some(Ok(out)) = &collated {
+        // A run that calibrated itself keeps its sensor model beside its raw data.
+        if out.sensor.model.kind == powerlab_collate::sensor::ModelKind::Calibrated {
+            let to = result.run_dir.join("sensor.json");
+            let _ = std::fs::write(
+                &to,
+                serde_json::to_string_pretty(&out.sensor.model).unwrap_or_default() + "\n",
+            );
+            if !cfg.json {
+                outln!("sensor model: {}", to.display());
+                for g in &out.sensor.model.gpus {
+                    for p in &g.paths {
+                        let f = |v: Option<f64>| {
+                            v.map(|v| format!("{v:.1}")).unwrap_or_else(|| "–".into())
+                        };
+                        outln!(
+                            "  {} {:<11} update {:>7} ms  window {:>7} ms  latency {:>6} ms",
+                            g.gpu,
+                            p.instrument,
+                            f(p.update_period_ms),
+                            f(p.window_ms),
+                            f(p.latency_ms)
+                        );
+                    }
+                }
+            }
+        }
+    }
+    match &collated {
+        Some(Ok(out)) if !cfg.json => crate::ui::print_summary(&out.rungs),
+        Some(Err(e)) => errln!("error: collating {} failed: {e}", result.run_dir.display()),
+        _ => {}
+    }
+    if !cfg.json {
+        outln!("run directory: {}", result.run_dir.display());
+    }
+    let code = match &result.status {
+        RunStatus::Complete => {
+            if matches!(collated, Some(Err(_))) {
+                crate::exit::ERROR
+            } else {
+                0
+            }
+        }
+        RunStatus::Interrupted { .. } => crate::exit::INTERRUPTED,
+        RunStatus::Failed { .. } | RunStatus::Running => crate::exit::RUN_FAILED,
+    };
+    Ok(code)
+}

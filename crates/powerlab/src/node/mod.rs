@@ -1,0 +1,209 @@
+//! The node run: one room for everything between a validated command line
+//! and an exit code, on either backend. [`RunConfig`] is checked once from
+//! the arguments; [`run_node`] takes the preflight, opens the node the user
+//! asked for (real GPUs, or the simulated node only when asked for), makes
+//! the start decision (alone or with the rack), runs the campaign and hands
+//! the result to [`finish`]. `cmd_run` dispatches here, and a rack run
+//! (`cmd_rack`) runs each of its nodes through the same room.
+
+mod config;
+mod execute;
+mod finish;
+mod signals;
+mod start;
+
+pub use config::{NodeKind, RunConfig};
+pub use finish::finish;
+pub use start::RackJoin;
+
+use crate::cli::SimPace;
+use anyhow::Result;
+use powerlab_core::RunClock;
+use powerlab_core::hw::{Backend, HwError, NodeHandles};
+use powerlab_cuda::{CudaBackend, CudaOptions};
+use powerlab_health::HealthReport;
+use powerlab_runner::RunResult;
+use powerlab_sim::{SimBackend, SimOptions};
+
+/// A node run's result, or the exit code of a run that did not start.
+pub type Outcome = Result<RunResult, i32>;
+
+/// The opened backend of either kind.
+enum NodeBackend {
+    Cuda(Box<CudaBackend>),
+    Sim(Box<SimBackend>),
+}
+
+impl NodeBackend {
+    fn new(cfg: &RunConfig, clock: RunClock, rack: Option<&RackJoin>) -> Self {
+        match &cfg.node {
+            NodeKind::Cuda(c) => NodeBackend::Cuda(Box::new(CudaBackend::new(
+                CudaOptions {
+                    selector: cfg.campaign.gpus.clone(),
+                    mode: c.mode,
+                    dtype: c.dtype,
+                    nccl_world: rack.and_then(|r| r.nccl_world.clone()),
+                    ..Default::default()
+                },
+                clock,
+            ))),
+            NodeKind::Sim(s) => {
+                let mut opts = SimOptions::new(s.profile.clone(), s.gpus);
+                opts.seed = s.seed;
+                opts.faults = s.faults.clone();
+                opts.step_us = s.step_us;
+                opts.record_truth = s.truth;
+                opts.selector = cfg.campaign.gpus.clone();
+                opts.node_id = sim_node_id(rack);
+                NodeBackend::Sim(Box::new(SimBackend::new(opts, clock)))
+            }
+        }
+    }
+
+    fn open(&mut self) -> Result<NodeHandles, String> {
+        match self {
+            NodeBackend::Cuda(b) => b
+                .open()
+                .map_err(|e: HwError| format!("cannot open the real GPU node: {e}")),
+            NodeBackend::Sim(b) => b
+                .open()
+                .map_err(|e| format!("opening the simulated node: {e}")),
+        }
+    }
+}
+
+/// The simulated node's id: its rack label, or `sim-node-0` alone.
+fn sim_node_id(rack: Option<&RackJoin>) -> String {
+    rack.map(|r| r.label.clone())
+        .unwrap_or_else(|| "sim-node-0".into())
+}
+
+/// The preflight before any load. Real GPUs: the health capture (a rack
+/// took it on every node already), kept for the manifest and the
+/// under-load comparison. The simulated node: its simulated capture, only
+/// judged. `Err(code)` refuses the node.
+fn preflight(cfg: &RunConfig, rack: Option<&mut RackJoin>) -> Result<Option<HealthReport>, i32> {
+    match &cfg.node {
+        NodeKind::Cuda(_) => {
+            if let Some(h) = rack.and_then(|r| r.health.take()) {
+                return Ok(Some(h));
+            }
+            let h = crate::cmd_preflight::capture("idle", cfg.campaign.needs_nccl());
+            match start::refuse_unhealthy(cfg, &h) {
+                Some(code) => Err(code),
+                None => Ok(Some(h)),
+            }
+        }
+        NodeKind::Sim(s) => {
+            // NCCL is judged at run start, where its absence stops the run before load.
+            if rack.is_none() {
+                let n = cfg.campaign.gpus.count(s.gpus);
+                let h = crate::cmd_preflight::sim_capture(n, &s.faults, &sim_node_id(None), false);
+                if let Some(code) = start::refuse_unhealthy(cfg, &h) {
+                    return Err(code);
+                }
+            }
+            Ok(None)
+        }
+    }
+}
+
+/// The async runtime of the node: real time on several threads, or the
+/// simulated node's virtual time on one paused thread.
+fn runtime(cfg: &RunConfig) -> std::io::Result<tokio::runtime::Runtime> {
+    match cfg.sim().map(|s| s.pace) {
+        Some(SimPace::Virtual) => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .start_paused(true)
+            .build(),
+        _ => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build(),
+    }
+}
+
+/// The run clock: virtual for a simulated node in virtual time (anchored
+/// where asked, or now), otherwise the realtime clock.
+fn run_clock(cfg: &RunConfig) -> RunClock {
+    match cfg.sim() {
+        Some(s) if s.pace == SimPace::Virtual => {
+            RunClock::virtual_at(s.epoch_ns.unwrap_or_else(|| RunClock::realtime().now_ns()))
+        }
+        _ => RunClock::realtime(),
+    }
+}
+
+/// Runs the campaign on this node (alone, or as one node of a rack).
+///
+/// # Errors
+/// An error that ends the command (exit 1); a refusal before load is
+/// `Ok(Err(code))`.
+pub fn run_node(cfg: &RunConfig, mut rack: Option<RackJoin>) -> Result<Outcome> {
+    let health = match preflight(cfg, rack.as_mut()) {
+        Ok(h) => h,
+        Err(code) => return Ok(Err(code)),
+    };
+    let rt = runtime(cfg)?;
+    let outcome = rt.block_on(async {
+        let clock = run_clock(cfg);
+        let mut backend = NodeBackend::new(cfg, clock, rack.as_ref());
+        let opened = backend.open().and_then(|node| {
+            let n = node.gpus.len();
+            powerlab_campaign::plan::expand_on_rack(
+                &cfg.campaign,
+                n,
+                cfg.repeats,
+                start::position(rack.as_ref()),
+            )
+            .map(|p| (node, p))
+            .map_err(|e| start::plan_error_text(cfg, &e))
+        });
+        let (node, plan) = match start::settle(rack.as_ref(), opened)? {
+            Ok(v) => v,
+            Err(code) => return Ok(Err(code)),
+        };
+        if let Some(t) = cfg.sim().and_then(|s| s.faults.die_at_ns) {
+            // A node lost mid-run: the whole process goes, as if killed.
+            let at = clock.now_ns() + t;
+            tokio::spawn(async move {
+                clock.sleep_until(at).await;
+                errln!("simulated node death (--sim-fault node:die_at): aborting the process");
+                std::process::abort();
+            });
+        }
+        let result = execute::execute(
+            cfg,
+            &plan,
+            node,
+            clock,
+            health,
+            rack.as_ref().map(|r| r.run.clone()),
+        )
+        .await?;
+        if let (NodeBackend::Sim(b), Ok(r)) = (&backend, &result)
+            && cfg.sim().is_some_and(|s| s.truth)
+        {
+            write_truth(&r.run_dir, b)?;
+        }
+        Ok::<_, anyhow::Error>(result)
+    })?;
+    drop(rt);
+    Ok(outcome)
+}
+
+/// The simulated node's true waveform, beside its raw files.
+fn write_truth(dir: &std::path::Path, backend: &SimBackend) -> Result<()> {
+    let run = powerlab_rundir::RunDir {
+        path: dir.to_path_buf(),
+    };
+    for (i, t) in backend.truths().iter().enumerate() {
+        powerlab_rundir::write_sim_truth(
+            &run,
+            &format!("gpu{i}"),
+            t.start_ns,
+            t.step_ns,
+            &t.power_w,
+        )?;
+    }
+    Ok(())
+}

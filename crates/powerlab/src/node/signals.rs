@@ -1,0 +1,73 @@
+//! Signals during a run: SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and
+//! SIGUSR2 each stop the run the way Ctrl-C does (load off, samples
+//! flushed, the manifest says why), through the run's stop reason.
+
+use powerlab_runner::StopReason;
+use tokio::sync::watch;
+
+/// Watches for the stopping signals; the first one raises the run's stop reason.
+pub fn spawn_signal_handlers(abort: watch::Sender<Option<StopReason>>) {
+    tokio::spawn(async move {
+        use tokio::signal::unix::{SignalKind, signal};
+        // SIGHUP (a dropped ssh session), SIGQUIT, SIGUSR1 and SIGUSR2 stop a run the
+        // way SIGTERM does: load off, samples flushed, the manifest says why.
+        let mut streams = Vec::new();
+        for (kind, name) in [
+            (SignalKind::terminate(), "SIGTERM received"),
+            (
+                SignalKind::hangup(),
+                "SIGHUP received (the terminal or ssh session went away; run under tmux or nohup to survive that)",
+            ),
+            (SignalKind::quit(), "SIGQUIT received"),
+            (SignalKind::user_defined1(), "SIGUSR1 received"),
+            (SignalKind::user_defined2(), "SIGUSR2 received"),
+        ] {
+            match signal(kind) {
+                Ok(s) => streams.push((s, name)),
+                Err(e) => tracing::warn!("cannot watch for {name}: {e}"),
+            }
+        }
+        let any = first_signal(streams);
+        let reason = tokio::select! {
+            _ = tokio::signal::ctrl_c() => "SIGINT (Ctrl-C) received",
+            name = any => name,
+        };
+        powerlab_runner::rack::SIGNAL_SEEN.store(true, std::sync::atomic::Ordering::Relaxed);
+        // Under mpirun / srun a SIGTERM usually means another rank failed.
+        let reason = if powerlab_rack::launcher::detect_from_process()
+            .is_some_and(|l| l.world_size > 1)
+        {
+            format!(
+                "{reason} (under a launcher: it ends every rank when one fails or is killed; its own message names that rank)"
+            )
+        } else {
+            reason.to_string()
+        };
+        abort.send_if_modified(|cur| {
+            if cur.is_none() {
+                *cur = Some(StopReason::Interrupted(reason.clone()));
+                true
+            } else {
+                false
+            }
+        });
+    });
+}
+
+/// Waits for the first of several signal streams; returns its name.
+async fn first_signal(
+    mut streams: Vec<(tokio::signal::unix::Signal, &'static str)>,
+) -> &'static str {
+    if streams.is_empty() {
+        return std::future::pending().await;
+    }
+    std::future::poll_fn(|cx| {
+        for (s, name) in streams.iter_mut() {
+            if s.poll_recv(cx).is_ready() {
+                return std::task::Poll::Ready(*name);
+            }
+        }
+        std::task::Poll::Pending
+    })
+    .await
+}
