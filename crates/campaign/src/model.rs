@@ -261,7 +261,7 @@ impl NcclStep {
 pub struct Phase {
     /// Name (defaults to the kind and position).
     pub name: String,
-    /// Kind.
+    /// What the phase runs (idle, sustained, duty, NCCL …).
     pub kind: PhaseKind,
     /// Measured duration of each rung, seconds.
     pub duration_s: f64,

@@ -153,13 +153,13 @@ pub struct RungOutcome {
 /// An event a power source observed (Xid, device lost, …).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DeviceEvent {
-    /// When.
+    /// When the event was seen (epoch ns).
     pub ts_ns: EpochNs,
     /// GPU key.
     pub gpu: String,
     /// Short kind (`xid`, `lost`, …).
     pub kind: String,
-    /// Evidence.
+    /// The evidence, in words.
     pub detail: String,
     /// Whether the run must stop.
     pub fatal: bool,

@@ -11,11 +11,11 @@ pub enum CudaLib {
     Driver,
     /// libnvrtc (run-time compiler).
     Nvrtc,
-    /// libcublas.
+    /// cuBLAS (`libcublas`).
     Cublas,
-    /// libcublasLt.
+    /// cuBLASLt (`libcublasLt`).
     CublasLt,
-    /// libnccl.
+    /// NCCL (`libnccl`).
     Nccl,
 }
 

@@ -26,7 +26,7 @@ pub struct Check {
     pub id: String,
     /// The contract in words.
     pub contract: String,
-    /// Verdict.
+    /// The check's verdict.
     pub status: Status,
     /// What was read.
     pub evidence: Vec<String>,
@@ -37,7 +37,7 @@ pub struct Check {
 /// The whole preflight.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HealthReport {
-    /// Host.
+    /// The host the capture was taken on.
     pub host: String,
     /// `idle` or `under_load`.
     pub phase: String,

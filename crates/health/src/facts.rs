@@ -29,9 +29,9 @@ pub struct ProcessFacts {
 pub struct GpuFacts {
     /// NVML index.
     pub index: u32,
-    /// UUID.
+    /// The GPU's UUID (its identity between CUDA and NVML).
     pub uuid: String,
-    /// Name.
+    /// The device name NVML reports.
     pub name: String,
     /// Instant power field (186), W, or the error.
     pub instant_power_w: Option<f64>,
@@ -107,7 +107,7 @@ pub struct NodeFacts {
     pub driver_cuda_version: Option<i32>,
     /// CUDA version the tool's bindings need.
     pub bindings_cuda_version: i32,
-    /// Libraries.
+    /// The CUDA, NVML and NCCL libraries found (or not) on the loader path.
     pub libs: Vec<LibFacts>,
     /// GPUs by NVML index.
     pub gpus: Vec<GpuFacts>,

@@ -18,15 +18,15 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// `NVML_FI_DEV_POWER_AVERAGE`.
+/// NVML field id of the 1 s average power (`NVML_FI_DEV_POWER_AVERAGE`).
 pub const FIELD_POWER_AVERAGE: u32 = 185;
-/// `NVML_FI_DEV_POWER_INSTANT`.
+/// NVML field id of the instant power (`NVML_FI_DEV_POWER_INSTANT`).
 pub const FIELD_POWER_INSTANT: u32 = 186;
 /// Period of the reads that cost milliseconds each (energy counter,
 /// violation counters); both are cumulative counters.
 pub const SLOW_READ_NS: EpochNs = 1_000_000_000;
 
-/// `NVML_FI_DEV_MEMORY_TEMP`.
+/// NVML field id of the HBM temperature (`NVML_FI_DEV_MEMORY_TEMP`).
 pub const FIELD_MEMORY_TEMP: u32 = 82;
 
 /// A raw NVML device handle that may move to another thread with its source.

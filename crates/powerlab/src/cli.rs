@@ -12,7 +12,7 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// Subcommands.
+/// The subcommands of `powerlab`.
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Check a campaign file; errors name file, line, column and field.
@@ -34,14 +34,14 @@ pub enum Command {
     HealthDiff(HealthDiffArgs),
 }
 
-/// `validate`.
+/// Options of `validate`.
 #[derive(Args, Debug)]
 pub struct ValidateArgs {
     /// Campaign file.
     pub file: PathBuf,
 }
 
-/// `plan`.
+/// Options of `plan`.
 #[derive(Args, Debug)]
 pub struct PlanArgs {
     /// Campaign file.
@@ -166,7 +166,7 @@ impl CapturePhase {
     }
 }
 
-/// `run`.
+/// Options of `run`.
 #[derive(Args, Debug)]
 pub struct RunArgs {
     /// Campaign file.
@@ -227,7 +227,7 @@ pub struct RunArgs {
     pub sim_epoch_ns: Option<i64>,
 }
 
-/// `calibrate`.
+/// Options of `calibrate`.
 #[derive(Args, Debug)]
 pub struct CalibrateArgs {
     /// Options passed to `run` (e.g. --backend sim --sim-gpus 2, --results DIR).
@@ -235,7 +235,7 @@ pub struct CalibrateArgs {
     pub run_args: Vec<String>,
 }
 
-/// `collate`.
+/// Options of `collate`.
 #[derive(Args, Debug)]
 pub struct CollateArgs {
     /// Run directory.
@@ -245,7 +245,7 @@ pub struct CollateArgs {
     pub snapshot: bool,
 }
 
-/// `observe`.
+/// Options of `observe`.
 #[derive(Args, Debug)]
 pub struct ObserveArgs {
     /// How long to watch.
@@ -259,7 +259,7 @@ pub struct ObserveArgs {
     pub csv: Option<PathBuf>,
 }
 
-/// `preflight`.
+/// Options of `preflight`.
 #[derive(Args, Debug)]
 pub struct PreflightArgs {
     /// Where to write the health files.
@@ -276,7 +276,7 @@ pub struct PreflightArgs {
     pub phase: CapturePhase,
 }
 
-/// `health-diff`.
+/// Options of `health-diff`.
 #[derive(Args, Debug)]
 pub struct HealthDiffArgs {
     /// Earlier health.json.

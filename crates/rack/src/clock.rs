@@ -20,7 +20,7 @@ pub struct ClockSample {
 /// A node's realtime clock against rank 0's.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ClockOffset {
-    /// Rank.
+    /// The rank whose clock this is.
     pub rank: usize,
     /// Peer clock minus rank 0's clock, ns (positive: the node is ahead).
     pub offset_ns: i64,

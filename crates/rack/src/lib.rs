@@ -33,7 +33,7 @@ pub enum RackError {
         "rank {rank} sent a message this rank cannot read ({detail}); are all nodes running the same powerlab build and campaign?"
     )]
     Garbled {
-        /// Sender.
+        /// The rank that sent the garbled message.
         rank: usize,
         /// Parse error.
         detail: String,

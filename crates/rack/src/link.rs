@@ -18,9 +18,9 @@ type Job = Box<dyn FnOnce(&mut dyn Transport) + Send>;
 /// Who this process is in the rack (known once the transport is up).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RankInfo {
-    /// Rank.
+    /// This process's rank.
     pub rank: usize,
-    /// Ranks.
+    /// How many ranks the rack has.
     pub size: usize,
     /// Node name as the launcher knows it.
     pub node_name: String,

@@ -24,12 +24,12 @@ pub enum NodeEnd {
     Complete,
     /// A fault on this node.
     Failed {
-        /// Why.
+        /// Why this node stopped.
         reason: String,
     },
     /// Ctrl-C or SIGTERM on this node.
     Interrupted {
-        /// Why.
+        /// Why this node failed.
         reason: String,
     },
     /// Stopped because another node ended first.
@@ -70,7 +70,7 @@ pub enum RackMsg {
     },
     /// Out of the rung loop.
     End {
-        /// How.
+        /// How this node's run ended.
         end: NodeEnd,
     },
 }

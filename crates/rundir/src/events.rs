@@ -69,11 +69,11 @@ pub struct GpuReady {
 pub enum RunEvent {
     /// The run began.
     RunStarted {
-        /// When.
+        /// When the run started (epoch ns).
         ts_ns: i64,
-        /// Campaign.
+        /// The campaign's name.
         campaign: String,
-        /// Backend.
+        /// The backend that ran it (`cuda` or `sim`).
         backend: String,
         /// Rungs planned.
         rungs: usize,
@@ -110,7 +110,7 @@ pub enum RunEvent {
     },
     /// A rung's window ended.
     RungEnded {
-        /// When.
+        /// When this happened (epoch ns).
         ts_ns: i64,
         /// Rung id.
         rung_id: u32,
@@ -121,20 +121,20 @@ pub enum RunEvent {
     },
     /// A device or sampler fault.
     Fault {
-        /// When.
+        /// When this happened (epoch ns).
         ts_ns: i64,
         /// GPU key, if one.
         gpu: Option<String>,
         /// Short kind.
         kind: String,
-        /// Evidence.
+        /// The evidence, in words.
         detail: String,
         /// Whether it stopped the run.
         fatal: bool,
     },
     /// A safety limit tripped.
     Interlock {
-        /// When.
+        /// When this happened (epoch ns).
         ts_ns: i64,
         /// Which limit.
         limit: String,
@@ -143,7 +143,7 @@ pub enum RunEvent {
     },
     /// The run ended.
     RunEnded {
-        /// When.
+        /// When this happened (epoch ns).
         ts_ns: i64,
         /// `complete`, `interrupted` or `failed`.
         status: String,
@@ -152,11 +152,11 @@ pub enum RunEvent {
     },
     /// A free-form note (NCCL table, calibration, …).
     Note {
-        /// When.
+        /// When the note was written (epoch ns).
         ts_ns: i64,
-        /// Topic.
+        /// What the note is about (e.g. `samplers`).
         topic: String,
-        /// Content.
+        /// The note's content, as JSON.
         detail: serde_json::Value,
     },
 }

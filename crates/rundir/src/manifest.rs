@@ -11,7 +11,7 @@ pub const FORMAT_VERSION: u32 = 1;
 /// The tool that wrote the run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolInfo {
-    /// `powerlab`.
+    /// The tool's name (`powerlab`).
     pub name: String,
     /// Crate version.
     pub version: String,
@@ -29,12 +29,12 @@ pub enum RunStatus {
     Complete,
     /// Stopped by a signal or the user.
     Interrupted {
-        /// Why.
+        /// Why the run was interrupted.
         reason: String,
     },
     /// Stopped by a fault or an interlock.
     Failed {
-        /// Why.
+        /// Why the run failed.
         reason: String,
     },
 }
@@ -44,7 +44,7 @@ pub enum RunStatus {
 pub struct Manifest {
     /// Run-directory format version.
     pub format_version: u32,
-    /// Tool.
+    /// The build that wrote the run.
     pub tool: ToolInfo,
     /// Campaign name.
     pub campaign: String,
@@ -62,7 +62,7 @@ pub struct Manifest {
     pub ended_ns: Option<i64>,
     /// Start as RFC 3339.
     pub started_utc: String,
-    /// Status.
+    /// How the run ended (or that it is still running).
     pub status: RunStatus,
     /// Preflight was overridden with `--allow-unhealthy`.
     pub allow_unhealthy: bool,

@@ -24,7 +24,7 @@ pub struct RawRow {
     pub gpu: String,
     /// Instrument name.
     pub instrument: String,
-    /// Value.
+    /// The reading (its unit is in the instrument name: W, MHz, °C …).
     pub value: f64,
 }
 

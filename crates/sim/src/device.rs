@@ -94,7 +94,7 @@ pub struct DeviceSetup {
 
 /// Physics and instrument state of one simulated GPU.
 pub struct SimDevice {
-    /// Parameters.
+    /// The GPU model's physics parameters.
     pub profile: Profile,
     /// Run-local index.
     pub index: usize,
