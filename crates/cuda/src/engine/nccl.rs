@@ -7,8 +7,10 @@
 //! on collective work is bounded by the rung's timeout and by the stop flag;
 //! on either the communicator is aborted (which releases kernels stuck
 //! waiting for a peer) and the error names the rank and the GPU.
+#![allow(unsafe_code)] // the buffer fill is a kernel launch, unsafe FFI; the site states its invariant.
 
-use super::{Engine, dev_err};
+use super::Engine;
+use super::setup::dev_err;
 use cudarc::driver::{CudaEvent, CudaSlice, LaunchConfig, PushKernelArg};
 use cudarc::nccl::{Comm, Id, ReduceOp};
 use powerlab_core::collective::{Collective, CollectiveTiming, FabricSpec, SweepSpec};
@@ -71,11 +73,12 @@ impl Engine {
             });
         };
         // ncclCommInitRank uses the thread's current device: make it ours.
-        self.stream
+        self.dev
+            .stream
             .context()
             .bind_to_thread()
             .map_err(|e| dev_err(&self.gpu, "binding the CUDA context", e))?;
-        let comm = Comm::from_rank(self.stream.clone(), n.rank, n.ranks, n.id)
+        let comm = Comm::from_rank(self.dev.stream.clone(), n.rank, n.ranks, n.id)
             .map_err(|e| self.nccl_err("communicator init (ncclCommInitRank)", e))?;
         self.comm = Some(comm);
         Ok(())
@@ -132,14 +135,17 @@ impl Engine {
             move |er| dev_err(&gpu, w, er)
         };
         let send = self
+            .dev
             .stream
             .alloc_zeros::<f32>(elems)
             .map_err(e("allocating NCCL send buffer"))?;
         let recv = self
+            .dev
             .stream
             .alloc_zeros::<f32>(elems)
             .map_err(e("allocating NCCL receive buffer"))?;
         let flag = self
+            .dev
             .stream
             .alloc_zeros::<i32>(1)
             .map_err(e("allocating the agreement flag"))?;
@@ -150,12 +156,12 @@ impl Engine {
             (&mut bufs.recv, 0x85eb_ca6bu32 ^ rank),
         ] {
             let n = buf.len() as u64;
-            let mut b = self.stream.launch_builder(&self.fill);
+            let mut b = self.dev.stream.launch_builder(&self.dev.kernels.fill);
             b.arg(buf).arg(&n).arg(&seed);
             // SAFETY: the kernel writes n floats into a buffer of n floats.
             unsafe {
                 b.launch(LaunchConfig {
-                    grid_dim: (self.sms * 4, 1, 1),
+                    grid_dim: (self.dev.sms * 4, 1, 1),
                     block_dim: (256, 1, 1),
                     shared_mem_bytes: 0,
                 })
@@ -168,7 +174,8 @@ impl Engine {
     /// All ranks agree whether to go on: true only if every rank says so.
     fn agree(&mut self, bufs: &mut Buffers, go: bool, timeout_ns: i64) -> Result<bool, HwError> {
         let v = [i32::from(go)];
-        self.stream
+        self.dev
+            .stream
             .memcpy_htod(&v, &mut bufs.flag)
             .map_err(|e| dev_err(&self.gpu, "agreement flag", e))?;
         let Some(comm) = self.comm.as_ref() else {
@@ -177,11 +184,13 @@ impl Engine {
         comm.all_reduce_in_place(&mut bufs.flag, &ReduceOp::Min)
             .map_err(|e| self.nccl_err("agreement all_reduce", e))?;
         let ev = self
+            .dev
             .stream
             .record_event(None)
             .map_err(|e| dev_err(&self.gpu, "event", e))?;
         self.wait_collective(&ev, timeout_ns, "agreement all_reduce")?;
         let out = self
+            .dev
             .stream
             .clone_dtoh(&bufs.flag)
             .map_err(|e| dev_err(&self.gpu, "reading the agreement", e))?;
@@ -224,11 +233,13 @@ impl Engine {
     ) -> Result<i64, HwError> {
         let timing = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
         let e0 = self
+            .dev
             .stream
             .record_event(timing)
             .map_err(|e| dev_err(&self.gpu, "event", e))?;
         self.launch_ops(c, bytes, count, bufs)?;
         let e1 = self
+            .dev
             .stream
             .record_event(timing)
             .map_err(|e| dev_err(&self.gpu, "event", e))?;
@@ -326,7 +337,7 @@ impl Engine {
             if let Some(compute_ns) = spec.compute_ns {
                 // The burst: duty-size GEMMs on the same stream, so the
                 // all-reduce starts when the compute ends, as in training.
-                let chunks = (compute_ns / self.chunk.ns.max(1000)).max(1);
+                let chunks = (compute_ns / self.pace.chunk_ns.max(1000)).max(1);
                 for _ in 0..chunks {
                     self.launch_unit(true, LoadKind::Virus)?;
                 }

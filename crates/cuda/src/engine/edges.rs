@@ -1,0 +1,172 @@
+//! Edges placed on the device clock: `spin_until` holds the load stream
+//! until a rise (or a rung start), `burn_until` keeps the GPU busy until a
+//! fall, and `stamp` marks the end of the load; each writes the device time
+//! it let go into one of the edge slots ([`Stamps`]). Also how a constant,
+//! idle or square-wave rung is queued edge by edge.
+#![allow(unsafe_code)] // the edge kernels are launched through unsafe FFI; each site states its invariant.
+
+use super::Engine;
+use super::pacing::MIN_FALL_TAIL_NS;
+use super::setup::dev_err;
+use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use powerlab_core::hw::{GpuSchedule, HwError};
+use powerlab_core::shape::{EdgeKind, LoadKind, LoadShape};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+/// The device slots the edge kernels write their achieved times into.
+pub(super) struct Stamps {
+    /// One u64 of `%globaltimer` per edge, plus one for the end stamp.
+    slots: CudaSlice<u64>,
+}
+
+impl Stamps {
+    /// Allocates 1024 slots on the load stream.
+    pub(super) fn new(stream: &Arc<CudaStream>, gpu: &str) -> Result<Stamps, HwError> {
+        let slots = stream
+            .alloc_zeros::<u64>(1024)
+            .map_err(|er| dev_err(gpu, "allocating edge slots", er))?;
+        Ok(Stamps { slots })
+    }
+
+    /// Makes room for `n` slots, reallocating on `stream` if there are fewer.
+    pub(super) fn ensure(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        n: usize,
+        gpu: &str,
+    ) -> Result<(), HwError> {
+        if self.slots.len() < n {
+            self.slots = stream
+                .alloc_zeros::<u64>(n)
+                .map_err(|e| dev_err(gpu, "edge slots", e))?;
+        }
+        Ok(())
+    }
+
+    /// Copies the first `n` slots back to the host (waits for `stream`).
+    pub(super) fn read(
+        &self,
+        stream: &Arc<CudaStream>,
+        n: usize,
+        gpu: &str,
+    ) -> Result<Vec<u64>, HwError> {
+        stream
+            .clone_dtoh(&self.slots.slice(0..n))
+            .map_err(|e| dev_err(gpu, "reading edges", e))
+    }
+}
+
+impl Engine {
+    /// Queues a `stamp` that records when the load before it ended in `slot`.
+    pub(super) fn launch_stamp(&mut self, slot: usize) -> Result<(), HwError> {
+        let mut view = self.stamps.slots.slice_mut(slot..slot + 1);
+        let mut b = self.dev.stream.launch_builder(&self.dev.kernels.stamp);
+        b.arg(&mut view);
+        // SAFETY: one thread writes one u64 into a one-element view.
+        unsafe {
+            b.launch(LaunchConfig {
+                grid_dim: (1, 1, 1),
+                block_dim: (1, 1, 1),
+                shared_mem_bytes: 0,
+            })
+        }
+        .map_err(|e| dev_err(&self.gpu, "stamp kernel", e))?;
+        self.pace.break_chain();
+        Ok(())
+    }
+
+    /// Queues a `spin_until` that holds the load stream until the device
+    /// clock reaches the deadline and records that moment in `slot`.
+    pub(super) fn launch_spin(&mut self, deadline_run_ns: i64, slot: usize) -> Result<(), HwError> {
+        let deadline_dev = (deadline_run_ns + self.probe.predicted(deadline_run_ns)).max(0) as u64;
+        let mut view = self.stamps.slots.slice_mut(slot..slot + 1);
+        let mut b = self.dev.stream.launch_builder(&self.dev.kernels.spin);
+        b.arg(&deadline_dev).arg(&mut view);
+        // SAFETY: one thread spins on the clock and writes one u64.
+        unsafe {
+            b.launch(LaunchConfig {
+                grid_dim: (1, 1, 1),
+                block_dim: (1, 1, 1),
+                shared_mem_bytes: 0,
+            })
+        }
+        .map_err(|e| dev_err(&self.gpu, "spin kernel", e))?;
+        self.pace.break_chain();
+        self.pace.predicted_end = self.pace.predicted_end.max(deadline_run_ns);
+        Ok(())
+    }
+
+    /// Queues the end of an on-phase: HBM streaming that stops when the
+    /// device clock reaches the deadline and records that moment in `slot`.
+    fn launch_burn(&mut self, deadline_run_ns: i64, slot: usize) -> Result<(), HwError> {
+        let deadline_dev = (deadline_run_ns + self.probe.predicted(deadline_run_ns)).max(0) as u64;
+        let dev = &mut self.dev;
+        let n4: u64 = (dev.hbm_src.len() / 4) as u64;
+        let mut view = self.stamps.slots.slice_mut(slot..slot + 1);
+        let cfg = LaunchConfig {
+            grid_dim: (dev.sms * 4, 1, 1),
+            block_dim: (256, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut b = dev.stream.launch_builder(&dev.kernels.burn);
+        b.arg(&deadline_dev)
+            .arg(&dev.hbm_src)
+            .arg(&mut dev.hbm_dst)
+            .arg(&n4)
+            .arg(&mut view);
+        // SAFETY: src and dst hold n4 float4 elements each and every index stays
+        // below n4; one thread writes one u64 into a one-element view.
+        unsafe { b.launch(cfg) }.map_err(|e| dev_err(&self.gpu, "burn kernel", e))?;
+        self.pace.break_chain();
+        self.pace.predicted_end = self.pace.predicted_end.max(deadline_run_ns);
+        Ok(())
+    }
+
+    /// Queues the load of a constant, idle or square-wave rung edge by edge.
+    pub(super) fn run_edges(
+        &mut self,
+        s: &GpuSchedule,
+        edges: &[(EdgeKind, i64)],
+    ) -> Result<(), HwError> {
+        let load = s.shape.load().unwrap_or(LoadKind::Virus);
+        let small = matches!(s.shape, LoadShape::Square { .. });
+        let mut on = self.warm.is_some();
+        let warm_small = false;
+        // GEMM chunks stop this long before a fall; burn_until covers the
+        // rest. A chunk planned up to 0.5 ms ahead can take 30-50 % longer
+        // than planned when the power controller pulls the clocks down
+        // (H200, 50 and 100 ms periods): the tail covers that.
+        let tail_ns = (2 * self.pace.chunk_ns).max(MIN_FALL_TAIL_NS);
+        for (i, (kind, t)) in edges.iter().copied().enumerate() {
+            if self.stop.load(Ordering::Relaxed) {
+                return Err(HwError::Other("stopped".into()));
+            }
+            let next_on = match kind {
+                EdgeKind::Start => s.shape.is_on(s.start_ns, s.start_ns),
+                EdgeKind::Rise => true,
+                EdgeKind::Fall => false,
+            };
+            if kind == EdgeKind::Fall {
+                if on {
+                    self.fill_until(t - tail_ns, small, load)?;
+                }
+                self.launch_burn(t, i)?;
+            } else {
+                if on {
+                    let kind_small = if i == 0 { warm_small } else { small };
+                    self.fill_until(t, kind_small, self.warm.filter(|_| i == 0).unwrap_or(load))?;
+                }
+                // Armed at once, also after a fall: the rise waits on the
+                // device, and the host need not be on time for it.
+                self.launch_spin(t, i)?;
+            }
+            on = next_on;
+            self.warm = None;
+        }
+        if on {
+            self.fill_until(s.end_ns, small, load)?;
+        }
+        self.launch_stamp(edges.len())
+    }
+}

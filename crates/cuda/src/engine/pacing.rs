@@ -1,0 +1,231 @@
+//! Pacing of the load: how long a unit takes (timed with device events at
+//! start-up, then followed by an exponential average of back-to-back
+//! units), the queue of units in flight, and when the queued work is
+//! predicted to end. The host keeps a few ms of units queued and never
+//! times an edge by sleeping; [`Pacing`] holds that state.
+
+use super::Engine;
+use super::setup::dev_err;
+use cudarc::driver::CudaEvent;
+use powerlab_core::RunClock;
+use powerlab_core::hw::HwError;
+use powerlab_core::shape::LoadKind;
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
+
+/// How much work the host keeps queued: it needs to run only this often.
+pub(super) const MAX_QUEUED_NS: i64 = 4_000_000;
+/// How much it keeps queued in the last few ms before a fall: a GEMM
+/// chunk's duration follows the clocks the power controller allows, so the
+/// further ahead the last chunk is planned, the further it can overrun.
+const NEAR_FALL_QUEUED_NS: i64 = 500_000;
+/// GEMM chunks stop at least this long before a fall; `burn_until` holds
+/// the load from there to the deadline.
+pub(super) const MIN_FALL_TAIL_NS: i64 = 400_000;
+
+/// A unit of load in flight.
+struct Queued {
+    /// The unit is a duty chunk (else a constant-load unit).
+    small: bool,
+    /// Its estimated duration when it was queued, ns.
+    est_ns: i64,
+    /// The unit ran right after another unit of the same size (no spin or
+    /// stamp between), so the time between their completions is its duration.
+    chained: bool,
+    /// Recorded on the load stream right after the unit.
+    ev: CudaEvent,
+}
+
+/// The host's picture of the load queue and of how long units take.
+pub(super) struct Pacing {
+    /// Units in flight, oldest first.
+    queued: VecDeque<Queued>,
+    /// The size and completion event of the last unit seen to finish.
+    last_done: Option<(bool, CudaEvent)>,
+    /// The size of the last unit launched, or None if an edge kernel followed it.
+    last_launch: Option<bool>,
+    /// When the queued work is predicted to end, run-clock ns.
+    pub(super) predicted_end: i64,
+    /// Estimated duration of a constant-load unit, ns.
+    pub(super) big_ns: i64,
+    /// Estimated duration of a duty chunk, ns.
+    pub(super) chunk_ns: i64,
+}
+
+impl Pacing {
+    /// An empty queue with no duration estimates yet.
+    pub(super) fn new() -> Pacing {
+        Pacing {
+            queued: VecDeque::new(),
+            last_done: None,
+            last_launch: None,
+            predicted_end: 0,
+            big_ns: 0,
+            chunk_ns: 0,
+        }
+    }
+
+    /// Forgets the queue, as when the device has been drained.
+    pub(super) fn clear(&mut self) {
+        self.queued.clear();
+        self.last_done = None;
+        self.last_launch = None;
+    }
+
+    /// The estimated duration of all units still queued, ns.
+    pub(super) fn queued_ns(&self) -> i64 {
+        self.queued.iter().map(|q| q.est_ns).sum()
+    }
+
+    /// Notes that an edge kernel was queued: the next unit is not chained.
+    pub(super) fn break_chain(&mut self) {
+        self.last_launch = None;
+    }
+
+    /// Keeps at most a few ms of work queued: waits on the oldest event. Each
+    /// completed unit that ran back to back with the previous one updates
+    /// the duration estimate, so the estimate follows the clocks the power
+    /// cap allows (an H200 at its 700 W cap runs ~1400 MHz, not 1980).
+    fn throttle(&mut self, limit_ns: i64, clock: &RunClock, gpu: &str) -> Result<(), HwError> {
+        loop {
+            let queued: i64 = self.queued.iter().map(|q| q.est_ns).sum();
+            if queued <= limit_ns || self.queued.len() <= 1 {
+                return Ok(());
+            }
+            if let Some(q) = self.queued.pop_front() {
+                q.ev.synchronize().map_err(|e| dev_err(gpu, "event", e))?;
+                if let Some((prev_small, prev)) = &self.last_done
+                    && q.chained
+                    && *prev_small == q.small
+                    && let Ok(ms) = prev.elapsed_ms(&q.ev)
+                {
+                    let ns = (f64::from(ms) * 1e6) as i64;
+                    let w = if q.small {
+                        &mut self.chunk_ns
+                    } else {
+                        &mut self.big_ns
+                    };
+                    // Exponential average; absurd samples (preemption)
+                    // ignored. Taking slowdowns at once was tried: the
+                    // time between two units' events includes any gap
+                    // in which the queue ran dry, so the estimate
+                    // ratcheted up, the host queued less, the queue ran
+                    // dry more, and on-phases of 500 ms and longer fell
+                    // to the burn kernel's ~375 W (H200, device call 14).
+                    if ns > *w / 4 && ns < *w * 4 {
+                        *w = (*w * 7 + ns) / 8;
+                    }
+                }
+                self.last_done = Some((q.small, q.ev));
+                // The host has seen this unit finish: what is still queued
+                // ends no earlier than now plus its estimates. Without this
+                // the plan drifted early whenever units ran longer than
+                // estimated, and the last chunk before a fall overran it.
+                let rest: i64 = self.queued.iter().map(|q| q.est_ns).sum();
+                self.predicted_end = self.predicted_end.max(clock.now_ns() + rest);
+            }
+        }
+    }
+}
+
+impl Engine {
+    /// Enqueues one unit of load; returns its expected duration.
+    pub(super) fn launch_unit(&mut self, small: bool, load: LoadKind) -> Result<i64, HwError> {
+        let ns = if small {
+            self.pace.chunk_ns
+        } else {
+            self.pace.big_ns
+        }
+        .max(1000);
+        self.dev
+            .launch_unit(self.cfg.mode, small, load, &self.gpu)?;
+        Ok(ns)
+    }
+
+    /// Measures the duration of a load unit with device events.
+    pub(super) fn time_unit(&mut self, small: bool) -> Result<i64, HwError> {
+        let timing = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+        for _ in 0..3 {
+            self.launch_unit(small, LoadKind::Virus)?;
+        }
+        let reps = if small { 40 } else { 6 };
+        let start = self
+            .dev
+            .stream
+            .record_event(timing)
+            .map_err(|e| dev_err(&self.gpu, "event", e))?;
+        for _ in 0..reps {
+            self.launch_unit(small, LoadKind::Virus)?;
+        }
+        let end = self
+            .dev
+            .stream
+            .record_event(timing)
+            .map_err(|e| dev_err(&self.gpu, "event", e))?;
+        end.synchronize()
+            .map_err(|e| dev_err(&self.gpu, "event", e))?;
+        self.sync()?;
+        let ms = start
+            .elapsed_ms(&end)
+            .map_err(|e| dev_err(&self.gpu, "event timing", e))?;
+        Ok(((ms as f64) * 1e6 / reps as f64) as i64)
+    }
+
+    /// Queues one unit once at most `limit_ns` of work is ahead of it.
+    pub(super) fn push_unit(
+        &mut self,
+        small: bool,
+        load: LoadKind,
+        limit_ns: i64,
+    ) -> Result<(), HwError> {
+        self.pace.throttle(limit_ns, &self.clock, &self.gpu)?;
+        let ns = self.launch_unit(small, load)?;
+        let timing = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+        let ev = self
+            .dev
+            .stream
+            .record_event(timing)
+            .map_err(|e| dev_err(&self.gpu, "event", e))?;
+        let pace = &mut self.pace;
+        let chained = pace.last_launch == Some(small);
+        pace.last_launch = Some(small);
+        pace.queued.push_back(Queued {
+            small,
+            est_ns: ns,
+            chained,
+            ev,
+        });
+        pace.predicted_end = pace.predicted_end.max(self.clock.now_ns()) + ns;
+        Ok(())
+    }
+
+    /// Queues load so that the device finishes it as close to `t` as a unit allows.
+    pub(super) fn fill_until(
+        &mut self,
+        t: i64,
+        small: bool,
+        load: LoadKind,
+    ) -> Result<(), HwError> {
+        let unit = if small {
+            self.pace.chunk_ns
+        } else {
+            self.pace.big_ns
+        }
+        .max(1000);
+        while self.pace.predicted_end.max(self.clock.now_ns()) + unit / 2 < t {
+            if self.stop.load(Ordering::Relaxed) {
+                return Err(HwError::Other("stopped".into()));
+            }
+            // Big units near the edge would overshoot it: finish with small ones.
+            let left = t - self.pace.predicted_end.max(self.clock.now_ns());
+            let near = left < 2 * self.pace.big_ns;
+            let limit = if t - self.clock.now_ns() < MAX_QUEUED_NS + NEAR_FALL_QUEUED_NS {
+                NEAR_FALL_QUEUED_NS
+            } else {
+                MAX_QUEUED_NS
+            };
+            self.push_unit(small || near, load, limit)?;
+        }
+        Ok(())
+    }
+}
