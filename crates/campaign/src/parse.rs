@@ -205,6 +205,12 @@ impl Ctx<'_> {
 }
 
 /// Reads and validates a campaign file.
+///
+/// # Errors
+///
+/// Returns a [`CampaignError`] (at line 0, column 0) if the file cannot be
+/// read, and otherwise every error of [`parse_str`]: TOML that does not
+/// parse or a campaign that fails validation, located by line and column.
 pub fn load_file(path: &std::path::Path) -> Result<Campaign, CampaignError> {
     let display = path.display().to_string();
     let source = std::fs::read_to_string(path).map_err(|e| CampaignError {
@@ -219,6 +225,17 @@ pub fn load_file(path: &std::path::Path) -> Result<Campaign, CampaignError> {
 }
 
 /// Parses and validates campaign text; `file` names it in errors.
+///
+/// # Errors
+///
+/// Returns a [`CampaignError`] naming the line, column and, where known,
+/// the field if the text is not valid TOML, has a missing or unknown key
+/// or a value of the wrong type, or fails validation: a value out of its
+/// range (with the allowed range), an unknown phase kind, mode, collective
+/// or stagger, a key not allowed in its phase's kind, duplicate phase
+/// names, periods, modes or GPUs, inconsistent timing such as a ramp not
+/// shorter than the rung, or a campaign that would run longer than 366
+/// days in all.
 pub fn parse_str(file: &str, source: &str) -> Result<Campaign, CampaignError> {
     let ctx = Ctx { file, source };
     let raw: RawFile = toml::from_str(source).map_err(|e| toml_error(&ctx, &e))?;

@@ -188,6 +188,11 @@ impl RackPosition {
 }
 
 /// Expands a campaign for `gpu_count` GPUs of a single node.
+///
+/// # Errors
+///
+/// Returns a [`CampaignError`] in the same cases as [`expand_on_rack`]
+/// (apart from the rack position, which is always valid here).
 pub fn expand(
     c: &Campaign,
     gpu_count: usize,
@@ -199,6 +204,16 @@ pub fn expand(
 /// Expands a campaign for `gpu_count` GPUs of the node at `pos` in a rack. `repeats_override` (the CLI's
 /// `--repeats`) replaces the repeats of every idle, sustained and duty phase;
 /// NCCL sweeps and the soak run once regardless.
+///
+/// # Errors
+///
+/// Returns a [`CampaignError`] if `pos` is not a valid rank of a non-empty
+/// rack, if `repeats_override` is outside `1..=MAX_REPEATS` (1000), if
+/// `gpu_count` is 0, if the plan would run longer than [`MAX_PLAN_NS`]
+/// (366 days), if
+/// an explicit offset list does not have one entry per GPU (or per node,
+/// with `stagger = "node"`), or if an in-phase duty rung would swing more
+/// than 4 GPUs at once without `confirm_node_swing = true`.
 pub fn expand_on_rack(
     c: &Campaign,
     gpu_count: usize,

@@ -179,6 +179,13 @@ pub trait Gpu: Send {
     /// and keeps running it until the next `run` or `stop`, so waiting at
     /// the barrier never undoes the warm-up. With `None` (an idle rung) the
     /// GPU stays idle.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`HwError::DeviceFailed`] if the device fails while compiling,
+    /// allocating or running the warm-up load (a CUDA error, an Xid, a GPU
+    /// that vanished), and [`HwError::Missing`] or [`HwError::Other`] if a
+    /// library or kernel the load needs cannot be loaded or built.
     async fn prepare(
         &mut self,
         warmup_ns: i64,
@@ -186,8 +193,20 @@ pub trait Gpu: Send {
     ) -> Result<Readiness, HwError>;
     /// Executes the schedule, returning achieved edge times. Returns at the
     /// window end with the GPU idle.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`HwError::DeviceFailed`] if the device fails during the
+    /// window or a collective does not complete within its timeout, and [`HwError::Other`] if the schedule cannot be run at all
+    /// (for instance `run` before `prepare`, or load that was stopped).
     async fn run(&mut self, schedule: &GpuSchedule) -> Result<RungOutcome, HwError>;
     /// Stops all load now (cooldown, abort). Must be safe to call at any time.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`HwError::DeviceFailed`] if the device cannot be brought back
+    /// to idle because it has failed; implementations should succeed on a
+    /// GPU that is already idle.
     async fn stop(&mut self) -> Result<(), HwError>;
 }
 
@@ -197,14 +216,35 @@ pub trait PowerSource: Send {
     fn identity(&self) -> &GpuIdentity;
     /// Every buffered power sample since the last drain, each with its own
     /// timestamp.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`HwError::Transient`] for a read that failed but may work
+    /// next time (the sampler retries it), and [`HwError::DeviceFailed`] if
+    /// the GPU is lost or its driver reports it gone.
     fn drain_buffered(&mut self, now_ns: EpochNs) -> Result<Vec<Sample>, HwError>;
     /// One read of the instant power field (timestamped with the read time).
+    ///
+    /// # Errors
+    ///
+    /// Returns [`HwError::Transient`] for a read that failed but may work
+    /// next time, and [`HwError::DeviceFailed`] if the GPU is lost.
     fn read_instant(&mut self, now_ns: EpochNs) -> Result<Sample, HwError>;
     /// One read of the slower fields that update every ~100 ms: the 1 s
     /// average and the energy counter.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`HwError::Transient`] for a read that failed but may work
+    /// next time, and [`HwError::DeviceFailed`] if the GPU is lost.
     fn read_fields(&mut self, now_ns: EpochNs) -> Result<Vec<Sample>, HwError>;
     /// One read of the slower status instruments (clocks, temperatures,
     /// clock-event reasons, enforced limit).
+    ///
+    /// # Errors
+    ///
+    /// Returns [`HwError::Transient`] for a read that failed but may work
+    /// next time, and [`HwError::DeviceFailed`] if the GPU is lost.
     fn read_status(&mut self, now_ns: EpochNs) -> Result<Vec<Sample>, HwError>;
     /// Events seen since the last call (Xid, device lost).
     fn drain_events(&mut self, now_ns: EpochNs) -> Vec<DeviceEvent>;
@@ -264,5 +304,13 @@ pub struct NodeHandles {
 /// A node backend (simulated or real).
 pub trait Backend {
     /// Opens the node, selecting GPUs by the campaign's selector.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`HwError::Other`] if the selector names a GPU the node does
+    /// not have (an index out of range, an unknown UUID) or if the driver or
+    /// management library cannot be initialized, and [`HwError::Missing`] if
+    /// a required library is absent. A missing optional capability such as
+    /// NCCL is not an error: it is reported in [`BackendInfo::nccl`].
     fn open(&mut self) -> Result<NodeHandles, HwError>;
 }

@@ -17,6 +17,11 @@ pub const KERNELS: [&str; 6] = [
 ];
 
 /// NVRTC architecture for a compute capability (sm_80 and newer).
+///
+/// # Errors
+///
+/// Returns [`HwError::Other`] for a compute capability not in the table
+/// (anything older than 8.0, or a newer one this build does not know).
 pub fn arch_for(major: i32, minor: i32) -> Result<&'static str, HwError> {
     Ok(match (major, minor) {
         (8, 0) => "sm_80",
@@ -37,6 +42,11 @@ pub fn arch_for(major: i32, minor: i32) -> Result<&'static str, HwError> {
 }
 
 /// Compiles the helper kernels for `arch`.
+///
+/// # Errors
+///
+/// Returns [`HwError::Other`], with NVRTC's message, if NVRTC cannot be
+/// loaded or cannot compile `kernels/virus.cu` for `arch`.
 pub fn compile(arch: &'static str) -> Result<Ptx, HwError> {
     let opts = CompileOptions {
         arch: Some(arch),

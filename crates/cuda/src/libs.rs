@@ -91,6 +91,13 @@ impl CudaLib {
     }
 
     /// Ok if cudarc can load it; else the error to show.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`HwError::Missing`] if cudarc cannot load the library under
+    /// any of the names it looks for; the detail says whether another
+    /// version of it loads (one cudarc does not look for) or none at all,
+    /// and the fix says what to install.
     pub fn require(self) -> Result<String, HwError> {
         if self.cudarc_finds() {
             return Ok(self.find().unwrap_or_else(|| format!("lib{}", self.base())));

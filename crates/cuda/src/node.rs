@@ -44,6 +44,12 @@ pub struct NcclWorld {
 }
 
 /// A fresh NCCL unique id (rank 0 of a rack), or why not.
+///
+/// # Errors
+///
+/// Returns [`HwError::Missing`] if the NCCL library cannot be loaded, and
+/// [`HwError::Other`] if `ncclGetUniqueId` fails (typically no usable
+/// network interface for NCCL's bootstrap).
 pub fn nccl_unique_id() -> Result<[std::ffi::c_char; 128], HwError> {
     CudaLib::Nccl.require()?;
     cudarc::nccl::Id::new()
@@ -104,6 +110,14 @@ impl CudaBackend {
 }
 
 /// Like [`visible_gpus`], with the CUDA error code kept (preflight needs it).
+///
+/// # Errors
+///
+/// Returns `(-1, message)` if `libcuda` cannot be loaded, and the CUDA
+/// error code with its description if counting the devices, creating a
+/// context on one of them or reading its UUID fails (802 on an NVSwitch
+/// node whose fabric is not ready). Unlike [`visible_gpus`], seeing no GPU
+/// at all is not an error here: it is an empty list.
 pub fn visible_gpus_raw() -> Result<Vec<(usize, String)>, (i32, String)> {
     if !CudaLib::Driver.cudarc_finds() {
         return Err((-1, "libcuda cannot be loaded".into()));
@@ -119,6 +133,14 @@ pub fn visible_gpus_raw() -> Result<Vec<(usize, String)>, (i32, String)> {
 }
 
 /// The GPUs CUDA can see (after `CUDA_VISIBLE_DEVICES`), by ordinal, with UUIDs.
+///
+/// # Errors
+///
+/// Returns [`HwError::Missing`] if `libcuda` cannot be loaded, and
+/// [`HwError::Other`] if the CUDA driver cannot be initialised or count
+/// the devices (error 802 is explained as a fabric that is not ready), if
+/// CUDA sees no GPU at all (the message shows `CUDA_VISIBLE_DEVICES`), or
+/// if a context cannot be created on a device or its UUID cannot be read.
 pub fn visible_gpus() -> Result<Vec<(usize, String)>, HwError> {
     CudaLib::Driver.require()?;
     let n = CudaContext::device_count().map_err(|e| HwError::Other(explain_cuda_init(&e)))?;

@@ -5,6 +5,13 @@ use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 /// Writes `<dir>/<stem>.json` and `<dir>/<stem>-report.md`.
+///
+/// # Errors
+///
+/// Returns the I/O error if `dir` cannot be created or either file cannot
+/// be written; a report that fails to serialize to JSON is also returned as
+/// an I/O error (of kind `Other`). If the JSON was written but the markdown
+/// fails, the JSON file is left in place.
 pub fn write(report: &HealthReport, dir: &Path, stem: &str) -> std::io::Result<(PathBuf, PathBuf)> {
     std::fs::create_dir_all(dir)?;
     let json = dir.join(format!("{stem}.json"));

@@ -17,6 +17,12 @@ pub enum NvmlError {
 }
 
 /// Initialises NVML once for the process.
+///
+/// # Errors
+///
+/// Returns [`NvmlError::Unavailable`], carrying NVML's own message, if
+/// `nvmlInit` fails: most often because `libnvidia-ml.so.1` cannot be
+/// loaded (no NVIDIA driver on this machine) or the driver is not running.
 pub fn init_nvml() -> Result<Nvml, NvmlError> {
     Nvml::init().map_err(|e| NvmlError::Unavailable {
         detail: e.to_string(),

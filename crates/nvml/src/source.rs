@@ -64,6 +64,11 @@ fn value_f64(v: &SampleValue) -> f64 {
 
 impl NvmlSource {
     /// A source for the GPU with this identity (NVML index inside).
+    ///
+    /// # Errors
+    ///
+    /// Returns [`HwError::DeviceFailed`] if NVML has no device handle for
+    /// `id.nvml_index` (an index out of range, or a GPU that was lost).
     pub fn new(nvml: Arc<Nvml>, id: GpuIdentity) -> Result<Self, HwError> {
         let handle = match nvml.device_by_index(id.nvml_index) {
             // SAFETY: the raw handle is only used with this same `Nvml`, which the source keeps alive.

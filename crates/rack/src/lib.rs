@@ -59,10 +59,21 @@ pub trait Transport {
     fn node_name(&self) -> String;
     /// Every rank contributes `bytes`; every rank receives all contributions,
     /// indexed by rank. A collective: every rank must call it, in the same order.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`RackError::PeerGone`] if another rank has gone (in a local
+    /// test rack), and [`RackError::Mismatch`] if a message or the gathered
+    /// total is too long for MPI's 32-bit counts (2 GiB).
     fn all_gather(&mut self, bytes: &[u8]) -> Result<Vec<Vec<u8>>, RackError>;
     /// `rounds` ping-pongs between rank 0 and every other rank, each answer
     /// stamped with the peer's `now_ns`. Rank 0 gets the samples of every
     /// rank (its own entry empty); the others get an empty list. A collective.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`RackError::PeerGone`] if a peer has gone before answering,
+    /// and [`RackError::Garbled`] if a peer's answer is not a timestamp.
     fn clock_exchange(
         &mut self,
         rounds: usize,
@@ -70,8 +81,18 @@ pub trait Transport {
     ) -> Result<Vec<Vec<ClockSample>>, RackError>;
     /// Sends `bytes` to every other rank outside any collective (a node
     /// that leaves its rung loop tells the others at once, mid-rung).
+    ///
+    /// # Errors
+    ///
+    /// Returns [`RackError::PeerGone`] if a rank can no longer be reached
+    /// (in a local test rack); over MPI the sends are eager and do not fail.
     fn post_alarm(&mut self, bytes: &[u8]) -> Result<(), RackError>;
     /// An alarm from another rank, if one has arrived (never blocks).
+    ///
+    /// # Errors
+    ///
+    /// The transports of this crate never fail here; the `Result` leaves
+    /// room for one that can report a broken link.
     fn poll_alarm(&mut self) -> Result<Option<(usize, Vec<u8>)>, RackError>;
 }
 

@@ -53,6 +53,11 @@ impl<T> Pending<T> {
     }
 
     /// Blocks for the answer.
+    ///
+    /// # Errors
+    ///
+    /// Returns the transport's own error for the job, or
+    /// [`RackError::LinkClosed`] if the link thread ended without answering.
     pub fn wait(self) -> Result<T, RackError> {
         self.rx.recv().unwrap_or(Err(RackError::LinkClosed))
     }
@@ -61,6 +66,13 @@ impl<T> Pending<T> {
 impl RackLink {
     /// Starts the link thread; `make` builds the transport on it (MPI is
     /// initialised by the thread that will make every call).
+    ///
+    /// # Errors
+    ///
+    /// Returns the error of `make` (typically [`RackError::Init`] when MPI
+    /// cannot be initialised), [`RackError::Init`] if the thread cannot be
+    /// spawned, and [`RackError::LinkClosed`] if the thread ends before it
+    /// reports the rank (for instance because `make` panicked).
     pub fn start<F>(make: F) -> Result<RackLink, RackError>
     where
         F: FnOnce() -> Result<Box<dyn Transport>, RackError> + Send + 'static,

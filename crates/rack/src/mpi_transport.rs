@@ -20,6 +20,12 @@ pub struct MpiTransport {
 
 impl MpiTransport {
     /// Initialises MPI on the calling thread.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`RackError::Init`] if MPI was already initialised in this
+    /// process (MPI can be initialised only once). Other MPI failures are
+    /// not returned: MPI's default error handler aborts the job instead.
     pub fn init() -> Result<MpiTransport, RackError> {
         let (universe, _level) = mpi::initialize_with_threading(Threading::Funneled)
             .ok_or_else(|| RackError::Init("MPI was already initialised in this process".into()))?;

@@ -98,6 +98,12 @@ pub const MIN_MARGIN_NS: i64 = 1_000_000;
 pub const MAX_MARGIN_NS: i64 = 1_000_000_000;
 
 /// The decision every rank derives from one exchange.
+///
+/// # Errors
+///
+/// Returns [`RackError::Mismatch`] if the messages show that the nodes'
+/// plans differ: two ranks are at different rungs, or a rank finished
+/// every rung while others still have rungs to run.
 pub fn decide(msgs: &[RackMsg]) -> Result<Agreement, RackError> {
     let ended: Vec<(usize, &NodeEnd)> = msgs
         .iter()
@@ -169,6 +175,12 @@ pub fn all_ended(msgs: &[RackMsg]) -> bool {
 }
 
 /// All-gathers one serialisable value per rank.
+///
+/// # Errors
+///
+/// Returns [`RackError::Garbled`] if `value` cannot be serialized to JSON
+/// or a rank's contribution does not deserialize as `T` (the error names
+/// that rank), and any error of [`Transport::all_gather`].
 pub fn gather_json<T: Serialize + DeserializeOwned>(
     t: &mut dyn Transport,
     value: &T,
@@ -191,6 +203,12 @@ pub fn gather_json<T: Serialize + DeserializeOwned>(
 
 /// Every node's realtime clock against rank 0's, known to every rank
 /// (rank 0's own entry has offset 0).
+///
+/// # Errors
+///
+/// Returns [`RackError::Mismatch`] if rank 0 got no clock sample from some
+/// node, or if the offsets rank 0 shares do not cover every rank; and any
+/// error of [`Transport::clock_exchange`] or of [`gather_json`].
 pub fn clock_offsets(
     t: &mut dyn Transport,
     rounds: usize,

@@ -60,6 +60,13 @@ impl CollectiveWriter {
     }
 
     /// Writes one GPU's measurements of one rung, then flushes.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`RunDirError::Io`] if `collectives.csv` cannot be created on
+    /// first use (it is opened with `create_new`, so a file that already
+    /// exists is an error too), or if writing the header, a row or the final
+    /// flush fails. An empty `rows` writes nothing and cannot fail.
     pub fn write(
         &mut self,
         rung_id: u32,
@@ -104,6 +111,12 @@ impl CollectiveWriter {
 }
 
 /// Reads `collectives.csv` (empty if absent; a torn last line is dropped).
+///
+/// # Errors
+///
+/// Returns [`RunDirError::Format`] if the file exists but cannot be opened
+/// or read as CSV, or if a row other than a torn last one does not parse
+/// as a [`CollectiveRow`]; the message names the line. See [`read_rows`](crate::edges::read_rows).
 pub fn read_collectives(path: &Path) -> Result<Vec<CollectiveRow>, RunDirError> {
     crate::edges::read_rows(path)
 }

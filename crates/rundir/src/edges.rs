@@ -32,6 +32,12 @@ pub struct EdgeWriter {
 
 impl EdgeWriter {
     /// Creates `edges.csv`.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`RunDirError::Io`] if the file cannot be created (it is
+    /// opened with `create_new`, so an existing `edges.csv` is an error), or
+    /// if writing or flushing its header line fails.
     pub fn create(path: &Path) -> Result<EdgeWriter, RunDirError> {
         let file = std::fs::OpenOptions::new()
             .write(true)
@@ -50,6 +56,11 @@ impl EdgeWriter {
     }
 
     /// Writes one GPU's edges of one rung, then flushes.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`RunDirError::Io`] if writing a row or the final flush to
+    /// `edges.csv` fails.
     pub fn write(
         &mut self,
         rung_id: u32,
@@ -72,6 +83,12 @@ impl EdgeWriter {
 }
 
 /// Reads `edges.csv` (empty if absent).
+///
+/// # Errors
+///
+/// Returns [`RunDirError::Format`] if the file exists but cannot be opened
+/// or read as CSV, or if a row other than a torn last one does not parse
+/// as an [`EdgeRow`]; the message names the line. See [`read_rows`].
 pub fn read_edges(path: &Path) -> Result<Vec<EdgeRow>, RunDirError> {
     read_rows(path)
 }
@@ -80,6 +97,13 @@ pub fn read_edges(path: &Path) -> Result<Vec<EdgeRow>, RunDirError> {
 /// absent). A run killed mid-write leaves a torn last line: every whole row
 /// before it is kept. Any other bad row is an error naming the file and the
 /// line, so a damaged file never loses its rest without a word.
+///
+/// # Errors
+///
+/// Returns [`RunDirError::Format`] if the file exists but cannot be opened
+/// or its header line cannot be read, or if any row other than the last
+/// one fails to read or to deserialize into `T` (the message gives the line
+/// number). A file that is absent is not an error.
 pub fn read_rows<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>, RunDirError> {
     if !path.exists() {
         return Ok(Vec::new());

@@ -185,6 +185,12 @@ pub struct EventLog {
 
 impl EventLog {
     /// Creates `events.jsonl`.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`RunDirError::Io`] if the file cannot be created; it is
+    /// opened with `create_new`, so an `events.jsonl` that already exists is
+    /// an error.
     pub fn create(path: &Path) -> Result<EventLog, RunDirError> {
         let file = std::fs::OpenOptions::new()
             .write(true)
@@ -198,6 +204,11 @@ impl EventLog {
     }
 
     /// Appends and flushes one event.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`RunDirError::Format`] if the event cannot be serialized to
+    /// JSON, and [`RunDirError::Io`] if writing the line to the file fails.
     pub fn append(&mut self, e: &RunEvent) -> Result<(), RunDirError> {
         let mut line = serde_json::to_string(e).map_err(|er| RunDirError::Format {
             path: self.path.clone(),
@@ -211,6 +222,12 @@ impl EventLog {
 }
 
 /// Reads `events.jsonl`; a torn last line (killed run) is ignored.
+///
+/// # Errors
+///
+/// Returns [`RunDirError::Io`] if the file cannot be opened (including when
+/// it does not exist) or read, and [`RunDirError::Format`] if a line other
+/// than the last one is not a valid [`RunEvent`]; the message names the line.
 pub fn read_events(path: &Path) -> Result<Vec<RunEvent>, RunDirError> {
     let file = File::open(path).map_err(|e| RunDirError::io(path, e))?;
     let lines: Vec<String> = BufReader::new(file)

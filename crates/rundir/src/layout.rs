@@ -101,6 +101,13 @@ fn sanitize(s: &str) -> String {
 
 impl RunDir {
     /// Creates `root/<campaign>-<UTC>-<host>/` and its `raw/`; fails if it exists.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`RunDirError::Exists`] if the run directory is already there
+    /// (two runs of one campaign on one host within the same second), and
+    /// [`RunDirError::Io`] if `root`, the run directory or its `raw/` cannot
+    /// be created.
     pub fn create(
         root: &Path,
         campaign: &str,
@@ -128,6 +135,12 @@ impl RunDir {
 
     /// Creates exactly `path` (a node's directory inside a rack run, whose
     /// name rank 0 chose) and its `raw/`; fails if it exists.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`RunDirError::Exists`] if `path` is already there, and
+    /// [`RunDirError::Io`] if its parent directories, `path` itself or its
+    /// `raw/` cannot be created.
     pub fn create_exact(path: &Path) -> Result<RunDir, RunDirError> {
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(|e| RunDirError::io(parent, e))?;
@@ -147,6 +160,11 @@ impl RunDir {
     }
 
     /// Opens an existing run directory for reading.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`RunDirError::Format`] if `path` has no `manifest.json`
+    /// file, i.e. it is not a run directory. Nothing else is checked here.
     pub fn open(path: &Path) -> Result<RunDir, RunDirError> {
         let manifest = path.join("manifest.json");
         if !manifest.is_file() {
@@ -160,15 +178,15 @@ impl RunDir {
         })
     }
 
-    /// `manifest.json`.
+    /// The path of `manifest.json`, the run's description.
     pub fn manifest(&self) -> PathBuf {
         self.path.join("manifest.json")
     }
-    /// `raw/`.
+    /// The path of `raw/`, the directory of per-GPU sample files.
     pub fn raw_dir(&self) -> PathBuf {
         self.path.join("raw")
     }
-    /// `events.jsonl`.
+    /// The path of `events.jsonl`, the run's event log.
     pub fn events(&self) -> PathBuf {
         self.path.join("events.jsonl")
     }
@@ -180,12 +198,12 @@ impl RunDir {
     pub fn collate_lock(&self) -> PathBuf {
         self.path.join(".collate.lock")
     }
-    /// `edges.csv`.
+    /// The path of `edges.csv`, intended against achieved load edges.
     pub fn edges(&self) -> PathBuf {
         self.path.join("edges.csv")
     }
 
-    /// `collectives.csv`.
+    /// The path of `collectives.csv`, the timed collective measurements.
     pub fn collectives(&self) -> PathBuf {
         self.path.join("collectives.csv")
     }
@@ -195,6 +213,12 @@ impl RunDir {
     }
 
     /// Raw CSV files (`*.csv`, or `*.csv.gz` for archived runs), sorted by name.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`RunDirError::Io`] if the `raw/` directory cannot be listed
+    /// (for instance because it is missing). Entries that cannot be read
+    /// while listing are skipped, not reported.
     pub fn raw_files(&self) -> Result<Vec<PathBuf>, RunDirError> {
         let dir = self.raw_dir();
         let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)

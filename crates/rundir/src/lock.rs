@@ -60,6 +60,13 @@ fn holder_of(file: &mut File) -> String {
 
 /// Takes the lock at `path` for `holder` (written into it with this pid),
 /// or says who holds it.
+///
+/// # Errors
+///
+/// Returns [`LockError::Busy`], with what the holder wrote into the file, if
+/// another live process holds the lock, and [`LockError::Io`] if the lock
+/// file cannot be opened or created, or the `flock` call itself fails.
+/// Failing to write this process's name into the file is not an error.
 pub fn try_hold(path: &Path, holder: &str) -> Result<Held, LockError> {
     let mut file = open(path)?;
     match file.try_lock() {

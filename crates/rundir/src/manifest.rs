@@ -105,6 +105,12 @@ impl FileSum {
 
 impl Manifest {
     /// Writes atomically (temp file, then rename).
+    ///
+    /// # Errors
+    ///
+    /// Returns [`RunDirError::Format`] if the manifest cannot be serialized
+    /// to JSON, and [`RunDirError::Io`] if the temporary `*.json.tmp` file
+    /// cannot be written or cannot be renamed onto `path`.
     pub fn write(&self, path: &Path) -> Result<(), RunDirError> {
         let tmp = path.with_extension("json.tmp");
         let text = serde_json::to_string_pretty(self).map_err(|e| RunDirError::Format {
@@ -116,6 +122,13 @@ impl Manifest {
     }
 
     /// Reads a manifest.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`RunDirError::Io`] if the file cannot be read (for instance
+    /// because it does not exist), and [`RunDirError::Format`] if it is not
+    /// valid manifest JSON or its `format_version` is not
+    /// [`FORMAT_VERSION`], the one this build reads.
     pub fn read(path: &Path) -> Result<Manifest, RunDirError> {
         let text = std::fs::read_to_string(path).map_err(|e| RunDirError::io(path, e))?;
         let m: Manifest = serde_json::from_str(&text).map_err(|e| RunDirError::Format {

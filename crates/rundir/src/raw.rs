@@ -138,6 +138,15 @@ fn parse_checkpoint(l: &str) -> Option<RawIndex> {
 /// Reads a raw file's index. `Ok(None)` when there is none; an error (in
 /// words) when it is damaged: a line that is not a checkpoint anywhere but
 /// a torn end, or checkpoints that do not grow.
+///
+/// # Errors
+///
+/// Returns a message naming the index file if it exists but cannot be read,
+/// if its first line starts with `#` but is not a valid owner header, if a
+/// whole line is not a `rows,bytes,last_ts_ns,crc32` checkpoint, or if a
+/// checkpoint does not grow on the one before it (rows and bytes must rise,
+/// the timestamp must not fall). A missing index is `Ok(None)`, not an
+/// error, and a torn last line is dropped rather than reported.
 pub fn read_index_file(raw_file: &Path) -> Result<Option<IndexFile>, String> {
     let path = index_path(raw_file);
     let text = match std::fs::read_to_string(&path) {
@@ -194,6 +203,13 @@ pub fn read_index_file(raw_file: &Path) -> Result<Option<IndexFile>, String> {
 impl RawWriter {
     /// Creates `raw/<gpu>.csv` (must not exist) and its index, whose first
     /// line ties it to this run (`run_start_ns`), node and GPU.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`RunDirError::Io`] if `raw/<gpu>.csv` or its `.idx` cannot be
+    /// created (both are opened with `create_new`, so either one already
+    /// existing is an error), or if writing and flushing the CSV header or
+    /// writing the index's owner line fails.
     pub fn create(
         raw_dir: &Path,
         node: &str,
@@ -241,6 +257,12 @@ impl RawWriter {
     }
 
     /// Appends samples.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`RunDirError::Io`] if writing a row fails; rows go through a
+    /// buffer, so this is reported when the buffer spills to the file. The
+    /// rows of `samples` before the failing one may already be written.
     pub fn write(&mut self, samples: &[Sample]) -> Result<(), RunDirError> {
         use std::fmt::Write as _;
         for s in samples {
@@ -265,6 +287,11 @@ impl RawWriter {
     }
 
     /// Flushes to the OS if `interval_ns` has passed since the last flush.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`RunDirError::Io`] when a flush is due and it fails, as
+    /// [`RawWriter::flush`] does; when no flush is due it cannot fail.
     pub fn flush_if_due(&mut self, now_ns: i64, interval_ns: i64) -> Result<bool, RunDirError> {
         if now_ns - self.last_flush_ns >= interval_ns {
             self.flush(now_ns)?;
@@ -274,6 +301,12 @@ impl RawWriter {
     }
 
     /// Flushes to the OS now.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`RunDirError::Io`] if flushing the buffered rows to the raw
+    /// file fails, or if appending the new checkpoint line to the index file
+    /// fails (the error then names the `.idx` path).
     pub fn flush(&mut self, now_ns: i64) -> Result<(), RunDirError> {
         self.out
             .flush()
@@ -316,6 +349,13 @@ pub fn fmt_value(v: f64) -> String {
 
 /// Reads a raw file with serde (the collator uses polars; this is for
 /// tests, tools and validation). Every bad row is an error naming the line.
+///
+/// # Errors
+///
+/// Returns [`RunDirError::Format`] if the file cannot be opened or its
+/// header read as CSV, or if any row fails to read or to deserialize into a
+/// [`RawRow`]; the message gives the row's line number. Unlike the other
+/// readers, a torn last line is an error here too.
 pub fn read_raw(path: &Path) -> Result<Vec<RawRow>, RunDirError> {
     let mut rdr = csv::Reader::from_path(path).map_err(|e| RunDirError::Format {
         path: path.to_path_buf(),

@@ -468,6 +468,12 @@ impl SimDevice {
     }
 
     /// Buffered samples readable by `now`.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`HwError::DeviceFailed`] if the simulated GPU has been lost
+    /// by `now` (an injected lost-GPU fault), and [`HwError::Transient`] on
+    /// every `nvml_error_every`-th read when that fault is injected.
     pub fn drain_buffered(&mut self, now: EpochNs) -> Result<Vec<Sample>, HwError> {
         self.advance_to(now);
         self.read_guard(now)?;
@@ -483,6 +489,12 @@ impl SimDevice {
     }
 
     /// One read of the instant field.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`HwError::DeviceFailed`] if the simulated GPU has been lost
+    /// by `now` (an injected lost-GPU fault), and [`HwError::Transient`] on
+    /// every `nvml_error_every`-th read when that fault is injected.
     pub fn read_instant(&mut self, now: EpochNs) -> Result<Sample, HwError> {
         self.advance_to(now);
         self.read_guard(now)?;
@@ -495,6 +507,12 @@ impl SimDevice {
     }
 
     /// One read of the average field and the energy counter.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`HwError::DeviceFailed`] if the simulated GPU has been lost
+    /// by `now` (an injected lost-GPU fault), and [`HwError::Transient`] on
+    /// every `nvml_error_every`-th read when that fault is injected.
     pub fn read_fields(&mut self, now: EpochNs) -> Result<Vec<Sample>, HwError> {
         self.advance_to(now);
         self.read_guard(now)?;
@@ -514,6 +532,12 @@ impl SimDevice {
     }
 
     /// One read of clocks, temperatures, clock-event reasons and limit.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`HwError::DeviceFailed`] if the simulated GPU has been lost
+    /// by `now` (an injected lost-GPU fault), and [`HwError::Transient`] on
+    /// every `nvml_error_every`-th read when that fault is injected.
     pub fn read_status(&mut self, now: EpochNs) -> Result<Vec<Sample>, HwError> {
         self.advance_to(now);
         self.read_guard(now)?;

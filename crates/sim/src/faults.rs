@@ -85,10 +85,22 @@ fn parse_duration_ns(s: &str) -> Result<i64, String> {
 }
 
 impl FaultPlan {
-    /// Parses fault specs. Each is `node:no_nccl` or `gpuN:key=value` with
+    /// Parses fault specs. Each is `node:no_nccl`, `node:key=value` with keys
+    /// cuda_init, fabric, clock_offset, die_at, or `gpuN:key=value` with
     /// keys cold_start, lost_at, xid_at (`30s@79`), power_brake_at, nccl_hang_at,
     /// late_falls_at (`20s@300us`),
     /// nvml_error_every, extra_c_per_w, power_limit_w.
+    ///
+    /// # Errors
+    ///
+    /// Returns a message naming the offending spec if it has no `:`, if its
+    /// target is neither `node` nor `gpuN`, if a GPU fault is not
+    /// `key=value`, or if a key is unknown. It also fails on a bad value: a
+    /// time without a unit (s, ms or us), not a number, negative (only
+    /// `clock_offset` may be) or longer than a year; an `xid_at` or `late_falls_at` without its `@` part; an
+    /// Xid or CUDA error code that is not a number; an `nvml_error_every`
+    /// below 1; an `extra_c_per_w` outside 0 to 1 °C/W; or a
+    /// `power_limit_w` outside 50 to 5000 W.
     pub fn parse(specs: &[String]) -> Result<FaultPlan, String> {
         let mut plan = FaultPlan::default();
         for spec in specs {
@@ -201,6 +213,11 @@ impl FaultPlan {
 
     /// Refuses faults aimed at GPUs the node does not have (they would
     /// silently inject nothing).
+    ///
+    /// # Errors
+    ///
+    /// Returns a message if any GPU fault targets an index of `gpu_count`
+    /// or more, i.e. a GPU the simulated node does not have.
     pub fn check_targets(&self, gpu_count: usize) -> Result<(), String> {
         match self.gpus.keys().find(|i| **i >= gpu_count) {
             Some(i) => Err(format!(
