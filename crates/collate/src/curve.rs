@@ -6,9 +6,8 @@
 
 use crate::error::CollateError;
 use crate::load::Run;
-use crate::sensor::SeriesSet;
+use crate::sensor::series::SeriesSet;
 use polars::prelude::*;
-use std::path::{Path, PathBuf};
 
 /// Power instruments summed into node curves, with the node column names.
 pub const CURVE_INSTRUMENTS: [(&str, &str); 3] = [
@@ -155,60 +154,4 @@ pub fn ordered_sum(cols: &[Expr]) -> Expr {
         .next()
         .unwrap_or_else(|| lit(NULL).cast(DataType::Float64));
     it.fold(first, |acc, c| acc + c)
-}
-
-/// Writes `report/node_curve.csv` (time and the three node sums).
-pub fn write_curve(curve: &NodeCurve, report_dir: &Path) -> Result<PathBuf, CollateError> {
-    let path = report_dir.join("node_curve.csv");
-    let mut names = vec!["t_ns".to_string()];
-    names.extend(
-        CURVE_INSTRUMENTS
-            .iter()
-            .map(|(_, n)| n.to_string())
-            .filter(|n| curve.df.column(n).is_ok()),
-    );
-    let mut df = curve
-        .df
-        .clone()
-        .lazy()
-        .select(
-            names
-                .iter()
-                .map(|n| {
-                    if n == "t_ns" {
-                        col(n.as_str())
-                    } else {
-                        col(n.as_str()).round(3, RoundMode::HalfToEven)
-                    }
-                })
-                .collect::<Vec<_>>(),
-        )
-        .collect()
-        .map_err(CollateError::polars("selecting the node curve"))?;
-    let file = std::fs::File::create(&path).map_err(|e| CollateError::io(&path, e))?;
-    CsvWriter::new(std::io::BufWriter::new(file))
-        .finish(&mut df)
-        .map_err(CollateError::polars("writing node_curve.csv"))?;
-    Ok(path)
-}
-
-/// Extracts a column as `Vec<Option<f64>>`.
-pub fn f64_column(df: &DataFrame, name: &str) -> Vec<Option<f64>> {
-    df.column(name)
-        .ok()
-        .and_then(|c| c.cast(&DataType::Float64).ok())
-        .map(|c| c.f64().map(|ca| ca.to_vec()).unwrap_or_default())
-        .unwrap_or_default()
-}
-
-/// Extracts an i64 column.
-pub fn i64_column(df: &DataFrame, name: &str) -> Vec<i64> {
-    df.column(name)
-        .ok()
-        .and_then(|c| {
-            c.i64()
-                .ok()
-                .map(|ca| ca.to_vec().into_iter().map(|v| v.unwrap_or(0)).collect())
-        })
-        .unwrap_or_default()
 }

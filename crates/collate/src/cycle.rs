@@ -33,8 +33,12 @@
 //! edge log or raw samples are incomplete, gets no node figures: it gets a
 //! verdict that says why.
 
+use crate::format::fmt_ms;
 use crate::load::{Run, RungWindow};
-use crate::sensor::{EdgeIndex, SensorModel, SeriesSet};
+use crate::sensor::fold;
+use crate::sensor::model::SensorModel;
+use crate::sensor::series::{EdgeIndex, SeriesSet};
+use crate::stats::{median, median_high_ns, weighted_quantile_sorted};
 use rustfft::FftPlanner;
 use rustfft::num_complex::Complex64;
 use std::f64::consts::PI;
@@ -158,7 +162,7 @@ fn window_of(model: &SensorModel, gpu: &str) -> (f64, f64) {
 }
 
 fn sinc(x: f64) -> f64 {
-    crate::sensor::fold::sinc(x)
+    fold::sinc(x)
 }
 
 /// The rising edges a GPU's cycles start at: its recorded rises, and the
@@ -176,12 +180,11 @@ pub fn rises_of(edges: &EdgeIndex, r: &RungWindow, gpu_index: usize, gpu: &str) 
 fn offset_of(rises: &[i64], epoch: i64, p: i64) -> i64 {
     let Some(first) = rises.first() else { return 0 };
     let r0 = (first - epoch).rem_euclid(p);
-    let mut d: Vec<i64> = rises
+    let d: Vec<i64> = rises
         .iter()
         .map(|r| (r - epoch - r0 + p / 2).rem_euclid(p) - p / 2)
         .collect();
-    d.sort_unstable();
-    (r0 + d[d.len() / 2]).rem_euclid(p)
+    (r0 + median_high_ns(&d).unwrap_or(0)).rem_euclid(p)
 }
 
 /// Folds and decomposes one GPU's samples of one rung.
@@ -245,7 +248,7 @@ fn gpu_cycle(
         .map(|(ph, v)| (v - sum[bin_of(*ph)] / cnt[bin_of(*ph)] as f64).abs())
         .collect();
     let sigma = if dev.len() > 10 {
-        1.4826 * crate::stats::median(&dev).unwrap_or(0.0)
+        1.4826 * median(&dev).unwrap_or(0.0)
     } else {
         0.0
     };
@@ -377,10 +380,10 @@ fn window_stats(values: &[f64], p: i64, from: i64, span: i64) -> CycleStats {
     CycleStats {
         mean_w: mean,
         peak_w: weighted.last().map(|x| x.0).unwrap_or(f64::NAN),
-        p1_w: crate::stats::weighted_quantile_sorted(&weighted, 0.01),
-        p10_w: crate::stats::weighted_quantile_sorted(&weighted, 0.10),
-        p90_w: crate::stats::weighted_quantile_sorted(&weighted, 0.90),
-        p99_w: crate::stats::weighted_quantile_sorted(&weighted, 0.99),
+        p1_w: weighted_quantile_sorted(&weighted, 0.01),
+        p10_w: weighted_quantile_sorted(&weighted, 0.10),
+        p90_w: weighted_quantile_sorted(&weighted, 0.90),
+        p99_w: weighted_quantile_sorted(&weighted, 0.99),
     }
 }
 
@@ -420,7 +423,6 @@ pub fn compose(
         return Err(NoCycle::NotPeriodic);
     };
     let p = (period_ms * 1e6).round() as i64;
-    let ms = crate::report::fmt_ms;
     // Enough of the rung to fold: whole cycles, and samples to fill them.
     let span = r.end_ns - r.measure_from_ns;
     let cycles = span as f64 / p as f64;
@@ -428,7 +430,7 @@ pub fn compose(
         return Err(NoCycle::Verdict(format!(
             "too short to fold: the measured window ({:.2} s after settling) holds {cycles:.1} cycles of {} ms, fewer than {MIN_CYCLES}; lengthen duration_s",
             span as f64 / 1e9,
-            ms(period_ms)
+            fmt_ms(period_ms)
         )));
     }
     let mut gpus = Vec::new();
@@ -440,7 +442,7 @@ pub fn compose(
         if shortest < 2.0 * w {
             return Err(NoCycle::Verdict(format!(
                 "instrument limit: the {} ms {} is shorter than twice the {w:.1} ms sample window",
-                ms(shortest),
+                fmt_ms(shortest),
                 if r.info.duty < 0.5 {
                     "on-phase"
                 } else {
@@ -507,14 +509,14 @@ pub fn compose(
         return Err(NoCycle::Verdict(format!(
             "phase-locked: the samples cover only {:.0} % of the {} ms cycle (a period on the sampling grid; run it detuned)",
             100.0 * coverage,
-            crate::report::fmt_ms(period_ms)
+            fmt_ms(period_ms)
         )));
     }
     if k_window < MIN_HARMONICS {
         let w = gpus.iter().map(|(_, w)| *w).fold(0.0, f64::max);
         return Err(NoCycle::Verdict(format!(
             "instrument limit: the {w:.1} ms sample window passes fewer than {MIN_HARMONICS} harmonics of {} ms",
-            crate::report::fmt_ms(period_ms)
+            fmt_ms(period_ms)
         )));
     }
     // Node harmonics: every GPU's series shifted to its own offset.

@@ -8,8 +8,10 @@
 //! notes). Nothing is pooled across rungs: a fast rung's thousands of good
 //! edges cannot hide a slow rung's late falls.
 
+use crate::columns::f64_column;
 use crate::error::CollateError;
 use crate::load::Run;
+use crate::stats::{FRAME_QUANTILE, quantile};
 use polars::prelude::*;
 use powerlab_rundir::events::DEVICE_CLOCK_TOPIC;
 use powerlab_rundir::{RunDir, RunEvent};
@@ -83,12 +85,10 @@ fn kind_stats(df: &DataFrame, kind: &str) -> Result<HashMap<u32, KindStats>, Col
         .filter(col("kind").eq(lit(kind)))
         .group_by([col("rung_id")])
         .agg([
-            err.clone()
-                .quantile(lit(0.5), QuantileMethod::Linear)
-                .alias("p50"),
+            err.clone().quantile(lit(0.5), FRAME_QUANTILE).alias("p50"),
             err.clone()
                 .abs()
-                .quantile(lit(0.99), QuantileMethod::Linear)
+                .quantile(lit(0.99), FRAME_QUANTILE)
                 .alias("p99"),
             err.clone().abs().max().alias("max"),
             err.count().alias("n"),
@@ -96,10 +96,10 @@ fn kind_stats(df: &DataFrame, kind: &str) -> Result<HashMap<u32, KindStats>, Col
         .collect()
         .map_err(CollateError::polars("edge error per rung"))?;
     let (p50, p99, max, n) = (
-        crate::curve::f64_column(&g, "p50"),
-        crate::curve::f64_column(&g, "p99"),
-        crate::curve::f64_column(&g, "max"),
-        crate::curve::f64_column(&g, "n"),
+        f64_column(&g, "p50"),
+        f64_column(&g, "p99"),
+        f64_column(&g, "max"),
+        f64_column(&g, "n"),
     );
     Ok(ids(&g)
         .into_iter()
@@ -190,7 +190,7 @@ fn cross_gpu_skew_p99(df: &DataFrame) -> Result<Vec<(u32, f64)>, CollateError> {
     }
     Ok(spreads
         .into_iter()
-        .filter_map(|(r, v)| crate::stats::quantile(&v, 0.99).map(|q| (r, q)))
+        .filter_map(|(r, v)| quantile(&v, 0.99).map(|q| (r, q)))
         .collect())
 }
 
@@ -286,10 +286,7 @@ pub fn edge_stats(
         ])
         .collect()
         .map_err(CollateError::polars("start skew per rung"))?;
-    let (max_abs, skew) = (
-        crate::curve::f64_column(&starts, "max_abs"),
-        crate::curve::f64_column(&starts, "skew"),
-    );
+    let (max_abs, skew) = (f64_column(&starts, "max_abs"), f64_column(&starts, "skew"));
     for (i, id) in ids(&starts).into_iter().enumerate() {
         let e = out.entry(id).or_default();
         e.start_error_max_us = max_abs[i].unwrap_or(0.0);

@@ -3,7 +3,7 @@
 //! difference across it. It cannot alias, whatever the load's period, so
 //! it gives the mean of a duty rung whose cycle cannot be composed.
 
-use crate::sensor::SeriesSet;
+use crate::sensor::series::SeriesSet;
 
 /// Summed mean power, W, of `gpus` over `[from, to)` from their energy
 /// counters: each GPU's counter difference between its first and last

@@ -8,7 +8,7 @@
 //! coverage, in the summary and on the report's first line.
 
 use crate::error::CollateError;
-use crate::sensor::SeriesSet;
+use crate::sensor::series::SeriesSet;
 use polars::prelude::*;
 use powerlab_rundir::{Manifest, RunDir};
 use std::collections::BTreeMap;

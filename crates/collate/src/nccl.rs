@@ -9,7 +9,6 @@ use powerlab_rundir::RunDir;
 use powerlab_rundir::collectives::read_collectives;
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 
 /// One collective at one size in one rung, over all ranks.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -117,42 +116,20 @@ pub struct FabricPowerRow {
 pub fn fabric_power(rungs: &[RungSummary]) -> Vec<FabricPowerRow> {
     let idle: Vec<f64> = rungs
         .iter()
-        .filter(|r| r.kind == "idle")
+        .filter(|r| r.rung.kind == "idle")
         .filter_map(|r| r.mean_w)
         .collect();
     let idle_mean = (!idle.is_empty()).then(|| idle.iter().sum::<f64>() / idle.len() as f64);
     rungs
         .iter()
-        .filter(|r| matches!(r.kind.as_str(), "idle" | "sustained" | "nccl"))
+        .filter(|r| matches!(r.rung.kind.as_str(), "idle" | "sustained" | "nccl"))
         .map(|r| FabricPowerRow {
-            rung: r.label.clone(),
-            kind: r.kind.clone(),
+            rung: r.rung.label.clone(),
+            kind: r.rung.kind.clone(),
             mean_w: r.mean_w,
             peak_w: r.peak_w,
             spread_w: r.spread_w,
             above_idle_w: r.mean_w.zip(idle_mean).map(|(m, i)| m - i),
         })
         .collect()
-}
-
-/// Writes `nccl.csv` (empty runs write nothing).
-pub fn write_nccl(rows: &[NcclRow], report_dir: &Path) -> Result<Vec<PathBuf>, CollateError> {
-    if rows.is_empty() {
-        return Ok(Vec::new());
-    }
-    let path = report_dir.join("nccl.csv");
-    crate::summary::write_csv(rows, &path)?;
-    Ok(vec![path])
-}
-
-/// Human size: 8 B, 64 KiB, 1 GiB.
-pub fn fmt_bytes(b: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = b as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u < UNITS.len() - 1 && (v / 1024.0).fract() == 0.0 {
-        v /= 1024.0;
-        u += 1;
-    }
-    format!("{v} {}", UNITS[u])
 }

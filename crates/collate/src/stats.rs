@@ -1,11 +1,25 @@
-//! The collator's statistics, in one place and with one quantile
-//! definition: the linear interpolation between the two nearest order
-//! statistics (Hyndman & Fan type 7, what polars' `QuantileMethod::Linear`
-//! and NumPy's default compute), used for every percentile and median the
-//! collator reports. Confidence intervals use Student's t from `statrs`
-//! (exact quantiles at any number of degrees of freedom).
+//! The collator's statistics, in one place. Every quantile the collator
+//! computes is defined here:
+//!
+//! - the reported percentiles and medians use one definition, the linear
+//!   interpolation between the two nearest order statistics (Hyndman &
+//!   Fan type 7, NumPy's default): [`quantile`], [`quantile_sorted`],
+//!   [`median`], [`weighted_quantile_sorted`], and [`FRAME_QUANTILE`] for
+//!   the quantiles polars computes over frames;
+//! - the levels of a folded cycle's shape and the offset of a GPU's edges
+//!   use the high median (the upper of the two middle values, no
+//!   interpolation): [`median_high`], [`median_high_ns`], always a value
+//!   that occurs in the data.
+//!
+//! Confidence intervals use Student's t from `statrs` (exact quantiles at
+//! any number of degrees of freedom).
 
+use polars::prelude::QuantileMethod;
 use statrs::distribution::{ContinuousCDF, StudentsT};
+
+/// The quantile method of every polars quantile expression: the same
+/// linear interpolation as [`quantile_sorted`].
+pub const FRAME_QUANTILE: QuantileMethod = QuantileMethod::Linear;
 
 /// The `q` quantile (0 ≤ q ≤ 1) of `sorted` (ascending), linear between order
 /// statistics. NaN for an empty slice.
@@ -60,6 +74,22 @@ pub fn quantile(values: &[f64], q: f64) -> Option<f64> {
 /// The median of `values` (the 0.5 quantile above).
 pub fn median(values: &[f64]) -> Option<f64> {
     quantile(values, 0.5)
+}
+
+/// The high median of `values` (any order; NaN-free): the value at rank
+/// ⌊n/2⌋ of the sorted values, so the upper of the two middle ones when n
+/// is even. None when empty.
+pub fn median_high(values: &[f64]) -> Option<f64> {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied()
+}
+
+/// The high median of integer times (ns), as [`median_high`]. None when empty.
+pub fn median_high_ns(values: &[i64]) -> Option<i64> {
+    let mut v = values.to_vec();
+    v.sort_unstable();
+    v.get(v.len() / 2).copied()
 }
 
 /// The two-sided 95 % quantile of Student's t with `df` degrees of freedom,
@@ -151,6 +181,11 @@ mod tests {
         assert!((quantile_sorted(&v, 0.01) - 1.04).abs() < 1e-12);
         assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
         assert_eq!(quantile(&[], 0.5), None);
+        // The high median takes the upper middle value, never interpolating.
+        assert_eq!(median_high(&[4.0, 1.0, 3.0, 2.0]), Some(3.0));
+        assert_eq!(median_high(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median_high(&[]), None);
+        assert_eq!(median_high_ns(&[40, 10, 30, 20]), Some(30));
         // Weights repeat values: the same quantiles as the expanded sequence.
         let w = [(1.0, 2.0), (2.0, 1.0), (5.0, 3.0)];
         let expanded = [1.0, 1.0, 2.0, 5.0, 5.0, 5.0];

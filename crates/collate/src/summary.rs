@@ -21,38 +21,28 @@
 //! moment). The 1 s average field appears only in columns named
 //! `average_field_*`, as a comparison.
 
-use crate::curve::{NodeCurve, f64_column};
+use crate::columns::f64_column;
+use crate::curve::NodeCurve;
 use crate::cycle::{NoCycle, NodeCycle};
 use crate::edges::EdgeStats;
 use crate::error::CollateError;
 use crate::load::Run;
-use crate::stats::{mean_sd_ci, r3, welch_difference};
+use crate::stats::{FRAME_QUANTILE, mean_sd_ci, r3, welch_difference};
 use polars::prelude::*;
-use serde::Serialize;
+use powerlab_rundir::RungInfo;
+use serde::ser::{Serialize, SerializeStruct, Serializer};
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
 
-/// One rung's node summary.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+/// One rung's node summary: the rung's facts as the run recorded them,
+/// and the node figures collated from its samples. Its CSV and JSON rows
+/// are written field by field (see the `Serialize` impl below), because the
+/// `csv` crate cannot write a flattened struct: the rung's facts come first,
+/// as `rung_id`, `label`, `phase`, `kind`, `mode`, `period_ms`,
+/// `nominal_period_ms` (the requested period), `duty` and `repeat`.
+#[derive(Debug, Clone, PartialEq)]
 pub struct RungSummary {
-    /// Rung id.
-    pub rung_id: u32,
-    /// Label.
-    pub label: String,
-    /// Phase.
-    pub phase: String,
-    /// Kind.
-    pub kind: String,
-    /// Mode.
-    pub mode: String,
-    /// Period the GPUs ran, ms (detuned from the sampling grid where needed).
-    pub period_ms: Option<f64>,
-    /// Period the campaign asked for, ms.
-    pub nominal_period_ms: Option<f64>,
-    /// Duty.
-    pub duty: f64,
-    /// Repeat.
-    pub repeat: u32,
+    /// The rung as the run recorded it (`events.jsonl`).
+    pub rung: RungInfo,
     /// How the node figures were obtained: `composed cycle` (duty rungs),
     /// `sample and hold` (constant load), `energy counter` (a duty rung
     /// without a composed cycle: the mean only), or `none`.
@@ -139,6 +129,77 @@ pub struct RungSummary {
     pub incomplete: Option<String>,
 }
 
+/// Writes fields of `$row` under their own names, in the order given.
+macro_rules! fields {
+    ($st:ident, $row:ident, $($f:ident),* $(,)?) => {
+        $($st.serialize_field(stringify!($f), &$row.$f)?;)*
+    };
+}
+
+/// Columns of `summary.csv` (and keys of `summary.json`'s rungs) taken
+/// from the rung's facts.
+const FACT_COLUMNS: usize = 9;
+/// Columns holding the node figures, after the facts.
+const FIGURE_COLUMNS: usize = 37;
+
+impl Serialize for RungSummary {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let (row, r) = (self, &self.rung);
+        let mut st = serializer.serialize_struct("RungSummary", FACT_COLUMNS + FIGURE_COLUMNS)?;
+        st.serialize_field("rung_id", &r.id)?;
+        st.serialize_field("label", &r.label)?;
+        st.serialize_field("phase", &r.phase)?;
+        st.serialize_field("kind", &r.kind)?;
+        st.serialize_field("mode", &r.mode)?;
+        st.serialize_field("period_ms", &r.period_ms)?;
+        st.serialize_field("nominal_period_ms", &r.requested_period_ms())?;
+        st.serialize_field("duty", &r.duty)?;
+        st.serialize_field("repeat", &r.repeat)?;
+        fields!(
+            st,
+            row,
+            method,
+            verdict,
+            instrument,
+            samples,
+            coverage,
+            harmonics,
+            mean_w,
+            peak_w,
+            p1_w,
+            p99_w,
+            spread_w,
+            swing_w,
+            instrument_verdict,
+            energy_j,
+            raw_mean_w,
+            raw_peak_w,
+            raw_spread_w,
+            raw_swing_w,
+            instant_mean_w,
+            instant_spread_w,
+            average_field_mean_w,
+            average_field_spread_w,
+            average_field_swing_w,
+            start_error_max_us,
+            start_skew_us,
+            rise_err_p50_us,
+            rise_err_p99_us,
+            rise_err_max_us,
+            fall_err_p50_us,
+            fall_err_p99_us,
+            fall_err_max_us,
+            edge_skew_p99_us,
+            clock_drift_ppm,
+            barrier_ok,
+            edges_verdict,
+            window_coverage,
+            incomplete,
+        );
+        st.end()
+    }
+}
+
 struct Stats {
     n: Vec<Option<f64>>,
     mean: Vec<Option<f64>>,
@@ -157,13 +218,13 @@ fn aggs(c: &str, prefix: &str) -> Vec<Expr> {
             .alias(format!("{prefix}_n")),
         v().mean().alias(format!("{prefix}_mean")),
         v().max().alias(format!("{prefix}_max")),
-        v().quantile(lit(0.01), QuantileMethod::Linear)
+        v().quantile(lit(0.01), FRAME_QUANTILE)
             .alias(format!("{prefix}_p1")),
-        v().quantile(lit(0.10), QuantileMethod::Linear)
+        v().quantile(lit(0.10), FRAME_QUANTILE)
             .alias(format!("{prefix}_p10")),
-        v().quantile(lit(0.90), QuantileMethod::Linear)
+        v().quantile(lit(0.90), FRAME_QUANTILE)
             .alias(format!("{prefix}_p90")),
-        v().quantile(lit(0.99), QuantileMethod::Linear)
+        v().quantile(lit(0.99), FRAME_QUANTILE)
             .alias(format!("{prefix}_p99")),
     ]
 }
@@ -374,15 +435,7 @@ pub fn summarize(
             };
         let e = edges.get(&r.info.id);
         out.push(RungSummary {
-            rung_id: r.info.id,
-            label: r.info.label.clone(),
-            phase: r.info.phase.clone(),
-            kind: r.info.kind.clone(),
-            mode: r.info.mode.clone(),
-            period_ms: r.info.period_ms,
-            nominal_period_ms: r.info.requested_period_ms(),
-            duty: r.info.duty,
-            repeat: r.info.repeat,
+            rung: r.info.clone(),
             method: method.into(),
             verdict,
             instrument: instrument.into(),
@@ -443,7 +496,7 @@ struct Figures {
 }
 
 /// Statistics across repeats of one rung configuration.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, serde::Serialize, PartialEq)]
 pub struct RepeatStats {
     /// Phase.
     pub phase: String,
@@ -494,9 +547,11 @@ type GroupKey = (String, String, Option<i64>);
 
 fn group_key(r: &RungSummary) -> GroupKey {
     (
-        r.phase.clone(),
-        r.mode.clone(),
-        r.nominal_period_ms.map(|p| (p * 1000.0).round() as i64),
+        r.rung.phase.clone(),
+        r.rung.mode.clone(),
+        r.rung
+            .requested_period_ms()
+            .map(|p| (p * 1000.0).round() as i64),
     )
 }
 
@@ -533,12 +588,12 @@ pub fn repeat_stats(rungs: &[RungSummary]) -> Vec<RepeatStats> {
         let (rs, _, _) = st(|r| r.raw_spread_w);
         let (rw, _, _) = st(|r| r.raw_swing_w);
         out.push(RepeatStats {
-            phase: g[0].phase.clone(),
-            kind: g[0].kind.clone(),
-            mode: g[0].mode.clone(),
-            period_ms: g[0].nominal_period_ms,
-            achieved_period_ms: g[0].period_ms,
-            duty: g[0].duty,
+            phase: g[0].rung.phase.clone(),
+            kind: g[0].rung.kind.clone(),
+            mode: g[0].rung.mode.clone(),
+            period_ms: g[0].rung.requested_period_ms(),
+            achieved_period_ms: g[0].rung.period_ms,
+            duty: g[0].rung.duty,
             n: pick(&g, |r| r.mean_w).len(),
             mean_w: m,
             mean_w_sd: m_sd,
@@ -562,7 +617,7 @@ pub fn repeat_stats(rungs: &[RungSummary]) -> Vec<RepeatStats> {
 /// In-phase vs staggered at one period of one phase: each figure's mean
 /// over the repeats of both modes, and the difference with the 95 %
 /// half-width of Welch's interval (None with fewer than two repeats a side).
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, serde::Serialize, PartialEq)]
 pub struct PhaseCompare {
     /// Phase.
     pub phase: String,
@@ -617,7 +672,7 @@ pub fn compare_modes(rungs: &[RungSummary]) -> Vec<PhaseCompare> {
     let gs = groups(rungs);
     let mut out = Vec::new();
     for ((phase, mode, period), a) in &gs {
-        if mode != "in_phase" || a[0].kind != "duty" || period.is_none() {
+        if mode != "in_phase" || a[0].rung.kind != "duty" || period.is_none() {
             continue;
         }
         let Some((_, b)) = gs
@@ -646,9 +701,9 @@ pub fn compare_modes(rungs: &[RungSummary]) -> Vec<PhaseCompare> {
         let (ra, rb, _, _) = cmp(|r| r.raw_spread_w);
         out.push(PhaseCompare {
             phase: phase.clone(),
-            period_ms: a[0].nominal_period_ms.unwrap_or(0.0),
-            achieved_period_ms: a[0].period_ms.unwrap_or(0.0),
-            duty: a[0].duty,
+            period_ms: a[0].rung.requested_period_ms().unwrap_or(0.0),
+            achieved_period_ms: a[0].rung.period_ms.unwrap_or(0.0),
+            duty: a[0].rung.duty,
             n: format!(
                 "{}/{}",
                 pick(a, |r| r.spread_w).len(),
@@ -677,37 +732,88 @@ pub fn compare_modes(rungs: &[RungSummary]) -> Vec<PhaseCompare> {
     out
 }
 
-pub(crate) fn write_csv<T: Serialize>(rows: &[T], path: &Path) -> Result<(), CollateError> {
-    let mut w = csv::Writer::from_path(path)
-        .map_err(|e| CollateError::io(path, std::io::Error::other(e)))?;
-    for r in rows {
-        w.serialize(r)
-            .map_err(|e| CollateError::io(path, std::io::Error::other(e)))?;
-    }
-    w.flush().map_err(|e| CollateError::io(path, e))
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// Writes summary, repeat and comparison tables as CSV and JSON.
-pub fn write_tables(
-    rungs: &[RungSummary],
-    repeats: &[RepeatStats],
-    compare: &[PhaseCompare],
-    dir: &Path,
-) -> Result<Vec<PathBuf>, CollateError> {
-    let mut files = Vec::new();
-    let paths = [
-        dir.join("summary.csv"),
-        dir.join("repeats.csv"),
-        dir.join("in_phase_vs_staggered.csv"),
-        dir.join("summary.json"),
-    ];
-    write_csv(rungs, &paths[0])?;
-    write_csv(repeats, &paths[1])?;
-    write_csv(compare, &paths[2])?;
-    let json =
-        serde_json::json!({ "rungs": rungs, "repeats": repeats, "in_phase_vs_staggered": compare });
-    let text = serde_json::to_string_pretty(&json).unwrap_or_default();
-    std::fs::write(&paths[3], text + "\n").map_err(|e| CollateError::io(&paths[3], e))?;
-    files.extend(paths);
-    Ok(files)
+    /// The columns of `summary.csv`, in the order every earlier run wrote them.
+    const COLUMNS: &str = "rung_id,label,phase,kind,mode,period_ms,nominal_period_ms,duty,repeat,method,verdict,instrument,samples,coverage,harmonics,mean_w,peak_w,p1_w,p99_w,spread_w,swing_w,instrument_verdict,energy_j,raw_mean_w,raw_peak_w,raw_spread_w,raw_swing_w,instant_mean_w,instant_spread_w,average_field_mean_w,average_field_spread_w,average_field_swing_w,start_error_max_us,start_skew_us,rise_err_p50_us,rise_err_p99_us,rise_err_max_us,fall_err_p50_us,fall_err_p99_us,fall_err_max_us,edge_skew_p99_us,clock_drift_ppm,barrier_ok,edges_verdict,window_coverage,incomplete";
+
+    fn summary(nominal: Option<f64>) -> RungSummary {
+        RungSummary {
+            rung: RungInfo {
+                id: 7,
+                label: "sweep/p100ms".into(),
+                phase: "sweep".into(),
+                kind: "duty".into(),
+                mode: "in_phase".into(),
+                period_ms: Some(100.3),
+                nominal_period_ms: nominal,
+                duty: 0.5,
+                repeat: 2,
+                repeats: 3,
+            },
+            method: "composed cycle".into(),
+            verdict: None,
+            instrument: "buffered_w".into(),
+            samples: 10,
+            coverage: 1.0,
+            harmonics: Some(4),
+            mean_w: Some(1.5),
+            peak_w: None,
+            p1_w: None,
+            p99_w: None,
+            spread_w: None,
+            swing_w: None,
+            instrument_verdict: None,
+            energy_j: None,
+            raw_mean_w: None,
+            raw_peak_w: None,
+            raw_spread_w: None,
+            raw_swing_w: None,
+            instant_mean_w: None,
+            instant_spread_w: None,
+            average_field_mean_w: None,
+            average_field_spread_w: None,
+            average_field_swing_w: None,
+            start_error_max_us: None,
+            start_skew_us: None,
+            rise_err_p50_us: None,
+            rise_err_p99_us: None,
+            rise_err_max_us: None,
+            fall_err_p50_us: None,
+            fall_err_p99_us: None,
+            fall_err_max_us: None,
+            edge_skew_p99_us: None,
+            clock_drift_ppm: None,
+            barrier_ok: Some(true),
+            edges_verdict: None,
+            window_coverage: None,
+            incomplete: None,
+        }
+    }
+
+    #[test]
+    fn a_summary_row_keeps_its_columns_and_states_the_requested_period() {
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.serialize(summary(Some(100.0))).unwrap();
+        w.serialize(summary(None)).unwrap();
+        let text = String::from_utf8(w.into_inner().unwrap()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], COLUMNS);
+        assert_eq!(lines[0].split(',').count(), FACT_COLUMNS + FIGURE_COLUMNS);
+        // A detuned rung states the period asked for; a run from before
+        // detuning existed states the one it ran, and never `repeats`.
+        assert!(lines[1].starts_with("7,sweep/p100ms,sweep,duty,in_phase,100.3,100.0,0.5,2,"));
+        assert!(lines[2].starts_with("7,sweep/p100ms,sweep,duty,in_phase,100.3,100.3,0.5,2,"));
+        let json = serde_json::to_value(summary(None)).unwrap();
+        let keys: Vec<&str> = json
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(keys.len(), FACT_COLUMNS + FIGURE_COLUMNS);
+        assert!(!keys.contains(&"repeats") && !keys.contains(&"id"));
+    }
 }

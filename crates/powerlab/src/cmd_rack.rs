@@ -370,7 +370,7 @@ pub fn rack_main(cfg: &RunConfig, link: RackLink) -> Result<i32> {
                         for r in out.rungs.iter().filter(|r| r.instrument == "buffered_w") {
                             outln!(
                                 "  {:<40} mean {:>9}  peak {:>9}  spread {:>9}",
-                                r.label,
+                                r.rung.label,
                                 f(r.mean_w),
                                 f(r.peak_w),
                                 f(r.spread_w)

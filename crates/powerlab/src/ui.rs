@@ -105,7 +105,7 @@ pub fn print_summary(rungs: &[RungSummary]) {
     for r in rungs {
         outln!(
             "{:<44} {:>15} {:>9} {:>9} {:>9} {:>9} {:>10}  {}",
-            r.label,
+            r.rung.label,
             r.method,
             f(r.mean_w),
             f(r.peak_w),

@@ -177,12 +177,10 @@ pub struct Shape {
     pub ramp_w_per_s: f64,
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
+/// The high median of a cycle's bins (a level that some bin holds); NaN
+/// for none.
+fn median(v: &[f64]) -> f64 {
+    crate::stats::median_high(v).unwrap_or(f64::NAN)
 }
 
 /// Rise, fall, overshoot and ramp of a folded cycle.
@@ -191,8 +189,8 @@ pub fn shape(f: &Folded, duty: f64) -> Option<Shape> {
     let n = y.len();
     let bin_ms = f.period_ns as f64 / 1e6 / n as f64;
     let on_end = ((duty * n as f64) as usize).clamp(2, n - 1);
-    let on = median(y[on_end / 2..on_end].to_vec());
-    let off = median(y[(on_end + (n - on_end) / 2).min(n - 1)..n].to_vec());
+    let on = median(&y[on_end / 2..on_end]);
+    let off = median(&y[(on_end + (n - on_end) / 2).min(n - 1)..n]);
     let step = on - off;
     if step.abs() < 1e-9 {
         return None;

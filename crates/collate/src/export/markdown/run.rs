@@ -1,38 +1,19 @@
-//! The Markdown report a person reads.
+//! `report.md` of a node run: the qualifications of every number on its
+//! first line, the run's facts, the rung table, edges, repeats, in phase
+//! vs staggered, what the instruments can see, NCCL, faults, definitions
+//! and the plots.
 
+use super::cells::{o, pm, signed};
+use super::sensor::write_sensor_section;
 use crate::error::CollateError;
+use crate::format::{fmt_bytes, fmt_ms};
 use crate::load::Run;
-use crate::nccl::{FabricPowerRow, NcclRow, fmt_bytes};
+use crate::nccl::{FabricPowerRow, NcclRow};
+use crate::sensor::verdict::SensorReport;
 use crate::summary::{PhaseCompare, RepeatStats, RungSummary};
 use powerlab_rundir::{RunEvent, RunStatus};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
-
-fn o(v: Option<f64>) -> String {
-    v.map(|v| format!("{v:.1}")).unwrap_or_else(|| "–".into())
-}
-
-fn pm(v: Option<f64>, ci: Option<f64>) -> String {
-    match (v, ci) {
-        (Some(v), Some(c)) => format!("{v:.1} ± {c:.1}"),
-        (Some(v), None) => format!("{v:.1}"),
-        (None, _) => "–".into(),
-    }
-}
-
-fn signed(v: Option<f64>, ci: Option<f64>) -> String {
-    match (v, ci) {
-        (Some(v), Some(c)) => format!("{v:+.1} ± {c:.1}"),
-        (Some(v), None) => format!("{v:+.1}"),
-        (None, _) => "–".into(),
-    }
-}
-
-/// A period in ms without trailing zeros (`100`, `100.3`).
-pub fn fmt_ms(v: f64) -> String {
-    let s = format!("{v:.3}");
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
-}
 
 /// Everything the report tabulates.
 pub struct Tables<'a> {
@@ -47,7 +28,7 @@ pub struct Tables<'a> {
     /// Fabric power next to idle and compute.
     pub fabric: &'a [FabricPowerRow],
     /// Sensor model, per-rung and per-period verdicts.
-    pub sensor: &'a crate::sensor::SensorReport,
+    pub sensor: &'a SensorReport,
     /// Raw files missing or cut short (`integrity::check_files`).
     pub raw_problems: &'a [String],
     /// The latest raw reading, epoch ns (where a run that never recorded
@@ -82,7 +63,7 @@ pub fn write_report(
     let incomplete: Vec<&str> = rungs
         .iter()
         .filter(|r| r.incomplete.is_some())
-        .map(|r| r.label.as_str())
+        .map(|r| r.rung.label.as_str())
         .collect();
     if !t.raw_problems.is_empty() || !incomplete.is_empty() {
         let mut w = String::from("INCOMPLETE RAW DATA");
@@ -179,7 +160,7 @@ pub fn write_report(
     );
     let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|---|");
     for r in rungs {
-        let period = match (r.period_ms, r.nominal_period_ms) {
+        let period = match (r.rung.period_ms, r.rung.requested_period_ms()) {
             (Some(p), Some(n)) if (p - n).abs() > 1e-9 => {
                 format!("{} ({} asked)", fmt_ms(p), fmt_ms(n))
             }
@@ -196,7 +177,7 @@ pub fn write_report(
         let _ = writeln!(
             s,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            r.label,
+            r.rung.label,
             period,
             method,
             o(r.mean_w),
@@ -250,7 +231,7 @@ pub fn write_report(
             let _ = writeln!(
                 s,
                 "| {} | {} | {} | {} | {} | {} |",
-                r.label,
+                r.rung.label,
                 tri(r.rise_err_p50_us, r.rise_err_p99_us, r.rise_err_max_us),
                 tri(r.fall_err_p50_us, r.fall_err_p99_us, r.fall_err_max_us),
                 o(r.edge_skew_p99_us),
@@ -452,7 +433,7 @@ pub fn write_report(
         "- start error: achieved − intended start of each GPU, where the intended start includes its deliberate stagger; skew = max − min of those errors."
     );
     let _ = writeln!(s, "\n## Plots\n");
-    if rungs.iter().any(|r| r.kind == "duty") {
+    if rungs.iter().any(|r| r.rung.kind == "duty") {
         let _ = writeln!(
             s,
             "![node spread vs duty period](plots/spread_vs_period.svg)\n"
@@ -468,74 +449,10 @@ pub fn write_report(
         let _ = writeln!(
             s,
             "![rung {} — {}](plots/rung-{:03}.svg)\n",
-            r.rung_id, r.label, r.rung_id
+            r.rung.id, r.rung.label, r.rung.id
         );
     }
     let path = dir.join("report.md");
     std::fs::write(&path, s).map_err(|e| CollateError::io(&path, e))?;
     Ok(path)
-}
-
-fn write_sensor_section(s: &mut String, sr: &crate::sensor::SensorReport) {
-    let _ = writeln!(s, "\n## What the instruments can see\n");
-    let _ = writeln!(s, "Sensor model: {}.\n", sr.model.source);
-    let _ = writeln!(
-        s,
-        "| GPU | path | update ms | window ms | latency ms | fit rms | read every ms | refused |\n|---|---|---|---|---|---|---|---|"
-    );
-    for g in &sr.model.gpus {
-        for p in &g.paths {
-            let _ = writeln!(
-                s,
-                "| {} | {} | {} | {} | {} | {} | {} | {} |",
-                g.gpu,
-                p.instrument,
-                o(p.update_period_ms),
-                pm(p.window_ms, p.window_ms_ci95),
-                pm(p.latency_ms, p.latency_ms_ci95),
-                p.fit_rms
-                    .map(|v| format!("{v:.3}"))
-                    .unwrap_or_else(|| "–".into()),
-                o(p.read_period_ms),
-                p.refused.as_deref().unwrap_or("")
-            );
-        }
-    }
-    if !sr.answers.is_empty() {
-        let _ = writeln!(s, "\n### Swing per duty period (node, in phase)\n");
-        let _ = writeln!(
-            s,
-            "NVML-visible = p90 − p10 of the node's buffered curve. Reconstructed = the samples of every cycle folded on the recorded rising edges; the folded cycle's fundamental as a square-wave height, divided by the path's window gain sinc(W/P), summed over GPUs. A period whose window gain is below 0.3 on every path cannot be reconstructed.\n"
-        );
-        let _ = writeln!(
-            s,
-            "| rung | period ms | NVML-visible swing W | reconstructed swing W | by | verdict |\n|---|---|---|---|---|---|"
-        );
-        for a in &sr.answers {
-            let vis = if a.verdict == "aliased" && a.visible_swing_w.is_none() {
-                "aliased".to_string()
-            } else {
-                o(a.visible_swing_w)
-            };
-            let _ = writeln!(
-                s,
-                "| {} | {} | {} | {} | {} | {} |",
-                a.rung,
-                fmt_ms(a.period_ms),
-                vis,
-                o(a.reconstructed_swing_w),
-                a.reconstructed_by,
-                a.verdict
-            );
-        }
-    }
-    if sr.answers.len() >= 2 {
-        let _ = writeln!(s, "\nPlot: `plots/swing_vs_period.svg`.");
-    }
-    if !sr.rows.is_empty() {
-        let _ = writeln!(
-            s,
-            "\nPer GPU and path (verdict of the raw readings, folded and reconstructed swing, rise/fall/overshoot/ramp of the folded cycle): `sensor_rungs.csv`; node-curve spectra (dominant frequency, share of variance in 0.1–2 Hz and 2–20 Hz): `spectrum.csv`."
-        );
-    }
 }

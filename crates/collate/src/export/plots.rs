@@ -1,11 +1,13 @@
 //! Charts (SVG and PNG) with plotters and an embedded font, so they render
 //! the same on a machine with no fonts installed.
 
-use crate::curve::{NodeCurve, f64_column, i64_column};
+use crate::columns::{f64_column, i64_column};
+use crate::curve::NodeCurve;
 use crate::error::CollateError;
 use crate::load::Run;
 use crate::nccl::NcclRow;
-use crate::summary::{PhaseCompare, RepeatStats, RungSummary};
+use crate::sensor::verdict::PeriodAnswer;
+use crate::summary::{Cycles, PhaseCompare, RepeatStats, RungSummary};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
@@ -18,7 +20,7 @@ fn register_font() {
         let _ = plotters::style::register_font(
             "sans-serif",
             FontStyle::Normal,
-            include_bytes!("../../../assets/DejaVuSans.ttf"),
+            include_bytes!("../../../../assets/DejaVuSans.ttf"),
         );
     });
 }
@@ -34,7 +36,7 @@ enum Chart<'a> {
     Spread(&'a [RepeatStats]),
     Compare(&'a [PhaseCompare]),
     Nccl(&'a [NcclRow]),
-    Sensor(&'a [crate::sensor::PeriodAnswer]),
+    Sensor(&'a [PeriodAnswer]),
 }
 
 impl Chart<'_> {
@@ -387,7 +389,7 @@ pub fn write_plots(
     rungs: &[RungSummary],
     repeats: &[RepeatStats],
     compare: &[PhaseCompare],
-    cycles: &crate::summary::Cycles,
+    cycles: &Cycles,
     dir: &Path,
 ) -> Result<Vec<PathBuf>, CollateError> {
     let mut files = Vec::new();
@@ -474,7 +476,7 @@ pub fn write_plots(
     for r in results {
         files.extend(r?);
     }
-    if rungs.iter().any(|r| r.kind == "duty") {
+    if rungs.iter().any(|r| r.rung.kind == "duty") {
         files.extend(both(
             &dir.join("spread_vs_period"),
             (800, 480),
@@ -521,7 +523,7 @@ where
         .configure_mesh()
         .x_desc("message size (bytes)")
         .y_desc("busbw (GB/s)")
-        .x_label_formatter(&|v| crate::nccl::fmt_bytes(v.round() as u64))
+        .x_label_formatter(&|v| crate::format::fmt_bytes(v.round() as u64))
         .label_style(("sans-serif", 12))
         .draw()?;
     let colors = [
@@ -562,7 +564,7 @@ where
 
 /// NVML-visible vs reconstructed node swing against the duty period.
 pub fn write_sensor_plot(
-    answers: &[crate::sensor::PeriodAnswer],
+    answers: &[PeriodAnswer],
     dir: &Path,
 ) -> Result<Vec<PathBuf>, CollateError> {
     if answers.len() < 2 {
@@ -575,10 +577,7 @@ pub fn write_sensor_plot(
     )
 }
 
-fn sensor_chart<DB: DrawingBackend>(
-    area: &DrawingArea<DB, Shift>,
-    a: &[crate::sensor::PeriodAnswer],
-) -> DrawResult
+fn sensor_chart<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, a: &[PeriodAnswer]) -> DrawResult
 where
     DB::ErrorType: 'static,
 {
@@ -614,7 +613,7 @@ where
         .y_desc("swing (W)")
         .label_style(("sans-serif", 12))
         .draw()?;
-    let pts = |f: &dyn Fn(&crate::sensor::PeriodAnswer) -> Option<f64>| -> Vec<(f64, f64)> {
+    let pts = |f: &dyn Fn(&PeriodAnswer) -> Option<f64>| -> Vec<(f64, f64)> {
         let mut v: Vec<(f64, f64)> = a
             .iter()
             .filter_map(|x| f(x).map(|y| (x.period_ms, y)))

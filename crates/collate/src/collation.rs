@@ -1,0 +1,329 @@
+//! One node run's collation: the pipeline from the run directory's raw
+//! samples to its `report/` (integrity checks, series, node curve, edges,
+//! sensor model, composed cycles, rung summaries, sensor verdicts, NCCL),
+//! and the staging directory that is swapped in only when complete. The
+//! analyses compute; [`crate::export`] writes.
+
+use crate::error::CollateError;
+use crate::export::{csv, json, markdown, plots};
+use crate::sensor::series::{EdgeIndex, SeriesSet};
+use crate::{curve, cycle, edges, energy, integrity, load, nccl, sensor, stats, summary};
+use powerlab_rundir::RunDir;
+use std::path::{Path, PathBuf};
+
+/// What `collate` produced.
+#[derive(Debug, Clone)]
+pub struct CollateOutput {
+    /// `report/` directory.
+    pub report_dir: PathBuf,
+    /// Per-rung summaries.
+    pub rungs: Vec<summary::RungSummary>,
+    /// Across-repeat statistics.
+    pub repeats: Vec<summary::RepeatStats>,
+    /// In-phase vs staggered rows.
+    pub compare: Vec<summary::PhaseCompare>,
+    /// The sensor model and per-period verdicts.
+    pub sensor: sensor::verdict::SensorReport,
+    /// NCCL bandwidth rows (empty without an NCCL phase).
+    pub nccl: Vec<nccl::NcclRow>,
+    /// Raw rows read.
+    pub raw_rows: usize,
+    /// Files written.
+    pub files: Vec<PathBuf>,
+}
+
+/// Regenerates everything under `report/` from the run directory. The new
+/// report is written beside the old one and swapped in only when complete:
+/// a collation that fails (a damaged file, Ctrl-C) leaves the previous
+/// report as it was.
+pub fn collate(path: &Path) -> Result<CollateOutput, CollateError> {
+    collate_with(path, CollateOptions::default())
+}
+
+/// How a collation treats a run directory another process is using.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CollateOptions {
+    /// Collate a run that is still being written (its figures are marked
+    /// "DID NOT FINISH"); without it such a run is refused.
+    pub snapshot: bool,
+}
+
+/// [`collate`] with options. One collation per run directory at a time: a
+/// second one refuses, naming the holder's pid.
+pub fn collate_with(path: &Path, opts: CollateOptions) -> Result<CollateOutput, CollateError> {
+    let dir = RunDir::open(path)?;
+    if !opts.snapshot
+        && let Some(holder) = powerlab_rundir::lock::holder(&dir.run_lock())
+    {
+        return Err(CollateError::Busy {
+            path: dir.path.clone(),
+            message: format!(
+                "the run is still being written ({holder}); collate it when it ends, or pass --snapshot for a report of what is there now"
+            ),
+        });
+    }
+    let _lock = powerlab_rundir::lock::try_hold(&dir.collate_lock(), "collating this run")
+        .map_err(|e| CollateError::Busy {
+            path: dir.path.clone(),
+            message: format!("another collation is running: {e}; wait for it to end"),
+        })?;
+    let run = load::load_run(&dir)?;
+    let report_dir = dir.report_dir();
+    tidy_leftovers(&dir.path, &report_dir);
+    let staging = report_dir.with_file_name(format!("report.new-{}", std::process::id()));
+    if staging.exists() {
+        std::fs::remove_dir_all(&staging).map_err(|e| CollateError::io(&staging, e))?;
+    }
+    std::fs::create_dir_all(staging.join("plots")).map_err(|e| CollateError::io(&staging, e))?;
+    let out = match collate_into(&dir, &run, &staging) {
+        Ok(out) => out,
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&staging);
+            return Err(e);
+        }
+    };
+    // Swap: the old report moves aside, the new one takes its name.
+    let old = report_dir.with_file_name(format!("report.old-{}", std::process::id()));
+    if report_dir.exists() {
+        std::fs::rename(&report_dir, &old).map_err(|e| CollateError::io(&report_dir, e))?;
+    }
+    std::fs::rename(&staging, &report_dir).map_err(|e| CollateError::io(&staging, e))?;
+    if old.exists() {
+        std::fs::remove_dir_all(&old).map_err(|e| CollateError::io(&old, e))?;
+    }
+    let files = out
+        .files
+        .iter()
+        .map(|f| {
+            f.strip_prefix(&staging)
+                .map(|rel| report_dir.join(rel))
+                .unwrap_or_else(|_| f.clone())
+        })
+        .collect();
+    Ok(CollateOutput {
+        report_dir,
+        files,
+        ..out
+    })
+}
+
+/// Marks rungs whose window some GPU's readings do not cover; where the
+/// GPUs disagree (one covers less than another) every node figure goes, the
+/// method says `none`: a sum missing part of a GPU's draw is not the node's.
+fn mark_incomplete(
+    rungs: &mut [summary::RungSummary],
+    coverage: &std::collections::BTreeMap<u32, integrity::Coverage>,
+) {
+    for r in rungs {
+        let Some(c) = coverage.get(&r.rung.id) else {
+            continue;
+        };
+        r.window_coverage = Some(stats::r3(c.worst));
+        r.incomplete = c.mark();
+        if r.incomplete.is_some() && c.withheld() {
+            for f in [
+                &mut r.mean_w,
+                &mut r.peak_w,
+                &mut r.p1_w,
+                &mut r.p99_w,
+                &mut r.spread_w,
+                &mut r.swing_w,
+                &mut r.energy_j,
+                &mut r.raw_mean_w,
+                &mut r.raw_peak_w,
+                &mut r.raw_spread_w,
+                &mut r.raw_swing_w,
+                &mut r.instant_mean_w,
+                &mut r.instant_spread_w,
+                &mut r.average_field_mean_w,
+                &mut r.average_field_spread_w,
+                &mut r.average_field_swing_w,
+            ] {
+                *f = None;
+            }
+            r.method = "none".into();
+        }
+    }
+}
+
+/// Clears what a collation killed mid-way left behind (it held the lock we
+/// now hold): half-written `report.new-*`, and a `report.old-*` that is put
+/// back if it never got replaced.
+fn tidy_leftovers(run: &Path, report_dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(run) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with("report.old-") && !report_dir.exists() {
+            let _ = std::fs::rename(e.path(), report_dir);
+        } else if name.starts_with("report.new-") || name.starts_with("report.old-") {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+/// Collates the run into `report_dir` (which exists, with `plots/`).
+fn collate_into(
+    dir: &RunDir,
+    run: &load::Run,
+    report_dir: &Path,
+) -> Result<CollateOutput, CollateError> {
+    let report_dir = report_dir.to_path_buf();
+
+    // Step times at POWERLAB_LOG=info, for the collation benchmark.
+    let t0 = std::time::Instant::now();
+    let step = |what: &str| {
+        tracing::info!(
+            "collate: {what} done at {:.2} s",
+            t0.elapsed().as_secs_f64()
+        )
+    };
+    integrity::check_sums(dir, &run.manifest)?;
+    let mut raw = load::read_power(dir, run)?;
+    step("reading raw samples");
+    let raw_rows = raw.total_rows;
+    let file_problems = std::mem::take(&mut raw.problems);
+    let series = SeriesSet::from_frame(&raw.power);
+    // Everything from here on reads the per-GPU series: free the frame.
+    drop(raw);
+    step("series by GPU");
+    let mut raw_problems = integrity::check_files(dir, &run.manifest)?;
+    raw_problems.extend(file_problems);
+    let raw_end_ns = series.last_ts_ns();
+    let coverage = integrity::rung_coverage(
+        &run.series,
+        run.rungs
+            .iter()
+            .map(|r| (r.info.id, r.measure_from_ns, r.end_ns)),
+        &series,
+    );
+    let curve = curve::node_curve(&series, run)?;
+    step("node curve");
+    let edge_frame = edges::read_edges(dir)?;
+    let duty_ended = run
+        .rungs
+        .iter()
+        .filter(|r| r.info.kind == "duty" && r.barrier_ok.is_some())
+        .count();
+    if edge_frame.is_none() && duty_ended > 0 {
+        raw_problems.push(format!("edges.csv is missing or empty although {duty_ended} duty rung(s) ended: their cycles cannot be folded (energy-counter means only)"));
+    }
+    let edge_index = EdgeIndex::from_frame(edge_frame.as_ref());
+    step("edges by rung");
+    let model = sensor::source::model_for(dir, run, &series, &edge_index)?;
+    let cycles: summary::Cycles = cycle::compose_all(run, &series, &edge_index, &model)
+        .into_iter()
+        .collect();
+    step("node cycles");
+    let gpus: Vec<String> = run
+        .manifest
+        .backend
+        .gpus
+        .iter()
+        .map(|g| g.key.clone())
+        .collect();
+    let energy_means = run
+        .rungs
+        .iter()
+        .filter(|r| {
+            matches!(
+                cycles.get(&r.info.id),
+                Some(Err(cycle::NoCycle::Verdict(_)))
+            )
+        })
+        .filter_map(|r| {
+            energy::mean_w(&series, &gpus, r.measure_from_ns, r.end_ns).map(|m| (r.info.id, m))
+        })
+        .collect();
+    let edge_stats = edges::edge_stats(edge_frame.as_ref(), run)?;
+    drop(edge_frame);
+    let mut rungs = summary::summarize(&curve, run, &edge_stats, &cycles, &energy_means)?;
+    let short = cycle::short_on_phases(run, &series, &cycles);
+    for r in &mut rungs {
+        if let Some(v) = short.get(&r.rung.id) {
+            r.edges_verdict = Some(match r.edges_verdict.take() {
+                Some(e) => format!("{e}; {v}"),
+                None => v.clone(),
+            });
+        }
+    }
+    let visible = rungs.iter().map(|r| (r.rung.id, r.raw_swing_w)).collect();
+    step("rung summaries");
+    let sensor = sensor::verdict::analyse(run, &series, &edge_index, model, &curve, &visible);
+    step("sensor analysis");
+    for r in &mut rungs {
+        if let Some(row) = sensor
+            .rows
+            .iter()
+            .find(|x| x.rung_id == r.rung.id && x.instrument == "buffered_w")
+        {
+            r.instrument_verdict = Some(row.verdict.clone());
+        }
+    }
+    mark_incomplete(&mut rungs, &coverage);
+    let repeats = summary::repeat_stats(&rungs);
+    let compare = summary::compare_modes(&rungs);
+    let nccl_rows = nccl::nccl_rows(dir, run)?;
+    let fabric = nccl::fabric_power(&rungs);
+
+    let mut files = vec![csv::write_node_curve(&curve, &report_dir)?];
+    files.extend(csv::write_summary_tables(
+        &rungs,
+        &repeats,
+        &compare,
+        &report_dir,
+    )?);
+    files.push(json::write_summary(
+        &rungs,
+        &repeats,
+        &compare,
+        &report_dir,
+    )?);
+    files.extend(csv::write_nccl(&nccl_rows, &report_dir)?);
+    files.push(json::write_sensor_model(&sensor.model, &report_dir)?);
+    files.extend(csv::write_sensor_tables(&sensor, &report_dir)?);
+    files.extend(plots::write_plots(
+        &curve,
+        run,
+        &rungs,
+        &repeats,
+        &compare,
+        &cycles,
+        &report_dir.join("plots"),
+    )?);
+    files.extend(plots::write_nccl_plot(
+        &nccl_rows,
+        &report_dir.join("plots"),
+    )?);
+    files.extend(plots::write_sensor_plot(
+        &sensor.answers,
+        &report_dir.join("plots"),
+    )?);
+    let tables = markdown::run::Tables {
+        rungs: &rungs,
+        repeats: &repeats,
+        compare: &compare,
+        nccl: &nccl_rows,
+        fabric: &fabric,
+        sensor: &sensor,
+        raw_problems: &raw_problems,
+        raw_end_ns,
+    };
+    files.push(markdown::run::write_report(
+        run,
+        &tables,
+        raw_rows,
+        &report_dir,
+    )?);
+    Ok(CollateOutput {
+        report_dir,
+        rungs,
+        repeats,
+        compare,
+        sensor,
+        nccl: nccl_rows,
+        raw_rows,
+        files,
+    })
+}

@@ -1,0 +1,140 @@
+//! CSV outputs: the summary tables (`summary.csv`, `repeats.csv`,
+//! `in_phase_vs_staggered.csv`), the node curve (`node_curve.csv`), the
+//! NCCL table (`nccl.csv`), the sensor tables (`sensor_rungs.csv`,
+//! `sensor_periods.csv`, `spectrum.csv`) and any frame or row set the rack
+//! writes. Rows of a serializable type are written with a header named by
+//! its fields; frames with polars' writer; the spectrum table as fixed-
+//! precision records without a header.
+
+use crate::curve::{CURVE_INSTRUMENTS, NodeCurve};
+use crate::error::CollateError;
+use crate::nccl::NcclRow;
+use crate::sensor::verdict::SensorReport;
+use crate::summary::{PhaseCompare, RepeatStats, RungSummary};
+use polars::prelude::*;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+/// A `csv` crate error as an I/O error on `path`.
+fn csv_error(path: &Path) -> impl Fn(csv::Error) -> CollateError + '_ {
+    move |e| CollateError::io(path, std::io::Error::other(e))
+}
+
+/// Writes `rows` to `path`, one line each, with a header of the row type's
+/// field names (nothing at all for no rows).
+pub fn write_rows<T: Serialize>(rows: &[T], path: &Path) -> Result<(), CollateError> {
+    let mut w = csv::Writer::from_path(path).map_err(csv_error(path))?;
+    for r in rows {
+        w.serialize(r).map_err(csv_error(path))?;
+    }
+    w.flush().map_err(|e| CollateError::io(path, e))
+}
+
+/// Writes a frame to `path` with polars' CSV writer (a header of its column
+/// names).
+pub fn write_frame(df: &mut DataFrame, path: &Path) -> Result<(), CollateError> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let step = format!("writing {name}");
+    let file = std::fs::File::create(path).map_err(|e| CollateError::io(path, e))?;
+    CsvWriter::new(std::io::BufWriter::new(file))
+        .finish(df)
+        .map_err(CollateError::polars(&step))
+}
+
+/// Writes `summary.csv`, `repeats.csv` and `in_phase_vs_staggered.csv`.
+pub fn write_summary_tables(
+    rungs: &[RungSummary],
+    repeats: &[RepeatStats],
+    compare: &[PhaseCompare],
+    dir: &Path,
+) -> Result<Vec<PathBuf>, CollateError> {
+    let paths = vec![
+        dir.join("summary.csv"),
+        dir.join("repeats.csv"),
+        dir.join("in_phase_vs_staggered.csv"),
+    ];
+    write_rows(rungs, &paths[0])?;
+    write_rows(repeats, &paths[1])?;
+    write_rows(compare, &paths[2])?;
+    Ok(paths)
+}
+
+/// Writes `node_curve.csv`: time and the node sums present, rounded to
+/// three decimals.
+pub fn write_node_curve(curve: &NodeCurve, dir: &Path) -> Result<PathBuf, CollateError> {
+    let path = dir.join("node_curve.csv");
+    let mut names = vec!["t_ns".to_string()];
+    names.extend(
+        CURVE_INSTRUMENTS
+            .iter()
+            .map(|(_, n)| n.to_string())
+            .filter(|n| curve.df.column(n).is_ok()),
+    );
+    let mut df = curve
+        .df
+        .clone()
+        .lazy()
+        .select(
+            names
+                .iter()
+                .map(|n| {
+                    if n == "t_ns" {
+                        col(n.as_str())
+                    } else {
+                        col(n.as_str()).round(3, RoundMode::HalfToEven)
+                    }
+                })
+                .collect::<Vec<_>>(),
+        )
+        .collect()
+        .map_err(CollateError::polars("selecting the node curve"))?;
+    write_frame(&mut df, &path)?;
+    Ok(path)
+}
+
+/// Writes `nccl.csv` (a run without NCCL rows writes nothing).
+pub fn write_nccl(rows: &[NcclRow], dir: &Path) -> Result<Vec<PathBuf>, CollateError> {
+    if rows.is_empty() {
+        return Ok(Vec::new());
+    }
+    let path = dir.join("nccl.csv");
+    write_rows(rows, &path)?;
+    Ok(vec![path])
+}
+
+/// Writes `sensor_rungs.csv`, `sensor_periods.csv` and `spectrum.csv`,
+/// each only when it has rows.
+pub fn write_sensor_tables(s: &SensorReport, dir: &Path) -> Result<Vec<PathBuf>, CollateError> {
+    let mut files = Vec::new();
+    if !s.rows.is_empty() {
+        let p = dir.join("sensor_rungs.csv");
+        write_rows(&s.rows, &p)?;
+        files.push(p);
+    }
+    if !s.answers.is_empty() {
+        let p = dir.join("sensor_periods.csv");
+        write_rows(&s.answers, &p)?;
+        files.push(p);
+    }
+    if !s.spectra.is_empty() {
+        let p = dir.join("spectrum.csv");
+        let mut w = csv::Writer::from_path(&p).map_err(csv_error(&p))?;
+        for (id, label, sp) in &s.spectra {
+            w.write_record([
+                id.to_string(),
+                label.to_string(),
+                format!("{:.4}", sp.dominant_hz),
+                format!("{:.4}", sp.share_0_1_to_2_hz),
+                format!("{:.4}", sp.share_2_to_20_hz),
+                format!("{:.1}", sp.nyquist_hz),
+            ])
+            .map_err(csv_error(&p))?;
+        }
+        w.flush().map_err(|e| CollateError::io(&p, e))?;
+        files.push(p);
+    }
+    Ok(files)
+}

@@ -1,0 +1,38 @@
+//! JSON outputs: `summary.json` (the three summary tables in one document)
+//! and `sensor.json` (the sensor model a run was judged by, in the format
+//! `powerlab calibrate` writes and `run --sensor` reads). Pretty-printed,
+//! with a final newline.
+
+use crate::error::CollateError;
+use crate::sensor::model::SensorModel;
+use crate::summary::{PhaseCompare, RepeatStats, RungSummary};
+use std::path::{Path, PathBuf};
+
+/// Writes `value` pretty-printed to `path`, with a final newline.
+fn write_pretty<T: serde::Serialize + ?Sized>(value: &T, path: &Path) -> Result<(), CollateError> {
+    let text = serde_json::to_string_pretty(value).unwrap_or_default();
+    std::fs::write(path, text + "\n").map_err(|e| CollateError::io(path, e))
+}
+
+/// Writes `summary.json`: the rung summaries, the statistics across repeats
+/// and the in-phase vs staggered rows, under `rungs`, `repeats` and
+/// `in_phase_vs_staggered`.
+pub fn write_summary(
+    rungs: &[RungSummary],
+    repeats: &[RepeatStats],
+    compare: &[PhaseCompare],
+    dir: &Path,
+) -> Result<PathBuf, CollateError> {
+    let path = dir.join("summary.json");
+    let json =
+        serde_json::json!({ "rungs": rungs, "repeats": repeats, "in_phase_vs_staggered": compare });
+    write_pretty(&json, &path)?;
+    Ok(path)
+}
+
+/// Writes `sensor.json`: the model the run's verdicts were judged by.
+pub fn write_sensor_model(model: &SensorModel, dir: &Path) -> Result<PathBuf, CollateError> {
+    let path = dir.join("sensor.json");
+    write_pretty(model, &path)?;
+    Ok(path)
+}

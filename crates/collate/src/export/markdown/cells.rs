@@ -1,0 +1,26 @@
+//! Table cells of the Markdown reports: figures with one decimal, a
+//! figure with its confidence half-width, a signed difference, and a dash
+//! where there is no figure.
+
+/// A figure with one decimal, or a dash for none.
+pub fn o(v: Option<f64>) -> String {
+    v.map(|v| format!("{v:.1}")).unwrap_or_else(|| "–".into())
+}
+
+/// A figure ± its half-width, one decimal each.
+pub fn pm(v: Option<f64>, ci: Option<f64>) -> String {
+    match (v, ci) {
+        (Some(v), Some(c)) => format!("{v:.1} ± {c:.1}"),
+        (Some(v), None) => format!("{v:.1}"),
+        (None, _) => "–".into(),
+    }
+}
+
+/// A signed difference ± its half-width.
+pub fn signed(v: Option<f64>, ci: Option<f64>) -> String {
+    match (v, ci) {
+        (Some(v), Some(c)) => format!("{v:+.1} ± {c:.1}"),
+        (Some(v), None) => format!("{v:+.1}"),
+        (None, _) => "–".into(),
+    }
+}

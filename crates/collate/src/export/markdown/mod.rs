@@ -1,0 +1,8 @@
+//! Markdown reports: `report.md` of a node run ([`run`], with its sensor
+//! section in [`sensor`]) and of a rack run ([`rack`]), and the table cells
+//! they share ([`cells`]).
+
+pub mod cells;
+pub mod rack;
+pub mod run;
+pub mod sensor;

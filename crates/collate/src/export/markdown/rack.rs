@@ -1,0 +1,133 @@
+//! `report.md` of a rack run: which nodes ran and how their runs ended,
+//! the rack's power per rung, and in phase vs staggered across the rack.
+
+use crate::error::CollateError;
+use crate::rack::tables::{NodeState, RACK_DUTY_CAVEAT, RackStart};
+use crate::summary::{PhaseCompare, RungSummary};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// Watts without decimals, or a dash for none.
+fn fmt_w(v: Option<f64>) -> String {
+    v.map(|x| format!("{x:.0}")).unwrap_or_else(|| "–".into())
+}
+
+/// Writes the rack's `report.md`: the nodes and how their runs ended, rack
+/// power per rung with the start skew across the rack, and in phase vs
+/// staggered for the whole rack.
+pub fn write_rack_report(
+    rack: &Path,
+    nodes: &[NodeState],
+    rungs: &[RungSummary],
+    compare: &[PhaseCompare],
+    starts: &[RackStart],
+    raw_rows: usize,
+    dir: &Path,
+) -> Result<PathBuf, CollateError> {
+    let mut s = String::new();
+    let gpus: usize = nodes.iter().map(|n| n.gpus).sum();
+    let bad: Vec<&NodeState> = nodes.iter().filter(|n| n.status != "complete").collect();
+    let name = rack
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if bad.is_empty() {
+        let _ = writeln!(
+            s,
+            "# {name} — complete rack run: {} nodes, {gpus} GPUs",
+            nodes.len()
+        );
+    } else {
+        let list: Vec<String> = bad
+            .iter()
+            .map(|n| format!("{}: {}", n.node, n.status))
+            .collect();
+        let _ = writeln!(
+            s,
+            "# ⚠ RACK RUN DID NOT COMPLETE on {} of {} nodes — {}",
+            bad.len(),
+            nodes.len(),
+            list.join("; ")
+        );
+        let _ = writeln!(
+            s,
+            "\nNumbers cover the rungs that ran; a grid point where any node has no reading has no rack value."
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\n{raw_rows} raw rows from {} nodes. Rack power is the sum of every GPU's driver-buffered samples on one grid.",
+        nodes.len()
+    );
+    let _ = writeln!(
+        s,
+        "\n## Nodes\n\n| node | GPUs | status | rungs started |\n|---|---|---|---|"
+    );
+    for n in nodes {
+        let extra = n
+            .collate_error
+            .as_ref()
+            .map(|e| format!(" (its own collation failed: {e})"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "| {} | {} | {}{extra} | {} |",
+            n.node, n.gpus, n.status, n.rungs_started
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\n## Rack power per rung (buffered samples)\n\n| rung | start skew across the rack | mean | peak | spread p99−p1 | coverage |\n|---|---|---|---|---|---|"
+    );
+    for r in rungs.iter().filter(|r| r.instrument == "buffered_w") {
+        let skew = starts
+            .iter()
+            .find(|x| x.rung_id == r.rung.id)
+            .and_then(|x| x.start_skew_us)
+            .map(|v| format!("{v:.0} µs"))
+            .unwrap_or_else(|| "–".into());
+        let _ = writeln!(
+            s,
+            "| {} | {skew} | {} W | {} W | {} W | {:.0} % |",
+            r.rung.label,
+            fmt_w(r.mean_w),
+            fmt_w(r.peak_w),
+            fmt_w(r.spread_w),
+            r.coverage * 100.0
+        );
+    }
+    if rungs.iter().any(|r| r.rung.kind == "duty") {
+        let _ = writeln!(s, "\n**Duty rungs at rack level: {RACK_DUTY_CAVEAT}.**");
+    }
+    if !compare.is_empty() {
+        let _ = writeln!(
+            s,
+            "\n## In phase vs staggered, whole rack\n\n| phase | period | mean in phase | mean staggered | peak in phase | peak staggered | spread in phase | spread staggered |\n|---|---|---|---|---|---|---|---|"
+        );
+        for c in compare {
+            let _ = writeln!(
+                s,
+                "| {} | {} ms | {} W | {} W | {} W | {} W | {} W | {} W |",
+                c.phase,
+                c.achieved_period_ms,
+                fmt_w(c.in_phase_mean_w),
+                fmt_w(c.staggered_mean_w),
+                fmt_w(c.in_phase_peak_w),
+                fmt_w(c.staggered_peak_w),
+                fmt_w(c.in_phase_spread_w),
+                fmt_w(c.staggered_spread_w)
+            );
+        }
+    }
+    let _ = writeln!(
+        s,
+        "\nEvery rung started at one epoch on every node (checked from each node's events). Start skew is measured on each node's own clock; rack.json gives each node's clock offset against rank 0."
+    );
+    let _ = writeln!(
+        s,
+        "\nFiles: `rack_curve.{{csv,parquet}}`, `summary.{{csv,parquet}}`, `in_phase_vs_staggered.{{csv,parquet}}`, `nodes.{{csv,parquet}}` (each node's own figures per rung), `starts.csv`, `node_status.csv`; each node's full report is in `nodes/<node>/report/`."
+    );
+    let path = dir.join("report.md");
+    std::fs::write(&path, s).map_err(|e| CollateError::io(&path, e))?;
+    Ok(path)
+}

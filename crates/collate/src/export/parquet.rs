@@ -1,0 +1,26 @@
+//! Parquet copies of CSV tables, so the same files load in polars, DuckDB
+//! or Spark with their column types.
+
+use crate::error::CollateError;
+use polars::prelude::*;
+use std::path::{Path, PathBuf};
+
+/// Writes `<name>.parquet` beside a CSV file, with the same columns (none
+/// for a table without rows: its CSV is empty too).
+pub fn beside_csv(csv_path: &Path) -> Result<Option<PathBuf>, CollateError> {
+    let out = csv_path.with_extension("parquet");
+    let len = std::fs::metadata(csv_path).map(|m| m.len()).unwrap_or(0);
+    if len == 0 {
+        return Ok(None);
+    }
+    let mut df = CsvReadOptions::default()
+        .with_has_header(true)
+        .try_into_reader_with_file_path(Some(csv_path.to_path_buf()))
+        .and_then(|r| r.finish())
+        .map_err(CollateError::polars("reading a table for Parquet"))?;
+    let file = std::fs::File::create(&out).map_err(|e| CollateError::io(&out, e))?;
+    ParquetWriter::new(file)
+        .finish(&mut df)
+        .map_err(CollateError::polars("writing Parquet"))?;
+    Ok(Some(out))
+}

@@ -1,0 +1,139 @@
+//! The rack's tables: each node's state as the collator found it, each
+//! node's own figures per rung, and each rung's start across the rack, with
+//! how they are read from the node run directories.
+
+use crate::load::Run;
+use powerlab_rundir::{RunDir, RunStatus};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// One node of the rack as the collator found it.
+#[derive(Debug, Clone, Serialize)]
+pub struct NodeState {
+    /// Node label (`n002-host`).
+    pub node: String,
+    /// GPUs in its manifest.
+    pub gpus: usize,
+    /// How its run ended (`complete`, `failed: …`, `no end recorded (killed?)`).
+    pub status: String,
+    /// Rungs it started.
+    pub rungs_started: usize,
+    /// Its own collation, if it failed.
+    pub collate_error: Option<String>,
+}
+
+/// One node's figures in one rung (from its own collation).
+#[derive(Debug, Clone, Serialize)]
+pub struct NodeRungRow {
+    /// Node label.
+    pub node: String,
+    /// Rung id.
+    pub rung_id: u32,
+    /// Rung label.
+    pub label: String,
+    /// Mean node power, W.
+    pub mean_w: Option<f64>,
+    /// Peak, W.
+    pub peak_w: Option<f64>,
+    /// p99 − p1, W.
+    pub spread_w: Option<f64>,
+}
+
+/// Start of one rung across the rack.
+#[derive(Debug, Clone, Serialize)]
+pub struct RackStart {
+    /// Rung id.
+    pub rung_id: u32,
+    /// Label.
+    pub label: String,
+    /// Nodes that started it.
+    pub nodes: usize,
+    /// Whether every node recorded the same epoch.
+    pub epochs_agree: bool,
+    /// Largest minus smallest start error over every GPU of the rack, µs
+    /// (each node's achieved start on its own clock; add the clock offsets
+    /// in rack.json for the true skew).
+    pub start_skew_us: Option<f64>,
+}
+
+/// The columns of a node's `summary.csv` the rack reads back.
+#[derive(serde::Deserialize)]
+pub struct NodeSummaryRow {
+    /// Rung id.
+    pub rung_id: u32,
+    /// Rung label.
+    pub label: String,
+    /// Instrument the figures come from.
+    pub instrument: String,
+    /// Mean node power, W.
+    pub mean_w: Option<f64>,
+    /// Peak, W.
+    pub peak_w: Option<f64>,
+    /// p99 − p1, W.
+    pub spread_w: Option<f64>,
+}
+
+/// How a node's run ended, in words.
+pub fn status_text(run: &Run) -> String {
+    match &run.manifest.status {
+        RunStatus::Complete => "complete".into(),
+        RunStatus::Running => "no end recorded (the process was killed?)".into(),
+        RunStatus::Interrupted { reason } => format!("interrupted: {reason}"),
+        RunStatus::Failed { reason } => format!("failed: {reason}"),
+    }
+}
+
+/// First start error of each GPU per rung, from a node's `edges.csv`.
+fn start_errors(dir: &RunDir) -> BTreeMap<u32, Vec<i64>> {
+    let mut out: BTreeMap<u32, Vec<i64>> = BTreeMap::new();
+    let Ok(rows) = powerlab_rundir::read_rows::<powerlab_rundir::EdgeRow>(&dir.edges()) else {
+        return out;
+    };
+    for r in rows.iter().filter(|r| r.kind == "start") {
+        out.entry(r.rung_id)
+            .or_default()
+            .push(r.achieved_ns - r.intended_ns);
+    }
+    out
+}
+
+/// What a rack-level duty figure is today: the node-truth method (composed
+/// cycles) runs per node, not yet across nodes.
+pub const RACK_DUTY_CAVEAT: &str = "sample and hold across every GPU of the rack: overstates a staggered rung's spread; each node's report has its composed-cycle figures";
+
+/// Each rung of `reference` (the node that started most) across the rack:
+/// how many nodes started it, whether they recorded one epoch, and the
+/// spread of every GPU's start error.
+pub fn rack_starts(reference: &Run, runs: &[(RunDir, Run)]) -> Vec<RackStart> {
+    let mut starts = Vec::new();
+    let errors: Vec<BTreeMap<u32, Vec<i64>>> = runs.iter().map(|(d, _)| start_errors(d)).collect();
+    for w in &reference.rungs {
+        let epochs: Vec<i64> = runs
+            .iter()
+            .filter_map(|(_, r)| {
+                r.rungs
+                    .iter()
+                    .find(|x| x.info.id == w.info.id)
+                    .map(|x| x.epoch_ns)
+            })
+            .collect();
+        let errs: Vec<i64> = errors
+            .iter()
+            .filter_map(|m| m.get(&w.info.id))
+            .flatten()
+            .copied()
+            .collect();
+        let skew = match (errs.iter().min(), errs.iter().max()) {
+            (Some(a), Some(b)) => Some((b - a) as f64 / 1e3),
+            _ => None,
+        };
+        starts.push(RackStart {
+            rung_id: w.info.id,
+            label: w.info.label.clone(),
+            nodes: epochs.len(),
+            epochs_agree: epochs.windows(2).all(|p| p[0] == p[1]),
+            start_skew_us: skew,
+        });
+    }
+    starts
+}

@@ -1,0 +1,246 @@
+//! Calibration: the sensor model fitted on a run's own calibration rungs.
+//! The long step rungs give each path's window and latency (a step fit on
+//! the readings after every recorded fall, and the same fit on independent
+//! groups of falls for its uncertainty); a fit that is not physical is
+//! refused with the reason; the short rungs are aliasing probes.
+
+use super::fit;
+use super::model::{GpuSensor, ModelKind, PathModel, Probe, SensorModel};
+use super::series::{EdgeIndex, SeriesSet, changes, median_spacing_ms, span};
+use crate::load::{Run, RungWindow};
+use crate::stats::{mean_sd_ci, median, quantile};
+use powerlab_campaign::CALIBRATION_PHASE;
+
+/// Normalised falling-step points (ms after each fall, 1 = on, 0 = off) of
+/// `s`, with the on and off levels taken from `levels` (every read).
+fn step_points(
+    s: &[(i64, f64)],
+    levels: &[(i64, f64)],
+    falls: &[i64],
+    half_period_ms: f64,
+) -> (Vec<(f64, f64)>, Vec<f64>) {
+    let mut pts = Vec::new();
+    let mut heights = Vec::new();
+    let h = half_period_ms;
+    let after = |f: i64, ms: f64| f + (ms * 1e6) as i64;
+    for &f in falls {
+        let at = |a: f64, b: f64| -> Vec<f64> {
+            span(levels, after(f, a), after(f, b))
+                .iter()
+                .map(|x| x.1)
+                .collect()
+        };
+        let (Some(on), Some(off)) = (
+            median(&at(-0.45 * h, -0.1 * h)),
+            median(&at(0.6 * h, 0.95 * h)),
+        ) else {
+            continue;
+        };
+        if (on - off).abs() < 1.0 {
+            continue;
+        }
+        heights.push(on - off);
+        for (t, v) in span(s, after(f, -0.2 * h), after(f, 0.95 * h)) {
+            pts.push(((*t - f) as f64 / 1e6, (v - off) / (on - off)));
+        }
+    }
+    (pts, heights)
+}
+
+/// p2p of a boxcar-W average of a 50 % square wave of period P, over the step.
+fn boxcar_ratio(w: f64, p: f64) -> f64 {
+    if w <= 0.0 {
+        return 1.0;
+    }
+    let r = w.rem_euclid(p);
+    (r.min(p - r) / w).min(1.0)
+}
+
+/// Groups of falls fitted separately for a fit's uncertainty.
+const CAL_GROUPS: usize = 4;
+
+/// Why a step fit is not physical, if it is not: a reading that responds
+/// before the power changed, a fit that does not follow the step, or a
+/// window the groups of edges disagree on by more than its own size.
+fn unphysical(f: &fit::StepFit, window_ci: Option<f64>, latency_ci: Option<f64>) -> Option<String> {
+    let l_ci = latency_ci.unwrap_or(0.0);
+    if f.latency_ms + l_ci < -0.5 {
+        return Some(format!(
+            "negative latency {:.1} ± {:.1} ms: the reading would change before the power did",
+            f.latency_ms, l_ci
+        ));
+    }
+    if f.rms > 0.15 {
+        return Some(format!(
+            "the fit does not follow the step (rms {:.0} % of it)",
+            100.0 * f.rms
+        ));
+    }
+    if let Some(w_ci) = window_ci
+        && w_ci > f.window_ms.max(2.0)
+    {
+        return Some(format!(
+            "the window is not pinned down: {:.1} ± {w_ci:.1} ms across groups of edges",
+            f.window_ms
+        ));
+    }
+    None
+}
+
+fn calibration_rungs(run: &Run) -> Vec<&RungWindow> {
+    run.rungs
+        .iter()
+        .filter(|r| r.info.phase == CALIBRATION_PHASE)
+        .collect()
+}
+
+/// Derives the sensor model from the run's calibration rungs (None without them).
+pub fn calibrate(run: &Run, series: &SeriesSet, edges: &EdgeIndex) -> Option<SensorModel> {
+    let cal = calibration_rungs(run);
+    // The step rungs are the long ones: the shortest for the fast paths,
+    // the longest for the 1 s average.
+    let mut steps: Vec<&RungWindow> = cal
+        .iter()
+        .copied()
+        .filter(|r| r.info.period_ms.is_some_and(|p| p >= 300.0))
+        .collect();
+    steps.sort_by(|a, b| {
+        a.info
+            .period_ms
+            .unwrap_or(0.0)
+            .total_cmp(&b.info.period_ms.unwrap_or(0.0))
+    });
+    let (fast, slow) = (*steps.first()?, steps.last().copied());
+    let mut gpus = Vec::new();
+    for g in &run.manifest.backend.gpus {
+        let key = g.key.as_str();
+        let mut paths = Vec::new();
+        let mut probes = Vec::new();
+        let mut board_tau = None;
+        for (inst, timestamped) in [
+            ("buffered_w", true),
+            ("instant_w", false),
+            ("average_w", false),
+            ("energy_mj", false),
+        ] {
+            let s = series.get(key, inst);
+            if s.len() < 10 {
+                continue;
+            }
+            let read = median_spacing_ms(s);
+            // A timestamped path updates with every sample. A held path whose
+            // every read shows a new value updates at least as often as it
+            // was read: its period is not measured.
+            let update = if timestamped {
+                read
+            } else {
+                median_spacing_ms(&changes(s)).filter(|u| read.is_none_or(|r| *u > 1.5 * r))
+            };
+            let mut m = PathModel {
+                instrument: inst.into(),
+                update_period_ms: update,
+                window_ms: None,
+                window_ms_ci95: None,
+                latency_ms: None,
+                latency_ms_ci95: None,
+                refused: None,
+                board_fall_tau_ms: None,
+                fit_rms: None,
+                edges_used: 0,
+                read_period_ms: read,
+            };
+            if inst != "energy_mj" {
+                let rung = if inst == "average_w" {
+                    slow.unwrap_or(fast)
+                } else {
+                    fast
+                };
+                let half = rung.info.period_ms.unwrap_or(1000.0) / 2.0;
+                let falls = edges.get(rung.info.id, key, "fall");
+                // A held field is fitted on its updates only (the first read of
+                // each new value), which removes the hold from the model.
+                let updates;
+                let fit_on: &[(i64, f64)] = if timestamped {
+                    s
+                } else {
+                    updates = changes(s);
+                    &updates
+                };
+                let (pts, heights) = step_points(fit_on, s, falls, half);
+                let tau = board_tau.unwrap_or(0.0);
+                let fit_pts = |p: &[(f64, f64)]| {
+                    if timestamped {
+                        fit::fit_timestamped(p, 0.4 * half)
+                    } else {
+                        fit::fit_updates(p, tau, 0.9 * half, update.unwrap_or(100.0).max(20.0))
+                    }
+                };
+                if pts.len() >= 20 {
+                    let f = fit_pts(&pts);
+                    m.window_ms = Some(f.window_ms);
+                    m.latency_ms = Some(f.latency_ms);
+                    m.fit_rms = Some(f.rms);
+                    m.edges_used = heights.len();
+                    // Uncertainty: the same fit on independent groups of falls.
+                    let groups: Vec<fit::StepFit> = (0..CAL_GROUPS)
+                        .filter_map(|k| {
+                            let sub: Vec<i64> = falls
+                                .iter()
+                                .enumerate()
+                                .filter(|(i, _)| i % CAL_GROUPS == k)
+                                .map(|(_, f)| *f)
+                                .collect();
+                            let (p, _) = step_points(fit_on, s, &sub, half);
+                            (p.len() >= 10).then(|| fit_pts(&p))
+                        })
+                        .collect();
+                    if groups.len() >= 2 {
+                        let ci = |v: Vec<f64>| mean_sd_ci(&v).2;
+                        m.window_ms_ci95 = ci(groups.iter().map(|g| g.window_ms).collect());
+                        m.latency_ms_ci95 = ci(groups.iter().map(|g| g.latency_ms).collect());
+                    }
+                    m.refused = unphysical(&f, m.window_ms_ci95, m.latency_ms_ci95);
+                    if timestamped && m.refused.is_none() {
+                        m.board_fall_tau_ms = Some(f.tau_ms);
+                        board_tau = Some(f.tau_ms);
+                    }
+                }
+                // Aliasing probes: observed swing over the step height.
+                if let (Some(height), Some(w)) = (median(&heights), m.window_ms) {
+                    for r in cal
+                        .iter()
+                        .filter(|r| r.info.period_ms.is_some_and(|p| p < 200.0))
+                    {
+                        let p = r.info.period_ms.unwrap_or(0.0);
+                        let v: Vec<f64> = span(s, r.measure_from_ns, r.end_ns)
+                            .iter()
+                            .map(|x| x.1)
+                            .collect();
+                        if let (Some(lo), Some(hi)) = (quantile(&v, 0.01), quantile(&v, 0.99)) {
+                            probes.push(Probe {
+                                instrument: inst.into(),
+                                period_ms: p,
+                                observed_ratio: (hi - lo) / height,
+                                predicted_ratio: boxcar_ratio(w, p),
+                            });
+                        }
+                    }
+                }
+            } else {
+                // A counter's window is its own update period (when measured).
+                m.window_ms = update;
+            }
+            paths.push(m);
+        }
+        gpus.push(GpuSensor {
+            gpu: key.into(),
+            paths,
+            probes,
+        });
+    }
+    Some(SensorModel {
+        source: "calibrated in this run".into(),
+        kind: ModelKind::Calibrated,
+        gpus,
+    })
+}

@@ -1,0 +1,198 @@
+//! The sensor model's types: what each NVML power path of each GPU does
+//! (update period, averaging window, latency), what the aliasing probes
+//! showed, where a model came from, and the built-in H200 profile that runs
+//! on measured GPU models fall back to. A model is data; which one a run is
+//! judged by is decided in `sensor::source`.
+
+use crate::error::CollateError;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// The model of one power path of one GPU.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PathModel {
+    /// `buffered_w`, `instant_w`, `average_w` or `energy_mj`.
+    pub instrument: String,
+    /// Time between new values, ms.
+    pub update_period_ms: Option<f64>,
+    /// Averaging window, ms.
+    pub window_ms: Option<f64>,
+    /// 95 % half-width of the window across independent groups of edges, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_ms_ci95: Option<f64>,
+    /// Delay between the power and the reading, ms.
+    pub latency_ms: Option<f64>,
+    /// 95 % half-width of the latency, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ms_ci95: Option<f64>,
+    /// Why a fit was refused (its values are then not used), if it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
+    /// The board's own fall time constant seen in the fit, ms (buffered only).
+    pub board_fall_tau_ms: Option<f64>,
+    /// RMS residual of the step fit (fraction of the step).
+    pub fit_rms: Option<f64>,
+    /// Falling edges folded for the fit.
+    pub edges_used: usize,
+    /// Median time between reads of this path, ms (a field polled slower
+    /// than a third of its update period cannot be timed well).
+    pub read_period_ms: Option<f64>,
+}
+
+/// What an aliasing probe rung showed on one path.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Probe {
+    /// Path.
+    pub instrument: String,
+    /// Square-wave period, ms.
+    pub period_ms: f64,
+    /// p99 − p1 of the readings over the step height.
+    pub observed_ratio: f64,
+    /// The same predicted by the fitted window for a board that follows.
+    pub predicted_ratio: f64,
+}
+
+/// The model of one GPU.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpuSensor {
+    /// GPU key.
+    pub gpu: String,
+    /// One model per path.
+    pub paths: Vec<PathModel>,
+    /// Aliasing probes.
+    pub probes: Vec<Probe>,
+}
+
+/// Where a sensor model came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelKind {
+    /// Fitted on this run's own calibration rungs.
+    Calibrated,
+    /// A `sensor.json` given to the run (`run --sensor`).
+    Given,
+    /// The built-in profile of a GPU model measured before.
+    BuiltIn,
+    /// No measurement of this GPU model: assumed values.
+    Nominal,
+}
+
+/// `sensor.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SensorModel {
+    /// Where it came from, in words (the report prints it).
+    pub source: String,
+    /// Where it came from.
+    #[serde(default = "nominal_kind")]
+    pub kind: ModelKind,
+    /// Per GPU.
+    pub gpus: Vec<GpuSensor>,
+}
+
+fn nominal_kind() -> ModelKind {
+    ModelKind::Nominal
+}
+
+/// One path of a built-in or nominal model: update period, window and
+/// latency (ms) with the window's uncertainty.
+fn path_model(
+    instrument: &str,
+    update: f64,
+    window: f64,
+    window_ci: Option<f64>,
+    latency: f64,
+) -> PathModel {
+    PathModel {
+        instrument: instrument.into(),
+        update_period_ms: Some(update),
+        window_ms: Some(window),
+        window_ms_ci95: window_ci,
+        latency_ms: Some(latency),
+        latency_ms_ci95: None,
+        refused: None,
+        board_fall_tau_ms: None,
+        fit_rms: None,
+        edges_used: 0,
+        read_period_ms: None,
+    }
+}
+
+/// The H200's paths as measured (results/h200x2-2026-11-30, six fits on
+/// two machines, driver 580.159): buffered samples on an exact 20 ms grid
+/// averaging 4–9 ms (6 ms taken, ±2.5), about 1 ms after their timestamps;
+/// the fields every 100 ms, the instant one over a window not pinned down
+/// (2–33 ms; 20 ms taken), the average one over ~975 ms.
+fn h200_paths() -> Vec<PathModel> {
+    vec![
+        path_model("buffered_w", 20.0, 6.0, Some(2.5), 1.0),
+        path_model("instant_w", 100.0, 20.0, Some(15.0), 14.0),
+        path_model("average_w", 100.0, 975.0, Some(15.0), 10.0),
+    ]
+}
+
+impl SensorModel {
+    /// The model of `gpu`'s `instrument` (any GPU's if that one is missing).
+    pub fn path(&self, gpu: &str, instrument: &str) -> Option<&PathModel> {
+        fn find<'a>(g: &'a GpuSensor, instrument: &str) -> Option<&'a PathModel> {
+            g.paths
+                .iter()
+                .find(|p| p.instrument == instrument && p.refused.is_none())
+        }
+        self.gpus
+            .iter()
+            .find(|g| g.gpu == gpu)
+            .and_then(|g| find(g, instrument))
+            .or_else(|| self.gpus.iter().find_map(|g| find(g, instrument)))
+    }
+
+    /// The built-in profile of a GPU model that has been measured (by its
+    /// NVML name), if there is one.
+    pub fn builtin(device_name: &str, gpus: &[String]) -> Option<SensorModel> {
+        if !device_name.contains("H200") {
+            return None;
+        }
+        Some(SensorModel {
+            source: format!(
+                "built-in H200 profile (measured on 2 × H200, driver 580.159: buffered samples every 20 ms averaging 6 ± 2.5 ms) for {device_name}"
+            ),
+            kind: ModelKind::BuiltIn,
+            gpus: gpus
+                .iter()
+                .map(|g| GpuSensor {
+                    gpu: g.clone(),
+                    paths: h200_paths(),
+                    probes: Vec::new(),
+                })
+                .collect(),
+        })
+    }
+
+    /// For a GPU model never measured: the H200's values, said as such on
+    /// every verdict. Run `powerlab calibrate` on such a GPU.
+    pub fn nominal(device_name: &str, gpus: &[String]) -> SensorModel {
+        SensorModel {
+            source: format!(
+                "nominal (not calibrated): {device_name} has not been measured, so the H200's values are assumed (buffered 20 ms / 6 ms, fields 100 ms); run `powerlab calibrate` on this GPU"
+            ),
+            kind: ModelKind::Nominal,
+            gpus: gpus
+                .iter()
+                .map(|g| GpuSensor {
+                    gpu: g.clone(),
+                    paths: h200_paths(),
+                    probes: Vec::new(),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Reads a sensor model written by `powerlab calibrate`; a file that is
+/// missing or is not one is an error naming it (never a silent fallback).
+pub fn read_model(path: &Path) -> Result<SensorModel, CollateError> {
+    let text = std::fs::read_to_string(path).map_err(|e| CollateError::io(path, e))?;
+    serde_json::from_str::<SensorModel>(&text).map_err(|e| CollateError::BadRaw {
+        path: path.to_path_buf(),
+        message: format!("not a sensor model written by `powerlab calibrate`: {e}"),
+    })
+}

@@ -1,0 +1,162 @@
+//! The raw readings by series, and the recorded edges by rung: the two
+//! indexes every analysis reads instead of the raw frames. A run's samples
+//! are split once into time-sorted series per (node, GPU, instrument), and
+//! its edges once into achieved times per (rung, GPU, kind); small helpers
+//! cut spans and updates out of a series.
+
+use polars::prelude::*;
+use std::collections::BTreeMap;
+
+/// Every raw series by (node, GPU, instrument), time-sorted.
+pub struct SeriesSet {
+    by: BTreeMap<(String, String, String), Vec<(i64, f64)>>,
+}
+
+impl SeriesSet {
+    /// Splits the raw power frame. A handful of keys over millions of rows:
+    /// the key of the previous row is tried first (a raw file holds one
+    /// GPU), then the few seen so far, so no key is allocated per row.
+    pub fn from_frame(power: &DataFrame) -> SeriesSet {
+        let mut by = BTreeMap::new();
+        let col = |name: &str| power.column(name).ok();
+        let (Some(ts), Some(v), Some(node), Some(gpu), Some(inst)) = (
+            col("ts_ns"),
+            col("value"),
+            col("node"),
+            col("gpu"),
+            col("instrument"),
+        ) else {
+            return SeriesSet { by };
+        };
+        let (Ok(ts), Ok(v), Ok(node), Ok(gpu), Ok(inst)) =
+            (ts.i64(), v.f64(), node.str(), gpu.str(), inst.str())
+        else {
+            return SeriesSet { by };
+        };
+        type Keyed<'a> = (&'a str, &'a str, &'a str, Vec<(i64, f64)>);
+        let mut keys: Vec<Keyed<'_>> = Vec::new();
+        let mut last = 0usize;
+        for ((((t, val), n), g), i) in ts
+            .iter()
+            .zip(v.iter())
+            .zip(node.iter())
+            .zip(gpu.iter())
+            .zip(inst.iter())
+        {
+            let (Some(t), Some(val), Some(n), Some(g), Some(i)) = (t, val, n, g, i) else {
+                continue;
+            };
+            let same = |k: &(&str, &str, &str, Vec<(i64, f64)>)| k.2 == i && k.1 == g && k.0 == n;
+            if !keys.get(last).is_some_and(same) {
+                last = match keys.iter().position(same) {
+                    Some(k) => k,
+                    None => {
+                        keys.push((n, g, i, Vec::new()));
+                        keys.len() - 1
+                    }
+                };
+            }
+            keys[last].3.push((t, val));
+        }
+        for (n, g, i, mut s) in keys {
+            if !s.windows(2).all(|w| w[0].0 <= w[1].0) {
+                s.sort_by_key(|x| x.0);
+            }
+            by.insert((n.to_string(), g.to_string(), i.to_string()), s);
+        }
+        SeriesSet { by }
+    }
+
+    /// One series of a single-node run (empty if absent).
+    pub fn get(&self, gpu: &str, instrument: &str) -> &[(i64, f64)] {
+        self.by
+            .iter()
+            .find(|((_, g, i), _)| g == gpu && i == instrument)
+            .map(|(_, v)| v.as_slice())
+            .unwrap_or(&[])
+    }
+
+    /// The latest reading of any series, epoch ns.
+    pub fn last_ts_ns(&self) -> Option<i64> {
+        self.by.values().filter_map(|s| s.last().map(|x| x.0)).max()
+    }
+
+    /// One series of one node (empty if absent).
+    pub fn get_at(&self, node: &str, gpu: &str, instrument: &str) -> &[(i64, f64)] {
+        self.by
+            .get(&(node.to_string(), gpu.to_string(), instrument.to_string()))
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+    }
+}
+
+/// The readings of a time-sorted series with `from <= t < to`.
+pub fn span(s: &[(i64, f64)], from: i64, to: i64) -> &[(i64, f64)] {
+    let lo = s.partition_point(|x| x.0 < from);
+    let hi = s.partition_point(|x| x.0 < to).max(lo);
+    &s[lo..hi]
+}
+
+/// Readings where the value changed, at the first read that showed it.
+pub fn changes(s: &[(i64, f64)]) -> Vec<(i64, f64)> {
+    s.windows(2)
+        .filter(|w| w[1].1 != w[0].1)
+        .map(|w| w[1])
+        .collect()
+}
+
+/// Median time between consecutive points, ms.
+pub fn median_spacing_ms(s: &[(i64, f64)]) -> Option<f64> {
+    let spacing: Vec<f64> = s
+        .windows(2)
+        .map(|w| (w[1].0 - w[0].0) as f64 / 1e6)
+        .filter(|d| *d > 0.0)
+        .collect();
+    crate::stats::median(&spacing)
+}
+
+/// Achieved edge times by (rung, GPU, kind), grouped once: a long campaign
+/// has millions of edges and every rung of every GPU asks for its own.
+pub struct EdgeIndex(BTreeMap<(u32, String, String), Vec<i64>>);
+
+impl EdgeIndex {
+    /// Groups the edges frame (as `edges::read_edges` reads `edges.csv`) by
+    /// rung, GPU and kind (columnar: one partition per key).
+    pub fn from_frame(edges: Option<&DataFrame>) -> EdgeIndex {
+        let mut m: BTreeMap<(u32, String, String), Vec<i64>> = BTreeMap::new();
+        let Some(parts) =
+            edges.and_then(|df| df.partition_by(["rung_id", "gpu", "kind"], true).ok())
+        else {
+            return EdgeIndex(m);
+        };
+        for part in parts {
+            let rung = part
+                .column("rung_id")
+                .ok()
+                .and_then(|c| c.u32().ok().and_then(|c| c.get(0)));
+            let text = |name: &str| {
+                part.column(name)
+                    .ok()
+                    .and_then(|c| c.str().ok().and_then(|s| s.get(0).map(str::to_string)))
+            };
+            let (Some(rung), Some(gpu), Some(kind)) = (rung, text("gpu"), text("kind")) else {
+                continue;
+            };
+            let Ok(at) = part.column("achieved_ns").and_then(|c| c.i64().cloned()) else {
+                continue;
+            };
+            m.entry((rung, gpu, kind))
+                .or_default()
+                .extend(at.into_no_null_iter());
+        }
+        EdgeIndex(m)
+    }
+
+    /// Achieved times of one rung's edges of one kind on one GPU.
+    pub fn get(&self, rung: u32, gpu: &str, kind: &str) -> &[i64] {
+        self.0
+            .get(&(rung, gpu.to_string(), kind.to_string()))
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+    }
+}

@@ -1,0 +1,64 @@
+//! Which sensor model a run's numbers are judged by: its own calibration
+//! when it has one, else a `sensor.json` given to the run, else the
+//! built-in profile of its GPU model, else nominal values. A refused
+//! calibration fit is replaced path by path from the fallback.
+
+use super::calibration::calibrate;
+use super::model::{ModelKind, PathModel, SensorModel, read_model};
+use super::series::{EdgeIndex, SeriesSet};
+use crate::error::CollateError;
+use crate::load::Run;
+use powerlab_rundir::RunDir;
+
+/// The model this run's numbers are judged by, and where it came from:
+/// its own calibration rungs; else a `sensor.json` given to the run; else
+/// the built-in profile of its GPU model; else nominal values. A path whose
+/// calibration fit was refused takes the next source's values for that path.
+pub fn model_for(
+    dir: &RunDir,
+    run: &Run,
+    series: &SeriesSet,
+    edges: &EdgeIndex,
+) -> Result<SensorModel, CollateError> {
+    let keys: Vec<String> = run
+        .manifest
+        .backend
+        .gpus
+        .iter()
+        .map(|g| g.key.clone())
+        .collect();
+    let name = run
+        .manifest
+        .backend
+        .gpus
+        .first()
+        .map(|g| g.name.clone())
+        .unwrap_or_default();
+    let fallback =
+        SensorModel::builtin(&name, &keys).unwrap_or_else(|| SensorModel::nominal(&name, &keys));
+    if let Some(mut m) = calibrate(run, series, edges) {
+        // A refused path keeps its fit on record and is judged by the fallback's values.
+        for g in &mut m.gpus {
+            let refused: Vec<PathModel> = g
+                .paths
+                .iter()
+                .filter(|p| p.refused.is_some())
+                .cloned()
+                .collect();
+            for r in refused {
+                if let Some(f) = fallback.path(&g.gpu, &r.instrument) {
+                    g.paths.push(f.clone());
+                }
+            }
+        }
+        return Ok(m);
+    }
+    let given = dir.path.join("sensor.json");
+    if given.exists() {
+        let mut m = read_model(&given)?;
+        m.source = format!("sensor.json given to the run ({})", m.source);
+        m.kind = ModelKind::Given;
+        return Ok(m);
+    }
+    Ok(fallback)
+}
