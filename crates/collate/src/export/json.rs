@@ -32,7 +32,7 @@ pub fn write_summary(
 
 /// Writes `sensor.json`: the model the run's verdicts were judged by.
 pub fn write_sensor_model(model: &SensorModel, dir: &Path) -> Result<PathBuf, CollateError> {
-    let path = dir.join("sensor.json");
+    let path = powerlab_rundir::RunFile::SensorModel.path_in(dir);
     write_pretty(model, &path)?;
     Ok(path)
 }

@@ -22,12 +22,9 @@ use powerlab_rundir::RunDir;
 use std::path::{Path, PathBuf};
 use tables::{NodeSummaryRow, RACK_DUTY_CAVEAT, rack_starts, status_text};
 
-/// `rack.json`, written by rank 0 at the start of a rack run.
-pub const RACK_FILE: &str = "rack.json";
-
 /// Whether `dir` is a rack run directory.
 pub fn is_rack_dir(dir: &Path) -> bool {
-    dir.join(RACK_FILE).is_file()
+    powerlab_rundir::RunFile::Rack.path_in(dir).is_file()
         || dir.join("nodes").is_dir() && !dir.join("manifest.json").exists()
 }
 

@@ -53,7 +53,7 @@ pub fn model_for(
         }
         return Ok(m);
     }
-    let given = dir.path.join("sensor.json");
+    let given = dir.file(powerlab_rundir::RunFile::SensorModel);
     if given.exists() {
         let mut m = read_model(&given)?;
         m.source = format!("sensor.json given to the run ({})", m.source);
