@@ -20,7 +20,7 @@ pub fn run(a: &RunArgs) -> Result<i32> {
     if let Some(launch) =
         powerlab_rack::launcher::detect_from_process().filter(|l| l.world_size > 1)
     {
-        return crate::cmd_rack::run(&cfg, launch);
+        return crate::rack::run(&cfg, launch);
     }
     let outcome = run_node(&cfg, None)?;
     finish(&cfg, outcome)

@@ -36,10 +36,10 @@ mod cmd_observe;
 mod cmd_preflight;
 // Without the `mpi` feature only the refusal is reachable.
 mod cmd_plan;
-#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
-mod cmd_rack;
 mod cmd_run;
 mod node;
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+mod rack;
 mod ui;
 
 use clap::Parser;

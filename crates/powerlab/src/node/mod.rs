@@ -4,7 +4,7 @@
 //! asked for (real GPUs, or the simulated node only when asked for), makes
 //! the start decision (alone or with the rack), runs the campaign and hands
 //! the result to [`finish`]. `cmd_run` dispatches here, and a rack run
-//! (`cmd_rack`) runs each of its nodes through the same room.
+//! (`rack`) runs each of its nodes through the same room.
 
 mod config;
 mod execute;
