@@ -12,32 +12,21 @@
 
 pub mod barrier;
 pub mod coordinator;
+mod crew;
+mod driver;
 pub mod error;
 pub mod lock;
+mod monitor;
 pub mod observer;
 pub mod rack;
+mod run_files;
 pub mod sampler;
+mod schedule;
+pub mod stop;
 pub mod worker;
 
 pub use coordinator::{RunOptions, RunResult, check_results_root, run_campaign};
 pub use error::RunError;
 pub use observer::{NullObserver, Observer};
 pub use rack::RackRun;
-
-/// Why a run is being stopped early.
-#[derive(Debug, Clone, PartialEq)]
-pub enum StopReason {
-    /// A signal or the user (Ctrl-C, SIGTERM).
-    Interrupted(String),
-    /// A fault or interlock.
-    Failed(String),
-}
-
-impl StopReason {
-    /// The human text.
-    pub fn text(&self) -> &str {
-        match self {
-            StopReason::Interrupted(s) | StopReason::Failed(s) => s,
-        }
-    }
-}
+pub use stop::{StopLatch, StopReason};

@@ -5,7 +5,7 @@
 //! (Ctrl-C, SIGTERM from the launcher, an interlock) is noticed at once and
 //! a silent node becomes a timeout naming the rung, never a hang.
 
-use crate::StopReason;
+use crate::stop::{StopLatch, StopReason};
 use powerlab_campaign::RackPosition;
 use powerlab_rack::protocol::{all_ended, decide, gather_json};
 use powerlab_rack::{Agreement, NodeEnd, Pending, RackError, RackLink, RackMsg};
@@ -13,7 +13,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-use tokio::sync::watch;
 
 /// This node's part in a rack run.
 pub struct RackRun {
@@ -127,10 +126,7 @@ impl RackSync {
 
     /// Watches for another node's alarm (sent when it leaves its rung loop,
     /// mid-rung included) and stops this node at once, naming that node.
-    pub(crate) fn spawn_alarm_watch(
-        &self,
-        abort: watch::Sender<Option<StopReason>>,
-    ) -> tokio::task::JoinHandle<()> {
+    pub(crate) fn spawn_alarm_watch(&self, stop: StopLatch) -> tokio::task::JoinHandle<()> {
         let rack = self.rack.clone();
         let slot = self.alarm.clone();
         tokio::spawn(async move {
@@ -152,16 +148,9 @@ impl RackSync {
                     *a = Some((rank, text.clone()));
                 }
                 let reason = format!("stopped because {text}; every node of the rack stops");
-                abort.send_if_modified(|cur| {
-                    if cur.is_none() {
-                        *cur = Some(match end {
-                            NodeEnd::Interrupted { .. } => StopReason::Interrupted(reason.clone()),
-                            _ => StopReason::Failed(reason.clone()),
-                        });
-                        true
-                    } else {
-                        false
-                    }
+                stop.raise(match end {
+                    NodeEnd::Interrupted { .. } => StopReason::Interrupted(reason),
+                    _ => StopReason::Failed(reason),
                 });
                 return;
             }
@@ -239,7 +228,7 @@ impl RackSync {
         label: &str,
         now_ns: i64,
         lead_ns: i64,
-        abort: &watch::Receiver<Option<StopReason>>,
+        stop: &StopLatch,
     ) -> Result<i64, StopReason> {
         let msg = RackMsg::Rung {
             rung_id,
@@ -251,17 +240,17 @@ impl RackSync {
         // exchange: the others answer it with their ends, and the
         // collectives stay paired.
         let alarm = self.alarm.clone();
-        let stop = || {
+        let stopped = || {
             if SIGNAL_SEEN.load(Ordering::Relaxed)
                 || alarm.lock().map(|a| a.is_none()).unwrap_or(true)
             {
-                abort.borrow().clone()
+                stop.current()
             } else {
                 None
             }
         };
         let msgs = self
-            .exchange(msg, &format!("rack barrier before rung {label}"), &stop)
+            .exchange(msg, &format!("rack barrier before rung {label}"), &stopped)
             .await?;
         match decide(&msgs) {
             Ok(Agreement::Start { epoch_ns }) => Ok(epoch_ns),

@@ -88,3 +88,42 @@ pub fn spawn_worker(
     });
     (tx, handle)
 }
+
+/// Sends every worker the command `make` builds for it, then waits for
+/// every answer, in worker order.
+pub(crate) async fn ask_all<T: Send + 'static>(
+    workers: &[mpsc::Sender<WorkerCmd>],
+    make: impl Fn(usize, oneshot::Sender<T>) -> WorkerCmd,
+) -> Result<Vec<T>, HwError> {
+    let mut rxs = Vec::new();
+    for (i, w) in workers.iter().enumerate() {
+        let (tx, rx) = oneshot::channel();
+        w.send(make(i, tx))
+            .await
+            .map_err(|_| HwError::Other(format!("worker {i} is gone")))?;
+        rxs.push(rx);
+    }
+    let mut out = Vec::new();
+    for (i, rx) in rxs.into_iter().enumerate() {
+        out.push(
+            rx.await
+                .map_err(|_| HwError::Other(format!("worker {i} ended without answering")))?,
+        );
+    }
+    Ok(out)
+}
+
+/// The answers of every GPU, or the first GPU's error with that GPU's key.
+pub(crate) fn first_error<T>(
+    results: Vec<Result<T, HwError>>,
+    keys: &[String],
+) -> Result<Vec<T>, (String, HwError)> {
+    let mut out = Vec::new();
+    for (i, r) in results.into_iter().enumerate() {
+        match r {
+            Ok(v) => out.push(v),
+            Err(e) => return Err((keys[i].clone(), e)),
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,146 @@
+//! The tasks of a run: one sampler and one worker per GPU, and the monitor
+//! over the samplers. This module starts them in order (samplers first, so
+//! that every rung is sampled from its warm-up on) and stops them in the
+//! reverse order: every GPU's load off first, then the samplers' final
+//! drain and flush, then the monitor.
+
+use crate::error::RunError;
+use crate::monitor::Monitor;
+use crate::sampler::{SamplerConfig, SamplerMsg, SamplerStats, spawn_sampler};
+use crate::stop::StopLatch;
+use crate::worker::{WorkerCmd, spawn_worker};
+use powerlab_campaign::Campaign;
+use powerlab_core::RunClock;
+use powerlab_core::hw::{Gpu, PowerSource};
+use powerlab_rundir::{RawWriter, RunEvent};
+use std::path::Path;
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::task::JoinHandle;
+
+/// The running tasks of one run.
+pub(crate) struct Crew {
+    /// The workers' command channels, by GPU.
+    pub workers: Vec<mpsc::Sender<WorkerCmd>>,
+    worker_handles: Vec<JoinHandle<()>>,
+    stop_samplers: watch::Sender<bool>,
+    sampler_handles: Vec<JoinHandle<SamplerStats>>,
+    monitor: JoinHandle<()>,
+}
+
+/// What the crew is started on.
+pub(crate) struct CrewSetup<'a> {
+    /// The campaign (its sampling cadence and limits).
+    pub campaign: &'a Campaign,
+    /// The raw directory of the run.
+    pub raw_dir: &'a Path,
+    /// The node id written on every raw row.
+    pub node_id: &'a str,
+    /// The GPU keys, by run index.
+    pub keys: &'a [String],
+    /// The run clock.
+    pub clock: RunClock,
+    /// Run start, ns (named in the raw files).
+    pub start_ns: i64,
+    /// The run's stop latch.
+    pub stop: &'a StopLatch,
+}
+
+impl Crew {
+    /// Creates every raw file and starts the samplers, the monitor and the
+    /// workers. The monitor's events arrive on the returned receiver.
+    pub fn start(
+        setup: CrewSetup<'_>,
+        gpus: Vec<Box<dyn Gpu>>,
+        sources: Vec<Box<dyn PowerSource>>,
+    ) -> Result<(Crew, mpsc::UnboundedReceiver<RunEvent>), RunError> {
+        let CrewSetup {
+            campaign,
+            raw_dir,
+            node_id,
+            keys,
+            clock,
+            start_ns,
+            stop,
+        } = setup;
+        let cfg = sampler_config(campaign);
+        let (stop_samplers, stop_samplers_rx) = watch::channel(false);
+        let (sampler_tx, sampler_rx) = mpsc::unbounded_channel::<SamplerMsg>();
+        let mut sampler_handles = Vec::new();
+        for (i, source) in sources.into_iter().enumerate() {
+            let writer = RawWriter::create(raw_dir, node_id, &keys[i], start_ns)?;
+            sampler_handles.push(spawn_sampler(
+                i,
+                source,
+                writer,
+                clock,
+                cfg.clone(),
+                sampler_tx.clone(),
+                stop_samplers_rx.clone(),
+            ));
+        }
+        drop(sampler_tx);
+        let monitor = Monitor {
+            stop: stop.clone(),
+            max_node_w: campaign.limits.max_node_power_w,
+            gpus: keys.len(),
+            clock,
+        };
+        let (monitor, monitor_rx) = monitor.spawn(sampler_rx);
+        let abort_rx = stop.subscribe();
+        let mut workers = Vec::new();
+        let mut worker_handles = Vec::new();
+        for gpu in gpus {
+            let (tx, h) = spawn_worker(gpu, abort_rx.clone());
+            workers.push(tx);
+            worker_handles.push(h);
+        }
+        let crew = Crew {
+            workers,
+            worker_handles,
+            stop_samplers,
+            sampler_handles,
+            monitor,
+        };
+        Ok((crew, monitor_rx))
+    }
+
+    /// Stops every GPU, then the samplers (final drain and flush), then
+    /// waits briefly for the monitor. Returns each sampler's statistics (a
+    /// sampler that did not end in time reports empty ones).
+    pub async fn stop(&mut self) -> Vec<SamplerStats> {
+        for w in &self.workers {
+            let (tx, rx) = oneshot::channel();
+            if w.send(WorkerCmd::Stop { reply: tx }).await.is_ok() {
+                let _ = tokio::time::timeout(Duration::from_secs(2), rx).await;
+            }
+        }
+        self.workers.clear();
+        for h in self.worker_handles.drain(..) {
+            let _ = tokio::time::timeout(Duration::from_secs(2), h).await;
+        }
+        let _ = self.stop_samplers.send(true);
+        let mut samplers = Vec::new();
+        for h in self.sampler_handles.drain(..) {
+            match tokio::time::timeout(Duration::from_secs(5), h).await {
+                Ok(Ok(s)) => samplers.push(s),
+                _ => samplers.push(SamplerStats::default()),
+            }
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(1), &mut self.monitor).await;
+        samplers
+    }
+}
+
+/// The samplers' cadence and limits, from the campaign.
+fn sampler_config(campaign: &Campaign) -> SamplerConfig {
+    SamplerConfig {
+        poll_ns: (campaign.sampling.poll_interval_ms * 1e6) as i64,
+        buffer_ns: (campaign.sampling.buffer_interval_ms * 1e6) as i64,
+        fields_ns: (campaign.sampling.field_interval_ms * 1e6) as i64,
+        status_ns: (campaign.sampling.status_interval_ms * 1e6) as i64,
+        flush_ns: (campaign.sampling.flush_interval_ms * 1e6) as i64,
+        limits: campaign.limits.clone(),
+        unresponsive_ns: 2_000_000_000,
+    }
+}

@@ -1,0 +1,181 @@
+//! The rung driver: the state of a run between its start and its end. It
+//! holds the workers, the run's writers (events, edges, collectives), the
+//! rack exchange and the progress made, and runs the plan rung by rung
+//! until the plan is done or the run is stopped. Each rung's phases live in
+//! [`rung`]; stopping the crew and the closing events live in [`ending`].
+
+mod ending;
+mod journal;
+mod rung;
+
+use journal::Journal;
+
+use crate::StopReason;
+use crate::coordinator::RunOptions;
+use crate::crew::Crew;
+use crate::error::RunError;
+use crate::observer::Observer;
+use crate::rack::RackSync;
+use crate::stop::StopLatch;
+use powerlab_campaign::{Campaign, Plan};
+use powerlab_core::RunClock;
+use powerlab_rundir::{CollectiveWriter, EdgeWriter, EventLog, RunDir, RunEvent};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+/// How the rung loop ended: every rung done, or the reason it stopped.
+pub(crate) type Outcome = Result<(), StopReason>;
+
+/// The files a run writes as it goes (the raw files belong to the samplers).
+pub(crate) struct Writers {
+    /// `events.jsonl`.
+    pub events: EventLog,
+    /// `edges.csv`.
+    pub edges: EdgeWriter,
+    /// `collectives.csv`, created on first use.
+    pub collectives: CollectiveWriter,
+}
+
+impl Writers {
+    /// Creates the event log and the edge file in `dir`.
+    pub fn create(dir: &RunDir) -> Result<Writers, RunError> {
+        Ok(Writers {
+            events: EventLog::create(&dir.events())?,
+            edges: EdgeWriter::create(&dir.edges())?,
+            collectives: CollectiveWriter::new(&dir.collectives()),
+        })
+    }
+}
+
+/// Drives the rungs of one run.
+pub(crate) struct RungDriver<'a> {
+    journal: Journal<'a>,
+    crew: Crew,
+    keys: Vec<String>,
+    edges: EdgeWriter,
+    collectives: CollectiveWriter,
+    rack: Option<RackSync>,
+    alarm_watch: Option<JoinHandle<()>>,
+    /// Largest start error that still counts as meeting the barrier, ns.
+    tolerance_ns: i64,
+    /// Longest wait for every GPU to report ready, ns.
+    prepare_timeout_ns: i64,
+    /// Nominal ns of the whole plan.
+    total_ns: i64,
+    /// Nominal ns of the rungs completed.
+    done_ns: i64,
+    /// Rungs completed.
+    completed: usize,
+}
+
+/// What a driver is made of: the run's clock, stop latch and observer, its
+/// open writers, and the started crew with the monitor's events.
+pub(crate) struct DriverParts<'a> {
+    /// The run clock.
+    pub clock: RunClock,
+    /// The run's stop latch.
+    pub stop: StopLatch,
+    /// The user's view of the run.
+    pub observer: &'a mut dyn Observer,
+    /// The open writers.
+    pub writers: Writers,
+    /// The started samplers, monitor and workers.
+    pub crew: Crew,
+    /// The monitor's events.
+    pub monitor_rx: mpsc::UnboundedReceiver<RunEvent>,
+    /// The GPU keys, by run index.
+    pub keys: Vec<String>,
+}
+
+impl<'a> RungDriver<'a> {
+    /// A driver that runs `plan` of `campaign` with `parts`.
+    pub fn new(
+        parts: DriverParts<'a>,
+        campaign: &Campaign,
+        plan: &Plan,
+        opts: &RunOptions,
+    ) -> Self {
+        let DriverParts {
+            clock,
+            stop,
+            observer,
+            writers,
+            crew,
+            monitor_rx,
+            keys,
+        } = parts;
+        let Writers {
+            events,
+            edges,
+            collectives,
+        } = writers;
+        RungDriver {
+            journal: Journal::new(clock, stop, observer, events, monitor_rx),
+            crew,
+            keys,
+            edges,
+            collectives,
+            rack: None,
+            alarm_watch: None,
+            tolerance_ns: (campaign.limits.barrier_tolerance_ms * 1e6) as i64,
+            prepare_timeout_ns: opts.prepare_timeout_ns,
+            total_ns: plan.total_ns(),
+            done_ns: 0,
+            completed: 0,
+        }
+    }
+
+    /// Logs the run's start and, in a rack run, joins the rack: from now on
+    /// another node's alarm stops this one.
+    pub fn begin(
+        &mut self,
+        campaign: &Campaign,
+        plan: &Plan,
+        backend: &str,
+        opts: &RunOptions,
+        start_ns: i64,
+    ) -> Result<(), RunError> {
+        self.journal.log(RunEvent::RunStarted {
+            ts_ns: start_ns,
+            campaign: campaign.name.clone(),
+            backend: backend.into(),
+            rungs: plan.rungs.len(),
+        })?;
+        let virtual_time = self.journal.clock.is_virtual();
+        self.rack = opts.rack.clone().map(|r| RackSync::new(r, virtual_time));
+        self.alarm_watch = self
+            .rack
+            .as_ref()
+            .map(|r| r.spawn_alarm_watch(self.journal.stop.clone()));
+        if let Some(r) = &opts.rack {
+            let detail = serde_json::json!({ "rank": r.position.rank, "nodes": r.nodes, "stagger": campaign.rack.stagger.as_str() });
+            self.journal.log(RunEvent::Note {
+                ts_ns: start_ns,
+                topic: "rack".into(),
+                detail,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Runs the plan's rungs in order until one fails or the run is
+    /// stopped. Before each rung the monitor's events are logged and a
+    /// raised stop reason ends the loop.
+    pub async fn run_rungs(&mut self, plan: &Plan) -> Result<Outcome, RunError> {
+        for rung in &plan.rungs {
+            self.journal.pump_monitor()?;
+            if let Some(r) = self.journal.stop_reason() {
+                return Ok(Err(r));
+            }
+            if let Err(reason) = self.run_rung(rung).await {
+                return Ok(Err(reason));
+            }
+            self.completed += 1;
+            self.done_ns += rung.nominal_ns();
+            self.journal
+                .observer
+                .progress(self.done_ns, self.total_ns, &rung.label);
+        }
+        Ok(Ok(()))
+    }
+}

@@ -1,0 +1,114 @@
+//! What a run tells while it goes: every event is appended to
+//! `events.jsonl` and shown to the observer, the monitor's events are
+//! logged in the order they arrived, and every wait shows progress and ends
+//! at once when the run is stopped.
+
+use crate::error::RunError;
+use crate::observer::Observer;
+use crate::stop::{StopLatch, StopReason};
+use powerlab_core::RunClock;
+use powerlab_rundir::{EventLog, RunEvent};
+use std::future::Future;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// Where a wait stands in the campaign, for the progress shown meanwhile.
+pub(crate) struct Progress<'a> {
+    /// Nominal ns of the campaign done when the wait began.
+    pub done_ns: i64,
+    /// Nominal ns of the whole campaign.
+    pub total_ns: i64,
+    /// Run-clock time from which the wait's own progress counts.
+    pub start_ns: i64,
+    /// The current rung's label.
+    pub label: &'a str,
+}
+
+/// The event log, the observer and the stop latch of a run.
+pub(crate) struct Journal<'a> {
+    /// The run clock.
+    pub clock: RunClock,
+    /// The run's stop latch.
+    pub stop: StopLatch,
+    /// The user's view of the run.
+    pub observer: &'a mut dyn Observer,
+    events: EventLog,
+    monitor_rx: mpsc::UnboundedReceiver<RunEvent>,
+}
+
+impl<'a> Journal<'a> {
+    /// A journal writing into `events`, with the monitor's events arriving
+    /// on `monitor_rx`.
+    pub fn new(
+        clock: RunClock,
+        stop: StopLatch,
+        observer: &'a mut dyn Observer,
+        events: EventLog,
+        monitor_rx: mpsc::UnboundedReceiver<RunEvent>,
+    ) -> Self {
+        Journal {
+            clock,
+            stop,
+            observer,
+            events,
+            monitor_rx,
+        }
+    }
+
+    /// Shows an event to the observer and appends it to the event log.
+    pub fn log(&mut self, e: RunEvent) -> Result<(), RunError> {
+        self.observer.event(&e);
+        self.events.append(&e).map_err(RunError::from)
+    }
+
+    /// Logs every event the monitor has forwarded so far.
+    pub fn pump_monitor(&mut self) -> Result<(), RunError> {
+        while let Ok(e) = self.monitor_rx.try_recv() {
+            self.log(e)?;
+        }
+        Ok(())
+    }
+
+    /// The run's stop reason, if one was raised.
+    pub fn stop_reason(&self) -> Option<StopReason> {
+        self.stop.current()
+    }
+
+    /// Awaits `f` unless the run is stopped first; reports progress each second.
+    pub async fn guarded<F: Future>(
+        &mut self,
+        f: F,
+        progress: Progress<'_>,
+    ) -> Result<F::Output, StopReason> {
+        tokio::pin!(f);
+        let Progress {
+            done_ns,
+            total_ns,
+            start_ns,
+            label,
+        } = progress;
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let mut abort_rx = self.stop.subscribe();
+        loop {
+            tokio::select! {
+                out = &mut f => {
+                    // A worker that answered because the run was aborted must
+                    // not turn the abort's reason into its own error.
+                    if let Some(reason) = self.stop_reason() {
+                        return Err(reason);
+                    }
+                    return Ok(out);
+                }
+                r = abort_rx.wait_for(|v| v.is_some()) => {
+                    let reason = r.ok().and_then(|v| v.clone()).unwrap_or_else(|| StopReason::Failed("abort channel closed".into()));
+                    return Err(reason);
+                }
+                _ = tick.tick() => {
+                    let elapsed = (self.clock.now_ns() - start_ns).max(0);
+                    self.observer.progress(done_ns + elapsed, total_ns, label);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,264 @@
+//! One rung, phase by phase: the barrier (every GPU warm and ready, then a
+//! start epoch every GPU and every node agrees on), the window, the record
+//! of what each GPU did, and the cooldown. Any phase ends the rung with a
+//! stop reason when a GPU fails, hangs, or the run is stopped meanwhile.
+
+use super::RungDriver;
+use super::journal::Progress;
+use crate::StopReason;
+use crate::barrier::{choose_lead_ns, start_error_ns};
+use crate::error::RunError;
+use crate::schedule::{rung_info, schedule_for};
+use crate::worker::{WorkerCmd, ask_all, first_error};
+use powerlab_campaign::Rung;
+use powerlab_core::hw::{HwError, Readiness, RungOutcome};
+use powerlab_rundir::events::DEVICE_CLOCK_TOPIC;
+use powerlab_rundir::{GpuReady, RunEvent};
+use std::time::Duration;
+
+/// The start every GPU of the rung was given.
+struct Start {
+    /// When it was chosen, on the run clock.
+    now_ns: i64,
+    /// The window's start.
+    epoch_ns: i64,
+    /// From choosing to the window's start, ns.
+    lead_ns: i64,
+}
+
+/// A GPU's failure during `what`.
+fn fail(what: &str, gpu: &str, e: &HwError) -> StopReason {
+    StopReason::Failed(format!("{what} on {gpu}: {e}"))
+}
+
+/// A failed write into the run directory.
+fn io(e: RunError) -> StopReason {
+    StopReason::Failed(format!("writing the run directory failed: {e}"))
+}
+
+impl RungDriver<'_> {
+    /// Runs one rung: barrier, window, record, cooldown.
+    pub(super) async fn run_rung(&mut self, rung: &Rung) -> Result<(), StopReason> {
+        let t0 = self.journal.clock.now_ns();
+        let ready = self.warm_up(rung, t0).await?;
+        let start = self.agree_start(rung, &ready).await?;
+        self.announce(rung, &ready, &start)?;
+        let outcomes = self.run_window(rung, &start).await?;
+        self.record(rung, &outcomes)?;
+        self.cool_down(rung, t0).await
+    }
+
+    /// Barrier, part 1: every GPU warm and ready (they keep warm meanwhile).
+    async fn warm_up(&mut self, rung: &Rung, t0: i64) -> Result<Vec<Readiness>, StopReason> {
+        let warm_load = schedule_for(rung, 0, 0).shape.load();
+        let warmup_ns = rung.warmup_ns;
+        let prepare = ask_all(&self.crew.workers, |_, reply| WorkerCmd::Prepare {
+            warmup_ns,
+            warm_load,
+            reply,
+        });
+        let limit = Duration::from_nanos(self.prepare_timeout_ns as u64);
+        let progress = Progress {
+            done_ns: self.done_ns,
+            total_ns: self.total_ns,
+            start_ns: t0,
+            label: &rung.label,
+        };
+        match self
+            .journal
+            .guarded(tokio::time::timeout(limit, prepare), progress)
+            .await?
+        {
+            Err(_) => Err(StopReason::Failed(format!(
+                "rung {}: not every GPU reported ready within {} s; a GPU is hung or far slower than the others",
+                rung.label,
+                self.prepare_timeout_ns / 1_000_000_000
+            ))),
+            Ok(Err(e)) => Err(StopReason::Failed(format!("rung {}: {e}", rung.label))),
+            Ok(Ok(results)) => {
+                first_error(results, &self.keys).map_err(|(g, e)| fail("warm-up", &g, &e))
+            }
+        }
+    }
+
+    /// Barrier, part 2: measures dispatch and chooses the epoch from
+    /// readiness; across a rack, every node starts at the epoch all of them
+    /// derived.
+    async fn agree_start(&mut self, rung: &Rung, ready: &[Readiness]) -> Result<Start, StopReason> {
+        let ping_start = std::time::Instant::now();
+        let _ = ask_all(&self.crew.workers, |_, reply| WorkerCmd::Ping { reply }).await;
+        let dispatch_ns = ping_start.elapsed().as_nanos() as i64;
+        let lead_ns = choose_lead_ns(ready, dispatch_ns);
+        let mut now_ns = self.journal.clock.now_ns();
+        let epoch_ns = match self.rack.as_mut() {
+            None => now_ns + lead_ns,
+            Some(sync) => {
+                let epoch = sync
+                    .before_rung(rung.id, &rung.label, now_ns, lead_ns, &self.journal.stop)
+                    .await?;
+                now_ns = self.journal.clock.now_ns();
+                epoch
+            }
+        };
+        Ok(Start {
+            now_ns,
+            epoch_ns,
+            lead_ns: (epoch_ns - now_ns).max(0),
+        })
+    }
+
+    /// Logs the barrier (each GPU's readiness and the chosen epoch) and the
+    /// rung's start.
+    fn announce(
+        &mut self,
+        rung: &Rung,
+        ready: &[Readiness],
+        start: &Start,
+    ) -> Result<(), StopReason> {
+        let ready_log = ready
+            .iter()
+            .zip(&self.keys)
+            .map(|(r, k)| GpuReady {
+                gpu: k.clone(),
+                ready_at_ns: r.ready_at_ns,
+                arm_latency_ns: r.arm_latency_ns,
+                clock_offset_ns: r.device_clock_offset_ns,
+                realtime_thread: r.realtime_thread,
+            })
+            .collect();
+        self.journal
+            .log(RunEvent::Barrier {
+                ts_ns: start.now_ns,
+                rung_id: rung.id,
+                ready: ready_log,
+                epoch_ns: start.epoch_ns,
+                lead_ns: start.lead_ns,
+            })
+            .map_err(io)?;
+        self.journal
+            .log(RunEvent::RungStarted {
+                ts_ns: start.now_ns,
+                rung: rung_info(rung),
+                epoch_ns: start.epoch_ns,
+                measure_from_ns: start.epoch_ns + rung.ramp_ns + rung.settle_ns,
+                end_ns: start.epoch_ns + rung.duration_ns,
+                offsets_ns: rung.offsets_ns.clone(),
+                gpus: self.keys.clone(),
+            })
+            .map_err(io)
+    }
+
+    /// The window: every GPU runs its schedule; returns what each did.
+    async fn run_window(
+        &mut self,
+        rung: &Rung,
+        start: &Start,
+    ) -> Result<Vec<RungOutcome>, StopReason> {
+        let epoch = start.epoch_ns;
+        let run = ask_all(&self.crew.workers, |i, reply| WorkerCmd::Run {
+            schedule: schedule_for(rung, i, epoch),
+            reply,
+        });
+        // Past this a GPU is hung; an NCCL rung first gets its own collective
+        // timeout, which aborts the communicators and names the rank.
+        let grace_s = rung
+            .nccl
+            .as_ref()
+            .map_or(30.0, |n| (n.timeout_s + 10.0).max(30.0));
+        let hang_limit = Duration::from_nanos((start.lead_ns + rung.duration_ns) as u64)
+            + Duration::from_secs_f64(grace_s);
+        let progress = Progress {
+            done_ns: self.done_ns + rung.warmup_ns,
+            total_ns: self.total_ns,
+            start_ns: epoch,
+            label: &rung.label,
+        };
+        match self
+            .journal
+            .guarded(tokio::time::timeout(hang_limit, run), progress)
+            .await?
+        {
+            Err(_) => Err(StopReason::Failed(format!(
+                "rung {}: a GPU did not finish its window within {grace_s:.0} s of its end (hung)",
+                rung.label
+            ))),
+            Ok(Err(e)) => Err(StopReason::Failed(format!("rung {}: {e}", rung.label))),
+            Ok(Ok(results)) => first_error(results, &self.keys)
+                .map_err(|(g, e)| fail(&format!("rung {}", rung.label), &g, &e)),
+        }
+    }
+
+    /// Writes each GPU's edges and collectives, logs the device clocks and
+    /// the rung's end with every GPU's start error, then the monitor's events.
+    fn record(&mut self, rung: &Rung, outcomes: &[RungOutcome]) -> Result<(), StopReason> {
+        let mut start_error = Vec::new();
+        for (o, key) in outcomes.iter().zip(&self.keys) {
+            self.edges
+                .write(rung.id, key, &o.edges)
+                .map_err(|e| io(e.into()))?;
+            self.collectives
+                .write(rung.id, key, &o.collectives)
+                .map_err(|e| io(e.into()))?;
+            start_error.push(start_error_ns(&o.edges).unwrap_or(i64::MAX));
+        }
+        // The device clocks' probes around the rung: their drift, and how well each offset is known.
+        let clocks: Vec<serde_json::Value> = outcomes
+            .iter()
+            .zip(&self.keys)
+            .filter_map(|(o, k)| o.clock.map(|c| serde_json::json!({ "gpu": k, "begin_ns": c.begin_ns, "offset_begin_ns": c.offset_begin_ns, "end_ns": c.end_ns, "offset_end_ns": c.offset_end_ns, "probe_rtt_ns": c.probe_rtt_ns, "drift_ppm": c.drift_ppm() })))
+            .collect();
+        if !clocks.is_empty() {
+            self.journal
+                .log(RunEvent::Note {
+                    ts_ns: self.journal.clock.now_ns(),
+                    topic: DEVICE_CLOCK_TOPIC.into(),
+                    detail: serde_json::json!({ "rung_id": rung.id, "gpus": clocks }),
+                })
+                .map_err(io)?;
+        }
+        let barrier_ok = start_error.iter().all(|e| e.abs() <= self.tolerance_ns);
+        if !barrier_ok {
+            let worst = start_error.iter().map(|e| e.abs()).max().unwrap_or(0);
+            self.journal.observer.message(&format!(
+                "rung {}: barrier missed: a GPU started {:.3} ms from its intended start",
+                rung.label,
+                worst as f64 / 1e6
+            ));
+        }
+        self.journal
+            .log(RunEvent::RungEnded {
+                ts_ns: self.journal.clock.now_ns(),
+                rung_id: rung.id,
+                start_error_ns: start_error,
+                barrier_ok,
+            })
+            .map_err(io)?;
+        self.journal.pump_monitor().map_err(io)
+    }
+
+    /// Cooldown: every GPU stops, then idles for the rung's cooldown.
+    async fn cool_down(&mut self, rung: &Rung, t0: i64) -> Result<(), StopReason> {
+        let stop = ask_all(&self.crew.workers, |_, reply| WorkerCmd::Stop { reply });
+        let progress = Progress {
+            done_ns: self.done_ns,
+            total_ns: self.total_ns,
+            start_ns: t0,
+            label: &rung.label,
+        };
+        if let Ok(results) = self.journal.guarded(stop, progress).await? {
+            first_error(results, &self.keys).map_err(|(g, e)| fail("stop", &g, &e))?;
+        }
+        let cool_until = self.journal.clock.now_ns() + rung.cooldown_ns;
+        let clock = self.journal.clock;
+        let progress = Progress {
+            done_ns: self.done_ns + rung.warmup_ns + rung.duration_ns,
+            total_ns: self.total_ns,
+            start_ns: cool_until - rung.cooldown_ns,
+            label: &rung.label,
+        };
+        self.journal
+            .guarded(clock.sleep_until(cool_until), progress)
+            .await?;
+        Ok(())
+    }
+}

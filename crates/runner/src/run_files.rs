@@ -1,0 +1,185 @@
+//! The run directory of one run, from its creation to its sealed manifest.
+//!
+//! Before anything is written this module checks that the results root can
+//! take the run (a writable directory outside every run, with room for the
+//! raw samples), so a refused run leaves nothing behind. It then creates the
+//! directory, holds its write lock, writes the first manifest and the idle
+//! preflight, and at the end seals the manifest with the final status and
+//! the checksums of the files written.
+
+use crate::coordinator::RunOptions;
+use crate::error::RunError;
+use powerlab_campaign::{Campaign, Plan};
+use powerlab_core::RunClock;
+use powerlab_core::hw::BackendInfo;
+use powerlab_rundir::{FORMAT_VERSION, Manifest, RunDir, RunDirError, RunStatus};
+use std::path::Path;
+
+/// The run directory while this process writes it.
+pub(crate) struct RunFiles {
+    /// The directory.
+    pub dir: RunDir,
+    /// The manifest, rewritten when the run ends.
+    manifest: Manifest,
+    /// Held while this process writes the directory: a collation meanwhile
+    /// refuses (unless asked for a snapshot) instead of reading half a run.
+    _run_lock: powerlab_rundir::lock::Held,
+}
+
+impl RunFiles {
+    /// Checks the results root, then creates the run directory with its
+    /// manifest (status running) and, if given, the idle preflight.
+    pub fn create(
+        campaign: &Campaign,
+        plan: &Plan,
+        backend: &BackendInfo,
+        clock: RunClock,
+        opts: &RunOptions,
+        start_ns: i64,
+    ) -> Result<RunFiles, RunError> {
+        let parent = match &opts.rack {
+            Some(r) => r
+                .node_dir
+                .parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|| r.node_dir.clone()),
+            None => opts.results_root.clone(),
+        };
+        check_results_root(&parent).map_err(RunError::Results)?;
+        let needed = opts.min_free_bytes.unwrap_or_else(|| needed_bytes(plan));
+        check_free_space(&parent, needed).map_err(RunError::Results)?;
+        let dir = match &opts.rack {
+            Some(r) => RunDir::create_exact(&r.node_dir)?,
+            None => RunDir::create(&opts.results_root, &campaign.name, &backend.host, start_ns)?,
+        };
+        let run_lock = powerlab_rundir::lock::try_hold(
+            &dir.run_lock(),
+            &format!("writing this run (campaign `{}`)", campaign.name),
+        )
+        .map_err(|e| RunError::Results(e.to_string()))?;
+        let manifest = Manifest {
+            format_version: FORMAT_VERSION,
+            tool: opts.tool.clone(),
+            campaign: campaign.name.clone(),
+            campaign_resolved: serde_json::to_value(campaign).unwrap_or_default(),
+            plan: serde_json::to_value(plan).unwrap_or_default(),
+            backend: backend.clone(),
+            clock: clock.describe().into(),
+            started_ns: start_ns,
+            ended_ns: None,
+            started_utc: powerlab_rundir::layout::utc_rfc3339(start_ns),
+            status: RunStatus::Running,
+            allow_unhealthy: opts.allow_unhealthy,
+            command: opts.command.clone(),
+            raw_index: true,
+            checksums: Vec::new(),
+        };
+        manifest.write(&dir.manifest())?;
+        if let Some((json, md)) = &opts.health {
+            write_file(
+                &dir.path.join("health.json"),
+                &(serde_json::to_string_pretty(json).unwrap_or_default() + "\n"),
+            )?;
+            write_file(&dir.path.join("health-report.md"), md)?;
+        }
+        Ok(RunFiles {
+            dir,
+            manifest,
+            _run_lock: run_lock,
+        })
+    }
+
+    /// Rewrites the manifest with how the run ended and the checksums of
+    /// the files written. Every other file must be flushed by now.
+    pub fn seal(&mut self, status: &RunStatus, end_ns: i64) -> Result<(), RunError> {
+        self.manifest.ended_ns = Some(end_ns);
+        self.manifest.status = status.clone();
+        self.manifest.checksums = ["edges.csv", "collectives.csv", "events.jsonl"]
+            .iter()
+            .filter_map(|f| powerlab_rundir::FileSum::of(&self.dir.path, f))
+            .collect();
+        self.manifest.write(&self.dir.manifest())?;
+        Ok(())
+    }
+}
+
+fn write_file(path: &Path, text: &str) -> Result<(), RunError> {
+    std::fs::write(path, text).map_err(|e| RunError::RunDir(RunDirError::io(path, e)))
+}
+
+/// Free bytes the run needs: ~150 rows/s per GPU at ~50 bytes, with margin.
+fn needed_bytes(plan: &Plan) -> u64 {
+    let secs = plan.total_ns() as f64 / 1e9;
+    (secs * plan.gpu_count as f64 * 150.0 * 50.0 * 1.5) as u64 + 16 * 1024 * 1024
+}
+
+/// Refuses a results directory with less than `needed` bytes available to
+/// an unprivileged writer.
+fn check_free_space(dir: &Path, needed: u64) -> Result<(), String> {
+    let free = rustix::fs::statvfs(dir)
+        .map(|s| s.f_frsize.saturating_mul(s.f_bavail))
+        .map_err(|e| {
+            format!(
+                "cannot read free space of {}: {}",
+                dir.display(),
+                std::io::Error::from(e)
+            )
+        })?;
+    if free < needed {
+        return Err(format!(
+            "{} has {} MB free, the run needs about {} MB of raw samples; free space or choose another --results",
+            dir.display(),
+            free / 1_000_000,
+            needed / 1_000_000
+        ));
+    }
+    Ok(())
+}
+
+/// The results root must be a writable directory outside every run
+/// directory (a run inside another's `report/` would be deleted by the next
+/// collate of the outer one). Creates it if needed.
+pub fn check_results_root(root: &Path) -> Result<(), String> {
+    let abs = std::path::absolute(root)
+        .map_err(|e| format!("results directory {}: {e}", root.display()))?;
+    for dir in abs.ancestors() {
+        if dir.join("manifest.json").is_file() {
+            return Err(format!(
+                "results directory {} is inside the run directory {} (it holds a manifest.json); choose a --results outside any run",
+                root.display(),
+                dir.display()
+            ));
+        }
+    }
+    std::fs::create_dir_all(root).map_err(|e| {
+        format!(
+            "cannot create the results directory {}: {e}",
+            root.display()
+        )
+    })?;
+    let probe = root.join(format!(".powerlab-write-test-{}", std::process::id()));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&probe)
+    {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e)
+            if e.kind() == std::io::ErrorKind::PermissionDenied
+                || e.kind() == std::io::ErrorKind::ReadOnlyFilesystem =>
+        {
+            Err(format!(
+                "results directory {} is not writable ({e}); choose another --results",
+                root.display()
+            ))
+        }
+        Err(e) => Err(format!(
+            "cannot write into the results directory {}: {e}",
+            root.display()
+        )),
+    }
+}

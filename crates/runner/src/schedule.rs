@@ -1,0 +1,84 @@
+//! What each GPU is told to do in a rung: its schedule (the load shape
+//! over the rung's window, stagger included) and the rung's description for
+//! the event log.
+
+use powerlab_campaign::{NcclStep, PhaseKind, Rung};
+use powerlab_core::collective::{FabricSpec, SweepSpec};
+use powerlab_core::hw::GpuSchedule;
+use powerlab_core::shape::{LoadKind, LoadShape};
+use powerlab_rundir::RungInfo;
+
+/// The rung as the event log describes it.
+pub(crate) fn rung_info(r: &Rung) -> RungInfo {
+    RungInfo {
+        id: r.id,
+        label: r.label.clone(),
+        phase: r.phase.clone(),
+        kind: r.kind.as_str().into(),
+        mode: r.mode.as_str().into(),
+        period_ms: r.period_ms,
+        nominal_period_ms: r.nominal_period_ms,
+        duty: r.duty,
+        repeat: r.repeat,
+        repeats: r.repeats,
+    }
+}
+
+/// The schedule of GPU `i` for a rung whose window starts at `epoch`.
+pub fn schedule_for(rung: &Rung, i: usize, epoch: i64) -> GpuSchedule {
+    let shape = match rung.kind {
+        PhaseKind::Idle => LoadShape::Idle,
+        PhaseKind::Sustained | PhaseKind::Soak => LoadShape::Constant {
+            load: LoadKind::Virus,
+        },
+        PhaseKind::Nccl => nccl_shape(rung),
+        PhaseKind::Duty => LoadShape::Square {
+            load: LoadKind::Virus,
+            period_ns: (rung.period_ms.unwrap_or(1000.0) * 1e6).round() as i64,
+            duty: rung.duty,
+            origin_ns: epoch + rung.offsets_ns.get(i).copied().unwrap_or(0),
+            ramp_ns: rung.ramp_ns,
+        },
+    };
+    GpuSchedule {
+        rung_id: rung.id,
+        start_ns: epoch,
+        end_ns: epoch + rung.duration_ns,
+        shape,
+    }
+}
+
+/// The load of an NCCL rung: the sweep, or the fabric / bulk-synchronous all-reduce.
+fn nccl_shape(rung: &Rung) -> LoadShape {
+    let Some(n) = &rung.nccl else {
+        return LoadShape::Constant {
+            load: LoadKind::Fabric,
+        };
+    };
+    let timeout_ns = (n.timeout_s * 1e9) as i64;
+    match rung.nccl_step {
+        Some(NcclStep::Sweep) => LoadShape::Sweep {
+            spec: SweepSpec {
+                collectives: n.collectives.clone(),
+                sizes: n.sizes(),
+                warmup_iters: n.warmup_iters,
+                iterations: n.iterations,
+                timeout_ns,
+            },
+        },
+        Some(NcclStep::Bsp) => LoadShape::Fabric {
+            spec: FabricSpec {
+                bytes: n.fabric_bytes,
+                compute_ns: n.bsp_compute_ms.map(|ms| (ms * 1e6) as i64),
+                timeout_ns,
+            },
+        },
+        Some(NcclStep::Fabric) | None => LoadShape::Fabric {
+            spec: FabricSpec {
+                bytes: n.fabric_bytes,
+                compute_ns: None,
+                timeout_ns,
+            },
+        },
+    }
+}

@@ -1,0 +1,267 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test that unwraps reports its failure by panicking
+//! The coordinator on the simulated node, under a paused tokio clock: the
+//! simulated GPUs, the samplers and the coordinator's waits all run on
+//! virtual time, so a campaign of several virtual seconds takes a fraction
+//! of a second and always plays out the same way.
+
+use powerlab_campaign::{Plan, expand, parse_str};
+use powerlab_core::RunClock;
+use powerlab_core::hw::Backend;
+use powerlab_rundir::{RunEvent, RunStatus, ToolInfo};
+use powerlab_runner::{Observer, RunOptions, RunResult, StopLatch, StopReason, run_campaign};
+use powerlab_sim::{Profile, SimBackend, SimOptions};
+
+const EPOCH_NS: i64 = 1_700_000_000_000_000_000;
+
+/// Three rungs: idle, sustained, then a duty cycle; `limits` is added as is.
+fn campaign_text(limits: &str) -> String {
+    format!(
+        r#"
+[campaign]
+name = "coord"
+gpus = "all"
+
+[defaults]
+warmup_s = 1
+cooldown_s = 1
+
+{limits}
+
+[[phase]]
+kind = "idle"
+name = "idle"
+duration_s = 2
+
+[[phase]]
+kind = "sustained"
+name = "sustained"
+duration_s = 2
+
+[[phase]]
+kind = "duty"
+name = "duty"
+periods_ms = [200]
+duration_s = 2
+"#
+    )
+}
+
+/// Records every event; raises `stop_at`'s reasons when the rung with that
+/// id starts.
+struct Recorder {
+    events: Vec<RunEvent>,
+    stop_at: Option<(u32, StopLatch, Vec<StopReason>)>,
+}
+
+impl Observer for Recorder {
+    fn event(&mut self, event: &RunEvent) {
+        if let (RunEvent::RungStarted { rung, .. }, Some((id, latch, reasons))) =
+            (event, &self.stop_at)
+            && rung.id == *id
+        {
+            for r in reasons {
+                latch.raise(r.clone());
+            }
+        }
+        self.events.push(event.clone());
+    }
+    fn progress(&mut self, _: i64, _: i64, _: &str) {}
+    fn message(&mut self, _: &str) {}
+}
+
+struct Ran {
+    result: RunResult,
+    plan: Plan,
+    events: Vec<RunEvent>,
+    _results: tempfile::TempDir,
+}
+
+async fn run(limits: &str, stop: StopLatch, stop_at: Option<(u32, Vec<StopReason>)>) -> Ran {
+    let campaign = parse_str("coord.toml", &campaign_text(limits)).unwrap();
+    let plan = expand(&campaign, 2, None).unwrap();
+    let clock = RunClock::virtual_at(EPOCH_NS);
+    let mut opts = SimOptions::new(Profile::h200(), 2);
+    opts.step_us = 1000;
+    let node = SimBackend::new(opts, clock).open().unwrap();
+    let results = tempfile::tempdir().unwrap();
+    let tool = ToolInfo {
+        name: "powerlab".into(),
+        version: "test".into(),
+        git_rev: "test".into(),
+    };
+    let run_opts = RunOptions::new(results.path().to_path_buf(), tool);
+    let mut recorder = Recorder {
+        events: Vec::new(),
+        stop_at: stop_at.map(|(id, reasons)| (id, stop.clone(), reasons)),
+    };
+    let result = run_campaign(
+        &campaign,
+        &plan,
+        node,
+        clock,
+        &run_opts,
+        stop,
+        &mut recorder,
+    )
+    .await
+    .unwrap();
+    let logged: Vec<RunEvent> = std::fs::read_to_string(result.run_dir.join("events.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        logged, recorder.events,
+        "the observer saw exactly what events.jsonl holds"
+    );
+    Ran {
+        result,
+        plan,
+        events: recorder.events,
+        _results: results,
+    }
+}
+
+/// The rung ids of the barrier, start and end events, in the order logged.
+fn rung_events(events: &[RunEvent]) -> Vec<(&'static str, u32)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            RunEvent::Barrier { rung_id, .. } => Some(("barrier", *rung_id)),
+            RunEvent::RungStarted { rung, .. } => Some(("started", rung.id)),
+            RunEvent::RungEnded { rung_id, .. } => Some(("ended", *rung_id)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn run_ended(events: &[RunEvent]) -> (String, Option<String>) {
+    match events.last() {
+        Some(RunEvent::RunEnded { status, reason, .. }) => (status.clone(), reason.clone()),
+        other => panic!("the last event is not run_ended: {other:?}"),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn every_rung_runs_in_order_on_virtual_time() {
+    let ran = run("", StopLatch::new(), None).await;
+    let ids: Vec<u32> = ran.plan.rungs.iter().map(|r| r.id).collect();
+    assert_eq!(ids.len(), 3);
+    assert_eq!(ran.result.status, RunStatus::Complete);
+    assert_eq!(ran.result.rungs_completed, 3);
+    let expected: Vec<(&str, u32)> = ids
+        .iter()
+        .flat_map(|&id| [("barrier", id), ("started", id), ("ended", id)])
+        .collect();
+    assert_eq!(rung_events(&ran.events), expected);
+    assert!(matches!(
+        ran.events[0],
+        RunEvent::RunStarted { rungs: 3, .. }
+    ));
+    assert_eq!(run_ended(&ran.events), ("complete".into(), None));
+
+    // Each window starts after its barrier, and the run lasted at least
+    // every rung's warm-up, window and cooldown: the virtual clock drove it.
+    for e in &ran.events {
+        if let RunEvent::Barrier {
+            ts_ns,
+            epoch_ns,
+            lead_ns,
+            ..
+        } = e
+        {
+            assert_eq!(*epoch_ns, ts_ns + lead_ns);
+            assert!(*lead_ns > 0);
+        }
+    }
+    let RunEvent::RunEnded { ts_ns: end_ns, .. } = ran.events.last().unwrap() else {
+        unreachable!()
+    };
+    let nominal: i64 = ran.plan.rungs.iter().map(|r| r.nominal_ns()).sum();
+    assert!(
+        end_ns - EPOCH_NS >= nominal,
+        "{} < {nominal}",
+        end_ns - EPOCH_NS
+    );
+    assert_eq!(ran.result.samplers.len(), 2);
+    assert!(ran.result.samplers.iter().all(|s| s.rows > 0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stop_during_a_rung_ends_the_run_with_the_first_reason() {
+    let first = StopReason::Interrupted("operator stop".into());
+    let later = StopReason::Failed("a later fault".into());
+    let ran = run("", StopLatch::new(), Some((1, vec![first, later]))).await;
+    let second = ran.plan.rungs[1].id;
+    assert_eq!(second, 1);
+    assert_eq!(
+        ran.result.status,
+        RunStatus::Interrupted {
+            reason: "operator stop".into()
+        }
+    );
+    assert_eq!(ran.result.rungs_completed, 1);
+    let first_id = ran.plan.rungs[0].id;
+    assert_eq!(
+        rung_events(&ran.events),
+        vec![
+            ("barrier", first_id),
+            ("started", first_id),
+            ("ended", first_id),
+            ("barrier", second),
+            ("started", second),
+        ],
+        "the stopped rung never ends and no later rung starts"
+    );
+    assert_eq!(
+        run_ended(&ran.events),
+        ("interrupted".into(), Some("operator stop".into()))
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_node_power_interlock_stops_the_run_in_the_first_loaded_rung() {
+    // Two idle GPUs draw far below 1 kW; two under the virus load far above.
+    let ran = run("[limits]\nmax_node_power_w = 1000", StopLatch::new(), None).await;
+    let (status, reason) = run_ended(&ran.events);
+    assert_eq!(status, "failed");
+    let reason = reason.unwrap();
+    assert!(
+        reason.starts_with("interlock max_node_power_w: node power"),
+        "{reason}"
+    );
+    assert_eq!(ran.result.rungs_completed, 1);
+    let interlocks = ran
+        .events
+        .iter()
+        .filter(|e| matches!(e, RunEvent::Interlock { .. }))
+        .count();
+    assert_eq!(interlocks, 1);
+    let ended: Vec<u32> = rung_events(&ran.events)
+        .into_iter()
+        .filter(|(what, _)| *what == "ended")
+        .map(|(_, id)| id)
+        .collect();
+    assert_eq!(
+        ended,
+        vec![ran.plan.rungs[0].id],
+        "only the idle rung ended"
+    );
+    assert!(
+        !rung_events(&ran.events).contains(&("barrier", ran.plan.rungs[2].id)),
+        "no rung after the stopped one begins"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_reason_raised_before_the_start_stops_before_the_first_rung() {
+    let stop = StopLatch::new();
+    stop.raise(StopReason::Interrupted("SIGTERM received".into()));
+    let ran = run("", stop, None).await;
+    assert_eq!(ran.result.rungs_completed, 0);
+    assert!(rung_events(&ran.events).is_empty());
+    assert_eq!(
+        run_ended(&ran.events),
+        ("interrupted".into(), Some("SIGTERM received".into()))
+    );
+}
