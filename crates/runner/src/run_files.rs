@@ -77,10 +77,10 @@ impl RunFiles {
         manifest.write(&dir.manifest())?;
         if let Some((json, md)) = &opts.health {
             write_file(
-                &dir.path.join("health.json"),
+                &dir.file(powerlab_rundir::RunFile::Health),
                 &(serde_json::to_string_pretty(json).unwrap_or_default() + "\n"),
             )?;
-            write_file(&dir.path.join("health-report.md"), md)?;
+            write_file(&dir.file(powerlab_rundir::RunFile::HealthReport), md)?;
         }
         Ok(RunFiles {
             dir,

@@ -10,9 +10,10 @@ use anyhow::{Result, anyhow};
 use powerlab_campaign::Plan;
 use powerlab_core::RunClock;
 use powerlab_core::hw::NodeHandles;
-use powerlab_runner::{Observer, RackRun, RunError, RunOptions, RunResult, run_campaign};
+use powerlab_runner::{
+    Observer, RackRun, RunError, RunOptions, RunResult, StopLatch, run_campaign,
+};
 use std::sync::Arc;
-use tokio::sync::watch;
 
 /// Runs the campaign; `Err(code)` when it could not start.
 pub async fn execute(
@@ -23,8 +24,8 @@ pub async fn execute(
     health: Option<powerlab_health::HealthReport>,
     rack: Option<Arc<RackRun>>,
 ) -> Result<Result<RunResult, i32>> {
-    let (abort_tx, _) = watch::channel(None);
-    spawn_signal_handlers(abort_tx.clone());
+    let abort = StopLatch::new();
+    spawn_signal_handlers(abort.clone());
     let mut opts = RunOptions::new(cfg.results.clone(), crate::tool_info());
     opts.allow_unhealthy = cfg.allow_unhealthy;
     opts.rack = rack;
@@ -81,7 +82,7 @@ pub async fn execute(
     } else {
         observer
     };
-    match run_campaign(&cfg.campaign, plan, node, clock, &opts, abort_tx, observer).await {
+    match run_campaign(&cfg.campaign, plan, node, clock, &opts, abort, observer).await {
         Ok(r) => Ok(Ok(r)),
         Err(RunError::Missing(e)) => {
             errln!("error: the campaign cannot start, nothing was run: {e}");

@@ -2,11 +2,10 @@
 //! SIGUSR2 each stop the run the way Ctrl-C does (load off, samples
 //! flushed, the manifest says why), through the run's stop reason.
 
-use powerlab_runner::StopReason;
-use tokio::sync::watch;
+use powerlab_runner::{StopLatch, StopReason};
 
 /// Watches for the stopping signals; the first one raises the run's stop reason.
-pub fn spawn_signal_handlers(abort: watch::Sender<Option<StopReason>>) {
+pub fn spawn_signal_handlers(abort: StopLatch) {
     tokio::spawn(async move {
         use tokio::signal::unix::{SignalKind, signal};
         // SIGHUP (a dropped ssh session), SIGQUIT, SIGUSR1 and SIGUSR2 stop a run the
@@ -43,14 +42,7 @@ pub fn spawn_signal_handlers(abort: watch::Sender<Option<StopReason>>) {
         } else {
             reason.to_string()
         };
-        abort.send_if_modified(|cur| {
-            if cur.is_none() {
-                *cur = Some(StopReason::Interrupted(reason.clone()));
-                true
-            } else {
-                false
-            }
-        });
+        abort.raise(StopReason::Interrupted(reason));
     });
 }
 
