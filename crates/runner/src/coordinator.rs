@@ -84,6 +84,15 @@ pub struct RunResult {
 /// `abort` is the run's stop latch (or the watch channel it wraps): a
 /// reason raised on it stops the run, and the first reason raised is the
 /// one the run reports.
+///
+/// # Errors
+/// Before any load, so nothing was run: [`RunError::Missing`] (a capability
+/// the campaign needs, e.g. NCCL, is absent), [`RunError::Locked`] (another
+/// campaign holds the node), [`RunError::Results`] (the results directory
+/// cannot take the run: inside a run directory, unwritable or too full).
+/// During the run: [`RunError::RunDir`] when its files cannot be written
+/// and [`RunError::Internal`] when an internal task ended unexpectedly;
+/// what was written so far stays.
 pub async fn run_campaign(
     campaign: &Campaign,
     plan: &Plan,

@@ -14,6 +14,10 @@ pub fn default_lock_path() -> PathBuf {
 }
 
 /// Takes the lock or says who holds it.
+///
+/// # Errors
+/// The lock is held by another process (the message names its holder and
+/// the lock file), or the lock file cannot be created or locked.
 pub fn acquire(path: &Path, holder: &str) -> Result<NodeLock, String> {
     match try_hold(path, &format!("running {holder}")) {
         Ok(h) => Ok(h),

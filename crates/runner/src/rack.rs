@@ -56,6 +56,10 @@ pub static SIGNAL_SEEN: AtomicBool = AtomicBool::new(false);
 
 /// Waits for a link answer without blocking the runtime's other tasks and
 /// without letting a paused (virtual) clock run ahead meanwhile.
+///
+/// # Errors
+/// The link failed (a peer gone, a garbled message), the wait outlasted the
+/// rack's exchange timeout, or `stop` gave a reason to stop waiting.
 pub async fn wait_pending<T>(
     p: Pending<T>,
     virtual_time: bool,

@@ -139,6 +139,10 @@ fn check_free_space(dir: &Path, needed: u64) -> Result<(), String> {
 /// The results root must be a writable directory outside every run
 /// directory (a run inside another's `report/` would be deleted by the next
 /// collate of the outer one). Creates it if needed.
+///
+/// # Errors
+/// The path cannot be made absolute or created, lies inside a run
+/// directory, or is not writable; the message names it and what to do.
 pub fn check_results_root(root: &Path) -> Result<(), String> {
     let abs = std::path::absolute(root)
         .map_err(|e| format!("results directory {}: {e}", root.display()))?;

@@ -39,9 +39,9 @@ pub struct SamplerConfig {
 pub enum SamplerMsg {
     /// Latest buffered power of a GPU (for the node-power interlock).
     Power {
-        /// Run index.
+        /// The GPU's index in the run.
         gpu: usize,
-        /// Watts.
+        /// Its latest buffered power, W.
         watts: f64,
     },
     /// An event to log; with a stop reason if the run must stop.

@@ -16,24 +16,24 @@ pub enum WorkerCmd {
         warmup_ns: i64,
         /// Load to keep running until the rung (None for idle rungs).
         warm_load: Option<LoadKind>,
-        /// Answer.
+        /// Where the GPU's readiness (or its error) is sent.
         reply: oneshot::Sender<Result<Readiness, HwError>>,
     },
     /// Run one schedule.
     Run {
         /// The schedule.
         schedule: GpuSchedule,
-        /// Answer.
+        /// Where the rung's outcome (or its error) is sent.
         reply: oneshot::Sender<Result<RungOutcome, HwError>>,
     },
     /// Stop all load.
     Stop {
-        /// Answer.
+        /// Where the stop's result is sent.
         reply: oneshot::Sender<Result<(), HwError>>,
     },
     /// Round trip, to measure dispatch time.
     Ping {
-        /// Answer.
+        /// Answered at once, to time the round trip.
         reply: oneshot::Sender<()>,
     },
 }
