@@ -36,6 +36,11 @@ pub struct CollateOutput {
 /// report is written beside the old one and swapped in only when complete:
 /// a collation that fails (a damaged file, Ctrl-C) leaves the previous
 /// report as it was.
+///
+/// # Errors
+///
+/// Fails as [`collate_with`] does without `snapshot`: among others with
+/// [`CollateError::Busy`] while the run is still being written.
 pub fn collate(path: &Path) -> Result<CollateOutput, CollateError> {
     collate_with(path, CollateOptions::default())
 }
@@ -50,6 +55,24 @@ pub struct CollateOptions {
 
 /// [`collate`] with options. One collation per run directory at a time: a
 /// second one refuses, naming the holder's pid.
+///
+/// # Errors
+///
+/// Returns [`CollateError::RunDir`] when `path` holds no `manifest.json`, or
+/// its manifest, event log, `raw/` directory or `collectives.csv` cannot be
+/// read or parsed. Returns [`CollateError::Busy`] when the run is still
+/// being written (unless `opts.snapshot`) or another collation holds the
+/// run directory. Returns [`CollateError::BadRaw`] when an integrity check
+/// fails: a file the run checksummed is missing or changed, or a raw file,
+/// its index, `edges.csv` or a given `sensor.json` is damaged, foreign or
+/// edited, or the samples span far longer than one run. Returns
+/// [`CollateError::Io`] when a raw file, `edges.csv` or a given
+/// `sensor.json` cannot be read, or the staging or report directory, or a
+/// file in it, cannot be created, written, renamed or removed;
+/// [`CollateError::Polars`] when a polars step fails; and
+/// [`CollateError::Plot`] when a plot cannot be drawn or written. A failure
+/// while the new report is being built leaves the previous one as it
+/// was before.
 pub fn collate_with(path: &Path, opts: CollateOptions) -> Result<CollateOutput, CollateError> {
     let dir = RunDir::open(path)?;
     if !opts.snapshot

@@ -35,6 +35,13 @@ fn asof(tolerance_ns: i64) -> JoinType {
 }
 
 /// Builds the node curve over the span of the samples.
+///
+/// # Errors
+///
+/// Returns [`CollateError::BadRaw`] when the samples span more grid points
+/// than a week at 1 ms (they cannot be one run), and
+/// [`CollateError::Polars`] when building the grid, a GPU's series or the
+/// as-of joins fails.
 pub fn node_curve(series: &SeriesSet, run: &Run) -> Result<NodeCurve, CollateError> {
     let grid = run.grid_ns.max(1_000_000);
     let mut span: Option<(i64, i64)> = None;

@@ -407,6 +407,18 @@ pub fn compose_all(
 }
 
 /// Composes one rung's node cycle.
+///
+/// # Errors
+///
+/// Returns [`NoCycle::NotPeriodic`] for a rung that is not a duty rung with
+/// a period and a duty strictly between 0 and 1. Returns
+/// [`NoCycle::Verdict`], saying why, when the measured window holds fewer
+/// than [`MIN_CYCLES`] cycles; when an on- or off-phase is shorter than
+/// twice a GPU's sample window; when a GPU has fewer than 90 % of the rising
+/// edges the window needs, half or less of the expected buffered samples,
+/// or fewer than [`MIN_SAMPLES`]; when a GPU's cycle cannot be folded; when
+/// the run has no GPUs; or when the samples' phase coverage or the sample
+/// window leave fewer than [`MIN_HARMONICS`] harmonics.
 pub fn compose(
     planner: &mut FftPlanner<f64>,
     run: &Run,

@@ -208,6 +208,12 @@ fn ids(d: &DataFrame) -> Vec<u32> {
 /// Reads `edges.csv` into a frame (`rung_id`, `gpu`, `index`, `kind`,
 /// `intended_ns`, `achieved_ns`); None when the file is absent or holds no
 /// whole row. A torn last line (a killed run) is dropped.
+///
+/// # Errors
+///
+/// Returns [`CollateError::Io`] when `edges.csv` exists but cannot be read,
+/// and [`CollateError::BadRaw`] naming it when its rows do not parse or an
+/// edge (rung, GPU, index) is listed twice.
 pub fn read_edges(dir: &RunDir) -> Result<Option<DataFrame>, CollateError> {
     let path = dir.edges();
     if !path.exists() {
@@ -268,6 +274,12 @@ pub fn read_edges(dir: &RunDir) -> Result<Option<DataFrame>, CollateError> {
 }
 
 /// Computes edge statistics for every rung present in the edges frame.
+///
+/// # Errors
+///
+/// Returns [`CollateError::Polars`] when a per-rung aggregation fails, or
+/// when a column the cross-GPU skew reads (`rung_id`, `gpu`, `kind`,
+/// `intended_ns`, `achieved_ns`) is missing or of the wrong type.
 pub fn edge_stats(
     edges: Option<&DataFrame>,
     run: &Run,

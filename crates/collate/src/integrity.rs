@@ -63,6 +63,14 @@ fn bad(path: &Path, message: String) -> CollateError {
 /// Checks one raw file's rows (already read): its GPU and node, and that
 /// every power reading is physical. A copied, swapped, foreign or rescaled
 /// file is an error naming it.
+///
+/// # Errors
+///
+/// Returns [`CollateError::BadRaw`] naming the file when it holds rows of
+/// another GPU or of a node other than the manifest's, or when a power
+/// reading lies outside [`MIN_READING_W`] to [`MAX_LIMIT_MULTIPLE`] times
+/// the GPU's enforced limit. Returns [`CollateError::Polars`] when the
+/// filter over the power readings fails.
 pub fn check_content(path: &Path, df: &DataFrame, manifest: &Manifest) -> Result<(), CollateError> {
     let key = file_key(path);
     let m = &manifest.backend;
@@ -139,6 +147,11 @@ pub fn check_content(path: &Path, df: &DataFrame, manifest: &Manifest) -> Result
 
 /// Refuses a raw file for a GPU the manifest does not list (before anything
 /// else is said of it).
+///
+/// # Errors
+///
+/// Returns [`CollateError::BadRaw`] naming the file when the GPU key its
+/// name carries is not one of the manifest's GPUs.
 pub fn check_listed(path: &Path, manifest: &Manifest) -> Result<(), CollateError> {
     let key = file_key(path);
     if manifest.backend.gpus.iter().any(|g| g.key == key) {
@@ -166,6 +179,14 @@ pub fn check_listed(path: &Path, manifest: &Manifest) -> Result<(), CollateError
 /// complete run, or an index that is missing, damaged or another run's, are
 /// errors naming the file. A file cut short, or a tail the run never got to
 /// index (it was killed), is returned as a problem to state.
+///
+/// # Errors
+///
+/// In a run that wrote indexes, returns [`CollateError::BadRaw`] naming the
+/// file when its index is missing or cannot be read or parsed, when the
+/// index has no owner line or was written by another run, node or GPU, when
+/// a checkpoint the file reaches does not match its CRC-32, or when a
+/// complete run's file has bytes after its last checkpoint.
 pub fn verify_raw(
     path: &Path,
     bytes: &[u8],
@@ -281,6 +302,12 @@ pub fn verify_raw(
 /// Checks the files whose length and CRC-32 the run recorded at its end
 /// (`edges.csv`, `collectives.csv`, `events.jsonl`): one missing or changed
 /// is an error naming it.
+///
+/// # Errors
+///
+/// Returns [`CollateError::BadRaw`] naming the file when a file the
+/// manifest holds a checksum for is missing, or its length or CRC-32 now
+/// differs from the recorded one.
 pub fn check_sums(dir: &RunDir, manifest: &Manifest) -> Result<(), CollateError> {
     for sum in &manifest.checksums {
         let path = dir.path.join(&sum.file);
@@ -311,6 +338,11 @@ pub fn check_sums(dir: &RunDir, manifest: &Manifest) -> Result<(), CollateError>
 
 /// A GPU of the manifest without a raw file, in words. This does not stop
 /// the collation: the rungs it touches are marked.
+///
+/// # Errors
+///
+/// Returns [`CollateError::RunDir`] when the run's `raw/` directory cannot
+/// be listed.
 pub fn check_files(dir: &RunDir, manifest: &Manifest) -> Result<Vec<String>, CollateError> {
     let files = dir.raw_files()?;
     Ok(manifest

@@ -16,11 +16,11 @@
 //! read here: it is the tests' oracle.
 //!
 //! The modules stand in layers, each importing only from those below it:
-//! helpers ([`error`], [`stats`], [`format`], [`columns`]); the run's data
-//! ([`sensor::series`], [`integrity`], [`load`]); the analyses ([`curve`],
-//! [`edges`], [`energy`], the [`sensor`] model and calibration, [`cycle`],
-//! the sensor verdicts, [`summary`], [`nccl`], the [`rack`] tables); every
-//! file written ([`export`]); and the pipelines that run them
+//! helpers ([`error`], [`stats`], [`format`](mod@format), [`columns`]); the
+//! run's data ([`sensor::series`], [`integrity`], [`load`]); the analyses
+//! ([`curve`], [`edges`], [`energy`], the [`sensor`] model and calibration,
+//! [`cycle`], the sensor verdicts, [`summary`], [`nccl`], the [`rack`]
+//! tables); every file written ([`export`]); and the pipelines that run them
 //! ([`collation`], [`rack`]).
 
 pub mod collation;

@@ -10,7 +10,8 @@ use std::sync::Arc;
 /// One rung's window as the run recorded it.
 #[derive(Debug, Clone)]
 pub struct RungWindow {
-    /// Facts.
+    /// The rung's facts as the `rung_started` event recorded them: id, label,
+    /// phase, kind, mode, period, duty and repeat.
     pub info: RungInfo,
     /// Window start (barrier epoch).
     pub epoch_ns: i64,
@@ -44,6 +45,12 @@ pub struct Run {
 }
 
 /// Reads manifest and events.
+///
+/// # Errors
+///
+/// Returns [`CollateError::RunDir`] when the manifest or the event log
+/// cannot be read, does not parse, or the manifest is of another
+/// run-directory format version.
 pub fn load_run(dir: &RunDir) -> Result<Run, CollateError> {
     let manifest = Manifest::read(&dir.manifest())?;
     let events = read_events(&dir.events())?;
@@ -173,6 +180,20 @@ pub fn sample_bounds(run: &Run) -> (i64, i64) {
 /// manifest, on the manifest's node) and power values a GPU can draw (within
 /// three times its enforced limit): a copied, swapped or rescaled file is
 /// refused by name rather than summed into a plausible node.
+///
+/// # Errors
+///
+/// Returns [`CollateError::RunDir`] when the `raw/` directory cannot be
+/// listed, and [`CollateError::Io`] when a raw file cannot be read.
+/// Returns [`CollateError::BadRaw`] naming the file when it belongs to a GPU
+/// the manifest does not list, is not a readable gzip file, fails its index
+/// check ([`verify_raw`](crate::integrity::verify_raw)), has the wrong
+/// header, does not parse as raw samples, has a row with an empty timestamp
+/// or value, a value that is not finite or a timestamp outside
+/// [`sample_bounds`], or fails
+/// [`check_content`](crate::integrity::check_content). Returns
+/// [`CollateError::Polars`] when filtering a file's samples or combining
+/// the files fails.
 pub fn read_power(dir: &RunDir, run: &Run) -> Result<RawPower, CollateError> {
     let bounds = sample_bounds(run);
     let files = dir.raw_files()?;

@@ -17,7 +17,8 @@ pub struct NcclRow {
     pub rung_id: u32,
     /// Rung label.
     pub rung: String,
-    /// Collective.
+    /// The collective's name as `collectives.csv` records it (`all_reduce`,
+    /// for example).
     pub collective: String,
     /// Message size (nccl-tests convention), bytes.
     pub bytes: u64,
@@ -38,6 +39,12 @@ pub struct NcclRow {
 }
 
 /// Reads `collectives.csv` into per-(rung, collective, size) rows.
+///
+/// # Errors
+///
+/// Returns [`CollateError::RunDir`] when `collectives.csv` exists but cannot
+/// be opened or a row other than a torn last one does not parse. A run
+/// without the file has no rows, which is not an error.
 pub fn nccl_rows(dir: &RunDir, run: &Run) -> Result<Vec<NcclRow>, CollateError> {
     let raw = read_collectives(&dir.collectives())?;
     let labels: BTreeMap<u32, String> = run
@@ -100,7 +107,7 @@ pub fn nccl_rows(dir: &RunDir, run: &Run) -> Result<Vec<NcclRow>, CollateError> 
 pub struct FabricPowerRow {
     /// Rung label.
     pub rung: String,
-    /// Kind.
+    /// The rung's kind: `idle`, `sustained` or `nccl`.
     pub kind: String,
     /// Node mean, W.
     pub mean_w: Option<f64>,

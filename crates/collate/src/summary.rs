@@ -249,6 +249,11 @@ pub type Cycles = HashMap<u32, Result<NodeCycle, NoCycle>>;
 /// cycle of each duty rung (a rung missing from it is summarised from the
 /// sample-and-hold curve); `energy_means` the energy counter's mean over a
 /// rung's window, for duty rungs without a cycle.
+///
+/// # Errors
+///
+/// Returns [`CollateError::Polars`] when building the rung-window frame or
+/// computing the per-rung statistics from the curve fails.
 pub fn summarize(
     curve: &NodeCurve,
     run: &Run,
@@ -498,17 +503,18 @@ struct Figures {
 /// Statistics across repeats of one rung configuration.
 #[derive(Debug, Clone, serde::Serialize, PartialEq)]
 pub struct RepeatStats {
-    /// Phase.
+    /// The campaign phase the repeats belong to.
     pub phase: String,
-    /// Kind.
+    /// The rungs' kind (`idle`, `sustained`, `duty`, `nccl` or `soak`).
     pub kind: String,
-    /// Mode.
+    /// The rungs' mode: `in_phase` or `staggered`.
     pub mode: String,
     /// Period the campaign asked for, ms (repeats are grouped by it).
     pub period_ms: Option<f64>,
     /// Period the GPUs ran, ms.
     pub achieved_period_ms: Option<f64>,
-    /// Duty.
+    /// The rungs' duty fraction: the share of each period the GPUs run
+    /// (that of the group's first repeat).
     pub duty: f64,
     /// Repeats with a value.
     pub n: usize,
@@ -619,13 +625,14 @@ pub fn repeat_stats(rungs: &[RungSummary]) -> Vec<RepeatStats> {
 /// half-width of Welch's interval (None with fewer than two repeats a side).
 #[derive(Debug, Clone, serde::Serialize, PartialEq)]
 pub struct PhaseCompare {
-    /// Phase.
+    /// The campaign phase compared.
     pub phase: String,
     /// Period the campaign asked for, ms.
     pub period_ms: f64,
     /// Period the GPUs ran, ms.
     pub achieved_period_ms: f64,
-    /// Duty.
+    /// The duty fraction: the share of each period the GPUs run (that of
+    /// the first in-phase repeat).
     pub duty: f64,
     /// Repeats in phase / staggered.
     pub n: String,

@@ -22,6 +22,11 @@ fn csv_error(path: &Path) -> impl Fn(csv::Error) -> CollateError + '_ {
 
 /// Writes `rows` to `path`, one line each, with a header of the row type's
 /// field names (nothing at all for no rows).
+///
+/// # Errors
+///
+/// Returns [`CollateError::Io`] naming `path` when the file cannot be
+/// created, a row cannot be serialized or written, or the flush fails.
 pub fn write_rows<T: Serialize>(rows: &[T], path: &Path) -> Result<(), CollateError> {
     let mut w = csv::Writer::from_path(path).map_err(csv_error(path))?;
     for r in rows {
@@ -32,6 +37,11 @@ pub fn write_rows<T: Serialize>(rows: &[T], path: &Path) -> Result<(), CollateEr
 
 /// Writes a frame to `path` with polars' CSV writer (a header of its column
 /// names).
+///
+/// # Errors
+///
+/// Returns [`CollateError::Io`] when `path` cannot be created, and
+/// [`CollateError::Polars`] when polars' writer fails.
 pub fn write_frame(df: &mut DataFrame, path: &Path) -> Result<(), CollateError> {
     let name = path
         .file_name()
@@ -45,6 +55,11 @@ pub fn write_frame(df: &mut DataFrame, path: &Path) -> Result<(), CollateError> 
 }
 
 /// Writes `summary.csv`, `repeats.csv` and `in_phase_vs_staggered.csv`.
+///
+/// # Errors
+///
+/// Returns [`CollateError::Io`] naming the file when one of the three
+/// cannot be created or written (see [`write_rows`]).
 pub fn write_summary_tables(
     rungs: &[RungSummary],
     repeats: &[RepeatStats],
@@ -64,6 +79,12 @@ pub fn write_summary_tables(
 
 /// Writes `node_curve.csv`: time and the node sums present, rounded to
 /// three decimals.
+///
+/// # Errors
+///
+/// Returns [`CollateError::Polars`] when selecting and rounding the curve's
+/// columns or writing the frame fails, and [`CollateError::Io`] when
+/// `node_curve.csv` cannot be created.
 pub fn write_node_curve(curve: &NodeCurve, dir: &Path) -> Result<PathBuf, CollateError> {
     let path = dir.join("node_curve.csv");
     let mut names = vec!["t_ns".to_string()];
@@ -96,6 +117,11 @@ pub fn write_node_curve(curve: &NodeCurve, dir: &Path) -> Result<PathBuf, Collat
 }
 
 /// Writes `nccl.csv` (a run without NCCL rows writes nothing).
+///
+/// # Errors
+///
+/// Returns [`CollateError::Io`] when there are rows and `nccl.csv` cannot
+/// be created or written.
 pub fn write_nccl(rows: &[NcclRow], dir: &Path) -> Result<Vec<PathBuf>, CollateError> {
     if rows.is_empty() {
         return Ok(Vec::new());
@@ -107,6 +133,11 @@ pub fn write_nccl(rows: &[NcclRow], dir: &Path) -> Result<Vec<PathBuf>, CollateE
 
 /// Writes `sensor_rungs.csv`, `sensor_periods.csv` and `spectrum.csv`,
 /// each only when it has rows.
+///
+/// # Errors
+///
+/// Returns [`CollateError::Io`] naming the file when one of the tables
+/// cannot be created, serialized or written.
 pub fn write_sensor_tables(s: &SensorReport, dir: &Path) -> Result<Vec<PathBuf>, CollateError> {
     let mut files = Vec::new();
     if !s.rows.is_empty() {

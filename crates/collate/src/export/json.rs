@@ -17,6 +17,10 @@ fn write_pretty<T: serde::Serialize + ?Sized>(value: &T, path: &Path) -> Result<
 /// Writes `summary.json`: the rung summaries, the statistics across repeats
 /// and the in-phase vs staggered rows, under `rungs`, `repeats` and
 /// `in_phase_vs_staggered`.
+///
+/// # Errors
+///
+/// Returns [`CollateError::Io`] when `summary.json` cannot be written.
 pub fn write_summary(
     rungs: &[RungSummary],
     repeats: &[RepeatStats],
@@ -31,6 +35,10 @@ pub fn write_summary(
 }
 
 /// Writes `sensor.json`: the model the run's verdicts were judged by.
+///
+/// # Errors
+///
+/// Returns [`CollateError::Io`] when `sensor.json` cannot be written.
 pub fn write_sensor_model(model: &SensorModel, dir: &Path) -> Result<PathBuf, CollateError> {
     let path = powerlab_rundir::RunFile::SensorModel.path_in(dir);
     write_pretty(model, &path)?;

@@ -7,6 +7,12 @@ use std::path::{Path, PathBuf};
 
 /// Writes `<name>.parquet` beside a CSV file, with the same columns (none
 /// for a table without rows: its CSV is empty too).
+///
+/// # Errors
+///
+/// Returns [`CollateError::Polars`] when the CSV cannot be read as a table
+/// or the Parquet writer fails, and [`CollateError::Io`] when the
+/// `.parquet` file cannot be created.
 pub fn beside_csv(csv_path: &Path) -> Result<Option<PathBuf>, CollateError> {
     let out = csv_path.with_extension("parquet");
     let len = std::fs::metadata(csv_path).map(|m| m.len()).unwrap_or(0);

@@ -383,6 +383,12 @@ where
 }
 
 /// Writes every plot; returns the files.
+///
+/// # Errors
+///
+/// Returns [`CollateError::Plot`] naming the file when a chart cannot be
+/// drawn or its SVG or PNG written, or naming `dir` when one of the
+/// plotting threads panics.
 pub fn write_plots(
     curve: &NodeCurve,
     run: &Run,
@@ -494,6 +500,11 @@ pub fn write_plots(
 }
 
 /// Bus bandwidth against message size, one line per collective (sweep rungs).
+///
+/// # Errors
+///
+/// Returns [`CollateError::Plot`] naming the file when the chart cannot be
+/// drawn or its SVG or PNG written.
 pub fn write_nccl_plot(rows: &[NcclRow], dir: &Path) -> Result<Vec<PathBuf>, CollateError> {
     if rows.len() < 2 {
         return Ok(Vec::new());
@@ -563,6 +574,11 @@ where
 }
 
 /// NVML-visible vs reconstructed node swing against the duty period.
+///
+/// # Errors
+///
+/// Returns [`CollateError::Plot`] naming the file when the chart cannot be
+/// drawn or its SVG or PNG written.
 pub fn write_sensor_plot(
     answers: &[PeriodAnswer],
     dir: &Path,

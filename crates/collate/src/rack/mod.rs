@@ -64,6 +64,18 @@ fn node_dirs(rack: &Path) -> Result<Vec<PathBuf>, CollateError> {
 
 /// Collates a rack run directory. `collate_nodes` re-collates every node
 /// first (a node whose own collation fails is reported, not fatal).
+///
+/// # Errors
+///
+/// Returns [`CollateError::Io`] when `nodes/` cannot be listed, and
+/// [`CollateError::BadRaw`] when it holds no node run directory or the
+/// nodes started some rung at different epochs (they are not one rack
+/// run). Loading any node's run, reading its raw samples, building the rack
+/// curve and summaries, and writing the report fail as their own steps do
+/// ([`CollateError::RunDir`], [`CollateError::BadRaw`],
+/// [`CollateError::Io`], [`CollateError::Polars`] or
+/// [`CollateError::Plot`]). A node whose own collation fails is not an
+/// error: it is reported in the node table.
 pub fn collate_rack(rack: &Path, collate_nodes: bool) -> Result<RackOutput, CollateError> {
     let dirs = node_dirs(rack)?;
     let mut states = Vec::new();

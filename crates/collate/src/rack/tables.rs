@@ -44,7 +44,7 @@ pub struct NodeRungRow {
 pub struct RackStart {
     /// Rung id.
     pub rung_id: u32,
-    /// Label.
+    /// The rung's label.
     pub label: String,
     /// Nodes that started it.
     pub nodes: usize,

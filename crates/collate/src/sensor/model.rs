@@ -42,7 +42,8 @@ pub struct PathModel {
 /// What an aliasing probe rung showed on one path.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Probe {
-    /// Path.
+    /// The power path the probe was read on: its instrument name, as in
+    /// [`PathModel::instrument`].
     pub instrument: String,
     /// Square-wave period, ms.
     pub period_ms: f64,
@@ -189,6 +190,12 @@ impl SensorModel {
 
 /// Reads a sensor model written by `powerlab calibrate`; a file that is
 /// missing or is not one is an error naming it (never a silent fallback).
+///
+/// # Errors
+///
+/// Returns [`CollateError::Io`] when the file cannot be read, and
+/// [`CollateError::BadRaw`] naming it when its content does not parse as a
+/// sensor model.
 pub fn read_model(path: &Path) -> Result<SensorModel, CollateError> {
     let text = std::fs::read_to_string(path).map_err(|e| CollateError::io(path, e))?;
     serde_json::from_str::<SensorModel>(&text).map_err(|e| CollateError::BadRaw {

@@ -14,6 +14,12 @@ use powerlab_rundir::RunDir;
 /// its own calibration rungs; else a `sensor.json` given to the run; else
 /// the built-in profile of its GPU model; else nominal values. A path whose
 /// calibration fit was refused takes the next source's values for that path.
+///
+/// # Errors
+///
+/// Only when the run has no calibration of its own but was given a
+/// `sensor.json`: returns [`CollateError::Io`] when that file cannot be
+/// read, and [`CollateError::BadRaw`] when it is not a sensor model.
 pub fn model_for(
     dir: &RunDir,
     run: &Run,

@@ -35,17 +35,17 @@ pub fn raw_verdict(m: &PathModel, period_ms: f64, duty: f64) -> &'static str {
 pub struct RungPathRow {
     /// Rung id.
     pub rung_id: u32,
-    /// Label.
+    /// The rung's label.
     pub rung: String,
     /// Period, ms.
     pub period_ms: f64,
-    /// Duty.
+    /// The rung's duty fraction: the share of each period the GPUs run.
     pub duty: f64,
     /// In phase or staggered.
     pub mode: String,
     /// GPU key.
     pub gpu: String,
-    /// Path.
+    /// The power path read: `buffered_w` or `instant_w`.
     pub instrument: String,
     /// resolvable / instrument limit / aliased (the raw readings).
     pub verdict: String,

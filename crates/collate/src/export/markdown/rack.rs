@@ -15,6 +15,10 @@ fn fmt_w(v: Option<f64>) -> String {
 /// Writes the rack's `report.md`: the nodes and how their runs ended, rack
 /// power per rung with the start skew across the rack, and in phase vs
 /// staggered for the whole rack.
+///
+/// # Errors
+///
+/// Returns [`CollateError::Io`] when `report.md` cannot be written.
 pub fn write_rack_report(
     rack: &Path,
     nodes: &[NodeState],

@@ -37,6 +37,10 @@ pub struct Tables<'a> {
 }
 
 /// Writes `report/report.md`.
+///
+/// # Errors
+///
+/// Returns [`CollateError::Io`] when `report.md` cannot be written.
 pub fn write_report(
     run: &Run,
     t: &Tables<'_>,
