@@ -8,75 +8,15 @@ use crate::driver::{DriverParts, RungDriver, Writers};
 use crate::error::RunError;
 use crate::lock::{self, NodeLock};
 use crate::observer::Observer;
-use crate::rack::RackRun;
 use crate::run_files::RunFiles;
-use crate::sampler::SamplerStats;
 use crate::stop::StopLatch;
 use powerlab_campaign::{Campaign, Plan};
 use powerlab_core::RunClock;
 use powerlab_core::hw::{Capability, NodeHandles};
-use powerlab_rundir::{RunStatus, ToolInfo};
-use std::path::PathBuf;
-use std::sync::Arc;
 
+pub use crate::options::{RunOptions, RunResult};
 pub use crate::run_files::check_results_root;
 pub use crate::schedule::schedule_for;
-
-/// How to run.
-#[derive(Debug, Clone)]
-pub struct RunOptions {
-    /// Where run directories go.
-    pub results_root: PathBuf,
-    /// Preflight was overridden.
-    pub allow_unhealthy: bool,
-    /// The command line, for the manifest.
-    pub command: Vec<String>,
-    /// The tool, for the manifest.
-    pub tool: ToolInfo,
-    /// Longest wait for every GPU to report ready, ns.
-    pub prepare_timeout_ns: i64,
-    /// Take the node lock at this path (real hardware); None for the simulated node.
-    pub lock_path: Option<PathBuf>,
-    /// Minimum free space required under the results root, bytes (None: estimate from the plan).
-    pub min_free_bytes: Option<u64>,
-    /// The idle preflight (health.json content, health-report.md text), written into the run directory.
-    pub health: Option<(serde_json::Value, String)>,
-    /// This node's part in a rack run (None: a single node).
-    pub rack: Option<Arc<RackRun>>,
-}
-
-impl RunOptions {
-    /// Defaults for a results root.
-    pub fn new(results_root: PathBuf, tool: ToolInfo) -> Self {
-        RunOptions {
-            results_root,
-            allow_unhealthy: false,
-            command: std::env::args().collect(),
-            tool,
-            prepare_timeout_ns: 180_000_000_000,
-            lock_path: None,
-            min_free_bytes: None,
-            health: None,
-            rack: None,
-        }
-    }
-}
-
-/// What a run produced.
-#[derive(Debug, Clone)]
-pub struct RunResult {
-    /// The run directory.
-    pub run_dir: PathBuf,
-    /// How it ended.
-    pub status: RunStatus,
-    /// Rungs completed.
-    pub rungs_completed: usize,
-    /// Per-GPU sampler statistics.
-    pub samplers: Vec<SamplerStats>,
-    /// How every node of the rack ended, by rank (None: a single node, or
-    /// the rack exchange was abandoned).
-    pub rack_ends: Option<Vec<powerlab_rack::NodeEnd>>,
-}
 
 /// Runs a campaign. Everything the run produced stays in the run directory
 /// whatever happens; the result says how it ended.

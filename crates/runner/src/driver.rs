@@ -11,10 +11,10 @@ mod rung;
 use journal::Journal;
 
 use crate::StopReason;
-use crate::coordinator::RunOptions;
 use crate::crew::Crew;
 use crate::error::RunError;
 use crate::observer::Observer;
+use crate::options::RunOptions;
 use crate::rack::RackSync;
 use crate::stop::StopLatch;
 use powerlab_campaign::{Campaign, Plan};

@@ -18,6 +18,7 @@ pub mod error;
 pub mod lock;
 mod monitor;
 pub mod observer;
+mod options;
 pub mod rack;
 mod run_files;
 pub mod sampler;

@@ -7,8 +7,8 @@
 //! preflight, and at the end seals the manifest with the final status and
 //! the checksums of the files written.
 
-use crate::coordinator::RunOptions;
 use crate::error::RunError;
+use crate::options::RunOptions;
 use powerlab_campaign::{Campaign, Plan};
 use powerlab_core::RunClock;
 use powerlab_core::hw::BackendInfo;

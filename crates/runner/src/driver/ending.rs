@@ -4,8 +4,8 @@
 
 use super::{Outcome, RungDriver};
 use crate::StopReason;
-use crate::coordinator::RunOptions;
 use crate::error::RunError;
+use crate::options::RunOptions;
 use crate::sampler::SamplerStats;
 use powerlab_rack::NodeEnd;
 use powerlab_rundir::{RunEvent, RunStatus};
