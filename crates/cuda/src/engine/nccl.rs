@@ -2,8 +2,9 @@
 //! (cudarc's bindings), created on the first NCCL rung on the load stream.
 //!
 //! Every rank must issue the same collectives in the same order, so no rank
-//! decides alone to stop: before each step the ranks agree with a one-int
-//! all-reduce (min) on whether the step still fits in the window. Every wait
+//! decides alone to stop or how much to issue: before each step the ranks
+//! agree with a one-int all-reduce (min) on whether the step still fits in
+//! the window and, in the fabric rung, on the batch's number of all-reduces. Every wait
 //! on collective work is bounded by the rung's timeout and by the stop flag;
 //! on either the communicator is aborted (which releases kernels stuck
 //! waiting for a peer) and the error names the rank and the GPU.
@@ -173,7 +174,20 @@ impl Engine {
 
     /// All ranks agree whether to go on: true only if every rank says so.
     fn agree(&mut self, bufs: &mut Buffers, go: bool, timeout_ns: i64) -> Result<bool, HwError> {
-        let v = [i32::from(go)];
+        Ok(self.agree_min(bufs, i32::from(go), timeout_ns)? == 1)
+    }
+
+    /// All ranks agree on one number: the smallest that any rank proposes
+    /// (one all-reduce of one int). Everything the ranks must do
+    /// identically — how many collectives the next batch issues, whether
+    /// it runs at all — goes through here, never a rank's own timing alone.
+    fn agree_min(
+        &mut self,
+        bufs: &mut Buffers,
+        proposal: i32,
+        timeout_ns: i64,
+    ) -> Result<i32, HwError> {
+        let v = [proposal];
         self.dev
             .stream
             .memcpy_htod(&v, &mut bufs.flag)
@@ -194,7 +208,12 @@ impl Engine {
             .stream
             .clone_dtoh(&bufs.flag)
             .map_err(|e| dev_err(&self.gpu, "reading the agreement", e))?;
-        Ok(out.first() == Some(&1))
+        out.first().copied().ok_or_else(|| {
+            HwError::Other(format!(
+                "the agreement all_reduce returned nothing on {}",
+                self.rank_desc()
+            ))
+        })
     }
 
     /// Enqueues `count` collectives of `bytes`.
@@ -331,9 +350,15 @@ impl Engine {
                 spec.timeout_ns
             };
             first = false;
-            if !self.agree(&mut bufs, fits, timeout)? {
+            // Each rank proposes its batch from its own op time; the batch
+            // issued is the smallest proposal (0: some rank's window is over),
+            // so every rank issues the same number of all-reduces.
+            let proposal = if fits { count as i32 } else { 0 };
+            let agreed = self.agree_min(&mut bufs, proposal, timeout)?;
+            if agreed <= 0 {
                 break;
             }
+            let count = agreed as u32;
             if let Some(compute_ns) = spec.compute_ns {
                 // The burst: duty-size GEMMs on the same stream, so the
                 // all-reduce starts when the compute ends, as in training.
