@@ -138,6 +138,31 @@ impl CollectiveTiming {
     }
 }
 
+/// Target length of one batch of back-to-back all-reduces in a fabric
+/// rung: long enough that the agreement between batches is a negligible gap.
+pub const FABRIC_BATCH_NS: i64 = 50_000_000;
+
+/// The number of all-reduces one rank proposes for the next batch of a
+/// fabric rung, from its own measured time per all-reduce: enough to fill
+/// [`FABRIC_BATCH_NS`], or 1 when a compute burst precedes each (the
+/// bulk-synchronous rung). Ranks measure different times (a busy host, a
+/// late start), so a proposal is never issued as it is: see [`agreed_batch`].
+pub fn fabric_batch_proposal(op_ns: i64, bulk_synchronous: bool) -> u32 {
+    if bulk_synchronous {
+        1
+    } else {
+        (FABRIC_BATCH_NS / op_ns.max(1)).clamp(1, 10_000) as u32
+    }
+}
+
+/// The batch every rank issues, from every rank's proposal (0: that rank's
+/// window is over): the smallest, so all ranks issue the same number of
+/// collectives; None ends the rung on every rank. This is what the
+/// one-int all-reduce (min) between batches computes on the GPUs.
+pub fn agreed_batch(proposals: impl IntoIterator<Item = u32>) -> Option<u32> {
+    proposals.into_iter().min().filter(|&n| n > 0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -190,5 +215,76 @@ mod tests {
             assert_eq!(Collective::parse(c.as_str()), Some(c));
         }
         assert_eq!(Collective::parse("alltoall"), None);
+    }
+
+    /// A model of a fabric rung's batches across ranks whose own timing
+    /// disagrees (`lateness_ns`: how much later than the collective's end
+    /// each rank's host notices it, e.g. a saturated CPU). NCCL pairs the
+    /// k-th collective of every rank; when ranks issue different numbers of
+    /// all-reduces in a batch, one rank's one-int agreement pairs with
+    /// another's 1 GiB all-reduce and both wait forever: reported as Err.
+    fn fabric_rounds(lateness_ns: &[i64], agree_counts: bool) -> Result<Vec<u32>, String> {
+        let true_op_ns = 3_300_000; // 1 GiB all-reduce on 2 × H200
+        let window_ns = 2_000_000_000;
+        let mut op_est: Vec<i64> = vec![5_000_000; lateness_ns.len()];
+        let (mut t, mut issued) = (0i64, Vec::new());
+        loop {
+            let proposals: Vec<u32> = op_est
+                .iter()
+                .map(|&op| {
+                    let n = fabric_batch_proposal(op, false);
+                    let step = op * i64::from(n);
+                    if t + step <= window_ns + step / 2 {
+                        n
+                    } else {
+                        0
+                    }
+                })
+                .collect();
+            let counts: Vec<u32> = if agree_counts {
+                match agreed_batch(proposals.iter().copied()) {
+                    Some(n) => vec![n; proposals.len()],
+                    None => return Ok(issued),
+                }
+            } else {
+                // Before: the ranks agreed only whether to go on, and each
+                // issued its own proposal.
+                if proposals.contains(&0) {
+                    return Ok(issued);
+                }
+                proposals
+            };
+            if counts.iter().any(|&c| c != counts[0]) {
+                return Err(format!(
+                    "batch {}: ranks issued {counts:?} all-reduces: the collectives no longer pair up",
+                    issued.len()
+                ));
+            }
+            let n = counts[0];
+            t += true_op_ns * i64::from(n);
+            for (est, late) in op_est.iter_mut().zip(lateness_ns) {
+                *est = ((true_op_ns * i64::from(n) + late) / i64::from(n)).max(1000);
+            }
+            issued.push(n);
+        }
+    }
+
+    #[test]
+    fn a_rank_with_skewed_timing_hung_the_fabric_rung_and_agreed_batches_do_not() {
+        // Equal timing: both rules issue equal batches to the window's end.
+        let even = fabric_rounds(&[0, 0], false).unwrap();
+        assert_eq!(even, fabric_rounds(&[0, 0], true).unwrap());
+        assert!(even.len() > 10, "{even:?}");
+        // One rank notices each batch's end 4 ms late (a busy host): with
+        // proposals issued as they are, the ranks' counts diverge.
+        let before = fabric_rounds(&[0, 4_000_000], false);
+        assert!(before.is_err(), "{before:?}");
+        // Agreed batches: every batch is the same on both ranks, and the
+        // rung still fills its window.
+        let after = fabric_rounds(&[0, 4_000_000], true).unwrap();
+        let issued: u32 = after.iter().sum();
+        assert!(issued > 500, "{after:?}");
+        assert_eq!(agreed_batch([15, 0, 12]), None);
+        assert_eq!(agreed_batch([15, 13, 12]), Some(12));
     }
 }

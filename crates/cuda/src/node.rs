@@ -28,6 +28,10 @@ pub struct CudaOptions {
     /// Across a rack: the NCCL world this node's GPUs join (None: one
     /// communicator over this node's GPUs).
     pub nccl_world: Option<NcclWorld>,
+    /// The node id written into every raw row, edge and collective: the
+    /// rack's node label in a rack run (several ranks may share one host),
+    /// else the host name.
+    pub node_id: Option<String>,
 }
 
 /// One NCCL communicator over every GPU of a rack, bootstrapped the way
@@ -66,6 +70,7 @@ impl Default for CudaOptions {
             chunk_n: 3072,
             dtype: crate::engine::GemmDtype::Bf16,
             nccl_world: None,
+            node_id: None,
         }
     }
 }
@@ -260,7 +265,7 @@ impl Backend for CudaBackend {
         Ok(NodeHandles {
             info: BackendInfo {
                 backend: "cuda".into(),
-                node_id: host.clone(),
+                node_id: self.opts.node_id.clone().unwrap_or_else(|| host.clone()),
                 host,
                 gpus: ids,
                 driver: format!(

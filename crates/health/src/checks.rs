@@ -392,15 +392,23 @@ pub fn run_checks(f: &NodeFacts, phase: &str, needs_nccl: bool) -> HealthReport 
         })
         .collect();
     if procs.is_empty() {
+        let mut evidence = vec![if f.own_processes.is_empty() {
+            "no compute processes".to_string()
+        } else {
+            "no foreign compute processes".to_string()
+        }];
+        evidence.extend(f.own_processes.iter().cloned());
         b.add(
             "foreign_processes",
             "no other process holds a GPU",
             Status::Pass,
-            vec!["no compute processes".into()],
+            evidence,
             "",
         );
     } else {
-        b.add("foreign_processes", "no other process holds a GPU", Status::Fail, procs, "find the owner before acting (nothing is killed by this tool); another process distorts every power number");
+        let mut evidence = procs;
+        evidence.extend(f.own_processes.iter().cloned());
+        b.add("foreign_processes", "no other process holds a GPU", Status::Fail, evidence, "find the owner before acting (nothing is killed by this tool); another process distorts every power number");
     }
 
     // 9. Clock-event reasons.

@@ -113,9 +113,32 @@ pub struct NodeFacts {
     pub gpus: Vec<GpuFacts>,
     /// Link between every pair (i, j, description).
     pub topology: Vec<(u32, u32, String)>,
+    /// GPU processes that belong to this run (the other ranks of its rack
+    /// on this host), set aside from the foreign-process check and named
+    /// in its evidence.
+    #[serde(default)]
+    pub own_processes: Vec<String>,
 }
 
 impl NodeFacts {
+    /// Sets aside the GPU processes with these pids (`why` says whose they
+    /// are, e.g. "rank 1 of this rack"): they are not foreign to this run.
+    pub fn set_aside_processes(&mut self, pids: &[(u32, String)]) {
+        for g in &mut self.gpus {
+            let index = g.index;
+            g.processes
+                .retain(|p| match pids.iter().find(|(pid, _)| *pid == p.pid) {
+                    Some((pid, why)) => {
+                        self.own_processes.push(format!(
+                            "GPU {index}: pid {pid} ({why}) is part of this run"
+                        ));
+                        false
+                    }
+                    None => true,
+                });
+        }
+    }
+
     /// A healthy node of `n` H200s as measured on the lent machines
     /// (2026-11-29): the baseline the tests break one contract at a time.
     pub fn healthy_h200(n: u32) -> NodeFacts {
@@ -174,6 +197,7 @@ impl NodeFacts {
                 .collect(),
             gpus,
             topology,
+            own_processes: Vec::new(),
         }
     }
 }

@@ -112,6 +112,7 @@ pub fn probe() -> NodeFacts {
                 libs,
                 gpus: Vec::new(),
                 topology: Vec::new(),
+                own_processes: Vec::new(),
             };
         }
     };
@@ -222,6 +223,7 @@ pub fn probe() -> NodeFacts {
         libs,
         gpus,
         topology,
+        own_processes: Vec::new(),
     }
 }
 

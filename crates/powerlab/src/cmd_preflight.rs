@@ -4,9 +4,13 @@ use crate::cli::{HealthDiffArgs, PreflightArgs};
 use anyhow::{Context, Result};
 use powerlab_health::{HealthReport, probe::probe, report, run_checks};
 
-/// Probes the node and judges it; read-only.
-pub fn capture(phase: &str, needs_nccl: bool) -> HealthReport {
-    run_checks(&probe(), phase, needs_nccl)
+/// Probes the node and judges it; read-only. `own` are GPU processes that
+/// belong to this run (a rack's other ranks on this host, with who they
+/// are): named in the evidence, not counted as foreign.
+pub fn capture(phase: &str, needs_nccl: bool, own: &[(u32, String)]) -> HealthReport {
+    let mut facts = probe();
+    facts.set_aside_processes(own);
+    run_checks(&facts, phase, needs_nccl)
 }
 
 /// The simulated node's preflight: the facts of a healthy H200 node of `n`
@@ -44,7 +48,7 @@ pub fn sim_capture(
 
 pub fn preflight(a: &PreflightArgs) -> Result<i32> {
     let t0 = std::time::Instant::now();
-    let r = capture(a.phase.as_str(), a.needs_nccl);
+    let r = capture(a.phase.as_str(), a.needs_nccl, &[]);
     let elapsed = t0.elapsed();
     let (json, md) = report::write(&r, &a.out, &a.stem)
         .with_context(|| format!("writing the health report into {}", a.out.display()))?;

@@ -17,8 +17,11 @@ pub fn run(a: &RunArgs) -> Result<i32> {
             return Ok(crate::exit::ERROR);
         }
     };
-    if let Some(launch) =
-        powerlab_rack::launcher::detect_from_process().filter(|l| l.world_size > 1)
+    // Under a launcher, a build with MPI runs as a rack (one rank is a rack
+    // of one node); a build without MPI refuses several processes and runs
+    // a single one as a node.
+    if let Some(launch) = powerlab_rack::launcher::detect_from_process()
+        .filter(|l| cfg!(feature = "mpi") || l.world_size > 1)
     {
         return crate::rack::run(&cfg, launch);
     }

@@ -82,6 +82,31 @@ fn keep_nvls_off() {
     }
 }
 
+/// How this process's GPUs were chosen when a launcher started several
+/// ranks (set once in `main`, read by the node run for the manifest).
+pub static GPU_BINDING: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Under a launcher that started several ranks on this host, gives this
+/// rank its share of the host's GPUs (`CUDA_VISIBLE_DEVICES`) unless the
+/// launcher or the user already chose. Called in `main` while the process
+/// has one thread. Err: the host's GPUs cannot be split among its ranks.
+fn bind_local_rank() -> Result<(), String> {
+    if powerlab_rack::launcher::detect_from_process().is_none_or(|l| l.world_size <= 1) {
+        return Ok(());
+    }
+    let env = |k: &str| std::env::var(k).ok();
+    let binding = powerlab_rack::launcher::binding(env, powerlab_rack::launcher::host_gpu_count())?;
+    if let powerlab_rack::launcher::Binding::Split { devices, .. } = &binding {
+        // SAFETY: no other thread exists yet (see `keep_nvls_off`).
+        #[allow(unsafe_code)]
+        unsafe {
+            std::env::set_var("CUDA_VISIBLE_DEVICES", devices)
+        };
+    }
+    let _ = GPU_BINDING.set(binding.describe());
+    Ok(())
+}
+
 /// Re-executes this binary with a `libnccl.so` link on the loader path when
 /// NCCL ships only as `libnccl.so.2` (see `powerlab_cuda::libs::nccl_shim_dir`).
 /// Returns only if no re-execution was needed or it failed.
@@ -148,6 +173,10 @@ fn main() {
     };
     if real_gpus {
         keep_nvls_off();
+        if let Err(e) = bind_local_rank() {
+            errln!("error: {e}");
+            std::process::exit(exit::ERROR);
+        }
     }
     let filter = tracing_subscriber::EnvFilter::try_from_env("POWERLAB_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));

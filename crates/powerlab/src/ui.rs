@@ -139,6 +139,8 @@ pub fn print_summary(rungs: &[RungSummary]) {
 pub struct UnderLoadHealth<'a> {
     pub inner: &'a mut dyn Observer,
     pub needs_nccl: bool,
+    /// GPU processes of this rack's other ranks on the host (not foreign).
+    pub siblings: Vec<(u32, String)>,
     pub run_dir: Option<std::path::PathBuf>,
     pub done: bool,
 }
@@ -159,13 +161,13 @@ impl Observer for UnderLoadHealth<'_> {
         {
             self.done = true;
             let at = measure_from_ns + ((end_ns - measure_from_ns) / 2).min(5_000_000_000);
-            let (dir, needs) = (dir.clone(), self.needs_nccl);
+            let (dir, needs, own) = (dir.clone(), self.needs_nccl, self.siblings.clone());
             std::thread::spawn(move || {
                 let now = powerlab_core::RunClock::realtime().now_ns();
                 if at > now {
                     std::thread::sleep(std::time::Duration::from_nanos((at - now) as u64));
                 }
-                let r = crate::cmd_preflight::capture("under_load", needs);
+                let r = crate::cmd_preflight::capture("under_load", needs, &own);
                 let stem = powerlab_rundir::RunFile::HealthUnderLoad
                     .health_stem()
                     .unwrap_or("health-under-load");

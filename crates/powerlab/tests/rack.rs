@@ -38,6 +38,14 @@ fn mpirun(campaign: &str, contexts: &[(usize, &[&str])]) -> MpiRun {
     let file = results.path().join("campaign.toml");
     std::fs::write(&file, campaign).unwrap();
     let root = results.path().join("runs");
+    let out = mpirun_cmd(&file, &root, contexts)
+        .output()
+        .expect("mpirun (Open MPI) must be installed for the rack tests");
+    MpiRun { out, results }
+}
+
+/// The `mpirun` command line of a rack of simulated nodes writing under `root`.
+fn mpirun_cmd(file: &Path, root: &Path, contexts: &[(usize, &[&str])]) -> Command {
     let mut cmd = Command::new("mpirun");
     // Root in CI containers; the sigkill timeout gives ranks that received
     // SIGTERM time to flush (the recommended setting, see README).
@@ -67,10 +75,7 @@ fn mpirun(campaign: &str, contexts: &[(usize, &[&str])]) -> MpiRun {
         ]);
         cmd.args(extra.iter());
     }
-    let out = cmd
-        .output()
-        .expect("mpirun (Open MPI) must be installed for the rack tests");
-    MpiRun { out, results }
+    cmd
 }
 
 fn node_dirs(rack: &Path) -> Vec<PathBuf> {
@@ -423,4 +428,55 @@ fn a_killed_rank_ends_the_others_with_a_clear_error_and_collatable_data() {
         !rows.is_empty(),
         "the rungs before the death are summarised"
     );
+}
+
+#[test]
+fn ranks_sharing_a_host_share_its_lock_and_a_second_rack_is_refused() {
+    // Every rank of these racks runs on this one host, as `--ntasks-per-node`
+    // layouts do: the host's first rank holds the node lock for its rack and
+    // the others check that it does; a second rack on the host is refused.
+    let results = tempfile::tempdir().unwrap();
+    let file = results.path().join("campaign.toml");
+    std::fs::write(&file, RACK).unwrap();
+    let root = results.path().join("runs");
+    let realtime: &[&str] = &["--sim-pace", "realtime", "--sim-gpus", "2"];
+    let first = mpirun_cmd(&file, &root, &[(2, realtime)])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("mpirun (Open MPI) must be installed for the rack tests");
+    // Wait for the first rack's run directory: its preflight (and the lock) are done.
+    let t0 = std::time::Instant::now();
+    while run_dirs(&root).iter().all(|p| !p.join("nodes").is_dir()) {
+        assert!(t0.elapsed().as_secs() < 60, "the first rack never started");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let second = mpirun_cmd(&file, &root, &[(2, realtime)]).output().unwrap();
+    let text = String::from_utf8_lossy(&second.stderr).into_owned()
+        + &String::from_utf8_lossy(&second.stdout);
+    assert_eq!(second.status.code(), Some(3), "{text}");
+    assert!(text.contains("FAIL node lock"), "{text}");
+    assert!(text.contains("rack of 2 ranks led by"), "{text}");
+    let out = first.wait_with_output().unwrap();
+    let first_text =
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{first_text}");
+    // Both ranks of the first rack ran and collated, with distinct node ids.
+    let rack = run_dirs(&root)
+        .into_iter()
+        .find(|p| p.join("nodes").is_dir())
+        .unwrap();
+    let nodes = node_dirs(&rack);
+    assert_eq!(nodes.len(), 2, "{nodes:?}");
+    let ids: std::collections::BTreeSet<String> = nodes
+        .iter()
+        .map(|n| {
+            let m: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(n.join("manifest.json")).unwrap())
+                    .unwrap();
+            m["backend"]["node_id"].as_str().unwrap().to_string()
+        })
+        .collect();
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    assert!(rack.join("report/report.md").is_file(), "{first_text}");
 }

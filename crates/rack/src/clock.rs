@@ -31,9 +31,13 @@ pub struct ClockOffset {
 }
 
 impl ClockOffset {
-    /// Whether the offset, widened by its uncertainty, may exceed `tolerance_ns`.
+    /// Whether the clock is off by more than `tolerance_ns` beyond doubt:
+    /// the offset exceeds it by more than the measurement's uncertainty
+    /// (half the shortest round trip). On a loaded host the round trips of
+    /// the exchange grow to milliseconds; a midpoint estimate that far off
+    /// is the exchange's asymmetry, not the clock.
     pub fn exceeds(&self, tolerance_ns: i64) -> bool {
-        self.offset_ns.abs() > tolerance_ns
+        self.offset_ns.abs() - self.rtt_ns / 2 > tolerance_ns
     }
 }
 
@@ -76,6 +80,15 @@ mod tests {
         assert_eq!(o.offset_ns, 3_000_000);
         assert!(o.exceeds(1_000_000));
         assert!(!o.exceeds(3_000_000));
+        // Same clocks seen through a loaded exchange: 1.9 ms "off" with a
+        // 3.8 ms round trip is within its uncertainty, not a bad clock.
+        let loaded = ClockOffset {
+            rank: 3,
+            offset_ns: 1_892_000,
+            rtt_ns: 3_824_000,
+            rounds: 32,
+        };
+        assert!(!loaded.exceeds(1_000_000));
     }
 
     #[test]

@@ -78,6 +78,10 @@ pub struct Manifest {
     /// never ended (killed) or was written before checksums.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checksums: Vec<FileSum>,
+    /// How this process's GPUs were chosen when a launcher started several
+    /// ranks on its host (absent for a single-process run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_binding: Option<String>,
 }
 
 /// Length and CRC-32 of one file of the run directory.

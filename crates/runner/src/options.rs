@@ -30,6 +30,8 @@ pub struct RunOptions {
     pub health: Option<(serde_json::Value, String)>,
     /// This node's part in a rack run (None: a single node).
     pub rack: Option<Arc<RackRun>>,
+    /// How the launcher's ranks on this host split its GPUs (for the manifest).
+    pub gpu_binding: Option<String>,
 }
 
 impl RunOptions {
@@ -45,6 +47,7 @@ impl RunOptions {
             min_free_bytes: None,
             health: None,
             rack: None,
+            gpu_binding: None,
         }
     }
 }

@@ -73,6 +73,7 @@ impl RunFiles {
             command: opts.command.clone(),
             raw_index: true,
             checksums: Vec::new(),
+            gpu_binding: opts.gpu_binding.clone(),
         };
         manifest.write(&dir.manifest())?;
         if let Some((json, md)) = &opts.health {

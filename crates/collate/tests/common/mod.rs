@@ -45,5 +45,6 @@ pub fn manifest(campaign: &str, keys: &[String], started_ns: i64, ended_ns: i64)
         command: vec![],
         raw_index: false,
         checksums: Vec::new(),
+        gpu_binding: None,
     }
 }

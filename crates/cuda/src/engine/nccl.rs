@@ -14,7 +14,9 @@ use super::Engine;
 use super::setup::dev_err;
 use cudarc::driver::{CudaEvent, CudaSlice, LaunchConfig, PushKernelArg};
 use cudarc::nccl::{Comm, Id, ReduceOp};
-use powerlab_core::collective::{Collective, CollectiveTiming, FabricSpec, SweepSpec};
+use powerlab_core::collective::{
+    Collective, CollectiveTiming, FabricSpec, SweepSpec, fabric_batch_proposal,
+};
 use powerlab_core::hw::HwError;
 use powerlab_core::shape::LoadKind;
 use std::sync::atomic::Ordering;
@@ -37,10 +39,6 @@ pub(super) struct Buffers {
     recv: CudaSlice<f32>,
     flag: CudaSlice<i32>,
 }
-
-/// Target length of one batch of back-to-back all-reduces in a fabric rung:
-/// long enough that the agreement between batches is a negligible gap.
-const FABRIC_BATCH_NS: i64 = 50_000_000;
 
 impl Engine {
     fn rank_desc(&self) -> String {
@@ -338,10 +336,7 @@ impl Engine {
         let (mut total_ns, mut total_ops) = (0i64, 0u32);
         let mut first = true;
         loop {
-            let count = match spec.compute_ns {
-                Some(_) => 1,
-                None => (FABRIC_BATCH_NS / op_ns.max(1)).clamp(1, 10_000) as u32,
-            };
+            let count = fabric_batch_proposal(op_ns, spec.compute_ns.is_some());
             let step_ns = op_ns * i64::from(count) + spec.compute_ns.unwrap_or(0);
             let fits = self.clock.now_ns().max(start_ns) + step_ns <= end_ns + step_ns / 2;
             let timeout = if first {

@@ -23,34 +23,28 @@ pub async fn execute(
     clock: RunClock,
     health: Option<powerlab_health::HealthReport>,
     rack: Option<Arc<RackRun>>,
+    siblings: &[(u32, String)],
 ) -> Result<Result<RunResult, i32>> {
     let abort = StopLatch::new();
     spawn_signal_handlers(abort.clone());
     let mut opts = RunOptions::new(cfg.results.clone(), crate::tool_info());
     opts.allow_unhealthy = cfg.allow_unhealthy;
     opts.rack = rack;
+    opts.gpu_binding = crate::GPU_BINDING.get().cloned();
     // One campaign at a time per node: the real node's lock is host-wide;
     // a simulated node is the results directory it writes into.
-    opts.lock_path = Some(match cfg.backend() {
-        BackendKind::Cuda => powerlab_runner::lock::default_lock_path(),
-        // Every rank of a simulated rack shares one results directory: the
-        // rack's run directory keeps them apart.
-        BackendKind::Sim if opts.rack.is_some() => {
-            let node = opts
-                .rack
-                .as_ref()
-                .map(|r| r.nodes[r.position.rank].clone())
-                .unwrap_or_default();
-            std::env::temp_dir().join(format!("powerlab-sim-{node}-{}.lock", std::process::id()))
-        }
+    opts.lock_path = match cfg.backend() {
+        // In a rack, the rack run holds the host's lock for all its ranks there.
+        _ if opts.rack.is_some() => None,
+        BackendKind::Cuda => Some(powerlab_runner::lock::default_lock_path()),
         BackendKind::Sim => {
             if let Err(e) = powerlab_runner::check_results_root(&cfg.results) {
                 errln!("error: {e}");
                 return Ok(Err(crate::exit::ERROR));
             }
-            cfg.results.join(".sim-node.lock")
+            Some(cfg.results.join(".sim-node.lock"))
         }
-    });
+    };
     if let Some(h) = &health {
         opts.health = Some((
             serde_json::to_value(h)?,
@@ -75,6 +69,7 @@ pub async fn execute(
         under_load = crate::ui::UnderLoadHealth {
             inner: observer,
             needs_nccl,
+            siblings: siblings.to_vec(),
             run_dir: None,
             done: false,
         };

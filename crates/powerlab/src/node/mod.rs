@@ -43,6 +43,7 @@ impl NodeBackend {
                     mode: c.mode,
                     dtype: c.dtype,
                     nccl_world: rack.and_then(|r| r.nccl_world.clone()),
+                    node_id: rack.map(|r| r.label.clone()),
                     ..Default::default()
                 },
                 clock,
@@ -88,7 +89,7 @@ fn preflight(cfg: &RunConfig, rack: Option<&mut RackJoin>) -> Result<Option<Heal
             if let Some(h) = rack.and_then(|r| r.health.take()) {
                 return Ok(Some(h));
             }
-            let h = crate::cmd_preflight::capture("idle", cfg.campaign.needs_nccl());
+            let h = crate::cmd_preflight::capture("idle", cfg.campaign.needs_nccl(), &[]);
             match start::refuse_unhealthy(cfg, &h) {
                 Some(code) => Err(code),
                 None => Ok(Some(h)),
@@ -178,6 +179,9 @@ pub fn run_node(cfg: &RunConfig, mut rack: Option<RackJoin>) -> Result<Outcome> 
             clock,
             health,
             rack.as_ref().map(|r| r.run.clone()),
+            rack.as_ref()
+                .map(|r| r.siblings.as_slice())
+                .unwrap_or_default(),
         )
         .await?;
         if let (NodeBackend::Sim(b), Ok(r)) = (&backend, &result)

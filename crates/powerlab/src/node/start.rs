@@ -21,6 +21,10 @@ pub struct RackJoin {
     /// The rack preflight's capture of this node (real GPUs), so it is not
     /// probed twice; the simulated node needs none.
     pub health: Option<HealthReport>,
+    /// The GPU processes of this rack's other ranks on this host (pid, who):
+    /// not foreign to this run. The host's node lock is held by the rack
+    /// run itself (its first rank on this host).
+    pub siblings: Vec<(u32, String)>,
 }
 
 impl RackJoin {

@@ -13,6 +13,8 @@ use serde::{Deserialize, Serialize};
 struct NodeHello {
     label: String,
     campaign_hash: String,
+    host: String,
+    pid: u32,
 }
 
 /// The rack as the first exchange found it.
@@ -21,6 +23,29 @@ pub struct Met {
     pub nodes: Vec<String>,
     /// How long the first exchange took (the launcher's start-up spread), ns.
     pub first_exchange_ns: i64,
+    /// Every rank's host, by rank (several ranks may share one).
+    pub hosts: Vec<String>,
+    /// Every rank's process id, by rank.
+    pub pids: Vec<u32>,
+}
+
+impl Met {
+    /// The ranks that share `rank`'s host, `rank` included, in rank order.
+    pub fn ranks_on_host_of(&self, rank: usize) -> Vec<usize> {
+        (0..self.hosts.len())
+            .filter(|&r| self.hosts[r] == self.hosts[rank])
+            .collect()
+    }
+
+    /// The rack's identity on every host: its first rank's host and pid.
+    pub fn rack_id(&self) -> String {
+        format!(
+            "rack of {} ranks led by {} pid {}",
+            self.hosts.len(),
+            self.hosts[0],
+            self.pids[0]
+        )
+    }
 }
 
 /// A hash of the resolved campaign: equal files give equal hashes (FNV-1a).
@@ -41,6 +66,8 @@ pub fn meet(link: &RackLink, label: &str, campaign: &Campaign) -> Result<Result<
     let hello = NodeHello {
         label: label.to_string(),
         campaign_hash: campaign_hash(campaign),
+        host: link.info().node_name.clone(),
+        pid: std::process::id(),
     };
     let hellos: Vec<NodeHello> = link.submit(move |t| gather_json(t, &hello)).wait()?;
     let first_exchange_ns = t_hello.elapsed().as_nanos() as i64;
@@ -68,5 +95,7 @@ pub fn meet(link: &RackLink, label: &str, campaign: &Campaign) -> Result<Result<
     Ok(Ok(Met {
         nodes,
         first_exchange_ns,
+        hosts: hellos.iter().map(|h| h.host.clone()).collect(),
+        pids: hellos.iter().map(|h| h.pid).collect(),
     }))
 }

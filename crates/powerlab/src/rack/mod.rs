@@ -67,6 +67,27 @@ fn realtime_ns() -> i64 {
         .unwrap_or(0)
 }
 
+/// The node lock of this host: the real node's host-wide lock, or for a
+/// simulated rack one per host in the shared results directory.
+fn host_lock_path(cfg: &RunConfig, host: &str) -> std::path::PathBuf {
+    match cfg.backend() {
+        BackendKind::Cuda => powerlab_runner::lock::default_lock_path(),
+        BackendKind::Sim => {
+            let host: String = host
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '-' {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect();
+            cfg.results.join(format!(".sim-node-{host}.lock"))
+        }
+    }
+}
+
 /// A line on stderr, prefixed with this process's rank.
 fn say(rank: usize, text: &str) {
     errln!("[rank {rank}] {text}");
@@ -97,6 +118,24 @@ pub fn rack_main(cfg: &RunConfig, link: RackLink) -> Result<i32> {
         Err(code) => return Ok(code),
     };
 
+    // One node lock per host. The host's first rank holds it for the rack;
+    // the others check, after the next exchange, that it does. Anything
+    // else that wants the host (another campaign, another rack) is refused.
+    let on_host = met.ranks_on_host_of(rank);
+    let lock_path = host_lock_path(cfg, &met.hosts[rank]);
+    if let Some(dir) = lock_path.parent() {
+        // The simulated rack's lock lives in the results directory.
+        let _ = std::fs::create_dir_all(dir);
+    }
+    let (_host_lock, lead_problem) = if on_host[0] == rank {
+        match powerlab_runner::lock::rack::lead(&lock_path, &met.rack_id()) {
+            Ok(l) => (Some(l), None),
+            Err(e) => (None, Some(e)),
+        }
+    } else {
+        (None, None)
+    };
+
     // 2. Clocks. The simulated node can be told its clock is off.
     let skew = cfg.sim().map(|s| s.faults.clock_offset_ns).unwrap_or(0);
     let offsets: Vec<ClockOffset> = link
@@ -104,7 +143,24 @@ pub fn rack_main(cfg: &RunConfig, link: RackLink) -> Result<i32> {
         .wait()?;
 
     // 3. Preflight on every node, the clock included.
-    let checked = match preflight::check(cfg, &link, &label, &offsets)? {
+    let node_lock = match lead_problem {
+        Some(e) => Err(e),
+        None if on_host[0] != rank => {
+            powerlab_runner::lock::rack::follow(&lock_path, &met.rack_id())
+        }
+        None => Ok(()),
+    };
+    let siblings: Vec<(u32, String)> = on_host
+        .iter()
+        .filter(|&&r| r != rank)
+        .map(|&r| {
+            (
+                met.pids[r],
+                format!("rank {r} of this rack, {}", met.nodes[r]),
+            )
+        })
+        .collect();
+    let checked = match preflight::check(cfg, &link, &label, &offsets, &siblings, node_lock)? {
         Ok(c) => c,
         Err(code) => {
             link.shutdown();
@@ -134,6 +190,7 @@ pub fn rack_main(cfg: &RunConfig, link: RackLink) -> Result<i32> {
         label,
         nccl_world,
         health: (cfg.backend() == BackendKind::Cuda).then_some(checked.health),
+        siblings,
     };
     let result = match run_node(cfg, Some(join))? {
         Ok(r) => r,

@@ -25,6 +25,8 @@ pub struct NodeVerdict {
     pub clock_rtt_ns: i64,
     /// GPUs the campaign drives on it.
     pub gpus: usize,
+    /// How its GPUs were chosen among the ranks on its host.
+    pub gpu_binding: Option<String>,
 }
 
 /// What the rack preflight leaves for the run.
@@ -42,6 +44,8 @@ pub fn check(
     link: &RackLink,
     label: &str,
     offsets: &[ClockOffset],
+    siblings: &[(u32, String)],
+    node_lock: Result<(), String>,
 ) -> Result<Result<Checked, i32>> {
     let campaign = &cfg.campaign;
     let (rank, size) = (link.info().rank, link.info().size);
@@ -53,7 +57,9 @@ pub fn check(
             s.gpus,
         ),
         None => {
-            let facts = powerlab_health::probe::probe();
+            let mut facts = powerlab_health::probe::probe();
+            // The rack's other ranks on this host hold GPUs of their own.
+            facts.set_aside_processes(siblings);
             let n = facts.cuda_uuids.len();
             (powerlab_health::run_checks(&facts, "idle", needs_nccl), n)
         }
@@ -61,7 +67,10 @@ pub fn check(
     let gpus = campaign.gpus.count(available);
     let mine = offsets[rank];
     let clock_ok = !mine.exceeds(tolerance_ns);
-    let headline = if !clock_ok {
+    let lock_problem = node_lock.err();
+    let headline = if let Some(problem) = &lock_problem {
+        format!("FAIL node lock: {problem}")
+    } else if !clock_ok {
         format!(
             "FAIL cross-node clock: this node's realtime clock is {:+.3} ms from rank 0's (±{:.3} ms), beyond the campaign's {:.3} ms: synchronise clocks (chrony/PTP) before a rack run",
             mine.offset_ns as f64 / 1e6,
@@ -73,11 +82,12 @@ pub fn check(
     };
     let verdict = NodeVerdict {
         node: label.to_string(),
-        passed: clock_ok && !health.failed(),
+        passed: clock_ok && lock_problem.is_none() && !health.failed(),
         headline,
         clock_offset_ns: mine.offset_ns,
         clock_rtt_ns: mine.rtt_ns,
         gpus,
+        gpu_binding: crate::GPU_BINDING.get().cloned(),
     };
     let verdicts: Vec<NodeVerdict> = link.submit(move |t| gather_json(t, &verdict)).wait()?;
     let failed: Vec<&NodeVerdict> = verdicts.iter().filter(|v| !v.passed).collect();
