@@ -9,7 +9,7 @@
 
 pub mod tables;
 
-pub use tables::{NodeRungRow, NodeState, RackStart};
+pub use tables::{HostRungRow, NodeRungRow, NodeState, RackStart};
 
 use crate::curve::{NodeCurve, node_curve, ordered_sum};
 use crate::error::CollateError;
@@ -108,6 +108,7 @@ pub fn collate_rack(rack: &Path, collate_nodes: bool) -> Result<RackOutput, Coll
         }
         states.push(NodeState {
             node,
+            host: run.manifest.backend.host.clone(),
             gpus: run.manifest.backend.gpus.len(),
             status: status_text(&run),
             rungs_started: run.rungs.len(),
@@ -184,6 +185,10 @@ pub fn collate_rack(rack: &Path, collate_nodes: bool) -> Result<RackOutput, Coll
     let nodes_csv = report_dir.join("nodes.csv");
     csv::write_rows(&node_rows, &nodes_csv)?;
     files.push(nodes_csv);
+    let hosts = tables::host_rows(&states, &node_rows);
+    let hosts_csv = report_dir.join("hosts.csv");
+    csv::write_rows(&hosts, &hosts_csv)?;
+    files.push(hosts_csv);
     let starts_csv = report_dir.join("starts.csv");
     csv::write_rows(&starts, &starts_csv)?;
     files.push(starts_csv);
@@ -210,6 +215,7 @@ pub fn collate_rack(rack: &Path, collate_nodes: bool) -> Result<RackOutput, Coll
     files.push(markdown::rack::write_rack_report(
         rack,
         &states,
+        &hosts,
         &rungs,
         &compare,
         &starts,

@@ -12,6 +12,8 @@ use std::collections::BTreeMap;
 pub struct NodeState {
     /// Node label (`n002-host`).
     pub node: String,
+    /// The host it ran on (several ranks of a rack may share one).
+    pub host: String,
     /// GPUs in its manifest.
     pub gpus: usize,
     /// How its run ended (`complete`, `failed: …`, `no end recorded (killed?)`).
@@ -37,6 +39,56 @@ pub struct NodeRungRow {
     pub peak_w: Option<f64>,
     /// p99 − p1, W.
     pub spread_w: Option<f64>,
+}
+
+/// One host's figures in one rung: the sum of its ranks' node figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct HostRungRow {
+    /// The host.
+    pub host: String,
+    /// Its ranks (node labels), space-separated.
+    pub nodes: String,
+    /// Rung id.
+    pub rung_id: u32,
+    /// Rung label.
+    pub label: String,
+    /// Sum of its ranks' mean power, W (None if any rank has no figure).
+    pub mean_w: Option<f64>,
+}
+
+/// Sums the node figures of every host's ranks, per rung. Means add; peaks
+/// and spreads of ranks on one host do not (they need the host's curve),
+/// so only the mean is summed.
+pub fn host_rows(states: &[NodeState], rows: &[NodeRungRow]) -> Vec<HostRungRow> {
+    let mut by_host: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for s in states {
+        by_host.entry(&s.host).or_default().push(&s.node);
+    }
+    let mut rungs: BTreeMap<u32, &str> = BTreeMap::new();
+    for r in rows {
+        rungs.entry(r.rung_id).or_insert(&r.label);
+    }
+    let mut out = Vec::new();
+    for (host, nodes) in &by_host {
+        for (&rung_id, &label) in &rungs {
+            let means: Vec<Option<f64>> = nodes
+                .iter()
+                .map(|n| {
+                    rows.iter()
+                        .find(|r| r.node == *n && r.rung_id == rung_id)
+                        .and_then(|r| r.mean_w)
+                })
+                .collect();
+            out.push(HostRungRow {
+                host: host.to_string(),
+                nodes: nodes.join(" "),
+                rung_id,
+                label: label.to_string(),
+                mean_w: means.iter().copied().sum::<Option<f64>>(),
+            });
+        }
+    }
+    out
 }
 
 /// Start of one rung across the rack.

@@ -2,7 +2,7 @@
 //! the rack's power per rung, and in phase vs staggered across the rack.
 
 use crate::error::CollateError;
-use crate::rack::tables::{NodeState, RACK_DUTY_CAVEAT, RackStart};
+use crate::rack::tables::{HostRungRow, NodeState, RACK_DUTY_CAVEAT, RackStart};
 use crate::summary::{PhaseCompare, RungSummary};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -22,6 +22,7 @@ fn fmt_w(v: Option<f64>) -> String {
 pub fn write_rack_report(
     rack: &Path,
     nodes: &[NodeState],
+    hosts: &[HostRungRow],
     rungs: &[RungSummary],
     compare: &[PhaseCompare],
     starts: &[RackStart],
@@ -65,7 +66,7 @@ pub fn write_rack_report(
     );
     let _ = writeln!(
         s,
-        "\n## Nodes\n\n| node | GPUs | status | rungs started |\n|---|---|---|---|"
+        "\n## Nodes\n\n| node | host | GPUs | status | rungs started |\n|---|---|---|---|---|"
     );
     for n in nodes {
         let extra = n
@@ -75,9 +76,28 @@ pub fn write_rack_report(
             .unwrap_or_default();
         let _ = writeln!(
             s,
-            "| {} | {} | {}{extra} | {} |",
-            n.node, n.gpus, n.status, n.rungs_started
+            "| {} | {} | {} | {}{extra} | {} |",
+            n.node, n.host, n.gpus, n.status, n.rungs_started
         );
+    }
+    let shared: Vec<&HostRungRow> = hosts.iter().filter(|h| h.nodes.contains(' ')).collect();
+    if !shared.is_empty() {
+        let _ = writeln!(
+            s,
+            "\n## Hosts with several ranks\n\nEach rank is a node of the rack; a host's mean is the sum of its ranks' means (peaks and spreads of ranks on one host are in the rack curve, not summed here).\n\n| host | ranks | rung | mean |\n|---|---|---|---|"
+        );
+        for h in shared {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} |",
+                h.host,
+                h.nodes,
+                h.label,
+                h.mean_w
+                    .map(|w| format!("{w:.0} W"))
+                    .unwrap_or_else(|| "–".into())
+            );
+        }
     }
     let _ = writeln!(
         s,
@@ -129,7 +149,7 @@ pub fn write_rack_report(
     );
     let _ = writeln!(
         s,
-        "\nFiles: `rack_curve.{{csv,parquet}}`, `summary.{{csv,parquet}}`, `in_phase_vs_staggered.{{csv,parquet}}`, `nodes.{{csv,parquet}}` (each node's own figures per rung), `starts.csv`, `node_status.csv`; each node's full report is in `nodes/<node>/report/`."
+        "\nFiles: `rack_curve.{{csv,parquet}}`, `summary.{{csv,parquet}}`, `in_phase_vs_staggered.{{csv,parquet}}`, `nodes.{{csv,parquet}}` (each node's own figures per rung), `hosts.csv` (a host's ranks summed), `starts.csv`, `node_status.csv`; each node's full report is in `nodes/<node>/report/`."
     );
     let path = dir.join("report.md");
     std::fs::write(&path, s).map_err(|e| CollateError::io(&path, e))?;
