@@ -36,7 +36,7 @@ for layout in ${LAYOUTS:-"2x1" "1x2"}; do
   rack=$(ls -d "$R/$layout"/*-rack* 2>/dev/null | head -1)
   if [ -n "$rack" ]; then
     head -12 "$rack/report/report.md" | tee -a "$OUT/summary.txt"
-    cp -r "$rack" "$OUT/rack-$layout"
+    tar -C "$(dirname "$rack")" -czf "$OUT/rack-$layout.tar.gz" "$(basename "$rack")"
   fi
 done
 "$BIN" preflight --out "$OUT" --stem health-after 2>&1 | head -2 | tee -a "$OUT/summary.txt"
