@@ -214,11 +214,13 @@ pub fn collate_rack(rack: &Path, collate_nodes: bool) -> Result<RackOutput, Coll
     )?);
     files.push(markdown::rack::write_rack_report(
         rack,
-        &states,
-        &hosts,
+        &markdown::rack::RackTables {
+            nodes: &states,
+            hosts: &hosts,
+            starts: &starts,
+        },
         &rungs,
         &compare,
-        &starts,
         raw_rows,
         &report_dir,
     )?);

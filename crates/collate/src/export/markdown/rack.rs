@@ -12,6 +12,17 @@ fn fmt_w(v: Option<f64>) -> String {
     v.map(|x| format!("{x:.0}")).unwrap_or_else(|| "–".into())
 }
 
+/// The rack's own tables, as the report shows them.
+#[derive(Clone, Copy)]
+pub struct RackTables<'a> {
+    /// Every node and how its run ended.
+    pub nodes: &'a [NodeState],
+    /// Every host's ranks summed, per rung.
+    pub hosts: &'a [HostRungRow],
+    /// Every rung's start across the rack.
+    pub starts: &'a [RackStart],
+}
+
 /// Writes the rack's `report.md`: the nodes and how their runs ended, rack
 /// power per rung with the start skew across the rack, and in phase vs
 /// staggered for the whole rack.
@@ -21,14 +32,17 @@ fn fmt_w(v: Option<f64>) -> String {
 /// Returns [`CollateError::Io`] when `report.md` cannot be written.
 pub fn write_rack_report(
     rack: &Path,
-    nodes: &[NodeState],
-    hosts: &[HostRungRow],
+    tables: &RackTables<'_>,
     rungs: &[RungSummary],
     compare: &[PhaseCompare],
-    starts: &[RackStart],
     raw_rows: usize,
     dir: &Path,
 ) -> Result<PathBuf, CollateError> {
+    let RackTables {
+        nodes,
+        hosts,
+        starts,
+    } = *tables;
     let mut s = String::new();
     let gpus: usize = nodes.iter().map(|n| n.gpus).sum();
     let bad: Vec<&NodeState> = nodes.iter().filter(|n| n.status != "complete").collect();
