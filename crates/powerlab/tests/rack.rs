@@ -175,6 +175,12 @@ fn four_nodes_start_every_rung_at_one_epoch_and_collate_into_a_rack_curve() {
         .sum();
     let inph = rung(&rows, "swing/p1000ms/in_phase");
     let stag = rung(&rows, "swing/p1000ms/staggered");
+    // Every node's edges reach the rack's rungs: 32 GPUs' rises and falls.
+    for r in [inph, stag] {
+        let verdict = r["edges_verdict"].as_str().unwrap_or("");
+        assert!(!verdict.contains("no edges recorded"), "{r}");
+        assert!(r["rise_err_p99_us"].as_f64().is_some(), "{r}");
+    }
     let rack_mean = inph["mean_w"].as_f64().unwrap();
     assert!(
         (rack_mean - node_means).abs() < 0.01 * node_means,

@@ -153,10 +153,12 @@ pub fn collate_rack(rack: &Path, collate_nodes: bool) -> Result<RackOutput, Coll
         .map_err(CollateError::polars("combining the nodes' raw samples"))?;
     let curve = node_curve(&SeriesSet::from_frame(&power), &rack_run)?;
     drop(power);
+    let edges = rack_edges(&runs)?;
+    let edge_stats = crate::edges::edge_stats(edges.as_ref(), &rack_run)?;
     let mut rungs = summarize(
         &curve,
         &rack_run,
-        &Default::default(),
+        &edge_stats,
         &Default::default(),
         &Default::default(),
     )?;
@@ -232,6 +234,36 @@ pub fn collate_rack(rack: &Path, collate_nodes: bool) -> Result<RackOutput, Coll
         starts,
         files,
     })
+}
+
+/// Every node's edges in one frame, each GPU named `<node>/<gpu>` (GPU
+/// names repeat across nodes). Each edge's error is on its own node's
+/// clock, as the start skew is.
+fn rack_edges(runs: &[(RunDir, Run)]) -> Result<Option<DataFrame>, CollateError> {
+    let mut frames = Vec::new();
+    for (rd, run) in runs {
+        let Some(mut df) = crate::edges::read_edges(rd)? else {
+            continue;
+        };
+        let node = &run.manifest.backend.node_id;
+        let named: StringChunked = df
+            .column("gpu")
+            .and_then(|c| c.str().cloned())
+            .map_err(CollateError::polars("edge GPU names"))?
+            .iter()
+            .map(|g| g.map(|g| format!("{node}/{g}")))
+            .collect();
+        df.with_column(named.into_series().with_name("gpu".into()).into_column())
+            .map_err(CollateError::polars("naming edges by node"))?;
+        frames.push(df.lazy());
+    }
+    if frames.is_empty() {
+        return Ok(None);
+    }
+    concat(frames, UnionArgs::default())
+        .and_then(|lf| lf.collect())
+        .map(Some)
+        .map_err(CollateError::polars("combining the nodes' edges"))
 }
 
 /// The rack curve: time, the rack sums and each node's buffered sum,
