@@ -503,6 +503,9 @@ struct Figures {
 /// Statistics across repeats of one rung configuration.
 #[derive(Debug, Clone, serde::Serialize, PartialEq)]
 pub struct RepeatStats {
+    /// The rung's label without its `/r<repeat>` suffix (what the repeats
+    /// have in common).
+    pub label: String,
     /// The campaign phase the repeats belong to.
     pub phase: String,
     /// The rungs' kind (`idle`, `sustained`, `duty`, `nccl` or `soak`).
@@ -548,17 +551,43 @@ pub struct RepeatStats {
     pub raw_swing_w: Option<f64>,
 }
 
-/// Repeats of one configuration share (phase, mode, requested period).
-type GroupKey = (String, String, Option<i64>);
+/// Repeats of one configuration share their label (less the `/r<repeat>`
+/// suffix), phase, kind, mode, requested period and duty. Two rungs of one
+/// phase that differ in any of these (the NCCL sweep and the fabric rung;
+/// two duty fractions at one period) are never pooled as repeats.
+#[derive(Debug, Clone, PartialEq)]
+struct GroupKey {
+    label: String,
+    phase: String,
+    kind: String,
+    mode: String,
+    period_us: Option<i64>,
+    duty_ppm: i64,
+}
+
+/// The label shared by every repeat of a rung: `swing/p100ms/in_phase/r2`
+/// → `swing/p100ms/in_phase`.
+pub fn base_label(r: &RungSummary) -> String {
+    let suffix = format!("/r{}", r.rung.repeat);
+    r.rung
+        .label
+        .strip_suffix(&suffix)
+        .unwrap_or(&r.rung.label)
+        .to_string()
+}
 
 fn group_key(r: &RungSummary) -> GroupKey {
-    (
-        r.rung.phase.clone(),
-        r.rung.mode.clone(),
-        r.rung
+    GroupKey {
+        label: base_label(r),
+        phase: r.rung.phase.clone(),
+        kind: r.rung.kind.clone(),
+        mode: r.rung.mode.clone(),
+        period_us: r
+            .rung
             .requested_period_ms()
             .map(|p| (p * 1000.0).round() as i64),
-    )
+        duty_ppm: (r.rung.duty * 1e6).round() as i64,
+    }
 }
 
 fn groups(rungs: &[RungSummary]) -> Vec<(GroupKey, Vec<&RungSummary>)> {
@@ -577,7 +606,7 @@ fn pick(g: &[&RungSummary], f: fn(&RungSummary) -> Option<f64>) -> Vec<f64> {
     g.iter().filter_map(|r| f(r)).collect()
 }
 
-/// Groups rungs by (phase, mode, requested period) and summarizes across repeats.
+/// Groups the repeats of each rung (see [`GroupKey`]) and summarizes across them.
 pub fn repeat_stats(rungs: &[RungSummary]) -> Vec<RepeatStats> {
     let mut out = Vec::new();
     for (_, g) in groups(rungs) {
@@ -594,6 +623,7 @@ pub fn repeat_stats(rungs: &[RungSummary]) -> Vec<RepeatStats> {
         let (rs, _, _) = st(|r| r.raw_spread_w);
         let (rw, _, _) = st(|r| r.raw_swing_w);
         out.push(RepeatStats {
+            label: base_label(g[0]),
             phase: g[0].rung.phase.clone(),
             kind: g[0].rung.kind.clone(),
             mode: g[0].rung.mode.clone(),
@@ -678,14 +708,17 @@ pub struct PhaseCompare {
 pub fn compare_modes(rungs: &[RungSummary]) -> Vec<PhaseCompare> {
     let gs = groups(rungs);
     let mut out = Vec::new();
-    for ((phase, mode, period), a) in &gs {
-        if mode != "in_phase" || a[0].rung.kind != "duty" || period.is_none() {
+    for (ka, a) in &gs {
+        if ka.mode != "in_phase" || ka.kind != "duty" || ka.period_us.is_none() {
             continue;
         }
-        let Some((_, b)) = gs
-            .iter()
-            .find(|((ph, m, p), _)| ph == phase && m == "staggered" && p == period)
-        else {
+        let Some((_, b)) = gs.iter().find(|(kb, _)| {
+            kb.mode == "staggered"
+                && kb.kind == ka.kind
+                && kb.phase == ka.phase
+                && kb.period_us == ka.period_us
+                && kb.duty_ppm == ka.duty_ppm
+        }) else {
             continue;
         };
         // Means of each side (None without a value) and the difference.
@@ -707,7 +740,7 @@ pub fn compare_modes(rungs: &[RungSummary]) -> Vec<PhaseCompare> {
         let (wa, wb, wd, wci) = cmp(|r| r.swing_w);
         let (ra, rb, _, _) = cmp(|r| r.raw_spread_w);
         out.push(PhaseCompare {
-            phase: phase.clone(),
+            phase: ka.phase.clone(),
             period_ms: a[0].rung.requested_period_ms().unwrap_or(0.0),
             achieved_period_ms: a[0].rung.period_ms.unwrap_or(0.0),
             duty: a[0].rung.duty,
@@ -822,5 +855,105 @@ mod tests {
             .collect();
         assert_eq!(keys.len(), FACT_COLUMNS + FIGURE_COLUMNS);
         assert!(!keys.contains(&"repeats") && !keys.contains(&"id"));
+    }
+
+    fn rung(
+        label: &str,
+        phase: &str,
+        kind: &str,
+        mode: &str,
+        duty: f64,
+        repeat: u32,
+        mean: f64,
+    ) -> RungSummary {
+        let mut r = summary(if kind == "duty" { Some(100.0) } else { None });
+        r.rung.label = label.into();
+        r.rung.phase = phase.into();
+        r.rung.kind = kind.into();
+        r.rung.mode = mode.into();
+        r.rung.duty = duty;
+        r.rung.repeat = repeat;
+        if kind != "duty" {
+            r.rung.period_ms = None;
+        }
+        r.mean_w = Some(mean);
+        r.spread_w = Some(mean / 10.0);
+        r
+    }
+
+    #[test]
+    fn distinct_rungs_of_one_phase_are_never_pooled_as_repeats() {
+        // The NCCL sweep and the fabric rung share phase, kind and mode and
+        // have no period; two duty fractions share a period. Each is its
+        // own configuration: pooled, the sweep's 700 W and the fabric's
+        // 300 W would read as one rung of 500 W with a wide interval.
+        let rungs = vec![
+            rung("nccl/sweep", "nccl", "nccl", "in_phase", 1.0, 1, 700.0),
+            rung("nccl/fabric", "nccl", "nccl", "in_phase", 1.0, 1, 300.0),
+            rung(
+                "s/p100ms/in_phase/r1",
+                "s",
+                "duty",
+                "in_phase",
+                0.5,
+                1,
+                900.0,
+            ),
+            rung(
+                "s/p100ms/in_phase/r2",
+                "s",
+                "duty",
+                "in_phase",
+                0.5,
+                2,
+                910.0,
+            ),
+            rung(
+                "s/p100ms/staggered/r1",
+                "s",
+                "duty",
+                "staggered",
+                0.5,
+                1,
+                880.0,
+            ),
+            rung(
+                "s/p100ms/staggered/r2",
+                "s",
+                "duty",
+                "staggered",
+                0.5,
+                2,
+                890.0,
+            ),
+            rung("t/p100ms/in_phase", "s", "duty", "in_phase", 0.25, 1, 500.0),
+        ];
+        let stats = repeat_stats(&rungs);
+        let find = |l: &str| stats.iter().find(|s| s.label == l).unwrap();
+        assert_eq!(stats.len(), 5);
+        assert_eq!(
+            (find("nccl/sweep").n, find("nccl/sweep").mean_w),
+            (1, Some(700.0))
+        );
+        assert_eq!(
+            (find("nccl/fabric").n, find("nccl/fabric").mean_w),
+            (1, Some(300.0))
+        );
+        assert_eq!(
+            (
+                find("s/p100ms/in_phase").n,
+                find("s/p100ms/in_phase").mean_w
+            ),
+            (2, Some(905.0))
+        );
+        assert_eq!(find("t/p100ms/in_phase").n, 1);
+        // In phase meets staggered only at its own duty.
+        let cmp = compare_modes(&rungs);
+        assert_eq!(cmp.len(), 1);
+        assert_eq!(
+            (cmp[0].in_phase_mean_w, cmp[0].staggered_mean_w),
+            (Some(905.0), Some(885.0))
+        );
+        assert_eq!(cmp[0].n, "2/2");
     }
 }

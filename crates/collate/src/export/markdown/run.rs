@@ -253,13 +253,13 @@ pub fn write_report(
         let _ = writeln!(s, "\n## Across repeats (mean ± 95% CI, Student's t)\n");
         let _ = writeln!(
             s,
-            "| phase | mode | period ms | n | mean W | peak W | spread W | swing W | NVML sample-and-hold spread W |\n|---|---|---|---|---|---|---|---|---|"
+            "| rung | mode | period ms | n | mean W | peak W | spread W | swing W | NVML sample-and-hold spread W |\n|---|---|---|---|---|---|---|---|---|"
         );
         for r in repeats {
             let _ = writeln!(
                 s,
                 "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                r.phase,
+                r.label,
                 r.mode,
                 r.achieved_period_ms
                     .map(fmt_ms)
