@@ -7,7 +7,7 @@
 use crate::error::CollateError;
 use crate::export::{csv, json, markdown, plots};
 use crate::sensor::series::{EdgeIndex, SeriesSet};
-use crate::{curve, cycle, edges, energy, integrity, load, nccl, sensor, stats, summary};
+use crate::{curve, cycle, edges, energy, handoff, integrity, load, nccl, sensor, stats, summary};
 use powerlab_rundir::RunDir;
 use std::path::{Path, PathBuf};
 
@@ -203,6 +203,9 @@ fn collate_into(
         )
     };
     integrity::check_sums(dir, &run.manifest)?;
+    // What this report is computed from, taken before reading: a rack
+    // reuses the report only while these files stay as they are.
+    let inputs = handoff::inputs_of(&dir.path)?;
     let mut raw = load::read_power(dir, run)?;
     step("reading raw samples");
     let raw_rows = raw.total_rows;
@@ -290,7 +293,11 @@ fn collate_into(
     let nccl_rows = nccl::nccl_rows(dir, run)?;
     let fabric = nccl::fabric_power(&rungs);
 
-    let mut files = vec![csv::write_node_curve(&curve, &report_dir)?];
+    let mut files = vec![
+        csv::write_node_curve(&curve, &report_dir)?,
+        handoff::write_curve(&curve, run, &report_dir)?,
+        handoff::write_cycles(&cycles, &report_dir.join(handoff::CYCLES_FILE))?,
+    ];
     files.extend(csv::write_summary_tables(
         &rungs,
         &repeats,
@@ -339,6 +346,8 @@ fn collate_into(
         raw_rows,
         &report_dir,
     )?);
+    // Last: a report is only handed to a rack once everything is written.
+    files.push(handoff::write_inputs(&inputs, &report_dir)?);
     Ok(CollateOutput {
         report_dir,
         rungs,

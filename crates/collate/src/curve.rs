@@ -53,9 +53,7 @@ pub fn node_curve(series: &SeriesSet, run: &Run) -> Result<NodeCurve, CollateErr
             }
         }
     }
-    // The grid is anchored at the run's start, not at absolute multiples of
-    // the grid: the same seed gives the same curve whatever the wall clock.
-    let origin = run.manifest.started_ns;
+    let origin = grid_origin(run);
     let (start, end) = match span {
         Some((a, b)) => (
             origin
@@ -148,6 +146,19 @@ pub fn node_curve(series: &SeriesSet, run: &Run) -> Result<NodeCurve, CollateErr
     // raw files' layout, so splitting a raw file cannot move a digit.
     df.rechunk_mut_par();
     Ok(NodeCurve { df, grid_ns: grid })
+}
+
+/// Where the node grid is anchored: the first rung's epoch (the run's
+/// start when no rung started). Not at absolute multiples of the grid, so
+/// the same seed gives the same curve whatever the wall clock; and not at
+/// the process's own start, so every node of a rack (which share each
+/// rung's epoch) puts its curve on one grid and the rack adds node curves
+/// point by point.
+pub fn grid_origin(run: &Run) -> i64 {
+    run.rungs
+        .iter()
+        .min_by_key(|r| r.info.id)
+        .map_or(run.manifest.started_ns, |r| r.epoch_ns)
 }
 
 /// The sum of `cols`, left to right, null where any is null (a partial

@@ -575,6 +575,55 @@ pub fn compose(
     })
 }
 
+/// The rack's cycle of one rung: its nodes' composed cycles (each phase 0
+/// at the rung's epoch, which every node of a rack shares) added point by
+/// point in the order given, then laid over the rung's window `r` as a
+/// node cycle is. Cycles of different lengths (nodes that kept different
+/// harmonics) are first resampled, linearly and periodically, to the
+/// longest. Harmonics and coverage are the lowest of any node, samples the
+/// sum. None without parts or when the nodes ran different periods.
+pub fn sum_cycles(r: &RungWindow, parts: &[&crate::handoff::CyclePart]) -> Option<NodeCycle> {
+    let first = parts.first()?;
+    if parts
+        .iter()
+        .any(|c| (c.period_ms - first.period_ms).abs() > 1e-9 || c.values.is_empty())
+    {
+        return None;
+    }
+    let m = parts.iter().map(|c| c.values.len()).max()?;
+    let mut values = vec![0.0; m];
+    for c in parts {
+        let n = c.values.len();
+        for (j, v) in values.iter_mut().enumerate() {
+            *v += if n == m {
+                c.values[j]
+            } else {
+                let x = j as f64 * n as f64 / m as f64;
+                let i = (x.floor() as usize) % n;
+                let f = x - x.floor();
+                c.values[i] * (1.0 - f) + c.values[(i + 1) % n] * f
+            };
+        }
+    }
+    let p = (first.period_ms * 1e6).round() as i64;
+    let stats = window_stats(
+        &values,
+        p,
+        r.measure_from_ns - r.epoch_ns,
+        r.end_ns - r.measure_from_ns,
+    );
+    Some(NodeCycle {
+        rung_id: r.info.id,
+        period_ms: first.period_ms,
+        harmonics: parts.iter().map(|c| c.harmonics).min().unwrap_or(0),
+        values,
+        coverage: parts.iter().map(|c| c.coverage).fold(1.0, f64::min),
+        samples: parts.iter().map(|c| c.samples).sum(),
+        gpu_on_w: Vec::new(),
+        stats,
+    })
+}
+
 /// Mean of a GPU's cycle (harmonics, phase 0 at its rise) over the second
 /// half of its on-phase, short of the fall: [duty/2, 0.95 duty).
 fn on_level(h: &[Complex64], duty: f64) -> f64 {

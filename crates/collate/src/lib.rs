@@ -20,7 +20,8 @@
 //! run's data ([`sensor::series`], [`integrity`], [`load`]); the analyses
 //! ([`curve`], [`edges`], [`energy`], the [`sensor`] model and calibration,
 //! [`cycle`], the sensor verdicts, [`summary`], [`nccl`], the [`rack`]
-//! tables); every file written ([`export`]); and the pipelines that run them
+//! tables); every file written ([`export`], and what a node hands its rack,
+//! [`handoff`]); and the pipelines that run them
 //! ([`collation`], [`rack`]).
 
 pub mod collation;
@@ -32,6 +33,7 @@ pub mod energy;
 pub mod error;
 pub mod export;
 pub mod format;
+pub mod handoff;
 pub mod integrity;
 pub mod load;
 pub mod nccl;

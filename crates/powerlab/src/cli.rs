@@ -243,6 +243,14 @@ pub struct CollateArgs {
     /// Collate a run that is still being written (its report says it did not finish).
     #[arg(long)]
     pub snapshot: bool,
+    /// Rack: collate every node again, even those whose report is up to
+    /// date with its raw files.
+    #[arg(long)]
+    pub force: bool,
+    /// Rack: nodes collated at once (each needs the memory of one node's
+    /// collation; the rack step itself reads only the nodes' reports).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub jobs: u16,
 }
 
 /// Options of `observe`.

@@ -486,3 +486,157 @@ fn ranks_sharing_a_host_share_its_lock_and_a_second_rack_is_refused() {
     assert_eq!(ids.len(), 2, "{ids:?}");
     assert!(rack.join("report/report.md").is_file(), "{first_text}");
 }
+
+/// The rack curve and sample-and-hold figures from every GPU's raw file at
+/// once (what the rack step did before it read node curves): the oracle
+/// the node-curve rack must equal, up to summation order.
+fn rack_from_raw(rack: &Path) -> Vec<powerlab_collate::summary::RungSummary> {
+    use polars::prelude::*;
+    use powerlab_collate::load::{load_run, read_power};
+    let mut runs = Vec::new();
+    let mut frames = Vec::new();
+    for d in node_dirs(rack) {
+        let rd = powerlab_rundir::RunDir::open(&d).unwrap();
+        let run = load_run(&rd).unwrap();
+        frames.push(read_power(&rd, &run).unwrap().power.lazy());
+        runs.push(run);
+    }
+    let mut reference = runs.iter().max_by_key(|r| r.rungs.len()).unwrap().clone();
+    reference.series = runs.iter().flat_map(|r| r.series.clone()).collect();
+    reference.series.sort();
+    let power = concat(frames, UnionArgs::default())
+        .unwrap()
+        .collect()
+        .unwrap();
+    let series = powerlab_collate::sensor::series::SeriesSet::from_frame(&power);
+    let curve = powerlab_collate::curve::node_curve(&series, &reference).unwrap();
+    powerlab_collate::summary::summarize(
+        &curve,
+        &reference,
+        &Default::default(),
+        &Default::default(),
+        &Default::default(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn the_rack_from_node_curves_equals_the_rack_from_raw_files_and_reuses_fresh_nodes() {
+    let r = mpirun(RACK, &[(4, &[])]);
+    assert_eq!(r.out.status.code(), Some(0), "{}", r.stderr());
+    let rack = r.rack_dir();
+    let nodes = node_dirs(&rack);
+    // Each rank collated its own node, with the hand-off files.
+    for n in &nodes {
+        for f in ["node_curve.parquet", "node_cycles.parquet", "inputs.json"] {
+            assert!(n.join("report").join(f).is_file(), "{}: {f}", n.display());
+        }
+    }
+    let all: Vec<serde_json::Value> = serde_json::from_str::<serde_json::Value>(
+        &std::fs::read_to_string(rack.join("report/summary.json")).unwrap(),
+    )
+    .unwrap()["rungs"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let oracle = rack_from_raw(&rack);
+    assert_eq!(all.len(), oracle.len());
+    // Sample-and-hold figures of every rung: the same up to the last
+    // rounded digit (node sums added, against every GPU added left to right).
+    for (row, want) in all.iter().zip(&oracle) {
+        assert_eq!(row["label"], want.rung.label.as_str());
+        for (key, w) in [
+            ("raw_mean_w", want.raw_mean_w),
+            ("raw_peak_w", want.raw_peak_w),
+            ("raw_spread_w", want.raw_spread_w),
+            ("raw_swing_w", want.raw_swing_w),
+            ("instant_mean_w", want.instant_mean_w),
+            ("instant_spread_w", want.instant_spread_w),
+        ] {
+            let got = row[key].as_f64();
+            assert_eq!(got.is_some(), w.is_some(), "{key} of {}", want.rung.label);
+            if let (Some(g), Some(w)) = (got, w) {
+                assert!(
+                    (g - w).abs() <= 0.0021,
+                    "{key} of {}: {g} vs {w}",
+                    want.rung.label
+                );
+            }
+        }
+    }
+    // Duty rungs: the nodes' composed cycles, added; a mean adds exactly.
+    for label in ["swing/p1000ms/in_phase", "swing/p1000ms/staggered"] {
+        let row = rung(&all, label);
+        assert_eq!(row["method"], "composed cycle", "{row}");
+        let node_sum: f64 = nodes
+            .iter()
+            .map(|n| rung(&summary(n), label)["mean_w"].as_f64().unwrap())
+            .sum();
+        let m = row["mean_w"].as_f64().unwrap();
+        assert!((m - node_sum).abs() < 0.01, "{label}: {m} vs {node_sum}");
+    }
+    // The staggered rack is flatter than NVML's sample-and-hold sum says.
+    let stag = rung(&all, "swing/p1000ms/staggered");
+    assert!(
+        stag["spread_w"].as_f64().unwrap() < stag["raw_spread_w"].as_f64().unwrap(),
+        "{stag}"
+    );
+
+    // Offline: fresh nodes are reused (their reports untouched); a node
+    // whose raw file was rewritten is collated again.
+    let touched = &nodes[2];
+    let raw = std::fs::read_dir(touched.join("raw"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "csv"))
+        .unwrap();
+    let mtime = |p: &Path| std::fs::metadata(p).unwrap().modified().unwrap();
+    let before: Vec<_> = nodes
+        .iter()
+        .map(|n| mtime(&n.join("report/summary.csv")))
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let bytes = std::fs::read(&raw).unwrap();
+    std::fs::write(&raw, &bytes).unwrap();
+    let rack_before = std::fs::read(rack.join("report/summary.csv")).unwrap();
+    let out = powerlab()
+        .args(["collate", rack.to_str().unwrap(), "--jobs", "2"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        text.matches("report up to date, reused").count(),
+        3,
+        "{text}"
+    );
+    let name = raw.strip_prefix(touched).unwrap().display().to_string();
+    assert!(
+        text.contains(&format!("collated ({name} changed since its collation)")),
+        "{text}"
+    );
+    for (k, n) in nodes.iter().enumerate() {
+        let now = mtime(&n.join("report/summary.csv"));
+        assert_eq!(now == before[k], n != touched, "{}", n.display());
+    }
+    // The same rack report, whichever nodes were collated again.
+    assert_eq!(
+        std::fs::read(rack.join("report/summary.csv")).unwrap(),
+        rack_before
+    );
+    // A second collation has nothing to redo.
+    let out = powerlab()
+        .args(["collate", rack.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(
+        text.matches("report up to date, reused").count(),
+        4,
+        "{text}"
+    );
+}

@@ -30,3 +30,17 @@ pub fn beside_csv(csv_path: &Path) -> Result<Option<PathBuf>, CollateError> {
         .map_err(CollateError::polars("writing Parquet"))?;
     Ok(Some(out))
 }
+
+/// Writes `df` to `path` as Parquet.
+///
+/// # Errors
+///
+/// Returns [`CollateError::Io`] when the file cannot be created and
+/// [`CollateError::Polars`] when the Parquet writer fails.
+pub fn write_frame(df: &mut DataFrame, path: &Path) -> Result<PathBuf, CollateError> {
+    let file = std::fs::File::create(path).map_err(|e| CollateError::io(path, e))?;
+    ParquetWriter::new(file)
+        .finish(df)
+        .map_err(CollateError::polars("writing Parquet"))?;
+    Ok(path.to_path_buf())
+}

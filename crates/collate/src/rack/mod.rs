@@ -1,26 +1,37 @@
 //! Rack collation: a rack run directory holds one node run directory per
-//! node under `nodes/` (each collatable alone). The rack curve sums every
-//! GPU of every node on one time grid, with the same rule as a node curve:
-//! a grid point where any GPU of any node has no reading has no rack value
-//! (a dead node is a gap, never a power drop). Rung windows come from the
-//! nodes' event logs, which must agree on every rung's start epoch. Outputs
-//! go to the rack's `report/`: CSV and Parquet (the same files load in
-//! polars, DuckDB or Spark), a per-node table and `report.md`.
+//! node under `nodes/` (each collatable alone). The rack works from its
+//! nodes' reports, never from their raw files: each node's collation (run
+//! by its own rank right after a rack run, or here for a node whose report
+//! is stale, [`nodes`]) hands over its curve and composed cycles
+//! ([`crate::handoff`]). The rack curve adds the node curves as they are
+//! read ([`curve`]), with the node rule one level up: a point where any node
+//! has no value has no rack value (a dead node is a gap, never a power
+//! drop). A duty rung's rack figures add the nodes' composed cycles at the
+//! rung's shared epoch. Edge figures reduce every node's edge log
+//! ([`edges`]). Rung windows come from the nodes' event logs, which must
+//! agree on every rung's start epoch. Memory is one node's collation plus
+//! the rack curve, whatever the node count. Outputs go to the rack's
+//! `report/`: CSV and Parquet (the same files load in polars, DuckDB or
+//! Spark), a per-node table and `report.md`.
 
+pub mod curve;
+pub mod edges;
+pub mod nodes;
 pub mod tables;
 
+pub use nodes::NodeReport;
 pub use tables::{HostRungRow, NodeRungRow, NodeState, RackStart};
 
-use crate::curve::{NodeCurve, node_curve, ordered_sum};
+use crate::cycle::{NoCycle, sum_cycles};
 use crate::error::CollateError;
 use crate::export::{csv, json, markdown, parquet, plots};
-use crate::load::{Run, load_run, read_power};
-use crate::sensor::series::SeriesSet;
-use crate::summary::{PhaseCompare, RungSummary, compare_modes, repeat_stats, summarize};
-use polars::prelude::*;
+use crate::handoff::{CyclePart, read_cycles};
+use crate::load::{Run, load_run};
+use crate::summary::{Cycles, PhaseCompare, RungSummary, compare_modes, repeat_stats, summarize};
 use powerlab_rundir::RunDir;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use tables::{NodeSummaryRow, RACK_DUTY_CAVEAT, rack_starts, status_text};
+use tables::{NodeSummaryRow, rack_starts, status_text};
 
 /// Whether `dir` is a rack run directory.
 pub fn is_rack_dir(dir: &Path) -> bool {
@@ -41,6 +52,8 @@ pub struct RackOutput {
     pub compare: Vec<PhaseCompare>,
     /// Per-rung starts across nodes.
     pub starts: Vec<RackStart>,
+    /// What became of each node's report, in the order of `nodes`.
+    pub node_reports: Vec<NodeReport>,
     /// Files written.
     pub files: Vec<PathBuf>,
 }
@@ -62,60 +75,93 @@ fn node_dirs(rack: &Path) -> Result<Vec<PathBuf>, CollateError> {
     Ok(v)
 }
 
-/// Collates a rack run directory. `collate_nodes` re-collates every node
-/// first (a node whose own collation fails is reported, not fatal).
+/// How a rack collation treats its nodes' reports.
+#[derive(Debug, Clone, Copy)]
+pub struct RackOptions {
+    /// Collate every node again, fresh or not.
+    pub force: bool,
+    /// Stale nodes collated at once (each as much memory as one node's
+    /// collation).
+    pub jobs: usize,
+}
+
+impl Default for RackOptions {
+    fn default() -> Self {
+        Self {
+            force: false,
+            jobs: 1,
+        }
+    }
+}
+
+/// Collates a rack run directory: brings every node's report up to date
+/// (reusing fresh ones, see [`RackOptions`]), then builds the rack's report
+/// from them.
 ///
 /// # Errors
 ///
 /// Returns [`CollateError::Io`] when `nodes/` cannot be listed, and
-/// [`CollateError::BadRaw`] when it holds no node run directory or the
-/// nodes started some rung at different epochs (they are not one rack
-/// run). Loading any node's run, reading its raw samples, building the rack
-/// curve and summaries, and writing the report fail as their own steps do
-/// ([`CollateError::RunDir`], [`CollateError::BadRaw`],
-/// [`CollateError::Io`], [`CollateError::Polars`] or
-/// [`CollateError::Plot`]). A node whose own collation fails is not an
-/// error: it is reported in the node table.
-pub fn collate_rack(rack: &Path, collate_nodes: bool) -> Result<RackOutput, CollateError> {
+/// [`CollateError::BadRaw`] when it holds no node run directory, the nodes
+/// started some rung at different epochs (they are not one rack run), or a
+/// node's curve is not on the rack's grid. Loading any node's run, reading
+/// its report or edge log, building the rack's summaries and writing the
+/// report fail as their own steps do ([`CollateError::RunDir`],
+/// [`CollateError::BadRaw`], [`CollateError::Io`], [`CollateError::Polars`]
+/// or [`CollateError::Plot`]). A node whose own collation fails is not an
+/// error: it is reported in the node table and is a gap in the rack curve.
+pub fn collate_rack(rack: &Path, opts: RackOptions) -> Result<RackOutput, CollateError> {
+    // Step times at POWERLAB_LOG=info, for the rack collation benchmark.
+    let t0 = std::time::Instant::now();
+    let step = |what: &str| {
+        tracing::info!(
+            "collate rack: {what} done at {:.2} s",
+            t0.elapsed().as_secs_f64()
+        )
+    };
     let dirs = node_dirs(rack)?;
+    let node_reports = nodes::refresh(&dirs, opts.force, opts.jobs);
+    step("node reports");
     let mut states = Vec::new();
     let mut runs = Vec::new();
     let mut node_rows = Vec::new();
-    for d in &dirs {
+    let mut summaries: Vec<Vec<NodeSummaryRow>> = Vec::new();
+    for (d, rep) in dirs.iter().zip(&node_reports) {
         let rd = RunDir::open(d)?;
         let run = load_run(&rd)?;
         let node = run.manifest.backend.node_id.clone();
-        let mut collate_error = None;
         let summary = d.join("report").join("summary.csv");
-        if (collate_nodes || !summary.is_file())
-            && let Err(e) = crate::collation::collate(d)
-        {
-            collate_error = Some(e.to_string());
-        }
-        if let Ok(rows) = powerlab_rundir::read_rows::<NodeSummaryRow>(&summary) {
-            node_rows.extend(
-                rows.into_iter()
-                    .filter(|r| r.instrument == "buffered_w")
-                    .map(|r| NodeRungRow {
-                        node: node.clone(),
-                        rung_id: r.rung_id,
-                        label: r.label,
-                        mean_w: r.mean_w,
-                        peak_w: r.peak_w,
-                        spread_w: r.spread_w,
-                    }),
-            );
-        }
+        let rows = match rep {
+            NodeReport::Failed(_) => Vec::new(),
+            _ => powerlab_rundir::read_rows::<NodeSummaryRow>(&summary).unwrap_or_default(),
+        };
+        node_rows.extend(
+            rows.iter()
+                .filter(|r| r.instrument == "buffered_w")
+                .map(|r| NodeRungRow {
+                    node: node.clone(),
+                    rung_id: r.rung_id,
+                    label: r.label.clone(),
+                    mean_w: r.mean_w,
+                    peak_w: r.peak_w,
+                    spread_w: r.spread_w,
+                }),
+        );
+        summaries.push(rows);
         states.push(NodeState {
             node,
             host: run.manifest.backend.host.clone(),
             gpus: run.manifest.backend.gpus.len(),
             status: status_text(&run),
             rungs_started: run.rungs.len(),
-            collate_error,
+            collate_error: match rep {
+                NodeReport::Failed(e) => Some(e.clone()),
+                _ => None,
+            },
         });
         runs.push((rd, run));
     }
+
+    step("node runs and summaries");
 
     // Rung windows: every node must have started each rung at one epoch.
     let reference = runs
@@ -126,7 +172,16 @@ pub fn collate_rack(rack: &Path, collate_nodes: bool) -> Result<RackOutput, Coll
             path: rack.into(),
             message: "no nodes".into(),
         })?;
-    let starts = rack_starts(&reference, &runs);
+    let mut edges = edges::RackEdges::default();
+    let edge_inputs: Vec<(&RunDir, usize)> = runs
+        .iter()
+        .map(|(rd, run)| (rd, run.manifest.backend.gpus.len()))
+        .collect();
+    edges.add_nodes(&edge_inputs)?;
+    let edge_stats = edges.stats();
+    let starts = rack_starts(&reference, &runs, edges.start_spans());
+    drop(edges);
+    step("edges");
     if let Some(bad) = starts.iter().find(|s| !s.epochs_agree) {
         return Err(CollateError::BadRaw {
             path: rack.join("nodes"),
@@ -136,37 +191,53 @@ pub fn collate_rack(rack: &Path, collate_nodes: bool) -> Result<RackOutput, Coll
             ),
         });
     }
+    let usable: Vec<usize> = (0..runs.len())
+        .filter(|i| !matches!(node_reports[*i], NodeReport::Failed(_)))
+        .collect();
 
-    // The rack curve: every series of every node on one grid.
-    let mut rack_run = reference.clone();
-    rack_run.series = runs.iter().flat_map(|(_, r)| r.series.clone()).collect();
-    rack_run.series.sort();
-    let mut frames = Vec::new();
-    let mut raw_rows = 0usize;
-    for (d, r) in &runs {
-        let raw = read_power(d, r)?;
-        raw_rows += raw.total_rows;
-        frames.push(raw.power.lazy());
+    // The rack curve: the node curves, added as they are read. A node with
+    // no report is a gap for the whole run.
+    let grid_ns = reference.grid_ns.max(1_000_000);
+    let origin = crate::curve::grid_origin(&reference);
+    let mut span: Option<(i64, i64)> = None;
+    for &i in &usable {
+        if let Some((a, b)) = curve::node_span(&runs[i].0.report_dir())? {
+            span = Some(span.map_or((a, b), |(lo, hi)| (lo.min(a), hi.max(b))));
+        }
     }
-    let power = concat(frames, UnionArgs::default())
-        .and_then(|lf| lf.collect())
-        .map_err(CollateError::polars("combining the nodes' raw samples"))?;
-    let curve = node_curve(&SeriesSet::from_frame(&power), &rack_run)?;
-    drop(power);
-    let edges = rack_edges(&runs)?;
-    let edge_stats = crate::edges::edge_stats(edges.as_ref(), &rack_run)?;
-    let mut rungs = summarize(
-        &curve,
-        &rack_run,
-        &edge_stats,
-        &Default::default(),
-        &Default::default(),
-    )?;
-    for r in rungs.iter_mut().filter(|r| r.rung.kind == "duty") {
-        r.verdict = Some(RACK_DUTY_CAVEAT.into());
+    let (first, last) = span.unwrap_or((origin, origin - 1));
+    let first = origin + (first - origin).div_euclid(grid_ns) * grid_ns;
+    let mut acc = curve::RackCurve::new(first, last, grid_ns);
+    for (k, (rd, run)) in runs.iter().enumerate() {
+        if usable.contains(&k) {
+            acc.add_node(&run.manifest.backend.node_id, &rd.report_dir())?;
+        } else {
+            acc.add_missing_node(&run.manifest.backend.node_id);
+        }
     }
+    let (curve, mut curve_file) = acc.finish()?;
+    step("rack curve");
+
+    // Duty rungs: the nodes' composed cycles, added.
+    let mut parts: Vec<BTreeMap<u32, CyclePart>> = Vec::new();
+    for &i in &usable {
+        parts.push(read_cycles(&runs[i].0.report_dir())?);
+    }
+    let (cycles, energy_means) = rack_cycles(
+        &reference,
+        &runs,
+        &usable,
+        &parts,
+        &summaries,
+        &node_reports,
+    );
+    drop(parts);
+
+    step("cycles");
+    let rungs = summarize(&curve, &reference, &edge_stats, &cycles, &energy_means)?;
     let repeats = repeat_stats(&rungs);
     let compare = compare_modes(&rungs);
+    step("rung summaries");
 
     let report_dir = rack.join("report");
     if report_dir.exists() {
@@ -182,8 +253,17 @@ pub fn collate_rack(rack: &Path, collate_nodes: bool) -> Result<RackOutput, Coll
         &report_dir,
     )?);
     let curve_csv = report_dir.join("rack_curve.csv");
-    csv::write_frame(&mut rack_curve(&curve, &rack_run)?, &curve_csv)?;
+    csv::write_frame(&mut curve_file, &curve_csv)?;
     files.push(curve_csv);
+    files.push(parquet::write_frame(
+        &mut curve_file,
+        &report_dir.join("rack_curve.parquet"),
+    )?);
+    drop(curve_file);
+    files.push(crate::handoff::write_cycles(
+        &cycles,
+        &report_dir.join("rack_cycles.parquet"),
+    )?);
     let nodes_csv = report_dir.join("nodes.csv");
     csv::write_rows(&node_rows, &nodes_csv)?;
     files.push(nodes_csv);
@@ -197,33 +277,35 @@ pub fn collate_rack(rack: &Path, collate_nodes: bool) -> Result<RackOutput, Coll
     let node_csv = report_dir.join("node_status.csv");
     csv::write_rows(&states, &node_csv)?;
     files.push(node_csv);
-    for name in [
-        "rack_curve.csv",
-        "summary.csv",
-        "in_phase_vs_staggered.csv",
-        "nodes.csv",
-    ] {
+    for name in ["summary.csv", "in_phase_vs_staggered.csv", "nodes.csv"] {
         files.extend(parquet::beside_csv(&report_dir.join(name))?);
     }
+    step("tables");
     files.extend(plots::write_plots(
         &curve,
-        &rack_run,
+        &reference,
         &rungs,
         &repeats,
         &compare,
-        &Default::default(),
+        &cycles,
         &report_dir.join("plots"),
     )?);
+    step("plots");
+    let reused = node_reports
+        .iter()
+        .filter(|r| matches!(r, NodeReport::Reused))
+        .count();
     files.push(markdown::rack::write_rack_report(
         rack,
         &markdown::rack::RackTables {
             nodes: &states,
             hosts: &hosts,
             starts: &starts,
+            reused,
+            recollated: node_reports.len() - reused,
         },
         &rungs,
         &compare,
-        raw_rows,
         &report_dir,
     )?);
     Ok(RackOutput {
@@ -232,72 +314,88 @@ pub fn collate_rack(rack: &Path, collate_nodes: bool) -> Result<RackOutput, Coll
         rungs,
         compare,
         starts,
+        node_reports,
         files,
     })
 }
 
-/// Every node's edges in one frame, each GPU named `<node>/<gpu>` (GPU
-/// names repeat across nodes). Each edge's error is on its own node's
-/// clock, as the start skew is.
-fn rack_edges(runs: &[(RunDir, Run)]) -> Result<Option<DataFrame>, CollateError> {
-    let mut frames = Vec::new();
-    for (rd, run) in runs {
-        let Some(mut df) = crate::edges::read_edges(rd)? else {
+/// The rack's composed cycle of every duty rung of `reference`: the sum of
+/// every node's, in node order. A rung that some node could not fold (or a
+/// node without a report) has that node's verdict instead, and the sum of
+/// the nodes' means where every node has one (from its energy counter or
+/// its cycle).
+fn rack_cycles(
+    reference: &Run,
+    runs: &[(RunDir, Run)],
+    usable: &[usize],
+    parts: &[BTreeMap<u32, CyclePart>],
+    summaries: &[Vec<NodeSummaryRow>],
+    reports: &[NodeReport],
+) -> (Cycles, HashMap<u32, f64>) {
+    let mut cycles: Cycles = HashMap::new();
+    let mut means = HashMap::new();
+    for r in &reference.rungs {
+        let periodic = r.info.kind == "duty"
+            && r.info.period_ms.is_some()
+            && r.info.duty > 0.0
+            && r.info.duty < 1.0;
+        if !periodic {
+            cycles.insert(r.info.id, Err(NoCycle::NotPeriodic));
             continue;
-        };
-        let node = &run.manifest.backend.node_id;
-        let named: StringChunked = df
-            .column("gpu")
-            .and_then(|c| c.str().cloned())
-            .map_err(CollateError::polars("edge GPU names"))?
-            .iter()
-            .map(|g| g.map(|g| format!("{node}/{g}")))
-            .collect();
-        df.with_column(named.into_series().with_name("gpu".into()).into_column())
-            .map_err(CollateError::polars("naming edges by node"))?;
-        frames.push(df.lazy());
-    }
-    if frames.is_empty() {
-        return Ok(None);
-    }
-    concat(frames, UnionArgs::default())
-        .and_then(|lf| lf.collect())
-        .map(Some)
-        .map_err(CollateError::polars("combining the nodes' edges"))
-}
-
-/// The rack curve: time, the rack sums and each node's buffered sum,
-/// rounded to three decimals (the columns of `rack_curve.csv`).
-fn rack_curve(curve: &NodeCurve, run: &Run) -> Result<DataFrame, CollateError> {
-    let mut nodes: Vec<&str> = run.series.iter().map(|(n, _)| n.as_str()).collect();
-    nodes.dedup();
-    let mut exprs = vec![col("t_ns")];
-    for (from, to) in [
-        ("node_buffered_w", "rack_buffered_w"),
-        ("node_instant_w", "rack_instant_w"),
-    ] {
-        if curve.df.column(from).is_ok() {
-            exprs.push(col(from).round(3, RoundMode::HalfToEven).alias(to));
+        }
+        let mut found = Vec::new();
+        let mut why = None;
+        for (k, (_, run)) in runs.iter().enumerate() {
+            let node = &run.manifest.backend.node_id;
+            let part = usable
+                .iter()
+                .position(|u| *u == k)
+                .and_then(|p| parts[p].get(&r.info.id));
+            match part {
+                Some(c) => found.push(c),
+                None if why.is_none() => {
+                    let v = match &reports[k] {
+                        NodeReport::Failed(e) => format!("its collation failed: {e}"),
+                        _ => summaries[k]
+                            .iter()
+                            .find(|s| s.rung_id == r.info.id)
+                            .and_then(|s| s.verdict.clone())
+                            .unwrap_or_else(|| "no composed cycle for this rung".into()),
+                    };
+                    why = Some(format!("node {node}: {v}"));
+                }
+                None => {}
+            }
+        }
+        match why {
+            None => match sum_cycles(r, &found) {
+                Some(c) => {
+                    cycles.insert(r.info.id, Ok(c));
+                }
+                None => {
+                    cycles.insert(
+                        r.info.id,
+                        Err(NoCycle::Verdict(
+                            "the nodes' cycles are of different periods: not one rack run".into(),
+                        )),
+                    );
+                }
+            },
+            Some(v) => {
+                let node_means: Option<Vec<f64>> = summaries
+                    .iter()
+                    .map(|rows| {
+                        rows.iter()
+                            .find(|s| s.rung_id == r.info.id)
+                            .and_then(|s| s.mean_w)
+                    })
+                    .collect();
+                if let Some(m) = node_means.filter(|m| m.len() == runs.len()) {
+                    means.insert(r.info.id, m.iter().sum());
+                }
+                cycles.insert(r.info.id, Err(NoCycle::Verdict(v)));
+            }
         }
     }
-    for n in &nodes {
-        let cols: Vec<Expr> = run
-            .series
-            .iter()
-            .filter(|(x, _)| x == n)
-            .map(|(x, g)| col(format!("{x}/{g}:buffered_w").as_str()))
-            .collect();
-        exprs.push(
-            ordered_sum(&cols)
-                .round(3, RoundMode::HalfToEven)
-                .alias(format!("{n}_buffered_w").as_str()),
-        );
-    }
-    curve
-        .df
-        .clone()
-        .lazy()
-        .select(exprs)
-        .collect()
-        .map_err(CollateError::polars("building the rack curve"))
+    (cycles, means)
 }

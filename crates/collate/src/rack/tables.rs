@@ -117,6 +117,10 @@ pub struct NodeSummaryRow {
     pub label: String,
     /// Instrument the figures come from.
     pub instrument: String,
+    /// How the figures were obtained (`composed cycle`, `energy counter`…).
+    pub method: String,
+    /// Why the rung has no composed figures, if it has none.
+    pub verdict: Option<String>,
     /// Mean node power, W.
     pub mean_w: Option<f64>,
     /// Peak, W.
@@ -135,30 +139,16 @@ pub fn status_text(run: &Run) -> String {
     }
 }
 
-/// First start error of each GPU per rung, from a node's `edges.csv`.
-fn start_errors(dir: &RunDir) -> BTreeMap<u32, Vec<i64>> {
-    let mut out: BTreeMap<u32, Vec<i64>> = BTreeMap::new();
-    let Ok(rows) = powerlab_rundir::read_rows::<powerlab_rundir::EdgeRow>(&dir.edges()) else {
-        return out;
-    };
-    for r in rows.iter().filter(|r| r.kind == "start") {
-        out.entry(r.rung_id)
-            .or_default()
-            .push(r.achieved_ns - r.intended_ns);
-    }
-    out
-}
-
-/// What a rack-level duty figure is today: the node-truth method (composed
-/// cycles) runs per node, not yet across nodes.
-pub const RACK_DUTY_CAVEAT: &str = "sample and hold across every GPU of the rack: overstates a staggered rung's spread; each node's report has its composed-cycle figures";
-
 /// Each rung of `reference` (the node that started most) across the rack:
 /// how many nodes started it, whether they recorded one epoch, and the
-/// spread of every GPU's start error.
-pub fn rack_starts(reference: &Run, runs: &[(RunDir, Run)]) -> Vec<RackStart> {
+/// spread of every GPU's start error (`start_spans`: per rung, the lowest
+/// and highest start error of any GPU of any node, ns).
+pub fn rack_starts(
+    reference: &Run,
+    runs: &[(RunDir, Run)],
+    start_spans: &BTreeMap<u32, (i64, i64)>,
+) -> Vec<RackStart> {
     let mut starts = Vec::new();
-    let errors: Vec<BTreeMap<u32, Vec<i64>>> = runs.iter().map(|(d, _)| start_errors(d)).collect();
     for w in &reference.rungs {
         let epochs: Vec<i64> = runs
             .iter()
@@ -169,16 +159,9 @@ pub fn rack_starts(reference: &Run, runs: &[(RunDir, Run)]) -> Vec<RackStart> {
                     .map(|x| x.epoch_ns)
             })
             .collect();
-        let errs: Vec<i64> = errors
-            .iter()
-            .filter_map(|m| m.get(&w.info.id))
-            .flatten()
-            .copied()
-            .collect();
-        let skew = match (errs.iter().min(), errs.iter().max()) {
-            (Some(a), Some(b)) => Some((b - a) as f64 / 1e3),
-            _ => None,
-        };
+        let skew = start_spans
+            .get(&w.info.id)
+            .map(|(a, b)| (b - a) as f64 / 1e3);
         starts.push(RackStart {
             rung_id: w.info.id,
             label: w.info.label.clone(),

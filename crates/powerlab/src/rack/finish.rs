@@ -43,7 +43,7 @@ pub fn finish(cfg: &RunConfig, run: Arc<RackRun>, root: &Path, result: &RunResul
         debug_assert_eq!(done.len(), size);
         finalize(run, Duration::from_secs(30));
         if rank == 0 && !cfg.no_collate {
-            match powerlab_collate::rack::collate_rack(root, false) {
+            match powerlab_collate::rack::collate_rack(root, Default::default()) {
                 Ok(out) => {
                     if !cfg.json {
                         outln!(

@@ -2,7 +2,7 @@
 //! the rack's power per rung, and in phase vs staggered across the rack.
 
 use crate::error::CollateError;
-use crate::rack::tables::{HostRungRow, NodeState, RACK_DUTY_CAVEAT, RackStart};
+use crate::rack::tables::{HostRungRow, NodeState, RackStart};
 use crate::summary::{PhaseCompare, RungSummary};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -21,6 +21,10 @@ pub struct RackTables<'a> {
     pub hosts: &'a [HostRungRow],
     /// Every rung's start across the rack.
     pub starts: &'a [RackStart],
+    /// Node reports reused (up to date with their raw files).
+    pub reused: usize,
+    /// Node reports collated again by this collation.
+    pub recollated: usize,
 }
 
 /// Writes the rack's `report.md`: the nodes and how their runs ended, rack
@@ -35,13 +39,14 @@ pub fn write_rack_report(
     tables: &RackTables<'_>,
     rungs: &[RungSummary],
     compare: &[PhaseCompare],
-    raw_rows: usize,
     dir: &Path,
 ) -> Result<PathBuf, CollateError> {
     let RackTables {
         nodes,
         hosts,
         starts,
+        reused,
+        recollated,
     } = *tables;
     let mut s = String::new();
     let gpus: usize = nodes.iter().map(|n| n.gpus).sum();
@@ -75,7 +80,7 @@ pub fn write_rack_report(
     }
     let _ = writeln!(
         s,
-        "\n{raw_rows} raw rows from {} nodes. Rack power is the sum of every GPU's driver-buffered samples on one grid.",
+        "\nBuilt from the reports of {} nodes ({reused} up to date and reused, {recollated} collated now), never from their raw files. Rack power is the sum of the node curves on the grid they share (each the sum of its GPUs' driver-buffered samples); a duty rung's figures are its nodes' composed cycles added at the rung's shared epoch, or, where any node could not fold the rung, that node's verdict and the sum of the nodes' energy-counter means.",
         nodes.len()
     );
     let _ = writeln!(
@@ -115,9 +120,9 @@ pub fn write_rack_report(
     }
     let _ = writeln!(
         s,
-        "\n## Rack power per rung (buffered samples)\n\n| rung | start skew across the rack | mean | peak | spread p99−p1 | coverage |\n|---|---|---|---|---|---|"
+        "\n## Rack power per rung\n\n| rung | method | start skew across the rack | mean | peak | spread p99−p1 | coverage |\n|---|---|---|---|---|---|---|"
     );
-    for r in rungs.iter().filter(|r| r.instrument == "buffered_w") {
+    for r in rungs {
         let skew = starts
             .iter()
             .find(|x| x.rung_id == r.rung.id)
@@ -126,16 +131,18 @@ pub fn write_rack_report(
             .unwrap_or_else(|| "–".into());
         let _ = writeln!(
             s,
-            "| {} | {skew} | {} W | {} W | {} W | {:.0} % |",
+            "| {} | {}{} | {skew} | {} W | {} W | {} W | {:.0} % |",
             r.rung.label,
+            r.method,
+            r.verdict
+                .as_ref()
+                .map(|v| format!(": **{v}**"))
+                .unwrap_or_default(),
             fmt_w(r.mean_w),
             fmt_w(r.peak_w),
             fmt_w(r.spread_w),
             r.coverage * 100.0
         );
-    }
-    if rungs.iter().any(|r| r.rung.kind == "duty") {
-        let _ = writeln!(s, "\n**Duty rungs at rack level: {RACK_DUTY_CAVEAT}.**");
     }
     if !compare.is_empty() {
         let _ = writeln!(
@@ -163,7 +170,7 @@ pub fn write_rack_report(
     );
     let _ = writeln!(
         s,
-        "\nFiles: `rack_curve.{{csv,parquet}}`, `summary.{{csv,parquet}}`, `in_phase_vs_staggered.{{csv,parquet}}`, `nodes.{{csv,parquet}}` (each node's own figures per rung), `hosts.csv` (a host's ranks summed), `starts.csv`, `node_status.csv`; each node's full report is in `nodes/<node>/report/`."
+        "\nFiles: `rack_curve.{{csv,parquet}}`, `rack_cycles.parquet` (the rack's composed cycle per duty rung), `summary.{{csv,parquet}}`, `in_phase_vs_staggered.{{csv,parquet}}`, `nodes.{{csv,parquet}}` (each node's own figures per rung), `hosts.csv` (a host's ranks summed), `starts.csv`, `node_status.csv`; each node's full report is in `nodes/<node>/report/`."
     );
     let path = dir.join("report.md");
     std::fs::write(&path, s).map_err(|e| CollateError::io(&path, e))?;

@@ -1,0 +1,399 @@
+//! What a node's collation hands to its rack: the node curve at full
+//! precision (`report/node_curve.parquet`, with how many GPUs each point
+//! holds), the composed cycle of every duty rung
+//! (`report/node_cycles.parquet`) and the inputs they were computed from
+//! (`report/inputs.json`: each input file's size, modification time and,
+//! for the small ones, CRC-32; and the hand-off format). The rack step reads these, each node's `summary.csv`
+//! and `edges.csv`, never the raw power files; a node whose inputs changed
+//! since is stale and is collated again. The Parquet files are plain
+//! tables: DuckDB or Spark read a fleet's node curves as they are.
+
+use crate::curve::{CURVE_INSTRUMENTS, NodeCurve};
+use crate::error::CollateError;
+use crate::load::Run;
+use crate::summary::Cycles;
+use polars::prelude::*;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// The hand-off format: a collator that writes another one recollates.
+pub const FORMAT: u32 = 1;
+/// The node curve, full precision.
+pub const CURVE_FILE: &str = "node_curve.parquet";
+/// The composed cycles of the duty rungs.
+pub const CYCLES_FILE: &str = "node_cycles.parquet";
+/// What the report was computed from.
+pub const INPUTS_FILE: &str = "inputs.json";
+
+/// The files a node's report was computed from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Inputs {
+    /// The hand-off format ([`FORMAT`]).
+    pub format: u32,
+    /// Every input file, by path inside the run directory, sorted.
+    pub files: Vec<InputFile>,
+}
+
+/// One input file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputFile {
+    /// Path inside the run directory (`raw/gpu0.csv`).
+    pub file: String,
+    /// Size, bytes.
+    pub bytes: u64,
+    /// Last modification, ns since the Unix epoch.
+    pub modified_ns: i64,
+    /// CRC-32 of the whole file, hex, for files up to [`CRC_LIMIT_BYTES`]
+    /// (the manifest, event and edge logs, raw indexes). A raw sample file
+    /// is known by its size and modification time: reading every node's
+    /// raw files again to prove nothing changed would cost what the rack
+    /// step saves (collation itself verifies their checksums).
+    pub crc32: Option<String>,
+}
+
+/// Files up to this size are checksummed for freshness.
+pub const CRC_LIMIT_BYTES: u64 = 16 << 20;
+
+/// Whether a node's report can stand for its raw files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Freshness {
+    /// Every hand-off file is there and the inputs are those it was computed from.
+    Fresh,
+    /// It must be collated again; the text says why.
+    Stale(String),
+}
+
+fn crc_of(path: &Path) -> Result<u32, CollateError> {
+    let mut f = std::fs::File::open(path).map_err(|e| CollateError::io(path, e))?;
+    let mut h = crc32fast::Hasher::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = f.read(&mut buf).map_err(|e| CollateError::io(path, e))?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(h.finalize())
+}
+
+fn input_file(dir: &Path, rel: &Path) -> Result<InputFile, CollateError> {
+    let path = dir.join(rel);
+    let meta = std::fs::metadata(&path).map_err(|e| CollateError::io(&path, e))?;
+    let modified_ns = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+    let crc32 = if meta.len() <= CRC_LIMIT_BYTES {
+        Some(format!("{:08x}", crc_of(&path)?))
+    } else {
+        None
+    };
+    Ok(InputFile {
+        file: rel.to_string_lossy().into_owned(),
+        bytes: meta.len(),
+        modified_ns,
+        crc32,
+    })
+}
+
+/// Whether a top-level entry of a run directory is an input of its report:
+/// every plain file but locks and hidden files, and everything under `raw/`
+/// (not `report/`, its staging copies, or the simulator's `sim-truth/`,
+/// which the collator never reads).
+fn input_paths(dir: &Path) -> Result<Vec<PathBuf>, CollateError> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).map_err(|e| CollateError::io(dir, e))? {
+        let e = e.map_err(|e| CollateError::io(dir, e))?;
+        let name = e.file_name().to_string_lossy().into_owned();
+        let path = e.path();
+        if name.starts_with('.') || name.ends_with(".lock") {
+            continue;
+        }
+        if path.is_file() {
+            out.push(PathBuf::from(&name));
+        } else if name == "raw" && path.is_dir() {
+            for r in std::fs::read_dir(&path).map_err(|e| CollateError::io(&path, e))? {
+                let r = r.map_err(|e| CollateError::io(&path, e))?;
+                if r.path().is_file() {
+                    out.push(PathBuf::from("raw").join(r.file_name()));
+                }
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// The inputs of `dir`'s report as they are now.
+///
+/// # Errors
+///
+/// Returns [`CollateError::Io`] when the run directory or `raw/` cannot be
+/// listed, or a file in them cannot be read.
+pub fn inputs_of(dir: &Path) -> Result<Inputs, CollateError> {
+    let mut files = Vec::new();
+    for rel in input_paths(dir)? {
+        files.push(input_file(dir, &rel)?);
+    }
+    Ok(Inputs {
+        format: FORMAT,
+        files,
+    })
+}
+
+/// Whether `run_dir`'s report is up to date with its files.
+pub fn freshness(run_dir: &Path) -> Freshness {
+    let report = run_dir.join("report");
+    for f in [CURVE_FILE, CYCLES_FILE, INPUTS_FILE, "summary.csv"] {
+        if !report.join(f).is_file() {
+            return Freshness::Stale(format!("no report/{f}"));
+        }
+    }
+    let path = report.join(INPUTS_FILE);
+    let recorded: Inputs = match std::fs::read(&path)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+    {
+        Some(i) => i,
+        None => return Freshness::Stale(format!("{} does not parse", path.display())),
+    };
+    if recorded.format != FORMAT {
+        return Freshness::Stale(format!(
+            "its report is of hand-off format {}, this collator writes {FORMAT}",
+            recorded.format
+        ));
+    }
+    let now = match inputs_of(run_dir) {
+        Ok(i) => i,
+        Err(e) => return Freshness::Stale(e.to_string()),
+    };
+    let was: BTreeMap<&str, &InputFile> = recorded
+        .files
+        .iter()
+        .map(|f| (f.file.as_str(), f))
+        .collect();
+    for f in &now.files {
+        match was.get(f.file.as_str()) {
+            None => return Freshness::Stale(format!("{} is new since its collation", f.file)),
+            Some(w) if *w != f => {
+                return Freshness::Stale(format!("{} changed since its collation", f.file));
+            }
+            Some(_) => {}
+        }
+    }
+    if let Some(gone) = recorded
+        .files
+        .iter()
+        .find(|f| !now.files.iter().any(|n| n.file == f.file))
+    {
+        return Freshness::Stale(format!("{} is gone since its collation", gone.file));
+    }
+    Freshness::Fresh
+}
+
+/// Writes `inputs.json` into `report_dir`.
+///
+/// # Errors
+///
+/// Returns [`CollateError::Io`] when the file cannot be written.
+pub fn write_inputs(inputs: &Inputs, report_dir: &Path) -> Result<PathBuf, CollateError> {
+    let path = report_dir.join(INPUTS_FILE);
+    let text = serde_json::to_string_pretty(inputs).map_err(|e| CollateError::BadRaw {
+        path: path.clone(),
+        message: e.to_string(),
+    })?;
+    std::fs::write(&path, text).map_err(|e| CollateError::io(&path, e))?;
+    Ok(path)
+}
+
+/// Column holding how many GPUs have a reading of `instrument` at a point.
+pub fn gpus_column(node_column: &str) -> String {
+    format!("{node_column}_gpus")
+}
+
+/// Writes the node curve at full precision: `t_ns`, each instrument's node
+/// sum (null where any GPU has no reading) and its GPU count.
+///
+/// # Errors
+///
+/// Returns [`CollateError::Polars`] when selecting the columns or writing
+/// Parquet fails, and [`CollateError::Io`] when the file cannot be created.
+pub fn write_curve(
+    curve: &NodeCurve,
+    run: &Run,
+    report_dir: &Path,
+) -> Result<PathBuf, CollateError> {
+    let mut exprs = vec![col("t_ns")];
+    for (inst, node_col) in CURVE_INSTRUMENTS {
+        if curve.df.column(node_col).is_err() {
+            continue;
+        }
+        exprs.push(col(node_col));
+        let present: Vec<Expr> = run
+            .series
+            .iter()
+            .map(|(n, g)| {
+                col(format!("{n}/{g}:{inst}").as_str())
+                    .is_not_null()
+                    .cast(DataType::UInt32)
+            })
+            .collect();
+        let count = present
+            .into_iter()
+            .reduce(|a, b| a + b)
+            .unwrap_or_else(|| lit(0u32));
+        exprs.push(count.alias(gpus_column(node_col).as_str()));
+    }
+    let mut df = curve
+        .df
+        .clone()
+        .lazy()
+        .select(exprs)
+        .collect()
+        .map_err(CollateError::polars("selecting the node curve for Parquet"))?;
+    crate::export::parquet::write_frame(&mut df, &report_dir.join(CURVE_FILE))
+}
+
+/// Writes every composed cycle to `path`: one row per point, with the
+/// rung's period, harmonics, coverage and samples.
+///
+/// # Errors
+///
+/// Returns [`CollateError::Polars`] when the frame cannot be built or
+/// written, and [`CollateError::Io`] when the file cannot be created.
+pub fn write_cycles(cycles: &Cycles, path: &Path) -> Result<PathBuf, CollateError> {
+    let mut ids: Vec<u32> = cycles
+        .iter()
+        .filter(|(_, c)| c.is_ok())
+        .map(|(id, _)| *id)
+        .collect();
+    ids.sort_unstable();
+    let (mut rung, mut period, mut harm, mut cov, mut samples, mut index, mut power) =
+        (vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
+    for id in ids {
+        let Some(Ok(c)) = cycles.get(&id) else {
+            continue;
+        };
+        for (i, v) in c.values.iter().enumerate() {
+            rung.push(id);
+            period.push(c.period_ms);
+            harm.push(c.harmonics as u32);
+            cov.push(c.coverage);
+            samples.push(c.samples as u64);
+            index.push(i as u32);
+            power.push(*v);
+        }
+    }
+    let mut df = DataFrame::new(
+        rung.len(),
+        vec![
+            Column::new("rung_id".into(), rung),
+            Column::new("period_ms".into(), period),
+            Column::new("harmonics".into(), harm),
+            Column::new("coverage".into(), cov),
+            Column::new("samples".into(), samples),
+            Column::new("index".into(), index),
+            Column::new("power_w".into(), power),
+        ],
+    )
+    .map_err(CollateError::polars("the node cycles"))?;
+    crate::export::parquet::write_frame(&mut df, path)
+}
+
+/// One node's composed cycle of one rung, as handed to the rack.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CyclePart {
+    /// The period the GPUs ran, ms.
+    pub period_ms: f64,
+    /// Harmonics restored.
+    pub harmonics: usize,
+    /// Lowest phase coverage of its GPUs.
+    pub coverage: f64,
+    /// Buffered samples folded.
+    pub samples: usize,
+    /// Node power over one cycle, phase 0 at the rung's epoch.
+    pub values: Vec<f64>,
+}
+
+/// Reads a node's composed cycles, by rung.
+///
+/// # Errors
+///
+/// Returns [`CollateError::Io`] when the file cannot be opened and
+/// [`CollateError::Polars`] when it is not the table [`write_cycles`] writes.
+pub fn read_cycles(report_dir: &Path) -> Result<BTreeMap<u32, CyclePart>, CollateError> {
+    let df = read_parquet(&report_dir.join(CYCLES_FILE), None)?;
+    let get = |name: &str| {
+        df.column(name)
+            .map_err(CollateError::polars("a node cycles column"))
+    };
+    let rung = get("rung_id")?
+        .u32()
+        .map_err(CollateError::polars("rung_id"))?
+        .clone();
+    let period = get("period_ms")?
+        .f64()
+        .map_err(CollateError::polars("period_ms"))?
+        .clone();
+    let harm = get("harmonics")?
+        .u32()
+        .map_err(CollateError::polars("harmonics"))?
+        .clone();
+    let cov = get("coverage")?
+        .f64()
+        .map_err(CollateError::polars("coverage"))?
+        .clone();
+    let samples = get("samples")?
+        .u64()
+        .map_err(CollateError::polars("samples"))?
+        .clone();
+    let power = get("power_w")?
+        .f64()
+        .map_err(CollateError::polars("power_w"))?
+        .clone();
+    let mut out: BTreeMap<u32, CyclePart> = BTreeMap::new();
+    for i in 0..df.height() {
+        let (Some(id), Some(p), Some(h), Some(c), Some(s), Some(v)) = (
+            rung.get(i),
+            period.get(i),
+            harm.get(i),
+            cov.get(i),
+            samples.get(i),
+            power.get(i),
+        ) else {
+            continue;
+        };
+        out.entry(id)
+            .or_insert_with(|| CyclePart {
+                period_ms: p,
+                harmonics: h as usize,
+                coverage: c,
+                samples: s as usize,
+                values: Vec::new(),
+            })
+            .values
+            .push(v);
+    }
+    Ok(out)
+}
+
+/// Reads a Parquet file, only `columns` when given.
+///
+/// # Errors
+///
+/// Returns [`CollateError::Io`] when the file cannot be opened and
+/// [`CollateError::Polars`] when it does not read as Parquet.
+pub fn read_parquet(path: &Path, columns: Option<Vec<String>>) -> Result<DataFrame, CollateError> {
+    let file = std::fs::File::open(path).map_err(|e| CollateError::io(path, e))?;
+    ParquetReader::new(file)
+        .with_columns(columns)
+        .finish()
+        .map_err(|e| CollateError::BadRaw {
+            path: path.to_path_buf(),
+            message: format!("does not read as Parquet ({e}): collate the node again"),
+        })
+}
