@@ -17,6 +17,9 @@ use std::collections::{BTreeMap, HashMap};
 /// (rung, rise?) as a key.
 type Key = (u32, bool);
 
+/// One node's edges of one (rung, kind), by GPU: (intended, error) ns.
+type ByGpu<'a> = BTreeMap<&'a str, Vec<(i64, i64)>>;
+
 /// The nodes' edges, reduced.
 #[derive(Debug, Default)]
 pub struct RackEdges {
@@ -86,7 +89,7 @@ impl RackEdges {
             .i64()
             .map_err(CollateError::polars("achieved_ns"))?;
         // This node's edges by (rung, kind) and GPU, in intended order.
-        let mut by: BTreeMap<Key, BTreeMap<&str, Vec<(i64, i64)>>> = BTreeMap::new();
+        let mut by: BTreeMap<Key, ByGpu<'_>> = BTreeMap::new();
         for ((((r, g), k), i), a) in rung
             .iter()
             .zip(gpu.iter())
