@@ -105,15 +105,7 @@ pub fn collate_with(path: &Path, opts: CollateOptions) -> Result<CollateOutput, 
             return Err(e);
         }
     };
-    // Swap: the old report moves aside, the new one takes its name.
-    let old = report_dir.with_file_name(format!("report.old-{}", std::process::id()));
-    if report_dir.exists() {
-        std::fs::rename(&report_dir, &old).map_err(|e| CollateError::io(&report_dir, e))?;
-    }
-    std::fs::rename(&staging, &report_dir).map_err(|e| CollateError::io(&staging, e))?;
-    if old.exists() {
-        std::fs::remove_dir_all(&old).map_err(|e| CollateError::io(&old, e))?;
-    }
+    swap_in(&staging, &report_dir)?;
     let files = out
         .files
         .iter()
@@ -128,6 +120,20 @@ pub fn collate_with(path: &Path, opts: CollateOptions) -> Result<CollateOutput, 
         files,
         ..out
     })
+}
+
+/// Puts a complete new report (`staging`) in place of `report_dir`: the
+/// old one moves aside, the new one takes its name, the old one goes.
+pub(crate) fn swap_in(staging: &Path, report_dir: &Path) -> Result<(), CollateError> {
+    let old = report_dir.with_file_name(format!("report.old-{}", std::process::id()));
+    if report_dir.exists() {
+        std::fs::rename(report_dir, &old).map_err(|e| CollateError::io(report_dir, e))?;
+    }
+    std::fs::rename(staging, report_dir).map_err(|e| CollateError::io(staging, e))?;
+    if old.exists() {
+        std::fs::remove_dir_all(&old).map_err(|e| CollateError::io(&old, e))?;
+    }
+    Ok(())
 }
 
 /// Marks rungs whose window some GPU's readings do not cover; where the
@@ -172,7 +178,7 @@ fn mark_incomplete(
 /// Clears what a collation killed mid-way left behind (it held the lock we
 /// now hold): half-written `report.new-*`, and a `report.old-*` that is put
 /// back if it never got replaced.
-fn tidy_leftovers(run: &Path, report_dir: &Path) {
+pub(crate) fn tidy_leftovers(run: &Path, report_dir: &Path) {
     let Ok(entries) = std::fs::read_dir(run) else {
         return;
     };

@@ -575,12 +575,31 @@ pub fn compose(
     })
 }
 
+/// A cycle synthesised from harmonics, evaluated at `m` evenly spaced
+/// points instead: its spectrum padded with zeros. Exact for a cycle
+/// [`compose`] wrote (its harmonics stop below half its length), so the
+/// mean and every harmonic are kept, unlike a linear interpolation.
+fn resample(planner: &mut FftPlanner<f64>, values: &[f64], m: usize) -> Vec<f64> {
+    let n = values.len();
+    let mut spec: Vec<Complex64> = values.iter().map(|v| Complex64::new(*v, 0.0)).collect();
+    planner.plan_fft_forward(n).process(&mut spec);
+    let mut out = vec![Complex64::new(0.0, 0.0); m];
+    let half = (n - 1) / 2;
+    out[0] = spec[0] / n as f64;
+    for k in 1..=half.min((m - 1) / 2) {
+        out[k] = spec[k] / n as f64;
+        out[m - k] = spec[n - k] / n as f64;
+    }
+    planner.plan_fft_inverse(m).process(&mut out);
+    out.iter().map(|c| c.re).collect()
+}
+
 /// The rack's cycle of one rung: its nodes' composed cycles (each phase 0
 /// at the rung's epoch, which every node of a rack shares) added point by
 /// point in the order given, then laid over the rung's window `r` as a
 /// node cycle is. Cycles of different lengths (nodes that kept different
-/// harmonics) are first resampled, linearly and periodically, to the
-/// longest. Harmonics and coverage are the lowest of any node, samples the
+/// harmonics) are first resampled to the longest through their spectra
+/// ([`resample`]). Harmonics and coverage are the lowest of any node, samples the
 /// sum. None without parts or when the nodes ran different periods.
 pub fn sum_cycles(r: &RungWindow, parts: &[&crate::handoff::CyclePart]) -> Option<NodeCycle> {
     let first = parts.first()?;
@@ -591,18 +610,18 @@ pub fn sum_cycles(r: &RungWindow, parts: &[&crate::handoff::CyclePart]) -> Optio
         return None;
     }
     let m = parts.iter().map(|c| c.values.len()).max()?;
+    let mut planner = FftPlanner::new();
     let mut values = vec![0.0; m];
     for c in parts {
-        let n = c.values.len();
-        for (j, v) in values.iter_mut().enumerate() {
-            *v += if n == m {
-                c.values[j]
-            } else {
-                let x = j as f64 * n as f64 / m as f64;
-                let i = (x.floor() as usize) % n;
-                let f = x - x.floor();
-                c.values[i] * (1.0 - f) + c.values[(i + 1) % n] * f
-            };
+        let own;
+        let v = if c.values.len() == m {
+            &c.values
+        } else {
+            own = resample(&mut planner, &c.values, m);
+            &own
+        };
+        for (acc, x) in values.iter_mut().zip(v) {
+            *acc += x;
         }
     }
     let p = (first.period_ms * 1e6).round() as i64;
@@ -705,6 +724,25 @@ pub fn short_on_phases(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_resampled_cycle_keeps_its_mean_and_its_values() {
+        // A band-limited cycle at 1001 points, evaluated at 1032.
+        let f =
+            |x: f64| 500.0 + 300.0 * (2.0 * PI * x).sin() + 40.0 * (2.0 * PI * 7.0 * x + 0.3).cos();
+        let a: Vec<f64> = (0..1001).map(|j| f(j as f64 / 1001.0)).collect();
+        let b = resample(&mut FftPlanner::new(), &a, 1032);
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+        assert!(
+            (mean(&a) - mean(&b)).abs() < 1e-9,
+            "{} vs {}",
+            mean(&a),
+            mean(&b)
+        );
+        for (j, v) in b.iter().enumerate() {
+            assert!((v - f(j as f64 / 1032.0)).abs() < 1e-9, "point {j}");
+        }
+    }
 
     #[test]
     fn offsets_are_circular_medians() {

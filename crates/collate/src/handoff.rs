@@ -34,7 +34,16 @@ pub struct Inputs {
     pub format: u32,
     /// Every input file, by path inside the run directory, sorted.
     pub files: Vec<InputFile>,
+    /// The files the rack reads from the report (`node_curve.parquet`,
+    /// `node_cycles.parquet`, `summary.csv`), with their CRC-32: a report
+    /// file edited, swapped or cut after its collation makes the node
+    /// stale, never a silent input to the rack.
+    #[serde(default)]
+    pub outputs: Vec<InputFile>,
 }
+
+/// The report files the rack reads, checksummed in [`Inputs::outputs`].
+pub const OUTPUTS: [&str; 3] = [CURVE_FILE, CYCLES_FILE, "summary.csv"];
 
 /// One input file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -61,6 +70,9 @@ pub const CRC_LIMIT_BYTES: u64 = 16 << 20;
 pub enum Freshness {
     /// Every hand-off file is there and the inputs are those it was computed from.
     Fresh,
+    /// As fresh, but the run's `raw/` is gone (archived): the report is the
+    /// only record of it and is reused as it was.
+    RawArchived,
     /// It must be collated again; the text says why.
     Stale(String),
 }
@@ -77,6 +89,19 @@ fn crc_of(path: &Path) -> Result<u32, CollateError> {
         h.update(&buf[..n]);
     }
     Ok(h.finalize())
+}
+
+/// Size and CRC-32 of a report file (its modification time is not part of
+/// what it says).
+fn output_file(report_dir: &Path, name: &str) -> Result<InputFile, CollateError> {
+    let path = report_dir.join(name);
+    let meta = std::fs::metadata(&path).map_err(|e| CollateError::io(&path, e))?;
+    Ok(InputFile {
+        file: name.to_string(),
+        bytes: meta.len(),
+        modified_ns: 0,
+        crc32: Some(format!("{:08x}", crc_of(&path)?)),
+    })
 }
 
 fn input_file(dir: &Path, rel: &Path) -> Result<InputFile, CollateError> {
@@ -142,6 +167,7 @@ pub fn inputs_of(dir: &Path) -> Result<Inputs, CollateError> {
     Ok(Inputs {
         format: FORMAT,
         files,
+        outputs: Vec::new(),
     })
 }
 
@@ -167,10 +193,32 @@ pub fn freshness(run_dir: &Path) -> Freshness {
             recorded.format
         ));
     }
-    let now = match inputs_of(run_dir) {
+    for want in &recorded.outputs {
+        match output_file(&report, &want.file) {
+            Ok(now) if now == *want => {}
+            _ => {
+                return Freshness::Stale(format!(
+                    "report/{} is not the file its collation wrote",
+                    want.file
+                ));
+            }
+        }
+    }
+    if recorded.outputs.len() != OUTPUTS.len() {
+        return Freshness::Stale("its report lists no checksums of its own files".into());
+    }
+    let mut now = match inputs_of(run_dir) {
         Ok(i) => i,
         Err(e) => return Freshness::Stale(e.to_string()),
     };
+    // Raw files archived away (no `raw/` at all): the report stands for
+    // them as it was; everything else must still match.
+    let archived = !run_dir.join("raw").exists();
+    let mut recorded = recorded;
+    if archived {
+        recorded.files.retain(|f| !f.file.starts_with("raw/"));
+        now.files.retain(|f| !f.file.starts_with("raw/"));
+    }
     let was: BTreeMap<&str, &InputFile> = recorded
         .files
         .iter()
@@ -192,17 +240,28 @@ pub fn freshness(run_dir: &Path) -> Freshness {
     {
         return Freshness::Stale(format!("{} is gone since its collation", gone.file));
     }
-    Freshness::Fresh
+    if archived {
+        Freshness::RawArchived
+    } else {
+        Freshness::Fresh
+    }
 }
 
-/// Writes `inputs.json` into `report_dir`.
+/// Writes `inputs.json` into `report_dir`, with the checksums of the
+/// report files the rack reads (written before it).
 ///
 /// # Errors
 ///
-/// Returns [`CollateError::Io`] when the file cannot be written.
+/// Returns [`CollateError::Io`] when a report file cannot be read or the
+/// file cannot be written.
 pub fn write_inputs(inputs: &Inputs, report_dir: &Path) -> Result<PathBuf, CollateError> {
+    let mut inputs = inputs.clone();
+    inputs.outputs = OUTPUTS
+        .iter()
+        .map(|f| output_file(report_dir, f))
+        .collect::<Result<_, _>>()?;
     let path = report_dir.join(INPUTS_FILE);
-    let text = serde_json::to_string_pretty(inputs).map_err(|e| CollateError::BadRaw {
+    let text = serde_json::to_string_pretty(&inputs).map_err(|e| CollateError::BadRaw {
         path: path.clone(),
         message: e.to_string(),
     })?;

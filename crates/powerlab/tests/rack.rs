@@ -639,4 +639,91 @@ fn the_rack_from_node_curves_equals_the_rack_from_raw_files_and_reuses_fresh_nod
         4,
         "{text}"
     );
+
+    // A node's hand-off file swapped for another node's is not its own:
+    // the node is collated again, and the rack's figures do not move.
+    std::fs::copy(
+        nodes[0].join("report/node_cycles.parquet"),
+        nodes[1].join("report/node_cycles.parquet"),
+    )
+    .unwrap();
+    let out = powerlab()
+        .args(["collate", rack.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("report/node_cycles.parquet is not the file its collation wrote"),
+        "{text}"
+    );
+    assert_eq!(
+        std::fs::read(rack.join("report/summary.csv")).unwrap(),
+        rack_before
+    );
+
+    // Raw files archived away: the intact node reports stand for them.
+    let archived = r.results.path().join("archived");
+    copy_tree(&rack, &archived);
+    for n in node_dirs(&archived) {
+        std::fs::remove_dir_all(n.join("raw")).unwrap();
+    }
+    let out = powerlab()
+        .args(["collate", archived.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        text.matches("its raw files are not here").count(),
+        4,
+        "{text}"
+    );
+    assert_eq!(
+        std::fs::read(archived.join("report/summary.csv")).unwrap(),
+        rack_before
+    );
+
+    // A node the rack ran with is gone: never a smaller "complete" rack.
+    std::fs::remove_dir_all(node_dirs(&archived)[3].clone()).unwrap();
+    let out = powerlab()
+        .args(["collate", archived.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("the rack is incomplete"), "{err}");
+    let report = std::fs::read_to_string(archived.join("report/report.md")).unwrap();
+    assert!(
+        report.starts_with("# ⚠ RACK RUN DID NOT COMPLETE on 1 of 4 nodes"),
+        "{report}"
+    );
+    let rows: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(archived.join("report/summary.json")).unwrap(),
+    )
+    .unwrap();
+    for row in rows["rungs"].as_array().unwrap() {
+        assert!(
+            row["mean_w"].is_null(),
+            "a rack figure without one of its nodes: {row}"
+        );
+        assert!(
+            row["verdict"].as_str().is_some_and(|v| v.contains("n003")),
+            "{row}"
+        );
+    }
+}
+
+/// Copies a directory tree, keeping modification times (as `cp -a`).
+fn copy_tree(from: &Path, to: &Path) {
+    let ok = Command::new("cp")
+        .args(["-a", from.to_str().unwrap(), to.to_str().unwrap()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "cp -a {} {}", from.display(), to.display());
 }

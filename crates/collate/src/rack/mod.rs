@@ -52,8 +52,12 @@ pub struct RackOutput {
     pub compare: Vec<PhaseCompare>,
     /// Per-rung starts across nodes.
     pub starts: Vec<RackStart>,
-    /// What became of each node's report, in the order of `nodes`.
+    /// What became of each node's report, in the order of the node
+    /// directories (the first entries of `nodes`).
     pub node_reports: Vec<NodeReport>,
+    /// Nodes without a report (their collation failed, or `rack.json`
+    /// lists them and `nodes/` lacks them): the rack is incomplete.
+    pub gaps: Vec<String>,
     /// Files written.
     pub files: Vec<PathBuf>,
 }
@@ -107,9 +111,66 @@ impl Default for RackOptions {
 /// its report or edge log, building the rack's summaries and writing the
 /// report fail as their own steps do ([`CollateError::RunDir`],
 /// [`CollateError::BadRaw`], [`CollateError::Io`], [`CollateError::Polars`]
-/// or [`CollateError::Plot`]). A node whose own collation fails is not an
-/// error: it is reported in the node table and is a gap in the rack curve.
+/// or [`CollateError::Plot`]). Returns [`CollateError::Busy`] while another
+/// collation of the rack runs. A node whose own collation fails, or that
+/// `rack.json` lists but `nodes/` lacks, is not an error: it is reported in
+/// the node table, the report says the rack is incomplete, and it is a gap
+/// in the rack curve ([`RackOutput::gaps`]). The new report replaces the
+/// old one only when complete.
 pub fn collate_rack(rack: &Path, opts: RackOptions) -> Result<RackOutput, CollateError> {
+    let _lock = powerlab_rundir::lock::try_hold(&rack.join(".collate.lock"), "collating this rack")
+        .map_err(|e| CollateError::Busy {
+            path: rack.to_path_buf(),
+            message: format!("another collation of this rack is running: {e}; wait for it to end"),
+        })?;
+    let report_dir = rack.join("report");
+    crate::collation::tidy_leftovers(rack, &report_dir);
+    let staging = report_dir.with_file_name(format!("report.new-{}", std::process::id()));
+    if staging.exists() {
+        std::fs::remove_dir_all(&staging).map_err(|e| CollateError::io(&staging, e))?;
+    }
+    std::fs::create_dir_all(staging.join("plots")).map_err(|e| CollateError::io(&staging, e))?;
+    let out = match rack_into(rack, opts, &staging) {
+        Ok(out) => out,
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&staging);
+            return Err(e);
+        }
+    };
+    crate::collation::swap_in(&staging, &report_dir)?;
+    let files = out
+        .files
+        .iter()
+        .map(|f| {
+            f.strip_prefix(&staging)
+                .map(|rel| report_dir.join(rel))
+                .unwrap_or_else(|_| f.clone())
+        })
+        .collect();
+    Ok(RackOutput {
+        report_dir,
+        files,
+        ..out
+    })
+}
+
+/// The nodes `rack.json` lists (none without one).
+fn listed_nodes(rack: &Path) -> Vec<String> {
+    std::fs::read(powerlab_rundir::RunFile::Rack.path_in(rack))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+        .and_then(|v| {
+            v.get("nodes").and_then(|n| n.as_array()).map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_str().map(str::to_string))
+                    .collect()
+            })
+        })
+        .unwrap_or_default()
+}
+
+/// The rack report, written into `out_dir` (which exists, with `plots/`).
+fn rack_into(rack: &Path, opts: RackOptions, out_dir: &Path) -> Result<RackOutput, CollateError> {
     // Step times at POWERLAB_LOG=info, for the rack collation benchmark.
     let t0 = std::time::Instant::now();
     let step = |what: &str| {
@@ -119,20 +180,39 @@ pub fn collate_rack(rack: &Path, opts: RackOptions) -> Result<RackOutput, Collat
         )
     };
     let dirs = node_dirs(rack)?;
-    let node_reports = nodes::refresh(&dirs, opts.force, opts.jobs);
+    let mut node_reports = nodes::refresh(&dirs, opts.force, opts.jobs);
     step("node reports");
     let mut states = Vec::new();
     let mut runs = Vec::new();
     let mut node_rows = Vec::new();
     let mut summaries: Vec<Vec<NodeSummaryRow>> = Vec::new();
-    for (d, rep) in dirs.iter().zip(&node_reports) {
+    for (d, rep) in dirs.iter().zip(node_reports.iter_mut()) {
         let rd = RunDir::open(d)?;
         let run = load_run(&rd)?;
         let node = run.manifest.backend.node_id.clone();
+        if let Some((other, _)) = runs
+            .iter()
+            .find(|(_, r): &&(RunDir, Run)| r.manifest.backend.node_id == node)
+        {
+            return Err(CollateError::BadRaw {
+                path: d.clone(),
+                message: format!(
+                    "{} and {} are both node {node} (a copy?): keep one of them under nodes/",
+                    other.path.display(),
+                    d.display()
+                ),
+            });
+        }
         let summary = d.join("report").join("summary.csv");
         let rows = match rep {
             NodeReport::Failed(_) => Vec::new(),
-            _ => powerlab_rundir::read_rows::<NodeSummaryRow>(&summary).unwrap_or_default(),
+            _ => match powerlab_rundir::read_rows::<NodeSummaryRow>(&summary) {
+                Ok(rows) => rows,
+                Err(e) => {
+                    *rep = NodeReport::Failed(format!("its report/summary.csv does not read: {e}"));
+                    Vec::new()
+                }
+            },
         };
         node_rows.extend(
             rows.iter()
@@ -161,6 +241,22 @@ pub fn collate_rack(rack: &Path, opts: RackOptions) -> Result<RackOutput, Collat
         runs.push((rd, run));
     }
 
+    // Nodes the rack ran with but whose directory is not here: the rack
+    // without them would read as a smaller complete rack.
+    let missing: Vec<String> = listed_nodes(rack)
+        .into_iter()
+        .filter(|n| !states.iter().any(|s: &NodeState| s.node == *n))
+        .collect();
+    for n in &missing {
+        states.push(NodeState {
+            node: n.clone(),
+            host: "?".into(),
+            gpus: 0,
+            status: "missing: rack.json lists it, nodes/ has no directory for it".into(),
+            rungs_started: 0,
+            collate_error: Some("no node directory".into()),
+        });
+    }
     step("node runs and summaries");
 
     // Rung windows: every node must have started each rung at one epoch.
@@ -215,6 +311,9 @@ pub fn collate_rack(rack: &Path, opts: RackOptions) -> Result<RackOutput, Collat
             acc.add_missing_node(&run.manifest.backend.node_id);
         }
     }
+    for n in &missing {
+        acc.add_missing_node(n);
+    }
     let (curve, mut curve_file) = acc.finish()?;
     step("rack curve");
 
@@ -230,21 +329,34 @@ pub fn collate_rack(rack: &Path, opts: RackOptions) -> Result<RackOutput, Collat
         &parts,
         &summaries,
         &node_reports,
+        missing.first(),
     );
     drop(parts);
 
     step("cycles");
-    let rungs = summarize(&curve, &reference, &edge_stats, &cycles, &energy_means)?;
+    let mut rungs = summarize(&curve, &reference, &edge_stats, &cycles, &energy_means)?;
+    // Nodes without a report: every rung they leave without a figure says why.
+    let gaps: Vec<String> = states
+        .iter()
+        .filter(|s| s.collate_error.is_some())
+        .map(|s| s.node.clone())
+        .collect();
+    if let Some(first) = gaps.first() {
+        for r in rungs
+            .iter_mut()
+            .filter(|r| r.mean_w.is_none() && r.verdict.is_none())
+        {
+            r.verdict = Some(format!(
+                "no rack figure: node {first} has no report (see the node table)"
+            ));
+            r.method = "none".into();
+        }
+    }
     let repeats = repeat_stats(&rungs);
     let compare = compare_modes(&rungs);
     step("rung summaries");
 
-    let report_dir = rack.join("report");
-    if report_dir.exists() {
-        std::fs::remove_dir_all(&report_dir).map_err(|e| CollateError::io(&report_dir, e))?;
-    }
-    std::fs::create_dir_all(report_dir.join("plots"))
-        .map_err(|e| CollateError::io(&report_dir, e))?;
+    let report_dir = out_dir.to_path_buf();
     let mut files = csv::write_summary_tables(&rungs, &repeats, &compare, &report_dir)?;
     files.push(json::write_summary(
         &rungs,
@@ -293,7 +405,7 @@ pub fn collate_rack(rack: &Path, opts: RackOptions) -> Result<RackOutput, Collat
     step("plots");
     let reused = node_reports
         .iter()
-        .filter(|r| matches!(r, NodeReport::Reused))
+        .filter(|r| matches!(r, NodeReport::Reused | NodeReport::ReusedRawArchived))
         .count();
     files.push(markdown::rack::write_rack_report(
         rack,
@@ -315,6 +427,7 @@ pub fn collate_rack(rack: &Path, opts: RackOptions) -> Result<RackOutput, Collat
         compare,
         starts,
         node_reports,
+        gaps,
         files,
     })
 }
@@ -331,6 +444,7 @@ fn rack_cycles(
     parts: &[BTreeMap<u32, CyclePart>],
     summaries: &[Vec<NodeSummaryRow>],
     reports: &[NodeReport],
+    missing: Option<&String>,
 ) -> (Cycles, HashMap<u32, f64>) {
     let mut cycles: Cycles = HashMap::new();
     let mut means = HashMap::new();
@@ -344,7 +458,8 @@ fn rack_cycles(
             continue;
         }
         let mut found = Vec::new();
-        let mut why = None;
+        let mut why = missing
+            .map(|n| format!("node {n}: rack.json lists it, nodes/ has no directory for it"));
         for (k, (_, run)) in runs.iter().enumerate() {
             let node = &run.manifest.backend.node_id;
             let part = usable
@@ -390,7 +505,7 @@ fn rack_cycles(
                             .and_then(|s| s.mean_w)
                     })
                     .collect();
-                if let Some(m) = node_means.filter(|m| m.len() == runs.len()) {
+                if let Some(m) = node_means.filter(|m| m.len() == runs.len() && missing.is_none()) {
                     means.insert(r.info.id, m.iter().sum());
                 }
                 cycles.insert(r.info.id, Err(NoCycle::Verdict(v)));

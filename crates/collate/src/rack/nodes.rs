@@ -14,6 +14,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 pub enum NodeReport {
     /// Up to date: reused.
     Reused,
+    /// Its raw files are gone (archived) and its report is intact: reused
+    /// as it was.
+    ReusedRawArchived,
     /// Collated again now; the text says why it was stale.
     Recollated(String),
     /// Stale, and its collation failed: the error.
@@ -31,12 +34,22 @@ pub fn refresh(dirs: &[PathBuf], force: bool, jobs: usize) -> Vec<NodeReport> {
                 return Some((i, "--force".to_string()));
             }
             match freshness(d) {
-                Freshness::Fresh => None,
+                Freshness::Fresh | Freshness::RawArchived => None,
                 Freshness::Stale(why) => Some((i, why)),
             }
         })
         .collect();
-    let out: Mutex<Vec<NodeReport>> = Mutex::new(vec![NodeReport::Reused; dirs.len()]);
+    let out: Mutex<Vec<NodeReport>> = Mutex::new(
+        dirs.iter()
+            .map(|d| {
+                if !force && freshness(d) == Freshness::RawArchived {
+                    NodeReport::ReusedRawArchived
+                } else {
+                    NodeReport::Reused
+                }
+            })
+            .collect(),
+    );
     let next = AtomicUsize::new(0);
     std::thread::scope(|s| {
         for _ in 0..jobs.clamp(1, stale.len().max(1)) {

@@ -45,6 +45,15 @@ pub fn finish(cfg: &RunConfig, run: Arc<RackRun>, root: &Path, result: &RunResul
         if rank == 0 && !cfg.no_collate {
             match powerlab_collate::rack::collate_rack(root, Default::default()) {
                 Ok(out) => {
+                    if !out.gaps.is_empty() {
+                        say(
+                            rank,
+                            &format!(
+                                "error: the rack report is incomplete: no report from {}",
+                                out.gaps.join(", ")
+                            ),
+                        );
+                    }
                     if !cfg.json {
                         outln!(
                             "rack: {} nodes, report {}",

@@ -50,7 +50,10 @@ pub fn write_rack_report(
     } = *tables;
     let mut s = String::new();
     let gpus: usize = nodes.iter().map(|n| n.gpus).sum();
-    let bad: Vec<&NodeState> = nodes.iter().filter(|n| n.status != "complete").collect();
+    let bad: Vec<&NodeState> = nodes
+        .iter()
+        .filter(|n| n.status != "complete" || n.collate_error.is_some())
+        .collect();
     let name = rack
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -64,7 +67,12 @@ pub fn write_rack_report(
     } else {
         let list: Vec<String> = bad
             .iter()
-            .map(|n| format!("{}: {}", n.node, n.status))
+            .map(|n| match (&n.collate_error, n.status.as_str()) {
+                (Some(e), "complete") => {
+                    format!("{}: no report (its collation failed: {e})", n.node)
+                }
+                _ => format!("{}: {}", n.node, n.status),
+            })
             .collect();
         let _ = writeln!(
             s,
