@@ -92,29 +92,12 @@ pub fn collate_with(path: &Path, opts: CollateOptions) -> Result<CollateOutput, 
         })?;
     let run = load::load_run(&dir)?;
     let report_dir = dir.report_dir();
-    tidy_leftovers(&dir.path, &report_dir);
-    let staging = report_dir.with_file_name(format!("report.new-{}", std::process::id()));
-    if staging.exists() {
-        std::fs::remove_dir_all(&staging).map_err(|e| CollateError::io(&staging, e))?;
-    }
-    std::fs::create_dir_all(staging.join("plots")).map_err(|e| CollateError::io(&staging, e))?;
-    let out = match collate_into(&dir, &run, &staging) {
-        Ok(out) => out,
-        Err(e) => {
-            let _ = std::fs::remove_dir_all(&staging);
-            return Err(e);
-        }
-    };
-    swap_in(&staging, &report_dir)?;
-    let files = out
-        .files
-        .iter()
-        .map(|f| {
-            f.strip_prefix(&staging)
-                .map(|rel| report_dir.join(rel))
-                .unwrap_or_else(|_| f.clone())
+    let (out, files) = staged(&dir.path, &report_dir, |staging| {
+        collate_into(&dir, &run, staging).map(|o| {
+            let files = o.files.clone();
+            (o, files)
         })
-        .collect();
+    })?;
     Ok(CollateOutput {
         report_dir,
         files,
@@ -122,9 +105,43 @@ pub fn collate_with(path: &Path, opts: CollateOptions) -> Result<CollateOutput, 
     })
 }
 
+/// Builds a report in a staging directory beside `report_dir` (with
+/// `plots/`), and puts it in place only when `build` succeeds: a failed or
+/// interrupted collation leaves the previous report as it was. Returns what
+/// `build` returned, with the files it listed at their final paths.
+pub(crate) fn staged<T>(
+    parent: &Path,
+    report_dir: &Path,
+    build: impl FnOnce(&Path) -> Result<(T, Vec<PathBuf>), CollateError>,
+) -> Result<(T, Vec<PathBuf>), CollateError> {
+    tidy_leftovers(parent, report_dir);
+    let staging = report_dir.with_file_name(format!("report.new-{}", std::process::id()));
+    if staging.exists() {
+        std::fs::remove_dir_all(&staging).map_err(|e| CollateError::io(&staging, e))?;
+    }
+    std::fs::create_dir_all(staging.join("plots")).map_err(|e| CollateError::io(&staging, e))?;
+    let (out, files) = match build(&staging) {
+        Ok(x) => x,
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&staging);
+            return Err(e);
+        }
+    };
+    swap_in(&staging, report_dir)?;
+    let files = files
+        .iter()
+        .map(|f| {
+            f.strip_prefix(&staging)
+                .map(|rel| report_dir.join(rel))
+                .unwrap_or_else(|_| f.clone())
+        })
+        .collect();
+    Ok((out, files))
+}
+
 /// Puts a complete new report (`staging`) in place of `report_dir`: the
 /// old one moves aside, the new one takes its name, the old one goes.
-pub(crate) fn swap_in(staging: &Path, report_dir: &Path) -> Result<(), CollateError> {
+fn swap_in(staging: &Path, report_dir: &Path) -> Result<(), CollateError> {
     let old = report_dir.with_file_name(format!("report.old-{}", std::process::id()));
     if report_dir.exists() {
         std::fs::rename(report_dir, &old).map_err(|e| CollateError::io(report_dir, e))?;
@@ -178,7 +195,7 @@ fn mark_incomplete(
 /// Clears what a collation killed mid-way left behind (it held the lock we
 /// now hold): half-written `report.new-*`, and a `report.old-*` that is put
 /// back if it never got replaced.
-pub(crate) fn tidy_leftovers(run: &Path, report_dir: &Path) {
+fn tidy_leftovers(run: &Path, report_dir: &Path) {
     let Ok(entries) = std::fs::read_dir(run) else {
         return;
     };

@@ -118,56 +118,75 @@ fn kind_stats(df: &DataFrame, kind: &str) -> Result<HashMap<u32, KindStats>, Col
         .collect())
 }
 
-/// For each rung: the k-th rise (and k-th fall) of each GPU, in intended
-/// order; the spread across GPUs of achieved − intended for each k; the
-/// 99th percentile of those spreads, µs.
-fn cross_gpu_skew_p99(df: &DataFrame) -> Result<Vec<(u32, f64)>, CollateError> {
-    let bad = CollateError::polars("edges for the cross-GPU skew");
-    let (rung, gpu, kind) = (
-        df.column("rung_id")
-            .map_err(bad)?
-            .u32()
-            .map_err(CollateError::polars("rung_id"))?,
-        df.column("gpu")
-            .map_err(CollateError::polars("gpu"))?
-            .str()
-            .map_err(CollateError::polars("gpu"))?,
-        df.column("kind")
-            .map_err(CollateError::polars("kind"))?
-            .str()
-            .map_err(CollateError::polars("kind"))?,
-    );
-    let (intended, achieved) = (
-        df.column("intended_ns")
-            .map_err(CollateError::polars("intended_ns"))?
-            .i64()
-            .map_err(CollateError::polars("intended_ns"))?,
-        df.column("achieved_ns")
-            .map_err(CollateError::polars("achieved_ns"))?
-            .i64()
-            .map_err(CollateError::polars("achieved_ns"))?,
-    );
-    // (rung, rise?) -> gpu -> [(intended, error µs)]
-    type ByGpu<'a> = BTreeMap<&'a str, Vec<(i64, f64)>>;
-    let mut by: BTreeMap<(u32, bool), ByGpu<'_>> = BTreeMap::new();
-    for ((((r, g), k), i), a) in rung
+/// One whole row of an edges frame.
+#[derive(Debug, Clone, Copy)]
+pub struct EdgeRow<'a> {
+    /// Rung id.
+    pub rung_id: u32,
+    /// GPU key.
+    pub gpu: &'a str,
+    /// `start`, `rise` or `fall`.
+    pub kind: &'a str,
+    /// When the edge was meant to be, ns.
+    pub intended_ns: i64,
+    /// When it was, ns.
+    pub achieved_ns: i64,
+}
+
+/// Every whole row of an edges frame ([`read_edges`]), in file order.
+///
+/// # Errors
+///
+/// Returns [`CollateError::Polars`] when a column (`rung_id`, `gpu`,
+/// `kind`, `intended_ns`, `achieved_ns`) is missing or of the wrong type.
+pub fn edge_rows(df: &DataFrame) -> Result<impl Iterator<Item = EdgeRow<'_>>, CollateError> {
+    let column = |n: &str| {
+        df.column(n)
+            .map_err(CollateError::polars("a column of edges.csv"))
+    };
+    let rung = column("rung_id")?
+        .u32()
+        .map_err(CollateError::polars("rung_id"))?;
+    let gpu = column("gpu")?.str().map_err(CollateError::polars("gpu"))?;
+    let kind = column("kind")?
+        .str()
+        .map_err(CollateError::polars("kind"))?;
+    let intended = column("intended_ns")?
+        .i64()
+        .map_err(CollateError::polars("intended_ns"))?;
+    let achieved = column("achieved_ns")?
+        .i64()
+        .map_err(CollateError::polars("achieved_ns"))?;
+    Ok(rung
         .iter()
         .zip(gpu.iter())
         .zip(kind.iter())
         .zip(intended.iter())
         .zip(achieved.iter())
-    {
-        let (Some(r), Some(g), Some(k), Some(i), Some(a)) = (r, g, k, i, a) else {
-            continue;
-        };
-        if k == "start" {
-            continue;
-        }
-        by.entry((r, k == "rise"))
+        .filter_map(|((((r, g), k), i), a)| {
+            Some(EdgeRow {
+                rung_id: r?,
+                gpu: g?,
+                kind: k?,
+                intended_ns: i?,
+                achieved_ns: a?,
+            })
+        }))
+}
+
+/// For each rung: the k-th rise (and k-th fall) of each GPU, in intended
+/// order; the spread across GPUs of achieved − intended for each k; the
+/// 99th percentile of those spreads, µs.
+fn cross_gpu_skew_p99(df: &DataFrame) -> Result<Vec<(u32, f64)>, CollateError> {
+    // (rung, rise?) -> gpu -> [(intended, error µs)]
+    type ByGpu<'a> = BTreeMap<&'a str, Vec<(i64, f64)>>;
+    let mut by: BTreeMap<(u32, bool), ByGpu<'_>> = BTreeMap::new();
+    for e in edge_rows(df)?.filter(|e| e.kind != "start") {
+        by.entry((e.rung_id, e.kind == "rise"))
             .or_default()
-            .entry(g)
+            .entry(e.gpu)
             .or_default()
-            .push((i, (a - i) as f64 / 1e3));
+            .push((e.intended_ns, (e.achieved_ns - e.intended_ns) as f64 / 1e3));
     }
     let mut spreads: std::collections::BTreeMap<u32, Vec<f64>> = std::collections::BTreeMap::new();
     for ((r, _), gpus) in by.iter_mut() {

@@ -599,11 +599,10 @@ fn the_rack_from_node_curves_equals_the_rack_from_raw_files_and_reuses_fresh_nod
     let bytes = std::fs::read(&raw).unwrap();
     std::fs::write(&raw, &bytes).unwrap();
     let rack_before = std::fs::read(rack.join("report/summary.csv")).unwrap();
-    let out = powerlab()
-        .args(["collate", rack.to_str().unwrap(), "--jobs", "2"])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (out, text) = collate_cmd(
+        &["collate", rack.to_str().unwrap(), "--jobs", "2"],
+        "stdout",
+    );
     assert!(
         out.status.success(),
         "{text}{}",
@@ -629,11 +628,7 @@ fn the_rack_from_node_curves_equals_the_rack_from_raw_files_and_reuses_fresh_nod
         rack_before
     );
     // A second collation has nothing to redo.
-    let out = powerlab()
-        .args(["collate", rack.to_str().unwrap()])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (out, text) = collate_cmd(&["collate", rack.to_str().unwrap()], "stdout");
     assert_eq!(
         text.matches("report up to date, reused").count(),
         4,
@@ -647,11 +642,7 @@ fn the_rack_from_node_curves_equals_the_rack_from_raw_files_and_reuses_fresh_nod
         nodes[1].join("report/node_cycles.parquet"),
     )
     .unwrap();
-    let out = powerlab()
-        .args(["collate", rack.to_str().unwrap()])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (out, text) = collate_cmd(&["collate", rack.to_str().unwrap()], "stdout");
     assert!(out.status.success(), "{text}");
     assert!(
         text.contains("report/node_cycles.parquet is not the file its collation wrote"),
@@ -668,11 +659,7 @@ fn the_rack_from_node_curves_equals_the_rack_from_raw_files_and_reuses_fresh_nod
     for n in node_dirs(&archived) {
         std::fs::remove_dir_all(n.join("raw")).unwrap();
     }
-    let out = powerlab()
-        .args(["collate", archived.to_str().unwrap()])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (out, text) = collate_cmd(&["collate", archived.to_str().unwrap()], "stdout");
     assert!(
         out.status.success(),
         "{text}{}",
@@ -690,11 +677,7 @@ fn the_rack_from_node_curves_equals_the_rack_from_raw_files_and_reuses_fresh_nod
 
     // A node the rack ran with is gone: never a smaller "complete" rack.
     std::fs::remove_dir_all(node_dirs(&archived)[3].clone()).unwrap();
-    let out = powerlab()
-        .args(["collate", archived.to_str().unwrap()])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let (out, err) = collate_cmd(&["collate", archived.to_str().unwrap()], "stderr");
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("the rack is incomplete"), "{err}");
     let report = std::fs::read_to_string(archived.join("report/report.md")).unwrap();
@@ -716,6 +699,18 @@ fn the_rack_from_node_curves_equals_the_rack_from_raw_files_and_reuses_fresh_nod
             "{row}"
         );
     }
+}
+
+/// Runs `powerlab` with `args`; its output and one of its streams as text.
+fn collate_cmd(args: &[&str], stream: &str) -> (Output, String) {
+    let out = powerlab().args(args).output().unwrap();
+    let text = if stream == "stdout" {
+        &out.stdout
+    } else {
+        &out.stderr
+    };
+    let text = String::from_utf8_lossy(text).into_owned();
+    (out, text)
 }
 
 /// Copies a directory tree, keeping modification times (as `cp -a`).

@@ -7,7 +7,7 @@
 //! counts, not by the number of nodes. Each edge's error is on its own
 //! node's clock, as the start skew is.
 
-use crate::edges::{EdgeStats, KindStats, read_edges};
+use crate::edges::{EdgeStats, KindStats, edge_rows, read_edges};
 use crate::error::CollateError;
 use crate::stats::{quantile, weighted_quantile_sorted};
 use polars::prelude::DataFrame;
@@ -71,48 +71,22 @@ impl RackEdges {
         let Some(df) = df else {
             return Ok(());
         };
-        let col_of = |n: &str| {
-            df.column(n)
-                .map_err(CollateError::polars("a column of edges.csv"))
-        };
-        let rung = col_of("rung_id")?
-            .u32()
-            .map_err(CollateError::polars("rung_id"))?;
-        let gpu = col_of("gpu")?.str().map_err(CollateError::polars("gpu"))?;
-        let kind = col_of("kind")?
-            .str()
-            .map_err(CollateError::polars("kind"))?;
-        let intended = col_of("intended_ns")?
-            .i64()
-            .map_err(CollateError::polars("intended_ns"))?;
-        let achieved = col_of("achieved_ns")?
-            .i64()
-            .map_err(CollateError::polars("achieved_ns"))?;
         // This node's edges by (rung, kind) and GPU, in intended order.
         let mut by: BTreeMap<Key, ByGpu<'_>> = BTreeMap::new();
-        for ((((r, g), k), i), a) in rung
-            .iter()
-            .zip(gpu.iter())
-            .zip(kind.iter())
-            .zip(intended.iter())
-            .zip(achieved.iter())
-        {
-            let (Some(r), Some(g), Some(k), Some(i), Some(a)) = (r, g, k, i, a) else {
-                continue;
-            };
-            let err = a - i;
-            if k == "start" {
-                let e = self.starts.entry(r).or_insert((err, err));
-                *e = (e.0.min(err), e.1.max(err));
+        for e in edge_rows(df)? {
+            let err = e.achieved_ns - e.intended_ns;
+            if e.kind == "start" {
+                let s = self.starts.entry(e.rung_id).or_insert((err, err));
+                *s = (s.0.min(err), s.1.max(err));
                 continue;
             }
-            let key = (r, k == "rise");
+            let key = (e.rung_id, e.kind == "rise");
             *self.counts.entry(key).or_default().entry(err).or_default() += 1;
             by.entry(key)
                 .or_default()
-                .entry(g)
+                .entry(e.gpu)
                 .or_default()
-                .push((i, err));
+                .push((e.intended_ns, err));
         }
         for (key, mut per_gpu) in by {
             for v in per_gpu.values_mut() {

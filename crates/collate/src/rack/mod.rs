@@ -124,29 +124,12 @@ pub fn collate_rack(rack: &Path, opts: RackOptions) -> Result<RackOutput, Collat
             message: format!("another collation of this rack is running: {e}; wait for it to end"),
         })?;
     let report_dir = rack.join("report");
-    crate::collation::tidy_leftovers(rack, &report_dir);
-    let staging = report_dir.with_file_name(format!("report.new-{}", std::process::id()));
-    if staging.exists() {
-        std::fs::remove_dir_all(&staging).map_err(|e| CollateError::io(&staging, e))?;
-    }
-    std::fs::create_dir_all(staging.join("plots")).map_err(|e| CollateError::io(&staging, e))?;
-    let out = match rack_into(rack, opts, &staging) {
-        Ok(out) => out,
-        Err(e) => {
-            let _ = std::fs::remove_dir_all(&staging);
-            return Err(e);
-        }
-    };
-    crate::collation::swap_in(&staging, &report_dir)?;
-    let files = out
-        .files
-        .iter()
-        .map(|f| {
-            f.strip_prefix(&staging)
-                .map(|rel| report_dir.join(rel))
-                .unwrap_or_else(|_| f.clone())
+    let (out, files) = crate::collation::staged(rack, &report_dir, |staging| {
+        rack_into(rack, opts, staging).map(|o| {
+            let files = o.files.clone();
+            (o, files)
         })
-        .collect();
+    })?;
     Ok(RackOutput {
         report_dir,
         files,
