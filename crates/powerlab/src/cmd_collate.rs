@@ -21,6 +21,7 @@ pub fn collate(a: &CollateArgs) -> Result<i32> {
             powerlab_collate::rack::RackOptions {
                 force: a.force,
                 jobs: usize::from(a.jobs),
+                collate_node: &collate_node_apart,
             },
         )?;
         outln!(
@@ -71,4 +72,35 @@ pub fn collate(a: &CollateArgs) -> Result<i32> {
     );
     crate::ui::print_summary(&out.rungs);
     Ok(0)
+}
+
+/// Collates one node of a rack in a child process (this binary, `collate
+/// <node>`): the memory a node's collation leaves behind is returned to the
+/// system when the child ends, so collating many nodes never adds up.
+fn collate_node_apart(dir: &std::path::Path) -> std::result::Result<(), String> {
+    let exe = std::env::current_exe()
+        .map_err(|e| format!("cannot find this program to collate {}: {e}", dir.display()))?;
+    let out = std::process::Command::new(exe)
+        .arg("collate")
+        .arg(dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .map_err(|e| format!("cannot start the collation of {}: {e}", dir.display()))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let text = String::from_utf8_lossy(&out.stderr);
+    let last = text
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("no message")
+        .trim_start_matches("error: ")
+        .to_string();
+    Err(match out.status.code() {
+        Some(_) => last,
+        None => format!("its collation was killed ({}): {last}", out.status),
+    })
 }

@@ -29,8 +29,6 @@ pub struct RackCurve {
     grid_ns: i64,
     len: usize,
     sums: Vec<Option<Sum>>,
-    /// Each node's buffered curve, for `rack_curve.csv` (NaN: no value).
-    node_buffered: Vec<(String, Vec<f64>)>,
     added: u32,
 }
 
@@ -58,7 +56,6 @@ impl RackCurve {
             grid_ns,
             len,
             sums: CURVE_INSTRUMENTS.iter().map(|_| None).collect(),
-            node_buffered: Vec::new(),
             added: 0,
         }
     }
@@ -105,31 +102,20 @@ impl RackCurve {
                     sum.nodes[*i] += 1;
                 }
             }
-            if *name == "node_buffered_w" {
-                let mut col = vec![f64::NAN; self.len];
-                for (i, x) in index.iter().zip(v.iter()) {
-                    if let Some(x) = x {
-                        col[*i] = x;
-                    }
-                }
-                self.node_buffered.push((node.to_string(), col));
-            }
         }
         self.added += 1;
         Ok(())
     }
 
     /// Counts a node without a report: the rack curve has no value anywhere
-    /// (its power is not known), and its column is empty.
-    pub fn add_missing_node(&mut self, node: &str) {
-        self.node_buffered
-            .push((node.to_string(), vec![f64::NAN; self.len]));
+    /// (its power is not known).
+    pub fn add_missing_node(&mut self) {
         self.added += 1;
     }
 
     /// The rack curve as a node curve (columns `t_ns` and `node_*`, which
     /// the rung summaries and plots read), and the rack curve file's frame
-    /// (`rack_*` and each node's buffered sum, three decimals).
+    /// (`rack_*`, three decimals).
     ///
     /// # Errors
     ///
@@ -155,13 +141,6 @@ impl RackCurve {
                 file.push(Column::new(rack.as_str().into(), round3(&v)));
             }
             cols.push(Column::new((*name).into(), v));
-        }
-        for (node, v) in &self.node_buffered {
-            let v: Vec<Option<f64>> = v.iter().map(|x| (!x.is_nan()).then_some(*x)).collect();
-            file.push(Column::new(
-                format!("{node}_buffered_w").as_str().into(),
-                round3(&v),
-            ));
         }
         let df = DataFrame::new(self.len, cols).map_err(CollateError::polars("the rack curve"))?;
         let file =

@@ -19,7 +19,7 @@ pub mod edges;
 pub mod nodes;
 pub mod tables;
 
-pub use nodes::NodeReport;
+pub use nodes::{NodeCollator, NodeReport};
 pub use tables::{HostRungRow, NodeRungRow, NodeState, RackStart};
 
 use crate::cycle::{NoCycle, sum_cycles};
@@ -80,20 +80,23 @@ fn node_dirs(rack: &Path) -> Result<Vec<PathBuf>, CollateError> {
 }
 
 /// How a rack collation treats its nodes' reports.
-#[derive(Debug, Clone, Copy)]
-pub struct RackOptions {
+#[derive(Clone, Copy)]
+pub struct RackOptions<'a> {
     /// Collate every node again, fresh or not.
     pub force: bool,
     /// Stale nodes collated at once (each as much memory as one node's
     /// collation).
     pub jobs: usize,
+    /// How a stale node is collated.
+    pub collate_node: &'a NodeCollator,
 }
 
-impl Default for RackOptions {
+impl Default for RackOptions<'_> {
     fn default() -> Self {
         Self {
             force: false,
             jobs: 1,
+            collate_node: &nodes::collate_here,
         }
     }
 }
@@ -117,7 +120,7 @@ impl Default for RackOptions {
 /// the node table, the report says the rack is incomplete, and it is a gap
 /// in the rack curve ([`RackOutput::gaps`]). The new report replaces the
 /// old one only when complete.
-pub fn collate_rack(rack: &Path, opts: RackOptions) -> Result<RackOutput, CollateError> {
+pub fn collate_rack(rack: &Path, opts: RackOptions<'_>) -> Result<RackOutput, CollateError> {
     let _lock = powerlab_rundir::lock::try_hold(&rack.join(".collate.lock"), "collating this rack")
         .map_err(|e| CollateError::Busy {
             path: rack.to_path_buf(),
@@ -153,7 +156,11 @@ fn listed_nodes(rack: &Path) -> Vec<String> {
 }
 
 /// The rack report, written into `out_dir` (which exists, with `plots/`).
-fn rack_into(rack: &Path, opts: RackOptions, out_dir: &Path) -> Result<RackOutput, CollateError> {
+fn rack_into(
+    rack: &Path,
+    opts: RackOptions<'_>,
+    out_dir: &Path,
+) -> Result<RackOutput, CollateError> {
     // Step times at POWERLAB_LOG=info, for the rack collation benchmark.
     let t0 = std::time::Instant::now();
     let step = |what: &str| {
@@ -163,7 +170,7 @@ fn rack_into(rack: &Path, opts: RackOptions, out_dir: &Path) -> Result<RackOutpu
         )
     };
     let dirs = node_dirs(rack)?;
-    let mut node_reports = nodes::refresh(&dirs, opts.force, opts.jobs);
+    let mut node_reports = nodes::refresh(&dirs, opts.force, opts.jobs, opts.collate_node);
     step("node reports");
     let mut states = Vec::new();
     let mut runs = Vec::new();
@@ -291,11 +298,11 @@ fn rack_into(rack: &Path, opts: RackOptions, out_dir: &Path) -> Result<RackOutpu
         if usable.contains(&k) {
             acc.add_node(&run.manifest.backend.node_id, &rd.report_dir())?;
         } else {
-            acc.add_missing_node(&run.manifest.backend.node_id);
+            acc.add_missing_node();
         }
     }
-    for n in &missing {
-        acc.add_missing_node(n);
+    for _ in &missing {
+        acc.add_missing_node();
     }
     let (curve, mut curve_file) = acc.finish()?;
     step("rack curve");

@@ -5,7 +5,7 @@
 //! is reported, not fatal: the rack then shows it as a gap.
 
 use crate::handoff::{Freshness, freshness};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -23,9 +23,30 @@ pub enum NodeReport {
     Failed(String),
 }
 
-/// Brings every node's report up to date. `force` collates every node.
-/// The result is in the order of `dirs`.
-pub fn refresh(dirs: &[PathBuf], force: bool, jobs: usize) -> Vec<NodeReport> {
+/// How a stale node is collated: its run directory in, the error's text out.
+pub type NodeCollator = dyn Fn(&Path) -> Result<(), String> + Sync;
+
+/// Collates a node in this process ([`crate::collation::collate`]).
+///
+/// # Errors
+///
+/// The collation's error, as text.
+pub fn collate_here(dir: &Path) -> Result<(), String> {
+    crate::collation::collate(dir)
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+/// Brings every node's report up to date with `collate` (for example
+/// [`collate_here`]; the binary runs each node in a child process, so the
+/// memory one node's collation leaves behind never adds up across nodes).
+/// `force` collates every node. The result is in the order of `dirs`.
+pub fn refresh(
+    dirs: &[PathBuf],
+    force: bool,
+    jobs: usize,
+    collate: &NodeCollator,
+) -> Vec<NodeReport> {
     let stale: Vec<(usize, String)> = dirs
         .iter()
         .enumerate()
@@ -58,9 +79,9 @@ pub fn refresh(dirs: &[PathBuf], force: bool, jobs: usize) -> Vec<NodeReport> {
                     let k = next.fetch_add(1, Ordering::Relaxed);
                     let Some((i, why)) = stale.get(k) else { break };
                     tracing::info!("collating node {} ({why})", dirs[*i].display());
-                    let r = match crate::collation::collate(&dirs[*i]) {
-                        Ok(_) => NodeReport::Recollated(why.clone()),
-                        Err(e) => NodeReport::Failed(e.to_string()),
+                    let r = match collate(&dirs[*i]) {
+                        Ok(()) => NodeReport::Recollated(why.clone()),
+                        Err(e) => NodeReport::Failed(e),
                     };
                     if let Ok(mut v) = out.lock() {
                         v[*i] = r;
