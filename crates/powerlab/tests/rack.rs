@@ -629,6 +629,7 @@ fn the_rack_from_node_curves_equals_the_rack_from_raw_files_and_reuses_fresh_nod
     );
     // A second collation has nothing to redo.
     let (out, text) = collate_cmd(&["collate", rack.to_str().unwrap()], "stdout");
+    assert!(out.status.success(), "{text}");
     assert_eq!(
         text.matches("report up to date, reused").count(),
         4,
