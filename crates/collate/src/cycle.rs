@@ -141,6 +141,21 @@ impl NodeCycle {
     }
 }
 
+/// One node's composed cycle of one rung, as handed to the rack.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CyclePart {
+    /// The period the GPUs ran, ms.
+    pub period_ms: f64,
+    /// Harmonics restored.
+    pub harmonics: usize,
+    /// Lowest phase coverage of its GPUs.
+    pub coverage: f64,
+    /// Buffered samples folded.
+    pub samples: usize,
+    /// Node power over one cycle, phase 0 at the rung's epoch.
+    pub values: Vec<f64>,
+}
+
 /// Why a rung has no composed cycle.
 #[derive(Debug, Clone, PartialEq)]
 pub enum NoCycle {
@@ -601,7 +616,7 @@ fn resample(planner: &mut FftPlanner<f64>, values: &[f64], m: usize) -> Vec<f64>
 /// harmonics) are first resampled to the longest through their spectra
 /// ([`resample`]). Harmonics and coverage are the lowest of any node, samples the
 /// sum. None without parts or when the nodes ran different periods.
-pub fn sum_cycles(r: &RungWindow, parts: &[&crate::handoff::CyclePart]) -> Option<NodeCycle> {
+pub fn sum_cycles(r: &RungWindow, parts: &[&CyclePart]) -> Option<NodeCycle> {
     let first = parts.first()?;
     if parts
         .iter()

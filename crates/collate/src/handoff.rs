@@ -9,6 +9,7 @@
 //! tables: DuckDB or Spark read a fleet's node curves as they are.
 
 use crate::curve::{CURVE_INSTRUMENTS, NodeCurve};
+use crate::cycle::CyclePart;
 use crate::error::CollateError;
 use crate::load::Run;
 use crate::summary::Cycles;
@@ -361,21 +362,6 @@ pub fn write_cycles(cycles: &Cycles, path: &Path) -> Result<PathBuf, CollateErro
     )
     .map_err(CollateError::polars("the node cycles"))?;
     crate::export::parquet::write_frame(&mut df, path)
-}
-
-/// One node's composed cycle of one rung, as handed to the rack.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CyclePart {
-    /// The period the GPUs ran, ms.
-    pub period_ms: f64,
-    /// Harmonics restored.
-    pub harmonics: usize,
-    /// Lowest phase coverage of its GPUs.
-    pub coverage: f64,
-    /// Buffered samples folded.
-    pub samples: usize,
-    /// Node power over one cycle, phase 0 at the rung's epoch.
-    pub values: Vec<f64>,
 }
 
 /// Reads a node's composed cycles, by rung.

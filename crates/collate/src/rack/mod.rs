@@ -22,10 +22,10 @@ pub mod tables;
 pub use nodes::{NodeCollator, NodeReport};
 pub use tables::{HostRungRow, NodeRungRow, NodeState, RackStart};
 
-use crate::cycle::{NoCycle, sum_cycles};
+use crate::cycle::{CyclePart, NoCycle, sum_cycles};
 use crate::error::CollateError;
 use crate::export::{csv, json, markdown, parquet, plots};
-use crate::handoff::{CyclePart, read_cycles};
+use crate::handoff::read_cycles;
 use crate::load::{Run, load_run};
 use crate::summary::{Cycles, PhaseCompare, RungSummary, compare_modes, repeat_stats, summarize};
 use powerlab_rundir::RunDir;
