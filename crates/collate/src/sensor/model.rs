@@ -198,8 +198,85 @@ impl SensorModel {
 /// sensor model.
 pub fn read_model(path: &Path) -> Result<SensorModel, CollateError> {
     let text = std::fs::read_to_string(path).map_err(|e| CollateError::io(path, e))?;
-    serde_json::from_str::<SensorModel>(&text).map_err(|e| CollateError::BadRaw {
+    let model = serde_json::from_str::<SensorModel>(&text).map_err(|e| CollateError::BadRaw {
         path: path.to_path_buf(),
         message: format!("not a sensor model written by `powerlab calibrate`: {e}"),
-    })
+    })?;
+    model.check().map_err(|why| CollateError::BadRaw {
+        path: path.to_path_buf(),
+        message: format!("{why}: not a model of a real instrument; calibrate the node again"),
+    })?;
+    Ok(model)
+}
+
+impl SensorModel {
+    /// Whether every value could come from a real instrument: at least one
+    /// GPU with a path; periods and time constants finite and above zero;
+    /// windows, intervals and latencies finite and within 10 s.
+    ///
+    /// # Errors
+    ///
+    /// The first impossible value, named by GPU, instrument and field.
+    pub fn check(&self) -> Result<(), String> {
+        if self.gpus.is_empty() || self.gpus.iter().all(|g| g.paths.is_empty()) {
+            return Err("no GPU with an instrument path".into());
+        }
+        const MAX_MS: f64 = 10_000.0;
+        for g in &self.gpus {
+            for p in &g.paths {
+                let fields = [
+                    ("update_period_ms", p.update_period_ms, 0.0, false),
+                    ("read_period_ms", p.read_period_ms, 0.0, false),
+                    ("board_fall_tau_ms", p.board_fall_tau_ms, 0.0, false),
+                    ("window_ms", p.window_ms, 0.0, true),
+                    ("window_ms_ci95", p.window_ms_ci95, 0.0, true),
+                    ("latency_ms", p.latency_ms, -MAX_MS, true),
+                    ("latency_ms_ci95", p.latency_ms_ci95, 0.0, true),
+                ];
+                for (name, v, lo, zero_ok) in fields {
+                    let Some(v) = v else { continue };
+                    let ok = v.is_finite() && v <= MAX_MS && (v > lo || (zero_ok && v >= lo));
+                    if !ok {
+                        return Err(format!("{} {}: {name} = {v}", g.gpu, p.instrument));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_model_with_an_impossible_value_is_refused_naming_it() {
+        let gpus = vec!["gpu0".to_string()];
+        let good = SensorModel::builtin("NVIDIA H200", &gpus).unwrap();
+        assert_eq!(good.check(), Ok(()));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sensor.json");
+        let bad = |f: &dyn Fn(&mut PathModel)| {
+            let mut m = good.clone();
+            f(&mut m.gpus[0].paths[0]);
+            std::fs::write(&path, serde_json::to_string(&m).unwrap()).unwrap();
+            read_model(&path).unwrap_err().to_string()
+        };
+        assert!(bad(&|p| p.window_ms = Some(-6.0)).contains("window_ms = -6"));
+        assert!(bad(&|p| p.update_period_ms = Some(0.0)).contains("update_period_ms = 0"));
+        assert!(bad(&|p| p.latency_ms = Some(1e300)).contains("latency_ms"));
+        let mut empty = good.clone();
+        empty.gpus.clear();
+        std::fs::write(&path, serde_json::to_string(&empty).unwrap()).unwrap();
+        assert!(
+            read_model(&path)
+                .unwrap_err()
+                .to_string()
+                .contains("no GPU")
+        );
+        // The file given as it is written reads back.
+        std::fs::write(&path, serde_json::to_string(&good).unwrap()).unwrap();
+        assert!(read_model(&path).is_ok());
+    }
 }
