@@ -2,12 +2,20 @@
 # Runs on a fresh H200 node with a prebuilt powerlab (no Rust there):
 # sanity, virus modes vs a PyTorch cuBLAS reference, the duty sweep in phase
 # and staggered, and collate. Logs and results go under $OUT.
-#   usage: scripts/device-check.sh [path/to/powerlab.gz]
+#   usage: scripts/device-check.sh [path/to/powerlab(.gz|.xz)]
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/powerlab-out}; mkdir -p "$OUT"
 BIN=/tmp/powerlab
-if [ -f "${1:-.device/powerlab.gz}" ]; then gunzip -c "${1:-.device/powerlab.gz}" > "$BIN"; else cp "${1:-target/release/powerlab}" "$BIN"; fi
+# The binary as built (target/release/powerlab), or compressed (.gz or .xz:
+# xz keeps it well under the device machines' 64 MiB transfer).
+SRC=${1:-.device/powerlab.gz}
+[ -f "$SRC" ] || { [ -f .device/powerlab.xz ] && SRC=.device/powerlab.xz; } || SRC=target/release/powerlab
+case "$SRC" in
+  *.gz) gunzip -c "$SRC" > "$BIN" ;;
+  *.xz) xz -dc "$SRC" > "$BIN" ;;
+  *) cp "$SRC" "$BIN" ;;
+esac
 chmod +x "$BIN"
 R=/tmp/powerlab-results; rm -rf "$R"; mkdir -p "$R"
 say() { echo "=== $*" | tee -a "$OUT/summary.txt"; }

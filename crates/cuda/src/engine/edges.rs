@@ -2,11 +2,13 @@
 //! until a rise (or a rung start), `burn_until` keeps the GPU busy until a
 //! fall, and `stamp` marks the end of the load; each writes the device time
 //! it let go into one of the edge slots ([`Stamps`]). Also how a constant,
-//! idle or square-wave rung is queued edge by edge.
+//! idle or square-wave rung is queued edge by edge: each fall, the chunks
+//! of the stretch before it and the next rise are queued together, between
+//! one and two `ARM_AHEAD_NS` ahead of the fall.
 #![allow(unsafe_code)] // the edge kernels are launched through unsafe FFI; each site states its invariant.
 
 use super::Engine;
-use super::pacing::MIN_FALL_TAIL_NS;
+use super::pacing::{ARM_AHEAD_NS, MIN_FALL_TAIL_NS};
 use super::setup::dev_err;
 use cudarc::driver::{CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use powerlab_core::hw::{GpuSchedule, HwError};
@@ -149,7 +151,13 @@ impl Engine {
             };
             if kind == EdgeKind::Fall {
                 if on {
-                    self.fill_until(t - tail_ns, small, load)?;
+                    // Fed as it goes up to the last stretch; that stretch,
+                    // the fall and the next rise are queued in one go, at
+                    // least ARM_AHEAD_NS ahead, so that a host descheduled
+                    // for less than that cannot move an edge.
+                    self.fill_until(t - ARM_AHEAD_NS, small, load)?;
+                    self.wait_to_arm(t - 2 * ARM_AHEAD_NS)?;
+                    self.plan_until(t - tail_ns, load)?;
                 }
                 self.launch_burn(t, i)?;
             } else {

@@ -1,8 +1,11 @@
 //! Pacing of the load: how long a unit takes (timed with device events at
 //! start-up, then followed by an exponential average of back-to-back
 //! units), the queue of units in flight, and when the queued work is
-//! predicted to end. The host keeps a few ms of units queued and never
-//! times an edge by sleeping; [`Pacing`] holds that state.
+//! predicted to end. The host keeps up to 10 ms of units queued through a
+//! long on-phase, and queues the last [`ARM_AHEAD_NS`] before each fall (its
+//! chunks, the fall and the next rise) in one go, at least that long ahead:
+//! a host descheduled for less than that moves no edge. It never times an
+//! edge by sleeping; [`Pacing`] holds that state.
 
 use super::Engine;
 use super::setup::dev_err;
@@ -14,11 +17,30 @@ use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 
 /// How much work the host keeps queued: it needs to run only this often.
-pub(super) const MAX_QUEUED_NS: i64 = 4_000_000;
-/// How much it keeps queued in the last few ms before a fall: a GEMM
-/// chunk's duration follows the clocks the power controller allows, so the
-/// further ahead the last chunk is planned, the further it can overrun.
+/// A host descheduled for longer lets the queue run dry (the on-phase's
+/// draw falls short, which the rung's edge verdict reports), but cannot move
+/// an edge, which is armed [`ARM_AHEAD_NS`] ahead.
+pub(super) const MAX_QUEUED_NS: i64 = 10_000_000;
+/// The last stretch of an on-phase, the fall that ends it and the next
+/// rise are queued together, at least this long before the fall and at
+/// most twice as long. A host thread descheduled by a busy CPU (up to 7 ms
+/// seen on H200 with two busy processes per core) then moves no edge.
+pub(super) const ARM_AHEAD_NS: i64 = 20_000_000;
+/// The chunks of that last stretch are planned as if each ran this many
+/// times longer than estimated: the clocks the power controller allows
+/// change within it, and a chunk that overruns the fall makes it late.
+/// What the chunks leave, `burn_until` fills up to the deadline at a lower
+/// draw. On H200 1.4 cost 3 % of the 50 and 20 ms rung means and 1.25 about
+/// 2 % at 50 ms; neither overran a fall (worst 4.3 µs, device calls 18–19).
+pub(super) const PLAN_SLACK: f64 = 1.25;
+/// How much it keeps queued in the last [`NEAR_FALL_NS`] before the target
+/// of a fill (the stretch planned in one go before a fall, or the end of a
+/// rung): a GEMM chunk's duration follows the clocks the power controller
+/// allows, so the further ahead the queue's end is predicted, the further
+/// the plan that starts there can be off.
 const NEAR_FALL_QUEUED_NS: i64 = 500_000;
+/// See [`NEAR_FALL_QUEUED_NS`].
+const NEAR_FALL_NS: i64 = 4_500_000;
 /// GEMM chunks stop at least this long before a fall; `burn_until` holds
 /// the load from there to the deadline.
 pub(super) const MIN_FALL_TAIL_NS: i64 = 400_000;
@@ -82,10 +104,7 @@ impl Pacing {
         self.last_launch = None;
     }
 
-    /// Keeps at most a few ms of work queued: waits on the oldest event. Each
-    /// completed unit that ran back to back with the previous one updates
-    /// the duration estimate, so the estimate follows the clocks the power
-    /// cap allows (an H200 at its 700 W cap runs ~1400 MHz, not 1980).
+    /// Keeps at most `limit_ns` of work queued: waits on the oldest event.
     fn throttle(&mut self, limit_ns: i64, clock: &RunClock, gpu: &str) -> Result<(), HwError> {
         loop {
             let queued: i64 = self.queued.iter().map(|q| q.est_ns).sum();
@@ -94,37 +113,61 @@ impl Pacing {
             }
             if let Some(q) = self.queued.pop_front() {
                 q.ev.synchronize().map_err(|e| dev_err(gpu, "event", e))?;
-                if let Some((prev_small, prev)) = &self.last_done
-                    && q.chained
-                    && *prev_small == q.small
-                    && let Ok(ms) = prev.elapsed_ms(&q.ev)
-                {
-                    let ns = (f64::from(ms) * 1e6) as i64;
-                    let w = if q.small {
-                        &mut self.chunk_ns
-                    } else {
-                        &mut self.big_ns
-                    };
-                    // Exponential average; absurd samples (preemption)
-                    // ignored. Taking slowdowns at once was tried: the
-                    // time between two units' events includes any gap
-                    // in which the queue ran dry, so the estimate
-                    // ratcheted up, the host queued less, the queue ran
-                    // dry more, and on-phases of 500 ms and longer fell
-                    // to the burn kernel's ~375 W (H200, device call 14).
-                    if ns > *w / 4 && ns < *w * 4 {
-                        *w = (*w * 7 + ns) / 8;
-                    }
-                }
-                self.last_done = Some((q.small, q.ev));
-                // The host has seen this unit finish: what is still queued
-                // ends no earlier than now plus its estimates. Without this
-                // the plan drifted early whenever units ran longer than
-                // estimated, and the last chunk before a fall overran it.
-                let rest: i64 = self.queued.iter().map(|q| q.est_ns).sum();
-                self.predicted_end = self.predicted_end.max(clock.now_ns() + rest);
+                self.finished(q, clock);
             }
         }
+    }
+
+    /// Takes every unit that has already finished off the queue, without waiting.
+    pub(super) fn reap(&mut self, clock: &RunClock, gpu: &str) -> Result<(), HwError> {
+        while let Some(q) = self.queued.front() {
+            if !q
+                .ev
+                .try_is_complete()
+                .map_err(|e| dev_err(gpu, "event", e))?
+            {
+                return Ok(());
+            }
+            if let Some(q) = self.queued.pop_front() {
+                self.finished(q, clock);
+            }
+        }
+        Ok(())
+    }
+
+    /// Notes a unit seen to finish. Each completed unit that ran back to
+    /// back with the previous one updates the duration estimate, so the
+    /// estimate follows the clocks the power cap allows (an H200 at its
+    /// 700 W cap runs ~1400 MHz, not 1980).
+    fn finished(&mut self, q: Queued, clock: &RunClock) {
+        if let Some((prev_small, prev)) = &self.last_done
+            && q.chained
+            && *prev_small == q.small
+            && let Ok(ms) = prev.elapsed_ms(&q.ev)
+        {
+            let ns = (f64::from(ms) * 1e6) as i64;
+            let w = if q.small {
+                &mut self.chunk_ns
+            } else {
+                &mut self.big_ns
+            };
+            // Exponential average; absurd samples (preemption) ignored.
+            // Taking slowdowns at once was tried: the time between two
+            // units' events includes any gap in which the queue ran dry,
+            // so the estimate ratcheted up, the host queued less, the
+            // queue ran dry more, and on-phases of 500 ms and longer fell
+            // to the burn kernel's ~375 W (H200, device call 14).
+            if ns > *w / 4 && ns < *w * 4 {
+                *w = (*w * 7 + ns) / 8;
+            }
+        }
+        self.last_done = Some((q.small, q.ev));
+        // The host has seen this unit finish: what is still queued ends no
+        // earlier than now plus its estimates. Without this the plan drifted
+        // early whenever units ran longer than estimated, and the last chunk
+        // before a fall overran it.
+        let rest: i64 = self.queued.iter().map(|q| q.est_ns).sum();
+        self.predicted_end = self.predicted_end.max(clock.now_ns() + rest);
     }
 }
 
@@ -219,7 +262,7 @@ impl Engine {
             // Big units near the edge would overshoot it: finish with small ones.
             let left = t - self.pace.predicted_end.max(self.clock.now_ns());
             let near = left < 2 * self.pace.big_ns;
-            let limit = if t - self.clock.now_ns() < MAX_QUEUED_NS + NEAR_FALL_QUEUED_NS {
+            let limit = if t - self.clock.now_ns() < NEAR_FALL_NS {
                 NEAR_FALL_QUEUED_NS
             } else {
                 MAX_QUEUED_NS
@@ -227,5 +270,37 @@ impl Engine {
             self.push_unit(small || near, load, limit)?;
         }
         Ok(())
+    }
+
+    /// Queues, without waiting on the device, as many duty chunks as end
+    /// before `t` even if each runs [`PLAN_SLACK`] times longer than
+    /// estimated (the last stretch before a fall, queued in one go).
+    pub(super) fn plan_until(&mut self, t: i64, load: LoadKind) -> Result<(), HwError> {
+        let unit = self.pace.chunk_ns.max(1000) as f64 * PLAN_SLACK;
+        let start = self.pace.predicted_end.max(self.clock.now_ns());
+        let n = ((t - start) as f64 / unit).floor().max(0.0) as usize;
+        for _ in 0..n {
+            self.push_unit(true, load, i64::MAX)?;
+        }
+        Ok(())
+    }
+
+    /// Holds the host until run-clock time `t` (so that it arms edges at most
+    /// [`ARM_AHEAD_NS`] further ahead than it must), taking finished units
+    /// off the queue meanwhile.
+    pub(super) fn wait_to_arm(&mut self, t: i64) -> Result<(), HwError> {
+        loop {
+            if self.stop.load(Ordering::Relaxed) {
+                return Err(HwError::Other("stopped".into()));
+            }
+            self.pace.reap(&self.clock, &self.gpu)?;
+            let now = self.clock.now_ns();
+            if now >= t {
+                return Ok(());
+            }
+            std::thread::sleep(std::time::Duration::from_nanos(
+                (t - now).min(1_000_000) as u64
+            ));
+        }
     }
 }

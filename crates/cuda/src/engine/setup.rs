@@ -42,7 +42,7 @@ pub(super) struct Kernels {
     pub(super) spin: CudaFunction,
     /// `stamp`: records the device clock in one slot.
     pub(super) stamp: CudaFunction,
-    /// `burn_until`: HBM streaming until a device-clock deadline.
+    /// `burn_until`: HBM streaming and mma.sync until a device-clock deadline.
     pub(super) burn: CudaFunction,
     /// `hbm_stream`: one HBM streaming unit.
     pub(super) hbm: CudaFunction,
