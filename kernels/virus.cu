@@ -9,6 +9,19 @@ extern "C" __device__ __forceinline__ unsigned long long global_ns() {
     return t;
 }
 
+// Two independent bf16 mma.sync m16n8k16 chains on register operands (no
+// memory traffic): the tensor load of mma_regs and of burn_until's odd warps.
+extern "C" __device__ __forceinline__ void mma_pair(float& c0, float& c1, float& c2, float& c3, float& d0, float& d1, float& d2, float& d3, unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c0), "+f"(c1), "+f"(c2), "+f"(c3)
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3)
+        : "r"(a1), "r"(a0), "r"(a3), "r"(a2), "r"(b1), "r"(b0));
+}
+
 // Holds the stream until the device clock reaches `deadline` (ns), then
 // records the time it let go. Work queued behind it starts at the deadline:
 // this is how a rising edge is placed on the device, not by the host.
@@ -40,22 +53,18 @@ extern "C" __global__ void burn_until(unsigned long long deadline, const float4*
     unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
     unsigned long long t = global_ns();
     if ((threadIdx.x >> 5) & 1u) {
+        t = __shfl_sync(0xffffffffu, t, 0);
         unsigned a0 = 0x3f803f80u ^ threadIdx.x, a1 = 0x3f813f81u, a2 = 0x3f823f82u, a3 = 0x3f833f83u ^ blockIdx.x;
         unsigned b0 = 0x3f843f84u, b1 = 0x3f853f85u ^ threadIdx.x;
         float c0 = 0.f, c1 = 0.f, c2 = 0.f, c3 = 0.f;
         float d0 = 0.f, d1 = 0.f, d2 = 0.f, d3 = 0.f;
         while (t < deadline) {
             for (int k = 0; k < 8; ++k) {
-                asm volatile(
-                    "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                    : "+f"(c0), "+f"(c1), "+f"(c2), "+f"(c3)
-                    : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-                asm volatile(
-                    "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                    : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3)
-                    : "r"(a1), "r"(a0), "r"(a3), "r"(a2), "r"(b1), "r"(b0));
+                mma_pair(c0, c1, c2, c3, d0, d1, d2, d3, a0, a1, a2, a3, b0, b1);
             }
-            t = global_ns();
+            // One clock for the whole warp: mma.sync.aligned needs every
+            // lane to take the same path out of the loop.
+            t = __shfl_sync(0xffffffffu, global_ns(), 0);
         }
         // Never true; keeps the chains from being removed.
         if (c0 + c1 + c2 + c3 + d0 + d1 + d2 + d3 == 12345.678f) {
@@ -100,14 +109,7 @@ extern "C" __global__ void mma_regs(float* out, int iters) {
     float c0 = 0.f, c1 = 0.f, c2 = 0.f, c3 = 0.f;
     float d0 = 0.f, d1 = 0.f, d2 = 0.f, d3 = 0.f;
     for (int i = 0; i < iters; ++i) {
-        asm volatile(
-            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-            : "+f"(c0), "+f"(c1), "+f"(c2), "+f"(c3)
-            : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-        asm volatile(
-            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-            : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3)
-            : "r"(a1), "r"(a0), "r"(a3), "r"(a2), "r"(b1), "r"(b0));
+        mma_pair(c0, c1, c2, c3, d0, d1, d2, d3, a0, a1, a2, a3, b0, b1);
     }
     if (c0 + c1 + c2 + c3 + d0 + d1 + d2 + d3 == 12345.678f) {
         out[blockIdx.x * blockDim.x + threadIdx.x] = c0;

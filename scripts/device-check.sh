@@ -9,8 +9,13 @@ OUT=${OUT:-/tmp/powerlab-out}; mkdir -p "$OUT"
 BIN=/tmp/powerlab
 # The binary as built (target/release/powerlab), or compressed (.gz or .xz:
 # xz keeps it well under the device machines' 64 MiB transfer).
-SRC=${1:-.device/powerlab.gz}
-[ -f "$SRC" ] || { [ -f .device/powerlab.xz ] && SRC=.device/powerlab.xz; } || SRC=target/release/powerlab
+if [ -n "${1:-}" ]; then
+  SRC=$1
+  [ -f "$SRC" ] || { echo "device-check: $SRC does not exist" >&2; exit 2; }
+else
+  SRC=$(ls -t .device/powerlab.xz .device/powerlab.gz target/release/powerlab 2>/dev/null | head -1)
+  [ -n "$SRC" ] || { echo "device-check: no binary: build target/release/powerlab or put .device/powerlab.xz" >&2; exit 2; }
+fi
 case "$SRC" in
   *.gz) gunzip -c "$SRC" > "$BIN" ;;
   *.xz) xz -dc "$SRC" > "$BIN" ;;

@@ -9,6 +9,7 @@ use crate::export::{csv, json, markdown, plots};
 use crate::sensor::series::{EdgeIndex, SeriesSet};
 use crate::{curve, cycle, edges, energy, handoff, integrity, load, nccl, sensor, stats, summary};
 use powerlab_rundir::RunDir;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// What `collate` produced.
@@ -272,7 +273,7 @@ fn collate_into(
         .iter()
         .map(|g| g.key.clone())
         .collect();
-    let energy_means = run
+    let counter_means: HashMap<u32, energy::CounterMean> = run
         .rungs
         .iter()
         .filter(|r| {
@@ -285,11 +286,28 @@ fn collate_into(
             energy::mean_w(&series, &gpus, r.measure_from_ns, r.end_ns).map(|m| (r.info.id, m))
         })
         .collect();
+    let energy_means = counter_means.iter().map(|(id, m)| (*id, m.w)).collect();
     let edge_stats = edges::edge_stats(edge_frame.as_ref(), run)?;
     drop(edge_frame);
     let mut rungs = summary::summarize(&curve, run, &edge_stats, &cycles, &energy_means)?;
     let short = cycle::short_on_phases(run, &series, &cycles);
     for r in &mut rungs {
+        if let Some(m) = counter_means.get(&r.rung.id)
+            && r.method == "energy counter"
+        {
+            // The reader must see that the mean is of part of the window.
+            r.coverage = stats::r3(m.span_share);
+            if m.span_share < 0.995 {
+                let note = format!(
+                    "the mean is over the energy counter's readings, which span {:.0} % of the window",
+                    m.span_share * 100.0
+                );
+                r.verdict = Some(match r.verdict.take() {
+                    Some(v) => format!("{v}; {note}"),
+                    None => note,
+                });
+            }
+        }
         if let Some(v) = short.get(&r.rung.id) {
             r.edges_verdict = Some(match r.edges_verdict.take() {
                 Some(e) => format!("{e}; {v}"),

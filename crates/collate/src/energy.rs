@@ -5,17 +5,30 @@
 
 use crate::sensor::series::SeriesSet;
 
+/// A mean from the energy counters, and what it covers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CounterMean {
+    /// Summed mean power of the GPUs between their readings, W.
+    pub w: f64,
+    /// The share of the window those readings span (the least over the
+    /// GPUs): the mean is theirs, not the whole window's.
+    pub span_share: f64,
+}
+
 /// Summed mean power, W, of `gpus` over `[from, to)` from their energy
 /// counters: each GPU's counter difference between its first and last
 /// reading inside the window, over the time between them. The readings
 /// must span at least half the window (the counter is read about once a
 /// second); None otherwise. Interpolating to the window's edges instead
-/// would mix in the idle cooldown after it.
-pub fn mean_w(series: &SeriesSet, gpus: &[String], from: i64, to: i64) -> Option<f64> {
+/// would mix in the idle cooldown after it. The power of a fast duty rung
+/// can wander by hundreds of W from one second to the next (H200, 20 ms:
+/// 390 to 663 W over 1 s intervals), so the span is reported with the mean.
+pub fn mean_w(series: &SeriesSet, gpus: &[String], from: i64, to: i64) -> Option<CounterMean> {
     if to <= from || gpus.is_empty() {
         return None;
     }
     let mut total = 0.0;
+    let mut span_share = 1.0_f64;
     for g in gpus {
         let s = series.get(g, "energy_mj");
         let inside = &s[s.partition_point(|x| x.0 < from)..s.partition_point(|x| x.0 < to)];
@@ -24,8 +37,12 @@ pub fn mean_w(series: &SeriesSet, gpus: &[String], from: i64, to: i64) -> Option
             return None;
         }
         total += (b.1 - a.1) / 1000.0 / ((b.0 - a.0) as f64 / 1e9);
+        span_share = span_share.min((b.0 - a.0) as f64 / (to - from) as f64);
     }
-    Some(total)
+    Some(CounterMean {
+        w: total,
+        span_share,
+    })
 }
 
 #[cfg(test)]
@@ -67,7 +84,9 @@ mod tests {
             .collect();
         let s = counters(&rows);
         let m = mean_w(&s, &["gpu0".into()], 2_500_000_000, 10_500_000_000).unwrap();
-        assert!((m - 1000.0).abs() < 1e-9, "{m}");
+        assert!((m.w - 1000.0).abs() < 1e-9, "{m:?}");
+        // Readings at 3 … 10 s span 7 of the window's 8 s.
+        assert!((m.span_share - 7.0 / 8.0).abs() < 1e-12, "{m:?}");
         // Readings spanning less than half the window: no figure.
         assert_eq!(
             mean_w(&s, &["gpu0".into()], 9_500_000_000, 11_900_000_000),

@@ -56,7 +56,8 @@ pub struct RungSummary {
     pub samples: u64,
     /// Sample and hold: fraction of the window's grid points with every GPU
     /// present. Composed cycle: the lowest share of the cycle any GPU's
-    /// samples covered.
+    /// samples covered. Energy counter: the share of the window the
+    /// counter's readings span (the mean is theirs).
     pub coverage: f64,
     /// Harmonics in the composed cycle.
     pub harmonics: Option<u32>,

@@ -281,5 +281,48 @@ fn exact_periods_carry_a_verdict_instead_of_figures() {
             "energy-counter mean {m} vs true {}",
             t.mean
         );
+        // The mean is the counter readings' own: the share of the window
+        // they span is stated, in `coverage` and, when short, in the verdict.
+        let share = counter_span_share(
+            r.dir(),
+            e["measure_from_ns"].as_i64().unwrap(),
+            e["end_ns"].as_i64().unwrap(),
+        );
+        let cov = s["coverage"].as_f64().unwrap();
+        assert!(
+            (cov - share).abs() < 0.001,
+            "coverage {cov} vs {share}: {s}"
+        );
+        assert_eq!(verdict.contains("which span"), share < 0.995, "{s}");
     }
+}
+
+/// The least share of `[from, to)` that any GPU's energy-counter readings
+/// inside it span, read from the raw files.
+fn counter_span_share(dir: &std::path::Path, from: i64, to: i64) -> f64 {
+    let mut spans: std::collections::HashMap<String, (i64, i64)> = Default::default();
+    for f in std::fs::read_dir(dir.join("raw")).unwrap() {
+        let path = f.unwrap().path();
+        if path.extension().is_none_or(|x| x != "csv") {
+            continue;
+        }
+        for line in std::fs::read_to_string(&path).unwrap().lines().skip(1) {
+            let c: Vec<&str> = line.split(',').collect();
+            if c.len() < 5 || c[3] != "energy_mj" {
+                continue;
+            }
+            let t: i64 = c[0].parse().unwrap();
+            if t < from || t >= to {
+                continue;
+            }
+            let e = spans.entry(c[2].to_string()).or_insert((t, t));
+            e.0 = e.0.min(t);
+            e.1 = e.1.max(t);
+        }
+    }
+    assert!(!spans.is_empty(), "no energy readings in the window");
+    spans
+        .values()
+        .map(|(a, b)| (b - a) as f64 / (to - from) as f64)
+        .fold(1.0, f64::min)
 }

@@ -99,8 +99,9 @@ impl Engine {
         Ok(())
     }
 
-    /// Queues the end of an on-phase: HBM streaming that stops when the
-    /// device clock reaches the deadline and records that moment in `slot`.
+    /// Queues the end of an on-phase: HBM streaming and mma.sync that stop
+    /// when the device clock reaches the deadline and record that moment in
+    /// `slot`.
     fn launch_burn(&mut self, deadline_run_ns: i64, slot: usize) -> Result<(), HwError> {
         let deadline_dev = (deadline_run_ns + self.probe.predicted(deadline_run_ns)).max(0) as u64;
         let dev = &mut self.dev;
@@ -135,10 +136,10 @@ impl Engine {
         let small = matches!(s.shape, LoadShape::Square { .. });
         let mut on = self.warm.is_some();
         let warm_small = false;
-        // GEMM chunks stop this long before a fall; burn_until covers the
-        // rest. A chunk planned up to 0.5 ms ahead can take 30-50 % longer
-        // than planned when the power controller pulls the clocks down
-        // (H200, 50 and 100 ms periods): the tail covers that.
+        // GEMM chunks stop at least this long before a fall (planned with
+        // PLAN_SLACK on top); burn_until covers the rest. A chunk can take
+        // 30-50 % longer than estimated when the power controller pulls the
+        // clocks down (H200, 50 and 100 ms periods).
         let tail_ns = (2 * self.pace.chunk_ns).max(MIN_FALL_TAIL_NS);
         for (i, (kind, t)) in edges.iter().copied().enumerate() {
             if self.stop.load(Ordering::Relaxed) {

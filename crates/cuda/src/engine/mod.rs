@@ -7,14 +7,15 @@
 //! a `burn_until` kernel queued after the last GEMM chunk that fits before
 //! the deadline: it keeps the GPU busy until `%globaltimer` reaches the
 //! deadline and records when it let go, so the load stops at the deadline
-//! and not at the end of a chunk. The next rise's `spin_until` and the first
-//! chunks behind it are queued as soon as the fall is, so a host that is
-//! late during the off-phase cannot move the rise. The host keeps up to
-//! 10 ms of chunks queued through a long on-phase and queues the last 20 ms
-//! before each fall (its chunks, planned as if they ran 1.25 times slower
-//! than measured, the `burn_until` and the next rise) in one go, 20 to 40 ms
-//! ahead: a host descheduled for less than that moves no edge, and a short
-//! on-phase is queued whole. It never times an edge by sleeping.
+//! and not at the end of a chunk. The next rise's `spin_until` is queued as
+//! soon as the fall is, so a host that is late during the off-phase cannot
+//! move the rise. The host keeps up to 10 ms of chunks queued through a long
+//! on-phase and queues the last 20 ms before each fall (its chunks, planned
+//! as if they and the unfinished chunks ahead of them ran 1.25 times slower
+//! than measured, the `burn_until` and the next rise) in one go, about 20 ms
+//! ahead and never more than 40: a host descheduled for less than that moves
+//! neither the fall nor the rise, and a short on-phase is queued whole. It
+//! never times an edge by sleeping.
 //!
 //! Clocks: deadlines are converted to `%globaltimer` with the device clock's
 //! offset predicted at the deadline: the latest probe (taken as the rung

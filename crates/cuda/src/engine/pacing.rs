@@ -3,9 +3,9 @@
 //! units), the queue of units in flight, and when the queued work is
 //! predicted to end. The host keeps up to 10 ms of units queued through a
 //! long on-phase, and queues the last [`ARM_AHEAD_NS`] before each fall (its
-//! chunks, the fall and the next rise) in one go, at least that long ahead:
-//! a host descheduled for less than that moves no edge. It never times an
-//! edge by sleeping; [`Pacing`] holds that state.
+//! chunks, the fall and the next rise) in one go, about that long ahead: a
+//! host descheduled for less than that moves neither the fall nor the rise
+//! after it. It never times an edge by sleeping; [`Pacing`] holds that state.
 
 use super::Engine;
 use super::setup::dev_err;
@@ -18,8 +18,10 @@ use std::sync::atomic::Ordering;
 
 /// How much work the host keeps queued: it needs to run only this often.
 /// A host descheduled for longer lets the queue run dry (the on-phase's
-/// draw falls short, which the rung's edge verdict reports), but cannot move
-/// an edge, which is armed [`ARM_AHEAD_NS`] ahead.
+/// draw falls short, which the rung's verdict reports for on-phases of
+/// 200 ms and more), but a fall and the rise after it are armed about
+/// [`ARM_AHEAD_NS`] ahead (a goal the host meets unless it is itself that
+/// late).
 pub(super) const MAX_QUEUED_NS: i64 = 10_000_000;
 /// The last stretch of an on-phase, the fall that ends it and the next
 /// rise are queued together, at least this long before the fall and at
@@ -39,8 +41,9 @@ pub(super) const PLAN_SLACK: f64 = 1.25;
 /// allows, so the further ahead the queue's end is predicted, the further
 /// the plan that starts there can be off.
 const NEAR_FALL_QUEUED_NS: i64 = 500_000;
-/// See [`NEAR_FALL_QUEUED_NS`].
-const NEAR_FALL_NS: i64 = 4_500_000;
+/// See [`NEAR_FALL_QUEUED_NS`]: the queue shrinks once the target is less
+/// than a full queue ahead, so that the shrink does take effect.
+const NEAR_FALL_NS: i64 = MAX_QUEUED_NS + NEAR_FALL_QUEUED_NS;
 /// GEMM chunks stop at least this long before a fall; `burn_until` holds
 /// the load from there to the deadline.
 pub(super) const MIN_FALL_TAIL_NS: i64 = 400_000;
@@ -72,6 +75,9 @@ pub(super) struct Pacing {
     pub(super) big_ns: i64,
     /// Estimated duration of a duty chunk, ns.
     pub(super) chunk_ns: i64,
+    /// Estimated work queued since the last edge kernel, ns: what can run
+    /// long behind a deadline that is itself fixed.
+    since_edge_ns: i64,
 }
 
 impl Pacing {
@@ -84,6 +90,7 @@ impl Pacing {
             predicted_end: 0,
             big_ns: 0,
             chunk_ns: 0,
+            since_edge_ns: 0,
         }
     }
 
@@ -102,10 +109,14 @@ impl Pacing {
     /// Notes that an edge kernel was queued: the next unit is not chained.
     pub(super) fn break_chain(&mut self) {
         self.last_launch = None;
+        self.since_edge_ns = 0;
     }
 
     /// Keeps at most `limit_ns` of work queued: waits on the oldest event.
     fn throttle(&mut self, limit_ns: i64, clock: &RunClock, gpu: &str) -> Result<(), HwError> {
+        // Units that finished while the host was away first: counted as
+        // still queued, they would push the predicted end late.
+        self.reap(clock, gpu)?;
         loop {
             let queued: i64 = self.queued.iter().map(|q| q.est_ns).sum();
             if queued <= limit_ns || self.queued.len() <= 1 {
@@ -239,6 +250,7 @@ impl Engine {
             ev,
         });
         pace.predicted_end = pace.predicted_end.max(self.clock.now_ns()) + ns;
+        pace.since_edge_ns += ns;
         Ok(())
     }
 
@@ -272,17 +284,25 @@ impl Engine {
         Ok(())
     }
 
-    /// Queues, without waiting on the device, as many duty chunks as end
-    /// before `t` even if each runs [`PLAN_SLACK`] times longer than
-    /// estimated (the last stretch before a fall, queued in one go).
+    /// Queues, without waiting on the device, duty chunks while they end
+    /// before `t` even if each, and the units queued ahead of them since the
+    /// last edge kernel that have not been seen to finish, run
+    /// [`PLAN_SLACK`] times longer than estimated (the last stretch before a
+    /// fall, queued in one go; an edge kernel's deadline does not stretch).
+    /// Each chunk is checked against the clock as it is queued, so a host
+    /// descheduled part-way queues fewer.
     pub(super) fn plan_until(&mut self, t: i64, load: LoadKind) -> Result<(), HwError> {
-        let unit = self.pace.chunk_ns.max(1000) as f64 * PLAN_SLACK;
-        let start = self.pace.predicted_end.max(self.clock.now_ns());
-        let n = ((t - start) as f64 / unit).floor().max(0.0) as usize;
-        for _ in 0..n {
+        self.pace.reap(&self.clock, &self.gpu)?;
+        let unit = (self.pace.chunk_ns.max(1000) as f64 * PLAN_SLACK) as i64;
+        loop {
+            let unseen = self.pace.since_edge_ns.min(self.pace.queued_ns());
+            let start = self.pace.predicted_end.max(self.clock.now_ns())
+                + ((PLAN_SLACK - 1.0) * unseen as f64) as i64;
+            if start + unit > t {
+                return Ok(());
+            }
             self.push_unit(true, load, i64::MAX)?;
         }
-        Ok(())
     }
 
     /// Holds the host until run-clock time `t` (so that it arms edges at most
