@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # First thing on a freshly booked GPU node. Before building anything it reads
 # the NVSwitch fabric state and NVML power on every GPU (a second each), then
-# builds powerlab (or uses a prebuilt binary) and runs its preflight. Any
+# builds powerlab (or uses a prebuilt binary: the argument, or bin/powerlab
+# of an unpacked release tarball) and runs its preflight. Any
 # failure prints BOOTSTRAP FAILED and exits non-zero.
 #   usage: scripts/bootstrap.sh [path/to/prebuilt/powerlab] [--needs-nccl]
 set -uo pipefail
@@ -46,7 +47,10 @@ done
 
 BIN=${1:-}
 if [ -z "$BIN" ] || [ "${BIN#--}" != "$BIN" ]; then
-  if command -v cargo >/dev/null 2>&1; then
+  if [ -x bin/powerlab ]; then
+    # An unpacked release tarball: its own binary, no Rust needed.
+    BIN=bin/powerlab
+  elif command -v cargo >/dev/null 2>&1; then
     say "building powerlab"
     cargo build --release --quiet || die "cargo build failed"
     BIN=target/release/powerlab

@@ -12,6 +12,10 @@ use powerlab_rundir::RunDir;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+/// Where a report keeps its Parquet copy of the raw files
+/// (`report/raw/<gpu>.parquet`).
+pub const RAW_PARQUET_DIR: &str = "raw";
+
 /// What `collate` produced.
 #[derive(Debug, Clone)]
 pub struct CollateOutput {
@@ -230,7 +234,7 @@ fn collate_into(
     // What this report is computed from, taken before reading: a rack
     // reuses the report only while these files stay as they are.
     let inputs = handoff::inputs_of(&dir.path)?;
-    let mut raw = load::read_power(dir, run)?;
+    let mut raw = load::read_power(dir, run, Some(&report_dir.join(RAW_PARQUET_DIR)))?;
     step("reading raw samples");
     let raw_rows = raw.total_rows;
     let file_problems = std::mem::take(&mut raw.problems);
@@ -351,6 +355,9 @@ fn collate_into(
         &compare,
         &report_dir,
     )?);
+    for name in ["summary.csv", "repeats.csv", "in_phase_vs_staggered.csv"] {
+        files.extend(crate::export::parquet::beside_csv(&report_dir.join(name))?);
+    }
     files.extend(csv::write_nccl(&nccl_rows, &report_dir)?);
     files.push(json::write_sensor_model(&sensor.model, &report_dir)?);
     files.extend(csv::write_sensor_tables(&sensor, &report_dir)?);

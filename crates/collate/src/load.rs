@@ -5,6 +5,7 @@ use crate::error::CollateError;
 use polars::prelude::*;
 use powerlab_rundir::events::read_events;
 use powerlab_rundir::{Manifest, RunDir, RunEvent, RungInfo};
+use std::path::Path;
 use std::sync::Arc;
 
 /// One rung's window as the run recorded it.
@@ -194,7 +195,15 @@ pub fn sample_bounds(run: &Run) -> (i64, i64) {
 /// [`check_content`](crate::integrity::check_content). Returns
 /// [`CollateError::Polars`] when filtering a file's samples or combining
 /// the files fails.
-pub fn read_power(dir: &RunDir, run: &Run) -> Result<RawPower, CollateError> {
+/// With `parquet_dir`, every raw file is also written there whole (every
+/// instrument, the raw files' columns) as `<gpu>.parquet`, for polars,
+/// DuckDB or Spark; [`CollateError::Io`] or [`CollateError::Polars`] when
+/// that fails.
+pub fn read_power(
+    dir: &RunDir,
+    run: &Run,
+    parquet_dir: Option<&Path>,
+) -> Result<RawPower, CollateError> {
     let bounds = sample_bounds(run);
     let files = dir.raw_files()?;
     let mut frames = Vec::new();
@@ -242,6 +251,19 @@ pub fn read_power(dir: &RunDir, run: &Run) -> Result<RawPower, CollateError> {
                 message: format!("unreadable raw samples: {}", without_hints(&e.to_string())),
             })?;
         total_rows += df.height();
+        if let Some(out) = parquet_dir {
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let stem = name
+                .strip_suffix(".csv.gz")
+                .or_else(|| name.strip_suffix(".csv"))
+                .unwrap_or(&name);
+            std::fs::create_dir_all(out).map_err(|e| CollateError::io(out, e))?;
+            let mut whole = df.clone();
+            crate::export::parquet::write_frame(&mut whole, &out.join(format!("{stem}.parquet")))?;
+        }
         let df = df
             .lazy()
             .filter(

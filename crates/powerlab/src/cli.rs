@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 /// Measure how hard and how fast a node of GPUs can swing its power draw.
 #[derive(Parser, Debug)]
-#[command(name = "powerlab", version, about)]
+#[command(name = "powerlab", version = crate::LONG_VERSION, about)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -30,8 +30,23 @@ pub enum Command {
     Calibrate(CalibrateArgs),
     /// Prove the machine is the machine: read-only health checks, bottom-up.
     Preflight(PreflightArgs),
-    /// Show what changed between two health files (idle vs under load).
+    /// Show what changed between two health files (idle vs under load);
+    /// exits 1 when they differ, as diff does.
     HealthDiff(HealthDiffArgs),
+    /// Print shell completions for powerlab (bash, zsh, fish, elvish, powershell).
+    #[command(hide = true)]
+    Completions(CompletionsArgs),
+    /// Print powerlab's man page (roff) to standard output.
+    #[command(hide = true)]
+    Manpage,
+}
+
+/// Options of `completions`.
+#[derive(Args, Debug)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 /// Options of `validate`.
@@ -39,6 +54,9 @@ pub enum Command {
 pub struct ValidateArgs {
     /// Campaign file.
     pub file: PathBuf,
+    /// Print the result as JSON (`ok`, the campaign's name and phases, or the error).
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Options of `plan`.
@@ -171,6 +189,21 @@ impl CapturePhase {
 pub struct RunArgs {
     /// Campaign file.
     pub file: PathBuf,
+    /// Everything else `run` takes (also taken by `calibrate`).
+    #[command(flatten)]
+    pub opts: RunOptions,
+}
+
+impl std::ops::Deref for RunArgs {
+    type Target = RunOptions;
+    fn deref(&self) -> &RunOptions {
+        &self.opts
+    }
+}
+
+/// The options of `run` other than the campaign file.
+#[derive(Args, Debug, Clone)]
+pub struct RunOptions {
     /// Hardware to drive. Without it, real GPUs; there is no fallback to the simulated node.
     #[arg(long, value_enum, default_value_t = BackendKind::Cuda)]
     pub backend: BackendKind,
@@ -227,12 +260,13 @@ pub struct RunArgs {
     pub sim_epoch_ns: Option<i64>,
 }
 
-/// Options of `calibrate`.
+/// Options of `calibrate`: those of `run`, without a campaign file (the
+/// built-in calibration campaign runs).
 #[derive(Args, Debug)]
 pub struct CalibrateArgs {
-    /// Options passed to `run` (e.g. --backend sim --sim-gpus 2, --results DIR).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    pub run_args: Vec<String>,
+    /// The run's options.
+    #[command(flatten)]
+    pub opts: RunOptions,
 }
 
 /// Options of `collate`.
@@ -251,20 +285,33 @@ pub struct CollateArgs {
     /// collation; the rack step itself reads only the nodes' reports).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub jobs: u16,
+    /// Print the per-rung summary as JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Options of `observe`.
 #[derive(Args, Debug)]
 pub struct ObserveArgs {
-    /// How long to watch.
-    #[arg(long, default_value_t = 10.0)]
+    /// How long to watch, s (Ctrl-C stops earlier; what was read is kept).
+    #[arg(long, default_value_t = 10.0, conflicts_with = "count")]
     pub seconds: f64,
+    /// Stop after this many printed lines instead of after `--seconds`.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub count: Option<u64>,
     /// Print period, ms.
     #[arg(long, default_value_t = 500.0)]
     pub interval_ms: f64,
-    /// Also write every reading to this CSV file.
+    /// GPUs to watch, by NVML index or UUID, comma-separated (default: all).
+    #[arg(long, value_delimiter = ',')]
+    pub gpus: Vec<String>,
+    /// Also write every reading to this CSV file, in the raw files' schema
+    /// (`ts_ns,node,gpu,instrument,value`).
     #[arg(long)]
     pub csv: Option<PathBuf>,
+    /// Print one JSON object per line (each printed reading) instead of the table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Options of `preflight`.
@@ -282,6 +329,9 @@ pub struct PreflightArgs {
     /// What the capture describes.
     #[arg(long, value_enum, default_value_t = CapturePhase::Idle)]
     pub phase: CapturePhase,
+    /// Print the whole health capture as JSON instead of the check table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Options of `health-diff`.
@@ -291,4 +341,7 @@ pub struct HealthDiffArgs {
     pub a: PathBuf,
     /// Later health.json.
     pub b: PathBuf,
+    /// Print the differences as JSON.
+    #[arg(long)]
+    pub json: bool,
 }

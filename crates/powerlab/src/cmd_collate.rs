@@ -24,6 +24,34 @@ pub fn collate(a: &CollateArgs) -> Result<i32> {
                 collate_node: &collate_node_apart,
             },
         )?;
+        if a.json {
+            let nodes: Vec<serde_json::Value> = out
+                .nodes
+                .iter()
+                .enumerate()
+                .map(|(i, n)| {
+                    serde_json::json!({
+                        "node": n.node,
+                        "gpus": n.gpus,
+                        "status": n.status,
+                        "report": out.node_reports.get(i).map(|r| format!("{r:?}")),
+                    })
+                })
+                .collect();
+            let v = serde_json::json!({
+                "report_dir": out.report_dir.display().to_string(),
+                "complete": out.gaps.is_empty(),
+                "gaps": out.gaps,
+                "nodes": nodes,
+                "rungs": serde_json::to_value(&out.rungs)?,
+            });
+            outln!("{v}");
+            return Ok(if out.gaps.is_empty() {
+                0
+            } else {
+                crate::exit::ERROR
+            });
+        }
         outln!(
             "collated a rack of {} nodes into {}",
             out.nodes.len(),
@@ -65,6 +93,15 @@ pub fn collate(a: &CollateArgs) -> Result<i32> {
             snapshot: a.snapshot,
         },
     )?;
+    if a.json {
+        let v = serde_json::json!({
+            "report_dir": out.report_dir.display().to_string(),
+            "raw_rows": out.raw_rows,
+            "rungs": serde_json::to_value(&out.rungs)?,
+        });
+        outln!("{v}");
+        return Ok(0);
+    }
     outln!(
         "collated {} raw rows into {}",
         out.raw_rows,

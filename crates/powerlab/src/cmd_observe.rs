@@ -1,18 +1,87 @@
-//! `observe`: live per-GPU and node power, no load.
+//! `observe`: live per-GPU and node power, no load. Reads the GPUs asked
+//! for (by NVML index or UUID) at the runner's sampler cadence, prints a
+//! line (or a JSON object) per interval, and writes every reading in the
+//! raw files' schema; Ctrl-C or SIGTERM ends it with the file flushed.
 
 use crate::cli::ObserveArgs;
-use anyhow::{Result, anyhow};
+use anyhow::{Context, Result, anyhow};
 use powerlab_core::hw::{GpuIdentity, PowerSource};
 use powerlab_core::{Instrument, RunClock};
 use powerlab_nvml::NvmlSource;
 use std::io::Write;
 use std::sync::Arc;
 
+/// Which of `n` GPUs `wanted` names (NVML index or UUID; all when empty),
+/// in NVML order. `uuid_of(i)` is GPU i's UUID.
+///
+/// # Errors
+///
+/// A name that is neither an index below `n` nor the UUID of a GPU.
+fn select_gpus(
+    wanted: &[String],
+    n: u32,
+    uuid_of: &dyn Fn(u32) -> Option<String>,
+) -> Result<Vec<u32>> {
+    if wanted.is_empty() {
+        return Ok((0..n).collect());
+    }
+    let mut picked = Vec::new();
+    for w in wanted {
+        let w = w.trim();
+        let i = match w.parse::<u32>() {
+            Ok(i) if i < n => i,
+            Ok(i) => anyhow::bail!("--gpus {w}: this machine has GPUs 0 to {} ({n} in all), no GPU {i}", n.saturating_sub(1)),
+            Err(_) => (0..n)
+                .find(|&i| uuid_of(i).is_some_and(|u| u.eq_ignore_ascii_case(w)))
+                .ok_or_else(|| anyhow!("--gpus {w}: no GPU on this machine has that UUID (`nvidia-smi -L` lists them)"))?,
+        };
+        if !picked.contains(&i) {
+            picked.push(i);
+        }
+    }
+    picked.sort_unstable();
+    Ok(picked)
+}
+
+/// Set by Ctrl-C or SIGTERM: the signal's number.
+static STOP: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+/// Watches Ctrl-C and SIGTERM on a thread of its own; the loop polls `STOP`.
+fn watch_signals() {
+    let spawned = std::thread::Builder::new()
+        .name("observe-signals".into())
+        .spawn(|| {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            rt.block_on(async {
+                use tokio::signal::unix::{SignalKind, signal};
+                let Ok(mut term) = signal(SignalKind::terminate()) else {
+                    return;
+                };
+                let signo = tokio::select! {
+                    _ = tokio::signal::ctrl_c() => libc::SIGINT,
+                    _ = term.recv() => libc::SIGTERM,
+                };
+                STOP.store(signo, std::sync::atomic::Ordering::Relaxed);
+            });
+        });
+    if let Err(e) = spawned {
+        tracing::warn!("cannot watch for Ctrl-C: {e}");
+    }
+}
+
 pub fn observe(a: &ObserveArgs) -> Result<i32> {
     let nvml = Arc::new(powerlab_nvml::init_nvml().map_err(|e| anyhow!("{e}"))?);
     let n = nvml.device_count()?;
+    let uuid_of = |i: u32| nvml.device_by_index(i).ok().and_then(|d| d.uuid().ok());
+    let picked = select_gpus(&a.gpus, n, &uuid_of)?;
+    let node = powerlab_cuda::node::hostname();
     let mut sources = Vec::new();
-    for i in 0..n {
+    for i in picked {
         let d = nvml.device_by_index(i)?;
         let id = GpuIdentity {
             key: format!("gpu{i}"),
@@ -21,19 +90,23 @@ pub fn observe(a: &ObserveArgs) -> Result<i32> {
             nvml_index: i,
             power_limit_w: f64::from(d.enforced_power_limit()?) / 1000.0,
         };
-        outln!(
-            "{}: {} {} (limit {:.0} W)",
-            id.key,
-            id.uuid,
-            id.name,
-            id.power_limit_w
-        );
+        if !a.json {
+            outln!(
+                "{}: {} {} (limit {:.0} W)",
+                id.key,
+                id.uuid,
+                id.name,
+                id.power_limit_w
+            );
+        }
         sources.push(NvmlSource::new(nvml.clone(), id).map_err(|e| anyhow!("{e}"))?);
     }
     let mut csv = match &a.csv {
         Some(p) => {
-            let mut f = std::io::BufWriter::new(std::fs::File::create(p)?);
-            writeln!(f, "ts_ns,gpu,instrument,value")?;
+            let mut f = std::io::BufWriter::new(
+                std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?,
+            );
+            writeln!(f, "{}", powerlab_rundir::raw::RAW_HEADER)?;
             Some(f)
         }
         None => None,
@@ -41,7 +114,13 @@ pub fn observe(a: &ObserveArgs) -> Result<i32> {
     let clock = RunClock::realtime();
     let cpu0 = process_cpu_s();
     let start = clock.now_ns();
-    let end = start + (a.seconds * 1e9) as i64;
+    // With --count the printed lines end it, not the time.
+    let end = match a.count {
+        Some(_) => i64::MAX,
+        None => start + (a.seconds * 1e9) as i64,
+    };
+    let mut printed = 0u64;
+    watch_signals();
     let mut last_print = 0i64;
     let d = powerlab_campaign::Sampling::default();
     let ms = |v: f64| (v * 1e6) as i64;
@@ -53,7 +132,10 @@ pub fn observe(a: &ObserveArgs) -> Result<i32> {
     let (mut last_buffer, mut last_fields, mut last_status) =
         (i64::MIN / 2, i64::MIN / 2, i64::MIN / 2);
     let mut latest = vec![(f64::NAN, f64::NAN); sources.len()];
-    while clock.now_ns() < end {
+    while clock.now_ns() < end
+        && a.count.is_none_or(|c| printed < c)
+        && STOP.load(std::sync::atomic::Ordering::Relaxed) == 0
+    {
         let now = clock.now_ns();
         // The runner's sampler cadence: instant field every poll, buffer,
         // 1 s average and energy every 100 ms, status every 200 ms.
@@ -63,6 +145,7 @@ pub fn observe(a: &ObserveArgs) -> Result<i32> {
             now - last_status >= status_ns,
         );
         for (i, s) in sources.iter_mut().enumerate() {
+            let key = s.identity().key.clone();
             let mut samples = vec![s.read_instant(now).map_err(|e| anyhow!("{e}"))?];
             if do_buffer {
                 samples.extend(s.drain_buffered(now).map_err(|e| anyhow!("{e}"))?);
@@ -85,7 +168,7 @@ pub fn observe(a: &ObserveArgs) -> Result<i32> {
                 if let Some(f) = csv.as_mut() {
                     writeln!(
                         f,
-                        "{},gpu{i},{},{}",
+                        "{},{node},{key},{},{}",
                         x.ts_ns,
                         x.instrument.as_str(),
                         x.value
@@ -104,13 +187,35 @@ pub fn observe(a: &ObserveArgs) -> Result<i32> {
         }
         if now - last_print >= (a.interval_ms * 1e6) as i64 {
             last_print = now;
-            let per: Vec<String> = latest
-                .iter()
-                .enumerate()
-                .map(|(i, (b, inst))| format!("gpu{i} {b:7.1} W (instant {inst:7.1})"))
-                .collect();
-            let node: f64 = latest.iter().map(|l| l.0).sum();
-            outln!("{}  node {node:8.1} W", per.join("  "));
+            printed += 1;
+            let node_w: f64 = latest.iter().map(|l| l.0).sum();
+            if a.json {
+                let gpus: Vec<serde_json::Value> = sources
+                    .iter()
+                    .zip(&latest)
+                    .map(|(s, (b, inst))| {
+                        serde_json::json!({
+                            "gpu": s.identity().key,
+                            "uuid": s.identity().uuid,
+                            "buffered_w": finite(*b),
+                            "instant_w": finite(*inst),
+                        })
+                    })
+                    .collect();
+                outln!(
+                    "{}",
+                    serde_json::json!({ "ts_ns": now, "node": node, "gpus": gpus, "node_buffered_w": finite(node_w) })
+                );
+            } else {
+                let per: Vec<String> = sources
+                    .iter()
+                    .zip(&latest)
+                    .map(|(s, (b, inst))| {
+                        format!("{} {b:7.1} W (instant {inst:7.1})", s.identity().key)
+                    })
+                    .collect();
+                outln!("{}  node {node_w:8.1} W", per.join("  "));
+            }
         }
         let poll = std::time::Duration::from_nanos(ms(d.poll_interval_ms) as u64);
         std::thread::sleep(poll.saturating_sub(std::time::Duration::from_nanos(
@@ -119,6 +224,10 @@ pub fn observe(a: &ObserveArgs) -> Result<i32> {
     }
     if let Some(mut f) = csv {
         f.flush()?;
+    }
+    let signo = STOP.load(std::sync::atomic::Ordering::Relaxed);
+    if a.json {
+        return Ok(if signo == 0 { 0 } else { 128 + signo });
     }
     if let (Some(c0), Some(c1)) = (cpu0, process_cpu_s()) {
         let wall = (clock.now_ns() - start) as f64 / 1e9;
@@ -130,7 +239,20 @@ pub fn observe(a: &ObserveArgs) -> Result<i32> {
         );
         print_call_costs(&sources, wall);
     }
+    if signo != 0 {
+        outln!("stopped by signal {signo}; every reading taken is in the CSV");
+        return Ok(128 + signo);
+    }
     Ok(0)
+}
+
+/// A reading as JSON: `null` until the instrument has answered.
+fn finite(v: f64) -> serde_json::Value {
+    if v.is_finite() {
+        serde_json::json!(v)
+    } else {
+        serde_json::Value::Null
+    }
 }
 
 /// Where the sampler's time goes: calls per second and µs per call, per GPU.
@@ -168,4 +290,38 @@ fn process_cpu_s() -> Option<f64> {
     // After the command name: state is field 3; utime 14 and stime 15 (1-based) → indices 11, 12 here.
     let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
     Some(ticks / 100.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::select_gpus;
+
+    fn uuid(i: u32) -> Option<String> {
+        Some(format!("GPU-{i:04}"))
+    }
+
+    #[test]
+    fn gpus_are_picked_by_index_or_uuid_in_nvml_order() {
+        let all = select_gpus(&[], 4, &uuid).unwrap();
+        assert_eq!(all, vec![0, 1, 2, 3]);
+        let some = select_gpus(
+            &["GPU-0003".into(), "1".into(), "gpu-0003".into()],
+            4,
+            &uuid,
+        )
+        .unwrap();
+        assert_eq!(some, vec![1, 3]);
+    }
+
+    #[test]
+    fn a_gpu_that_is_not_there_is_refused_by_name() {
+        let e = select_gpus(&["4".into()], 4, &uuid)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no GPU 4") && e.contains("0 to 3"), "{e}");
+        let e = select_gpus(&["GPU-9999".into()], 4, &uuid)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("GPU-9999") && e.contains("UUID"), "{e}");
+    }
 }

@@ -5,6 +5,29 @@ use anyhow::Result;
 use powerlab_campaign::{load_file, plan};
 
 pub fn validate(a: &ValidateArgs) -> Result<i32> {
+    if a.json {
+        let (v, code) = match load_file(&a.file) {
+            Ok(c) => (
+                serde_json::json!({
+                    "file": a.file.display().to_string(),
+                    "ok": true,
+                    "name": c.name,
+                    "phases": c.phases.len(),
+                }),
+                0,
+            ),
+            Err(e) => (
+                serde_json::json!({
+                    "file": a.file.display().to_string(),
+                    "ok": false,
+                    "error": e.to_string(),
+                }),
+                crate::exit::ERROR,
+            ),
+        };
+        outln!("{v}");
+        return Ok(code);
+    }
     match load_file(&a.file) {
         Ok(c) => {
             outln!(

@@ -52,6 +52,15 @@ pub fn preflight(a: &PreflightArgs) -> Result<i32> {
     let elapsed = t0.elapsed();
     let (json, md) = report::write(&r, &a.out, &a.stem)
         .with_context(|| format!("writing the health report into {}", a.out.display()))?;
+    let code = if r.failed() {
+        crate::exit::PREFLIGHT
+    } else {
+        0
+    };
+    if a.json {
+        outln!("{}", serde_json::to_string(&r)?);
+        return Ok(code);
+    }
     outln!("{}", r.headline());
     for c in &r.checks {
         outln!(
@@ -67,11 +76,7 @@ pub fn preflight(a: &PreflightArgs) -> Result<i32> {
         json.display(),
         md.display()
     );
-    Ok(if r.failed() {
-        crate::exit::PREFLIGHT
-    } else {
-        0
-    })
+    Ok(code)
 }
 
 pub fn health_diff(a: &HealthDiffArgs) -> Result<i32> {
@@ -86,8 +91,30 @@ pub fn health_diff(a: &HealthDiffArgs) -> Result<i32> {
             .with_context(|| format!("{} is not a health capture written by `powerlab preflight` (or a run's health.json)", p.display()))?;
         Ok(value)
     };
-    let (x, y) = (read(&a.a)?, read(&a.b)?);
+    // diff's convention: 0 the same, 1 they differ, 2 trouble.
+    let (x, y) = match (read(&a.a), read(&a.b)) {
+        (Ok(x), Ok(y)) => (x, y),
+        (Err(e), _) | (_, Err(e)) => {
+            errln!("error: {e:#}");
+            return Ok(2);
+        }
+    };
     let lines = powerlab_health::diff::diff(&x, &y);
+    let code = if lines.is_empty() {
+        0
+    } else {
+        crate::exit::DIFFERENT
+    };
+    if a.json {
+        let v = serde_json::json!({
+            "a": a.a.display().to_string(),
+            "b": a.b.display().to_string(),
+            "differ": lines.len(),
+            "lines": lines,
+        });
+        outln!("{v}");
+        return Ok(code);
+    }
     outln!(
         "{} -> {}: {} facts differ",
         a.a.display(),
@@ -97,5 +124,5 @@ pub fn health_diff(a: &HealthDiffArgs) -> Result<i32> {
     for l in lines {
         outln!("  {l}");
     }
-    Ok(0)
+    Ok(code)
 }

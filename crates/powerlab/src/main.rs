@@ -44,17 +44,36 @@ mod ui;
 
 use clap::Parser;
 
-/// Exit codes (also in README): 0 ok, 1 error, 2 usage, 3 preflight failed,
-/// 4 run failed (fault or interlock), 130 interrupted.
+/// `--version`: version, git revision, CUDA major, features and target.
+pub const LONG_VERSION: &str = env!("POWERLAB_LONG_VERSION");
+
+/// Exit codes (also in README): 0 ok, 1 error (or, for `health-diff`, the
+/// captures differ), 2 usage, 3 preflight failed, 4 run failed (fault or
+/// interlock), 128 + N stopped by signal N (130 SIGINT, 143 SIGTERM).
 pub mod exit {
     /// Any error not covered below.
     pub const ERROR: i32 = 1;
+    /// `health-diff`: the two captures differ (diff's convention).
+    pub const DIFFERENT: i32 = 1;
     /// Preflight refused the node.
     pub const PREFLIGHT: i32 = 3;
     /// A fault or interlock stopped the run.
     pub const RUN_FAILED: i32 = 4;
-    /// Ctrl-C or SIGTERM.
+    /// Ctrl-C.
     pub const INTERRUPTED: i32 = 130;
+
+    /// The signal that stopped the run (0: none seen yet).
+    pub static STOP_SIGNAL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+    /// The exit code of an interrupted run: 128 + the number of the signal
+    /// that stopped it (130 for Ctrl-C, 143 for SIGTERM), 130 if none was
+    /// recorded.
+    pub fn interrupted() -> i32 {
+        match STOP_SIGNAL.load(std::sync::atomic::Ordering::Relaxed) {
+            0 => INTERRUPTED,
+            n => 128 + n,
+        }
+    }
 }
 
 /// This build: name, version and git revision (recorded in every manifest).
@@ -142,33 +161,36 @@ fn reexec_for_nccl() {
 fn calibrate(a: &cli::CalibrateArgs) -> anyhow::Result<i32> {
     let file = std::env::temp_dir().join(format!("powerlab-calibrate-{}.toml", std::process::id()));
     std::fs::write(&file, include_str!("../../../campaigns/calibrate.toml"))?;
-    let mut argv = vec![
-        "powerlab".to_string(),
-        "run".into(),
-        file.display().to_string(),
-    ];
-    argv.extend(a.run_args.iter().cloned());
-    match cli::Cli::try_parse_from(&argv) {
-        Ok(cli::Cli {
-            command: cli::Command::Run(r),
-        }) => {
-            let code = cmd_run::run(&r);
-            let _ = std::fs::remove_file(&file);
-            code
+    let run = cli::RunArgs {
+        file: file.clone(),
+        opts: a.opts.clone(),
+    };
+    let code = cmd_run::run(&run);
+    let _ = std::fs::remove_file(&file);
+    code
+}
+
+/// `completions SHELL` and `manpage`: generated from the argument
+/// definitions, so they never disagree with `--help`.
+fn generate(what: &cli::Command) -> anyhow::Result<i32> {
+    use clap::CommandFactory;
+    let mut cmd = cli::Cli::command();
+    let mut out = std::io::stdout().lock();
+    match what {
+        cli::Command::Completions(a) => {
+            clap_complete::generate(a.shell, &mut cmd, "powerlab", &mut out);
         }
-        Ok(_) => Ok(exit::ERROR),
-        Err(e) => {
-            errln!("{e}");
-            Ok(2)
-        }
+        _ => clap_mangen::Man::new(cmd).render(&mut out)?,
     }
+    Ok(0)
 }
 
 fn main() {
     let args = cli::Cli::parse();
     let real_gpus = match &args.command {
         cli::Command::Run(a) => a.backend == cli::BackendKind::Cuda,
-        cli::Command::Calibrate(_) | cli::Command::Preflight(_) => true,
+        cli::Command::Calibrate(a) => a.opts.backend == cli::BackendKind::Cuda,
+        cli::Command::Preflight(_) => true,
         _ => false,
     };
     if real_gpus {
@@ -196,6 +218,7 @@ fn main() {
         cli::Command::Calibrate(a) => calibrate(&a),
         cli::Command::Preflight(a) => cmd_preflight::preflight(&a),
         cli::Command::HealthDiff(a) => cmd_preflight::health_diff(&a),
+        c @ (cli::Command::Completions(_) | cli::Command::Manpage) => generate(&c),
     };
     match code {
         Ok(c) => std::process::exit(c),

@@ -523,7 +523,8 @@ fn health_diff_refuses_what_is_not_a_health_capture() {
             .args(["health-diff", good.to_str().unwrap(), p.to_str().unwrap()])
             .output()
             .unwrap();
-        assert_eq!(out.status.code(), Some(1), "{name}: {}", text(&out.stdout));
+        // diff's convention: 2 is trouble, 1 is "they differ".
+        assert_eq!(out.status.code(), Some(2), "{name}: {}", text(&out.stdout));
         assert!(
             text(&out.stderr).contains(name) && text(&out.stderr).contains("not a health capture"),
             "{}",
@@ -538,7 +539,7 @@ fn health_diff_refuses_what_is_not_a_health_capture() {
         ])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(
         text(&out.stderr).contains("truncated.json"),
         "{}",
@@ -557,6 +558,37 @@ fn health_diff_refuses_what_is_not_a_health_capture() {
         "{}",
         text(&out.stdout)
     );
+    // Captures that differ exit 1, as diff does, and --json names the fact.
+    let mut other: serde_json::Value = serde_json::from_str(&whole).unwrap();
+    other["facts"]["host"] = serde_json::json!("another-host");
+    let changed = tmp.path().join("changed.json");
+    std::fs::write(&changed, other.to_string()).unwrap();
+    for json in [false, true] {
+        let mut args = vec![
+            "health-diff",
+            good.to_str().unwrap(),
+            changed.to_str().unwrap(),
+        ];
+        if json {
+            args.push("--json");
+        }
+        let out = powerlab().args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+        if json {
+            let v: serde_json::Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
+            assert_eq!(v["differ"], 1, "{v}");
+            assert!(
+                v["lines"][0].as_str().unwrap().contains("another-host"),
+                "{v}"
+            );
+        } else {
+            assert!(
+                text(&out.stdout).contains("1 facts differ"),
+                "{}",
+                text(&out.stdout)
+            );
+        }
+    }
 }
 
 fn rungs_of(dir: &std::path::Path) -> Vec<serde_json::Value> {

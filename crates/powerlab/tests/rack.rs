@@ -498,7 +498,7 @@ fn rack_from_raw(rack: &Path) -> Vec<powerlab_collate::summary::RungSummary> {
     for d in node_dirs(rack) {
         let rd = powerlab_rundir::RunDir::open(&d).unwrap();
         let run = load_run(&rd).unwrap();
-        frames.push(read_power(&rd, &run).unwrap().power.lazy());
+        frames.push(read_power(&rd, &run, None).unwrap().power.lazy());
         runs.push(run);
     }
     let mut reference = runs.iter().max_by_key(|r| r.rungs.len()).unwrap().clone();

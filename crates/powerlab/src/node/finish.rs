@@ -71,7 +71,7 @@ pub fn finish(cfg: &RunConfig, outcome: Result<RunResult, i32>) -> Result<i32> {
                 0
             }
         }
-        RunStatus::Interrupted { .. } => crate::exit::INTERRUPTED,
+        RunStatus::Interrupted { .. } => crate::exit::interrupted(),
         RunStatus::Failed { .. } | RunStatus::Running => crate::exit::RUN_FAILED,
     };
     Ok(code)

@@ -11,26 +11,28 @@ pub fn spawn_signal_handlers(abort: StopLatch) {
         // SIGHUP (a dropped ssh session), SIGQUIT, SIGUSR1 and SIGUSR2 stop a run the
         // way SIGTERM does: load off, samples flushed, the manifest says why.
         let mut streams = Vec::new();
-        for (kind, name) in [
-            (SignalKind::terminate(), "SIGTERM received"),
+        for (signo, name) in [
+            (libc::SIGTERM, "SIGTERM received"),
             (
-                SignalKind::hangup(),
+                libc::SIGHUP,
                 "SIGHUP received (the terminal or ssh session went away; run under tmux or nohup to survive that)",
             ),
-            (SignalKind::quit(), "SIGQUIT received"),
-            (SignalKind::user_defined1(), "SIGUSR1 received"),
-            (SignalKind::user_defined2(), "SIGUSR2 received"),
+            (libc::SIGQUIT, "SIGQUIT received"),
+            (libc::SIGUSR1, "SIGUSR1 received"),
+            (libc::SIGUSR2, "SIGUSR2 received"),
         ] {
-            match signal(kind) {
-                Ok(s) => streams.push((s, name)),
+            match signal(SignalKind::from_raw(signo)) {
+                Ok(s) => streams.push((s, signo, name)),
                 Err(e) => tracing::warn!("cannot watch for {name}: {e}"),
             }
         }
         let any = first_signal(streams);
-        let reason = tokio::select! {
-            _ = tokio::signal::ctrl_c() => "SIGINT (Ctrl-C) received",
-            name = any => name,
+        let (signo, reason) = tokio::select! {
+            _ = tokio::signal::ctrl_c() => (libc::SIGINT, "SIGINT (Ctrl-C) received"),
+            first = any => first,
         };
+        // The exit code says which signal stopped the run (128 + N).
+        crate::exit::STOP_SIGNAL.store(signo, std::sync::atomic::Ordering::Relaxed);
         powerlab_runner::rack::SIGNAL_SEEN.store(true, std::sync::atomic::Ordering::Relaxed);
         // Under mpirun / srun a SIGTERM usually means another rank failed.
         let reason = if powerlab_rack::launcher::detect_from_process()
@@ -46,17 +48,17 @@ pub fn spawn_signal_handlers(abort: StopLatch) {
     });
 }
 
-/// Waits for the first of several signal streams; returns its name.
+/// Waits for the first of several signal streams; returns its number and name.
 async fn first_signal(
-    mut streams: Vec<(tokio::signal::unix::Signal, &'static str)>,
-) -> &'static str {
+    mut streams: Vec<(tokio::signal::unix::Signal, i32, &'static str)>,
+) -> (i32, &'static str) {
     if streams.is_empty() {
         return std::future::pending().await;
     }
     std::future::poll_fn(|cx| {
-        for (s, name) in streams.iter_mut() {
+        for (s, signo, name) in streams.iter_mut() {
             if s.poll_recv(cx).is_ready() {
-                return std::task::Poll::Ready(*name);
+                return std::task::Poll::Ready((*signo, *name));
             }
         }
         std::task::Poll::Pending

@@ -91,7 +91,7 @@ pub fn finish(cfg: &RunConfig, run: Arc<RackRun>, root: &Path, result: &RunResul
             "the rack exchange did not finish; raw data is kept: `powerlab collate` the rack directory once every node has stopped",
         );
         match result.status {
-            powerlab_rundir::RunStatus::Interrupted { .. } => crate::exit::INTERRUPTED,
+            powerlab_rundir::RunStatus::Interrupted { .. } => crate::exit::interrupted(),
             _ => crate::exit::RUN_FAILED,
         }
     };

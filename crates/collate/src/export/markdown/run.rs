@@ -219,7 +219,7 @@ pub fn write_report(
         let _ = writeln!(s, "\n## Edges per rung\n");
         let _ = writeln!(
             s,
-            "achieved − intended of every rising and falling edge of every GPU, per rung and per kind (nothing pooled across rungs): the signed median, and the 99th percentile and maximum of its size, µs. Cross-GPU skew: for each edge, the spread across GPUs; its 99th percentile. Tolerance: p99 {:.0} µs, max {:.0} µs (`[limits] edge_p99_us`, `edge_max_us`). Clock drift: the largest drift of a GPU's device clock against the run clock over the rung.\n",
+            "achieved − intended of every rising and falling edge of every GPU, per rung and per kind (nothing pooled across rungs): the signed median, and the 99th percentile and maximum of its size, µs. Cross-GPU skew: for the k-th rise and the k-th fall of the rung, the spread of achieved − intended across GPUs; its 99th percentile over every k. Tolerance: p99 {:.0} µs, max {:.0} µs (`[limits] edge_p99_us`, `edge_max_us`). Clock drift: the largest drift of a GPU's device clock against the run clock over the rung.\n",
             lim("edge_p99_us", 50.0),
             lim("edge_max_us", 100.0)
         );

@@ -1,0 +1,155 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test that unwraps reports its failure by panicking
+//! The command line's conventions (issue 18): `--version` says what was
+//! built, enumerated flags list their values and refuse typos with clap's
+//! usage code, `calibrate --help` shows the run options it takes, every
+//! command that prints results has `--json`, and completions and a man page
+//! come from the argument definitions.
+
+mod util;
+use util::*;
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn version_names_the_revision_cuda_major_features_and_target() {
+    let out = powerlab().arg("--version").output().unwrap();
+    assert!(out.status.success());
+    let v = text(&out.stdout);
+    assert!(v.starts_with("powerlab 0."), "{v}");
+    for part in ["(git ", "CUDA 13", "features: ", "linux"] {
+        assert!(v.contains(part), "--version lacks {part:?}: {v}");
+    }
+    assert!(!v.contains("git unknown"), "{v}");
+    // -V says the same.
+    let short = powerlab().arg("-V").output().unwrap();
+    assert_eq!(text(&short.stdout), v);
+}
+
+#[test]
+fn enumerated_flags_list_their_values_and_refuse_a_typo_as_usage() {
+    let help = text(&powerlab().args(["run", "--help"]).output().unwrap().stdout);
+    for values in [
+        "mixed, gemm, hbm, mma",
+        "bf16, fp16",
+        "h200, b300, a10g",
+        "virtual, realtime",
+    ] {
+        assert!(
+            help.contains(values),
+            "run --help lacks [{values}]:\n{help}"
+        );
+    }
+    // The simulated node's flags are under their own heading, after the others.
+    let heading = help.find("Simulated node (--backend sim):").expect(&help);
+    assert!(help.find("--sim-gpus").unwrap() > heading);
+    assert!(help.find("--virus").unwrap() < heading);
+    let out = powerlab()
+        .args(["run", "x.toml", "--virus", "gemmm"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("possible values"));
+}
+
+#[test]
+fn calibrate_help_shows_the_run_options_it_takes() {
+    let help = text(
+        &powerlab()
+            .args(["calibrate", "--help"])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    for flag in ["--backend", "--results", "--sim-gpus", "--virus", "--json"] {
+        assert!(
+            help.contains(flag),
+            "calibrate --help lacks {flag}:\n{help}"
+        );
+    }
+    let out = powerlab()
+        .args(["calibrate", "--no-such-flag"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn validate_and_plan_speak_json() {
+    let tmp = tempfile::tempdir().unwrap();
+    let good = tmp.path().join("good.toml");
+    std::fs::write(
+        &good,
+        campaign("[[phase]]\nkind = \"duty\"\nname = \"d\"\nperiod_ms = 200\nduration_s = 4\n"),
+    )
+    .unwrap();
+    let out = powerlab()
+        .args(["validate", "--json", good.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
+    assert_eq!(v["ok"], true);
+    assert!(v["phases"].as_u64().unwrap() >= 1, "{v}");
+
+    let bad = tmp.path().join("bad.toml");
+    std::fs::write(&bad, "name = 3\n").unwrap();
+    let out = powerlab()
+        .args(["validate", "--json", bad.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
+    assert_eq!(v["ok"], false);
+    assert!(v["error"].as_str().unwrap().contains("bad.toml"), "{v}");
+
+    let out = powerlab()
+        .args(["plan", "--json", good.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    serde_json::from_str::<serde_json::Value>(&text(&out.stdout)).unwrap();
+}
+
+#[test]
+fn collate_json_gives_the_rungs_of_the_summary() {
+    let run = run_sim(
+        "[[phase]]\nkind = \"duty\"\nname = \"d\"\nperiod_ms = 200\nduration_s = 4\n",
+        &["--sim-gpus", "2"],
+    );
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let out = powerlab()
+        .args(["collate", "--json", run.dir().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
+    let rungs = v["rungs"].as_array().unwrap();
+    assert_eq!(rungs.len(), run.summary().len());
+    for (a, b) in rungs.iter().zip(run.summary()) {
+        assert_eq!(a["label"], b["label"]);
+        assert_eq!(a["mean_w"], b["mean_w"]);
+    }
+}
+
+#[test]
+fn completions_and_man_page_come_from_the_arguments() {
+    for shell in ["bash", "zsh", "fish"] {
+        let out = powerlab().args(["completions", shell]).output().unwrap();
+        assert!(out.status.success(), "{shell}");
+        let s = text(&out.stdout);
+        for word in ["health-diff", "--sim-gpus"] {
+            assert!(s.contains(word), "{shell} completions lack {word}");
+        }
+    }
+    let man = powerlab().arg("manpage").output().unwrap();
+    assert!(man.status.success());
+    let m = text(&man.stdout);
+    assert!(
+        m.starts_with(".ie") || m.contains(".TH powerlab"),
+        "{}",
+        &m[..200.min(m.len())]
+    );
+    assert!(m.contains("health\\-diff") || m.contains("health-diff"));
+}
