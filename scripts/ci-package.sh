@@ -36,7 +36,7 @@ echo "$v"
 rev=$(git -C "$REPO" rev-parse --short=12 HEAD)
 case "$v" in *"git $rev"*"CUDA 13"*"features:"*) ;; *) fail "--version lacks the revision $rev, CUDA major or features: $v" ;; esac
 
-for f in completions/powerlab.bash completions/_powerlab completions/powerlab.fish man/man1/powerlab.1 INSTALL.md scripts/bootstrap.sh; do
+for f in completions/powerlab.bash completions/_powerlab completions/powerlab.fish man/man1/powerlab.1 man/man1/powerlab-run.1 INSTALL.md scripts/bootstrap.sh; do
   [ -s "$f" ] || fail "$f missing or empty in the tarball"
 done
 grep -q 'powerlab' man/man1/powerlab.1 || fail "the man page does not name powerlab"

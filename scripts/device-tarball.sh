@@ -51,8 +51,11 @@ bad = [(a["label"], k) for a, b in zip(s, t) for k in ("mean_w", "peak_w") if a[
 print(f"summary: {len(s)} CSV rows, {len(t)} Parquet rows, cells that differ: {bad}")
 PY
 
-log "observe --gpus 1 --count 3 --csv (raw schema)"
-bin/powerlab observe --gpus 1 --count 3 --interval-ms 200 --csv "$OUT/observe.csv" 2>&1 | head -4 | tee -a "$OUT/tarball.txt"
+NGPU=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
+LAST=$((NGPU - 1))
+log "observe --gpus $LAST --count 3 --csv (raw schema); then a GPU that is not there"
+bin/powerlab observe --gpus "$LAST" --count 3 --interval-ms 200 --csv "$OUT/observe.csv" 2>&1 | head -4 | tee -a "$OUT/tarball.txt"
+bin/powerlab observe --gpus "$NGPU" --count 1 2>&1 | tail -1 | tee -a "$OUT/tarball.txt"
 head -3 "$OUT/observe.csv" | tee -a "$OUT/tarball.txt"
 echo "GPUs in the CSV: $(tail -n +2 "$OUT/observe.csv" | cut -d, -f3 | sort -u | tr '\n' ' ')" | tee -a "$OUT/tarball.txt"
 

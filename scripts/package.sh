@@ -17,19 +17,27 @@
 # for a binary this machine cannot run, by RUNNER (e.g. qemu-aarch64) or by
 # GEN_BIN, a binary of the same revision for this machine.
 set -euo pipefail
-cd "$(dirname "$0")/.."
 
+usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
 TARGET="" BIN="" OUT=dist
 while [ $# -gt 0 ]; do
   case "$1" in
-    --target) TARGET=$2; shift 2 ;;
-    --bin) BIN=$2; shift 2 ;;
-    --out) OUT=$2; shift 2 ;;
-    *) echo "package: unknown argument $1 (see the usage at the top of $0)" >&2; exit 2 ;;
+    -h|--help) usage; exit 0 ;;
+    --target|--bin|--out)
+      [ -n "${2:-}" ] || { echo "package: $1 needs a value" >&2; usage >&2; exit 2; }
+      case "$1" in
+        --target) TARGET=$2 ;;
+        # Paths as the caller gave them, before this script changes directory.
+        --bin) BIN=$(readlink -f "$2") ;;
+        --out) OUT=$(readlink -m "$2") ;;
+      esac
+      shift 2 ;;
+    *) echo "package: unknown argument $1" >&2; usage >&2; exit 2 ;;
   esac
 done
 
 host=$(rustc -vV 2>/dev/null | sed -n 's/^host: //p' || true)
+cd "$(dirname "$0")/.."
 [ -n "$TARGET" ] || TARGET=${host:-x86_64-unknown-linux-gnu}
 # The directory cargo puts the target's build in has no glibc suffix.
 triple=${TARGET%.2.*}
@@ -71,7 +79,7 @@ cp README.md "$root/"
 run_bin completions bash > "$root/completions/powerlab.bash"
 run_bin completions zsh > "$root/completions/_powerlab"
 run_bin completions fish > "$root/completions/powerlab.fish"
-run_bin manpage > "$root/man/man1/powerlab.1"
+run_bin manpage --out-dir "$root/man/man1"
 version_line=$(run_bin --version)
 
 # The glibc floor is read off the binary itself: the newest GLIBC_x.y
@@ -84,8 +92,8 @@ cat > "$root/INSTALL.md" <<EOF
 This directory is self-contained: no Rust, no build, no network.
 
 \`\`\`sh
+sha256sum -c $name.tar.gz.sha256        # the checksum published beside the tarball
 tar xzf $name.tar.gz && cd $name
-sha256sum -c ../$name.tar.gz.sha256     # if you kept the checksum beside it
 scripts/bootstrap.sh                    # fabric, NVML power, then powerlab preflight
 bin/powerlab run campaigns/device-smoke.toml
 bin/powerlab run campaigns/demo.toml --backend sim   # no GPU needed

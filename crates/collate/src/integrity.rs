@@ -39,14 +39,7 @@ const POWER: [&str; 3] = ["buffered_w", "instant_w", "average_w"];
 /// The GPU key a raw file is named for (`raw/gpu3.csv` → `gpu3`; a GPU's
 /// rows split over several files: `raw/gpu3-part2.csv` → `gpu3`).
 pub fn file_key(path: &Path) -> String {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let stem = name
-        .strip_suffix(".csv.gz")
-        .or_else(|| name.strip_suffix(".csv"))
-        .unwrap_or(&name);
+    let stem = powerlab_rundir::raw::raw_stem(path);
     match stem.rsplit_once("-part") {
         Some((key, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => key.to_string(),
         _ => stem.to_string(),

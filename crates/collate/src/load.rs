@@ -252,14 +252,7 @@ pub fn read_power(
             })?;
         total_rows += df.height();
         if let Some(out) = parquet_dir {
-            let name = path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let stem = name
-                .strip_suffix(".csv.gz")
-                .or_else(|| name.strip_suffix(".csv"))
-                .unwrap_or(&name);
+            let stem = powerlab_rundir::raw::raw_stem(path);
             std::fs::create_dir_all(out).map_err(|e| CollateError::io(out, e))?;
             let mut whole = df.clone();
             crate::export::parquet::write_frame(&mut whole, &out.join(format!("{stem}.parquet")))?;

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 /// Measure how hard and how fast a node of GPUs can swing its power draw.
 #[derive(Parser, Debug)]
-#[command(name = "powerlab", version = crate::LONG_VERSION, about)]
+#[command(name = "powerlab", version = crate::LONG_VERSION, about, after_long_help = EXIT_CODES)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -36,9 +36,19 @@ pub enum Command {
     /// Print shell completions for powerlab (bash, zsh, fish, elvish, powershell).
     #[command(hide = true)]
     Completions(CompletionsArgs),
-    /// Print powerlab's man page (roff) to standard output.
+    /// Print powerlab's man page (roff), or write it and one page per
+    /// subcommand into a folder.
     #[command(hide = true)]
-    Manpage,
+    Manpage(ManpageArgs),
+}
+
+/// Options of `manpage`.
+#[derive(Args, Debug)]
+pub struct ManpageArgs {
+    /// Write powerlab.1 and powerlab-<subcommand>.1 here instead of
+    /// printing powerlab.1.
+    #[arg(long)]
+    pub out_dir: Option<PathBuf>,
 }
 
 /// Options of `completions`.
@@ -92,6 +102,11 @@ pub enum SimPace {
     /// In real time (for signal and wall-clock tests).
     Realtime,
 }
+
+/// The exit codes, in `--help` and the man page.
+const EXIT_CODES: &str = "Exit status: 0 ok; 1 error (for health-diff: the captures differ); 2 usage \
+(for health-diff: a file it cannot read); 3 preflight failed; 4 the run failed (fault or interlock); \
+128+N stopped by signal N (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP).";
 
 /// Help heading of the simulated node's options.
 const SIM_HEADING: &str = "Simulated node (--backend sim)";
@@ -294,13 +309,13 @@ pub struct CollateArgs {
 #[derive(Args, Debug)]
 pub struct ObserveArgs {
     /// How long to watch, s (Ctrl-C stops earlier; what was read is kept).
-    #[arg(long, default_value_t = 10.0, conflicts_with = "count")]
+    #[arg(long, default_value_t = 10.0, conflicts_with = "count", value_parser = positive_f64, allow_negative_numbers = true)]
     pub seconds: f64,
     /// Stop after this many printed lines instead of after `--seconds`.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub count: Option<u64>,
     /// Print period, ms.
-    #[arg(long, default_value_t = 500.0)]
+    #[arg(long, default_value_t = 500.0, value_parser = positive_f64, allow_negative_numbers = true)]
     pub interval_ms: f64,
     /// GPUs to watch, by NVML index or UUID, comma-separated (default: all).
     #[arg(long, value_delimiter = ',')]
@@ -320,8 +335,9 @@ pub struct PreflightArgs {
     /// Where to write the health files.
     #[arg(long, default_value = ".")]
     pub out: PathBuf,
-    /// File stem (`health` writes health.json and health-report.md).
-    #[arg(long, default_value = "health")]
+    /// File stem (`health` writes health.json and health-report.md): a
+    /// plain file name, the files go into `--out`.
+    #[arg(long, default_value = "health", value_parser = plain_stem)]
     pub stem: String,
     /// Treat a missing NCCL as blocking (the campaign has an NCCL phase).
     #[arg(long)]
@@ -344,4 +360,45 @@ pub struct HealthDiffArgs {
     /// Print the differences as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// A finite number above zero (a duration or a period).
+fn positive_f64(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        Ok(_) => Err(format!("{s} is not a finite number above 0")),
+        Err(e) => Err(format!("{s}: {e}")),
+    }
+}
+
+/// A file stem that stays inside the output folder: not empty, no path
+/// separator, not starting with a dot.
+fn plain_stem(s: &str) -> Result<String, String> {
+    if s.is_empty() || s.starts_with('.') || s.contains('/') || s.contains('\\') {
+        return Err(format!(
+            "`{s}` is not a plain file name (no `/`, not empty, not starting with `.`): the files go into --out"
+        ));
+    }
+    Ok(s.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{plain_stem, positive_f64};
+
+    #[test]
+    fn durations_must_be_finite_and_positive() {
+        assert_eq!(positive_f64("2.5"), Ok(2.5));
+        for bad in ["0", "-1", "nan", "inf", "x"] {
+            assert!(positive_f64(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_stem_cannot_leave_the_output_folder() {
+        assert_eq!(plain_stem("health-a"), Ok("health-a".to_string()));
+        for bad in ["", ".hidden", "../../evil", "a/b"] {
+            assert!(plain_stem(bad).is_err(), "{bad}");
+        }
+    }
 }

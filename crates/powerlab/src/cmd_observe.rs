@@ -43,10 +43,11 @@ fn select_gpus(
     Ok(picked)
 }
 
-/// Set by Ctrl-C or SIGTERM: the signal's number.
+/// Set by Ctrl-C, SIGTERM or SIGHUP: the signal's number.
 static STOP: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
 
-/// Watches Ctrl-C and SIGTERM on a thread of its own; the loop polls `STOP`.
+/// Watches Ctrl-C, SIGTERM and SIGHUP (a dropped ssh session) on a thread
+/// of its own; the loop polls `STOP`.
 fn watch_signals() {
     let spawned = std::thread::Builder::new()
         .name("observe-signals".into())
@@ -59,12 +60,16 @@ fn watch_signals() {
             };
             rt.block_on(async {
                 use tokio::signal::unix::{SignalKind, signal};
-                let Ok(mut term) = signal(SignalKind::terminate()) else {
+                let (Ok(mut term), Ok(mut hup)) = (
+                    signal(SignalKind::terminate()),
+                    signal(SignalKind::hangup()),
+                ) else {
                     return;
                 };
                 let signo = tokio::select! {
                     _ = tokio::signal::ctrl_c() => libc::SIGINT,
                     _ = term.recv() => libc::SIGTERM,
+                    _ = hup.recv() => libc::SIGHUP,
                 };
                 STOP.store(signo, std::sync::atomic::Ordering::Relaxed);
             });
@@ -156,7 +161,14 @@ pub fn observe(a: &ObserveArgs) -> Result<i32> {
             if do_status {
                 samples.extend(s.read_status(now).map_err(|e| anyhow!("{e}"))?);
                 for e in s.drain_events(now) {
-                    outln!("EVENT {} on {}: {}", e.kind, e.gpu, e.detail);
+                    if a.json {
+                        outln!(
+                            "{}",
+                            serde_json::json!({ "ts_ns": now, "event": e.kind, "gpu": e.gpu, "detail": e.detail })
+                        );
+                    } else {
+                        outln!("EVENT {} on {}: {}", e.kind, e.gpu, e.detail);
+                    }
                 }
             }
             for x in &samples {

@@ -159,6 +159,16 @@ fn reexec_for_nccl() {
 
 /// `calibrate`: the built-in calibration campaign through `run`.
 fn calibrate(a: &cli::CalibrateArgs) -> anyhow::Result<i32> {
+    if a.opts.sensor.is_some() {
+        errln!(
+            "error: calibrate measures the sensors itself: --sensor does not apply (use it with `run`)"
+        );
+        return Ok(2);
+    }
+    if a.opts.no_collate {
+        errln!("error: calibrate writes sensor.json when it collates: --no-collate does not apply");
+        return Ok(2);
+    }
     let file = std::env::temp_dir().join(format!("powerlab-calibrate-{}.toml", std::process::id()));
     std::fs::write(&file, include_str!("../../../campaigns/calibrate.toml"))?;
     let run = cli::RunArgs {
@@ -174,14 +184,40 @@ fn calibrate(a: &cli::CalibrateArgs) -> anyhow::Result<i32> {
 /// definitions, so they never disagree with `--help`.
 fn generate(what: &cli::Command) -> anyhow::Result<i32> {
     use clap::CommandFactory;
-    let mut cmd = cli::Cli::command();
-    let mut out = std::io::stdout().lock();
+    use std::io::Write as _;
+    // The man pages carry the plain version (the long one is for --version).
+    let mut cmd = cli::Cli::command().version(env!("CARGO_PKG_VERSION"));
+    // Rendered into memory first: a closed or full stdout is an error
+    // (exit 1), never a panic inside the generator.
+    let mut text = Vec::new();
     match what {
         cli::Command::Completions(a) => {
-            clap_complete::generate(a.shell, &mut cmd, "powerlab", &mut out);
+            clap_complete::generate(a.shell, &mut cmd, "powerlab", &mut text);
         }
-        _ => clap_mangen::Man::new(cmd).render(&mut out)?,
+        cli::Command::Manpage(cli::ManpageArgs {
+            out_dir: Some(dir), ..
+        }) => {
+            std::fs::create_dir_all(dir)?;
+            let mut pages = vec![("powerlab".to_string(), cmd.clone())];
+            for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+                let name = format!("powerlab-{}", sub.get_name());
+                pages.push((name.clone(), sub.clone().name(name)));
+            }
+            for (name, page) in pages {
+                let mut roff = Vec::new();
+                clap_mangen::Man::new(page).render(&mut roff)?;
+                let path = dir.join(format!("{name}.1"));
+                std::fs::write(&path, roff)
+                    .map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
+            }
+            return Ok(0);
+        }
+        _ => clap_mangen::Man::new(cmd).render(&mut text)?,
     }
+    let mut out = std::io::stdout().lock();
+    out.write_all(&text)
+        .and_then(|()| out.flush())
+        .map_err(|e| anyhow::anyhow!("writing to standard output: {e}"))?;
     Ok(0)
 }
 
@@ -218,7 +254,7 @@ fn main() {
         cli::Command::Calibrate(a) => calibrate(&a),
         cli::Command::Preflight(a) => cmd_preflight::preflight(&a),
         cli::Command::HealthDiff(a) => cmd_preflight::health_diff(&a),
-        c @ (cli::Command::Completions(_) | cli::Command::Manpage) => generate(&c),
+        c @ (cli::Command::Completions(_) | cli::Command::Manpage(_)) => generate(&c),
     };
     match code {
         Ok(c) => std::process::exit(c),

@@ -153,3 +153,50 @@ fn completions_and_man_page_come_from_the_arguments() {
     );
     assert!(m.contains("health\\-diff") || m.contains("health-diff"));
 }
+
+#[test]
+fn man_pages_for_every_subcommand_go_into_a_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = powerlab()
+        .args(["manpage", "--out-dir", tmp.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    for page in [
+        "powerlab",
+        "powerlab-run",
+        "powerlab-collate",
+        "powerlab-health-diff",
+    ] {
+        let roff = std::fs::read_to_string(tmp.path().join(format!("{page}.1"))).unwrap();
+        assert!(roff.contains(".TH"), "{page}");
+    }
+    // The run page documents run's options; no page for hidden commands.
+    let run = std::fs::read_to_string(tmp.path().join("powerlab-run.1")).unwrap();
+    assert!(run.contains("sim\\-gpus") || run.contains("sim-gpus"));
+    assert!(!tmp.path().join("powerlab-completions.1").exists());
+    // The main page states the exit codes.
+    let main = std::fs::read_to_string(tmp.path().join("powerlab.1")).unwrap();
+    assert!(main.contains("143"), "exit codes missing from the man page");
+}
+
+#[test]
+fn arguments_that_cannot_mean_anything_are_usage_errors() {
+    for args in [
+        vec!["observe", "--seconds", "-1"],
+        vec!["observe", "--seconds", "nan"],
+        vec!["observe", "--interval-ms", "0"],
+        vec!["preflight", "--stem", "../../escape"],
+        vec!["preflight", "--stem", ""],
+        vec!["calibrate", "--backend", "sim", "--sensor", "x.json"],
+        vec!["calibrate", "--backend", "sim", "--no-collate"],
+    ] {
+        let out = powerlab().args(&args).output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
+}

@@ -60,18 +60,22 @@ pub struct RawIndex {
     pub crc32: u32,
 }
 
-/// The index of `raw/<gpu>.csv`.
-pub fn index_path(raw_file: &Path) -> PathBuf {
+/// A raw file's name without `.csv` or `.csv.gz` (`raw/gpu3.csv.gz` →
+/// `gpu3`, `raw/gpu3-part2.csv` → `gpu3-part2`).
+pub fn raw_stem(raw_file: &Path) -> String {
     let name = raw_file
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let stem = name
-        .strip_suffix(".csv.gz")
+    name.strip_suffix(".csv.gz")
         .or_else(|| name.strip_suffix(".csv"))
         .unwrap_or(&name)
-        .to_string();
-    raw_file.with_file_name(format!("{stem}.idx"))
+        .to_string()
+}
+
+/// The index of `raw/<gpu>.csv`.
+pub fn index_path(raw_file: &Path) -> PathBuf {
+    raw_file.with_file_name(format!("{}.idx", raw_stem(raw_file)))
 }
 
 /// Whose file an index describes: its first line.

@@ -84,7 +84,7 @@ pub fn write_report(
             } else {
                 incomplete.join(", ")
             };
-            w.push_str(&format!(" — {} rung(s) not wholly covered (worst {:.0} % of its window): {shown}; see the `incomplete` column", incomplete.len(), 100.0 * worst));
+            w.push_str(&format!(" — {} rung(s) not wholly covered (worst {:.1} % of its window): {shown}; see the `incomplete` column", incomplete.len(), (1000.0 * worst).floor() / 10.0));
         }
         warnings.push(w);
     }
