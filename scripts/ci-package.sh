@@ -11,6 +11,10 @@ REPO=$PWD
 
 if ! command -v cargo-zigbuild >/dev/null 2>&1; then
   python3 -m pip install --quiet cargo-zigbuild ziglang
+  # pip puts the command with the interpreter's scripts (or the user's).
+  PATH="$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))'):$(python3 -m site --user-base)/bin:$PATH"
+  export PATH
+  command -v cargo-zigbuild >/dev/null 2>&1 || { echo "ci-package: cargo-zigbuild installed but not found on PATH" >&2; exit 1; }
 fi
 # DuckDB: an independent reader for the Parquet files the demo writes.
 python3 -c 'import duckdb' 2>/dev/null || python3 -m pip install --quiet duckdb
