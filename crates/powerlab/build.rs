@@ -40,7 +40,6 @@ fn main() {
         "cargo:rustc-env=POWERLAB_LONG_VERSION={} (git {rev}, CUDA {cuda}, features: {features}, {target})",
         std::env::var("CARGO_PKG_VERSION").unwrap_or_default()
     );
-    println!("cargo:rustc-env=POWERLAB_CUDA_MAJOR={cuda}");
     println!("cargo:rerun-if-changed=../../Cargo.toml");
     println!("cargo:rerun-if-changed=../../.git/HEAD");
     println!("cargo:rerun-if-changed=../../.git/index");

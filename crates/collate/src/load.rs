@@ -206,6 +206,9 @@ pub fn read_power(
 ) -> Result<RawPower, CollateError> {
     let bounds = sample_bounds(run);
     let files = dir.raw_files()?;
+    if let Some(out) = parquet_dir {
+        std::fs::create_dir_all(out).map_err(|e| CollateError::io(out, e))?;
+    }
     let mut frames = Vec::new();
     let mut total_rows = 0;
     let mut problems = Vec::new();
@@ -253,7 +256,6 @@ pub fn read_power(
         total_rows += df.height();
         if let Some(out) = parquet_dir {
             let stem = powerlab_rundir::raw::raw_stem(path);
-            std::fs::create_dir_all(out).map_err(|e| CollateError::io(out, e))?;
             let mut whole = df.clone();
             crate::export::parquet::write_frame(&mut whole, &out.join(format!("{stem}.parquet")))?;
         }

@@ -33,8 +33,10 @@ pub fn diff(a: &Value, b: &Value) -> Vec<String> {
     lines
 }
 
+type Table = std::collections::BTreeMap<String, String>;
+
 /// The verdict of every check, by id.
-fn check_statuses(v: &Value) -> std::collections::BTreeMap<String, String> {
+fn check_statuses(v: &Value) -> Table {
     v["checks"]
         .as_array()
         .map(|a| {
@@ -50,39 +52,34 @@ fn check_statuses(v: &Value) -> std::collections::BTreeMap<String, String> {
         .unwrap_or_default()
 }
 
-fn diff_checks(a: &Value, b: &Value) -> Vec<String> {
-    let (ca, cb) = (check_statuses(a), check_statuses(b));
-    let mut ids: Vec<&String> = ca.keys().chain(cb.keys()).collect();
-    ids.sort();
-    ids.dedup();
+/// `label(key): a -> b` for every key of either table whose values differ
+/// (a key one table lacks reads `(absent)`), in key order.
+fn changed(a: &Table, b: &Table, label: impl Fn(&str) -> String) -> Vec<String> {
     let missing = "(absent)".to_string();
-    ids.into_iter()
-        .filter_map(|id| {
-            let (x, y) = (
-                ca.get(id).unwrap_or(&missing),
-                cb.get(id).unwrap_or(&missing),
-            );
-            (x != y).then(|| format!("check {id}: {x} -> {y}"))
+    let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .filter_map(|k| {
+            let (x, y) = (a.get(k).unwrap_or(&missing), b.get(k).unwrap_or(&missing));
+            (x != y).then(|| format!("{}: {x} -> {y}", label(k)))
         })
         .collect()
 }
 
+fn diff_checks(a: &Value, b: &Value) -> Vec<String> {
+    changed(&check_statuses(a), &check_statuses(b), |id| {
+        format!("check {id}")
+    })
+}
+
 fn diff_facts(a: &Value, b: &Value) -> Vec<String> {
-    let (mut fa, mut fb) = (Vec::new(), Vec::new());
-    flatten("", &a["facts"], &mut fa);
-    flatten("", &b["facts"], &mut fb);
-    let ma: std::collections::BTreeMap<_, _> = fa.into_iter().collect();
-    let mb: std::collections::BTreeMap<_, _> = fb.into_iter().collect();
-    let mut keys: Vec<&String> = ma.keys().chain(mb.keys()).collect();
-    keys.sort();
-    keys.dedup();
-    let missing = "(absent)".to_string();
-    keys.into_iter()
-        .filter_map(|k| {
-            let (x, y) = (ma.get(k).unwrap_or(&missing), mb.get(k).unwrap_or(&missing));
-            (x != y).then(|| format!("{k}: {x} -> {y}"))
-        })
-        .collect()
+    let facts = |v: &Value| {
+        let mut out = Vec::new();
+        flatten("", &v["facts"], &mut out);
+        out.into_iter().collect::<Table>()
+    };
+    changed(&facts(a), &facts(b), str::to_string)
 }
 
 #[cfg(test)]

@@ -43,11 +43,9 @@ fn select_gpus(
     Ok(picked)
 }
 
-/// Set by Ctrl-C, SIGTERM or SIGHUP: the signal's number.
-static STOP: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
-
 /// Watches Ctrl-C, SIGTERM and SIGHUP (a dropped ssh session) on a thread
-/// of its own; the loop polls `STOP`.
+/// of its own and records the first in `exit::STOP_SIGNAL`, which the loop
+/// polls.
 fn watch_signals() {
     let spawned = std::thread::Builder::new()
         .name("observe-signals".into())
@@ -71,7 +69,7 @@ fn watch_signals() {
                     _ = term.recv() => libc::SIGTERM,
                     _ = hup.recv() => libc::SIGHUP,
                 };
-                STOP.store(signo, std::sync::atomic::Ordering::Relaxed);
+                crate::exit::STOP_SIGNAL.store(signo, std::sync::atomic::Ordering::Relaxed);
             });
         });
     if let Err(e) = spawned {
@@ -139,7 +137,7 @@ pub fn observe(a: &ObserveArgs) -> Result<i32> {
     let mut latest = vec![(f64::NAN, f64::NAN); sources.len()];
     while clock.now_ns() < end
         && a.count.is_none_or(|c| printed < c)
-        && STOP.load(std::sync::atomic::Ordering::Relaxed) == 0
+        && crate::exit::STOP_SIGNAL.load(std::sync::atomic::Ordering::Relaxed) == 0
     {
         let now = clock.now_ns();
         // The runner's sampler cadence: instant field every poll, buffer,
@@ -237,9 +235,14 @@ pub fn observe(a: &ObserveArgs) -> Result<i32> {
     if let Some(mut f) = csv {
         f.flush()?;
     }
-    let signo = STOP.load(std::sync::atomic::Ordering::Relaxed);
+    let signo = crate::exit::STOP_SIGNAL.load(std::sync::atomic::Ordering::Relaxed);
+    let code = if signo == 0 {
+        0
+    } else {
+        crate::exit::interrupted()
+    };
     if a.json {
-        return Ok(if signo == 0 { 0 } else { 128 + signo });
+        return Ok(code);
     }
     if let (Some(c0), Some(c1)) = (cpu0, process_cpu_s()) {
         let wall = (clock.now_ns() - start) as f64 / 1e9;
@@ -253,9 +256,8 @@ pub fn observe(a: &ObserveArgs) -> Result<i32> {
     }
     if signo != 0 {
         outln!("stopped by signal {signo}; every reading taken is in the CSV");
-        return Ok(128 + signo);
     }
-    Ok(0)
+    Ok(code)
 }
 
 /// A reading as JSON: `null` until the instrument has answered.
