@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# CI: builds the x86_64 release tarball for the glibc 2.28 baseline (with
-# cargo-zigbuild), unpacks it into an empty directory outside the repository
-# and uses it from there as a user on a GPU node would: --version,
-# validate, plan and the simulated demo; the completions and the man page
-# must be there, and the binary must not ask for a glibc newer than 2.28.
-# The demo's Parquet files are read with DuckDB and compared with its CSVs.
+# CI: builds the release tarballs for the glibc 2.28 baseline (with
+# cargo-zigbuild), x86_64 and aarch64 (Grace nodes: GH200, GB200).
+# The x86_64 one is unpacked into an empty directory outside the repository
+# and used from there as a user on a GPU node would: --version, validate,
+# plan and the simulated demo; the completions and the man page must be
+# there, and the binary must not ask for a glibc newer than 2.28. The demo's
+# Parquet files are read with DuckDB and compared with its CSVs.
+# The aarch64 one is unpacked likewise and its binary run under qemu-user
+# (Debian's qemu-user, with Debian's aarch64 C library) for --version and
+# validate, with the same glibc check.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
@@ -21,8 +25,9 @@ python3 -c 'import duckdb' 2>/dev/null || python3 -m pip install --quiet duckdb
 PY=$(command -v python3)
 FLOOR=2.28
 TARGET=x86_64-unknown-linux-gnu.$FLOOR
+t0=$SECONDS
 tarball=$(ZIGBUILD=1 bash scripts/package.sh --target "$TARGET" --out "$REPO/dist" | tail -1)
-echo "package: $tarball ($(du -h "$tarball" | cut -f1))"
+echo "package: $tarball ($(du -h "$tarball" | cut -f1)), built in $((SECONDS - t0)) s"
 
 fail() { echo "ci-package: FAILED: $*" >&2; exit 1; }
 (cd "$(dirname "$tarball")" && sha256sum -c "$(basename "$tarball").sha256") || fail "checksum"
@@ -33,6 +38,7 @@ tar -C "$work" -xzf "$tarball"
 root=$(ls -d "$work"/powerlab-*)
 cd "$root"
 # Nothing from the repository or a Rust toolchain on the way.
+SAVED_PATH=$PATH
 export PATH=/usr/bin:/bin
 
 v=$(bin/powerlab --version)
@@ -46,7 +52,7 @@ done
 grep -q 'powerlab' man/man1/powerlab.1 || fail "the man page does not name powerlab"
 bash -n completions/powerlab.bash || fail "bash completions do not parse"
 
-newest=$(objdump -T bin/powerlab | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -V -u | tail -1)
+newest=$(bash "$REPO/scripts/glibc-floor.sh" bin/powerlab)
 echo "newest glibc symbol version asked for: $newest (floor $FLOOR)"
 [ "$(printf '%s\n%s\n' "$newest" "$FLOOR" | sort -V | tail -1)" = "$FLOOR" ] || fail "the binary needs glibc $newest, above the $FLOOR floor"
 grep -q "glibc floor:\*\* $newest" INSTALL.md || fail "INSTALL.md does not state the floor $newest"
@@ -58,3 +64,48 @@ bin/powerlab run campaigns/demo.toml --backend sim --results "$work/results" | t
 ls "$work"/results/*/report/report.md >/dev/null || fail "the simulated demo wrote no report"
 "$PY" "$REPO/scripts/check_parquet.py" "$(ls -d "$work"/results/*/ | head -1)" || fail "the Parquet files differ from the CSVs"
 echo "ci-package: the unpacked tarball works ($(basename "$tarball"))"
+
+# --- aarch64 -------------------------------------------------------------
+export PATH=$SAVED_PATH
+cd "$REPO"
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO=sudo
+if ! command -v qemu-aarch64 >/dev/null 2>&1 || [ ! -e /usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1 ]; then
+  pkgs="qemu-user libc6-arm64-cross libgcc-s1-arm64-cross"
+  # shellcheck disable=SC2086
+  $SUDO apt-get install -y --no-install-recommends $pkgs >/dev/null \
+    || { $SUDO apt-get update >/dev/null && $SUDO apt-get install -y --no-install-recommends $pkgs >/dev/null; } \
+    || fail "could not install $pkgs from the distribution's packages"
+fi
+ATRIPLE=aarch64-unknown-linux-gnu
+if command -v rustup >/dev/null 2>&1 && ! rustup target list --installed | grep -qx "$ATRIPLE"; then
+  rustup target add "$ATRIPLE" || fail "rustup could not add the $ATRIPLE standard library"
+fi
+QEMU="qemu-aarch64 -L /usr/aarch64-linux-gnu"
+t0=$SECONDS
+atarball=$(ZIGBUILD=1 RUNNER="$QEMU" bash scripts/package.sh --target "$ATRIPLE.$FLOOR" --out "$REPO/dist" | tail -1)
+echo "package: $atarball ($(du -h "$atarball" | cut -f1)), built in $((SECONDS - t0)) s"
+(cd "$(dirname "$atarball")" && sha256sum -c "$(basename "$atarball").sha256") || fail "aarch64 checksum"
+awork=$(mktemp -d /tmp/powerlab-unpack-aarch64.XXXXXX)
+trap 'rm -rf "$work" "$awork"' EXIT
+tar -C "$awork" -xzf "$atarball"
+aroot=$(ls -d "$awork"/powerlab-*)
+cd "$aroot"
+machine=$(readelf -h bin/powerlab | sed -n 's/^ *Machine: *//p')
+case "$machine" in *AArch64*) ;; *) fail "the aarch64 tarball holds a binary for $machine" ;; esac
+for f in completions/powerlab.bash man/man1/powerlab.1 INSTALL.md; do
+  [ -s "$f" ] || fail "$f missing or empty in the aarch64 tarball"
+done
+av=$($QEMU bin/powerlab --version)
+echo "$av"
+case "$av" in *"git $rev"*"$ATRIPLE"*) ;; *) fail "aarch64 --version lacks the revision $rev or the target: $av" ;; esac
+anewest=$(bash "$REPO/scripts/glibc-floor.sh" bin/powerlab)
+echo "aarch64: newest glibc symbol version asked for: $anewest (floor $FLOOR)"
+[ "$(printf '%s\n%s\n' "$anewest" "$FLOOR" | sort -V | tail -1)" = "$FLOOR" ] || fail "the aarch64 binary needs glibc $anewest, above the $FLOOR floor"
+grep -q "glibc floor:\*\* $anewest" INSTALL.md || fail "the aarch64 INSTALL.md does not state the floor $anewest"
+$QEMU bin/powerlab validate campaigns/demo.toml
+$QEMU bin/powerlab validate --json campaigns/demo.toml | grep -q '"ok":true' || fail "aarch64 validate --json"
+if $QEMU bin/powerlab validate "$REPO/scripts/glibc-floor.sh" >/dev/null 2>&1; then
+  fail "aarch64 validate accepted a file that is not a campaign"
+fi
+echo "ci-package: the aarch64 tarball runs under qemu-user ($(basename "$atarball"))"

@@ -73,7 +73,7 @@ cp "$BIN" "$root/bin/powerlab"
 cp -r campaigns docs "$root/"
 mkdir -p "$root/scripts"
 # What a node needs: the bootstrap, the device check and the helpers they call.
-cp scripts/bootstrap.sh scripts/device-check.sh scripts/gpu_means.py scripts/observe_means.py \
+cp scripts/bootstrap.sh scripts/device-check.sh scripts/glibc-floor.sh scripts/gpu_means.py scripts/observe_means.py \
    scripts/edge_stats.py scripts/torch_gemm_ref.py scripts/torch_allreduce_ref.py "$root/scripts/"
 cp README.md "$root/"
 run_bin completions bash > "$root/completions/powerlab.bash"
@@ -84,8 +84,9 @@ version_line=$(run_bin --version)
 
 # The glibc floor is read off the binary itself: the newest GLIBC_x.y
 # symbol version it asks for.
-glibc_floor=$(objdump -T "$BIN" 2>/dev/null | grep -o 'GLIBC_[0-9.]*' | sort -V -u | tail -1 | sed 's/GLIBC_//')
-[ -n "$glibc_floor" ] || glibc_floor="unknown (objdump found no GLIBC symbol versions)"
+# readelf reads any ELF, whatever the machine it was built for.
+glibc_floor=$(bash scripts/glibc-floor.sh "$BIN" || true)
+[ -n "$glibc_floor" ] || glibc_floor="unknown (readelf found no GLIBC symbol versions)"
 cat > "$root/INSTALL.md" <<EOF
 # Installing powerlab ($version_line)
 
@@ -100,7 +101,7 @@ bin/powerlab run campaigns/demo.toml --backend sim   # no GPU needed
 \`\`\`
 
 - **Target:** $triple. **glibc floor:** $glibc_floor (the newest GLIBC symbol
-  version the binary asks for, read with \`objdump -T\`).
+  version the binary asks for, read off its dynamic symbols with \`readelf\`).
 - **NVIDIA driver / CUDA floor:** a driver that provides CUDA 13
   (R580 or newer). CUDA, cuBLAS, NVRTC, NCCL and NVML are loaded when they
   are first needed, never linked: the binary starts (and \`validate\`, \`plan\`,

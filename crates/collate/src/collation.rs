@@ -293,7 +293,7 @@ fn collate_into(
     let energy_means = counter_means.iter().map(|(id, m)| (*id, m.w)).collect();
     let edge_stats = edges::edge_stats(edge_frame.as_ref(), run)?;
     drop(edge_frame);
-    let mut rungs = summary::summarize(&curve, run, &edge_stats, &cycles, &energy_means)?;
+    let mut rungs = summary::summarize(&curve, run, &edge_stats, &cycles, &energy_means);
     let short = cycle::short_on_phases(run, &series, &cycles);
     for r in &mut rungs {
         if let Some(m) = counter_means.get(&r.rung.id)
@@ -336,7 +336,7 @@ fn collate_into(
     let repeats = summary::repeat_stats(&rungs);
     let compare = summary::compare_modes(&rungs);
     let nccl_rows = nccl::nccl_rows(dir, run)?;
-    let fabric = nccl::fabric_power(&rungs);
+    let fabric = nccl::fabric_power(&rungs, nccl::nccl_ranks(&nccl_rows, run));
 
     let mut files = vec![
         csv::write_node_curve(&curve, &report_dir)?,

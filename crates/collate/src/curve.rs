@@ -1,5 +1,5 @@
 //! Node power curves: every GPU's readings (time-sorted series) aligned on
-//! one time grid with polars as-of joins (latest reading at or before each
+//! one time grid by a backward as-of match (latest reading at or before each
 //! grid point, within a tolerance), then summed across GPUs. A grid point where any GPU has no
 //! reading within tolerance has no node value: a partial sum would look like
 //! a power drop.
@@ -24,24 +24,14 @@ pub struct NodeCurve {
     pub grid_ns: i64,
 }
 
-fn asof(tolerance_ns: i64) -> JoinType {
-    JoinType::AsOf(Box::new(AsOfOptions {
-        strategy: AsofStrategy::Backward,
-        tolerance: Some(Scalar::new(DataType::Int64, AnyValue::Int64(tolerance_ns))),
-        allow_eq: true,
-        check_sortedness: false,
-        ..Default::default()
-    }))
-}
-
 /// Builds the node curve over the span of the samples.
 ///
 /// # Errors
 ///
 /// Returns [`CollateError::BadRaw`] when the samples span more grid points
 /// than a week at 1 ms (they cannot be one run), and
-/// [`CollateError::Polars`] when building the grid, a GPU's series or the
-/// as-of joins fails.
+/// [`CollateError::Polars`] when the aligned columns cannot be put into one
+/// frame.
 pub fn node_curve(series: &SeriesSet, run: &Run) -> Result<NodeCurve, CollateError> {
     let grid = run.grid_ns.max(1_000_000);
     let mut span: Option<(i64, i64)> = None;
@@ -91,10 +81,7 @@ pub fn node_curve(series: &SeriesSet, run: &Run) -> Result<NodeCurve, CollateErr
         .and_then(|v| v.as_f64())
         .unwrap_or(20.0);
     let polled_tol = ((3.0 * poll_ms).max(60.0) * 1e6) as i64;
-    let mut lf = DataFrame::new(t.len(), vec![Column::new("t_ns".into(), t)])
-        .map_err(CollateError::polars("building the grid"))?
-        .lazy();
-    let mut keep = vec![col("t_ns")];
+    let mut per_gpu = Vec::new();
     let mut node_cols = Vec::new();
     for (inst, node_name) in CURVE_INSTRUMENTS {
         let tol = if inst == "buffered_w" {
@@ -102,45 +89,26 @@ pub fn node_curve(series: &SeriesSet, run: &Run) -> Result<NodeCurve, CollateErr
         } else {
             polled_tol
         };
-        let mut cols = Vec::new();
+        let mut sum: Option<Vec<Option<f64>>> = None;
         for (node, gpu) in &run.series {
-            let name = format!("{node}/{gpu}:{inst}");
-            let key = format!("{name}:ts");
-            let s = series.get_at(node, gpu, inst);
-            let right = DataFrame::new(
-                s.len(),
-                vec![
-                    Column::new(
-                        key.as_str().into(),
-                        s.iter().map(|x| x.0).collect::<Vec<i64>>(),
-                    ),
-                    Column::new(
-                        name.as_str().into(),
-                        s.iter().map(|x| x.1).collect::<Vec<f64>>(),
-                    ),
-                ],
-            )
-            .map_err(CollateError::polars("a GPU's series"))?
-            .lazy();
-            lf = lf
-                .join_builder()
-                .with(right)
-                .left_on([col("t_ns")])
-                .right_on([col(key.as_str())])
-                .how(asof(tol))
-                .finish();
-            cols.push(col(name.as_str()));
-            keep.push(col(name.as_str()));
+            let aligned = align_backward(&t, series.get_at(node, gpu, inst), tol);
+            sum = Some(match sum {
+                None => aligned.clone(),
+                Some(acc) => ordered_add(acc, &aligned),
+            });
+            per_gpu.push(Column::new(
+                format!("{node}/{gpu}:{inst}").as_str().into(),
+                aligned,
+            ));
         }
-        if cols.is_empty() {
-            continue;
+        if let Some(sum) = sum {
+            node_cols.push(Column::new(node_name.into(), sum));
         }
-        node_cols.push(ordered_sum(&cols).alias(node_name));
     }
-    keep.extend(node_cols);
-    let mut df = lf
-        .select(keep)
-        .collect()
+    let mut columns = vec![Column::new("t_ns".into(), t)];
+    columns.extend(per_gpu);
+    columns.extend(node_cols);
+    let mut df = DataFrame::new_infer_height(columns)
         .map_err(CollateError::polars("aligning GPUs on the grid"))?;
     // One chunk per column: reductions then run in one order whatever the
     // raw files' layout, so splitting a raw file cannot move a digit.
@@ -161,15 +129,106 @@ pub fn grid_origin(run: &Run) -> i64 {
         .map_or(run.manifest.started_ns, |r| r.epoch_ns)
 }
 
-/// The sum of `cols`, left to right, null where any is null (a partial
-/// sum would look like a power drop). A fixed order on purpose: polars'
-/// `sum_horizontal` may reduce many columns in parallel, and floating-point
-/// addition in a scheduling-dependent order changed a rack summary's last
-/// digit between two collations of the same files.
-pub fn ordered_sum(cols: &[Expr]) -> Expr {
-    let mut it = cols.iter().cloned();
-    let first = it
-        .next()
-        .unwrap_or_else(|| lit(NULL).cast(DataType::Float64));
-    it.fold(first, |acc, c| acc + c)
+/// Each grid point's reading: the latest sample at or before it (the last
+/// of equal timestamps), none when that sample is more than `tolerance_ns`
+/// older. `t` and `samples` ascend in time.
+pub fn align_backward(t: &[i64], samples: &[(i64, f64)], tolerance_ns: i64) -> Vec<Option<f64>> {
+    let mut j = 0;
+    t.iter()
+        .map(|&at| {
+            while j < samples.len() && samples[j].0 <= at {
+                j += 1;
+            }
+            j.checked_sub(1)
+                .map(|k| samples[k])
+                .filter(|(ts, _)| at - ts <= tolerance_ns)
+                .map(|(_, v)| v)
+        })
+        .collect()
+}
+
+/// Adds one GPU's aligned readings to the running node sum, point by
+/// point, null where either is null (a partial sum would look like a power
+/// drop). GPUs are added one after another in the run's order, so the
+/// floating-point sum comes out the same whatever the raw files' layout:
+/// a reduction in a scheduling-dependent order once changed a rack
+/// summary's last digit between two collations of the same files.
+pub fn ordered_add(mut acc: Vec<Option<f64>>, next: &[Option<f64>]) -> Vec<Option<f64>> {
+    for (a, b) in acc.iter_mut().zip(next) {
+        *a = a.zip(*b).map(|(a, b)| a + b);
+    }
+    acc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The same match by brute force: the last sample (in slice order) with
+    /// a timestamp at or before `at`.
+    fn reference(t: &[i64], samples: &[(i64, f64)], tol: i64) -> Vec<Option<f64>> {
+        t.iter()
+            .map(|&at| {
+                samples
+                    .iter()
+                    .rev()
+                    .find(|(ts, _)| *ts <= at)
+                    .filter(|(ts, _)| at - ts <= tol)
+                    .map(|(_, v)| *v)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_grid_point_takes_the_latest_reading_within_tolerance() {
+        let samples = [(10, 1.0), (20, 2.0), (20, 2.5), (100, 3.0)];
+        let t = [5, 10, 19, 20, 50, 51, 99, 100, 200];
+        let got = align_backward(&t, &samples, 30);
+        // Before the first sample: none. Equal timestamps: the last one.
+        // 51 - 20 = 31 > 30: the reading is too old.
+        assert_eq!(
+            got,
+            vec![
+                None,
+                Some(1.0),
+                Some(1.0),
+                Some(2.5),
+                Some(2.5),
+                None,
+                None,
+                Some(3.0),
+                None
+            ]
+        );
+        assert_eq!(got, reference(&t, &samples, 30));
+        assert_eq!(align_backward(&t, &[], 30), vec![None; t.len()]);
+    }
+
+    #[test]
+    fn the_matching_agrees_with_brute_force() {
+        // A deterministic scatter of sample times (some equal) and a grid.
+        let mut samples: Vec<(i64, f64)> = (0..400_i64)
+            .map(|k| ((k * 7919) % 1000, k as f64))
+            .collect();
+        samples.sort_by_key(|s| s.0);
+        let t: Vec<i64> = (-10..1020).step_by(3).collect();
+        for tol in [0, 1, 5, 40] {
+            assert_eq!(
+                align_backward(&t, &samples, tol),
+                reference(&t, &samples, tol)
+            );
+        }
+    }
+
+    #[test]
+    fn a_node_sum_is_null_where_any_gpu_has_no_reading() {
+        let a = vec![Some(1.0), None, Some(3.0), Some(0.1)];
+        let b = [Some(10.0), Some(20.0), None, Some(0.2)];
+        let sum = ordered_add(a, &b);
+        assert_eq!(sum[0], Some(11.0));
+        assert_eq!(sum[1], None);
+        assert_eq!(sum[2], None);
+        // Left to right, in f64: 0.1 + 0.2, not a rounded 0.3.
+        assert_eq!(sum[3], Some(0.1 + 0.2));
+    }
 }

@@ -8,10 +8,9 @@
 //! notes). Nothing is pooled across rungs: a fast rung's thousands of good
 //! edges cannot hide a slow rung's late falls.
 
-use crate::columns::f64_column;
 use crate::error::CollateError;
 use crate::load::Run;
-use crate::stats::{FRAME_QUANTILE, quantile};
+use crate::stats::quantile;
 use polars::prelude::*;
 use powerlab_rundir::events::DEVICE_CLOCK_TOPIC;
 use powerlab_rundir::{RunDir, RunEvent};
@@ -77,41 +76,40 @@ impl EdgeStats {
     }
 }
 
+/// Signed errors (achieved − intended) of every edge of `kind`, by rung, in
+/// whole ns: quantiles are taken in ns and only then put in µs, so a
+/// midpoint such as 387.5 ns is exact before the report rounds it.
+fn errors_by_rung(df: &DataFrame, kind: &str) -> Result<BTreeMap<u32, Vec<f64>>, CollateError> {
+    let mut by: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
+    for e in edge_rows(df)?.filter(|e| e.kind == kind) {
+        by.entry(e.rung_id)
+            .or_default()
+            .push((e.achieved_ns - e.intended_ns) as f64);
+    }
+    Ok(by)
+}
+
+/// An edge figure in µs, rounded to the whole ns (halves away from zero, as
+/// [`crate::stats::r3`] rounds every figure) while still in ns: the
+/// report's three decimals of µs are then the exact rounding of the figure,
+/// not of its nearest binary fraction (387.5 ns is 0.388 µs, −374.5 ns is
+/// −0.375 µs).
+fn ns_to_us(ns: f64) -> f64 {
+    ns.round() / 1e3
+}
+
 fn kind_stats(df: &DataFrame, kind: &str) -> Result<HashMap<u32, KindStats>, CollateError> {
-    let err = (col("achieved_ns") - col("intended_ns")).cast(DataType::Float64) / lit(1000.0);
-    let g = df
-        .clone()
-        .lazy()
-        .filter(col("kind").eq(lit(kind)))
-        .group_by([col("rung_id")])
-        .agg([
-            err.clone().quantile(lit(0.5), FRAME_QUANTILE).alias("p50"),
-            err.clone()
-                .abs()
-                .quantile(lit(0.99), FRAME_QUANTILE)
-                .alias("p99"),
-            err.clone().abs().max().alias("max"),
-            err.count().alias("n"),
-        ])
-        .collect()
-        .map_err(CollateError::polars("edge error per rung"))?;
-    let (p50, p99, max, n) = (
-        f64_column(&g, "p50"),
-        f64_column(&g, "p99"),
-        f64_column(&g, "max"),
-        f64_column(&g, "n"),
-    );
-    Ok(ids(&g)
+    Ok(errors_by_rung(df, kind)?
         .into_iter()
-        .enumerate()
-        .map(|(i, id)| {
+        .map(|(id, err)| {
+            let abs: Vec<f64> = err.iter().map(|e| e.abs()).collect();
             (
                 id,
                 KindStats {
-                    p50_us: p50[i].unwrap_or(0.0),
-                    p99_us: p99[i].unwrap_or(0.0),
-                    max_us: max[i].unwrap_or(0.0),
-                    n: n[i].unwrap_or(0.0) as usize,
+                    p50_us: ns_to_us(quantile(&err, 0.5).unwrap_or(0.0)),
+                    p99_us: ns_to_us(quantile(&abs, 0.99).unwrap_or(0.0)),
+                    max_us: ns_to_us(abs.iter().copied().fold(0.0, f64::max)),
+                    n: err.len(),
                 },
             )
         })
@@ -213,17 +211,6 @@ fn cross_gpu_skew_p99(df: &DataFrame) -> Result<Vec<(u32, f64)>, CollateError> {
         .collect())
 }
 
-fn ids(d: &DataFrame) -> Vec<u32> {
-    d.column("rung_id")
-        .ok()
-        .and_then(|c| {
-            c.u32()
-                .ok()
-                .map(|ca| ca.to_vec().into_iter().map(|v| v.unwrap_or(0)).collect())
-        })
-        .unwrap_or_default()
-}
-
 /// Reads `edges.csv` into a frame (`rung_id`, `gpu`, `index`, `kind`,
 /// `intended_ns`, `achieved_ns`); None when the file is absent or holds no
 /// whole row. A torn last line (a killed run) is dropped.
@@ -296,32 +283,24 @@ pub fn read_edges(dir: &RunDir) -> Result<Option<DataFrame>, CollateError> {
 ///
 /// # Errors
 ///
-/// Returns [`CollateError::Polars`] when a per-rung aggregation fails, or
-/// when a column the cross-GPU skew reads (`rung_id`, `gpu`, `kind`,
-/// `intended_ns`, `achieved_ns`) is missing or of the wrong type.
+/// Returns [`CollateError::Polars`] when a column the statistics read
+/// (`rung_id`, `gpu`, `kind`, `intended_ns`, `achieved_ns`) is missing or
+/// of the wrong type.
 pub fn edge_stats(
     edges: Option<&DataFrame>,
     run: &Run,
 ) -> Result<HashMap<u32, EdgeStats>, CollateError> {
     let mut out: HashMap<u32, EdgeStats> = HashMap::new();
     let Some(df) = edges else { return Ok(out) };
-    let err = (col("achieved_ns") - col("intended_ns")).cast(DataType::Float64) / lit(1000.0);
-    let starts = df
-        .clone()
-        .lazy()
-        .filter(col("kind").eq(lit("start")))
-        .group_by([col("rung_id")])
-        .agg([
-            err.clone().abs().max().alias("max_abs"),
-            (err.clone().max() - err.clone().min()).alias("skew"),
-        ])
-        .collect()
-        .map_err(CollateError::polars("start skew per rung"))?;
-    let (max_abs, skew) = (f64_column(&starts, "max_abs"), f64_column(&starts, "skew"));
-    for (i, id) in ids(&starts).into_iter().enumerate() {
+    for (id, err) in errors_by_rung(df, "start")? {
         let e = out.entry(id).or_default();
-        e.start_error_max_us = max_abs[i].unwrap_or(0.0);
-        e.start_skew_us = skew[i].unwrap_or(0.0);
+        let (lo, hi) = err
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+                (lo.min(*v), hi.max(*v))
+            });
+        e.start_error_max_us = ns_to_us(err.iter().map(|v| v.abs()).fold(0.0, f64::max));
+        e.start_skew_us = ns_to_us(hi - lo);
     }
     for (kind, stats) in [
         ("rise", kind_stats(df, "rise")?),

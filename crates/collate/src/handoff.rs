@@ -287,33 +287,35 @@ pub fn write_curve(
     run: &Run,
     report_dir: &Path,
 ) -> Result<PathBuf, CollateError> {
-    let mut exprs = vec![col("t_ns")];
+    let height = curve.df.height();
+    let mut columns = vec![
+        curve
+            .df
+            .column("t_ns")
+            .map_err(CollateError::polars("the node curve's time"))?
+            .clone(),
+    ];
     for (inst, node_col) in CURVE_INSTRUMENTS {
-        if curve.df.column(node_col).is_err() {
+        let Ok(node) = curve.df.column(node_col) else {
             continue;
+        };
+        columns.push(node.clone());
+        let mut present = vec![0u32; height];
+        for (n, g) in &run.series {
+            let per_gpu = curve
+                .df
+                .column(format!("{n}/{g}:{inst}").as_str())
+                .map_err(CollateError::polars("a GPU's column of the node curve"))?;
+            let validity = per_gpu.is_not_null();
+            for (k, ok) in validity.iter().enumerate() {
+                if ok == Some(true) {
+                    present[k] += 1;
+                }
+            }
         }
-        exprs.push(col(node_col));
-        let present: Vec<Expr> = run
-            .series
-            .iter()
-            .map(|(n, g)| {
-                col(format!("{n}/{g}:{inst}").as_str())
-                    .is_not_null()
-                    .cast(DataType::UInt32)
-            })
-            .collect();
-        let count = present
-            .into_iter()
-            .reduce(|a, b| a + b)
-            .unwrap_or_else(|| lit(0u32));
-        exprs.push(count.alias(gpus_column(node_col).as_str()));
+        columns.push(Column::new(gpus_column(node_col).as_str().into(), present));
     }
-    let mut df = curve
-        .df
-        .clone()
-        .lazy()
-        .select(exprs)
-        .collect()
+    let mut df = DataFrame::new(height, columns)
         .map_err(CollateError::polars("selecting the node curve for Parquet"))?;
     crate::export::parquet::write_frame(&mut df, &report_dir.join(CURVE_FILE))
 }

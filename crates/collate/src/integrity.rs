@@ -105,33 +105,28 @@ pub fn check_content(path: &Path, df: &DataFrame, manifest: &Manifest) -> Result
         1000.0
     };
     let max = MAX_LIMIT_MULTIPLE * limit;
-    let power_names = Series::new("p".into(), POWER);
-    let off = df
-        .clone()
-        .lazy()
-        .filter(
-            col("instrument")
-                .is_in(lit(power_names).implode(false), false)
-                .and(
-                    col("value")
-                        .gt(lit(max))
-                        .or(col("value").lt(lit(MIN_READING_W))),
-                ),
-        )
-        .select([col("value")])
-        .collect()
-        .map_err(CollateError::polars("checking power readings"))?;
-    if off.height() > 0 {
-        let first = off
-            .column("value")
-            .ok()
-            .and_then(|c| c.f64().ok().and_then(|v| v.get(0)))
-            .unwrap_or(f64::NAN);
+    let instruments = df
+        .column("instrument")
+        .and_then(|c| c.str())
+        .map_err(CollateError::polars("reading the instrument column"))?;
+    let values = df
+        .column("value")
+        .and_then(|c| c.f64())
+        .map_err(CollateError::polars("reading the value column"))?;
+    let off: Vec<f64> = instruments
+        .iter()
+        .zip(values.iter())
+        .filter_map(|(i, v)| match (i, v) {
+            (Some(i), Some(v)) if POWER.contains(&i) && (v > max || v < MIN_READING_W) => Some(v),
+            _ => None,
+        })
+        .collect();
+    if let Some(first) = off.first() {
         return Err(bad(
             path,
             format!(
                 "{} power reading(s) outside what a GPU with a {limit:.0} W limit can draw (for example {first} W; allowed {MIN_READING_W} to {max:.0} W): the file is rescaled (mW written as W?) or corrupt",
-                off.height()
+                off.len()
             ),
         ));
     }

@@ -8,7 +8,7 @@
 //! edges, corrected for the sample window and summed at the GPUs' measured
 //! offsets. Constant-load rungs are summarised from the node curve, which
 //! sums per-GPU driver-buffered and instant readings on a common time grid
-//! (polars as-of joins); that sample-and-hold sum is kept for every rung as
+//! (a backward as-of match within a tolerance); that sample-and-hold sum is kept for every rung as
 //! the raw "what NVML sampled" figures. The 1 s average field is never
 //! summed into a result: it is carried as a labelled comparison column,
 //! because summing it is what flattened every swing in the devlog's

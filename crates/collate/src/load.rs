@@ -259,26 +259,20 @@ pub fn read_power(
             let mut whole = df.clone();
             crate::export::parquet::write_frame(&mut whole, &out.join(format!("{stem}.parquet")))?;
         }
+        let wanted = df
+            .column("instrument")
+            .and_then(|c| c.str())
+            .map_err(CollateError::polars("filtering raw samples"))?
+            .iter()
+            .map(|i| {
+                i.is_some_and(|i| {
+                    ["buffered_w", "instant_w", "average_w", "energy_mj"].contains(&i)
+                })
+            })
+            .collect::<BooleanChunked>();
         let df = df
-            .lazy()
-            .filter(
-                col("instrument").is_in(
-                    lit(Series::new(
-                        "p".into(),
-                        ["buffered_w", "instant_w", "average_w", "energy_mj"],
-                    ))
-                    .implode(false),
-                    false,
-                ),
-            )
-            .select([
-                col("ts_ns"),
-                col("node"),
-                col("gpu"),
-                col("instrument"),
-                col("value"),
-            ])
-            .collect()
+            .select(["ts_ns", "node", "gpu", "instrument", "value"])
+            .and_then(|d| d.filter(&wanted))
             .map_err(CollateError::polars("filtering raw samples"))?;
         if df.column("value").map(|c| c.null_count()).unwrap_or(0) > 0
             || df.column("ts_ns").map(|c| c.null_count()).unwrap_or(0) > 0
@@ -316,7 +310,7 @@ pub fn read_power(
             }
         }
         crate::integrity::check_content(path, &df, &run.manifest)?;
-        frames.push(df.lazy());
+        frames.push(df);
     }
     let power = if frames.is_empty() {
         DataFrame::empty_with_schema(&Schema::from_iter([
@@ -327,9 +321,14 @@ pub fn read_power(
             Field::new("value".into(), DataType::Float64),
         ]))
     } else {
-        concat(frames, UnionArgs::default())
-            .and_then(|lf| lf.collect())
-            .map_err(CollateError::polars("combining raw files"))?
+        let mut frames = frames.into_iter();
+        let mut all = frames.next().unwrap_or_default();
+        for f in frames {
+            all.vstack_mut_owned(f)
+                .map_err(CollateError::polars("combining raw files"))?;
+        }
+        all.rechunk_mut_par();
+        all
     };
     Ok(RawPower {
         power,

@@ -38,6 +38,15 @@ pub struct NcclRow {
     pub busbw_gbs: f64,
 }
 
+/// How many ranks the NCCL phase ran on: the most any row reports, or,
+/// without rows, the run's GPU count.
+pub fn nccl_ranks(rows: &[NcclRow], run: &Run) -> usize {
+    rows.iter()
+        .map(|r| r.ranks)
+        .max()
+        .unwrap_or(run.manifest.backend.gpus.len())
+}
+
 /// Reads `collectives.csv` into per-(rung, collective, size) rows.
 ///
 /// # Errors
@@ -119,8 +128,13 @@ pub struct FabricPowerRow {
     pub above_idle_w: Option<f64>,
 }
 
-/// The fabric table from the rung summaries.
-pub fn fabric_power(rungs: &[RungSummary]) -> Vec<FabricPowerRow> {
+/// The fabric table from the rung summaries; none with fewer than two
+/// `ranks`: one rank's collectives cross no fabric (a local copy), so its
+/// "fabric power" would be a compute figure under the wrong name.
+pub fn fabric_power(rungs: &[RungSummary], ranks: usize) -> Vec<FabricPowerRow> {
+    if ranks < 2 {
+        return Vec::new();
+    }
     let idle: Vec<f64> = rungs
         .iter()
         .filter(|r| r.rung.kind == "idle")

@@ -4,8 +4,7 @@
 //! - the reported percentiles and medians use one definition, the linear
 //!   interpolation between the two nearest order statistics (Hyndman &
 //!   Fan type 7, NumPy's default): [`quantile`], [`quantile_sorted`],
-//!   [`median`], [`weighted_quantile_sorted`], and [`FRAME_QUANTILE`] for
-//!   the quantiles polars computes over frames;
+//!   [`median`] and [`weighted_quantile_sorted`];
 //! - the levels of a folded cycle's shape and the offset of a GPU's edges
 //!   use the high median (the upper of the two middle values, no
 //!   interpolation): [`median_high`], [`median_high_ns`], always a value
@@ -14,12 +13,7 @@
 //! Confidence intervals use Student's t from `statrs` (exact quantiles at
 //! any number of degrees of freedom).
 
-use polars::prelude::QuantileMethod;
 use statrs::distribution::{ContinuousCDF, StudentsT};
-
-/// The quantile method of every polars quantile expression: the same
-/// linear interpolation as [`quantile_sorted`].
-pub const FRAME_QUANTILE: QuantileMethod = QuantileMethod::Linear;
 
 /// The `q` quantile (0 ≤ q ≤ 1) of `sorted` (ascending), linear between order
 /// statistics. NaN for an empty slice.

@@ -21,14 +21,12 @@
 //! moment). The 1 s average field appears only in columns named
 //! `average_field_*`, as a comparison.
 
-use crate::columns::f64_column;
+use crate::columns::{f64_column, i64_column};
 use crate::curve::NodeCurve;
 use crate::cycle::{NoCycle, NodeCycle};
 use crate::edges::EdgeStats;
-use crate::error::CollateError;
 use crate::load::Run;
-use crate::stats::{FRAME_QUANTILE, mean_sd_ci, r3, welch_difference};
-use polars::prelude::*;
+use crate::stats::{mean_sd_ci, quantile_sorted, r3, welch_difference};
 use powerlab_rundir::RungInfo;
 use serde::ser::{Serialize, SerializeStruct, Serializer};
 use std::collections::HashMap;
@@ -201,6 +199,9 @@ impl Serialize for RungSummary {
     }
 }
 
+/// One node column's figures over the curve points of each rung, by row
+/// of the rung list (`None` where a rung has no non-null point).
+#[derive(Default)]
 struct Stats {
     n: Vec<Option<f64>>,
     mean: Vec<Option<f64>>,
@@ -211,36 +212,38 @@ struct Stats {
     p99: Vec<Option<f64>>,
 }
 
-fn aggs(c: &str, prefix: &str) -> Vec<Expr> {
-    let v = || col(c).drop_nulls();
-    vec![
-        v().count()
-            .cast(DataType::Float64)
-            .alias(format!("{prefix}_n")),
-        v().mean().alias(format!("{prefix}_mean")),
-        v().max().alias(format!("{prefix}_max")),
-        v().quantile(lit(0.01), FRAME_QUANTILE)
-            .alias(format!("{prefix}_p1")),
-        v().quantile(lit(0.10), FRAME_QUANTILE)
-            .alias(format!("{prefix}_p10")),
-        v().quantile(lit(0.90), FRAME_QUANTILE)
-            .alias(format!("{prefix}_p90")),
-        v().quantile(lit(0.99), FRAME_QUANTILE)
-            .alias(format!("{prefix}_p99")),
-    ]
+impl Stats {
+    /// Appends the figures of one rung's non-null `values`.
+    fn push(&mut self, values: &mut [f64]) {
+        values.sort_by(f64::total_cmp);
+        let some = !values.is_empty();
+        let q = |q: f64| some.then(|| quantile_sorted(values, q));
+        self.n.push(Some(values.len() as f64));
+        self.mean
+            .push(some.then(|| values.iter().sum::<f64>() / values.len() as f64));
+        self.max.push(values.last().copied());
+        self.p1.push(q(0.01));
+        self.p10.push(q(0.10));
+        self.p90.push(q(0.90));
+        self.p99.push(q(0.99));
+    }
 }
 
-fn stats_of(df: &DataFrame, prefix: &str) -> Stats {
-    let g = |s: &str| f64_column(df, &format!("{prefix}_{s}"));
-    Stats {
-        n: g("n"),
-        mean: g("mean"),
-        max: g("max"),
-        p1: g("p1"),
-        p10: g("p10"),
-        p90: g("p90"),
-        p99: g("p99"),
+/// The curve's points by rung: a point belongs to the rung whose window
+/// starts last at or before it, if it falls before that window's end.
+/// Returns the rung ids with any point (ascending) and, for each, the
+/// indices of its points.
+fn points_by_rung(t_ns: &[i64], windows: &[(u32, i64, i64)]) -> Vec<(u32, Vec<usize>)> {
+    let mut by: std::collections::BTreeMap<u32, Vec<usize>> = std::collections::BTreeMap::new();
+    for (k, t) in t_ns.iter().enumerate() {
+        let after = windows.partition_point(|w| w.1 <= *t);
+        if let Some(w) = after.checked_sub(1).map(|i| windows[i])
+            && *t < w.2
+        {
+            by.entry(w.0).or_default().push(k);
+        }
     }
+    by.into_iter().collect()
 }
 
 /// How each rung's node cycle came out (see [`crate::cycle::compose_all`]).
@@ -250,20 +253,15 @@ pub type Cycles = HashMap<u32, Result<NodeCycle, NoCycle>>;
 /// cycle of each duty rung (a rung missing from it is summarised from the
 /// sample-and-hold curve); `energy_means` the energy counter's mean over a
 /// rung's window, for duty rungs without a cycle.
-///
-/// # Errors
-///
-/// Returns [`CollateError::Polars`] when building the rung-window frame or
-/// computing the per-rung statistics from the curve fails.
 pub fn summarize(
     curve: &NodeCurve,
     run: &Run,
     edges: &HashMap<u32, EdgeStats>,
     cycles: &Cycles,
     energy_means: &HashMap<u32, f64>,
-) -> Result<Vec<RungSummary>, CollateError> {
+) -> Vec<RungSummary> {
     if run.rungs.is_empty() {
-        return Ok(Vec::new());
+        return Vec::new();
     }
     let mut windows: Vec<(u32, i64, i64)> = run
         .rungs
@@ -271,72 +269,29 @@ pub fn summarize(
         .map(|r| (r.info.id, r.measure_from_ns, r.end_ns))
         .collect();
     windows.sort_by_key(|w| w.1);
-    let wdf = DataFrame::new(
-        windows.len(),
-        vec![
-            Column::new(
-                "rung_id".into(),
-                windows.iter().map(|w| w.0).collect::<Vec<u32>>(),
-            ),
-            Column::new(
-                "w_start".into(),
-                windows.iter().map(|w| w.1).collect::<Vec<i64>>(),
-            ),
-            Column::new(
-                "w_end".into(),
-                windows.iter().map(|w| w.2).collect::<Vec<i64>>(),
-            ),
-        ],
-    )
-    .map_err(CollateError::polars("rung windows"))?;
-    let has = |c: &str| curve.df.column(c).is_ok();
-    let mut agg = vec![col("t_ns").count().cast(DataType::Float64).alias("grid_n")];
-    for (c, p) in [
-        ("node_buffered_w", "b"),
-        ("node_instant_w", "i"),
-        ("node_average_field_w", "a"),
-    ] {
-        if has(c) {
-            agg.extend(aggs(c, p));
+    let t_ns = i64_column(&curve.df, "t_ns");
+    let tagged = points_by_rung(&t_ns, &windows);
+    let ids: Vec<u32> = tagged.iter().map(|(id, _)| *id).collect();
+    let grid_n: Vec<Option<f64>> = tagged
+        .iter()
+        .map(|(_, pts)| Some(pts.len() as f64))
+        .collect();
+    let stats_of = |c: &str| {
+        let mut st = Stats::default();
+        if curve.df.column(c).is_ok() {
+            let values = f64_column(&curve.df, c);
+            for (_, pts) in &tagged {
+                let mut v: Vec<f64> = pts.iter().filter_map(|k| values[*k]).collect();
+                st.push(&mut v);
+            }
         }
-    }
-    let tagged = curve
-        .df
-        .clone()
-        .lazy()
-        .join_builder()
-        .with(wdf.lazy())
-        .left_on([col("t_ns")])
-        .right_on([col("w_start")])
-        .how(JoinType::AsOf(Box::new(AsOfOptions {
-            strategy: AsofStrategy::Backward,
-            allow_eq: true,
-            check_sortedness: false,
-            ..Default::default()
-        })))
-        .finish()
-        .filter(
-            col("rung_id")
-                .is_not_null()
-                .and(col("t_ns").lt(col("w_end"))),
-        );
-    let df = tagged
-        .group_by([col("rung_id")])
-        .agg(agg)
-        .sort(["rung_id"], SortMultipleOptions::default())
-        .collect()
-        .map_err(CollateError::polars("per-rung statistics"))?;
-    let ids: Vec<u32> = df
-        .column("rung_id")
-        .ok()
-        .and_then(|c| {
-            c.u32()
-                .ok()
-                .map(|ca| ca.to_vec().into_iter().map(|v| v.unwrap_or(0)).collect())
-        })
-        .unwrap_or_default();
-    let grid_n = f64_column(&df, "grid_n");
-    let (b, i, a) = (stats_of(&df, "b"), stats_of(&df, "i"), stats_of(&df, "a"));
+        st
+    };
+    let (b, i, a) = (
+        stats_of("node_buffered_w"),
+        stats_of("node_instant_w"),
+        stats_of("node_average_field_w"),
+    );
     let row_of: HashMap<u32, usize> = ids.iter().enumerate().map(|(k, id)| (*id, k)).collect();
     let limit = |key: &str, default: f64| {
         run.manifest
@@ -487,7 +442,7 @@ pub fn summarize(
             incomplete: None,
         });
     }
-    Ok(out)
+    out
 }
 
 /// One set of node figures, W.
@@ -832,6 +787,34 @@ mod tests {
             window_coverage: None,
             incomplete: None,
         }
+    }
+
+    #[test]
+    fn a_point_belongs_to_the_rung_whose_window_holds_it() {
+        // Windows [start, end): rung 3 from 100 to 200, rung 1 from 200 to
+        // 250, rung 2 from 300 to 400 (a gap between 250 and 300).
+        let windows = [(3, 100, 200), (1, 200, 250), (2, 300, 400)];
+        let t: Vec<i64> = vec![50, 100, 199, 200, 249, 250, 299, 300, 399, 400, 500];
+        let got = points_by_rung(&t, &windows);
+        // Ascending by rung id; each with the indices of its points.
+        assert_eq!(got, vec![(1, vec![3, 4]), (2, vec![7, 8]), (3, vec![1, 2])]);
+        assert!(points_by_rung(&t, &[]).is_empty());
+    }
+
+    #[test]
+    fn rung_figures_use_the_linear_quantile_and_skip_missing_points() {
+        let mut st = Stats::default();
+        let mut v: Vec<f64> = (1..=101).rev().map(f64::from).collect();
+        st.push(&mut v);
+        st.push(&mut []);
+        assert_eq!(st.n, vec![Some(101.0), Some(0.0)]);
+        assert_eq!(st.mean, vec![Some(51.0), None]);
+        assert_eq!(st.max, vec![Some(101.0), None]);
+        // Rank q·(n−1) of 1..=101 is exactly 1 + 100·q.
+        assert_eq!(st.p1, vec![Some(2.0), None]);
+        assert_eq!(st.p10, vec![Some(11.0), None]);
+        assert_eq!(st.p90, vec![Some(91.0), None]);
+        assert_eq!(st.p99, vec![Some(100.0), None]);
     }
 
     #[test]

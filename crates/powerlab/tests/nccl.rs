@@ -99,6 +99,7 @@ fn sweep_table_follows_nccl_tests_arithmetic_and_the_fabric_rung_is_measured() {
     );
     let report = std::fs::read_to_string(r.dir().join("report/report.md")).unwrap();
     assert!(report.contains("## NCCL collectives") && report.contains("## Fabric power"));
+    assert!(!report.contains("One rank"));
     // NCCL ran before the idle and compute phases? No: file order is kept
     // for non-duty phases; it runs before the first duty phase only.
     let labels: Vec<String> = s
@@ -115,6 +116,27 @@ fn sweep_table_follows_nccl_tests_arithmetic_and_the_fabric_rung_is_measured() {
             "fabric/bsp"
         ]
     );
+}
+
+#[test]
+fn one_rank_reports_no_fabric_power() {
+    let r = run_sim(&campaign(NCCL), &["--sim-gpus", "1"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    let rows = nccl_csv(&r);
+    assert!(
+        !rows.is_empty() && rows.iter().all(|c| c[4] == "1"),
+        "one rank in every row"
+    );
+    let report = std::fs::read_to_string(r.dir().join("report/report.md")).unwrap();
+    assert!(report.contains("## NCCL collectives"), "{report}");
+    assert!(report.contains("One rank: these collectives moved no data over any fabric"));
+    assert!(
+        !report.contains("## Fabric power"),
+        "a local copy is not fabric power: {report}"
+    );
+    // The plot is embedded as an image, not named in backticks.
+    assert!(report.contains("![NCCL bus bandwidth](plots/nccl_busbw.svg)"));
+    assert!(r.dir().join("report/plots/nccl_busbw.svg").exists());
 }
 
 #[test]

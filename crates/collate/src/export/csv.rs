@@ -96,22 +96,12 @@ pub fn write_node_curve(curve: &NodeCurve, dir: &Path) -> Result<PathBuf, Collat
     );
     let mut df = curve
         .df
-        .clone()
-        .lazy()
-        .select(
-            names
-                .iter()
-                .map(|n| {
-                    if n == "t_ns" {
-                        col(n.as_str())
-                    } else {
-                        col(n.as_str()).round(3, RoundMode::HalfToEven)
-                    }
-                })
-                .collect::<Vec<_>>(),
-        )
-        .collect()
+        .select(names.iter().map(String::as_str))
         .map_err(CollateError::polars("selecting the node curve"))?;
+    for n in names.iter().filter(|n| *n != "t_ns") {
+        df.try_apply(n.as_str(), |s| s.round(3, RoundMode::HalfToEven))
+            .map_err(CollateError::polars("rounding the node curve"))?;
+    }
     write_frame(&mut df, &path)?;
     Ok(path)
 }

@@ -354,7 +354,13 @@ pub fn write_report(
                 r.busbw_gbs
             );
         }
-        let _ = writeln!(s, "\nPlot: `plots/nccl_busbw.svg`.");
+        if t.nccl.iter().all(|r| r.ranks < 2) {
+            let _ = writeln!(
+                s,
+                "\nOne rank: these collectives moved no data over any fabric (a single GPU copies within its own memory), so no fabric power is reported."
+            );
+        }
+        let _ = writeln!(s, "\n![NCCL bus bandwidth](plots/nccl_busbw.svg)");
     }
     if t.fabric.iter().any(|f| f.kind == "nccl") {
         let _ = writeln!(s, "\n## Fabric power (node, buffered samples)\n");

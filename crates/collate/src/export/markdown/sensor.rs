@@ -63,7 +63,7 @@ pub fn write_sensor_section(s: &mut String, sr: &SensorReport) {
         }
     }
     if sr.answers.len() >= 2 {
-        let _ = writeln!(s, "\nPlot: `plots/swing_vs_period.svg`.");
+        let _ = writeln!(s, "\n![swing vs period](plots/swing_vs_period.svg)");
     }
     if !sr.rows.is_empty() {
         let _ = writeln!(
