@@ -324,10 +324,11 @@ pub fn read_power(
         let mut frames = frames.into_iter();
         let mut all = frames.next().unwrap_or_default();
         for f in frames {
+            // One chunk per file, as before: a rechunk would copy every
+            // sample once more at the peak of the collation's memory.
             all.vstack_mut_owned(f)
                 .map_err(CollateError::polars("combining raw files"))?;
         }
-        all.rechunk_mut_par();
         all
     };
     Ok(RawPower {

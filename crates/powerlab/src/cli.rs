@@ -382,6 +382,60 @@ fn plain_stem(s: &str) -> Result<String, String> {
     Ok(s.to_string())
 }
 
+/// Options only the simulated node takes (argument id, flag).
+const SIM_ONLY: [(&str, &str); 8] = [
+    ("sim_profile", "--sim-profile"),
+    ("sim_gpus", "--sim-gpus"),
+    ("seed", "--seed"),
+    ("sim_pace", "--sim-pace"),
+    ("sim_faults", "--sim-fault"),
+    ("sim_step_us", "--sim-step-us"),
+    ("sim_truth", "--sim-truth"),
+    ("sim_epoch_ns", "--sim-epoch-ns"),
+];
+/// Options only real GPUs take.
+const CUDA_ONLY: [(&str, &str); 2] = [("virus", "--virus"), ("gemm_dtype", "--gemm-dtype")];
+
+/// Refuses, as a usage error, an option given on the command line for the
+/// other backend than the one the run drives: a simulated-node option on
+/// real GPUs, or a real-GPU load option on the simulated node. Either would
+/// otherwise be silently ignored.
+///
+/// # Errors
+///
+/// A clap error (exit 2) naming the option and the backend it belongs to.
+pub fn check_backend_options(m: &clap::ArgMatches) -> Result<(), clap::Error> {
+    use clap::CommandFactory;
+    let Some((name, sub)) = m.subcommand() else {
+        return Ok(());
+    };
+    if !matches!(name, "run" | "calibrate") {
+        return Ok(());
+    }
+    let sim = sub.get_one::<BackendKind>("backend") == Some(&BackendKind::Sim);
+    let (wrong, why): (&[(&str, &str)], &str) = if sim {
+        (
+            &CUDA_ONLY,
+            "drives real GPUs; the simulated node has one load model (drop it, or leave out --backend sim)",
+        )
+    } else {
+        (
+            &SIM_ONLY,
+            "is an option of the simulated node: add --backend sim (real GPUs take no simulated settings)",
+        )
+    };
+    match wrong
+        .iter()
+        .find(|(id, _)| sub.value_source(id) == Some(clap::parser::ValueSource::CommandLine))
+    {
+        Some((_, flag)) => Err(Cli::command().error(
+            clap::error::ErrorKind::ArgumentConflict,
+            format!("{flag} {why}"),
+        )),
+        None => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::{plain_stem, positive_f64};

@@ -14,7 +14,7 @@ pub fn run(a: &RunArgs) -> Result<i32> {
         Ok(c) => c,
         Err(e) => {
             errln!("{e}");
-            return Ok(crate::exit::ERROR);
+            return Ok(e.exit_code());
         }
     };
     // Under a launcher, a build with MPI runs as a rack (one rank is a rack

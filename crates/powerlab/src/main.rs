@@ -42,8 +42,6 @@ mod node;
 mod rack;
 mod ui;
 
-use clap::Parser;
-
 /// `--version`: version, git revision, CUDA major, features and target.
 pub const LONG_VERSION: &str = env!("POWERLAB_LONG_VERSION");
 
@@ -222,7 +220,14 @@ fn generate(what: &cli::Command) -> anyhow::Result<i32> {
 }
 
 fn main() {
-    let args = cli::Cli::parse();
+    let matches = <cli::Cli as clap::CommandFactory>::command().get_matches();
+    let args = match <cli::Cli as clap::FromArgMatches>::from_arg_matches(&matches) {
+        Ok(a) => a,
+        Err(e) => e.exit(),
+    };
+    if let Err(e) = cli::check_backend_options(&matches) {
+        e.exit();
+    }
     let real_gpus = match &args.command {
         cli::Command::Run(a) => a.backend == cli::BackendKind::Cuda,
         cli::Command::Calibrate(a) => a.opts.backend == cli::BackendKind::Cuda,

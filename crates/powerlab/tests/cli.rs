@@ -8,6 +8,8 @@
 mod util;
 use util::*;
 
+const DEMO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../campaigns/demo.toml");
+
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
@@ -191,6 +193,15 @@ fn arguments_that_cannot_mean_anything_are_usage_errors() {
         vec!["preflight", "--stem", ""],
         vec!["calibrate", "--backend", "sim", "--sensor", "x.json"],
         vec!["calibrate", "--backend", "sim", "--no-collate"],
+        vec!["run", DEMO, "--backend", "sim", "--sim-step-us", "7"],
+        vec![
+            "run",
+            DEMO,
+            "--backend",
+            "sim",
+            "--sim-fault",
+            "gpu99:lost_at=1s",
+        ],
     ] {
         let out = powerlab().args(&args).output().unwrap();
         assert_eq!(
@@ -200,4 +211,38 @@ fn arguments_that_cannot_mean_anything_are_usage_errors() {
             text(&out.stderr)
         );
     }
+}
+
+#[test]
+fn an_option_of_the_other_backend_is_a_usage_error_naming_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("runs");
+    let cases: [(&[&str], &str); 5] = [
+        (&["--sim-gpus", "2"], "--sim-gpus"),
+        (&["--sim-fault", "gpu0:lost_at=1s"], "--sim-fault"),
+        (&["--sim-truth"], "--sim-truth"),
+        (&["--backend", "sim", "--virus", "gemm"], "--virus"),
+        (
+            &["--backend", "sim", "--gemm-dtype", "fp16"],
+            "--gemm-dtype",
+        ),
+    ];
+    for (args, flag) in cases {
+        for cmd in [&["run", DEMO][..], &["calibrate"][..]] {
+            let out = powerlab()
+                .args(cmd)
+                .args(args)
+                .args(["--results", results.to_str().unwrap()])
+                .output()
+                .unwrap();
+            let err = text(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{cmd:?} {args:?}: {err}");
+            assert!(err.contains(flag), "{args:?} must name {flag}: {err}");
+            assert!(
+                err.contains("simulated node") && !err.contains("invalid value"),
+                "{args:?}: the backend, not the value, is refused: {err}"
+            );
+        }
+    }
+    assert!(!results.exists(), "nothing ran");
 }

@@ -18,15 +18,28 @@ const MAX_SIM_EPOCH_NS: i64 = 4_000_000_000_000_000_000;
 pub enum ConfigError {
     /// The campaign file did not load (its message names file, line and field).
     Campaign(String),
-    /// A command-line option is out of range or contradicts another.
+    /// A command-line option is out of range or contradicts another: a
+    /// usage error (exit 2).
     Arg(String),
+    /// A file named on the command line does not hold what it must (exit 1).
+    File(String),
+}
+
+impl ConfigError {
+    /// The exit code: 2 for a usage error, 1 otherwise.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            ConfigError::Arg(_) => 2,
+            ConfigError::Campaign(_) | ConfigError::File(_) => crate::exit::ERROR,
+        }
+    }
 }
 
 impl std::fmt::Display for ConfigError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ConfigError::Campaign(e) => write!(f, "{e}"),
-            ConfigError::Arg(e) => write!(f, "error: {e}"),
+            ConfigError::Arg(e) | ConfigError::File(e) => write!(f, "error: {e}"),
         }
     }
 }
@@ -104,7 +117,7 @@ impl RunConfig {
         let node = node_kind(a).map_err(ConfigError::Arg)?;
         if let Some(s) = &a.sensor {
             powerlab_collate::sensor::read_model(s)
-                .map_err(|e| ConfigError::Arg(format!("--sensor: {e}")))?;
+                .map_err(|e| ConfigError::File(format!("--sensor: {e}")))?;
         }
         Ok(RunConfig {
             file: a.file.clone(),
