@@ -95,6 +95,24 @@ pub fn t975(df: f64) -> f64 {
     }
 }
 
+/// The sum of `values` with Neumaier's compensation: the rounding error of
+/// each addition is carried and added back, so a rung's mean over hours of
+/// 10 ms points keeps its last reported digit (a plain running sum lost it:
+/// 20788.7395 J summed to 20788.73949999995 and was reported as .739).
+pub fn sum_compensated(values: &[f64]) -> f64 {
+    let (mut sum, mut carry) = (0.0_f64, 0.0_f64);
+    for &v in values {
+        let t = sum + v;
+        carry += if sum.abs() >= v.abs() {
+            (sum - t) + v
+        } else {
+            (v - t) + sum
+        };
+        sum = t;
+    }
+    sum + carry
+}
+
 /// Mean, sample standard deviation, and 95% CI half-width (None for n < 2).
 pub fn mean_sd_ci(values: &[f64]) -> (f64, Option<f64>, Option<f64>) {
     let n = values.len();
@@ -140,6 +158,18 @@ pub fn r3(v: f64) -> f64 {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_compensated_sum_keeps_what_a_running_sum_loses() {
+        // 1 + 1e-16 ten times: a running sum never leaves 1.0.
+        let mut v = vec![1.0];
+        v.extend(std::iter::repeat_n(1e-16, 10));
+        assert_eq!(v.iter().sum::<f64>(), 1.0);
+        assert_eq!(sum_compensated(&v), 1.0 + 1e-15);
+        // Large values that cancel do not swallow the small one.
+        assert_eq!(sum_compensated(&[1e100, 1.0, -1e100]), 1.0);
+        assert_eq!(sum_compensated(&[]), 0.0);
+    }
+
     use super::*;
 
     #[test]

@@ -26,7 +26,7 @@ use crate::curve::NodeCurve;
 use crate::cycle::{NoCycle, NodeCycle};
 use crate::edges::EdgeStats;
 use crate::load::Run;
-use crate::stats::{mean_sd_ci, quantile_sorted, r3, welch_difference};
+use crate::stats::{mean_sd_ci, quantile_sorted, r3, sum_compensated, welch_difference};
 use powerlab_rundir::RungInfo;
 use serde::ser::{Serialize, SerializeStruct, Serializer};
 use std::collections::HashMap;
@@ -220,7 +220,7 @@ impl Stats {
         let q = |q: f64| some.then(|| quantile_sorted(values, q));
         self.n.push(Some(values.len() as f64));
         self.mean
-            .push(some.then(|| values.iter().sum::<f64>() / values.len() as f64));
+            .push(some.then(|| sum_compensated(values) / values.len() as f64));
         self.max.push(values.last().copied());
         self.p1.push(q(0.01));
         self.p10.push(q(0.10));

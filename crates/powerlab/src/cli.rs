@@ -403,9 +403,12 @@ const CUDA_ONLY: [(&str, &str); 2] = [("virus", "--virus"), ("gemm_dtype", "--ge
 ///
 /// # Errors
 ///
-/// A clap error (exit 2) naming the option and the backend it belongs to.
-pub fn check_backend_options(m: &clap::ArgMatches) -> Result<(), clap::Error> {
-    use clap::CommandFactory;
+/// A clap error (exit 2) naming the option and the backend it belongs to,
+/// with the usage of the subcommand (`cmd` is the command that parsed `m`).
+pub fn check_backend_options(
+    m: &clap::ArgMatches,
+    cmd: &mut clap::Command,
+) -> Result<(), clap::Error> {
     let Some((name, sub)) = m.subcommand() else {
         return Ok(());
     };
@@ -428,10 +431,14 @@ pub fn check_backend_options(m: &clap::ArgMatches) -> Result<(), clap::Error> {
         .iter()
         .find(|(id, _)| sub.value_source(id) == Some(clap::parser::ValueSource::CommandLine))
     {
-        Some((_, flag)) => Err(Cli::command().error(
-            clap::error::ErrorKind::ArgumentConflict,
-            format!("{flag} {why}"),
-        )),
+        Some((_, flag)) => {
+            let kind = clap::error::ErrorKind::ArgumentConflict;
+            let message = format!("{flag} {why}");
+            Err(match cmd.find_subcommand_mut(name) {
+                Some(sub_cmd) => sub_cmd.error(kind, message),
+                None => cmd.error(kind, message),
+            })
+        }
         None => Ok(()),
     }
 }

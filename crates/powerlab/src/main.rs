@@ -220,12 +220,13 @@ fn generate(what: &cli::Command) -> anyhow::Result<i32> {
 }
 
 fn main() {
-    let matches = <cli::Cli as clap::CommandFactory>::command().get_matches();
+    let mut command = <cli::Cli as clap::CommandFactory>::command();
+    let matches = command.get_matches_mut();
     let args = match <cli::Cli as clap::FromArgMatches>::from_arg_matches(&matches) {
         Ok(a) => a,
         Err(e) => e.exit(),
     };
-    if let Err(e) = cli::check_backend_options(&matches) {
+    if let Err(e) = cli::check_backend_options(&matches, &mut command) {
         e.exit();
     }
     let real_gpus = match &args.command {
