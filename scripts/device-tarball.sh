@@ -69,3 +69,16 @@ log "health-diff exit codes"
 bin/powerlab health-diff "$d/health.json" "$d/health.json" > /dev/null; echo "same capture: exit $?" | tee -a "$OUT/tarball.txt"
 bin/powerlab health-diff --json "$d/health.json" "$d/health-under-load.json" > "$OUT/health-diff.json"; echo "idle vs under load: exit $? — $(head -c 300 "$OUT/health-diff.json")" | tee -a "$OUT/tarball.txt"
 nvidia-smi --query-gpu=index,power.draw,clocks.sm --format=csv,noheader | tee -a "$OUT/tarball.txt"
+
+# More campaigns from the unpacked tree (e.g. CAMPAIGNS="campaigns/device-nccl.toml"):
+# each run's report and summary are kept under $OUT.
+for c in ${CAMPAIGNS:-}; do
+  name=$(basename "$c" .toml)
+  log "campaign $c"
+  bin/powerlab run "$c" --results "$FRESH/extra" > "$OUT/$name.log" 2>&1; echo "run $c: exit $?" | tee -a "$OUT/tarball.txt"
+  rd=$(ls -td "$FRESH"/extra/*/ | head -1)
+  mkdir -p "$OUT/$name"
+  cp "$rd"/report/report.md "$rd"/report/summary.csv "$rd"/manifest.json "$OUT/$name/" 2>/dev/null
+  [ -f "$rd/report/nccl.csv" ] && cp "$rd/report/nccl.csv" "$OUT/$name/"
+  grep -n -A3 "One rank\|## Fabric power" "$rd/report/report.md" | tee -a "$OUT/tarball.txt"
+done
