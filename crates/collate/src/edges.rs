@@ -76,13 +76,19 @@ impl EdgeStats {
     }
 }
 
-/// Signed errors (achieved − intended) of every edge of `kind`, by rung, in
-/// whole ns: quantiles are taken in ns and only then put in µs, so a
-/// midpoint such as 387.5 ns is exact before the report rounds it.
-fn errors_by_rung(df: &DataFrame, kind: &str) -> Result<BTreeMap<u32, Vec<f64>>, CollateError> {
-    let mut by: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
-    for e in edge_rows(df)?.filter(|e| e.kind == kind) {
-        by.entry(e.rung_id)
+/// Signed edge errors by rung, ns.
+type ErrorsByRung = BTreeMap<u32, Vec<f64>>;
+
+/// Signed errors (achieved − intended) of every edge, by kind (`start`,
+/// `rise`, `fall`) and rung, in whole ns: quantiles are taken in ns and
+/// only then put in µs, so a midpoint such as 387.5 ns is exact before the
+/// report rounds it. One pass over the edges for every statistic.
+fn errors_by_kind(df: &DataFrame) -> Result<HashMap<String, ErrorsByRung>, CollateError> {
+    let mut by: HashMap<String, ErrorsByRung> = HashMap::new();
+    for e in edge_rows(df)? {
+        by.entry(e.kind.to_string())
+            .or_default()
+            .entry(e.rung_id)
             .or_default()
             .push((e.achieved_ns - e.intended_ns) as f64);
     }
@@ -98,22 +104,15 @@ fn ns_to_us(ns: f64) -> f64 {
     ns.round() / 1e3
 }
 
-fn kind_stats(df: &DataFrame, kind: &str) -> Result<HashMap<u32, KindStats>, CollateError> {
-    Ok(errors_by_rung(df, kind)?
-        .into_iter()
-        .map(|(id, err)| {
-            let abs: Vec<f64> = err.iter().map(|e| e.abs()).collect();
-            (
-                id,
-                KindStats {
-                    p50_us: ns_to_us(quantile(&err, 0.5).unwrap_or(0.0)),
-                    p99_us: ns_to_us(quantile(&abs, 0.99).unwrap_or(0.0)),
-                    max_us: ns_to_us(abs.iter().copied().fold(0.0, f64::max)),
-                    n: err.len(),
-                },
-            )
-        })
-        .collect())
+/// One rung's rise (or fall) figures from its signed errors, ns.
+fn kind_stats(err: &[f64]) -> KindStats {
+    let abs: Vec<f64> = err.iter().map(|e| e.abs()).collect();
+    KindStats {
+        p50_us: ns_to_us(quantile(err, 0.5).unwrap_or(0.0)),
+        p99_us: ns_to_us(quantile(&abs, 0.99).unwrap_or(0.0)),
+        max_us: ns_to_us(abs.iter().copied().fold(0.0, f64::max)),
+        n: err.len(),
+    }
 }
 
 /// One whole row of an edges frame.
@@ -292,7 +291,8 @@ pub fn edge_stats(
 ) -> Result<HashMap<u32, EdgeStats>, CollateError> {
     let mut out: HashMap<u32, EdgeStats> = HashMap::new();
     let Some(df) = edges else { return Ok(out) };
-    for (id, err) in errors_by_rung(df, "start")? {
+    let mut by_kind = errors_by_kind(df)?;
+    for (id, err) in by_kind.remove("start").unwrap_or_default() {
         let e = out.entry(id).or_default();
         let (lo, hi) = err
             .iter()
@@ -302,18 +302,11 @@ pub fn edge_stats(
         e.start_error_max_us = ns_to_us(err.iter().map(|v| v.abs()).fold(0.0, f64::max));
         e.start_skew_us = ns_to_us(hi - lo);
     }
-    for (kind, stats) in [
-        ("rise", kind_stats(df, "rise")?),
-        ("fall", kind_stats(df, "fall")?),
-    ] {
-        for (id, k) in stats {
-            let e = out.entry(id).or_default();
-            if kind == "rise" {
-                e.rise = Some(k);
-            } else {
-                e.fall = Some(k);
-            }
-        }
+    for (id, err) in by_kind.remove("rise").unwrap_or_default() {
+        out.entry(id).or_default().rise = Some(kind_stats(&err));
+    }
+    for (id, err) in by_kind.remove("fall").unwrap_or_default() {
+        out.entry(id).or_default().fall = Some(kind_stats(&err));
     }
     // Cross-GPU skew: the k-th rise (fall) of every GPU of a rung, whatever
     // its stagger, spread across GPUs.

@@ -199,34 +199,45 @@ impl Serialize for RungSummary {
     }
 }
 
-/// One node column's figures over the curve points of each rung, by row
-/// of the rung list (`None` where a rung has no non-null point).
+/// One node column's figures over a rung's curve points (`None` where the
+/// rung has no non-null point of that column).
 #[derive(Default)]
 struct Stats {
-    n: Vec<Option<f64>>,
-    mean: Vec<Option<f64>>,
-    max: Vec<Option<f64>>,
-    p1: Vec<Option<f64>>,
-    p10: Vec<Option<f64>>,
-    p90: Vec<Option<f64>>,
-    p99: Vec<Option<f64>>,
+    n: f64,
+    mean: Option<f64>,
+    max: Option<f64>,
+    p1: Option<f64>,
+    p10: Option<f64>,
+    p90: Option<f64>,
+    p99: Option<f64>,
 }
 
 impl Stats {
-    /// Appends the figures of one rung's non-null `values`.
-    fn push(&mut self, values: &mut [f64]) {
+    /// The figures of one rung's non-null `values`.
+    fn of(values: &mut [f64]) -> Stats {
         values.sort_by(f64::total_cmp);
         let some = !values.is_empty();
         let q = |q: f64| some.then(|| quantile_sorted(values, q));
-        self.n.push(Some(values.len() as f64));
-        self.mean
-            .push(some.then(|| sum_compensated(values) / values.len() as f64));
-        self.max.push(values.last().copied());
-        self.p1.push(q(0.01));
-        self.p10.push(q(0.10));
-        self.p90.push(q(0.90));
-        self.p99.push(q(0.99));
+        Stats {
+            n: values.len() as f64,
+            mean: some.then(|| sum_compensated(values) / values.len() as f64),
+            max: values.last().copied(),
+            p1: q(0.01),
+            p10: q(0.10),
+            p90: q(0.90),
+            p99: q(0.99),
+        }
     }
+}
+
+/// A rung's sample-and-hold figures from the node curve: how many grid
+/// points fall in its window, and each node column's figures over them.
+#[derive(Default)]
+struct CurveFigures {
+    grid_n: f64,
+    buffered: Stats,
+    instant: Stats,
+    average: Stats,
 }
 
 /// The curve's points by rung: a point belongs to the rung whose window
@@ -270,29 +281,32 @@ pub fn summarize(
         .collect();
     windows.sort_by_key(|w| w.1);
     let t_ns = i64_column(&curve.df, "t_ns");
-    let tagged = points_by_rung(&t_ns, &windows);
-    let ids: Vec<u32> = tagged.iter().map(|(id, _)| *id).collect();
-    let grid_n: Vec<Option<f64>> = tagged
-        .iter()
-        .map(|(_, pts)| Some(pts.len() as f64))
-        .collect();
-    let stats_of = |c: &str| {
-        let mut st = Stats::default();
-        if curve.df.column(c).is_ok() {
-            let values = f64_column(&curve.df, c);
-            for (_, pts) in &tagged {
-                let mut v: Vec<f64> = pts.iter().filter_map(|k| values[*k]).collect();
-                st.push(&mut v);
-            }
-        }
-        st
-    };
-    let (b, i, a) = (
-        stats_of("node_buffered_w"),
-        stats_of("node_instant_w"),
-        stats_of("node_average_field_w"),
+    // A column the curve lacks reads as empty: its figures stay None.
+    let (bv, iv, av) = (
+        f64_column(&curve.df, "node_buffered_w"),
+        f64_column(&curve.df, "node_instant_w"),
+        f64_column(&curve.df, "node_average_field_w"),
     );
-    let row_of: HashMap<u32, usize> = ids.iter().enumerate().map(|(k, id)| (*id, k)).collect();
+    let over = |values: &[Option<f64>], pts: &[usize]| {
+        Stats::of(
+            &mut pts
+                .iter()
+                .filter_map(|k| values.get(*k).copied().flatten())
+                .collect::<Vec<f64>>(),
+        )
+    };
+    let figures: HashMap<u32, CurveFigures> = points_by_rung(&t_ns, &windows)
+        .into_iter()
+        .map(|(id, pts)| {
+            let f = CurveFigures {
+                grid_n: pts.len() as f64,
+                buffered: over(&bv, &pts),
+                instant: over(&iv, &pts),
+                average: over(&av, &pts),
+            };
+            (id, f)
+        })
+        .collect();
     let limit = |key: &str, default: f64| {
         run.manifest
             .campaign_resolved
@@ -313,28 +327,24 @@ pub fn summarize(
 
     let mut out = Vec::new();
     for r in &run.rungs {
-        let k = row_of.get(&r.info.id).copied();
-        let get = |v: &Vec<Option<f64>>| k.and_then(|k| v.get(k).copied().flatten());
-        let total = k
-            .and_then(|k| grid_n.get(k).copied().flatten())
-            .unwrap_or(0.0);
-        let b_n = get(&b.n).unwrap_or(0.0);
-        let i_n = get(&i.n).unwrap_or(0.0);
-        let use_buffered = total > 0.0 && b_n / total >= 0.5;
+        let none = CurveFigures::default();
+        let cf = figures.get(&r.info.id).unwrap_or(&none);
+        let (total, i, a) = (cf.grid_n, &cf.instant, &cf.average);
+        let use_buffered = total > 0.0 && cf.buffered.n / total >= 0.5;
         let (s, n, instrument) = if use_buffered {
-            (&b, b_n, "buffered_w")
+            (&cf.buffered, cf.buffered.n, "buffered_w")
         } else {
-            (&i, i_n, "instant_w")
+            (i, i.n, "instant_w")
         };
         let window_s = (r.end_ns - r.measure_from_ns) as f64 / 1e9;
         let diff = |x: Option<f64>, y: Option<f64>| x.zip(y).map(|(x, y)| r3(x - y));
         let raw = Figures {
-            mean: get(&s.mean),
-            peak: get(&s.max),
-            p1: get(&s.p1),
-            p10: get(&s.p10),
-            p90: get(&s.p90),
-            p99: get(&s.p99),
+            mean: s.mean,
+            peak: s.max,
+            p1: s.p1,
+            p10: s.p10,
+            p90: s.p90,
+            p99: s.p99,
         };
         let raw_coverage = if total > 0.0 { r3(n / total) } else { 0.0 };
         // The headline figures.
@@ -415,11 +425,11 @@ pub fn summarize(
             raw_peak_w: raw.peak.map(r3),
             raw_spread_w: diff(raw.p99, raw.p1),
             raw_swing_w: diff(raw.p90, raw.p10),
-            instant_mean_w: get(&i.mean).map(r3),
-            instant_spread_w: diff(get(&i.p99), get(&i.p1)),
-            average_field_mean_w: get(&a.mean).map(r3),
-            average_field_spread_w: diff(get(&a.p99), get(&a.p1)),
-            average_field_swing_w: diff(get(&a.p90), get(&a.p10)),
+            instant_mean_w: i.mean.map(r3),
+            instant_spread_w: diff(i.p99, i.p1),
+            average_field_mean_w: a.mean.map(r3),
+            average_field_spread_w: diff(a.p99, a.p1),
+            average_field_swing_w: diff(a.p90, a.p10),
             start_error_max_us: e.map(|e| r3(e.start_error_max_us)),
             start_skew_us: e.map(|e| r3(e.start_skew_us)),
             rise_err_p50_us: e.and_then(|e| e.rise).map(|k| r3(k.p50_us)),
@@ -803,18 +813,16 @@ mod tests {
 
     #[test]
     fn rung_figures_use_the_linear_quantile_and_skip_missing_points() {
-        let mut st = Stats::default();
         let mut v: Vec<f64> = (1..=101).rev().map(f64::from).collect();
-        st.push(&mut v);
-        st.push(&mut []);
-        assert_eq!(st.n, vec![Some(101.0), Some(0.0)]);
-        assert_eq!(st.mean, vec![Some(51.0), None]);
-        assert_eq!(st.max, vec![Some(101.0), None]);
+        let (st, empty) = (Stats::of(&mut v), Stats::of(&mut []));
+        assert_eq!((st.n, empty.n), (101.0, 0.0));
+        assert_eq!((st.mean, empty.mean), (Some(51.0), None));
+        assert_eq!((st.max, empty.max), (Some(101.0), None));
         // Rank q·(n−1) of 1..=101 is exactly 1 + 100·q.
-        assert_eq!(st.p1, vec![Some(2.0), None]);
-        assert_eq!(st.p10, vec![Some(11.0), None]);
-        assert_eq!(st.p90, vec![Some(91.0), None]);
-        assert_eq!(st.p99, vec![Some(100.0), None]);
+        assert_eq!((st.p1, empty.p1), (Some(2.0), None));
+        assert_eq!((st.p10, empty.p10), (Some(11.0), None));
+        assert_eq!((st.p90, empty.p90), (Some(91.0), None));
+        assert_eq!((st.p99, empty.p99), (Some(100.0), None));
     }
 
     #[test]

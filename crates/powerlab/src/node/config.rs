@@ -161,15 +161,12 @@ fn node_kind(a: &RunArgs) -> Result<NodeKind, String> {
         ));
     }
     match a.backend {
-        BackendKind::Cuda => {
-            if !a.sim_faults.is_empty() {
-                return Err("--sim-fault is for the simulated node (--backend sim); real GPUs are never given faults".into());
-            }
-            Ok(NodeKind::Cuda(CudaConfig {
-                mode: a.virus.mode(),
-                dtype: a.gemm_dtype.dtype(),
-            }))
-        }
+        // Options of the other backend are refused where the command line
+        // is parsed (`cli::check_backend_options`).
+        BackendKind::Cuda => Ok(NodeKind::Cuda(CudaConfig {
+            mode: a.virus.mode(),
+            dtype: a.gemm_dtype.dtype(),
+        })),
         BackendKind::Sim => {
             let gpus = usize::from(a.sim_gpus);
             let faults = FaultPlan::parse(&a.sim_faults)?;
