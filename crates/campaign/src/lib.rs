@@ -10,13 +10,15 @@
 pub mod detune;
 pub mod error;
 pub mod model;
+mod node_power;
 pub mod parse;
 pub mod plan;
 
 pub use error::CampaignError;
 pub use model::{
-    CALIBRATION_PHASE, Campaign, GpuSelector, Limits, Mode, NcclSpec, NcclStep, Phase, PhaseKind,
-    Rack, RackStagger, Sampling, Stagger, calibration_phases,
+    CALIBRATION_PHASE, Campaign, GpuSelector, Limits, Mode, NcclSpec, NcclStep, NodePowerKind,
+    NodePowerSpec, Phase, PhaseKind, Rack, RackStagger, RedfishAuth, Sampling, Stagger,
+    calibration_phases,
 };
 pub use parse::{load_file, parse_str};
 pub use plan::{Plan, RackPosition, Rung, expand, expand_on_rack};

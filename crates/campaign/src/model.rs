@@ -317,6 +317,9 @@ pub struct Campaign {
     pub rack: Rack,
     /// Phases in file order.
     pub phases: Vec<Phase>,
+    /// Meters of the node's own power (`[[node_power]]`).
+    #[serde(default)]
+    pub node_power: Vec<NodePowerSpec>,
 }
 
 impl Campaign {
@@ -375,4 +378,94 @@ pub fn calibration_phases() -> Vec<Phase> {
         phase(vec![4013.0], 12.0),
         phase(probes, 4.0),
     ]
+}
+
+/// A meter of the node's own power (`[[node_power]]`), sampled for the
+/// whole run beside the GPU samplers. Credentials never sit here: only the
+/// names of the variables or files that hold them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodePowerSpec {
+    /// Unique name (`bmc`, `pdu-a`), used in file names and tables.
+    pub name: String,
+    /// How often to ask, ms.
+    pub interval_ms: f64,
+    /// Longest wait for one answer, ms (every request carries it).
+    pub timeout_ms: f64,
+    /// What to ask.
+    pub kind: NodePowerKind,
+}
+
+/// The kinds of node power meter.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum NodePowerKind {
+    /// A Redfish service (a BMC): the chassis power, discovered from the
+    /// service root, and each power supply where present.
+    Redfish {
+        /// Base address, `https://10.0.0.5` (the service root is `/redfish/v1`).
+        url: String,
+        /// Chassis id; None: the first chassis with a power reading.
+        chassis: Option<String>,
+        /// How to authenticate.
+        auth: RedfishAuth,
+        /// User name (not secret).
+        user: Option<String>,
+        /// Environment variable that holds the password.
+        password_env: Option<String>,
+        /// File whose first line is the password.
+        password_file: Option<String>,
+        /// Accept a self-signed certificate without verifying it.
+        insecure_tls: bool,
+        /// Trust this PEM certificate (a BMC's self-signed one) instead of
+        /// the public roots.
+        ca_file: Option<String>,
+    },
+    /// `ipmitool … dcmi power reading`, in-band or over LAN.
+    Ipmi {
+        /// The ipmitool program.
+        ipmitool: String,
+        /// Arguments before `dcmi power reading` (interface, host, user;
+        /// the password through `-E`/`IPMI_PASSWORD` or `-f file`).
+        args: Vec<String>,
+    },
+    /// A command that prints the node's watts (the first number on stdout).
+    Command {
+        /// Program and arguments.
+        command: Vec<String>,
+    },
+    /// A Prometheus text endpoint (a PDU's exporter): the sum of the
+    /// series of `metric` that carry every label in `labels`.
+    Prometheus {
+        /// Address of the metrics page.
+        url: String,
+        /// Metric name.
+        metric: String,
+        /// Labels a series must carry (name, value).
+        labels: Vec<(String, String)>,
+    },
+}
+
+/// Redfish authentication.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RedfishAuth {
+    /// No credentials (a service that needs none).
+    None,
+    /// HTTP basic authentication on every request.
+    Basic,
+    /// A Redfish session (`SessionService/Sessions`, `X-Auth-Token`),
+    /// deleted at the end of the run.
+    Session,
+}
+
+impl NodePowerKind {
+    /// The kind's name as written in the campaign.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            NodePowerKind::Redfish { .. } => "redfish",
+            NodePowerKind::Ipmi { .. } => "ipmi",
+            NodePowerKind::Command { .. } => "command",
+            NodePowerKind::Prometheus { .. } => "prometheus",
+        }
+    }
 }

@@ -17,6 +17,8 @@ struct RawFile {
     rack: Option<RawRack>,
     #[serde(default)]
     phase: Vec<Spanned<RawPhase>>,
+    #[serde(default)]
+    node_power: Vec<Spanned<crate::node_power::RawNodePower>>,
 }
 
 #[derive(Deserialize)]
@@ -110,13 +112,13 @@ pub use crate::model::MAX_REPEATS;
 const PHASE_KINDS: &str = "idle, sustained, duty, nccl, soak";
 const MODES: &str = "in_phase, staggered";
 
-struct Ctx<'a> {
+pub(crate) struct Ctx<'a> {
     file: &'a str,
     source: &'a str,
 }
 
 impl Ctx<'_> {
-    fn err(
+    pub(crate) fn err(
         &self,
         span: Range<usize>,
         field: impl Into<String>,
@@ -136,7 +138,7 @@ impl Ctx<'_> {
 
     /// A number in `lo..=hi` (`lo` excluded when `lo_open`), else an error
     /// that states the range.
-    fn ranged(
+    pub(crate) fn ranged(
         &self,
         v: &Option<Spanned<f64>>,
         field: &str,
@@ -522,6 +524,7 @@ fn validate(ctx: &Ctx<'_>, raw: RawFile) -> Result<Campaign, CampaignError> {
         limits,
         rack,
         phases,
+        node_power: crate::node_power::validate_all(ctx, raw.node_power)?,
     };
     // Before any schedule is expanded: a campaign that cannot end within a
     // year is refused here, at once, whatever the GPU count.

@@ -7,7 +7,9 @@
 use crate::error::CollateError;
 use crate::export::{csv, json, markdown, plots};
 use crate::sensor::series::{EdgeIndex, SeriesSet};
-use crate::{curve, cycle, edges, energy, handoff, integrity, load, nccl, sensor, stats, summary};
+use crate::{
+    curve, cycle, edges, energy, handoff, integrity, load, nccl, node_power, sensor, stats, summary,
+};
 use powerlab_rundir::RunDir;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -337,6 +339,8 @@ fn collate_into(
     let compare = summary::compare_modes(&rungs);
     let nccl_rows = nccl::nccl_rows(dir, run)?;
     let fabric = nccl::fabric_power(&rungs, nccl::nccl_ranks(&nccl_rows, run));
+    let np = node_power_of(dir, run, &curve, &mut raw_problems)?;
+    step("node power");
 
     let mut files = vec![
         csv::write_node_curve(&curve, &report_dir)?,
@@ -378,6 +382,19 @@ fn collate_into(
         &sensor.answers,
         &report_dir.join("plots"),
     )?);
+    if !np.facts.is_empty() {
+        let (a, b) = (
+            report_dir.join("node_power_sources.csv"),
+            report_dir.join("node_power.csv"),
+        );
+        csv::write_rows(&np.facts, &a)?;
+        csv::write_rows(&np.rungs, &b)?;
+        files.extend([a, b]);
+        files.extend(plots::write_node_power_plot(
+            &np.plot,
+            &report_dir.join("plots"),
+        )?);
+    }
     let tables = markdown::run::Tables {
         rungs: &rungs,
         repeats: &repeats,
@@ -387,6 +404,7 @@ fn collate_into(
         sensor: &sensor,
         raw_problems: &raw_problems,
         raw_end_ns,
+        node_power: (&np.facts, &np.rungs),
     };
     files.push(markdown::run::write_report(
         run,
@@ -406,4 +424,103 @@ fn collate_into(
         raw_rows,
         files,
     })
+}
+
+/// The node power analysis of a run, and its plot's lines.
+struct NodePowerOut {
+    facts: Vec<node_power::SourceFacts>,
+    rungs: Vec<node_power::NodePowerRung>,
+    plot: plots::NodePowerSeries,
+}
+
+/// Reads `node_power/` and joins it with the node curve. A damaged source
+/// file is named among the raw problems and left out: node power is an
+/// extra, and the GPU figures stand without it.
+fn node_power_of(
+    dir: &RunDir,
+    run: &load::Run,
+    curve: &curve::NodeCurve,
+    problems: &mut Vec<String>,
+) -> Result<NodePowerOut, CollateError> {
+    let mut sources = Vec::new();
+    for f in powerlab_rundir::node_power::node_power_files(&dir.path)? {
+        match powerlab_rundir::node_power::read_node_power(&f) {
+            Ok((rows, cut)) => {
+                let name = powerlab_rundir::raw::raw_stem(&f);
+                if cut > 0 {
+                    problems.push(format!("node_power/{name}.csv ends in a cut row (dropped)"));
+                }
+                let kind = rows.first().map(|r| r.kind.clone()).unwrap_or_default();
+                let interval_ms = run.manifest.campaign_resolved["node_power"]
+                    .as_array()
+                    .and_then(|a| a.iter().find(|s| s["name"] == name.as_str()))
+                    .and_then(|s| s["interval_ms"].as_f64());
+                sources.push(node_power::SourceRows {
+                    source: name,
+                    kind,
+                    interval_ms,
+                    rows,
+                });
+            }
+            Err(e) => problems.push(format!("{e}; that node power source is left out")),
+        }
+    }
+    if sources.is_empty() {
+        return Ok(NodePowerOut {
+            facts: vec![],
+            rungs: vec![],
+            plot: plots::NodePowerSeries {
+                gpu: vec![],
+                sources: vec![],
+            },
+        });
+    }
+    let t_ns = crate::columns::i64_column(&curve.df, "t_ns");
+    let w = crate::columns::f64_column(&curve.df, "node_buffered_w");
+    let spans: Vec<node_power::RungSpan> = run
+        .rungs
+        .iter()
+        .map(|r| node_power::RungSpan {
+            id: r.info.id,
+            label: r.info.label.clone(),
+            kind: r.info.kind.clone(),
+            period_ms: r.info.period_ms.filter(|_| r.info.kind == "duty"),
+            from_ns: r.measure_from_ns,
+            to_ns: r.end_ns,
+        })
+        .collect();
+    let (facts, rungs) =
+        node_power::analyse(&sources, &spans, &node_power::GpuSum { t_ns: &t_ns, w: &w });
+    let t0 = run.manifest.started_ns;
+    let secs = |t: i64| (t - t0) as f64 / 1e9;
+    // The GPU sum in 1 s means, for the plot.
+    let mut gpu = Vec::new();
+    let mut acc = (0.0, 0usize, None::<i64>);
+    for (t, v) in t_ns.iter().zip(&w) {
+        let sec = (t - t0).div_euclid(1_000_000_000);
+        if acc.2.is_some_and(|s| s != sec) && acc.1 > 0 {
+            gpu.push((secs(*t), acc.0 / acc.1 as f64));
+            acc = (0.0, 0, None);
+        }
+        if let Some(v) = v {
+            acc = (acc.0 + v, acc.1 + 1, Some(sec));
+        }
+    }
+    let plot = plots::NodePowerSeries {
+        gpu,
+        sources: sources
+            .iter()
+            .map(|s| {
+                (
+                    s.source.clone(),
+                    s.rows
+                        .iter()
+                        .filter(|r| r.quantity == "node")
+                        .filter_map(|r| r.watts.map(|w| (secs(r.recv_ns), w)))
+                        .collect(),
+                )
+            })
+            .collect(),
+    };
+    Ok(NodePowerOut { facts, rungs, plot })
 }

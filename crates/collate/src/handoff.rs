@@ -141,11 +141,11 @@ fn input_paths(dir: &Path) -> Result<Vec<PathBuf>, CollateError> {
         }
         if path.is_file() {
             out.push(PathBuf::from(&name));
-        } else if name == "raw" && path.is_dir() {
+        } else if (name == "raw" || name == "node_power") && path.is_dir() {
             for r in std::fs::read_dir(&path).map_err(|e| CollateError::io(&path, e))? {
                 let r = r.map_err(|e| CollateError::io(&path, e))?;
                 if r.path().is_file() {
-                    out.push(PathBuf::from("raw").join(r.file_name()));
+                    out.push(PathBuf::from(&name).join(r.file_name()));
                 }
             }
         }

@@ -19,7 +19,8 @@
 //! helpers ([`error`], [`stats`], [`format`](mod@format), [`columns`]); the
 //! run's data ([`sensor::series`], [`integrity`], [`load`]); the analyses
 //! ([`curve`], [`edges`], [`energy`], the [`sensor`] model and calibration,
-//! [`cycle`], the sensor verdicts, [`summary`], [`nccl`], the [`rack`]
+//! [`cycle`], the sensor verdicts, [`summary`], [`nccl`], [`node_power`]
+//! (the node's own meters beside the GPU sum), the [`rack`]
 //! tables); every file written ([`export`], and what a node hands its rack,
 //! [`handoff`]); and the pipelines that run them
 //! ([`collation`], [`rack`]).
@@ -37,6 +38,7 @@ pub mod handoff;
 pub mod integrity;
 pub mod load;
 pub mod nccl;
+pub mod node_power;
 pub mod rack;
 pub mod sensor;
 pub mod stats;

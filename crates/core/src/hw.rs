@@ -299,6 +299,9 @@ pub struct NodeHandles {
     pub gpus: Vec<Box<dyn Gpu>>,
     /// One instrument per selected GPU, same order as `info.gpus`.
     pub sources: Vec<Box<dyn PowerSource>>,
+    /// Meters of the node's own power (the campaign's `[[node_power]]`
+    /// sources); a backend opens none, the command line adds them.
+    pub meters: Vec<Box<dyn crate::meter::NodeMeter>>,
 }
 
 /// A node backend (simulated or real).

@@ -1,7 +1,8 @@
 //! The shared vocabulary of gpu-power-lab: units, the one run clock, load
 //! shapes and their edges, instrument samples, and the two hardware seams
 //! (`Gpu`, a device that runs load on an absolute schedule, and
-//! `PowerSource`, an instrument that yields timestamped samples). Every
+//! `PowerSource`, an instrument that yields timestamped samples), and the
+//! node's own power meter (`NodeMeter`: a BMC, IPMI or a PDU). Every
 //! backend — the simulated node and the real CUDA/NVML one — implements these
 //! traits, so the runner and the collator never know which one they drive.
 //! Nothing here talks to hardware or touches the filesystem.
@@ -9,6 +10,7 @@
 pub mod clock;
 pub mod collective;
 pub mod hw;
+pub mod meter;
 pub mod sample;
 pub mod select;
 pub mod shape;
@@ -20,6 +22,7 @@ pub use hw::{
     Backend, BackendInfo, Capability, DeviceEvent, EdgeRecord, Gpu, GpuIdentity, GpuSchedule,
     HwError, NodeHandles, PowerSource, Readiness, RungOutcome,
 };
+pub use meter::{MeterError, NodeMeter, NodeReading};
 pub use sample::{Instrument, Sample};
 pub use select::{GpuRef, GpuSelector};
 pub use shape::LoadShape;

@@ -278,6 +278,7 @@ impl Backend for CudaBackend {
             },
             gpus,
             sources,
+            meters: Vec::new(),
         })
     }
 }

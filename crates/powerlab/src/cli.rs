@@ -348,6 +348,11 @@ pub struct PreflightArgs {
     /// Print the whole health capture as JSON instead of the check table.
     #[arg(long)]
     pub json: bool,
+    /// Also check this campaign's `[[node_power]]` sources (BMC, IPMI,
+    /// PDU: reachable, authenticated, returns a number), and treat a
+    /// missing NCCL as blocking if it has an nccl phase.
+    #[arg(long, value_name = "FILE")]
+    pub campaign: Option<PathBuf>,
 }
 
 /// Options of `health-diff`.

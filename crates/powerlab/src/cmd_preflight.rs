@@ -47,18 +47,32 @@ pub fn sim_capture(
 }
 
 pub fn preflight(a: &PreflightArgs) -> Result<i32> {
+    let campaign = match &a.campaign {
+        Some(f) => Some(powerlab_campaign::load_file(f).map_err(|e| anyhow::anyhow!("{e}"))?),
+        None => None,
+    };
     let t0 = std::time::Instant::now();
-    let r = capture(a.phase.as_str(), a.needs_nccl, &[]);
+    let needs_nccl = a.needs_nccl || campaign.as_ref().is_some_and(|c| c.needs_nccl());
+    let r = capture(a.phase.as_str(), needs_nccl, &[]);
+    let sources = campaign
+        .as_ref()
+        .map(|c| crate::node_power::check_all(&c.node_power))
+        .unwrap_or_default();
     let elapsed = t0.elapsed();
     let (json, md) = report::write(&r, &a.out, &a.stem)
         .with_context(|| format!("writing the health report into {}", a.out.display()))?;
-    let code = if r.failed() {
+    let sources_failed = crate::node_power::failure(&sources);
+    let code = if r.failed() || sources_failed.is_some() {
         crate::exit::PREFLIGHT
     } else {
         0
     };
     if a.json {
-        outln!("{}", serde_json::to_string(&r)?);
+        let mut v = serde_json::to_value(&r)?;
+        if let (Some(obj), true) = (v.as_object_mut(), campaign.is_some()) {
+            obj.insert("node_power".into(), serde_json::to_value(&sources)?);
+        }
+        outln!("{}", serde_json::to_string(&v)?);
         return Ok(code);
     }
     outln!("{}", r.headline());
@@ -69,6 +83,12 @@ pub fn preflight(a: &PreflightArgs) -> Result<i32> {
             format!("{:?}", c.status).to_lowercase(),
             c.evidence.first().cloned().unwrap_or_default()
         );
+    }
+    for l in crate::node_power::lines(&sources) {
+        outln!("{l}");
+    }
+    if let Some(m) = sources_failed {
+        outln!("{m}");
     }
     outln!(
         "preflight took {:.2} s; wrote {} and {}",

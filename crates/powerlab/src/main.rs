@@ -38,6 +38,7 @@ mod cmd_preflight;
 mod cmd_plan;
 mod cmd_run;
 mod node;
+mod node_power;
 #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 mod rack;
 mod ui;

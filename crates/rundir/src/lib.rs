@@ -6,6 +6,8 @@
 //! timestamp and node id, flushed at least every second), `events.jsonl`
 //! (rungs, barriers, faults), `edges.csv` (intended vs achieved edges) and,
 //! for NCCL phases, `collectives.csv` (timed collectives per GPU); the
+//! `node_power/<source>.csv` holds the node's own power meters' readings
+//! (BMC, IPMI, PDU) with send and answer times; the
 //! other files (health captures, sensor model, simulated truth, rack file)
 //! are named in [`files`].
 //! Everything under `report/` is derived and can be deleted and regenerated
@@ -20,6 +22,7 @@ pub mod files;
 pub mod layout;
 pub mod lock;
 pub mod manifest;
+pub mod node_power;
 pub mod raw;
 
 pub use collectives::{CollectiveRow, CollectiveWriter};
@@ -28,4 +31,5 @@ pub use events::{EventLog, GpuReady, RunEvent, RungInfo};
 pub use files::{RunFile, write_json, write_sim_truth};
 pub use layout::{RunDir, RunDirError};
 pub use manifest::{FORMAT_VERSION, FileSum, Manifest, RunStatus, ToolInfo};
+pub use node_power::{NodePowerRow, NodePowerWriter};
 pub use raw::{IndexFile, IndexOwner, RawIndex, RawRow, RawWriter, read_index_file};

@@ -60,19 +60,21 @@ pub async fn run_campaign(
         info,
         gpus,
         sources,
+        meters,
     } = node;
     let keys: Vec<String> = info.gpus.iter().map(|g| g.key.clone()).collect();
     let raw_dir = files.dir.raw_dir();
     let crew_setup = CrewSetup {
         campaign,
         raw_dir: &raw_dir,
+        run_dir: &files.dir.path,
         node_id: &info.node_id,
         keys: &keys,
         clock,
         start_ns,
         stop: &stop,
     };
-    let (crew, monitor_rx) = Crew::start(crew_setup, gpus, sources)?;
+    let (crew, monitor_rx) = Crew::start(crew_setup, gpus, sources, meters)?;
     let parts = DriverParts {
         clock,
         stop,

@@ -2,17 +2,19 @@
 //! over the samplers. This module starts them in order (samplers first, so
 //! that every rung is sampled from its warm-up on) and stops them in the
 //! reverse order: every GPU's load off first, then the samplers' final
-//! drain and flush, then the monitor.
+//! drain and flush, then the monitor, then the node power pollers.
 
 use crate::error::RunError;
+use crate::meter::{MeterStats, spawn_meter};
 use crate::monitor::Monitor;
 use crate::sampler::{SamplerConfig, SamplerMsg, SamplerStats, spawn_sampler};
 use crate::stop::StopLatch;
 use crate::worker::{WorkerCmd, spawn_worker};
 use powerlab_campaign::Campaign;
+use powerlab_core::NodeMeter;
 use powerlab_core::RunClock;
 use powerlab_core::hw::{Gpu, PowerSource};
-use powerlab_rundir::{RawWriter, RunEvent};
+use powerlab_rundir::{NodePowerWriter, RawWriter, RunEvent};
 use std::path::Path;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
@@ -25,6 +27,8 @@ pub(crate) struct Crew {
     worker_handles: Vec<JoinHandle<()>>,
     stop_samplers: watch::Sender<bool>,
     sampler_handles: Vec<JoinHandle<SamplerStats>>,
+    stop_meters: watch::Sender<bool>,
+    meter_handles: Vec<JoinHandle<MeterStats>>,
     monitor: JoinHandle<()>,
 }
 
@@ -34,6 +38,8 @@ pub(crate) struct CrewSetup<'a> {
     pub campaign: &'a Campaign,
     /// The raw directory of the run.
     pub raw_dir: &'a Path,
+    /// The run directory (node power files go under it).
+    pub run_dir: &'a Path,
     /// The node id written on every raw row.
     pub node_id: &'a str,
     /// The GPU keys, by run index.
@@ -53,10 +59,12 @@ impl Crew {
         setup: CrewSetup<'_>,
         gpus: Vec<Box<dyn Gpu>>,
         sources: Vec<Box<dyn PowerSource>>,
+        meters: Vec<Box<dyn NodeMeter>>,
     ) -> Result<(Crew, mpsc::UnboundedReceiver<RunEvent>), RunError> {
         let CrewSetup {
             campaign,
             raw_dir,
+            run_dir,
             node_id,
             keys,
             clock,
@@ -80,6 +88,25 @@ impl Crew {
             ));
         }
         drop(sampler_tx);
+        let (stop_meters, stop_meters_rx) = watch::channel(false);
+        let mut meter_handles = Vec::new();
+        for meter in meters {
+            let spec = campaign.node_power.iter().find(|s| s.name == meter.name());
+            let Some(spec) = spec else {
+                return Err(RunError::Internal(format!(
+                    "node power meter `{}` is not in the campaign",
+                    meter.name()
+                )));
+            };
+            let writer = NodePowerWriter::create(run_dir, node_id, meter.name(), meter.kind())?;
+            meter_handles.push(spawn_meter(
+                meter,
+                writer,
+                clock,
+                Duration::from_secs_f64(spec.interval_ms / 1000.0),
+                stop_meters_rx.clone(),
+            ));
+        }
         let monitor = Monitor {
             stop: stop.clone(),
             max_node_w: campaign.limits.max_node_power_w,
@@ -100,6 +127,8 @@ impl Crew {
             worker_handles,
             stop_samplers,
             sampler_handles,
+            stop_meters,
+            meter_handles,
             monitor,
         };
         Ok((crew, monitor_rx))
@@ -128,7 +157,25 @@ impl Crew {
             }
         }
         let _ = tokio::time::timeout(Duration::from_secs(1), &mut self.monitor).await;
+        self.stop_meters().await;
         samplers
+    }
+
+    /// Stops the node power pollers. One waiting on a slow answer ends
+    /// after its timeout; its rows so far are on disk already.
+    async fn stop_meters(&mut self) {
+        let _ = self.stop_meters.send(true);
+        for h in self.meter_handles.drain(..) {
+            match tokio::time::timeout(Duration::from_secs(65), h).await {
+                Ok(Ok(s)) => tracing::info!(
+                    source = %s.source,
+                    ok = s.ok,
+                    failed = s.failed,
+                    "node power source stopped"
+                ),
+                _ => tracing::warn!("a node power poller did not stop in time"),
+            }
+        }
     }
 }
 

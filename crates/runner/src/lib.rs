@@ -6,6 +6,8 @@
 //! warm and ready (workers keep running warm load meanwhile), then picks the
 //! window start from the measured arm latencies — an adaptive lead, not a
 //! constant — and hands each GPU its absolute schedule, stagger included.
+//! One blocking poller per node power source (`[[node_power]]`: BMC, IPMI,
+//! PDU) reads the node's own power beside them.
 //! Faults, interlocks and signals stop every GPU, keep every sample taken and
 //! mark the run directory. The runner never computes summaries: the
 //! collator does that from the run directory alone.
@@ -16,6 +18,7 @@ mod crew;
 mod driver;
 pub mod error;
 pub mod lock;
+pub mod meter;
 mod monitor;
 pub mod observer;
 mod options;

@@ -179,6 +179,7 @@ impl Backend for SimBackend {
             },
             gpus,
             sources,
+            meters: Vec::new(),
         })
     }
 }

@@ -115,6 +115,14 @@ impl RunConfig {
     pub fn from_args(a: &RunArgs) -> Result<RunConfig, ConfigError> {
         let campaign = load_file(&a.file).map_err(|e| ConfigError::Campaign(e.to_string()))?;
         let node = node_kind(a).map_err(ConfigError::Arg)?;
+        if let NodeKind::Sim(s) = &node
+            && s.pace == SimPace::Virtual
+            && !campaign.node_power.is_empty()
+        {
+            return Err(ConfigError::Arg(
+                "the campaign's [[node_power]] sources are read in real time; run the simulated node with --sim-pace realtime".into(),
+            ));
+        }
         if let Some(s) = &a.sensor {
             powerlab_collate::sensor::read_model(s)
                 .map_err(|e| ConfigError::File(format!("--sensor: {e}")))?;

@@ -144,11 +144,15 @@ pub fn run_node(cfg: &RunConfig, mut rack: Option<RackJoin>) -> Result<Outcome> 
         Ok(h) => h,
         Err(code) => return Ok(Err(code)),
     };
+    if let Some(code) = start::refuse_node_power(cfg) {
+        return Ok(Err(code));
+    }
     let rt = runtime(cfg)?;
     let outcome = rt.block_on(async {
         let clock = run_clock(cfg);
         let mut backend = NodeBackend::new(cfg, clock, rack.as_ref());
-        let opened = backend.open().and_then(|node| {
+        let opened = backend.open().and_then(|mut node| {
+            node.meters = crate::node_power::open_all(&cfg.campaign.node_power)?;
             let n = node.gpus.len();
             powerlab_campaign::plan::expand_on_rack(
                 &cfg.campaign,

@@ -112,3 +112,26 @@ pub fn refuse_unhealthy(cfg: &RunConfig, health: &HealthReport) -> Option<i32> {
     let _ = powerlab_health::report::write(health, &cfg.results, "preflight-failed");
     Some(crate::exit::PREFLIGHT)
 }
+
+/// Reads every `[[node_power]]` source once before load. A failing source
+/// stops the run (exit 3) unless `--allow-unhealthy`: the user declared
+/// it, and a run without it would lack what was asked for.
+pub fn refuse_node_power(cfg: &RunConfig) -> Option<i32> {
+    if cfg.campaign.node_power.is_empty() {
+        return None;
+    }
+    let checks = crate::node_power::check_all(&cfg.campaign.node_power);
+    for l in crate::node_power::lines(&checks) {
+        errln!("{l}");
+    }
+    let msg = crate::node_power::failure(&checks)?;
+    errln!("{msg}");
+    if cfg.allow_unhealthy {
+        errln!(
+            "--allow-unhealthy: running anyway; the source's failures are recorded in node_power/"
+        );
+        return None;
+    }
+    errln!("(no load was started)");
+    Some(crate::exit::PREFLIGHT)
+}

@@ -3,6 +3,7 @@
 //! they share ([`cells`]).
 
 pub mod cells;
+pub mod node_power;
 pub mod rack;
 pub mod run;
 pub mod sensor;

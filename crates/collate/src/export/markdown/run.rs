@@ -34,6 +34,11 @@ pub struct Tables<'a> {
     /// The latest raw reading, epoch ns (where a run that never recorded
     /// its end stopped).
     pub raw_end_ns: Option<i64>,
+    /// The node's own power sources, and per rung beside the GPU sum.
+    pub node_power: (
+        &'a [crate::node_power::SourceFacts],
+        &'a [crate::node_power::NodePowerRung],
+    ),
 }
 
 /// Writes `report/report.md`.
@@ -381,6 +386,7 @@ pub fn write_report(
             );
         }
     }
+    super::node_power::write_section(&mut s, t.node_power.0, t.node_power.1);
     let faults: Vec<&RunEvent> = run
         .events
         .iter()
