@@ -47,7 +47,7 @@ pub struct SourceFacts {
 }
 
 /// One rung, one source.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct NodePowerRung {
     /// Rung id.
     pub rung_id: u32,
@@ -287,10 +287,14 @@ fn rung_row(
     } else {
         None
     };
-    if let (Some(p), false) = (r.period_ms, resolves) {
-        verdict.push(format!(
+    match (r.period_ms, resolves) {
+        (Some(p), false) => verdict.push(format!(
             "a {span_ms:.0} ms average cannot resolve a {p:.0} ms swing: mean only"
-        ));
+        )),
+        (Some(p), true) => verdict.push(format!(
+            "a {span_ms:.0} ms average resolves a {p:.0} ms swing"
+        )),
+        (None, _) => {}
     }
     if values.is_empty() {
         verdict.push(if window_ms < span_ms {

@@ -19,4 +19,4 @@ pub mod libs;
 pub mod node;
 
 pub use engine::{GemmDtype, VirusMode};
-pub use node::{CudaBackend, CudaOptions, NcclWorld, nccl_unique_id};
+pub use node::{CudaBackend, CudaOptions, NcclWorld, hostname, nccl_unique_id};

@@ -2,7 +2,7 @@
 //! of every `[[node_power]]` source (reachable, authenticated, returns a
 //! number), and opening them for the run.
 
-use powerlab_campaign::NodePowerSpec;
+use powerlab_campaign::{NodePowerKind, NodePowerSpec};
 use powerlab_core::NodeMeter;
 use serde::Serialize;
 
@@ -23,6 +23,30 @@ pub struct SourceCheck {
     pub answer_ms: f64,
     /// Why it failed.
     pub error: Option<String>,
+}
+
+/// The sources as this node reads them: `{node}` (the node id: a rack
+/// label, or the host) and `{host}` (the host name) replaced in addresses,
+/// commands and ipmitool arguments, so that one campaign serves every node
+/// of a rack (`url = "https://{host}-bmc"`).
+pub fn for_node(specs: &[NodePowerSpec], node: &str, host: &str) -> Vec<NodePowerSpec> {
+    let sub = |s: &str| s.replace("{node}", node).replace("{host}", host);
+    specs
+        .iter()
+        .map(|spec| {
+            let mut out = spec.clone();
+            match &mut out.kind {
+                NodePowerKind::Redfish { url, .. } | NodePowerKind::Prometheus { url, .. } => {
+                    *url = sub(url);
+                }
+                NodePowerKind::Ipmi { args, .. } => args.iter_mut().for_each(|a| *a = sub(a)),
+                NodePowerKind::Command { command } => {
+                    command.iter_mut().for_each(|a| *a = sub(a));
+                }
+            }
+            out
+        })
+        .collect()
 }
 
 /// Reads every source once.

@@ -237,6 +237,11 @@ fn a_redfish_bmc_over_http_is_joined_with_the_gpu_sum_per_rung() {
     assert!(raw.contains(",psu:PSU1,") && raw.contains(",psu:PSU2,"));
     let report = std::fs::read_to_string(dir.join("report/report.md")).unwrap();
     assert!(report.contains("## Node power"), "{report}");
+    assert!(
+        !report.lines().next().unwrap().contains("NODE POWER"),
+        "{report}"
+    );
+    assert!(by("slow")["verdict"].contains("resolves a 4"), "{rows:?}");
     assert!(dir.join("report/plots/node_power.svg").is_file());
     // collate regenerates the same table from the run directory alone.
     let before = std::fs::read_to_string(dir.join("report/node_power.csv")).unwrap();
@@ -294,6 +299,9 @@ fn a_bmc_that_stops_or_hangs_mid_run_is_recorded_and_the_campaign_goes_on() {
     assert!(num(slow, "coverage").unwrap() < 0.9, "{slow:?}");
     let fast = rows.iter().find(|r| r["rung"].starts_with("fast")).unwrap();
     assert!(num(fast, "coverage").unwrap() < 0.5, "{fast:?}");
+    let report = std::fs::read_to_string(dir.join("report/report.md")).unwrap();
+    let first = report.lines().next().unwrap();
+    assert!(first.contains("NODE POWER INCOMPLETE: bmc"), "{first}");
     // The GPU figures stand.
     let summary = std::fs::read_to_string(dir.join("report/summary.csv")).unwrap();
     assert_eq!(summary.lines().count(), 5, "{summary}");

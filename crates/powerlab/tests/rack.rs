@@ -724,3 +724,72 @@ fn copy_tree(from: &Path, to: &Path) {
         .success();
     assert!(ok, "cp -a {} {}", from.display(), to.display());
 }
+
+/// Two nodes, each reading its own meter (`{node}` picks its value), in
+/// real time: the rack adds the chassis readings and the GPU sums.
+const RACK_NODE_POWER: &str = "[campaign]\nname = \"rack\"\nconfirm_node_swing = true\n[defaults]\nwarmup_s = 1\ncooldown_s = 1\n\
+[[phase]]\nkind = \"idle\"\nduration_s = 3\n\
+[[phase]]\nkind = \"sustained\"\nduration_s = 3\n\
+[[node_power]]\nname = \"meter\"\nkind = \"command\"\ninterval_ms = 250\n";
+
+#[test]
+fn each_node_reads_its_own_meter_and_the_rack_adds_them() {
+    let campaign = format!(
+        "{RACK_NODE_POWER}command = [\"sh\", \"-c\", \"case {{node}} in n000*) echo 500 ;; *) echo 700 ;; esac\"]\n"
+    );
+    let r = mpirun(
+        &campaign,
+        &[(2, &["--sim-pace", "realtime", "--sim-gpus", "2"])],
+    );
+    assert_eq!(r.out.status.code(), Some(0), "{}", r.stderr());
+    let rack = r.rack_dir();
+    for (node, watts) in node_dirs(&rack).iter().zip([500.0, 700.0]) {
+        let raw = std::fs::read_to_string(node.join("node_power/meter.csv")).unwrap();
+        assert!(raw.lines().count() > 10, "{raw}");
+        assert!(
+            raw.lines()
+                .skip(1)
+                .all(|l| l.contains(&format!(",node,{watts},"))),
+            "{}: {raw}",
+            node.display()
+        );
+    }
+    let table = std::fs::read_to_string(rack.join("report/node_power.csv")).unwrap();
+    let mut rdr = csv::Reader::from_reader(table.as_bytes());
+    let h = rdr.headers().unwrap().clone();
+    let col = |name: &str| h.iter().position(|x| x == name).unwrap();
+    let rows: Vec<csv::StringRecord> = rdr.records().map(|x| x.unwrap()).collect();
+    assert_eq!(rows.len(), 2, "{table}");
+    for row in &rows {
+        assert_eq!(&row[col("nodes")], "2", "{table}");
+        assert_eq!(&row[col("chassis_mean_w")], "1200.0", "{table}");
+        let gpu: f64 = row[col("gpu_sum_w")].parse().unwrap();
+        let non_gpu: f64 = row[col("non_gpu_w")].parse().unwrap();
+        assert!((1200.0 - gpu - non_gpu).abs() < 0.01, "{table}");
+    }
+    let md = std::fs::read_to_string(rack.join("report/report.md")).unwrap();
+    assert!(md.contains("## Node power, whole rack"), "{md}");
+}
+
+#[test]
+fn a_node_whose_meter_fails_stops_the_whole_rack_before_load() {
+    let campaign = format!(
+        "{RACK_NODE_POWER}command = [\"sh\", \"-c\", \"case {{node}} in n001*) echo bmc down >&2; exit 3 ;; *) echo 500 ;; esac\"]\n"
+    );
+    let r = mpirun(
+        &campaign,
+        &[(2, &["--sim-pace", "realtime", "--sim-gpus", "2"])],
+    );
+    assert_ne!(r.out.status.code(), Some(0), "{}", r.stderr());
+    let err = r.stderr();
+    assert!(
+        err.contains("no load was started on any node") && err.contains("n001-"),
+        "{err}"
+    );
+    assert!(err.contains("`meter`") && err.contains("bmc down"), "{err}");
+    let root = r.results.path().join("runs");
+    assert!(
+        run_dirs(&root).iter().all(|p| !p.join("nodes").exists()),
+        "no rack run directory: nothing ran"
+    );
+}

@@ -16,6 +16,7 @@
 
 pub mod curve;
 pub mod edges;
+pub mod node_power;
 pub mod nodes;
 pub mod tables;
 
@@ -382,6 +383,23 @@ fn rack_into(
     for name in ["summary.csv", "in_phase_vs_staggered.csv", "nodes.csv"] {
         files.extend(parquet::beside_csv(&report_dir.join(name))?);
     }
+    let node_power_rows = node_power::rack_node_power(
+        &usable
+            .iter()
+            .map(|&i| {
+                (
+                    runs[i].1.manifest.backend.node_id.clone(),
+                    runs[i].0.report_dir(),
+                )
+            })
+            .collect::<Vec<_>>(),
+        states.len(),
+    )?;
+    if !node_power_rows.is_empty() {
+        let p = report_dir.join("node_power.csv");
+        csv::write_rows(&node_power_rows, &p)?;
+        files.push(p);
+    }
     step("tables");
     files.extend(plots::write_plots(
         &curve,
@@ -405,6 +423,7 @@ fn rack_into(
             starts: &starts,
             reused,
             recollated: node_reports.len() - reused,
+            node_power: &node_power_rows,
         },
         &rungs,
         &compare,

@@ -73,6 +73,25 @@ impl NodeBackend {
     }
 }
 
+/// This node's id and host name as its backend will report them (for the
+/// node power sources' `{node}` and `{host}`).
+fn node_names(cfg: &RunConfig, rack: Option<&RackJoin>) -> (String, String) {
+    match &cfg.node {
+        NodeKind::Sim(_) => {
+            let id = sim_node_id(rack);
+            (id.clone(), id)
+        }
+        NodeKind::Cuda(_) => {
+            let host = powerlab_cuda::hostname();
+            (
+                rack.map(|r| r.label.clone())
+                    .unwrap_or_else(|| host.clone()),
+                host,
+            )
+        }
+    }
+}
+
 /// The simulated node's id: its rack label, or `sim-node-0` alone.
 fn sim_node_id(rack: Option<&RackJoin>) -> String {
     rack.map(|r| r.label.clone())
@@ -144,15 +163,31 @@ pub fn run_node(cfg: &RunConfig, mut rack: Option<RackJoin>) -> Result<Outcome> 
         Ok(h) => h,
         Err(code) => return Ok(Err(code)),
     };
-    if let Some(code) = start::refuse_node_power(cfg) {
-        return Ok(Err(code));
+    // The node's own power sources, read once. Alone, a failure refuses
+    // the run here (exit 3); in a rack it is this node's answer to "did
+    // every node open?", so that every node stops together.
+    let (node_id, host) = node_names(cfg, rack.as_ref());
+    let node_power_refusal = start::node_power_refusal(cfg, &node_id, &host);
+    if rack.is_none()
+        && let Some(msg) = &node_power_refusal
+    {
+        errln!("{msg}");
+        errln!("(no load was started)");
+        return Ok(Err(crate::exit::PREFLIGHT));
     }
     let rt = runtime(cfg)?;
     let outcome = rt.block_on(async {
         let clock = run_clock(cfg);
         let mut backend = NodeBackend::new(cfg, clock, rack.as_ref());
         let opened = backend.open().and_then(|mut node| {
-            node.meters = crate::node_power::open_all(&cfg.campaign.node_power)?;
+            if let Some(msg) = node_power_refusal {
+                return Err(msg);
+            }
+            node.meters = crate::node_power::open_all(&crate::node_power::for_node(
+                &cfg.campaign.node_power,
+                &node_id,
+                &host,
+            ))?;
             let n = node.gpus.len();
             powerlab_campaign::plan::expand_on_rack(
                 &cfg.campaign,

@@ -113,25 +113,26 @@ pub fn refuse_unhealthy(cfg: &RunConfig, health: &HealthReport) -> Option<i32> {
     Some(crate::exit::PREFLIGHT)
 }
 
-/// Reads every `[[node_power]]` source once before load. A failing source
-/// stops the run (exit 3) unless `--allow-unhealthy`: the user declared
-/// it, and a run without it would lack what was asked for.
-pub fn refuse_node_power(cfg: &RunConfig) -> Option<i32> {
+/// Reads every `[[node_power]]` source once before load, as this node
+/// sees it. A failing source refuses the node (unless
+/// `--allow-unhealthy`: the user declared it, and a run without it would
+/// lack what was asked for); the message names it.
+pub fn node_power_refusal(cfg: &RunConfig, node: &str, host: &str) -> Option<String> {
     if cfg.campaign.node_power.is_empty() {
         return None;
     }
-    let checks = crate::node_power::check_all(&cfg.campaign.node_power);
+    let specs = crate::node_power::for_node(&cfg.campaign.node_power, node, host);
+    let checks = crate::node_power::check_all(&specs);
     for l in crate::node_power::lines(&checks) {
         errln!("{l}");
     }
     let msg = crate::node_power::failure(&checks)?;
-    errln!("{msg}");
     if cfg.allow_unhealthy {
+        errln!("{msg}");
         errln!(
             "--allow-unhealthy: running anyway; the source's failures are recorded in node_power/"
         );
         return None;
     }
-    errln!("(no load was started)");
-    Some(crate::exit::PREFLIGHT)
+    Some(msg)
 }

@@ -25,6 +25,8 @@ pub struct RackTables<'a> {
     pub reused: usize,
     /// Node reports collated again by this collation.
     pub recollated: usize,
+    /// The nodes' own power meters, added per rung.
+    pub node_power: &'a [crate::rack::node_power::RackNodePowerRow],
 }
 
 /// Writes the rack's `report.md`: the nodes and how their runs ended, rack
@@ -47,6 +49,7 @@ pub fn write_rack_report(
         starts,
         reused,
         recollated,
+        node_power,
     } = *tables;
     let mut s = String::new();
     let gpus: usize = nodes.iter().map(|n| n.gpus).sum();
@@ -180,6 +183,31 @@ pub fn write_rack_report(
         s,
         "\nFiles: `rack_curve.{{csv,parquet}}`, `rack_cycles.parquet` (the rack's composed cycle per duty rung), `summary.{{csv,parquet}}`, `in_phase_vs_staggered.{{csv,parquet}}`, `nodes.{{csv,parquet}}` (each node's own figures per rung), `hosts.csv` (a host's ranks summed), `starts.csv`, `node_status.csv`; each node's full report is in `nodes/<node>/report/`."
     );
+    if !node_power.is_empty() {
+        let _ = writeln!(
+            s,
+            "\n## Node power, whole rack (each node's own meters added; GPU sum over the same spans)\n\n| rung | source | nodes | chassis mean W | GPU sum W | non-GPU W | non-GPU share | least coverage | verdict |\n|---|---|---|---|---|---|---|---|---|"
+        );
+        let w = |v: Option<f64>| v.map(|x| format!("{x:.1}")).unwrap_or_else(|| "—".into());
+        for r in node_power {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} of {} | {} | {} | {} | {} | {:.0} % | {} |",
+                r.rung,
+                r.source,
+                r.nodes,
+                r.of_nodes,
+                w(r.chassis_mean_w),
+                w(r.gpu_sum_w),
+                w(r.non_gpu_w),
+                r.non_gpu_share
+                    .map(|x| format!("{:.1} %", x * 100.0))
+                    .unwrap_or_else(|| "—".into()),
+                r.min_coverage * 100.0,
+                r.verdict
+            );
+        }
+    }
     let path = dir.join("report.md");
     std::fs::write(&path, s).map_err(|e| CollateError::io(&path, e))?;
     Ok(path)

@@ -93,6 +93,19 @@ pub fn write_report(
         }
         warnings.push(w);
     }
+    let short: Vec<&crate::node_power::NodePowerRung> =
+        t.node_power.1.iter().filter(|r| r.coverage < 0.9).collect();
+    if !short.is_empty() {
+        let mut sources: Vec<&str> = short.iter().map(|r| r.source.as_str()).collect();
+        sources.dedup();
+        let worst = short.iter().map(|r| r.coverage).fold(1.0, f64::min);
+        warnings.push(format!(
+            "NODE POWER INCOMPLETE: {} covered under 90 % of {} rung(s) (worst {:.0} %); see the Node power section",
+            sources.join(", "),
+            short.len(),
+            worst * 100.0
+        ));
+    }
     if !m.raw_index {
         warnings.push("RAW FILES NOT VERIFIED: this run directory has no raw index (written before indexes existed, or its manifest was edited), so changes to its raw files cannot be detected".into());
     }
