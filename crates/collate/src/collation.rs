@@ -8,7 +8,8 @@ use crate::error::CollateError;
 use crate::export::{csv, json, markdown, plots};
 use crate::sensor::series::{EdgeIndex, SeriesSet};
 use crate::{
-    curve, cycle, edges, energy, handoff, integrity, load, nccl, node_power, sensor, stats, summary,
+    curve, cycle, edges, energy, handoff, integrity, load, nccl, node_power, per_gpu, sensor,
+    stats, summary,
 };
 use powerlab_rundir::RunDir;
 use std::collections::HashMap;
@@ -341,6 +342,8 @@ fn collate_into(
     let fabric = nccl::fabric_power(&rungs, nccl::nccl_ranks(&nccl_rows, run));
     let np = node_power_of(dir, run, &curve, &mut raw_problems)?;
     step("node power");
+    let gpu_rows = per_gpu::per_gpu(run, &series);
+    step("per-GPU table");
 
     let mut files = vec![
         csv::write_node_curve(&curve, &report_dir)?,
@@ -382,6 +385,12 @@ fn collate_into(
         &sensor.answers,
         &report_dir.join("plots"),
     )?);
+    let per_gpu_csv = report_dir.join("per_gpu.csv");
+    csv::write_rows(&gpu_rows, &per_gpu_csv)?;
+    files.push(per_gpu_csv);
+    files.extend(crate::export::parquet::beside_csv(
+        &report_dir.join("per_gpu.csv"),
+    )?);
     if !np.facts.is_empty() {
         let (a, b) = (
             report_dir.join("node_power_sources.csv"),
@@ -405,6 +414,7 @@ fn collate_into(
         raw_problems: &raw_problems,
         raw_end_ns,
         node_power: (&np.facts, &np.rungs),
+        per_gpu: &gpu_rows,
     };
     files.push(markdown::run::write_report(
         run,

@@ -39,6 +39,7 @@ pub mod integrity;
 pub mod load;
 pub mod nccl;
 pub mod node_power;
+pub mod per_gpu;
 pub mod rack;
 pub mod sensor;
 pub mod stats;

@@ -266,7 +266,21 @@ pub fn read_power(
             .iter()
             .map(|i| {
                 i.is_some_and(|i| {
-                    ["buffered_w", "instant_w", "average_w", "energy_mj"].contains(&i)
+                    [
+                        "buffered_w",
+                        "instant_w",
+                        "average_w",
+                        "energy_mj",
+                        // The status instruments, for the per-GPU table.
+                        "power_limit_w",
+                        "sm_clock_mhz",
+                        "gpu_temp_c",
+                        "mem_temp_c",
+                        "clock_events",
+                        "power_cap_time_ns",
+                        "thermal_cap_time_ns",
+                    ]
+                    .contains(&i)
                 })
             })
             .collect::<BooleanChunked>();

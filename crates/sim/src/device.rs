@@ -125,6 +125,8 @@ pub struct SimDevice {
     truth_acc_j: f64,
     truth_steps: i64,
     xid_reported: bool,
+    /// Time under the power cap, ns (NVML's cumulative violation counter).
+    power_cap_ns: i64,
 }
 
 impl SimDevice {
@@ -212,6 +214,7 @@ impl SimDevice {
             truth_acc_j: 0.0,
             truth_steps: 0,
             xid_reported: false,
+            power_cap_ns: 0,
         }
     }
 
@@ -379,6 +382,9 @@ impl SimDevice {
                 self.alpha_fall
             };
             self.power_w += (target - self.power_w) * alpha;
+            if loaded && cap < 0.97 {
+                self.power_cap_ns += self.dt_ns;
+            }
             let heat = p.thermal_c_per_w + self.faults.extra_c_per_w;
             self.temp_c +=
                 (p.ambient_c + heat * self.power_w - self.temp_c) * dt_s / p.thermal_tau_s;
@@ -589,6 +595,17 @@ impl SimDevice {
                 ts_ns: now,
                 instrument: Instrument::PowerLimitW,
                 value: p.power_limit_w,
+            },
+            Sample {
+                ts_ns: now,
+                instrument: Instrument::PowerCapTimeNs,
+                value: self.power_cap_ns as f64,
+            },
+            // The simulated board never reaches a thermal cap.
+            Sample {
+                ts_ns: now,
+                instrument: Instrument::ThermalCapTimeNs,
+                value: 0.0,
             },
         ])
     }

@@ -4,6 +4,7 @@
 
 pub mod cells;
 pub mod node_power;
+pub mod per_gpu;
 pub mod rack;
 pub mod run;
 pub mod sensor;

@@ -34,6 +34,8 @@ pub struct Tables<'a> {
     /// The latest raw reading, epoch ns (where a run that never recorded
     /// its end stopped).
     pub raw_end_ns: Option<i64>,
+    /// Every GPU in every rung.
+    pub per_gpu: &'a [crate::per_gpu::GpuRungRow],
     /// The node's own power sources, and per rung beside the GPU sum.
     pub node_power: (
         &'a [crate::node_power::SourceFacts],
@@ -399,6 +401,7 @@ pub fn write_report(
             );
         }
     }
+    super::per_gpu::write_section(&mut s, t.per_gpu);
     super::node_power::write_section(&mut s, t.node_power.0, t.node_power.1);
     let faults: Vec<&RunEvent> = run
         .events

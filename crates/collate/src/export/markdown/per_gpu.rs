@@ -1,0 +1,74 @@
+//! The per-GPU section of `report.md`: the GPUs flagged against their
+//! peers first, then every GPU in every rung.
+
+use crate::per_gpu::{GpuRungRow, PEER_FLAG};
+use std::fmt::Write;
+
+/// Appends the section.
+pub fn write_section(s: &mut String, rows: &[GpuRungRow]) {
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "\n## Per GPU (GPU draw only)\n");
+    let flagged: Vec<&GpuRungRow> = rows.iter().filter(|r| !r.flag.is_empty()).collect();
+    if flagged.is_empty() {
+        let _ = writeln!(
+            s,
+            "No GPU's mean differs from its peers' median by more than {:.0} % in any rung.\n",
+            PEER_FLAG * 100.0
+        );
+    } else {
+        let _ = writeln!(
+            s,
+            "**{} GPU-rung(s) differ from their peers' median by more than {:.0} %:**\n",
+            flagged.len(),
+            PEER_FLAG * 100.0
+        );
+        for r in &flagged {
+            let _ = writeln!(s, "- {}: {}", r.rung, r.flag);
+        }
+        let _ = writeln!(s);
+    }
+    let _ = writeln!(
+        s,
+        "<details><summary>Every GPU in every rung ({} rows; also report/per_gpu.csv)</summary>\n",
+        rows.len()
+    );
+    let _ = writeln!(
+        s,
+        "| rung | GPU | mean W | peak W | % of limit | vs peers | SM MHz | GPU °C max | HBM °C max | clock events | power cap | thermal cap |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
+    );
+    let f1 = |v: Option<f64>| v.map(|x| format!("{x:.1}")).unwrap_or_else(|| "—".into());
+    let pct = |v: Option<f64>| {
+        v.map(|x| format!("{:.1} %", x * 100.0))
+            .unwrap_or_else(|| "—".into())
+    };
+    for r in rows {
+        let _ = writeln!(
+            s,
+            "| {} | {}{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            r.rung,
+            r.gpu,
+            if r.flag.is_empty() { "" } else { " ⚠" },
+            f1(r.mean_w),
+            f1(r.peak_w),
+            pct(r.mean_of_limit),
+            r.vs_peers
+                .map(|x| format!("{:+.1} %", x * 100.0))
+                .unwrap_or_else(|| "—".into()),
+            r.sm_clock_mhz
+                .map(|x| format!("{x:.0}"))
+                .unwrap_or_else(|| "—".into()),
+            f1(r.gpu_temp_max_c),
+            f1(r.mem_temp_max_c),
+            if r.events.is_empty() {
+                "—"
+            } else {
+                &r.events
+            },
+            pct(r.power_cap_share),
+            pct(r.thermal_cap_share),
+        );
+    }
+    let _ = writeln!(s, "\n</details>");
+}

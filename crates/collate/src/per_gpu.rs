@@ -1,0 +1,242 @@
+//! The per-GPU table: every rung, every GPU — mean and peak power, % of
+//! the enforced limit, mean SM clock, hottest GPU and HBM temperature, the
+//! clock-event bits seen (by name) and the time under the power and
+//! thermal caps from NVML's cumulative counters. A GPU whose mean differs
+//! from the median of its peers by more than [`PEER_FLAG`] in a rung (all
+//! GPUs run the same load shape in every rung) is flagged, with what its
+//! limiter bits say: one throttling GPU must not hide inside a node total.
+
+use crate::load::Run;
+use crate::sensor::series::{SeriesSet, span};
+use crate::stats::{median, r3};
+use powerlab_core::sample::ClockEventBits;
+use serde::Serialize;
+
+/// A GPU is flagged when its mean is this far from its peers' median.
+pub const PEER_FLAG: f64 = 0.03;
+
+/// One GPU in one rung.
+#[derive(Debug, Clone, Serialize)]
+pub struct GpuRungRow {
+    /// Rung id.
+    pub rung_id: u32,
+    /// Rung label.
+    pub rung: String,
+    /// GPU key.
+    pub gpu: String,
+    /// Mean of the buffered samples in the window, W.
+    pub mean_w: Option<f64>,
+    /// Largest buffered sample, W.
+    pub peak_w: Option<f64>,
+    /// Enforced power limit, W (median reading in the window, else the
+    /// limit at open time).
+    pub limit_w: Option<f64>,
+    /// Mean as a share of the limit.
+    pub mean_of_limit: Option<f64>,
+    /// Mean SM clock, MHz.
+    pub sm_clock_mhz: Option<f64>,
+    /// Hottest GPU temperature, °C.
+    pub gpu_temp_max_c: Option<f64>,
+    /// Hottest HBM temperature, °C.
+    pub mem_temp_max_c: Option<f64>,
+    /// Clock-event bits seen in the window, by name.
+    pub events: String,
+    /// Time under the power cap (cumulative counter's delta), share of the window.
+    pub power_cap_share: Option<f64>,
+    /// Time under thermal caps, share of the window.
+    pub thermal_cap_share: Option<f64>,
+    /// (mean − peers' median) / peers' median.
+    pub vs_peers: Option<f64>,
+    /// Why this GPU is flagged (empty: it is not).
+    pub flag: String,
+}
+
+/// Builds the table for every rung that started.
+pub fn per_gpu(run: &Run, series: &SeriesSet) -> Vec<GpuRungRow> {
+    let mut out = Vec::new();
+    for r in &run.rungs {
+        let (from, to) = (r.measure_from_ns, r.end_ns);
+        let window_ns = (to - from).max(1) as f64;
+        let mut rows: Vec<GpuRungRow> = run
+            .series
+            .iter()
+            .map(|(node, gpu)| {
+                let get = |inst: &str| span(series.get_at(node, gpu, inst), from, to);
+                let power: Vec<f64> = get("buffered_w").iter().map(|p| p.1).collect();
+                let mean_w = mean(&power);
+                let limits: Vec<f64> = get("power_limit_w").iter().map(|p| p.1).collect();
+                let limit_w = median(&limits).or_else(|| {
+                    run.manifest
+                        .backend
+                        .gpus
+                        .iter()
+                        .find(|g| g.key == *gpu)
+                        .map(|g| g.power_limit_w)
+                        .filter(|l| *l > 0.0)
+                });
+                let bits = get("clock_events")
+                    .iter()
+                    .fold(0u64, |acc, p| acc | p.1 as u64);
+                let counter = |inst: &str| {
+                    let all = series.get_at(node, gpu, inst);
+                    // The last reading at or before the window's start, and
+                    // the last inside it.
+                    let before = all.iter().rev().find(|p| p.0 <= from).map(|p| p.1);
+                    let last = span(all, from, to).last().map(|p| p.1);
+                    before
+                        .zip(last)
+                        .map(|(a, b)| r3(((b - a) / window_ns).clamp(0.0, 1.0)))
+                };
+                GpuRungRow {
+                    rung_id: r.info.id,
+                    rung: r.info.label.clone(),
+                    gpu: gpu.clone(),
+                    mean_w: mean_w.map(r3),
+                    peak_w: power.iter().copied().reduce(f64::max),
+                    limit_w,
+                    mean_of_limit: mean_w
+                        .zip(limit_w)
+                        .filter(|(_, l)| *l > 0.0)
+                        .map(|(m, l)| r3(m / l)),
+                    sm_clock_mhz: mean(&values(get("sm_clock_mhz"))).map(r3),
+                    gpu_temp_max_c: values(get("gpu_temp_c")).into_iter().reduce(f64::max),
+                    mem_temp_max_c: values(get("mem_temp_c")).into_iter().reduce(f64::max),
+                    events: ClockEventBits(bits).names().join(" "),
+                    power_cap_share: counter("power_cap_time_ns"),
+                    thermal_cap_share: counter("thermal_cap_time_ns"),
+                    vs_peers: None,
+                    flag: String::new(),
+                }
+            })
+            .collect();
+        flag_outliers(&mut rows);
+        out.extend(rows);
+    }
+    out
+}
+
+/// Compares each GPU's mean with its peers' median; flags beyond [`PEER_FLAG`].
+fn flag_outliers(rows: &mut [GpuRungRow]) {
+    let means: Vec<Option<f64>> = rows.iter().map(|r| r.mean_w).collect();
+    let n = means.iter().flatten().count();
+    for (i, row) in rows.iter_mut().enumerate() {
+        let Some(m) = means[i] else { continue };
+        let peers: Vec<f64> = means
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != i)
+            .filter_map(|(_, v)| *v)
+            .collect();
+        let Some(med) = median(&peers).filter(|v| *v > 0.0) else {
+            continue;
+        };
+        let d = (m - med) / med;
+        row.vs_peers = Some(r3(d));
+        if d.abs() <= PEER_FLAG {
+            continue;
+        }
+        let limiters: Vec<&str> = row
+            .events
+            .split(' ')
+            .filter(|b| !b.is_empty() && *b != "gpu_idle")
+            .collect();
+        let why = if limiters.is_empty() {
+            "no limiter bit set: look at the load, not the GPU's limits".to_string()
+        } else {
+            let mut w = format!("limiter bits: {}", limiters.join(", "));
+            if let Some(s) = row.power_cap_share.filter(|s| *s > 0.0) {
+                w.push_str(&format!(
+                    "; under the power cap {:.0} % of the window",
+                    s * 100.0
+                ));
+            }
+            if let Some(s) = row.thermal_cap_share.filter(|s| *s > 0.0) {
+                w.push_str(&format!(
+                    "; under thermal caps {:.0} % of the window",
+                    s * 100.0
+                ));
+            }
+            w
+        };
+        row.flag = format!(
+            "{} {:.1} % {} its peers' median{}; {why}",
+            row.gpu,
+            d.abs() * 100.0,
+            if d < 0.0 { "below" } else { "above" },
+            if n == 2 {
+                " (2 GPUs: either may be the odd one)"
+            } else {
+                ""
+            }
+        );
+    }
+}
+
+fn values(s: &[(i64, f64)]) -> Vec<f64> {
+    s.iter().map(|p| p.1).collect()
+}
+
+fn mean(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(gpu: &str, mean: f64, events: &str) -> GpuRungRow {
+        GpuRungRow {
+            rung_id: 0,
+            rung: "sustained".into(),
+            gpu: gpu.into(),
+            mean_w: Some(mean),
+            peak_w: None,
+            limit_w: Some(700.0),
+            mean_of_limit: None,
+            sm_clock_mhz: None,
+            gpu_temp_max_c: None,
+            mem_temp_max_c: None,
+            events: events.into(),
+            power_cap_share: Some(0.8),
+            thermal_cap_share: Some(0.0),
+            vs_peers: None,
+            flag: String::new(),
+        }
+    }
+
+    #[test]
+    fn flags_the_gpu_that_leaves_its_peers_and_names_its_limiter() {
+        let mut rows = vec![
+            row("gpu0", 690.0, ""),
+            row("gpu1", 688.0, ""),
+            row("gpu2", 640.0, "sw_power_cap hw_thermal_slowdown"),
+            row("gpu3", 693.0, ""),
+        ];
+        flag_outliers(&mut rows);
+        let flagged: Vec<&str> = rows
+            .iter()
+            .filter(|r| !r.flag.is_empty())
+            .map(|r| r.gpu.as_str())
+            .collect();
+        assert_eq!(flagged, vec!["gpu2"]);
+        let f = &rows[2].flag;
+        assert!(
+            f.contains("7.2 % below") && f.contains("hw_thermal_slowdown"),
+            "{f}"
+        );
+        assert!(f.contains("power cap 80 %"), "{f}");
+        // gpu0 against the median of 688, 640 and 693 W.
+        assert_eq!(rows[0].vs_peers, Some(0.003));
+        // 2.9 % off: not flagged; 3.1 %: flagged.
+        let mut rows = vec![row("a", 100.0, ""), row("b", 100.0, ""), row("c", 97.1, "")];
+        flag_outliers(&mut rows);
+        assert!(rows.iter().all(|r| r.flag.is_empty()));
+        let mut rows = vec![row("a", 100.0, ""), row("b", 100.0, ""), row("c", 96.9, "")];
+        flag_outliers(&mut rows);
+        assert!(
+            rows[2].flag.contains("no limiter bit set"),
+            "{}",
+            rows[2].flag
+        );
+    }
+}

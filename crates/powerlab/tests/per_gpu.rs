@@ -1,0 +1,87 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test that unwraps reports its failure by panicking
+//! The per-GPU table (issue 15): one GPU held to a lower power limit must
+//! be named, in every loaded rung, with its limiter, and a healthy node
+//! must have no GPU flagged.
+
+mod util;
+use std::collections::HashMap;
+use util::*;
+
+const RUNGS: &str = "[[phase]]\nkind = \"idle\"\nduration_s = 3\n\
+[[phase]]\nkind = \"sustained\"\nduration_s = 6\n\
+[[phase]]\nkind = \"duty\"\nname = \"sweep\"\nperiods_ms = [1000]\nduration_s = 6\nmodes = [\"in_phase\", \"staggered\"]\n";
+
+fn table(r: &Run) -> Vec<HashMap<String, String>> {
+    let mut rdr = csv::Reader::from_path(r.dir().join("report/per_gpu.csv")).unwrap();
+    let h = rdr.headers().unwrap().clone();
+    rdr.records()
+        .map(|rec| {
+            let rec = rec.unwrap();
+            h.iter()
+                .map(String::from)
+                .zip(rec.iter().map(String::from))
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn a_gpu_held_to_a_lower_limit_is_named_with_its_limiter() {
+    let r = run_sim(
+        &campaign(RUNGS),
+        &["--sim-gpus", "4", "--sim-fault", "gpu2:power_limit_w=500"],
+    );
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    let rows = table(&r);
+    assert_eq!(rows.len(), 4 * 4, "4 rungs × 4 GPUs");
+    for row in &rows {
+        let loaded = !row["rung"].starts_with("idle");
+        let flagged = !row["flag"].is_empty();
+        assert_eq!(flagged, loaded && row["gpu"] == "gpu2", "{row:?}");
+        if flagged {
+            assert!(
+                row["flag"].starts_with("gpu2 ") && row["flag"].contains("below"),
+                "{row:?}"
+            );
+            assert!(row["flag"].contains("sw_power_cap"), "{row:?}");
+            let of_limit: f64 = row["mean_of_limit"].parse().unwrap();
+            assert_eq!(row["limit_w"], "500.0", "{row:?}");
+            // Held at its limit in the sustained rung.
+            if row["rung"].starts_with("sustained") {
+                assert!(of_limit > 0.95, "{row:?}");
+                assert_eq!(row["power_cap_share"], "1.0", "{row:?}");
+            }
+        }
+    }
+    let md = std::fs::read_to_string(r.dir().join("report/report.md")).unwrap();
+    assert!(
+        md.contains("GPU-rung(s) differ from their peers' median"),
+        "{md}"
+    );
+    assert!(md.contains("gpu2 2"), "names gpu2 with its gap: {md}");
+}
+
+#[test]
+fn a_healthy_node_has_no_gpu_flagged() {
+    let r = run_sim(&campaign(RUNGS), &["--sim-gpus", "4"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    let rows = table(&r);
+    assert!(rows.iter().all(|row| row["flag"].is_empty()), "{rows:?}");
+    for row in rows
+        .iter()
+        .filter(|row| row["rung"].starts_with("sustained"))
+    {
+        assert!(row["events"].contains("sw_power_cap"), "{row:?}");
+        let t: f64 = row["gpu_temp_max_c"].parse().unwrap();
+        assert!((30.0..90.0).contains(&t), "{row:?}");
+        assert!(
+            row["sm_clock_mhz"].parse::<f64>().unwrap() > 1000.0,
+            "{row:?}"
+        );
+    }
+    let md = std::fs::read_to_string(r.dir().join("report/report.md")).unwrap();
+    assert!(
+        md.contains("No GPU's mean differs from its peers' median"),
+        "{md}"
+    );
+}
