@@ -5,6 +5,10 @@
 //! from the median of its peers by more than [`PEER_FLAG`] in a rung (all
 //! GPUs run the same load shape in every rung) is flagged, with what its
 //! limiter bits say: one throttling GPU must not hide inside a node total.
+//! The energy cross-check compares each GPU's energy counter over the
+//! rung with the integral of its buffered samples over the same span: a
+//! gap beyond [`ENERGY_FLAG`] means power the samples missed (spikes
+//! between their windows) or a counter problem.
 
 use crate::load::Run;
 use crate::sensor::series::{SeriesSet, span};
@@ -14,6 +18,8 @@ use serde::Serialize;
 
 /// A GPU is flagged when its mean is this far from its peers' median.
 pub const PEER_FLAG: f64 = 0.03;
+/// An energy gap (counter vs buffered samples) beyond this is flagged.
+pub const ENERGY_FLAG: f64 = 0.02;
 
 /// One GPU in one rung.
 #[derive(Debug, Clone, Serialize)]
@@ -49,6 +55,14 @@ pub struct GpuRungRow {
     pub vs_peers: Option<f64>,
     /// Why this GPU is flagged (empty: it is not).
     pub flag: String,
+    /// Energy from the counter between its first and last reading in the window, J.
+    pub counter_j: Option<f64>,
+    /// The buffered samples' integral over the same span, J.
+    pub samples_j: Option<f64>,
+    /// (counter − samples) / counter.
+    pub energy_gap: Option<f64>,
+    /// Set when the gap is beyond [`ENERGY_FLAG`].
+    pub energy_flag: String,
 }
 
 /// Builds the table for every rung that started.
@@ -87,6 +101,11 @@ pub fn per_gpu(run: &Run, series: &SeriesSet) -> Vec<GpuRungRow> {
                         .zip(last)
                         .map(|(a, b)| r3(((b - a) / window_ns).clamp(0.0, 1.0)))
                 };
+                let energy = energy_check(
+                    get("energy_mj"),
+                    series.get_at(node, gpu, "buffered_w"),
+                    to - from,
+                );
                 GpuRungRow {
                     rung_id: r.info.id,
                     rung: r.info.label.clone(),
@@ -106,6 +125,16 @@ pub fn per_gpu(run: &Run, series: &SeriesSet) -> Vec<GpuRungRow> {
                     thermal_cap_share: counter("thermal_cap_time_ns"),
                     vs_peers: None,
                     flag: String::new(),
+                    counter_j: energy.map(|e| r3(e.0)),
+                    samples_j: energy.map(|e| r3(e.1)),
+                    energy_gap: energy.map(|e| r3(e.2)),
+                    energy_flag: match energy {
+                        Some((c, b, g)) if g.abs() > ENERGY_FLAG => format!(
+                            "{gpu}: the energy counter saw {c:.0} J, the buffered samples {b:.0} J ({:+.1} %): power the samples missed (spikes between their windows) or a counter problem",
+                            g * 100.0
+                        ),
+                        _ => String::new(),
+                    },
                 }
             })
             .collect();
@@ -172,6 +201,51 @@ fn flag_outliers(rows: &mut [GpuRungRow]) {
     }
 }
 
+/// (counter J, samples J, gap) between the first and last energy reading
+/// inside the window, when they span at least half of it. Each buffered
+/// sample stands for the time since the one before it.
+fn energy_check(
+    energy_mj: &[(i64, f64)],
+    buffered: &[(i64, f64)],
+    window_ns: i64,
+) -> Option<(f64, f64, f64)> {
+    let (a, b) = (energy_mj.first()?, energy_mj.last()?);
+    if b.0 - a.0 < window_ns / 2 {
+        return None;
+    }
+    let counter_j = (b.1 - a.1) / 1000.0;
+    let lo = buffered.partition_point(|p| p.0 <= a.0);
+    let hi = buffered.partition_point(|p| p.0 <= b.0);
+    if lo == 0 || hi <= lo {
+        return None;
+    }
+    let mut samples_j = 0.0;
+    let mut covered_ns = 0i64;
+    for i in lo..hi {
+        let dt = buffered[i].0 - buffered[i - 1].0.max(a.0);
+        samples_j += buffered[i].1 * dt as f64 / 1e9;
+        covered_ns += dt;
+    }
+    // The stretch after the last sample, at its value.
+    let tail = b.0 - buffered[hi - 1].0;
+    samples_j += buffered[hi - 1].1 * tail as f64 / 1e9;
+    covered_ns += tail;
+    // Samples missing for more than a tenth of the span: no comparison (the
+    // coverage figures say so already).
+    if covered_ns < (b.0 - a.0) || counter_j <= 0.0 {
+        return None;
+    }
+    let largest_gap = buffered[lo..hi]
+        .windows(2)
+        .map(|w| w[1].0 - w[0].0)
+        .max()
+        .unwrap_or(0);
+    if largest_gap > (b.0 - a.0) / 10 {
+        return None;
+    }
+    Some((counter_j, samples_j, (counter_j - samples_j) / counter_j))
+}
+
 fn values(s: &[(i64, f64)]) -> Vec<f64> {
     s.iter().map(|p| p.1).collect()
 }
@@ -201,7 +275,37 @@ mod tests {
             thermal_cap_share: Some(0.0),
             vs_peers: None,
             flag: String::new(),
+            counter_j: None,
+            samples_j: None,
+            energy_gap: None,
+            energy_flag: String::new(),
         }
+    }
+
+    #[test]
+    fn the_energy_check_integrates_the_samples_over_the_counter_span() {
+        let ms = 1_000_000i64;
+        // 500 W sampled every 20 ms for 10 s; the counter agrees, then
+        // reads 10 % more.
+        let buffered: Vec<(i64, f64)> = (0..=500).map(|i| (i * 20 * ms, 500.0)).collect();
+        let counter = |k: f64| vec![(100 * ms, 0.0), (9_100 * ms, 500.0 * 9.0 * 1000.0 * k)];
+        let (c, b, g) = energy_check(&counter(1.0), &buffered, 10_000 * ms).unwrap();
+        assert!(
+            (c - 4500.0).abs() < 1e-9 && (b - 4500.0).abs() < 1e-6,
+            "{c} {b}"
+        );
+        assert!(g.abs() < 1e-9);
+        let (_, _, g) = energy_check(&counter(1.1), &buffered, 10_000 * ms).unwrap();
+        assert!((g - 0.1 / 1.1).abs() < 1e-9, "{g}");
+        // Counter readings spanning under half the window: nothing.
+        assert!(energy_check(&counter(1.0), &buffered, 20_000 * ms).is_none());
+        // A hole of 2 s in the samples: nothing to compare.
+        let holed: Vec<(i64, f64)> = buffered
+            .iter()
+            .copied()
+            .filter(|p| !(3_000 * ms..5_000 * ms).contains(&p.0))
+            .collect();
+        assert!(energy_check(&counter(1.0), &holed, 10_000 * ms).is_none());
     }
 
     #[test]

@@ -85,3 +85,45 @@ fn a_healthy_node_has_no_gpu_flagged() {
         "{md}"
     );
 }
+
+fn gap(row: &HashMap<String, String>) -> f64 {
+    row["energy_gap"].parse().unwrap()
+}
+
+#[test]
+fn the_energy_cross_check_flags_spikes_between_the_samples() {
+    let healthy = run_sim(&campaign(RUNGS), &["--sim-gpus", "4"]);
+    let spiky = run_sim(
+        &campaign(RUNGS),
+        &["--sim-gpus", "4", "--sim-fault", "gpu1:spikes_w=300"],
+    );
+    assert_eq!(spiky.code(), 0, "{}", spiky.stderr());
+    // Constant-load rungs of a healthy node: counter and samples agree.
+    for row in table(&healthy)
+        .iter()
+        .filter(|r| !r["rung"].starts_with("sweep"))
+    {
+        assert!(gap(row).abs() < 0.005, "{row:?}");
+        assert!(row["energy_flag"].is_empty(), "{row:?}");
+    }
+    let rows = table(&spiky);
+    // 4 ms bursts of 300 W every 20 ms, between the 6 ms windows: the
+    // idle GPU's counter sees ~60 W the samples miss.
+    let idle1 = rows
+        .iter()
+        .find(|r| r["rung"].starts_with("idle") && r["gpu"] == "gpu1")
+        .unwrap();
+    assert!(gap(idle1) > 0.05, "{idle1:?}");
+    assert!(
+        idle1["energy_flag"].starts_with("gpu1: the energy counter saw"),
+        "{idle1:?}"
+    );
+    for row in rows
+        .iter()
+        .filter(|r| r["gpu"] != "gpu1" && !r["rung"].starts_with("sweep"))
+    {
+        assert!(row["energy_flag"].is_empty(), "{row:?}");
+    }
+    let md = std::fs::read_to_string(spiky.dir().join("report/report.md")).unwrap();
+    assert!(md.contains("**Energy cross-check:"), "{md}");
+}

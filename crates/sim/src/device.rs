@@ -358,6 +358,15 @@ impl SimDevice {
             if self.brake(mid) {
                 want = self.profile.idle_w + (want - self.profile.idle_w) * 0.45;
             }
+            if let Some(w) = self.faults.spikes_w {
+                // Just after a buffered sample's window closes (it covers
+                // 7 to 1 ms before the sample), 15 to 19 ms before the next
+                // one: the burst has decayed before that one's window opens.
+                let to_next = self.buffered_clock.peek() - mid;
+                if (15_000_000..19_000_000).contains(&to_next) {
+                    want += w;
+                }
+            }
             let sensed = self.window_mean(self.t_ns, self.profile.cap_sense_ms);
             let loaded = want > self.profile.idle_w;
             let second = self.window_mean(self.t_ns, 1000.0);

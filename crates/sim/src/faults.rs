@@ -21,6 +21,10 @@ pub struct GpuFaults {
     pub extra_c_per_w: f64,
     /// Power limit override, W (a capped GPU).
     pub power_limit_w: Option<f64>,
+    /// Short bursts of this many W between the buffered samples' windows
+    /// (4 ms of every 20 ms sample period, right after the 6 ms window
+    /// closes): energy the buffered samples miss and the energy counter sees.
+    pub spikes_w: Option<f64>,
     /// This GPU's NCCL collectives stop progressing at this time after start, ns.
     pub nccl_hang_at_ns: Option<i64>,
     /// From this time after start (ns), every falling edge is recorded this
@@ -201,9 +205,20 @@ impl FaultPlan {
                             })?,
                     )
                 }
+                "spikes_w" => {
+                    f.spikes_w = Some(
+                        value
+                            .parse()
+                            .ok()
+                            .filter(|v: &f64| v.is_finite() && (1.0..=2000.0).contains(v))
+                            .ok_or_else(|| {
+                                bad(format!("`{value}` is not a burst of 1 to 2000 W"))
+                            })?,
+                    )
+                }
                 other => {
                     return Err(bad(format!(
-                        "unknown key `{other}` (allowed: cold_start, lost_at, xid_at, power_brake_at, nccl_hang_at, late_falls_at, nvml_error_every, extra_c_per_w, power_limit_w)"
+                        "unknown key `{other}` (allowed: cold_start, lost_at, xid_at, power_brake_at, nccl_hang_at, late_falls_at, nvml_error_every, extra_c_per_w, power_limit_w, spikes_w)"
                     )));
                 }
             }

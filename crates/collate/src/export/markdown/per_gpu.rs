@@ -1,7 +1,7 @@
 //! The per-GPU section of `report.md`: the GPUs flagged against their
 //! peers first, then every GPU in every rung.
 
-use crate::per_gpu::{GpuRungRow, PEER_FLAG};
+use crate::per_gpu::{ENERGY_FLAG, GpuRungRow, PEER_FLAG};
 use std::fmt::Write;
 
 /// Appends the section.
@@ -29,6 +29,32 @@ pub fn write_section(s: &mut String, rows: &[GpuRungRow]) {
         }
         let _ = writeln!(s);
     }
+    let gaps: Vec<&GpuRungRow> = rows.iter().filter(|r| !r.energy_flag.is_empty()).collect();
+    let checked = rows.iter().filter(|r| r.energy_gap.is_some()).count();
+    let worst = rows
+        .iter()
+        .filter_map(|r| r.energy_gap)
+        .fold(0.0f64, |a, g| if g.abs() > a.abs() { g } else { a });
+    if gaps.is_empty() {
+        let _ = writeln!(
+            s,
+            "Energy cross-check: in {checked} GPU-rungs the energy counter and the buffered samples' integral agree within {:.0} % (largest gap {:+.2} %).\n",
+            ENERGY_FLAG * 100.0,
+            worst * 100.0
+        );
+    } else {
+        let _ = writeln!(
+            s,
+            "**Energy cross-check: {} of {checked} GPU-rungs differ by more than {:.0} % (largest {:+.1} %):**\n",
+            gaps.len(),
+            ENERGY_FLAG * 100.0,
+            worst * 100.0
+        );
+        for r in &gaps {
+            let _ = writeln!(s, "- {}: {}", r.rung, r.energy_flag);
+        }
+        let _ = writeln!(s);
+    }
     let _ = writeln!(
         s,
         "<details><summary>Every GPU in every rung ({} rows; also report/per_gpu.csv)</summary>\n",
@@ -36,7 +62,7 @@ pub fn write_section(s: &mut String, rows: &[GpuRungRow]) {
     );
     let _ = writeln!(
         s,
-        "| rung | GPU | mean W | peak W | % of limit | vs peers | SM MHz | GPU °C max | HBM °C max | clock events | power cap | thermal cap |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
+        "| rung | GPU | mean W | peak W | % of limit | vs peers | SM MHz | GPU °C max | HBM °C max | clock events | power cap | thermal cap | energy gap |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     );
     let f1 = |v: Option<f64>| v.map(|x| format!("{x:.1}")).unwrap_or_else(|| "—".into());
     let pct = |v: Option<f64>| {
@@ -46,7 +72,7 @@ pub fn write_section(s: &mut String, rows: &[GpuRungRow]) {
     for r in rows {
         let _ = writeln!(
             s,
-            "| {} | {}{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {}{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.rung,
             r.gpu,
             if r.flag.is_empty() { "" } else { " ⚠" },
@@ -68,6 +94,9 @@ pub fn write_section(s: &mut String, rows: &[GpuRungRow]) {
             },
             pct(r.power_cap_share),
             pct(r.thermal_cap_share),
+            r.energy_gap
+                .map(|x| format!("{:+.2} %", x * 100.0))
+                .unwrap_or_else(|| "—".into()),
         );
     }
     let _ = writeln!(s, "\n</details>");
