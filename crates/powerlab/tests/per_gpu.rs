@@ -59,6 +59,23 @@ fn a_gpu_held_to_a_lower_limit_is_named_with_its_limiter() {
         "{md}"
     );
     assert!(md.contains("gpu2 2"), "names gpu2 with its gap: {md}");
+    // The answer block, before everything else, names it too.
+    let answer = md.split("\n## ").nth(1).unwrap();
+    assert!(answer.starts_with("The answer (GPU draw only"), "{answer}");
+    let throttling = answer
+        .lines()
+        .find(|l| l.contains("**Throttling:**"))
+        .unwrap();
+    assert!(
+        throttling.contains("gpu2 is -")
+            && throttling.contains("in 3 rung(s)")
+            && throttling.contains("sw_power_cap"),
+        "{throttling}"
+    );
+    assert!(
+        answer.contains("**Node limit sum:** 2600 W"),
+        "3 × 700 + 500: {answer}"
+    );
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! section in [`sensor`]) and of a rack run ([`rack`]), and the table cells
 //! they share ([`cells`]).
 
+pub mod answer;
 pub mod cells;
 pub mod node_power;
 pub mod per_gpu;

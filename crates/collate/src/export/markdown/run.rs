@@ -132,6 +132,14 @@ pub fn write_report(
             m.backend.gpus.len()
         );
     }
+    s.push_str(&super::answer::answer_block(&super::answer::AnswerInputs {
+        run,
+        rungs,
+        compare,
+        per_gpu: t.per_gpu,
+        sensor: t.sensor,
+        node_power: t.node_power.1,
+    }));
     let _ = writeln!(s, "\n| | |\n|---|---|");
     let _ = writeln!(s, "| started | {} |", m.started_utc);
     if let Some(end) = m.ended_ns {

@@ -1,0 +1,246 @@
+//! The answer block at the top of `report.md`: what the people who size
+//! the supply asked, in a few lines, from the tables below it. Every
+//! figure is GPU draw only, and says which rung it comes from; where a
+//! figure repeats, the worst case stands beside the typical one.
+
+use crate::load::Run;
+use crate::per_gpu::GpuRungRow;
+use crate::sensor::model::ModelKind;
+use crate::sensor::verdict::SensorReport;
+use crate::stats::median;
+use crate::summary::{PhaseCompare, RungSummary};
+use std::fmt::Write;
+
+/// What the block is made from.
+pub struct AnswerInputs<'a> {
+    /// The run.
+    pub run: &'a Run,
+    /// Buffered-instrument rung summaries.
+    pub rungs: &'a [RungSummary],
+    /// In phase vs staggered.
+    pub compare: &'a [PhaseCompare],
+    /// Every GPU in every rung.
+    pub per_gpu: &'a [GpuRungRow],
+    /// The sensor model behind the figures.
+    pub sensor: &'a SensorReport,
+    /// The node's own power beside the GPU sum, per rung.
+    pub node_power: &'a [crate::node_power::NodePowerRung],
+}
+
+/// The block's Markdown.
+pub fn answer_block(a: &AnswerInputs<'_>) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "\n## The answer (GPU draw only: board power of the GPUs, not the node's wall power)\n"
+    );
+    let gpus = &a.run.manifest.backend.gpus;
+    let limit_sum: f64 = gpus.iter().map(|g| g.power_limit_w).sum();
+    let pct = |w: f64| {
+        if limit_sum > 0.0 {
+            format!(" ({:.0} % of the limit sum)", 100.0 * w / limit_sum)
+        } else {
+            String::new()
+        }
+    };
+    let _ = writeln!(
+        s,
+        "- **Node limit sum:** {limit_sum:.0} W ({} GPUs' enforced limits at the start).",
+        gpus.len()
+    );
+    let sustained: Vec<&RungSummary> = a
+        .rungs
+        .iter()
+        .filter(|r| r.rung.kind == "sustained" && r.mean_w.is_some())
+        .collect();
+    let means: Vec<f64> = sustained.iter().filter_map(|r| r.mean_w).collect();
+    match (median(&means), means.iter().copied().reduce(f64::max)) {
+        (Some(typical), Some(worst)) if means.len() > 1 => {
+            let _ = writeln!(
+                s,
+                "- **Sustained node power:** {typical:.0} W typical{} over {} sustained rungs, {worst:.0} W at most{}.",
+                pct(typical),
+                means.len(),
+                pct(worst)
+            );
+        }
+        (Some(m), _) => {
+            let _ = writeln!(
+                s,
+                "- **Sustained node power:** {m:.0} W{} (rung `{}`).",
+                pct(m),
+                sustained[0].rung.label
+            );
+        }
+        _ => {
+            let _ = writeln!(
+                s,
+                "- **Sustained node power:** no sustained rung with a figure."
+            );
+        }
+    }
+    let in_phase_swing = a
+        .rungs
+        .iter()
+        .filter(|r| r.rung.kind == "duty" && r.rung.mode == "in_phase")
+        .filter_map(|r| r.swing_w.map(|w| (w, r)))
+        .max_by(|x, y| x.0.total_cmp(&y.0));
+    match in_phase_swing {
+        Some((w, r)) => {
+            let _ = writeln!(
+                s,
+                "- **Largest in-phase swing:** {w:.0} W (p90 − p10 of the node cycle){} at {} ms (rung `{}`).",
+                pct(w),
+                r.rung
+                    .period_ms
+                    .map(|p| format!("{p:.0}"))
+                    .unwrap_or_else(|| "?".into()),
+                r.rung.label
+            );
+        }
+        None => {
+            let _ = writeln!(
+                s,
+                "- **Largest in-phase swing:** no in-phase duty rung with a swing figure."
+            );
+        }
+    }
+    let savings: Vec<String> = a
+        .compare
+        .iter()
+        .filter_map(|c| {
+            let (i, st) = (c.in_phase_swing_w?, c.staggered_swing_w?);
+            Some(format!(
+                "{:.0} ms: {i:.0} → {st:.0} W ({:+.0} W)",
+                c.period_ms,
+                st - i
+            ))
+        })
+        .collect();
+    let _ = writeln!(
+        s,
+        "- **What staggering saves (swing in phase → staggered):** {}.",
+        if savings.is_empty() {
+            "no period ran both ways with swing figures".to_string()
+        } else {
+            savings.join("; ")
+        }
+    );
+    let worst_peak = a
+        .rungs
+        .iter()
+        .filter_map(|r| r.peak_w.map(|p| (p, r)))
+        .max_by(|x, y| x.0.total_cmp(&y.0));
+    if let Some((p, r)) = worst_peak {
+        let over = p - limit_sum;
+        let _ = writeln!(
+            s,
+            "- **Worst transient:** {p:.0} W in rung `{}`: {}.",
+            r.rung.label,
+            if limit_sum <= 0.0 {
+                "no limit known".to_string()
+            } else if over > 0.0 {
+                format!(
+                    "{over:.0} W above the limit sum ({:.0} %)",
+                    100.0 * p / limit_sum
+                )
+            } else {
+                format!("{:.0} W below the limit sum", -over)
+            }
+        );
+    }
+    // One line per flagged GPU: in how many rungs, how far, and its limiters.
+    let mut by_gpu: std::collections::BTreeMap<&str, Vec<&GpuRungRow>> = Default::default();
+    for g in a.per_gpu.iter().filter(|g| !g.flag.is_empty()) {
+        by_gpu.entry(g.gpu.as_str()).or_default().push(g);
+    }
+    let flagged: Vec<String> = by_gpu
+        .iter()
+        .map(|(gpu, rows)| {
+            let d: Vec<f64> = rows.iter().filter_map(|r| r.vs_peers).collect();
+            let (lo, hi) = d.iter().fold((f64::MAX, f64::MIN), |(l, h), x| (l.min(*x), h.max(*x)));
+            let mut bits: Vec<&str> = rows
+                .iter()
+                .flat_map(|r| r.events.split(' '))
+                .filter(|b| !b.is_empty() && *b != "gpu_idle")
+                .collect();
+            bits.sort();
+            bits.dedup();
+            format!(
+                "{gpu} is {:+.1} to {:+.1} % from its peers' median in {} rung(s), limiter bits: {}",
+                lo * 100.0,
+                hi * 100.0,
+                rows.len(),
+                if bits.is_empty() { "none".to_string() } else { bits.join(", ") }
+            )
+        })
+        .collect();
+    let hw: Vec<String> = a
+        .per_gpu
+        .iter()
+        .filter(|g| g.events.contains("hw_") || g.events.contains("sw_thermal"))
+        .map(|g| format!("{} in `{}` ({})", g.gpu, g.rung, g.events))
+        .collect();
+    let _ = writeln!(
+        s,
+        "- **Throttling:** {}",
+        match (flagged.is_empty(), hw.is_empty()) {
+            (true, true) => "no GPU left its peers by more than 3 % and no thermal or hardware slowdown bit was set (sw_power_cap under load is the board at its limit, as expected).".to_string(),
+            _ => {
+                let mut v = flagged;
+                v.extend(hw);
+                v.sort();
+                v.dedup();
+                let n = v.len();
+                let shown: Vec<String> = v.into_iter().take(4).collect();
+                format!("{}{}.", shown.join("; "), if n > 4 { format!("; and {} more in the Per GPU section", n - 4) } else { String::new() })
+            }
+        }
+    );
+    let soak: Vec<&RungSummary> = a
+        .rungs
+        .iter()
+        .filter(|r| r.rung.kind == "soak" && r.mean_w.is_some())
+        .collect();
+    if let Some(r) = soak.first() {
+        let _ = writeln!(
+            s,
+            "- **Soak:** {:.0} W mean{} over rung `{}` (its drift over time is not computed by this version: see node_curve.csv).",
+            r.mean_w.unwrap_or_default(),
+            pct(r.mean_w.unwrap_or_default()),
+            r.rung.label
+        );
+    }
+    let chassis: Vec<&crate::node_power::NodePowerRung> = a
+        .node_power
+        .iter()
+        .filter(|r| r.non_gpu_w.is_some())
+        .collect();
+    if let Some(r) = chassis
+        .iter()
+        .find(|r| sustained.iter().any(|s| s.rung.id == r.rung_id))
+        .or(chassis.first())
+    {
+        let _ = writeln!(
+            s,
+            "- **The node at its own meter (`{}`):** {:.0} W in `{}`, of which {:.0} W ({:.0} %) is not GPU board power.",
+            r.source,
+            r.chassis_mean_w.unwrap_or_default(),
+            r.rung,
+            r.non_gpu_w.unwrap_or_default(),
+            100.0 * r.non_gpu_share.unwrap_or_default()
+        );
+    }
+    let _ = writeln!(
+        s,
+        "- **Instrument:** NVML's driver-buffered power samples of every GPU, summed; duty rungs from the composed node cycle. Sensor model: {} ({}).",
+        match a.sensor.model.kind {
+            ModelKind::Calibrated => "calibrated on this run",
+            ModelKind::Given => "given to the run",
+            ModelKind::BuiltIn => "built-in profile of this GPU model",
+            ModelKind::Nominal => "nominal values (this GPU model was never measured)",
+        },
+        a.sensor.model.source
+    );
+    s
+}
