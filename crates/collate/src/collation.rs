@@ -422,6 +422,13 @@ fn collate_into(
         raw_rows,
         &report_dir,
     )?);
+    files.push(crate::export::html::write_html(
+        &report_dir,
+        &format!(
+            "{} on {}",
+            run.manifest.campaign, run.manifest.backend.node_id
+        ),
+    )?);
     // Last: a report is only handed to a rack once everything is written.
     files.push(handoff::write_inputs(&inputs, &report_dir)?);
     Ok(CollateOutput {

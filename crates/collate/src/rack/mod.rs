@@ -429,6 +429,7 @@ fn rack_into(
         &compare,
         &report_dir,
     )?);
+    files.push(crate::export::html::write_html(&report_dir, "rack run")?);
     Ok(RackOutput {
         report_dir,
         nodes: states,

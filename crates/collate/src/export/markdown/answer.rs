@@ -79,22 +79,45 @@ pub fn answer_block(a: &AnswerInputs<'_>) -> String {
             );
         }
     }
-    let in_phase_swing = a
+    // The in-phase duty rungs by period: the worst repeat, and the median.
+    let mut by_period: Vec<(f64, Vec<&RungSummary>)> = Vec::new();
+    for r in a
         .rungs
         .iter()
-        .filter(|r| r.rung.kind == "duty" && r.rung.mode == "in_phase")
-        .filter_map(|r| r.swing_w.map(|w| (w, r)))
+        .filter(|r| r.rung.kind == "duty" && r.rung.mode == "in_phase" && r.swing_w.is_some())
+    {
+        let p = r.rung.period_ms.unwrap_or(0.0);
+        match by_period.iter_mut().find(|(q, _)| (q - p).abs() < 1e-9) {
+            Some((_, v)) => v.push(r),
+            None => by_period.push((p, vec![r])),
+        }
+    }
+    let worst = by_period
+        .iter()
+        .filter_map(|(p, v)| {
+            let (w, r) = v
+                .iter()
+                .filter_map(|r| r.swing_w.map(|w| (w, *r)))
+                .max_by(|x, y| x.0.total_cmp(&y.0))?;
+            let all: Vec<f64> = v.iter().filter_map(|r| r.swing_w).collect();
+            Some((w, *p, r, all))
+        })
         .max_by(|x, y| x.0.total_cmp(&y.0));
-    match in_phase_swing {
-        Some((w, r)) => {
+    match worst {
+        Some((w, p, r, all)) => {
+            let typical = if all.len() > 1 {
+                format!(
+                    "; worst of {} repeats, median {:.0} W",
+                    all.len(),
+                    median(&all).unwrap_or(w)
+                )
+            } else {
+                String::new()
+            };
             let _ = writeln!(
                 s,
-                "- **Largest in-phase swing:** {w:.0} W (p90 − p10 of the node cycle){} at {} ms (rung `{}`).",
+                "- **Largest in-phase swing:** {w:.0} W (p90 − p10 of the node cycle){} at {p:.0} ms (rung `{}`{typical}).",
                 pct(w),
-                r.rung
-                    .period_ms
-                    .map(|p| format!("{p:.0}"))
-                    .unwrap_or_else(|| "?".into()),
                 r.rung.label
             );
         }

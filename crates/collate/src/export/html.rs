@@ -1,0 +1,123 @@
+//! `report.html`: the report in one self-contained file to send on —
+//! `report.md` rendered (CommonMark with tables), every plot it names
+//! inlined as SVG markup, no script, no external reference. A plot file
+//! that is missing shows as a marked gap (`class="missing-plot"`), never
+//! as a broken link.
+
+use crate::error::CollateError;
+use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd, html};
+use std::path::{Path, PathBuf};
+
+const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#111}\
+h1{font-size:1.4em;border-bottom:2px solid #c33;padding-bottom:.3em}\
+h2{font-size:1.15em;margin-top:2em;border-bottom:1px solid #ccc}\
+table{border-collapse:collapse;font-size:.85em;margin:.5em 0}\
+th,td{border:1px solid #ccc;padding:2px 6px;text-align:left}\
+th{background:#f3f3f3}\
+figure.plot{margin:1em 0}figure.plot svg{max-width:100%;height:auto}\
+.missing-plot{color:#c33;font-weight:bold}\
+code{background:#f5f5f5;padding:0 3px}";
+
+/// Renders `<dir>/report.md` into `<dir>/report.html`, inlining the SVG
+/// plots it names (relative to `dir`).
+///
+/// # Errors
+///
+/// [`CollateError::Io`] when `report.md` cannot be read or
+/// `report.html` cannot be written.
+pub fn write_html(dir: &Path, title: &str) -> Result<PathBuf, CollateError> {
+    let md_path = dir.join("report.md");
+    let md = std::fs::read_to_string(&md_path).map_err(|e| CollateError::io(&md_path, e))?;
+    let body = render(&md, dir);
+    let page = format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{}</title><style>{STYLE}</style></head>\n<body>\n{body}</body></html>\n",
+        escape(title)
+    );
+    let path = dir.join("report.html");
+    std::fs::write(&path, page).map_err(|e| CollateError::io(&path, e))?;
+    Ok(path)
+}
+
+/// Markdown → HTML, each image replaced by its SVG file's markup.
+fn render(md: &str, dir: &Path) -> String {
+    let mut events = Vec::new();
+    let mut in_image = false;
+    for ev in Parser::new_ext(md, Options::ENABLE_TABLES) {
+        match ev {
+            Event::Start(Tag::Image { dest_url, .. }) => {
+                in_image = true;
+                events.push(Event::Html(figure(dir, &dest_url).into()));
+            }
+            Event::End(TagEnd::Image) => in_image = false,
+            // The alt text was rendered into the figure's caption.
+            _ if in_image => {}
+            other => events.push(other),
+        }
+    }
+    let mut out = String::new();
+    html::push_html(&mut out, events.into_iter());
+    out
+}
+
+/// An inline SVG plot in a figure, or a marked gap.
+fn figure(dir: &Path, src: &str) -> String {
+    let safe = !src.contains("..") && !src.starts_with('/') && src.ends_with(".svg");
+    let svg = safe
+        .then(|| std::fs::read_to_string(dir.join(src)).ok())
+        .flatten()
+        .and_then(|t| t.find("<svg").map(|i| t[i..].to_string()));
+    match svg {
+        Some(svg) => format!(
+            "<figure class=\"plot\" data-src=\"{}\">{svg}<figcaption>{}</figcaption></figure>",
+            escape(src),
+            escape(src)
+        ),
+        None => format!(
+            "<p class=\"missing-plot\" data-src=\"{}\">plot {} is missing from this report</p>",
+            escape(src),
+            escape(src)
+        ),
+    }
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inlines_the_plots_and_marks_a_missing_one() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("plots")).unwrap();
+        std::fs::write(
+            dir.path().join("plots/a.svg"),
+            "<?xml version=\"1.0\"?>\n<svg width=\"10\" height=\"10\"><rect width=\"5\" height=\"5\"/></svg>",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("report.md"),
+            "# Run <x>\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n![first](plots/a.svg)\n\n![second](plots/b.svg)\n",
+        )
+        .unwrap();
+        let p = write_html(dir.path(), "run <x>").unwrap();
+        let h = std::fs::read_to_string(p).unwrap();
+        assert!(h.contains("<title>run &lt;x&gt;</title>"), "{h}");
+        assert!(h.contains("<table>") && h.contains("<td>2</td>"), "{h}");
+        assert!(
+            h.contains("<figure class=\"plot\" data-src=\"plots/a.svg\"><svg width"),
+            "{h}"
+        );
+        assert!(!h.contains("<?xml"), "{h}");
+        assert!(
+            h.contains("class=\"missing-plot\" data-src=\"plots/b.svg\""),
+            "{h}"
+        );
+        assert!(!h.contains("<img"), "no external image: {h}");
+    }
+}
