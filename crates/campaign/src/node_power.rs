@@ -60,6 +60,7 @@ pub(crate) fn validate_all(
 fn validate(ctx: &Ctx<'_>, r: &RawNodePower) -> Result<NodePowerSpec, CampaignError> {
     let name = r.name.get_ref().trim().to_string();
     if name.is_empty()
+        || name.len() > 64
         || !name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
@@ -68,7 +69,7 @@ fn validate(ctx: &Ctx<'_>, r: &RawNodePower) -> Result<NodePowerSpec, CampaignEr
             r.name.span(),
             "node_power.name",
             format!("`{name}` cannot name a source file"),
-            Some("letters, digits, '-' and '_'"),
+            Some("1 to 64 letters, digits, '-' and '_'"),
         ));
     }
     if let Some(p) = &r.password {
@@ -243,14 +244,18 @@ fn ipmi(ctx: &Ctx<'_>, r: &RawNodePower) -> Result<NodePowerKind, CampaignError>
         .as_ref()
         .map(|a| a.get_ref().clone())
         .unwrap_or_default();
+    // -P<password>, -k<Kg key>, -y<hex Kg key>: secrets on the command
+    // line, in the campaign file and in every run directory's manifest.
     if let Some(a) = &r.args
-        && a.get_ref().iter().any(|x| x == "-P")
+        && a.get_ref()
+            .iter()
+            .any(|x| ["-P", "-k", "-y"].iter().any(|f| x.starts_with(f)))
     {
         return Err(ctx.err(
             a.span(),
             "node_power.args",
-            "`-P` would put the IPMI password in the campaign file and the process list",
-            Some("-E (password from IPMI_PASSWORD) or -f <password file>"),
+            "-P, -k and -y would put an IPMI secret in the campaign file, every run's manifest and the process list",
+            Some("-E (password from IPMI_PASSWORD), -f <password file>, -K (Kg key from IPMI_KGKEY)"),
         ));
     }
     Ok(NodePowerKind::Ipmi {
@@ -271,11 +276,16 @@ fn url(
     let u = required(ctx, v, "node_power.url", kind)?;
     if !(u.starts_with("http://") || u.starts_with("https://")) || u.contains('@') {
         let span = v.as_ref().map(|s| s.span()).unwrap_or_default();
+        // Whatever sits before an '@' may be a password: never echoed.
+        let shown = match u.rfind('@') {
+            Some(i) => format!("…@{}", &u[i + 1..]),
+            None => u.clone(),
+        };
         return Err(ctx.err(
             span,
             "node_power.url",
-            format!("`{u}` is not an http:// or https:// address without credentials"),
-            Some("http://host[:port][/path] or https://…"),
+            format!("`{shown}` is not an http:// or https:// address without credentials"),
+            Some("http://host[:port][/path] or https://…; credentials go in user and password_env"),
         ));
     }
     Ok(u.trim_end_matches('/').to_string())
@@ -394,6 +404,15 @@ mod tests {
             .unwrap_err();
         assert_eq!(e.field.as_deref(), Some("node_power.args"));
         assert_eq!(e.line, 9);
+        for a in ["-Phunter2", "-kSECRETKG", "-y0102abcd"] {
+            let e = parse(&format!(
+                "[[node_power]]\nname = \"i\"\nkind = \"ipmi\"\nargs = [\"{a}\"]\n"
+            ))
+            .unwrap_err();
+            assert!(!e.to_string().contains(&a[2..]), "{e}");
+        }
+        let e = parse("[[node_power]]\nname = \"b\"\nkind = \"redfish\"\nurl = \"http://root:s3cret@bmc\"\nauth = \"none\"\n").unwrap_err();
+        assert!(!e.to_string().contains("s3cret"), "{e}");
     }
 
     #[test]

@@ -462,10 +462,26 @@ fn node_power_of(
     let mut sources = Vec::new();
     for f in powerlab_rundir::node_power::node_power_files(&dir.path)? {
         match powerlab_rundir::node_power::read_node_power(&f) {
-            Ok((rows, cut)) => {
+            Ok((mut rows, bad)) => {
                 let name = powerlab_rundir::raw::raw_stem(&f);
-                if cut > 0 {
-                    problems.push(format!("node_power/{name}.csv ends in a cut row (dropped)"));
+                if bad > 0 {
+                    problems.push(format!(
+                        "node_power/{name}.csv: {bad} row(s) cut short or not in the format (dropped)"
+                    ));
+                }
+                // A reading no running node can have (edited, or written by
+                // another tool) is dropped and said, never summed.
+                let before = rows.len();
+                rows.retain(|r| {
+                    r.watts
+                        .is_none_or(|w| w.is_finite() && w > 0.0 && w <= node_power::MAX_NODE_W)
+                });
+                if rows.len() < before {
+                    problems.push(format!(
+                        "node_power/{name}.csv: {} reading(s) not finite, not above 0 or above {} W (dropped)",
+                        before - rows.len(),
+                        node_power::MAX_NODE_W
+                    ));
                 }
                 let kind = rows.first().map(|r| r.kind.clone()).unwrap_or_default();
                 let interval_ms = run.manifest.campaign_resolved["node_power"]

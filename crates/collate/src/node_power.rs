@@ -18,6 +18,9 @@ use crate::stats::{median, quantile, r3};
 use powerlab_rundir::NodePowerRow;
 use serde::Serialize;
 
+/// The most a node meter may read, W (the meters refuse more when reading).
+pub const MAX_NODE_W: f64 = 1.0e6;
+
 /// One source's readings and how it behaved.
 #[derive(Debug, Clone, Serialize)]
 pub struct SourceFacts {
@@ -198,7 +201,9 @@ fn one_source(
     let span_ms = update_ms.unwrap_or(interval_ms);
     let lag_ms = lag(&ok, rungs, gpu, span_ms);
     let mut note = Vec::new();
-    if update_ms.is_none() {
+    if ok.is_empty() {
+        note.push("no reading".to_string());
+    } else if update_ms.is_none() {
         note.push("the value never changed: the update period is unknown".to_string());
     } else if update_ms.is_some_and(|u| u <= interval_ms * 1.05) {
         note.push(format!(
@@ -207,6 +212,12 @@ fn one_source(
     }
     if lag_ms.is_none() {
         note.push("no rung long enough to measure the lag: assumed 0".into());
+    }
+    if !ok.is_empty() {
+        note.push(format!(
+            "each reading is taken as the average of the {:.0} ms before it (its update period); a meter that averages longer blurs rung edges, so readings within two such spans of a rung's start are left out",
+            update_ms.unwrap_or(interval_ms)
+        ));
     }
     let facts = SourceFacts {
         source: s.source.clone(),
@@ -245,11 +256,13 @@ fn rung_row(
     span_ns: i64,
     interval_ms: f64,
 ) -> NodePowerRung {
-    // Readings whose averaging span [t-lag-span, t-lag] lies in the window.
+    // Readings whose averaging span [t-lag-span, t-lag] lies in the
+    // window, with one more span of guard at its start: the meter's own
+    // window may be longer than its update period.
     let inside: Vec<(i64, f64)> = ok
         .iter()
         .copied()
-        .filter(|(t, _)| t - lag_ns - span_ns >= r.from_ns && t - lag_ns <= r.to_ns)
+        .filter(|(t, _)| t - lag_ns - 2 * span_ns >= r.from_ns && t - lag_ns <= r.to_ns)
         .collect();
     let n_failed = failed
         .iter()
@@ -258,7 +271,7 @@ fn rung_row(
     let window_ms = (r.to_ns - r.from_ns) as f64 / 1e6;
     // Readings expected: one per interval over the part of the window a
     // span can fit in.
-    let usable_ms = (window_ms - span_ns as f64 / 1e6).max(0.0);
+    let usable_ms = (window_ms - 2.0 * span_ns as f64 / 1e6).max(0.0);
     let expected = (usable_ms / interval_ms).floor().max(1.0);
     let coverage = (inside.len() as f64 / expected).min(1.0);
     let values: Vec<f64> = inside.iter().map(|p| p.1).collect();
@@ -313,6 +326,12 @@ fn rung_row(
         verdict.push(format!("{n_failed} failed reads"));
     }
     let non_gpu_w = chassis_mean_w.zip(gpu_sum_w).map(|(c, g)| c - g);
+    if let Some(n) = non_gpu_w.filter(|n| *n < 0.0) {
+        verdict.push(format!(
+            "CHASSIS BELOW THE GPU SUM by {:.0} W: this meter does not measure this node's GPUs (another node, one PSU, or a stale reading)",
+            -n
+        ));
+    }
     NodePowerRung {
         rung_id: r.id,
         rung: r.label.clone(),
@@ -534,5 +553,27 @@ mod tests {
         assert!(table[1].coverage < 0.6, "{:?}", table[1]);
         assert_eq!(table[2].readings, 0);
         assert!(table[2].verdict.contains("no reading"), "{:?}", table[2]);
+    }
+
+    #[test]
+    fn a_meter_below_the_gpu_sum_is_said_not_passed_off() {
+        let (t, w, mut rows, rungs) = node();
+        // One PSU of four: a quarter of the chassis, below what the GPUs draw.
+        for r in rows.iter_mut() {
+            r.watts = r.watts.map(|x| x / 4.0);
+        }
+        let src = SourceRows {
+            source: "psu1".into(),
+            kind: "redfish".into(),
+            interval_ms: Some(250.0),
+            rows,
+        };
+        let (_, table) = analyse(&[src], &rungs, &GpuSum { t_ns: &t, w: &w });
+        let sustained = &table[0];
+        assert!(sustained.non_gpu_w.unwrap() < 0.0, "{sustained:?}");
+        assert!(
+            sustained.verdict.contains("CHASSIS BELOW THE GPU SUM"),
+            "{sustained:?}"
+        );
     }
 }

@@ -1,12 +1,19 @@
-//! A command that prints the node's watts: the first number on its
-//! standard output. Also the process runner under the IPMI meter: every
-//! run has the source's timeout and is killed when it passes it.
+//! A command that prints the node's watts, and the process runner under
+//! the IPMI meter. Each run has the source's timeout: the command runs in
+//! its own process group, its output is read on threads (any amount), and
+//! when the timeout passes — also when a background child still holds the
+//! output open — the whole group is killed, so nothing is left behind.
 
 use powerlab_core::{MeterError, NodeMeter, NodeReading};
 use std::io::Read;
+use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
-use std::time::Duration;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 use wait_timeout::ChildExt;
+
+/// Most output kept from one run (the rest is read and dropped).
+const MAX_OUTPUT: usize = 1 << 20;
 
 /// A command meter.
 pub struct CommandMeter {
@@ -32,48 +39,84 @@ pub(crate) struct Output {
     pub stderr: String,
 }
 
+fn reader(mut r: impl Read + Send + 'static) -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut kept = Vec::new();
+        let mut buf = [0u8; 8192];
+        while let Ok(n) = r.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            if kept.len() < MAX_OUTPUT {
+                kept.extend_from_slice(&buf[..n.min(MAX_OUTPUT - kept.len())]);
+            }
+        }
+        let _ = tx.send(String::from_utf8_lossy(&kept).into_owned());
+    });
+    rx
+}
+
 /// Runs `argv` with a timeout; a non-zero exit is an error carrying the
-/// last line of its standard error.
+/// last lines of its standard error.
 pub(crate) fn run(argv: &[String], timeout: Duration) -> Result<Output, MeterError> {
     let target = argv.first().cloned().unwrap_or_default();
+    let deadline = Instant::now() + timeout;
+    let timed_out = || MeterError::Timeout {
+        target: target.clone(),
+        timeout_ms: timeout.as_millis() as u64,
+    };
     let mut child = Command::new(&target)
         .args(&argv[1..])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
+        .process_group(0)
         .spawn()
         .map_err(|e| MeterError::Unreachable {
             target: target.clone(),
             detail: format!("cannot start it: {e}"),
         })?;
-    let status = match child.wait_timeout(timeout) {
+    let group = rustix::process::Pid::from_child(&child);
+    let kill_group = || {
+        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+    };
+    let out = child.stdout.take().map(reader);
+    let err = child.stderr.take().map(reader);
+    let status = match child.wait_timeout(deadline.saturating_duration_since(Instant::now())) {
         Ok(Some(s)) => s,
         Ok(None) => {
-            let _ = child.kill();
+            kill_group();
             let _ = child.wait();
-            return Err(MeterError::Timeout {
-                target,
-                timeout_ms: timeout.as_millis() as u64,
-            });
+            return Err(timed_out());
         }
         Err(e) => {
-            let _ = child.kill();
+            kill_group();
+            let _ = child.wait();
             return Err(MeterError::Unreachable {
                 target,
                 detail: format!("cannot wait for it: {e}"),
             });
         }
     };
-    let mut stdout = String::new();
-    let mut stderr = String::new();
-    if let Some(mut o) = child.stdout.take() {
-        let _ = o.read_to_string(&mut stdout);
-    }
-    if let Some(mut e) = child.stderr.take() {
-        let _ = e.read_to_string(&mut stderr);
-    }
+    // The output ends when every process holding it has ended: a child
+    // left in the background must not hold the read past the timeout.
+    let collect = |rx: Option<mpsc::Receiver<String>>| -> Option<String> {
+        match rx {
+            None => Some(String::new()),
+            Some(rx) => rx
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                .ok(),
+        }
+    };
+    let (stdout, stderr) = match (collect(out), collect(err)) {
+        (Some(o), Some(e)) => (o, e),
+        _ => {
+            kill_group();
+            return Err(timed_out());
+        }
+    };
     if !status.success() {
-        // The last few lines of its standard error say why.
         let lines: Vec<&str> = stderr
             .lines()
             .map(str::trim)
@@ -82,17 +125,80 @@ pub(crate) fn run(argv: &[String], timeout: Duration) -> Result<Output, MeterErr
         let tail = lines[lines.len().saturating_sub(3)..].join(" / ");
         return Err(MeterError::Unreachable {
             target,
-            detail: format!("exited with {status}: {tail}"),
+            detail: if tail.is_empty() {
+                format!("exited with {status}")
+            } else {
+                format!("exited with {status}: {tail}")
+            },
         });
     }
     Ok(Output { stdout, stderr })
 }
 
-/// The first number in `text` (a token that parses as a finite float).
+/// The node's watts in a command's output: the first number with a power
+/// unit (`W`, `kW`, `MW`, `watts`), else the first bare number. A number
+/// with a comma is refused (a thousands separator or a decimal comma:
+/// either reading could be wrong by 1000×).
+///
+/// # Errors
+///
+/// A message when there is no number, or it is ambiguous.
+pub fn parse_watts(text: &str) -> Result<f64, String> {
+    let tokens: Vec<&str> = text
+        .split(|c: char| c.is_whitespace() || c == ';' || c == '=' || c == ':')
+        .filter(|t| !t.is_empty())
+        .collect();
+    let mut bare = None;
+    for (i, t) in tokens.iter().enumerate() {
+        let split = t
+            .find(|c: char| {
+                !(c.is_ascii_digit()
+                    || c == '.'
+                    || c == '-'
+                    || c == '+'
+                    || c == 'e'
+                    || c == 'E'
+                    || c == ',')
+            })
+            .unwrap_or(t.len());
+        let (num, unit) = t.split_at(split);
+        if num.is_empty() || !num.chars().any(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        if num.contains(',') {
+            return Err(format!(
+                "`{t}` has a comma: print the watts without separators (1234.5)"
+            ));
+        }
+        let Ok(x) = num.trim_end_matches(['e', 'E']).parse::<f64>() else {
+            continue;
+        };
+        let unit = if unit.is_empty() {
+            tokens.get(i + 1).copied().unwrap_or("")
+        } else {
+            unit
+        };
+        let scale = match unit.to_ascii_lowercase().as_str() {
+            "w" | "watt" | "watts" => Some(1.0),
+            "kw" => Some(1e3),
+            "mw" if unit.starts_with('M') => Some(1e6),
+            _ => None,
+        };
+        match scale {
+            Some(s) => return Ok(x * s),
+            None => {
+                if bare.is_none() {
+                    bare = Some(x);
+                }
+            }
+        }
+    }
+    bare.ok_or_else(|| "no number on its output".to_string())
+}
+
+/// The first number in `text`, as [`parse_watts`] reads it.
 pub fn first_number(text: &str) -> Option<f64> {
-    text.split(|c: char| c.is_whitespace() || c == ',' || c == ';' || c == '=')
-        .filter_map(|t| t.trim_end_matches('W').parse::<f64>().ok())
-        .find(|x| x.is_finite())
+    parse_watts(text).ok()
 }
 
 impl NodeMeter for CommandMeter {
@@ -110,13 +216,14 @@ impl NodeMeter for CommandMeter {
 
     fn read(&mut self) -> Result<NodeReading, MeterError> {
         let out = run(&self.argv, self.timeout)?;
-        let node_w = first_number(&out.stdout).ok_or_else(|| MeterError::NoReading {
+        let node_w = parse_watts(&out.stdout).map_err(|e| MeterError::NoReading {
             target: self.target(),
             detail: format!(
-                "no number on its output ({:?})",
+                "{e} ({:?})",
                 out.stdout.chars().take(80).collect::<String>()
             ),
         })?;
+        crate::plausible(node_w, &self.target())?;
         Ok(NodeReading {
             node_w,
             supplies_w: vec![],
@@ -129,12 +236,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn finds_the_first_number() {
-        assert_eq!(first_number("1234.5\n"), Some(1234.5));
-        assert_eq!(first_number("power: 812 W"), Some(812.0));
-        assert_eq!(first_number("watts=640W"), Some(640.0));
-        assert_eq!(first_number("none here"), None);
-        assert_eq!(first_number("NaN 3"), Some(3.0));
+    fn reads_watts_with_their_unit() {
+        assert_eq!(parse_watts("1234.5\n"), Ok(1234.5));
+        assert_eq!(parse_watts("power: 812 W"), Ok(812.0));
+        assert_eq!(parse_watts("watts=640W"), Ok(640.0));
+        assert_eq!(parse_watts("1.8 kW"), Ok(1800.0));
+        assert_eq!(parse_watts("230 V 3.5 A 805 W"), Ok(805.0));
+        assert_eq!(parse_watts("outlet 3: 230 V"), Ok(3.0));
+        assert!(parse_watts("1,234 W").unwrap_err().contains("comma"));
+        assert!(parse_watts("none here").is_err());
+        assert_eq!(parse_watts("NaN 3"), Ok(3.0));
     }
 
     #[test]
@@ -143,12 +254,28 @@ mod tests {
         let mut m = CommandMeter::new("m", &sh("echo 1500.25"), Duration::from_secs(5));
         assert_eq!(m.read().unwrap().node_w, 1500.25);
         let mut slow = CommandMeter::new("m", &sh("sleep 5; echo 1"), Duration::from_millis(200));
-        let t = std::time::Instant::now();
+        let t = Instant::now();
         assert!(matches!(slow.read(), Err(MeterError::Timeout { .. })));
         assert!(t.elapsed() < Duration::from_secs(3));
+        // A child left in the background holds the output open: the read
+        // still ends at the timeout.
+        let mut bg = CommandMeter::new("m", &sh("sleep 5 & echo 800"), Duration::from_millis(300));
+        let t = Instant::now();
+        assert!(matches!(bg.read(), Err(MeterError::Timeout { .. })));
+        assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+        // Output beyond a pipe's buffer is read whole.
+        let mut big = CommandMeter::new(
+            "m",
+            &sh("echo 812; yes 1 | head -c 200000"),
+            Duration::from_secs(5),
+        );
+        assert_eq!(big.read().unwrap().node_w, 812.0);
         let mut bad = CommandMeter::new("m", &sh("echo nope >&2; exit 3"), Duration::from_secs(5));
         let e = bad.read().unwrap_err().to_string();
         assert!(e.contains("nope") && e.contains('3'), "{e}");
+        let mut quiet = CommandMeter::new("m", &sh("exit 4"), Duration::from_secs(5));
+        let e = quiet.read().unwrap_err().to_string();
+        assert!(!e.trim_end().ends_with(':'), "{e}");
         let mut missing = CommandMeter::new(
             "m",
             &["/nonexistent/meter".to_string()],
@@ -160,5 +287,9 @@ mod tests {
         ));
         let mut empty = CommandMeter::new("m", &sh("echo hello"), Duration::from_secs(5));
         assert!(matches!(empty.read(), Err(MeterError::NoReading { .. })));
+        for v in ["0", "-250", "1e300", "inf"] {
+            let mut m = CommandMeter::new("m", &sh(&format!("echo {v}")), Duration::from_secs(5));
+            assert!(matches!(m.read(), Err(MeterError::NoReading { .. })), "{v}");
+        }
     }
 }

@@ -35,6 +35,10 @@ pub(crate) fn agent(timeout: Duration, tls: Tls<'_>) -> Result<ureq::Agent, Mete
     Ok(ureq::Agent::config_builder()
         .timeout_global(Some(timeout))
         .http_status_as_error(true)
+        // A redirect is said, not followed: following one drops the
+        // credentials (to another host, rightly), which would then read
+        // as refused credentials.
+        .max_redirects(0)
         .tls_config(tls_config)
         .build()
         .new_agent())
@@ -87,6 +91,21 @@ pub(crate) fn get_text(
         req = req.header(*k, v.as_str());
     }
     let mut resp = req.call().map_err(|e| meter_error(e, url, timeout))?;
+    if resp.status().is_redirection() {
+        let to = resp
+            .headers()
+            .get("location")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("?")
+            .to_string();
+        return Err(MeterError::Unreachable {
+            target: url.to_string(),
+            detail: format!(
+                "HTTP {} redirects to {to}: put the address it redirects to in the campaign's url",
+                resp.status().as_u16()
+            ),
+        });
+    }
     resp.body_mut()
         .read_to_string()
         .map_err(|e| meter_error(e, url, timeout))

@@ -87,6 +87,7 @@ impl NodeMeter for IpmiMeter {
             target: self.target(),
             detail: format!("{detail}; stderr: {}", out.stderr.trim()),
         })?;
+        crate::plausible(node_w, &self.target())?;
         Ok(NodeReading {
             node_w,
             supplies_w: vec![],

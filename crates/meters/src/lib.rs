@@ -15,7 +15,7 @@ mod prometheus;
 mod redfish;
 mod secret;
 
-pub use command::{CommandMeter, first_number};
+pub use command::{CommandMeter, first_number, parse_watts};
 pub use ipmi::{IpmiMeter, parse_dcmi_reading};
 pub use prometheus::{PrometheusMeter, parse_metric};
 pub use redfish::RedfishMeter;
@@ -33,13 +33,9 @@ use std::time::Duration;
 /// Returns [`MeterError::Config`] naming the source and what to fix.
 pub fn open(spec: &NodePowerSpec) -> Result<Box<dyn NodeMeter>, MeterError> {
     let timeout = Duration::from_secs_f64(spec.timeout_ms / 1000.0);
-    let named = |e: MeterError| match e {
-        MeterError::Config(m) => MeterError::Config(format!("node_power `{}`: {m}", spec.name)),
-        other => other,
-    };
     Ok(match &spec.kind {
         NodePowerKind::Redfish { .. } => {
-            Box::new(RedfishMeter::new(&spec.name, &spec.kind, timeout).map_err(named)?)
+            Box::new(RedfishMeter::new(&spec.name, &spec.kind, timeout)?)
         }
         NodePowerKind::Ipmi { ipmitool, args } => {
             Box::new(IpmiMeter::new(&spec.name, ipmitool, args, timeout))
@@ -55,6 +51,29 @@ pub fn open(spec: &NodePowerSpec) -> Result<Box<dyn NodeMeter>, MeterError> {
             &spec.name, url, metric, labels, timeout,
         )),
     })
+}
+
+/// The most a node meter may read, W: a 1 MW node is no node.
+pub const MAX_NODE_W: f64 = 1.0e6;
+
+/// A reading that can be a running node's power: finite, above zero (a
+/// BMC that answers 0 W has no reading, whatever it says), at most
+/// [`MAX_NODE_W`].
+///
+/// # Errors
+///
+/// [`MeterError::NoReading`] naming the value.
+pub fn plausible(w: f64, target: &str) -> Result<f64, MeterError> {
+    if w.is_finite() && w > 0.0 && w <= MAX_NODE_W {
+        Ok(w)
+    } else {
+        Err(MeterError::NoReading {
+            target: target.to_string(),
+            detail: format!(
+                "{w} W is not the power of a running node (allowed: above 0, at most {MAX_NODE_W} W)"
+            ),
+        })
+    }
 }
 
 /// Opens and reads a source once: the preflight's check that it is

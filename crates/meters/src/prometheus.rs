@@ -39,22 +39,20 @@ impl PrometheusMeter {
 /// A series' labels, as (name, value) pairs.
 type Labels = Vec<(String, String)>;
 
-/// Splits `name{a="1",b="x"} value [timestamp]` into its parts.
+/// Splits `name{a="1",b="x"} value [timestamp] [# exemplar]` into its
+/// parts. The label set ends at its own closing brace (quotes respected),
+/// so an OpenMetrics exemplar after the value is never read as the value.
 fn parse_line(line: &str) -> Option<(&str, Labels, f64)> {
     let line = line.trim();
     if line.is_empty() || line.starts_with('#') {
         return None;
     }
     let (name, labels, rest) = match line.find('{') {
-        Some(i) => {
-            let close = line[i..].rfind('}')? + i;
-            (
-                &line[..i],
-                parse_labels(&line[i + 1..close])?,
-                &line[close + 1..],
-            )
+        Some(i) if line[..i].find(char::is_whitespace).is_none() => {
+            let (labels, used) = parse_labels(&line[i + 1..])?;
+            (&line[..i], labels, &line[i + 1 + used..])
         }
-        None => {
+        _ => {
             let sp = line.find(char::is_whitespace)?;
             (&line[..sp], vec![], &line[sp..])
         }
@@ -63,36 +61,49 @@ fn parse_line(line: &str) -> Option<(&str, Labels, f64)> {
     Some((name.trim(), labels, value))
 }
 
-fn parse_labels(s: &str) -> Option<Labels> {
+/// The labels after `{`, and how many bytes they took (closing brace
+/// included).
+fn parse_labels(s: &str) -> Option<(Labels, usize)> {
     let mut out = Vec::new();
-    let mut rest = s.trim();
-    while !rest.is_empty() {
-        let eq = rest.find('=')?;
-        let key = rest[..eq].trim().to_string();
-        let after = rest[eq + 1..].trim_start().strip_prefix('"')?;
-        let mut value = String::new();
-        let mut chars = after.char_indices();
-        let mut end = None;
-        while let Some((i, c)) = chars.next() {
-            match c {
-                '\\' => match chars.next() {
-                    Some((_, 'n')) => value.push('\n'),
-                    Some((_, c2)) => value.push(c2),
-                    None => return None,
-                },
-                '"' => {
-                    end = Some(i);
-                    break;
-                }
-                c => value.push(c),
+    let mut chars = s.char_indices().peekable();
+    loop {
+        while chars
+            .peek()
+            .is_some_and(|(_, c)| c.is_whitespace() || *c == ',')
+        {
+            chars.next();
+        }
+        let (start, c) = chars.next()?;
+        if c == '}' {
+            return Some((out, start + 1));
+        }
+        let mut end = start;
+        for (i, c) in chars.by_ref() {
+            if c == '=' {
+                end = i;
+                break;
             }
         }
-        let end = end?;
+        let key = s[start..end].trim().to_string();
+        while chars.peek().is_some_and(|(_, c)| c.is_whitespace()) {
+            chars.next();
+        }
+        if chars.next()?.1 != '"' {
+            return None;
+        }
+        let mut value = String::new();
+        loop {
+            match chars.next()? {
+                (_, '\\') => match chars.next()? {
+                    (_, 'n') => value.push('\n'),
+                    (_, c2) => value.push(c2),
+                },
+                (_, '"') => break,
+                (_, c) => value.push(c),
+            }
+        }
         out.push((key, value));
-        rest = after[end + 1..].trim_start();
-        rest = rest.strip_prefix(',').unwrap_or(rest).trim_start();
     }
-    Some(out)
 }
 
 /// Every sample of `metric` carrying all of `want`'s labels: (the
@@ -136,6 +147,28 @@ impl NodeMeter for PrometheusMeter {
         };
         let text = get_text(a, &self.url, &[], self.timeout)?;
         let series = parse_metric(&text, &self.metric, &self.labels);
+        let mut names: Vec<&str> = series.iter().map(|(n, _)| n.as_str()).collect();
+        names.sort_unstable();
+        if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+            return Err(MeterError::NoReading {
+                target: self.url.clone(),
+                detail: format!(
+                    "the page lists the series `{}{{{}}}` twice",
+                    self.metric, w[0]
+                ),
+            });
+        }
+        if self.labels.is_empty() && series.len() > 1 {
+            return Err(MeterError::NoReading {
+                target: self.url.clone(),
+                detail: format!(
+                    "`{}` has {} series ({}): name the ones to sum with `labels`",
+                    self.metric,
+                    series.len(),
+                    names.join("; ")
+                ),
+            });
+        }
         if series.is_empty() {
             return Err(MeterError::NoReading {
                 target: self.url.clone(),
@@ -145,8 +178,9 @@ impl NodeMeter for PrometheusMeter {
                 ),
             });
         }
+        let node_w = crate::plausible(series.iter().map(|(_, v)| v).sum(), &self.url)?;
         Ok(NodeReading {
-            node_w: series.iter().map(|(_, v)| v).sum(),
+            node_w,
             supplies_w: if series.len() > 1 { series } else { vec![] },
         })
     }
@@ -184,5 +218,15 @@ pdu_inlet_watts 1650.25\n";
             vec![(String::new(), 1650.25)]
         );
         assert!(parse_metric(PAGE, "pdu_outlet", &[]).is_empty());
+        // An OpenMetrics exemplar after the value is not the value.
+        let ex = "pdu_watts{pdu=\"a\",outlet=\"1\"} 800 # {trace_id=\"abc\"} 1.0\n";
+        assert_eq!(
+            parse_metric(ex, "pdu_watts", &[]),
+            vec![("pdu=a,outlet=1".to_string(), 800.0)]
+        );
+        assert_eq!(
+            parse_metric("m{a=\"}\"} 5\n", "m", &[]),
+            vec![("a=}".to_string(), 5.0)]
+        );
     }
 }

@@ -184,34 +184,42 @@ impl RedfishMeter {
             .unwrap_or_default();
         let mut tried = Vec::new();
         for member in members {
-            let id = member.rsplit('/').next().unwrap_or("").to_string();
+            let id = member
+                .trim_end_matches('/')
+                .rsplit('/')
+                .next()
+                .unwrap_or("")
+                .to_string();
             if let Some(want) = &self.chassis
                 && *want != id
             {
                 continue;
             }
             let chassis = self.get_json(&member)?;
+            let mut why = "no Power or EnvironmentMetrics link";
             if let Some(p) = link(&chassis, "Power") {
                 let power = self.get_json(&p)?;
                 if parse_legacy_power(&power).is_some() {
                     return Ok(PowerPath::Legacy(p));
                 }
+                why = "its Power resource has no PowerConsumedWatts number (null or absent)";
             }
             if let Some(p) = link(&chassis, "EnvironmentMetrics") {
                 let env = self.get_json(&p)?;
                 if parse_environment(&env).is_some() {
                     return Ok(PowerPath::Environment(p));
                 }
+                why = "its EnvironmentMetrics has no PowerWatts.Reading number";
             }
-            tried.push(id);
+            tried.push(format!("{id}: {why}"));
         }
         Err(MeterError::NoReading {
             target: self.url(&coll_id),
             detail: match (&self.chassis, tried.is_empty()) {
                 (Some(c), true) => format!("no chassis `{c}` in the collection"),
                 _ => format!(
-                    "no chassis with PowerControl[].PowerConsumedWatts or EnvironmentMetrics PowerWatts (tried: {})",
-                    tried.join(", ")
+                    "no chassis with PowerControl[].PowerConsumedWatts or EnvironmentMetrics PowerWatts.Reading (tried: {})",
+                    tried.join("; ")
                 ),
             },
         })
@@ -244,10 +252,15 @@ impl NodeMeter for RedfishMeter {
             PowerPath::Legacy(id) => (id, parse_legacy_power(&self.get_json(id)?)),
             PowerPath::Environment(id) => (id, parse_environment(&self.get_json(id)?)),
         };
-        reading.ok_or_else(|| MeterError::NoReading {
+        let mut r = reading.ok_or_else(|| MeterError::NoReading {
             target: self.url(id),
             detail: "the power resource has no reading now".into(),
-        })
+        })?;
+        crate::plausible(r.node_w, &self.url(id))?;
+        // A supply without a plausible reading is left out, not guessed.
+        r.supplies_w
+            .retain(|(_, w)| w.is_finite() && (0.0..=crate::MAX_NODE_W).contains(w));
+        Ok(r)
     }
 }
 

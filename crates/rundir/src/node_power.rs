@@ -158,12 +158,13 @@ pub fn node_power_files(run_dir: &Path) -> Result<Vec<PathBuf>, RunDirError> {
 }
 
 /// Reads one node power file. A row cut short by a crash (the last line
-/// without its end) is dropped and counted, never guessed.
+/// without its end) or a row that is not the format is dropped and
+/// counted, never guessed; the count is returned beside the rows.
 ///
 /// # Errors
 ///
 /// [`RunDirError::Io`] if the file cannot be read, and
-/// [`RunDirError::Format`] if its header or a complete row is not the format.
+/// [`RunDirError::Format`] if its header is not the format.
 pub fn read_node_power(path: &Path) -> Result<(Vec<NodePowerRow>, usize), RunDirError> {
     let text = std::fs::read_to_string(path).map_err(|e| RunDirError::io(path, e))?;
     let (body, cut) = match text.rfind('\n') {
@@ -185,10 +186,14 @@ pub fn read_node_power(path: &Path) -> Result<(Vec<NodePowerRow>, usize), RunDir
         ));
     }
     let mut rows = Vec::new();
+    let mut bad = cut;
     for r in rdr.deserialize::<NodePowerRow>() {
-        rows.push(r.map_err(|e| malformed(path, &e.to_string()))?);
+        match r {
+            Ok(r) => rows.push(r),
+            Err(_) => bad += 1,
+        }
     }
-    Ok((rows, cut))
+    Ok((rows, bad))
 }
 
 fn malformed(path: &Path, what: &str) -> RunDirError {
@@ -244,5 +249,16 @@ mod tests {
         std::fs::write(&files[0], text).unwrap();
         let (rows, cut) = read_node_power(&files[0]).unwrap();
         assert_eq!((rows.len(), cut), (3, 1));
+        // A garbage line costs that line, not the file.
+        let text = std::fs::read_to_string(&files[0]).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let edited = format!(
+            "{}\nnot,a,row\n{}\n",
+            lines[..2].join("\n"),
+            lines[2..4].join("\n")
+        );
+        std::fs::write(&files[0], edited).unwrap();
+        let (rows, bad) = read_node_power(&files[0]).unwrap();
+        assert_eq!((rows.len(), bad), (3, 1));
     }
 }

@@ -230,7 +230,9 @@ pub fn run_node(cfg: &RunConfig, mut rack: Option<RackJoin>) -> Result<Outcome> 
         }
         Ok::<_, anyhow::Error>(result)
     })?;
-    drop(rt);
+    // A node power source may still be waiting on a hung BMC: its thread
+    // is not waited for (its rows are on disk already).
+    rt.shutdown_timeout(std::time::Duration::from_secs(2));
     Ok(outcome)
 }
 

@@ -97,6 +97,20 @@ pub fn write_report(
     }
     let short: Vec<&crate::node_power::NodePowerRung> =
         t.node_power.1.iter().filter(|r| r.coverage < 0.9).collect();
+    let below: Vec<&str> = t
+        .node_power
+        .1
+        .iter()
+        .filter(|r| r.non_gpu_w.is_some_and(|n| n < 0.0))
+        .map(|r| r.rung.as_str())
+        .collect();
+    if !below.is_empty() {
+        warnings.push(format!(
+            "NODE POWER BELOW THE GPU SUM in {} rung(s) ({}): that meter does not measure this node; see the Node power section",
+            below.len(),
+            below.iter().take(3).copied().collect::<Vec<_>>().join(", ")
+        ));
+    }
     if !short.is_empty() {
         let mut sources: Vec<&str> = short.iter().map(|r| r.source.as_str()).collect();
         sources.dedup();
