@@ -167,20 +167,6 @@ fn run_realtime(
     (child.wait_with_output().unwrap(), dir)
 }
 
-fn csv_rows(path: &Path) -> Vec<std::collections::HashMap<String, String>> {
-    let mut r = csv::Reader::from_path(path).unwrap();
-    let h = r.headers().unwrap().clone();
-    r.records()
-        .map(|rec| {
-            let rec = rec.unwrap();
-            h.iter()
-                .map(String::from)
-                .zip(rec.iter().map(String::from))
-                .collect()
-        })
-        .collect()
-}
-
 fn num(row: &std::collections::HashMap<String, String>, k: &str) -> Option<f64> {
     row.get(k).and_then(|v| v.parse().ok())
 }

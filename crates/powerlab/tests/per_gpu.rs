@@ -12,17 +12,7 @@ const RUNGS: &str = "[[phase]]\nkind = \"idle\"\nduration_s = 3\n\
 [[phase]]\nkind = \"duty\"\nname = \"sweep\"\nperiods_ms = [1000]\nduration_s = 6\nmodes = [\"in_phase\", \"staggered\"]\n";
 
 fn table(r: &Run) -> Vec<HashMap<String, String>> {
-    let mut rdr = csv::Reader::from_path(r.dir().join("report/per_gpu.csv")).unwrap();
-    let h = rdr.headers().unwrap().clone();
-    rdr.records()
-        .map(|rec| {
-            let rec = rec.unwrap();
-            h.iter()
-                .map(String::from)
-                .zip(rec.iter().map(String::from))
-                .collect()
-        })
-        .collect()
+    csv_rows(&r.dir().join("report/per_gpu.csv"))
 }
 
 #[test]
