@@ -30,7 +30,7 @@ def write_json(path, obj):
     os.replace(tmp, path)
 
 
-def mockup(root, chassis):
+def mockup(root, chassis, schema):
     # sushy-static serves /redfish/v1/<path> from <root>/<path>/index.json.
     v1 = root
     write_json(os.path.join(v1, "index.json"), {
@@ -59,18 +59,55 @@ def mockup(root, chassis):
         "Name": "Drive backplane",
         "ChassisType": "StorageEnclosure",
     })
+    # The chassis power in one of the three places Redfish puts it: the
+    # legacy Power resource, EnvironmentMetrics (2020.4), or a power Sensor.
+    link = {"legacy": "Power", "environment": "EnvironmentMetrics", "sensors": "Sensors"}[schema]
     write_json(os.path.join(v1, "Chassis", chassis, "index.json"), {
         "@odata.id": f"/redfish/v1/Chassis/{chassis}",
         "@odata.type": "#Chassis.v1_14_0.Chassis",
         "Id": chassis,
         "Name": "GPU server chassis",
         "ChassisType": "RackMount",
-        "Power": {"@odata.id": f"/redfish/v1/Chassis/{chassis}/Power"},
+        link: {"@odata.id": f"/redfish/v1/Chassis/{chassis}/{link}"},
     })
-    return os.path.join(v1, "Chassis", chassis, "Power", "index.json")
+    if schema == "sensors":
+        base = f"/redfish/v1/Chassis/{chassis}/Sensors"
+        write_json(os.path.join(v1, "Chassis", chassis, "Sensors", "index.json"), {
+            "@odata.id": base,
+            "@odata.type": "#SensorCollection.SensorCollection",
+            "Members": [{"@odata.id": f"{base}/Inlet"}, {"@odata.id": f"{base}/PSU1Power"},
+                        {"@odata.id": f"{base}/ChassisPower"}],
+        })
+        write_json(os.path.join(v1, "Chassis", chassis, "Sensors", "Inlet", "index.json"), {
+            "@odata.id": f"{base}/Inlet", "@odata.type": "#Sensor.v1_7_0.Sensor", "Id": "Inlet",
+            "ReadingType": "Temperature", "Reading": 24.0, "PhysicalContext": "Intake",
+        })
+        write_json(os.path.join(v1, "Chassis", chassis, "Sensors", "PSU1Power", "index.json"), {
+            "@odata.id": f"{base}/PSU1Power", "@odata.type": "#Sensor.v1_7_0.Sensor", "Id": "PSU1Power",
+            "ReadingType": "Power", "Reading": 1.0, "PhysicalContext": "PowerSupply",
+        })
+        return os.path.join(v1, "Chassis", chassis, "Sensors", "ChassisPower", "index.json")
+    return os.path.join(v1, "Chassis", chassis, link, "index.json")
 
 
-def power_doc(chassis, watts, supplies):
+def power_doc(chassis, watts, supplies, schema="legacy"):
+    if schema == "environment":
+        return {
+            "@odata.id": f"/redfish/v1/Chassis/{chassis}/EnvironmentMetrics",
+            "@odata.type": "#EnvironmentMetrics.v1_3_0.EnvironmentMetrics",
+            "Id": "EnvironmentMetrics",
+            "PowerWatts": {"DataSourceUri": f"/redfish/v1/Chassis/{chassis}/Sensors/ChassisPower",
+                           "Reading": round(watts, 1)},
+        }
+    if schema == "sensors":
+        return {
+            "@odata.id": f"/redfish/v1/Chassis/{chassis}/Sensors/ChassisPower",
+            "@odata.type": "#Sensor.v1_7_0.Sensor",
+            "Id": "ChassisPower",
+            "ReadingType": "Power",
+            "PhysicalContext": "Chassis",
+            "Reading": round(watts, 1),
+        }
     return {
         "@odata.id": f"/redfish/v1/Chassis/{chassis}/Power",
         "@odata.type": "#Power.v1_7_0.Power",
@@ -135,9 +172,10 @@ def main():
     ap.add_argument("--window-s", type=float, default=1.0)
     ap.add_argument("--update-s", type=float, default=0.5)
     ap.add_argument("--supplies", type=int, default=2)
+    ap.add_argument("--schema", choices=["legacy", "environment", "sensors"], default="legacy")
     a = ap.parse_args()
-    path = mockup(a.mockup, a.chassis)
-    write_json(path, power_doc(a.chassis, a.base_w, a.supplies))
+    path = mockup(a.mockup, a.chassis, a.schema)
+    write_json(path, power_doc(a.chassis, a.base_w, a.supplies, a.schema))
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     run, tails, series = None, {}, {}
     while True:
@@ -160,7 +198,7 @@ def main():
             win = [w for ts, w in s if start <= ts <= now_ns]
             if win:
                 total += sum(win) / len(win)
-        write_json(path, power_doc(a.chassis, total, a.supplies))
+        write_json(path, power_doc(a.chassis, total, a.supplies, a.schema))
 
 
 if __name__ == "__main__":

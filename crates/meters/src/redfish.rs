@@ -1,8 +1,8 @@
 //! A BMC over Redfish. The chassis power is discovered once from the
 //! service root (`/redfish/v1` → `Chassis` → the chassis → its legacy
-//! `Power` resource, `PowerControl[].PowerConsumedWatts`, or its
-//! `EnvironmentMetrics`, `PowerWatts.Reading`), then read with one GET per
-//! reading. Power supplies come with the legacy resource where present.
+//! `Power` resource, `PowerControl[].PowerConsumedWatts`; its
+//! `EnvironmentMetrics`, `PowerWatts.Reading`; or the chassis power sensor
+//! of its `Sensors` collection), then read with one GET per reading. Power supplies come with the legacy resource where present.
 
 use crate::http::{Tls, agent, get_text, meter_error};
 use crate::secret::Secret;
@@ -19,6 +19,8 @@ enum PowerPath {
     Legacy(String),
     /// `EnvironmentMetrics` (Redfish 2020.4 and later).
     Environment(String),
+    /// One power `Sensor` of the chassis' `Sensors` collection.
+    Sensor(String),
 }
 
 enum Auth {
@@ -211,6 +213,12 @@ impl RedfishMeter {
                 }
                 why = "its EnvironmentMetrics has no PowerWatts.Reading number";
             }
+            if let Some(p) = link(&chassis, "Sensors") {
+                if let Some(sensor) = self.find_power_sensor(&p)? {
+                    return Ok(PowerPath::Sensor(sensor));
+                }
+                why = "its Sensors collection has no chassis power sensor (ReadingType Power, PhysicalContext Chassis)";
+            }
             tried.push(format!("{id}: {why}"));
         }
         Err(MeterError::NoReading {
@@ -218,11 +226,38 @@ impl RedfishMeter {
             detail: match (&self.chassis, tried.is_empty()) {
                 (Some(c), true) => format!("no chassis `{c}` in the collection"),
                 _ => format!(
-                    "no chassis with PowerControl[].PowerConsumedWatts or EnvironmentMetrics PowerWatts.Reading (tried: {})",
+                    "no chassis with PowerControl[].PowerConsumedWatts, EnvironmentMetrics PowerWatts.Reading or a chassis power Sensor (tried: {})",
                     tried.join("; ")
                 ),
             },
         })
+    }
+}
+
+impl RedfishMeter {
+    /// The chassis' total power sensor: `ReadingType` `Power` with a
+    /// `PhysicalContext` of the whole chassis (`Chassis`, `SystemBoard` or
+    /// none), found once among the collection's members.
+    fn find_power_sensor(&mut self, collection: &str) -> Result<Option<String>, MeterError> {
+        let coll = self.get_json(collection)?;
+        let members: Vec<String> = coll["Members"]
+            .as_array()
+            .map(|m| m.iter().filter_map(odata_id).collect())
+            .unwrap_or_default();
+        for m in members {
+            let sensor = self.get_json(&m)?;
+            let whole = matches!(
+                sensor["PhysicalContext"].as_str(),
+                None | Some("Chassis") | Some("SystemBoard")
+            );
+            if sensor["ReadingType"].as_str() == Some("Power")
+                && whole
+                && parse_sensor(&sensor).is_some()
+            {
+                return Ok(Some(m));
+            }
+        }
+        Ok(None)
     }
 }
 
@@ -251,6 +286,7 @@ impl NodeMeter for RedfishMeter {
         let (id, reading) = match &path {
             PowerPath::Legacy(id) => (id, parse_legacy_power(&self.get_json(id)?)),
             PowerPath::Environment(id) => (id, parse_environment(&self.get_json(id)?)),
+            PowerPath::Sensor(id) => (id, parse_sensor(&self.get_json(id)?)),
         };
         let mut r = reading.ok_or_else(|| MeterError::NoReading {
             target: self.url(id),
@@ -321,6 +357,14 @@ pub(crate) fn parse_legacy_power(v: &Value) -> Option<NodeReading> {
         })
         .unwrap_or_default();
     Some(NodeReading { node_w, supplies_w })
+}
+
+/// The reading of a `Sensor` resource.
+pub(crate) fn parse_sensor(v: &Value) -> Option<NodeReading> {
+    Some(NodeReading {
+        node_w: v["Reading"].as_f64()?,
+        supplies_w: vec![],
+    })
 }
 
 /// The chassis reading of an `EnvironmentMetrics` resource.
