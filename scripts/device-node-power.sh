@@ -33,5 +33,7 @@ for f in node_power_sources.csv node_power.csv; do
   echo "--- report/$f" | tee -a "$OUT/node-power.txt"
   cat "$d/report/$f" | tee -a "$OUT/node-power.txt"
 done
-# Keep the run small enough to come back: the raw Parquet copies stay there.
-rm -rf "$d/report/raw"
+# One file comes back (the raw Parquet copies and the PNG plots stay there).
+rm -rf "$d/report/raw" "$d"/report/plots/*.png
+tar czf "$OUT/node-power-run.tgz" -C "$OUT/runs" "$(basename "$d")" && rm -rf "$OUT/runs"
+ls -la "$OUT" | tee -a "$OUT/node-power.txt"

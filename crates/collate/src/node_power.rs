@@ -20,6 +20,11 @@ use serde::Serialize;
 
 /// The most a node meter may read, W (the meters refuse more when reading).
 pub const MAX_NODE_W: f64 = 1.0e6;
+/// A meter reading below the GPU sum by more than this many W, and by
+/// more than [`BELOW_GPU_SUM_SHARE`] of it, does not measure this node.
+pub const BELOW_GPU_SUM_W: f64 = 20.0;
+/// See [`BELOW_GPU_SUM_W`].
+pub const BELOW_GPU_SUM_SHARE: f64 = 0.03;
 
 /// One source's readings and how it behaved.
 #[derive(Debug, Clone, Serialize)]
@@ -326,7 +331,10 @@ fn rung_row(
         verdict.push(format!("{n_failed} failed reads"));
     }
     let non_gpu_w = chassis_mean_w.zip(gpu_sum_w).map(|(c, g)| c - g);
-    if let Some(n) = non_gpu_w.filter(|n| *n < 0.0) {
+    // Below the GPU sum by more than the two instruments' disagreement
+    // (a meter that reads the GPUs themselves lands within ~1 % of them).
+    let below = |n: f64, g: f64| n < -(BELOW_GPU_SUM_W.max(BELOW_GPU_SUM_SHARE * g));
+    if let Some(n) = non_gpu_w.filter(|n| gpu_sum_w.is_some_and(|g| below(*n, g))) {
         verdict.push(format!(
             "CHASSIS BELOW THE GPU SUM by {:.0} W: this meter does not measure this node's GPUs (another node, one PSU, or a stale reading)",
             -n

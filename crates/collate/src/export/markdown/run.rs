@@ -101,7 +101,7 @@ pub fn write_report(
         .node_power
         .1
         .iter()
-        .filter(|r| r.non_gpu_w.is_some_and(|n| n < 0.0))
+        .filter(|r| r.verdict.contains("CHASSIS BELOW THE GPU SUM"))
         .map(|r| r.rung.as_str())
         .collect();
     if !below.is_empty() {
