@@ -474,13 +474,13 @@ fn node_power_of(
                 let before = rows.len();
                 rows.retain(|r| {
                     r.watts
-                        .is_none_or(|w| w.is_finite() && w > 0.0 && w <= node_power::MAX_NODE_W)
+                        .is_none_or(powerlab_core::meter::is_plausible_node_w)
                 });
                 if rows.len() < before {
                     problems.push(format!(
                         "node_power/{name}.csv: {} reading(s) not finite, not above 0 or above {} W (dropped)",
                         before - rows.len(),
-                        node_power::MAX_NODE_W
+                        powerlab_core::meter::MAX_NODE_W
                     ));
                 }
                 let kind = rows.first().map(|r| r.kind.clone()).unwrap_or_default();

@@ -13,13 +13,11 @@
 //! at least four update periods gets no chassis swing: a slow average
 //! cannot show it, and the table says so instead.
 
-use crate::sensor::series::{changes, median_spacing_ms};
+use crate::sensor::series::{changes, median_spacing_ms, spacings_ms};
 use crate::stats::{median, quantile, r3};
 use powerlab_rundir::NodePowerRow;
 use serde::Serialize;
 
-/// The most a node meter may read, W (the meters refuse more when reading).
-pub const MAX_NODE_W: f64 = 1.0e6;
 /// A meter reading below the GPU sum by more than this many W, and by
 /// more than [`BELOW_GPU_SUM_SHARE`] of it, does not measure this node.
 pub const BELOW_GPU_SUM_W: f64 = 20.0;
@@ -197,12 +195,7 @@ fn one_source(
     // (a steady load leaves the value unchanged across several updates, so
     // a median would read long).
     let changed = changes(&ok);
-    let spacing: Vec<f64> = changed
-        .windows(2)
-        .map(|w| (w[1].0 - w[0].0) as f64 / 1e6)
-        .filter(|d| *d > 0.0)
-        .collect();
-    let update_ms = quantile(&spacing, 0.25).map(|u| u.max(interval_ms));
+    let update_ms = quantile(&spacings_ms(&changed), 0.25).map(|u| u.max(interval_ms));
     let span_ms = update_ms.unwrap_or(interval_ms);
     let lag_ms = lag(&ok, rungs, gpu, span_ms);
     let mut note = Vec::new();

@@ -95,7 +95,9 @@ pub fn per_gpu(run: &Run, series: &SeriesSet) -> Vec<GpuRungRow> {
                     let all = series.get_at(node, gpu, inst);
                     // The last reading at or before the window's start, and
                     // the last inside it.
-                    let before = all.iter().rev().find(|p| p.0 <= from).map(|p| p.1);
+                    let before = all[..all.partition_point(|p| p.0 <= from)]
+                        .last()
+                        .map(|p| p.1);
                     let last = span(all, from, to).last().map(|p| p.1);
                     before
                         .zip(last)

@@ -73,6 +73,17 @@ impl MeterError {
     }
 }
 
+/// The most a node meter may read, W: a 1 MW node is no node.
+pub const MAX_NODE_W: f64 = 1.0e6;
+
+/// Whether `w` can be a running node's power: finite, above zero (a meter
+/// that answers 0 W has no reading, whatever it says), at most
+/// [`MAX_NODE_W`]. The meters refuse other readings and the collator drops
+/// them from a file.
+pub fn is_plausible_node_w(w: f64) -> bool {
+    w.is_finite() && w > 0.0 && w <= MAX_NODE_W
+}
+
 /// A meter of the node's power, read by a blocking call (its own thread).
 pub trait NodeMeter: Send {
     /// The source's name from the campaign (`bmc`, `pdu-a`, …).

@@ -196,11 +196,6 @@ pub fn parse_watts(text: &str) -> Result<f64, String> {
     bare.ok_or_else(|| "no number on its output".to_string())
 }
 
-/// The first number in `text`, as [`parse_watts`] reads it.
-pub fn first_number(text: &str) -> Option<f64> {
-    parse_watts(text).ok()
-}
-
 impl NodeMeter for CommandMeter {
     fn name(&self) -> &str {
         &self.name

@@ -15,7 +15,7 @@ mod prometheus;
 mod redfish;
 mod secret;
 
-pub use command::{CommandMeter, first_number, parse_watts};
+pub use command::{CommandMeter, parse_watts};
 pub use ipmi::{IpmiMeter, parse_dcmi_reading};
 pub use prometheus::{PrometheusMeter, parse_metric};
 pub use redfish::RedfishMeter;
@@ -53,24 +53,21 @@ pub fn open(spec: &NodePowerSpec) -> Result<Box<dyn NodeMeter>, MeterError> {
     })
 }
 
-/// The most a node meter may read, W: a 1 MW node is no node.
-pub const MAX_NODE_W: f64 = 1.0e6;
-
-/// A reading that can be a running node's power: finite, above zero (a
-/// BMC that answers 0 W has no reading, whatever it says), at most
-/// [`MAX_NODE_W`].
+/// A reading that can be a running node's power
+/// ([`powerlab_core::meter::is_plausible_node_w`]).
 ///
 /// # Errors
 ///
 /// [`MeterError::NoReading`] naming the value.
 pub fn plausible(w: f64, target: &str) -> Result<f64, MeterError> {
-    if w.is_finite() && w > 0.0 && w <= MAX_NODE_W {
+    if powerlab_core::meter::is_plausible_node_w(w) {
         Ok(w)
     } else {
         Err(MeterError::NoReading {
             target: target.to_string(),
             detail: format!(
-                "{w} W is not the power of a running node (allowed: above 0, at most {MAX_NODE_W} W)"
+                "{w} W is not the power of a running node (allowed: above 0, at most {} W)",
+                powerlab_core::meter::MAX_NODE_W
             ),
         })
     }

@@ -295,7 +295,7 @@ impl NodeMeter for RedfishMeter {
         crate::plausible(r.node_w, &self.url(id))?;
         // A supply without a plausible reading is left out, not guessed.
         r.supplies_w
-            .retain(|(_, w)| w.is_finite() && (0.0..=crate::MAX_NODE_W).contains(w));
+            .retain(|(_, w)| w.is_finite() && (0.0..=powerlab_core::meter::MAX_NODE_W).contains(w));
         Ok(r)
     }
 }

@@ -105,14 +105,17 @@ pub fn changes(s: &[(i64, f64)]) -> Vec<(i64, f64)> {
         .collect()
 }
 
-/// Median time between consecutive points, ms.
-pub fn median_spacing_ms(s: &[(i64, f64)]) -> Option<f64> {
-    let spacing: Vec<f64> = s
-        .windows(2)
+/// Times between consecutive points, ms (zero gaps left out).
+pub fn spacings_ms(s: &[(i64, f64)]) -> Vec<f64> {
+    s.windows(2)
         .map(|w| (w[1].0 - w[0].0) as f64 / 1e6)
         .filter(|d| *d > 0.0)
-        .collect();
-    crate::stats::median(&spacing)
+        .collect()
+}
+
+/// Median time between consecutive points, ms.
+pub fn median_spacing_ms(s: &[(i64, f64)]) -> Option<f64> {
+    crate::stats::median(&spacings_ms(s))
 }
 
 /// Achieved edge times by (rung, GPU, kind), grouped once: a long campaign

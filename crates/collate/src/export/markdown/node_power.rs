@@ -2,6 +2,7 @@
 //! period, answer time, lag, failures), then per rung the chassis beside
 //! the GPU sum over the same spans.
 
+use super::cells::o;
 use crate::node_power::{NodePowerRung, SourceFacts};
 use std::fmt::Write;
 
@@ -55,11 +56,11 @@ pub fn write_section(s: &mut String, facts: &[SourceFacts], rows: &[NodePowerRun
             r.source,
             r.readings,
             r.coverage * 100.0,
-            dash(r.chassis_mean_w.map(|v| format!("{v:.1}"))),
-            dash(r.chassis_peak_w.map(|v| format!("{v:.1}"))),
-            dash(r.chassis_swing_w.map(|v| format!("{v:.1}"))),
-            dash(r.gpu_sum_w.map(|v| format!("{v:.1}"))),
-            dash(r.non_gpu_w.map(|v| format!("{v:.1}"))),
+            o(r.chassis_mean_w),
+            o(r.chassis_peak_w),
+            o(r.chassis_swing_w),
+            o(r.gpu_sum_w),
+            o(r.non_gpu_w),
             dash(r.non_gpu_share.map(|v| format!("{:.1} %", v * 100.0))),
             r.verdict
         );

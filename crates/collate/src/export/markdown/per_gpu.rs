@@ -1,6 +1,7 @@
 //! The per-GPU section of `report.md`: the GPUs flagged against their
 //! peers first, then every GPU in every rung.
 
+use super::cells::o;
 use crate::per_gpu::{ENERGY_FLAG, GpuRungRow, PEER_FLAG};
 use std::fmt::Write;
 
@@ -64,7 +65,6 @@ pub fn write_section(s: &mut String, rows: &[GpuRungRow]) {
         s,
         "| rung | GPU | mean W | peak W | % of limit | vs peers | SM MHz | GPU °C max | HBM °C max | clock events | power cap | thermal cap | energy gap |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     );
-    let f1 = |v: Option<f64>| v.map(|x| format!("{x:.1}")).unwrap_or_else(|| "—".into());
     let pct = |v: Option<f64>| {
         v.map(|x| format!("{:.1} %", x * 100.0))
             .unwrap_or_else(|| "—".into())
@@ -76,8 +76,8 @@ pub fn write_section(s: &mut String, rows: &[GpuRungRow]) {
             r.rung,
             r.gpu,
             if r.flag.is_empty() { "" } else { " ⚠" },
-            f1(r.mean_w),
-            f1(r.peak_w),
+            o(r.mean_w),
+            o(r.peak_w),
             pct(r.mean_of_limit),
             r.vs_peers
                 .map(|x| format!("{:+.1} %", x * 100.0))
@@ -85,8 +85,8 @@ pub fn write_section(s: &mut String, rows: &[GpuRungRow]) {
             r.sm_clock_mhz
                 .map(|x| format!("{x:.0}"))
                 .unwrap_or_else(|| "—".into()),
-            f1(r.gpu_temp_max_c),
-            f1(r.mem_temp_max_c),
+            o(r.gpu_temp_max_c),
+            o(r.mem_temp_max_c),
             if r.events.is_empty() {
                 "—"
             } else {

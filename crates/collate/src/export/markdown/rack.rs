@@ -1,6 +1,7 @@
 //! `report.md` of a rack run: which nodes ran and how their runs ended,
 //! the rack's power per rung, and in phase vs staggered across the rack.
 
+use super::cells::o;
 use crate::error::CollateError;
 use crate::rack::tables::{HostRungRow, NodeState, RackStart};
 use crate::summary::{PhaseCompare, RungSummary};
@@ -188,7 +189,6 @@ pub fn write_rack_report(
             s,
             "\n## Node power, whole rack (each node's own meters added; GPU sum over the same spans)\n\n| rung | source | nodes | chassis mean W | GPU sum W | non-GPU W | non-GPU share | least coverage | verdict |\n|---|---|---|---|---|---|---|---|---|"
         );
-        let w = |v: Option<f64>| v.map(|x| format!("{x:.1}")).unwrap_or_else(|| "—".into());
         for r in node_power {
             let _ = writeln!(
                 s,
@@ -197,9 +197,9 @@ pub fn write_rack_report(
                 r.source,
                 r.nodes,
                 r.of_nodes,
-                w(r.chassis_mean_w),
-                w(r.gpu_sum_w),
-                w(r.non_gpu_w),
+                o(r.chassis_mean_w),
+                o(r.gpu_sum_w),
+                o(r.non_gpu_w),
                 r.non_gpu_share
                     .map(|x| format!("{:.1} %", x * 100.0))
                     .unwrap_or_else(|| "—".into()),
