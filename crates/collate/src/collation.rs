@@ -8,7 +8,7 @@ use crate::error::CollateError;
 use crate::export::{csv, json, markdown, plots};
 use crate::sensor::series::{EdgeIndex, SeriesSet};
 use crate::{
-    curve, cycle, edges, energy, handoff, integrity, load, nccl, node_power, per_gpu, sensor,
+    curve, cycle, edges, energy, handoff, integrity, load, nccl, node_power, per_gpu, sensor, soak,
     stats, summary,
 };
 use powerlab_rundir::RunDir;
@@ -59,6 +59,9 @@ pub struct CollateOptions {
     /// Collate a run that is still being written (its figures are marked
     /// "DID NOT FINISH"); without it such a run is refused.
     pub snapshot: bool,
+    /// The soak analysis's first and last window, s (None: one minute,
+    /// [`crate::soak::EDGE_S_DEFAULT`]).
+    pub soak_edge_s: Option<f64>,
 }
 
 /// [`collate`] with options. One collation per run directory at a time: a
@@ -101,7 +104,7 @@ pub fn collate_with(path: &Path, opts: CollateOptions) -> Result<CollateOutput, 
     let run = load::load_run(&dir)?;
     let report_dir = dir.report_dir();
     let (out, files) = staged(&dir.path, &report_dir, |staging| {
-        collate_into(&dir, &run, staging).map(|o| {
+        collate_into(&dir, &run, staging, opts).map(|o| {
             let files = o.files.clone();
             (o, files)
         })
@@ -222,6 +225,7 @@ fn collate_into(
     dir: &RunDir,
     run: &load::Run,
     report_dir: &Path,
+    opts: CollateOptions,
 ) -> Result<CollateOutput, CollateError> {
     let report_dir = report_dir.to_path_buf();
 
@@ -344,6 +348,12 @@ fn collate_into(
     step("node power");
     let gpu_rows = per_gpu::per_gpu(run, &series);
     step("per-GPU table");
+    let soak = soak::analyse(
+        run,
+        &series,
+        opts.soak_edge_s.unwrap_or(soak::EDGE_S_DEFAULT),
+    );
+    step("soak analysis");
 
     let mut files = vec![
         csv::write_node_curve(&curve, &report_dir)?,
@@ -391,6 +401,18 @@ fn collate_into(
     files.extend(crate::export::parquet::beside_csv(
         &report_dir.join("per_gpu.csv"),
     )?);
+    if !soak.rows.is_empty() {
+        let soak_csv = report_dir.join("soak.csv");
+        csv::write_rows(&soak.rows, &soak_csv)?;
+        files.push(soak_csv);
+    }
+    if let Some((label, lines)) = &soak.plot {
+        files.extend(plots::write_soak_plot(
+            label,
+            lines,
+            &report_dir.join("plots"),
+        )?);
+    }
     if !np.facts.is_empty() {
         let (a, b) = (
             report_dir.join("node_power_sources.csv"),
@@ -415,6 +437,7 @@ fn collate_into(
         raw_end_ns,
         node_power: (&np.facts, &np.rungs),
         per_gpu: &gpu_rows,
+        soak: &soak.rows,
     };
     files.push(markdown::run::write_report(
         run,

@@ -42,6 +42,7 @@ pub mod node_power;
 pub mod per_gpu;
 pub mod rack;
 pub mod sensor;
+pub mod soak;
 pub mod stats;
 pub mod summary;
 

@@ -70,7 +70,6 @@ pub fn per_gpu(run: &Run, series: &SeriesSet) -> Vec<GpuRungRow> {
     let mut out = Vec::new();
     for r in &run.rungs {
         let (from, to) = (r.measure_from_ns, r.end_ns);
-        let window_ns = (to - from).max(1) as f64;
         let mut rows: Vec<GpuRungRow> = run
             .series
             .iter()
@@ -91,18 +90,6 @@ pub fn per_gpu(run: &Run, series: &SeriesSet) -> Vec<GpuRungRow> {
                 let bits = get("clock_events")
                     .iter()
                     .fold(0u64, |acc, p| acc | p.1 as u64);
-                let counter = |inst: &str| {
-                    let all = series.get_at(node, gpu, inst);
-                    // The last reading at or before the window's start, and
-                    // the last inside it.
-                    let before = all[..all.partition_point(|p| p.0 <= from)]
-                        .last()
-                        .map(|p| p.1);
-                    let last = span(all, from, to).last().map(|p| p.1);
-                    before
-                        .zip(last)
-                        .map(|(a, b)| r3(((b - a) / window_ns).clamp(0.0, 1.0)))
-                };
                 let energy = energy_check(
                     get("energy_mj"),
                     series.get_at(node, gpu, "buffered_w"),
@@ -123,8 +110,8 @@ pub fn per_gpu(run: &Run, series: &SeriesSet) -> Vec<GpuRungRow> {
                     gpu_temp_max_c: values(get("gpu_temp_c")).into_iter().reduce(f64::max),
                     mem_temp_max_c: values(get("mem_temp_c")).into_iter().reduce(f64::max),
                     events: ClockEventBits(bits).names().join(" "),
-                    power_cap_share: counter("power_cap_time_ns"),
-                    thermal_cap_share: counter("thermal_cap_time_ns"),
+                    power_cap_share: cap_share(series, node, gpu, "power_cap_time_ns", from, to),
+                    thermal_cap_share: cap_share(series, node, gpu, "thermal_cap_time_ns", from, to),
                     vs_peers: None,
                     flag: String::new(),
                     counter_j: energy.map(|e| r3(e.0)),
@@ -144,6 +131,28 @@ pub fn per_gpu(run: &Run, series: &SeriesSet) -> Vec<GpuRungRow> {
         out.extend(rows);
     }
     out
+}
+
+/// The share of `from..to` a cumulative cap-time counter (ns) grew by:
+/// from the last reading at or before `from` to the last inside the
+/// window, over the window's length.
+pub(crate) fn cap_share(
+    series: &SeriesSet,
+    node: &str,
+    gpu: &str,
+    inst: &str,
+    from: i64,
+    to: i64,
+) -> Option<f64> {
+    let all = series.get_at(node, gpu, inst);
+    let before = all[..all.partition_point(|p| p.0 <= from)]
+        .last()
+        .map(|p| p.1);
+    let last = span(all, from, to).last().map(|p| p.1);
+    let window_ns = (to - from).max(1) as f64;
+    before
+        .zip(last)
+        .map(|(a, b)| r3(((b - a) / window_ns).clamp(0.0, 1.0)))
 }
 
 /// Compares each GPU's mean with its peers' median; flags beyond [`PEER_FLAG`].

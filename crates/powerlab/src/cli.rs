@@ -300,6 +300,10 @@ pub struct CollateArgs {
     /// collation; the rack step itself reads only the nodes' reports).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
     pub jobs: u16,
+    /// The soak analysis's first and last window, s (a soak shorter than
+    /// three of them uses a third of its length).
+    #[arg(long, default_value_t = 60.0, value_parser = positive_f64, allow_negative_numbers = true)]
+    pub soak_edge_s: f64,
     /// Print the per-rung summary as JSON instead of a table.
     #[arg(long)]
     pub json: bool,

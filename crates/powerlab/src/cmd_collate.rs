@@ -91,6 +91,7 @@ pub fn collate(a: &CollateArgs) -> Result<i32> {
         &a.run_dir,
         powerlab_collate::CollateOptions {
             snapshot: a.snapshot,
+            soak_edge_s: Some(a.soak_edge_s),
         },
     )?;
     if a.json {

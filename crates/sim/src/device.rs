@@ -127,6 +127,10 @@ pub struct SimDevice {
     xid_reported: bool,
     /// Time under the power cap, ns (NVML's cumulative violation counter).
     power_cap_ns: i64,
+    /// Time under a thermal slowdown, ns (NVML's cumulative counter).
+    thermal_cap_ns: i64,
+    /// The thermal slowdown's share of the loaded power (1: none).
+    thermal_factor: f64,
 }
 
 impl SimDevice {
@@ -215,6 +219,8 @@ impl SimDevice {
             truth_steps: 0,
             xid_reported: false,
             power_cap_ns: 0,
+            thermal_cap_ns: 0,
+            thermal_factor: 1.0,
         }
     }
 
@@ -355,6 +361,9 @@ impl SimDevice {
             let mid = self.t_ns + self.dt_ns / 2;
             let lost = self.lost(mid);
             let mut want = self.demand_w(&self.program[idx].1, mid);
+            if want > self.profile.idle_w {
+                want += self.drift_w(mid);
+            }
             if self.brake(mid) {
                 want = self.profile.idle_w + (want - self.profile.idle_w) * 0.45;
             }
@@ -377,11 +386,12 @@ impl SimDevice {
                 (self.power_w, sensed, second),
                 loaded,
             );
+            let thermal = self.thermal_step(dt_s, loaded);
             let p = &self.profile;
             let target = if lost {
                 0.0
             } else if loaded {
-                p.idle_w + (want - p.idle_w) * cap
+                p.idle_w + (want - p.idle_w) * cap * thermal
             } else {
                 want
             };
@@ -452,6 +462,33 @@ impl SimDevice {
                     .push_back((visible, [instant, average, energy_mj.floor()]));
             }
         }
+    }
+
+    /// The injected thermal slowdown: above the fault's temperature the
+    /// loaded power's share falls (integral control, 0.02 per °C·s), below
+    /// it recovers; the time under it is counted while loaded.
+    fn thermal_step(&mut self, dt_s: f64, loaded: bool) -> f64 {
+        let Some(limit) = self.faults.thermal_limit_c else {
+            return 1.0;
+        };
+        if self.temp_c > limit {
+            self.thermal_factor -= 0.02 * (self.temp_c - limit) * dt_s;
+        } else {
+            self.thermal_factor += 0.05 * dt_s;
+        }
+        self.thermal_factor = self.thermal_factor.clamp(0.2, 1.0);
+        if loaded && self.thermal_factor < 0.99 {
+            self.thermal_cap_ns += self.dt_ns;
+        }
+        self.thermal_factor
+    }
+
+    /// The injected drift of the load's demand at `t`, W (a GPU held at its
+    /// power cap absorbs it, as a real board does).
+    fn drift_w(&self, t: EpochNs) -> f64 {
+        self.faults
+            .drift_w_per_10min
+            .map_or(0.0, |d| d * (t - self.run_start_ns).max(0) as f64 / 600e9)
     }
 
     fn read_guard(&mut self, now: EpochNs) -> Result<(), HwError> {
@@ -560,8 +597,9 @@ impl SimDevice {
         let loaded = self.power_w > p.idle_w + 0.1 * (p.power_limit_w - p.idle_w);
         let mut bits = 0u64;
         let cap = self.controller.cap();
+        let throttled = self.thermal_factor < 0.99;
         let sm = if loaded {
-            p.sm_clock_max_mhz * cap.powf(0.6)
+            p.sm_clock_max_mhz * (cap * self.thermal_factor).powf(0.6)
         } else {
             p.sm_clock_idle_mhz
         };
@@ -570,6 +608,9 @@ impl SimDevice {
         }
         if cap < 0.97 {
             bits |= ClockEventBits::SW_POWER_CAP;
+        }
+        if loaded && throttled {
+            bits |= ClockEventBits::SW_THERMAL_SLOWDOWN;
         }
         if self.brake(now) {
             bits |= ClockEventBits::HW_SLOWDOWN | ClockEventBits::HW_POWER_BRAKE_SLOWDOWN;
@@ -610,11 +651,10 @@ impl SimDevice {
                 instrument: Instrument::PowerCapTimeNs,
                 value: self.power_cap_ns as f64,
             },
-            // The simulated board never reaches a thermal cap.
             Sample {
                 ts_ns: now,
                 instrument: Instrument::ThermalCapTimeNs,
-                value: 0.0,
+                value: self.thermal_cap_ns as f64,
             },
         ])
     }

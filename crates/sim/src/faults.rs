@@ -31,6 +31,15 @@ pub struct GpuFaults {
     /// much late (ns): a device whose falls slip (a host that stopped
     /// feeding it late, a chunk that overran its deadline).
     pub late_falls: Option<(i64, i64)>,
+    /// The GPU slows down above this temperature, °C (a thermal slowdown:
+    /// `sw_thermal_slowdown` read, the thermal-cap counter runs, power and
+    /// SM clock fall until the temperature holds there).
+    pub thermal_limit_c: Option<f64>,
+    /// Under load the demand drifts by this much per 10 min from the run's
+    /// start, W (signed), as leakage that grows with time: it shows in the
+    /// power of a GPU below its limit (one held at its cap absorbs it, and
+    /// its clocks move instead).
+    pub drift_w_per_10min: Option<f64>,
 }
 
 /// Faults of the whole node.
@@ -93,7 +102,8 @@ impl FaultPlan {
     /// cuda_init, fabric, clock_offset, die_at, or `gpuN:key=value` with
     /// keys cold_start, lost_at, xid_at (`30s@79`), power_brake_at, nccl_hang_at,
     /// late_falls_at (`20s@300us`),
-    /// nvml_error_every, extra_c_per_w, power_limit_w.
+    /// nvml_error_every, extra_c_per_w, power_limit_w, spikes_w,
+    /// thermal_limit_c, drift_w_per_10min.
     ///
     /// # Errors
     ///
@@ -216,9 +226,35 @@ impl FaultPlan {
                             })?,
                     )
                 }
+                "thermal_limit_c" => {
+                    f.thermal_limit_c = Some(
+                        value
+                            .parse()
+                            .ok()
+                            .filter(|v: &f64| v.is_finite() && (20.0..=120.0).contains(v))
+                            .ok_or_else(|| {
+                                bad(format!(
+                                    "`{value}` is not a slowdown temperature (20 to 120 °C)"
+                                ))
+                            })?,
+                    )
+                }
+                "drift_w_per_10min" => {
+                    f.drift_w_per_10min = Some(
+                        value
+                            .parse()
+                            .ok()
+                            .filter(|v: &f64| v.is_finite() && (-500.0..=500.0).contains(v))
+                            .ok_or_else(|| {
+                                bad(format!(
+                                    "`{value}` is not a drift of −500 to 500 W per 10 min"
+                                ))
+                            })?,
+                    )
+                }
                 other => {
                     return Err(bad(format!(
-                        "unknown key `{other}` (allowed: cold_start, lost_at, xid_at, power_brake_at, nccl_hang_at, late_falls_at, nvml_error_every, extra_c_per_w, power_limit_w, spikes_w)"
+                        "unknown key `{other}` (allowed: cold_start, lost_at, xid_at, power_brake_at, nccl_hang_at, late_falls_at, nvml_error_every, extra_c_per_w, power_limit_w, spikes_w, thermal_limit_c, drift_w_per_10min)"
                     )));
                 }
             }

@@ -21,6 +21,8 @@ pub struct AnswerInputs<'a> {
     pub compare: &'a [PhaseCompare],
     /// Every GPU in every rung.
     pub per_gpu: &'a [GpuRungRow],
+    /// The soak analysis.
+    pub soak: &'a [crate::soak::SoakRow],
     /// The sensor model behind the figures.
     pub sensor: &'a SensorReport,
     /// The node's own power beside the GPU sum, per rung.
@@ -227,9 +229,33 @@ pub fn answer_block(a: &AnswerInputs<'_>) -> String {
         .filter(|r| r.rung.kind == "soak" && r.mean_w.is_some())
         .collect();
     if let Some(r) = soak.first() {
+        let node = a
+            .soak
+            .iter()
+            .find(|x| x.rung_id == r.rung.id && x.gpu == crate::soak::NODE);
+        let detail = match node {
+            Some(n) => format!(
+                "; first {:.0} s {} W, last {} W; drift {} W/10 min{}; thermal equilibrium {}; throttle onset {}",
+                n.edge_s,
+                super::cells::o(n.first_mean_w),
+                super::cells::o(n.last_mean_w),
+                super::soak::drift_cell(n),
+                match super::soak::moved(n) {
+                    Some(why) => format!(" (**moved**: {why})"),
+                    None => " (held)".to_string(),
+                },
+                n.equilibrium_s
+                    .map_or_else(|| n.equilibrium.clone(), |t| format!("after {t:.0} s")),
+                n.throttle_onset_s.map_or_else(
+                    || "none".to_string(),
+                    |t| format!("at {t:.1} s ({})", n.throttle_bits)
+                ),
+            ),
+            None => String::new(),
+        };
         let _ = writeln!(
             s,
-            "- **Soak:** {:.0} W mean{} over rung `{}` (its drift over time is not computed by this version: see node_curve.csv).",
+            "- **Soak:** {:.0} W mean{} over rung `{}`{detail}.",
             r.mean_w.unwrap_or_default(),
             pct(r.mean_w.unwrap_or_default()),
             r.rung.label

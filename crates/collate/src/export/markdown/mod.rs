@@ -9,3 +9,4 @@ pub mod per_gpu;
 pub mod rack;
 pub mod run;
 pub mod sensor;
+pub mod soak;

@@ -36,6 +36,8 @@ pub struct Tables<'a> {
     pub raw_end_ns: Option<i64>,
     /// Every GPU in every rung.
     pub per_gpu: &'a [crate::per_gpu::GpuRungRow],
+    /// The soak analysis: every GPU and the node of every soak rung.
+    pub soak: &'a [crate::soak::SoakRow],
     /// The node's own power sources, and per rung beside the GPU sum.
     pub node_power: (
         &'a [crate::node_power::SourceFacts],
@@ -151,6 +153,7 @@ pub fn write_report(
         rungs,
         compare,
         per_gpu: t.per_gpu,
+        soak: t.soak,
         sensor: t.sensor,
         node_power: t.node_power.1,
     }));
@@ -423,6 +426,7 @@ pub fn write_report(
             );
         }
     }
+    super::soak::write_section(&mut s, t.soak);
     super::per_gpu::write_section(&mut s, t.per_gpu);
     super::node_power::write_section(&mut s, t.node_power.0, t.node_power.1);
     let faults: Vec<&RunEvent> = run

@@ -1,0 +1,478 @@
+//! Soak analysis: whether the node held its power over a long constant
+//! load, or drifted. For every soak rung, every GPU and the node (the sum
+//! of the GPUs: GPU draw only): the means of the first and last minute
+//! (the edge window, configurable), the drift as a least-squares slope
+//! through 10 s means with its 95 % interval (widened for the residuals'
+//! lag-1 autocorrelation), the time to thermal equilibrium (the GPU
+//! temperature within 1 °C of its final plateau from then on), the throttle
+//! onset (the first clock-event reading with a slowdown bit other than
+//! the software power cap), the share of the window under the power and
+//! thermal caps from NVML's cumulative counters, and the SM clock and
+//! temperature at the start and the end.
+
+use crate::load::{Run, RungWindow};
+use crate::per_gpu::cap_share;
+use crate::sensor::series::{SeriesSet, span};
+use crate::stats::{r3, t975};
+use powerlab_core::sample::ClockEventBits;
+use serde::Serialize;
+
+/// Default length of the first and last window, s.
+pub const EDGE_S_DEFAULT: f64 = 60.0;
+/// The bins the drift is fitted through, s.
+pub const BIN_S: f64 = 10.0;
+/// Thermal equilibrium: within this many °C of the final plateau.
+pub const EQUILIBRIUM_C: f64 = 1.0;
+/// The slowdown bits that count as throttling (everything but the
+/// software power cap, which is the board at its limit, as expected).
+pub const THROTTLE_BITS: [u64; 4] = [
+    ClockEventBits::HW_SLOWDOWN,
+    ClockEventBits::SW_THERMAL_SLOWDOWN,
+    ClockEventBits::HW_THERMAL_SLOWDOWN,
+    ClockEventBits::HW_POWER_BRAKE_SLOWDOWN,
+];
+
+/// The node row's GPU key.
+pub const NODE: &str = "node";
+
+/// One GPU (or the node) over one soak rung.
+#[derive(Debug, Clone, Serialize)]
+pub struct SoakRow {
+    /// Rung id.
+    pub rung_id: u32,
+    /// Rung label.
+    pub rung: String,
+    /// GPU key, or `node` (the sum of the GPUs).
+    pub gpu: String,
+    /// Measured window, s.
+    pub window_s: f64,
+    /// Length of the first and last window used, s.
+    pub edge_s: f64,
+    /// Mean over the first window, W.
+    pub first_mean_w: Option<f64>,
+    /// Mean over the last window, W.
+    pub last_mean_w: Option<f64>,
+    /// Last − first, W.
+    pub change_w: Option<f64>,
+    /// Least-squares slope through the 10 s means, W per 10 min.
+    pub drift_w_per_10min: Option<f64>,
+    /// 95 % interval of the slope, low end.
+    pub drift_lo_w_per_10min: Option<f64>,
+    /// 95 % interval of the slope, high end.
+    pub drift_hi_w_per_10min: Option<f64>,
+    /// 10 s means the slope was fitted through.
+    pub drift_bins: usize,
+    /// Time from the window's start until the GPU temperature stays within
+    /// 1 °C of its final plateau, s (the node: its slowest GPU).
+    pub equilibrium_s: Option<f64>,
+    /// How the equilibrium was judged (`reached`, or why not).
+    pub equilibrium: String,
+    /// Mean GPU temperature over the first window, °C.
+    pub temp_start_c: Option<f64>,
+    /// Mean GPU temperature over the last window, °C.
+    pub temp_end_c: Option<f64>,
+    /// Mean SM clock over the first window, MHz.
+    pub sm_clock_start_mhz: Option<f64>,
+    /// Mean SM clock over the last window, MHz.
+    pub sm_clock_end_mhz: Option<f64>,
+    /// Time from the window's start of the first throttle bit, s (the node:
+    /// its earliest GPU).
+    pub throttle_onset_s: Option<f64>,
+    /// The throttle bits of that first reading, by name (the node: with
+    /// the GPU that set them).
+    pub throttle_bits: String,
+    /// Share of the window under the power cap (cumulative counter).
+    pub power_cap_share: Option<f64>,
+    /// Share of the window under thermal caps (cumulative counter).
+    pub thermal_cap_share: Option<f64>,
+}
+
+/// One GPU's lines for the soak plot, against seconds since the soak's start.
+#[derive(Debug, Clone, Default)]
+pub struct SoakLines {
+    /// GPU key.
+    pub gpu: String,
+    /// 1 s means of the buffered samples: (s, W).
+    pub power_w: Vec<(f64, f64)>,
+    /// GPU temperature readings: (s, °C).
+    pub temp_c: Vec<(f64, f64)>,
+    /// SM clock readings: (s, MHz).
+    pub sm_clock_mhz: Vec<(f64, f64)>,
+}
+
+/// The soak analysis of a run.
+#[derive(Debug, Clone, Default)]
+pub struct Soak {
+    /// Per soak rung: every GPU, then the node.
+    pub rows: Vec<SoakRow>,
+    /// The plot's lines of the first soak rung, and its label.
+    pub plot: Option<(String, Vec<SoakLines>)>,
+}
+
+/// Analyses every soak rung of the run; `edge_s` is the first and last
+/// window's length (shortened to a third of the window when the soak is
+/// shorter than three of them).
+pub fn analyse(run: &Run, series: &SeriesSet, edge_s: f64) -> Soak {
+    let mut out = Soak::default();
+    for r in run.rungs.iter().filter(|r| r.info.kind == "soak") {
+        let gpus: Vec<SoakRow> = run
+            .series
+            .iter()
+            .map(|(node, gpu)| gpu_row(r, series, node, gpu, edge_s))
+            .collect();
+        let node = node_row(r, series, run, &gpus);
+        if out.plot.is_none() {
+            let lines = run
+                .series
+                .iter()
+                .map(|(node, gpu)| plot_lines(r, series, node, gpu))
+                .collect();
+            out.plot = Some((r.info.label.clone(), lines));
+        }
+        out.rows.extend(gpus);
+        out.rows.push(node);
+    }
+    out
+}
+
+/// The first and last window of a rung: (first end, last start, edge s).
+fn edges(r: &RungWindow, edge_s: f64) -> (i64, i64, f64) {
+    let window_ns = (r.end_ns - r.measure_from_ns).max(1);
+    let edge_ns = ((edge_s * 1e9) as i64).min(window_ns / 3).max(1);
+    (
+        r.measure_from_ns + edge_ns,
+        r.end_ns - edge_ns,
+        edge_ns as f64 / 1e9,
+    )
+}
+
+fn gpu_row(r: &RungWindow, series: &SeriesSet, node: &str, gpu: &str, edge_s: f64) -> SoakRow {
+    let (from, to) = (r.measure_from_ns, r.end_ns);
+    let (first_end, last_start, edge_s) = edges(r, edge_s);
+    let get = |inst: &str| span(series.get_at(node, gpu, inst), from, to);
+    let mean_in = |inst: &str, a: i64, b: i64| mean(&values(span(get(inst), a, b)));
+    let power = get("buffered_w");
+    let first = mean_in("buffered_w", from, first_end);
+    let last = mean_in("buffered_w", last_start, to);
+    let fit = drift(&bin_means(power, from, to));
+    let (equilibrium_s, equilibrium) = equilibrium(get("gpu_temp_c"), from, last_start);
+    let onset = get("clock_events").iter().find_map(|p| {
+        let bits = ClockEventBits(p.1 as u64);
+        let names: Vec<&str> = THROTTLE_BITS
+            .iter()
+            .filter(|b| bits.contains(**b))
+            .flat_map(|b| ClockEventBits(*b).names())
+            .collect();
+        (!names.is_empty()).then(|| (secs(p.0 - from), names.join(" ")))
+    });
+    SoakRow {
+        rung_id: r.info.id,
+        rung: r.info.label.clone(),
+        gpu: gpu.to_string(),
+        window_s: r3(secs(to - from)),
+        edge_s: r3(edge_s),
+        first_mean_w: first.map(r3),
+        last_mean_w: last.map(r3),
+        change_w: first.zip(last).map(|(a, b)| r3(b - a)),
+        drift_w_per_10min: fit.map(|f| r3(f.0)),
+        drift_lo_w_per_10min: fit.map(|f| r3(f.0 - f.1)),
+        drift_hi_w_per_10min: fit.map(|f| r3(f.0 + f.1)),
+        drift_bins: fit.map_or(0, |f| f.2),
+        equilibrium_s: equilibrium_s.map(r3),
+        equilibrium,
+        temp_start_c: mean_in("gpu_temp_c", from, first_end).map(r3),
+        temp_end_c: mean_in("gpu_temp_c", last_start, to).map(r3),
+        sm_clock_start_mhz: mean_in("sm_clock_mhz", from, first_end).map(r3),
+        sm_clock_end_mhz: mean_in("sm_clock_mhz", last_start, to).map(r3),
+        throttle_onset_s: onset.as_ref().map(|o| r3(o.0)),
+        throttle_bits: onset.map(|o| o.1).unwrap_or_default(),
+        power_cap_share: cap_share(series, node, gpu, "power_cap_time_ns", from, to),
+        thermal_cap_share: cap_share(series, node, gpu, "thermal_cap_time_ns", from, to),
+    }
+}
+
+/// The node: the GPUs' windows summed (a figure only where every GPU has
+/// it), the slowest equilibrium and the earliest throttle onset.
+fn node_row(r: &RungWindow, series: &SeriesSet, run: &Run, gpus: &[SoakRow]) -> SoakRow {
+    let (from, to) = (r.measure_from_ns, r.end_ns);
+    let sum = |f: fn(&SoakRow) -> Option<f64>| -> Option<f64> {
+        gpus.iter().map(f).sum::<Option<f64>>().map(r3)
+    };
+    // The node's 10 s means: bins every GPU has.
+    let per_gpu: Vec<Vec<(f64, f64)>> = run
+        .series
+        .iter()
+        .map(|(n, g)| bin_means(span(series.get_at(n, g, "buffered_w"), from, to), from, to))
+        .collect();
+    let mut node_bins: Vec<(f64, f64)> = Vec::new();
+    if let Some(first) = per_gpu.first() {
+        for &(t, _) in first {
+            let v: Option<f64> = per_gpu
+                .iter()
+                .map(|b| b.iter().find(|p| p.0 == t).map(|p| p.1))
+                .sum();
+            if let Some(v) = v {
+                node_bins.push((t, v));
+            }
+        }
+    }
+    let fit = drift(&node_bins);
+    let slowest = gpus
+        .iter()
+        .map(|g| g.equilibrium_s)
+        .collect::<Option<Vec<f64>>>();
+    let (equilibrium_s, equilibrium) = match slowest {
+        Some(v) if !v.is_empty() => {
+            let worst = v.iter().copied().fold(f64::MIN, f64::max);
+            let who = gpus
+                .iter()
+                .find(|g| g.equilibrium_s == Some(worst))
+                .map_or("", |g| g.gpu.as_str());
+            (Some(worst), format!("reached (slowest: {who})"))
+        }
+        _ => {
+            let not: Vec<&str> = gpus
+                .iter()
+                .filter(|g| g.equilibrium_s.is_none())
+                .map(|g| g.gpu.as_str())
+                .collect();
+            (None, format!("not reached by {}", not.join(", ")))
+        }
+    };
+    let onset = gpus
+        .iter()
+        .filter_map(|g| g.throttle_onset_s.map(|t| (t, g)))
+        .min_by(|a, b| a.0.total_cmp(&b.0));
+    let max_of = |f: fn(&SoakRow) -> Option<f64>| gpus.iter().filter_map(f).reduce(f64::max);
+    let mean_of = |f: fn(&SoakRow) -> Option<f64>| {
+        let v: Vec<f64> = gpus.iter().filter_map(f).collect();
+        mean(&v).map(r3)
+    };
+    let first = sum(|g| g.first_mean_w);
+    let last = sum(|g| g.last_mean_w);
+    SoakRow {
+        rung_id: r.info.id,
+        rung: r.info.label.clone(),
+        gpu: NODE.to_string(),
+        window_s: r3(secs(to - from)),
+        edge_s: gpus.first().map_or(0.0, |g| g.edge_s),
+        first_mean_w: first,
+        last_mean_w: last,
+        change_w: first.zip(last).map(|(a, b)| r3(b - a)),
+        drift_w_per_10min: fit.map(|f| r3(f.0)),
+        drift_lo_w_per_10min: fit.map(|f| r3(f.0 - f.1)),
+        drift_hi_w_per_10min: fit.map(|f| r3(f.0 + f.1)),
+        drift_bins: fit.map_or(0, |f| f.2),
+        equilibrium_s,
+        equilibrium,
+        temp_start_c: max_of(|g| g.temp_start_c),
+        temp_end_c: max_of(|g| g.temp_end_c),
+        sm_clock_start_mhz: mean_of(|g| g.sm_clock_start_mhz),
+        sm_clock_end_mhz: mean_of(|g| g.sm_clock_end_mhz),
+        throttle_onset_s: onset.map(|o| o.0),
+        throttle_bits: onset
+            .map(|o| format!("{}: {}", o.1.gpu, o.1.throttle_bits))
+            .unwrap_or_default(),
+        power_cap_share: max_of(|g| g.power_cap_share),
+        thermal_cap_share: max_of(|g| g.thermal_cap_share),
+    }
+}
+
+/// Means of the samples in whole [`BIN_S`] bins from `from`: (bin centre
+/// s since `from`, W). A bin with less than half its expected samples
+/// (judged by the median spacing) is left out.
+fn bin_means(s: &[(i64, f64)], from: i64, to: i64) -> Vec<(f64, f64)> {
+    let bin_ns = (BIN_S * 1e9) as i64;
+    let spacing = crate::sensor::series::median_spacing_ms(s).unwrap_or(0.0) * 1e6;
+    let mut out = Vec::new();
+    let mut k = 0i64;
+    while from + (k + 1) * bin_ns <= to {
+        let (a, b) = (from + k * bin_ns, from + (k + 1) * bin_ns);
+        let v = values(span(s, a, b));
+        let expected = if spacing > 0.0 {
+            bin_ns as f64 / spacing
+        } else {
+            1.0
+        };
+        if !v.is_empty() && v.len() as f64 >= 0.5 * expected {
+            out.push((secs(a - from) + BIN_S / 2.0, mean(&v).unwrap_or_default()));
+        }
+        k += 1;
+    }
+    out
+}
+
+/// The least-squares slope through (s, W) points, in W per 10 min, with
+/// its 95 % half-width and the number of points. The standard error is
+/// widened by the residuals' lag-1 autocorrelation (the effective number
+/// of points n(1 − ρ)/(1 + ρ) when ρ > 0), so slow wander does not read
+/// as a precise trend. None below 4 points.
+pub fn drift(points: &[(f64, f64)]) -> Option<(f64, f64, usize)> {
+    let n = points.len();
+    if n < 4 {
+        return None;
+    }
+    let nf = n as f64;
+    let mx = points.iter().map(|p| p.0).sum::<f64>() / nf;
+    let my = points.iter().map(|p| p.1).sum::<f64>() / nf;
+    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    if sxx <= 0.0 {
+        return None;
+    }
+    let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    let slope = sxy / sxx;
+    let resid: Vec<f64> = points
+        .iter()
+        .map(|p| p.1 - my - slope * (p.0 - mx))
+        .collect();
+    let ssr: f64 = resid.iter().map(|e| e * e).sum();
+    let r0: f64 = ssr;
+    let r1: f64 = resid.windows(2).map(|w| w[0] * w[1]).sum();
+    let rho = if r0 > 0.0 {
+        (r1 / r0).clamp(0.0, 0.95)
+    } else {
+        0.0
+    };
+    let n_eff = (nf * (1.0 - rho) / (1.0 + rho)).max(4.0);
+    let se = (ssr / (nf - 2.0) / sxx).sqrt() * (nf / n_eff).sqrt();
+    let half = t975(n_eff - 2.0) * se;
+    Some((slope * 600.0, half * 600.0, n))
+}
+
+/// Time to equilibrium: the plateau is the mean temperature after
+/// `last_start`; equilibrium is the first reading after which every
+/// reading stays within [`EQUILIBRIUM_C`] of it. Not reached when that is
+/// inside the last window itself (the plateau is not shown to hold).
+fn equilibrium(temp: &[(i64, f64)], from: i64, last_start: i64) -> (Option<f64>, String) {
+    let plateau = match mean(&values(span(temp, last_start, i64::MAX))) {
+        Some(p) => p,
+        None => return (None, "no temperature readings in the last window".into()),
+    };
+    let outside = temp
+        .iter()
+        .rposition(|p| (p.1 - plateau).abs() > EQUILIBRIUM_C);
+    let at = match outside {
+        None => temp.first().map_or(from, |p| p.0),
+        Some(i) => match temp.get(i + 1) {
+            Some(p) => p.0,
+            None => {
+                return (
+                    None,
+                    "not reached: the last reading is off the plateau".into(),
+                );
+            }
+        },
+    };
+    if at >= last_start {
+        return (
+            None,
+            format!("not reached: still moving in the last window (plateau {plateau:.1} °C)"),
+        );
+    }
+    (Some(secs(at - from).max(0.0)), "reached".into())
+}
+
+fn plot_lines(r: &RungWindow, series: &SeriesSet, node: &str, gpu: &str) -> SoakLines {
+    let (from, to) = (r.measure_from_ns, r.end_ns);
+    let rel = |s: &[(i64, f64)]| s.iter().map(|p| (secs(p.0 - from), p.1)).collect();
+    let power = span(series.get_at(node, gpu, "buffered_w"), from, to);
+    let mut power_w = Vec::new();
+    let mut k = 0i64;
+    while from + k * 1_000_000_000 < to {
+        let (a, b) = (from + k * 1_000_000_000, from + (k + 1) * 1_000_000_000);
+        if let Some(m) = mean(&values(span(power, a, b))) {
+            power_w.push((secs(a - from) + 0.5, m));
+        }
+        k += 1;
+    }
+    SoakLines {
+        gpu: gpu.to_string(),
+        power_w,
+        temp_c: rel(span(series.get_at(node, gpu, "gpu_temp_c"), from, to)),
+        sm_clock_mhz: rel(span(series.get_at(node, gpu, "sm_clock_mhz"), from, to)),
+    }
+}
+
+fn secs(ns: i64) -> f64 {
+    ns as f64 / 1e9
+}
+
+fn values(s: &[(i64, f64)]) -> Vec<f64> {
+    s.iter().map(|p| p.1).collect()
+}
+
+fn mean(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_slope_and_its_interval_hold_a_known_trend() {
+        // 30 bins of 10 s, 1 W per minute (10 W per 10 min) plus a
+        // deterministic ±2 W alternation.
+        let pts: Vec<(f64, f64)> = (0..30)
+            .map(|i| {
+                let t = 5.0 + 10.0 * i as f64;
+                (t, 700.0 + t / 60.0 + if i % 2 == 0 { 2.0 } else { -2.0 })
+            })
+            .collect();
+        let (slope, half, n) = drift(&pts).unwrap();
+        assert_eq!(n, 30);
+        // The alternation itself tilts the fit by −0.8 W/10 min over 30 points.
+        assert!((slope - 10.0).abs() < 1.0, "{slope}");
+        assert!(
+            half > 0.0 && slope - half < 10.0 && 10.0 < slope + half,
+            "{slope} ± {half}"
+        );
+        // A flat series: an interval around zero.
+        let flat: Vec<(f64, f64)> = pts
+            .iter()
+            .map(|p| (p.0, 700.0 + (p.1 - 700.0 - p.0 / 60.0)))
+            .collect();
+        let (s0, h0, _) = drift(&flat).unwrap();
+        assert!(s0 - h0 <= 0.0 && 0.0 <= s0 + h0, "{s0} ± {h0}");
+        // Too few points: nothing.
+        assert!(drift(&pts[..3]).is_none());
+    }
+
+    #[test]
+    fn autocorrelated_wander_widens_the_interval() {
+        // A slow sine (one period over the window) on a flat level: the
+        // naive interval would call its tilt a trend.
+        let wave = |i: usize| 5.0 * (i as f64 / 30.0 * std::f64::consts::TAU).sin();
+        let pts: Vec<(f64, f64)> = (0..30)
+            .map(|i| (10.0 * i as f64, 700.0 + wave(i)))
+            .collect();
+        let (s, h, _) = drift(&pts).unwrap();
+        let white: Vec<(f64, f64)> = (0..30)
+            .map(|i| (10.0 * i as f64, 700.0 + wave((i * 7) % 30)))
+            .collect();
+        let (_, hw, _) = drift(&white).unwrap();
+        assert!(h > 2.0 * hw, "wander ±{h} vs shuffled ±{hw}");
+        assert!(s.abs() <= h, "{s} ± {h}");
+    }
+
+    #[test]
+    fn equilibrium_is_when_the_temperature_stays_near_its_plateau() {
+        let s = 1_000_000_000i64;
+        // Rising 1 °C per 5 s from 40 to 70 °C (at 150 s), then flat to 300 s.
+        let temp: Vec<(i64, f64)> = (0..=300)
+            .map(|t| (t * s, (40.0 + t as f64 / 5.0).min(70.0)))
+            .collect();
+        let (at, how) = equilibrium(&temp, 0, 240 * s);
+        assert_eq!(how, "reached");
+        // 69 °C (within 1 °C of the 70 °C plateau) at 145 s, and it stays.
+        let at = at.unwrap();
+        assert!((at - 145.0).abs() < 1e-9, "{at}");
+        // Still rising through the last window: not reached.
+        let rising: Vec<(i64, f64)> = (0..=300).map(|t| (t * s, 40.0 + t as f64 / 10.0)).collect();
+        let (none, why) = equilibrium(&rising, 0, 240 * s);
+        assert!(none.is_none() && why.starts_with("not reached"), "{why}");
+        // Flat throughout: reached at once.
+        let flat: Vec<(i64, f64)> = (0..100).map(|t| (t * s, 60.0)).collect();
+        assert_eq!(equilibrium(&flat, 0, 60 * s).0, Some(0.0));
+    }
+}
