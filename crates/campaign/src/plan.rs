@@ -47,6 +47,10 @@ pub struct Rung {
     pub nccl: Option<NcclSpec>,
     /// Which part of the NCCL phase, for `nccl` rungs.
     pub nccl_step: Option<NcclStep>,
+    /// An idle rung before this process creates any CUDA context: no GPU
+    /// is touched (no warm-up load, no context), they are only sampled.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_context: bool,
 }
 
 impl Rung {
@@ -391,11 +395,15 @@ pub fn expand_on_rack(
                             offsets_ns,
                             nccl: phase.nccl.clone(),
                             nccl_step: *step,
+                            no_context: false,
                         });
                     }
                 }
             }
         }
+    }
+    if let Some(note) = no_context_baseline(&mut rungs) {
+        notes.push(note);
     }
     // Checked sum: a plan whose total does not fit the clock is refused,
     // never run as a negative or wrapped duration.
@@ -420,6 +428,29 @@ pub fn expand_on_rack(
         rungs,
         notes,
     })
+}
+
+/// The first idle baseline: before any other rung (so before this process
+/// creates a CUDA context on any GPU), a copy of the first idle rung that
+/// only samples: the GPUs at their own idle, low clocks and all. The idle
+/// rungs proper are the second baseline: the context held, the state of
+/// every off-phase. Nothing without an idle phase.
+fn no_context_baseline(rungs: &mut Vec<Rung>) -> Option<String> {
+    let first = rungs.iter().find(|r| r.kind == PhaseKind::Idle)?;
+    let mut bare = first.clone();
+    bare.label = format!("{}/no-context", first.phase);
+    bare.repeat = 1;
+    bare.repeats = 1;
+    bare.no_context = true;
+    let note = format!(
+        "idle phase `{}`: a first rung `{}` samples the GPUs before any CUDA context exists (nothing is loaded or initialised on them); its other idle rungs hold the context, as every off-phase does",
+        first.phase, bare.label
+    );
+    rungs.insert(0, bare);
+    for (i, r) in rungs.iter_mut().enumerate() {
+        r.id = i as u32;
+    }
+    Some(note)
 }
 
 /// Offsets of this node's GPUs. Across a rack, `stagger = "gpu"` numbers

@@ -124,7 +124,8 @@ pub struct FabricPowerRow {
     pub peak_w: Option<f64>,
     /// Node spread (p99 − p1), W.
     pub spread_w: Option<f64>,
-    /// Mean above the idle rungs' mean, W.
+    /// Mean above the context-held idle rungs' mean (the state of every
+    /// off-phase; the idle before any context is left out), W.
     pub above_idle_w: Option<f64>,
 }
 
@@ -137,13 +138,14 @@ pub fn fabric_power(rungs: &[RungSummary], ranks: usize) -> Vec<FabricPowerRow> 
     }
     let idle: Vec<f64> = rungs
         .iter()
-        .filter(|r| r.rung.kind == "idle")
+        .filter(|r| r.rung.kind == "idle" && !r.rung.no_context)
         .filter_map(|r| r.mean_w)
         .collect();
     let idle_mean = (!idle.is_empty()).then(|| idle.iter().sum::<f64>() / idle.len() as f64);
     rungs
         .iter()
         .filter(|r| matches!(r.rung.kind.as_str(), "idle" | "sustained" | "nccl"))
+        .filter(|r| !r.rung.no_context)
         .map(|r| FabricPowerRow {
             rung: r.rung.label.clone(),
             kind: r.rung.kind.clone(),

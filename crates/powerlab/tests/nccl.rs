@@ -109,6 +109,7 @@ fn sweep_table_follows_nccl_tests_arithmetic_and_the_fabric_rung_is_measured() {
     assert_eq!(
         labels,
         vec![
+            "idle/no-context",
             "idle",
             "compute",
             "fabric/sweep",

@@ -14,37 +14,6 @@ mod util;
 use std::collections::HashMap;
 use util::*;
 
-/// The true node power at 1 ms: the sum of every GPU's `sim-truth` file.
-fn true_node(dir: &std::path::Path) -> (i64, Vec<f64>) {
-    let mut start = None;
-    let mut sum: Vec<f64> = Vec::new();
-    let mut files: Vec<_> = std::fs::read_dir(dir.join("sim-truth"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
-    assert!(!files.is_empty(), "no sim-truth files");
-    for f in files {
-        let text = std::fs::read_to_string(&f).unwrap();
-        for (k, line) in text.lines().skip(1).enumerate() {
-            let (t, v) = line.split_once(',').unwrap();
-            let (t, v): (i64, f64) = (t.parse().unwrap(), v.parse().unwrap());
-            if k == 0 {
-                assert!(
-                    start.is_none_or(|s| s == t),
-                    "truth files start at different times"
-                );
-                start = Some(t);
-            }
-            if sum.len() <= k {
-                sum.push(0.0);
-            }
-            sum[k] += v;
-        }
-    }
-    (start.unwrap(), sum)
-}
-
 /// Linear-interpolation quantile (the collator's definition).
 fn quantile(sorted: &[f64], q: f64) -> f64 {
     let pos = q * (sorted.len() - 1) as f64;

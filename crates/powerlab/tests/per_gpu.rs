@@ -23,7 +23,11 @@ fn a_gpu_held_to_a_lower_limit_is_named_with_its_limiter() {
     );
     assert_eq!(r.code(), 0, "{}", r.stderr());
     let rows = table(&r);
-    assert_eq!(rows.len(), 4 * 4, "4 rungs × 4 GPUs");
+    assert_eq!(
+        rows.len(),
+        5 * 4,
+        "5 rungs (the idle before any context, then 4) × 4 GPUs"
+    );
     for row in &rows {
         let loaded = !row["rung"].starts_with("idle");
         let flagged = !row["flag"].is_empty();

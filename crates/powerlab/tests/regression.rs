@@ -139,8 +139,7 @@ fn defect5_no_ramp_from_idle_after_the_barrier() {
     let started = r
         .events()
         .into_iter()
-        .filter(|e| e["event"] == "rung_started")
-        .nth(1)
+        .find(|e| e["event"] == "rung_started" && e["rung"]["phase"] == "full")
         .unwrap();
     let epoch = started["epoch_ns"].as_i64().unwrap();
     let s = r

@@ -32,6 +32,10 @@ pub struct RungInfo {
     pub repeat: u32,
     /// Repeats of the phase.
     pub repeats: u32,
+    /// An idle rung before any CUDA context existed (the first idle
+    /// baseline); absent in runs made before it existed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_context: bool,
 }
 
 impl RungInfo {

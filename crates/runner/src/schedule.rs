@@ -21,6 +21,7 @@ pub(crate) fn rung_info(r: &Rung) -> RungInfo {
         duty: r.duty,
         repeat: r.repeat,
         repeats: r.repeats,
+        no_context: r.no_context,
     }
 }
 

@@ -146,9 +146,11 @@ fn run_ended(events: &[RunEvent]) -> (String, Option<String>) {
 async fn every_rung_runs_in_order_on_virtual_time() {
     let ran = run("", StopLatch::new(), None).await;
     let ids: Vec<u32> = ran.plan.rungs.iter().map(|r| r.id).collect();
-    assert_eq!(ids.len(), 3);
+    // The idle baseline before any context, then the three phases.
+    assert_eq!(ids.len(), 4);
+    assert!(ran.plan.rungs[0].no_context && !ran.plan.rungs[1].no_context);
     assert_eq!(ran.result.status, RunStatus::Complete);
-    assert_eq!(ran.result.rungs_completed, 3);
+    assert_eq!(ran.result.rungs_completed, 4);
     let expected: Vec<(&str, u32)> = ids
         .iter()
         .flat_map(|&id| [("barrier", id), ("started", id), ("ended", id)])
@@ -156,7 +158,7 @@ async fn every_rung_runs_in_order_on_virtual_time() {
     assert_eq!(rung_events(&ran.events), expected);
     assert!(matches!(
         ran.events[0],
-        RunEvent::RunStarted { rungs: 3, .. }
+        RunEvent::RunStarted { rungs: 4, .. }
     ));
     assert_eq!(run_ended(&ran.events), ("complete".into(), None));
 
@@ -230,7 +232,7 @@ async fn the_node_power_interlock_stops_the_run_in_the_first_loaded_rung() {
         reason.starts_with("interlock max_node_power_w: node power"),
         "{reason}"
     );
-    assert_eq!(ran.result.rungs_completed, 1);
+    assert_eq!(ran.result.rungs_completed, 2);
     let interlocks = ran
         .events
         .iter()
@@ -244,11 +246,11 @@ async fn the_node_power_interlock_stops_the_run_in_the_first_loaded_rung() {
         .collect();
     assert_eq!(
         ended,
-        vec![ran.plan.rungs[0].id],
-        "only the idle rung ended"
+        vec![ran.plan.rungs[0].id, ran.plan.rungs[1].id],
+        "only the two idle rungs ended"
     );
     assert!(
-        !rung_events(&ran.events).contains(&("barrier", ran.plan.rungs[2].id)),
+        !rung_events(&ran.events).contains(&("barrier", ran.plan.rungs[3].id)),
         "no rung after the stopped one begins"
     );
 }

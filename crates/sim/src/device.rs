@@ -131,6 +131,9 @@ pub struct SimDevice {
     thermal_cap_ns: i64,
     /// The thermal slowdown's share of the loaded power (1: none).
     thermal_factor: f64,
+    /// When this process created its CUDA context on the GPU (None: not
+    /// yet; the GPU idles at its bare idle until then).
+    context_from_ns: Option<EpochNs>,
 }
 
 impl SimDevice {
@@ -183,7 +186,8 @@ impl SimDevice {
             rng.random(),
             None,
         );
-        let idle = profile.idle_w;
+        // No context yet: the GPU at its own idle.
+        let idle = profile.bare_idle_w;
         let temp = profile.ambient_c + profile.thermal_c_per_w * idle;
         SimDevice {
             alpha_rise: 1.0 - (-dt_s / (profile.tau_rise_ms / 1e3)).exp(),
@@ -221,7 +225,21 @@ impl SimDevice {
             power_cap_ns: 0,
             thermal_cap_ns: 0,
             thermal_factor: 1.0,
+            context_from_ns: None,
         }
+    }
+
+    /// This process creates its CUDA context on the GPU at `t` (its first
+    /// prepare): from then on it idles at the context-held idle.
+    pub fn create_context(&mut self, t: EpochNs) {
+        self.advance_to(t);
+        if self.context_from_ns.is_none() {
+            self.context_from_ns = Some(t.max(self.t_ns));
+        }
+    }
+
+    fn has_context(&self, t: EpochNs) -> bool {
+        self.context_from_ns.is_some_and(|c| c <= t)
     }
 
     /// The enforced power limit (after fault overrides).
@@ -288,6 +306,7 @@ impl SimDevice {
             LoadKind::Fabric => p.fabric_demand_w,
         };
         match demand {
+            Demand::Idle if !self.has_context(t) => p.bare_idle_w,
             Demand::Idle => p.idle_w,
             Demand::KeepWarm(k) => load_w(*k),
             Demand::Bsp {
@@ -600,8 +619,10 @@ impl SimDevice {
         let throttled = self.thermal_factor < 0.99;
         let sm = if loaded {
             p.sm_clock_max_mhz * (cap * self.thermal_factor).powf(0.6)
-        } else {
+        } else if self.has_context(now) {
             p.sm_clock_idle_mhz
+        } else {
+            p.sm_clock_bare_mhz
         };
         if !loaded {
             bits |= ClockEventBits::GPU_IDLE;
@@ -707,8 +728,9 @@ mod tests {
         assert!(peak > 760.0 && peak < 960.0, "overshoot peak {peak}");
         let settled = t.mean_between(4_000_000_000, 6_000_000_000).unwrap();
         assert!((settled - 700.0).abs() < 14.0, "settled {settled}");
+        // No context was created: the bare idle before the load.
         let idle = t.mean_between(100_000_000, 900_000_000).unwrap();
-        assert!((idle - 90.0).abs() < 1.0, "idle {idle}");
+        assert!((idle - 60.0).abs() < 1.0, "idle {idle}");
     }
 
     #[test]

@@ -171,7 +171,9 @@ impl Gpu for SimGpu {
     ) -> Result<Readiness, HwError> {
         let now = self.clock.now_ns();
         if !self.warmed {
-            // Cold start: module load and JIT, no load on the GPU yet.
+            // Cold start: the context, module load and JIT, no load on the
+            // GPU yet.
+            lock(&self.dev).create_context(now);
             self.sleep_or_lost(now + self.cold_start_ns).await?;
             self.warmed = true;
         }

@@ -11,8 +11,10 @@ pub struct Profile {
     pub device_name: String,
     /// Enforced (= default) power limit, W.
     pub power_limit_w: f64,
-    /// Idle draw, W.
+    /// Idle draw with this process's CUDA context held (every off-phase), W.
     pub idle_w: f64,
+    /// Idle draw before any CUDA context exists, W.
+    pub bare_idle_w: f64,
     /// What the power virus would draw with no cap, W.
     pub virus_demand_w: f64,
     /// What a large all-reduce draws, W.
@@ -63,8 +65,10 @@ pub struct Profile {
     pub thermal_tau_s: f64,
     /// Max SM clock, MHz.
     pub sm_clock_max_mhz: f64,
-    /// Idle SM clock, MHz.
+    /// Idle SM clock with the context held, MHz.
     pub sm_clock_idle_mhz: f64,
+    /// Idle SM clock before any context exists, MHz.
+    pub sm_clock_bare_mhz: f64,
     /// Memory clock, MHz.
     pub mem_clock_mhz: f64,
     /// Driver-buffered sample grid, ms (exact, per GPU phase).
@@ -108,6 +112,10 @@ impl Profile {
             device_name: "NVIDIA H200 (simulated)".into(),
             power_limit_w: 700.0,
             idle_w: 90.0,
+            // Measured on H200 (issue 15): 82 W at 345 MHz before the
+            // harness, 124 W at 1,980 MHz with the context held; the same
+            // ratio to this profile's idle.
+            bare_idle_w: 60.0,
             virus_demand_w: 960.0,
             fabric_demand_w: 340.0,
             fabric_busbw_gbs: 360.0,
@@ -131,7 +139,8 @@ impl Profile {
             thermal_c_per_w: 0.065,
             thermal_tau_s: 25.0,
             sm_clock_max_mhz: 1980.0,
-            sm_clock_idle_mhz: 345.0,
+            sm_clock_idle_mhz: 1980.0,
+            sm_clock_bare_mhz: 345.0,
             mem_clock_mhz: 3201.0,
             buffered_period_ms: 20.0,
             buffered_window_ms: 6.0,
@@ -156,6 +165,8 @@ impl Profile {
             device_name: "NVIDIA B300 (simulated)".into(),
             power_limit_w: 1100.0,
             idle_w: 170.0,
+            // Not measured: the H200's ratio.
+            bare_idle_w: 112.0,
             virus_demand_w: 1420.0,
             fabric_demand_w: 480.0,
             fabric_busbw_gbs: 720.0,
@@ -165,6 +176,7 @@ impl Profile {
             thermal_c_per_w: 0.045,
             sm_clock_max_mhz: 2032.0,
             sm_clock_idle_mhz: 390.0,
+            sm_clock_bare_mhz: 390.0,
             mem_clock_mhz: 3996.0,
             ..Profile::h200()
         }
@@ -177,6 +189,8 @@ impl Profile {
             device_name: "NVIDIA A10G (simulated)".into(),
             power_limit_w: 300.0,
             idle_w: 60.0,
+            // Not measured: the H200's ratio.
+            bare_idle_w: 40.0,
             virus_demand_w: 176.0,
             fabric_demand_w: 95.0,
             fabric_busbw_gbs: 20.0,
@@ -188,6 +202,7 @@ impl Profile {
             thermal_c_per_w: 0.16,
             sm_clock_max_mhz: 1710.0,
             sm_clock_idle_mhz: 210.0,
+            sm_clock_bare_mhz: 210.0,
             mem_clock_mhz: 6251.0,
             noise_w: 1.0,
             ..Profile::h200()

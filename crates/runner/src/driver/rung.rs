@@ -40,12 +40,53 @@ impl RungDriver<'_> {
     /// Runs one rung: barrier, window, record, cooldown.
     pub(super) async fn run_rung(&mut self, rung: &Rung) -> Result<(), StopReason> {
         let t0 = self.journal.clock.now_ns();
+        if rung.no_context {
+            return self.run_untouched(rung, t0).await;
+        }
         let ready = self.warm_up(rung, t0).await?;
         let start = self.agree_start(rung, &ready).await?;
         self.announce(rung, &ready, &start)?;
         let outcomes = self.run_window(rung, &start).await?;
         self.record(rung, &outcomes)?;
         self.cool_down(rung, t0).await
+    }
+
+    /// A rung that touches no GPU (the idle baseline before any CUDA
+    /// context exists): its warm-up is a wait, its window is sampled only,
+    /// and no worker is asked to prepare, run or stop — a prepare would
+    /// create the context the rung is there to be without.
+    async fn run_untouched(&mut self, rung: &Rung, t0: i64) -> Result<(), StopReason> {
+        let clock = self.journal.clock;
+        let (done_ns, total_ns) = (self.done_ns, self.total_ns);
+        let progress = |start_ns| Progress {
+            done_ns,
+            total_ns,
+            start_ns,
+            label: &rung.label,
+        };
+        self.journal
+            .guarded(clock.sleep_until(t0 + rung.warmup_ns), progress(t0))
+            .await?;
+        let start = self.agree_start(rung, &[]).await?;
+        self.announce(rung, &[], &start)?;
+        let end = start.epoch_ns + rung.duration_ns;
+        self.journal
+            .guarded(clock.sleep_until(end), progress(start.epoch_ns))
+            .await?;
+        self.journal
+            .log(RunEvent::RungEnded {
+                ts_ns: clock.now_ns(),
+                rung_id: rung.id,
+                start_error_ns: Vec::new(),
+                barrier_ok: true,
+            })
+            .map_err(io)?;
+        self.journal.pump_monitor().map_err(io)?;
+        let cool_until = clock.now_ns() + rung.cooldown_ns;
+        self.journal
+            .guarded(clock.sleep_until(cool_until), progress(end))
+            .await?;
+        Ok(())
     }
 
     /// Barrier, part 1: every GPU warm and ready (they keep warm meanwhile).

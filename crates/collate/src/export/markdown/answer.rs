@@ -223,6 +223,9 @@ pub fn answer_block(a: &AnswerInputs<'_>) -> String {
             }
         }
     );
+    if let Some(line) = super::baseline::answer_line(a.rungs, a.per_gpu) {
+        let _ = writeln!(s, "{line}");
+    }
     let soak: Vec<&RungSummary> = a
         .rungs
         .iter()

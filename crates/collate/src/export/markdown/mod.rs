@@ -3,6 +3,7 @@
 //! they share ([`cells`]).
 
 pub mod answer;
+pub mod baseline;
 pub mod cells;
 pub mod node_power;
 pub mod per_gpu;

@@ -411,7 +411,7 @@ pub fn write_report(
         let _ = writeln!(s, "\n## Fabric power (node, buffered samples)\n");
         let _ = writeln!(
             s,
-            "| rung | kind | mean W | peak W | spread W | mean above idle W |\n|---|---|---|---|---|---|"
+            "| rung | kind | mean W | peak W | spread W | mean above idle (context held) W |\n|---|---|---|---|---|---|"
         );
         for f in t.fabric {
             let _ = writeln!(
@@ -426,6 +426,7 @@ pub fn write_report(
             );
         }
     }
+    super::baseline::write_section(&mut s, rungs, t.per_gpu);
     super::soak::write_section(&mut s, t.soak);
     super::per_gpu::write_section(&mut s, t.per_gpu);
     super::node_power::write_section(&mut s, t.node_power.0, t.node_power.1);
