@@ -50,7 +50,12 @@ pub fn load_side(path: &Path, collate_stale: bool) -> Result<Side, CompareError>
     }
     let manifest =
         Manifest::read(&path.join("manifest.json")).map_err(|e| not_a_run(e.to_string()))?;
-    let report = match freshness(path) {
+    let state = if path.join("report").is_dir() {
+        freshness(path)
+    } else {
+        Freshness::Stale("it was never collated: no report/".into())
+    };
+    let report = match state {
         Freshness::Fresh => "up to date with its files".to_string(),
         Freshness::RawArchived => "raw files archived: the report as it was collated".to_string(),
         Freshness::Stale(why) if collate_stale => {

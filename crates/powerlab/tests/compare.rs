@@ -205,7 +205,9 @@ fn a_gpu_held_to_a_lower_limit_is_found_and_nothing_else() {
     assert_eq!(o.status.code(), Some(1));
     let md = std::fs::read_to_string(out.path().join("compare.md")).unwrap();
     assert!(
-        md.contains(&format!("**Verdict: {total} REGRESSION(S)**")),
+        md.contains(&format!(
+            "**Verdict: REGRESSION** — {total} figure(s) changed beyond 3 %, in 3 node rung(s) and 3 GPU-rung(s)."
+        )),
         "{md}"
     );
     assert!(md.contains("GPUs matched by **uuid**"), "{md}");

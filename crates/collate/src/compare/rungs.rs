@@ -185,3 +185,58 @@ pub fn compare_rungs(a: &Side, b: &Side, threshold_pct: f64) -> (Vec<RungDelta>,
     }
     (rungs, unmatched)
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn row(id: u32, label: &str, repeat: u32, mean: f64) -> SummaryRow {
+        SummaryRow {
+            rung_id: id,
+            label: label.into(),
+            phase: "p".into(),
+            kind: "sustained".into(),
+            mode: "in_phase".into(),
+            period_ms: None,
+            duty: 1.0,
+            repeat,
+            method: "sample and hold".into(),
+            verdict: None,
+            mean_w: Some(mean),
+            peak_w: None,
+            spread_w: None,
+            swing_w: None,
+            incomplete: None,
+        }
+    }
+
+    #[test]
+    fn repeats_are_grouped_by_their_label_without_the_repeat_suffix() {
+        let rows = vec![
+            row(0, "idle-0/r1", 1, 100.0),
+            row(1, "sustained-1/r1", 1, 700.0),
+            row(2, "idle-0/r2", 2, 102.0),
+            row(3, "sustained-1/r2", 2, 710.0),
+            // A label that merely ends like a repeat of another number.
+            row(4, "odd/r7", 1, 5.0),
+        ];
+        let g = by_label(&rows);
+        let labels: Vec<&str> = g.iter().map(|(l, _)| l.as_str()).collect();
+        assert_eq!(labels, vec!["idle-0", "sustained-1", "odd/r7"]);
+        let ids: Vec<u32> = g[0].1.iter().map(|r| r.rung_id).collect();
+        assert_eq!(ids, vec![0, 2]);
+        // One repeat without a suffix groups under the same label.
+        assert_eq!(by_label(&[row(0, "idle-0", 1, 1.0)])[0].0, "idle-0");
+    }
+
+    #[test]
+    fn a_figure_is_judged_only_when_asked_and_missing_values_are_not_comparable() {
+        let f = FigureDelta::new("spread", &[10.0], &[20.0], false, 3.0);
+        assert!(!f.regression && !f.uncomparable());
+        let f = FigureDelta::new("mean", &[100.0], &[110.0], true, 3.0);
+        assert!(f.regression);
+        let f = FigureDelta::new("mean", &[100.0], &[], true, 3.0);
+        assert!(!f.regression && f.uncomparable());
+    }
+}

@@ -44,6 +44,8 @@ pub struct CompareRow<'a> {
     pub judged: bool,
     /// Beyond the threshold (and interval).
     pub regression: bool,
+    /// A repeat of the rung, in either run, was collated from incomplete raw data.
+    pub incomplete_data: bool,
     /// What qualifies the rung's figures, `; `-separated.
     pub notes: String,
 }
@@ -53,12 +55,30 @@ pub fn rows(c: &Comparison) -> Vec<CompareRow<'_>> {
     let mut out = Vec::new();
     for r in &c.rungs {
         for f in &r.figures {
-            out.push(make("node", &r.label, None, f, r.notes.join("; ")));
+            out.push(make(
+                "node",
+                &r.label,
+                None,
+                f,
+                r.incomplete_data,
+                r.notes.join("; "),
+            ));
         }
     }
     for g in &c.gpus {
         for f in &g.figures {
-            out.push(make("gpu", &g.label, Some(&g.pair), f, String::new()));
+            let incomplete = c
+                .rungs
+                .iter()
+                .any(|r| r.label == g.label && r.incomplete_data);
+            out.push(make(
+                "gpu",
+                &g.label,
+                Some(&g.pair),
+                f,
+                incomplete,
+                String::new(),
+            ));
         }
     }
     out
@@ -69,6 +89,7 @@ fn make<'a>(
     rung: &'a str,
     pair: Option<&'a crate::compare::gpus::GpuPair>,
     f: &'a FigureDelta,
+    incomplete_data: bool,
     notes: String,
 ) -> CompareRow<'a> {
     let d = &f.delta;
@@ -90,6 +111,7 @@ fn make<'a>(
         interval: &d.interval,
         judged: f.judged,
         regression: f.regression,
+        incomplete_data,
         notes,
     }
 }

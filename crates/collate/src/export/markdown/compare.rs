@@ -89,7 +89,7 @@ pub fn markdown(c: &Comparison) -> String {
     } else {
         let _ = writeln!(
             s,
-            "**Verdict: {} REGRESSION(S)** beyond {} %: {node_flags} node rung(s), {gpu_flags} GPU-rung(s).{also}\n",
+            "**Verdict: REGRESSION** — {} figure(s) changed beyond {} %, in {node_flags} node rung(s) and {gpu_flags} GPU-rung(s).{also}\n",
             c.regressions, c.threshold_pct
         );
     }
