@@ -21,12 +21,15 @@
 //! ([`curve`], [`edges`], [`energy`], the [`sensor`] model and calibration,
 //! [`cycle`], the sensor verdicts, [`summary`], [`nccl`], [`node_power`]
 //! (the node's own meters beside the GPU sum), the [`rack`]
-//! tables); every file written ([`export`], and what a node hands its rack,
-//! [`handoff`]); and the pipelines that run them
-//! ([`collation`], [`rack`]).
+//! tables, [`compare`]: one run's report against another's); every file
+//! written ([`export`], and what a node hands its rack, [`handoff`]); and
+//! the pipelines that run them ([`collation`], [`rack`], and
+//! [`comparison`] for `powerlab compare`).
 
 pub mod collation;
 pub mod columns;
+pub mod compare;
+pub mod comparison;
 pub mod curve;
 pub mod cycle;
 pub mod edges;

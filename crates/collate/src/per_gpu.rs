@@ -21,8 +21,8 @@ pub const PEER_FLAG: f64 = 0.03;
 /// An energy gap (counter vs buffered samples) beyond this is flagged.
 pub const ENERGY_FLAG: f64 = 0.02;
 
-/// One GPU in one rung.
-#[derive(Debug, Clone, Serialize)]
+/// One GPU in one rung (a row of `per_gpu.csv`, which `compare` reads back).
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct GpuRungRow {
     /// Rung id.
     pub rung_id: u32,

@@ -534,12 +534,14 @@ struct GroupKey {
 /// The label shared by every repeat of a rung: `swing/p100ms/in_phase/r2`
 /// → `swing/p100ms/in_phase`.
 pub fn base_label(r: &RungSummary) -> String {
-    let suffix = format!("/r{}", r.rung.repeat);
-    r.rung
-        .label
-        .strip_suffix(&suffix)
-        .unwrap_or(&r.rung.label)
-        .to_string()
+    base_label_of(&r.rung.label, r.rung.repeat)
+}
+
+/// [`base_label`] of a rung known by its label and repeat number (a row
+/// read back from `summary.csv`).
+pub fn base_label_of(label: &str, repeat: u32) -> String {
+    let suffix = format!("/r{repeat}");
+    label.strip_suffix(&suffix).unwrap_or(label).to_string()
 }
 
 fn group_key(r: &RungSummary) -> GroupKey {

@@ -33,6 +33,10 @@ pub enum Command {
     /// Show what changed between two health files (idle vs under load);
     /// exits 1 when they differ, as diff does.
     HealthDiff(HealthDiffArgs),
+    /// Compare two single-node runs (A the baseline, B the candidate): rung
+    /// and per-GPU deltas, regressions beyond a threshold, the health diff;
+    /// exits 1 when a regression is flagged, 2 when a run cannot be read.
+    Compare(CompareArgs),
     /// Print shell completions for powerlab (bash, zsh, fish, elvish, powershell).
     #[command(hide = true)]
     Completions(CompletionsArgs),
@@ -104,8 +108,8 @@ pub enum SimPace {
 }
 
 /// The exit codes, in `--help` and the man page.
-const EXIT_CODES: &str = "Exit status: 0 ok; 1 error (for health-diff: the captures differ); 2 usage \
-(for health-diff: a file it cannot read); 3 preflight failed; 4 the run failed (fault or interlock); \
+const EXIT_CODES: &str = "Exit status: 0 ok; 1 error (for health-diff: the captures differ; for compare: \
+a regression flagged); 2 usage (for health-diff and compare: a file or run it cannot read); 3 preflight failed; 4 the run failed (fault or interlock); \
 128+N stopped by signal N (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP).";
 
 /// Help heading of the simulated node's options.
@@ -369,6 +373,40 @@ pub struct HealthDiffArgs {
     /// Print the differences as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// What `compare` exits with, in its `--help`.
+const COMPARE_EXIT: &str = "Exit status: 0 no regression; 1 at least one regression flagged \
+(a rung's mean or peak, a duty rung's swing, or a GPU's mean changed beyond --threshold-pct of A's \
+value and beyond the 95 % Welch interval when both runs have 2+ repeats; either direction); \
+2 a run cannot be compared (not a run directory, not collated or out of date without --collate, \
+a damaged report) or an output cannot be written. Unmatched rungs, the warnings (different \
+campaigns, GPU counts or models, incomplete runs) and health differences are reported but do \
+not change the exit status.";
+
+/// Options of `compare`.
+#[derive(Args, Debug)]
+#[command(after_long_help = COMPARE_EXIT)]
+pub struct CompareArgs {
+    /// Baseline run directory (one node).
+    pub a: PathBuf,
+    /// Candidate run directory (one node).
+    pub b: PathBuf,
+    /// A judged figure changing by more than this share of A's value, %, is a regression
+    /// (when both runs have 2+ repeats, only if also beyond the 95 % interval).
+    #[arg(long, default_value_t = 3.0, value_parser = positive_f64, allow_negative_numbers = true)]
+    pub threshold_pct: f64,
+    /// Write compare.csv, compare.json and compare.md into this folder
+    /// (created if missing) instead of printing the Markdown.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print the comparison as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Collate a run whose report is missing or out of date first (rewrites
+    /// its report/); without it such a run is refused.
+    #[arg(long)]
+    pub collate: bool,
 }
 
 /// A finite number above zero (a duration or a period).

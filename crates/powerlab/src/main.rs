@@ -32,6 +32,7 @@ macro_rules! errln {
 
 mod cli;
 mod cmd_collate;
+mod cmd_compare;
 mod cmd_observe;
 mod cmd_preflight;
 // Without the `mpi` feature only the refusal is reachable.
@@ -52,8 +53,11 @@ pub const LONG_VERSION: &str = env!("POWERLAB_LONG_VERSION");
 pub mod exit {
     /// Any error not covered below.
     pub const ERROR: i32 = 1;
-    /// `health-diff`: the two captures differ (diff's convention).
+    /// `health-diff`: the two captures differ (diff's convention); `compare`:
+    /// a regression is flagged.
     pub const DIFFERENT: i32 = 1;
+    /// `health-diff` and `compare`: an input cannot be read (diff's convention).
+    pub const TROUBLE: i32 = 2;
     /// Preflight refused the node.
     pub const PREFLIGHT: i32 = 3;
     /// A fault or interlock stopped the run.
@@ -261,6 +265,7 @@ fn main() {
         cli::Command::Calibrate(a) => calibrate(&a),
         cli::Command::Preflight(a) => cmd_preflight::preflight(&a),
         cli::Command::HealthDiff(a) => cmd_preflight::health_diff(&a),
+        cli::Command::Compare(a) => cmd_compare::compare(&a),
         c @ (cli::Command::Completions(_) | cli::Command::Manpage(_)) => generate(&c),
     };
     match code {

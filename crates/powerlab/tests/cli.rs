@@ -170,6 +170,7 @@ fn man_pages_for_every_subcommand_go_into_a_folder() {
         "powerlab-run",
         "powerlab-collate",
         "powerlab-health-diff",
+        "powerlab-compare",
     ] {
         let roff = std::fs::read_to_string(tmp.path().join(format!("{page}.1"))).unwrap();
         assert!(roff.contains(".TH"), "{page}");

@@ -1,0 +1,242 @@
+//! The node's rungs of A and B, matched by label: the repeats of a rung
+//! are grouped as the summaries group them (the label less its
+//! `/r<repeat>` suffix, [`crate::summary::base_label_of`]), and each
+//! label's mean, peak, spread and swing are compared across the repeats
+//! ([`super::delta`]). A label found in one run only is listed as
+//! unmatched, never dropped.
+
+use super::delta::{Delta, beyond, delta};
+use super::side::{Side, SummaryRow};
+use crate::format::fmt_ms;
+use crate::summary::base_label_of;
+use serde::Serialize;
+
+/// One figure of one rung (or one GPU in one rung) compared.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FigureDelta {
+    /// `mean`, `peak`, `spread` or `swing`.
+    pub figure: String,
+    /// The comparison.
+    #[serde(flatten)]
+    pub delta: Delta,
+    /// Whether this figure is judged against the threshold (spread never;
+    /// swing on duty rungs only; a GPU's mean only).
+    pub judged: bool,
+    /// Judged and beyond the threshold (and the interval): a regression.
+    pub regression: bool,
+}
+
+impl FigureDelta {
+    /// Judged, but one run has no value: it could not be compared.
+    pub fn uncomparable(&self) -> bool {
+        self.judged && self.delta.delta_w.is_none()
+    }
+
+    /// Compares one figure; judged figures are checked against `threshold_pct`.
+    pub fn new(figure: &str, a: &[f64], b: &[f64], judged: bool, threshold_pct: f64) -> Self {
+        let delta = delta(a, b);
+        let regression = judged && beyond(&delta, threshold_pct);
+        FigureDelta {
+            figure: figure.into(),
+            delta,
+            judged,
+            regression,
+        }
+    }
+}
+
+/// One rung label of the node, compared.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RungDelta {
+    /// The label shared by the rung's repeats.
+    pub label: String,
+    /// The rung's kind (A's).
+    pub kind: String,
+    /// The rung's mode (A's).
+    pub mode: String,
+    /// Mean, peak, spread and swing.
+    pub figures: Vec<FigureDelta>,
+    /// What qualifies the figures (incomplete data, a verdict instead of
+    /// figures, a different method or period).
+    pub notes: Vec<String>,
+    /// Some repeat of either run was collated from incomplete raw data.
+    pub incomplete_data: bool,
+}
+
+impl RungDelta {
+    /// Whether any judged figure changed beyond the threshold.
+    pub fn regressed(&self) -> bool {
+        self.figures.iter().any(|f| f.regression)
+    }
+}
+
+/// A rung label found in one run only.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Unmatched {
+    /// The label.
+    pub label: String,
+    /// `A` or `B`: the run that has it.
+    pub only_in: String,
+    /// Its repeats there.
+    pub repeats: usize,
+}
+
+/// The repeats of each label, in the order the run first ran them.
+pub fn by_label(rows: &[SummaryRow]) -> Vec<(String, Vec<&SummaryRow>)> {
+    let mut out: Vec<(String, Vec<&SummaryRow>)> = Vec::new();
+    for r in rows {
+        let label = base_label_of(&r.label, r.repeat);
+        match out.iter_mut().find(|(l, _)| *l == label) {
+            Some((_, g)) => g.push(r),
+            None => out.push((label, vec![r])),
+        }
+    }
+    out
+}
+
+fn values(g: &[&SummaryRow], f: fn(&SummaryRow) -> Option<f64>) -> Vec<f64> {
+    g.iter().filter_map(|r| f(r)).collect()
+}
+
+/// What qualifies one label's figures, side by side.
+fn notes(a: &[&SummaryRow], b: &[&SummaryRow]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (side, g) in [("A", a), ("B", b)] {
+        for r in g {
+            if let Some(why) = r.incomplete.as_deref().filter(|s| !s.is_empty()) {
+                out.push(format!(
+                    "{side} repeat {}: figures from incomplete raw data ({why})",
+                    r.repeat
+                ));
+            }
+            if let Some(v) = r.verdict.as_deref().filter(|s| !s.is_empty()) {
+                out.push(format!("{side} repeat {}: {v}", r.repeat));
+            }
+        }
+    }
+    let methods = |g: &[&SummaryRow]| {
+        let mut m: Vec<&str> = g.iter().map(|r| r.method.as_str()).collect();
+        m.dedup();
+        m.join(", ")
+    };
+    let (ma, mb) = (methods(a), methods(b));
+    if ma != mb {
+        out.push(format!(
+            "the figures come from different methods: A {ma}, B {mb}"
+        ));
+    }
+    let (pa, pb) = (a[0].period_ms, b[0].period_ms);
+    if pa != pb {
+        let p = |v: Option<f64>| v.map_or("none".into(), |v| format!("{} ms", fmt_ms(v)));
+        out.push(format!("periods differ: A {}, B {}", p(pa), p(pb)));
+    }
+    if (a[0].duty - b[0].duty).abs() > 1e-9 || a[0].kind != b[0].kind || a[0].mode != b[0].mode {
+        out.push(format!(
+            "the rung differs: A {} {} duty {}, B {} {} duty {}",
+            a[0].kind, a[0].mode, a[0].duty, b[0].kind, b[0].mode, b[0].duty
+        ));
+    }
+    out
+}
+
+/// Compares every label of the node present in both runs; lists the rest.
+pub fn compare_rungs(a: &Side, b: &Side, threshold_pct: f64) -> (Vec<RungDelta>, Vec<Unmatched>) {
+    let (ga, gb) = (by_label(&a.rungs), by_label(&b.rungs));
+    let mut rungs = Vec::new();
+    let mut unmatched = Vec::new();
+    for (label, ra) in &ga {
+        let Some((_, rb)) = gb.iter().find(|(l, _)| l == label) else {
+            unmatched.push(Unmatched {
+                label: label.clone(),
+                only_in: "A".into(),
+                repeats: ra.len(),
+            });
+            continue;
+        };
+        let duty = ra[0].kind == "duty";
+        let fig = |name: &str, f: fn(&SummaryRow) -> Option<f64>, judged: bool| {
+            FigureDelta::new(name, &values(ra, f), &values(rb, f), judged, threshold_pct)
+        };
+        rungs.push(RungDelta {
+            label: label.clone(),
+            kind: ra[0].kind.clone(),
+            mode: ra[0].mode.clone(),
+            figures: vec![
+                fig("mean", |r| r.mean_w, true),
+                fig("peak", |r| r.peak_w, true),
+                fig("spread", |r| r.spread_w, false),
+                fig("swing", |r| r.swing_w, duty),
+            ],
+            notes: notes(ra, rb),
+            incomplete_data: ra
+                .iter()
+                .chain(rb.iter())
+                .any(|r| r.incomplete.as_deref().is_some_and(|t| !t.is_empty())),
+        });
+    }
+    for (label, rb) in &gb {
+        if !ga.iter().any(|(l, _)| l == label) {
+            unmatched.push(Unmatched {
+                label: label.clone(),
+                only_in: "B".into(),
+                repeats: rb.len(),
+            });
+        }
+    }
+    (rungs, unmatched)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn row(id: u32, label: &str, repeat: u32, mean: f64) -> SummaryRow {
+        SummaryRow {
+            rung_id: id,
+            label: label.into(),
+            phase: "p".into(),
+            kind: "sustained".into(),
+            mode: "in_phase".into(),
+            period_ms: None,
+            duty: 1.0,
+            repeat,
+            method: "sample and hold".into(),
+            verdict: None,
+            mean_w: Some(mean),
+            peak_w: None,
+            spread_w: None,
+            swing_w: None,
+            incomplete: None,
+        }
+    }
+
+    #[test]
+    fn repeats_are_grouped_by_their_label_without_the_repeat_suffix() {
+        let rows = vec![
+            row(0, "idle-0/r1", 1, 100.0),
+            row(1, "sustained-1/r1", 1, 700.0),
+            row(2, "idle-0/r2", 2, 102.0),
+            row(3, "sustained-1/r2", 2, 710.0),
+            // A label that merely ends like a repeat of another number.
+            row(4, "odd/r7", 1, 5.0),
+        ];
+        let g = by_label(&rows);
+        let labels: Vec<&str> = g.iter().map(|(l, _)| l.as_str()).collect();
+        assert_eq!(labels, vec!["idle-0", "sustained-1", "odd/r7"]);
+        let ids: Vec<u32> = g[0].1.iter().map(|r| r.rung_id).collect();
+        assert_eq!(ids, vec![0, 2]);
+        // One repeat without a suffix groups under the same label.
+        assert_eq!(by_label(&[row(0, "idle-0", 1, 1.0)])[0].0, "idle-0");
+    }
+
+    #[test]
+    fn a_figure_is_judged_only_when_asked_and_missing_values_are_not_comparable() {
+        let f = FigureDelta::new("spread", &[10.0], &[20.0], false, 3.0);
+        assert!(!f.regression && !f.uncomparable());
+        let f = FigureDelta::new("mean", &[100.0], &[110.0], true, 3.0);
+        assert!(f.regression);
+        let f = FigureDelta::new("mean", &[100.0], &[], true, 3.0);
+        assert!(!f.regression && f.uncomparable());
+    }
+}

@@ -1,0 +1,102 @@
+//! `powerlab compare`'s pipeline: each run directory read through its
+//! collated report ([`load_side`]), then compared
+//! ([`crate::compare::compare_sides`]). A report is used only while it is
+//! up to date with the run's files ([`crate::handoff::freshness`], the
+//! check a rack makes of its nodes); otherwise the run is collated again
+//! when asked ([`crate::collation::collate`]), or refused by name. The
+//! figures are never re-derived here, and `report.md` is never parsed.
+
+use crate::compare::side::{Side, SummaryRow};
+use crate::compare::{CompareError, CompareOptions, Comparison, compare_sides};
+use crate::handoff::{Freshness, freshness};
+use crate::per_gpu::GpuRungRow;
+use powerlab_rundir::Manifest;
+use std::path::Path;
+
+/// Compares run `b` (candidate) with run `a` (baseline).
+///
+/// # Errors
+///
+/// As [`load_side`] for either run.
+pub fn compare(a: &Path, b: &Path, opts: &CompareOptions) -> Result<Comparison, CompareError> {
+    let sa = load_side(a, opts.collate_stale)?;
+    let sb = load_side(b, opts.collate_stale)?;
+    Ok(compare_sides(&sa, &sb, opts))
+}
+
+/// Reads one run. With `collate_stale`, a run whose report is missing or
+/// out of date is collated first (which rewrites its `report/`).
+///
+/// # Errors
+///
+/// [`CompareError::NotARun`] for a path without a readable manifest or a
+/// rack run directory; [`CompareError::NotCollated`] for a report that is
+/// missing or out of date (without `collate_stale`);
+/// [`CompareError::Collate`] when that collation fails;
+/// [`CompareError::BadReport`] when `summary.csv` or `per_gpu.csv` does not
+/// read.
+pub fn load_side(path: &Path, collate_stale: bool) -> Result<Side, CompareError> {
+    let not_a_run = |why: String| CompareError::NotARun {
+        path: path.to_path_buf(),
+        why,
+    };
+    if !path.is_dir() {
+        return Err(not_a_run("no such directory".into()));
+    }
+    if path.join("nodes").is_dir() {
+        return Err(not_a_run(
+            "a rack run directory: compare one node's directory under nodes/".into(),
+        ));
+    }
+    let manifest =
+        Manifest::read(&path.join("manifest.json")).map_err(|e| not_a_run(e.to_string()))?;
+    let state = if path.join("report").is_dir() {
+        freshness(path)
+    } else {
+        Freshness::Stale("it was never collated: no report/".into())
+    };
+    let report = match state {
+        Freshness::Fresh => "up to date with its files".to_string(),
+        Freshness::RawArchived => "raw files archived: the report as it was collated".to_string(),
+        Freshness::Stale(why) if collate_stale => {
+            crate::collation::collate(path).map_err(|source| CompareError::Collate {
+                path: path.to_path_buf(),
+                source,
+            })?;
+            format!("collated now ({why})")
+        }
+        Freshness::Stale(why) => {
+            return Err(CompareError::NotCollated {
+                path: path.to_path_buf(),
+                why,
+            });
+        }
+    };
+    let report_dir = path.join("report");
+    let bad = |file: &Path, e: powerlab_rundir::RunDirError| CompareError::BadReport {
+        path: file.to_path_buf(),
+        message: format!("does not read as the collator writes it ({e}): collate the run again"),
+    };
+    let summary = report_dir.join("summary.csv");
+    let rungs: Vec<SummaryRow> =
+        powerlab_rundir::read_rows(&summary).map_err(|e| bad(&summary, e))?;
+    let per_gpu_csv = report_dir.join("per_gpu.csv");
+    let has_per_gpu = per_gpu_csv.is_file();
+    let per_gpu: Vec<GpuRungRow> =
+        powerlab_rundir::read_rows(&per_gpu_csv).map_err(|e| bad(&per_gpu_csv, e))?;
+    let health_path = powerlab_rundir::RunFile::Health.path_in(path);
+    let health = health_path.is_file().then(|| {
+        std::fs::read_to_string(&health_path)
+            .map_err(|e| e.to_string())
+            .and_then(|t| serde_json::from_str(&t).map_err(|e| format!("not JSON: {e}")))
+    });
+    Ok(Side {
+        dir: path.to_path_buf(),
+        manifest,
+        report,
+        rungs,
+        per_gpu,
+        has_per_gpu,
+        health,
+    })
+}
