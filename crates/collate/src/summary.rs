@@ -758,6 +758,7 @@ mod tests {
                 duty: 0.5,
                 repeat: 2,
                 repeats: 3,
+                swinging: None,
             },
             method: "composed cycle".into(),
             verdict: None,

@@ -81,6 +81,7 @@ fn write_case(root: &std::path::Path, c: &Case) -> (std::path::PathBuf, Vec<f64>
         duty: 0.5,
         repeat: 1,
         repeats: 1,
+        swinging: None,
     };
     ev.append(&RunEvent::RungStarted {
         ts_ns: T0,

@@ -39,6 +39,7 @@ fn skeleton(root: &Path) -> PathBuf {
         duty: 0.5,
         repeat: 1,
         repeats: 1,
+        swinging: None,
     };
     ev.append(&RunEvent::RungStarted {
         ts_ns: T0,

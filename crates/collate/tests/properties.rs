@@ -56,6 +56,7 @@ fn write_run(root: &Path, gpus: &[(String, Vec<Sample>)], split: bool) -> std::p
         duty: 0.5,
         repeat: 1,
         repeats: 1,
+        swinging: None,
     };
     ev.append(&RunEvent::RungStarted {
         ts_ns: T0,
