@@ -143,6 +143,13 @@ pub enum PhaseKind {
     Nccl,
     /// Long sustained load, run last.
     Soak,
+    /// A ramp-up step of swing depth, inserted by the planner (never
+    /// written in a campaign file): the square wave of the first in-phase
+    /// multi-GPU duty rung run by only some of the GPUs
+    /// ([`crate::plan::Rung::swinging`]), the others idle. Its own kind, so
+    /// that nothing that reads duty rungs (the answer, the in-phase vs
+    /// staggered table, the sensor verdicts) takes it for a full-node rung.
+    RampUp,
 }
 
 impl PhaseKind {
@@ -154,6 +161,7 @@ impl PhaseKind {
             PhaseKind::Duty => "duty",
             PhaseKind::Nccl => "nccl",
             PhaseKind::Soak => "soak",
+            PhaseKind::RampUp => "ramp_up",
         }
     }
 }
@@ -308,6 +316,12 @@ pub struct Campaign {
     pub confirm_node_swing: bool,
     /// Run the instrument calibration rungs first (see [`calibration_phases`]).
     pub calibrate: bool,
+    /// Ramp-up of swing depth before the first in-phase multi-GPU duty rung
+    /// (1, 2, 4, … GPUs swinging, the rest idle; see
+    /// [`crate::plan::ramp_up_steps`]). None: the default, on for nodes of
+    /// more than [`RAMP_UP_DEFAULT_ABOVE`] GPUs.
+    #[serde(default)]
+    pub ramp_up: Option<bool>,
     /// Sampling settings.
     pub sampling: Sampling,
     /// Safety limits.
@@ -322,7 +336,16 @@ pub struct Campaign {
     pub node_power: Vec<NodePowerSpec>,
 }
 
+/// Ramp-up is on by default for nodes with more GPUs than this.
+pub const RAMP_UP_DEFAULT_ABOVE: usize = 2;
+
 impl Campaign {
+    /// Whether ramp-up steps are planned on a node of `gpu_count` GPUs:
+    /// `ramp_up` as written, else on above [`RAMP_UP_DEFAULT_ABOVE`] GPUs.
+    pub fn ramp_up_for(&self, gpu_count: usize) -> bool {
+        self.ramp_up.unwrap_or(gpu_count > RAMP_UP_DEFAULT_ABOVE)
+    }
+
     /// Whether the campaign has an NCCL phase (the preflight then treats a
     /// missing NCCL as blocking).
     pub fn needs_nccl(&self) -> bool {

@@ -30,6 +30,7 @@ struct RawHeader {
     nccl_first: Option<bool>,
     confirm_node_swing: Option<bool>,
     calibrate: Option<bool>,
+    ramp_up: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -520,6 +521,7 @@ fn validate(ctx: &Ctx<'_>, raw: RawFile) -> Result<Campaign, CampaignError> {
         nccl_first: header.nccl_first.unwrap_or(true),
         confirm_node_swing: header.confirm_node_swing.unwrap_or(false),
         calibrate: header.calibrate.unwrap_or(false),
+        ramp_up: header.ramp_up,
         sampling,
         limits,
         rack,
@@ -620,7 +622,8 @@ fn validate_phase(
     let extra: &[&str] = match kind {
         PhaseKind::Idle => &["warmup_s"],
         PhaseKind::Sustained => &["warmup_s", "mode"],
-        PhaseKind::Soak => &["warmup_s"],
+        // Never parsed (the planner's own steps); listed for the match.
+        PhaseKind::Soak | PhaseKind::RampUp => &["warmup_s"],
         PhaseKind::Duty => &[
             "warmup_s",
             "period_ms",

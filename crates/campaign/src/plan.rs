@@ -51,6 +51,11 @@ pub struct Rung {
     /// is touched (no warm-up load, no context), they are only sampled.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub no_context: bool,
+    /// Positions (run indices) of the GPUs that run the load; every other
+    /// GPU idles through the rung, warm-up included. None: every GPU (all
+    /// rungs but the ramp-up steps). Absent in plans made before ramp-up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swinging: Option<Vec<usize>>,
 }
 
 impl Rung {
@@ -58,6 +63,148 @@ impl Rung {
     pub fn nominal_ns(&self) -> i64 {
         self.warmup_ns + self.duration_ns + self.cooldown_ns
     }
+
+    /// Whether GPU `i` runs the rung's load (false: it idles through it).
+    pub fn loads_gpu(&self, i: usize) -> bool {
+        self.swinging.as_ref().is_none_or(|s| s.contains(&i))
+    }
+
+    /// Whether this rung swings the GPUs of the node together: an in-phase
+    /// square wave (0 < duty < 1) on more than one GPU. The first such rung
+    /// is the one the ramp-up precedes.
+    fn swings_in_phase(&self, gpu_count: usize) -> bool {
+        self.kind == PhaseKind::Duty
+            && self.mode == Mode::InPhase
+            && self.duty > 0.0
+            && self.duty < 1.0
+            && self.period_ms.is_some()
+            && gpu_count > 1
+    }
+}
+
+/// A ramp-up step's window (after the rung's own duty ramp) is at least
+/// this long, s …
+pub const RAMP_STEP_MIN_S: f64 = 5.0;
+/// … and at least this many periods of the wave; never longer than the
+/// window of the rung it precedes.
+pub const RAMP_STEP_PERIODS: i64 = 3;
+
+/// How many GPUs swing in each ramp-up step on a node of `n` GPUs: 1, 2,
+/// 4, … below `n` (the rung itself, with all `n`, follows).
+pub fn ramp_up_depths(n: usize) -> Vec<usize> {
+    std::iter::successors(Some(1usize), |k| k.checked_mul(2))
+        .take_while(|k| *k < n)
+        .collect()
+}
+
+/// The ramp-up steps before `target` (the first in-phase multi-GPU duty
+/// rung) on `gpu_count` GPUs: for each depth of [`ramp_up_depths`], the
+/// target's wave (period, duty, duty ramp), warm-up and cool-down, run in
+/// phase by the first `depth` GPUs while the others idle, for a window of
+/// max(5 s, 3 periods), capped at the target's own window. Ids are left to
+/// the caller.
+pub fn ramp_up_steps(target: &Rung, gpu_count: usize) -> Vec<Rung> {
+    let period_ms = target.nominal_period_ms.or(target.period_ms).unwrap_or(0.0);
+    let period_ns = (target.period_ms.unwrap_or(0.0) * 1e6).round() as i64;
+    let measured = (target.duration_ns - target.ramp_ns).max(0);
+    let body = secs(RAMP_STEP_MIN_S)
+        .max(RAMP_STEP_PERIODS.saturating_mul(period_ns))
+        .min(measured);
+    ramp_up_depths(gpu_count)
+        .into_iter()
+        .map(|k| Rung {
+            id: target.id,
+            phase: RAMP_UP_PHASE.into(),
+            kind: PhaseKind::RampUp,
+            label: format!("{RAMP_UP_PHASE}/{k}of{gpu_count}/p{}ms", fmt_num(period_ms)),
+            mode: Mode::InPhase,
+            period_ms: target.period_ms,
+            nominal_period_ms: target.nominal_period_ms,
+            duty: target.duty,
+            repeat: 1,
+            repeats: 1,
+            warmup_ns: target.warmup_ns,
+            ramp_ns: target.ramp_ns,
+            settle_ns: 0,
+            duration_ns: target.ramp_ns + body,
+            cooldown_ns: target.cooldown_ns,
+            offsets_ns: vec![0; gpu_count],
+            nccl: None,
+            nccl_step: None,
+            swinging: Some((0..k).collect()),
+            no_context: false,
+        })
+        .collect()
+}
+
+/// Phase name (and label prefix) of the ramp-up steps.
+pub const RAMP_UP_PHASE: &str = "rampup";
+
+/// Inserts the ramp-up steps before the first in-phase multi-GPU duty rung
+/// where the campaign wants them (see [`Campaign::ramp_up_for`]), and
+/// renumbers the rungs. A rack run plans none (see the note it gets).
+fn insert_ramp_up(
+    c: &Campaign,
+    rungs: &mut Vec<Rung>,
+    notes: &mut Vec<String>,
+    gpu_count: usize,
+    pos: RackPosition,
+) -> Result<(), CampaignError> {
+    if !c.ramp_up_for(gpu_count) {
+        return Ok(());
+    }
+    let Some(at) = rungs.iter().position(|r| r.swings_in_phase(gpu_count)) else {
+        return Ok(());
+    };
+    if pos.nodes > 1 {
+        if c.ramp_up == Some(true) {
+            return Err(plan_error(
+                c,
+                "campaign.ramp_up".into(),
+                format!(
+                    "ramp-up is planned for one node only, and this is a rack of {} nodes",
+                    pos.nodes
+                ),
+                Some("ramp_up = false (or run the campaign on one node)"),
+            ));
+        }
+        notes.push(format!(
+            "no ramp-up of swing depth in a rack run: `{}` is the first in-phase swing, with every GPU of the rack",
+            rungs[at].label
+        ));
+        return Ok(());
+    }
+    let steps = ramp_up_steps(&rungs[at], gpu_count);
+    // The same consent as any in-phase swing (a step swings fewer GPUs than
+    // the rung it precedes, which was held to it already).
+    if let Some(big) = steps
+        .iter()
+        .find(|s| s.swinging.as_ref().map_or(gpu_count, Vec::len) > 4 && !c.confirm_node_swing)
+    {
+        return Err(plan_error(
+            c,
+            "campaign.ramp_up".into(),
+            format!(
+                "ramp-up step `{}` swings more than 4 GPUs in phase",
+                big.label
+            ),
+            Some("confirm_node_swing = true in [campaign], after checking the supply can take it"),
+        ));
+    }
+    let depths: Vec<String> = steps
+        .iter()
+        .map(|s| s.swinging.as_ref().map_or(0, Vec::len).to_string())
+        .collect();
+    notes.push(format!(
+        "ramp-up: {} of {gpu_count} GPUs swing in phase (the others idle) before `{}`, each step checked against the limits; ramp_up = false in [campaign] leaves it out",
+        depths.join(", "),
+        rungs[at].label
+    ));
+    rungs.splice(at..at, steps);
+    for (i, r) in rungs.iter_mut().enumerate() {
+        r.id = i as u32;
+    }
+    Ok(())
 }
 
 /// The expanded schedule.
@@ -217,7 +364,12 @@ pub fn expand(
 /// (366 days), if
 /// an explicit offset list does not have one entry per GPU (or per node,
 /// with `stagger = "node"`), or if an in-phase duty rung would swing more
-/// than 4 GPUs at once without `confirm_node_swing = true`.
+/// than 4 GPUs at once without `confirm_node_swing = true`, or if the
+/// campaign asks for `ramp_up = true` in a rack of several nodes.
+///
+/// Unless the campaign says `ramp_up = false` (on by default above 2 GPUs),
+/// a single node's plan gets the ramp-up steps of [`ramp_up_steps`] before
+/// its first in-phase multi-GPU duty rung.
 pub fn expand_on_rack(
     c: &Campaign,
     gpu_count: usize,
@@ -396,12 +548,14 @@ pub fn expand_on_rack(
                             nccl: phase.nccl.clone(),
                             nccl_step: *step,
                             no_context: false,
+                            swinging: None,
                         });
                     }
                 }
             }
         }
     }
+    insert_ramp_up(c, &mut rungs, &mut notes, gpu_count, pos)?;
     if let Some(note) = no_context_baseline(&mut rungs) {
         notes.push(note);
     }
@@ -549,10 +703,18 @@ pub fn render(plan: &Plan) -> String {
     );
     let mut t = 0i64;
     for r in &plan.rungs {
+        // A GPU the rung leaves idle (a ramp-up step's) shows `idle`.
         let offs: Vec<String> = r
             .offsets_ns
             .iter()
-            .map(|o| format!("{:.3}", *o as f64 / 1e6))
+            .enumerate()
+            .map(|(i, o)| {
+                if r.loads_gpu(i) {
+                    format!("{:.3}", *o as f64 / 1e6)
+                } else {
+                    "idle".into()
+                }
+            })
             .collect();
         let _ = writeln!(
             s,
@@ -577,6 +739,12 @@ pub fn render(plan: &Plan) -> String {
         s,
         "period: what the GPUs run (detuned from the sampling grid where needed); settle: ramp plus the time for the rung's own pattern to hold (and to leave a whole number of cycles), left out of every figure"
     );
+    if plan.rungs.iter().any(|r| r.kind == PhaseKind::RampUp) {
+        let _ = writeln!(
+            s,
+            "ramp_up: a step of the ramp-up of swing depth (rampup/KofN: K of the N GPUs swing in phase, the GPUs shown idle run no load, warm-up included); a limit or interlock tripped in a step stops the run before the next"
+        );
+    }
     let _ = writeln!(
         s,
         "total: {} ({} s) plus barrier waits",
@@ -610,6 +778,140 @@ mod tests {
             .iter()
             .map(|o| *o as f64 / 1e6)
             .collect()
+    }
+
+    /// A staggered and an in-phase rung at 500 ms, then an in-phase one at
+    /// 100 ms; `header` goes into `[campaign]`.
+    fn swings(header: &str) -> Campaign {
+        let text = format!(
+            "[campaign]\nname = \"r\"\nconfirm_node_swing = true\n{header}\n[[phase]]\nkind = \"idle\"\nduration_s = 2\n[[phase]]\nkind = \"duty\"\nname = \"d\"\nperiods_ms = [500, 100]\nduration_s = 20\nmodes = [\"staggered\", \"in_phase\"]\n"
+        );
+        crate::parse_str("r.toml", &text).unwrap()
+    }
+
+    fn labels(p: &Plan) -> Vec<&str> {
+        p.rungs.iter().map(|r| r.label.as_str()).collect()
+    }
+
+    #[test]
+    fn ramp_up_steps_1_2_4_precede_the_first_in_phase_swing_on_8_gpus() {
+        let p = expand(&swings(""), 8, None).unwrap();
+        assert_eq!(
+            labels(&p),
+            vec![
+                "idle-0/no-context",
+                "idle-0",
+                "d/p500ms/staggered",
+                "rampup/1of8/p500ms",
+                "rampup/2of8/p500ms",
+                "rampup/4of8/p500ms",
+                "d/p500ms/in_phase",
+                "d/p100ms/staggered",
+                "d/p100ms/in_phase",
+            ]
+        );
+        let target = &p.rungs[6];
+        for (step, k) in p.rungs[3..6].iter().zip([1usize, 2, 4]) {
+            assert_eq!(step.kind, PhaseKind::RampUp);
+            assert_eq!(step.mode, Mode::InPhase);
+            assert_eq!(step.swinging, Some((0..k).collect::<Vec<_>>()));
+            assert!((0..8).all(|i| step.loads_gpu(i) == (i < k)));
+            assert_eq!(step.period_ms, target.period_ms);
+            assert_eq!(step.duty, target.duty);
+            assert_eq!(step.warmup_ns, target.warmup_ns);
+            // max(5 s, 3 × 500 ms) = 5 s, shorter than the rung's 20 s.
+            assert_eq!(step.duration_ns, 5_000_000_000);
+        }
+        // Ids follow the run order; no other rung is marked.
+        assert!(p.rungs.iter().enumerate().all(|(i, r)| r.id == i as u32));
+        assert!(
+            p.rungs
+                .iter()
+                .filter(|r| r.kind != PhaseKind::RampUp)
+                .all(|r| r.swinging.is_none() && r.loads_gpu(7))
+        );
+        assert!(
+            p.notes
+                .iter()
+                .any(|n| n.starts_with("ramp-up: 1, 2, 4 of 8"))
+        );
+        let table = render(&p);
+        assert!(
+            table.contains("[0.000, 0.000, idle, idle, idle, idle, idle, idle]"),
+            "{table}"
+        );
+    }
+
+    #[test]
+    fn ramp_up_follows_the_gpu_count_and_the_campaign_key() {
+        let steps = |c: &Campaign, n: usize| -> Vec<String> {
+            expand(c, n, None)
+                .unwrap()
+                .rungs
+                .iter()
+                .filter(|r| r.kind == PhaseKind::RampUp)
+                .map(|r| r.label.clone())
+                .collect()
+        };
+        let default = swings("");
+        assert_eq!(
+            steps(&default, 3),
+            vec!["rampup/1of3/p500ms", "rampup/2of3/p500ms"]
+        );
+        assert!(steps(&default, 2).is_empty());
+        assert!(steps(&default, 1).is_empty());
+        assert_eq!(steps(&default, 16).len(), 4);
+        let off = swings("ramp_up = false");
+        assert!(steps(&off, 8).is_empty());
+        assert_eq!(
+            expand(&off, 8, None).unwrap().rungs.len(),
+            expand(&default, 8, None).unwrap().rungs.len() - 3
+        );
+        let on = swings("ramp_up = true");
+        assert_eq!(steps(&on, 2), vec!["rampup/1of2/p500ms"]);
+        assert!(steps(&on, 1).is_empty());
+        // Long periods: three of them, but never longer than the rung's window.
+        let long = crate::parse_str(
+            "r.toml",
+            "[campaign]\nname = \"r\"\nconfirm_node_swing = true\n[[phase]]\nkind = \"duty\"\nperiod_ms = 4000\nduration_s = 10\nexact_period = true\n",
+        )
+        .unwrap();
+        let p = expand(&long, 4, None).unwrap();
+        assert_eq!(p.rungs[0].duration_ns, 10_000_000_000);
+        let long = crate::parse_str(
+            "r.toml",
+            "[campaign]\nname = \"r\"\nconfirm_node_swing = true\n[[phase]]\nkind = \"duty\"\nperiod_ms = 4000\nduration_s = 60\nexact_period = true\n",
+        )
+        .unwrap();
+        assert_eq!(
+            expand(&long, 4, None).unwrap().rungs[0].duration_ns,
+            12_000_000_000
+        );
+    }
+
+    #[test]
+    fn no_ramp_up_without_an_in_phase_swing_nor_across_a_rack() {
+        let staggered_only = staggered("", "");
+        let p = expand(&staggered_only, 8, None).unwrap();
+        assert!(p.rungs.iter().all(|r| r.kind != PhaseKind::RampUp));
+        let rack =
+            expand_on_rack(&swings(""), 4, None, RackPosition { rank: 1, nodes: 2 }).unwrap();
+        assert!(rack.rungs.iter().all(|r| r.kind != PhaseKind::RampUp));
+        assert!(
+            rack.notes
+                .iter()
+                .any(|n| n.starts_with("no ramp-up of swing depth in a rack run")),
+            "{:?}",
+            rack.notes
+        );
+        let e = expand_on_rack(
+            &swings("ramp_up = true"),
+            4,
+            None,
+            RackPosition { rank: 0, nodes: 2 },
+        )
+        .unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("campaign.ramp_up"));
     }
 
     #[test]

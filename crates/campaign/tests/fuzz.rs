@@ -48,6 +48,7 @@ const KEYS: &[&str] = &[
     "nccl_first",
     "confirm_node_swing",
     "calibrate",
+    "ramp_up",
     "poll_interval_ms",
     "buffer_interval_ms",
     "field_interval_ms",

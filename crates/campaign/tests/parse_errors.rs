@@ -95,8 +95,10 @@ fn missing_duration_and_missing_name() {
 fn valid_file_expands_with_repeats_and_offsets() {
     let c = parse_str("x.toml", BASE).unwrap();
     let p = expand(&c, 4, None).unwrap();
-    // 2 repeats x 2 periods x 2 modes
-    assert_eq!(p.rungs.len(), 8);
+    // 2 repeats x 2 periods x 2 modes, and the ramp-up (1 and 2 of the 4
+    // GPUs) before the first in-phase rung.
+    let duty = p.rungs.iter().filter(|r| r.kind == PhaseKind::Duty).count();
+    assert_eq!((duty, p.rungs.len()), (8, 10));
     let st: Vec<_> = p
         .rungs
         .iter()
@@ -116,7 +118,7 @@ fn valid_file_expands_with_repeats_and_offsets() {
             .all(|r| r.offsets_ns.iter().all(|o| *o == 0))
     );
     // --repeats overrides the file.
-    assert_eq!(expand(&c, 4, Some(3)).unwrap().rungs.len(), 12);
+    assert_eq!(expand(&c, 4, Some(3)).unwrap().rungs.len(), 12 + 2);
     let labels: std::collections::HashSet<_> = p.rungs.iter().map(|r| r.label.clone()).collect();
     assert_eq!(labels.len(), p.rungs.len(), "labels are unique");
 }
@@ -293,4 +295,31 @@ fn a_period_listed_twice_is_refused_not_counted_as_a_repeat() {
         (5, Some("phase[0].periods_ms"))
     );
     assert!(e.message.contains("100 ms is listed twice"), "{e}");
+}
+
+#[test]
+fn ramp_up_is_a_campaign_key_held_to_the_same_rules() {
+    let on = |v: &str| BASE.replace("name = \"t\"", &format!("name = \"t\"\nramp_up = {v}"));
+    assert_eq!(
+        parse_str("x.toml", &on("false")).unwrap().ramp_up,
+        Some(false)
+    );
+    assert_eq!(
+        parse_str("x.toml", &on("true")).unwrap().ramp_up,
+        Some(true)
+    );
+    assert_eq!(parse_str("x.toml", BASE).unwrap().ramp_up, None);
+    let e = err(&on("\"no\""));
+    assert_eq!(e.line, 3, "{e}");
+    assert!(e.to_string().contains("ramp_up"), "{e}");
+    // A misspelt key is refused, and the refusal lists the real one.
+    let e = err(&BASE.replace("name = \"t\"", "name = \"t\"\nramp_upp = false"));
+    assert!(e.message.contains("unknown field `ramp_upp`"), "{e}");
+    assert!(e.to_string().contains("`ramp_up`"), "{e}");
+    // No campaign file can ask for the planner's own kind.
+    let e = err(&BASE.replace("kind = \"duty\"", "kind = \"ramp_up\""));
+    assert!(
+        e.to_string().contains("idle, sustained, duty, nccl, soak"),
+        "{e}"
+    );
 }

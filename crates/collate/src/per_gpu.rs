@@ -3,7 +3,9 @@
 //! clock-event bits seen (by name) and the time under the power and
 //! thermal caps from NVML's cumulative counters. A GPU whose mean differs
 //! from the median of its peers by more than [`PEER_FLAG`] in a rung (all
-//! GPUs run the same load shape in every rung) is flagged, with what its
+//! GPUs run the same load shape in every rung, except in a ramp-up step,
+//! where the GPUs that swing are compared only with each other and the idle
+//! ones only with each other) is flagged, with what its
 //! limiter bits say: one throttling GPU must not hide inside a node total.
 //! The energy cross-check compares each GPU's energy counter over the
 //! rung with the integral of its buffered samples over the same span: a
@@ -127,8 +129,29 @@ pub fn per_gpu(run: &Run, series: &SeriesSet) -> Vec<GpuRungRow> {
                 }
             })
             .collect();
-        flag_outliers(&mut rows);
-        out.extend(rows);
+        match &r.info.swinging {
+            // A ramp-up step: the GPUs that swung are compared with each
+            // other and the idle ones with each other, never across.
+            Some(swung) => {
+                let (mut on, mut off): (Vec<_>, Vec<_>) = rows
+                    .into_iter()
+                    .enumerate()
+                    .partition(|(_, row)| swung.contains(&row.gpu));
+                for group in [&mut on, &mut off] {
+                    let (idx, mut group_rows): (Vec<usize>, Vec<GpuRungRow>) =
+                        std::mem::take(group).into_iter().unzip();
+                    flag_outliers(&mut group_rows);
+                    *group = idx.into_iter().zip(group_rows).collect();
+                }
+                let mut all: Vec<(usize, GpuRungRow)> = on.into_iter().chain(off).collect();
+                all.sort_by_key(|(i, _)| *i);
+                out.extend(all.into_iter().map(|(_, row)| row));
+            }
+            None => {
+                flag_outliers(&mut rows);
+                out.extend(rows);
+            }
+        }
     }
     out
 }

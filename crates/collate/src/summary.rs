@@ -761,6 +761,7 @@ mod tests {
                 repeat: 2,
                 repeats: 3,
                 no_context: false,
+                swinging: None,
             },
             method: "composed cycle".into(),
             verdict: None,

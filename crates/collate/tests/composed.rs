@@ -82,6 +82,7 @@ fn write_case(root: &std::path::Path, c: &Case) -> (std::path::PathBuf, Vec<f64>
         repeat: 1,
         repeats: 1,
         no_context: false,
+        swinging: None,
     };
     ev.append(&RunEvent::RungStarted {
         ts_ns: T0,

@@ -40,6 +40,7 @@ fn skeleton(root: &Path) -> PathBuf {
         repeat: 1,
         repeats: 1,
         no_context: false,
+        swinging: None,
     };
     ev.append(&RunEvent::RungStarted {
         ts_ns: T0,

@@ -57,6 +57,7 @@ fn write_run(root: &Path, gpus: &[(String, Vec<Sample>)], split: bool) -> std::p
         repeat: 1,
         repeats: 1,
         no_context: false,
+        swinging: None,
     };
     ev.append(&RunEvent::RungStarted {
         ts_ns: T0,

@@ -248,12 +248,15 @@ fn two_clean_runs_differ_by_noise_only() {
             .flat_map(|r| r["figures"].as_array().unwrap())
             .any(|f| f["delta_w"].as_f64().unwrap() != 0.0)
     );
+    // (The idle before any context and the ramp-up steps run once.)
     for r in c["rungs"].as_array().unwrap() {
+        let once = r["label"].as_str().unwrap().ends_with("/no-context")
+            || r["label"].as_str().unwrap().starts_with("rampup/");
         for x in r["figures"].as_array().unwrap() {
-            assert!(x["ci95_w"].is_number(), "{x}");
+            assert_eq!(x["ci95_w"].is_number(), !once, "{x}");
         }
     }
-    assert_eq!(c["rungs"].as_array().unwrap().len(), 4);
+    assert_eq!(c["rungs"].as_array().unwrap().len(), 7);
 }
 
 #[test]
@@ -288,6 +291,8 @@ fn different_campaigns_and_gpu_counts_are_said_and_unmatched_rungs_listed() {
     assert_eq!(
         unmatched,
         vec![
+            ("rampup/1of4/p1000ms", "A"),
+            ("rampup/2of4/p1000ms", "A"),
             ("sweep/p1000ms/in_phase", "A"),
             ("sweep/p1000ms/staggered", "A")
         ]
@@ -384,7 +389,10 @@ fn a_run_that_failed_is_said_first_and_its_missing_figures_are_not_compared() {
             "--repeats",
             "2",
             "--sim-fault",
-            "gpu1:lost_at=30s",
+            // Inside the first in-phase sweep rung's window (after the
+            // idle before any context, 2 × idle, 2 × sustained and two
+            // ramp-up steps).
+            "gpu1:lost_at=49s",
         ],
     );
     assert_eq!(b.code(), 4, "{}", b.stderr());

@@ -15,7 +15,7 @@ pub struct RungInfo {
     pub label: String,
     /// Phase name.
     pub phase: String,
-    /// `idle`, `sustained`, `duty`, `nccl`, `soak`.
+    /// `idle`, `sustained`, `duty`, `nccl`, `soak`, `ramp_up`.
     pub kind: String,
     /// `in_phase` or `staggered`.
     pub mode: String,
@@ -36,6 +36,11 @@ pub struct RungInfo {
     /// baseline); absent in runs made before it existed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub no_context: bool,
+    /// Keys of the GPUs that ran the load, where only some did (a ramp-up
+    /// step, kind `ramp_up`: the others idled); absent when every GPU ran
+    /// it, and in runs made before ramp-up existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swinging: Option<Vec<String>>,
 }
 
 impl RungInfo {
@@ -50,6 +55,12 @@ impl RungInfo {
 /// probes (`{rung_id, gpus: [{gpu, begin_ns, offset_begin_ns, end_ns,
 /// offset_end_ns, probe_rtt_ns, drift_ppm}]}`).
 pub const DEVICE_CLOCK_TOPIC: &str = "device_clock";
+
+/// Topic of the note written when a stop reason (a fault, an interlock, a
+/// signal) ends the run inside a rung, warm-up and cool-down included:
+/// `{rung_id, label, kind, reason}`, so the record says which rung (which
+/// ramp-up step) was under way.
+pub const STOPPED_IN_RUNG_TOPIC: &str = "stopped_in_rung";
 
 /// A GPU's readiness at a barrier.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -255,4 +266,26 @@ pub fn read_events(path: &Path) -> Result<Vec<RunEvent>, RunDirError> {
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rung_from_before_ramp_up_loads_and_a_ramp_up_step_round_trips() {
+        // A `rung_started` rung as written before ramp-up existed.
+        let old = r#"{"id":3,"label":"d/p100ms/in_phase","phase":"d","kind":"duty","mode":"in_phase","period_ms":100.11,"duty":0.5,"repeat":1,"repeats":1}"#;
+        let info: RungInfo = serde_json::from_str(old).unwrap();
+        assert_eq!(info.swinging, None);
+        assert!(!serde_json::to_string(&info).unwrap().contains("swinging"));
+        let step = RungInfo {
+            kind: "ramp_up".into(),
+            label: "rampup/2of8/p100ms".into(),
+            swinging: Some(vec!["gpu0".into(), "gpu1".into()]),
+            ..info
+        };
+        let back: RungInfo = serde_json::from_str(&serde_json::to_string(&step).unwrap()).unwrap();
+        assert_eq!(back, step);
+    }
 }

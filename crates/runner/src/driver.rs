@@ -168,6 +168,20 @@ impl<'a> RungDriver<'a> {
                 return Ok(Err(r));
             }
             if let Err(reason) = self.run_rung(rung).await {
+                // The monitor's events first (an interlock's own event),
+                // then which rung the stop ended; a failed write here must
+                // not hide the stop's reason.
+                let _ = self.journal.pump_monitor();
+                let _ = self.journal.log(RunEvent::Note {
+                    ts_ns: self.journal.clock.now_ns(),
+                    topic: powerlab_rundir::events::STOPPED_IN_RUNG_TOPIC.into(),
+                    detail: serde_json::json!({
+                        "rung_id": rung.id,
+                        "label": rung.label,
+                        "kind": rung.kind.as_str(),
+                        "reason": reason.text(),
+                    }),
+                });
                 return Ok(Err(reason));
             }
             self.completed += 1;

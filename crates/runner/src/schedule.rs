@@ -8,8 +8,9 @@ use powerlab_core::hw::GpuSchedule;
 use powerlab_core::shape::{LoadKind, LoadShape};
 use powerlab_rundir::RungInfo;
 
-/// The rung as the event log describes it.
-pub(crate) fn rung_info(r: &Rung) -> RungInfo {
+/// The rung as the event log describes it; `keys` are the GPU keys by run
+/// index (a ramp-up step names the GPUs that swing by key).
+pub(crate) fn rung_info(r: &Rung, keys: &[String]) -> RungInfo {
     RungInfo {
         id: r.id,
         label: r.label.clone(),
@@ -22,18 +23,25 @@ pub(crate) fn rung_info(r: &Rung) -> RungInfo {
         repeat: r.repeat,
         repeats: r.repeats,
         no_context: r.no_context,
+        swinging: r.swinging.as_ref().map(|s| {
+            s.iter()
+                .map(|i| keys.get(*i).cloned().unwrap_or_else(|| format!("#{i}")))
+                .collect()
+        }),
     }
 }
 
-/// The schedule of GPU `i` for a rung whose window starts at `epoch`.
+/// The schedule of GPU `i` for a rung whose window starts at `epoch`. A
+/// GPU that the rung leaves out (a ramp-up step's idle GPUs) gets no load.
 pub fn schedule_for(rung: &Rung, i: usize, epoch: i64) -> GpuSchedule {
     let shape = match rung.kind {
+        _ if !rung.loads_gpu(i) => LoadShape::Idle,
         PhaseKind::Idle => LoadShape::Idle,
         PhaseKind::Sustained | PhaseKind::Soak => LoadShape::Constant {
             load: LoadKind::Virus,
         },
         PhaseKind::Nccl => nccl_shape(rung),
-        PhaseKind::Duty => LoadShape::Square {
+        PhaseKind::Duty | PhaseKind::RampUp => LoadShape::Square {
             load: LoadKind::Virus,
             period_ns: (rung.period_ms.unwrap_or(1000.0) * 1e6).round() as i64,
             duty: rung.duty,

@@ -91,11 +91,12 @@ impl RungDriver<'_> {
 
     /// Barrier, part 1: every GPU warm and ready (they keep warm meanwhile).
     async fn warm_up(&mut self, rung: &Rung, t0: i64) -> Result<Vec<Readiness>, StopReason> {
-        let warm_load = schedule_for(rung, 0, 0).shape.load();
+        // Each GPU warms with its own load: a GPU the rung leaves idle (a
+        // ramp-up step's) is not warmed either.
         let warmup_ns = rung.warmup_ns;
-        let prepare = ask_all(&self.crew.workers, |_, reply| WorkerCmd::Prepare {
+        let prepare = ask_all(&self.crew.workers, |i, reply| WorkerCmd::Prepare {
             warmup_ns,
-            warm_load,
+            warm_load: schedule_for(rung, i, 0).shape.load(),
             reply,
         });
         let limit = Duration::from_nanos(self.prepare_timeout_ns as u64);
@@ -179,7 +180,7 @@ impl RungDriver<'_> {
         self.journal
             .log(RunEvent::RungStarted {
                 ts_ns: start.now_ns,
-                rung: rung_info(rung),
+                rung: rung_info(rung, &self.keys),
                 epoch_ns: start.epoch_ns,
                 measure_from_ns: start.epoch_ns + rung.ramp_ns + rung.settle_ns,
                 end_ns: start.epoch_ns + rung.duration_ns,
