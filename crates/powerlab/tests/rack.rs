@@ -213,6 +213,30 @@ fn four_nodes_start_every_rung_at_one_epoch_and_collate_into_a_rack_curve() {
         report.contains("complete rack run: 4 nodes, 32 GPUs"),
         "{report}"
     );
+    // The answer first: the limits of all 32 GPUs from the nodes'
+    // manifests, and the in-phase swing against the staggered one.
+    let limit_sum: f64 = nodes
+        .iter()
+        .flat_map(|n| {
+            let m: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(n.join("manifest.json")).unwrap())
+                    .unwrap();
+            m["backend"]["gpus"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|g| g["power_limit_w"].as_f64().unwrap())
+                .collect::<Vec<_>>()
+        })
+        .sum();
+    let answer = report.split("\n## ").nth(1).unwrap();
+    assert!(
+        answer.starts_with("The answer (GPU draw only")
+            && answer.contains(&format!("**Rack limit sum:** {limit_sum:.0} W (32 GPUs'"))
+            && answer.contains("**Largest in-phase swing:**")
+            && answer.contains("1000 ms: "),
+        "{answer}"
+    );
     // `powerlab collate` regenerates the rack report from the raw files alone.
     let before = std::fs::read(rack.join("report/summary.csv")).unwrap();
     let out = powerlab()

@@ -38,6 +38,16 @@ pub fn answer_block(a: &AnswerInputs<'_>) -> String {
     );
     let gpus = &a.run.manifest.backend.gpus;
     let limit_sum: f64 = gpus.iter().map(|g| g.power_limit_w).sum();
+    power_lines(
+        &mut s,
+        &Scope {
+            name: "node",
+            limit_sum_w: limit_sum,
+            gpus: gpus.len(),
+        },
+        a.rungs,
+        a.compare,
+    );
     let pct = |w: f64| {
         if limit_sum > 0.0 {
             format!(" ({:.0} % of the limit sum)", 100.0 * w / limit_sum)
@@ -45,135 +55,11 @@ pub fn answer_block(a: &AnswerInputs<'_>) -> String {
             String::new()
         }
     };
-    let _ = writeln!(
-        s,
-        "- **Node limit sum:** {limit_sum:.0} W ({} GPUs' enforced limits at the start).",
-        gpus.len()
-    );
     let sustained: Vec<&RungSummary> = a
         .rungs
         .iter()
         .filter(|r| r.rung.kind == "sustained" && r.mean_w.is_some())
         .collect();
-    let means: Vec<f64> = sustained.iter().filter_map(|r| r.mean_w).collect();
-    match (median(&means), means.iter().copied().reduce(f64::max)) {
-        (Some(typical), Some(worst)) if means.len() > 1 => {
-            let _ = writeln!(
-                s,
-                "- **Sustained node power:** {typical:.0} W typical{} over {} sustained rungs, {worst:.0} W at most{}.",
-                pct(typical),
-                means.len(),
-                pct(worst)
-            );
-        }
-        (Some(m), _) => {
-            let _ = writeln!(
-                s,
-                "- **Sustained node power:** {m:.0} W{} (rung `{}`).",
-                pct(m),
-                sustained[0].rung.label
-            );
-        }
-        _ => {
-            let _ = writeln!(
-                s,
-                "- **Sustained node power:** no sustained rung with a figure."
-            );
-        }
-    }
-    // The in-phase duty rungs by period: the worst repeat, and the median.
-    let mut by_period: Vec<(f64, Vec<&RungSummary>)> = Vec::new();
-    for r in a
-        .rungs
-        .iter()
-        .filter(|r| r.rung.kind == "duty" && r.rung.mode == "in_phase" && r.swing_w.is_some())
-    {
-        let p = r.rung.period_ms.unwrap_or(0.0);
-        match by_period.iter_mut().find(|(q, _)| (q - p).abs() < 1e-9) {
-            Some((_, v)) => v.push(r),
-            None => by_period.push((p, vec![r])),
-        }
-    }
-    let worst = by_period
-        .iter()
-        .filter_map(|(p, v)| {
-            let (w, r) = v
-                .iter()
-                .filter_map(|r| r.swing_w.map(|w| (w, *r)))
-                .max_by(|x, y| x.0.total_cmp(&y.0))?;
-            let all: Vec<f64> = v.iter().filter_map(|r| r.swing_w).collect();
-            Some((w, *p, r, all))
-        })
-        .max_by(|x, y| x.0.total_cmp(&y.0));
-    match worst {
-        Some((w, p, r, all)) => {
-            let typical = if all.len() > 1 {
-                format!(
-                    "; worst of {} repeats, median {:.0} W",
-                    all.len(),
-                    median(&all).unwrap_or(w)
-                )
-            } else {
-                String::new()
-            };
-            let _ = writeln!(
-                s,
-                "- **Largest in-phase swing:** {w:.0} W (p90 − p10 of the node cycle){} at {p:.0} ms (rung `{}`{typical}).",
-                pct(w),
-                r.rung.label
-            );
-        }
-        None => {
-            let _ = writeln!(
-                s,
-                "- **Largest in-phase swing:** no in-phase duty rung with a swing figure."
-            );
-        }
-    }
-    let savings: Vec<String> = a
-        .compare
-        .iter()
-        .filter_map(|c| {
-            let (i, st) = (c.in_phase_swing_w?, c.staggered_swing_w?);
-            Some(format!(
-                "{:.0} ms: {i:.0} → {st:.0} W ({:+.0} W)",
-                c.period_ms,
-                st - i
-            ))
-        })
-        .collect();
-    let _ = writeln!(
-        s,
-        "- **What staggering saves (swing in phase → staggered):** {}.",
-        if savings.is_empty() {
-            "no period ran both ways with swing figures".to_string()
-        } else {
-            savings.join("; ")
-        }
-    );
-    let worst_peak = a
-        .rungs
-        .iter()
-        .filter_map(|r| r.peak_w.map(|p| (p, r)))
-        .max_by(|x, y| x.0.total_cmp(&y.0));
-    if let Some((p, r)) = worst_peak {
-        let over = p - limit_sum;
-        let _ = writeln!(
-            s,
-            "- **Worst transient:** {p:.0} W in rung `{}`: {}.",
-            r.rung.label,
-            if limit_sum <= 0.0 {
-                "no limit known".to_string()
-            } else if over > 0.0 {
-                format!(
-                    "{over:.0} W above the limit sum ({:.0} %)",
-                    100.0 * p / limit_sum
-                )
-            } else {
-                format!("{:.0} W below the limit sum", -over)
-            }
-        );
-    }
     // One line per flagged GPU: in how many rungs, how far, and its limiters.
     let mut by_gpu: std::collections::BTreeMap<&str, Vec<&GpuRungRow>> = Default::default();
     for g in a.per_gpu.iter().filter(|g| !g.flag.is_empty()) {
@@ -296,4 +182,165 @@ pub fn answer_block(a: &AnswerInputs<'_>) -> String {
         a.sensor.model.source
     );
     s
+}
+
+/// What the answer is about: a node, or a rack of them.
+pub struct Scope<'a> {
+    /// `node` or `rack`.
+    pub name: &'a str,
+    /// The GPUs' enforced limits at the start, summed, W.
+    pub limit_sum_w: f64,
+    /// GPUs in it.
+    pub gpus: usize,
+}
+
+fn capitalised(w: &str) -> String {
+    let mut c = w.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
+}
+
+/// The lines a node and a rack share: the limit sum, sustained power, the
+/// largest in-phase swing, what staggering saves, the worst transient.
+pub fn power_lines(
+    s: &mut String,
+    scope: &Scope<'_>,
+    rungs: &[RungSummary],
+    compare: &[PhaseCompare],
+) {
+    let limit_sum = scope.limit_sum_w;
+    let (scope_cap, name) = (capitalised(scope.name), scope.name);
+    let pct = |w: f64| {
+        if limit_sum > 0.0 {
+            format!(" ({:.0} % of the limit sum)", 100.0 * w / limit_sum)
+        } else {
+            String::new()
+        }
+    };
+    let _ = writeln!(
+        s,
+        "- **{scope_cap} limit sum:** {limit_sum:.0} W ({} GPUs' enforced limits at the start).",
+        scope.gpus
+    );
+    let sustained: Vec<&RungSummary> = rungs
+        .iter()
+        .filter(|r| r.rung.kind == "sustained" && r.mean_w.is_some())
+        .collect();
+    let means: Vec<f64> = sustained.iter().filter_map(|r| r.mean_w).collect();
+    match (median(&means), means.iter().copied().reduce(f64::max)) {
+        (Some(typical), Some(worst)) if means.len() > 1 => {
+            let _ = writeln!(
+                s,
+                "- **Sustained {name} power:** {typical:.0} W typical{} over {} sustained rungs, {worst:.0} W at most{}.",
+                pct(typical),
+                means.len(),
+                pct(worst)
+            );
+        }
+        (Some(m), _) => {
+            let _ = writeln!(
+                s,
+                "- **Sustained {name} power:** {m:.0} W{} (rung `{}`).",
+                pct(m),
+                sustained[0].rung.label
+            );
+        }
+        _ => {
+            let _ = writeln!(
+                s,
+                "- **Sustained {name} power:** no sustained rung with a figure."
+            );
+        }
+    }
+    // The in-phase duty rungs by period: the worst repeat, and the median.
+    let mut by_period: Vec<(f64, Vec<&RungSummary>)> = Vec::new();
+    for r in rungs
+        .iter()
+        .filter(|r| r.rung.kind == "duty" && r.rung.mode == "in_phase" && r.swing_w.is_some())
+    {
+        let p = r.rung.period_ms.unwrap_or(0.0);
+        match by_period.iter_mut().find(|(q, _)| (q - p).abs() < 1e-9) {
+            Some((_, v)) => v.push(r),
+            None => by_period.push((p, vec![r])),
+        }
+    }
+    let worst = by_period
+        .iter()
+        .filter_map(|(p, v)| {
+            let (w, r) = v
+                .iter()
+                .filter_map(|r| r.swing_w.map(|w| (w, *r)))
+                .max_by(|x, y| x.0.total_cmp(&y.0))?;
+            let all: Vec<f64> = v.iter().filter_map(|r| r.swing_w).collect();
+            Some((w, *p, r, all))
+        })
+        .max_by(|x, y| x.0.total_cmp(&y.0));
+    match worst {
+        Some((w, p, r, all)) => {
+            let typical = if all.len() > 1 {
+                format!(
+                    "; worst of {} repeats, median {:.0} W",
+                    all.len(),
+                    median(&all).unwrap_or(w)
+                )
+            } else {
+                String::new()
+            };
+            let _ = writeln!(
+                s,
+                "- **Largest in-phase swing:** {w:.0} W (p90 − p10 of the {name} cycle){} at {p:.0} ms (rung `{}`{typical}).",
+                pct(w),
+                r.rung.label
+            );
+        }
+        None => {
+            let _ = writeln!(
+                s,
+                "- **Largest in-phase swing:** no in-phase duty rung with a swing figure."
+            );
+        }
+    }
+    let savings: Vec<String> = compare
+        .iter()
+        .filter_map(|c| {
+            let (i, st) = (c.in_phase_swing_w?, c.staggered_swing_w?);
+            Some(format!(
+                "{:.0} ms: {i:.0} → {st:.0} W ({:+.0} W)",
+                c.period_ms,
+                st - i
+            ))
+        })
+        .collect();
+    let _ = writeln!(
+        s,
+        "- **What staggering saves (swing in phase → staggered):** {}.",
+        if savings.is_empty() {
+            "no period ran both ways with swing figures".to_string()
+        } else {
+            savings.join("; ")
+        }
+    );
+    let worst_peak = rungs
+        .iter()
+        .filter_map(|r| r.peak_w.map(|p| (p, r)))
+        .max_by(|x, y| x.0.total_cmp(&y.0));
+    if let Some((p, r)) = worst_peak {
+        let over = p - limit_sum;
+        let _ = writeln!(
+            s,
+            "- **Worst transient:** {p:.0} W in rung `{}`: {}.",
+            r.rung.label,
+            if limit_sum <= 0.0 {
+                "no limit known".to_string()
+            } else if over > 0.0 {
+                format!(
+                    "{over:.0} W above the limit sum ({:.0} %)",
+                    100.0 * p / limit_sum
+                )
+            } else {
+                format!("{:.0} W below the limit sum", -over)
+            }
+        );
+    }
 }

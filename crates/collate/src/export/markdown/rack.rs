@@ -30,6 +30,59 @@ pub struct RackTables<'a> {
     pub node_power: &'a [crate::rack::node_power::RackNodePowerRow],
 }
 
+/// The rack's answer block: the lines a node's has for the whole rack
+/// (limit sum from the nodes' manifests), the nodes' own meters added, and
+/// where the per-GPU answers are (each node's report).
+fn answer(
+    s: &mut String,
+    rack: &Path,
+    nodes: &[NodeState],
+    rungs: &[RungSummary],
+    compare: &[PhaseCompare],
+    node_power: &[crate::rack::node_power::RackNodePowerRow],
+) {
+    let _ = writeln!(
+        s,
+        "\n## The answer (GPU draw only: board power of the GPUs, not the nodes' wall power)\n"
+    );
+    // Every node's enforced limits at its start; unknown if any manifest
+    // cannot be read (a partial sum would read as the rack's).
+    let limits: Option<f64> = nodes
+        .iter()
+        .map(|n| {
+            powerlab_rundir::Manifest::read(&rack.join("nodes").join(&n.node).join("manifest.json"))
+                .ok()
+                .map(|m| m.backend.gpus.iter().map(|g| g.power_limit_w).sum::<f64>())
+        })
+        .sum();
+    super::answer::power_lines(
+        s,
+        &super::answer::Scope {
+            name: "rack",
+            limit_sum_w: limits.unwrap_or(0.0),
+            gpus: nodes.iter().map(|n| n.gpus).sum(),
+        },
+        rungs,
+        compare,
+    );
+    if let Some(r) = node_power.iter().find(|r| r.non_gpu_w.is_some()) {
+        let _ = writeln!(
+            s,
+            "- **The nodes at their own meters (`{}`, {} of {} nodes):** {} W in `{}`, of which {} W is not GPU board power.",
+            r.source,
+            r.nodes,
+            r.of_nodes,
+            fmt_w(r.chassis_mean_w),
+            r.rung,
+            fmt_w(r.non_gpu_w)
+        );
+    }
+    let _ = writeln!(
+        s,
+        "- **Per GPU (throttling, limiters), idle baselines, soak, instrument:** in each node's own report (`nodes/<node>/report/report.md`)."
+    );
+}
+
 /// Writes the rack's `report.md`: the nodes and how their runs ended, rack
 /// power per rung with the start skew across the rack, and in phase vs
 /// staggered for the whole rack.
@@ -90,6 +143,7 @@ pub fn write_rack_report(
             "\nNumbers cover the rungs that ran; a grid point where any node has no reading has no rack value."
         );
     }
+    answer(&mut s, rack, nodes, rungs, compare, node_power);
     let _ = writeln!(
         s,
         "\nBuilt from the reports of {} nodes ({reused} up to date and reused, {recollated} collated now), never from their raw files. Rack power is the sum of the node curves on the grid they share (each the sum of its GPUs' driver-buffered samples); a duty rung's figures are its nodes' composed cycles added at the rung's shared epoch, or, where any node could not fold the rung, that node's verdict and the sum of the nodes' energy-counter means.",
