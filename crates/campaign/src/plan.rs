@@ -589,6 +589,9 @@ pub fn expand_on_rack(
 /// only samples: the GPUs at their own idle, low clocks and all. The idle
 /// rungs proper are the second baseline: the context held, the state of
 /// every off-phase. Nothing without an idle phase.
+/// The least wait before the idle rung without a context, ns.
+pub const NO_CONTEXT_SETTLE_NS: i64 = 5_000_000_000;
+
 fn no_context_baseline(rungs: &mut Vec<Rung>) -> Option<String> {
     let first = rungs.iter().find(|r| r.kind == PhaseKind::Idle)?;
     let mut bare = first.clone();
@@ -596,9 +599,13 @@ fn no_context_baseline(rungs: &mut Vec<Rung>) -> Option<String> {
     bare.repeat = 1;
     bare.repeats = 1;
     bare.no_context = true;
+    // The preflight's own contexts were released just before: time to settle.
+    bare.warmup_ns = bare.warmup_ns.max(NO_CONTEXT_SETTLE_NS);
     let note = format!(
-        "idle phase `{}`: a first rung `{}` samples the GPUs before any CUDA context exists (nothing is loaded or initialised on them); its other idle rungs hold the context, as every off-phase does",
-        first.phase, bare.label
+        "idle phase `{}`: a first rung `{}` samples the GPUs while this process holds no CUDA context (no load, no context; it waits {} s first, for the GPUs to settle after the preflight's contexts are released); its other idle rungs hold the context, as every off-phase does",
+        first.phase,
+        bare.label,
+        bare.warmup_ns / 1_000_000_000
     );
     rungs.insert(0, bare);
     for (i, r) in rungs.iter_mut().enumerate() {

@@ -43,8 +43,9 @@ pub struct Inputs {
     pub outputs: Vec<InputFile>,
 }
 
-/// The report files the rack reads, checksummed in [`Inputs::outputs`].
-pub const OUTPUTS: [&str; 3] = [CURVE_FILE, CYCLES_FILE, "summary.csv"];
+/// The report files the rack and `compare` read, checksummed in
+/// [`Inputs::outputs`].
+pub const OUTPUTS: [&str; 4] = [CURVE_FILE, CYCLES_FILE, "summary.csv", "per_gpu.csv"];
 
 /// One input file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

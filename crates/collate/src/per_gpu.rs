@@ -34,6 +34,10 @@ pub struct GpuRungRow {
     pub gpu: String,
     /// Mean of the buffered samples in the window, W.
     pub mean_w: Option<f64>,
+    /// Mean power from the energy counter over the same window, W: free of
+    /// the buffered samples' aliasing on a duty rung whose period locks
+    /// onto their grid; the peer comparison uses it where every GPU has it.
+    pub counter_mean_w: Option<f64>,
     /// Largest buffered sample, W.
     pub peak_w: Option<f64>,
     /// Enforced power limit, W (median reading in the window, else the
@@ -102,6 +106,7 @@ pub fn per_gpu(run: &Run, series: &SeriesSet) -> Vec<GpuRungRow> {
                     rung: r.info.label.clone(),
                     gpu: gpu.clone(),
                     mean_w: mean_w.map(r3),
+                    counter_mean_w: energy.map(|e| r3(e.0 / e.3)),
                     peak_w: power.iter().copied().reduce(f64::max),
                     limit_w,
                     mean_of_limit: mean_w
@@ -120,9 +125,14 @@ pub fn per_gpu(run: &Run, series: &SeriesSet) -> Vec<GpuRungRow> {
                     samples_j: energy.map(|e| r3(e.1)),
                     energy_gap: energy.map(|e| r3(e.2)),
                     energy_flag: match energy {
-                        Some((c, b, g)) if g.abs() > ENERGY_FLAG => format!(
-                            "{gpu}: the energy counter saw {c:.0} J, the buffered samples {b:.0} J ({:+.1} %): power the samples missed (spikes between their windows) or a counter problem",
-                            g * 100.0
+                        Some((c, b, g, _)) if g.abs() > ENERGY_FLAG => format!(
+                            "{gpu}: the energy counter saw {c:.0} J, the buffered samples {b:.0} J ({:+.1} %): {}",
+                            g * 100.0,
+                            if g > 0.0 {
+                                "power the samples missed (spikes between their windows) or a counter problem"
+                            } else {
+                                "the samples read more than the counter: their short windows keep landing on the same part of the load's cycle (a period locked to their grid) or a counter problem"
+                            }
                         ),
                         _ => String::new(),
                     },
@@ -156,9 +166,10 @@ pub fn per_gpu(run: &Run, series: &SeriesSet) -> Vec<GpuRungRow> {
     out
 }
 
-/// The share of `from..to` a cumulative cap-time counter (ns) grew by:
-/// from the last reading at or before `from` to the last inside the
-/// window, over the window's length.
+/// The share of time a cumulative cap-time counter (ns) grew by over
+/// `from..to`: from the last reading at or before `from` to the last one
+/// inside the window, over the time between those two readings (not the
+/// planned window: a rung cut short is judged on the time it ran).
 pub(crate) fn cap_share(
     series: &SeriesSet,
     node: &str,
@@ -168,36 +179,58 @@ pub(crate) fn cap_share(
     to: i64,
 ) -> Option<f64> {
     let all = series.get_at(node, gpu, inst);
-    let before = all[..all.partition_point(|p| p.0 <= from)]
-        .last()
-        .map(|p| p.1);
-    let last = span(all, from, to).last().map(|p| p.1);
-    let window_ns = (to - from).max(1) as f64;
-    before
-        .zip(last)
-        .map(|(a, b)| r3(((b - a) / window_ns).clamp(0.0, 1.0)))
+    let before = all[..all.partition_point(|p| p.0 <= from)].last()?;
+    let last = span(all, from, to).last()?;
+    let elapsed_ns = (last.0 - before.0).max(1) as f64;
+    Some(r3(((last.1 - before.1) / elapsed_ns).clamp(0.0, 1.0)))
 }
 
-/// Compares each GPU's mean with its peers' median; flags beyond [`PEER_FLAG`].
+/// Each GPU's deviation from the median of its peers' values (None where
+/// it or all of its peers have none).
+fn deviations(values: &[Option<f64>]) -> Vec<Option<f64>> {
+    values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let peers: Vec<f64> = values
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != i)
+                .filter_map(|(_, v)| *v)
+                .collect();
+            let med = median(&peers).filter(|m| *m > 0.0)?;
+            v.map(|v| (v - med) / med)
+        })
+        .collect()
+}
+
+/// Compares each GPU's mean with its peers' median; flags beyond
+/// [`PEER_FLAG`]. Where every GPU has an energy-counter mean, a GPU is
+/// flagged only when both its buffered-sample mean and its counter mean
+/// leave the peers by more than the threshold, the same way: on a duty
+/// rung the buffered means can alias (a period locked to their grid) and
+/// the counter's span is not a whole number of cycles, and neither alone
+/// may call a GPU slow.
 fn flag_outliers(rows: &mut [GpuRungRow]) {
-    let means: Vec<Option<f64>> = rows.iter().map(|r| r.mean_w).collect();
-    let n = means.iter().flatten().count();
+    let by_buffered = deviations(&rows.iter().map(|r| r.mean_w).collect::<Vec<_>>());
+    let by_counter = if rows.iter().all(|r| r.counter_mean_w.is_some()) {
+        deviations(&rows.iter().map(|r| r.counter_mean_w).collect::<Vec<_>>())
+    } else {
+        vec![None; rows.len()]
+    };
+    let n = rows.iter().filter(|r| r.mean_w.is_some()).count();
     for (i, row) in rows.iter_mut().enumerate() {
-        let Some(m) = means[i] else { continue };
-        let peers: Vec<f64> = means
-            .iter()
-            .enumerate()
-            .filter(|(j, _)| *j != i)
-            .filter_map(|(_, v)| *v)
-            .collect();
-        let Some(med) = median(&peers).filter(|v| *v > 0.0) else {
-            continue;
-        };
-        let d = (m - med) / med;
+        let Some(d) = by_buffered[i] else { continue };
         row.vs_peers = Some(r3(d));
-        if d.abs() <= PEER_FLAG {
+        let counter = by_counter[i];
+        let agrees = counter.is_none_or(|c| c.abs() > PEER_FLAG && c.signum() == d.signum());
+        if d.abs() <= PEER_FLAG || !agrees {
             continue;
         }
+        let source = match counter {
+            Some(c) => format!("buffered samples; energy counter {:+.1} %", c * 100.0),
+            None => "buffered samples".to_string(),
+        };
         let limiters: Vec<&str> = row
             .events
             .split(' ')
@@ -222,7 +255,7 @@ fn flag_outliers(rows: &mut [GpuRungRow]) {
             w
         };
         row.flag = format!(
-            "{} {:.1} % {} its peers' median{}; {why}",
+            "{} {:.1} % {} its peers' median ({source}){}; {why}",
             row.gpu,
             d.abs() * 100.0,
             if d < 0.0 { "below" } else { "above" },
@@ -235,14 +268,14 @@ fn flag_outliers(rows: &mut [GpuRungRow]) {
     }
 }
 
-/// (counter J, samples J, gap) between the first and last energy reading
-/// inside the window, when they span at least half of it. Each buffered
+/// (counter J, samples J, gap, span s) between the first and last energy
+/// reading inside the window, when they span at least half of it. Each buffered
 /// sample stands for the time since the one before it.
 fn energy_check(
     energy_mj: &[(i64, f64)],
     buffered: &[(i64, f64)],
     window_ns: i64,
-) -> Option<(f64, f64, f64)> {
+) -> Option<(f64, f64, f64, f64)> {
     let (a, b) = (energy_mj.first()?, energy_mj.last()?);
     if b.0 - a.0 < window_ns / 2 {
         return None;
@@ -277,7 +310,12 @@ fn energy_check(
     if largest_gap > (b.0 - a.0) / 10 {
         return None;
     }
-    Some((counter_j, samples_j, (counter_j - samples_j) / counter_j))
+    Some((
+        counter_j,
+        samples_j,
+        (counter_j - samples_j) / counter_j,
+        (b.0 - a.0) as f64 / 1e9,
+    ))
 }
 
 fn values(s: &[(i64, f64)]) -> Vec<f64> {
@@ -298,6 +336,7 @@ mod tests {
             rung: "sustained".into(),
             gpu: gpu.into(),
             mean_w: Some(mean),
+            counter_mean_w: None,
             peak_w: None,
             limit_w: Some(700.0),
             mean_of_limit: None,
@@ -323,13 +362,14 @@ mod tests {
         // reads 10 % more.
         let buffered: Vec<(i64, f64)> = (0..=500).map(|i| (i * 20 * ms, 500.0)).collect();
         let counter = |k: f64| vec![(100 * ms, 0.0), (9_100 * ms, 500.0 * 9.0 * 1000.0 * k)];
-        let (c, b, g) = energy_check(&counter(1.0), &buffered, 10_000 * ms).unwrap();
+        let (c, b, g, span) = energy_check(&counter(1.0), &buffered, 10_000 * ms).unwrap();
+        assert!((span - 9.0).abs() < 1e-9, "{span}");
         assert!(
             (c - 4500.0).abs() < 1e-9 && (b - 4500.0).abs() < 1e-6,
             "{c} {b}"
         );
         assert!(g.abs() < 1e-9);
-        let (_, _, g) = energy_check(&counter(1.1), &buffered, 10_000 * ms).unwrap();
+        let (_, _, g, _) = energy_check(&counter(1.1), &buffered, 10_000 * ms).unwrap();
         assert!((g - 0.1 / 1.1).abs() < 1e-9, "{g}");
         // Counter readings spanning under half the window: nothing.
         assert!(energy_check(&counter(1.0), &buffered, 20_000 * ms).is_none());
@@ -340,6 +380,44 @@ mod tests {
             .filter(|p| !(3_000 * ms..5_000 * ms).contains(&p.0))
             .collect();
         assert!(energy_check(&counter(1.0), &holed, 10_000 * ms).is_none());
+    }
+
+    #[test]
+    fn a_gpu_is_flagged_only_where_its_energy_counter_agrees() {
+        let with = |gpu: &str, buffered: f64, counter: f64| GpuRungRow {
+            counter_mean_w: Some(counter),
+            ..row(gpu, buffered, "sw_power_cap")
+        };
+        // Buffered means aliased (+11 % on one GPU), the counter flat: no flag.
+        let mut rows = vec![
+            with("gpu0", 777.0, 700.0),
+            with("gpu1", 700.0, 701.0),
+            with("gpu2", 700.0, 699.0),
+        ];
+        flag_outliers(&mut rows);
+        assert!(rows.iter().all(|r| r.flag.is_empty()), "{rows:?}");
+        assert_eq!(rows[0].vs_peers, Some(0.11));
+        // Both say 10 % low: flagged, with the counter's figure.
+        let mut rows = vec![
+            with("gpu0", 630.0, 630.0),
+            with("gpu1", 700.0, 701.0),
+            with("gpu2", 700.0, 699.0),
+        ];
+        flag_outliers(&mut rows);
+        assert!(
+            rows[0].flag.contains("10.0 % below")
+                && rows[0].flag.contains("energy counter -10.0 %"),
+            "{}",
+            rows[0].flag
+        );
+        // The counter leaves the other way: no flag.
+        let mut rows = vec![
+            with("gpu0", 630.0, 770.0),
+            with("gpu1", 700.0, 700.0),
+            with("gpu2", 700.0, 700.0),
+        ];
+        flag_outliers(&mut rows);
+        assert!(rows[0].flag.is_empty(), "{}", rows[0].flag);
     }
 
     #[test]

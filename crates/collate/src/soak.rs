@@ -23,6 +23,8 @@ pub const EDGE_S_DEFAULT: f64 = 60.0;
 pub const BIN_S: f64 = 10.0;
 /// Thermal equilibrium: within this many °C of the final plateau.
 pub const EQUILIBRIUM_C: f64 = 1.0;
+/// ... and the last window's two halves within this many °C of each other.
+pub const LAST_WINDOW_C: f64 = 0.5;
 /// The slowdown bits that count as throttling (everything but the
 /// software power cap, which is the board at its limit, as expected).
 pub const THROTTLE_BITS: [u64; 4] = [
@@ -44,8 +46,14 @@ pub struct SoakRow {
     pub rung: String,
     /// GPU key, or `node` (the sum of the GPUs).
     pub gpu: String,
-    /// Measured window, s.
+    /// Measured window: from its start to the last buffered sample in it
+    /// (the node: its shortest GPU), s.
     pub window_s: f64,
+    /// The window the plan gave the rung, s.
+    pub planned_s: f64,
+    /// Why the figures are from incomplete data (empty: they are not): a
+    /// soak that ran short of its plan (a lost GPU, an interlock, a stop).
+    pub incomplete: String,
     /// Length of the first and last window used, s.
     pub edge_s: f64,
     /// Mean over the first window, W.
@@ -135,20 +143,36 @@ pub fn analyse(run: &Run, series: &SeriesSet, edge_s: f64) -> Soak {
     out
 }
 
-/// The first and last window of a rung: (first end, last start, edge s).
-fn edges(r: &RungWindow, edge_s: f64) -> (i64, i64, f64) {
-    let window_ns = (r.end_ns - r.measure_from_ns).max(1);
+/// The first and last window of `from..to`: (first end, last start, edge s).
+fn edges(from: i64, to: i64, edge_s: f64) -> (i64, i64, f64) {
+    let window_ns = (to - from).max(1);
     let edge_ns = ((edge_s * 1e9) as i64).min(window_ns / 3).max(1);
-    (
-        r.measure_from_ns + edge_ns,
-        r.end_ns - edge_ns,
-        edge_ns as f64 / 1e9,
-    )
+    (from + edge_ns, to - edge_ns, edge_ns as f64 / 1e9)
 }
 
+/// Samples ending this much before the planned end mark a soak incomplete, s.
+const INCOMPLETE_S: f64 = 2.0;
+
 fn gpu_row(r: &RungWindow, series: &SeriesSet, node: &str, gpu: &str, edge_s: f64) -> SoakRow {
-    let (from, to) = (r.measure_from_ns, r.end_ns);
-    let (first_end, last_start, edge_s) = edges(r, edge_s);
+    let from = r.measure_from_ns;
+    // The window as far as this GPU's samples reach: a soak cut short is
+    // analysed over the time it ran, and says so.
+    let reached = span(series.get_at(node, gpu, "buffered_w"), from, r.end_ns)
+        .last()
+        .map_or(from, |p| p.0 + 1)
+        .min(r.end_ns);
+    let short = secs(r.end_ns - reached) > INCOMPLETE_S;
+    let to = if short { reached } else { r.end_ns };
+    let incomplete = if short {
+        format!(
+            "ran {:.0} of {:.0} s",
+            secs(to - from),
+            secs(r.end_ns - from)
+        )
+    } else {
+        String::new()
+    };
+    let (first_end, last_start, edge_s) = edges(from, to, edge_s);
     let get = |inst: &str| span(series.get_at(node, gpu, inst), from, to);
     let mean_in = |inst: &str, a: i64, b: i64| mean(&values(span(get(inst), a, b)));
     let power = get("buffered_w");
@@ -170,6 +194,8 @@ fn gpu_row(r: &RungWindow, series: &SeriesSet, node: &str, gpu: &str, edge_s: f6
         rung: r.info.label.clone(),
         gpu: gpu.to_string(),
         window_s: r3(secs(to - from)),
+        planned_s: r3(secs(r.end_ns - from)),
+        incomplete,
         edge_s: r3(edge_s),
         first_mean_w: first.map(r3),
         last_mean_w: last.map(r3),
@@ -250,11 +276,22 @@ fn node_row(r: &RungWindow, series: &SeriesSet, run: &Run, gpus: &[SoakRow]) -> 
     };
     let first = sum(|g| g.first_mean_w);
     let last = sum(|g| g.last_mean_w);
+    let short: Vec<String> = gpus
+        .iter()
+        .filter(|g| !g.incomplete.is_empty())
+        .map(|g| format!("{} {}", g.gpu, g.incomplete))
+        .collect();
     SoakRow {
         rung_id: r.info.id,
         rung: r.info.label.clone(),
         gpu: NODE.to_string(),
-        window_s: r3(secs(to - from)),
+        window_s: gpus
+            .iter()
+            .map(|g| g.window_s)
+            .reduce(f64::min)
+            .unwrap_or(r3(secs(to - from))),
+        planned_s: r3(secs(to - from)),
+        incomplete: short.join("; "),
         edge_s: gpus.first().map_or(0.0, |g| g.edge_s),
         first_mean_w: first,
         last_mean_w: last,
@@ -367,6 +404,21 @@ fn equilibrium(temp: &[(i64, f64)], from: i64, last_start: i64) -> (Option<f64>,
         return (
             None,
             format!("not reached: still moving in the last window (plateau {plateau:.1} °C)"),
+        );
+    }
+    // A slow climb hides inside a ±1 °C band around the last window's own
+    // mean: its two halves must agree too.
+    let last: Vec<f64> = values(span(temp, last_start, i64::MAX));
+    let half = last.len() / 2;
+    if let (Some(a), Some(b)) = (mean(&last[..half]), mean(&last[half..]))
+        && (b - a).abs() > LAST_WINDOW_C
+    {
+        return (
+            None,
+            format!(
+                "not reached: {:+.1} °C between the halves of the last window",
+                b - a
+            ),
         );
     }
     (Some(secs(at - from).max(0.0)), "reached".into())

@@ -145,7 +145,7 @@ pub fn visible_gpus_raw() -> Result<Vec<(usize, String)>, (i32, String)> {
 /// [`HwError::Other`] if the CUDA driver cannot be initialised or count
 /// the devices (error 802 is explained as a fabric that is not ready), if
 /// CUDA sees no GPU at all (the message shows `CUDA_VISIBLE_DEVICES`), or
-/// if a context cannot be created on a device or its UUID cannot be read.
+/// if a device's UUID cannot be read. It creates no context.
 pub fn visible_gpus() -> Result<Vec<(usize, String)>, HwError> {
     CudaLib::Driver.require()?;
     let n = CudaContext::device_count().map_err(|e| HwError::Other(explain_cuda_init(&e)))?;
@@ -157,12 +157,16 @@ pub fn visible_gpus() -> Result<Vec<(usize, String)>, HwError> {
             "CUDA sees no GPU ({mask}); fix the device mask or the container's device mounts"
         )));
     }
+    // The UUIDs from the device handles alone: no context is created here
+    // (the run's first rung samples the GPUs before this process holds
+    // one; the engines create theirs on their first prepare).
     let mut out = Vec::new();
     for ordinal in 0..n as usize {
-        let ctx = CudaContext::new(ordinal).map_err(|e| HwError::Other(explain_cuda_init(&e)))?;
-        let uuid = ctx.uuid().map_err(|e| {
-            HwError::Other(format!("reading the UUID of CUDA device {ordinal}: {e:?}"))
-        })?;
+        let uuid = cudarc::driver::result::device::get(ordinal as i32)
+            .and_then(cudarc::driver::result::device::get_uuid)
+            .map_err(|e| {
+                HwError::Other(format!("reading the UUID of CUDA device {ordinal}: {e:?}"))
+            })?;
         let bytes: [u8; 16] = uuid.bytes.map(|b| b as u8);
         out.push((ordinal, format_uuid(&bytes)));
     }

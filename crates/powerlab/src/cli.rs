@@ -306,7 +306,7 @@ pub struct CollateArgs {
     pub jobs: u16,
     /// The soak analysis's first and last window, s (a soak shorter than
     /// three of them uses a third of its length).
-    #[arg(long, default_value_t = 60.0, value_parser = positive_f64, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 60.0, value_parser = soak_edge_s, allow_negative_numbers = true)]
     pub soak_edge_s: f64,
     /// Print the per-rung summary as JSON instead of a table.
     #[arg(long)]
@@ -416,6 +416,19 @@ fn positive_f64(s: &str) -> Result<f64, String> {
         Ok(_) => Err(format!("{s} is not a finite number above 0")),
         Err(e) => Err(format!("{s}: {e}")),
     }
+}
+
+/// The soak's first and last window: at least 10 s (one of the bins the
+/// drift is fitted through; shorter windows hold too few samples to mean
+/// anything).
+fn soak_edge_s(s: &str) -> Result<f64, String> {
+    let v = positive_f64(s)?;
+    if v < 10.0 {
+        return Err(format!(
+            "{s} s is too short for a soak's first and last window (at least 10 s)"
+        ));
+    }
+    Ok(v)
 }
 
 /// A file stem that stays inside the output folder: not empty, no path

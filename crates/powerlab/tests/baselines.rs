@@ -84,7 +84,7 @@ fn both_idle_baselines_are_measured_and_named() {
         .find(|l| l.contains("**Idle, two baselines:**"))
         .unwrap();
     assert!(
-        line.contains(&format!("{bare:.0} W before any CUDA context"))
+        line.contains(&format!("{bare:.0} W with no CUDA context of this process"))
             && line.contains(&format!("{held:.0} W with the context held"))
             && line.contains("uses the context-held one"),
         "{line}"

@@ -392,7 +392,7 @@ fn a_run_that_failed_is_said_first_and_its_missing_figures_are_not_compared() {
             // Inside the first in-phase sweep rung's window (after the
             // idle before any context, 2 × idle, 2 × sustained and two
             // ramp-up steps).
-            "gpu1:lost_at=49s",
+            "gpu1:lost_at=53s",
         ],
     );
     assert_eq!(b.code(), 4, "{}", b.stderr());
@@ -445,4 +445,31 @@ fn a_run_that_failed_is_said_first_and_its_missing_figures_are_not_compared() {
     assert!(top.contains("⚠ B DID NOT COMPLETE"), "{md}");
     assert!(top.contains("Not compared: "), "{md}");
     assert!(md.contains("⚠ incomplete data"), "{md}");
+}
+
+#[test]
+fn a_hand_edited_per_gpu_table_is_refused() {
+    let a = sim(&[]);
+    let b = sim(&[]);
+    // One GPU's mean edited by hand: compare would report it as a regression.
+    let path = b.dir().join("report/per_gpu.csv");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let header: Vec<&str> = lines[0].split(',').collect();
+    let col = header.iter().position(|h| *h == "mean_w").unwrap();
+    let row = lines
+        .iter()
+        .position(|l| l.contains(",sustained-1/r1,gpu1,"))
+        .unwrap();
+    let mut cells: Vec<String> = lines[row].split(',').map(str::to_string).collect();
+    cells[col] = "400.0".into();
+    lines[row] = cells.join(",");
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let (code, c, err) = compare(a.dir(), b.dir(), &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(c.is_none(), "{c:?}");
+    assert!(
+        err.contains("not up to date") && err.contains("per_gpu.csv"),
+        "{err}"
+    );
 }

@@ -356,7 +356,7 @@ fn a_gpu_fault_stops_every_node_mid_rung_within_a_second() {
             (1, &["--sim-pace", "realtime"]),
             (
                 1,
-                &["--sim-pace", "realtime", "--sim-fault", "gpu2:lost_at=15s"],
+                &["--sim-pace", "realtime", "--sim-fault", "gpu2:lost_at=19s"],
             ),
             (1, &["--sim-pace", "realtime"]),
         ],

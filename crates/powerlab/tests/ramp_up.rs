@@ -155,6 +155,15 @@ fn a_node_power_trip_in_the_4_gpu_step_stops_the_run_before_the_full_rung() {
     );
     assert!(!labels.iter().any(|l| l == "d/p200ms/in_phase"));
     assert!(r.stderr().contains("max_node_power_w"), "{}", r.stderr());
+    // The answer block says where it stopped: that step has no figures.
+    let md = std::fs::read_to_string(r.dir().join("report/report.md")).unwrap();
+    let answer = md.split("\n## ").nth(1).unwrap();
+    assert!(
+        answer.contains(
+            "**Stopped:** in rung `rampup/4of8/p200ms` (ramp_up): interlock max_node_power_w"
+        ),
+        "{answer}"
+    );
 
     // Without the ramp-up the same limit trips in the full rung itself.
     let off = campaign(&format!("{LIMIT}{IN_PHASE}")).replace(

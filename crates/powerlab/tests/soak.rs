@@ -75,7 +75,7 @@ fn an_injected_drift_is_reported_inside_its_interval() {
     assert!(f(g0, "change_w").abs() < 3.0, "{g0:?}");
     let a = answer(&r);
     let soak = a.lines().find(|l| l.contains("**Soak:**")).unwrap();
-    assert!(soak.contains("(**moved**: a trend of +"), "{soak}");
+    assert!(soak.contains("**moved**: a trend of +"), "{soak}");
     assert!(soak.contains("W/10 min"), "{soak}");
     let md = std::fs::read_to_string(r.dir().join("report/report.md")).unwrap();
     assert!(md.contains("## Soak (GPU draw only)"), "{md}");
@@ -105,7 +105,7 @@ fn a_steady_soak_shows_no_drift_and_reaches_equilibrium() {
     }
     let a = answer(&r);
     let soak = a.lines().find(|l| l.contains("**Soak:**")).unwrap();
-    assert!(soak.contains("(held)"), "{soak}");
+    assert!(soak.contains("— held: no trend"), "{soak}");
     assert!(soak.contains("throttle onset none"), "{soak}");
 }
 
@@ -165,11 +165,84 @@ fn a_thermal_slowdown_is_named_with_its_onset_and_its_clock() {
     let soak = a.lines().find(|l| l.contains("**Soak:**")).unwrap();
     // Its power fell as it throttled: the node moved, whatever the line fit says.
     assert!(
-        soak.contains("(**moved**:") && soak.contains("below the first"),
+        soak.contains("**moved**:") && soak.contains("below the first"),
         "{soak}"
     );
     assert!(
         soak.contains("throttle onset at") && soak.contains("gpu1: sw_thermal_slowdown"),
         "{soak}"
     );
+}
+
+/// Uncapped GPUs (so a drift shows) and the interlocks raised to match.
+const UNCAPPED: [&str; 4] = [
+    "--sim-fault",
+    "gpu0:power_limit_w=1200",
+    "--sim-fault",
+    "gpu1:power_limit_w=1200",
+];
+const HOT: &str = "[limits]\nmax_memory_temp_c = 110\nmax_gpu_temp_c = 105\n";
+
+#[test]
+fn gpus_drifting_apart_are_named_when_the_node_holds() {
+    let mut args = vec!["--sim-gpus", "2"];
+    args.extend(UNCAPPED);
+    args.extend([
+        "--sim-fault",
+        "gpu0:drift_w_per_10min=60",
+        "--sim-fault",
+        "gpu1:drift_w_per_10min=-60",
+    ]);
+    let r = run_sim(&campaign(&format!("{SOAK}{HOT}")), &args);
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    let a = answer(&r);
+    let soak = a.lines().find(|l| l.contains("**Soak:**")).unwrap();
+    assert!(
+        soak.contains("held as a sum, **but gpu0 moved")
+            && soak.contains("gpu1 moved (a trend of -"),
+        "{soak}"
+    );
+}
+
+#[test]
+fn a_soak_too_short_for_a_trend_is_not_judged() {
+    let short =
+        "[[phase]]\nkind = \"idle\"\nduration_s = 3\n[[phase]]\nkind = \"soak\"\nduration_s = 30\n";
+    let r = run_sim(&campaign(short), &["--sim-gpus", "2"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    let node = &soak_rows(&r)["node"];
+    assert_eq!(node["drift_bins"], "0", "{node:?}");
+    let soak = answer(&r)
+        .lines()
+        .find(|l| l.contains("**Soak:**"))
+        .unwrap()
+        .to_string();
+    assert!(
+        soak.contains("**not judged**: too short for a trend"),
+        "{soak}"
+    );
+    assert!(!soak.contains("held"), "{soak}");
+}
+
+#[test]
+fn a_soak_cut_short_says_so_and_is_judged_on_the_time_it_ran() {
+    // gpu1 falls off the bus 60 s into a 240 s soak (which starts ~12 s in).
+    let r = run_sim(
+        &campaign(SOAK),
+        &["--sim-gpus", "2", "--sim-fault", "gpu1:lost_at=72s"],
+    );
+    assert_ne!(r.code(), 0, "the run fails: {}", r.stderr());
+    let rows = soak_rows(&r);
+    let (g1, node) = (&rows["gpu1"], &rows["node"]);
+    let ran = f(g1, "window_s");
+    assert!((40.0..80.0).contains(&ran), "{g1:?}");
+    assert_eq!(f(g1, "planned_s"), 240.0, "{g1:?}");
+    assert!(g1["incomplete"].starts_with("ran "), "{g1:?}");
+    // The run stopped when the GPU was lost: every GPU's soak ended there.
+    assert!(node["incomplete"].contains("gpu1 ran "), "{node:?}");
+    // Capped the whole time it ran: the share is of that time.
+    assert!(f(g1, "power_cap_share") > 0.9, "{g1:?}");
+    let md = std::fs::read_to_string(r.dir().join("report/report.md")).unwrap();
+    assert!(md.contains("**INCOMPLETE SOAK: gpu0 ran "), "{md}");
+    assert!(md.contains("s measured of 240 s planned"), "{md}");
 }

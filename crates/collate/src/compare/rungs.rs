@@ -153,7 +153,7 @@ pub fn compare_rungs(a: &Side, b: &Side, threshold_pct: f64) -> (Vec<RungDelta>,
             });
             continue;
         };
-        let duty = ra[0].kind == "duty";
+        let duty = matches!(ra[0].kind.as_str(), "duty" | "ramp_up");
         let fig = |name: &str, f: fn(&SummaryRow) -> Option<f64>, judged: bool| {
             FigureDelta::new(name, &values(ra, f), &values(rb, f), judged, threshold_pct)
         };

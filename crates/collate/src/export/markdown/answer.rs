@@ -38,6 +38,9 @@ pub fn answer_block(a: &AnswerInputs<'_>) -> String {
     );
     let gpus = &a.run.manifest.backend.gpus;
     let limit_sum: f64 = gpus.iter().map(|g| g.power_limit_w).sum();
+    if let Some(line) = stopped_line(a.run) {
+        let _ = writeln!(s, "{line}");
+    }
     power_lines(
         &mut s,
         &Scope {
@@ -48,13 +51,6 @@ pub fn answer_block(a: &AnswerInputs<'_>) -> String {
         a.rungs,
         a.compare,
     );
-    let pct = |w: f64| {
-        if limit_sum > 0.0 {
-            format!(" ({:.0} % of the limit sum)", 100.0 * w / limit_sum)
-        } else {
-            String::new()
-        }
-    };
     let sustained: Vec<&RungSummary> = a
         .rungs
         .iter()
@@ -112,44 +108,7 @@ pub fn answer_block(a: &AnswerInputs<'_>) -> String {
     if let Some(line) = super::baseline::answer_line(a.rungs, a.per_gpu) {
         let _ = writeln!(s, "{line}");
     }
-    let soak: Vec<&RungSummary> = a
-        .rungs
-        .iter()
-        .filter(|r| r.rung.kind == "soak" && r.mean_w.is_some())
-        .collect();
-    if let Some(r) = soak.first() {
-        let node = a
-            .soak
-            .iter()
-            .find(|x| x.rung_id == r.rung.id && x.gpu == crate::soak::NODE);
-        let detail = match node {
-            Some(n) => format!(
-                "; first {:.0} s {} W, last {} W; drift {} W/10 min{}; thermal equilibrium {}; throttle onset {}",
-                n.edge_s,
-                super::cells::o(n.first_mean_w),
-                super::cells::o(n.last_mean_w),
-                super::soak::drift_cell(n),
-                match super::soak::moved(n) {
-                    Some(why) => format!(" (**moved**: {why})"),
-                    None => " (held)".to_string(),
-                },
-                n.equilibrium_s
-                    .map_or_else(|| n.equilibrium.clone(), |t| format!("after {t:.0} s")),
-                n.throttle_onset_s.map_or_else(
-                    || "none".to_string(),
-                    |t| format!("at {t:.1} s ({})", n.throttle_bits)
-                ),
-            ),
-            None => String::new(),
-        };
-        let _ = writeln!(
-            s,
-            "- **Soak:** {:.0} W mean{} over rung `{}`{detail}.",
-            r.mean_w.unwrap_or_default(),
-            pct(r.mean_w.unwrap_or_default()),
-            r.rung.label
-        );
-    }
+    soak_line(&mut s, a);
     let chassis: Vec<&crate::node_power::NodePowerRung> = a
         .node_power
         .iter()
@@ -343,4 +302,87 @@ pub fn power_lines(
             }
         );
     }
+}
+
+/// The soak line: the soak that moved, else one not judged, else the first
+/// (with how many there were); every soak is in the Soak section.
+fn soak_line(s: &mut String, a: &AnswerInputs<'_>) {
+    use super::soak::{Verdict, verdict};
+    let nodes: Vec<&crate::soak::SoakRow> = a
+        .soak
+        .iter()
+        .filter(|r| r.gpu == crate::soak::NODE)
+        .collect();
+    let rank = |r: &crate::soak::SoakRow| match verdict(r) {
+        Verdict::Moved(_) => 0,
+        Verdict::NotJudged(_) => 1,
+        Verdict::Held => 2,
+    };
+    let Some(n) = nodes.iter().min_by_key(|r| rank(r)) else {
+        return;
+    };
+    let of: Vec<&crate::soak::SoakRow> = a.soak.iter().filter(|r| r.rung_id == n.rung_id).collect();
+    let gpus = a.run.manifest.backend.gpus.len().max(1);
+    let limit_sum: f64 = a
+        .run
+        .manifest
+        .backend
+        .gpus
+        .iter()
+        .map(|g| g.power_limit_w)
+        .sum();
+    let mean = a
+        .rungs
+        .iter()
+        .find(|r| r.rung.id == n.rung_id)
+        .and_then(|r| r.mean_w);
+    let _ = writeln!(
+        s,
+        "- **Soak{}:** `{}`{}; first {:.0} s {} W, last {} W; drift {} W/10 min — {}; thermal equilibrium {}; throttle onset {}.",
+        if nodes.len() > 1 {
+            format!(" (1 of {}, the one to read first)", nodes.len())
+        } else {
+            String::new()
+        },
+        n.rung,
+        match mean {
+            Some(m) if limit_sum > 0.0 => format!(
+                " {m:.0} W mean ({:.0} % of the limit sum, {gpus} GPUs)",
+                100.0 * m / limit_sum
+            ),
+            Some(m) => format!(" {m:.0} W mean"),
+            None => " (no mean: see the Soak section)".to_string(),
+        },
+        n.edge_s,
+        super::cells::o(n.first_mean_w),
+        super::cells::o(n.last_mean_w),
+        super::soak::drift_cell(n),
+        super::soak::node_words(n, &of),
+        n.equilibrium_s
+            .map_or_else(|| n.equilibrium.clone(), |t| format!("after {t:.0} s")),
+        n.throttle_onset_s.map_or_else(
+            || "none".to_string(),
+            |t| format!("at {t:.1} s ({})", n.throttle_bits)
+        ),
+    );
+}
+
+/// Where the run stopped, when a stop reason ended it inside a rung (an
+/// interlock in a ramp-up step's warm-up has no figures of its own, so the
+/// lines below would not show it).
+fn stopped_line(run: &crate::load::Run) -> Option<String> {
+    use powerlab_rundir::RunEvent;
+    run.events.iter().find_map(|e| match e {
+        RunEvent::Note { topic, detail, .. }
+            if topic == powerlab_rundir::events::STOPPED_IN_RUNG_TOPIC =>
+        {
+            Some(format!(
+                "- **Stopped:** in rung `{}` ({}): {}. No figure below covers what that rung would have shown.",
+                detail["label"].as_str().unwrap_or("?"),
+                detail["kind"].as_str().unwrap_or("?"),
+                detail["reason"].as_str().unwrap_or("no reason recorded")
+            ))
+        }
+        _ => None,
+    })
 }

@@ -23,10 +23,19 @@ pub fn drift_cell(r: &SoakRow) -> String {
 /// that throttled and settled lower).
 pub const MOVED_SHARE: f64 = 0.01;
 
-/// Why the power moved over the soak (None: it held): the drift's 95 %
-/// interval excludes zero, or the last window differs from the first by
-/// more than [`MOVED_SHARE`].
-pub fn moved(r: &SoakRow) -> Option<String> {
+/// What the soak's power did.
+pub enum Verdict {
+    /// It moved: why.
+    Moved(String),
+    /// It held: no trend distinguishable from zero, and the last window
+    /// within [`MOVED_SHARE`] of the first.
+    Held,
+    /// Not judged: why (too short for a trend, incomplete data).
+    NotJudged(String),
+}
+
+/// Judges one row (a GPU or the node).
+pub fn verdict(r: &SoakRow) -> Verdict {
     let mut why = Vec::new();
     if let (Some(d), Some(lo), Some(hi)) = (
         r.drift_w_per_10min,
@@ -49,7 +58,46 @@ pub fn moved(r: &SoakRow) -> Option<String> {
             if c < 0.0 { "below" } else { "above" }
         ));
     }
-    (!why.is_empty()).then(|| why.join("; "))
+    if !r.incomplete.is_empty() {
+        let cut = format!("incomplete data: {}", r.incomplete);
+        return if why.is_empty() {
+            Verdict::NotJudged(cut)
+        } else {
+            Verdict::Moved(format!("{} ({cut})", why.join("; ")))
+        };
+    }
+    if !why.is_empty() {
+        return Verdict::Moved(why.join("; "));
+    }
+    if r.drift_w_per_10min.is_none() || r.change_w.is_none() {
+        return Verdict::NotJudged(format!(
+            "too short for a trend ({:.0} s; a drift needs four 10 s means, and the first and last windows)",
+            r.window_s
+        ));
+    }
+    Verdict::Held
+}
+
+/// The node's verdict in words, with the GPUs that moved when the node
+/// (a sum) did not: two GPUs drifting apart cancel in the node.
+pub fn node_words(node: &SoakRow, rows: &[&SoakRow]) -> String {
+    let gpus_moved: Vec<String> = rows
+        .iter()
+        .filter(|r| r.gpu != NODE)
+        .filter_map(|r| match verdict(r) {
+            Verdict::Moved(why) => Some(format!("{} moved ({why})", r.gpu)),
+            _ => None,
+        })
+        .collect();
+    match verdict(node) {
+        Verdict::Moved(why) => format!("**moved**: {why}"),
+        Verdict::NotJudged(why) => format!("**not judged**: {why}"),
+        Verdict::Held if gpus_moved.is_empty() => format!(
+            "held: no trend distinguishable from zero, and the last window within {:.0} % of the first",
+            MOVED_SHARE * 100.0
+        ),
+        Verdict::Held => format!("held as a sum, **but {}**", gpus_moved.join("; ")),
+    }
 }
 
 fn share(v: Option<f64>) -> String {
@@ -70,25 +118,26 @@ pub fn write_section(s: &mut String, rows: &[SoakRow]) {
         let Some(node) = of.iter().find(|r| r.gpu == NODE) else {
             continue;
         };
+        if !node.incomplete.is_empty() {
+            let _ = writeln!(
+                s,
+                "**INCOMPLETE SOAK: {}** — the figures cover the time it ran.\n",
+                node.incomplete
+            );
+        }
         let _ = writeln!(
             s,
-            "Rung `{}`: {:.0} s measured; first and last window {:.0} s; drift is the least-squares slope through 10 s means, W per 10 min, with its 95 % interval (widened for autocorrelated residuals).\n",
-            node.rung, node.window_s, node.edge_s
+            "Rung `{}`: {:.0} s measured of {:.0} s planned; first and last window {:.0} s; drift is the least-squares slope through 10 s means, W per 10 min, with its 95 % interval (widened for autocorrelated residuals).\n",
+            node.rung, node.window_s, node.planned_s, node.edge_s
         );
         let _ = writeln!(
             s,
-            "- **Node:** {} W in the first window, {} W in the last ({} W); drift {} W/10 min{}.",
+            "- **Node:** {} W in the first window, {} W in the last ({} W); drift {} W/10 min — {}.",
             o(node.first_mean_w),
             o(node.last_mean_w),
             node.change_w.map_or("–".into(), |c| format!("{c:+.1}")),
             drift_cell(node),
-            match moved(node) {
-                Some(why) => format!(" — **the node's power moved over the soak**: {why}"),
-                None => format!(
-                    " (held: no trend distinguishable from zero, and the last window within {:.0} % of the first)",
-                    MOVED_SHARE * 100.0
-                ),
-            }
+            node_words(node, &of)
         );
         let _ = writeln!(
             s,
