@@ -18,8 +18,11 @@ use crate::stats::{median, r3};
 use powerlab_core::sample::ClockEventBits;
 use serde::Serialize;
 
-/// A GPU is flagged when its mean is this far from its peers' median.
+/// A GPU is flagged when its mean is this far from its peers' median...
 pub const PEER_FLAG: f64 = 0.03;
+/// ... and by at least this much, W (idle GPUs differ by a few watts,
+/// which is no limiter's doing: 119 and 124 W on the real 2 × H200).
+pub const PEER_FLAG_MIN_W: f64 = 10.0;
 /// An energy gap (counter vs buffered samples) beyond this is flagged.
 pub const ENERGY_FLAG: f64 = 0.02;
 
@@ -185,9 +188,9 @@ pub(crate) fn cap_share(
     Some(r3(((last.1 - before.1) / elapsed_ns).clamp(0.0, 1.0)))
 }
 
-/// Each GPU's deviation from the median of its peers' values (None where
-/// it or all of its peers have none).
-fn deviations(values: &[Option<f64>]) -> Vec<Option<f64>> {
+/// Each GPU's deviation from the median of its peers' values, relative
+/// and in W (None where it or all of its peers have none).
+fn deviations(values: &[Option<f64>]) -> Vec<Option<(f64, f64)>> {
     values
         .iter()
         .enumerate()
@@ -199,7 +202,7 @@ fn deviations(values: &[Option<f64>]) -> Vec<Option<f64>> {
                 .filter_map(|(_, v)| *v)
                 .collect();
             let med = median(&peers).filter(|m| *m > 0.0)?;
-            v.map(|v| (v - med) / med)
+            v.map(|v| ((v - med) / med, v - med))
         })
         .collect()
 }
@@ -219,14 +222,18 @@ fn flag_outliers(rows: &mut [GpuRungRow]) {
         vec![None; rows.len()]
     };
     let n = rows.iter().filter(|r| r.mean_w.is_some()).count();
+    let beyond = |(d, w): (f64, f64)| d.abs() > PEER_FLAG && w.abs() > PEER_FLAG_MIN_W;
     for (i, row) in rows.iter_mut().enumerate() {
-        let Some(d) = by_buffered[i] else { continue };
+        let Some((d, w)) = by_buffered[i] else {
+            continue;
+        };
         row.vs_peers = Some(r3(d));
         let counter = by_counter[i];
-        let agrees = counter.is_none_or(|c| c.abs() > PEER_FLAG && c.signum() == d.signum());
-        if d.abs() <= PEER_FLAG || !agrees {
+        let agrees = counter.is_none_or(|c| beyond(c) && c.0.signum() == d.signum());
+        if !beyond((d, w)) || !agrees {
             continue;
         }
+        let counter = counter.map(|c| c.0);
         let source = match counter {
             Some(c) => format!("buffered samples; energy counter {:+.1} %", c * 100.0),
             None => "buffered samples".to_string(),
@@ -444,15 +451,32 @@ mod tests {
         // gpu0 against the median of 688, 640 and 693 W.
         assert_eq!(rows[0].vs_peers, Some(0.003));
         // 2.9 % off: not flagged; 3.1 %: flagged.
-        let mut rows = vec![row("a", 100.0, ""), row("b", 100.0, ""), row("c", 97.1, "")];
+        let mut rows = vec![
+            row("a", 700.0, ""),
+            row("b", 700.0, ""),
+            row("c", 679.7, ""),
+        ];
         flag_outliers(&mut rows);
         assert!(rows.iter().all(|r| r.flag.is_empty()));
-        let mut rows = vec![row("a", 100.0, ""), row("b", 100.0, ""), row("c", 96.9, "")];
+        let mut rows = vec![
+            row("a", 700.0, ""),
+            row("b", 700.0, ""),
+            row("c", 678.3, ""),
+        ];
         flag_outliers(&mut rows);
         assert!(
             rows[2].flag.contains("no limiter bit set"),
             "{}",
             rows[2].flag
         );
+        // Idle GPUs 5 W apart (4 %): under the 10 W floor, not flagged.
+        let mut rows = vec![
+            row("a", 119.0, ""),
+            row("b", 124.0, ""),
+            row("c", 124.0, ""),
+        ];
+        flag_outliers(&mut rows);
+        assert!(rows.iter().all(|r| r.flag.is_empty()), "{rows:?}");
+        assert_eq!(rows[0].vs_peers, Some(-0.04));
     }
 }
