@@ -261,8 +261,9 @@ fn a_bmc_that_stops_or_hangs_mid_run_is_recorded_and_the_campaign_goes_on() {
     let pid = b.sushy.0.id() as i32;
     let (out, dir) = run_realtime(&c, root.path(), |_| {
         // Hung for 3 s in the slow rung (requests time out), then back;
-        // then stopped for good during the fast rung.
-        std::thread::sleep(Duration::from_secs(12));
+        // then stopped for good during the fast rung. (The idle rung with
+        // no context comes first: at least 5 s of settling, 4 s, 1 s.)
+        std::thread::sleep(Duration::from_secs(22));
         let _ = Command::new("kill")
             .args(["-STOP", &pid.to_string()])
             .status();
@@ -296,7 +297,7 @@ fn a_bmc_that_stops_or_hangs_mid_run_is_recorded_and_the_campaign_goes_on() {
     assert!(first.contains("NODE POWER INCOMPLETE: bmc"), "{first}");
     // The GPU figures stand.
     let summary = std::fs::read_to_string(dir.join("report/summary.csv")).unwrap();
-    assert_eq!(summary.lines().count(), 5, "{summary}");
+    assert_eq!(summary.lines().count(), 6, "{summary}");
 }
 
 /// A self-signed certificate for 127.0.0.1 (an end-entity one: a BMC's).

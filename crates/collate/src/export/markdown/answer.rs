@@ -93,7 +93,7 @@ pub fn answer_block(a: &AnswerInputs<'_>) -> String {
         "- **Throttling:** {}",
         match (flagged.is_empty(), hw.is_empty()) {
             (true, true) if gpus.len() < 2 => "one GPU, no peers to compare it with; no thermal or hardware slowdown bit was set (sw_power_cap under load is the board at its limit, as expected).".to_string(),
-            (true, true) => "no GPU left its peers by more than 3 % and no thermal or hardware slowdown bit was set (sw_power_cap under load is the board at its limit, as expected).".to_string(),
+            (true, true) => "no GPU left its peers by more than 3 % and 10 W and no thermal or hardware slowdown bit was set (sw_power_cap under load is the board at its limit, as expected).".to_string(),
             _ => {
                 let mut v = flagged;
                 v.extend(hw);

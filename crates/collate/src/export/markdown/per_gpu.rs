@@ -2,7 +2,7 @@
 //! peers first, then every GPU in every rung.
 
 use super::cells::o;
-use crate::per_gpu::{ENERGY_FLAG, GpuRungRow, PEER_FLAG};
+use crate::per_gpu::{ENERGY_FLAG, GpuRungRow, PEER_FLAG, PEER_FLAG_MIN_W};
 use std::fmt::Write;
 
 /// Appends the section.
@@ -15,15 +15,17 @@ pub fn write_section(s: &mut String, rows: &[GpuRungRow]) {
     if flagged.is_empty() {
         let _ = writeln!(
             s,
-            "No GPU's mean differs from its peers' median by more than {:.0} % in any rung.\n",
-            PEER_FLAG * 100.0
+            "No GPU's mean differs from its peers' median by more than {:.0} % and {:.0} W in any rung (with its energy counter agreeing, where it has one).\n",
+            PEER_FLAG * 100.0,
+            PEER_FLAG_MIN_W
         );
     } else {
         let _ = writeln!(
             s,
-            "**{} GPU-rung(s) differ from their peers' median by more than {:.0} %:**\n",
+            "**{} GPU-rung(s) differ from their peers' median by more than {:.0} % and {:.0} W:**\n",
             flagged.len(),
-            PEER_FLAG * 100.0
+            PEER_FLAG * 100.0,
+            PEER_FLAG_MIN_W
         );
         for r in &flagged {
             let _ = writeln!(s, "- {}: {}", r.rung, r.flag);
