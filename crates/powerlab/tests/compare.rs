@@ -29,6 +29,15 @@ fn sim(extra: &[&str]) -> Run {
     r
 }
 
+/// `compare A B`'s Markdown on stdout.
+fn markdown(a: &Path, b: &Path) -> String {
+    let out = powerlab()
+        .args(["compare", a.to_str().unwrap(), b.to_str().unwrap()])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// Runs `compare A B --json` with extra arguments: (exit code, JSON, stderr).
 fn compare(a: &Path, b: &Path, extra: &[&str]) -> (i32, Option<Value>, String) {
     let out = powerlab()
@@ -319,15 +328,7 @@ fn different_campaigns_and_gpu_counts_are_said_and_unmatched_rungs_listed() {
         "{paired:?}"
     );
     // The Markdown says so at the top, before any table.
-    let out = powerlab()
-        .args([
-            "compare",
-            a.dir().to_str().unwrap(),
-            b.dir().to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    let md = String::from_utf8_lossy(&out.stdout);
+    let md = markdown(a.dir(), b.dir());
     let top = md.split("## Node").next().unwrap();
     assert!(top.contains("⚠ DIFFERENT CAMPAIGNS"), "{md}");
     assert!(md.contains("`sweep/p1000ms/staggered`: only in A"), "{md}");
@@ -432,15 +433,7 @@ fn a_run_that_failed_is_said_first_and_its_missing_figures_are_not_compared() {
         assert_eq!(x["regression"], false, "{x}");
     }
     assert_eq!(code, 0, "nothing comparable changed: {c:#}");
-    let out = powerlab()
-        .args([
-            "compare",
-            a.dir().to_str().unwrap(),
-            b.dir().to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    let md = String::from_utf8_lossy(&out.stdout);
+    let md = markdown(a.dir(), b.dir());
     let top = md.split("## Node").next().unwrap();
     assert!(top.contains("⚠ B DID NOT COMPLETE"), "{md}");
     assert!(top.contains("Not compared: "), "{md}");
@@ -472,4 +465,20 @@ fn a_hand_edited_per_gpu_table_is_refused() {
         err.contains("not up to date") && err.contains("per_gpu.csv"),
         "{err}"
     );
+}
+
+#[test]
+fn a_run_compared_with_itself_is_said_to_be_the_same_run() {
+    let a = sim(&[]);
+    let (code, c, err) = compare(a.dir(), a.dir(), &[]);
+    let c = c.unwrap_or_else(|| panic!("no JSON; stderr: {err}"));
+    assert_eq!(code, 0, "{c:#}");
+    assert!(
+        c["warnings"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("THE SAME RUN: "),
+        "{c:#}"
+    );
+    assert_eq!(c["regressions"], 0);
 }

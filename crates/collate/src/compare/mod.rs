@@ -152,8 +152,25 @@ fn campaign_keys_differing(a: &serde_json::Value, b: &serde_json::Value) -> Vec<
         .collect()
 }
 
+/// Whether A and B hold the same run: one start on one node by one
+/// command, and the same event log byte for byte (a copy, or the same
+/// directory; a simulated node's virtual clock gives every run one start).
+fn same_run(a: &side::Side, b: &side::Side) -> bool {
+    let events = |s: &side::Side| std::fs::read(s.dir.join("events.jsonl")).ok();
+    a.manifest.started_ns == b.manifest.started_ns
+        && a.manifest.backend.node_id == b.manifest.backend.node_id
+        && a.manifest.command == b.manifest.command
+        && events(a).is_some_and(|e| Some(e) == events(b))
+}
+
 fn warnings(a: &side::Side, b: &side::Side, fa: &RunFacts, fb: &RunFacts) -> Vec<String> {
     let mut w = Vec::new();
+    if same_run(a, b) {
+        w.push(format!(
+            "THE SAME RUN: A and B are both the run of `{}` started {} (a copy, or the same directory): every difference below is zero by construction",
+            fa.node, fa.started_utc
+        ));
+    }
     if fa.campaign != fb.campaign {
         w.push(format!(
             "DIFFERENT CAMPAIGNS: A ran `{}`, B ran `{}`; rungs are matched by label only",
@@ -168,7 +185,13 @@ fn warnings(a: &side::Side, b: &side::Side, fa: &RunFacts, fb: &RunFacts) -> Vec
             "THE CAMPAIGN DIFFERS: both ran `{}` but with different settings{}",
             fa.campaign,
             if keys.is_empty() {
-                " (the expanded plan differs: repeats or GPU selection)".to_string()
+                format!(
+                    " (the expanded plan differs: {} vs {} rungs for {} vs {} GPUs; repeats, GPU count or ramp-up steps)",
+                    a.manifest.plan["rungs"].as_array().map_or(0, Vec::len),
+                    b.manifest.plan["rungs"].as_array().map_or(0, Vec::len),
+                    a.manifest.plan["gpu_count"],
+                    b.manifest.plan["gpu_count"]
+                )
             } else {
                 format!(" ({})", keys.join(", "))
             }
