@@ -300,7 +300,36 @@ fn collate_into(
     let energy_means = counter_means.iter().map(|(id, m)| (*id, m.w)).collect();
     let edge_stats = edges::edge_stats(edge_frame.as_ref(), run)?;
     drop(edge_frame);
-    let mut rungs = summary::summarize(&curve, run, &edge_stats, &cycles, &energy_means);
+    // Where each rung's curve stops holding readings from before its window:
+    // every GPU's first buffered sample inside it.
+    let held_until: HashMap<u32, i64> = run
+        .rungs
+        .iter()
+        .filter_map(|r| {
+            run.series
+                .iter()
+                .map(|(node, gpu)| {
+                    crate::sensor::series::span(
+                        series.get_at(node, gpu, "buffered_w"),
+                        r.measure_from_ns,
+                        r.end_ns,
+                    )
+                    .first()
+                    .map(|p| p.0)
+                })
+                .collect::<Option<Vec<i64>>>()
+                .and_then(|v| v.into_iter().max())
+                .map(|t| (r.info.id, t))
+        })
+        .collect();
+    let mut rungs = summary::summarize(
+        &curve,
+        run,
+        &edge_stats,
+        &cycles,
+        &energy_means,
+        &held_until,
+    );
     let short = cycle::short_on_phases(run, &series, &cycles);
     for r in &mut rungs {
         if let Some(m) = counter_means.get(&r.rung.id)

@@ -222,6 +222,8 @@ fn flag_outliers(rows: &mut [GpuRungRow]) {
         vec![None; rows.len()]
     };
     let n = rows.iter().filter(|r| r.mean_w.is_some()).count();
+    let limits: Vec<Option<f64>> = rows.iter().map(|r| r.limit_w).collect();
+    let limit_apart = deviations(&limits);
     let beyond = |(d, w): (f64, f64)| d.abs() > PEER_FLAG && w.abs() > PEER_FLAG_MIN_W;
     for (i, row) in rows.iter_mut().enumerate() {
         let Some((d, w)) = by_buffered[i] else {
@@ -243,8 +245,26 @@ fn flag_outliers(rows: &mut [GpuRungRow]) {
             .split(' ')
             .filter(|b| !b.is_empty() && *b != "gpu_idle")
             .collect();
+        // A GPU whose enforced limit is not its peers' differs by design.
+        let other_limit = limit_apart[i]
+            .filter(|(d, _)| d.abs() > PEER_FLAG)
+            .zip(row.limit_w)
+            .map(|((_, w), l)| {
+                format!(
+                    "its enforced limit is {l:.0} W, its peers' {:.0} W: the limit, not a throttle; ",
+                    l - w
+                )
+            })
+            .unwrap_or_default();
         let why = if limiters.is_empty() {
-            "no limiter bit set: look at the load, not the GPU's limits".to_string()
+            format!(
+                "{other_limit}no limiter bit set{}",
+                if other_limit.is_empty() {
+                    ": look at the load, not the GPU's limits"
+                } else {
+                    ""
+                }
+            )
         } else {
             let mut w = format!("limiter bits: {}", limiters.join(", "));
             if let Some(s) = row.power_cap_share.filter(|s| *s > 0.0) {
@@ -259,7 +279,7 @@ fn flag_outliers(rows: &mut [GpuRungRow]) {
                     s * 100.0
                 ));
             }
-            w
+            format!("{other_limit}{w}")
         };
         row.flag = format!(
             "{} {:.1} % {} its peers' median ({source}){}; {why}",
@@ -387,6 +407,25 @@ mod tests {
             .filter(|p| !(3_000 * ms..5_000 * ms).contains(&p.0))
             .collect();
         assert!(energy_check(&counter(1.0), &holed, 10_000 * ms).is_none());
+    }
+
+    #[test]
+    fn a_gpu_with_another_limit_is_said_to_have_it() {
+        let mut rows = vec![
+            GpuRungRow {
+                limit_w: Some(1200.0),
+                ..row("gpu0", 960.0, "")
+            },
+            row("gpu1", 693.0, "sw_power_cap"),
+            row("gpu2", 693.0, "sw_power_cap"),
+        ];
+        flag_outliers(&mut rows);
+        let f = &rows[0].flag;
+        assert!(
+            f.contains("its enforced limit is 1200 W, its peers' 700 W: the limit, not a throttle")
+                && !f.contains("look at the load"),
+            "{f}"
+        );
     }
 
     #[test]

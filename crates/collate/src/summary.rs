@@ -263,13 +263,18 @@ pub type Cycles = HashMap<u32, Result<NodeCycle, NoCycle>>;
 /// Summarizes every rung of the run. `cycles` holds the composed node
 /// cycle of each duty rung (a rung missing from it is summarised from the
 /// sample-and-hold curve); `energy_means` the energy counter's mean over a
-/// rung's window, for duty rungs without a cycle.
+/// rung's window, for duty rungs without a cycle; `held_until` where each
+/// rung's curve points stop holding readings taken before its window (the
+/// first time every GPU has a reading inside it): the points before that
+/// are left out of the rung's figures (a warm-up's last sample held into an
+/// idle window read as an idle peak of 824 W on the 2 × H200).
 pub fn summarize(
     curve: &NodeCurve,
     run: &Run,
     edges: &HashMap<u32, EdgeStats>,
     cycles: &Cycles,
     energy_means: &HashMap<u32, f64>,
+    held_until: &HashMap<u32, i64>,
 ) -> Vec<RungSummary> {
     if run.rungs.is_empty() {
         return Vec::new();
@@ -277,7 +282,12 @@ pub fn summarize(
     let mut windows: Vec<(u32, i64, i64)> = run
         .rungs
         .iter()
-        .map(|r| (r.info.id, r.measure_from_ns, r.end_ns))
+        .map(|r| {
+            let from = held_until.get(&r.info.id).map_or(r.measure_from_ns, |t| {
+                (*t).clamp(r.measure_from_ns, r.end_ns)
+            });
+            (r.info.id, from, r.end_ns)
+        })
         .collect();
     windows.sort_by_key(|w| w.1);
     let t_ns = i64_column(&curve.df, "t_ns");

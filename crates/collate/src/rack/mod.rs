@@ -325,7 +325,16 @@ fn rack_into(
     drop(parts);
 
     step("cycles");
-    let mut rungs = summarize(&curve, &reference, &edge_stats, &cycles, &energy_means);
+    // (The nodes' curves are what the rack has: no samples to find where
+    // they stop holding readings from before a window.)
+    let mut rungs = summarize(
+        &curve,
+        &reference,
+        &edge_stats,
+        &cycles,
+        &energy_means,
+        &HashMap::new(),
+    );
     // Nodes without a report: every rung they leave without a figure says why.
     let gaps: Vec<String> = states
         .iter()

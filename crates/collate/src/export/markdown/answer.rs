@@ -73,8 +73,15 @@ pub fn answer_block(a: &AnswerInputs<'_>) -> String {
                 .collect();
             bits.sort();
             bits.dedup();
+            let limit = rows
+                .iter()
+                .find(|r| r.flag.contains("its enforced limit is"))
+                .and_then(|r| r.limit_w)
+                .map_or(String::new(), |l| {
+                    format!(" (its enforced limit, {l:.0} W, is not its peers')")
+                });
             format!(
-                "{gpu} is {:+.1} to {:+.1} % from its peers' median in {} rung(s), limiter bits: {}",
+                "{gpu} is {:+.1} to {:+.1} % from its peers' median in {} rung(s){limit}, limiter bits: {}",
                 lo * 100.0,
                 hi * 100.0,
                 rows.len(),
@@ -248,9 +255,10 @@ pub fn power_lines(
             };
             let _ = writeln!(
                 s,
-                "- **Largest in-phase swing:** {w:.0} W (p90 − p10 of the {name} cycle){} at {p:.0} ms (rung `{}`{typical}).",
+                "- **Largest in-phase swing:** {w:.0} W (p90 − p10 of the {name} cycle){} at {p:.0} ms (rung `{}`{typical}){}.",
                 pct(w),
-                r.rung.label
+                r.rung.label,
+                edges_caveat(r)
             );
         }
         None => {
@@ -286,10 +294,18 @@ pub fn power_lines(
         .max_by(|x, y| x.0.total_cmp(&y.0));
     if let Some((p, r)) = worst_peak {
         let over = p - limit_sum;
+        // NVML's samples summed as they come: one cycle's worst, where a
+        // duty rung's composed peak is the typical cycle's.
+        let raw = rungs
+            .iter()
+            .filter_map(|r| r.raw_peak_w.map(|p| (p, r)))
+            .max_by(|x, y| x.0.total_cmp(&y.0))
+            .filter(|(q, _)| *q > p + 0.5);
         let _ = writeln!(
             s,
-            "- **Worst transient:** {p:.0} W in rung `{}`: {}.",
+            "- **Worst transient:** {p:.0} W in rung `{}`{}: {}{}.",
             r.rung.label,
+            edges_caveat(r),
             if limit_sum <= 0.0 {
                 "no limit known".to_string()
             } else if over > 0.0 {
@@ -299,8 +315,22 @@ pub fn power_lines(
                 )
             } else {
                 format!("{:.0} W below the limit sum", -over)
-            }
+            },
+            raw.map_or(String::new(), |(q, rr)| format!(
+                "; the largest single sum of NVML's samples as they came is {q:.0} W, in `{}`{} (one cycle at its worst, where a duty rung's figure is its typical composed cycle)",
+                rr.rung.label,
+                edges_caveat(rr)
+            ))
         );
+    }
+}
+
+/// A rung's edges out of tolerance, said beside a figure from it.
+fn edges_caveat(r: &RungSummary) -> &'static str {
+    if r.edges_verdict.as_deref().is_some_and(|v| !v.is_empty()) {
+        " (its edges out of tolerance: see the rung table)"
+    } else {
+        ""
     }
 }
 
