@@ -543,6 +543,7 @@ fn rack_from_raw(rack: &Path) -> Vec<powerlab_collate::summary::RungSummary> {
         &Default::default(),
         &Default::default(),
         &Default::default(),
+        &Default::default(),
     )
 }
 
