@@ -3,8 +3,8 @@
 //! of the GPUs: GPU draw only): the means of the first and last minute
 //! (the edge window, configurable), the drift as a least-squares slope
 //! through 10 s means with its 95 % interval (widened for the residuals'
-//! lag-1 autocorrelation), the time to thermal equilibrium (the GPU
-//! temperature within 1 °C of its final plateau from then on), the throttle
+//! lag-1 autocorrelation), the time to thermal equilibrium (the GPU's
+//! 10 s mean temperature within 1 °C of its final plateau from then on), the throttle
 //! onset (the first clock-event reading with a slowdown bit other than
 //! the software power cap), the share of the window under the power and
 //! thermal caps from NVML's cumulative counters, and the SM clock and
@@ -179,7 +179,7 @@ fn gpu_row(r: &RungWindow, series: &SeriesSet, node: &str, gpu: &str, edge_s: f6
     let first = mean_in("buffered_w", from, first_end);
     let last = mean_in("buffered_w", last_start, to);
     let fit = drift(&bin_means(power, from, to));
-    let (equilibrium_s, equilibrium) = equilibrium(get("gpu_temp_c"), from, last_start);
+    let (equilibrium_s, equilibrium) = equilibrium(get("gpu_temp_c"), from, to, last_start);
     let onset = get("clock_events").iter().find_map(|p| {
         let bits = ClockEventBits(p.1 as u64);
         let names: Vec<&str> = THROTTLE_BITS
@@ -377,30 +377,35 @@ pub fn drift(points: &[(f64, f64)]) -> Option<(f64, f64, usize)> {
 }
 
 /// Time to equilibrium: the plateau is the mean temperature after
-/// `last_start`; equilibrium is the first reading after which every
-/// reading stays within [`EQUILIBRIUM_C`] of it. Not reached when that is
+/// `last_start`; equilibrium is the start of the first [`BIN_S`] bin after
+/// which every bin's mean temperature stays within [`EQUILIBRIUM_C`] of it.
+/// Bin means, not single readings: NVML reads whole degrees, and a GPU on
+/// its plateau flickers by one (59.0 °C held reads 58 now and then, more
+/// than 1 °C from a 59.03 °C plateau). Not reached when that bin starts
 /// inside the last window itself (the plateau is not shown to hold).
-fn equilibrium(temp: &[(i64, f64)], from: i64, last_start: i64) -> (Option<f64>, String) {
-    let plateau = match mean(&values(span(temp, last_start, i64::MAX))) {
+fn equilibrium(temp: &[(i64, f64)], from: i64, to: i64, last_start: i64) -> (Option<f64>, String) {
+    let plateau = match mean(&values(span(temp, last_start, to))) {
         Some(p) => p,
         None => return (None, "no temperature readings in the last window".into()),
     };
-    let outside = temp
-        .iter()
-        .rposition(|p| (p.1 - plateau).abs() > EQUILIBRIUM_C);
-    let at = match outside {
-        None => temp.first().map_or(from, |p| p.0),
-        Some(i) => match temp.get(i + 1) {
-            Some(p) => p.0,
-            None => {
-                return (
-                    None,
-                    "not reached: the last reading is off the plateau".into(),
-                );
-            }
-        },
+    let bins = bin_means(temp, from, to);
+    let Some(last_bin) = bins.last() else {
+        return (None, "no whole 10 s bin of temperature readings".into());
     };
-    if at >= last_start {
+    if (last_bin.1 - plateau).abs() > EQUILIBRIUM_C {
+        return (
+            None,
+            "not reached: the last 10 s are off the plateau".into(),
+        );
+    }
+    let at_s = match bins
+        .iter()
+        .rposition(|b| (b.1 - plateau).abs() > EQUILIBRIUM_C)
+    {
+        None => 0.0,
+        Some(i) => bins[i + 1].0 - BIN_S / 2.0,
+    };
+    if from + (at_s * 1e9) as i64 >= last_start {
         return (
             None,
             format!("not reached: still moving in the last window (plateau {plateau:.1} °C)"),
@@ -408,7 +413,7 @@ fn equilibrium(temp: &[(i64, f64)], from: i64, last_start: i64) -> (Option<f64>,
     }
     // A slow climb hides inside a ±1 °C band around the last window's own
     // mean: its two halves must agree too.
-    let last: Vec<f64> = values(span(temp, last_start, i64::MAX));
+    let last: Vec<f64> = values(span(temp, last_start, to));
     let half = last.len() / 2;
     if let (Some(a), Some(b)) = (mean(&last[..half]), mean(&last[half..]))
         && (b - a).abs() > LAST_WINDOW_C
@@ -421,7 +426,7 @@ fn equilibrium(temp: &[(i64, f64)], from: i64, last_start: i64) -> (Option<f64>,
             ),
         );
     }
-    (Some(secs(at - from).max(0.0)), "reached".into())
+    (Some(at_s), "reached".into())
 }
 
 fn plot_lines(r: &RungWindow, series: &SeriesSet, node: &str, gpu: &str) -> SoakLines {
@@ -514,17 +519,52 @@ mod tests {
         let temp: Vec<(i64, f64)> = (0..=300)
             .map(|t| (t * s, (40.0 + t as f64 / 5.0).min(70.0)))
             .collect();
-        let (at, how) = equilibrium(&temp, 0, 240 * s);
+        let (at, how) = equilibrium(&temp, 0, 301 * s, 240 * s);
         assert_eq!(how, "reached");
-        // 69 °C (within 1 °C of the 70 °C plateau) at 145 s, and it stays.
+        // The 10 s bin from 140 s averages 68.9 °C (1.1 °C off the 70 °C
+        // plateau); from 150 s every bin is on it.
         let at = at.unwrap();
-        assert!((at - 145.0).abs() < 1e-9, "{at}");
+        assert!((at - 150.0).abs() < 1e-9, "{at}");
         // Still rising through the last window: not reached.
         let rising: Vec<(i64, f64)> = (0..=300).map(|t| (t * s, 40.0 + t as f64 / 10.0)).collect();
-        let (none, why) = equilibrium(&rising, 0, 240 * s);
+        let (none, why) = equilibrium(&rising, 0, 301 * s, 240 * s);
         assert!(none.is_none() && why.starts_with("not reached"), "{why}");
         // Flat throughout: reached at once.
         let flat: Vec<(i64, f64)> = (0..100).map(|t| (t * s, 60.0)).collect();
-        assert_eq!(equilibrium(&flat, 0, 60 * s).0, Some(0.0));
+        assert_eq!(equilibrium(&flat, 0, 100 * s, 60 * s).0, Some(0.0));
+    }
+
+    #[test]
+    fn whole_degree_flicker_on_the_plateau_is_equilibrium() {
+        // As a real H200 read it: whole degrees, 57 °C until 120 s, then 59
+        // with a 60 every 20th reading and a 58 every 37th (plateau about
+        // 59.02 °C, so each 58 is more than 1 °C off it), 5 readings a second.
+        let ms = 1_000_000i64;
+        let temp: Vec<(i64, f64)> = (0..1500)
+            .map(|i| {
+                let t = i * 200 * ms;
+                let v = if t < 120_000 * ms {
+                    57.0
+                } else if i % 37 == 0 {
+                    58.0
+                } else if i % 20 == 0 {
+                    60.0
+                } else {
+                    59.0
+                };
+                (t, v)
+            })
+            .collect();
+        let (at, how) = equilibrium(&temp, 0, 300_000 * ms, 240_000 * ms);
+        assert_eq!(how, "reached");
+        assert_eq!(at, Some(120.0));
+        // A single reading would have called it still moving: a 58 lies in
+        // the last window, more than 1 °C off the plateau.
+        let plateau = mean(&values(span(&temp, 240_000 * ms, 300_000 * ms))).unwrap();
+        assert!(
+            span(&temp, 240_000 * ms, 300_000 * ms)
+                .iter()
+                .any(|p| (p.1 - plateau).abs() > EQUILIBRIUM_C)
+        );
     }
 }

@@ -78,9 +78,10 @@ pub struct ValidateArgs {
 pub struct PlanArgs {
     /// Campaign file.
     pub file: PathBuf,
-    /// GPUs to plan for when the campaign selects "all".
-    #[arg(long, default_value_t = 8)]
-    pub gpus: usize,
+    /// GPUs to plan for when the campaign selects "all" (8 when not given:
+    /// `plan` does not look at the machine).
+    #[arg(long)]
+    pub gpus: Option<usize>,
     /// Override the repeats of idle, sustained and duty phases (1 to 1000).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub repeats: Option<u32>,

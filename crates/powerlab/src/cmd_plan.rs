@@ -3,6 +3,7 @@
 use crate::cli::{PlanArgs, ValidateArgs};
 use anyhow::Result;
 use powerlab_campaign::{load_file, plan};
+use powerlab_core::select::GpuSelector;
 
 pub fn validate(a: &ValidateArgs) -> Result<i32> {
     if a.json {
@@ -45,6 +46,9 @@ pub fn validate(a: &ValidateArgs) -> Result<i32> {
     }
 }
 
+/// The GPU count a campaign that selects "all" is planned for without `--gpus`.
+const ASSUMED_GPUS: usize = 8;
+
 pub fn plan(a: &PlanArgs) -> Result<i32> {
     let c = match load_file(&a.file) {
         Ok(c) => c,
@@ -53,14 +57,22 @@ pub fn plan(a: &PlanArgs) -> Result<i32> {
             return Ok(crate::exit::ERROR);
         }
     };
-    let n = c.gpus.count(a.gpus);
+    let n = c.gpus.count(a.gpus.unwrap_or(ASSUMED_GPUS));
     match plan::expand(&c, n, a.repeats) {
         Ok(p) if a.json => {
             outln!("{}", serde_json::to_string_pretty(&p)?);
             Ok(0)
         }
         Ok(p) => {
-            out!("{}", plan::render(&p));
+            let table = plan::render(&p);
+            let (head, rest) = table.split_once('\n').unwrap_or((&table, ""));
+            outln!("{head}");
+            if c.gpus == GpuSelector::All && a.gpus.is_none() {
+                outln!(
+                    "note: gpus = \"all\" is planned for {ASSUMED_GPUS} GPUs here (plan does not look at the machine; --gpus N for this node's count)"
+                );
+            }
+            out!("{rest}");
             Ok(0)
         }
         Err(e) => {

@@ -229,6 +229,24 @@ fn validate_and_plan_from_the_command_line() {
         text.lines().last().unwrap().starts_with("total: "),
         "{text}"
     );
+    // "all" without --gpus: the plan says which count it assumed.
+    assert!(
+        text.lines()
+            .nth(1)
+            .unwrap()
+            .contains("is planned for 8 GPUs here"),
+        "{text}"
+    );
+    let out = powerlab()
+        .args(["plan", demo, "--repeats", "1", "--gpus", "2"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with("campaign `") && text.contains("on 2 GPU(s)"),
+        "{text}"
+    );
+    assert!(!text.contains("planned for"), "{text}");
 }
 
 /// A collation that fails (here: a damaged edges.csv) keeps the previous
