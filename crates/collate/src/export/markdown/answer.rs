@@ -186,8 +186,12 @@ pub fn power_lines(
     };
     let _ = writeln!(
         s,
-        "- **{scope_cap} limit sum:** {limit_sum:.0} W ({} GPUs' enforced limits at the start).",
-        scope.gpus
+        "- **{scope_cap} limit sum:** {limit_sum:.0} W ({} at the start).",
+        if scope.gpus == 1 {
+            "1 GPU's enforced limit".to_string()
+        } else {
+            format!("{} GPUs' enforced limits", scope.gpus)
+        }
     );
     let sustained: Vec<&RungSummary> = rungs
         .iter()
@@ -377,8 +381,9 @@ fn soak_line(s: &mut String, a: &AnswerInputs<'_>) {
         n.rung,
         match mean {
             Some(m) if limit_sum > 0.0 => format!(
-                " {m:.0} W mean ({:.0} % of the limit sum, {gpus} GPUs)",
-                100.0 * m / limit_sum
+                " {m:.0} W mean ({:.0} % of the limit sum, {})",
+                100.0 * m / limit_sum,
+                super::cells::gpus(gpus)
             ),
             Some(m) => format!(" {m:.0} W mean"),
             None => " (no mean: see the Soak section)".to_string(),

@@ -24,3 +24,12 @@ pub fn signed(v: Option<f64>, ci: Option<f64>) -> String {
         (None, _) => "–".into(),
     }
 }
+
+/// A count of GPUs in words: `1 GPU`, `8 GPUs`.
+pub fn gpus(n: usize) -> String {
+    if n == 1 {
+        "1 GPU".into()
+    } else {
+        format!("{n} GPUs")
+    }
+}

@@ -133,19 +133,19 @@ pub fn write_report(
     if warnings.is_empty() {
         let _ = writeln!(
             s,
-            "# {} — complete run on {} ({} GPUs)",
+            "# {} — complete run on {} ({})",
             m.campaign,
             m.backend.node_id,
-            m.backend.gpus.len()
+            super::cells::gpus(m.backend.gpus.len())
         );
     } else {
         let _ = writeln!(s, "# ⚠ {}", warnings.join(" — "));
         let _ = writeln!(
             s,
-            "\nCampaign `{}` on {} ({} GPUs).",
+            "\nCampaign `{}` on {} ({}).",
             m.campaign,
             m.backend.node_id,
-            m.backend.gpus.len()
+            super::cells::gpus(m.backend.gpus.len())
         );
     }
     s.push_str(&super::answer::answer_block(&super::answer::AnswerInputs {
