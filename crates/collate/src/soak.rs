@@ -257,12 +257,26 @@ fn node_row(r: &RungWindow, series: &SeriesSet, run: &Run, gpus: &[SoakRow]) -> 
             (Some(worst), format!("reached (slowest: {who})"))
         }
         _ => {
-            let not: Vec<&str> = gpus
-                .iter()
-                .filter(|g| g.equilibrium_s.is_none())
-                .map(|g| g.gpu.as_str())
-                .collect();
-            (None, format!("not reached by {}", not.join(", ")))
+            let not: Vec<&SoakRow> = gpus.iter().filter(|g| g.equilibrium_s.is_none()).collect();
+            let names: Vec<&str> = not.iter().map(|g| g.gpu.as_str()).collect();
+            // One GPU: its reason too.
+            let why = match not.as_slice() {
+                [one] => format!(
+                    " ({})",
+                    one.equilibrium
+                        .strip_prefix("not reached: ")
+                        .or_else(|| one.equilibrium.strip_prefix("not judged: "))
+                        .unwrap_or(&one.equilibrium)
+                ),
+                _ => String::new(),
+            };
+            let judged = not.iter().any(|g| !g.equilibrium.starts_with("not judged"));
+            let word = if judged {
+                "not reached by"
+            } else {
+                "not judged for"
+            };
+            (None, format!("{word} {}{why}", names.join(", ")))
         }
     };
     let onset = gpus
@@ -381,39 +395,89 @@ pub fn drift(points: &[(f64, f64)]) -> Option<(f64, f64, usize)> {
 /// which every bin's mean temperature stays within [`EQUILIBRIUM_C`] of it.
 /// Bin means, not single readings: NVML reads whole degrees, and a GPU on
 /// its plateau flickers by one (59.0 °C held reads 58 now and then, more
-/// than 1 °C from a 59.03 °C plateau). Not reached when that bin starts
-/// inside the last window itself (the plateau is not shown to hold).
+/// than 1 °C from a 59.03 °C plateau).
+///
+/// Not reached: when that bin starts inside the last window; when the
+/// temperature still moves by more than [`EQUILIBRIUM_C`] from there to the
+/// end (the least-squares line through the bins: a steady climb stays
+/// inside a ±1 °C band around its own last minute for a while); when the
+/// last window's halves differ by more than [`LAST_WINDOW_C`]. Not judged:
+/// too few readings in the last window to give a plateau, or too few bins
+/// after the equilibrium point to show that it holds.
 fn equilibrium(temp: &[(i64, f64)], from: i64, to: i64, last_start: i64) -> (Option<f64>, String) {
-    let plateau = match mean(&values(span(temp, last_start, to))) {
-        Some(p) => p,
-        None => return (None, "no temperature readings in the last window".into()),
+    let last: Vec<f64> = values(span(temp, last_start, to));
+    let spacing_ns = crate::sensor::series::median_spacing_ms(temp).unwrap_or(0.0) * 1e6;
+    let expected = if spacing_ns > 0.0 {
+        (to - last_start) as f64 / spacing_ns
+    } else {
+        0.0
     };
+    if last.len() < 2 || (last.len() as f64) < 0.5 * expected {
+        return (
+            None,
+            format!(
+                "not judged: {} temperature reading(s) in the last window",
+                last.len()
+            ),
+        );
+    }
+    let plateau = mean(&last).unwrap_or_default();
     let bins = bin_means(temp, from, to);
     let Some(last_bin) = bins.last() else {
-        return (None, "no whole 10 s bin of temperature readings".into());
+        return (
+            None,
+            "not judged: no whole 10 s bin of temperature readings".into(),
+        );
     };
     if (last_bin.1 - plateau).abs() > EQUILIBRIUM_C {
         return (
             None,
-            "not reached: the last 10 s are off the plateau".into(),
+            format!(
+                "not reached: the 10 s from {:.0} s are off the plateau ({plateau:.1} °C)",
+                last_bin.0 - BIN_S / 2.0
+            ),
         );
     }
-    let at_s = match bins
+    let first = bins
         .iter()
         .rposition(|b| (b.1 - plateau).abs() > EQUILIBRIUM_C)
-    {
-        None => 0.0,
-        Some(i) => bins[i + 1].0 - BIN_S / 2.0,
-    };
+        .map_or(0, |i| i + 1);
+    let held = &bins[first..];
+    let at_s = held[0].0 - BIN_S / 2.0;
     if from + (at_s * 1e9) as i64 >= last_start {
         return (
             None,
-            format!("not reached: still moving in the last window (plateau {plateau:.1} °C)"),
+            if first == 0 {
+                "not judged: no temperature readings before the last window".into()
+            } else {
+                format!("not reached: still moving in the last window (plateau {plateau:.1} °C)")
+            },
         );
     }
-    // A slow climb hides inside a ±1 °C band around the last window's own
-    // mean: its two halves must agree too.
-    let last: Vec<f64> = values(span(temp, last_start, to));
+    // A steady climb stays within 1 °C of its own last minute for a while:
+    // the plateau has to hold from the equilibrium point on.
+    let Some((per_10min, _, _)) = drift(held) else {
+        return (
+            None,
+            format!(
+                "not judged: under 4 whole 10 s bins from {at_s:.0} s to show the plateau holds"
+            ),
+        );
+    };
+    let span_s = held[held.len() - 1].0 - held[0].0 + BIN_S;
+    let moved = per_10min / 600.0 * span_s;
+    if moved.abs() > EQUILIBRIUM_C {
+        return (
+            None,
+            format!(
+                "not reached: still {} {:.1} °C from {at_s:.0} s to the end ({:+.2} °C/min)",
+                if moved > 0.0 { "climbing" } else { "falling" },
+                moved.abs(),
+                per_10min / 10.0
+            ),
+        );
+    }
+    // ... and the last window's two halves must agree.
     let half = last.len() / 2;
     if let (Some(a), Some(b)) = (mean(&last[..half]), mean(&last[half..]))
         && (b - a).abs() > LAST_WINDOW_C
@@ -532,6 +596,62 @@ mod tests {
         // Flat throughout: reached at once.
         let flat: Vec<(i64, f64)> = (0..100).map(|t| (t * s, 60.0)).collect();
         assert_eq!(equilibrium(&flat, 0, 100 * s, 60 * s).0, Some(0.0));
+    }
+
+    #[test]
+    fn a_steady_climb_is_not_a_plateau() {
+        // 0.8 °C a minute all the way: within 1 °C of the last minute's
+        // mean from about 190 s, but still climbing.
+        let ms = 1_000_000i64;
+        let temp: Vec<(i64, f64)> = (0..1500)
+            .map(|i| (i * 200 * ms, 60.0 + 0.8 * (i as f64 * 0.2) / 60.0))
+            .collect();
+        let (at, why) = equilibrium(&temp, 0, 300_000 * ms, 240_000 * ms);
+        assert_eq!(at, None);
+        assert!(why.starts_with("not reached: still climbing"), "{why}");
+        assert!(why.contains("+0.80 °C/min"), "{why}");
+        // The same climb over 300 s but only 0.9 °C in all stays within
+        // the 1 °C the rule allows.
+        let slow: Vec<(i64, f64)> = (0..1500)
+            .map(|i| (i * 200 * ms, 60.0 + 0.9 * (i as f64 / 1500.0)))
+            .collect();
+        assert_eq!(
+            equilibrium(&slow, 0, 300_000 * ms, 240_000 * ms).1,
+            "reached"
+        );
+    }
+
+    #[test]
+    fn missing_readings_are_not_judged_as_equilibrium() {
+        let ms = 1_000_000i64;
+        let flat = |from_s: i64, to_s: i64| -> Vec<(i64, f64)> {
+            (from_s * 5..to_s * 5)
+                .map(|i| (i * 200 * ms, 60.0))
+                .collect()
+        };
+        // Readings only in the last window: nothing before it to judge.
+        let late = flat(240, 300);
+        let (at, why) = equilibrium(&late, 0, 300_000 * ms, 240_000 * ms);
+        assert_eq!(at, None);
+        assert!(
+            why.starts_with("not judged: no temperature readings before"),
+            "{why}"
+        );
+        // Readings from 100 s: equilibrium from the first bin there is, not 0 s.
+        let gap = flat(100, 300);
+        assert_eq!(
+            equilibrium(&gap, 0, 300_000 * ms, 240_000 * ms).0,
+            Some(100.0)
+        );
+        // One reading in the last window is no plateau.
+        let mut sparse = flat(0, 230);
+        sparse.push((299_000 * ms, 60.0));
+        let (at, why) = equilibrium(&sparse, 0, 300_000 * ms, 240_000 * ms);
+        assert_eq!(at, None);
+        assert!(
+            why.starts_with("not judged: 1 temperature reading"),
+            "{why}"
+        );
     }
 
     #[test]

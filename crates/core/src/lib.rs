@@ -15,6 +15,7 @@ pub mod sample;
 pub mod select;
 pub mod shape;
 pub mod units;
+pub mod words;
 
 pub use clock::RunClock;
 pub use collective::{Collective, CollectiveTiming, FabricSpec, SweepSpec};

@@ -75,9 +75,9 @@ impl HealthReport {
                     .filter(|c| c.status == Status::Warn)
                     .count();
                 format!(
-                    "PREFLIGHT PASSED on {} ({} GPUs, {} warnings)",
+                    "PREFLIGHT PASSED on {} ({}, {} warnings)",
                     self.host,
-                    self.facts.gpus.len(),
+                    powerlab_core::words::gpus(self.facts.gpus.len()),
                     warns
                 )
             }

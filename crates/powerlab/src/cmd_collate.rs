@@ -70,7 +70,12 @@ pub fn collate(a: &CollateArgs) -> Result<i32> {
                     format!("its own collation failed: {e}")
                 }
             };
-            outln!("  {:<24} {} GPUs  {}  — {how}", n.node, n.gpus, n.status);
+            outln!(
+                "  {:<24} {}  {}  — {how}",
+                n.node,
+                powerlab_core::words::gpus(n.gpus),
+                n.status
+            );
         }
         for n in out.nodes.iter().skip(out.node_reports.len()) {
             outln!("  {:<24} {}", n.node, n.status);

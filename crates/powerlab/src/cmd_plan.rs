@@ -58,16 +58,30 @@ pub fn plan(a: &PlanArgs) -> Result<i32> {
         }
     };
     let n = c.gpus.count(a.gpus.unwrap_or(ASSUMED_GPUS));
+    let assumed = c.gpus == GpuSelector::All && a.gpus.is_none();
+    if let (GpuSelector::List(l), Some(g)) = (&c.gpus, a.gpus)
+        && g != l.len()
+    {
+        errln!(
+            "note: --gpus {g} is not used: the campaign names its {} GPU(s) in `gpus`",
+            l.len()
+        );
+    }
     match plan::expand(&c, n, a.repeats) {
         Ok(p) if a.json => {
-            outln!("{}", serde_json::to_string_pretty(&p)?);
+            let mut v = serde_json::to_value(&p)?;
+            if let Some(o) = v.as_object_mut() {
+                // Whether gpu_count is the count assumed for "all" (no --gpus).
+                o.insert("gpu_count_assumed".into(), assumed.into());
+            }
+            outln!("{}", serde_json::to_string_pretty(&v)?);
             Ok(0)
         }
         Ok(p) => {
             let table = plan::render(&p);
             let (head, rest) = table.split_once('\n').unwrap_or((&table, ""));
             outln!("{head}");
-            if c.gpus == GpuSelector::All && a.gpus.is_none() {
+            if assumed {
                 outln!(
                     "note: gpus = \"all\" is planned for {ASSUMED_GPUS} GPUs here (plan does not look at the machine; --gpus N for this node's count)"
                 );

@@ -247,6 +247,16 @@ fn validate_and_plan_from_the_command_line() {
         "{text}"
     );
     assert!(!text.contains("planned for"), "{text}");
+    // --json says whether the count was assumed.
+    for (args, assumed) in [(&[][..], true), (&["--gpus", "2"][..], false)] {
+        let out = powerlab()
+            .args(["plan", demo, "--json"])
+            .args(args)
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["gpu_count_assumed"], assumed, "{args:?}");
+    }
 }
 
 /// A collation that fails (here: a damaged edges.csv) keeps the previous

@@ -172,8 +172,11 @@ impl Backend for SimBackend {
                 host: self.opts.node_id.clone(),
                 gpus: ids,
                 driver: format!(
-                    "simulated {} node, {} GPUs, seed {}, step {} µs",
-                    self.opts.profile.name, self.opts.gpu_count, self.opts.seed, self.opts.step_us
+                    "simulated {} node, {}, seed {}, step {} µs",
+                    self.opts.profile.name,
+                    powerlab_core::words::gpus(self.opts.gpu_count),
+                    self.opts.seed,
+                    self.opts.step_us
                 ),
                 nccl,
             },

@@ -537,7 +537,7 @@ where
     let ranks = rows.iter().map(|r| r.ranks).max().unwrap_or(0);
     let mut chart = ChartBuilder::on(area)
         .caption(
-            format!("NCCL bus bandwidth, {ranks} GPUs"),
+            format!("NCCL bus bandwidth, {}", powerlab_core::words::gpus(ranks)),
             ("sans-serif", 18),
         )
         .margin(10)

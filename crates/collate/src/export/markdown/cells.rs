@@ -26,10 +26,4 @@ pub fn signed(v: Option<f64>, ci: Option<f64>) -> String {
 }
 
 /// A count of GPUs in words: `1 GPU`, `8 GPUs`.
-pub fn gpus(n: usize) -> String {
-    if n == 1 {
-        "1 GPU".into()
-    } else {
-        format!("{n} GPUs")
-    }
-}
+pub use powerlab_core::words::gpus;

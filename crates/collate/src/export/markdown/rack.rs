@@ -118,8 +118,9 @@ pub fn write_rack_report(
     if bad.is_empty() {
         let _ = writeln!(
             s,
-            "# {name} — complete rack run: {} nodes, {gpus} GPUs",
-            nodes.len()
+            "# {name} — complete rack run: {} nodes, {}",
+            nodes.len(),
+            super::cells::gpus(gpus)
         );
     } else {
         let list: Vec<String> = bad
