@@ -262,7 +262,7 @@ fn node_row(r: &RungWindow, series: &SeriesSet, run: &Run, gpus: &[SoakRow]) -> 
             // One GPU: its reason too.
             let why = match not.as_slice() {
                 [one] => format!(
-                    " ({})",
+                    ": {}",
                     one.equilibrium
                         .strip_prefix("not reached: ")
                         .or_else(|| one.equilibrium.strip_prefix("not judged: "))
