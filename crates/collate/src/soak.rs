@@ -4,7 +4,8 @@
 //! (the edge window, configurable), the drift as a least-squares slope
 //! through 10 s means with its 95 % interval (widened for the residuals'
 //! lag-1 autocorrelation), the time to thermal equilibrium (the GPU's
-//! 10 s mean temperature within 1 °C of its final plateau from then on), the throttle
+//! 10 s mean temperature within 1 °C of its final plateau from then on,
+//! and the plateau holding to the end), the throttle
 //! onset (the first clock-event reading with a slowdown bit other than
 //! the software power cap), the share of the window under the power and
 //! thermal caps from NVML's cumulative counters, and the SM clock and
