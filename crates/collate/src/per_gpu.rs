@@ -14,6 +14,7 @@
 
 use crate::load::Run;
 use crate::sensor::series::{SeriesSet, span};
+use crate::stats::mean;
 use crate::stats::{median, r3};
 use powerlab_core::sample::ClockEventBits;
 use serde::Serialize;
@@ -347,10 +348,6 @@ fn energy_check(
 
 fn values(s: &[(i64, f64)]) -> Vec<f64> {
     s.iter().map(|p| p.1).collect()
-}
-
-fn mean(v: &[f64]) -> Option<f64> {
-    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
 
 #[cfg(test)]

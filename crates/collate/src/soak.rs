@@ -14,6 +14,7 @@
 use crate::load::{Run, RungWindow};
 use crate::per_gpu::cap_share;
 use crate::sensor::series::{SeriesSet, span};
+use crate::stats::mean;
 use crate::stats::{r3, t975};
 use powerlab_core::sample::ClockEventBits;
 use serde::Serialize;
@@ -521,10 +522,6 @@ fn secs(ns: i64) -> f64 {
 
 fn values(s: &[(i64, f64)]) -> Vec<f64> {
     s.iter().map(|p| p.1).collect()
-}
-
-fn mean(v: &[f64]) -> Option<f64> {
-    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
 
 #[cfg(test)]

@@ -113,6 +113,11 @@ pub fn sum_compensated(values: &[f64]) -> f64 {
     sum + carry
 }
 
+/// The arithmetic mean (a plain sum), None for no values.
+pub fn mean(values: &[f64]) -> Option<f64> {
+    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+}
+
 /// Mean, sample standard deviation, and 95% CI half-width (None for n < 2).
 pub fn mean_sd_ci(values: &[f64]) -> (f64, Option<f64>, Option<f64>) {
     let n = values.len();

@@ -10,6 +10,7 @@
 //! half-width: a difference the repeats cannot tell from zero is never a
 //! regression, however large its percentage.
 
+use crate::stats::mean;
 use crate::stats::{r3, welch_difference};
 use serde::Serialize;
 
@@ -34,10 +35,6 @@ pub struct Delta {
     /// The interval in words: `± 12.3 W (Welch 95 %, 3 vs 3 repeats)`,
     /// `no interval (1 repeat)` or why there is no difference.
     pub interval: String,
-}
-
-fn mean(v: &[f64]) -> Option<f64> {
-    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
 
 /// Compares A's repeat values `a` with B's `b` (NaN-free).

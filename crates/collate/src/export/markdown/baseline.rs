@@ -6,6 +6,7 @@
 
 use super::cells::o;
 use crate::per_gpu::GpuRungRow;
+use crate::stats::mean;
 use crate::summary::RungSummary;
 use std::fmt::Write;
 
@@ -19,10 +20,6 @@ fn pair(rungs: &[RungSummary]) -> Option<(&RungSummary, Vec<&RungSummary>)> {
         .filter(|r| r.rung.kind == "idle" && !r.rung.no_context)
         .collect();
     (!held.is_empty()).then_some((bare, held))
-}
-
-fn mean(v: &[f64]) -> Option<f64> {
-    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
 
 /// The mean of `f` over the rungs that have it.
