@@ -23,7 +23,7 @@
 
 use crate::columns::{f64_column, i64_column};
 use crate::curve::NodeCurve;
-use crate::cycle::{NoCycle, NodeCycle};
+use crate::cycle::{Bounds, NoCycle, NodeCycle};
 use crate::edges::EdgeStats;
 use crate::load::Run;
 use crate::stats::{mean_sd_ci, quantile_sorted, r3, sum_compensated, welch_difference};
@@ -126,6 +126,50 @@ pub struct RungSummary {
     /// Why the rung's raw data are incomplete (a GPU's file missing or cut
     /// short, a run stopped mid-rung); empty when every GPU covers the window.
     pub incomplete: Option<String>,
+    /// A composed figure's 95 % interval within the run (a bootstrap over
+    /// whole cycles, [`crate::cycle::interval`]): the mean's, W.
+    pub mean_ci95: Option<Bounds>,
+    /// The peak's.
+    pub peak_ci95: Option<Bounds>,
+    /// The spread's.
+    pub spread_ci95: Option<Bounds>,
+    /// The swing's.
+    pub swing_ci95: Option<Bounds>,
+    /// The node's on−off step of a composed duty rung, W.
+    pub step_w: Option<f64>,
+    /// The composed figures whose interval is wider than the figure itself
+    /// or than [`UNRESOLVED_STEP_SHARE`] of the step: they are not resolved
+    /// by this run (empty when every figure is).
+    pub unresolved: Option<String>,
+}
+
+/// A composed figure whose 95 % interval is wider than this share of the
+/// node's step is said to be unresolved.
+pub const UNRESOLVED_STEP_SHARE: f64 = 0.10;
+
+/// The figures of `c` whose interval is wider than the figure or than
+/// [`UNRESOLVED_STEP_SHARE`] of the step, named with their interval.
+fn unresolved_of(c: &NodeCycle) -> Option<String> {
+    let i = c.interval.as_ref()?;
+    let st = &c.stats;
+    let wide: Vec<String> = [
+        ("mean", st.mean_w, i.mean),
+        ("peak", st.peak_w, i.peak),
+        ("spread", st.p99_w - st.p1_w, i.spread),
+        ("swing", st.p90_w - st.p10_w, i.swing),
+    ]
+    .into_iter()
+    .filter(|(_, v, b)| b.width() > v.abs() || b.width() > UNRESOLVED_STEP_SHARE * c.step_w.abs())
+    .map(|(name, v, b)| format!("{name} {v:.0} W [{:.0}, {:.0}]", b.lo, b.hi))
+    .collect();
+    (!wide.is_empty()).then(|| {
+        format!(
+            "interval wider than the figure or than {:.0} % of the {:.0} W step: {}",
+            100.0 * UNRESOLVED_STEP_SHARE,
+            c.step_w,
+            wide.join(", ")
+        )
+    })
 }
 
 /// Writes fields of `$row` under their own names, in the order given.
@@ -139,7 +183,19 @@ macro_rules! fields {
 /// from the rung's facts.
 const FACT_COLUMNS: usize = 9;
 /// Columns holding the node figures, after the facts.
-const FIGURE_COLUMNS: usize = 37;
+const FIGURE_COLUMNS: usize = 47;
+
+/// The interval columns, low and high of each composed figure.
+const CI_COLUMNS: [&str; 8] = [
+    "mean_ci95_lo_w",
+    "mean_ci95_hi_w",
+    "peak_ci95_lo_w",
+    "peak_ci95_hi_w",
+    "spread_ci95_lo_w",
+    "spread_ci95_hi_w",
+    "swing_ci95_lo_w",
+    "swing_ci95_hi_w",
+];
 
 impl Serialize for RungSummary {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -195,6 +251,17 @@ impl Serialize for RungSummary {
             window_coverage,
             incomplete,
         );
+        let cis = [
+            row.mean_ci95,
+            row.peak_ci95,
+            row.spread_ci95,
+            row.swing_ci95,
+        ];
+        for (names, b) in CI_COLUMNS.chunks_exact(2).zip(cis) {
+            st.serialize_field(names[0], &b.map(|b| r3(b.lo)))?;
+            st.serialize_field(names[1], &b.map(|b| r3(b.hi)))?;
+        }
+        fields!(st, row, step_w, unresolved);
         st.end()
     }
 }
@@ -415,6 +482,7 @@ pub fn summarize(
                 ),
             };
         let e = edges.get(&r.info.id);
+        let cyc = cycles.get(&r.info.id).and_then(|c| c.as_ref().ok());
         out.push(RungSummary {
             rung: r.info.clone(),
             method: method.into(),
@@ -460,6 +528,12 @@ pub fn summarize(
             },
             window_coverage: None,
             incomplete: None,
+            mean_ci95: cyc.and_then(|c| c.interval.map(|i| i.mean)),
+            peak_ci95: cyc.and_then(|c| c.interval.map(|i| i.peak)),
+            spread_ci95: cyc.and_then(|c| c.interval.map(|i| i.spread)),
+            swing_ci95: cyc.and_then(|c| c.interval.map(|i| i.swing)),
+            step_w: cyc.map(|c| r3(c.step_w)),
+            unresolved: cyc.and_then(unresolved_of),
         });
     }
     out
@@ -629,8 +703,10 @@ pub fn repeat_stats(rungs: &[RungSummary]) -> Vec<RepeatStats> {
 }
 
 /// In-phase vs staggered at one period of one phase: each figure's mean
-/// over the repeats of both modes, and the difference with the 95 %
-/// half-width of Welch's interval (None with fewer than two repeats a side).
+/// over the repeats of both modes, and the difference with its 95 %
+/// half-width: Welch's interval across repeats (two or more a side) and
+/// the rungs' own intervals within their runs, in quadrature (None when
+/// neither exists).
 #[derive(Debug, Clone, serde::Serialize, PartialEq)]
 pub struct PhaseCompare {
     /// The campaign phase compared.
@@ -682,7 +758,28 @@ pub struct PhaseCompare {
     pub raw_staggered_spread_w: Option<f64>,
 }
 
-/// Pairs the in-phase and staggered repeats of each duty period.
+/// The 95 % half-width, within their runs, of the mean of the figures `f`
+/// of rungs `g`: their own intervals' half-widths ([`RungSummary`]'s
+/// `*_ci95`) added in quadrature, over the count. None unless every rung
+/// with a figure has an interval.
+fn within_run_half_width(
+    g: &[&RungSummary],
+    f: fn(&RungSummary) -> Option<f64>,
+    ci: fn(&RungSummary) -> Option<Bounds>,
+) -> Option<f64> {
+    let halves: Option<Vec<f64>> = g
+        .iter()
+        .filter(|r| f(r).is_some())
+        .map(|r| ci(r).map(|b| b.width() / 2.0))
+        .collect();
+    let halves = halves.filter(|h| !h.is_empty())?;
+    Some(halves.iter().map(|h| h * h).sum::<f64>().sqrt() / halves.len() as f64)
+}
+
+/// Pairs the in-phase and staggered repeats of each duty period. Each
+/// difference's 95 % half-width combines Welch's interval across repeats
+/// (two or more a side) with the rungs' own intervals within their runs,
+/// so one repeat a side still has one.
 pub fn compare_modes(rungs: &[RungSummary]) -> Vec<PhaseCompare> {
     let gs = groups(rungs);
     let mut out = Vec::new();
@@ -699,24 +796,33 @@ pub fn compare_modes(rungs: &[RungSummary]) -> Vec<PhaseCompare> {
         }) else {
             continue;
         };
-        // Means of each side (None without a value) and the difference.
-        let cmp = |f: fn(&RungSummary) -> Option<f64>| {
+        // Means of each side (None without a value) and the difference,
+        // its half-width the Welch interval across repeats and each rung's
+        // own interval within its run, combined in quadrature.
+        let cmp = |f: fn(&RungSummary) -> Option<f64>, ci: fn(&RungSummary) -> Option<Bounds>| {
             let (xa, xb) = (pick(a, f), pick(b, f));
             let mean = |x: &[f64]| (!x.is_empty()).then(|| r3(mean_sd_ci(x).0));
-            let (d, ci) = welch_difference(&xa, &xb);
+            let (d, welch) = welch_difference(&xa, &xb);
             let both = !xa.is_empty() && !xb.is_empty();
+            let within = within_run_half_width(a, f, ci)
+                .zip(within_run_half_width(b, f, ci))
+                .map(|(ha, hb)| (ha * ha + hb * hb).sqrt());
+            let half = match (welch, within) {
+                (Some(w), Some(h)) => Some((w * w + h * h).sqrt()),
+                (w, h) => w.or(h),
+            };
             (
                 mean(&xa),
                 mean(&xb),
                 both.then(|| r3(d)),
-                ci.filter(|_| both).map(r3),
+                half.filter(|_| both).map(r3),
             )
         };
-        let (ma, mb, md, mci) = cmp(|r| r.mean_w);
-        let (pa, pb, pd, pci) = cmp(|r| r.peak_w);
-        let (sa, sb, sd, sci) = cmp(|r| r.spread_w);
-        let (wa, wb, wd, wci) = cmp(|r| r.swing_w);
-        let (ra, rb, _, _) = cmp(|r| r.raw_spread_w);
+        let (ma, mb, md, mci) = cmp(|r| r.mean_w, |r| r.mean_ci95);
+        let (pa, pb, pd, pci) = cmp(|r| r.peak_w, |r| r.peak_ci95);
+        let (sa, sb, sd, sci) = cmp(|r| r.spread_w, |r| r.spread_ci95);
+        let (wa, wb, wd, wci) = cmp(|r| r.swing_w, |r| r.swing_ci95);
+        let (ra, rb, _, _) = cmp(|r| r.raw_spread_w, |_| None);
         out.push(PhaseCompare {
             phase: ka.phase.clone(),
             period_ms: a[0].rung.requested_period_ms().unwrap_or(0.0),
@@ -755,7 +861,7 @@ mod tests {
     use super::*;
 
     /// The columns of `summary.csv`, in the order every earlier run wrote them.
-    const COLUMNS: &str = "rung_id,label,phase,kind,mode,period_ms,nominal_period_ms,duty,repeat,method,verdict,instrument,samples,coverage,harmonics,mean_w,peak_w,p1_w,p99_w,spread_w,swing_w,instrument_verdict,energy_j,raw_mean_w,raw_peak_w,raw_spread_w,raw_swing_w,instant_mean_w,instant_spread_w,average_field_mean_w,average_field_spread_w,average_field_swing_w,start_error_max_us,start_skew_us,rise_err_p50_us,rise_err_p99_us,rise_err_max_us,fall_err_p50_us,fall_err_p99_us,fall_err_max_us,edge_skew_p99_us,clock_drift_ppm,barrier_ok,edges_verdict,window_coverage,incomplete";
+    const COLUMNS: &str = "rung_id,label,phase,kind,mode,period_ms,nominal_period_ms,duty,repeat,method,verdict,instrument,samples,coverage,harmonics,mean_w,peak_w,p1_w,p99_w,spread_w,swing_w,instrument_verdict,energy_j,raw_mean_w,raw_peak_w,raw_spread_w,raw_swing_w,instant_mean_w,instant_spread_w,average_field_mean_w,average_field_spread_w,average_field_swing_w,start_error_max_us,start_skew_us,rise_err_p50_us,rise_err_p99_us,rise_err_max_us,fall_err_p50_us,fall_err_p99_us,fall_err_max_us,edge_skew_p99_us,clock_drift_ppm,barrier_ok,edges_verdict,window_coverage,incomplete,mean_ci95_lo_w,mean_ci95_hi_w,peak_ci95_lo_w,peak_ci95_hi_w,spread_ci95_lo_w,spread_ci95_hi_w,swing_ci95_lo_w,swing_ci95_hi_w,step_w,unresolved";
 
     fn summary(nominal: Option<f64>) -> RungSummary {
         RungSummary {
@@ -810,6 +916,12 @@ mod tests {
             edges_verdict: None,
             window_coverage: None,
             incomplete: None,
+            mean_ci95: None,
+            peak_ci95: None,
+            spread_ci95: None,
+            swing_ci95: None,
+            step_w: None,
+            unresolved: None,
         }
     }
 

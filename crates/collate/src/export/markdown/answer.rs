@@ -259,7 +259,10 @@ pub fn power_lines(
             };
             let _ = writeln!(
                 s,
-                "- **Largest in-phase swing:** {w:.0} W (p90 − p10 of the {name} cycle){} at {p:.0} ms (rung `{}`{typical}){}.",
+                "- **Largest in-phase swing:** {w:.0} W{} (p90 − p10 of the {name} cycle){} at {p:.0} ms (rung `{}`{typical}){}.",
+                r.swing_ci95
+                    .map(|b| format!(" [{:.0}, {:.0}] (95 % within the run)", b.lo, b.hi))
+                    .unwrap_or_default(),
                 pct(w),
                 r.rung.label,
                 edges_caveat(r)
@@ -277,9 +280,12 @@ pub fn power_lines(
         .filter_map(|c| {
             let (i, st) = (c.in_phase_swing_w?, c.staggered_swing_w?);
             Some(format!(
-                "{:.0} ms: {i:.0} → {st:.0} W ({:+.0} W)",
+                "{:.0} ms: {i:.0} → {st:.0} W ({:+.0}{} W)",
                 c.period_ms,
-                st - i
+                st - i,
+                c.delta_swing_w_ci95
+                    .map(|h| format!(" ± {h:.0}"))
+                    .unwrap_or_default()
             ))
         })
         .collect();

@@ -3,7 +3,7 @@
 //! vs staggered, what the instruments can see, NCCL, faults, definitions
 //! and the plots.
 
-use super::cells::{o, pm, signed};
+use super::cells::{o, pm, signed, within};
 use super::sensor::write_sensor_section;
 use crate::error::CollateError;
 use crate::format::{fmt_bytes, fmt_ms};
@@ -201,7 +201,7 @@ pub fn write_report(
     let _ = writeln!(s, "\n## Rungs (node power, GPU draw only)\n");
     let _ = writeln!(
         s,
-        "Duty rungs: the node's cycle composed from every GPU's own buffered samples, folded on that GPU's recorded edges, corrected for the sample window and summed at the GPUs' measured offsets (method `composed cycle`). A duty rung whose cycle cannot be composed shows its verdict instead of figures. Other rungs: the sample-and-hold sum of the buffered samples. The last two columns are what NVML sampled (sample and hold): for a duty rung that is not what the node drew. The 1 s average field is never used as a result.\n"
+        "Duty rungs: the node's cycle composed from every GPU's own buffered samples, folded on that GPU's recorded edges, corrected for the sample window and summed at the GPUs' measured offsets (method `composed cycle`); in brackets each figure's 95 % interval within the run, from resampling whole cycles (noise and cycle-to-cycle variation; not the sensor model's bias). A figure whose interval is wider than itself or than 10 % of the node's on−off step is marked unresolved. A duty rung whose cycle cannot be composed shows its verdict instead of figures. Other rungs: the sample-and-hold sum of the buffered samples. The last two columns are what NVML sampled (sample and hold): for a duty rung that is not what the node drew. The 1 s average field is never used as a result.\n"
     );
     let _ = writeln!(
         s,
@@ -223,16 +223,19 @@ pub fn write_report(
         if let Some(i) = &r.incomplete {
             method = format!("**{i}** — {method}");
         }
+        if let Some(u) = &r.unresolved {
+            method = format!("{method}; **unresolved: {u}**");
+        }
         let _ = writeln!(
             s,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.rung.label,
             period,
             method,
-            o(r.mean_w),
-            o(r.peak_w),
-            o(r.spread_w),
-            o(r.swing_w),
+            within(r.mean_w, r.mean_ci95),
+            within(r.peak_w, r.peak_ci95),
+            within(r.spread_w, r.spread_ci95),
+            within(r.swing_w, r.swing_ci95),
             o(r.raw_spread_w),
             match r.instrument_verdict.as_deref() {
                 Some("aliased") => "aliased".to_string(),
