@@ -241,9 +241,15 @@ pub fn load_file(path: &std::path::Path) -> Result<Campaign, CampaignError> {
 /// or a value of the wrong type, or fails validation: a value out of its
 /// range (with the allowed range), an unknown phase kind, mode, collective
 /// or stagger, a key not allowed in its phase's kind, duplicate phase
-/// names, periods, modes or GPUs, inconsistent timing such as a ramp not
-/// shorter than the rung, or a campaign that would run longer than 366
-/// days in all.
+/// names, periods, modes, collectives or GPUs, a campaign or phase name
+/// outside [`crate::names::NAME_ALLOWED`] or reserved for the planner's
+/// rungs, a duty that leaves no on or off part ([`MIN_DUTY`],
+/// [`MIN_PULSE_MS`]), an offset list that does not fit the GPUs listed,
+/// more than [`MAX_PERIODS`] periods in a phase, more than
+/// [`crate::plan::MAX_RUNGS`] rungs or more than
+/// [`crate::plan::MAX_GPUS`] listed GPUs, inconsistent timing such as a
+/// ramp not shorter than the rung, or a campaign that would run longer
+/// than 366 days in all.
 pub fn parse_str(file: &str, source: &str) -> Result<Campaign, CampaignError> {
     let ctx = Ctx { file, source };
     let raw: RawFile = toml::from_str(source).map_err(|e| toml_error(&ctx, &e))?;

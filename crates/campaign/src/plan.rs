@@ -396,7 +396,9 @@ pub fn expand(
 ///
 /// Returns a [`CampaignError`] if `pos` is not a valid rank of a non-empty
 /// rack, if `repeats_override` is outside `1..=MAX_REPEATS` (1000), if
-/// `gpu_count` is 0, if the plan would run longer than [`MAX_PLAN_NS`]
+/// the campaign would expand into more than [`MAX_RUNGS`] rungs, if
+/// `gpu_count` is 0 or above [`MAX_GPUS`], if two rungs would share a
+/// label, if the plan would run longer than [`MAX_PLAN_NS`]
 /// (366 days), if
 /// an explicit offset list does not have one entry per GPU (or per node,
 /// with `stagger = "node"`), or if an in-phase duty rung would swing more
