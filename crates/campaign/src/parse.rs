@@ -1109,7 +1109,7 @@ fn check_offset_count(
         return Ok(());
     };
     let given = list.get_ref().len();
-    if given == 0 || given % n != 0 {
+    if given == 0 || !given.is_multiple_of(n) {
         return Err(ctx.err(
             list.span(),
             field,

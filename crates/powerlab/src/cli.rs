@@ -507,6 +507,15 @@ pub fn check_backend_options(
     }
 }
 
+/// `plan --gpus`: a node's GPU count, 1 to [`powerlab_campaign::plan::MAX_GPUS`].
+fn parse_plan_gpus(s: &str) -> Result<usize, String> {
+    let max = powerlab_campaign::plan::MAX_GPUS;
+    s.parse::<usize>()
+        .ok()
+        .filter(|n| (1..=max).contains(n))
+        .ok_or_else(|| format!("`{s}` is not a GPU count of one node (1 to {max})"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::{plain_stem, positive_f64};
@@ -526,13 +535,4 @@ mod tests {
             assert!(plain_stem(bad).is_err(), "{bad}");
         }
     }
-}
-
-/// `plan --gpus`: a node's GPU count, 1 to [`powerlab_campaign::plan::MAX_GPUS`].
-fn parse_plan_gpus(s: &str) -> Result<usize, String> {
-    let max = powerlab_campaign::plan::MAX_GPUS;
-    s.parse::<usize>()
-        .ok()
-        .filter(|n| (1..=max).contains(n))
-        .ok_or_else(|| format!("`{s}` is not a GPU count of one node (1 to {max})"))
 }
