@@ -10,6 +10,7 @@
 pub mod detune;
 pub mod error;
 pub mod model;
+pub mod names;
 mod node_power;
 pub mod parse;
 pub mod plan;

@@ -109,6 +109,11 @@ pub const MAX_DURATION_S: f64 = 604_800.0;
 /// Longest warm-up or cool-down, s.
 pub const MAX_WARMUP_S: f64 = 3_600.0;
 pub use crate::model::MAX_REPEATS;
+/// The temperature limits a campaign may set, °C: below 50 an idle GPU
+/// would trip them, above 110 they would not protect anything.
+pub const TEMP_LIMIT_RANGE_C: (f64, f64) = (50.0, 110.0);
+/// Most periods in one duty phase.
+pub const MAX_PERIODS: usize = 1_000;
 
 const PHASE_KINDS: &str = "idle, sustained, duty, nccl, soak";
 const MODES: &str = "in_phase, staggered";
@@ -236,9 +241,15 @@ pub fn load_file(path: &std::path::Path) -> Result<Campaign, CampaignError> {
 /// or a value of the wrong type, or fails validation: a value out of its
 /// range (with the allowed range), an unknown phase kind, mode, collective
 /// or stagger, a key not allowed in its phase's kind, duplicate phase
-/// names, periods, modes or GPUs, inconsistent timing such as a ramp not
-/// shorter than the rung, or a campaign that would run longer than 366
-/// days in all.
+/// names, periods, modes, collectives or GPUs, a campaign or phase name
+/// outside [`crate::names::NAME_ALLOWED`] or reserved for the planner's
+/// rungs, a duty that leaves no on or off part ([`MIN_DUTY`],
+/// [`MIN_PULSE_MS`]), an offset list that does not fit the GPUs listed,
+/// more than [`MAX_PERIODS`] periods in a phase, more than
+/// [`crate::plan::MAX_RUNGS`] rungs or more than
+/// [`crate::plan::MAX_GPUS`] listed GPUs, inconsistent timing such as a
+/// ramp not shorter than the rung, or a campaign that would run longer
+/// than 366 days in all.
 pub fn parse_str(file: &str, source: &str) -> Result<Campaign, CampaignError> {
     let ctx = Ctx { file, source };
     let raw: RawFile = toml::from_str(source).map_err(|e| toml_error(&ctx, &e))?;
@@ -275,16 +286,12 @@ fn validate(ctx: &Ctx<'_>, raw: RawFile) -> Result<Campaign, CampaignError> {
     let header_span = raw.campaign.span();
     let header = raw.campaign.into_inner();
     let name = header.name.get_ref().trim().to_string();
-    if name.is_empty()
-        || !name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
-    {
+    if let Some(why) = crate::names::name_problem(&name) {
         return Err(ctx.err(
             header.name.span(),
             "campaign.name",
-            format!("`{name}` cannot name a run directory"),
-            Some("letters, digits, '-', '_' and '.'"),
+            format!("cannot name a run directory: {why}"),
+            Some(crate::names::NAME_ALLOWED),
         ));
     }
     let gpus = match &header.gpus {
@@ -381,14 +388,14 @@ fn validate(ctx: &Ctx<'_>, raw: RawFile) -> Result<Campaign, CampaignError> {
             &l.max_gpu_temp_c,
             "limits.max_gpu_temp_c",
             dl.max_gpu_temp_c,
-            (20.0, 150.0),
+            TEMP_LIMIT_RANGE_C,
             false,
         )?,
         max_memory_temp_c: ctx.ranged(
             &l.max_memory_temp_c,
             "limits.max_memory_temp_c",
             dl.max_memory_temp_c,
-            (20.0, 150.0),
+            TEMP_LIMIT_RANGE_C,
             false,
         )?,
         max_node_power_w: match &l.max_node_power_w {
@@ -489,29 +496,34 @@ fn validate(ctx: &Ctx<'_>, raw: RawFile) -> Result<Campaign, CampaignError> {
             Some("one or more [[phase]] tables, or calibrate = true in [campaign]"),
         ));
     }
-    let mut phases = Vec::new();
+    let defaults = PhaseDefaults {
+        repeats: default_repeats,
+        warmup_s: default_warmup,
+        cooldown_s: default_cooldown,
+        listed_gpus: match &gpus {
+            GpuSelector::List(l) => Some(l.len()),
+            GpuSelector::All => None,
+        },
+        rack_stagger: rack.stagger,
+    };
+    let mut phases: Vec<Phase> = Vec::new();
     for (i, p) in raw.phase.into_iter().enumerate() {
-        phases.push(validate_phase(
-            ctx,
-            i,
-            p,
-            default_repeats,
-            default_warmup,
-            default_cooldown,
-        )?);
-    }
-    let mut names = std::collections::HashSet::new();
-    for p in &phases {
-        if !names.insert(p.name.clone()) {
-            return Err(CampaignError {
-                file: ctx.file.into(),
-                line: 0,
-                column: 0,
-                field: Some("phase.name".into()),
-                message: format!("two phases are named `{}`", p.name),
-                allowed: Some("unique phase names".into()),
-            });
+        // Where the name is written, else the phase's table.
+        let name_span = p
+            .get_ref()
+            .name
+            .as_ref()
+            .map_or_else(|| p.span(), |n| n.span());
+        let phase = validate_phase(ctx, i, p, &defaults)?;
+        if phases.iter().any(|q| q.name == phase.name) {
+            return Err(ctx.err(
+                name_span,
+                format!("phase[{i}].name"),
+                format!("two phases are named `{}`", phase.name),
+                Some("unique phase names"),
+            ));
         }
+        phases.push(phase);
     }
 
     let campaign = Campaign {
@@ -528,6 +540,21 @@ fn validate(ctx: &Ctx<'_>, raw: RawFile) -> Result<Campaign, CampaignError> {
         phases,
         node_power: crate::node_power::validate_all(ctx, raw.node_power)?,
     };
+    let rungs = crate::plan::estimated_rungs(&campaign, None);
+    if rungs > crate::plan::MAX_RUNGS as u64 {
+        return Err(ctx.err(
+            header_span.clone(),
+            "phase",
+            format!(
+                "the campaign expands into {rungs} rungs (every phase × its repeats, periods, modes and NCCL steps), more than {}",
+                crate::plan::MAX_RUNGS
+            ),
+            Some(&format!(
+                "at most {} rungs (fewer repeats, periods or modes)",
+                crate::plan::MAX_RUNGS
+            )),
+        ));
+    }
     // Before any schedule is expanded: a campaign that cannot end within a
     // year is refused here, at once, whatever the GPU count.
     let total_s = crate::plan::estimated_total_s(&campaign, None);
@@ -550,6 +577,16 @@ fn parse_gpus(ctx: &Ctx<'_>, v: &Spanned<toml::Value>) -> Result<GpuSelector, Ca
         Some("\"all\", or a list of visible indices and/or UUIDs like [0, 1] or [\"GPU-…\"]");
     match v.get_ref() {
         toml::Value::String(s) if s == "all" => Ok(GpuSelector::All),
+        toml::Value::Array(items) if items.len() > crate::plan::MAX_GPUS => Err(ctx.err(
+            v.span(),
+            "campaign.gpus",
+            format!(
+                "{} GPUs listed, more than one node has ({})",
+                items.len(),
+                crate::plan::MAX_GPUS
+            ),
+            allowed,
+        )),
         toml::Value::Array(items) if !items.is_empty() => {
             let mut out = Vec::new();
             for item in items {
@@ -590,14 +627,24 @@ fn parse_gpus(ctx: &Ctx<'_>, v: &Spanned<toml::Value>) -> Result<GpuSelector, Ca
     }
 }
 
+/// What a phase takes from the rest of the file.
+struct PhaseDefaults {
+    repeats: u32,
+    warmup_s: f64,
+    cooldown_s: f64,
+    /// How many GPUs `gpus` lists, when it lists them.
+    listed_gpus: Option<usize>,
+    rack_stagger: RackStagger,
+}
+
 fn validate_phase(
     ctx: &Ctx<'_>,
     index: usize,
     spanned: Spanned<RawPhase>,
-    default_repeats: u32,
-    default_warmup: f64,
-    default_cooldown: f64,
+    defaults: &PhaseDefaults,
 ) -> Result<Phase, CampaignError> {
+    let (default_repeats, default_warmup, default_cooldown) =
+        (defaults.repeats, defaults.warmup_s, defaults.cooldown_s);
     let phase_span = spanned.span();
     let p = spanned.into_inner();
     let f = |name: &str| format!("phase[{index}].{name}");
@@ -675,6 +722,10 @@ fn validate_phase(
             "bsp_compute_ms",
             p.bsp_compute_ms.as_ref().map(|s| s.span()),
         ),
+        ("warmup_iters", p.warmup_iters.as_ref().map(|s| s.span())),
+        ("sweep_s", p.sweep_s.as_ref().map(|s| s.span())),
+        ("fabric_bytes", p.fabric_bytes.as_ref().map(|s| s.span())),
+        ("timeout_s", p.timeout_s.as_ref().map(|s| s.span())),
     ]
     .into_iter()
     .filter_map(|(k, s)| s.map(|s| (k, s)))
@@ -698,6 +749,24 @@ fn validate_phase(
         }
         None => format!("{}-{}", kind.as_str(), index),
     };
+    if let Some(n) = &p.name {
+        if let Some(why) = crate::names::name_problem(&name) {
+            return Err(ctx.err(
+                n.span(),
+                f("name"),
+                format!("cannot name a phase: {why}"),
+                Some(crate::names::NAME_ALLOWED),
+            ));
+        }
+        if let Some(why) = crate::names::reserved_problem(&name, kind) {
+            return Err(ctx.err(
+                n.span(),
+                f("name"),
+                format!("cannot name a phase: {why}"),
+                Some("another name"),
+            ));
+        }
+    }
     let duration_s = match &p.duration_s {
         Some(_) => ctx.ranged(
             &p.duration_s,
@@ -785,6 +854,17 @@ fn validate_phase(
                         Some("one or more periods in ms"),
                     ));
                 }
+                if list.get_ref().len() > MAX_PERIODS {
+                    return Err(ctx.err(
+                        list.span(),
+                        f("periods_ms"),
+                        format!(
+                            "the sweep lists {} periods, more than {MAX_PERIODS}",
+                            list.get_ref().len()
+                        ),
+                        Some(&format!("1 to {MAX_PERIODS} periods per phase")),
+                    ));
+                }
                 for v in list.get_ref() {
                     let p = check_period(ctx, *v, list.span(), &f("periods_ms"))?;
                     if periods_ms.contains(&p) {
@@ -809,15 +889,7 @@ fn validate_phase(
         }
         duty = match &p.duty {
             None => 0.5,
-            Some(d) if *d.get_ref() > 0.0 && *d.get_ref() <= 1.0 => *d.get_ref(),
-            Some(d) => {
-                return Err(ctx.err(
-                    d.span(),
-                    f("duty"),
-                    format!("duty must be a fraction of the period, got {}", d.get_ref()),
-                    Some("0 < duty <= 1"),
-                ));
-            }
+            Some(d) => check_duty(ctx, *d.get_ref(), &periods_ms, d.span(), &f("duty"))?,
         };
         if let (Some(_), Some(ms)) = (&p.mode, &p.modes) {
             return Err(ctx.err(
@@ -874,6 +946,14 @@ fn validate_phase(
                 "stagger offsets are given but no staggered mode is run",
                 Some("mode = \"staggered\" or modes = [\"in_phase\", \"staggered\"]"),
             ));
+        }
+        for (key, list) in [
+            ("offsets_deg", &p.offsets_deg),
+            ("offsets_ms", &p.offsets_ms),
+        ] {
+            if let Some(list) = list {
+                check_offset_count(ctx, list, defaults, &f(key))?;
+            }
         }
         if let Some(s) = &p.stagger_step_deg {
             let v = *s.get_ref();
@@ -936,22 +1016,7 @@ fn validate_phase(
     if kind == PhaseKind::Nccl {
         let collectives = match &p.collectives {
             None => Collective::ALL.to_vec(),
-            Some(c) => c
-                .get_ref()
-                .iter()
-                .map(|name| {
-                    Collective::parse(name).ok_or_else(|| {
-                        let allowed: Vec<&str> =
-                            Collective::ALL.iter().map(|c| c.as_str()).collect();
-                        ctx.err(
-                            c.span(),
-                            f("collectives"),
-                            format!("unknown collective `{name}`"),
-                            Some(&allowed.join(", ")),
-                        )
-                    })
-                })
-                .collect::<Result<Vec<_>, _>>()?,
+            Some(c) => parse_collectives(ctx, c, &f("collectives"))?,
         };
         let bytes =
             |v: &Option<Spanned<i64>>, key: &str, default: u64| -> Result<u64, CampaignError> {
@@ -1029,6 +1094,116 @@ fn validate_phase(
         stagger,
         nccl,
     })
+}
+
+/// An explicit offset list beside an explicit GPU list: one offset per
+/// listed GPU (per GPU of the rack: a whole multiple of the list), unless
+/// the rack spreads whole nodes (one offset per node, any count).
+fn check_offset_count(
+    ctx: &Ctx<'_>,
+    list: &Spanned<Vec<f64>>,
+    defaults: &PhaseDefaults,
+    field: &str,
+) -> Result<(), CampaignError> {
+    let (Some(n), RackStagger::Gpu) = (defaults.listed_gpus, defaults.rack_stagger) else {
+        return Ok(());
+    };
+    let given = list.get_ref().len();
+    if given == 0 || !given.is_multiple_of(n) {
+        return Err(ctx.err(
+            list.span(),
+            field,
+            format!("{given} offsets are given for the {n} GPUs listed in `gpus`"),
+            Some(&format!(
+                "one offset per listed GPU ({n}; on a rack, {n} per node)"
+            )),
+        ));
+    }
+    Ok(())
+}
+
+/// Least duty of a square wave (and least off fraction: 1 − duty), so
+/// that each half of the cycle holds samples to fold.
+pub const MIN_DUTY: f64 = 0.01;
+/// Shortest on or off part of a cycle, ms: the engine switches its load a
+/// kernel at a time, and a shorter pulse is not one it can hold.
+pub const MIN_PULSE_MS: f64 = 0.5;
+
+/// A duty of 1 (constant load), or one whose on and off parts are each at
+/// least [`MIN_DUTY`] of the period and [`MIN_PULSE_MS`] long at every
+/// period of the phase.
+fn check_duty(
+    ctx: &Ctx<'_>,
+    d: f64,
+    periods_ms: &[f64],
+    span: Range<usize>,
+    field: &str,
+) -> Result<f64, CampaignError> {
+    let allowed = format!(
+        "duty = 1 (constant load), or {MIN_DUTY} <= duty <= {} with on and off parts each at least {MIN_PULSE_MS} ms",
+        1.0 - MIN_DUTY
+    );
+    if d == 1.0 {
+        return Ok(d);
+    }
+    if !(d.is_finite() && (MIN_DUTY..=1.0 - MIN_DUTY).contains(&d)) {
+        return Err(ctx.err(
+            span,
+            field,
+            format!("duty {d} leaves no on or no off part worth sampling"),
+            Some(&allowed),
+        ));
+    }
+    let shortest = periods_ms.iter().copied().fold(f64::INFINITY, f64::min);
+    let pulse = shortest * d.min(1.0 - d);
+    if pulse < MIN_PULSE_MS {
+        return Err(ctx.err(
+            span,
+            field,
+            format!("duty {d} at {shortest} ms leaves a {pulse} ms part of the cycle"),
+            Some(&allowed),
+        ));
+    }
+    Ok(d)
+}
+
+/// One or more known collectives, each listed once.
+fn parse_collectives(
+    ctx: &Ctx<'_>,
+    c: &Spanned<Vec<String>>,
+    field: &str,
+) -> Result<Vec<Collective>, CampaignError> {
+    let names: Vec<&str> = Collective::ALL.iter().map(|c| c.as_str()).collect();
+    let allowed = format!("one or more of {}, each once", names.join(", "));
+    let mut out = Vec::new();
+    for name in c.get_ref() {
+        let Some(one) = Collective::parse(name) else {
+            return Err(ctx.err(
+                c.span(),
+                field,
+                format!("unknown collective `{name}`"),
+                Some(&allowed),
+            ));
+        };
+        if out.contains(&one) {
+            return Err(ctx.err(
+                c.span(),
+                field,
+                format!("`{name}` is listed twice"),
+                Some(&allowed),
+            ));
+        }
+        out.push(one);
+    }
+    if out.is_empty() {
+        return Err(ctx.err(
+            c.span(),
+            field,
+            "no collectives listed: the sweep would measure nothing",
+            Some(&allowed),
+        ));
+    }
+    Ok(out)
 }
 
 fn check_period(

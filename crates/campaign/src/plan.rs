@@ -262,6 +262,42 @@ pub fn estimated_total_s(c: &Campaign, repeats_override: Option<u32>) -> f64 {
         .sum()
 }
 
+/// Most rungs a campaign may expand into (planner-inserted rungs aside:
+/// the calibration, the ramp-up steps and the idle rung without a context
+/// add at most a few dozen).
+pub const MAX_RUNGS: usize = 10_000;
+
+/// Most GPUs of one node a plan is made for (`plan --gpus`, a node's
+/// count): far above any node built, low enough that a plan's offsets
+/// (one per GPU per rung) stay within tens of megabytes.
+pub const MAX_GPUS: usize = 1_024;
+
+/// How many rungs the campaign's phases expand into, counted without
+/// expanding them: every phase's repeats (or `repeats_override`) × periods
+/// × modes × NCCL steps. The planner's own rungs (calibration, ramp-up,
+/// the idle rung without a context) are not counted.
+pub fn estimated_rungs(c: &Campaign, repeats_override: Option<u32>) -> u64 {
+    c.phases
+        .iter()
+        .map(|p| {
+            let repeats = match (p.kind, repeats_override) {
+                (PhaseKind::Idle | PhaseKind::Sustained | PhaseKind::Duty, Some(n)) => n,
+                _ => p.repeats,
+            };
+            let periods = if p.kind == PhaseKind::Duty {
+                p.periods_ms.len().max(1)
+            } else {
+                1
+            };
+            let steps = match &p.nccl {
+                Some(n) if p.kind == PhaseKind::Nccl => 2 + usize::from(n.bsp_compute_ms.is_some()),
+                _ => 1,
+            };
+            u64::from(repeats) * (periods * p.modes.len().max(1) * steps) as u64
+        })
+        .sum()
+}
+
 fn secs(s: f64) -> i64 {
     (s * 1e9).round() as i64
 }
@@ -360,7 +396,9 @@ pub fn expand(
 ///
 /// Returns a [`CampaignError`] if `pos` is not a valid rank of a non-empty
 /// rack, if `repeats_override` is outside `1..=MAX_REPEATS` (1000), if
-/// `gpu_count` is 0, if the plan would run longer than [`MAX_PLAN_NS`]
+/// the campaign would expand into more than [`MAX_RUNGS`] rungs, if
+/// `gpu_count` is 0 or above [`MAX_GPUS`], if two rungs would share a
+/// label, if the plan would run longer than [`MAX_PLAN_NS`]
 /// (366 days), if
 /// an explicit offset list does not have one entry per GPU (or per node,
 /// with `stagger = "node"`), or if an in-phase duty rung would swing more
@@ -402,6 +440,23 @@ pub fn expand_on_rack(
             "phase".into(),
             format!("the campaign would run {:.0} days", total_s / 86_400.0),
             Some("a total under 366 days (fewer repeats or shorter phases)"),
+        ));
+    }
+    let rungs = estimated_rungs(c, repeats_override);
+    if rungs > MAX_RUNGS as u64 {
+        return Err(plan_error(
+            c,
+            "phase".into(),
+            format!("the campaign would expand into {rungs} rungs, more than {MAX_RUNGS}"),
+            Some("at most 10000 rungs (fewer repeats, periods or modes)"),
+        ));
+    }
+    if gpu_count > MAX_GPUS {
+        return Err(plan_error(
+            c,
+            "campaign.gpus".into(),
+            format!("{gpu_count} GPUs on one node: more than {MAX_GPUS}"),
+            Some("1 to 1024 GPUs per node"),
         ));
     }
     if gpu_count == 0 {
@@ -456,9 +511,12 @@ pub fn expand_on_rack(
                 ),
             )
         };
+        // Once per period: the search for a detuned period is the costly part.
+        let timings: Vec<(Option<f64>, i64)> = periods.iter().map(|p| timing(*p)).collect();
         let detuned: Vec<String> = periods
             .iter()
-            .filter_map(|p| p.map(|p| (p, timing(Some(p)).0.unwrap_or(p))))
+            .zip(&timings)
+            .filter_map(|(p, t)| p.map(|p| (p, t.0.unwrap_or(p))))
             .filter(|(p, a)| a != p)
             .map(|(p, a)| format!("{} → {} ms", fmt_num(p), fmt_num(a)))
             .collect();
@@ -484,9 +542,8 @@ pub fn expand_on_rack(
         };
         for repeat in 1..=repeats {
             for step in &steps {
-                for period in &periods {
+                for (period, &(achieved, settle_ns)) in periods.iter().zip(&timings) {
                     for mode in &phase.modes {
-                        let (achieved, settle_ns) = timing(*period);
                         let offsets_ns = offsets(c, phase, *mode, achieved, gpu_count, pos)?;
                         let swinging = gpu_count * pos.nodes;
                         if phase.kind == PhaseKind::Duty
@@ -558,6 +615,16 @@ pub fn expand_on_rack(
     insert_ramp_up(c, &mut rungs, &mut notes, gpu_count, pos)?;
     if let Some(note) = no_context_baseline(&mut rungs) {
         notes.push(note);
+    }
+    // Every report, the summaries and `compare` tell rungs apart by label.
+    let mut seen = std::collections::HashSet::new();
+    if let Some(dup) = rungs.iter().find(|r| !seen.insert(r.label.as_str())) {
+        return Err(plan_error(
+            c,
+            format!("phases.{}.name", dup.phase),
+            format!("two rungs would be labelled `{}`", dup.label),
+            Some("phase names that are unique and hold no '/' (see campaigns/README.md)"),
+        ));
     }
     // Checked sum: a plan whose total does not fit the clock is refused,
     // never run as a negative or wrapped duration.

@@ -39,7 +39,12 @@ fn unknown_top_level_table_is_an_error() {
 fn out_of_range_duty_names_field_and_allowed() {
     let e = err(&BASE.replace("duty = 0.5", "duty = 1.5"));
     assert_eq!((e.line, e.field.as_deref()), (7, Some("phase[0].duty")));
-    assert_eq!(e.allowed.as_deref(), Some("0 < duty <= 1"));
+    assert_eq!(
+        e.allowed.as_deref(),
+        Some(
+            "duty = 1 (constant load), or 0.01 <= duty <= 0.99 with on and off parts each at least 0.5 ms"
+        )
+    );
 }
 
 #[test]
@@ -322,4 +327,250 @@ fn ramp_up_is_a_campaign_key_held_to_the_same_rules() {
         e.to_string().contains("idle, sustained, duty, nccl, soak"),
         "{e}"
     );
+}
+
+/// Where `needle` last starts in `src`, as 1-based (line, column).
+fn place_of(src: &str, needle: &str) -> (usize, usize) {
+    let at = src.rfind(needle).expect("the needle is in the file");
+    powerlab_campaign::error::line_col(src, at)
+}
+
+/// Issue 31, defect 2: a phase name could reproduce another rung's label
+/// (`sweep/p500ms/in_phase` beside a duty phase `sweep`, `idle/no-context`),
+/// take a planner rung's phase name, or carry markup and newlines into the
+/// reports. Each is refused at the name, and the planner refuses any two
+/// rungs with one label even when a campaign is built without the parser.
+#[test]
+fn defect2_a_phase_name_that_could_forge_a_label_is_refused_at_the_name() {
+    let two = |name: &str| {
+        format!(
+            "[campaign]\nname = \"t\"\n[[phase]]\nkind = \"idle\"\nname = \"idle\"\nduration_s = 2\n[[phase]]\nkind = \"duty\"\nname = \"sweep\"\nperiod_ms = 500\nduration_s = 4\n[[phase]]\nkind = \"sustained\"\nname = {name}\nduration_s = 2\n"
+        )
+    };
+    for name in [
+        r#""sweep/p500ms/in_phase""#,
+        r#""idle/no-context""#,
+        r#""a\nb""#,
+        r#""<script>alert(1)</script>""#,
+        r#""x<b>""#,
+        r#""a|b""#,
+        r#""a#b""#,
+        r#""a`b""#,
+        r#""a&b""#,
+        r#""rampup""#,
+        r#""calibration""#,
+        r#""idle""#,
+    ] {
+        let src = two(name);
+        let e = parse_str("x.toml", &src).expect_err(name);
+        let (line, _) = place_of(&src, &format!("name = {name}"));
+        assert_eq!(
+            (e.line, e.field.as_deref()),
+            (line, Some("phase[2].name")),
+            "{name}: {e}"
+        );
+        assert!(e.message.contains("cannot name a phase"), "{name}: {e}");
+        assert!(e.allowed.is_some(), "{name}: {e}");
+    }
+    assert!(parse_str("x.toml", &two(r#""full-load_2.v1""#)).is_ok());
+
+    // Belt and braces: a campaign built in code, past the parser.
+    let mut c = parse_str("x.toml", &two(r#""full""#)).unwrap();
+    c.phases[2].name = "sweep/p500ms/in_phase".into();
+    let e = expand(&c, 2, None).expect_err("two rungs labelled alike");
+    assert!(
+        e.message
+            .contains("two rungs would be labelled `sweep/p500ms/in_phase`"),
+        "{e}"
+    );
+    c.phases[2].name = "idle/no-context".into();
+    let e = expand(&c, 2, None).expect_err("the no-context rung's label");
+    assert!(e.message.contains("`idle/no-context`"), "{e}");
+}
+
+/// Issue 31, defect 13 (one item): two phases with one name were reported
+/// at `:0:0`; the error points at the second phase's name.
+#[test]
+fn defect13_a_duplicate_phase_name_is_located_at_the_second_name() {
+    let src = "[campaign]\nname = \"t\"\n[[phase]]\nkind = \"idle\"\nname = \"base\"\nduration_s = 2\n[[phase]]\nkind = \"sustained\"\nduration_s = 2\nname = \"base\"\n";
+    let e = err(src);
+    assert_eq!((e.line, e.column), (10, 8), "{e}");
+    assert_eq!(e.field.as_deref(), Some("phase[1].name"), "{e}");
+    assert!(e.message.contains("two phases are named `base`"), "{e}");
+    assert!(e.to_string().starts_with("x.toml:10:8:"), "{e}");
+    // Unnamed: the default name collides; the second phase's table is named.
+    let src = "[campaign]\nname = \"t\"\n[[phase]]\nkind = \"idle\"\nname = \"idle-1\"\nduration_s = 2\n[[phase]]\nkind = \"idle\"\nduration_s = 2\n";
+    let e = err(src);
+    assert!(e.line >= 7 && e.line <= 9, "{e}");
+    assert_eq!(e.field.as_deref(), Some("phase[1].name"), "{e}");
+}
+
+/// Issue 31, defect 12: values that validated although nothing can run
+/// them, each refused at its own line and field.
+#[test]
+fn defect12_accepted_nonsense_is_refused_at_its_line_and_field() {
+    let duty = "[campaign]\nname = \"t\"\n[[phase]]\nkind = \"duty\"\nname = \"d\"\nperiod_ms = 500\nduration_s = 4\n";
+    let nccl =
+        "[campaign]\nname = \"t\"\n[[phase]]\nkind = \"nccl\"\nname = \"n\"\nduration_s = 4\n";
+    let long = format!("name = \"{}\"", "n".repeat(240));
+    let cases: Vec<(String, String, &str)> = vec![
+        // A 240-character campaign name (`run` failed: "File name too long").
+        (
+            duty.replace("name = \"t\"", &long),
+            long.clone(),
+            "campaign.name",
+        ),
+        // A duty that leaves no on part.
+        (
+            format!("{duty}duty = 1e-12\n"),
+            "duty = 1e-12".into(),
+            "phase[0].duty",
+        ),
+        (
+            format!("{duty}duty = 0.999999\n"),
+            "duty = 0.999999".into(),
+            "phase[0].duty",
+        ),
+        // A 0.25 ms pulse at a 1 ms period.
+        (
+            duty.replace("period_ms = 500", "period_ms = 1\nduty = 0.25"),
+            "duty = 0.25".into(),
+            "phase[0].duty",
+        ),
+        // −2⁶³ warm-up iterations, in an NCCL phase and where they mean nothing.
+        (
+            format!("{nccl}warmup_iters = -9223372036854775808\n"),
+            "warmup_iters".into(),
+            "phase[0].warmup_iters",
+        ),
+        (
+            format!("{duty}warmup_iters = -9223372036854775808\n"),
+            "warmup_iters".into(),
+            "phase[0].warmup_iters",
+        ),
+        (
+            format!("{duty}sweep_s = 5\n"),
+            "sweep_s".into(),
+            "phase[0].sweep_s",
+        ),
+        // 3 offsets for the 2 GPUs the campaign lists.
+        (
+            duty.replace("name = \"t\"", "name = \"t\"\ngpus = [0, 1]")
+                + "mode = \"staggered\"\noffsets_ms = [0, 100, 200]\n",
+            "offsets_ms".into(),
+            "phase[0].offsets_ms",
+        ),
+        (
+            duty.replace("name = \"t\"", "name = \"t\"\ngpus = [0, 1]")
+                + "mode = \"staggered\"\noffsets_deg = [0, 90, 180]\n",
+            "offsets_deg".into(),
+            "phase[0].offsets_deg",
+        ),
+        // No collectives, or one twice.
+        (
+            format!("{nccl}collectives = []\n"),
+            "collectives".into(),
+            "phase[0].collectives",
+        ),
+        (
+            format!("{nccl}collectives = [\"all_reduce\", \"broadcast\", \"all_reduce\"]\n"),
+            "collectives".into(),
+            "phase[0].collectives",
+        ),
+        // A temperature limit an idle GPU trips.
+        (
+            duty.replace("[[phase]]", "[limits]\nmax_gpu_temp_c = 20\n[[phase]]"),
+            "max_gpu_temp_c".into(),
+            "limits.max_gpu_temp_c",
+        ),
+        (
+            duty.replace("[[phase]]", "[limits]\nmax_memory_temp_c = 140\n[[phase]]"),
+            "max_memory_temp_c".into(),
+            "limits.max_memory_temp_c",
+        ),
+    ];
+    for (src, at, field) in &cases {
+        let e = parse_str("x.toml", src).expect_err(at);
+        assert_eq!(
+            (e.line, e.field.as_deref()),
+            (place_of(src, at).0, Some(*field)),
+            "{at}: {e}"
+        );
+        assert!(e.allowed.is_some(), "{at}: says what is allowed: {e}");
+    }
+    // What stays accepted: a 64-character name, duty 1 and 0.99, an offset
+    // per listed GPU (or per GPU of a rack of such nodes), each collective once.
+    for ok in [
+        duty.replace("name = \"t\"", &format!("name = \"{}\"", "n".repeat(64))),
+        format!("{duty}duty = 1\n"),
+        format!("{duty}duty = 0.99\n"),
+        duty.replace("name = \"t\"", "name = \"t\"\ngpus = [0, 1]")
+            + "mode = \"staggered\"\noffsets_ms = [0, 100, 200, 300]\n",
+        format!("{nccl}collectives = [\"all_reduce\", \"broadcast\"]\nwarmup_iters = 3\n"),
+        duty.replace("[[phase]]", "[limits]\nmax_gpu_temp_c = 50\n[[phase]]"),
+    ] {
+        parse_str("x.toml", &ok).unwrap_or_else(|e| panic!("{ok}\n{e}"));
+    }
+}
+
+/// Issue 31, defect 9: planning time grew with the cube of the number of
+/// periods (3,200 took 18 s, 10,000 ran past 300 s) and `--gpus` was
+/// unbounded. A phase at the new most periods (1,000, every one locked to
+/// the sampling grid so that each is detuned) plans at once; one more
+/// period, a campaign of more than 10,000 rungs, or a node of more than
+/// 1,024 GPUs is refused, saying so.
+#[test]
+fn defect9_a_campaign_at_the_limits_plans_and_one_beyond_is_refused() {
+    let periods = |n: usize| {
+        let list: Vec<String> = (1..=n).map(|k| (20 * k).to_string()).collect();
+        format!(
+            "[campaign]\nname = \"t\"\n[[phase]]\nkind = \"duty\"\nname = \"d\"\nperiods_ms = [{}]\nduration_s = 60\nwarmup_s = 0\ncooldown_s = 0\nmodes = [\"in_phase\", \"staggered\"]\n",
+            list.join(", ")
+        )
+    };
+    let c = parse_str("x.toml", &periods(1000)).unwrap();
+    let t0 = std::time::Instant::now();
+    let p = expand(&c, 4, None).unwrap();
+    eprintln!(
+        "1000 grid-locked periods x 2 modes on 4 GPUs planned in {:.2} s",
+        t0.elapsed().as_secs_f64()
+    );
+    // 2,000 rungs and the ramp-up's 1 and 2 of 4 GPUs.
+    assert_eq!(p.rungs.len(), 2002);
+    let detuned = p
+        .rungs
+        .iter()
+        .filter(|r| r.kind == PhaseKind::Duty && r.period_ms != r.nominal_period_ms)
+        .count();
+    // The periods whose 58 s window the 20 ms grid would not sweep (the
+    // same 255 periods, in both modes, as the sort-based search chose).
+    assert_eq!(detuned, 510, "grid-locked periods are detuned");
+
+    let src = periods(1001);
+    let e = err(&src);
+    assert_eq!(
+        (e.line, e.field.as_deref()),
+        (6, Some("phase[0].periods_ms")),
+        "{e}"
+    );
+    assert!(e.message.contains("1001 periods, more than 1000"), "{e}");
+
+    // 1000 periods x 2 modes x 6 repeats: 12,000 rungs.
+    let e = err(&periods(1000).replace("duration_s = 60", "duration_s = 1\nrepeats = 6"));
+    assert!(e.message.contains("12000 rungs"), "{e}");
+    assert!(e.allowed.as_deref().unwrap_or("").contains("10000"), "{e}");
+    // --repeats that would do the same.
+    let e = expand(&c, 4, Some(6)).unwrap_err();
+    assert!(e.message.contains("12000 rungs"), "{e}");
+
+    // A node of 1,024 GPUs at most.
+    let idle = parse_str(
+        "x.toml",
+        "[campaign]\nname = \"t\"\n[[phase]]\nkind = \"idle\"\nduration_s = 1\n",
+    )
+    .unwrap();
+    assert_eq!(expand(&idle, 1024, None).unwrap().gpu_count, 1024);
+    let e = expand(&idle, 10_000_000, None).unwrap_err();
+    assert!(e.message.contains("10000000 GPUs"), "{e}");
+    assert!(e.allowed.as_deref().unwrap_or("").contains("1024"), "{e}");
 }

@@ -34,7 +34,8 @@ pub fn compare(a: &Path, b: &Path, opts: &CompareOptions) -> Result<Comparison, 
 /// missing or out of date (without `collate_stale`);
 /// [`CompareError::Collate`] when that collation fails;
 /// [`CompareError::BadReport`] when `summary.csv` or `per_gpu.csv` does not
-/// read.
+/// read, or when two of the run's rungs share a label
+/// ([`crate::compare::rungs::ambiguous_label`]).
 pub fn load_side(path: &Path, collate_stale: bool) -> Result<Side, CompareError> {
     let not_a_run = |why: String| CompareError::NotARun {
         path: path.to_path_buf(),
@@ -80,6 +81,14 @@ pub fn load_side(path: &Path, collate_stale: bool) -> Result<Side, CompareError>
     let summary = report_dir.join("summary.csv");
     let rungs: Vec<SummaryRow> =
         powerlab_rundir::read_rows(&summary).map_err(|e| bad(&summary, e))?;
+    if let Some(why) = crate::compare::rungs::ambiguous_label(&rungs) {
+        return Err(CompareError::BadReport {
+            path: summary,
+            message: format!(
+                "{why}: rungs that one label cannot tell apart are not compared (their figures would be pooled as repeats); run the campaign again with phase names that validate"
+            ),
+        });
+    }
     let per_gpu_csv = report_dir.join("per_gpu.csv");
     let has_per_gpu = per_gpu_csv.is_file();
     let per_gpu: Vec<GpuRungRow> =

@@ -15,7 +15,10 @@ pub struct Cli {
 /// The subcommands of `powerlab`.
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Check a campaign file; errors name file, line, column and field.
+    /// Check a campaign file; errors name file, line, column and field and
+    /// say what is allowed (names: 1 to 64 of A-Z a-z 0-9 - _ .; at most
+    /// 1000 periods per phase, 10000 rungs, 1024 GPUs; campaigns/README.md
+    /// lists every range).
     Validate(ValidateArgs),
     /// Print the expanded schedule (every rung, repeat, offset) and total duration.
     Plan(PlanArgs),
@@ -79,8 +82,8 @@ pub struct PlanArgs {
     /// Campaign file.
     pub file: PathBuf,
     /// GPUs to plan for when the campaign selects "all" (8 when not given:
-    /// `plan` does not look at the machine).
-    #[arg(long)]
+    /// `plan` does not look at the machine), 1 to 1024.
+    #[arg(long, value_parser = parse_plan_gpus)]
     pub gpus: Option<usize>,
     /// Override the repeats of idle, sustained and duty phases (1 to 1000).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1000))]
@@ -502,6 +505,15 @@ pub fn check_backend_options(
         }
         None => Ok(()),
     }
+}
+
+/// `plan --gpus`: a node's GPU count, 1 to [`powerlab_campaign::plan::MAX_GPUS`].
+fn parse_plan_gpus(s: &str) -> Result<usize, String> {
+    let max = powerlab_campaign::plan::MAX_GPUS;
+    s.parse::<usize>()
+        .ok()
+        .filter(|n| (1..=max).contains(n))
+        .ok_or_else(|| format!("`{s}` is not a GPU count of one node (1 to {max})"))
 }
 
 #[cfg(test)]

@@ -9,8 +9,18 @@ use powerlab_collate::compare::CompareOptions;
 use powerlab_collate::comparison::compare as compare_runs;
 use powerlab_collate::export::compare::{json, write_all};
 use powerlab_collate::export::markdown::compare::markdown;
+use std::path::{Component, Path, PathBuf};
 
 pub fn compare(a: &CompareArgs) -> Result<i32> {
+    if let Some(run) = a.out.as_deref().and_then(inside_a_report) {
+        errln!(
+            "error: --out {} lies inside the report/ folder of run {}, which every collation of that run replaces whole (the comparison would be deleted); write it elsewhere, e.g. --out {}",
+            a.out.as_deref().unwrap_or(Path::new("")).display(),
+            run.display(),
+            run.join("compare").display()
+        );
+        return Ok(crate::exit::TROUBLE);
+    }
     let opts = CompareOptions {
         threshold_pct: a.threshold_pct,
         collate_stale: a.collate,
@@ -57,5 +67,42 @@ pub fn compare(a: &CompareArgs) -> Result<i32> {
         crate::exit::DIFFERENT
     } else {
         0
+    })
+}
+
+/// The run directory whose `report/` (or a staging `report.new-*` /
+/// `report.old-*` beside it) holds `out`, if any: a folder holding
+/// `manifest.json` whose report folder is `out` or one of its ancestors.
+fn inside_a_report(out: &Path) -> Option<PathBuf> {
+    let abs = std::path::absolute(out).ok()?;
+    // Lexically: `..` steps up (the folders need not exist yet).
+    let mut norm = PathBuf::new();
+    for c in abs.components() {
+        match c {
+            Component::ParentDir => {
+                norm.pop();
+            }
+            Component::CurDir => {}
+            other => norm.push(other),
+        }
+    }
+    // Through links too, for the part that exists.
+    let resolved = norm
+        .ancestors()
+        .find_map(|a| {
+            let real = a.canonicalize().ok()?;
+            let rest = norm.strip_prefix(a).ok()?;
+            Some(real.join(rest))
+        })
+        .unwrap_or_else(|| norm.clone());
+    [norm, resolved].into_iter().find_map(|p| {
+        p.ancestors().find_map(|d| {
+            let name = d.file_name()?.to_str()?;
+            let report = name == "report"
+                || name.starts_with("report.new-")
+                || name.starts_with("report.old-");
+            let run = d.parent()?;
+            (report && run.join("manifest.json").is_file()).then(|| run.to_path_buf())
+        })
     })
 }

@@ -900,3 +900,175 @@ fn damaged_raw_files_are_named_and_never_give_silent_figures() {
         text(&out.stderr)
     );
 }
+
+/// A Markdown table row's cells: the `|` that are not backslash-escaped.
+fn cell_bars(line: &str) -> usize {
+    let b = line.as_bytes();
+    (0..b.len())
+        .filter(|&i| b[i] == b'|' && (i == 0 || b[i - 1] != b'\\'))
+        .count()
+}
+
+/// The table under `heading` in `md`: its lines, header first.
+fn table_after<'a>(md: &'a str, heading: &str) -> Vec<&'a str> {
+    md.lines()
+        .skip_while(|l| !l.starts_with(heading))
+        .skip(1)
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| !l.trim().is_empty())
+        .collect()
+}
+
+/// Issue 31, defect 10: a name with a newline, `|` or `<script>` broke
+/// report.md's tables and put live tags in report.html. Names are refused
+/// at validation now, so the names come from a manifest edited by hand
+/// (its campaign name, a GPU's model and UUID are not checksummed): the
+/// collated report.md keeps every table's column count and report.html
+/// holds no tag from them.
+#[test]
+fn issue31_defect10_a_hand_edited_name_reaches_no_report_as_markup() {
+    let r = run_sim(&campaign(DUTY), &["--sim-gpus", "2"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    let path = r.dir().join("manifest.json");
+    let mut m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let evil = "x|y<script>alert(1)</script>\n| z | w |";
+    m["campaign"] = evil.into();
+    m["backend"]["gpus"][0]["name"] = format!("H200 {evil}").into();
+    std::fs::write(&path, serde_json::to_string_pretty(&m).unwrap()).unwrap();
+    let out = powerlab()
+        .args(["collate", r.dir().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let md = std::fs::read_to_string(r.dir().join("report/report.md")).unwrap();
+    let html = std::fs::read_to_string(r.dir().join("report/report.html")).unwrap();
+    assert!(!html.contains("<script"), "a live tag in report.html");
+    assert!(
+        html.contains("&lt;script&gt;alert(1)"),
+        "the name is shown, as text"
+    );
+    for heading in ["## GPUs", "## Rungs"] {
+        let rows = table_after(&md, heading);
+        assert!(rows.len() >= 3, "{heading}: {rows:?}");
+        let cols = cell_bars(rows[0]);
+        for row in &rows {
+            assert_eq!(cell_bars(row), cols, "{heading}: {row}");
+        }
+    }
+    let gpu_rows = table_after(&md, "## GPUs");
+    assert_eq!(gpu_rows.len(), 2 + 2, "one row per GPU: {gpu_rows:?}");
+    // The headline is one line, and names the run as text.
+    let first = md
+        .lines()
+        .find(|l| l.starts_with("Campaign `"))
+        .unwrap_or("");
+    assert!(
+        first.contains("alert(1)") && first.ends_with(")."),
+        "{first}"
+    );
+}
+
+/// Issue 31, defect 9 (`plan --gpus` was unbounded: 10,000,000 GPUs took
+/// 43 s and 14.7 GB) and defect 12 (`gpu00` was read as `gpu0`).
+#[test]
+fn issue31_defect9_and_12_plan_gpus_and_fault_targets_are_bounded() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = write_campaign(tmp.path(), DUTY);
+    let plan = |gpus: &str| {
+        powerlab()
+            .args(["plan", file.to_str().unwrap(), "--gpus", gpus])
+            .output()
+            .unwrap()
+    };
+    let out = plan("5000");
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stderr).contains("1 to 1024"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = plan("1024");
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("on 1024 GPU(s)"));
+
+    let runs = tmp.path().join("runs");
+    for target in ["gpu00", "gpu01", "gpu+1"] {
+        let out = powerlab()
+            .args([
+                "run",
+                file.to_str().unwrap(),
+                "--backend",
+                "sim",
+                "--sim-gpus",
+                "2",
+                "--results",
+                runs.to_str().unwrap(),
+                "--sim-fault",
+                &format!("{target}:lost_at=1s"),
+            ])
+            .output()
+            .unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{target}: {err}");
+        assert!(err.contains("is not gpuN"), "{target}: {err}");
+        assert!(run_dirs(&runs).is_empty(), "{target} ran anyway");
+    }
+}
+
+/// Issue 31, defect 12: `compare --out` inside a run's `report/` (which the
+/// next collation replaces whole) wrote there, and the comparison was lost.
+#[test]
+fn issue31_defect12_compare_out_inside_a_report_is_refused() {
+    let r = run_sim(&campaign(DUTY), &["--sim-gpus", "2"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    let d = r.dir().to_str().unwrap().to_string();
+    for inside in ["report/cmp", "report", "raw/../report/x/y"] {
+        let out = powerlab()
+            .args(["compare", &d, &d, "--out", &format!("{d}/{inside}")])
+            .output()
+            .unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{inside}: {err}");
+        assert!(
+            err.contains("inside the report/ folder of run"),
+            "{inside}: {err}"
+        );
+        assert!(!r.dir().join("report/cmp").exists());
+        assert!(!r.dir().join("report/compare.md").exists());
+    }
+    // Beside the run is fine.
+    let beside = r.results.path().join("cmp");
+    let out = powerlab()
+        .args(["compare", &d, &d, "--out", beside.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(beside.join("compare.md").exists());
+}
+
+/// Issue 31, defect 13: the release tarball's first campaign,
+/// `campaigns/device-smoke.toml`, said "too short to fold" on every duty
+/// rung, so a first real run showed no swing at all. Run as shipped on the
+/// simulated node, every duty rung now gets composed figures.
+#[test]
+fn issue31_defect13_the_shipped_smoke_campaign_folds_its_duty_rungs() {
+    let file =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../campaigns/device-smoke.toml");
+    let text_of = std::fs::read_to_string(&file).unwrap();
+    let r = run_sim(&text_of, &["--sim-gpus", "2"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    let rows = csv_rows(&r.dir().join("report/summary.csv"));
+    let duty: Vec<_> = rows.iter().filter(|r| r["kind"] == "duty").collect();
+    assert_eq!(duty.len(), 4, "{rows:?}");
+    for d in &duty {
+        assert!(
+            !d["spread_w"].is_empty() && !d["swing_w"].is_empty(),
+            "{}: no composed figures ({})",
+            d["label"],
+            d["verdict"]
+        );
+    }
+    let md = std::fs::read_to_string(r.dir().join("report/report.md")).unwrap();
+    assert!(!md.contains("too short to fold"), "{md}");
+}

@@ -97,6 +97,16 @@ fn parse_duration_ns(s: &str) -> Result<i64, String> {
     Ok(ns.round() as i64)
 }
 
+/// The index of `gpuN`, written canonically: decimal digits, no sign, no
+/// leading zero (`gpu00` is not read as `gpu0`, nor `gpu+1` as `gpu1`).
+fn gpu_index(target: &str) -> Option<usize> {
+    let digits = target.strip_prefix("gpu")?;
+    let canonical = !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && (digits == "0" || !digits.starts_with('0'));
+    canonical.then(|| digits.parse().ok()).flatten()
+}
+
 impl FaultPlan {
     /// Parses fault specs. Each is `node:no_nccl`, `node:key=value` with keys
     /// cuda_init, fabric, clock_offset, die_at, or `gpuN:key=value` with
@@ -147,10 +157,11 @@ impl FaultPlan {
                 }
                 continue;
             }
-            let idx: usize = target
-                .strip_prefix("gpu")
-                .and_then(|n| n.parse().ok())
-                .ok_or_else(|| format!("fault `{spec}`: `{target}` is not gpuN"))?;
+            let idx = gpu_index(target).ok_or_else(|| {
+                format!(
+                    "fault `{spec}`: `{target}` is not gpuN (N a GPU index written plainly: gpu0, gpu1, …, gpu12; no sign or leading zero)"
+                )
+            })?;
             let (key, value) = rest
                 .split_once('=')
                 .ok_or_else(|| format!("fault `{spec}`: expected key=value"))?;
@@ -334,5 +345,17 @@ mod tests {
                 .unwrap_err()
                 .contains("unknown node fault")
         );
+    }
+
+    /// Issue 31, defect 12: `gpu00` was read as `gpu0`.
+    #[test]
+    fn defect12_a_gpu_is_named_in_one_way_only() {
+        for bad in ["gpu00", "gpu01", "gpu+1", "gpu-0", "gpu", "gpu 1", "gpu1x"] {
+            let e = FaultPlan::parse(&[format!("{bad}:lost_at=1s")]).unwrap_err();
+            assert!(e.contains("is not gpuN"), "{bad}: {e}");
+        }
+        let p = FaultPlan::parse(&["gpu0:lost_at=1s".into(), "gpu10:lost_at=2s".into()]).unwrap();
+        assert_eq!(p.gpu(0).lost_at_ns, Some(1_000_000_000));
+        assert_eq!(p.gpu(10).lost_at_ns, Some(2_000_000_000));
     }
 }

@@ -94,6 +94,40 @@ pub fn by_label(rows: &[SummaryRow]) -> Vec<(String, Vec<&SummaryRow>)> {
     out
 }
 
+/// Why the rows' labels cannot tell the rungs apart, if they cannot: two
+/// rows with one label (its repeat suffix aside) and one repeat number, or
+/// with one label and a different phase, kind or mode. Grouped by label,
+/// such rows would be pooled as repeats of one rung (a campaign validated
+/// before phase names were held to their rule could name a sustained
+/// phase `sweep/p500ms/in_phase` beside a duty phase `sweep`).
+pub fn ambiguous_label(rows: &[SummaryRow]) -> Option<String> {
+    for (label, group) in by_label(rows) {
+        let first = group[0];
+        let mut repeats = std::collections::HashSet::new();
+        for r in &group {
+            if !repeats.insert(r.repeat) {
+                return Some(format!(
+                    "two rungs are labelled `{label}` in repeat {}",
+                    r.repeat
+                ));
+            }
+            if (r.phase.as_str(), r.kind.as_str(), r.mode.as_str())
+                != (
+                    first.phase.as_str(),
+                    first.kind.as_str(),
+                    first.mode.as_str(),
+                )
+            {
+                return Some(format!(
+                    "rungs of phase `{}` ({} {}) and of phase `{}` ({} {}) are both labelled `{label}`",
+                    first.phase, first.kind, first.mode, r.phase, r.kind, r.mode
+                ));
+            }
+        }
+    }
+    None
+}
+
 fn values(g: &[&SummaryRow], f: fn(&SummaryRow) -> Option<f64>) -> Vec<f64> {
     g.iter().filter_map(|r| f(r)).collect()
 }
@@ -209,6 +243,28 @@ mod tests {
             swing_w: None,
             incomplete: None,
         }
+    }
+
+    /// Issue 31, defect 2: a sustained phase named like a duty rung's
+    /// label was pooled with it as "2 repeats" by `compare`.
+    #[test]
+    fn defect2_rungs_that_share_a_label_are_not_pooled_as_repeats() {
+        let mut duty = row(1, "sweep/p500ms/in_phase", 1, 1386.0);
+        duty.kind = "duty".into();
+        duty.phase = "sweep".into();
+        let forged = row(2, "sweep/p500ms/in_phase", 1, 880.0);
+        let why = ambiguous_label(&[duty.clone(), forged.clone()]).unwrap();
+        assert!(
+            why.contains("two rungs are labelled `sweep/p500ms/in_phase` in repeat 1"),
+            "{why}"
+        );
+        let mut forged2 = forged;
+        forged2.repeat = 2;
+        forged2.label = "sweep/p500ms/in_phase/r2".into();
+        let why = ambiguous_label(&[duty, forged2]).unwrap();
+        assert!(why.contains("phase `p` (sustained in_phase)"), "{why}");
+        let ok = [row(0, "idle-0/r1", 1, 1.0), row(1, "idle-0/r2", 2, 1.0)];
+        assert_eq!(ambiguous_label(&ok), None);
     }
 
     #[test]

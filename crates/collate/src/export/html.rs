@@ -51,12 +51,28 @@ fn render(md: &str, dir: &Path) -> String {
             Event::End(TagEnd::Image) => in_image = false,
             // The alt text was rendered into the figure's caption.
             _ if in_image => {}
+            // Raw HTML in the Markdown is passed on only where it is the
+            // report's own folding (`<details>`, `<summary>`); anything
+            // else (a tag that came in with a name) is shown as text.
+            Event::Html(h) if !is_own_markup(&h) => events.push(Event::Text(h)),
+            Event::InlineHtml(h) if !is_own_markup(&h) => events.push(Event::Text(h)),
             other => events.push(other),
         }
     }
     let mut out = String::new();
     html::push_html(&mut out, events.into_iter());
     out
+}
+
+/// The only tags the report's Markdown writes itself: `<details>` and
+/// `<summary>`, opening and closing, without attributes. Raw HTML that
+/// holds any other `<` is not the report's own.
+fn is_own_markup(html: &str) -> bool {
+    let mut rest = html.to_string();
+    for tag in ["<details>", "</details>", "<summary>", "</summary>"] {
+        rest = rest.replace(tag, "");
+    }
+    !rest.contains('<')
 }
 
 /// An inline SVG plot in a figure, or a marked gap.
@@ -119,5 +135,26 @@ mod tests {
             "{h}"
         );
         assert!(!h.contains("<img"), "no external image: {h}");
+    }
+
+    /// Issue 31, defect 10: raw HTML that reached `report.md` (a name
+    /// with a tag, from a manifest edited by hand) became live tags.
+    #[test]
+    fn defect10_only_the_reports_own_folding_passes_as_html() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("report.md"),
+            "# Run <script>alert(1)</script>\n\n| a | b |\n|---|---|\n| x<img src=x onerror=alert(2)> | 2 |\n\n<script>alert(3)</script>\n\n<details><summary>Every GPU (2 rows)</summary>\n\n| c |\n|---|\n| 1 |\n\n</details>\n\n<details><script>alert(4)</script>\n",
+        )
+        .unwrap();
+        let h = std::fs::read_to_string(write_html(dir.path(), "t").unwrap()).unwrap();
+        assert!(!h.contains("<script"), "{h}");
+        assert!(!h.contains("<img"), "{h}");
+        assert!(h.contains("&lt;script&gt;alert(1)"), "{h}");
+        assert!(
+            h.contains("<details><summary>Every GPU (2 rows)</summary>"),
+            "{h}"
+        );
+        assert!(h.contains("</details>"), "{h}");
     }
 }

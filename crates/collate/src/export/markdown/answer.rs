@@ -3,6 +3,7 @@
 //! figure is GPU draw only, and says which rung it comes from; where a
 //! figure repeats, the worst case stands beside the typical one.
 
+use super::cells::{code, text};
 use crate::load::Run;
 use crate::per_gpu::GpuRungRow;
 use crate::sensor::model::ModelKind;
@@ -93,7 +94,14 @@ pub fn answer_block(a: &AnswerInputs<'_>) -> String {
         .per_gpu
         .iter()
         .filter(|g| g.events.contains("hw_") || g.events.contains("sw_thermal"))
-        .map(|g| format!("{} in `{}` ({})", g.gpu, g.rung, g.events))
+        .map(|g| {
+            format!(
+                "{} in `{}` ({})",
+                text(&g.gpu),
+                code(&g.rung),
+                text(&g.events)
+            )
+        })
         .collect();
     let _ = writeln!(
         s,
@@ -129,9 +137,9 @@ pub fn answer_block(a: &AnswerInputs<'_>) -> String {
         let _ = writeln!(
             s,
             "- **The node at its own meter (`{}`):** {:.0} W in `{}`, of which {:.0} W ({:.0} %) is not GPU board power.",
-            r.source,
+            code(&r.source),
             r.chassis_mean_w.unwrap_or_default(),
-            r.rung,
+            code(&r.rung),
             r.non_gpu_w.unwrap_or_default(),
             100.0 * r.non_gpu_share.unwrap_or_default()
         );
@@ -213,7 +221,7 @@ pub fn power_lines(
                 s,
                 "- **Sustained {name} power:** {m:.0} W{} (rung `{}`).",
                 pct(m),
-                sustained[0].rung.label
+                code(&sustained[0].rung.label)
             );
         }
         _ => {
@@ -264,7 +272,7 @@ pub fn power_lines(
                     .map(|b| format!(" [{:.0}, {:.0}] (95 % within the run)", b.lo, b.hi))
                     .unwrap_or_default(),
                 pct(w),
-                r.rung.label,
+                code(&r.rung.label),
                 edges_caveat(r)
             );
         }
@@ -314,7 +322,7 @@ pub fn power_lines(
         let _ = writeln!(
             s,
             "- **Worst transient:** {p:.0} W in rung `{}`{}: {}{}.",
-            r.rung.label,
+            code(&r.rung.label),
             edges_caveat(r),
             if limit_sum <= 0.0 {
                 "no limit known".to_string()
@@ -328,7 +336,7 @@ pub fn power_lines(
             },
             raw.map_or(String::new(), |(q, rr)| format!(
                 "; the largest single sum of NVML's samples as they came is {q:.0} W, in `{}`{} (one cycle at its worst, where a duty rung's figure is its typical composed cycle)",
-                rr.rung.label,
+                code(&rr.rung.label),
                 edges_caveat(rr)
             ))
         );
@@ -384,7 +392,7 @@ fn soak_line(s: &mut String, a: &AnswerInputs<'_>) {
         } else {
             String::new()
         },
-        n.rung,
+        code(&n.rung),
         match mean {
             Some(m) if limit_sum > 0.0 => format!(
                 " {m:.0} W mean ({:.0} % of the limit sum, {})",
@@ -419,9 +427,9 @@ fn stopped_line(run: &crate::load::Run) -> Option<String> {
         {
             Some(format!(
                 "- **Stopped:** in rung `{}` ({}): {}. No figure below covers what that rung would have shown.",
-                detail["label"].as_str().unwrap_or("?"),
-                detail["kind"].as_str().unwrap_or("?"),
-                detail["reason"].as_str().unwrap_or("no reason recorded")
+                code(detail["label"].as_str().unwrap_or("?")),
+                text(detail["kind"].as_str().unwrap_or("?")),
+                text(detail["reason"].as_str().unwrap_or("no reason recorded"))
             ))
         }
         _ => None,

@@ -4,7 +4,7 @@
 //! rung, as the "above idle" figures use it). Both are shown so that
 //! nobody mistakes one for the other.
 
-use super::cells::o;
+use super::cells::{code, o, text};
 use crate::per_gpu::GpuRungRow;
 use crate::stats::mean;
 use crate::summary::RungSummary;
@@ -43,7 +43,10 @@ fn ids(held: &[&RungSummary]) -> Vec<u32> {
 }
 
 fn names(held: &[&RungSummary]) -> String {
-    let v: Vec<String> = held.iter().map(|r| format!("`{}`", r.rung.label)).collect();
+    let v: Vec<String> = held
+        .iter()
+        .map(|r| format!("`{}`", code(&r.rung.label)))
+        .collect();
     if v.len() > 3 {
         format!("{} idle rungs", v.len())
     } else {
@@ -58,7 +61,7 @@ pub fn answer_line(rungs: &[RungSummary], per_gpu: &[GpuRungRow]) -> Option<Stri
     let h = mean_of(&held, |r| r.mean_w)?;
     Some(format!(
         "- **Idle, two baselines:** {b:.0} W with no CUDA context of this process (`{}`, SM clock {} MHz); {h:.0} W with the context held ({}, SM clock {} MHz): {:+.0} W for holding it. Every \"above idle\" figure uses the context-held one, the state of every off-phase.",
-        bare.rung.label,
+        code(&bare.rung.label),
         o(sm_mean(per_gpu, &[bare.rung.id])),
         names(&held),
         o(sm_mean(per_gpu, &ids(&held))),
@@ -76,7 +79,7 @@ pub fn write_section(s: &mut String, rungs: &[RungSummary], per_gpu: &[GpuRungRo
     let _ = writeln!(
         s,
         "`{}`: sampled while this process held no CUDA context (nothing loaded on the GPUs). Context held: {}, as in every off-phase of every rung (their mean); \"above idle\" figures use this one.\n",
-        bare.rung.label,
+        code(&bare.rung.label),
         names(&held)
     );
     let _ = writeln!(
@@ -98,7 +101,7 @@ pub fn write_section(s: &mut String, rungs: &[RungSummary], per_gpu: &[GpuRungRo
         let _ = writeln!(
             s,
             "| {} | {} | {} | {} | {} | {} |",
-            b.gpu,
+            text(&b.gpu),
             o(b.mean_w),
             o(b.sm_clock_mhz),
             o(h),

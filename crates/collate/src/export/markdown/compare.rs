@@ -3,7 +3,7 @@
 //! regression, the node's rungs, the unmatched rungs, the GPUs (flagged
 //! ones in the open, every row folded) and the idle health captures.
 
-use super::cells::o;
+use super::cells::{code, o, text};
 use crate::compare::Comparison;
 use crate::compare::delta::Delta;
 use crate::compare::rungs::FigureDelta;
@@ -48,11 +48,11 @@ pub fn markdown(c: &Comparison) -> String {
         let _ = writeln!(
             s,
             "- **{name}** ({role}): `{}` — campaign `{}`, node `{}`, {} × {} ({}), started {}, {}; report {}",
-            f.dir,
-            f.campaign,
-            f.node,
+            code(&f.dir),
+            code(&f.campaign),
+            code(&f.node),
             f.gpus,
-            f.gpu_models.join(" + "),
+            text(&f.gpu_models.join(" + ")),
             f.backend,
             f.started_utc,
             f.status,
@@ -113,7 +113,7 @@ pub fn markdown(c: &Comparison) -> String {
                 let _ = writeln!(
                     s,
                     "| {} | {} | {} | {} | {} | {} | {} | {} |",
-                    r.label,
+                    text(&r.label),
                     f.figure,
                     repeats(d),
                     o(d.a_w),
@@ -130,7 +130,7 @@ pub fn markdown(c: &Comparison) -> String {
             let _ = writeln!(s, "Notes:\n");
             for r in noted {
                 for n in &r.notes {
-                    let _ = writeln!(s, "- {}: {n}", r.label);
+                    let _ = writeln!(s, "- {}: {n}", text(&r.label));
                 }
             }
             s.push('\n');
@@ -144,7 +144,9 @@ pub fn markdown(c: &Comparison) -> String {
             let _ = writeln!(
                 s,
                 "- `{}`: only in {} ({} repeat(s)), not compared",
-                u.label, u.only_in, u.repeats
+                code(&u.label),
+                u.only_in,
+                u.repeats
             );
         }
         s.push('\n');
@@ -153,7 +155,7 @@ pub fn markdown(c: &Comparison) -> String {
     let _ = writeln!(s, "## Health (idle captures)\n");
     let _ = writeln!(s, "{}.\n", c.health.state);
     for l in &c.health.lines {
-        let _ = writeln!(s, "- `{l}`");
+        let _ = writeln!(s, "- `{}`", code(l));
     }
     if !c.health.lines.is_empty() {
         s.push('\n');
@@ -170,13 +172,16 @@ fn gpus(s: &mut String, c: &Comparison) {
             let _ = writeln!(
                 s,
                 "- A {} ({}) ↔ B {} ({})",
-                p.gpu_a, p.uuid_a, p.gpu_b, p.uuid_b
+                text(&p.gpu_a),
+                text(&p.uuid_a),
+                text(&p.gpu_b),
+                text(&p.uuid_b)
             );
         }
         s.push('\n');
     }
     for u in &m.unmatched {
-        let _ = writeln!(s, "- no partner: {u}");
+        let _ = writeln!(s, "- no partner: {}", text(u));
     }
     if !m.unmatched.is_empty() {
         s.push('\n');
@@ -195,13 +200,13 @@ fn gpus(s: &mut String, c: &Comparison) {
             .unwrap_or_default();
         let d = &mean.delta;
         let gpu = if g.pair.gpu_a == g.pair.gpu_b && m.by == "uuid" {
-            g.pair.gpu_a.clone()
+            text(&g.pair.gpu_a)
         } else {
-            format!("{} ↔ {}", g.pair.gpu_a, g.pair.gpu_b)
+            format!("{} ↔ {}", text(&g.pair.gpu_a), text(&g.pair.gpu_b))
         };
         format!(
             "| {} | {gpu} | {} | {} | {} | {} | {} | {peak} | {} |",
-            g.label,
+            text(&g.label),
             repeats(d),
             o(d.a_w),
             o(d.b_w),

@@ -2,7 +2,7 @@
 //! period, answer time, lag, failures), then per rung the chassis beside
 //! the GPU sum over the same spans.
 
-use super::cells::o;
+use super::cells::{o, text};
 use crate::node_power::{NodePowerRung, SourceFacts};
 use std::fmt::Write;
 
@@ -52,8 +52,8 @@ pub fn write_section(s: &mut String, facts: &[SourceFacts], rows: &[NodePowerRun
         let _ = writeln!(
             s,
             "| {} | {} | {} | {:.0} % | {} | {} | {} | {} | {} | {} | {} |",
-            r.rung,
-            r.source,
+            text(&r.rung),
+            text(&r.source),
             r.readings,
             r.coverage * 100.0,
             o(r.chassis_mean_w),

@@ -1,7 +1,7 @@
 //! The per-GPU section of `report.md`: the GPUs flagged against their
 //! peers first, then every GPU in every rung.
 
-use super::cells::o;
+use super::cells::{o, text};
 use crate::per_gpu::{ENERGY_FLAG, GpuRungRow, PEER_FLAG, PEER_FLAG_MIN_W};
 use std::fmt::Write;
 
@@ -28,7 +28,7 @@ pub fn write_section(s: &mut String, rows: &[GpuRungRow]) {
             PEER_FLAG_MIN_W
         );
         for r in &flagged {
-            let _ = writeln!(s, "- {}: {}", r.rung, r.flag);
+            let _ = writeln!(s, "- {}: {}", text(&r.rung), r.flag);
         }
         let _ = writeln!(s);
     }
@@ -54,7 +54,7 @@ pub fn write_section(s: &mut String, rows: &[GpuRungRow]) {
             worst * 100.0
         );
         for r in &gaps {
-            let _ = writeln!(s, "- {}: {}", r.rung, r.energy_flag);
+            let _ = writeln!(s, "- {}: {}", text(&r.rung), r.energy_flag);
         }
         let _ = writeln!(s);
     }
@@ -75,8 +75,8 @@ pub fn write_section(s: &mut String, rows: &[GpuRungRow]) {
         let _ = writeln!(
             s,
             "| {} | {}{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            r.rung,
-            r.gpu,
+            text(&r.rung),
+            text(&r.gpu),
             if r.flag.is_empty() { "" } else { " ⚠" },
             o(r.mean_w),
             o(r.peak_w),

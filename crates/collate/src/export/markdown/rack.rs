@@ -1,7 +1,7 @@
 //! `report.md` of a rack run: which nodes ran and how their runs ended,
 //! the rack's power per rung, and in phase vs staggered across the rack.
 
-use super::cells::o;
+use super::cells::{code, o, text};
 use crate::error::CollateError;
 use crate::rack::tables::{HostRungRow, NodeState, RackStart};
 use crate::summary::{PhaseCompare, RungSummary};
@@ -69,11 +69,11 @@ fn answer(
         let _ = writeln!(
             s,
             "- **The nodes at their own meters (`{}`, {} of {} nodes):** {} W in `{}`, of which {} W is not GPU board power.",
-            r.source,
+            code(&r.source),
             r.nodes,
             r.of_nodes,
             fmt_w(r.chassis_mean_w),
-            r.rung,
+            code(&r.rung),
             fmt_w(r.non_gpu_w)
         );
     }
@@ -163,7 +163,11 @@ pub fn write_rack_report(
         let _ = writeln!(
             s,
             "| {} | {} | {} | {}{extra} | {} |",
-            n.node, n.host, n.gpus, n.status, n.rungs_started
+            text(&n.node),
+            text(&n.host),
+            n.gpus,
+            n.status,
+            n.rungs_started
         );
     }
     let shared: Vec<&HostRungRow> = hosts.iter().filter(|h| h.nodes.contains(' ')).collect();
@@ -176,9 +180,9 @@ pub fn write_rack_report(
             let _ = writeln!(
                 s,
                 "| {} | {} | {} | {} |",
-                h.host,
-                h.nodes,
-                h.label,
+                text(&h.host),
+                text(&h.nodes),
+                text(&h.label),
                 h.mean_w
                     .map(|w| format!("{w:.0} W"))
                     .unwrap_or_else(|| "–".into())
@@ -199,7 +203,7 @@ pub fn write_rack_report(
         let _ = writeln!(
             s,
             "| {} | {}{} | {skew} | {} W | {} W | {} W | {:.0} % |",
-            r.rung.label,
+            text(&r.rung.label),
             r.method,
             r.verdict
                 .as_ref()
@@ -220,7 +224,7 @@ pub fn write_rack_report(
             let _ = writeln!(
                 s,
                 "| {} | {} ms | {} W | {} W | {} W | {} W | {} W | {} W |",
-                c.phase,
+                text(&c.phase),
                 c.achieved_period_ms,
                 fmt_w(c.in_phase_mean_w),
                 fmt_w(c.staggered_mean_w),
@@ -248,8 +252,8 @@ pub fn write_rack_report(
             let _ = writeln!(
                 s,
                 "| {} | {} | {} of {} | {} | {} | {} | {} | {:.0} % | {} |",
-                r.rung,
-                r.source,
+                text(&r.rung),
+                text(&r.source),
                 r.nodes,
                 r.of_nodes,
                 o(r.chassis_mean_w),

@@ -3,7 +3,7 @@
 //! vs staggered, what the instruments can see, NCCL, faults, definitions
 //! and the plots.
 
-use super::cells::{o, pm, signed, within};
+use super::cells::{code, o, pm, signed, text, within};
 use super::sensor::write_sensor_section;
 use crate::error::CollateError;
 use crate::format::{fmt_bytes, fmt_ms};
@@ -73,10 +73,10 @@ pub fn write_report(
         RunStatus::Interrupted { reason } => warnings.push(format!("RUN INTERRUPTED ({reason}): numbers cover the rungs that ran")),
         RunStatus::Failed { reason } => warnings.push(format!("RUN FAILED ({reason}): numbers cover the rungs that ran")),
     }
-    let incomplete: Vec<&str> = rungs
+    let incomplete: Vec<String> = rungs
         .iter()
         .filter(|r| r.incomplete.is_some())
-        .map(|r| r.rung.label.as_str())
+        .map(|r| text(&r.rung.label))
         .collect();
     if !t.raw_problems.is_empty() || !incomplete.is_empty() {
         let mut w = String::from("INCOMPLETE RAW DATA");
@@ -99,18 +99,18 @@ pub fn write_report(
     }
     let short: Vec<&crate::node_power::NodePowerRung> =
         t.node_power.1.iter().filter(|r| r.coverage < 0.9).collect();
-    let below: Vec<&str> = t
+    let below: Vec<String> = t
         .node_power
         .1
         .iter()
         .filter(|r| r.verdict.contains("CHASSIS BELOW THE GPU SUM"))
-        .map(|r| r.rung.as_str())
+        .map(|r| text(&r.rung))
         .collect();
     if !below.is_empty() {
         warnings.push(format!(
             "NODE POWER BELOW THE GPU SUM in {} rung(s) ({}): that meter does not measure this node; see the Node power section",
             below.len(),
-            below.iter().take(3).copied().collect::<Vec<_>>().join(", ")
+            below.iter().take(3).cloned().collect::<Vec<_>>().join(", ")
         ));
     }
     if !short.is_empty() {
@@ -134,8 +134,8 @@ pub fn write_report(
         let _ = writeln!(
             s,
             "# {} — complete run on {} ({})",
-            m.campaign,
-            m.backend.node_id,
+            text(&m.campaign),
+            text(&m.backend.node_id),
             super::cells::gpus(m.backend.gpus.len())
         );
     } else {
@@ -143,8 +143,8 @@ pub fn write_report(
         let _ = writeln!(
             s,
             "\nCampaign `{}` on {} ({}).",
-            m.campaign,
-            m.backend.node_id,
+            code(&m.campaign),
+            text(&m.backend.node_id),
             super::cells::gpus(m.backend.gpus.len())
         );
     }
@@ -194,7 +194,10 @@ pub fn write_report(
         let _ = writeln!(
             s,
             "| {} | {} | {} | {:.0} W |",
-            g.key, g.uuid, g.name, g.power_limit_w
+            text(&g.key),
+            text(&g.uuid),
+            text(&g.name),
+            g.power_limit_w
         );
     }
 
@@ -229,7 +232,7 @@ pub fn write_report(
         let _ = writeln!(
             s,
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            r.rung.label,
+            text(&r.rung.label),
             period,
             method,
             within(r.mean_w, r.mean_ci95),
@@ -283,7 +286,7 @@ pub fn write_report(
             let _ = writeln!(
                 s,
                 "| {} | {} | {} | {} | {} | {} |",
-                r.rung.label,
+                text(&r.rung.label),
                 tri(r.rise_err_p50_us, r.rise_err_p99_us, r.rise_err_max_us),
                 tri(r.fall_err_p50_us, r.fall_err_p99_us, r.fall_err_max_us),
                 o(r.edge_skew_p99_us),
@@ -307,7 +310,7 @@ pub fn write_report(
             let _ = writeln!(
                 s,
                 "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                r.label,
+                text(&r.label),
                 r.mode,
                 r.achieved_period_ms
                     .map(fmt_ms)
@@ -338,7 +341,7 @@ pub fn write_report(
             let _ = writeln!(
                 s,
                 "| {} | {} | {} | {} | {} | {} | {} | {} / {} |",
-                c.phase,
+                text(&c.phase),
                 fmt_ms(c.achieved_period_ms),
                 c.n,
                 tri(
@@ -393,7 +396,7 @@ pub fn write_report(
             let _ = writeln!(
                 s,
                 "| {} | {} | {} | {} | {:.1} | {:.2} | {:.2}{short} |",
-                r.rung,
+                text(&r.rung),
                 r.collective,
                 fmt_bytes(r.bytes),
                 r.ranks,
@@ -420,7 +423,7 @@ pub fn write_report(
             let _ = writeln!(
                 s,
                 "| {} | {} | {} | {} | {} | {} |",
-                f.rung,
+                text(&f.rung),
                 f.kind,
                 o(f.mean_w),
                 o(f.peak_w),
@@ -454,9 +457,9 @@ pub fn write_report(
                         "- {} {} `{}` on {}: {}",
                         powerlab_rundir::layout::utc_rfc3339(*ts_ns),
                         if *fatal { "FATAL" } else { "warning" },
-                        kind,
-                        gpu.as_deref().unwrap_or("node"),
-                        detail
+                        code(kind),
+                        text(gpu.as_deref().unwrap_or("node")),
+                        text(detail)
                     );
                 }
                 RunEvent::Interlock {
@@ -468,8 +471,8 @@ pub fn write_report(
                         s,
                         "- {} INTERLOCK `{}`: {}",
                         powerlab_rundir::layout::utc_rfc3339(*ts_ns),
-                        limit,
-                        reading
+                        code(limit),
+                        text(reading)
                     );
                 }
                 _ => {}
@@ -511,7 +514,9 @@ pub fn write_report(
         let _ = writeln!(
             s,
             "![rung {} — {}](plots/rung-{:03}.svg)\n",
-            r.rung.id, r.rung.label, r.rung.id
+            r.rung.id,
+            text(&r.rung.label),
+            r.rung.id
         );
     }
     let path = dir.join("report.md");

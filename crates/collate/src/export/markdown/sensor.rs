@@ -2,7 +2,7 @@
 //! judged by, and the NVML-visible against the reconstructed swing of each
 //! duty period.
 
-use super::cells::{o, pm};
+use super::cells::{o, pm, text};
 use crate::format::fmt_ms;
 use crate::sensor::verdict::SensorReport;
 use std::fmt::Write;
@@ -21,7 +21,7 @@ pub fn write_sensor_section(s: &mut String, sr: &SensorReport) {
             let _ = writeln!(
                 s,
                 "| {} | {} | {} | {} | {} | {} | {} | {} |",
-                g.gpu,
+                text(&g.gpu),
                 p.instrument,
                 o(p.update_period_ms),
                 pm(p.window_ms, p.window_ms_ci95),
@@ -53,7 +53,7 @@ pub fn write_sensor_section(s: &mut String, sr: &SensorReport) {
             let _ = writeln!(
                 s,
                 "| {} | {} | {} | {} | {} | {} |",
-                a.rung,
+                text(&a.rung),
                 fmt_ms(a.period_ms),
                 vis,
                 o(a.reconstructed_swing_w),

@@ -2,7 +2,7 @@
 //! soak, or drift; when the GPUs reached thermal equilibrium; which GPU
 //! throttled first and why; the clocks at the start and the end.
 
-use super::cells::o;
+use super::cells::{code, o, text};
 use crate::soak::{NODE, SoakRow};
 use std::fmt::Write;
 
@@ -128,7 +128,10 @@ pub fn write_section(s: &mut String, rows: &[SoakRow]) {
         let _ = writeln!(
             s,
             "Rung `{}`: {:.0} s measured of {:.0} s planned; first and last window {:.0} s; drift is the least-squares slope through 10 s means, W per 10 min, with its 95 % interval (widened for autocorrelated residuals).\n",
-            node.rung, node.window_s, node.planned_s, node.edge_s
+            code(&node.rung),
+            node.window_s,
+            node.planned_s,
+            node.edge_s
         );
         let _ = writeln!(
             s,
@@ -164,9 +167,9 @@ pub fn write_section(s: &mut String, rows: &[SoakRow]) {
                 s,
                 "| {} | {} | {} | {} | {} | {}→{} | {}→{} | {} | {} | {} |",
                 if r.gpu == NODE {
-                    "**node**"
+                    "**node**".to_string()
                 } else {
-                    r.gpu.as_str()
+                    text(&r.gpu)
                 },
                 o(r.first_mean_w),
                 o(r.last_mean_w),
