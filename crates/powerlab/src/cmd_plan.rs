@@ -73,6 +73,11 @@ pub fn plan(a: &PlanArgs) -> Result<i32> {
             if let Some(o) = v.as_object_mut() {
                 // Whether gpu_count is the count assumed for "all" (no --gpus).
                 o.insert("gpu_count_assumed".into(), assumed.into());
+                // The disk the run directory needs, file by file.
+                o.insert(
+                    "disk".into(),
+                    serde_json::to_value(powerlab_campaign::disk::estimate(&c, &p))?,
+                );
             }
             outln!("{}", serde_json::to_string_pretty(&v)?);
             Ok(0)
@@ -87,6 +92,10 @@ pub fn plan(a: &PlanArgs) -> Result<i32> {
                 );
             }
             out!("{rest}");
+            outln!(
+                "disk: the run directory needs {}",
+                powerlab_campaign::disk::estimate(&c, &p).describe()
+            );
             Ok(0)
         }
         Err(e) => {

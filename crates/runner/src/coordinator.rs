@@ -86,12 +86,17 @@ pub async fn run_campaign(
     };
     let mut driver = RungDriver::new(parts, campaign, plan, opts);
 
-    // 4. The rungs.
-    driver.begin(campaign, plan, &info.backend, opts, start_ns)?;
-    let outcome = driver.run_rungs(plan).await?;
+    // 4. The rungs. A file of the run directory that cannot be written (a
+    // full disk) fails the run; it still ends as below, sealed as failed.
+    let outcome = match driver.begin(campaign, plan, &info.backend, opts, start_ns) {
+        Ok(()) => driver.run_rungs(plan).await,
+        Err(e) => Err(e),
+    };
+    let outcome = outcome.unwrap_or_else(|e| Err(crate::stop::disk_failure(&e)));
 
-    // 5. Stop every GPU, then the samplers; say how the run ended.
-    let ending = driver.finish(outcome, opts).await?;
+    // 5. Stop every GPU, then the samplers; say how the run ended (with
+    // the space reserved at the start given back for the closing writes).
+    let ending = driver.finish(outcome, opts, &mut files).await;
     files.seal(&ending.status, ending.end_ns)?;
     Ok(RunResult {
         run_dir: files.dir.path.clone(),
