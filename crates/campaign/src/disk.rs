@@ -82,7 +82,7 @@ pub fn estimate(campaign: &Campaign, plan: &Plan) -> DiskEstimate {
         .sum();
     let curve_rows = secs * per_s(s.grid_ms);
     let report =
-        raw * 0.5 + curve_rows * (40.0 + 12.0 * gpus) + plan.rungs.len() as f64 * 64.0 * 1024.0;
+        raw * 0.8 + curve_rows * (40.0 + 12.0 * gpus) + plan.rungs.len() as f64 * 64.0 * 1024.0;
     let total = raw + edges + events + node_power + report;
     DiskEstimate {
         raw_bytes: raw as u64,

@@ -91,11 +91,19 @@ pub fn plan(a: &PlanArgs) -> Result<i32> {
                     "note: gpus = \"all\" is planned for {ASSUMED_GPUS} GPUs here (plan does not look at the machine; --gpus N for this node's count)"
                 );
             }
-            out!("{rest}");
+            // The disk the run needs, just before the closing total.
+            let (body, total) = match rest.trim_end().rsplit_once('\n') {
+                Some((body, last)) if last.starts_with("total:") => (format!("{body}\n"), last),
+                _ => (rest.to_string(), ""),
+            };
+            out!("{body}");
             outln!(
                 "disk: the run directory needs {}",
                 powerlab_campaign::disk::estimate(&c, &p).describe()
             );
+            if !total.is_empty() {
+                outln!("{total}");
+            }
             Ok(0)
         }
         Err(e) => {
