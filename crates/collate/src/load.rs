@@ -137,15 +137,13 @@ pub fn load_run(dir: &RunDir) -> Result<Run, CollateError> {
 /// clock): a duty rung at the end of its last whole cycle before the stop,
 /// any other rung at the stop. A window that keeps less than one cycle (or
 /// nothing) stays as planned: its readings' coverage says what is missing.
+/// A soak keeps its planned window: its analysis judges it on the time it
+/// ran and says so itself.
 fn cut_at_stop(r: &mut RungWindow, at: i64) {
-    if at >= r.end_ns || r.barrier_ok.is_some() {
+    if at >= r.end_ns || r.barrier_ok.is_some() || r.info.kind == "soak" {
         return;
     }
-    let end = match r
-        .info
-        .period_ms
-        .filter(|p| *p > 0.0 && r.info.kind != "soak")
-    {
+    let end = match r.info.period_ms.filter(|p| *p > 0.0) {
         Some(p) => {
             let p = (p * 1e6).round() as i64;
             r.measure_from_ns + (at - r.measure_from_ns).max(0) / p * p
