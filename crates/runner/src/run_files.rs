@@ -2,10 +2,11 @@
 //!
 //! Before anything is written this module checks that the results root can
 //! take the run (a writable directory outside every run, with room for the
-//! raw samples), so a refused run leaves nothing behind. It then creates the
-//! directory, holds its write lock, writes the first manifest and the idle
-//! preflight, and at the end seals the manifest with the final status and
-//! the checksums of the files written.
+//! files it will write, see [`powerlab_campaign::disk`]), so a refused run
+//! leaves nothing behind. It then creates the directory, holds its write
+//! lock, writes the first manifest and the idle preflight, reserves the
+//! space the end of the run needs, and at the end seals the manifest with
+//! the final status and the checksums of the files written.
 
 use crate::error::RunError;
 use crate::options::RunOptions;
