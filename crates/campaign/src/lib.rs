@@ -8,6 +8,7 @@
 //! and per-GPU offset), which is also what `powerlab plan` prints.
 
 pub mod detune;
+pub mod disk;
 pub mod error;
 pub mod model;
 pub mod names;
@@ -15,6 +16,7 @@ mod node_power;
 pub mod parse;
 pub mod plan;
 
+pub use disk::DiskEstimate;
 pub use error::CampaignError;
 pub use model::{
     CALIBRATION_PHASE, Campaign, GpuSelector, Limits, Mode, NcclSpec, NcclStep, NodePowerKind,

@@ -62,6 +62,11 @@ pub struct CollateOptions {
     /// The soak analysis's first and last window, s (None: one minute,
     /// [`crate::soak::EDGE_S_DEFAULT`]).
     pub soak_edge_s: Option<f64>,
+    /// Wait up to this long for another collation of the run (a
+    /// `--snapshot` taken as the run ends) to finish, then collate, instead
+    /// of refusing at once: the run's own end-of-run collation must not
+    /// lose to a snapshot.
+    pub wait_for_lock: Option<std::time::Duration>,
 }
 
 /// [`collate`] with options. One collation per run directory at a time: a
@@ -96,19 +101,48 @@ pub fn collate_with(path: &Path, opts: CollateOptions) -> Result<CollateOutput, 
             ),
         });
     }
-    let _lock = powerlab_rundir::lock::try_hold(&dir.collate_lock(), "collating this run")
-        .map_err(|e| CollateError::Busy {
-            path: dir.path.clone(),
-            message: format!("another collation is running: {e}; wait for it to end"),
-        })?;
-    let run = load::load_run(&dir)?;
-    let report_dir = dir.report_dir();
-    let (out, files) = staged(&dir.path, &report_dir, |staging| {
-        collate_into(&dir, &run, staging, opts).map(|o| {
-            let files = o.files.clone();
-            (o, files)
-        })
+    let lock_path = dir.collate_lock();
+    let held = match opts.wait_for_lock {
+        Some(limit) => {
+            powerlab_rundir::lock::hold_waiting(&lock_path, "collating this run", limit, |who| {
+                tracing::info!("waiting for another collation of this run ({who}) to end")
+            })
+        }
+        None => powerlab_rundir::lock::try_hold(&lock_path, "collating this run"),
+    };
+    let _lock = held.map_err(|e| CollateError::Busy {
+        path: dir.path.clone(),
+        message: format!("another collation is running: {e}; wait for it to end"),
     })?;
+    let report_dir = dir.report_dir();
+    // A snapshot of a run that ends meanwhile (its manifest sealed while
+    // the snapshot was computed) is computed again from the sealed run: a
+    // report must never contradict the manifest beside it.
+    let mut attempts = 0;
+    let (out, files) = loop {
+        let run = load::load_run(&dir)?;
+        let status = run.manifest.status.clone();
+        attempts += 1;
+        let current = || {
+            attempts >= 3
+                || powerlab_rundir::Manifest::read(&dir.manifest())
+                    .is_ok_and(|m| m.status == status)
+        };
+        let built = staged_if(
+            &dir.path,
+            &report_dir,
+            |staging| {
+                collate_into(&dir, &run, staging, opts).map(|o| {
+                    let files = o.files.clone();
+                    (o, files)
+                })
+            },
+            current,
+        )?;
+        if let Some(b) = built {
+            break b;
+        }
+    };
     Ok(CollateOutput {
         report_dir,
         files,
@@ -125,6 +159,21 @@ pub(crate) fn staged<T>(
     report_dir: &Path,
     build: impl FnOnce(&Path) -> Result<(T, Vec<PathBuf>), CollateError>,
 ) -> Result<(T, Vec<PathBuf>), CollateError> {
+    staged_if(parent, report_dir, build, || true)?.ok_or_else(|| CollateError::Io {
+        path: report_dir.to_path_buf(),
+        source: std::io::Error::other("the report was built but not put in place"),
+    })
+}
+
+/// [`staged`], putting the new report in place only if `current()` still
+/// holds once it is built (what it was built from has not changed);
+/// otherwise it is discarded and `None` returned.
+fn staged_if<T>(
+    parent: &Path,
+    report_dir: &Path,
+    build: impl FnOnce(&Path) -> Result<(T, Vec<PathBuf>), CollateError>,
+    current: impl FnOnce() -> bool,
+) -> Result<Option<(T, Vec<PathBuf>)>, CollateError> {
     tidy_leftovers(parent, report_dir);
     let staging = report_dir.with_file_name(format!("report.new-{}", std::process::id()));
     if staging.exists() {
@@ -138,6 +187,10 @@ pub(crate) fn staged<T>(
             return Err(e);
         }
     };
+    if !current() {
+        let _ = std::fs::remove_dir_all(&staging);
+        return Ok(None);
+    }
     swap_in(&staging, report_dir)?;
     let files = files
         .iter()
@@ -147,7 +200,7 @@ pub(crate) fn staged<T>(
                 .unwrap_or_else(|_| f.clone())
         })
         .collect();
-    Ok((out, files))
+    Ok(Some((out, files)))
 }
 
 /// Puts a complete new report (`staging`) in place of `report_dir`: the
@@ -200,6 +253,39 @@ fn mark_incomplete(
             }
             r.method = "none".into();
         }
+    }
+}
+
+/// Marks the rung the run was stopped in: its figures are those of the
+/// part that ran (whole cycles, for a duty rung), and its coverage is that
+/// part's share of the planned window.
+fn mark_stopped(rungs: &mut [summary::RungSummary], run: &load::Run) {
+    for w in &run.rungs {
+        let Some(planned_end) = w.stopped_from_ns else {
+            continue;
+        };
+        let Some(r) = rungs.iter_mut().find(|r| r.rung.id == w.info.id) else {
+            continue;
+        };
+        let planned = (planned_end - w.measure_from_ns).max(1) as f64;
+        let ran = (w.end_ns - w.measure_from_ns) as f64;
+        let share = (ran / planned).min(r.window_coverage.unwrap_or(1.0));
+        r.window_coverage = Some(stats::r3(share));
+        let what = match w.info.period_ms.filter(|p| *p > 0.0) {
+            Some(p) => format!("the {:.0} whole cycles", ran / (p * 1e6)),
+            None => "the part".to_string(),
+        };
+        let prior = r
+            .incomplete
+            .take()
+            .map(|m| format!("; {m}"))
+            .unwrap_or_default();
+        r.incomplete = Some(format!(
+            "INCOMPLETE RAW DATA: the run was stopped {:.1} s into this rung's {:.1} s window ({:.0} %): figures cover the part that was sampled, {what} before the stop{prior}",
+            ran / 1e9,
+            planned / 1e9,
+            100.0 * share
+        ));
     }
 }
 
@@ -369,6 +455,7 @@ fn collate_into(
         }
     }
     mark_incomplete(&mut rungs, &coverage);
+    mark_stopped(&mut rungs, run);
     let repeats = summary::repeat_stats(&rungs);
     let compare = summary::compare_modes(&rungs);
     let nccl_rows = nccl::nccl_rows(dir, run)?;

@@ -18,8 +18,12 @@ pub struct RungWindow {
     pub epoch_ns: i64,
     /// Measured window start (after the ramp).
     pub measure_from_ns: i64,
-    /// Window end.
+    /// Window end: the planned one, or, where the run was stopped inside
+    /// the window, the end of the last whole cycle (a duty rung) or the
+    /// moment (any other rung) before the stop.
     pub end_ns: i64,
+    /// The planned window end, where the run was stopped before it.
+    pub stopped_from_ns: Option<i64>,
     /// Intended offsets.
     pub offsets_ns: Vec<i64>,
     /// Start errors, when the rung ended.
@@ -76,6 +80,7 @@ pub fn load_run(dir: &RunDir) -> Result<Run, CollateError> {
                 epoch_ns: *epoch_ns,
                 measure_from_ns: *measure_from_ns,
                 end_ns: *end_ns,
+                stopped_from_ns: None,
                 offsets_ns: offsets_ns.clone(),
                 start_error_ns: None,
                 barrier_ok: None,
@@ -90,6 +95,17 @@ pub fn load_run(dir: &RunDir) -> Result<Run, CollateError> {
                 if let Some(r) = rungs.iter_mut().find(|r| r.info.id == *rung_id) {
                     r.start_error_ns = Some(start_error_ns.clone());
                     r.barrier_ok = Some(*barrier_ok);
+                }
+            }
+            RunEvent::Note { topic, detail, .. }
+                if topic == powerlab_rundir::events::STOPPED_IN_RUNG_TOPIC =>
+            {
+                let id = detail["rung_id"].as_u64();
+                if let (Some(r), Some(at)) = (
+                    rungs.iter_mut().find(|r| Some(u64::from(r.info.id)) == id),
+                    detail["stopped_at_ns"].as_i64(),
+                ) {
+                    cut_at_stop(r, at);
                 }
             }
             _ => {}
@@ -115,6 +131,29 @@ pub fn load_run(dir: &RunDir) -> Result<Run, CollateError> {
         grid_ns: (grid_ms * 1e6) as i64,
         series,
     })
+}
+
+/// Ends a rung's window where the run stopped inside it (`at`, run
+/// clock): a duty rung at the end of its last whole cycle before the stop,
+/// any other rung at the stop. A window that keeps less than one cycle (or
+/// nothing) stays as planned: its readings' coverage says what is missing.
+/// A soak keeps its planned window: its analysis judges it on the time it
+/// ran and says so itself.
+fn cut_at_stop(r: &mut RungWindow, at: i64) {
+    if at >= r.end_ns || r.barrier_ok.is_some() || r.info.kind == "soak" {
+        return;
+    }
+    let end = match r.info.period_ms.filter(|p| *p > 0.0) {
+        Some(p) => {
+            let p = (p * 1e6).round() as i64;
+            r.measure_from_ns + (at - r.measure_from_ns).max(0) / p * p
+        }
+        None => at,
+    };
+    if end > r.measure_from_ns {
+        r.stopped_from_ns = Some(r.end_ns);
+        r.end_ns = end;
+    }
 }
 
 /// A polars parse error without its advice to the user to switch the

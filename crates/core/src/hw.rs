@@ -208,6 +208,13 @@ pub trait Gpu: Send {
     /// to idle because it has failed; implementations should succeed on a
     /// GPU that is already idle.
     async fn stop(&mut self) -> Result<(), HwError>;
+    /// The edges a window stopped before its end (an abort mid-rung)
+    /// achieved before the stop, each once; empty when no window was cut
+    /// short since the last call. Lets the run keep a stopped rung's edge
+    /// log (the rest of its outcome is lost with the abandoned `run`).
+    async fn stopped_edges(&mut self) -> Vec<EdgeRecord> {
+        Vec::new()
+    }
 }
 
 /// An instrument that yields every new sample since the last call.

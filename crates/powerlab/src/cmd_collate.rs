@@ -97,6 +97,7 @@ pub fn collate(a: &CollateArgs) -> Result<i32> {
         powerlab_collate::CollateOptions {
             snapshot: a.snapshot,
             soak_edge_s: Some(a.soak_edge_s),
+            wait_for_lock: None,
         },
     )?;
     if a.json {

@@ -73,6 +73,11 @@ pub fn plan(a: &PlanArgs) -> Result<i32> {
             if let Some(o) = v.as_object_mut() {
                 // Whether gpu_count is the count assumed for "all" (no --gpus).
                 o.insert("gpu_count_assumed".into(), assumed.into());
+                // The disk the run directory needs, file by file.
+                o.insert(
+                    "disk".into(),
+                    serde_json::to_value(powerlab_campaign::disk::estimate(&c, &p))?,
+                );
             }
             outln!("{}", serde_json::to_string_pretty(&v)?);
             Ok(0)
@@ -86,7 +91,19 @@ pub fn plan(a: &PlanArgs) -> Result<i32> {
                     "note: gpus = \"all\" is planned for {ASSUMED_GPUS} GPUs here (plan does not look at the machine; --gpus N for this node's count)"
                 );
             }
-            out!("{rest}");
+            // The disk the run needs, just before the closing total.
+            let (body, total) = match rest.trim_end().rsplit_once('\n') {
+                Some((body, last)) if last.starts_with("total:") => (format!("{body}\n"), last),
+                _ => (rest.to_string(), ""),
+            };
+            out!("{body}");
+            outln!(
+                "disk: the run directory needs {}",
+                powerlab_campaign::disk::estimate(&c, &p).describe()
+            );
+            if !total.is_empty() {
+                outln!("{total}");
+            }
             Ok(0)
         }
         Err(e) => {

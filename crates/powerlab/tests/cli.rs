@@ -112,7 +112,26 @@ fn validate_and_plan_speak_json() {
         .output()
         .unwrap();
     assert!(out.status.success());
-    serde_json::from_str::<serde_json::Value>(&text(&out.stdout)).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text(&out.stdout)).unwrap();
+    // The disk the run needs, file by file (issue 31, defect 8).
+    let disk = &v["disk"];
+    assert!(
+        disk["needed_bytes"].as_u64().unwrap()
+            > disk["raw_bytes"].as_u64().unwrap() + disk["edges_bytes"].as_u64().unwrap(),
+        "{disk}"
+    );
+    assert!(disk["edges_bytes"].as_u64().unwrap() > 0, "{disk}");
+    let out = powerlab()
+        .args(["plan", good.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let t = text(&out.stdout);
+    assert!(
+        t.lines()
+            .any(|l| l.starts_with("disk: the run directory needs about") && l.contains("edges")),
+        "{t}"
+    );
 }
 
 #[test]

@@ -420,3 +420,281 @@ fn a_rack_launch_of_a_build_without_mpi_is_refused() {
     );
     assert!(!dir.path().join("runs").exists(), "nothing ran");
 }
+
+/// `collate --snapshot` taken again and again while a run ends (issue 31,
+/// defect 5): the run's own end-of-run collation waits for a snapshot in
+/// progress instead of failing, the run exits 0, and the report left
+/// beside the `complete` manifest is the final one, never a snapshot's
+/// "DID NOT FINISH".
+#[test]
+fn snapshots_racing_the_end_of_a_run_never_fail_it_or_outlive_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let body = "[[phase]]\nkind = \"sustained\"\nname = \"s\"\nduration_s = 2\n";
+    let mut child = spawn_realtime(
+        &campaign(body).replace(
+            "confirm_node_swing = true",
+            "confirm_node_swing = true\nramp_up = false",
+        ),
+        tmp.path(),
+    );
+    let runs = tmp.path().join("runs");
+    let dir = loop {
+        if let Some(d) = run_dirs(&runs).pop()
+            && d.join("manifest.json").exists()
+        {
+            break d;
+        }
+        assert!(child.try_wait().unwrap().is_none(), "the run ended early");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // Two snapshot loops, so that one is in flight whenever the run ends.
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let loops: Vec<_> = (0..2)
+        .map(|_| {
+            let (dir, done) = (dir.clone(), done.clone());
+            std::thread::spawn(move || {
+                let mut n = 0;
+                while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                    let _ = powerlab()
+                        .args(["collate", "--snapshot", dir.to_str().unwrap()])
+                        .output()
+                        .unwrap();
+                    n += 1;
+                }
+                n
+            })
+        })
+        .collect();
+    let status = child.wait().unwrap();
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let snapshots: usize = loops.into_iter().map(|l| l.join().unwrap()).sum();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(0), "{snapshots} snapshots; {err}");
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(m["status"]["state"], "complete");
+    let report = std::fs::read_to_string(dir.join("report/report.md")).unwrap();
+    assert!(
+        !report.contains("DID NOT FINISH"),
+        "{snapshots} snapshots; {}",
+        report.lines().next().unwrap()
+    );
+}
+
+/// SIGTERM in the middle of a duty rung (issue 31, defect 6): the edges the
+/// GPUs achieved before the stop are kept in `edges.csv` (before, the whole
+/// rung's edge log was lost), and the collator folds the cycles they close.
+#[test]
+fn a_signal_mid_rung_keeps_the_edges_achieved_before_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let body = "[[phase]]\nkind = \"duty\"\nname = \"d\"\nperiod_ms = 200\nduration_s = 10\n";
+    let mut child = spawn_realtime(
+        &campaign(body).replace(
+            "confirm_node_swing = true",
+            "confirm_node_swing = true\nramp_up = false",
+        ),
+        tmp.path(),
+    );
+    let runs = tmp.path().join("runs");
+    // Stop the run about 6.5 s into the 10 s duty rung.
+    let started = loop {
+        let events = run_dirs(&runs)
+            .pop()
+            .and_then(|d| std::fs::read_to_string(d.join("events.jsonl")).ok())
+            .unwrap_or_default();
+        if let Some(e) = events
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .find(|e| e["event"] == "rung_started" && e["rung"]["kind"] == "duty")
+        {
+            break e;
+        }
+        assert!(child.try_wait().unwrap().is_none(), "the run ended early");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    std::thread::sleep(Duration::from_millis(6500));
+    let stopped_at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as i64;
+    signal(&child, "-TERM");
+    assert_eq!(child.wait().unwrap().code(), Some(143));
+    let dir = run_dirs(&runs).pop().unwrap();
+    let rung = started["rung"]["id"].as_u64().unwrap().to_string();
+    let edges: Vec<_> = csv_rows(&dir.join("edges.csv"))
+        .into_iter()
+        .filter(|e| e["rung_id"] == rung)
+        .collect();
+    let epoch = started["epoch_ns"].as_i64().unwrap();
+    for gpu in ["gpu0", "gpu1"] {
+        let achieved: Vec<i64> = edges
+            .iter()
+            .filter(|e| e["gpu"] == gpu)
+            .map(|e| e["achieved_ns"].parse().unwrap())
+            .collect();
+        // 10 edges a second (a rise and a fall each 200 ms) for ~6 s.
+        assert!(
+            achieved.len() >= 50,
+            "{gpu}: {} edges of the stopped rung kept",
+            achieved.len()
+        );
+        let last = *achieved.iter().max().unwrap();
+        assert!(
+            last <= stopped_at + 200_000_000,
+            "{gpu}: an edge {} ms after the stop is listed",
+            (last - stopped_at) / 1_000_000
+        );
+        assert!(
+            last >= epoch + 5_000_000_000,
+            "{gpu}: the last edge kept is {} ms into the rung",
+            (last - epoch) / 1_000_000
+        );
+    }
+    // The cycles that ran are folded: the rung has its node figures, marked
+    // as covering the part that was sampled.
+    let report = collates(&dir);
+    assert!(!report.contains("edges.csv is missing"), "{report}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("report/summary.json")).unwrap())
+            .unwrap();
+    let s = summary["rungs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["rung_id"] == started["rung"]["id"])
+        .unwrap();
+    assert!(s["spread_w"].as_f64().is_some(), "{s}");
+    assert!(
+        s["incomplete"]
+            .as_str()
+            .is_some_and(|m| m.contains("the part that was sampled")),
+        "{s}"
+    );
+}
+
+/// A small tmpfs at `dir` (unmounted when dropped); None, with a notice,
+/// where this process may not mount one.
+struct Tmpfs(std::path::PathBuf);
+
+impl Tmpfs {
+    #[allow(clippy::print_stderr)] // the notice that the test is skipped
+    fn mount(dir: &std::path::Path, size: &str) -> Option<Tmpfs> {
+        std::fs::create_dir_all(dir).unwrap();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir)
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            eprintln!(
+                "notice: cannot mount a tmpfs here (not root?); the disk-full test is skipped"
+            );
+            return None;
+        }
+        Some(Tmpfs(dir.to_path_buf()))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// A disk that fills mid-run (issue 31, defect 8), on a real full
+/// filesystem: exit 4 with the disk named, the manifest sealed as failed
+/// with no `manifest.json.tmp` left, and the report saying the run failed
+/// and why; a manifest never sealed still gets the end events.jsonl recorded.
+#[test]
+fn a_full_disk_fails_the_run_with_exit_4_and_a_sealed_manifest() {
+    let tmp = tempfile::tempdir().unwrap();
+    let Some(fs) = Tmpfs::mount(&tmp.path().join("disk"), "48m") else {
+        return;
+    };
+    let body = "[[phase]]\nkind = \"duty\"\nname = \"d\"\nperiod_ms = 20\nduration_s = 30\n";
+    let file = tmp.path().join("c.toml");
+    std::fs::write(
+        &file,
+        campaign(body).replace(
+            "confirm_node_swing = true",
+            "confirm_node_swing = true\nramp_up = false",
+        ),
+    )
+    .unwrap();
+    let runs = fs.0.join("runs");
+    let child = powerlab()
+        .args([
+            "run",
+            file.to_str().unwrap(),
+            "--backend",
+            "sim",
+            "--sim-gpus",
+            "2",
+        ])
+        .args([
+            "--sim-pace",
+            "realtime",
+            "--results",
+            runs.to_str().unwrap(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once the duty rung runs, the rest of the disk is taken.
+    let dir = loop {
+        if let Some(d) = run_dirs(&runs).pop()
+            && std::fs::read_to_string(d.join("events.jsonl"))
+                .is_ok_and(|e| e.contains("\"rung_started\""))
+        {
+            break d;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    std::thread::sleep(Duration::from_millis(1500));
+    let filler = fs.0.join("filler");
+    {
+        use std::io::Write;
+        let mut f = std::fs::File::create(&filler).unwrap();
+        let chunk = vec![1u8; 64 * 1024];
+        while f.write_all(&chunk).is_ok() {}
+        let mut small = vec![1u8; 512];
+        while f.write_all(&small).is_ok() {}
+        small.truncate(1);
+        while f.write_all(&small).is_ok() {}
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(err.contains("disk"), "the message names the disk: {err}");
+    assert!(
+        !dir.join("manifest.json.tmp").exists(),
+        "a manifest.json.tmp is left"
+    );
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(m["status"]["state"], "failed", "{m}");
+    let reason = m["status"]["reason"].as_str().unwrap();
+    assert!(reason.contains("No space left"), "{reason}");
+    std::fs::remove_file(&filler).unwrap();
+    let report = collates(&dir);
+    let first = report.lines().next().unwrap();
+    assert!(
+        first.contains("RUN FAILED") && first.contains("No space left"),
+        "{first}"
+    );
+    // A manifest left `running` (sealing it failed too): the end that
+    // events.jsonl recorded is what the report says, not "killed?".
+    let mut m = m;
+    m["status"] = serde_json::json!({ "state": "running" });
+    m["ended_ns"] = serde_json::Value::Null;
+    std::fs::write(dir.join("manifest.json"), m.to_string()).unwrap();
+    let report = collates(&dir);
+    let first = report.lines().next().unwrap();
+    assert!(
+        first.contains("RUN FAILED") && !first.contains("killed?"),
+        "{first}"
+    );
+}

@@ -58,8 +58,10 @@ pub const DEVICE_CLOCK_TOPIC: &str = "device_clock";
 
 /// Topic of the note written when a stop reason (a fault, an interlock, a
 /// signal) ends the run inside a rung, warm-up and cool-down included:
-/// `{rung_id, label, kind, reason}`, so the record says which rung (which
-/// ramp-up step) was under way.
+/// `{rung_id, label, kind, reason, stopped_at_ns}`, so the record says
+/// which rung (which ramp-up step) was under way, and where its window was
+/// cut short (`stopped_at_ns`, run clock; null when the stop came outside
+/// the window).
 pub const STOPPED_IN_RUNG_TOPIC: &str = "stopped_in_rung";
 
 /// A GPU's readiness at a barrier.

@@ -94,6 +94,36 @@ pub fn try_hold(path: &Path, holder: &str) -> Result<Held, LockError> {
     })
 }
 
+/// Takes the lock at `path` for `holder`, waiting up to `limit` while
+/// another live process holds it; `waiting` is called once, with the
+/// holder's words, when the first try finds the lock held.
+///
+/// # Errors
+///
+/// Returns [`LockError::Busy`] if the lock is still held after `limit`, and
+/// [`LockError::Io`] if the lock file cannot be opened or locked.
+pub fn hold_waiting(
+    path: &Path,
+    holder: &str,
+    limit: std::time::Duration,
+    mut waiting: impl FnMut(&str),
+) -> Result<Held, LockError> {
+    let until = std::time::Instant::now() + limit;
+    let mut told = false;
+    loop {
+        match try_hold(path, holder) {
+            Err(LockError::Busy { holder: who, .. }) if std::time::Instant::now() < until => {
+                if !told {
+                    waiting(&who);
+                    told = true;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            other => return other,
+        }
+    }
+}
+
 /// Who holds the lock at `path`, if a live process does (a missing file or
 /// a lock left by a dead process is free).
 pub fn holder(path: &Path) -> Option<String> {

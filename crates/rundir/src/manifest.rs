@@ -121,8 +121,25 @@ impl Manifest {
             path: path.to_path_buf(),
             message: e.to_string(),
         })?;
-        std::fs::write(&tmp, text + "\n").map_err(|e| RunDirError::io(&tmp, e))?;
-        std::fs::rename(&tmp, path).map_err(|e| RunDirError::io(path, e))
+        let text = text + "\n";
+        if let Err(e) = std::fs::write(&tmp, &text).and_then(|()| std::fs::rename(&tmp, path)) {
+            // A full disk: no temporary file left behind; the manifest is
+            // rewritten in place, where its old blocks take most of it.
+            let _ = std::fs::remove_file(&tmp);
+            if !path.exists() {
+                return Err(RunDirError::io(&tmp, e));
+            }
+            return write_in_place(path, text.as_bytes()).map_err(|e2| {
+                RunDirError::io(
+                    path,
+                    std::io::Error::new(
+                        e2.kind(),
+                        format!("{e2} (and through a temporary file: {e})"),
+                    ),
+                )
+            });
+        }
+        Ok(())
     }
 
     /// Reads a manifest.
@@ -150,4 +167,14 @@ impl Manifest {
         }
         Ok(m)
     }
+}
+
+/// Overwrites `path` with `text` without a temporary file: written over
+/// the old content first, then cut to length.
+fn write_in_place(path: &Path, text: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new().write(true).open(path)?;
+    f.write_all(text)?;
+    f.set_len(text.len() as u64)?;
+    f.sync_all()
 }

@@ -30,9 +30,12 @@ pub use crate::schedule::schedule_for;
 /// the campaign needs, e.g. NCCL, is absent), [`RunError::Locked`] (another
 /// campaign holds the node), [`RunError::Results`] (the results directory
 /// cannot take the run: inside a run directory, unwritable or too full).
-/// During the run: [`RunError::RunDir`] when its files cannot be written
-/// and [`RunError::Internal`] when an internal task ended unexpectedly;
-/// what was written so far stays.
+/// At its start: [`RunError::RunDir`] when the run directory, its first
+/// manifest or its event and edge files cannot be created, and
+/// [`RunError::Internal`] when the crew cannot be started. A file that
+/// cannot be written once the run is under way (a full disk) is no error:
+/// the run ends failed, saying which file and why; what was written so
+/// far stays.
 pub async fn run_campaign(
     campaign: &Campaign,
     plan: &Plan,
@@ -86,16 +89,39 @@ pub async fn run_campaign(
     };
     let mut driver = RungDriver::new(parts, campaign, plan, opts);
 
-    // 4. The rungs.
-    driver.begin(campaign, plan, &info.backend, opts, start_ns)?;
-    let outcome = driver.run_rungs(plan).await?;
+    // 4. The rungs. A file of the run directory that cannot be written (a
+    // full disk) fails the run; it still ends as below, sealed as failed.
+    let outcome = match driver.begin(campaign, plan, &info.backend, opts, start_ns) {
+        Ok(()) => driver.run_rungs(plan).await,
+        Err(e) => Err(e),
+    };
+    let outcome = outcome.unwrap_or_else(|e| Err(crate::stop::disk_failure(&e)));
 
-    // 5. Stop every GPU, then the samplers; say how the run ended.
-    let ending = driver.finish(outcome, opts).await?;
-    files.seal(&ending.status, ending.end_ns)?;
+    // 5. Stop every GPU, then the samplers; say how the run ended (with
+    // the space reserved at the start given back for the closing writes).
+    let ending = driver.finish(outcome, opts, &mut files).await;
+    // A manifest that cannot be sealed (a disk still full) leaves the run
+    // failed, not an error of its own: events.jsonl holds how it ended,
+    // and the collator reads it from there.
+    let status = match files.seal(&ending.status, ending.end_ns) {
+        Ok(()) => ending.status,
+        Err(e) => {
+            let before = match &ending.status {
+                powerlab_rundir::RunStatus::Interrupted { reason }
+                | powerlab_rundir::RunStatus::Failed { reason } => format!("{reason}; "),
+                _ => String::new(),
+            };
+            powerlab_rundir::RunStatus::Failed {
+                reason: format!(
+                    "{before}{}; the manifest still says running (events.jsonl records the end)",
+                    crate::stop::disk_failure(&format!("sealing the manifest: {e}")).text()
+                ),
+            }
+        }
+    };
     Ok(RunResult {
         run_dir: files.dir.path.clone(),
-        status: ending.status,
+        status,
         rungs_completed: ending.rungs_completed,
         samplers: ending.samplers,
         rack_ends: ending.rack_ends,

@@ -66,6 +66,8 @@ pub(crate) struct RungDriver<'a> {
     done_ns: i64,
     /// Rungs completed.
     completed: usize,
+    /// When a stop cut the current rung's window short, on the run clock.
+    stopped_at_ns: Option<i64>,
 }
 
 /// What a driver is made of: the run's clock, stop latch and observer, its
@@ -122,6 +124,7 @@ impl<'a> RungDriver<'a> {
             total_ns: plan.total_ns(),
             done_ns: 0,
             completed: 0,
+            stopped_at_ns: None,
         }
     }
 
@@ -180,6 +183,9 @@ impl<'a> RungDriver<'a> {
                         "label": rung.label,
                         "kind": rung.kind.as_str(),
                         "reason": reason.text(),
+                        // Where the window was cut short (absent: the stop
+                        // came outside it): the collator folds what ran.
+                        "stopped_at_ns": self.stopped_at_ns,
                     }),
                 });
                 return Ok(Err(reason));

@@ -2,10 +2,11 @@
 //!
 //! Before anything is written this module checks that the results root can
 //! take the run (a writable directory outside every run, with room for the
-//! raw samples), so a refused run leaves nothing behind. It then creates the
-//! directory, holds its write lock, writes the first manifest and the idle
-//! preflight, and at the end seals the manifest with the final status and
-//! the checksums of the files written.
+//! files it will write, see [`powerlab_campaign::disk`]), so a refused run
+//! leaves nothing behind. It then creates the directory, holds its write
+//! lock, writes the first manifest and the idle preflight, reserves the
+//! space the end of the run needs, and at the end seals the manifest with
+//! the final status and the checksums of the files written.
 
 use crate::error::RunError;
 use crate::options::RunOptions;
@@ -24,6 +25,35 @@ pub(crate) struct RunFiles {
     /// Held while this process writes the directory: a collation meanwhile
     /// refuses (unless asked for a snapshot) instead of reading half a run.
     _run_lock: powerlab_rundir::lock::Held,
+    /// Space taken at the start and given back for the closing writes (the
+    /// last events and the sealed manifest), so that a disk the run filled
+    /// still takes them.
+    reserve: Option<std::path::PathBuf>,
+}
+
+/// The hidden file that holds the space the end of a run needs.
+const RESERVE_FILE: &str = ".space-reserve";
+
+/// Takes `bytes` of real space (written, not a sparse file) in `path`;
+/// None if that fails (a disk already too full: the run goes on without).
+fn reserve_space(path: &Path, bytes: usize) -> Option<std::path::PathBuf> {
+    use std::io::Write;
+    let mut f = std::fs::File::create(path).ok()?;
+    let chunk = vec![0u8; 64 * 1024];
+    let mut left = bytes;
+    while left > 0 {
+        let n = left.min(chunk.len());
+        if f.write_all(&chunk[..n]).is_err() {
+            let _ = std::fs::remove_file(path);
+            return None;
+        }
+        left -= n;
+    }
+    if f.sync_all().is_err() {
+        let _ = std::fs::remove_file(path);
+        return None;
+    }
+    Some(path.to_path_buf())
 }
 
 impl RunFiles {
@@ -46,8 +76,9 @@ impl RunFiles {
             None => opts.results_root.clone(),
         };
         check_results_root(&parent).map_err(RunError::Results)?;
-        let needed = opts.min_free_bytes.unwrap_or_else(|| needed_bytes(plan));
-        check_free_space(&parent, needed).map_err(RunError::Results)?;
+        let estimate = powerlab_campaign::disk::estimate(campaign, plan);
+        let needed = opts.min_free_bytes.unwrap_or(estimate.needed_bytes);
+        check_free_space(&parent, needed, &estimate).map_err(RunError::Results)?;
         let dir = match &opts.rack {
             Some(r) => RunDir::create_exact(&r.node_dir)?,
             None => RunDir::create(&opts.results_root, &campaign.name, &backend.host, start_ns)?,
@@ -76,6 +107,9 @@ impl RunFiles {
             gpu_binding: opts.gpu_binding.clone(),
         };
         manifest.write(&dir.manifest())?;
+        // Room for the closing events and a manifest holding checksums.
+        let manifest_len = std::fs::metadata(dir.manifest()).map_or(0, |m| m.len() as usize);
+        let reserve = reserve_space(&dir.path.join(RESERVE_FILE), 2 * manifest_len + 256 * 1024);
         if let Some((json, md)) = &opts.health {
             write_file(
                 &dir.file(powerlab_rundir::RunFile::Health),
@@ -87,12 +121,21 @@ impl RunFiles {
             dir,
             manifest,
             _run_lock: run_lock,
+            reserve,
         })
+    }
+
+    /// Gives back the space reserved at the start (for the closing writes).
+    pub fn release_reserve(&mut self) {
+        if let Some(p) = self.reserve.take() {
+            let _ = std::fs::remove_file(p);
+        }
     }
 
     /// Rewrites the manifest with how the run ended and the checksums of
     /// the files written. Every other file must be flushed by now.
     pub fn seal(&mut self, status: &RunStatus, end_ns: i64) -> Result<(), RunError> {
+        self.release_reserve();
         self.manifest.ended_ns = Some(end_ns);
         self.manifest.status = status.clone();
         self.manifest.checksums = ["edges.csv", "collectives.csv", "events.jsonl"]
@@ -108,15 +151,13 @@ fn write_file(path: &Path, text: &str) -> Result<(), RunError> {
     std::fs::write(path, text).map_err(|e| RunError::RunDir(RunDirError::io(path, e)))
 }
 
-/// Free bytes the run needs: ~150 rows/s per GPU at ~50 bytes, with margin.
-fn needed_bytes(plan: &Plan) -> u64 {
-    let secs = plan.total_ns() as f64 / 1e9;
-    (secs * plan.gpu_count as f64 * 150.0 * 50.0 * 1.5) as u64 + 16 * 1024 * 1024
-}
-
 /// Refuses a results directory with less than `needed` bytes available to
-/// an unprivileged writer.
-fn check_free_space(dir: &Path, needed: u64) -> Result<(), String> {
+/// an unprivileged writer; the message states what the run's files need.
+fn check_free_space(
+    dir: &Path,
+    needed: u64,
+    estimate: &powerlab_campaign::DiskEstimate,
+) -> Result<(), String> {
     let free = rustix::fs::statvfs(dir)
         .map(|s| s.f_frsize.saturating_mul(s.f_bavail))
         .map_err(|e| {
@@ -128,10 +169,11 @@ fn check_free_space(dir: &Path, needed: u64) -> Result<(), String> {
         })?;
     if free < needed {
         return Err(format!(
-            "{} has {} MB free, the run needs about {} MB of raw samples; free space or choose another --results",
+            "{} has {} MB free, the run needs about {} MB: its files need {}; free space or choose another --results",
             dir.display(),
             free / 1_000_000,
-            needed / 1_000_000
+            needed / 1_000_000,
+            estimate.describe()
         ));
     }
     Ok(())

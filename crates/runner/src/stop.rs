@@ -26,6 +26,14 @@ impl StopReason {
     }
 }
 
+/// The stop of a run whose directory could not be written (a full disk,
+/// most often): the reason names the file and the error, and says what to do.
+pub(crate) fn disk_failure(e: &dyn std::fmt::Display) -> StopReason {
+    StopReason::Failed(format!(
+        "disk: writing the run directory failed: {e}; the load is stopped rather than run unrecorded (free space on the disk that holds the results directory, or choose another --results)"
+    ))
+}
+
 /// A run's stop signal: empty until a reason is raised, then holding the
 /// first reason for good.
 ///

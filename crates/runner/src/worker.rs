@@ -31,6 +31,11 @@ pub enum WorkerCmd {
         /// Where the stop's result is sent.
         reply: oneshot::Sender<Result<(), HwError>>,
     },
+    /// The edges a window cut short by the stop achieved before it.
+    StoppedEdges {
+        /// Where they are sent.
+        reply: oneshot::Sender<Vec<powerlab_core::hw::EdgeRecord>>,
+    },
     /// Round trip, to measure dispatch time.
     Ping {
         /// Answered at once, to time the round trip.
@@ -77,6 +82,9 @@ pub fn spawn_worker(
                 }
                 WorkerCmd::Stop { reply } => {
                     let _ = reply.send(gpu.stop().await);
+                }
+                WorkerCmd::StoppedEdges { reply } => {
+                    let _ = reply.send(gpu.stopped_edges().await);
                 }
                 WorkerCmd::Ping { reply } => {
                     let _ = reply.send(());

@@ -123,7 +123,6 @@ pub struct SimDevice {
     reads: u64,
     truth: Option<Truth>,
     truth_acc_j: f64,
-    truth_steps: i64,
     xid_reported: bool,
     /// Time under the power cap, ns (NVML's cumulative violation counter).
     power_cap_ns: i64,
@@ -220,7 +219,6 @@ impl SimDevice {
                 power_w: Vec::new(),
             }),
             truth_acc_j: 0.0,
-            truth_steps: 0,
             xid_reported: false,
             power_cap_ns: 0,
             thermal_cap_ns: 0,
@@ -291,9 +289,12 @@ impl SimDevice {
         self.faults.nccl_hang_at_ns.map(|l| self.run_start_ns + l)
     }
 
-    /// Replaces the demand from `from` on (earlier entries stay).
+    /// Replaces the demand from `from` on (earlier entries stay). A
+    /// demand from a time still ahead is scheduled, not run to: advancing
+    /// the physics there at once would fill the driver's ring with samples
+    /// not yet taken and lose the oldest (the demo's NCCL sweep, set up to
+    /// its end seconds ahead, lost ~330 ms of every GPU's samples so).
     pub fn set_demand(&mut self, from: EpochNs, demand: Demand) {
-        self.advance_to(from);
         let from = from.max(self.t_ns);
         self.program.retain(|(t, _)| *t < from);
         self.program.push((from, demand));
@@ -365,6 +366,29 @@ impl SimDevice {
         (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
     }
 
+    /// Adds the power held over `[from, to)` to the true waveform: each
+    /// bucket is the mean over its own span, whether a physics step is
+    /// shorter than a bucket (several steps per bucket) or longer (one step
+    /// fills several buckets, each with that step's power).
+    fn record_truth(&mut self, from: EpochNs, to: EpochNs) {
+        let Some(truth) = self.truth.as_mut() else {
+            return;
+        };
+        let mut at = from;
+        while at < to {
+            let bucket_end = truth.start_ns + (truth.power_w.len() as i64 + 1) * truth.step_ns;
+            let until = bucket_end.min(to);
+            self.truth_acc_j += self.power_w * (until - at) as f64 / 1e9;
+            at = until;
+            if until == bucket_end {
+                truth
+                    .power_w
+                    .push((self.truth_acc_j / (truth.step_ns as f64 / 1e9)) as f32);
+                self.truth_acc_j = 0.0;
+            }
+        }
+    }
+
     /// Integrates physics and instruments up to `t`.
     pub fn advance_to(&mut self, t: EpochNs) {
         let dt_s = self.dt_ns as f64 / 1e9;
@@ -432,17 +456,7 @@ impl SimDevice {
             self.hist[self.hist_k.rem_euclid(len) as usize] = self.energy_j;
             self.t_ns = step_end;
 
-            if let Some(truth) = self.truth.as_mut() {
-                self.truth_acc_j += self.power_w * dt_s;
-                self.truth_steps += 1;
-                if self.truth_steps * self.dt_ns >= truth.step_ns {
-                    truth
-                        .power_w
-                        .push((self.truth_acc_j / (truth.step_ns as f64 / 1e9)) as f32);
-                    self.truth_acc_j = 0.0;
-                    self.truth_steps = 0;
-                }
-            }
+            self.record_truth(step_end - self.dt_ns, step_end);
 
             while self.buffered_clock.peek() <= self.t_ns {
                 let ts = self.buffered_clock.peek();

@@ -30,6 +30,10 @@ pub struct SimGpu {
     pub(crate) ranks: usize,
     pub(crate) cold_start_ns: i64,
     pub(crate) rng: ChaCha8Rng,
+    /// The edges of the window in flight (until it reaches its end).
+    pub(crate) window: Option<Vec<EdgeRecord>>,
+    /// The edges a stopped window achieved before its stop.
+    pub(crate) stopped: Vec<EdgeRecord>,
 }
 
 impl SimGpu {
@@ -50,6 +54,8 @@ impl SimGpu {
             ranks,
             cold_start_ns,
             rng: ChaCha8Rng::seed_from_u64(seed),
+            window: None,
+            stopped: Vec::new(),
         }
     }
 
@@ -199,6 +205,7 @@ impl Gpu for SimGpu {
 
     async fn run(&mut self, s: &GpuSchedule) -> Result<RungOutcome, HwError> {
         let t_call = self.clock.now_ns();
+        self.stopped.clear();
         let (arm_ms, jitter_us, offset_us, late_falls) = {
             let d = lock(&self.dev);
             (
@@ -247,8 +254,11 @@ impl Gpu for SimGpu {
                     achieved_ns: achieved,
                 }
             })
-            .collect();
+            .collect::<Vec<_>>();
+        // Kept until the window ends: a stop meanwhile keeps those achieved by then.
+        self.window = Some(edges.clone());
         self.sleep_or_lost(s.end_ns).await?;
+        self.window = None;
         lock(&self.dev).set_demand(s.end_ns, Demand::Idle);
         // The simulated device clock keeps a fixed offset (the probes find it to ~10 µs).
         let offset = (offset_us * 1e3) as i64;
@@ -269,8 +279,15 @@ impl Gpu for SimGpu {
 
     async fn stop(&mut self) -> Result<(), HwError> {
         let now = self.clock.now_ns();
+        if let Some(edges) = self.window.take() {
+            self.stopped = edges.into_iter().filter(|e| e.achieved_ns <= now).collect();
+        }
         lock(&self.dev).set_demand(now, Demand::Idle);
         Ok(())
+    }
+
+    async fn stopped_edges(&mut self) -> Vec<EdgeRecord> {
+        std::mem::take(&mut self.stopped)
     }
 }
 

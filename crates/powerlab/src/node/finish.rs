@@ -26,7 +26,15 @@ pub fn finish(cfg: &RunConfig, outcome: Result<RunResult, i32>) -> Result<i32> {
     let collated = if cfg.no_collate {
         None
     } else {
-        Some(powerlab_collate::collate(&result.run_dir))
+        // The run's own collation waits for a snapshot taken as it ended
+        // (`collate --snapshot`), then replaces that snapshot's report.
+        Some(powerlab_collate::collate_with(
+            &result.run_dir,
+            powerlab_collate::CollateOptions {
+                wait_for_lock: Some(std::time::Duration::from_secs(600)),
+                ..Default::default()
+            },
+        ))
     };
     if let Some(Ok(out)) = &collated {
         // A run that calibrated itself keeps its sensor model beside its raw data.

@@ -26,12 +26,16 @@ pub(crate) struct Ending {
 }
 
 impl RungDriver<'_> {
-    /// Stops everything and logs how the run ended.
+    /// Stops everything and logs how the run ended. A closing event that
+    /// cannot be written fails a run that had not failed already (the
+    /// event log would not say how it ended); the ending is returned
+    /// either way, for the manifest.
     pub async fn finish(
         mut self,
         mut outcome: Outcome,
         opts: &RunOptions,
-    ) -> Result<Ending, RunError> {
+        files: &mut crate::run_files::RunFiles,
+    ) -> Ending {
         // A node that failed tells the others now, before it stops its own GPUs.
         if let Some(sync) = &self.rack {
             sync.post_alarm(&sync.end_of(&outcome));
@@ -43,9 +47,27 @@ impl RungDriver<'_> {
             self.journal.stop.raise(r.clone());
         }
         let samplers = self.crew.stop().await;
-        self.journal.pump_monitor()?;
-        let rack_ends = self.end_rack(&mut outcome, opts).await?;
+        // The samplers have stopped writing: the space reserved at the
+        // start is now the closing events' and the manifest's.
+        files.release_reserve();
+        if let Err(e) = self.journal.pump_monitor() {
+            fail_with(&mut outcome, &e);
+        }
+        let rack_ends = match self.end_rack(&mut outcome, opts).await {
+            Ok(ends) => ends,
+            Err(e) => {
+                fail_with(&mut outcome, &e);
+                None
+            }
+        };
         let end_ns = self.journal.clock.now_ns();
+        if let Err(e) = self.journal.log(RunEvent::Note {
+            ts_ns: end_ns,
+            topic: "samplers".into(),
+            detail: serde_json::to_value(&samplers).unwrap_or_default(),
+        }) {
+            fail_with(&mut outcome, &e);
+        }
         let status = match outcome {
             Ok(()) => RunStatus::Complete,
             Err(StopReason::Interrupted(reason)) => RunStatus::Interrupted { reason },
@@ -57,23 +79,24 @@ impl RungDriver<'_> {
             RunStatus::Failed { reason } => ("failed", Some(reason.clone())),
             RunStatus::Running => ("running", None),
         };
-        self.journal.log(RunEvent::Note {
-            ts_ns: end_ns,
-            topic: "samplers".into(),
-            detail: serde_json::to_value(&samplers).unwrap_or_default(),
-        })?;
-        self.journal.log(RunEvent::RunEnded {
+        let ended = self.journal.log(RunEvent::RunEnded {
             ts_ns: end_ns,
             status: status_name.into(),
             reason,
-        })?;
-        Ok(Ending {
+        });
+        let status = match (status, ended) {
+            (RunStatus::Complete, Err(e)) => RunStatus::Failed {
+                reason: crate::stop::disk_failure(&e).text().to_string(),
+            },
+            (status, _) => status,
+        };
+        Ending {
             status,
             end_ns,
             rungs_completed: self.completed,
             samplers,
             rack_ends,
-        })
+        }
     }
 
     /// Tells the rack how this node ended and learns how every node did. A
@@ -119,5 +142,13 @@ impl RungDriver<'_> {
             )));
         }
         Ok(Some(ends))
+    }
+}
+
+/// A closing write that failed: the run fails with it, unless it had
+/// stopped for another reason already (that one is what the run reports).
+fn fail_with(outcome: &mut Outcome, e: &RunError) {
+    if outcome.is_ok() {
+        *outcome = Err(crate::stop::disk_failure(e));
     }
 }

@@ -33,7 +33,7 @@ fn fail(what: &str, gpu: &str, e: &HwError) -> StopReason {
 
 /// A failed write into the run directory.
 fn io(e: RunError) -> StopReason {
-    StopReason::Failed(format!("writing the run directory failed: {e}"))
+    crate::stop::disk_failure(&e)
 }
 
 impl RungDriver<'_> {
@@ -46,7 +46,14 @@ impl RungDriver<'_> {
         let ready = self.warm_up(rung, t0).await?;
         let start = self.agree_start(rung, &ready).await?;
         self.announce(rung, &ready, &start)?;
-        let outcomes = self.run_window(rung, &start).await?;
+        let outcomes = match self.run_window(rung, &start).await {
+            Ok(o) => o,
+            Err(stop) => {
+                self.stopped_at_ns = Some(self.journal.clock.now_ns());
+                self.keep_stopped_edges(rung).await;
+                return Err(stop);
+            }
+        };
         self.record(rung, &outcomes)?;
         self.cool_down(rung, t0).await
     }
@@ -227,6 +234,28 @@ impl RungDriver<'_> {
             Ok(Err(e)) => Err(StopReason::Failed(format!("rung {}: {e}", rung.label))),
             Ok(Ok(results)) => first_error(results, &self.keys)
                 .map_err(|(g, e)| fail(&format!("rung {}", rung.label), &g, &e)),
+        }
+    }
+
+    /// A window the run's stop cut short: each GPU's edges achieved
+    /// before the stop go into `edges.csv`, so the cycles that ran can
+    /// still be folded. Best effort: a GPU that does not answer within 2 s,
+    /// or a failed write, keeps nothing more (the stop's reason is what the
+    /// run reports).
+    async fn keep_stopped_edges(&mut self, rung: &Rung) {
+        if self.journal.stop_reason().is_none() {
+            return;
+        }
+        let ask = ask_all(&self.crew.workers, |_, reply| WorkerCmd::StoppedEdges {
+            reply,
+        });
+        let Ok(Ok(edges)) = tokio::time::timeout(Duration::from_secs(2), ask).await else {
+            return;
+        };
+        for (e, key) in edges.iter().zip(&self.keys) {
+            if !e.is_empty() && self.edges.write(rung.id, key, e).is_err() {
+                return;
+            }
         }
     }
 

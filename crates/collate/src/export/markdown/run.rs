@@ -45,6 +45,15 @@ pub struct Tables<'a> {
     ),
 }
 
+/// How the event log says the run ended, when it says so: `failed`,
+/// `interrupted` or `complete`, and the reason.
+fn logged_end(run: &Run) -> Option<(&str, Option<&str>)> {
+    run.events.iter().rev().find_map(|e| match e {
+        RunEvent::RunEnded { status, reason, .. } => Some((status.as_str(), reason.as_deref())),
+        _ => None,
+    })
+}
+
 /// Writes `report/report.md`.
 ///
 /// # Errors
@@ -66,10 +75,19 @@ pub fn write_report(
     }
     match &m.status {
         RunStatus::Complete => {}
-        RunStatus::Running => warnings.push(format!(
-            "RUN DID NOT FINISH (no end recorded: killed?): numbers cover the samples flushed before it stopped{}",
-            t.raw_end_ns.map(|e| format!(", the last {:.1} s after the start", (e - m.started_ns) as f64 / 1e9)).unwrap_or_default()
-        )),
+        // The event log recorded the end the manifest never got (a disk
+        // that filled before the manifest was sealed): that end is stated.
+        RunStatus::Running => warnings.push(match logged_end(run) {
+            Some((status, reason)) => format!(
+                "RUN {} ({}; from events.jsonl: the manifest was never sealed): numbers cover the rungs that ran",
+                status.to_uppercase(),
+                reason.unwrap_or("no reason recorded")
+            ),
+            None => format!(
+                "RUN DID NOT FINISH (no end recorded: killed?): numbers cover the samples flushed before it stopped{}",
+                t.raw_end_ns.map(|e| format!(", the last {:.1} s after the start", (e - m.started_ns) as f64 / 1e9)).unwrap_or_default()
+            ),
+        }),
         RunStatus::Interrupted { reason } => warnings.push(format!("RUN INTERRUPTED ({reason}): numbers cover the rungs that ran")),
         RunStatus::Failed { reason } => warnings.push(format!("RUN FAILED ({reason}): numbers cover the rungs that ran")),
     }
