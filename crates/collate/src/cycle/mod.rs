@@ -301,14 +301,17 @@ pub fn compose(
     };
     let composed = window_stats(&values, p, at.from_ns, at.span_ns);
     let interval = interval::bootstrap(planner, &folds, at, &composed, u64::from(r.info.id));
-    let unbiased = interval.as_ref().map_or(composed, |i| CycleStats {
-        mean_w: composed.mean_w,
-        peak_w: i.peak.centre,
-        p1_w: i.p1.centre,
-        p10_w: i.p10.centre,
-        p90_w: i.p90.centre,
-        p99_w: i.p99.centre,
-    });
+    let unbiased = interval
+        .as_ref()
+        .filter(|i| i.cycles >= interval::MIN_CYCLES_FOR_BIAS)
+        .map_or(composed, |i| CycleStats {
+            mean_w: composed.mean_w,
+            peak_w: i.peak.centre,
+            p1_w: i.p1.centre,
+            p10_w: i.p10.centre,
+            p90_w: i.p90.centre,
+            p99_w: i.p99.centre,
+        });
     let stats = within_samples(unbiased, &supported_range(planner, &folds, &gpu_values));
     Ok(NodeCycle {
         rung_id: r.info.id,
@@ -459,13 +462,18 @@ fn supported_range(
 /// drew beyond them.
 fn within_samples(s: CycleStats, (lo, hi): &(f64, f64)) -> CycleStats {
     let clamp = |v: f64| v.max(*lo).min(*hi);
+    // In order, as percentiles are: a bias correction could cross two.
+    let p1_w = clamp(s.p1_w);
+    let p10_w = clamp(s.p10_w).max(p1_w);
+    let p90_w = clamp(s.p90_w).max(p10_w);
+    let p99_w = clamp(s.p99_w).max(p90_w);
     CycleStats {
         mean_w: s.mean_w,
-        peak_w: clamp(s.peak_w),
-        p1_w: clamp(s.p1_w),
-        p10_w: clamp(s.p10_w),
-        p90_w: clamp(s.p90_w),
-        p99_w: clamp(s.p99_w),
+        peak_w: clamp(s.peak_w).max(p99_w),
+        p1_w,
+        p10_w,
+        p90_w,
+        p99_w,
     }
 }
 
