@@ -43,6 +43,50 @@ pub struct Run {
     pub grid_ns: i64,
     /// (node, GPU key) of every series expected from the manifest.
     pub series: Vec<(String, String)>,
+    /// Rungs the plan lists that have no `rung_started` record in the
+    /// event log, by label: never reached in a run that did not finish,
+    /// or lost from the log. Named on the report's first line.
+    pub missing_rungs: Vec<MissingRung>,
+}
+
+/// A rung the plan lists without a record in the event log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MissingRung {
+    /// Its label.
+    pub label: String,
+    /// Whether a later rung of the plan has a record (so this one's was
+    /// lost from the log, not just never reached).
+    pub lost: bool,
+}
+
+/// The plan's rungs (id, label) without a `rung_started` record.
+fn missing_rungs(manifest: &Manifest, rungs: &[RungWindow]) -> Vec<MissingRung> {
+    let planned: Vec<(u64, String)> = manifest
+        .plan
+        .get("rungs")
+        .and_then(|r| r.as_array())
+        .map(|a| {
+            a.iter()
+                .filter_map(|r| {
+                    Some((
+                        r.get("id")?.as_u64()?,
+                        r.get("label")?.as_str()?.to_string(),
+                    ))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let started: std::collections::BTreeSet<u64> =
+        rungs.iter().map(|r| u64::from(r.info.id)).collect();
+    let last = started.iter().next_back().copied();
+    planned
+        .into_iter()
+        .filter(|(id, _)| !started.contains(id))
+        .map(|(id, label)| MissingRung {
+            label,
+            lost: last.is_some_and(|l| id < l),
+        })
+        .collect()
 }
 
 /// Reads manifest and events.
@@ -108,12 +152,14 @@ pub fn load_run(dir: &RunDir) -> Result<Run, CollateError> {
         .map(|g| (manifest.backend.node_id.clone(), g.key.clone()))
         .collect();
     series.sort();
+    let missing = missing_rungs(&manifest, &rungs);
     Ok(Run {
         manifest,
         events,
         rungs,
         grid_ns: (grid_ms * 1e6) as i64,
         series,
+        missing_rungs: missing,
     })
 }
 
@@ -214,7 +260,16 @@ pub fn read_power(
     let mut problems = Vec::new();
     for path in &files {
         crate::integrity::check_listed(path, &run.manifest)?;
-        let mut header = std::fs::read(path).map_err(|e| CollateError::io(path, e))?;
+        let mut header = powerlab_rundir::layout::read_regular(path, None).map_err(|e| match e {
+            powerlab_rundir::RunDirError::Io { source, .. } => CollateError::io(path, source),
+            other => CollateError::BadRaw {
+                path: path.clone(),
+                message: match other {
+                    powerlab_rundir::RunDirError::Format { message, .. } => message,
+                    o => o.to_string(),
+                },
+            },
+        })?;
         if path.to_string_lossy().ends_with(".gz") {
             // An archived run (results committed with compressed raw files).
             let mut out = Vec::new();

@@ -3,7 +3,7 @@
 use crate::layout::RunDirError;
 use serde::{Deserialize, Serialize};
 use std::fs::File;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Rung facts copied into the event log so the run directory stands alone.
@@ -244,9 +244,8 @@ impl EventLog {
 /// it does not exist) or read, and [`RunDirError::Format`] if a line other
 /// than the last one is not a valid [`RunEvent`]; the message names the line.
 pub fn read_events(path: &Path) -> Result<Vec<RunEvent>, RunDirError> {
-    let file = File::open(path).map_err(|e| RunDirError::io(path, e))?;
-    let lines: Vec<String> = BufReader::new(file)
-        .lines()
+    let bytes = crate::layout::read_regular(path, None)?;
+    let lines: Vec<String> = std::io::BufRead::lines(&bytes[..])
         .collect::<Result<_, _>>()
         .map_err(|e| RunDirError::io(path, e))?;
     let mut out = Vec::new();
