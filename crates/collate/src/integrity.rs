@@ -69,7 +69,9 @@ fn bad(path: &Path, message: String) -> CollateError {
 /// Returns [`CollateError::BadRaw`] naming the file when it holds rows of
 /// another GPU or of a node other than the manifest's, or when a power
 /// reading lies outside [`MIN_READING_W`] to [`MAX_LIMIT_MULTIPLE`] times
-/// the GPU's enforced limit. Returns [`CollateError::Polars`] when the
+/// the larger of the GPU's enforced limit and [`CEILING_FLOOR_W`]; naming
+/// `manifest.json` when the file's own `power_limit_w` rows never recorded
+/// the limit the manifest states. Returns [`CollateError::Polars`] when the
 /// filter over the power readings fails.
 pub fn check_content(path: &Path, df: &DataFrame, manifest: &Manifest) -> Result<(), CollateError> {
     let key = file_key(path);
@@ -106,7 +108,6 @@ pub fn check_content(path: &Path, df: &DataFrame, manifest: &Manifest) -> Result
             ),
         ));
     }
-    check_limit(path, df, gpu)?;
     let limit = gpu.power_limit_w.max(CEILING_FLOOR_W);
     let max = MAX_LIMIT_MULTIPLE * limit;
     let instruments = df
@@ -135,7 +136,7 @@ pub fn check_content(path: &Path, df: &DataFrame, manifest: &Manifest) -> Result
             ),
         ));
     }
-    Ok(())
+    check_limit(path, df, gpu)
 }
 
 /// The manifest's enforced limit of a GPU must be one its own raw file
@@ -162,7 +163,9 @@ fn check_limit(
     }
     let (lo, hi) = limits
         .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), l| (a.min(*l), b.max(*l)));
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), l| {
+            (a.min(*l), b.max(*l))
+        });
     Err(CollateError::BadRaw {
         path: path
             .parent()

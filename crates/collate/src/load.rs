@@ -3,7 +3,7 @@
 
 use crate::error::CollateError;
 use polars::prelude::*;
-use powerlab_rundir::events::read_events;
+use powerlab_rundir::events::read_events_at_most;
 use powerlab_rundir::{Manifest, RunDir, RunEvent, RungInfo};
 use std::path::Path;
 use std::sync::Arc;
@@ -98,7 +98,13 @@ fn missing_rungs(manifest: &Manifest, rungs: &[RungWindow]) -> Vec<MissingRung> 
 /// run-directory format version.
 pub fn load_run(dir: &RunDir) -> Result<Run, CollateError> {
     let manifest = Manifest::read(&dir.manifest())?;
-    let events = read_events(&dir.events())?;
+    // No further than the length the run recorded at its end.
+    let recorded = manifest
+        .checksums
+        .iter()
+        .find(|c| c.file == "events.jsonl")
+        .map(|c| c.bytes);
+    let events = read_events_at_most(&dir.events(), recorded)?;
     let mut rungs: Vec<RungWindow> = Vec::new();
     let mut leads = std::collections::HashMap::new();
     for e in &events {
@@ -225,7 +231,7 @@ pub fn sample_bounds(run: &Run) -> (i64, i64) {
 ///
 /// Each file must hold its own GPU's rows (named by the file, listed in the
 /// manifest, on the manifest's node) and power values a GPU can draw (within
-/// three times its enforced limit): a copied, swapped or rescaled file is
+/// three times the larger of its enforced limit and 1000 W): a copied, swapped or rescaled file is
 /// refused by name rather than summed into a plausible node.
 ///
 /// # Errors
@@ -260,16 +266,17 @@ pub fn read_power(
     let mut problems = Vec::new();
     for path in &files {
         crate::integrity::check_listed(path, &run.manifest)?;
-        let mut header = powerlab_rundir::layout::read_regular(path, None).map_err(|e| match e {
-            powerlab_rundir::RunDirError::Io { source, .. } => CollateError::io(path, source),
-            other => CollateError::BadRaw {
-                path: path.clone(),
-                message: match other {
-                    powerlab_rundir::RunDirError::Format { message, .. } => message,
-                    o => o.to_string(),
+        let mut header =
+            powerlab_rundir::layout::read_regular(path, None).map_err(|e| match e {
+                powerlab_rundir::RunDirError::Io { source, .. } => CollateError::io(path, source),
+                other => CollateError::BadRaw {
+                    path: path.clone(),
+                    message: match other {
+                        powerlab_rundir::RunDirError::Format { message, .. } => message,
+                        o => o.to_string(),
+                    },
                 },
-            },
-        })?;
+            })?;
         if path.to_string_lossy().ends_with(".gz") {
             // An archived run (results committed with compressed raw files).
             let mut out = Vec::new();

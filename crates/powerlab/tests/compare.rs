@@ -498,5 +498,8 @@ fn a_candidate_with_no_matched_rung_cannot_be_compared() {
     assert_eq!(b.code(), 0, "{}", b.stderr());
     let (code, _, err) = compare(a.dir(), b.dir(), &[]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("cannot compare") && err.contains("no rung"), "{err}");
+    assert!(
+        err.contains("cannot compare") && err.contains("no rung"),
+        "{err}"
+    );
 }

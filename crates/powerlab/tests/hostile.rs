@@ -1013,7 +1013,11 @@ fn run_sensor_refuses_a_model_of_other_gpus_or_an_implausible_window() {
     let cases: Vec<(&str, String, Vec<&str>)> = vec![
         ("a10g", sensor_model(&a10g, 6.0), vec!["A10G", "H200"]),
         ("unbound", sensor_model(&[], 6.0), vec!["measured on"]),
-        ("foreign", sensor_model(&foreign, 6.0), vec!["GPU-not-here-gpu0"]),
+        (
+            "foreign",
+            sensor_model(&foreign, 6.0),
+            vec!["GPU-not-here-gpu0"],
+        ),
         ("narrow", sensor_model(&here, 0.1), vec!["window_ms = 0.1"]),
     ];
     for (name, model, says) in cases {
@@ -1088,7 +1092,11 @@ fn run_sensor_refuses_a_model_of_other_gpus_or_an_implausible_window() {
     std::fs::write(d.join("sensor.json"), sensor_model(&here, 7.0)).unwrap();
     let out = collate_dir(&d);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("sensor.json"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("sensor.json"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 /// Issue 31, defect 3: deleting the manifest's `checksums` key turned the

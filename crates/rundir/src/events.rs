@@ -236,15 +236,36 @@ impl EventLog {
     }
 }
 
+/// Longest event log read when the run recorded no length for it (a killed
+/// run): far beyond any campaign's (a week-long soak writes megabytes).
+pub const MAX_UNRECORDED_EVENTS_BYTES: u64 = 1 << 30;
+
 /// Reads `events.jsonl`; a torn last line (killed run) is ignored.
 ///
 /// # Errors
 ///
-/// Returns [`RunDirError::Io`] if the file cannot be opened (including when
-/// it does not exist) or read, and [`RunDirError::Format`] if a line other
-/// than the last one is not a valid [`RunEvent`]; the message names the line.
+/// As [`read_events_at_most`] with no recorded length.
 pub fn read_events(path: &Path) -> Result<Vec<RunEvent>, RunDirError> {
-    let bytes = crate::layout::read_regular(path, None)?;
+    read_events_at_most(path, None)
+}
+
+/// Reads `events.jsonl`, which must be a regular file of at most
+/// `recorded` bytes (the length the run recorded at its end), or of at most
+/// [`MAX_UNRECORDED_EVENTS_BYTES`] when it recorded none; a torn last line
+/// (killed run) is ignored.
+///
+/// # Errors
+///
+/// Returns [`RunDirError::Io`] if the file cannot be opened (including when
+/// it does not exist) or read, and [`RunDirError::Format`] if it is not a
+/// regular file, is longer than allowed, or a line other than the last one
+/// is not a valid [`RunEvent`]; the message names the line.
+pub fn read_events_at_most(
+    path: &Path,
+    recorded: Option<u64>,
+) -> Result<Vec<RunEvent>, RunDirError> {
+    let bytes =
+        crate::layout::read_regular(path, Some(recorded.unwrap_or(MAX_UNRECORDED_EVENTS_BYTES)))?;
     let lines: Vec<String> = std::io::BufRead::lines(&bytes[..])
         .collect::<Result<_, _>>()
         .map_err(|e| RunDirError::io(path, e))?;

@@ -258,7 +258,11 @@ impl Manifest {
             format!(
                 "has no `{key}`, which every format-{} manifest of {} carries: the manifest was edited, so nothing it vouches for can be checked; {restore}",
                 self.format_version,
-                if self.finished() { "a finished run" } else { "a run" }
+                if self.finished() {
+                    "a finished run"
+                } else {
+                    "a run"
+                }
             )
         };
         let has_events_sum = self.checksums.iter().any(|c| c.file == "events.jsonl");

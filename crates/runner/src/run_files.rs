@@ -63,7 +63,10 @@ impl RunFiles {
             .as_ref()
             .map(|bytes| -> Result<_, RunError> {
                 write_bytes(&dir.file(sensor_file), bytes)?;
-                Ok(powerlab_rundir::FileSum::of_bytes(sensor_file.name(), bytes))
+                Ok(powerlab_rundir::FileSum::of_bytes(
+                    sensor_file.name(),
+                    bytes,
+                ))
             })
             .transpose()?;
         let manifest = Manifest {

@@ -96,7 +96,11 @@ pub fn write_report(
             } else {
                 incomplete.join(", ")
             };
-            w.push_str(&format!(" — {} rung(s) not wholly covered ({}): {shown}; see the `incomplete` column", incomplete.len(), worst_words(worst)));
+            w.push_str(&format!(
+                " — {} rung(s) not wholly covered ({}): {shown}; see the `incomplete` column",
+                incomplete.len(),
+                worst_words(worst)
+            ));
         }
         warnings.push(w);
     }
@@ -546,8 +550,16 @@ fn missing_rungs_warning(run: &Run, m: &powerlab_rundir::Manifest) -> Option<Str
     if named.is_empty() {
         return None;
     }
-    let lost: Vec<&str> = named.iter().filter(|r| r.lost).map(|r| r.label.as_str()).collect();
-    let unreached: Vec<&str> = named.iter().filter(|r| !r.lost).map(|r| r.label.as_str()).collect();
+    let lost: Vec<&str> = named
+        .iter()
+        .filter(|r| r.lost)
+        .map(|r| r.label.as_str())
+        .collect();
+    let unreached: Vec<&str> = named
+        .iter()
+        .filter(|r| !r.lost)
+        .map(|r| r.label.as_str())
+        .collect();
     let list = |v: &[&str]| {
         if v.len() > 8 {
             format!("{}, … ({} in all)", v[..8].join(", "), v.len())
