@@ -591,7 +591,11 @@ mod tests {
 
     #[test]
     fn an_incomplete_rung_never_reads_as_wholly_covered() {
-        // 0.99996 of the window used to read "worst 100.0 % of its window".
+        // A rung covering 0.9995 to 0.9999 of its window is marked
+        // incomplete, and its `window_coverage` (3 decimals) reads 1.0: it
+        // used to say "worst 100.0 % of its window".
+        assert!(!worst_words(1.0).contains("100.0"));
+        assert!(worst_words(1.0).contains("more than 99.9 %"));
         assert!(!worst_words(0.99996).contains("100.0"));
         assert!(worst_words(0.99996).contains("more than 99.9 %"));
         assert_eq!(worst_words(0.994), "worst 99.4 % of its window");
