@@ -1168,6 +1168,17 @@ fn an_edited_manifest_of_a_finished_run_is_refused() {
             }),
         ),
         (
+            // A run from before the seal: the limit is checked against the
+            // raw file's own `power_limit_w` rows.
+            "older-run-limit-halved",
+            Box::new(|d| {
+                older_than_indexes(d);
+                edit_manifest(d, |m| {
+                    m["backend"]["gpus"][0]["power_limit_w"] = serde_json::json!(350.0)
+                });
+            }),
+        ),
+        (
             "made-to-look-older",
             Box::new(|d| {
                 edit_manifest(d, |m| {
