@@ -211,10 +211,18 @@ fn swap_in(staging: &Path, report_dir: &Path) -> Result<(), CollateError> {
         std::fs::rename(report_dir, &old).map_err(|e| CollateError::io(report_dir, e))?;
     }
     std::fs::rename(staging, report_dir).map_err(|e| CollateError::io(staging, e))?;
-    if old.exists() {
-        std::fs::remove_dir_all(&old).map_err(|e| CollateError::io(&old, e))?;
+    remove_any(&old).map_err(|e| CollateError::io(&old, e))
+}
+
+/// Removes a directory with its content, or a file or link (a `report`
+/// that was not a directory); nothing there is not an error.
+fn remove_any(path: &Path) -> std::io::Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => std::fs::remove_dir_all(path),
+        Ok(_) => std::fs::remove_file(path),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
     }
-    Ok(())
 }
 
 /// Marks rungs whose window some GPU's readings do not cover; where the
@@ -301,7 +309,7 @@ fn tidy_leftovers(run: &Path, report_dir: &Path) {
         if name.starts_with("report.old-") && !report_dir.exists() {
             let _ = std::fs::rename(e.path(), report_dir);
         } else if name.starts_with("report.new-") || name.starts_with("report.old-") {
-            let _ = std::fs::remove_dir_all(e.path());
+            let _ = remove_any(&e.path());
         }
     }
 }
@@ -324,6 +332,7 @@ fn collate_into(
         )
     };
     integrity::check_sums(dir, &run.manifest)?;
+    integrity::check_format(dir, &run.manifest)?;
     // What this report is computed from, taken before reading: a rack
     // reuses the report only while these files stay as they are.
     let inputs = handoff::inputs_of(&dir.path)?;

@@ -17,11 +17,36 @@ use std::path::Path;
 ///
 /// # Errors
 ///
-/// As [`load_side`] for either run.
+/// As [`load_side`] for either run; [`CompareError::Nothing`] when no rung
+/// of `b` matches one of `a`, or no matched rung has a judged figure in
+/// both runs (nothing was compared, so no verdict can be given).
 pub fn compare(a: &Path, b: &Path, opts: &CompareOptions) -> Result<Comparison, CompareError> {
     let sa = load_side(a, opts.collate_stale)?;
     let sb = load_side(b, opts.collate_stale)?;
-    Ok(compare_sides(&sa, &sb, opts))
+    let c = compare_sides(&sa, &sb, opts);
+    let nothing = |why: String| CompareError::Nothing {
+        a: a.to_path_buf(),
+        b: b.to_path_buf(),
+        why,
+    };
+    if c.rungs.is_empty() {
+        return Err(nothing(format!(
+            "no rung of the candidate matches a rung of the baseline by label ({} rung label(s) in one run only; the candidate may have stopped before its first rung, or run another campaign): nothing was compared",
+            c.unmatched_rungs.len()
+        )));
+    }
+    let compared = c
+        .rungs
+        .iter()
+        .flat_map(|r| &r.figures)
+        .any(|f| f.judged && f.delta.delta_w.is_some());
+    if !compared {
+        return Err(nothing(format!(
+            "no rung has a figure in both runs ({} matched rung(s), none with a mean, peak or swing on both sides): nothing was compared",
+            c.rungs.len()
+        )));
+    }
+    Ok(c)
 }
 
 /// Reads one run. With `collate_stale`, a run whose report is missing or

@@ -14,8 +14,15 @@ use powerlab_rundir::{Manifest, RunDir};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// Largest physical power reading, as a multiple of the GPU's enforced limit.
+/// Largest physical power reading, as a multiple of the GPU's limit (the
+/// larger of its enforced limit and [`CEILING_FLOOR_W`]).
 pub const MAX_LIMIT_MULTIPLE: f64 = 3.0;
+/// The limit the ceiling is taken from is never below this, W: a GPU whose
+/// enforced limit was lowered (to 250 W, say) still draws transients far
+/// above it before its power controller reacts, so the ceiling may not
+/// follow a lowered limit down. A file rescaled from mW (×1000) is still
+/// refused.
+pub const CEILING_FLOOR_W: f64 = 1000.0;
 /// Lowest physical power reading, W (a little below zero for sensor offsets).
 pub const MIN_READING_W: f64 = -5.0;
 /// Below this coverage a rung gives no node figures even when every GPU
@@ -62,7 +69,9 @@ fn bad(path: &Path, message: String) -> CollateError {
 /// Returns [`CollateError::BadRaw`] naming the file when it holds rows of
 /// another GPU or of a node other than the manifest's, or when a power
 /// reading lies outside [`MIN_READING_W`] to [`MAX_LIMIT_MULTIPLE`] times
-/// the GPU's enforced limit. Returns [`CollateError::Polars`] when the
+/// the larger of the GPU's enforced limit and [`CEILING_FLOOR_W`]; naming
+/// `manifest.json` when the file's own `power_limit_w` rows never recorded
+/// the limit the manifest states. Returns [`CollateError::Polars`] when the
 /// filter over the power readings fails.
 pub fn check_content(path: &Path, df: &DataFrame, manifest: &Manifest) -> Result<(), CollateError> {
     let key = file_key(path);
@@ -99,11 +108,7 @@ pub fn check_content(path: &Path, df: &DataFrame, manifest: &Manifest) -> Result
             ),
         ));
     }
-    let limit = if gpu.power_limit_w > 0.0 {
-        gpu.power_limit_w
-    } else {
-        1000.0
-    };
+    let limit = gpu.power_limit_w.max(CEILING_FLOOR_W);
     let max = MAX_LIMIT_MULTIPLE * limit;
     let instruments = df
         .column("instrument")
@@ -125,12 +130,55 @@ pub fn check_content(path: &Path, df: &DataFrame, manifest: &Manifest) -> Result
         return Err(bad(
             path,
             format!(
-                "{} power reading(s) outside what a GPU with a {limit:.0} W limit can draw (for example {first} W; allowed {MIN_READING_W} to {max:.0} W): the file is rescaled (mW written as W?) or corrupt",
-                off.len()
+                "{} power reading(s) outside what a GPU can draw (for example {first} W; allowed {MIN_READING_W} to {max:.0} W, {MAX_LIMIT_MULTIPLE} × the larger of its {:.0} W limit and {CEILING_FLOOR_W:.0} W): the file is rescaled (mW written as W?) or corrupt",
+                off.len(),
+                gpu.power_limit_w
             ),
         ));
     }
-    Ok(())
+    check_limit(path, df, gpu)
+}
+
+/// The manifest's enforced limit of a GPU must be one its own raw file
+/// recorded (`power_limit_w` rows, read all through the run): a limit
+/// edited in the manifest would scale every "% of the limit" figure.
+fn check_limit(
+    path: &Path,
+    df: &DataFrame,
+    gpu: &powerlab_core::hw::GpuIdentity,
+) -> Result<(), CollateError> {
+    let (Ok(instruments), Ok(values)) = (
+        df.column("instrument").and_then(|c| c.str()),
+        df.column("value").and_then(|c| c.f64()),
+    ) else {
+        return Ok(());
+    };
+    let limits: Vec<f64> = instruments
+        .iter()
+        .zip(values.iter())
+        .filter_map(|(i, v)| (i == Some("power_limit_w")).then_some(v).flatten())
+        .collect();
+    if limits.is_empty() || limits.iter().any(|l| (l - gpu.power_limit_w).abs() <= 1.0) {
+        return Ok(());
+    }
+    let (lo, hi) = limits
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), l| {
+            (a.min(*l), b.max(*l))
+        });
+    Err(CollateError::BadRaw {
+        path: path
+            .parent()
+            .and_then(Path::parent)
+            .map(|d| d.join("manifest.json"))
+            .unwrap_or_else(|| "manifest.json".into()),
+        message: format!(
+            "gives {} an enforced limit of {:.0} W, but its raw file {} recorded {lo:.0} to {hi:.0} W: the manifest was edited; restore manifest.json from the original run directory",
+            gpu.key,
+            gpu.power_limit_w,
+            path.display()
+        ),
+    })
 }
 
 /// Refuses a raw file for a GPU the manifest does not list (before anything
@@ -299,26 +347,62 @@ pub fn verify_raw(
 pub fn check_sums(dir: &RunDir, manifest: &Manifest) -> Result<(), CollateError> {
     for sum in &manifest.checksums {
         let path = dir.path.join(&sum.file);
-        match powerlab_rundir::FileSum::of(&dir.path, &sum.file) {
-            None => {
-                return Err(bad(
-                    &path,
-                    format!(
-                        "is missing; the run wrote {} bytes of it: restore it from the original run directory",
-                        sum.bytes
-                    ),
-                ));
-            }
-            Some(now) if now != *sum => {
-                return Err(bad(
-                    &path,
-                    format!(
-                        "was changed after the run wrote it ({} bytes, CRC-32 {} at the run's end; now {} bytes, {}): restore it from the original run directory",
-                        sum.bytes, sum.crc32, now.bytes, now.crc32
-                    ),
-                ));
-            }
-            Some(_) => {}
+        if std::fs::symlink_metadata(&path).is_err() {
+            return Err(bad(
+                &path,
+                format!(
+                    "is missing; the run wrote {} bytes of it: restore it from the original run directory",
+                    sum.bytes
+                ),
+            ));
+        }
+        sum.verify(&dir.path).map_err(|e| match e {
+            powerlab_rundir::RunDirError::Format { message, .. } => bad(&path, message),
+            other => bad(&path, other.to_string()),
+        })?;
+    }
+    Ok(())
+}
+
+/// Refuses a manifest that claims an older format than its raw files'
+/// indexes were written by (a format-2 run's manifest made to look like a
+/// format-1 one, whose seal is not required), or that says the run wrote
+/// no index beside raw files that have one.
+///
+/// # Errors
+///
+/// Returns [`CollateError::BadRaw`] naming `manifest.json` when an index
+/// was written by a newer format than the manifest states, or when the
+/// manifest says there are no indexes but one is there. Returns
+/// [`CollateError::RunDir`] when `raw/` cannot be listed.
+pub fn check_format(dir: &RunDir, manifest: &Manifest) -> Result<(), CollateError> {
+    let restore = "restore manifest.json from the original run directory";
+    for path in dir.raw_files()? {
+        let index = powerlab_rundir::raw::index_path(&path);
+        if std::fs::symlink_metadata(&index).is_err() {
+            continue;
+        }
+        if !manifest.raw_index {
+            return Err(bad(
+                &dir.manifest(),
+                format!(
+                    "says the run wrote no raw index, but {} is there: the manifest was edited; {restore}",
+                    index.display()
+                ),
+            ));
+        }
+        if let Ok(Some(f)) = powerlab_rundir::read_index_file(&path)
+            && let Some(o) = f.owner.filter(|o| o.format > manifest.format_version)
+        {
+            return Err(bad(
+                &dir.manifest(),
+                format!(
+                    "states run-directory format {}, but {} was written by a format-{} run: the manifest was edited to look older; {restore}",
+                    manifest.format_version,
+                    index.display(),
+                    o.format
+                ),
+            ));
         }
     }
     Ok(())

@@ -3,7 +3,7 @@
 
 use crate::error::CollateError;
 use polars::prelude::*;
-use powerlab_rundir::events::read_events;
+use powerlab_rundir::events::read_events_at_most;
 use powerlab_rundir::{Manifest, RunDir, RunEvent, RungInfo};
 use std::path::Path;
 use std::sync::Arc;
@@ -47,6 +47,50 @@ pub struct Run {
     pub grid_ns: i64,
     /// (node, GPU key) of every series expected from the manifest.
     pub series: Vec<(String, String)>,
+    /// Rungs the plan lists that have no `rung_started` record in the
+    /// event log, by label: never reached in a run that did not finish,
+    /// or lost from the log. Named on the report's first line.
+    pub missing_rungs: Vec<MissingRung>,
+}
+
+/// A rung the plan lists without a record in the event log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MissingRung {
+    /// Its label.
+    pub label: String,
+    /// Whether a later rung of the plan has a record (so this one's was
+    /// lost from the log, not just never reached).
+    pub lost: bool,
+}
+
+/// The plan's rungs (id, label) without a `rung_started` record.
+fn missing_rungs(manifest: &Manifest, rungs: &[RungWindow]) -> Vec<MissingRung> {
+    let planned: Vec<(u64, String)> = manifest
+        .plan
+        .get("rungs")
+        .and_then(|r| r.as_array())
+        .map(|a| {
+            a.iter()
+                .filter_map(|r| {
+                    Some((
+                        r.get("id")?.as_u64()?,
+                        r.get("label")?.as_str()?.to_string(),
+                    ))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let started: std::collections::BTreeSet<u64> =
+        rungs.iter().map(|r| u64::from(r.info.id)).collect();
+    let last = started.iter().next_back().copied();
+    planned
+        .into_iter()
+        .filter(|(id, _)| !started.contains(id))
+        .map(|(id, label)| MissingRung {
+            label,
+            lost: last.is_some_and(|l| id < l),
+        })
+        .collect()
 }
 
 /// Reads manifest and events.
@@ -58,7 +102,13 @@ pub struct Run {
 /// run-directory format version.
 pub fn load_run(dir: &RunDir) -> Result<Run, CollateError> {
     let manifest = Manifest::read(&dir.manifest())?;
-    let events = read_events(&dir.events())?;
+    // No further than the length the run recorded at its end.
+    let recorded = manifest
+        .checksums
+        .iter()
+        .find(|c| c.file == "events.jsonl")
+        .map(|c| c.bytes);
+    let events = read_events_at_most(&dir.events(), recorded)?;
     let mut rungs: Vec<RungWindow> = Vec::new();
     let mut leads = std::collections::HashMap::new();
     for e in &events {
@@ -124,12 +174,14 @@ pub fn load_run(dir: &RunDir) -> Result<Run, CollateError> {
         .map(|g| (manifest.backend.node_id.clone(), g.key.clone()))
         .collect();
     series.sort();
+    let missing = missing_rungs(&manifest, &rungs);
     Ok(Run {
         manifest,
         events,
         rungs,
         grid_ns: (grid_ms * 1e6) as i64,
         series,
+        missing_rungs: missing,
     })
 }
 
@@ -218,7 +270,7 @@ pub fn sample_bounds(run: &Run) -> (i64, i64) {
 ///
 /// Each file must hold its own GPU's rows (named by the file, listed in the
 /// manifest, on the manifest's node) and power values a GPU can draw (within
-/// three times its enforced limit): a copied, swapped or rescaled file is
+/// three times the larger of its enforced limit and 1000 W): a copied, swapped or rescaled file is
 /// refused by name rather than summed into a plausible node.
 ///
 /// # Errors
@@ -253,7 +305,17 @@ pub fn read_power(
     let mut problems = Vec::new();
     for path in &files {
         crate::integrity::check_listed(path, &run.manifest)?;
-        let mut header = std::fs::read(path).map_err(|e| CollateError::io(path, e))?;
+        let mut header =
+            powerlab_rundir::layout::read_regular(path, None).map_err(|e| match e {
+                powerlab_rundir::RunDirError::Io { source, .. } => CollateError::io(path, source),
+                other => CollateError::BadRaw {
+                    path: path.clone(),
+                    message: match other {
+                        powerlab_rundir::RunDirError::Format { message, .. } => message,
+                        o => o.to_string(),
+                    },
+                },
+            })?;
         if path.to_string_lossy().ends_with(".gz") {
             // An archived run (results committed with compressed raw files).
             let mut out = Vec::new();

@@ -11,7 +11,7 @@ mod common;
 use powerlab_core::hw::EdgeRecord;
 use powerlab_core::shape::EdgeKind;
 use powerlab_core::{Instrument, Sample};
-use powerlab_rundir::{EdgeWriter, EventLog, RawWriter, RunDir, RunEvent, RungInfo};
+use powerlab_rundir::{EdgeWriter, EventLog, RunDir, RunEvent, RungInfo};
 use proptest::prelude::*;
 
 const T0: i64 = 1_795_997_027_000_000_000;
@@ -144,9 +144,7 @@ fn write_case(root: &std::path::Path, c: &Case) -> (std::path::PathBuf, Vec<f64>
                 value,
             });
         }
-        let mut raw = RawWriter::create(&dir.raw_dir(), "node", key, T0).unwrap();
-        raw.write(&samples).unwrap();
-        raw.flush(0).unwrap();
+        common::write_raw(&dir, key, &samples);
         // The recorded edges: every rise and fall of the window, a few µs late.
         let mut recs = vec![EdgeRecord {
             index: 0,

@@ -8,7 +8,7 @@
 
 mod common;
 use powerlab_core::{Instrument, Sample};
-use powerlab_rundir::{EventLog, RawWriter, RunDir, RunEvent, RungInfo};
+use powerlab_rundir::{EventLog, RunDir, RunEvent, RungInfo};
 use proptest::prelude::*;
 use std::path::Path;
 
@@ -72,9 +72,7 @@ fn write_run(root: &Path, gpus: &[(String, Vec<Sample>)], split: bool) -> std::p
     for (key, samples) in gpus {
         if split {
             let half = samples.len() / 2;
-            let mut a = RawWriter::create(&dir.raw_dir(), "node", key, T0).unwrap();
-            a.write(&samples[..half]).unwrap();
-            a.flush(0).unwrap();
+            common::write_raw(&dir, key, &samples[..half]);
             // A second file for the same GPU: rows carry node and GPU, the file name is free.
             let path = dir.raw_dir().join(format!("{key}-part2.csv"));
             let mut text = String::from("ts_ns,node,gpu,instrument,value\n");
@@ -88,9 +86,7 @@ fn write_run(root: &Path, gpus: &[(String, Vec<Sample>)], split: bool) -> std::p
             }
             std::fs::write(path, text).unwrap();
         } else {
-            let mut w = RawWriter::create(&dir.raw_dir(), "node", key, T0).unwrap();
-            w.write(samples).unwrap();
-            w.flush(0).unwrap();
+            common::write_raw(&dir, key, samples);
         }
     }
     dir.path

@@ -252,9 +252,11 @@ pub struct RunOptions {
     /// >= 99 % of the limit on both H200s over 60 s). FP32 accumulation either way.
     #[arg(long, value_enum, default_value_t = DtypeArg::Bf16)]
     pub gemm_dtype: DtypeArg,
-    /// A sensor.json from `powerlab calibrate` on this node: copied into the
-    /// run directory and used to judge what each rung's instruments can see
-    /// (a campaign with `calibrate = true` calibrates itself instead).
+    /// A sensor.json from `powerlab calibrate` on this node's GPUs (refused
+    /// when measured on another GPU model or other GPUs): written into the
+    /// run directory, its checksum in the manifest, and used to judge what
+    /// each rung's instruments can see (a campaign with `calibrate = true`
+    /// calibrates itself instead).
     #[arg(long)]
     pub sensor: Option<PathBuf>,
     /// Simulated GPU model.
@@ -384,7 +386,7 @@ const COMPARE_EXIT: &str = "Exit status: 0 no regression; 1 at least one regress
 (a rung's mean or peak, a duty rung's swing, or a GPU's mean changed beyond --threshold-pct of A's \
 value and beyond the 95 % Welch interval when both runs have 2+ repeats; either direction); \
 2 a run cannot be compared (not a run directory, not collated or out of date without --collate, \
-a damaged report) or an output cannot be written. Unmatched rungs, the warnings (different \
+a damaged report, no rung matched or none with a figure in both runs) or an output cannot be written. Unmatched rungs, the warnings (different \
 campaigns, GPU counts or models, incomplete runs) and health differences are reported but do \
 not change the exit status.";
 

@@ -482,3 +482,24 @@ fn a_run_compared_with_itself_is_said_to_be_the_same_run() {
     );
     assert_eq!(c["regressions"], 0);
 }
+
+/// Issue 31, defect 11: a candidate with no rung in common with the
+/// baseline said "no regression … in 0 matched rung(s)" and exited 0, so a
+/// CI gate passed an empty candidate. Nothing to compare is exit 2.
+#[test]
+fn a_candidate_with_no_matched_rung_cannot_be_compared() {
+    let short = "[[phase]]\nkind = \"sustained\"\nname = \"s\"\nduration_s = 3\n";
+    let a = run_sim(&campaign(short), &["--sim-gpus", "2"]);
+    assert_eq!(a.code(), 0, "{}", a.stderr());
+    let b = run_sim(
+        &campaign(&short.replace("name = \"s\"", "name = \"other\"")),
+        &["--sim-gpus", "2"],
+    );
+    assert_eq!(b.code(), 0, "{}", b.stderr());
+    let (code, _, err) = compare(a.dir(), b.dir(), &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("cannot compare") && err.contains("no rung"),
+        "{err}"
+    );
+}

@@ -601,11 +601,15 @@ fn rungs_of(dir: &std::path::Path) -> Vec<serde_json::Value> {
     v["rungs"].as_array().unwrap().clone()
 }
 
-/// Makes a run directory look written before raw indexes existed.
+/// Makes a run directory look written before raw indexes existed (format
+/// 1, no seal, no index).
 fn older_than_indexes(d: &std::path::Path) {
     let mut m: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(d.join("manifest.json")).unwrap()).unwrap();
+    m["format_version"] = serde_json::json!(1);
+    m.as_object_mut().unwrap().remove("seal");
     m.as_object_mut().unwrap().remove("raw_index");
+    m.as_object_mut().unwrap().remove("checksums");
     std::fs::write(d.join("manifest.json"), serde_json::to_string(&m).unwrap()).unwrap();
     for e in std::fs::read_dir(d.join("raw")).unwrap().flatten() {
         if e.path().extension().is_some_and(|x| x == "idx") {
@@ -766,7 +770,10 @@ fn damaged_raw_files_are_named_and_never_give_silent_figures() {
         text(&out.stderr)
     );
 
+    // (In a run of today's format the edited manifest is refused first; see
+    // `an_edited_manifest_of_a_finished_run_is_refused`.)
     let d = fresh("unlisted");
+    older_than_indexes(&d);
     let mut m: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(d.join("manifest.json")).unwrap()).unwrap();
     m["backend"]["gpus"].as_array_mut().unwrap().truncate(2);
@@ -885,10 +892,7 @@ fn damaged_raw_files_are_named_and_never_give_silent_figures() {
     }
     // In a run from before checksums, a duplicated edge row still gives it away.
     let d = fresh("edges-duplicated-unsummed");
-    let mut m: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(d.join("manifest.json")).unwrap()).unwrap();
-    m.as_object_mut().unwrap().remove("checksums");
-    std::fs::write(d.join("manifest.json"), serde_json::to_string(&m).unwrap()).unwrap();
+    older_than_indexes(&d);
     let t = std::fs::read_to_string(d.join("edges.csv")).unwrap();
     let second = t.lines().nth(1).unwrap().to_string();
     std::fs::write(d.join("edges.csv"), format!("{t}{second}\n")).unwrap();
@@ -899,6 +903,396 @@ fn damaged_raw_files_are_named_and_never_give_silent_figures() {
         "{}",
         text(&out.stderr)
     );
+}
+
+// ---- Issue 31: run-directory integrity and the collator's reading ----
+
+/// A finished simulated run of 2 GPUs and two duty rungs (for the issue 31
+/// cases; each case works on its own copy).
+fn finished_run() -> Run {
+    let c = campaign(
+        "[[phase]]\nkind = \"duty\"\nname = \"d\"\nperiods_ms = [500, 200]\nduration_s = 4\n",
+    );
+    let r = run_sim(&c, &["--sim-gpus", "2"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    r
+}
+
+fn collate_dir(d: &std::path::Path) -> std::process::Output {
+    powerlab()
+        .args(["collate", d.to_str().unwrap()])
+        .output()
+        .unwrap()
+}
+
+fn edit_manifest(d: &std::path::Path, f: impl Fn(&mut serde_json::Value)) {
+    let p = d.join("manifest.json");
+    let mut m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+    f(&mut m);
+    std::fs::write(&p, serde_json::to_string_pretty(&m).unwrap() + "\n").unwrap();
+}
+
+/// A sensor model as `calibrate` writes it, measured on `gpus` ((key, name,
+/// uuid)), with the given buffered window.
+fn sensor_model(gpus: &[(String, String, String)], window_ms: f64) -> String {
+    let path = |i: &str, u: f64, w: f64| {
+        serde_json::json!({"instrument": i, "update_period_ms": u, "window_ms": w,
+            "latency_ms": 1.0, "board_fall_tau_ms": null, "fit_rms": null,
+            "edges_used": 40, "read_period_ms": 5.0})
+    };
+    let model = serde_json::json!({
+        "source": "calibrated in this run",
+        "kind": "calibrated",
+        "measured_on": gpus.iter().map(|(k, n, u)| serde_json::json!({"gpu": k, "name": n, "uuid": u})).collect::<Vec<_>>(),
+        "gpus": gpus.iter().map(|(k, _, _)| serde_json::json!({
+            "gpu": k,
+            "paths": [path("buffered_w", 20.0, window_ms), path("instant_w", 100.0, 25.0), path("average_w", 100.0, 1000.0)],
+            "probes": []
+        })).collect::<Vec<_>>(),
+    });
+    serde_json::to_string_pretty(&model).unwrap()
+}
+
+fn gpus_of(d: &std::path::Path) -> Vec<(String, String, String)> {
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("manifest.json")).unwrap()).unwrap();
+    m["backend"]["gpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            (
+                g["key"].as_str().unwrap().to_string(),
+                g["name"].as_str().unwrap().to_string(),
+                g["uuid"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Issue 31, defect 1: a `sensor.json` dropped into a finished run changed
+/// every duty rung's figures with exit 0; now collate refuses it by name.
+#[test]
+fn a_sensor_model_dropped_into_a_finished_run_is_refused() {
+    let r = finished_run();
+    let d = r.results.path().join("dropped");
+    copy_run(r.dir(), &d, false);
+    std::fs::write(d.join("sensor.json"), sensor_model(&gpus_of(&d), 0.1)).unwrap();
+    let out = collate_dir(&d);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("sensor.json") && err.contains("records none"),
+        "{err}"
+    );
+}
+
+/// Issue 31, defect 1: `run --sensor` took an A10G's calibration on an H200
+/// node, a model that names no GPU, one of other GPUs of the same model,
+/// and a 0.1 ms buffered window; each is refused before anything runs. A
+/// model measured on this node's GPUs is taken, bound to the run, and said.
+#[test]
+fn run_sensor_refuses_a_model_of_other_gpus_or_an_implausible_window() {
+    let first = finished_run();
+    let here = gpus_of(first.dir());
+    let tmp = tempfile::tempdir().unwrap();
+    let file = write_campaign(
+        tmp.path(),
+        "[[phase]]\nkind = \"duty\"\nname = \"d\"\nperiods_ms = [500]\nduration_s = 4\n",
+    );
+    let runs = tmp.path().join("runs");
+    let a10g: Vec<_> = here
+        .iter()
+        .map(|(k, _, u)| (k.clone(), "NVIDIA A10G (simulated)".to_string(), u.clone()))
+        .collect();
+    let foreign: Vec<_> = here
+        .iter()
+        .map(|(k, n, _)| (k.clone(), n.clone(), format!("GPU-not-here-{k}")))
+        .collect();
+    let cases: Vec<(&str, String, Vec<&str>)> = vec![
+        ("a10g", sensor_model(&a10g, 6.0), vec!["A10G", "H200"]),
+        ("unbound", sensor_model(&[], 6.0), vec!["measured on"]),
+        (
+            "foreign",
+            sensor_model(&foreign, 6.0),
+            vec!["GPU-not-here-gpu0"],
+        ),
+        ("narrow", sensor_model(&here, 0.1), vec!["window_ms = 0.1"]),
+    ];
+    for (name, model, says) in cases {
+        let path = tmp.path().join(format!("{name}.json"));
+        let model = if name == "unbound" {
+            // A model that names no GPU at all, as older versions wrote.
+            let mut v: serde_json::Value = serde_json::from_str(&model).unwrap();
+            v.as_object_mut().unwrap().remove("measured_on");
+            v["gpus"] = serde_json::json!([{"gpu": "gpu0", "paths": [{"instrument": "buffered_w",
+                "update_period_ms": 20.0, "window_ms": 6.0, "latency_ms": 1.0,
+                "board_fall_tau_ms": null, "fit_rms": null, "edges_used": 40, "read_period_ms": 5.0}],
+                "probes": []}]);
+            v.to_string()
+        } else {
+            model
+        };
+        std::fs::write(&path, model).unwrap();
+        let out = powerlab()
+            .args([
+                "run",
+                file.to_str().unwrap(),
+                "--backend",
+                "sim",
+                "--sim-gpus",
+                "2",
+                "--sim-profile",
+                "h200",
+                "--sim-epoch-ns",
+                &EPOCH.to_string(),
+                "--results",
+                runs.to_str().unwrap(),
+                "--sensor",
+                path.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{name}: {err}");
+        for s in says {
+            assert!(err.contains(s), "{name} must say {s}: {err}");
+        }
+        assert!(run_dirs(&runs).is_empty(), "{name} ran anyway");
+    }
+    // This node's own model is taken, recorded in the manifest and said.
+    let path = tmp.path().join("good.json");
+    std::fs::write(&path, sensor_model(&here, 6.0)).unwrap();
+    let out = powerlab()
+        .args([
+            "run",
+            file.to_str().unwrap(),
+            "--backend",
+            "sim",
+            "--sim-gpus",
+            "2",
+            "--sim-epoch-ns",
+            &EPOCH.to_string(),
+            "--results",
+            runs.to_str().unwrap(),
+            "--sensor",
+            path.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let d = run_dirs(&runs).pop().unwrap();
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(m["sensor"]["file"], "sensor.json", "{m}");
+    let md = std::fs::read_to_string(d.join("report/report.md")).unwrap();
+    assert!(md.contains("sensor.json given to the run"), "{md}");
+    // Changed afterwards: refused by name.
+    std::fs::write(d.join("sensor.json"), sensor_model(&here, 7.0)).unwrap();
+    let out = collate_dir(&d);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("sensor.json"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// Issue 31, defect 3: deleting the manifest's `checksums` key turned the
+/// events and edges check off; editing the limit, the backend or the GPU
+/// list went unseen. Every such edit of a finished run is now refused,
+/// naming the manifest.
+#[test]
+fn an_edited_manifest_of_a_finished_run_is_refused() {
+    let r = finished_run();
+    type Edit = Box<dyn Fn(&std::path::Path)>;
+    let cases: Vec<(&str, Edit)> = vec![
+        (
+            "checksums-deleted",
+            Box::new(|d| {
+                edit_manifest(d, |m| {
+                    m.as_object_mut().unwrap().remove("checksums");
+                })
+            }),
+        ),
+        (
+            "checksums-deleted-window-shifted",
+            Box::new(|d| {
+                edit_manifest(d, |m| {
+                    m.as_object_mut().unwrap().remove("checksums");
+                });
+                let ev = std::fs::read_to_string(d.join("events.jsonl")).unwrap();
+                let shifted: Vec<String> = ev
+                    .lines()
+                    .map(|l| {
+                        let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+                        if let Some(x) = v.get_mut("measure_from_ns") {
+                            *x = serde_json::json!(x.as_i64().unwrap() + 500_000_000);
+                        }
+                        v.to_string()
+                    })
+                    .collect();
+                std::fs::write(d.join("events.jsonl"), shifted.join("\n") + "\n").unwrap();
+            }),
+        ),
+        (
+            "power-limit-halved",
+            Box::new(|d| {
+                edit_manifest(d, |m| {
+                    m["backend"]["gpus"][0]["power_limit_w"] = serde_json::json!(350.0)
+                })
+            }),
+        ),
+        (
+            "backend-cuda",
+            Box::new(|d| edit_manifest(d, |m| m["backend"]["backend"] = serde_json::json!("cuda"))),
+        ),
+        (
+            "gpu-dropped",
+            Box::new(|d| {
+                edit_manifest(d, |m| {
+                    m["backend"]["gpus"].as_array_mut().unwrap().truncate(1)
+                });
+                std::fs::remove_file(d.join("raw/gpu1.csv")).unwrap();
+                std::fs::remove_file(d.join("raw/gpu1.idx")).unwrap();
+            }),
+        ),
+        (
+            "seal-deleted",
+            Box::new(|d| {
+                edit_manifest(d, |m| {
+                    m.as_object_mut().unwrap().remove("seal");
+                    m.as_object_mut().unwrap().remove("checksums");
+                })
+            }),
+        ),
+        (
+            // A run from before the seal: the limit is checked against the
+            // raw file's own `power_limit_w` rows.
+            "older-run-limit-halved",
+            Box::new(|d| {
+                older_than_indexes(d);
+                edit_manifest(d, |m| {
+                    m["backend"]["gpus"][0]["power_limit_w"] = serde_json::json!(350.0)
+                });
+            }),
+        ),
+        (
+            "made-to-look-older",
+            Box::new(|d| {
+                edit_manifest(d, |m| {
+                    m["format_version"] = serde_json::json!(1);
+                    m.as_object_mut().unwrap().remove("seal");
+                    m["backend"]["gpus"][0]["power_limit_w"] = serde_json::json!(350.0);
+                })
+            }),
+        ),
+    ];
+    for (name, edit) in cases {
+        let d = r.results.path().join(name);
+        copy_run(r.dir(), &d, false);
+        edit(&d);
+        let out = collate_dir(&d);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{name}: {err}");
+        assert!(err.contains("manifest.json"), "{name}: {err}");
+    }
+}
+
+/// Issue 31, defect 3: in a killed run (no checksums at its end) a rung
+/// taken out of `events.jsonl` vanished from the report although the plan
+/// lists it; now every planned rung without a record is named on the
+/// report's first line.
+#[test]
+fn a_planned_rung_missing_from_a_killed_runs_events_is_named() {
+    let c = campaign(
+        "[[phase]]\nkind = \"duty\"\nname = \"d\"\nperiods_ms = [500, 400, 300, 250]\nduration_s = 4\n",
+    );
+    let r = run_sim(&c, &["--sim-gpus", "2", "--sim-fault", "node:die_at=14s"]);
+    assert_ne!(r.code(), 0, "{}", r.stderr());
+    let d = r.dir().to_path_buf();
+    let ev = std::fs::read_to_string(d.join("events.jsonl")).unwrap();
+    let started: Vec<serde_json::Value> = ev
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["event"] == "rung_started")
+        .collect();
+    assert!(started.len() >= 2, "{ev}");
+    let gone = started[0]["rung"]["label"].as_str().unwrap().to_string();
+    let kept: Vec<&str> = ev
+        .lines()
+        .filter(|l| !(l.contains("\"rung_started\"") && l.contains(&format!("\"{gone}\""))))
+        .collect();
+    std::fs::write(d.join("events.jsonl"), kept.join("\n") + "\n").unwrap();
+    let out = collate_dir(&d);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let first = std::fs::read_to_string(d.join("report/report.md"))
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .to_string();
+    assert!(first.contains(&gone), "{gone} not named: {first}");
+    // The rungs never reached are named too.
+    assert!(first.contains("d/p250ms"), "{first}");
+}
+
+/// Issue 31, defect 9: an `events.jsonl` that is a link to `/dev/zero` made
+/// collate abort on a 4 GB allocation; a raw file that is a link was read
+/// as the run's. Files of a run directory must be regular files.
+#[test]
+fn run_directory_files_that_are_not_regular_files_are_refused() {
+    let r = finished_run();
+    let d = r.results.path().join("zero");
+    copy_run(r.dir(), &d, false);
+    std::fs::remove_file(d.join("events.jsonl")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", d.join("events.jsonl")).unwrap();
+    let out = collate_dir(&d);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("events.jsonl") && err.contains("not a regular file"),
+        "{err}"
+    );
+    let d = r.results.path().join("linked-raw");
+    copy_run(r.dir(), &d, false);
+    let elsewhere = r.results.path().join("gpu0-elsewhere.csv");
+    std::fs::rename(d.join("raw/gpu0.csv"), &elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, d.join("raw/gpu0.csv")).unwrap();
+    let out = collate_dir(&d);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("gpu0.csv") && err.contains("not a regular file"),
+        "{err}"
+    );
+}
+
+/// Issue 31, defect 13: a `report` that is a file left `report.old-PID`
+/// behind for ever; `spectrum.csv` had no header row.
+#[test]
+fn a_report_that_is_a_file_is_replaced_without_leftovers() {
+    let r = finished_run();
+    let spectrum = std::fs::read_to_string(r.dir().join("report/spectrum.csv")).unwrap();
+    assert_eq!(
+        spectrum.lines().next().unwrap(),
+        "rung_id,label,dominant_hz,share_0_1_to_2_hz,share_2_to_20_hz,nyquist_hz",
+        "{spectrum}"
+    );
+    let report = r.dir().join("report");
+    std::fs::remove_dir_all(&report).unwrap();
+    std::fs::write(&report, "not a directory").unwrap();
+    let out = collate_dir(r.dir());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(report.join("report.md").is_file());
+    let stray: Vec<_> = std::fs::read_dir(r.dir())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("report."))
+        .collect();
+    assert!(stray.is_empty(), "{stray:?}");
 }
 
 /// A Markdown table row's cells: the `|` that are not backslash-escaped.

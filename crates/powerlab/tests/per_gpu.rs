@@ -141,3 +141,24 @@ fn the_energy_cross_check_flags_spikes_between_the_samples() {
     let md = std::fs::read_to_string(spiky.dir().join("report/report.md")).unwrap();
     assert!(md.contains("**Energy cross-check:"), "{md}");
 }
+
+/// Issue 31, defect 7: after `--sim-fault gpu1:power_limit_w=250` the raw
+/// file was refused as "rescaled or corrupt" (891 W is above 3 × 250 W), so
+/// the documented fault made a run that could never be collated. The
+/// ceiling no longer depends on a lowered limit; the run collates and the
+/// limited GPU is named.
+#[test]
+fn a_gpu_with_a_lowered_limit_collates_and_is_named() {
+    let r = run_sim(
+        &campaign(RUNGS),
+        &["--sim-gpus", "2", "--sim-fault", "gpu1:power_limit_w=250"],
+    );
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    let rows = table(&r);
+    assert!(
+        rows.iter().any(|row| row["gpu"] == "gpu1"
+            && row["limit_w"] == "250.0"
+            && row["flag"].starts_with("gpu1 ")),
+        "{rows:?}"
+    );
+}

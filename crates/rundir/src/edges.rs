@@ -105,17 +105,15 @@ pub fn read_edges(path: &Path) -> Result<Vec<EdgeRow>, RunDirError> {
 /// one fails to read or to deserialize into `T` (the message gives the line
 /// number). A file that is absent is not an error.
 pub fn read_rows<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>, RunDirError> {
-    if !path.exists() {
+    if std::fs::symlink_metadata(path).is_err() {
         return Ok(Vec::new());
     }
+    let bytes = crate::layout::read_regular(path, None)?;
     let bad = |line: usize, e: &dyn std::fmt::Display| RunDirError::Format {
         path: path.to_path_buf(),
         message: format!("line {line}: {e}"),
     };
-    let mut rdr = csv::Reader::from_path(path).map_err(|e| RunDirError::Format {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    })?;
+    let mut rdr = csv::Reader::from_reader(std::io::Cursor::new(bytes));
     let headers = rdr.headers().map_err(|e| bad(1, &e))?.clone();
     let records: Vec<Result<csv::StringRecord, csv::Error>> = rdr.records().collect();
     let last = records.len().saturating_sub(1);

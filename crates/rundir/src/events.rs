@@ -3,7 +3,7 @@
 use crate::layout::RunDirError;
 use serde::{Deserialize, Serialize};
 use std::fs::File;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Rung facts copied into the event log so the run directory stands alone.
@@ -238,17 +238,37 @@ impl EventLog {
     }
 }
 
+/// Longest event log read when the run recorded no length for it (a killed
+/// run): far beyond any campaign's (a week-long soak writes megabytes).
+pub const MAX_UNRECORDED_EVENTS_BYTES: u64 = 1 << 30;
+
 /// Reads `events.jsonl`; a torn last line (killed run) is ignored.
 ///
 /// # Errors
 ///
-/// Returns [`RunDirError::Io`] if the file cannot be opened (including when
-/// it does not exist) or read, and [`RunDirError::Format`] if a line other
-/// than the last one is not a valid [`RunEvent`]; the message names the line.
+/// As [`read_events_at_most`] with no recorded length.
 pub fn read_events(path: &Path) -> Result<Vec<RunEvent>, RunDirError> {
-    let file = File::open(path).map_err(|e| RunDirError::io(path, e))?;
-    let lines: Vec<String> = BufReader::new(file)
-        .lines()
+    read_events_at_most(path, None)
+}
+
+/// Reads `events.jsonl`, which must be a regular file of at most
+/// `recorded` bytes (the length the run recorded at its end), or of at most
+/// [`MAX_UNRECORDED_EVENTS_BYTES`] when it recorded none; a torn last line
+/// (killed run) is ignored.
+///
+/// # Errors
+///
+/// Returns [`RunDirError::Io`] if the file cannot be opened (including when
+/// it does not exist) or read, and [`RunDirError::Format`] if it is not a
+/// regular file, is longer than allowed, or a line other than the last one
+/// is not a valid [`RunEvent`]; the message names the line.
+pub fn read_events_at_most(
+    path: &Path,
+    recorded: Option<u64>,
+) -> Result<Vec<RunEvent>, RunDirError> {
+    let bytes =
+        crate::layout::read_regular(path, Some(recorded.unwrap_or(MAX_UNRECORDED_EVENTS_BYTES)))?;
+    let lines: Vec<String> = std::io::BufRead::lines(&bytes[..])
         .collect::<Result<_, _>>()
         .map_err(|e| RunDirError::io(path, e))?;
     let mut out = Vec::new();

@@ -20,7 +20,9 @@ pub enum RunFile {
     /// `health-under-load.json`: the capture taken a few seconds into the first loaded rung.
     HealthUnderLoad,
     /// `sensor.json`: the sensor model (`powerlab_collate::sensor::SensorModel`), given with
-    /// `--sensor` or calibrated by the run itself; the collator reads it.
+    /// `--sensor` (written with the first manifest, which records its length and CRC-32;
+    /// the collator reads it only then) or calibrated by the run itself (written after
+    /// collating, for later runs' `--sensor`).
     SensorModel,
     /// `sim-truth/`: the simulated node's true waveform per GPU (`--sim-truth`),
     /// the oracle of tests; the collator never reads it.

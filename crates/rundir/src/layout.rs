@@ -38,6 +38,64 @@ impl RunDirError {
     }
 }
 
+/// Largest file of a run directory read whole when the run recorded no
+/// size for it (a killed run's event log, a raw file): 16 GiB.
+pub const MAX_UNRECORDED_BYTES: u64 = 16 << 30;
+
+/// Reads a file of a run directory: it must be a regular file (never a
+/// link, a device or a directory: the run writes only regular files), and
+/// no longer than `max_bytes` (the size the run recorded, or
+/// [`MAX_UNRECORDED_BYTES`]); at most that many bytes are read.
+///
+/// # Errors
+///
+/// Returns [`RunDirError::Io`] when the file cannot be examined or read
+/// (for instance because it does not exist), and [`RunDirError::Format`]
+/// naming it when it is not a regular file or is longer than `max_bytes`.
+pub fn read_regular(path: &Path, max_bytes: Option<u64>) -> Result<Vec<u8>, RunDirError> {
+    use std::io::Read;
+    let meta = std::fs::symlink_metadata(path).map_err(|e| RunDirError::io(path, e))?;
+    if !meta.file_type().is_file() {
+        let what = if meta.file_type().is_symlink() {
+            "a link"
+        } else if meta.is_dir() {
+            "a directory"
+        } else {
+            "a device, pipe or socket"
+        };
+        return Err(RunDirError::Format {
+            path: path.to_path_buf(),
+            message: format!(
+                "is not a regular file ({what}): a run directory holds only the regular files the run wrote; restore the file from the original run directory"
+            ),
+        });
+    }
+    let max = max_bytes.unwrap_or(MAX_UNRECORDED_BYTES);
+    if meta.len() > max {
+        return Err(RunDirError::Format {
+            path: path.to_path_buf(),
+            message: format!(
+                "is {} bytes, more than the {max} bytes the run recorded or allows: it was changed after the run; restore it from the original run directory",
+                meta.len()
+            ),
+        });
+    }
+    let file = std::fs::File::open(path).map_err(|e| RunDirError::io(path, e))?;
+    let mut out = Vec::with_capacity(meta.len() as usize);
+    file.take(max.saturating_add(1))
+        .read_to_end(&mut out)
+        .map_err(|e| RunDirError::io(path, e))?;
+    if out.len() as u64 > max {
+        return Err(RunDirError::Format {
+            path: path.to_path_buf(),
+            message: format!(
+                "grew beyond {max} bytes while it was read: a run directory being written is collated with --snapshot only"
+            ),
+        });
+    }
+    Ok(out)
+}
+
 /// A run directory and the names inside it.
 #[derive(Debug, Clone)]
 pub struct RunDir {

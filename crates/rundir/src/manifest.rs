@@ -6,7 +6,18 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// Version of the run-directory format. Bump on any incompatible change.
-pub const FORMAT_VERSION: u32 = 1;
+/// Format 2: the manifest carries its own seal (see [`Manifest::seal`]),
+/// every raw file an index, a finished run the checksums of its other
+/// files, and a given sensor model its checksum; none of these may be
+/// missing.
+pub const FORMAT_VERSION: u32 = 2;
+
+/// The oldest format this build reads: format 1 runs (written before the
+/// seal) are read with the checks they carry.
+pub const OLDEST_FORMAT: u32 = 1;
+
+/// The seal's value while the seal is computed.
+const SEAL_PLACEHOLDER: &str = "00000000";
 
 /// The tool that wrote the run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -44,6 +55,12 @@ pub enum RunStatus {
 pub struct Manifest {
     /// Run-directory format version.
     pub format_version: u32,
+    /// CRC-32 (8 hex digits) of the manifest's own text as written, with
+    /// this value replaced by `00000000`: a manifest edited after the run
+    /// wrote it (a limit, the backend, the GPU list, a checksum deleted) no
+    /// longer matches. Written by [`Manifest::write`]; absent before format 2.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seal: Option<String>,
     /// The build that wrote the run.
     pub tool: ToolInfo,
     /// Campaign name.
@@ -78,6 +95,11 @@ pub struct Manifest {
     /// never ended (killed) or was written before checksums.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checksums: Vec<FileSum>,
+    /// Length and CRC-32 of the `sensor.json` given to the run (`run
+    /// --sensor`), written with the first manifest; absent when the run was
+    /// given none (a `sensor.json` found beside such a run is refused).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sensor: Option<FileSum>,
     /// How this process's GPUs were chosen when a launcher started several
     /// ranks on its host (absent for a single-process run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -96,15 +118,55 @@ pub struct FileSum {
 }
 
 impl FileSum {
-    /// The sum of `dir/file` now; `None` if it does not exist.
+    /// The sum of `dir/file` now; `None` if it does not exist or is not a
+    /// regular file.
     pub fn of(dir: &Path, file: &str) -> Option<FileSum> {
-        let bytes = std::fs::read(dir.join(file)).ok()?;
-        Some(FileSum {
+        let bytes = crate::layout::read_regular(&dir.join(file), None).ok()?;
+        Some(FileSum::of_bytes(file, &bytes))
+    }
+
+    /// The sum of `bytes`, as the content of `file`.
+    pub fn of_bytes(file: &str, bytes: &[u8]) -> FileSum {
+        FileSum {
             file: file.to_string(),
             bytes: bytes.len() as u64,
-            crc32: format!("{:08x}", crc32fast::hash(&bytes)),
-        })
+            crc32: format!("{:08x}", crc32fast::hash(bytes)),
+        }
     }
+
+    /// Checks `dir/file` against this sum, reading no more than the
+    /// recorded length.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`RunDirError::Io`] when the file cannot be read (it is
+    /// missing, say), and [`RunDirError::Format`] naming it when it is not a
+    /// regular file, or its length or CRC-32 differ from the recorded ones.
+    pub fn verify(&self, dir: &Path) -> Result<(), RunDirError> {
+        let path = dir.join(&self.file);
+        let bytes = crate::layout::read_regular(&path, Some(self.bytes))?;
+        let now = FileSum::of_bytes(&self.file, &bytes);
+        if now != *self {
+            return Err(RunDirError::Format {
+                path,
+                message: format!(
+                    "was changed after the run wrote it ({} bytes, CRC-32 {} recorded in the manifest; now {} bytes, {}): restore it from the original run directory",
+                    self.bytes, self.crc32, now.bytes, now.crc32
+                ),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// CRC-32 of a manifest's text with its seal's value set to the placeholder.
+fn seal_of(text: &str, seal: &str) -> String {
+    let text = text.replacen(
+        &format!("\"seal\": \"{seal}\""),
+        &format!("\"seal\": \"{SEAL_PLACEHOLDER}\""),
+        1,
+    );
+    format!("{:08x}", crc32fast::hash(text.as_bytes()))
 }
 
 impl Manifest {
@@ -117,11 +179,18 @@ impl Manifest {
     /// cannot be written or cannot be renamed onto `path`.
     pub fn write(&self, path: &Path) -> Result<(), RunDirError> {
         let tmp = path.with_extension("json.tmp");
-        let text = serde_json::to_string_pretty(self).map_err(|e| RunDirError::Format {
+        let mut sealed = self.clone();
+        sealed.seal = Some(SEAL_PLACEHOLDER.into());
+        let text = serde_json::to_string_pretty(&sealed).map_err(|e| RunDirError::Format {
             path: path.to_path_buf(),
             message: e.to_string(),
-        })?;
-        let text = text + "\n";
+        })? + "\n";
+        let seal = seal_of(&text, SEAL_PLACEHOLDER);
+        let text = text.replacen(
+            &format!("\"seal\": \"{SEAL_PLACEHOLDER}\""),
+            &format!("\"seal\": \"{seal}\""),
+            1,
+        );
         if let Err(e) = std::fs::write(&tmp, &text).and_then(|()| std::fs::rename(&tmp, path)) {
             // A full disk: no temporary file left behind; the manifest is
             // rewritten in place, where its old blocks take most of it.
@@ -142,30 +211,94 @@ impl Manifest {
         Ok(())
     }
 
-    /// Reads a manifest.
+    /// Reads a manifest, and checks that it is the one the run wrote: its
+    /// seal matches its text, and no integrity key its format requires is
+    /// missing (see [`Manifest::check_keys`]).
     ///
     /// # Errors
     ///
     /// Returns [`RunDirError::Io`] if the file cannot be read (for instance
     /// because it does not exist), and [`RunDirError::Format`] if it is not
-    /// valid manifest JSON or its `format_version` is not
-    /// [`FORMAT_VERSION`], the one this build reads.
+    /// a regular file, not valid manifest JSON, of a `format_version` this
+    /// build does not read ([`OLDEST_FORMAT`] to [`FORMAT_VERSION`]), its
+    /// seal does not match its text, or a key its format requires is missing.
     pub fn read(path: &Path) -> Result<Manifest, RunDirError> {
-        let text = std::fs::read_to_string(path).map_err(|e| RunDirError::io(path, e))?;
+        let bytes = crate::layout::read_regular(path, Some(64 << 20))?;
+        let text = String::from_utf8(bytes).map_err(|e| RunDirError::Format {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
         let m: Manifest = serde_json::from_str(&text).map_err(|e| RunDirError::Format {
             path: path.to_path_buf(),
             message: e.to_string(),
         })?;
-        if m.format_version != FORMAT_VERSION {
-            return Err(RunDirError::Format {
-                path: path.to_path_buf(),
-                message: format!(
-                    "run-directory format {} is not {FORMAT_VERSION}, which this powerlab reads",
-                    m.format_version
-                ),
-            });
+        let refuse = |message: String| RunDirError::Format {
+            path: path.to_path_buf(),
+            message,
+        };
+        if !(OLDEST_FORMAT..=FORMAT_VERSION).contains(&m.format_version) {
+            return Err(refuse(format!(
+                "run-directory format {} is not one this powerlab reads ({OLDEST_FORMAT} to {FORMAT_VERSION})",
+                m.format_version
+            )));
         }
+        if let Some(seal) = &m.seal {
+            let now = seal_of(&text, seal);
+            if now != *seal {
+                return Err(refuse(format!(
+                    "was changed after the run wrote it (its seal is {seal}, its text now gives {now}): a limit, the backend, the GPU list, a status or a checksum was edited; restore manifest.json from the original run directory"
+                )));
+            }
+        }
+        m.check_keys().map_err(refuse)?;
         Ok(m)
+    }
+
+    /// Whether the run has ended (any status the runner writes together
+    /// with the checksums of its files).
+    pub fn finished(&self) -> bool {
+        !matches!(self.status, RunStatus::Running)
+    }
+
+    /// Checks that every integrity key the manifest's format requires is
+    /// there. Format 2: the seal, `raw_index`, and in a finished run its end
+    /// and the checksum of `events.jsonl`. Format 1: a finished run that
+    /// indexed its raw files also checksummed its other files.
+    ///
+    /// # Errors
+    ///
+    /// The missing key, in words, with what to do.
+    pub fn check_keys(&self) -> Result<(), String> {
+        let restore = "restore manifest.json from the original run directory";
+        let missing = |key: &str| {
+            format!(
+                "has no `{key}`, which every format-{} manifest of {} carries: the manifest was edited, so nothing it vouches for can be checked; {restore}",
+                self.format_version,
+                if self.finished() {
+                    "a finished run"
+                } else {
+                    "a run"
+                }
+            )
+        };
+        let has_events_sum = self.checksums.iter().any(|c| c.file == "events.jsonl");
+        if self.format_version >= 2 {
+            if self.seal.is_none() {
+                return Err(missing("seal"));
+            }
+            if !self.raw_index {
+                return Err(missing("raw_index"));
+            }
+            if self.finished() && self.ended_ns.is_none() {
+                return Err(missing("ended_ns"));
+            }
+            if self.finished() && !has_events_sum {
+                return Err(missing("checksums"));
+            }
+        } else if self.raw_index && self.finished() && self.checksums.is_empty() {
+            return Err(missing("checksums"));
+        }
+        Ok(())
     }
 }
 

@@ -87,13 +87,17 @@ pub struct IndexOwner {
     pub node: String,
     /// GPU key.
     pub gpu: String,
+    /// The run-directory format of the run that wrote it (1 for an index
+    /// written before the format was named on this line): a manifest of an
+    /// older format beside it was edited to look older.
+    pub format: u32,
 }
 
 impl IndexOwner {
     fn line(&self) -> String {
         format!(
-            "# powerlab raw index: run {} node {} gpu {}",
-            self.run_start_ns, self.node, self.gpu
+            "# powerlab raw index: run {} node {} gpu {} format {}",
+            self.run_start_ns, self.node, self.gpu, self.format
         )
     }
 
@@ -107,6 +111,13 @@ impl IndexOwner {
                 run_start_ns: start.parse().ok()?,
                 node: node.to_string(),
                 gpu: gpu.to_string(),
+                format: 1,
+            }),
+            ["run", start, "node", node, "gpu", gpu, "format", format] => Some(IndexOwner {
+                run_start_ns: start.parse().ok()?,
+                node: node.to_string(),
+                gpu: gpu.to_string(),
+                format: format.parse().ok()?,
             }),
             _ => None,
         }
@@ -153,10 +164,14 @@ fn parse_checkpoint(l: &str) -> Option<RawIndex> {
 /// error, and a torn last line is dropped rather than reported.
 pub fn read_index_file(raw_file: &Path) -> Result<Option<IndexFile>, String> {
     let path = index_path(raw_file);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("{}: {e}", path.display())),
+    let text = match crate::layout::read_regular(&path, None) {
+        Ok(t) => String::from_utf8(t).map_err(|e| format!("{}: {e}", path.display()))?,
+        Err(crate::layout::RunDirError::Io { source, .. })
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            return Ok(None);
+        }
+        Err(e) => return Err(e.to_string()),
     };
     let mut lines: Vec<&str> = text.split('\n').collect();
     // The text after the last newline is a torn line, or empty.
@@ -242,6 +257,7 @@ impl RawWriter {
             run_start_ns,
             node: node.to_string(),
             gpu: gpu_key.to_string(),
+            format: crate::manifest::FORMAT_VERSION,
         };
         writeln!(index, "{}", owner.line()).map_err(|e| RunDirError::io(&idx, e))?;
         let index = Some(index);
@@ -440,7 +456,8 @@ mod tests {
             Some(IndexOwner {
                 run_start_ns: 5,
                 node: "node-a".into(),
-                gpu: "gpu0".into()
+                gpu: "gpu0".into(),
+                format: crate::manifest::FORMAT_VERSION,
             })
         );
     }

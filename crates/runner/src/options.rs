@@ -32,6 +32,10 @@ pub struct RunOptions {
     pub rack: Option<Arc<RackRun>>,
     /// How the launcher's ranks on this host split its GPUs (for the manifest).
     pub gpu_binding: Option<String>,
+    /// The `sensor.json` given to the run (`run --sensor`), already checked
+    /// against the node: written into the run directory with the first
+    /// manifest, which records its checksum.
+    pub sensor: Option<Vec<u8>>,
 }
 
 impl RunOptions {
@@ -48,6 +52,7 @@ impl RunOptions {
             health: None,
             rack: None,
             gpu_binding: None,
+            sensor: None,
         }
     }
 }

@@ -88,8 +88,21 @@ impl RunFiles {
             &format!("writing this run (campaign `{}`)", campaign.name),
         )
         .map_err(|e| RunError::Results(e.to_string()))?;
+        let sensor_file = powerlab_rundir::RunFile::SensorModel;
+        let sensor = opts
+            .sensor
+            .as_ref()
+            .map(|bytes| -> Result<_, RunError> {
+                write_bytes(&dir.file(sensor_file), bytes)?;
+                Ok(powerlab_rundir::FileSum::of_bytes(
+                    sensor_file.name(),
+                    bytes,
+                ))
+            })
+            .transpose()?;
         let manifest = Manifest {
             format_version: FORMAT_VERSION,
+            seal: None,
             tool: opts.tool.clone(),
             campaign: campaign.name.clone(),
             campaign_resolved: serde_json::to_value(campaign).unwrap_or_default(),
@@ -104,6 +117,7 @@ impl RunFiles {
             command: opts.command.clone(),
             raw_index: true,
             checksums: Vec::new(),
+            sensor,
             gpu_binding: opts.gpu_binding.clone(),
         };
         manifest.write(&dir.manifest())?;
@@ -148,7 +162,11 @@ impl RunFiles {
 }
 
 fn write_file(path: &Path, text: &str) -> Result<(), RunError> {
-    std::fs::write(path, text).map_err(|e| RunError::RunDir(RunDirError::io(path, e)))
+    write_bytes(path, text.as_bytes())
+}
+
+fn write_bytes(path: &Path, bytes: &[u8]) -> Result<(), RunError> {
+    std::fs::write(path, bytes).map_err(|e| RunError::RunDir(RunDirError::io(path, e)))
 }
 
 /// Refuses a results directory with less than `needed` bytes available to

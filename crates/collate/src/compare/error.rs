@@ -39,6 +39,18 @@ pub enum CompareError {
         /// The collator's error.
         source: crate::CollateError,
     },
+    /// The two runs have nothing in common to compare: no rung matched, or
+    /// no matched rung has a judged figure in both (a candidate stopped
+    /// before its first rung). Never "no regression".
+    #[error("cannot compare {b} with {a}: {why}")]
+    Nothing {
+        /// The baseline.
+        a: PathBuf,
+        /// The candidate.
+        b: PathBuf,
+        /// What is missing.
+        why: String,
+    },
     /// Writing an output failed.
     #[error("{path}: {source}")]
     Io {

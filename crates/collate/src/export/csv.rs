@@ -121,6 +121,18 @@ pub fn write_nccl(rows: &[NcclRow], dir: &Path) -> Result<Vec<PathBuf>, CollateE
     Ok(vec![path])
 }
 
+/// The columns of `spectrum.csv`, one row per rung: the node curve's
+/// dominant frequency (DC excluded), the shares of its variance in 0.1–2 Hz
+/// and in 2–20 Hz, and the highest frequency its grid resolves.
+pub const SPECTRUM_HEADER: [&str; 6] = [
+    "rung_id",
+    "label",
+    "dominant_hz",
+    "share_0_1_to_2_hz",
+    "share_2_to_20_hz",
+    "nyquist_hz",
+];
+
 /// Writes `sensor_rungs.csv`, `sensor_periods.csv` and `spectrum.csv`,
 /// each only when it has rows.
 ///
@@ -143,6 +155,7 @@ pub fn write_sensor_tables(s: &SensorReport, dir: &Path) -> Result<Vec<PathBuf>,
     if !s.spectra.is_empty() {
         let p = dir.join("spectrum.csv");
         let mut w = csv::Writer::from_path(&p).map_err(csv_error(&p))?;
+        w.write_record(SPECTRUM_HEADER).map_err(csv_error(&p))?;
         for (id, label, sp) in &s.spectra {
             w.write_record([
                 id.to_string(),

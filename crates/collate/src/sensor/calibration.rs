@@ -5,7 +5,7 @@
 //! refused with the reason; the short rungs are aliasing probes.
 
 use super::fit;
-use super::model::{GpuSensor, ModelKind, PathModel, Probe, SensorModel};
+use super::model::{GpuSensor, MeasuredGpu, ModelKind, PathModel, Probe, SensorModel};
 use super::series::{EdgeIndex, SeriesSet, changes, median_spacing_ms, span};
 use crate::load::{Run, RungWindow};
 use crate::stats::{mean_sd_ci, median, quantile};
@@ -238,9 +238,21 @@ pub fn calibrate(run: &Run, series: &SeriesSet, edges: &EdgeIndex) -> Option<Sen
             probes,
         });
     }
+    let measured_on = run
+        .manifest
+        .backend
+        .gpus
+        .iter()
+        .map(|g| MeasuredGpu {
+            gpu: g.key.clone(),
+            name: g.name.clone(),
+            uuid: g.uuid.clone(),
+        })
+        .collect();
     Some(SensorModel {
         source: "calibrated in this run".into(),
         kind: ModelKind::Calibrated,
+        measured_on,
         gpus,
     })
 }

@@ -30,7 +30,7 @@ pub mod spectrum;
 pub mod verdict;
 
 pub use calibration::calibrate;
-pub use model::{GpuSensor, ModelKind, PathModel, Probe, SensorModel, read_model};
+pub use model::{GpuSensor, MeasuredGpu, ModelKind, PathModel, Probe, SensorModel, read_model};
 pub use series::{EdgeIndex, SeriesSet};
 pub use source::model_for;
 pub use verdict::{PeriodAnswer, RungPathRow, SensorReport, analyse, raw_verdict};

@@ -78,6 +78,17 @@ pub enum ModelKind {
     Nominal,
 }
 
+/// A GPU a sensor model was measured on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MeasuredGpu {
+    /// Its key in the run that measured it (`gpu0`).
+    pub gpu: String,
+    /// Its NVML name (`NVIDIA H200`).
+    pub name: String,
+    /// Its UUID (`GPU-…`).
+    pub uuid: String,
+}
+
 /// `sensor.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SensorModel {
@@ -86,9 +97,24 @@ pub struct SensorModel {
     /// Where it came from.
     #[serde(default = "nominal_kind")]
     pub kind: ModelKind,
+    /// The GPUs it was measured on (a calibration records them; a built-in
+    /// or nominal model has none): `run --sensor` takes a model only for
+    /// the GPUs it was measured on.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub measured_on: Vec<MeasuredGpu>,
     /// Per GPU.
     pub gpus: Vec<GpuSensor>,
 }
+
+/// The narrowest averaging window a sensor model may state, ms: no
+/// calibration has shown a power path averaging less (the H200's buffered
+/// samples average 4–9 ms, its instant field 2–33 ms).
+pub const MIN_WINDOW_MS: f64 = 1.0;
+
+/// The narrowest window as a share of the path's update period: a window
+/// of 0.1 ms on a path updated every 20 ms would turn rungs the instrument
+/// cannot resolve into reported swings.
+pub const MIN_WINDOW_SHARE: f64 = 0.02;
 
 fn nominal_kind() -> ModelKind {
     ModelKind::Nominal
@@ -157,6 +183,7 @@ impl SensorModel {
                 "built-in H200 profile (measured on 2 × H200, driver 580.159: buffered samples every 20 ms averaging 6 ± 2.5 ms) for {device_name}"
             ),
             kind: ModelKind::BuiltIn,
+            measured_on: Vec::new(),
             gpus: gpus
                 .iter()
                 .map(|g| GpuSensor {
@@ -176,6 +203,7 @@ impl SensorModel {
                 "nominal (not calibrated): {device_name} has not been measured, so the H200's values are assumed (buffered 20 ms / 6 ms, fields 100 ms); run `powerlab calibrate` on this GPU"
             ),
             kind: ModelKind::Nominal,
+            measured_on: Vec::new(),
             gpus: gpus
                 .iter()
                 .map(|g| GpuSensor {
@@ -240,10 +268,72 @@ impl SensorModel {
                         return Err(format!("{} {}: {name} = {v}", g.gpu, p.instrument));
                     }
                 }
+                check_window(&g.gpu, p)?;
             }
         }
         Ok(())
     }
+
+    /// Whether this model may judge a run on `gpus` (the node's GPUs): it
+    /// names the GPUs it was measured on, all of this node's model, and
+    /// every GPU of the node is one of them (by UUID). A calibration of
+    /// another GPU model, or of other GPUs, is refused.
+    ///
+    /// # Errors
+    ///
+    /// What does not fit, naming the GPU models or UUIDs, and what to do.
+    pub fn check_fits(&self, gpus: &[powerlab_core::hw::GpuIdentity]) -> Result<(), String> {
+        let redo = "run `powerlab calibrate` on this node and give its sensor.json";
+        if self.measured_on.is_empty() {
+            return Err(format!(
+                "the model does not say which GPUs it was measured on (written before sensor models named them, or by hand); {redo}"
+            ));
+        }
+        for g in gpus {
+            if let Some(m) = self.measured_on.iter().find(|m| m.name != g.name) {
+                return Err(format!(
+                    "the model was measured on {} ({}), but {} of this node is {}: another GPU model's instruments; {redo}",
+                    m.name, m.uuid, g.key, g.name
+                ));
+            }
+            if !self.measured_on.iter().any(|m| m.uuid == g.uuid) {
+                let on: Vec<&str> = self.measured_on.iter().map(|m| m.uuid.as_str()).collect();
+                return Err(format!(
+                    "the model was measured on {}, not on {} ({}) of this node: each GPU's instruments are its own; {redo}",
+                    on.join(", "),
+                    g.key,
+                    g.uuid
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A stated averaging window no calibration has ever shown: narrower than
+/// [`MIN_WINDOW_MS`] or than [`MIN_WINDOW_SHARE`] of the path's update
+/// period. A refused fit's values are not used and not judged.
+fn check_window(gpu: &str, p: &PathModel) -> Result<(), String> {
+    let (Some(w), None) = (p.window_ms, &p.refused) else {
+        return Ok(());
+    };
+    if !["buffered_w", "instant_w", "average_w"].contains(&p.instrument.as_str()) {
+        return Ok(());
+    }
+    let floor = p
+        .update_period_ms
+        .map(|u| (MIN_WINDOW_SHARE * u).max(MIN_WINDOW_MS))
+        .unwrap_or(MIN_WINDOW_MS);
+    if w < floor {
+        return Err(format!(
+            "{gpu} {}: window_ms = {w} is narrower than any power path has been measured to average ({floor} ms at least for an update period of {} ms)",
+            p.instrument,
+            p.update_period_ms
+                .map(|u| u.to_string())
+                .unwrap_or_else(|| "–".into())
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -265,6 +355,8 @@ mod tests {
         };
         assert!(bad(&|p| p.window_ms = Some(-6.0)).contains("window_ms = -6"));
         assert!(bad(&|p| p.update_period_ms = Some(0.0)).contains("update_period_ms = 0"));
+        // A buffered window of 0.1 ms on a 20 ms path: never measured.
+        assert!(bad(&|p| p.window_ms = Some(0.1)).contains("window_ms = 0.1 is narrower"));
         assert!(bad(&|p| p.latency_ms = Some(1e300)).contains("latency_ms"));
         let mut empty = good.clone();
         empty.gpus.clear();

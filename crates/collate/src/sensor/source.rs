@@ -17,9 +17,11 @@ use powerlab_rundir::RunDir;
 ///
 /// # Errors
 ///
-/// Only when the run has no calibration of its own but was given a
-/// `sensor.json`: returns [`CollateError::Io`] when that file cannot be
-/// read, and [`CollateError::BadRaw`] when it is not a sensor model.
+/// Only when the run has no calibration of its own but has a
+/// `sensor.json`: returns [`CollateError::BadRaw`] naming it when the run
+/// was given none (its manifest records no checksum for it), when it is
+/// missing or differs from the one the run was given, or when it is not a
+/// sensor model; [`CollateError::Io`] when it cannot be read.
 pub fn model_for(
     dir: &RunDir,
     run: &Run,
@@ -60,11 +62,34 @@ pub fn model_for(
         return Ok(m);
     }
     let given = dir.file(powerlab_rundir::RunFile::SensorModel);
-    if given.exists() {
+    if std::fs::symlink_metadata(&given).is_ok() || run.manifest.sensor.is_some() {
+        check_bound(dir, run)?;
         let mut m = read_model(&given)?;
         m.source = format!("sensor.json given to the run ({})", m.source);
         m.kind = ModelKind::Given;
         return Ok(m);
     }
     Ok(fallback)
+}
+
+/// A `sensor.json` judges the run only if it is the one the run was given:
+/// the manifest records its length and CRC-32.
+fn check_bound(dir: &RunDir, run: &Run) -> Result<(), CollateError> {
+    let path = dir.file(powerlab_rundir::RunFile::SensorModel);
+    let Some(sum) = &run.manifest.sensor else {
+        return Err(CollateError::BadRaw {
+            path,
+            message: "this run was given no sensor model (its manifest records none), so this file was added after the run and would change every duty rung's figures; remove it (to judge the run by a calibration of this node, run the campaign again with `run --sensor`)".into(),
+        });
+    };
+    sum.verify(&dir.path).map_err(|e| CollateError::BadRaw {
+        path: path.clone(),
+        message: match e {
+            powerlab_rundir::RunDirError::Format { message, .. } => message,
+            other => format!(
+                "cannot be read ({other}); the run was given a sensor model of {} bytes: restore it from the original run directory",
+                sum.bytes
+            ),
+        },
+    })
 }

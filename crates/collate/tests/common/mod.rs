@@ -3,7 +3,7 @@
 #![allow(dead_code, missing_docs)]
 
 use powerlab_core::hw::{BackendInfo, Capability, GpuIdentity};
-use powerlab_rundir::{FORMAT_VERSION, Manifest, RunStatus, ToolInfo};
+use powerlab_rundir::{Manifest, RunStatus, ToolInfo};
 
 /// A finished test run's manifest for these GPU keys on node `node`.
 pub fn manifest(campaign: &str, keys: &[String], started_ns: i64, ended_ns: i64) -> Manifest {
@@ -19,7 +19,9 @@ pub fn manifest(campaign: &str, keys: &[String], started_ns: i64, ended_ns: i64)
         })
         .collect();
     Manifest {
-        format_version: FORMAT_VERSION,
+        // Format 1: these hand-made runs have no raw index and no checksums.
+        format_version: 1,
+        seal: None,
         tool: ToolInfo {
             name: "t".into(),
             version: "0".into(),
@@ -45,6 +47,23 @@ pub fn manifest(campaign: &str, keys: &[String], started_ns: i64, ended_ns: i64)
         command: vec![],
         raw_index: false,
         checksums: Vec::new(),
+        sensor: None,
         gpu_binding: None,
     }
+}
+
+/// Writes `raw/<key>.csv` as the run's writer does, without an index (as a
+/// format-1 run from before indexes; these fixtures' manifests say so).
+pub fn write_raw(dir: &powerlab_rundir::RunDir, key: &str, samples: &[powerlab_core::Sample]) {
+    std::fs::create_dir_all(dir.raw_dir()).unwrap();
+    let mut text = String::from("ts_ns,node,gpu,instrument,value\n");
+    for s in samples {
+        text.push_str(&format!(
+            "{},node,{key},{},{}\n",
+            s.ts_ns,
+            s.instrument.as_str(),
+            powerlab_rundir::raw::fmt_value(s.value)
+        ));
+    }
+    std::fs::write(dir.raw_dir().join(format!("{key}.csv")), text).unwrap();
 }

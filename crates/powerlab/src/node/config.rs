@@ -100,10 +100,35 @@ pub struct RunConfig {
     pub allow_unhealthy: bool,
     /// Skip the collation at the end.
     pub no_collate: bool,
-    /// A sensor model to copy into the run directory.
-    pub sensor: Option<PathBuf>,
+    /// A sensor model to write into the run directory (`--sensor`), once
+    /// the node's GPUs are known to be the ones it was measured on.
+    pub sensor: Option<GivenSensor>,
     /// The node to drive.
     pub node: NodeKind,
+}
+
+/// A sensor model given with `--sensor`: the file as read, and its model.
+#[derive(Debug, Clone)]
+pub struct GivenSensor {
+    /// Where it was read from.
+    pub path: PathBuf,
+    /// Its bytes, written unchanged into the run directory.
+    pub bytes: Vec<u8>,
+    /// The model they hold.
+    pub model: powerlab_collate::sensor::SensorModel,
+}
+
+impl GivenSensor {
+    /// Refuses a model measured on another GPU model or on other GPUs than
+    /// this node's.
+    ///
+    /// # Errors
+    /// What does not fit, naming the file, the GPU models or UUIDs.
+    pub fn check_fits(&self, gpus: &[powerlab_core::hw::GpuIdentity]) -> Result<(), String> {
+        self.model
+            .check_fits(gpus)
+            .map_err(|e| format!("--sensor {}: {e}", self.path.display()))
+    }
 }
 
 impl RunConfig {
@@ -123,10 +148,20 @@ impl RunConfig {
                 "the campaign's [[node_power]] sources are read in real time; run the simulated node with --sim-pace realtime".into(),
             ));
         }
-        if let Some(s) = &a.sensor {
-            powerlab_collate::sensor::read_model(s)
-                .map_err(|e| ConfigError::File(format!("--sensor: {e}")))?;
-        }
+        let sensor = a
+            .sensor
+            .as_ref()
+            .map(|s| -> Result<GivenSensor, ConfigError> {
+                let file = |e: &dyn std::fmt::Display| ConfigError::File(format!("--sensor: {e}"));
+                let model = powerlab_collate::sensor::read_model(s).map_err(|e| file(&e))?;
+                let bytes = std::fs::read(s).map_err(|e| file(&format!("{}: {e}", s.display())))?;
+                Ok(GivenSensor {
+                    path: s.clone(),
+                    bytes,
+                    model,
+                })
+            })
+            .transpose()?;
         Ok(RunConfig {
             file: a.file.clone(),
             campaign,
@@ -135,7 +170,7 @@ impl RunConfig {
             json: a.json,
             allow_unhealthy: a.allow_unhealthy,
             no_collate: a.no_collate,
-            sensor: a.sensor.clone(),
+            sensor,
             node,
         })
     }

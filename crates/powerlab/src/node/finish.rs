@@ -1,4 +1,4 @@
-//! The finish of a node run: the sensor model kept beside the raw data,
+//! The finish of a node run: a calibrated sensor model kept beside the raw data,
 //! the collation (outside any async runtime: polars runs its own), the
 //! summary printed, and the outcome mapped to an exit code.
 
@@ -14,15 +14,6 @@ pub fn finish(cfg: &RunConfig, outcome: Result<RunResult, i32>) -> Result<i32> {
         Ok(r) => r,
         Err(code) => return Ok(code),
     };
-    if let Some(s) = &cfg.sensor {
-        let to = RunFile::SensorModel.path_in(&result.run_dir);
-        if let Err(e) = std::fs::copy(s, &to) {
-            errln!(
-                "error: copying --sensor {} into the run directory failed: {e}",
-                s.display()
-            );
-        }
-    }
     let collated = if cfg.no_collate {
         None
     } else {

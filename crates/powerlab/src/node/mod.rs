@@ -183,6 +183,9 @@ pub fn run_node(cfg: &RunConfig, mut rack: Option<RackJoin>) -> Result<Outcome> 
             if let Some(msg) = node_power_refusal {
                 return Err(msg);
             }
+            if let Some(s) = &cfg.sensor {
+                s.check_fits(&node.info.gpus)?;
+            }
             node.meters = crate::node_power::open_all(&crate::node_power::for_node(
                 &cfg.campaign.node_power,
                 &node_id,

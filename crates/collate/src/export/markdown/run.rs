@@ -91,6 +91,9 @@ pub fn write_report(
         RunStatus::Interrupted { reason } => warnings.push(format!("RUN INTERRUPTED ({reason}): numbers cover the rungs that ran")),
         RunStatus::Failed { reason } => warnings.push(format!("RUN FAILED ({reason}): numbers cover the rungs that ran")),
     }
+    if let Some(w) = missing_rungs_warning(run, m) {
+        warnings.push(w);
+    }
     let incomplete: Vec<String> = rungs
         .iter()
         .filter(|r| r.incomplete.is_some())
@@ -111,7 +114,11 @@ pub fn write_report(
             } else {
                 incomplete.join(", ")
             };
-            w.push_str(&format!(" — {} rung(s) not wholly covered (worst {:.1} % of its window): {shown}; see the `incomplete` column", incomplete.len(), (1000.0 * worst).floor() / 10.0));
+            w.push_str(&format!(
+                " — {} rung(s) not wholly covered ({}): {shown}; see the `incomplete` column",
+                incomplete.len(),
+                worst_words(worst)
+            ));
         }
         warnings.push(w);
     }
@@ -540,4 +547,83 @@ pub fn write_report(
     let path = dir.join("report.md");
     std::fs::write(&path, s).map_err(|e| CollateError::io(&path, e))?;
     Ok(path)
+}
+
+/// How much of its window the worst-covered incomplete rung has, in words
+/// that stay true when the share rounds to 100 % (a rung marked
+/// incomplete is never wholly covered).
+fn worst_words(worst: f64) -> String {
+    let pct = (1000.0 * worst).floor() / 10.0;
+    if pct >= 99.9 {
+        "each covers more than 99.9 % of its window, not all of it".into()
+    } else {
+        format!("worst {pct:.1} % of its window")
+    }
+}
+
+/// Rungs the plan lists that the event log has no record of: in a run
+/// that did not finish, those never reached; in any run, those whose
+/// record was lost (a later rung has one). None when every rung is there,
+/// or when a run that ended by a signal or fault merely stopped early
+/// (its first line says so already).
+fn missing_rungs_warning(run: &Run, m: &powerlab_rundir::Manifest) -> Option<String> {
+    let killed = matches!(m.status, RunStatus::Running);
+    let named: Vec<&crate::load::MissingRung> = run
+        .missing_rungs
+        .iter()
+        .filter(|r| r.lost || killed)
+        .collect();
+    if named.is_empty() {
+        return None;
+    }
+    let lost: Vec<&str> = named
+        .iter()
+        .filter(|r| r.lost)
+        .map(|r| r.label.as_str())
+        .collect();
+    let unreached: Vec<&str> = named
+        .iter()
+        .filter(|r| !r.lost)
+        .map(|r| r.label.as_str())
+        .collect();
+    let list = |v: &[&str]| {
+        if v.len() > 8 {
+            format!("{}, … ({} in all)", v[..8].join(", "), v.len())
+        } else {
+            v.join(", ")
+        }
+    };
+    let mut parts = Vec::new();
+    if !lost.is_empty() {
+        parts.push(format!(
+            "{} rung(s) the plan lists have no record in events.jsonl although later rungs do (their record was lost or removed; no figures): {}",
+            lost.len(),
+            list(&lost)
+        ));
+    }
+    if !unreached.is_empty() {
+        parts.push(format!(
+            "{} planned rung(s) never reached: {}",
+            unreached.len(),
+            list(&unreached)
+        ));
+    }
+    Some(format!("MISSING RUNGS: {}", parts.join("; ")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::worst_words;
+
+    #[test]
+    fn an_incomplete_rung_never_reads_as_wholly_covered() {
+        // A rung covering 0.9995 to 0.9999 of its window is marked
+        // incomplete, and its `window_coverage` (3 decimals) reads 1.0: it
+        // used to say "worst 100.0 % of its window".
+        assert!(!worst_words(1.0).contains("100.0"));
+        assert!(worst_words(1.0).contains("more than 99.9 %"));
+        assert!(!worst_words(0.99996).contains("100.0"));
+        assert!(worst_words(0.99996).contains("more than 99.9 %"));
+        assert_eq!(worst_words(0.994), "worst 99.4 % of its window");
+    }
 }
