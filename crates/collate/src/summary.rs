@@ -145,7 +145,7 @@ pub struct RungSummary {
 
 /// A composed figure whose 95 % interval is wider than this share of the
 /// node's step is said to be unresolved.
-pub const UNRESOLVED_STEP_SHARE: f64 = 0.10;
+pub const UNRESOLVED_STEP_SHARE: f64 = 0.25;
 
 /// The figures of `c` whose interval is wider than the figure or than
 /// [`UNRESOLVED_STEP_SHARE`] of the step, named with their interval.

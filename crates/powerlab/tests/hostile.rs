@@ -1295,6 +1295,15 @@ fn a_report_that_is_a_file_is_replaced_without_leftovers() {
     assert!(stray.is_empty(), "{stray:?}");
 }
 
+/// The manifest `m` as text with a seal recomputed for it, as the runner
+/// seals it: the CRC-32 of the text with the seal written as 00000000.
+fn forge_seal(m: &mut serde_json::Value) -> String {
+    m["seal"] = "00000000".into();
+    let t = serde_json::to_string_pretty(m).unwrap() + "\n";
+    let crc = format!("{:08x}", crc32fast::hash(t.as_bytes()));
+    t.replacen("\"seal\": \"00000000\"", &format!("\"seal\": \"{crc}\""), 1)
+}
+
 /// A Markdown table row's cells: the `|` that are not backslash-escaped.
 fn cell_bars(line: &str) -> usize {
     let b = line.as_bytes();
@@ -1315,10 +1324,10 @@ fn table_after<'a>(md: &'a str, heading: &str) -> Vec<&'a str> {
 
 /// Issue 31, defect 10: a name with a newline, `|` or `<script>` broke
 /// report.md's tables and put live tags in report.html. Names are refused
-/// at validation now, so the names come from a manifest edited by hand
-/// (its campaign name, a GPU's model and UUID are not checksummed): the
-/// collated report.md keeps every table's column count and report.html
-/// holds no tag from them.
+/// at validation now and a hand-edited manifest breaks its seal, so the
+/// names come from a manifest edited by a forger who recomputes the seal
+/// (what the README says the check cannot catch): the collated report.md
+/// keeps every table's column count and report.html holds no tag from them.
 #[test]
 fn issue31_defect10_a_hand_edited_name_reaches_no_report_as_markup() {
     let r = run_sim(&campaign(DUTY), &["--sim-gpus", "2"]);
@@ -1329,7 +1338,7 @@ fn issue31_defect10_a_hand_edited_name_reaches_no_report_as_markup() {
     let evil = "x|y<script>alert(1)</script>\n| z | w |";
     m["campaign"] = evil.into();
     m["backend"]["gpus"][0]["name"] = format!("H200 {evil}").into();
-    std::fs::write(&path, serde_json::to_string_pretty(&m).unwrap()).unwrap();
+    std::fs::write(&path, forge_seal(&mut m)).unwrap();
     let out = powerlab()
         .args(["collate", r.dir().to_str().unwrap()])
         .output()

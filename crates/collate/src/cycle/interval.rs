@@ -144,12 +144,21 @@ pub(super) fn bootstrap(
         peak: bounds(&|s| s.peak_w),
         p1: bounds(&|s| s.p1_w),
         p99: bounds(&|s| s.p99_w),
-        spread: bounds(&|s| s.p99_w - s.p1_w),
-        swing: bounds(&|s| s.p90_w - s.p10_w),
+        spread: non_negative(bounds(&|s| s.p99_w - s.p1_w)),
+        swing: non_negative(bounds(&|s| s.p90_w - s.p10_w)),
         p10: bounds(&|s| s.p10_w),
         p90: bounds(&|s| s.p90_w),
         cycles: blocks,
     })
+}
+
+/// A width (spread, swing) is never below 0.
+fn non_negative(b: Bounds) -> Bounds {
+    Bounds {
+        lo: b.lo.max(0.0),
+        hi: b.hi.max(0.0),
+        centre: b.centre.max(0.0),
+    }
 }
 
 /// The basic bootstrap interval of the figure `f` (its replicates' spread
