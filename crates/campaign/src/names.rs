@@ -67,14 +67,17 @@ pub fn name_problem(name: &str) -> Option<String> {
 /// Why a phase of kind `kind` cannot be named `name`, if it cannot: a name
 /// the planner keeps for its own rungs, or the name of another phase kind.
 pub fn reserved_problem(name: &str, kind: PhaseKind) -> Option<String> {
-    if RESERVED_PHASE_NAMES.contains(&name) {
+    if RESERVED_PHASE_NAMES
+        .iter()
+        .any(|r| r.eq_ignore_ascii_case(name))
+    {
         return Some(format!(
             "`{name}` is the phase name of rungs the planner inserts itself"
         ));
     }
     KIND_NAMES
         .iter()
-        .find(|k| k.as_str() == name && **k != kind)
+        .find(|k| k.as_str().eq_ignore_ascii_case(name) && **k != kind)
         .map(|k| {
             format!(
                 "`{name}` is the name of a phase kind: only a `{}` phase may take it, and this one is `{}`",
@@ -113,6 +116,10 @@ mod tests {
         }
         assert!(reserved_problem("rampup", PhaseKind::Duty).is_some());
         assert!(reserved_problem("calibration", PhaseKind::Duty).is_some());
+        // Case is no way around it (hostile review).
+        assert!(reserved_problem("RampUp", PhaseKind::Duty).is_some());
+        assert!(reserved_problem("Calibration", PhaseKind::Duty).is_some());
+        assert!(reserved_problem("IDLE", PhaseKind::Duty).is_some());
         assert!(reserved_problem("idle", PhaseKind::Sustained).is_some());
         assert_eq!(reserved_problem("idle", PhaseKind::Idle), None);
         assert_eq!(reserved_problem("sweep", PhaseKind::Duty), None);

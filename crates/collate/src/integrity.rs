@@ -336,8 +336,9 @@ pub fn verify_raw(
 }
 
 /// Checks the files whose length and CRC-32 the run recorded at its end
-/// (`edges.csv`, `collectives.csv`, `events.jsonl`): one missing or changed
-/// is an error naming it.
+/// (`edges.csv`, `collectives.csv`, `events.jsonl`, and in format 2 every
+/// `node_power/*.csv`): one missing or changed, or a node-power file the
+/// run did not sum, is an error naming it.
 ///
 /// # Errors
 ///
@@ -345,6 +346,22 @@ pub fn verify_raw(
 /// manifest holds a checksum for is missing, or its length or CRC-32 now
 /// differs from the recorded one.
 pub fn check_sums(dir: &RunDir, manifest: &Manifest) -> Result<(), CollateError> {
+    // A node-power file a sealed format-2 run did not sum was added after it.
+    if manifest.format_version >= 2 && manifest.finished() {
+        for f in powerlab_rundir::node_power::node_power_files(&dir.path)? {
+            let rel = f
+                .strip_prefix(&dir.path)
+                .unwrap_or(&f)
+                .to_string_lossy()
+                .into_owned();
+            if !manifest.checksums.iter().any(|c| c.file == rel) {
+                return Err(bad(
+                    &f,
+                    "is not among the files the run summed when it ended: it was added or renamed afterwards; remove it, or restore the run directory".to_string(),
+                ));
+            }
+        }
+    }
     for sum in &manifest.checksums {
         let path = dir.path.join(&sum.file);
         if std::fs::symlink_metadata(&path).is_err() {

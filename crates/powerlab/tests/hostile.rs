@@ -1475,3 +1475,63 @@ fn issue31_defect13_the_shipped_smoke_campaign_folds_its_duty_rungs() {
     let md = std::fs::read_to_string(r.dir().join("report/report.md")).unwrap();
     assert!(!md.contains("too short to fold"), "{md}");
 }
+
+/// Hostile review of issue 31: a node-power file put into a sealed run
+/// (a 2500 W "BMC" the run never read) and a manifest made to look like
+/// format 1 with only edges.csv summed both changed the answer with exit
+/// 0; both are refused now, naming the file.
+#[test]
+fn a_node_power_file_added_or_a_downgraded_manifest_is_refused() {
+    let r = run_sim(&campaign(DUTY), &["--sim-gpus", "2"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    let collate = |dir: &std::path::Path| {
+        powerlab()
+            .args(["collate", dir.to_str().unwrap(), "--force"])
+            .output()
+            .unwrap()
+    };
+    // A meter's readings added afterwards.
+    let tmp = tempfile::tempdir().unwrap();
+    let added = tmp.path().join("added");
+    copy_run(r.dir(), &added, false);
+    std::fs::create_dir_all(added.join("node_power")).unwrap();
+    std::fs::write(
+        added.join("node_power/bmc.csv"),
+        "sent_ns,received_ns,watts\n1,2,2500\n",
+    )
+    .unwrap();
+    let out = collate(&added);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stderr).contains("bmc.csv"),
+        "{}",
+        text(&out.stderr)
+    );
+    // Format 1, no seal, the events' checksum dropped.
+    let old = tmp.path().join("old");
+    copy_run(r.dir(), &old, false);
+    let path = old.join("manifest.json");
+    let mut m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    m["format_version"] = 1.into();
+    m.as_object_mut().unwrap().remove("seal");
+    m["checksums"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|c| c["file"] == "edges.csv");
+    std::fs::write(&path, serde_json::to_string_pretty(&m).unwrap()).unwrap();
+    for e in std::fs::read_dir(old.join("raw")).unwrap().flatten() {
+        if e.path().extension().is_some_and(|x| x == "idx") {
+            let t = std::fs::read_to_string(e.path()).unwrap();
+            assert!(t.lines().next().unwrap().contains("format 2"), "{t}");
+            std::fs::write(e.path(), t.replacen("format 2", "format 1", 1)).unwrap();
+        }
+    }
+    let out = collate(&old);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stderr).contains("manifest.json"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -152,9 +152,17 @@ impl RunFiles {
         self.release_reserve();
         self.manifest.ended_ns = Some(end_ns);
         self.manifest.status = status.clone();
+        let meters: Vec<String> = powerlab_rundir::node_power::node_power_files(&self.dir.path)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|p| p.strip_prefix(&self.dir.path).ok())
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
         self.manifest.checksums = ["edges.csv", "collectives.csv", "events.jsonl"]
             .iter()
-            .filter_map(|f| powerlab_rundir::FileSum::of(&self.dir.path, f))
+            .map(|f| f.to_string())
+            .chain(meters)
+            .filter_map(|f| powerlab_rundir::FileSum::of(&self.dir.path, &f))
             .collect();
         self.manifest.write(&self.dir.manifest())?;
         Ok(())
