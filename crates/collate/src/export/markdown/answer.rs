@@ -321,7 +321,13 @@ pub fn power_lines(
             .filter(|(q, _)| *q > p + 0.5);
         let _ = writeln!(
             s,
-            "- **Worst transient:** {p:.0} W in rung `{}`{}: {}{}.",
+            "- **Worst transient:** {p:.0} W{} in rung `{}`{}: {}{}.",
+            match (r.peak_ci95, &r.unresolved) {
+                (Some(b), Some(u)) if u.contains("peak ") =>
+                    format!(" [{:.0}, {:.0}] (95 %; **unresolved**)", b.lo, b.hi),
+                (Some(b), _) => format!(" [{:.0}, {:.0}] (95 %)", b.lo, b.hi),
+                _ => String::new(),
+            },
             code(&r.rung.label),
             edges_caveat(r),
             if limit_sum <= 0.0 {
