@@ -503,3 +503,32 @@ fn a_candidate_with_no_matched_rung_cannot_be_compared() {
         "{err}"
     );
 }
+
+/// Hostile review of issue 31: two runs of one repeat on the same node
+/// (seeds 3 and 4) flagged a staggered swing of +4.5 % as a REGRESSION with
+/// "no interval (1 repeat)", while each run's own interval was about
+/// ±33 W. The runs' own intervals now bound a one-repeat difference.
+#[test]
+fn one_repeat_a_side_is_judged_against_the_runs_own_intervals() {
+    let one = |seed: &str| {
+        let r = run_sim(
+            &campaign(RUNGS),
+            &["--sim-gpus", "2", "--repeats", "1", "--seed", seed],
+        );
+        assert_eq!(r.code(), 0, "{}", r.stderr());
+        r
+    };
+    let (a, b) = (one("3"), one("4"));
+    let (code, c, err) = compare(a.dir(), b.dir(), &[]);
+    let c = c.unwrap_or_else(|| panic!("no JSON; stderr: {err}"));
+    assert_eq!(c["regressions"], 0, "{c:#}");
+    assert_eq!(code, 0, "{c:#}");
+    for label in ["sweep/p1000ms/in_phase", "sweep/p1000ms/staggered"] {
+        let swing = figure(&c, label, "swing");
+        assert!(swing["ci95_w"].is_number(), "{swing}");
+        assert!(
+            swing["interval"].as_str().unwrap().contains("runs' own"),
+            "{swing}"
+        );
+    }
+}

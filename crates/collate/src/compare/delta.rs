@@ -3,7 +3,9 @@
 //! B − A of the means over repeats, in W and as a share of A's mean; its
 //! 95 % interval is Welch's (unequal variances, Welch–Satterthwaite
 //! degrees of freedom, [`crate::stats::welch_difference`]) when both sides
-//! have at least two repeats, and none otherwise.
+//! have at least two repeats; with one, the runs' own 95 % intervals of
+//! the figure in quadrature ([`with_within_run`]), where both reports have
+//! them; and none otherwise.
 //!
 //! A change counts ([`beyond`]) when it is larger than the threshold (a
 //! share of A's value) and, where there is an interval, larger than its
@@ -80,6 +82,29 @@ pub fn delta(a: &[f64], b: &[f64]) -> Delta {
     }
 }
 
+/// `d` with an interval from the runs' own: where the repeats give no
+/// Welch interval (one repeat a side), the half-widths of A's and B's
+/// within-run 95 % intervals of their means over repeats (`within`), in
+/// quadrature. One run's noise then cannot read as a regression.
+pub fn with_within_run(d: Delta, within: (Option<f64>, Option<f64>)) -> Delta {
+    match (d.ci95_w, d.delta_w, within) {
+        (None, Some(_), (Some(ha), Some(hb))) => {
+            let c = (ha * ha + hb * hb).sqrt();
+            Delta {
+                ci95_w: Some(r3(c)),
+                interval: format!(
+                    "± {c:.1} W (the runs' own 95 % intervals, {} vs {} repeat{})",
+                    d.n_a,
+                    d.n_b,
+                    if d.n_a.max(d.n_b) == 1 { "" } else { "s" }
+                ),
+                ..d
+            }
+        }
+        _ => d,
+    }
+}
+
 /// Whether the change is beyond `threshold_pct` of A's value and, where
 /// there is an interval, beyond its half-width. A difference without a
 /// figure on both sides is never beyond.
@@ -94,6 +119,18 @@ pub fn beyond(d: &Delta, threshold_pct: f64) -> bool {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn one_repeat_a_side_takes_the_runs_own_intervals() {
+        let d = with_within_run(delta(&[1000.0], &[1050.0]), (Some(30.0), Some(40.0)));
+        assert_eq!(d.ci95_w, Some(50.0));
+        assert!(!beyond(&d, 3.0), "{d:?}");
+        let d = with_within_run(delta(&[1000.0], &[1100.0]), (Some(30.0), Some(40.0)));
+        assert!(beyond(&d, 3.0), "{d:?}");
+        // Without them (an older report), no interval as before.
+        let d = with_within_run(delta(&[1000.0], &[1050.0]), (Some(30.0), None));
+        assert_eq!(d.ci95_w, None);
+    }
 
     #[test]
     fn one_repeat_a_side_gives_the_difference_without_an_interval() {

@@ -5,7 +5,7 @@
 //! ([`super::delta`]). A label found in one run only is listed as
 //! unmatched, never dropped.
 
-use super::delta::{Delta, beyond, delta};
+use super::delta::{Delta, beyond, delta, with_within_run};
 use super::side::{Side, SummaryRow};
 use crate::format::fmt_ms;
 use crate::summary::base_label_of;
@@ -128,6 +128,25 @@ pub fn ambiguous_label(rows: &[SummaryRow]) -> Option<String> {
     None
 }
 
+/// A figure's within-run 95 % interval in a summary row (low, high).
+type Ci = fn(&SummaryRow) -> (Option<f64>, Option<f64>);
+
+/// The 95 % half-width, within their runs, of the mean over `g`'s rungs of
+/// figure `f`: their intervals' half-widths in quadrature over the count.
+/// None unless every rung with the figure has an interval.
+fn within_run(g: &[&SummaryRow], f: fn(&SummaryRow) -> Option<f64>, ci: Ci) -> Option<f64> {
+    let halves: Option<Vec<f64>> = g
+        .iter()
+        .filter(|r| f(r).is_some())
+        .map(|r| match ci(r) {
+            (Some(lo), Some(hi)) => Some((hi - lo) / 2.0),
+            _ => None,
+        })
+        .collect();
+    let h = halves.filter(|h| !h.is_empty())?;
+    Some(h.iter().map(|x| x * x).sum::<f64>().sqrt() / h.len() as f64)
+}
+
 fn values(g: &[&SummaryRow], f: fn(&SummaryRow) -> Option<f64>) -> Vec<f64> {
     g.iter().filter_map(|r| f(r)).collect()
 }
@@ -188,18 +207,42 @@ pub fn compare_rungs(a: &Side, b: &Side, threshold_pct: f64) -> (Vec<RungDelta>,
             continue;
         };
         let duty = matches!(ra[0].kind.as_str(), "duty" | "ramp_up");
-        let fig = |name: &str, f: fn(&SummaryRow) -> Option<f64>, judged: bool| {
-            FigureDelta::new(name, &values(ra, f), &values(rb, f), judged, threshold_pct)
+        let fig = |name: &str, f: fn(&SummaryRow) -> Option<f64>, ci: Ci, judged: bool| {
+            let mut d =
+                FigureDelta::new(name, &values(ra, f), &values(rb, f), judged, threshold_pct);
+            d.delta = with_within_run(d.delta, (within_run(ra, f, ci), within_run(rb, f, ci)));
+            d.regression = judged && beyond(&d.delta, threshold_pct);
+            d
         };
         rungs.push(RungDelta {
             label: label.clone(),
             kind: ra[0].kind.clone(),
             mode: ra[0].mode.clone(),
             figures: vec![
-                fig("mean", |r| r.mean_w, true),
-                fig("peak", |r| r.peak_w, true),
-                fig("spread", |r| r.spread_w, false),
-                fig("swing", |r| r.swing_w, duty),
+                fig(
+                    "mean",
+                    |r| r.mean_w,
+                    |r| (r.mean_ci95_lo_w, r.mean_ci95_hi_w),
+                    true,
+                ),
+                fig(
+                    "peak",
+                    |r| r.peak_w,
+                    |r| (r.peak_ci95_lo_w, r.peak_ci95_hi_w),
+                    true,
+                ),
+                fig(
+                    "spread",
+                    |r| r.spread_w,
+                    |r| (r.spread_ci95_lo_w, r.spread_ci95_hi_w),
+                    false,
+                ),
+                fig(
+                    "swing",
+                    |r| r.swing_w,
+                    |r| (r.swing_ci95_lo_w, r.swing_ci95_hi_w),
+                    duty,
+                ),
             ],
             notes: notes(ra, rb),
             incomplete_data: ra

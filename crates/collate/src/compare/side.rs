@@ -41,6 +41,31 @@ pub struct SummaryRow {
     pub swing_w: Option<f64>,
     /// Why the rung's raw data are incomplete.
     pub incomplete: Option<String>,
+    /// The composed figures' 95 % intervals within the run (reports
+    /// collated before they existed have none).
+    #[serde(default)]
+    pub mean_ci95_lo_w: Option<f64>,
+    /// Upper end.
+    #[serde(default)]
+    pub mean_ci95_hi_w: Option<f64>,
+    /// The peak's.
+    #[serde(default)]
+    pub peak_ci95_lo_w: Option<f64>,
+    /// Upper end.
+    #[serde(default)]
+    pub peak_ci95_hi_w: Option<f64>,
+    /// The spread's.
+    #[serde(default)]
+    pub spread_ci95_lo_w: Option<f64>,
+    /// Upper end.
+    #[serde(default)]
+    pub spread_ci95_hi_w: Option<f64>,
+    /// The swing's.
+    #[serde(default)]
+    pub swing_ci95_lo_w: Option<f64>,
+    /// Upper end.
+    #[serde(default)]
+    pub swing_ci95_hi_w: Option<f64>,
 }
 
 /// One run, as a comparison reads it.
