@@ -285,6 +285,14 @@ mod tests {
             spread_w: None,
             swing_w: None,
             incomplete: None,
+            mean_ci95_lo_w: None,
+            mean_ci95_hi_w: None,
+            peak_ci95_lo_w: None,
+            peak_ci95_hi_w: None,
+            spread_ci95_lo_w: None,
+            spread_ci95_hi_w: None,
+            swing_ci95_lo_w: None,
+            swing_ci95_hi_w: None,
         }
     }
 
