@@ -532,7 +532,7 @@ pub fn summarize(
             peak_ci95: cyc.and_then(|c| c.interval.map(|i| i.peak)),
             spread_ci95: cyc.and_then(|c| c.interval.map(|i| i.spread)),
             swing_ci95: cyc.and_then(|c| c.interval.map(|i| i.swing)),
-            step_w: cyc.map(|c| r3(c.step_w)),
+            step_w: cyc.map(|c| c.step_w).filter(|w| w.is_finite()).map(r3),
             unresolved: cyc.and_then(unresolved_of),
         });
     }
