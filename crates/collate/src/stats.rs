@@ -156,6 +156,14 @@ pub fn welch_difference(a: &[f64], b: &[f64]) -> (f64, Option<f64>) {
     (delta, Some(t975(df) * se2.sqrt()))
 }
 
+/// The 95 % half-width of a mean of n independent figures whose own
+/// half-widths are `halves`: in quadrature, over n. None for none, or when
+/// a figure has no half-width (`halves` holds None).
+pub fn half_width_of_mean(halves: impl IntoIterator<Item = Option<f64>>) -> Option<f64> {
+    let h: Vec<f64> = halves.into_iter().collect::<Option<Vec<f64>>>()?;
+    (!h.is_empty()).then(|| h.iter().map(|x| x * x).sum::<f64>().sqrt() / h.len() as f64)
+}
+
 /// Rounds to 3 decimals so that outputs are byte-identical on regeneration.
 pub fn r3(v: f64) -> f64 {
     (v * 1000.0).round() / 1000.0

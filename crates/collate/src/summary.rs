@@ -767,13 +767,11 @@ fn within_run_half_width(
     f: fn(&RungSummary) -> Option<f64>,
     ci: fn(&RungSummary) -> Option<Bounds>,
 ) -> Option<f64> {
-    let halves: Option<Vec<f64>> = g
-        .iter()
-        .filter(|r| f(r).is_some())
-        .map(|r| ci(r).map(|b| b.width() / 2.0))
-        .collect();
-    let halves = halves.filter(|h| !h.is_empty())?;
-    Some(halves.iter().map(|h| h * h).sum::<f64>().sqrt() / halves.len() as f64)
+    crate::stats::half_width_of_mean(
+        g.iter()
+            .filter(|r| f(r).is_some())
+            .map(|r| ci(r).map(|b| b.width() / 2.0)),
+    )
 }
 
 /// Pairs the in-phase and staggered repeats of each duty period. Each

@@ -135,16 +135,10 @@ type Ci = fn(&SummaryRow) -> (Option<f64>, Option<f64>);
 /// figure `f`: their intervals' half-widths in quadrature over the count.
 /// None unless every rung with the figure has an interval.
 fn within_run(g: &[&SummaryRow], f: fn(&SummaryRow) -> Option<f64>, ci: Ci) -> Option<f64> {
-    let halves: Option<Vec<f64>> = g
-        .iter()
-        .filter(|r| f(r).is_some())
-        .map(|r| match ci(r) {
-            (Some(lo), Some(hi)) => Some((hi - lo) / 2.0),
-            _ => None,
-        })
-        .collect();
-    let h = halves.filter(|h| !h.is_empty())?;
-    Some(h.iter().map(|x| x * x).sum::<f64>().sqrt() / h.len() as f64)
+    crate::stats::half_width_of_mean(g.iter().filter(|r| f(r).is_some()).map(|r| match ci(r) {
+        (Some(lo), Some(hi)) => Some((hi - lo) / 2.0),
+        _ => None,
+    }))
 }
 
 fn values(g: &[&SummaryRow], f: fn(&SummaryRow) -> Option<f64>) -> Vec<f64> {
