@@ -75,6 +75,36 @@ pub struct CycleInterval {
     pub cycles: usize,
 }
 
+impl Bounds {
+    /// Widened to hold `v`.
+    fn holding(self, v: f64) -> Bounds {
+        Bounds {
+            lo: self.lo.min(v),
+            hi: self.hi.max(v),
+            centre: self.centre,
+        }
+    }
+}
+
+impl CycleInterval {
+    /// Every interval widened to hold the figure stated beside it (after
+    /// the bias correction and the clamp to what the samples support, a
+    /// basic interval, reflected about the composed figure, could miss it).
+    pub(super) fn holding(self, s: &CycleStats) -> CycleInterval {
+        CycleInterval {
+            mean: self.mean.holding(s.mean_w),
+            peak: self.peak.holding(s.peak_w),
+            p1: self.p1.holding(s.p1_w),
+            p99: self.p99.holding(s.p99_w),
+            spread: self.spread.holding(s.p99_w - s.p1_w),
+            swing: self.swing.holding(s.p90_w - s.p10_w),
+            p10: self.p10.holding(s.p10_w),
+            p90: self.p90.holding(s.p90_w),
+            cycles: self.cycles,
+        }
+    }
+}
+
 /// Where a rung's figures are laid: its period and window, ns, and the
 /// node cycle's points.
 #[derive(Debug, Clone, Copy)]

@@ -318,6 +318,7 @@ pub fn compose(
             p99_w: i.p99.centre,
         });
     let stats = within_samples(unbiased, &supported_range(planner, &folds, &gpu_values));
+    let interval = interval.map(|i| i.holding(&stats));
     Ok(NodeCycle {
         rung_id: r.info.id,
         period_ms,
