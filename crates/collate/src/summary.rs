@@ -23,6 +23,7 @@
 
 use crate::columns::{f64_column, i64_column};
 use crate::curve::NodeCurve;
+use crate::cycle::interval::MIN_CYCLES_FOR_INTERVAL;
 use crate::cycle::{Bounds, NoCycle, NodeCycle};
 use crate::edges::EdgeStats;
 use crate::load::Run;
@@ -141,6 +142,9 @@ pub struct RungSummary {
     /// or than [`UNRESOLVED_STEP_SHARE`] of the step: they are not resolved
     /// by this run (empty when every figure is).
     pub unresolved: Option<String>,
+    /// Whole cycles the intervals were resampled from (a rack: the fewest
+    /// of any node).
+    pub cycles: Option<usize>,
 }
 
 /// A composed figure whose 95 % interval is wider than this share of the
@@ -148,26 +152,43 @@ pub struct RungSummary {
 pub const UNRESOLVED_STEP_SHARE: f64 = 0.25;
 
 /// The figures of `c` whose interval is wider than the figure or than
-/// [`UNRESOLVED_STEP_SHARE`] of the step, named with their interval.
+/// [`UNRESOLVED_STEP_SHARE`] of the step, named with their interval; every
+/// figure when the interval rests on fewer than
+/// [`MIN_CYCLES_FOR_INTERVAL`] cycles.
 fn unresolved_of(c: &NodeCycle) -> Option<String> {
     let i = c.interval.as_ref()?;
     let st = &c.stats;
-    let wide: Vec<String> = [
+    let figures = [
         ("mean", st.mean_w, i.mean),
         ("peak", st.peak_w, i.peak),
         ("spread", st.p99_w - st.p1_w, i.spread),
         ("swing", st.p90_w - st.p10_w, i.swing),
-    ]
-    .into_iter()
-    .filter(|(_, v, b)| b.width() > v.abs() || b.width() > UNRESOLVED_STEP_SHARE * c.step_w.abs())
-    .map(|(name, v, b)| format!("{name} {v:.0} W [{:.0}, {:.0}]", b.lo, b.hi))
-    .collect();
+    ];
+    let named = |f: &[(&str, f64, Bounds)]| {
+        f.iter()
+            .map(|(name, v, b)| format!("{name} {v:.0} W [{:.0}, {:.0}]", b.lo, b.hi))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if i.cycles < MIN_CYCLES_FOR_INTERVAL {
+        return Some(format!(
+            "interval from {} whole cycles, fewer than {MIN_CYCLES_FOR_INTERVAL}: too few to resample (lengthen the rung): {}",
+            i.cycles,
+            named(&figures[1..])
+        ));
+    }
+    let wide: Vec<(&str, f64, Bounds)> = figures
+        .into_iter()
+        .filter(|(_, v, b)| {
+            b.width() > v.abs() || b.width() > UNRESOLVED_STEP_SHARE * c.step_w.abs()
+        })
+        .collect();
     (!wide.is_empty()).then(|| {
         format!(
             "interval wider than the figure or than {:.0} % of the {:.0} W step: {}",
             100.0 * UNRESOLVED_STEP_SHARE,
             c.step_w,
-            wide.join(", ")
+            named(&wide)
         )
     })
 }
@@ -183,7 +204,7 @@ macro_rules! fields {
 /// from the rung's facts.
 const FACT_COLUMNS: usize = 9;
 /// Columns holding the node figures, after the facts.
-const FIGURE_COLUMNS: usize = 47;
+const FIGURE_COLUMNS: usize = 48;
 
 /// The interval columns, low and high of each composed figure.
 const CI_COLUMNS: [&str; 8] = [
@@ -261,7 +282,7 @@ impl Serialize for RungSummary {
             st.serialize_field(names[0], &b.map(|b| r3(b.lo)))?;
             st.serialize_field(names[1], &b.map(|b| r3(b.hi)))?;
         }
-        fields!(st, row, step_w, unresolved);
+        fields!(st, row, step_w, unresolved, cycles);
         st.end()
     }
 }
@@ -534,6 +555,7 @@ pub fn summarize(
             swing_ci95: cyc.and_then(|c| c.interval.map(|i| i.swing)),
             step_w: cyc.map(|c| c.step_w).filter(|w| w.is_finite()).map(r3),
             unresolved: cyc.and_then(unresolved_of),
+            cycles: cyc.and_then(|c| c.interval.map(|i| i.cycles)),
         });
     }
     out
@@ -859,7 +881,7 @@ mod tests {
     use super::*;
 
     /// The columns of `summary.csv`, in the order every earlier run wrote them.
-    const COLUMNS: &str = "rung_id,label,phase,kind,mode,period_ms,nominal_period_ms,duty,repeat,method,verdict,instrument,samples,coverage,harmonics,mean_w,peak_w,p1_w,p99_w,spread_w,swing_w,instrument_verdict,energy_j,raw_mean_w,raw_peak_w,raw_spread_w,raw_swing_w,instant_mean_w,instant_spread_w,average_field_mean_w,average_field_spread_w,average_field_swing_w,start_error_max_us,start_skew_us,rise_err_p50_us,rise_err_p99_us,rise_err_max_us,fall_err_p50_us,fall_err_p99_us,fall_err_max_us,edge_skew_p99_us,clock_drift_ppm,barrier_ok,edges_verdict,window_coverage,incomplete,mean_ci95_lo_w,mean_ci95_hi_w,peak_ci95_lo_w,peak_ci95_hi_w,spread_ci95_lo_w,spread_ci95_hi_w,swing_ci95_lo_w,swing_ci95_hi_w,step_w,unresolved";
+    const COLUMNS: &str = "rung_id,label,phase,kind,mode,period_ms,nominal_period_ms,duty,repeat,method,verdict,instrument,samples,coverage,harmonics,mean_w,peak_w,p1_w,p99_w,spread_w,swing_w,instrument_verdict,energy_j,raw_mean_w,raw_peak_w,raw_spread_w,raw_swing_w,instant_mean_w,instant_spread_w,average_field_mean_w,average_field_spread_w,average_field_swing_w,start_error_max_us,start_skew_us,rise_err_p50_us,rise_err_p99_us,rise_err_max_us,fall_err_p50_us,fall_err_p99_us,fall_err_max_us,edge_skew_p99_us,clock_drift_ppm,barrier_ok,edges_verdict,window_coverage,incomplete,mean_ci95_lo_w,mean_ci95_hi_w,peak_ci95_lo_w,peak_ci95_hi_w,spread_ci95_lo_w,spread_ci95_hi_w,swing_ci95_lo_w,swing_ci95_hi_w,step_w,unresolved,cycles";
 
     fn summary(nominal: Option<f64>) -> RungSummary {
         RungSummary {
@@ -920,6 +942,7 @@ mod tests {
             swing_ci95: None,
             step_w: None,
             unresolved: None,
+            cycles: None,
         }
     }
 

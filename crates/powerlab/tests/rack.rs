@@ -128,6 +128,53 @@ fn summary(dir: &Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// Issue 31: a rack's composed figures carry an interval built from its
+/// nodes' own (each node's distance above its figure adds), and the step
+/// is the nodes' steps summed.
+fn rack_figures_carry_their_nodes_intervals(nodes: &[PathBuf], rack_rows: &[&serde_json::Value]) {
+    let f = |row: &serde_json::Value, k: &str| {
+        row[k].as_f64().unwrap_or_else(|| panic!("no {k} in {row}"))
+    };
+    for r in rack_rows {
+        let label = r["label"].as_str().unwrap();
+        let node_rows: Vec<serde_json::Value> = nodes
+            .iter()
+            .map(|n| rung(&summary(n), label).clone())
+            .collect();
+        for k in ["mean", "peak", "spread", "swing"] {
+            let fig = if k == "peak" {
+                f(r, "peak_w")
+            } else {
+                f(r, &format!("{k}_w"))
+            };
+            let (lo, hi) = (
+                f(r, &format!("{k}_ci95_lo_w")),
+                f(r, &format!("{k}_ci95_hi_w")),
+            );
+            assert!(
+                lo <= fig && fig <= hi,
+                "{label}: {k} {fig} outside [{lo}, {hi}]"
+            );
+            let above: f64 = node_rows
+                .iter()
+                .map(|n| f(n, &format!("{k}_ci95_hi_w")) - f(n, &format!("{k}_w")))
+                .sum();
+            assert!(
+                hi - fig >= above - 0.01,
+                "{label}: {k}'s interval reaches {:.1} W above the figure, its nodes' {above:.1} W together",
+                hi - fig
+            );
+        }
+        let steps: f64 = node_rows.iter().map(|n| f(n, "step_w")).sum();
+        assert!(
+            (f(r, "step_w") - steps).abs() <= 0.01,
+            "{label}: step {} vs nodes' {steps}",
+            f(r, "step_w")
+        );
+        assert!(r["cycles"].as_u64().is_some(), "{label}: {r}");
+    }
+}
+
 fn rung<'a>(rows: &'a [serde_json::Value], label: &str) -> &'a serde_json::Value {
     rows.iter()
         .find(|r| r["label"] == label)
@@ -199,6 +246,7 @@ fn four_nodes_start_every_rung_at_one_epoch_and_collate_into_a_rack_curve() {
         s_st < 0.3 * s_in,
         "staggered spread {s_st} vs in phase {s_in}"
     );
+    rack_figures_carry_their_nodes_intervals(&nodes, &[inph, stag]);
     for f in [
         "rack_curve.parquet",
         "summary.parquet",

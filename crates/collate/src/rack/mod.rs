@@ -23,7 +23,8 @@ pub mod tables;
 pub use nodes::{NodeCollator, NodeReport};
 pub use tables::{HostRungRow, NodeRungRow, NodeState, RackStart};
 
-use crate::cycle::{CyclePart, NoCycle, sum_cycles};
+use crate::cycle::interval::{self, Stated};
+use crate::cycle::{CyclePart, NoCycle, NodeCycle, sum_cycles};
 use crate::error::CollateError;
 use crate::export::{csv, json, markdown, parquet, plots};
 use crate::handoff::read_cycles;
@@ -456,6 +457,26 @@ fn rack_into(
 /// node without a report) has that node's verdict instead, and the sum of
 /// the nodes' means where every node has one (from its energy counter or
 /// its cycle).
+/// A rack cycle's step and intervals from its nodes' summaries (see
+/// [`interval::summed`]): left without them unless every node states them.
+fn with_node_intervals(c: &mut NodeCycle, rows: &[Option<&NodeSummaryRow>]) {
+    let stated: Option<Vec<[Stated; 4]>> =
+        rows.iter().map(|r| r.and_then(|r| r.stated())).collect();
+    let steps: Option<f64> = rows.iter().map(|r| r.and_then(|r| r.step_w)).sum();
+    let cycles = rows
+        .iter()
+        .map(|r| r.and_then(|r| r.cycles))
+        .min()
+        .flatten();
+    let (Some(stated), Some(step), Some(cycles)) = (stated, steps, cycles) else {
+        return;
+    };
+    let figure = |i: usize| stated.iter().map(|s| s[i]).collect::<Vec<_>>();
+    let (m, p, s, w) = (figure(0), figure(1), figure(2), figure(3));
+    c.step_w = step;
+    c.interval = Some(interval::summed(&c.stats, [&m, &p, &s, &w], cycles));
+}
+
 fn rack_cycles(
     reference: &Run,
     runs: &[(RunDir, Run)],
@@ -477,6 +498,7 @@ fn rack_cycles(
             continue;
         }
         let mut found = Vec::new();
+        let mut rows = Vec::new();
         let mut why = missing
             .map(|n| format!("node {n}: rack.json lists it, nodes/ has no directory for it"));
         for (k, (_, run)) in runs.iter().enumerate() {
@@ -486,7 +508,10 @@ fn rack_cycles(
                 .position(|u| *u == k)
                 .and_then(|p| parts[p].get(&r.info.id));
             match part {
-                Some(c) => found.push(c),
+                Some(c) => {
+                    found.push(c);
+                    rows.push(summaries[k].iter().find(|s| s.rung_id == r.info.id));
+                }
                 None if why.is_none() => {
                     let v = match &reports[k] {
                         NodeReport::Failed(e) => format!("its collation failed: {e}"),
@@ -503,7 +528,8 @@ fn rack_cycles(
         }
         match why {
             None => match sum_cycles(r, &found) {
-                Some(c) => {
+                Some(mut c) => {
+                    with_node_intervals(&mut c, &rows);
                     cycles.insert(r.info.id, Ok(c));
                 }
                 None => {

@@ -2,6 +2,7 @@
 //! node's own figures per rung, and each rung's start across the rack, with
 //! how they are read from the node run directories.
 
+use crate::cycle::interval::Stated;
 use crate::load::Run;
 use powerlab_rundir::{RunDir, RunStatus};
 use serde::Serialize;
@@ -127,6 +128,59 @@ pub struct NodeSummaryRow {
     pub peak_w: Option<f64>,
     /// p99 − p1, W.
     pub spread_w: Option<f64>,
+    /// p90 − p10, W.
+    #[serde(default)]
+    pub swing_w: Option<f64>,
+    /// The figures' 95 % intervals (absent in runs collated before them).
+    #[serde(default)]
+    pub mean_ci95_lo_w: Option<f64>,
+    /// Upper end.
+    #[serde(default)]
+    pub mean_ci95_hi_w: Option<f64>,
+    /// The peak's.
+    #[serde(default)]
+    pub peak_ci95_lo_w: Option<f64>,
+    /// Upper end.
+    #[serde(default)]
+    pub peak_ci95_hi_w: Option<f64>,
+    /// The spread's.
+    #[serde(default)]
+    pub spread_ci95_lo_w: Option<f64>,
+    /// Upper end.
+    #[serde(default)]
+    pub spread_ci95_hi_w: Option<f64>,
+    /// The swing's.
+    #[serde(default)]
+    pub swing_ci95_lo_w: Option<f64>,
+    /// Upper end.
+    #[serde(default)]
+    pub swing_ci95_hi_w: Option<f64>,
+    /// The node's on−off step, W.
+    #[serde(default)]
+    pub step_w: Option<f64>,
+    /// Whole cycles its intervals were resampled from.
+    #[serde(default)]
+    pub cycles: Option<usize>,
+}
+
+impl NodeSummaryRow {
+    /// Mean, peak, spread and swing with their intervals, in that order;
+    /// None where any is not stated.
+    pub fn stated(&self) -> Option<[Stated; 4]> {
+        let one = |v: Option<f64>, lo: Option<f64>, hi: Option<f64>| {
+            Some(Stated {
+                figure_w: v?,
+                lo_w: lo?,
+                hi_w: hi?,
+            })
+        };
+        Some([
+            one(self.mean_w, self.mean_ci95_lo_w, self.mean_ci95_hi_w)?,
+            one(self.peak_w, self.peak_ci95_lo_w, self.peak_ci95_hi_w)?,
+            one(self.spread_w, self.spread_ci95_lo_w, self.spread_ci95_hi_w)?,
+            one(self.swing_w, self.swing_ci95_lo_w, self.swing_ci95_hi_w)?,
+        ])
+    }
 }
 
 /// How a node's run ended, in words.
