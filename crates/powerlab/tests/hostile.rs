@@ -267,6 +267,50 @@ fn collation_is_exclusive_and_refuses_a_live_run_unless_asked() {
     );
 }
 
+/// Issue 31: `.run.lock` and `.collate.lock` stayed in every run directory
+/// (and the simulated node's lock in the results root) after their holders
+/// ended. They go when the run and the collation end; a lock file a killed
+/// process left (its pid dead, no flock) is still taken as free.
+#[test]
+fn lock_files_go_with_their_holders_and_a_dead_holders_lock_is_stale() {
+    let r = run_sim(&campaign(DUTY), &["--sim-gpus", "2"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    let locks = |d: &std::path::Path| -> Vec<String> {
+        std::fs::read_dir(d)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".lock"))
+            .collect()
+    };
+    assert_eq!(locks(r.dir()), Vec::<String>::new(), "after the run");
+    assert_eq!(
+        locks(r.dir().parent().unwrap()),
+        Vec::<String>::new(),
+        "the simulated node's lock in the results root"
+    );
+    let out = powerlab()
+        .args(["collate", r.dir().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(locks(r.dir()), Vec::<String>::new(), "after a collation");
+    // A crash leaves the file, naming a pid that is gone: still free.
+    let dir = powerlab_rundir::RunDir::open(r.dir()).unwrap();
+    std::fs::write(dir.run_lock(), "pid 4194303 writing this run").unwrap();
+    std::fs::write(dir.collate_lock(), "pid 4194303 collating this run").unwrap();
+    let out = powerlab()
+        .args(["collate", r.dir().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        locks(r.dir()),
+        vec![".run.lock".to_string()],
+        "the collation takes and removes its own lock, and leaves the run's"
+    );
+}
+
 /// Case 6: Ctrl-C in the middle of a collation keeps the previous report
 /// whole (it used to be deleted first, leaving an empty `plots/`).
 #[test]
