@@ -125,17 +125,20 @@ pub fn load_run(dir: &RunDir) -> Result<Run, CollateError> {
                 end_ns,
                 offsets_ns,
                 ..
-            } => rungs.push(RungWindow {
-                info: rung.clone(),
-                epoch_ns: *epoch_ns,
-                measure_from_ns: *measure_from_ns,
-                end_ns: *end_ns,
-                stopped_from_ns: None,
-                offsets_ns: offsets_ns.clone(),
-                start_error_ns: None,
-                barrier_ok: None,
-                lead_ns: leads.get(&rung.id).copied(),
-            }),
+            } => {
+                check_period(rung, &dir.events())?;
+                rungs.push(RungWindow {
+                    info: rung.clone(),
+                    epoch_ns: *epoch_ns,
+                    measure_from_ns: *measure_from_ns,
+                    end_ns: *end_ns,
+                    stopped_from_ns: None,
+                    offsets_ns: offsets_ns.clone(),
+                    start_error_ns: None,
+                    barrier_ok: None,
+                    lead_ns: leads.get(&rung.id).copied(),
+                })
+            }
             RunEvent::RungEnded {
                 rung_id,
                 start_error_ns,
@@ -183,6 +186,30 @@ pub fn load_run(dir: &RunDir) -> Result<Run, CollateError> {
         series,
         missing_rungs: missing,
     })
+}
+
+/// A duty or ramp-up rung must state its period: every figure of its
+/// cycle is computed over it, and none is ever assumed.
+fn check_period(rung: &RungInfo, events: &Path) -> Result<(), CollateError> {
+    if !["duty", "ramp_up"].contains(&rung.kind.as_str()) {
+        return Ok(());
+    }
+    match rung.period_ms {
+        Some(p) if p.is_finite() && p > 0.0 => Ok(()),
+        other => Err(CollateError::BadRaw {
+            path: events.to_path_buf(),
+            message: format!(
+                "rung {} (id {}) is a {} rung with {}: its cycle cannot be folded without one; the event log was edited or damaged: restore it from the original run directory",
+                rung.label,
+                rung.id,
+                rung.kind,
+                other.map_or_else(
+                    || "no period_ms".to_string(),
+                    |p| format!("period_ms = {p}")
+                )
+            ),
+        }),
+    }
 }
 
 /// Ends a rung's window where the run stopped inside it (`at`, run

@@ -311,6 +311,49 @@ fn lock_files_go_with_their_holders_and_a_dead_holders_lock_is_stale() {
     );
 }
 
+/// Issue 31: a duty rung without a period in the event log was folded over
+/// an assumed 1000 ms (or not at all); the collation now refuses it,
+/// naming the rung.
+#[test]
+fn a_duty_rung_without_a_period_in_the_event_log_is_refused_naming_it() {
+    let r = run_sim(&campaign(DUTY), &["--sim-gpus", "2"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    let path = r.dir().join("events.jsonl");
+    let mut label = String::new();
+    let lines: Vec<String> = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut e: serde_json::Value = serde_json::from_str(l).unwrap();
+            if e["event"] == "rung_started" && e["rung"]["kind"] == "duty" {
+                label = e["rung"]["label"].as_str().unwrap().to_string();
+                e["rung"]["period_ms"] = serde_json::Value::Null;
+            }
+            serde_json::to_string(&e).unwrap()
+        })
+        .collect();
+    assert!(!label.is_empty());
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    // As a run killed before its end leaves its manifest: still running,
+    // no checksums (so nothing else notices the edit).
+    let mpath = r.dir().join("manifest.json");
+    let mut m = powerlab_rundir::Manifest::read(&mpath).unwrap();
+    m.status = powerlab_rundir::RunStatus::Running;
+    m.ended_ns = None;
+    m.checksums.clear();
+    m.write(&mpath).unwrap();
+    let out = powerlab()
+        .args(["collate", r.dir().to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&label) && err.contains("period_ms") && err.contains("events.jsonl"),
+        "names the file, the rung and the field: {err}"
+    );
+}
+
 /// Case 6: Ctrl-C in the middle of a collation keeps the previous report
 /// whole (it used to be deleted first, leaving an empty `plots/`).
 #[test]

@@ -267,3 +267,54 @@ async fn a_reason_raised_before_the_start_stops_before_the_first_rung() {
         ("interrupted".into(), Some("SIGTERM received".into()))
     );
 }
+
+/// Issue 31: a duty rung whose plan gives no period ran as a 1000 ms square
+/// wave (`unwrap_or(1000.0)`). Such a plan is refused before any load or
+/// run directory, naming the rung.
+#[tokio::test(start_paused = true)]
+async fn a_duty_rung_without_a_period_is_refused_naming_it() {
+    let campaign = parse_str("coord.toml", &campaign_text("")).unwrap();
+    let mut plan = expand(&campaign, 2, None).unwrap();
+    let duty = plan
+        .rungs
+        .iter_mut()
+        .find(|r| r.kind.as_str() == "duty")
+        .unwrap();
+    duty.period_ms = None;
+    let label = duty.label.clone();
+    let clock = RunClock::virtual_at(EPOCH_NS);
+    let node = SimBackend::new(SimOptions::new(Profile::h200(), 2), clock)
+        .open()
+        .unwrap();
+    let results = tempfile::tempdir().unwrap();
+    let tool = ToolInfo {
+        name: "powerlab".into(),
+        version: "test".into(),
+        git_rev: "test".into(),
+    };
+    let opts = RunOptions::new(results.path().to_path_buf(), tool);
+    let mut recorder = Recorder {
+        events: Vec::new(),
+        stop_at: None,
+    };
+    let out = run_campaign(
+        &campaign,
+        &plan,
+        node,
+        clock,
+        &opts,
+        StopLatch::new(),
+        &mut recorder,
+    )
+    .await;
+    let err = match out {
+        Ok(r) => panic!("the run went ahead: {:?}", r.status),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        err.contains(&label) && err.contains("period"),
+        "names the rung and the period: {err}"
+    );
+    assert!(recorder.events.is_empty(), "nothing ran");
+    assert_eq!(std::fs::read_dir(results.path()).unwrap().count(), 0);
+}

@@ -101,9 +101,13 @@ impl RungDriver<'_> {
         // Each GPU warms with its own load: a GPU the rung leaves idle (a
         // ramp-up step's) is not warmed either.
         let warmup_ns = rung.warmup_ns;
+        let loads = (0..self.keys.len())
+            .map(|i| schedule_for(rung, i, 0).map(|s| s.shape.load()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(StopReason::Failed)?;
         let prepare = ask_all(&self.crew.workers, |i, reply| WorkerCmd::Prepare {
             warmup_ns,
-            warm_load: schedule_for(rung, i, 0).shape.load(),
+            warm_load: loads[i],
             reply,
         });
         let limit = Duration::from_nanos(self.prepare_timeout_ns as u64);
@@ -204,8 +208,12 @@ impl RungDriver<'_> {
         start: &Start,
     ) -> Result<Vec<RungOutcome>, StopReason> {
         let epoch = start.epoch_ns;
+        let schedules = (0..self.keys.len())
+            .map(|i| schedule_for(rung, i, epoch))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(StopReason::Failed)?;
         let run = ask_all(&self.crew.workers, |i, reply| WorkerCmd::Run {
-            schedule: schedule_for(rung, i, epoch),
+            schedule: schedules[i].clone(),
             reply,
         });
         // Past this a GPU is hung; an NCCL rung first gets its own collective
