@@ -1186,6 +1186,89 @@ fn run_sensor_refuses_a_model_of_other_gpus_or_an_implausible_window() {
     );
 }
 
+/// Issue 31 (hostile review): a model with `latency_ms = 500`, or missing
+/// one of the run's GPUs, or a GPU's buffered path (or its window), was
+/// taken, and the sample window fell back to 20 ms (or another GPU's)
+/// silently. Each is refused before anything runs, naming the GPU, the path
+/// or the field. A model without an instant-field path is taken, and the
+/// run and its report say what is missing.
+#[test]
+fn run_sensor_refuses_a_model_that_cannot_judge_every_gpu() {
+    let first = finished_run();
+    let here = gpus_of(first.dir());
+    let tmp = tempfile::tempdir().unwrap();
+    let file = write_campaign(
+        tmp.path(),
+        "[[phase]]\nkind = \"duty\"\nname = \"d\"\nperiods_ms = [500]\nduration_s = 4\n",
+    );
+    let runs = tmp.path().join("runs");
+    let edit = |f: &dyn Fn(&mut serde_json::Value)| {
+        let mut v: serde_json::Value = serde_json::from_str(&sensor_model(&here, 6.0)).unwrap();
+        f(&mut v);
+        v.to_string()
+    };
+    let run = |name: &str, model: String| {
+        let path = tmp.path().join(format!("{name}.json"));
+        std::fs::write(&path, model).unwrap();
+        powerlab()
+            .args(["run", file.to_str().unwrap(), "--backend", "sim"])
+            .args(["--sim-gpus", "2", "--sim-epoch-ns", &EPOCH.to_string()])
+            .args(["--results", runs.to_str().unwrap(), "--sensor"])
+            .arg(&path)
+            .output()
+            .unwrap()
+    };
+    let cases: Vec<(&str, String, Vec<&str>)> = vec![
+        (
+            "late",
+            edit(&|v| v["gpus"][0]["paths"][0]["latency_ms"] = 500.0.into()),
+            vec!["gpu0 buffered_w: latency_ms = 500", "250"],
+        ),
+        (
+            "one-gpu",
+            edit(&|v| {
+                v["gpus"].as_array_mut().unwrap().truncate(1);
+            }),
+            vec!["no entry for gpu1"],
+        ),
+        (
+            "no-buffered",
+            edit(&|v| {
+                v["gpus"][1]["paths"].as_array_mut().unwrap().remove(0);
+            }),
+            vec!["gpu1 has no buffered_w path"],
+        ),
+        (
+            "no-window",
+            edit(&|v| v["gpus"][0]["paths"][0]["window_ms"] = serde_json::Value::Null),
+            vec!["gpu0 buffered_w states no window_ms"],
+        ),
+    ];
+    for (name, model, says) in cases {
+        let out = run(name, model);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{name}: {err}");
+        for s in says {
+            assert!(err.contains(s), "{name} must say {s}: {err}");
+        }
+        assert!(run_dirs(&runs).is_empty(), "{name} ran anyway");
+    }
+    // No instant-field path for gpu1: taken, and said.
+    let out = run(
+        "no-instant",
+        edit(&|v| {
+            v["gpus"][1]["paths"].as_array_mut().unwrap().remove(1);
+        }),
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let gap = "gpu1 has no instant_w path";
+    assert!(err.contains(gap), "{err}");
+    let d = run_dirs(&runs).pop().unwrap();
+    let md = std::fs::read_to_string(d.join("report/report.md")).unwrap();
+    assert!(md.contains(gap), "{md}");
+}
+
 /// Issue 31, defect 3: deleting the manifest's `checksums` key turned the
 /// events and edges check off; editing the limit, the backend or the GPU
 /// list went unseen. Every such edit of a finished run is now refused,
