@@ -2,6 +2,7 @@
 //! the raw power samples into a polars frame.
 
 use crate::error::CollateError;
+use crate::sensor::series::{EdgeIndex, SeriesSet};
 use polars::prelude::*;
 use powerlab_rundir::events::read_events_at_most;
 use powerlab_rundir::{Manifest, RunDir, RunEvent, RungInfo};
@@ -24,6 +25,10 @@ pub struct RungWindow {
     pub end_ns: i64,
     /// The planned window end, where the run was stopped before it.
     pub stopped_from_ns: Option<i64>,
+    /// The run's records end inside this window (killed, or still being
+    /// written): `end_ns` is where every GPU's samples and edges still
+    /// cover it ([`cut_at_records_end`]).
+    pub records_end: bool,
     /// Intended offsets.
     pub offsets_ns: Vec<i64>,
     /// Start errors, when the rung ended.
@@ -133,6 +138,7 @@ pub fn load_run(dir: &RunDir) -> Result<Run, CollateError> {
                     measure_from_ns: *measure_from_ns,
                     end_ns: *end_ns,
                     stopped_from_ns: None,
+                    records_end: false,
                     offsets_ns: offsets_ns.clone(),
                     start_error_ns: None,
                     barrier_ok: None,
@@ -233,6 +239,44 @@ fn cut_at_stop(r: &mut RungWindow, at: i64) {
         r.stopped_from_ns = Some(r.end_ns);
         r.end_ns = end;
     }
+}
+
+/// A run that did not record its end (killed, or still being written and
+/// collated as a snapshot): the rung its records end in (started, neither
+/// ended nor cut by a logged stop) is cut as a stopped rung is, where the
+/// records of every GPU still cover it: the earliest over the GPUs of its
+/// last buffered sample and, for a duty rung, of the last edge it recorded
+/// of the rung. None when no rung is cut.
+pub fn cut_at_records_end(run: &Run, series: &SeriesSet, edges: &EdgeIndex) -> Option<Run> {
+    if run
+        .events
+        .iter()
+        .any(|e| matches!(e, RunEvent::RunEnded { .. }))
+    {
+        return None;
+    }
+    let i = run.rungs.iter().rposition(|r| {
+        r.barrier_ok.is_none() && r.stopped_from_ns.is_none() && r.info.kind != "soak"
+    })?;
+    let r = &run.rungs[i];
+    let mut at = i64::MAX;
+    for (_, gpu) in &run.series {
+        let sample = series.get(gpu, "buffered_w").iter().map(|x| x.0).max();
+        let edge = ["start", "rise", "fall"]
+            .iter()
+            .filter_map(|k| edges.get(r.info.id, gpu, k).iter().copied().max())
+            .max();
+        let last = match (sample, r.info.kind == "duty") {
+            (Some(s), true) => edge.map(|e| e.min(s)),
+            (s, _) => s,
+        };
+        at = at.min(last.unwrap_or(i64::MIN));
+    }
+    let mut cut = run.clone();
+    let w = &mut cut.rungs[i];
+    cut_at_stop(w, at);
+    w.records_end = w.stopped_from_ns.is_some();
+    w.records_end.then_some(cut)
 }
 
 /// A polars parse error without its advice to the user to switch the
