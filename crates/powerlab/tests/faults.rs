@@ -636,14 +636,13 @@ fn summary_row(dir: &std::path::Path, started: &serde_json::Value) -> serde_json
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("report/summary.json")).unwrap())
             .unwrap();
-    let s = summary["rungs"]
+    summary["rungs"]
         .as_array()
         .unwrap()
         .iter()
         .find(|s| s["rung_id"] == started["rung"]["id"])
         .unwrap()
-        .clone();
-    s
+        .clone()
 }
 
 /// A small tmpfs at `dir` (unmounted when dropped); None, with a notice,
