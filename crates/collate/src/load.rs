@@ -241,17 +241,20 @@ fn cut_at_stop(r: &mut RungWindow, at: i64) {
     }
 }
 
-/// A run that did not record its end (killed, or still being written and
-/// collated as a snapshot): the rung its records end in (started, neither
-/// ended nor cut by a logged stop) is cut as a stopped rung is, where the
-/// records of every GPU still cover it: the earliest over the GPUs of its
-/// last buffered sample and, for a duty rung, of the last edge it recorded
-/// of the rung. None when no rung is cut.
+/// A run that did not record its end (its manifest still says running and
+/// its event log has no end: killed, or still being written and collated as
+/// a snapshot): the rung its records end in (started, neither ended nor
+/// cut by a logged stop) is cut as a stopped rung is, where the records of
+/// every GPU still cover it: the earliest over the GPUs of its last
+/// buffered sample and, for a duty rung, of the time before which no edge
+/// can be missing (its last recorded edge plus the shorter phase, less
+/// 1 ms). None when no rung is cut.
 pub fn cut_at_records_end(run: &Run, series: &SeriesSet, edges: &EdgeIndex) -> Option<Run> {
-    if run
-        .events
-        .iter()
-        .any(|e| matches!(e, RunEvent::RunEnded { .. }))
+    if run.manifest.finished()
+        || run
+            .events
+            .iter()
+            .any(|e| matches!(e, RunEvent::RunEnded { .. }))
     {
         return None;
     }
@@ -259,13 +262,22 @@ pub fn cut_at_records_end(run: &Run, series: &SeriesSet, edges: &EdgeIndex) -> O
         r.barrier_ok.is_none() && r.stopped_from_ns.is_none() && r.info.kind != "soak"
     })?;
     let r = &run.rungs[i];
+    // No edge follows another sooner than the shorter phase.
+    let gap = r
+        .info
+        .period_ms
+        .map_or(0, |p| {
+            (r.info.duty.min(1.0 - r.info.duty) * p * 1e6) as i64 - 1_000_000
+        })
+        .max(0);
     let mut at = i64::MAX;
     for (_, gpu) in &run.series {
         let sample = series.get(gpu, "buffered_w").iter().map(|x| x.0).max();
         let edge = ["start", "rise", "fall"]
             .iter()
             .filter_map(|k| edges.get(r.info.id, gpu, k).iter().copied().max())
-            .max();
+            .max()
+            .map(|e| e + gap);
         let last = match (sample, r.info.kind == "duty") {
             (Some(s), true) => edge.map(|e| e.min(s)),
             (s, _) => s,
