@@ -288,12 +288,21 @@ fn mark_stopped(rungs: &mut [summary::RungSummary], run: &load::Run) {
             .take()
             .map(|m| format!("; {m}"))
             .unwrap_or_default();
-        r.incomplete = Some(format!(
-            "INCOMPLETE RAW DATA: the run was stopped {:.1} s into this rung's {:.1} s window ({:.0} %): figures cover the part that was sampled, {what} before the stop{prior}",
-            ran / 1e9,
-            planned / 1e9,
-            100.0 * share
-        ));
+        r.incomplete = Some(if w.records_end {
+            format!(
+                "INCOMPLETE RAW DATA: the run's records end {:.1} s into this rung's {:.1} s window ({:.0} %; the run was killed, or is still being written): figures cover the part that was sampled, {what} before the end of the records; its edges are those the GPUs reported while it ran{prior}",
+                ran / 1e9,
+                planned / 1e9,
+                100.0 * share
+            )
+        } else {
+            format!(
+                "INCOMPLETE RAW DATA: the run was stopped {:.1} s into this rung's {:.1} s window ({:.0} %): figures cover the part that was sampled, {what} before the stop{prior}",
+                ran / 1e9,
+                planned / 1e9,
+                100.0 * share
+            )
+        });
     }
 }
 
@@ -347,6 +356,13 @@ fn collate_into(
     let mut raw_problems = integrity::check_files(dir, &run.manifest)?;
     raw_problems.extend(file_problems);
     let raw_end_ns = series.last_ts_ns();
+    let edge_frame = edges::read_edges(dir)?;
+    let edge_index = EdgeIndex::from_frame(edge_frame.as_ref());
+    step("edges by rung");
+    // A run killed (or still running) inside a rung: that rung ends where
+    // its records do, as a stopped rung ends at the stop.
+    let cut = load::cut_at_records_end(run, &series, &edge_index);
+    let run = cut.as_ref().unwrap_or(run);
     let coverage = integrity::rung_coverage(
         &run.series,
         run.rungs
@@ -356,7 +372,6 @@ fn collate_into(
     );
     let curve = curve::node_curve(&series, run)?;
     step("node curve");
-    let edge_frame = edges::read_edges(dir)?;
     let duty_ended = run
         .rungs
         .iter()
@@ -365,8 +380,6 @@ fn collate_into(
     if edge_frame.is_none() && duty_ended > 0 {
         raw_problems.push(format!("edges.csv is missing or empty although {duty_ended} duty rung(s) ended: their cycles cannot be folded (energy-counter means only)"));
     }
-    let edge_index = EdgeIndex::from_frame(edge_frame.as_ref());
-    step("edges by rung");
     let model = sensor::source::model_for(dir, run, &series, &edge_index)?;
     let cycles: summary::Cycles = cycle::compose_all(run, &series, &edge_index, &model)
         .into_iter()

@@ -2,6 +2,7 @@
 //! the raw power samples into a polars frame.
 
 use crate::error::CollateError;
+use crate::sensor::series::{EdgeIndex, SeriesSet};
 use polars::prelude::*;
 use powerlab_rundir::events::read_events_at_most;
 use powerlab_rundir::{Manifest, RunDir, RunEvent, RungInfo};
@@ -24,6 +25,10 @@ pub struct RungWindow {
     pub end_ns: i64,
     /// The planned window end, where the run was stopped before it.
     pub stopped_from_ns: Option<i64>,
+    /// The run's records end inside this window (killed, or still being
+    /// written): `end_ns` is where every GPU's samples and edges still
+    /// cover it ([`cut_at_records_end`]).
+    pub records_end: bool,
     /// Intended offsets.
     pub offsets_ns: Vec<i64>,
     /// Start errors, when the rung ended.
@@ -125,17 +130,21 @@ pub fn load_run(dir: &RunDir) -> Result<Run, CollateError> {
                 end_ns,
                 offsets_ns,
                 ..
-            } => rungs.push(RungWindow {
-                info: rung.clone(),
-                epoch_ns: *epoch_ns,
-                measure_from_ns: *measure_from_ns,
-                end_ns: *end_ns,
-                stopped_from_ns: None,
-                offsets_ns: offsets_ns.clone(),
-                start_error_ns: None,
-                barrier_ok: None,
-                lead_ns: leads.get(&rung.id).copied(),
-            }),
+            } => {
+                check_period(rung, &dir.events())?;
+                rungs.push(RungWindow {
+                    info: rung.clone(),
+                    epoch_ns: *epoch_ns,
+                    measure_from_ns: *measure_from_ns,
+                    end_ns: *end_ns,
+                    stopped_from_ns: None,
+                    records_end: false,
+                    offsets_ns: offsets_ns.clone(),
+                    start_error_ns: None,
+                    barrier_ok: None,
+                    lead_ns: leads.get(&rung.id).copied(),
+                })
+            }
             RunEvent::RungEnded {
                 rung_id,
                 start_error_ns,
@@ -185,6 +194,30 @@ pub fn load_run(dir: &RunDir) -> Result<Run, CollateError> {
     })
 }
 
+/// A duty or ramp-up rung must state its period: every figure of its
+/// cycle is computed over it, and none is ever assumed.
+fn check_period(rung: &RungInfo, events: &Path) -> Result<(), CollateError> {
+    if !["duty", "ramp_up"].contains(&rung.kind.as_str()) {
+        return Ok(());
+    }
+    match rung.period_ms {
+        Some(p) if p.is_finite() && p > 0.0 => Ok(()),
+        other => Err(CollateError::BadRaw {
+            path: events.to_path_buf(),
+            message: format!(
+                "rung {} (id {}) is a {} rung with {}: its cycle cannot be folded without one; the event log was edited or damaged: restore it from the original run directory",
+                rung.label,
+                rung.id,
+                rung.kind,
+                other.map_or_else(
+                    || "no period_ms".to_string(),
+                    |p| format!("period_ms = {p}")
+                )
+            ),
+        }),
+    }
+}
+
 /// Ends a rung's window where the run stopped inside it (`at`, run
 /// clock): a duty rung at the end of its last whole cycle before the stop,
 /// any other rung at the stop. A window that keeps less than one cycle (or
@@ -206,6 +239,56 @@ fn cut_at_stop(r: &mut RungWindow, at: i64) {
         r.stopped_from_ns = Some(r.end_ns);
         r.end_ns = end;
     }
+}
+
+/// A run that did not record its end (its manifest still says running and
+/// its event log has no end: killed, or still being written and collated as
+/// a snapshot): the rung its records end in (started, neither ended nor
+/// cut by a logged stop) is cut as a stopped rung is, where the records of
+/// every GPU still cover it: the earliest over the GPUs of its last
+/// buffered sample and, for a duty rung, of the time before which no edge
+/// can be missing (its last recorded edge plus the shorter phase, less
+/// 1 ms). None when no rung is cut.
+pub fn cut_at_records_end(run: &Run, series: &SeriesSet, edges: &EdgeIndex) -> Option<Run> {
+    if run.manifest.finished()
+        || run
+            .events
+            .iter()
+            .any(|e| matches!(e, RunEvent::RunEnded { .. }))
+    {
+        return None;
+    }
+    let i = run.rungs.iter().rposition(|r| {
+        r.barrier_ok.is_none() && r.stopped_from_ns.is_none() && r.info.kind != "soak"
+    })?;
+    let r = &run.rungs[i];
+    // No edge follows another sooner than the shorter phase.
+    let gap = r
+        .info
+        .period_ms
+        .map_or(0, |p| {
+            (r.info.duty.min(1.0 - r.info.duty) * p * 1e6) as i64 - 1_000_000
+        })
+        .max(0);
+    let mut at = i64::MAX;
+    for (_, gpu) in &run.series {
+        let sample = series.get(gpu, "buffered_w").iter().map(|x| x.0).max();
+        let edge = ["start", "rise", "fall"]
+            .iter()
+            .filter_map(|k| edges.get(r.info.id, gpu, k).iter().copied().max())
+            .max()
+            .map(|e| e + gap);
+        let last = match (sample, r.info.kind == "duty") {
+            (Some(s), true) => edge.map(|e| e.min(s)),
+            (s, _) => s,
+        };
+        at = at.min(last.unwrap_or(i64::MIN));
+    }
+    let mut cut = run.clone();
+    let w = &mut cut.rungs[i];
+    cut_at_stop(w, at);
+    w.records_end = w.stopped_from_ns.is_some();
+    w.records_end.then_some(cut)
 }
 
 /// A polars parse error without its advice to the user to switch the

@@ -104,6 +104,35 @@ pub struct EdgeRecord {
     pub achieved_ns: EpochNs,
 }
 
+/// Where a GPU hands over the edges of the window it is running as they
+/// are achieved, so that the run writes them to disk while the window
+/// runs (a run killed mid-rung keeps them). Clones share one feed; the
+/// runner gives each GPU its own ([`Gpu::set_edge_feed`]) and takes what
+/// was handed over about every 250 ms.
+#[derive(Debug, Clone, Default)]
+pub struct EdgeFeed {
+    handed: std::sync::Arc<std::sync::Mutex<Vec<(u32, EdgeRecord)>>>,
+}
+
+impl EdgeFeed {
+    /// A feed with nothing handed over.
+    pub fn new() -> EdgeFeed {
+        EdgeFeed::default()
+    }
+
+    /// Hands over edges of rung `rung_id` that have been achieved (never
+    /// one still to come), each once, in index order.
+    pub fn push(&self, rung_id: u32, edges: &[EdgeRecord]) {
+        let mut handed = self.handed.lock().unwrap_or_else(|p| p.into_inner());
+        handed.extend(edges.iter().map(|e| (rung_id, *e)));
+    }
+
+    /// Takes every edge handed over since the last call, with its rung id.
+    pub fn take(&self) -> Vec<(u32, EdgeRecord)> {
+        std::mem::take(&mut *self.handed.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
 /// The device clock's offset against the run clock, probed just before
 /// and just after a rung (device − run, ns): achieved edges are converted
 /// with the offset interpolated between the two, and its drift over the
@@ -215,6 +244,12 @@ pub trait Gpu: Send {
     async fn stopped_edges(&mut self) -> Vec<EdgeRecord> {
         Vec::new()
     }
+    /// Where to hand over each edge of a running window once achieved
+    /// (see [`EdgeFeed`]); provisional: the window's outcome (or
+    /// [`Gpu::stopped_edges`]) holds the final values. A backend that
+    /// cannot tell before the window's end keeps the default, which hands
+    /// over nothing: its edges reach disk at the window's end only.
+    fn set_edge_feed(&mut self, _feed: EdgeFeed) {}
 }
 
 /// An instrument that yields every new sample since the last call.

@@ -20,8 +20,8 @@ pub mod words;
 pub use clock::RunClock;
 pub use collective::{Collective, CollectiveTiming, FabricSpec, SweepSpec};
 pub use hw::{
-    Backend, BackendInfo, Capability, DeviceEvent, EdgeRecord, Gpu, GpuIdentity, GpuSchedule,
-    HwError, NodeHandles, PowerSource, Readiness, RungOutcome,
+    Backend, BackendInfo, Capability, DeviceEvent, EdgeFeed, EdgeRecord, Gpu, GpuIdentity,
+    GpuSchedule, HwError, NodeHandles, PowerSource, Readiness, RungOutcome,
 };
 pub use meter::{MeterError, NodeMeter, NodeReading};
 pub use sample::{Instrument, Sample};

@@ -2,7 +2,9 @@
 
 use crate::engine::{Cmd, EngineHandle};
 use async_trait::async_trait;
-use powerlab_core::hw::{Gpu, GpuIdentity, GpuSchedule, HwError, Readiness, RungOutcome};
+use powerlab_core::hw::{
+    EdgeFeed, EdgeRecord, Gpu, GpuIdentity, GpuSchedule, HwError, Readiness, RungOutcome,
+};
 use powerlab_core::shape::LoadKind;
 use std::sync::atomic::Ordering;
 use tokio::sync::oneshot;
@@ -11,6 +13,8 @@ use tokio::sync::oneshot;
 pub struct CudaGpu {
     pub(crate) id: GpuIdentity,
     pub(crate) engine: EngineHandle,
+    /// Where the engine hands over a running window's edges.
+    pub(crate) feed: Option<EdgeFeed>,
 }
 
 impl CudaGpu {
@@ -56,11 +60,27 @@ impl Gpu for CudaGpu {
 
     async fn run(&mut self, schedule: &GpuSchedule) -> Result<RungOutcome, HwError> {
         let schedule = schedule.clone();
-        self.ask(|reply| Cmd::Run { schedule, reply }).await?
+        let feed = self.feed.clone();
+        self.ask(|reply| Cmd::Run {
+            schedule,
+            feed,
+            reply,
+        })
+        .await?
     }
 
     async fn stop(&mut self) -> Result<(), HwError> {
         self.engine.stop.store(true, Ordering::Relaxed);
         self.ask(|reply| Cmd::Stop { reply }).await
+    }
+
+    async fn stopped_edges(&mut self) -> Vec<EdgeRecord> {
+        self.ask(|reply| Cmd::StoppedEdges { reply })
+            .await
+            .unwrap_or_default()
+    }
+
+    fn set_edge_feed(&mut self, feed: EdgeFeed) {
+        self.feed = Some(feed);
     }
 }

@@ -261,6 +261,7 @@ impl Backend for CudaBackend {
             gpus.push(Box::new(CudaGpu {
                 id: id.clone(),
                 engine: spawn(self.clock, cfg, uuid.clone()),
+                feed: None,
             }));
             sources.push(Box::new(NvmlSource::new(nvml.clone(), id.clone())?));
             ids.push(id);

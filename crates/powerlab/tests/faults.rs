@@ -484,9 +484,49 @@ fn snapshots_racing_the_end_of_a_run_never_fail_it_or_outlive_it() {
 
 /// SIGTERM in the middle of a duty rung (issue 31, defect 6): the edges the
 /// GPUs achieved before the stop are kept in `edges.csv` (before, the whole
-/// rung's edge log was lost), and the collator folds the cycles they close.
+/// rung's edge log was lost), once each, and the collator folds the cycles
+/// they close.
 #[test]
 fn a_signal_mid_rung_keeps_the_edges_achieved_before_it() {
+    let (_tmp, dir, rung) = stopped_mid_rung("-TERM", Some(143), 300_000_000);
+    let s = rung_summary(&dir, &rung);
+    assert!(
+        s["incomplete"].as_str().is_some_and(
+            |m| m.contains("the part that was sampled") && m.contains("before the stop")
+        ),
+        "{s}"
+    );
+}
+
+/// SIGKILL in the middle of a duty rung (issue 31, hostile review): the
+/// rung's edges were written only at its end or on a caught signal, so a
+/// killed run lost them all and the rung could not be folded. They now
+/// reach `edges.csv` while the rung runs: those achieved up to a second
+/// before the kill are there, once each, and the collator folds the
+/// cycles they close, marked as ending with the records; so does a
+/// snapshot taken while the rung runs.
+#[test]
+fn kill_9_mid_rung_keeps_the_edges_achieved_up_to_a_second_before_it() {
+    let (_tmp, dir, rung) = stopped_mid_rung("-KILL", None, 1_000_000_000);
+    let s = rung_summary(&dir, &rung);
+    assert!(
+        s["incomplete"]
+            .as_str()
+            .is_some_and(|m| m.contains("records end") && m.contains("whole cycles")),
+        "{s}"
+    );
+}
+
+/// Runs a 10 s duty rung of 200 ms in real time, sends `sig` about 6.5 s
+/// into it and checks that `edges.csv` holds that rung's edges once each,
+/// the last of every GPU at most 200 ms after the signal and at most
+/// `lag_ns` before it. Returns the results root (kept while it lives), the
+/// run directory and the rung's `rung_started`.
+fn stopped_mid_rung(
+    sig: &str,
+    code: Option<i32>,
+    lag_ns: i64,
+) -> (tempfile::TempDir, std::path::PathBuf, serde_json::Value) {
     let tmp = tempfile::tempdir().unwrap();
     let body = "[[phase]]\nkind = \"duty\"\nname = \"d\"\nperiod_ms = 200\nduration_s = 10\n";
     let mut child = spawn_realtime(
@@ -497,7 +537,6 @@ fn a_signal_mid_rung_keeps_the_edges_achieved_before_it() {
         tmp.path(),
     );
     let runs = tmp.path().join("runs");
-    // Stop the run about 6.5 s into the 10 s duty rung.
     let started = loop {
         let events = run_dirs(&runs)
             .pop()
@@ -513,14 +552,35 @@ fn a_signal_mid_rung_keeps_the_edges_achieved_before_it() {
         assert!(child.try_wait().unwrap().is_none(), "the run ended early");
         std::thread::sleep(Duration::from_millis(50));
     };
-    std::thread::sleep(Duration::from_millis(6500));
+    std::thread::sleep(Duration::from_millis(6000));
+    let dir = run_dirs(&runs).pop().unwrap();
+    if code.is_none() {
+        // A snapshot meanwhile folds the cycles the running rung has so far.
+        let out = powerlab()
+            .args(["collate", "--snapshot", dir.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let s = summary_row(&dir, &started);
+        assert!(s["spread_w"].as_f64().is_some(), "snapshot: {s}");
+        assert!(
+            s["incomplete"]
+                .as_str()
+                .is_some_and(|m| m.contains("records end")),
+            "snapshot: {s}"
+        );
+    }
+    std::thread::sleep(Duration::from_millis(500));
     let stopped_at = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_nanos() as i64;
-    signal(&child, "-TERM");
-    assert_eq!(child.wait().unwrap().code(), Some(143));
-    let dir = run_dirs(&runs).pop().unwrap();
+    signal(&child, sig);
+    assert_eq!(child.wait().unwrap().code(), code, "{sig}");
     let rung = started["rung"]["id"].as_u64().unwrap().to_string();
     let edges: Vec<_> = csv_rows(&dir.join("edges.csv"))
         .into_iter()
@@ -528,49 +588,61 @@ fn a_signal_mid_rung_keeps_the_edges_achieved_before_it() {
         .collect();
     let epoch = started["epoch_ns"].as_i64().unwrap();
     for gpu in ["gpu0", "gpu1"] {
-        let achieved: Vec<i64> = edges
+        let mine: Vec<_> = edges.iter().filter(|e| e["gpu"] == gpu).collect();
+        let indices: std::collections::BTreeSet<&str> =
+            mine.iter().map(|e| e["index"].as_str()).collect();
+        assert_eq!(
+            indices.len(),
+            mine.len(),
+            "{sig} {gpu}: an edge has two rows"
+        );
+        let achieved: Vec<i64> = mine
             .iter()
-            .filter(|e| e["gpu"] == gpu)
             .map(|e| e["achieved_ns"].parse().unwrap())
             .collect();
-        // 10 edges a second (a rise and a fall each 200 ms) for ~6 s.
+        // 10 edges a second (a rise and a fall each 200 ms) for ~5.5 s or more.
         assert!(
             achieved.len() >= 50,
-            "{gpu}: {} edges of the stopped rung kept",
+            "{sig} {gpu}: {} edges of the stopped rung kept",
             achieved.len()
         );
         let last = *achieved.iter().max().unwrap();
         assert!(
             last <= stopped_at + 200_000_000,
-            "{gpu}: an edge {} ms after the stop is listed",
+            "{sig} {gpu}: an edge {} ms after the signal is listed",
             (last - stopped_at) / 1_000_000
         );
         assert!(
-            last >= epoch + 5_000_000_000,
-            "{gpu}: the last edge kept is {} ms into the rung",
-            (last - epoch) / 1_000_000
+            last >= stopped_at - lag_ns && last >= epoch + 5_000_000_000,
+            "{sig} {gpu}: the last edge kept is {} ms before the signal",
+            (stopped_at - last) / 1_000_000
         );
     }
-    // The cycles that ran are folded: the rung has its node figures, marked
-    // as covering the part that was sampled.
-    let report = collates(&dir);
+    (tmp, dir, started)
+}
+
+/// The stopped rung's summary row once the run is collated: the cycles
+/// that ran are folded, so it has its node figures.
+fn rung_summary(dir: &std::path::Path, started: &serde_json::Value) -> serde_json::Value {
+    let report = collates(dir);
     assert!(!report.contains("edges.csv is missing"), "{report}");
+    let s = summary_row(dir, started);
+    assert!(s["spread_w"].as_f64().is_some(), "{s}");
+    s
+}
+
+/// The summary row of the rung `started` names, from the report.
+fn summary_row(dir: &std::path::Path, started: &serde_json::Value) -> serde_json::Value {
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("report/summary.json")).unwrap())
             .unwrap();
-    let s = summary["rungs"]
+    summary["rungs"]
         .as_array()
         .unwrap()
         .iter()
         .find(|s| s["rung_id"] == started["rung"]["id"])
-        .unwrap();
-    assert!(s["spread_w"].as_f64().is_some(), "{s}");
-    assert!(
-        s["incomplete"]
-            .as_str()
-            .is_some_and(|m| m.contains("the part that was sampled")),
-        "{s}"
-    );
+        .unwrap()
+        .clone()
 }
 
 /// A small tmpfs at `dir` (unmounted when dropped); None, with a notice,

@@ -267,6 +267,93 @@ fn collation_is_exclusive_and_refuses_a_live_run_unless_asked() {
     );
 }
 
+/// Issue 31: `.run.lock` and `.collate.lock` stayed in every run directory
+/// (and the simulated node's lock in the results root) after their holders
+/// ended. They go when the run and the collation end; a lock file a killed
+/// process left (its pid dead, no flock) is still taken as free.
+#[test]
+fn lock_files_go_with_their_holders_and_a_dead_holders_lock_is_stale() {
+    let r = run_sim(&campaign(DUTY), &["--sim-gpus", "2"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    let locks = |d: &std::path::Path| -> Vec<String> {
+        std::fs::read_dir(d)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".lock"))
+            .collect()
+    };
+    assert_eq!(locks(r.dir()), Vec::<String>::new(), "after the run");
+    assert_eq!(
+        locks(r.dir().parent().unwrap()),
+        Vec::<String>::new(),
+        "the simulated node's lock in the results root"
+    );
+    let out = powerlab()
+        .args(["collate", r.dir().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(locks(r.dir()), Vec::<String>::new(), "after a collation");
+    // A crash leaves the file, naming a pid that is gone: still free.
+    let dir = powerlab_rundir::RunDir::open(r.dir()).unwrap();
+    std::fs::write(dir.run_lock(), "pid 4194303 writing this run").unwrap();
+    std::fs::write(dir.collate_lock(), "pid 4194303 collating this run").unwrap();
+    let out = powerlab()
+        .args(["collate", r.dir().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        locks(r.dir()),
+        vec![".run.lock".to_string()],
+        "the collation takes and removes its own lock, and leaves the run's"
+    );
+}
+
+/// Issue 31: a duty rung without a period in the event log was folded over
+/// an assumed 1000 ms (or not at all); the collation now refuses it,
+/// naming the rung.
+#[test]
+fn a_duty_rung_without_a_period_in_the_event_log_is_refused_naming_it() {
+    let r = run_sim(&campaign(DUTY), &["--sim-gpus", "2"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    let path = r.dir().join("events.jsonl");
+    let mut label = String::new();
+    let lines: Vec<String> = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut e: serde_json::Value = serde_json::from_str(l).unwrap();
+            if e["event"] == "rung_started" && e["rung"]["kind"] == "duty" {
+                label = e["rung"]["label"].as_str().unwrap().to_string();
+                e["rung"]["period_ms"] = serde_json::Value::Null;
+            }
+            serde_json::to_string(&e).unwrap()
+        })
+        .collect();
+    assert!(!label.is_empty());
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    // As a run killed before its end leaves its manifest: still running,
+    // no checksums (so nothing else notices the edit).
+    let mpath = r.dir().join("manifest.json");
+    let mut m = powerlab_rundir::Manifest::read(&mpath).unwrap();
+    m.status = powerlab_rundir::RunStatus::Running;
+    m.ended_ns = None;
+    m.checksums.clear();
+    m.write(&mpath).unwrap();
+    let out = powerlab()
+        .args(["collate", r.dir().to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&label) && err.contains("period_ms") && err.contains("events.jsonl"),
+        "names the file, the rung and the field: {err}"
+    );
+}
+
 /// Case 6: Ctrl-C in the middle of a collation keeps the previous report
 /// whole (it used to be deleted first, leaving an empty `plots/`).
 #[test]
@@ -1097,6 +1184,89 @@ fn run_sensor_refuses_a_model_of_other_gpus_or_an_implausible_window() {
         "{}",
         text(&out.stderr)
     );
+}
+
+/// Issue 31 (hostile review): a model with `latency_ms = 500`, or missing
+/// one of the run's GPUs, or a GPU's buffered path (or its window), was
+/// taken, and the sample window fell back to 20 ms (or another GPU's)
+/// silently. Each is refused before anything runs, naming the GPU, the path
+/// or the field. A model without an instant-field path is taken, and the
+/// run and its report say what is missing.
+#[test]
+fn run_sensor_refuses_a_model_that_cannot_judge_every_gpu() {
+    let first = finished_run();
+    let here = gpus_of(first.dir());
+    let tmp = tempfile::tempdir().unwrap();
+    let file = write_campaign(
+        tmp.path(),
+        "[[phase]]\nkind = \"duty\"\nname = \"d\"\nperiods_ms = [500]\nduration_s = 4\n",
+    );
+    let runs = tmp.path().join("runs");
+    let edit = |f: &dyn Fn(&mut serde_json::Value)| {
+        let mut v: serde_json::Value = serde_json::from_str(&sensor_model(&here, 6.0)).unwrap();
+        f(&mut v);
+        v.to_string()
+    };
+    let run = |name: &str, model: String| {
+        let path = tmp.path().join(format!("{name}.json"));
+        std::fs::write(&path, model).unwrap();
+        powerlab()
+            .args(["run", file.to_str().unwrap(), "--backend", "sim"])
+            .args(["--sim-gpus", "2", "--sim-epoch-ns", &EPOCH.to_string()])
+            .args(["--results", runs.to_str().unwrap(), "--sensor"])
+            .arg(&path)
+            .output()
+            .unwrap()
+    };
+    let cases: Vec<(&str, String, Vec<&str>)> = vec![
+        (
+            "late",
+            edit(&|v| v["gpus"][0]["paths"][0]["latency_ms"] = 500.0.into()),
+            vec!["gpu0 buffered_w: latency_ms = 500", "250"],
+        ),
+        (
+            "one-gpu",
+            edit(&|v| {
+                v["gpus"].as_array_mut().unwrap().truncate(1);
+            }),
+            vec!["no entry for gpu1"],
+        ),
+        (
+            "no-buffered",
+            edit(&|v| {
+                v["gpus"][1]["paths"].as_array_mut().unwrap().remove(0);
+            }),
+            vec!["gpu1 has no buffered_w path"],
+        ),
+        (
+            "no-window",
+            edit(&|v| v["gpus"][0]["paths"][0]["window_ms"] = serde_json::Value::Null),
+            vec!["gpu0 buffered_w states no window_ms"],
+        ),
+    ];
+    for (name, model, says) in cases {
+        let out = run(name, model);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{name}: {err}");
+        for s in says {
+            assert!(err.contains(s), "{name} must say {s}: {err}");
+        }
+        assert!(run_dirs(&runs).is_empty(), "{name} ran anyway");
+    }
+    // No instant-field path for gpu1: taken, and said.
+    let out = run(
+        "no-instant",
+        edit(&|v| {
+            v["gpus"][1]["paths"].as_array_mut().unwrap().remove(1);
+        }),
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let gap = "gpu1 has no instant_w path";
+    assert!(err.contains(gap), "{err}");
+    let d = run_dirs(&runs).pop().unwrap();
+    let md = std::fs::read_to_string(d.join("report/report.md")).unwrap();
+    assert!(md.contains(gap), "{md}");
 }
 
 /// Issue 31, defect 3: deleting the manifest's `checksums` key turned the

@@ -1,10 +1,16 @@
 //! `edges.csv`: every intended edge of every GPU with its achieved time.
+//!
+//! A running rung's edges are appended as the GPUs report them (each
+//! write flushed: a run killed mid-rung keeps them, provisional), and
+//! replaced at the rung's end by its final edges in one rewrite of the
+//! rung's part of the file, so each edge has one row. Only the rung in
+//! flight can have provisional rows: its rows are the file's last.
 
 use crate::layout::RunDirError;
 use powerlab_core::hw::EdgeRecord;
 use serde::{Deserialize, Serialize};
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::{BufWriter, Seek, Write};
 use std::path::{Path, PathBuf};
 
 /// One row of `edges.csv`.
@@ -28,6 +34,8 @@ pub struct EdgeRow {
 pub struct EdgeWriter {
     path: PathBuf,
     out: BufWriter<File>,
+    /// Where the rows of the rung in flight begin, bytes.
+    rung_start: u64,
 }
 
 impl EdgeWriter {
@@ -49,10 +57,60 @@ impl EdgeWriter {
             .map_err(|e| RunDirError::io(path, e))?;
         // On disk at once: the file is whole at every moment after this.
         out.flush().map_err(|e| RunDirError::io(path, e))?;
+        let rung_start = out
+            .get_mut()
+            .stream_position()
+            .map_err(|e| RunDirError::io(path, e))?;
         Ok(EdgeWriter {
             path: path.to_path_buf(),
             out,
+            rung_start,
         })
+    }
+
+    /// Marks the end of the file as where the next rung's rows begin: what
+    /// [`EdgeWriter::write`] appends from now on is that rung's, until
+    /// [`EdgeWriter::replace_rung`].
+    ///
+    /// # Errors
+    ///
+    /// Returns [`RunDirError::Io`] if flushing or querying the file's
+    /// position fails.
+    pub fn start_rung(&mut self) -> Result<(), RunDirError> {
+        self.out
+            .flush()
+            .map_err(|e| RunDirError::io(&self.path, e))?;
+        self.rung_start = self
+            .out
+            .get_mut()
+            .stream_position()
+            .map_err(|e| RunDirError::io(&self.path, e))?;
+        Ok(())
+    }
+
+    /// Replaces every row written since [`EdgeWriter::start_rung`] (the
+    /// rung's provisional edges) by `rows`, one GPU's edges of rung
+    /// `rung_id` after another, then flushes.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`RunDirError::Io`] if truncating, seeking, writing or
+    /// flushing `edges.csv` fails.
+    pub fn replace_rung(
+        &mut self,
+        rung_id: u32,
+        rows: &[(&str, &[EdgeRecord])],
+    ) -> Result<(), RunDirError> {
+        let io = |e| RunDirError::io(&self.path, e);
+        self.out.flush().map_err(io)?;
+        let file = self.out.get_mut();
+        file.set_len(self.rung_start).map_err(io)?;
+        file.seek(std::io::SeekFrom::Start(self.rung_start))
+            .map_err(io)?;
+        for (gpu, edges) in rows {
+            self.write(rung_id, gpu, edges)?;
+        }
+        self.start_rung()
     }
 
     /// Writes one GPU's edges of one rung, then flushes.
@@ -146,6 +204,47 @@ mod tests {
         )
         .unwrap();
         (tmp, p)
+    }
+
+    /// A rung's provisional rows are replaced by its final ones: one row
+    /// per edge, earlier rungs untouched.
+    #[test]
+    fn a_rungs_provisional_rows_are_replaced_by_its_final_ones() {
+        use powerlab_core::hw::EdgeRecord;
+        use powerlab_core::shape::EdgeKind;
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path().join("edges.csv");
+        let edge = |index: u32, achieved_ns: i64| EdgeRecord {
+            index,
+            kind: EdgeKind::Rise,
+            intended_ns: 100 * i64::from(index),
+            achieved_ns,
+        };
+        let mut w = super::EdgeWriter::create(&p).unwrap();
+        w.start_rung().unwrap();
+        w.replace_rung(0, &[("gpu0", &[edge(0, 1)])]).unwrap();
+        w.write(1, "gpu1", &[edge(0, 5), edge(1, 105)]).unwrap();
+        w.write(1, "gpu0", &[edge(0, 4)]).unwrap();
+        let provisional: Vec<EdgeRow> = read_rows(&p).unwrap();
+        assert_eq!(provisional.len(), 4, "on disk while the rung runs");
+        let finals = [edge(0, 3), edge(1, 103)];
+        w.replace_rung(1, &[("gpu0", &finals), ("gpu1", &finals)])
+            .unwrap();
+        let rows: Vec<EdgeRow> = read_rows(&p).unwrap();
+        let got: Vec<(u32, &str, u32, i64)> = rows
+            .iter()
+            .map(|r| (r.rung_id, r.gpu.as_str(), r.index, r.achieved_ns))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (0, "gpu0", 0, 1),
+                (1, "gpu0", 0, 3),
+                (1, "gpu0", 1, 103),
+                (1, "gpu1", 0, 3),
+                (1, "gpu1", 1, 103),
+            ]
+        );
     }
 
     #[test]

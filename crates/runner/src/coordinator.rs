@@ -27,7 +27,9 @@ pub use crate::schedule::schedule_for;
 ///
 /// # Errors
 /// Before any load, so nothing was run: [`RunError::Missing`] (a capability
-/// the campaign needs, e.g. NCCL, is absent), [`RunError::Locked`] (another
+/// the campaign needs, e.g. NCCL, is absent), [`RunError::Plan`] (a rung
+/// of the plan lacks what its kind needs, e.g. a duty rung's period),
+/// [`RunError::Locked`] (another
 /// campaign holds the node), [`RunError::Results`] (the results directory
 /// cannot take the run: inside a run directory, unwritable or too full).
 /// At its start: [`RunError::RunDir`] when the run directory, its first
@@ -141,6 +143,13 @@ fn check_node(plan: &Plan, node: &NodeHandles) -> Result<(), RunError> {
             plan.gpu_count,
             node.gpus.len()
         )));
+    }
+    // Every GPU's schedule of every rung can be made: a rung that cannot
+    // is refused before any load, not in the middle of the run.
+    for rung in &plan.rungs {
+        for i in 0..plan.gpu_count {
+            schedule_for(rung, i, 0).map_err(RunError::Plan)?;
+        }
     }
     Ok(())
 }

@@ -13,7 +13,7 @@ use crate::worker::{WorkerCmd, spawn_worker};
 use powerlab_campaign::Campaign;
 use powerlab_core::NodeMeter;
 use powerlab_core::RunClock;
-use powerlab_core::hw::{Gpu, PowerSource};
+use powerlab_core::hw::{EdgeFeed, Gpu, PowerSource};
 use powerlab_rundir::{NodePowerWriter, RawWriter, RunEvent};
 use std::path::Path;
 use std::time::Duration;
@@ -24,6 +24,8 @@ use tokio::task::JoinHandle;
 pub(crate) struct Crew {
     /// The workers' command channels, by GPU.
     pub workers: Vec<mpsc::Sender<WorkerCmd>>,
+    /// Where each GPU hands over its edges as it achieves them, by GPU.
+    pub feeds: Vec<EdgeFeed>,
     worker_handles: Vec<JoinHandle<()>>,
     stop_samplers: watch::Sender<bool>,
     sampler_handles: Vec<JoinHandle<SamplerStats>>,
@@ -117,13 +119,18 @@ impl Crew {
         let abort_rx = stop.subscribe();
         let mut workers = Vec::new();
         let mut worker_handles = Vec::new();
-        for gpu in gpus {
+        let mut feeds = Vec::new();
+        for mut gpu in gpus {
+            let feed = EdgeFeed::new();
+            gpu.set_edge_feed(feed.clone());
+            feeds.push(feed);
             let (tx, h) = spawn_worker(gpu, abort_rx.clone());
             workers.push(tx);
             worker_handles.push(h);
         }
         let crew = Crew {
             workers,
+            feeds,
             worker_handles,
             stop_samplers,
             sampler_handles,

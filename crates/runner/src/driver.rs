@@ -1,13 +1,16 @@
 //! The rung driver: the state of a run between its start and its end. It
-//! holds the workers, the run's writers (events, edges, collectives), the
+//! holds the workers, the run's writers (events, the edge log, collectives), the
 //! rack exchange and the progress made, and runs the plan rung by rung
 //! until the plan is done or the run is stopped. Each rung's phases live in
-//! [`rung`]; stopping the crew and the closing events live in [`ending`].
+//! [`rung`], the edges written as they are achieved in [`edge_log`];
+//! stopping the crew and the closing events live in [`ending`].
 
+mod edge_log;
 mod ending;
 mod journal;
 mod rung;
 
+use edge_log::EdgeLog;
 use journal::Journal;
 
 use crate::StopReason;
@@ -52,7 +55,7 @@ pub(crate) struct RungDriver<'a> {
     journal: Journal<'a>,
     crew: Crew,
     keys: Vec<String>,
-    edges: EdgeWriter,
+    edges: EdgeLog,
     collectives: CollectiveWriter,
     rack: Option<RackSync>,
     alarm_watch: Option<JoinHandle<()>>,
@@ -111,6 +114,7 @@ impl<'a> RungDriver<'a> {
             edges,
             collectives,
         } = writers;
+        let edges = EdgeLog::new(edges, crew.feeds.clone(), keys.clone());
         RungDriver {
             journal: Journal::new(clock, stop, observer, events, monitor_rx),
             crew,

@@ -18,6 +18,10 @@ pub enum RunError {
     /// The run directory could not be written.
     #[error(transparent)]
     RunDir(#[from] RunDirError),
+    /// The plan cannot be run as it is (a rung without what its kind
+    /// needs); nothing was started.
+    #[error("the plan cannot be run: {0}")]
+    Plan(String),
     /// The backend failed to open.
     #[error("opening the node failed: {0}")]
     Open(HwError),

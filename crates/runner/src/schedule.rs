@@ -33,7 +33,13 @@ pub(crate) fn rung_info(r: &Rung, keys: &[String]) -> RungInfo {
 
 /// The schedule of GPU `i` for a rung whose window starts at `epoch`. A
 /// GPU that the rung leaves out (a ramp-up step's idle GPUs) gets no load.
-pub fn schedule_for(rung: &Rung, i: usize, epoch: i64) -> GpuSchedule {
+///
+/// # Errors
+///
+/// A duty or ramp-up rung without a period above zero (a plan edited or
+/// made by another tool: the planner gives every such rung one), named by
+/// its label; no period is ever assumed.
+pub fn schedule_for(rung: &Rung, i: usize, epoch: i64) -> Result<GpuSchedule, String> {
     let shape = match rung.kind {
         _ if !rung.loads_gpu(i) => LoadShape::Idle,
         PhaseKind::Idle => LoadShape::Idle,
@@ -43,17 +49,32 @@ pub fn schedule_for(rung: &Rung, i: usize, epoch: i64) -> GpuSchedule {
         PhaseKind::Nccl => nccl_shape(rung),
         PhaseKind::Duty | PhaseKind::RampUp => LoadShape::Square {
             load: LoadKind::Virus,
-            period_ns: (rung.period_ms.unwrap_or(1000.0) * 1e6).round() as i64,
+            period_ns: period_ns(rung)?,
             duty: rung.duty,
             origin_ns: epoch + rung.offsets_ns.get(i).copied().unwrap_or(0),
             ramp_ns: rung.ramp_ns,
         },
     };
-    GpuSchedule {
+    Ok(GpuSchedule {
         rung_id: rung.id,
         start_ns: epoch,
         end_ns: epoch + rung.duration_ns,
         shape,
+    })
+}
+
+/// The period of a duty or ramp-up rung, ns.
+fn period_ns(rung: &Rung) -> Result<i64, String> {
+    let ns = rung.period_ms.map(|p| (p * 1e6).round());
+    match ns {
+        Some(ns) if ns.is_finite() && ns >= 1.0 && ns < i64::MAX as f64 => Ok(ns as i64),
+        _ => Err(format!(
+            "rung {}: a {} rung needs a period, and the plan gives it {}; expand the plan again from the campaign file (`powerlab plan`)",
+            rung.label,
+            rung.kind.as_str(),
+            rung.period_ms
+                .map_or_else(|| "none".to_string(), |p| format!("period_ms = {p}"))
+        )),
     }
 }
 

@@ -267,3 +267,162 @@ async fn a_reason_raised_before_the_start_stops_before_the_first_rung() {
         ("interrupted".into(), Some("SIGTERM received".into()))
     );
 }
+
+/// Issue 31: a duty rung whose plan gives no period ran as a 1000 ms square
+/// wave (`unwrap_or(1000.0)`). Such a plan is refused before any load or
+/// run directory, naming the rung.
+#[tokio::test(start_paused = true)]
+async fn a_duty_rung_without_a_period_is_refused_naming_it() {
+    let campaign = parse_str("coord.toml", &campaign_text("")).unwrap();
+    let mut plan = expand(&campaign, 2, None).unwrap();
+    let duty = plan
+        .rungs
+        .iter_mut()
+        .find(|r| r.kind.as_str() == "duty")
+        .unwrap();
+    duty.period_ms = None;
+    let label = duty.label.clone();
+    let clock = RunClock::virtual_at(EPOCH_NS);
+    let node = SimBackend::new(SimOptions::new(Profile::h200(), 2), clock)
+        .open()
+        .unwrap();
+    let results = tempfile::tempdir().unwrap();
+    let tool = ToolInfo {
+        name: "powerlab".into(),
+        version: "test".into(),
+        git_rev: "test".into(),
+    };
+    let opts = RunOptions::new(results.path().to_path_buf(), tool);
+    let mut recorder = Recorder {
+        events: Vec::new(),
+        stop_at: None,
+    };
+    let out = run_campaign(
+        &campaign,
+        &plan,
+        node,
+        clock,
+        &opts,
+        StopLatch::new(),
+        &mut recorder,
+    )
+    .await;
+    let err = match out {
+        Ok(r) => panic!("the run went ahead: {:?}", r.status),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        err.contains(&label) && err.contains("period"),
+        "names the rung and the period: {err}"
+    );
+    assert!(recorder.events.is_empty(), "nothing ran");
+    assert_eq!(std::fs::read_dir(results.path()).unwrap().count(), 0);
+}
+
+/// Watches `edges.csv` while the run goes: at each progress report (every
+/// second of a wait), the latest achieved edge on disk, with the time.
+struct EdgeWatch {
+    clock: RunClock,
+    dir: Option<std::path::PathBuf>,
+    seen: Vec<(i64, Option<i64>)>,
+}
+
+impl Observer for EdgeWatch {
+    fn event(&mut self, _: &RunEvent) {}
+    fn progress(&mut self, _: i64, _: i64, _: &str) {
+        let Some(dir) = &self.dir else { return };
+        let latest = powerlab_rundir::edges::read_edges(&dir.join("edges.csv"))
+            .unwrap()
+            .iter()
+            .map(|e| e.achieved_ns)
+            .max();
+        self.seen.push((self.clock.now_ns(), latest));
+    }
+    fn message(&mut self, m: &str) {
+        if let Some(d) = m.strip_prefix("run directory: ") {
+            self.dir = Some(d.into());
+        }
+    }
+}
+
+/// Issue 31 (hostile review): a rung's edges reached `edges.csv` only at
+/// its end, so a run killed mid-rung lost them. While a window runs, the
+/// edges achieved up to a second before are on disk; at the rung's end
+/// each edge has one row.
+#[tokio::test(start_paused = true)]
+async fn a_running_rungs_edges_are_on_disk_within_a_second_and_once_each() {
+    let text = campaign_text("").replace(
+        "periods_ms = [200]\nduration_s = 2",
+        "periods_ms = [200]\nduration_s = 6",
+    );
+    let campaign = parse_str("coord.toml", &text).unwrap();
+    let plan = expand(&campaign, 2, None).unwrap();
+    let clock = RunClock::virtual_at(EPOCH_NS);
+    let mut sim = SimOptions::new(Profile::h200(), 2);
+    sim.step_us = 1000;
+    let node = SimBackend::new(sim, clock).open().unwrap();
+    let results = tempfile::tempdir().unwrap();
+    let tool = ToolInfo {
+        name: "powerlab".into(),
+        version: "test".into(),
+        git_rev: "test".into(),
+    };
+    let opts = RunOptions::new(results.path().to_path_buf(), tool);
+    let mut watch = EdgeWatch {
+        clock,
+        dir: None,
+        seen: Vec::new(),
+    };
+    let result = run_campaign(
+        &campaign,
+        &plan,
+        node,
+        clock,
+        &opts,
+        StopLatch::new(),
+        &mut watch,
+    )
+    .await
+    .unwrap();
+    assert_eq!(result.status, RunStatus::Complete);
+    let events: Vec<RunEvent> = std::fs::read_to_string(result.run_dir.join("events.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let (duty, from, to) = events
+        .iter()
+        .find_map(|e| match e {
+            RunEvent::RungStarted {
+                rung,
+                epoch_ns,
+                end_ns,
+                ..
+            } if rung.kind == "duty" => Some((rung.id, *epoch_ns, *end_ns)),
+            _ => None,
+        })
+        .unwrap();
+    // Inside the window, from its second second on.
+    let inside: Vec<&(i64, Option<i64>)> = watch
+        .seen
+        .iter()
+        .filter(|(t, _)| *t > from + 1_500_000_000 && *t < to)
+        .collect();
+    assert!(inside.len() >= 3, "{:?}", watch.seen);
+    for (t, latest) in inside {
+        let lag = latest.map(|l| t - l);
+        assert!(
+            lag.is_some_and(|l| (0..=1_000_000_000).contains(&l)),
+            "{} ms into the window the latest edge on disk is {:?} ms old",
+            (t - from) / 1_000_000,
+            lag.map(|l| l / 1_000_000)
+        );
+    }
+    let rows = powerlab_rundir::edges::read_edges(&result.run_dir.join("edges.csv")).unwrap();
+    let mine: Vec<_> = rows.iter().filter(|r| r.rung_id == duty).collect();
+    let unique: std::collections::BTreeSet<(&str, u32)> =
+        mine.iter().map(|r| (r.gpu.as_str(), r.index)).collect();
+    assert_eq!(unique.len(), mine.len(), "an edge has two rows");
+    // 6 s of 200 ms: 30 rises and 30 falls, and the start, per GPU.
+    assert!(mine.len() >= 2 * 60, "{} rows", mine.len());
+}

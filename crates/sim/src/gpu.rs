@@ -4,8 +4,8 @@ use crate::device::{Demand, SimDevice};
 use async_trait::async_trait;
 use powerlab_core::collective::CollectiveTiming;
 use powerlab_core::hw::{
-    DeviceClock, DeviceEvent, EdgeRecord, Gpu, GpuIdentity, GpuSchedule, HwError, PowerSource,
-    Readiness, RungOutcome,
+    DeviceClock, DeviceEvent, EdgeFeed, EdgeRecord, Gpu, GpuIdentity, GpuSchedule, HwError,
+    PowerSource, Readiness, RungOutcome,
 };
 use powerlab_core::shape::EdgeKind;
 use powerlab_core::shape::{LoadKind, LoadShape};
@@ -34,7 +34,12 @@ pub struct SimGpu {
     pub(crate) window: Option<Vec<EdgeRecord>>,
     /// The edges a stopped window achieved before its stop.
     pub(crate) stopped: Vec<EdgeRecord>,
+    /// Where achieved edges are handed over while a window runs.
+    pub(crate) feed: Option<EdgeFeed>,
 }
+
+/// How often a running window hands over the edges achieved meanwhile, ns.
+const FEED_EVERY_NS: i64 = 250_000_000;
 
 impl SimGpu {
     pub(crate) fn new(
@@ -56,6 +61,35 @@ impl SimGpu {
             rng: ChaCha8Rng::seed_from_u64(seed),
             window: None,
             stopped: Vec::new(),
+            feed: None,
+        }
+    }
+
+    /// Waits for the window's end, handing over each edge once the run
+    /// clock has passed its achieved time (every [`FEED_EVERY_NS`], the way
+    /// a real GPU's edges become known as they happen); fails when the GPU
+    /// is lost first.
+    async fn hold_window(
+        &self,
+        rung_id: u32,
+        edges: &[EdgeRecord],
+        end: EpochNs,
+    ) -> Result<(), HwError> {
+        let Some(feed) = &self.feed else {
+            return self.sleep_or_lost(end).await;
+        };
+        let mut fed = 0;
+        loop {
+            let now = self.clock.now_ns();
+            let due = edges[fed..].partition_point(|e| e.achieved_ns <= now);
+            if due > 0 {
+                feed.push(rung_id, &edges[fed..fed + due]);
+                fed += due;
+            }
+            if now >= end {
+                return Ok(());
+            }
+            self.sleep_or_lost((now + FEED_EVERY_NS).min(end)).await?;
         }
     }
 
@@ -257,7 +291,7 @@ impl Gpu for SimGpu {
             .collect::<Vec<_>>();
         // Kept until the window ends: a stop meanwhile keeps those achieved by then.
         self.window = Some(edges.clone());
-        self.sleep_or_lost(s.end_ns).await?;
+        self.hold_window(s.rung_id, &edges, s.end_ns).await?;
         self.window = None;
         lock(&self.dev).set_demand(s.end_ns, Demand::Idle);
         // The simulated device clock keeps a fixed offset (the probes find it to ~10 µs).
@@ -288,6 +322,10 @@ impl Gpu for SimGpu {
 
     async fn stopped_edges(&mut self) -> Vec<EdgeRecord> {
         std::mem::take(&mut self.stopped)
+    }
+
+    fn set_edge_feed(&mut self, feed: EdgeFeed) {
+        self.feed = Some(feed);
     }
 }
 

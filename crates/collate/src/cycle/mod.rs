@@ -164,15 +164,38 @@ pub enum NoCycle {
     Verdict(String),
 }
 
-/// The buffered path's window and lag of a GPU, ms.
-fn window_of(model: &SensorModel, gpu: &str) -> (f64, f64) {
+/// What a GPU's buffered path states, ms: window, lag and update period.
+#[derive(Debug, Clone, Copy)]
+struct Buffered {
+    window_ms: f64,
+    lag_ms: f64,
+    update_ms: f64,
+}
+
+/// The buffered path of a GPU as the model states it; a model that states
+/// no window, latency or update period for it gives a verdict, never an
+/// assumed value (the sensor model's source checks every GPU has them).
+fn buffered_of(model: &SensorModel, gpu: &str) -> Result<Buffered, NoCycle> {
     let p = model.path(gpu, "buffered_w");
-    let w = p
-        .and_then(|p| p.window_ms.or(p.update_period_ms))
-        .unwrap_or(20.0)
-        .max(0.0);
-    let lag = p.and_then(|p| p.latency_ms).unwrap_or(0.0);
-    (w, lag)
+    match p.map(|p| (p.window_ms, p.latency_ms, p.update_period_ms)) {
+        Some((Some(w), Some(l), Some(u))) => Ok(Buffered {
+            window_ms: w.max(0.0),
+            lag_ms: l,
+            update_ms: u.max(1.0),
+        }),
+        _ => Err(NoCycle::Verdict(format!(
+            "the sensor model states no buffered_w window, latency and update period for {gpu}: the cycle cannot be folded"
+        ))),
+    }
+}
+
+/// The widest buffered window of the GPUs folded, ms.
+fn widest_window(model: &SensorModel, folds: &[GpuFold]) -> f64 {
+    folds
+        .iter()
+        .filter_map(|f| buffered_of(model, &f.gpu).ok())
+        .map(|b| b.window_ms)
+        .fold(0.0, f64::max)
 }
 
 /// The rising edges a GPU's cycles start at: its recorded rises, and the
@@ -289,10 +312,7 @@ pub fn compose(
         .iter()
         .map(|v| on_level(v, r.info.duty) - off_level(v, r.info.duty))
         .sum();
-    let window_ms = folds
-        .iter()
-        .map(|f| window_of(model, &f.gpu).0)
-        .fold(0.0, f64::max);
+    let window_ms = widest_window(model, &folds);
     let shortest_ms = r.info.duty.min(1.0 - r.info.duty) * period_ms;
     let at = interval::Layout {
         period_ns: p,
@@ -355,7 +375,11 @@ fn fold_of(
     let period_ms = r.info.period_ms.unwrap_or(0.0);
     let p = ms_to_ns(period_ms);
     let span = r.end_ns - r.measure_from_ns;
-    let (w, lag) = window_of(model, gpu);
+    let Buffered {
+        window_ms: w,
+        lag_ms: lag,
+        update_ms,
+    } = buffered_of(model, gpu)?;
     // An on- or off-phase shorter than twice the window is smeared into
     // its neighbours: its peak cannot be recovered.
     let shortest = r.info.duty.min(1.0 - r.info.duty) * period_ms;
@@ -384,11 +408,6 @@ fn fold_of(
     let samples = series.get(gpu, "buffered_w");
     let in_span = samples.partition_point(|x| x.0 < r.end_ns)
         - samples.partition_point(|x| x.0 < r.measure_from_ns);
-    let update_ms = model
-        .path(gpu, "buffered_w")
-        .and_then(|m| m.update_period_ms)
-        .unwrap_or(20.0)
-        .max(1.0);
     let expected = span as f64 / ms_to_ns(update_ms) as f64;
     if (in_span as f64) < 0.5 * expected {
         return Err(NoCycle::Verdict(format!(
@@ -426,10 +445,7 @@ fn resolved(folds: &[GpuFold], period_ms: f64, model: &SensorModel) -> Result<()
         )));
     }
     if folds.iter().map(|f| f.k_window).min().unwrap_or(0) < MIN_HARMONICS {
-        let w = folds
-            .iter()
-            .map(|f| window_of(model, &f.gpu).0)
-            .fold(0.0, f64::max);
+        let w = widest_window(model, folds);
         return Err(NoCycle::Verdict(format!(
             "instrument limit: the {w:.1} ms sample window passes fewer than {MIN_HARMONICS} harmonics of {} ms",
             fmt_ms(period_ms)

@@ -204,6 +204,13 @@ pub fn calibrate(run: &Run, series: &SeriesSet, edges: &EdgeIndex) -> Option<Sen
                         m.board_fall_tau_ms = Some(f.tau_ms);
                         board_tau = Some(f.tau_ms);
                     }
+                } else {
+                    // No fit: the path's window and latency are unknown, and
+                    // the fallback's values judge it, said as a refusal.
+                    m.refused = Some(format!(
+                        "too few readings after the falls to fit the step ({} points, 20 needed)",
+                        pts.len()
+                    ));
                 }
                 // Aliasing probes: observed swing over the step height.
                 if let (Some(height), Some(w)) = (median(&heights), m.window_ms) {

@@ -12,14 +12,16 @@
 //! null that period. Verdict per period: board follows / board attenuates /
 //! instrument limit / aliased.
 //!
-//! One file per concern: [`model`] (the model's types and the built-in
-//! H200 profile), [`series`] (the readings and edges by key),
+//! One file per concern: [`bounds`] (the ranges a power path's values lie
+//! in), [`model`] (the model's types, its checks and the built-in H200
+//! profile), [`series`] (the readings and edges by key),
 //! [`calibration`] (fitting a model on the run's calibration rungs),
 //! [`source`] (which model a run is judged by), [`verdict`] (the per-rung
 //! and per-period verdicts), and the numerics in [`fit`], [`fold`] and
 //! [`spectrum`]. Everything is re-exported here, so `sensor::X` names the
 //! same item as before the split.
 
+pub mod bounds;
 pub mod calibration;
 pub mod fit;
 pub mod fold;

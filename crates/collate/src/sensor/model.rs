@@ -240,7 +240,9 @@ pub fn read_model(path: &Path) -> Result<SensorModel, CollateError> {
 impl SensorModel {
     /// Whether every value could come from a real instrument: at least one
     /// GPU with a path; periods and time constants finite and above zero;
-    /// windows, intervals and latencies finite and within 10 s.
+    /// windows, intervals and latencies finite and within 10 s; and each
+    /// power path that was not refused within its instrument's bounds
+    /// ([`super::bounds::BOUNDS`]: a 500 ms latency is no power path's).
     ///
     /// # Errors
     ///
@@ -269,9 +271,87 @@ impl SensorModel {
                     }
                 }
                 check_window(&g.gpu, p)?;
+                if p.refused.is_none() {
+                    super::bounds::check(&g.gpu, &p.instrument, stated(p))?;
+                }
             }
         }
         Ok(())
+    }
+
+    /// Whether this model can judge every GPU of a run (`keys`): each has
+    /// its own entry with a buffered-sample path (not refused) stating its
+    /// update period, window and latency: every duty rung's cycle is
+    /// folded with them, and no value is ever assumed or borrowed from
+    /// another GPU.
+    ///
+    /// # Errors
+    ///
+    /// The first GPU the model cannot judge, naming it, the path or the
+    /// field, and what to do.
+    pub fn check_covers(&self, keys: &[String]) -> Result<(), String> {
+        let redo = "run `powerlab calibrate` on this node and give the sensor.json it wrote";
+        for key in keys {
+            let Some(g) = self.gpus.iter().find(|g| &g.gpu == key) else {
+                let has: Vec<&str> = self.gpus.iter().map(|g| g.gpu.as_str()).collect();
+                return Err(format!(
+                    "the model has no entry for {key} (it has {}): each GPU's instruments are its own; {redo}",
+                    has.join(", ")
+                ));
+            };
+            let buffered = g.paths.iter().filter(|p| p.instrument == "buffered_w");
+            let Some(p) = buffered.clone().find(|p| p.refused.is_none()) else {
+                let why = buffered
+                    .filter_map(|p| p.refused.as_deref())
+                    .next()
+                    .map_or_else(
+                        || "has no buffered_w path".to_string(),
+                        |r| format!("has only a refused buffered_w fit ({r})"),
+                    );
+                return Err(format!(
+                    "{key} {why}: every duty rung of {key} is folded on its buffered samples with that path's window and latency; {redo}"
+                ));
+            };
+            for (field, v) in [
+                ("update_period_ms", p.update_period_ms),
+                ("window_ms", p.window_ms),
+                ("latency_ms", p.latency_ms),
+            ] {
+                if v.is_none() {
+                    return Err(format!(
+                        "{key} buffered_w states no {field}: every duty rung of {key} is folded with it; {redo}"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// What this model lacks that the collator can do without, for the
+    /// GPUs `keys`, in words (empty: nothing): a GPU without an instant
+    /// field path is not judged on that field (or borrows another GPU's,
+    /// said so); the average field's path is never used to judge a rung.
+    pub fn optional_gaps(&self, keys: &[String]) -> Vec<String> {
+        let usable = |g: &GpuSensor| {
+            g.paths
+                .iter()
+                .any(|p| p.instrument == "instant_w" && p.refused.is_none())
+        };
+        let lenders: Vec<&str> = self
+            .gpus
+            .iter()
+            .filter(|g| usable(g))
+            .map(|g| g.gpu.as_str())
+            .collect();
+        keys.iter()
+            .filter(|k| !self.gpus.iter().any(|g| &g.gpu == *k && usable(g)))
+            .map(|k| match lenders.first() {
+                Some(l) => format!("{k} has no instant_w path: its instant-field verdicts use {l}'s"),
+                None => format!(
+                    "{k} has no instant_w path: the instant field is not judged for {k} and cannot stand in where the buffered window nulls a period"
+                ),
+            })
+            .collect()
     }
 
     /// Whether this model may judge a run on `gpus` (the node's GPUs): it
@@ -307,6 +387,16 @@ impl SensorModel {
             }
         }
         Ok(())
+    }
+}
+
+/// What a path states, for [`super::bounds::check`].
+fn stated(p: &PathModel) -> super::bounds::Stated {
+    super::bounds::Stated {
+        update_ms: p.update_period_ms,
+        window_ms: p.window_ms,
+        latency_ms: p.latency_ms,
+        latency_ci_ms: p.latency_ms_ci95,
     }
 }
 

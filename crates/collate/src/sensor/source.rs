@@ -20,8 +20,11 @@ use powerlab_rundir::RunDir;
 /// Only when the run has no calibration of its own but has a
 /// `sensor.json`: returns [`CollateError::BadRaw`] naming it when the run
 /// was given none (its manifest records no checksum for it), when it is
-/// missing or differs from the one the run was given, or when it is not a
-/// sensor model; [`CollateError::Io`] when it cannot be read.
+/// missing or differs from the one the run was given, when it is not a
+/// sensor model, or when it lacks one of the run's GPUs or a GPU's
+/// buffered-sample path ([`SensorModel::check_covers`]); a missing
+/// instant-field path is said in the model's source; [`CollateError::Io`]
+/// when it cannot be read.
 pub fn model_for(
     dir: &RunDir,
     run: &Run,
@@ -65,7 +68,17 @@ pub fn model_for(
     if std::fs::symlink_metadata(&given).is_ok() || run.manifest.sensor.is_some() {
         check_bound(dir, run)?;
         let mut m = read_model(&given)?;
-        m.source = format!("sensor.json given to the run ({})", m.source);
+        m.check_covers(&keys).map_err(|why| CollateError::BadRaw {
+            path: given.clone(),
+            message: format!("cannot judge this run: {why}"),
+        })?;
+        let gaps = m.optional_gaps(&keys);
+        let gaps = if gaps.is_empty() {
+            String::new()
+        } else {
+            format!("; {}", gaps.join("; "))
+        };
+        m.source = format!("sensor.json given to the run ({}){gaps}", m.source);
         m.kind = ModelKind::Given;
         return Ok(m);
     }

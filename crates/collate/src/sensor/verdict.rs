@@ -105,8 +105,15 @@ pub struct SensorReport {
     pub spectra: Vec<(u32, String, spectrum::Spectrum)>,
 }
 
-fn fold_rung(s: &[(i64, f64)], r: &RungWindow, rises: &[i64], shift_ns: i64) -> Folded {
-    let p = (r.info.period_ms.unwrap_or(1000.0) * 1e6) as i64;
+/// Folds samples `s` of rung `r` on its rises over its period of `period_ms`.
+fn fold_rung(
+    s: &[(i64, f64)],
+    r: &RungWindow,
+    period_ms: f64,
+    rises: &[i64],
+    shift_ns: i64,
+) -> Folded {
+    let p = (period_ms * 1e6) as i64;
     let bins = ((p as f64 / 1e6).round() as usize).clamp(8, 200);
     let pts: Vec<(i64, f64)> = span(s, r.measure_from_ns + shift_ns, r.end_ns + shift_ns)
         .iter()
@@ -125,12 +132,13 @@ pub fn analyse(
     visible_node_swing: &BTreeMap<u32, Option<f64>>,
 ) -> SensorReport {
     let mut rows = Vec::new();
-    for r in run
+    // Every duty rung states its period (`load::load_run` refuses one that does not).
+    for (r, period_ms) in run
         .rungs
         .iter()
-        .filter(|r| r.info.kind == "duty" && r.info.period_ms.is_some())
+        .filter(|r| r.info.kind == "duty")
+        .filter_map(|r| r.info.period_ms.map(|p| (r, p)))
     {
-        let period_ms = r.info.period_ms.unwrap_or(0.0);
         for (gi, g) in run.manifest.backend.gpus.iter().enumerate() {
             let rises = rises_of(edges, r, gi, &g.key);
             for inst in ["buffered_w", "instant_w"] {
@@ -152,7 +160,7 @@ pub fn analyse(
                     updates = changes(window);
                     &updates
                 };
-                let f = fold_rung(samples, r, &rises, shift);
+                let f = fold_rung(samples, r, period_ms, &rises, shift);
                 let vis: Vec<f64> = span(raw, r.measure_from_ns, r.end_ns)
                     .iter()
                     .map(|x| x.1)

@@ -16,34 +16,56 @@ use powerlab_core::shape::{EdgeKind, LoadKind, LoadShape};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-/// The device slots the edge kernels write their achieved times into.
+/// The device slots the edge kernels write their achieved times into, and
+/// the stream they are zeroed and read on while a window runs.
+///
+/// Streams: the slots are written by the edge kernels on the load stream
+/// and are allocated, zeroed and peeked at on `readback`, a stream of
+/// their own that never waits behind load. Allocation and zeroing happen
+/// only while no edge kernel is queued (a rung's start, the load stream
+/// having been synchronised at the end of the one before) and are waited
+/// for before any edge kernel is queued. A peek reads while kernels may
+/// write: each slot is one aligned u64 written once by one thread, so it
+/// reads 0 (not yet achieved) or its final value.
 pub(super) struct Stamps {
     /// One u64 of `%globaltimer` per edge, plus one for the end stamp.
     slots: CudaSlice<u64>,
+    /// Where the slots are allocated, zeroed and peeked at.
+    readback: Arc<CudaStream>,
 }
 
 impl Stamps {
-    /// Allocates 1024 slots on the load stream.
+    /// Allocates 1024 slots on a readback stream of `stream`'s context.
     pub(super) fn new(stream: &Arc<CudaStream>, gpu: &str) -> Result<Stamps, HwError> {
-        let slots = stream
+        let readback = stream
+            .context()
+            .new_stream()
+            .map_err(|er| dev_err(gpu, "edge readback stream", er))?;
+        let slots = readback
             .alloc_zeros::<u64>(1024)
             .map_err(|er| dev_err(gpu, "allocating edge slots", er))?;
-        Ok(Stamps { slots })
+        readback
+            .synchronize()
+            .map_err(|er| dev_err(gpu, "allocating edge slots", er))?;
+        Ok(Stamps { slots, readback })
     }
 
-    /// Makes room for `n` slots, reallocating on `stream` if there are fewer.
-    pub(super) fn ensure(
-        &mut self,
-        stream: &Arc<CudaStream>,
-        n: usize,
-        gpu: &str,
-    ) -> Result<(), HwError> {
+    /// Makes room for `n` slots and zeroes them (a slot still 0 has not
+    /// been achieved); waits until both are done.
+    pub(super) fn ready(&mut self, n: usize, gpu: &str) -> Result<(), HwError> {
         if self.slots.len() < n {
-            self.slots = stream
+            self.slots = self
+                .readback
                 .alloc_zeros::<u64>(n)
                 .map_err(|e| dev_err(gpu, "edge slots", e))?;
+        } else {
+            self.readback
+                .memset_zeros(&mut self.slots)
+                .map_err(|e| dev_err(gpu, "zeroing edge slots", e))?;
         }
-        Ok(())
+        self.readback
+            .synchronize()
+            .map_err(|e| dev_err(gpu, "zeroing edge slots", e))
     }
 
     /// Copies the first `n` slots back to the host (waits for `stream`).
@@ -56,6 +78,14 @@ impl Stamps {
         stream
             .clone_dtoh(&self.slots.slice(0..n))
             .map_err(|e| dev_err(gpu, "reading edges", e))
+    }
+
+    /// The first `n` slots as they are now, without waiting for the load
+    /// stream (0: not achieved yet).
+    pub(super) fn peek(&self, n: usize, gpu: &str) -> Result<Vec<u64>, HwError> {
+        self.readback
+            .clone_dtoh(&self.slots.slice(0..n))
+            .map_err(|e| dev_err(gpu, "peeking at edges", e))
     }
 }
 
@@ -169,6 +199,11 @@ impl Engine {
                 // Armed at once, also after a fall: the rise waits on the
                 // device, and the host need not be on time for it.
                 self.launch_spin(t, i)?;
+                // The fall and this rise are queued: the host has the
+                // off-phase to spare for handing over the edges achieved.
+                if kind == EdgeKind::Rise {
+                    self.feed_progress();
+                }
             }
             on = next_on;
             self.warm = None;

@@ -25,6 +25,13 @@
 //! before and just after the rung, so an error of the prediction shows up
 //! as an edge error; each rung's probes are reported with the outcome.
 //!
+//! Edges as they happen: while a window runs, the host reads the edge
+//! slots on a stream of their own (never waiting behind load) about every
+//! 500 ms, at moments it has time to spare, and hands the edges achieved
+//! so far to the run (converted with the predicted offset: provisional,
+//! replaced by the outcome's). A window the run's stop cuts short keeps the
+//! edges achieved before the stop, converted with a probe taken then.
+//!
 //! Layout: `setup` owns the device (context, streams, kernels, cuBLAS,
 //! buffers), `load` launches load units, `pacing` keeps the queue of units
 //! and their duration estimates, `clock` probes the device clock, `edges`
@@ -46,7 +53,7 @@ use clock::ClockProbe;
 use edges::Stamps;
 use pacing::{MAX_QUEUED_NS, Pacing};
 use powerlab_core::RunClock;
-use powerlab_core::hw::{GpuSchedule, HwError, Readiness, RungOutcome};
+use powerlab_core::hw::{EdgeFeed, EdgeRecord, GpuSchedule, HwError, Readiness, RungOutcome};
 use powerlab_core::shape::LoadKind;
 use serde::{Deserialize, Serialize};
 use setup::{Device, request_realtime};
@@ -119,8 +126,15 @@ pub enum Cmd {
     Run {
         /// The schedule of this GPU's rung.
         schedule: GpuSchedule,
+        /// Where its edges are handed over as they are achieved.
+        feed: Option<EdgeFeed>,
         /// Where the rung's outcome is sent.
         reply: oneshot::Sender<Result<RungOutcome, HwError>>,
+    },
+    /// The edges the last window achieved before a stop cut it short.
+    StoppedEdges {
+        /// Where they are sent (taken: a second ask gets none).
+        reply: oneshot::Sender<Vec<EdgeRecord>>,
     },
     /// Stop all load.
     Stop {
@@ -169,6 +183,10 @@ struct Engine {
     pace: Pacing,
     /// The load kept running between commands, if any.
     warm: Option<LoadKind>,
+    /// The running window's edges handed over as they are achieved.
+    feeding: Option<rung::Feeding>,
+    /// The edges a window stopped before its end achieved before the stop.
+    stopped: Vec<EdgeRecord>,
     /// This thread runs in the real-time class.
     realtime: bool,
 }
@@ -194,6 +212,8 @@ impl Engine {
             probe,
             pace: Pacing::new(),
             warm: None,
+            feeding: None,
+            stopped: Vec::new(),
             realtime: request_realtime(),
         };
         eng.pace.big_ns = eng.time_unit(false)?;
@@ -270,10 +290,14 @@ pub fn spawn(clock: RunClock, cfg: EngineConfig, gpu: String) -> EngineHandle {
                         };
                         let _ = reply.send(r);
                     }
-                    Cmd::Run { schedule, reply } => {
+                    Cmd::Run {
+                        schedule,
+                        feed,
+                        reply,
+                    } => {
                         let r = match &mut engine {
                             Some(e) => {
-                                let r = e.run(&schedule);
+                                let r = e.run(&schedule, feed);
                                 if r.is_err() {
                                     e.warm = None;
                                     e.abort_comm();
@@ -284,6 +308,13 @@ pub fn spawn(clock: RunClock, cfg: EngineConfig, gpu: String) -> EngineHandle {
                             None => Err(HwError::Other("run before prepare".into())),
                         };
                         let _ = reply.send(r);
+                    }
+                    Cmd::StoppedEdges { reply } => {
+                        let edges = engine
+                            .as_mut()
+                            .map(|e| std::mem::take(&mut e.stopped))
+                            .unwrap_or_default();
+                        let _ = reply.send(edges);
                     }
                     Cmd::Stop { reply } => {
                         if let Some(e) = &mut engine {

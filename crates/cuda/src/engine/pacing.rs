@@ -44,6 +44,10 @@ const NEAR_FALL_QUEUED_NS: i64 = 500_000;
 /// See [`NEAR_FALL_QUEUED_NS`]: the queue shrinks once the target is less
 /// than a full queue ahead, so that the shrink does take effect.
 const NEAR_FALL_NS: i64 = MAX_QUEUED_NS + NEAR_FALL_QUEUED_NS;
+/// A fill hands over the edges achieved meanwhile only while its target is
+/// further ahead than this: the peek (a small copy on a stream of its own,
+/// tens of µs) then delays no edge.
+const FEED_CLEAR_NS: i64 = 100_000_000;
 /// GEMM chunks stop at least this long before a fall; `burn_until` holds
 /// the load from there to the deadline.
 pub(super) const MIN_FALL_TAIL_NS: i64 = 400_000;
@@ -270,6 +274,11 @@ impl Engine {
         while self.pace.predicted_end.max(self.clock.now_ns()) + unit / 2 < t {
             if self.stop.load(Ordering::Relaxed) {
                 return Err(HwError::Other("stopped".into()));
+            }
+            // A long on-phase (or a constant rung) hands over its edges on
+            // the way, while its target is far enough ahead not to matter.
+            if t - self.clock.now_ns() > FEED_CLEAR_NS {
+                self.feed_progress();
             }
             // Big units near the edge would overshoot it: finish with small ones.
             let left = t - self.pace.predicted_end.max(self.clock.now_ns());

@@ -126,8 +126,11 @@ impl Device {
         // stream only for mixed mode with its own buffers): no implicit
         // cross-stream events on every launch.
         // SAFETY: cudarc stops ordering buffers across streams, so the engine
-        // must. Every buffer but the HBM pair is used only on the stream it
-        // was allocated on, where allocation, use and free are stream-ordered.
+        // must. Every buffer but the HBM pair and the edge slots is used only
+        // on the stream it was allocated on, where allocation, use and free
+        // are stream-ordered. The edge slots are allocated, zeroed and read
+        // on their readback stream, synchronised before any edge kernel that
+        // writes them is queued on the load stream (see `edges::Stamps`).
         // The HBM pair is allocated on the load stream, which is synchronised
         // before the side stream first uses it, and is freed when the engine
         // ends, after both streams are synchronised. Mixed-mode units on the

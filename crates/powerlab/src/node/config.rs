@@ -120,14 +120,23 @@ pub struct GivenSensor {
 
 impl GivenSensor {
     /// Refuses a model measured on another GPU model or on other GPUs than
-    /// this node's.
+    /// this node's, or one that lacks a GPU of the run or its buffered
+    /// path; returns what it lacks that the collator can do without (said
+    /// again in the report).
     ///
     /// # Errors
-    /// What does not fit, naming the file, the GPU models or UUIDs.
-    pub fn check_fits(&self, gpus: &[powerlab_core::hw::GpuIdentity]) -> Result<(), String> {
+    /// What does not fit, naming the file, the GPU models, UUIDs or keys,
+    /// the path or the field.
+    pub fn check_fits(
+        &self,
+        gpus: &[powerlab_core::hw::GpuIdentity],
+    ) -> Result<Vec<String>, String> {
+        let keys: Vec<String> = gpus.iter().map(|g| g.key.clone()).collect();
         self.model
             .check_fits(gpus)
-            .map_err(|e| format!("--sensor {}: {e}", self.path.display()))
+            .and_then(|()| self.model.check_covers(&keys))
+            .map_err(|e| format!("--sensor {}: {e}", self.path.display()))?;
+        Ok(self.model.optional_gaps(&keys))
     }
 }
 

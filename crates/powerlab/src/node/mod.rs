@@ -184,7 +184,9 @@ pub fn run_node(cfg: &RunConfig, mut rack: Option<RackJoin>) -> Result<Outcome> 
                 return Err(msg);
             }
             if let Some(s) = &cfg.sensor {
-                s.check_fits(&node.info.gpus)?;
+                for gap in s.check_fits(&node.info.gpus)? {
+                    errln!("note: --sensor {}: {gap}", s.path.display());
+                }
             }
             node.meters = crate::node_power::open_all(&crate::node_power::for_node(
                 &cfg.campaign.node_power,

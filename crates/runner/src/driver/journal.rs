@@ -12,6 +12,9 @@ use std::future::Future;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
+/// How often [`Journal::guarded_ticking`] calls its function.
+pub(crate) const TICK: Duration = Duration::from_millis(250);
+
 /// Where a wait stands in the campaign, for the progress shown meanwhile.
 pub(crate) struct Progress<'a> {
     /// Nominal ns of the campaign done when the wait began.
@@ -80,6 +83,18 @@ impl<'a> Journal<'a> {
         f: F,
         progress: Progress<'_>,
     ) -> Result<F::Output, StopReason> {
+        self.guarded_ticking(f, progress, None).await
+    }
+
+    /// [`Journal::guarded`], also calling `every` each [`TICK`] (a running
+    /// window's edges written as the GPUs achieve them). A reason `every`
+    /// returns stops the run (raised on the latch, so the workers stop too).
+    pub async fn guarded_ticking<F: Future>(
+        &mut self,
+        f: F,
+        progress: Progress<'_>,
+        mut every: Option<&mut dyn FnMut() -> Result<(), StopReason>>,
+    ) -> Result<F::Output, StopReason> {
         tokio::pin!(f);
         let Progress {
             done_ns,
@@ -90,6 +105,9 @@ impl<'a> Journal<'a> {
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         let mut abort_rx = self.stop.subscribe();
+        let mut quick = tokio::time::interval(TICK);
+        quick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        let ticking = every.is_some();
         loop {
             tokio::select! {
                 out = &mut f => {
@@ -107,6 +125,11 @@ impl<'a> Journal<'a> {
                 _ = tick.tick() => {
                     let elapsed = (self.clock.now_ns() - start_ns).max(0);
                     self.observer.progress(done_ns + elapsed, total_ns, label);
+                }
+                _ = quick.tick(), if ticking => {
+                    if let Some(Err(reason)) = every.as_mut().map(|f| f()) {
+                        self.stop.raise(reason);
+                    }
                 }
             }
         }

@@ -50,7 +50,7 @@ impl RungDriver<'_> {
             Ok(o) => o,
             Err(stop) => {
                 self.stopped_at_ns = Some(self.journal.clock.now_ns());
-                self.keep_stopped_edges(rung).await;
+                self.keep_stopped_edges().await;
                 return Err(stop);
             }
         };
@@ -101,9 +101,13 @@ impl RungDriver<'_> {
         // Each GPU warms with its own load: a GPU the rung leaves idle (a
         // ramp-up step's) is not warmed either.
         let warmup_ns = rung.warmup_ns;
+        let loads = (0..self.keys.len())
+            .map(|i| schedule_for(rung, i, 0).map(|s| s.shape.load()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(StopReason::Failed)?;
         let prepare = ask_all(&self.crew.workers, |i, reply| WorkerCmd::Prepare {
             warmup_ns,
-            warm_load: schedule_for(rung, i, 0).shape.load(),
+            warm_load: loads[i],
             reply,
         });
         let limit = Duration::from_nanos(self.prepare_timeout_ns as u64);
@@ -198,14 +202,21 @@ impl RungDriver<'_> {
     }
 
     /// The window: every GPU runs its schedule; returns what each did.
+    /// Meanwhile the edges the GPUs achieve go into `edges.csv` every
+    /// [`super::journal::TICK`].
     async fn run_window(
         &mut self,
         rung: &Rung,
         start: &Start,
     ) -> Result<Vec<RungOutcome>, StopReason> {
         let epoch = start.epoch_ns;
+        self.edges.begin(rung.id).map_err(|e| io(e.into()))?;
+        let schedules = (0..self.keys.len())
+            .map(|i| schedule_for(rung, i, epoch))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(StopReason::Failed)?;
         let run = ask_all(&self.crew.workers, |i, reply| WorkerCmd::Run {
-            schedule: schedule_for(rung, i, epoch),
+            schedule: schedules[i].clone(),
             reply,
         });
         // Past this a GPU is hung; an NCCL rung first gets its own collective
@@ -222,9 +233,15 @@ impl RungDriver<'_> {
             start_ns: epoch,
             label: &rung.label,
         };
+        let edges = &mut self.edges;
+        let mut drain = || edges.drain().map_err(|e| io(e.into()));
         match self
             .journal
-            .guarded(tokio::time::timeout(hang_limit, run), progress)
+            .guarded_ticking(
+                tokio::time::timeout(hang_limit, run),
+                progress,
+                Some(&mut drain),
+            )
             .await?
         {
             Err(_) => Err(StopReason::Failed(format!(
@@ -237,36 +254,34 @@ impl RungDriver<'_> {
         }
     }
 
-    /// A window the run's stop cut short: each GPU's edges achieved
-    /// before the stop go into `edges.csv`, so the cycles that ran can
-    /// still be folded. Best effort: a GPU that does not answer within 2 s,
-    /// or a failed write, keeps nothing more (the stop's reason is what the
-    /// run reports).
-    async fn keep_stopped_edges(&mut self, rung: &Rung) {
-        if self.journal.stop_reason().is_none() {
-            return;
-        }
-        let ask = ask_all(&self.crew.workers, |_, reply| WorkerCmd::StoppedEdges {
-            reply,
-        });
-        let Ok(Ok(edges)) = tokio::time::timeout(Duration::from_secs(2), ask).await else {
-            return;
-        };
-        for (e, key) in edges.iter().zip(&self.keys) {
-            if !e.is_empty() && self.edges.write(rung.id, key, e).is_err() {
-                return;
+    /// A window cut short (the run's stop, or a GPU's failure): the rung's
+    /// edge log ends with what the GPUs handed over, and, when the run was
+    /// stopped, each GPU's edges achieved before the stop (final values),
+    /// so the cycles that ran can still be folded. Best effort: a GPU that
+    /// does not answer within 2 s keeps what it handed over, and a failed
+    /// write keeps what is on disk (the stop's reason is what the run
+    /// reports).
+    async fn keep_stopped_edges(&mut self) {
+        let _ = self.edges.drain();
+        let mut finals = Vec::new();
+        if self.journal.stop_reason().is_some() {
+            let ask = ask_all(&self.crew.workers, |_, reply| WorkerCmd::StoppedEdges {
+                reply,
+            });
+            if let Ok(Ok(edges)) = tokio::time::timeout(Duration::from_secs(2), ask).await {
+                finals = edges;
             }
         }
+        let _ = self.edges.finish(&finals);
     }
 
     /// Writes each GPU's edges and collectives, logs the device clocks and
     /// the rung's end with every GPU's start error, then the monitor's events.
     fn record(&mut self, rung: &Rung, outcomes: &[RungOutcome]) -> Result<(), StopReason> {
+        let finals: Vec<_> = outcomes.iter().map(|o| o.edges.clone()).collect();
+        self.edges.finish(&finals).map_err(|e| io(e.into()))?;
         let mut start_error = Vec::new();
         for (o, key) in outcomes.iter().zip(&self.keys) {
-            self.edges
-                .write(rung.id, key, &o.edges)
-                .map_err(|e| io(e.into()))?;
             self.collectives
                 .write(rung.id, key, &o.collectives)
                 .map_err(|e| io(e.into()))?;
