@@ -19,4 +19,4 @@ mpirun --version | head -1
 
 # Root in CI containers: Open MPI refuses root without these.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-cargo test --locked -p powerlab --features mpi --test rack -- --test-threads 1
+cargo test --locked -p powerlab --features mpi --test main rack:: -- --test-threads 1

@@ -17,4 +17,4 @@ command -v openssl >/dev/null || { echo "ci-redfish: openssl is needed for the s
 "$venv/bin/sushy-static" --help >/dev/null
 "$venv/bin/pip" show sushy-tools | sed -n 's/^Version: /sushy-tools /p'
 
-POWERLAB_SUSHY_BIN="$venv/bin" cargo test --locked -p powerlab --test node_power -- --ignored --test-threads 1
+POWERLAB_SUSHY_BIN="$venv/bin" cargo test --locked -p powerlab --test main node_power:: -- --ignored --test-threads 1

@@ -7,6 +7,6 @@ cd "$(dirname "$0")/.."
 SECS=${FUZZ_SECS:-600}
 [ -f .ci/nvrtc.env ] && . .ci/nvrtc.env
 export POWERLAB_FUZZ_SECS=$SECS
-cargo test --release --locked -p powerlab-campaign --test fuzz -- --nocapture --test-threads 2 2>&1 | grep -E "campaign parser|test result|panicked"
-cargo test --release --locked -p powerlab-collate --test fuzz_raw -- --nocapture 2>&1 | grep -E "run-directory readers|test result|panicked"
-cargo test --release --locked -p powerlab --test fuzz_damaged -- --nocapture 2>&1 | grep -E "damaged run directories|test result|panicked"
+cargo test --release --locked -p powerlab-campaign --test main fuzz:: -- --nocapture --test-threads 2 2>&1 | grep -E "campaign parser|test result|panicked"
+cargo test --release --locked -p powerlab-collate --test main fuzz_raw:: -- --nocapture 2>&1 | grep -E "run-directory readers|test result|panicked"
+cargo test --release --locked -p powerlab --test main fuzz_damaged:: -- --nocapture 2>&1 | grep -E "damaged run directories|test result|panicked"

@@ -4,7 +4,7 @@
 //! must never panic, and a refusal names the file. Runs for
 //! `POWERLAB_FUZZ_SECS` seconds (default 3; `scripts/fuzz.sh` runs 600).
 
-mod common;
+use crate::common;
 use powerlab_rundir::{EventLog, RunDir, RunEvent, RungInfo};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};

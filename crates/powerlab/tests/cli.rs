@@ -5,8 +5,7 @@
 //! command that prints results has `--json`, and completions and a man page
 //! come from the argument definitions.
 
-mod util;
-use util::*;
+use crate::util::*;
 
 const DEMO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../campaigns/demo.toml");
 

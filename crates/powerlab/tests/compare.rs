@@ -5,10 +5,9 @@
 //! that failed is said first and its missing figures are not compared; a
 //! stale report is refused by name; the idle health captures are diffed.
 
-mod util;
+use crate::util::*;
 use serde_json::Value;
 use std::path::Path;
-use util::*;
 
 /// Idle, sustained, and an in-phase and a staggered duty rung, twice each.
 const RUNGS: &str = "[[phase]]\nkind = \"idle\"\nduration_s = 3\n\

@@ -2,10 +2,9 @@
 //! Faults on the simulated node: what is kept, what the user sees, the exit
 //! code. Signals are delivered to the real process.
 
-mod util;
+use crate::util::*;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use util::*;
 
 fn manifest(r: &Run) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(r.dir().join("manifest.json")).unwrap()).unwrap()

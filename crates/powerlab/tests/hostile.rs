@@ -4,10 +4,9 @@
 //! results roots inside run directories, closed pipes. Each test failed on
 //! the code before it.
 
-mod util;
+use crate::util::*;
 use std::process::{Command, Stdio};
 use std::time::Duration;
-use util::*;
 
 const DUTY: &str = "[[phase]]\nkind = \"duty\"\nname = \"d\"\nperiod_ms = 200\nduration_s = 4\n";
 

@@ -2,8 +2,7 @@
 //! The NCCL phase on the simulated node: sweep table and plot, fabric power
 //! next to idle and compute, and a hung collective failing loudly.
 
-mod util;
-use util::*;
+use crate::util::*;
 
 const NCCL: &str = "[[phase]]\nkind = \"idle\"\nname = \"idle\"\nduration_s = 3\n\
 [[phase]]\nkind = \"sustained\"\nname = \"compute\"\nduration_s = 3\n\

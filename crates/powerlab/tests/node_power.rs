@@ -8,12 +8,11 @@
 //! from PyPI: `scripts/ci-redfish.sh` installs them and runs these tests
 //! (`--ignored`), with `POWERLAB_SUSHY_BIN` naming the virtualenv's `bin/`.
 
-mod util;
+use crate::util::*;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use util::*;
 
 const BASE_W: f64 = 900.0;
 

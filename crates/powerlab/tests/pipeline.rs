@@ -1,9 +1,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test that unwraps reports its failure by panicking
 //! End-to-end properties of run + collate on the simulated node.
 
-mod util;
+use crate::util::*;
 use std::collections::BTreeMap;
-use util::*;
 
 fn hash_tree(dir: &std::path::Path) -> BTreeMap<String, Vec<u8>> {
     let mut out = BTreeMap::new();

@@ -4,10 +4,9 @@
 //! `.ci/run` installs Open MPI and runs them (`scripts/ci-mpi.sh`).
 #![cfg(feature = "mpi")]
 
-mod util;
+use crate::util::*;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use util::*;
 
 const RACK: &str = "[campaign]\nname = \"rack\"\nconfirm_node_swing = true\n[defaults]\nwarmup_s = 1\ncooldown_s = 1\n[rack]\nstagger = \"gpu\"\n\
 [[phase]]\nkind = \"idle\"\nduration_s = 3\n\

@@ -4,8 +4,7 @@
 //! shows the steps; a node-power trip in a step stops the run before the
 //! next depth; the collator keeps the steps apart from the full-node rungs.
 
-mod util;
-use util::*;
+use crate::util::*;
 
 /// An idle rung, a staggered and an in-phase rung at 200 ms (2 s windows).
 const SWINGS: &str = "[[phase]]\nkind = \"idle\"\nduration_s = 1\n[[phase]]\nkind = \"duty\"\nname = \"d\"\nperiod_ms = 200\nduration_s = 2\nmodes = [\"staggered\", \"in_phase\"]\n";
