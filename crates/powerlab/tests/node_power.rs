@@ -189,7 +189,7 @@ fn a_redfish_bmc_over_http_is_joined_with_the_gpu_sum_per_rung() {
         ))
     ));
     let (out, dir) = run_realtime(&c, root.path(), |_| {});
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = text(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(
         err.contains("node_power bmc") && err.contains("pass"),
@@ -236,8 +236,8 @@ fn a_redfish_bmc_over_http_is_joined_with_the_gpu_sum_per_rung() {
     assert!(dir.join("report/plots/node_power.svg").is_file());
     // collate regenerates the same table from the run directory alone.
     let before = std::fs::read_to_string(dir.join("report/node_power.csv")).unwrap();
-    let st = powerlab().arg("collate").arg(&dir).output().unwrap();
-    assert!(st.status.success());
+    let st = capture(powerlab().arg("collate").arg(&dir));
+    assert_exit(&st, 0);
     assert_eq!(
         before,
         std::fs::read_to_string(dir.join("report/node_power.csv")).unwrap()
@@ -273,7 +273,7 @@ fn a_bmc_that_stops_or_hangs_mid_run_is_recorded_and_the_campaign_goes_on() {
         std::thread::sleep(Duration::from_secs(9));
         let _ = b.sushy.0.kill();
     });
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = text(&out.stderr);
     assert!(out.status.success(), "the GPU campaign must go on: {err}");
     let raw = std::fs::read_to_string(dir.join("node_power/bmc.csv")).unwrap();
     assert!(raw.contains("timeout: no answer within 400 ms"), "{raw}");
@@ -344,16 +344,12 @@ fn preflight(campaign_text: &str, env: &[(&str, &str)]) -> (Vec<serde_json::Valu
         if json {
             cmd.arg("--json");
         }
-        cmd.output().unwrap()
+        capture(&mut cmd)
     };
     let j = run(true);
     let v: serde_json::Value = serde_json::from_slice(&j.stdout).unwrap();
     let out = run(false);
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = format!("{}{}", text(&out.stdout), text(&out.stderr));
     assert_ne!(
         out.status.code(),
         Some(0),

@@ -13,18 +13,9 @@ fn plan(campaign_text: &str, args: &[&str]) -> String {
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("c.toml");
     std::fs::write(&file, campaign_text).unwrap();
-    let out = powerlab()
-        .arg("plan")
-        .arg(&file)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    let out = capture(powerlab().arg("plan").arg(&file).args(args));
+    assert_exit(&out, 0);
+    text(&out.stdout)
 }
 
 /// The rung column of the plan table, in order.
