@@ -11,7 +11,7 @@
 //!
 //! The saved corpus (`tests/corpus/damaged.txt`, one case a line) is
 //! replayed first, every time; then random cases for `POWERLAB_FUZZ_SECS`
-//! seconds (default 3; `scripts/fuzz.sh` runs 600). A failing random case
+//! seconds (default 3; `scripts/bench/fuzz.sh` runs 600). A failing random case
 //! is printed in the corpus format, to be added to the file.
 
 use crate::util::*;

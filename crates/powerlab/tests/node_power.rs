@@ -1,11 +1,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test that unwraps reports its failure by panicking
 //! The node's own power against real services (issue 16): the sushy-tools
 //! Redfish emulators (`sushy-static` serving a chassis whose power
-//! reading `scripts/redfish_bmc.py` keeps up to date from the run's GPU
+//! reading `scripts/ci/redfish_bmc.py` keeps up to date from the run's GPU
 //! raw files plus 900 W of its own; `sushy-emulator` with basic auth for
 //! refused credentials), over HTTP and HTTPS with a self-signed
 //! certificate, and a small local Prometheus exporter. The emulators come
-//! from PyPI: `scripts/ci-redfish.sh` installs them and runs these tests
+//! from PyPI: `scripts/ci/ci-redfish.sh` installs them and runs these tests
 //! (`--ignored`), with `POWERLAB_SUSHY_BIN` naming the virtualenv's `bin/`.
 
 use crate::util::*;
@@ -18,7 +18,7 @@ const BASE_W: f64 = 900.0;
 
 fn sushy_bin(name: &str) -> PathBuf {
     let dir = std::env::var("POWERLAB_SUSHY_BIN")
-        .expect("POWERLAB_SUSHY_BIN must name the sushy-tools virtualenv's bin/ (scripts/ci-redfish.sh sets it)");
+        .expect("POWERLAB_SUSHY_BIN must name the sushy-tools virtualenv's bin/ (scripts/ci/ci-redfish.sh sets it)");
     let p = Path::new(&dir).join(name);
     assert!(p.exists(), "{} is missing", p.display());
     p
@@ -72,7 +72,7 @@ fn bmc(results: Option<&Path>, tls: Option<(&Path, &Path)>) -> Bmc {
 fn bmc_with(results: Option<&Path>, tls: Option<(&Path, &Path)>, schema: &str) -> Bmc {
     let mock = tempfile::tempdir().unwrap();
     let mut feeder = Command::new(sushy_bin("python"));
-    feeder.arg(repo().join("scripts/redfish_bmc.py")).args([
+    feeder.arg(repo().join("scripts/ci/redfish_bmc.py")).args([
         "--mockup",
         mock.path().to_str().unwrap(),
         "--base-w",
@@ -177,7 +177,7 @@ fn num(row: &std::collections::HashMap<String, String>, k: &str) -> Option<f64> 
 }
 
 #[test]
-#[ignore = "needs sushy-tools: scripts/ci-redfish.sh"]
+#[ignore = "needs sushy-tools: scripts/ci/ci-redfish.sh"]
 fn a_redfish_bmc_over_http_is_joined_with_the_gpu_sum_per_rung() {
     let root = tempfile::tempdir().unwrap();
     let b = bmc(Some(&root.path().join("runs")), None);
@@ -246,7 +246,7 @@ fn a_redfish_bmc_over_http_is_joined_with_the_gpu_sum_per_rung() {
 }
 
 #[test]
-#[ignore = "needs sushy-tools: scripts/ci-redfish.sh"]
+#[ignore = "needs sushy-tools: scripts/ci/ci-redfish.sh"]
 fn a_bmc_that_stops_or_hangs_mid_run_is_recorded_and_the_campaign_goes_on() {
     let root = tempfile::tempdir().unwrap();
     let mut b = bmc(Some(&root.path().join("runs")), None);
@@ -375,7 +375,7 @@ fn node_power_line(text: &str) -> String {
 }
 
 #[test]
-#[ignore = "needs sushy-tools: scripts/ci-redfish.sh"]
+#[ignore = "needs sushy-tools: scripts/ci/ci-redfish.sh"]
 fn https_with_a_self_signed_certificate_is_opt_in() {
     let tmp = tempfile::tempdir().unwrap();
     let (cert, key) = self_signed(tmp.path());
@@ -409,7 +409,7 @@ fn https_with_a_self_signed_certificate_is_opt_in() {
 }
 
 #[test]
-#[ignore = "needs sushy-tools: scripts/ci-redfish.sh"]
+#[ignore = "needs sushy-tools: scripts/ci/ci-redfish.sh"]
 fn refused_credentials_are_a_preflight_error_naming_the_source() {
     // sushy-emulator with HTTP basic auth (an htpasswd file, bcrypt).
     let tmp = tempfile::tempdir().unwrap();
@@ -480,7 +480,7 @@ fn refused_credentials_are_a_preflight_error_naming_the_source() {
 }
 
 #[test]
-#[ignore = "needs sushy-tools: scripts/ci-redfish.sh"]
+#[ignore = "needs sushy-tools: scripts/ci/ci-redfish.sh"]
 fn a_prometheus_exporter_and_a_command_are_read() {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(
@@ -540,7 +540,7 @@ fn a_prometheus_exporter_and_a_command_are_read() {
 }
 
 #[test]
-#[ignore = "needs sushy-tools: scripts/ci-redfish.sh"]
+#[ignore = "needs sushy-tools: scripts/ci/ci-redfish.sh"]
 fn the_chassis_power_is_found_wherever_the_bmc_keeps_it() {
     // EnvironmentMetrics (Redfish 2020.4) and a power Sensor (a PSU's
     // sensor and a temperature come first and must be passed over).

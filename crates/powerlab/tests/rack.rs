@@ -1,7 +1,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test that unwraps reports its failure by panicking
 //! Rack runs under a real MPI launcher (Open MPI's `mpirun`), each rank a
 //! simulated 8-GPU node on this machine. Built only with `--features mpi`;
-//! `.ci/run` installs Open MPI and runs them (`scripts/ci-mpi.sh`).
+//! `.ci/run` installs Open MPI and runs them (`scripts/ci/ci-mpi.sh`).
 #![cfg(feature = "mpi")]
 
 use crate::util::*;

@@ -6,7 +6,7 @@
 # HTTPS with a self-signed certificate, basic auth), a Prometheus exporter
 # and the simulated node in real time. Reuses the workspace's test build.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 venv="${POWERLAB_SUSHY_VENV:-${TMPDIR:-/tmp}/powerlab-sushy-venv}"
 if [ ! -x "$venv/bin/sushy-static" ] || [ ! -x "$venv/bin/sushy-emulator" ]; then

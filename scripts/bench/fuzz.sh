@@ -3,7 +3,7 @@
 # edges, collectives) and collation of damaged run directories for FUZZ_SECS seconds each (default 600) with proptest,
 # in release mode. Prints how many cases each target ran.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 SECS=${FUZZ_SECS:-600}
 [ -f .ci/nvrtc.env ] && . .ci/nvrtc.env
 export POWERLAB_FUZZ_SECS=$SECS

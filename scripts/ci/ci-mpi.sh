@@ -4,7 +4,7 @@
 # crates/powerlab/tests/rack.rs with the `mpi` feature: 4 ranks on this
 # machine, each a simulated 8-GPU node.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 have_libclang() { ldconfig -p 2>/dev/null | grep -q 'libclang[-.0-9]*\.so' || ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1; }
 if ! command -v mpicc >/dev/null 2>&1 || ! have_libclang; then
