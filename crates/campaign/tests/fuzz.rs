@@ -2,7 +2,7 @@
 //! Fuzzing the campaign parser: arbitrary text and structured near-valid
 //! campaigns. Nothing may panic; every rejection must name where it is
 //! (line and column) or which field. Runs for `POWERLAB_FUZZ_SECS` seconds
-//! (default 3; `scripts/fuzz.sh` runs 600).
+//! (default 3; `scripts/bench/fuzz.sh` runs 600).
 
 use powerlab_campaign::{expand, parse_str};
 use proptest::prelude::*;

@@ -7,7 +7,7 @@
 //! In phase and at random offsets, periods from 2 s to 50 ms as the
 //! planner detunes them for the 7 s window.
 
-mod common;
+use crate::common;
 use powerlab_core::hw::EdgeRecord;
 use powerlab_core::shape::EdgeKind;
 use powerlab_core::{Instrument, Sample};

@@ -2,9 +2,9 @@
 //! Fuzzing the readers of a run directory (raw samples, edges, collectives):
 //! arbitrary bytes and mutated valid rows. `collate` may refuse a file but
 //! must never panic, and a refusal names the file. Runs for
-//! `POWERLAB_FUZZ_SECS` seconds (default 3; `scripts/fuzz.sh` runs 600).
+//! `POWERLAB_FUZZ_SECS` seconds (default 3; `scripts/bench/fuzz.sh` runs 600).
 
-mod common;
+use crate::common;
 use powerlab_rundir::{EventLog, RunDir, RunEvent, RungInfo};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};

@@ -6,7 +6,7 @@
 //! runs record no edges, so their duty rung has no composed cycle: its
 //! headline figures are empty with a verdict, tested below.)
 
-mod common;
+use crate::common;
 use powerlab_core::{Instrument, Sample};
 use powerlab_rundir::{EventLog, RunDir, RunEvent, RungInfo};
 use proptest::prelude::*;

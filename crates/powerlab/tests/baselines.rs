@@ -4,8 +4,7 @@
 //! simulated GPU idles lower and at low clocks until its first prepare
 //! creates the context; its true waveform is the oracle for both means.
 
-mod util;
-use util::*;
+use crate::util::*;
 
 const RUNGS: &str = "[[phase]]\nkind = \"idle\"\nduration_s = 4\n\
 [[phase]]\nkind = \"sustained\"\nduration_s = 4\n";

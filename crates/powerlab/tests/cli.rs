@@ -5,19 +5,14 @@
 //! command that prints results has `--json`, and completions and a man page
 //! come from the argument definitions.
 
-mod util;
-use util::*;
+use crate::util::*;
 
 const DEMO: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../campaigns/demo.toml");
 
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
 #[test]
 fn version_names_the_revision_cuda_major_features_and_target() {
-    let out = powerlab().arg("--version").output().unwrap();
-    assert!(out.status.success());
+    let out = powerlab_output(["--version"]);
+    assert_exit(&out, 0);
     let v = text(&out.stdout);
     assert!(v.starts_with("powerlab 0."), "{v}");
     for part in ["(git ", "CUDA 13", "features: ", "linux"] {
@@ -25,14 +20,14 @@ fn version_names_the_revision_cuda_major_features_and_target() {
     }
     assert!(!v.contains("git unknown"), "{v}");
     // -V says the same.
-    let short = powerlab().arg("-V").output().unwrap();
+    let short = powerlab_output(["-V"]);
     assert_eq!(text(&short.stdout), v);
 }
 
 #[test]
 fn enumerated_flags_list_their_values_and_refuse_a_typo_as_usage() {
     // -h: the short help lists each enum's values on one line.
-    let help = text(&powerlab().args(["run", "-h"]).output().unwrap().stdout);
+    let help = text(&powerlab_output(["run", "-h"]).stdout);
     for values in [
         "mixed, gemm, hbm, mma",
         "bf16, fp16",
@@ -48,34 +43,22 @@ fn enumerated_flags_list_their_values_and_refuse_a_typo_as_usage() {
     let heading = help.find("Simulated node (--backend sim):").expect(&help);
     assert!(help.find("--sim-gpus").unwrap() > heading);
     assert!(help.find("--virus").unwrap() < heading);
-    let out = powerlab()
-        .args(["run", "x.toml", "--virus", "gemmm"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let out = powerlab_output(["run", "x.toml", "--virus", "gemmm"]);
+    assert_exit(&out, 2);
     assert!(text(&out.stderr).contains("possible values"));
 }
 
 #[test]
 fn calibrate_help_shows_the_run_options_it_takes() {
-    let help = text(
-        &powerlab()
-            .args(["calibrate", "--help"])
-            .output()
-            .unwrap()
-            .stdout,
-    );
+    let help = text(&powerlab_output(["calibrate", "--help"]).stdout);
     for flag in ["--backend", "--results", "--sim-gpus", "--virus", "--json"] {
         assert!(
             help.contains(flag),
             "calibrate --help lacks {flag}:\n{help}"
         );
     }
-    let out = powerlab()
-        .args(["calibrate", "--no-such-flag"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    let out = powerlab_output(["calibrate", "--no-such-flag"]);
+    assert_exit(&out, 2);
 }
 
 #[test]
@@ -87,31 +70,22 @@ fn validate_and_plan_speak_json() {
         campaign("[[phase]]\nkind = \"duty\"\nname = \"d\"\nperiod_ms = 200\nduration_s = 4\n"),
     )
     .unwrap();
-    let out = powerlab()
-        .args(["validate", "--json", good.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    let out = powerlab_output(["validate", "--json", good.to_str().unwrap()]);
+    assert_exit(&out, 0);
     let v: serde_json::Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
     assert_eq!(v["ok"], true);
     assert!(v["phases"].as_u64().unwrap() >= 1, "{v}");
 
     let bad = tmp.path().join("bad.toml");
     std::fs::write(&bad, "name = 3\n").unwrap();
-    let out = powerlab()
-        .args(["validate", "--json", bad.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    let out = powerlab_output(["validate", "--json", bad.to_str().unwrap()]);
+    assert_exit(&out, 1);
     let v: serde_json::Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
     assert_eq!(v["ok"], false);
     assert!(v["error"].as_str().unwrap().contains("bad.toml"), "{v}");
 
-    let out = powerlab()
-        .args(["plan", "--json", good.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    let out = powerlab_output(["plan", "--json", good.to_str().unwrap()]);
+    assert_exit(&out, 0);
     let v: serde_json::Value = serde_json::from_str(&text(&out.stdout)).unwrap();
     // The disk the run needs, file by file (issue 31, defect 8).
     let disk = &v["disk"];
@@ -121,11 +95,8 @@ fn validate_and_plan_speak_json() {
         "{disk}"
     );
     assert!(disk["edges_bytes"].as_u64().unwrap() > 0, "{disk}");
-    let out = powerlab()
-        .args(["plan", good.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    let out = powerlab_output(["plan", good.to_str().unwrap()]);
+    assert_exit(&out, 0);
     let t = text(&out.stdout);
     assert!(
         t.lines()
@@ -141,11 +112,8 @@ fn collate_json_gives_the_rungs_of_the_summary() {
         &["--sim-gpus", "2"],
     );
     assert_eq!(run.code(), 0, "{}", run.stderr());
-    let out = powerlab()
-        .args(["collate", "--json", run.dir().to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = powerlab_output(["collate", "--json", run.dir().to_str().unwrap()]);
+    assert_exit(&out, 0);
     let v: serde_json::Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
     let rungs = v["rungs"].as_array().unwrap();
     assert_eq!(rungs.len(), run.summary().len());
@@ -158,15 +126,15 @@ fn collate_json_gives_the_rungs_of_the_summary() {
 #[test]
 fn completions_and_man_page_come_from_the_arguments() {
     for shell in ["bash", "zsh", "fish"] {
-        let out = powerlab().args(["completions", shell]).output().unwrap();
+        let out = powerlab_output(["completions", shell]);
         assert!(out.status.success(), "{shell}");
         let s = text(&out.stdout);
         for word in ["health-diff", "sim-gpus"] {
             assert!(s.contains(word), "{shell} completions lack {word}");
         }
     }
-    let man = powerlab().arg("manpage").output().unwrap();
-    assert!(man.status.success());
+    let man = powerlab_output(["manpage"]);
+    assert_exit(&man, 0);
     let m = text(&man.stdout);
     assert!(
         m.starts_with(".ie") || m.contains(".TH powerlab"),
@@ -179,11 +147,8 @@ fn completions_and_man_page_come_from_the_arguments() {
 #[test]
 fn man_pages_for_every_subcommand_go_into_a_folder() {
     let tmp = tempfile::tempdir().unwrap();
-    let out = powerlab()
-        .args(["manpage", "--out-dir", tmp.path().to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = powerlab_output(["manpage", "--out-dir", tmp.path().to_str().unwrap()]);
+    assert_exit(&out, 0);
     for page in [
         "powerlab",
         "powerlab-run",
@@ -223,7 +188,7 @@ fn arguments_that_cannot_mean_anything_are_usage_errors() {
             "gpu99:lost_at=1s",
         ],
     ] {
-        let out = powerlab().args(&args).output().unwrap();
+        let out = powerlab_output(&args);
         assert_eq!(
             out.status.code(),
             Some(2),
@@ -249,12 +214,12 @@ fn an_option_of_the_other_backend_is_a_usage_error_naming_it() {
     ];
     for (args, flag) in cases {
         for cmd in [&["run", DEMO][..], &["calibrate"][..]] {
-            let out = powerlab()
-                .args(cmd)
-                .args(args)
-                .args(["--results", results.to_str().unwrap()])
-                .output()
-                .unwrap();
+            let out = capture(
+                powerlab()
+                    .args(cmd)
+                    .args(args)
+                    .args(["--results", results.to_str().unwrap()]),
+            );
             let err = text(&out.stderr);
             assert_eq!(out.status.code(), Some(2), "{cmd:?} {args:?}: {err}");
             assert!(err.contains(flag), "{args:?} must name {flag}: {err}");

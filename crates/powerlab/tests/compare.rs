@@ -5,10 +5,9 @@
 //! that failed is said first and its missing figures are not compared; a
 //! stale report is refused by name; the idle health captures are diffed.
 
-mod util;
+use crate::util::*;
 use serde_json::Value;
 use std::path::Path;
-use util::*;
 
 /// Idle, sustained, and an in-phase and a staggered duty rung, twice each.
 const RUNGS: &str = "[[phase]]\nkind = \"idle\"\nduration_s = 3\n\
@@ -31,31 +30,24 @@ fn sim(extra: &[&str]) -> Run {
 
 /// `compare A B`'s Markdown on stdout.
 fn markdown(a: &Path, b: &Path) -> String {
-    let out = powerlab()
-        .args(["compare", a.to_str().unwrap(), b.to_str().unwrap()])
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    let out = powerlab_output(["compare", a.to_str().unwrap(), b.to_str().unwrap()]);
+    text(&out.stdout)
 }
 
 /// Runs `compare A B --json` with extra arguments: (exit code, JSON, stderr).
 fn compare(a: &Path, b: &Path, extra: &[&str]) -> (i32, Option<Value>, String) {
-    let out = powerlab()
-        .args([
-            "compare",
-            a.to_str().unwrap(),
-            b.to_str().unwrap(),
-            "--json",
-        ])
-        .args(extra)
-        .output()
-        .unwrap();
+    let out = capture(
+        powerlab()
+            .args([
+                "compare",
+                a.to_str().unwrap(),
+                b.to_str().unwrap(),
+                "--json",
+            ])
+            .args(extra),
+    );
     let json = serde_json::from_slice(&out.stdout).ok();
-    (
-        out.status.code().unwrap_or(-1),
-        json,
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    (out.status.code().unwrap_or(-1), json, text(&out.stderr))
 }
 
 /// (rung, figure) of every flagged node figure.
@@ -201,17 +193,14 @@ fn a_gpu_held_to_a_lower_limit_is_found_and_nothing_else() {
 
     // The files: CSV, JSON and Markdown, the Markdown naming the flags.
     let out = tempfile::tempdir().unwrap();
-    let o = powerlab()
-        .args([
-            "compare",
-            clean.dir().to_str().unwrap(),
-            faulty.dir().to_str().unwrap(),
-            "--out",
-            out.path().to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(1));
+    let o = powerlab_output([
+        "compare",
+        clean.dir().to_str().unwrap(),
+        faulty.dir().to_str().unwrap(),
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    assert_exit(&o, 1);
     let md = std::fs::read_to_string(out.path().join("compare.md")).unwrap();
     assert!(
         md.contains(&format!(

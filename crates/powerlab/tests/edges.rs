@@ -3,8 +3,7 @@
 //! late shows them, even when a fast rung of the same run has thousands of
 //! good edges that would swamp a pooled percentile.
 
-mod util;
-use util::*;
+use crate::util::*;
 
 #[test]
 fn late_falls_of_one_rung_show_in_that_rung_and_nowhere_else() {

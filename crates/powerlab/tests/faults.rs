@@ -2,24 +2,20 @@
 //! Faults on the simulated node: what is kept, what the user sees, the exit
 //! code. Signals are delivered to the real process.
 
-mod util;
+use crate::util::*;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use util::*;
 
 fn manifest(r: &Run) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(r.dir().join("manifest.json")).unwrap()).unwrap()
 }
 
 fn collates(dir: &std::path::Path) -> String {
-    let out = powerlab()
-        .args(["collate", dir.to_str().unwrap()])
-        .output()
-        .unwrap();
+    let out = powerlab_output(["collate", dir.to_str().unwrap()]);
     assert!(
         out.status.success(),
         "collate failed: {}",
-        String::from_utf8_lossy(&out.stderr)
+        text(&out.stderr)
     );
     std::fs::read_to_string(dir.join("report/report.md")).unwrap()
 }
@@ -154,21 +150,18 @@ fn unwritable_results_directory_fails_before_load() {
     std::fs::write(&file, campaign(DUTY)).unwrap();
     let blocker = tmp.path().join("not-a-dir");
     std::fs::write(&blocker, "x").unwrap();
-    let out = powerlab()
-        .args([
-            "run",
-            file.to_str().unwrap(),
-            "--backend",
-            "sim",
-            "--sim-gpus",
-            "2",
-            "--results",
-            blocker.join("r").to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let out = powerlab_output([
+        "run",
+        file.to_str().unwrap(),
+        "--backend",
+        "sim",
+        "--sim-gpus",
+        "2",
+        "--results",
+        blocker.join("r").to_str().unwrap(),
+    ]);
+    assert_exit(&out, 1);
+    let err = text(&out.stderr);
     assert!(err.contains("not-a-dir"), "names the path: {err}");
 }
 
@@ -307,22 +300,19 @@ fn a_second_run_on_the_same_node_is_refused_naming_the_holder() {
     std::thread::sleep(Duration::from_millis(1500));
     let file = tmp.path().join("second.toml");
     std::fs::write(&file, campaign(DUTY)).unwrap();
-    let second = powerlab()
-        .args([
-            "run",
-            file.to_str().unwrap(),
-            "--backend",
-            "sim",
-            "--sim-gpus",
-            "2",
-            "--results",
-            tmp.path().join("runs").to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
+    let second = powerlab_output([
+        "run",
+        file.to_str().unwrap(),
+        "--backend",
+        "sim",
+        "--sim-gpus",
+        "2",
+        "--results",
+        tmp.path().join("runs").to_str().unwrap(),
+    ]);
     signal(&first, "-INT");
     let _ = first.wait();
-    let err = String::from_utf8_lossy(&second.stderr);
+    let err = text(&second.stderr);
     assert_ne!(second.status.code(), Some(0), "{err}");
     assert!(
         err.contains("held by pid") && err.contains("campaign `t`"),
@@ -343,12 +333,12 @@ fn a_disk_that_fills_mid_run_stops_the_load_and_keeps_what_was_written() {
     let runs = tmp.path().join("runs");
     let cmd = format!(
         "trap '' XFSZ; ulimit -f 40; exec '{}' run '{}' --backend sim --sim-gpus 2 --results '{}' --sim-epoch-ns {EPOCH}",
-        env!("CARGO_BIN_EXE_powerlab"),
+        POWERLAB,
         file.display(),
         runs.display()
     );
     let out = Command::new("sh").args(["-c", &cmd]).output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "{err}");
     let dir = run_dirs(&runs).pop().unwrap();
     let m: serde_json::Value =
@@ -398,20 +388,20 @@ fn a_rack_launch_of_a_build_without_mpi_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("c.toml");
     std::fs::write(&file, campaign(DUTY)).unwrap();
-    let out = powerlab()
-        .args([
-            "run",
-            file.to_str().unwrap(),
-            "--backend",
-            "sim",
-            "--results",
-            dir.path().join("runs").to_str().unwrap(),
-        ])
-        .env("OMPI_COMM_WORLD_SIZE", "4")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let out = capture(
+        powerlab()
+            .args([
+                "run",
+                file.to_str().unwrap(),
+                "--backend",
+                "sim",
+                "--results",
+                dir.path().join("runs").to_str().unwrap(),
+            ])
+            .env("OMPI_COMM_WORLD_SIZE", "4"),
+    );
+    assert_exit(&out, 1);
+    let err = text(&out.stderr);
     assert!(
         err.contains("built without MPI support")
             && err.contains("--features mpi")
@@ -455,10 +445,7 @@ fn snapshots_racing_the_end_of_a_run_never_fail_it_or_outlive_it() {
             std::thread::spawn(move || {
                 let mut n = 0;
                 while !done.load(std::sync::atomic::Ordering::Relaxed) {
-                    let _ = powerlab()
-                        .args(["collate", "--snapshot", dir.to_str().unwrap()])
-                        .output()
-                        .unwrap();
+                    let _ = powerlab_output(["collate", "--snapshot", dir.to_str().unwrap()]);
                     n += 1;
                 }
                 n
@@ -740,7 +727,7 @@ fn a_full_disk_fails_the_run_with_exit_4_and_a_sealed_manifest() {
         while f.write_all(&small).is_ok() {}
     }
     let out = child.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "{err}");
     assert!(err.contains("disk"), "the message names the disk: {err}");
     assert!(

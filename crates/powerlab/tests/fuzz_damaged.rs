@@ -11,15 +11,14 @@
 //!
 //! The saved corpus (`tests/corpus/damaged.txt`, one case a line) is
 //! replayed first, every time; then random cases for `POWERLAB_FUZZ_SECS`
-//! seconds (default 3; `scripts/fuzz.sh` runs 600). A failing random case
+//! seconds (default 3; `scripts/bench/fuzz.sh` runs 600). A failing random case
 //! is printed in the corpus format, to be added to the file.
 
-mod util;
+use crate::util::*;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use util::*;
 
 const GPUS: usize = 3;
 const FIGURES: [&str; 9] = [

@@ -4,10 +4,9 @@
 //! results roots inside run directories, closed pipes. Each test failed on
 //! the code before it.
 
-mod util;
+use crate::util::*;
 use std::process::{Command, Stdio};
 use std::time::Duration;
-use util::*;
 
 const DUTY: &str = "[[phase]]\nkind = \"duty\"\nname = \"d\"\nperiod_ms = 200\nduration_s = 4\n";
 
@@ -15,10 +14,6 @@ fn write_campaign(dir: &std::path::Path, body: &str) -> std::path::PathBuf {
     let file = dir.join("c.toml");
     std::fs::write(&file, campaign(body)).unwrap();
     file
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 /// Case 4: durations that overflow the clock or round to nothing are refused
@@ -31,10 +26,7 @@ fn out_of_range_durations_and_repeats_are_refused() {
             tmp.path(),
             &format!("[[phase]]\nkind = \"sustained\"\nname = \"s\"\nduration_s = {d}\n"),
         );
-        let out = powerlab()
-            .args(["validate", file.to_str().unwrap()])
-            .output()
-            .unwrap();
+        let out = powerlab_output(["validate", file.to_str().unwrap()]);
         assert_eq!(
             out.status.code(),
             Some(1),
@@ -49,21 +41,18 @@ fn out_of_range_durations_and_repeats_are_refused() {
     }
     let file = write_campaign(tmp.path(), DUTY);
     for (cmd, n) in [("plan", "0"), ("plan", "100000"), ("run", "0")] {
-        let out = powerlab()
-            .args(
-                [
-                    cmd,
-                    file.to_str().unwrap(),
-                    "--repeats",
-                    n,
-                    "--backend",
-                    "sim",
-                ]
-                .iter()
-                .take(if cmd == "plan" { 4 } else { 6 }),
-            )
-            .output()
-            .unwrap();
+        let out = powerlab_output(
+            [
+                cmd,
+                file.to_str().unwrap(),
+                "--repeats",
+                n,
+                "--backend",
+                "sim",
+            ]
+            .iter()
+            .take(if cmd == "plan" { 4 } else { 6 }),
+        );
         assert_eq!(
             out.status.code(),
             Some(2),
@@ -86,10 +75,7 @@ fn out_of_range_durations_and_repeats_are_refused() {
     // 1000 repeats of a week took seconds per repeat to expand).
     for cmd in ["validate", "plan"] {
         let t0 = std::time::Instant::now();
-        let out = powerlab()
-            .args([cmd, file.to_str().unwrap()])
-            .output()
-            .unwrap();
+        let out = powerlab_output([cmd, file.to_str().unwrap()]);
         assert_eq!(out.status.code(), Some(1), "{cmd}: {}", text(&out.stdout));
         assert!(
             text(&out.stderr).contains("366 days"),
@@ -107,10 +93,7 @@ fn out_of_range_durations_and_repeats_are_refused() {
         tmp.path(),
         "[[phase]]\nkind = \"duty\"\nname = \"d\"\nperiods_ms = [400, 500, 600]\nmodes = [\"in_phase\", \"staggered\"]\nduration_s = 604800\n",
     );
-    let out = powerlab()
-        .args(["plan", file.to_str().unwrap(), "--repeats", "1000"])
-        .output()
-        .unwrap();
+    let out = powerlab_output(["plan", file.to_str().unwrap(), "--repeats", "1000"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
     assert!(
         text(&out.stderr).contains("366 days"),
@@ -122,11 +105,8 @@ fn out_of_range_durations_and_repeats_are_refused() {
         tmp.path(),
         &format!("[limits]\nedge_p99_us = 80\nedge_max_us = 40\n{DUTY}"),
     );
-    let out = powerlab()
-        .args(["validate", file.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    let out = powerlab_output(["validate", file.to_str().unwrap()]);
+    assert_exit(&out, 1);
     assert!(
         text(&out.stderr).contains("edge_max_us"),
         "{}",
@@ -180,20 +160,20 @@ fn bad_sensor_files_and_faults_are_errors_before_anything_runs() {
         ),
     ];
     for (args, names) in cases {
-        let out = powerlab()
-            .args([
-                "run",
-                file.to_str().unwrap(),
-                "--backend",
-                "sim",
-                "--sim-gpus",
-                "2",
-                "--results",
-                runs.to_str().unwrap(),
-            ])
-            .args(&args)
-            .output()
-            .unwrap();
+        let out = capture(
+            powerlab()
+                .args([
+                    "run",
+                    file.to_str().unwrap(),
+                    "--backend",
+                    "sim",
+                    "--sim-gpus",
+                    "2",
+                    "--results",
+                    runs.to_str().unwrap(),
+                ])
+                .args(&args),
+        );
         let err = text(&out.stderr);
         // A file that does not hold a sensor model is an error (1); a
         // simulated-node option out of range is a usage error (2).
@@ -203,18 +183,15 @@ fn bad_sensor_files_and_faults_are_errors_before_anything_runs() {
         assert!(run_dirs(&runs).is_empty(), "{args:?} ran anyway");
     }
     // Beyond the documented maximum GPU count: refused before allocating.
-    let out = powerlab()
-        .args([
-            "run",
-            file.to_str().unwrap(),
-            "--backend",
-            "sim",
-            "--sim-gpus",
-            "100000",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let out = powerlab_output([
+        "run",
+        file.to_str().unwrap(),
+        "--backend",
+        "sim",
+        "--sim-gpus",
+        "100000",
+    ]);
+    assert_exit(&out, 2);
     assert!(text(&out.stderr).contains("--sim-gpus"));
 }
 
@@ -229,11 +206,8 @@ fn collation_is_exclusive_and_refuses_a_live_run_unless_asked() {
     {
         let _held =
             powerlab_rundir::lock::try_hold(&dir.collate_lock(), "collating this run").unwrap();
-        let out = powerlab()
-            .args(["collate", r.dir().to_str().unwrap()])
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(1));
+        let out = powerlab_output(["collate", r.dir().to_str().unwrap()]);
+        assert_exit(&out, 1);
         let err = text(&out.stderr);
         assert!(
             err.contains("another collation")
@@ -243,22 +217,16 @@ fn collation_is_exclusive_and_refuses_a_live_run_unless_asked() {
     }
     {
         let _held = powerlab_rundir::lock::try_hold(&dir.run_lock(), "writing this run").unwrap();
-        let out = powerlab()
-            .args(["collate", r.dir().to_str().unwrap()])
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(1));
+        let out = powerlab_output(["collate", r.dir().to_str().unwrap()]);
+        assert_exit(&out, 1);
         assert!(
             text(&out.stderr).contains("still being written")
                 && text(&out.stderr).contains("--snapshot"),
             "{}",
             text(&out.stderr)
         );
-        let out = powerlab()
-            .args(["collate", "--snapshot", r.dir().to_str().unwrap()])
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", text(&out.stderr));
+        let out = powerlab_output(["collate", "--snapshot", r.dir().to_str().unwrap()]);
+        assert_exit(&out, 0);
     }
     assert_eq!(
         std::fs::read(r.dir().join("report/summary.csv")).unwrap(),
@@ -396,11 +364,8 @@ fn ctrl_c_during_collate_keeps_the_previous_report() {
         assert_eq!(std::fs::read(report.join("summary.csv")).unwrap(), summary);
     }
     // The next collation tidies what the interrupted ones left and succeeds.
-    let out = powerlab()
-        .args(["collate", r.dir().to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = powerlab_output(["collate", r.dir().to_str().unwrap()]);
+    assert_exit(&out, 0);
     let stray: Vec<_> = std::fs::read_dir(r.dir())
         .unwrap()
         .flatten()
@@ -432,19 +397,16 @@ fn a_results_root_inside_a_run_directory_is_refused() {
     let file = write_campaign(r.results.path(), DUTY);
     for inner in ["report", "raw", "report/deeper/still"] {
         let root = r.dir().join(inner);
-        let out = powerlab()
-            .args([
-                "run",
-                file.to_str().unwrap(),
-                "--backend",
-                "sim",
-                "--sim-gpus",
-                "2",
-                "--results",
-                root.to_str().unwrap(),
-            ])
-            .output()
-            .unwrap();
+        let out = powerlab_output([
+            "run",
+            file.to_str().unwrap(),
+            "--backend",
+            "sim",
+            "--sim-gpus",
+            "2",
+            "--results",
+            root.to_str().unwrap(),
+        ]);
         let err = text(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{inner}: {err}");
         assert!(err.contains("inside the run directory"), "{inner}: {err}");
@@ -484,11 +446,7 @@ fn a_closed_stdout_never_panics() {
             &epoch,
         ]);
         let out = match stdout {
-            Some(f) => cmd
-                .stdout(Stdio::from(f))
-                .stderr(Stdio::piped())
-                .output()
-                .unwrap(),
+            Some(f) => capture(cmd.stdout(Stdio::from(f)).stderr(Stdio::piped())),
             None => {
                 let mut child = cmd
                     .stdout(Stdio::piped())
@@ -531,19 +489,16 @@ fn unwritable_or_too_small_results_directories_are_named_and_left_clean() {
     let file = write_campaign(tmp.path(), DUTY);
     // A read-only filesystem is read-only for root too.
     let ro = std::path::Path::new("/proc/self/powerlab-results");
-    let out = powerlab()
-        .args([
-            "run",
-            file.to_str().unwrap(),
-            "--backend",
-            "sim",
-            "--sim-gpus",
-            "2",
-            "--results",
-            ro.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
+    let out = powerlab_output([
+        "run",
+        file.to_str().unwrap(),
+        "--backend",
+        "sim",
+        "--sim-gpus",
+        "2",
+        "--results",
+        ro.to_str().unwrap(),
+    ]);
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
@@ -558,19 +513,16 @@ fn unwritable_or_too_small_results_directories_are_named_and_left_clean() {
         "[[phase]]\nkind = \"sustained\"\nname = \"s\"\nduration_s = 600000\nrepeats = 40\n",
     );
     let runs = tmp.path().join("runs");
-    let out = powerlab()
-        .args([
-            "run",
-            big.to_str().unwrap(),
-            "--backend",
-            "sim",
-            "--sim-gpus",
-            "8",
-            "--results",
-            runs.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
+    let out = powerlab_output([
+        "run",
+        big.to_str().unwrap(),
+        "--backend",
+        "sim",
+        "--sim-gpus",
+        "8",
+        "--results",
+        runs.to_str().unwrap(),
+    ]);
     let err = text(&out.stderr);
     assert_ne!(out.status.code(), Some(0), "{err}");
     assert!(err.contains("MB free"), "{err}");
@@ -587,16 +539,13 @@ fn unwritable_or_too_small_results_directories_are_named_and_left_clean() {
 fn health_diff_refuses_what_is_not_a_health_capture() {
     let tmp = tempfile::tempdir().unwrap();
     // preflight writes a capture on any machine (here: the driver is missing).
-    let cap = powerlab()
-        .args([
-            "preflight",
-            "--out",
-            tmp.path().to_str().unwrap(),
-            "--stem",
-            "good",
-        ])
-        .output()
-        .unwrap();
+    let cap = powerlab_output([
+        "preflight",
+        "--out",
+        tmp.path().to_str().unwrap(),
+        "--stem",
+        "good",
+    ]);
     let good = tmp.path().join("good.json");
     assert!(good.is_file(), "{}", text(&cap.stderr));
     let whole = std::fs::read_to_string(&good).unwrap();
@@ -609,10 +558,7 @@ fn health_diff_refuses_what_is_not_a_health_capture() {
     ] {
         let p = tmp.path().join(name);
         std::fs::write(&p, body).unwrap();
-        let out = powerlab()
-            .args(["health-diff", good.to_str().unwrap(), p.to_str().unwrap()])
-            .output()
-            .unwrap();
+        let out = powerlab_output(["health-diff", good.to_str().unwrap(), p.to_str().unwrap()]);
         // diff's convention: 2 is trouble, 1 is "they differ".
         assert_eq!(out.status.code(), Some(2), "{name}: {}", text(&out.stdout));
         assert!(
@@ -621,28 +567,22 @@ fn health_diff_refuses_what_is_not_a_health_capture() {
             text(&out.stderr)
         );
     }
-    let out = powerlab()
-        .args([
-            "health-diff",
-            truncated.to_str().unwrap(),
-            good.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
+    let out = powerlab_output([
+        "health-diff",
+        truncated.to_str().unwrap(),
+        good.to_str().unwrap(),
+    ]);
+    assert_exit(&out, 2);
     assert!(
         text(&out.stderr).contains("truncated.json"),
         "{}",
         text(&out.stderr)
     );
-    let out = powerlab()
-        .args([
-            "health-diff",
-            good.to_str().unwrap(),
-            good.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
+    let out = powerlab_output([
+        "health-diff",
+        good.to_str().unwrap(),
+        good.to_str().unwrap(),
+    ]);
     assert!(
         out.status.success() && text(&out.stdout).contains("0 facts differ"),
         "{}",
@@ -662,8 +602,8 @@ fn health_diff_refuses_what_is_not_a_health_capture() {
         if json {
             args.push("--json");
         }
-        let out = powerlab().args(&args).output().unwrap();
-        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+        let out = powerlab_output(&args);
+        assert_exit(&out, 1);
         if json {
             let v: serde_json::Value = serde_json::from_str(text(&out.stdout).trim()).unwrap();
             assert_eq!(v["differ"], 1, "{v}");
@@ -736,19 +676,14 @@ fn damaged_raw_files_are_named_and_never_give_silent_figures() {
         copy_run(r.dir(), &d, true);
         d
     };
-    let collate = |d: &std::path::Path| {
-        powerlab()
-            .args(["collate", d.to_str().unwrap()])
-            .output()
-            .unwrap()
-    };
+    let collate = |d: &std::path::Path| powerlab_output(["collate", d.to_str().unwrap()]);
 
     // 1. gpu3.csv cut in half.
     let d = fresh("cut");
     let raw = std::fs::read(d.join("raw/gpu3.csv")).unwrap();
     std::fs::write(d.join("raw/gpu3.csv"), &raw[..raw.len() / 2]).unwrap();
     let out = collate(&d);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_exit(&out, 0);
     let first = std::fs::read_to_string(d.join("report/report.md"))
         .unwrap()
         .lines()
@@ -778,7 +713,7 @@ fn damaged_raw_files_are_named_and_never_give_silent_figures() {
     let d = fresh("deleted");
     std::fs::remove_file(d.join("raw/gpu1.csv")).unwrap();
     let out = collate(&d);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_exit(&out, 0);
     let first = std::fs::read_to_string(d.join("report/report.md"))
         .unwrap()
         .lines()
@@ -800,7 +735,7 @@ fn damaged_raw_files_are_named_and_never_give_silent_figures() {
     std::fs::write(d.join("raw/gpu1.csv"), &gpu0).unwrap();
     // The file no longer matches the checksum its index recorded...
     let out = collate(&d);
-    assert_eq!(out.status.code(), Some(1));
+    assert_exit(&out, 1);
     assert!(
         text(&out.stderr).contains("gpu1.csv") && text(&out.stderr).contains("checksum"),
         "{}",
@@ -809,7 +744,7 @@ fn damaged_raw_files_are_named_and_never_give_silent_figures() {
     // ...a missing index is itself refused...
     std::fs::remove_file(d.join("raw/gpu1.idx")).unwrap();
     let out = collate(&d);
-    assert_eq!(out.status.code(), Some(1));
+    assert_exit(&out, 1);
     assert!(
         text(&out.stderr).contains("gpu1.idx") && text(&out.stderr).contains("missing"),
         "{}",
@@ -818,7 +753,7 @@ fn damaged_raw_files_are_named_and_never_give_silent_figures() {
     // ...and in a run from before indexes its rows still give it away.
     older_than_indexes(&d);
     let out = collate(&d);
-    assert_eq!(out.status.code(), Some(1));
+    assert_exit(&out, 1);
     assert!(
         text(&out.stderr).contains("gpu1.csv") && text(&out.stderr).contains("rows of `gpu0`"),
         "{}",
@@ -850,7 +785,7 @@ fn damaged_raw_files_are_named_and_never_give_silent_figures() {
     // In a run from before indexes: the range check.
     older_than_indexes(&d);
     let out = collate(&d);
-    assert_eq!(out.status.code(), Some(1));
+    assert_exit(&out, 1);
     assert!(
         text(&out.stderr).contains("gpu2.csv") && text(&out.stderr).contains("rescaled"),
         "{}",
@@ -866,7 +801,7 @@ fn damaged_raw_files_are_named_and_never_give_silent_figures() {
     m["backend"]["gpus"].as_array_mut().unwrap().truncate(2);
     std::fs::write(d.join("manifest.json"), serde_json::to_string(&m).unwrap()).unwrap();
     let out = collate(&d);
-    assert_eq!(out.status.code(), Some(1));
+    assert_exit(&out, 1);
     assert!(
         text(&out.stderr).contains("gpu2.csv")
             && text(&out.stderr).contains("not a GPU of this run"),
@@ -984,7 +919,7 @@ fn damaged_raw_files_are_named_and_never_give_silent_figures() {
     let second = t.lines().nth(1).unwrap().to_string();
     std::fs::write(d.join("edges.csv"), format!("{t}{second}\n")).unwrap();
     let out = collate(&d);
-    assert_eq!(out.status.code(), Some(1));
+    assert_exit(&out, 1);
     assert!(
         text(&out.stderr).contains("listed twice"),
         "{}",
@@ -1006,10 +941,7 @@ fn finished_run() -> Run {
 }
 
 fn collate_dir(d: &std::path::Path) -> std::process::Output {
-    powerlab()
-        .args(["collate", d.to_str().unwrap()])
-        .output()
-        .unwrap()
+    powerlab_output(["collate", d.to_str().unwrap()])
 }
 
 fn edit_manifest(d: &std::path::Path, f: impl Fn(&mut serde_json::Value)) {
@@ -1067,7 +999,7 @@ fn a_sensor_model_dropped_into_a_finished_run_is_refused() {
     copy_run(r.dir(), &d, false);
     std::fs::write(d.join("sensor.json"), sensor_model(&gpus_of(&d), 0.1)).unwrap();
     let out = collate_dir(&d);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_exit(&out, 1);
     let err = text(&out.stderr);
     assert!(
         err.contains("sensor.json") && err.contains("records none"),
@@ -1122,25 +1054,22 @@ fn run_sensor_refuses_a_model_of_other_gpus_or_an_implausible_window() {
             model
         };
         std::fs::write(&path, model).unwrap();
-        let out = powerlab()
-            .args([
-                "run",
-                file.to_str().unwrap(),
-                "--backend",
-                "sim",
-                "--sim-gpus",
-                "2",
-                "--sim-profile",
-                "h200",
-                "--sim-epoch-ns",
-                &EPOCH.to_string(),
-                "--results",
-                runs.to_str().unwrap(),
-                "--sensor",
-                path.to_str().unwrap(),
-            ])
-            .output()
-            .unwrap();
+        let out = powerlab_output([
+            "run",
+            file.to_str().unwrap(),
+            "--backend",
+            "sim",
+            "--sim-gpus",
+            "2",
+            "--sim-profile",
+            "h200",
+            "--sim-epoch-ns",
+            &EPOCH.to_string(),
+            "--results",
+            runs.to_str().unwrap(),
+            "--sensor",
+            path.to_str().unwrap(),
+        ]);
         let err = text(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{name}: {err}");
         for s in says {
@@ -1151,24 +1080,21 @@ fn run_sensor_refuses_a_model_of_other_gpus_or_an_implausible_window() {
     // This node's own model is taken, recorded in the manifest and said.
     let path = tmp.path().join("good.json");
     std::fs::write(&path, sensor_model(&here, 6.0)).unwrap();
-    let out = powerlab()
-        .args([
-            "run",
-            file.to_str().unwrap(),
-            "--backend",
-            "sim",
-            "--sim-gpus",
-            "2",
-            "--sim-epoch-ns",
-            &EPOCH.to_string(),
-            "--results",
-            runs.to_str().unwrap(),
-            "--sensor",
-            path.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = powerlab_output([
+        "run",
+        file.to_str().unwrap(),
+        "--backend",
+        "sim",
+        "--sim-gpus",
+        "2",
+        "--sim-epoch-ns",
+        &EPOCH.to_string(),
+        "--results",
+        runs.to_str().unwrap(),
+        "--sensor",
+        path.to_str().unwrap(),
+    ]);
+    assert_exit(&out, 0);
     let d = run_dirs(&runs).pop().unwrap();
     let m: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(d.join("manifest.json")).unwrap()).unwrap();
@@ -1178,7 +1104,7 @@ fn run_sensor_refuses_a_model_of_other_gpus_or_an_implausible_window() {
     // Changed afterwards: refused by name.
     std::fs::write(d.join("sensor.json"), sensor_model(&here, 7.0)).unwrap();
     let out = collate_dir(&d);
-    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert_exit(&out, 1);
     assert!(
         text(&out.stderr).contains("sensor.json"),
         "{}",
@@ -1396,7 +1322,7 @@ fn a_planned_rung_missing_from_a_killed_runs_events_is_named() {
         .collect();
     std::fs::write(d.join("events.jsonl"), kept.join("\n") + "\n").unwrap();
     let out = collate_dir(&d);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_exit(&out, 0);
     let first = std::fs::read_to_string(d.join("report/report.md"))
         .unwrap()
         .lines()
@@ -1454,7 +1380,7 @@ fn a_report_that_is_a_file_is_replaced_without_leftovers() {
     std::fs::remove_dir_all(&report).unwrap();
     std::fs::write(&report, "not a directory").unwrap();
     let out = collate_dir(r.dir());
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_exit(&out, 0);
     assert!(report.join("report.md").is_file());
     let stray: Vec<_> = std::fs::read_dir(r.dir())
         .unwrap()
@@ -1509,11 +1435,8 @@ fn issue31_defect10_a_hand_edited_name_reaches_no_report_as_markup() {
     m["campaign"] = evil.into();
     m["backend"]["gpus"][0]["name"] = format!("H200 {evil}").into();
     std::fs::write(&path, forge_seal(&mut m)).unwrap();
-    let out = powerlab()
-        .args(["collate", r.dir().to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = powerlab_output(["collate", r.dir().to_str().unwrap()]);
+    assert_exit(&out, 0);
     let md = std::fs::read_to_string(r.dir().join("report/report.md")).unwrap();
     let html = std::fs::read_to_string(r.dir().join("report/report.html")).unwrap();
     assert!(!html.contains("<script"), "a live tag in report.html");
@@ -1548,12 +1471,7 @@ fn issue31_defect10_a_hand_edited_name_reaches_no_report_as_markup() {
 fn issue31_defect9_and_12_plan_gpus_and_fault_targets_are_bounded() {
     let tmp = tempfile::tempdir().unwrap();
     let file = write_campaign(tmp.path(), DUTY);
-    let plan = |gpus: &str| {
-        powerlab()
-            .args(["plan", file.to_str().unwrap(), "--gpus", gpus])
-            .output()
-            .unwrap()
-    };
+    let plan = |gpus: &str| powerlab_output(["plan", file.to_str().unwrap(), "--gpus", gpus]);
     let out = plan("5000");
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stdout));
     assert!(
@@ -1562,26 +1480,23 @@ fn issue31_defect9_and_12_plan_gpus_and_fault_targets_are_bounded() {
         text(&out.stderr)
     );
     let out = plan("1024");
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_exit(&out, 0);
     assert!(text(&out.stdout).contains("on 1024 GPU(s)"));
 
     let runs = tmp.path().join("runs");
     for target in ["gpu00", "gpu01", "gpu+1"] {
-        let out = powerlab()
-            .args([
-                "run",
-                file.to_str().unwrap(),
-                "--backend",
-                "sim",
-                "--sim-gpus",
-                "2",
-                "--results",
-                runs.to_str().unwrap(),
-                "--sim-fault",
-                &format!("{target}:lost_at=1s"),
-            ])
-            .output()
-            .unwrap();
+        let out = powerlab_output([
+            "run",
+            file.to_str().unwrap(),
+            "--backend",
+            "sim",
+            "--sim-gpus",
+            "2",
+            "--results",
+            runs.to_str().unwrap(),
+            "--sim-fault",
+            &format!("{target}:lost_at=1s"),
+        ]);
         let err = text(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{target}: {err}");
         assert!(err.contains("is not gpuN"), "{target}: {err}");
@@ -1597,10 +1512,7 @@ fn issue31_defect12_compare_out_inside_a_report_is_refused() {
     assert_eq!(r.code(), 0, "{}", r.stderr());
     let d = r.dir().to_str().unwrap().to_string();
     for inside in ["report/cmp", "report", "raw/../report/x/y"] {
-        let out = powerlab()
-            .args(["compare", &d, &d, "--out", &format!("{d}/{inside}")])
-            .output()
-            .unwrap();
+        let out = powerlab_output(["compare", &d, &d, "--out", &format!("{d}/{inside}")]);
         let err = text(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{inside}: {err}");
         assert!(
@@ -1612,11 +1524,8 @@ fn issue31_defect12_compare_out_inside_a_report_is_refused() {
     }
     // Beside the run is fine.
     let beside = r.results.path().join("cmp");
-    let out = powerlab()
-        .args(["compare", &d, &d, "--out", beside.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let out = powerlab_output(["compare", &d, &d, "--out", beside.to_str().unwrap()]);
+    assert_exit(&out, 0);
     assert!(beside.join("compare.md").exists());
 }
 
@@ -1654,12 +1563,8 @@ fn issue31_defect13_the_shipped_smoke_campaign_folds_its_duty_rungs() {
 fn a_node_power_file_added_or_a_downgraded_manifest_is_refused() {
     let r = run_sim(&campaign(DUTY), &["--sim-gpus", "2"]);
     assert_eq!(r.code(), 0, "{}", r.stderr());
-    let collate = |dir: &std::path::Path| {
-        powerlab()
-            .args(["collate", dir.to_str().unwrap(), "--force"])
-            .output()
-            .unwrap()
-    };
+    let collate =
+        |dir: &std::path::Path| powerlab_output(["collate", dir.to_str().unwrap(), "--force"]);
     // A meter's readings added afterwards.
     let tmp = tempfile::tempdir().unwrap();
     let added = tmp.path().join("added");

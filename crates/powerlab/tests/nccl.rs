@@ -2,8 +2,7 @@
 //! The NCCL phase on the simulated node: sweep table and plot, fabric power
 //! next to idle and compute, and a hung collective failing loudly.
 
-mod util;
-use util::*;
+use crate::util::*;
 
 const NCCL: &str = "[[phase]]\nkind = \"idle\"\nname = \"idle\"\nduration_s = 3\n\
 [[phase]]\nkind = \"sustained\"\nname = \"compute\"\nduration_s = 3\n\
@@ -162,15 +161,8 @@ fn a_hung_collective_aborts_names_the_rank_and_keeps_the_samples() {
     // Samples up to the failure are on disk and collate.
     let raw = std::fs::read_to_string(r.dir().join("raw/gpu0.csv")).unwrap();
     assert!(raw.lines().count() > 500, "raw samples kept");
-    let out = powerlab()
-        .args(["collate", r.dir().to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = powerlab_output(["collate", r.dir().to_str().unwrap()]);
+    assert_exit(&out, 0);
     let report = std::fs::read_to_string(r.dir().join("report/report.md")).unwrap();
     assert!(
         report.lines().next().unwrap().contains("RUN FAILED"),

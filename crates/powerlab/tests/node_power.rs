@@ -1,25 +1,24 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test that unwraps reports its failure by panicking
 //! The node's own power against real services (issue 16): the sushy-tools
 //! Redfish emulators (`sushy-static` serving a chassis whose power
-//! reading `scripts/redfish_bmc.py` keeps up to date from the run's GPU
+//! reading `scripts/ci/redfish_bmc.py` keeps up to date from the run's GPU
 //! raw files plus 900 W of its own; `sushy-emulator` with basic auth for
 //! refused credentials), over HTTP and HTTPS with a self-signed
 //! certificate, and a small local Prometheus exporter. The emulators come
-//! from PyPI: `scripts/ci-redfish.sh` installs them and runs these tests
+//! from PyPI: `scripts/ci/ci-redfish.sh` installs them and runs these tests
 //! (`--ignored`), with `POWERLAB_SUSHY_BIN` naming the virtualenv's `bin/`.
 
-mod util;
+use crate::util::*;
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-use util::*;
 
 const BASE_W: f64 = 900.0;
 
 fn sushy_bin(name: &str) -> PathBuf {
     let dir = std::env::var("POWERLAB_SUSHY_BIN")
-        .expect("POWERLAB_SUSHY_BIN must name the sushy-tools virtualenv's bin/ (scripts/ci-redfish.sh sets it)");
+        .expect("POWERLAB_SUSHY_BIN must name the sushy-tools virtualenv's bin/ (scripts/ci/ci-redfish.sh sets it)");
     let p = Path::new(&dir).join(name);
     assert!(p.exists(), "{} is missing", p.display());
     p
@@ -73,7 +72,7 @@ fn bmc(results: Option<&Path>, tls: Option<(&Path, &Path)>) -> Bmc {
 fn bmc_with(results: Option<&Path>, tls: Option<(&Path, &Path)>, schema: &str) -> Bmc {
     let mock = tempfile::tempdir().unwrap();
     let mut feeder = Command::new(sushy_bin("python"));
-    feeder.arg(repo().join("scripts/redfish_bmc.py")).args([
+    feeder.arg(repo().join("scripts/ci/redfish_bmc.py")).args([
         "--mockup",
         mock.path().to_str().unwrap(),
         "--base-w",
@@ -178,7 +177,7 @@ fn num(row: &std::collections::HashMap<String, String>, k: &str) -> Option<f64> 
 }
 
 #[test]
-#[ignore = "needs sushy-tools: scripts/ci-redfish.sh"]
+#[ignore = "needs sushy-tools: scripts/ci/ci-redfish.sh"]
 fn a_redfish_bmc_over_http_is_joined_with_the_gpu_sum_per_rung() {
     let root = tempfile::tempdir().unwrap();
     let b = bmc(Some(&root.path().join("runs")), None);
@@ -190,7 +189,7 @@ fn a_redfish_bmc_over_http_is_joined_with_the_gpu_sum_per_rung() {
         ))
     ));
     let (out, dir) = run_realtime(&c, root.path(), |_| {});
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = text(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(
         err.contains("node_power bmc") && err.contains("pass"),
@@ -237,8 +236,8 @@ fn a_redfish_bmc_over_http_is_joined_with_the_gpu_sum_per_rung() {
     assert!(dir.join("report/plots/node_power.svg").is_file());
     // collate regenerates the same table from the run directory alone.
     let before = std::fs::read_to_string(dir.join("report/node_power.csv")).unwrap();
-    let st = powerlab().arg("collate").arg(&dir).output().unwrap();
-    assert!(st.status.success());
+    let st = capture(powerlab().arg("collate").arg(&dir));
+    assert_exit(&st, 0);
     assert_eq!(
         before,
         std::fs::read_to_string(dir.join("report/node_power.csv")).unwrap()
@@ -247,7 +246,7 @@ fn a_redfish_bmc_over_http_is_joined_with_the_gpu_sum_per_rung() {
 }
 
 #[test]
-#[ignore = "needs sushy-tools: scripts/ci-redfish.sh"]
+#[ignore = "needs sushy-tools: scripts/ci/ci-redfish.sh"]
 fn a_bmc_that_stops_or_hangs_mid_run_is_recorded_and_the_campaign_goes_on() {
     let root = tempfile::tempdir().unwrap();
     let mut b = bmc(Some(&root.path().join("runs")), None);
@@ -274,7 +273,7 @@ fn a_bmc_that_stops_or_hangs_mid_run_is_recorded_and_the_campaign_goes_on() {
         std::thread::sleep(Duration::from_secs(9));
         let _ = b.sushy.0.kill();
     });
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = text(&out.stderr);
     assert!(out.status.success(), "the GPU campaign must go on: {err}");
     let raw = std::fs::read_to_string(dir.join("node_power/bmc.csv")).unwrap();
     assert!(raw.contains("timeout: no answer within 400 ms"), "{raw}");
@@ -345,16 +344,12 @@ fn preflight(campaign_text: &str, env: &[(&str, &str)]) -> (Vec<serde_json::Valu
         if json {
             cmd.arg("--json");
         }
-        cmd.output().unwrap()
+        capture(&mut cmd)
     };
     let j = run(true);
     let v: serde_json::Value = serde_json::from_slice(&j.stdout).unwrap();
     let out = run(false);
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = format!("{}{}", text(&out.stdout), text(&out.stderr));
     assert_ne!(
         out.status.code(),
         Some(0),
@@ -380,7 +375,7 @@ fn node_power_line(text: &str) -> String {
 }
 
 #[test]
-#[ignore = "needs sushy-tools: scripts/ci-redfish.sh"]
+#[ignore = "needs sushy-tools: scripts/ci/ci-redfish.sh"]
 fn https_with_a_self_signed_certificate_is_opt_in() {
     let tmp = tempfile::tempdir().unwrap();
     let (cert, key) = self_signed(tmp.path());
@@ -414,7 +409,7 @@ fn https_with_a_self_signed_certificate_is_opt_in() {
 }
 
 #[test]
-#[ignore = "needs sushy-tools: scripts/ci-redfish.sh"]
+#[ignore = "needs sushy-tools: scripts/ci/ci-redfish.sh"]
 fn refused_credentials_are_a_preflight_error_naming_the_source() {
     // sushy-emulator with HTTP basic auth (an htpasswd file, bcrypt).
     let tmp = tempfile::tempdir().unwrap();
@@ -485,7 +480,7 @@ fn refused_credentials_are_a_preflight_error_naming_the_source() {
 }
 
 #[test]
-#[ignore = "needs sushy-tools: scripts/ci-redfish.sh"]
+#[ignore = "needs sushy-tools: scripts/ci/ci-redfish.sh"]
 fn a_prometheus_exporter_and_a_command_are_read() {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(
@@ -545,7 +540,7 @@ fn a_prometheus_exporter_and_a_command_are_read() {
 }
 
 #[test]
-#[ignore = "needs sushy-tools: scripts/ci-redfish.sh"]
+#[ignore = "needs sushy-tools: scripts/ci/ci-redfish.sh"]
 fn the_chassis_power_is_found_wherever_the_bmc_keeps_it() {
     // EnvironmentMetrics (Redfish 2020.4) and a power Sensor (a PSU's
     // sensor and a temperature come first and must be passed over).

@@ -10,9 +10,8 @@
 //! within max(2 %, 1 % of the step), and every period of 100 ms or more
 //! must be stated. A faster period may be left empty, but then with a verdict.
 
-mod util;
+use crate::util::*;
 use std::collections::HashMap;
-use util::*;
 
 /// Linear-interpolation quantile (the collator's definition).
 fn quantile(sorted: &[f64], q: f64) -> f64 {

@@ -3,9 +3,8 @@
 //! be named, in every loaded rung, with its limiter, and a healthy node
 //! must have no GPU flagged.
 
-mod util;
+use crate::util::*;
 use std::collections::HashMap;
-use util::*;
 
 const RUNGS: &str = "[[phase]]\nkind = \"idle\"\nduration_s = 3\n\
 [[phase]]\nkind = \"sustained\"\nduration_s = 6\n\

@@ -1,9 +1,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test that unwraps reports its failure by panicking
 //! End-to-end properties of run + collate on the simulated node.
 
-mod util;
+use crate::util::*;
 use std::collections::BTreeMap;
-use util::*;
 
 fn hash_tree(dir: &std::path::Path) -> BTreeMap<String, Vec<u8>> {
     let mut out = BTreeMap::new();
@@ -43,15 +42,8 @@ fn collate_regenerates_every_output_identically_from_raw_files() {
             && before.contains_key("in_phase_vs_staggered.csv")
     );
     std::fs::remove_dir_all(&report).unwrap();
-    let out = powerlab()
-        .args(["collate", r.dir().to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = powerlab_output(["collate", r.dir().to_str().unwrap()]);
+    assert_exit(&out, 0);
     let after = hash_tree(&report);
     assert_eq!(
         before.keys().collect::<Vec<_>>(),
@@ -183,16 +175,13 @@ fn without_backend_flag_it_never_falls_back_to_the_simulated_node() {
         campaign("[[phase]]\nkind = \"sustained\"\nduration_s = 2\n"),
     )
     .unwrap();
-    let out = powerlab()
-        .args([
-            "run",
-            file.to_str().unwrap(),
-            "--results",
-            tmp.path().join("r").to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let out = powerlab_output([
+        "run",
+        file.to_str().unwrap(),
+        "--results",
+        tmp.path().join("r").to_str().unwrap(),
+    ]);
+    let err = text(&out.stderr);
     // On this CI machine there is no NVIDIA driver: a clear error, no simulated numbers.
     assert!(!out.status.success(), "{err}");
     assert!(err.contains("GPU") || err.contains("NVML"), "{err}");
@@ -210,20 +199,14 @@ fn validate_and_plan_from_the_command_line() {
     let tmp = tempfile::tempdir().unwrap();
     let bad = tmp.path().join("bad.toml");
     std::fs::write(&bad, "[campaign]\nname = \"x\"\n[[phase]]\nkind = \"duty\"\nperiod_ms = 100\nduty = 2\nduration_s = 1\n").unwrap();
-    let out = powerlab()
-        .args(["validate", bad.to_str().unwrap()])
-        .output()
-        .unwrap();
+    let out = powerlab_output(["validate", bad.to_str().unwrap()]);
     assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = text(&out.stderr);
     assert!(err.contains("bad.toml:6:8: field `phase[0].duty`"), "{err}");
     let demo = concat!(env!("CARGO_MANIFEST_DIR"), "/../../campaigns/node-r3.toml");
-    let out = powerlab()
-        .args(["plan", demo, "--repeats", "1"])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success());
+    let out = powerlab_output(["plan", demo, "--repeats", "1"]);
+    let text = text(&out.stdout);
+    assert_exit(&out, 0);
     assert!(text.contains("sweep/p20ms/staggered"), "{text}");
     assert!(
         text.lines().last().unwrap().starts_with("total: "),
@@ -237,10 +220,7 @@ fn validate_and_plan_from_the_command_line() {
             .contains("is planned for 8 GPUs here"),
         "{text}"
     );
-    let out = powerlab()
-        .args(["plan", demo, "--repeats", "1", "--gpus", "2"])
-        .output()
-        .unwrap();
+    let out = powerlab_output(["plan", demo, "--repeats", "1", "--gpus", "2"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.starts_with("campaign `") && text.contains("on 2 GPU(s)"),
@@ -249,11 +229,7 @@ fn validate_and_plan_from_the_command_line() {
     assert!(!text.contains("planned for"), "{text}");
     // --json says whether the count was assumed.
     for (args, assumed) in [(&[][..], true), (&["--gpus", "2"][..], false)] {
-        let out = powerlab()
-            .args(["plan", demo, "--json"])
-            .args(args)
-            .output()
-            .unwrap();
+        let out = capture(powerlab().args(["plan", demo, "--json"]).args(args));
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(v["gpu_count_assumed"], assumed, "{args:?}");
     }
@@ -272,10 +248,7 @@ fn a_failed_collate_keeps_the_previous_report() {
     let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
     lines[3] = "0,gpu0,3,fall,abc,123".into();
     std::fs::write(&edges, lines.join("\n") + "\n").unwrap();
-    let out = powerlab()
-        .args(["collate", r.dir().to_str().unwrap()])
-        .output()
-        .unwrap();
+    let out = powerlab_output(["collate", r.dir().to_str().unwrap()]);
     assert!(!out.status.success());
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("edges.csv"),

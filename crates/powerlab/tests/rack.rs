@@ -1,13 +1,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test that unwraps reports its failure by panicking
 //! Rack runs under a real MPI launcher (Open MPI's `mpirun`), each rank a
 //! simulated 8-GPU node on this machine. Built only with `--features mpi`;
-//! `.ci/run` installs Open MPI and runs them (`scripts/ci-mpi.sh`).
+//! `.ci/run` installs Open MPI and runs them (`scripts/ci/ci-mpi.sh`).
 #![cfg(feature = "mpi")]
 
-mod util;
+use crate::util::*;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use util::*;
 
 const RACK: &str = "[campaign]\nname = \"rack\"\nconfirm_node_swing = true\n[defaults]\nwarmup_s = 1\ncooldown_s = 1\n[rack]\nstagger = \"gpu\"\n\
 [[phase]]\nkind = \"idle\"\nduration_s = 3\n\
@@ -20,8 +19,7 @@ struct MpiRun {
 
 impl MpiRun {
     fn stderr(&self) -> String {
-        String::from_utf8_lossy(&self.out.stderr).into_owned()
-            + &String::from_utf8_lossy(&self.out.stdout)
+        text(&self.out.stderr) + &text(&self.out.stdout)
     }
     fn rack_dir(&self) -> PathBuf {
         let root = self.results.path().join("runs");
@@ -64,7 +62,7 @@ fn mpirun_cmd(file: &Path, root: &Path, contexts: &[(usize, &[&str])]) -> Comman
         cmd.args([
             "-np",
             &n.to_string(),
-            env!("CARGO_BIN_EXE_powerlab"),
+            POWERLAB,
             "run",
             file.to_str().unwrap(),
             "--backend",
@@ -287,15 +285,8 @@ fn four_nodes_start_every_rung_at_one_epoch_and_collate_into_a_rack_curve() {
     );
     // `powerlab collate` regenerates the rack report from the raw files alone.
     let before = std::fs::read(rack.join("report/summary.csv")).unwrap();
-    let out = powerlab()
-        .args(["collate", rack.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = powerlab_output(["collate", rack.to_str().unwrap()]);
+    assert_exit(&out, 0);
     assert_eq!(
         std::fs::read(rack.join("report/summary.csv")).unwrap(),
         before
@@ -378,15 +369,8 @@ fn a_gpu_fault_on_one_node_stops_every_node_and_the_rack_collates() {
             );
         }
     }
-    let out = powerlab()
-        .args(["collate", rack.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = powerlab_output(["collate", rack.to_str().unwrap()]);
+    assert_exit(&out, 0);
     let report = std::fs::read_to_string(rack.join("report/report.md")).unwrap();
     assert!(
         report.starts_with("# ⚠ RACK RUN DID NOT COMPLETE on 4 of 4 nodes"),
@@ -472,15 +456,8 @@ fn a_killed_rank_ends_the_others_with_a_clear_error_and_collatable_data() {
     let rack = r.rack_dir();
     let nodes = node_dirs(&rack);
     assert_eq!(nodes.len(), 4);
-    let out = powerlab()
-        .args(["collate", rack.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = powerlab_output(["collate", rack.to_str().unwrap()]);
+    assert_exit(&out, 0);
     let report = std::fs::read_to_string(rack.join("report/report.md")).unwrap();
     assert!(
         report.starts_with("# ⚠ RACK RUN DID NOT COMPLETE"),
@@ -531,8 +508,7 @@ fn ranks_sharing_a_host_share_its_lock_and_a_second_rack_is_refused() {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     let second = mpirun_cmd(&file, &root, &[(2, realtime)]).output().unwrap();
-    let text = String::from_utf8_lossy(&second.stderr).into_owned()
-        + &String::from_utf8_lossy(&second.stdout);
+    let text = text(&second.stderr) + &text(&second.stdout);
     assert_eq!(second.status.code(), Some(3), "{text}");
     assert!(text.contains("FAIL node lock"), "{text}");
     assert!(text.contains("rack of 2 ranks led by"), "{text}");
@@ -779,7 +755,7 @@ fn the_rack_from_node_curves_equals_the_rack_from_raw_files_and_reuses_fresh_nod
 
 /// Runs `powerlab` with `args`; its output and one of its streams as text.
 fn collate_cmd(args: &[&str], stream: &str) -> (Output, String) {
-    let out = powerlab().args(args).output().unwrap();
+    let out = powerlab_output(args);
     let text = if stream == "stdout" {
         &out.stdout
     } else {

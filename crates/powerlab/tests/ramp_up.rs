@@ -4,8 +4,7 @@
 //! shows the steps; a node-power trip in a step stops the run before the
 //! next depth; the collator keeps the steps apart from the full-node rungs.
 
-mod util;
-use util::*;
+use crate::util::*;
 
 /// An idle rung, a staggered and an in-phase rung at 200 ms (2 s windows).
 const SWINGS: &str = "[[phase]]\nkind = \"idle\"\nduration_s = 1\n[[phase]]\nkind = \"duty\"\nname = \"d\"\nperiod_ms = 200\nduration_s = 2\nmodes = [\"staggered\", \"in_phase\"]\n";
@@ -14,18 +13,9 @@ fn plan(campaign_text: &str, args: &[&str]) -> String {
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("c.toml");
     std::fs::write(&file, campaign_text).unwrap();
-    let out = powerlab()
-        .arg("plan")
-        .arg(&file)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    let out = capture(powerlab().arg("plan").arg(&file).args(args));
+    assert_exit(&out, 0);
+    text(&out.stdout)
 }
 
 /// The rung column of the plan table, in order.

@@ -2,8 +2,7 @@
 //! The devlog's five harness defects, each pinned on the simulated node.
 //! Every one of them once produced plausible output instead of an error.
 
-mod util;
-use util::*;
+use crate::util::*;
 
 /// Defect 1: a build went on without NCCL. A campaign with an NCCL phase on
 /// a node without NCCL must fail before the first rung, naming NCCL.

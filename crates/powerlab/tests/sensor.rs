@@ -3,8 +3,7 @@
 //! calibration recovers the instruments, reconstruction recovers the swing,
 //! aliased rungs are flagged and never shown as a swing.
 
-mod util;
-use util::*;
+use crate::util::*;
 
 const SWEEP: &str = "[[phase]]\nkind = \"duty\"\nname = \"sweep\"\nperiods_ms = [2000, 500, 100, 40, 20, 10, 5]\nduty = 0.5\nduration_s = 10\n";
 

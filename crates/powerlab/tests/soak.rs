@@ -5,9 +5,8 @@
 //! falling clock — in the soak table, the per-GPU table and the answer
 //! block.
 
-mod util;
+use crate::util::*;
 use std::collections::HashMap;
-use util::*;
 
 const SOAK: &str = "[[phase]]\nkind = \"idle\"\nduration_s = 3\n\
 [[phase]]\nkind = \"soak\"\nduration_s = 240\n";

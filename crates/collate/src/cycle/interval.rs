@@ -132,12 +132,12 @@ pub(super) struct Layout {
 /// (on or off) is long. The buffered samples smear every edge and the
 /// overshoot after a rise over one window, and what a fold of them cannot
 /// restore grows with the window's share of the phase. Set against the
-/// simulated node's truth (`scripts/truth_coverage.py`, H200, 6 ms window):
+/// simulated node's truth (`scripts/bench/truth_coverage.py`, H200, 6 ms window):
 /// in-phase spreads were off by 0.9 % of the step at 2 s, 1.2 % at 200 ms,
 /// 1.9 % at 100 ms and 4 % at 50 ms, where this gives 1.6, 2.4, 3.3 and
 /// 5.1 %. A model of the reconstruction's error, not a measurement of a
 /// real board's: the real H200 runs are checked against the floor and
-/// ceiling of their own samples (`scripts/floor_ceiling.py`).
+/// ceiling of their own samples (`scripts/bench/floor_ceiling.py`).
 pub(super) fn systematic_w(step_w: f64, window_ms: f64, shortest_phase_ms: f64) -> f64 {
     let share = if shortest_phase_ms > 0.0 {
         window_ms / shortest_phase_ms

@@ -2,6 +2,7 @@
 //! Helpers for running the real binary on the simulated node.
 #![allow(dead_code, missing_docs)]
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -15,10 +16,10 @@ pub struct Run {
 
 impl Run {
     pub fn stderr(&self) -> String {
-        String::from_utf8_lossy(&self.out.stderr).into_owned()
+        text(&self.out.stderr)
     }
     pub fn stdout(&self) -> String {
-        String::from_utf8_lossy(&self.out.stdout).into_owned()
+        text(&self.out.stdout)
     }
     pub fn code(&self) -> i32 {
         self.out.status.code().unwrap_or(-1)
@@ -54,8 +55,45 @@ impl Run {
     }
 }
 
+/// The powerlab binary cargo built for these tests (for a command line that
+/// names it, as `mpirun` or `sh -c` take it).
+pub const POWERLAB: &str = env!("CARGO_BIN_EXE_powerlab");
+
+/// A command for the built binary: every test starts powerlab through it.
 pub fn powerlab() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_powerlab"))
+    Command::new(POWERLAB)
+}
+
+/// `powerlab ARGS`, run to the end with stdout and stderr captured.
+pub fn powerlab_output<I, S>(args: I) -> Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    capture(powerlab().args(args))
+}
+
+/// Runs a command to the end with stdout and stderr captured.
+pub fn capture(cmd: &mut Command) -> Output {
+    cmd.output()
+        .unwrap_or_else(|e| panic!("could not start {cmd:?}: {e}"))
+}
+
+/// A captured stream as text (lossy UTF-8).
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Asserts a finished command's exit code, showing its stderr if it differs.
+#[track_caller]
+pub fn assert_exit(out: &Output, code: i32) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{}; stderr:\n{}",
+        out.status,
+        text(&out.stderr)
+    );
 }
 
 pub fn run_dirs(root: &Path) -> Vec<PathBuf> {
@@ -80,20 +118,20 @@ pub fn run_sim_at(campaign: &str, epoch_ns: i64, extra: &[&str]) -> Run {
     std::fs::write(&file, campaign).unwrap();
     let root = results.path().join("runs");
     let epoch = epoch_ns.to_string();
-    let out = powerlab()
-        .args([
-            "run",
-            file.to_str().unwrap(),
-            "--backend",
-            "sim",
-            "--results",
-            root.to_str().unwrap(),
-            "--sim-epoch-ns",
-            &epoch,
-        ])
-        .args(extra)
-        .output()
-        .unwrap();
+    let out = capture(
+        powerlab()
+            .args([
+                "run",
+                file.to_str().unwrap(),
+                "--backend",
+                "sim",
+                "--results",
+                root.to_str().unwrap(),
+                "--sim-epoch-ns",
+                &epoch,
+            ])
+            .args(extra),
+    );
     let dir = run_dirs(&root).into_iter().next();
     Run { out, results, dir }
 }

@@ -6,7 +6,7 @@
 # SVG with a size, no broken image, no script error, no external request).
 # Then a copy with one plot removed must fail the same check.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 REPO=$(pwd)
 
 export DEBIAN_FRONTEND=noninteractive
@@ -17,7 +17,7 @@ if [ ! -x /usr/bin/chromium ]; then
     || { $SUDO apt-get update >/dev/null && $SUDO apt-get install -y --no-install-recommends chromium >/dev/null; }
 fi
 /usr/bin/chromium --version
-(cd scripts/browser && npm ci --no-audit --no-fund --silent)
+(cd scripts/ci/browser && npm ci --no-audit --no-fund --silent)
 
 BIN="${POWERLAB_BIN:-${CARGO_TARGET_DIR:-$REPO/target}/debug/powerlab}"
 [ -x "$BIN" ] || cargo build --locked -p powerlab
@@ -28,7 +28,7 @@ trap 'rm -rf "$work"' EXIT
 html=$(ls "$work"/runs/*/report/report.html)
 plots=$(grep -c '^!\[' "$(dirname "$html")/report.md")
 echo "ci-browser: $html names $plots plots"
-node scripts/browser/check-report.mjs "$html" "$plots"
+node scripts/ci/browser/check-report.mjs "$html" "$plots"
 
 # The check must be able to fail: the same page with one plot's markup gone.
 broken="$work/broken.html"
@@ -39,7 +39,7 @@ page, n = re.subn(r'<figure class="plot"[^>]*><svg.*?</svg>', '<figure class="pl
 assert n == 1, "no plot to remove"
 open(sys.argv[2], "w").write(page)
 PY
-if node scripts/browser/check-report.mjs "$broken" "$plots" 2> "$work/broken.err"; then
+if node scripts/ci/browser/check-report.mjs "$broken" "$plots" 2> "$work/broken.err"; then
   echo "ci-browser: FAILED: a page with a plot removed passed the check" >&2
   exit 1
 fi

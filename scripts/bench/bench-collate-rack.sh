@@ -7,7 +7,7 @@
 # date (the rack step alone, as after a rack run where each rank collated its
 # own node).
 #
-#   scripts/bench-collate-rack.sh [SIZES...]      default: 4 8 16
+#   scripts/bench/bench-collate-rack.sh [SIZES...]      default: 4 8 16
 #
 # Env: BIN (a powerlab built with --features mpi; default: builds one),
 # RACKS (where the racks are generated and kept between calls; default: a
@@ -15,7 +15,7 @@
 # collation, default 1). Targets on the 2-core build machine: 16 nodes in
 # under 3 minutes and 4 GB, and the peak of 16 nodes within 1.3x that of 4.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 SIZES=("${@:-4 8 16}")
 read -r -a SIZES <<< "${SIZES[*]}"
 if [ -z "${BIN:-}" ]; then

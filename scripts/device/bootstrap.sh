@@ -4,9 +4,16 @@
 # builds powerlab (or uses a prebuilt binary: the argument, or bin/powerlab
 # of an unpacked release tarball) and runs its preflight. Any
 # failure prints BOOTSTRAP FAILED and exits non-zero.
-#   usage: scripts/bootstrap.sh [path/to/prebuilt/powerlab] [--needs-nccl]
+#   usage: scripts/device/bootstrap.sh [path/to/prebuilt/powerlab] [--needs-nccl]
+#   (scripts/bootstrap.sh in an unpacked release tarball)
 set -uo pipefail
-cd "$(dirname "$0")/.."
+# Work from the top: the repository (this is scripts/device/) or the
+# tarball (scripts/).
+here=$(cd "$(dirname "$0")" && pwd)
+case "$here" in
+  */scripts/device) cd "$here/../.." || exit 1 ;;
+  *) cd "$here/.." || exit 1 ;;
+esac
 say() { echo "bootstrap: $*"; }
 die() { echo "BOOTSTRAP FAILED — do not start the campaign: $*"; exit 1; }
 
@@ -55,7 +62,7 @@ if [ -z "$BIN" ] || [ "${BIN#--}" != "$BIN" ]; then
     cargo build --release --quiet || die "cargo build failed"
     BIN=target/release/powerlab
   else
-    die "no cargo on this node and no prebuilt binary given (scripts/bootstrap.sh path/to/powerlab)"
+    die "no cargo on this node and no prebuilt binary given ($0 path/to/powerlab)"
   fi
 else
   shift

@@ -4,7 +4,7 @@
 # .ci/nvrtc.env, which puts it on the loader path and makes the compile test
 # mandatory.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 dest=.ci/pydeps
 if [ ! -f "$dest/nvidia/cu13/lib/libnvrtc.so.13" ]; then
   python3 -m pip install --quiet --no-deps --target "$dest" "nvidia-cuda-nvrtc>=13,<14"

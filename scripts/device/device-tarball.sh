@@ -4,7 +4,7 @@
 # bootstrap (fabric, NVML power, preflight), --version, a short campaign,
 # observe with GPU selection, SIGTERM mid-run (exit 143), health-diff's exit
 # code. Logs go under $OUT.
-#   usage: scripts/device-tarball.sh dist/powerlab-<version>-<target>.tar.(gz|xz)
+#   usage: scripts/device/device-tarball.sh dist/powerlab-<version>-<target>.tar.(gz|xz)
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0
 OUT=${OUT:-/tmp/powerlab-out}; mkdir -p "$OUT"

@@ -2,8 +2,11 @@
 # Runs on a fresh H200 node with a prebuilt powerlab (no Rust there):
 # sanity, virus modes vs a PyTorch cuBLAS reference, the duty sweep in phase
 # and staggered, and collate. Logs and results go under $OUT.
-#   usage: scripts/device-check.sh [path/to/powerlab(.gz|.xz)]
+#   usage: scripts/device/device-check.sh [path/to/powerlab(.gz|.xz)]
+#   (scripts/device-check.sh in an unpacked release tarball)
 set -uo pipefail
+# The Python helpers lie beside this script, in the repository and in the tarball.
+HERE=$(cd "$(dirname "$0")" && pwd)
 export NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/powerlab-out}; mkdir -p "$OUT"
 BIN=/tmp/powerlab
@@ -53,19 +56,19 @@ for entry in ${MODES:-gemm mixed hbm}; do
   echo "exit $?" >> "$OUT/virus-$mode_tag.log"
   d=$(ls -d "$R/virus-$mode_tag"/*/ | head -1)
   echo "mode $mode, GEMM $dtype:" | tee -a "$OUT/summary.txt"
-  python3 scripts/gpu_means.py "$d" sustained | tee -a "$OUT/summary.txt"
+  python3 "$HERE/gpu_means.py" "$d" sustained | tee -a "$OUT/summary.txt"
   tail -3 "$OUT/virus-$mode_tag.log" | tee -a "$OUT/summary.txt"
 done
 fi
 
 if want torch; then
 say "PyTorch FP16 8192^3 GEMM reference (30 s, all GPUs; power read from 8 s on)"
-python3 scripts/torch_gemm_ref.py 30 2>&1 | tee -a "$OUT/summary.txt" &
+python3 "$HERE/torch_gemm_ref.py" 30 2>&1 | tee -a "$OUT/summary.txt" &
 TORCH=$!
 sleep 8
 "$BIN" observe --seconds 18 --interval-ms 6000 --csv "$OUT/torch-ref.csv" > "$OUT/torch-observe.log" 2>&1
 wait $TORCH
-python3 scripts/observe_means.py "$OUT/torch-ref.csv" 1 | tee -a "$OUT/summary.txt"
+python3 "$HERE/observe_means.py" "$OUT/torch-ref.csv" 1 | tee -a "$OUT/summary.txt"
 fi
 
 if want sweep; then
@@ -74,7 +77,7 @@ say "duty sweep in phase and staggered"
 echo "exit $?" | tee -a "$OUT/summary.txt"
 tail -16 "$OUT/sweep.log" | tee -a "$OUT/summary.txt"
 d=$(ls -d "$R/sweep"/*/ | head -1)
-python3 scripts/gpu_means.py "$d" sustained | tee -a "$OUT/summary.txt"
+python3 "$HERE/gpu_means.py" "$d" sustained | tee -a "$OUT/summary.txt"
 grep '"topic":"samplers"' "$d/events.jsonl" | tee -a "$OUT/summary.txt"
 
 ls "$d" | tee -a "$OUT/summary.txt"
@@ -133,13 +136,13 @@ dn=$(ls -d "$R/nccl"/*/ | head -1)
 sed -n '/^## NCCL collectives/,/^## Faults/p' "$dn/report/report.md" | grep -E "all_reduce \| (1 GiB|4 GiB|8 B|1 MiB)|all_gather \| 1 GiB|reduce_scatter \| 1 GiB|broadcast \| 1 GiB|fabric|^\| (idle|compute|nccl)" | tee -a "$OUT/summary.txt"
 cp "$dn/report/nccl.csv" "$OUT/nccl.csv" 2>/dev/null
 say "PyTorch all_reduce reference (same GPUs, NCCL backend)"
-timeout 240 python3 scripts/torch_allreduce_ref.py 1073741824 4294967296 2>&1 | grep -v Warning | tail -4 | tee -a "$OUT/summary.txt"
+timeout 240 python3 "$HERE/torch_allreduce_ref.py" 1073741824 4294967296 2>&1 | grep -v Warning | tail -4 | tee -a "$OUT/summary.txt"
 fi
 if want sustained; then
 say "sustained: default virus 60 s on every GPU"
 "$BIN" run campaigns/device-sustained.toml $ALLOW ${SUSTAINED_ARGS:-} --results "$R/sustained" > "$OUT/sustained.log" 2>&1
 echo "exit $?" | tee -a "$OUT/summary.txt"
-python3 scripts/gpu_means.py "$(ls -d "$R/sustained"/*/ | head -1)" sustained | tee -a "$OUT/summary.txt"
+python3 "$HERE/gpu_means.py" "$(ls -d "$R/sustained"/*/ | head -1)" sustained | tee -a "$OUT/summary.txt"
 fi
 if want sensor; then
 say "sensor truth: calibration, then 2 s / 500 / 100 / 20 / 5 ms in phase"
@@ -168,7 +171,7 @@ fi
 if want sweep; then
 say "collate again from raw files"
 rm -rf "$d/report"; "$BIN" collate "$d" > "$OUT/collate.log" 2>&1; echo "exit $?" | tee -a "$OUT/summary.txt"
-python3 scripts/edge_stats.py "$d" | tee -a "$OUT/summary.txt"
+python3 "$HERE/edge_stats.py" "$d" | tee -a "$OUT/summary.txt"
 fi
 
 if want smoke; then

@@ -6,7 +6,7 @@
 # HTTPS with a self-signed certificate, basic auth), a Prometheus exporter
 # and the simulated node in real time. Reuses the workspace's test build.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 venv="${POWERLAB_SUSHY_VENV:-${TMPDIR:-/tmp}/powerlab-sushy-venv}"
 if [ ! -x "$venv/bin/sushy-static" ] || [ ! -x "$venv/bin/sushy-emulator" ]; then
@@ -17,4 +17,4 @@ command -v openssl >/dev/null || { echo "ci-redfish: openssl is needed for the s
 "$venv/bin/sushy-static" --help >/dev/null
 "$venv/bin/pip" show sushy-tools | sed -n 's/^Version: /sushy-tools /p'
 
-POWERLAB_SUSHY_BIN="$venv/bin" cargo test --locked -p powerlab --test node_power -- --ignored --test-threads 1
+POWERLAB_SUSHY_BIN="$venv/bin" cargo test --locked -p powerlab --test main node_power:: -- --ignored --test-threads 1

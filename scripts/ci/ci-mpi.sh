@@ -4,7 +4,7 @@
 # crates/powerlab/tests/rack.rs with the `mpi` feature: 4 ranks on this
 # machine, each a simulated 8-GPU node.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 have_libclang() { ldconfig -p 2>/dev/null | grep -q 'libclang[-.0-9]*\.so' || ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1; }
 if ! command -v mpicc >/dev/null 2>&1 || ! have_libclang; then
@@ -19,4 +19,4 @@ mpirun --version | head -1
 
 # Root in CI containers: Open MPI refuses root without these.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-cargo test --locked -p powerlab --features mpi --test rack -- --test-threads 1
+cargo test --locked -p powerlab --features mpi --test main rack:: -- --test-threads 1

@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # The rack on a GPU machine without MPI (issue 20): unpacks the Open MPI that
-# scripts/carry-openmpi.sh packed, then runs campaigns/device-rack.toml under
+# scripts/device/carry-openmpi.sh packed, then runs campaigns/device-rack.toml under
 # mpirun twice: 2 ranks x 1 GPU (each rank takes its share of the host's
 # GPUs) and 1 rank x 2 GPUs, each collated into a rack report. Logs and the
 # rack run directories go under $OUT.
-#   usage: scripts/device-rack.sh [.device/powerlab-mpi.gz] [.device/openmpi.tar.gz]
+#   usage: scripts/device/device-rack.sh [.device/powerlab-mpi.gz] [.device/openmpi.tar.gz]
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0
 OUT=${OUT:-/tmp/powerlab-out}; mkdir -p "$OUT"
 BIN=/tmp/powerlab-mpi
 gunzip -c "${1:-.device/powerlab-mpi.gz}" > "$BIN" && chmod +x "$BIN"
 # shellcheck disable=SC1091
-source scripts/with-openmpi.sh "${2:-.device/openmpi.tar.gz}"
+source scripts/device/with-openmpi.sh "${2:-.device/openmpi.tar.gz}"
 say() { echo "=== $*" | tee -a "$OUT/summary.txt"; }
 
 say "sanity"

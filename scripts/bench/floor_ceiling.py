@@ -10,7 +10,7 @@ alone (its own reading, not the collator's code):
 A composed p1 below the floor, or a p99 above the ceiling, by more than
 2 % of the step is a figure the samples do not support (issue 31).
 
-Usage: scripts/floor_ceiling.py RUN_DIR [RUN_DIR ...]; exit 1 if any rung fails.
+Usage: scripts/bench/floor_ceiling.py RUN_DIR [RUN_DIR ...]; exit 1 if any rung fails.
 """
 import csv
 import gzip

@@ -10,7 +10,7 @@
 # (Debian's qemu-user, with Debian's aarch64 C library) for --version and
 # validate, with the same glibc check.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 REPO=$PWD
 
 if ! command -v cargo-zigbuild >/dev/null 2>&1; then
@@ -26,7 +26,7 @@ PY=$(command -v python3)
 FLOOR=2.28
 TARGET=x86_64-unknown-linux-gnu.$FLOOR
 t0=$SECONDS
-tarball=$(ZIGBUILD=1 bash scripts/package.sh --target "$TARGET" --out "$REPO/dist" | tail -1)
+tarball=$(ZIGBUILD=1 bash scripts/ci/package.sh --target "$TARGET" --out "$REPO/dist" | tail -1)
 echo "package: $tarball ($(du -h "$tarball" | cut -f1)), built in $((SECONDS - t0)) s"
 
 fail() { echo "ci-package: FAILED: $*" >&2; exit 1; }
@@ -52,7 +52,7 @@ done
 grep -q 'powerlab' man/man1/powerlab.1 || fail "the man page does not name powerlab"
 bash -n completions/powerlab.bash || fail "bash completions do not parse"
 
-newest=$(bash "$REPO/scripts/glibc-floor.sh" bin/powerlab) || fail "no glibc floor could be read off the x86_64 binary"
+newest=$(bash "$REPO/scripts/ci/glibc-floor.sh" bin/powerlab) || fail "no glibc floor could be read off the x86_64 binary"
 echo "newest glibc symbol version asked for: $newest (floor $FLOOR)"
 [ "$(printf '%s\n%s\n' "$newest" "$FLOOR" | sort -V | tail -1)" = "$FLOOR" ] || fail "the binary needs glibc $newest, above the $FLOOR floor"
 grep -q "glibc floor:\*\* $newest" INSTALL.md || fail "INSTALL.md does not state the floor $newest"
@@ -62,7 +62,7 @@ bin/powerlab validate --json campaigns/demo.toml | grep -q '"ok":true' || fail "
 bin/powerlab plan campaigns/demo.toml | tail -3
 bin/powerlab run campaigns/demo.toml --backend sim --results "$work/results" | tail -5
 ls "$work"/results/*/report/report.md >/dev/null || fail "the simulated demo wrote no report"
-"$PY" "$REPO/scripts/check_parquet.py" "$(ls -d "$work"/results/*/ | head -1)" || fail "the Parquet files differ from the CSVs"
+"$PY" "$REPO/scripts/ci/check_parquet.py" "$(ls -d "$work"/results/*/ | head -1)" || fail "the Parquet files differ from the CSVs"
 echo "ci-package: the unpacked tarball works ($(basename "$tarball"))"
 
 # --- aarch64 -------------------------------------------------------------
@@ -85,7 +85,7 @@ fi
   || fail "the $ATRIPLE standard library is not installed (rustup target add $ATRIPLE)"
 QEMU="qemu-aarch64 -L /usr/aarch64-linux-gnu"
 t0=$SECONDS
-atarball=$(ZIGBUILD=1 RUNNER="$QEMU" bash scripts/package.sh --target "$ATRIPLE.$FLOOR" --out "$REPO/dist" | tail -1)
+atarball=$(ZIGBUILD=1 RUNNER="$QEMU" bash scripts/ci/package.sh --target "$ATRIPLE.$FLOOR" --out "$REPO/dist" | tail -1)
 echo "package: $atarball ($(du -h "$atarball" | cut -f1)), built in $((SECONDS - t0)) s"
 (cd "$(dirname "$atarball")" && sha256sum -c "$(basename "$atarball").sha256") || fail "aarch64 checksum"
 awork=$(mktemp -d /tmp/powerlab-unpack-aarch64.XXXXXX)
@@ -101,13 +101,13 @@ done
 av=$($QEMU bin/powerlab --version)
 echo "$av"
 case "$av" in *"git $rev"*"$ATRIPLE"*) ;; *) fail "aarch64 --version lacks the revision $rev or the target: $av" ;; esac
-anewest=$(bash "$REPO/scripts/glibc-floor.sh" bin/powerlab) || fail "no glibc floor could be read off the aarch64 binary"
+anewest=$(bash "$REPO/scripts/ci/glibc-floor.sh" bin/powerlab) || fail "no glibc floor could be read off the aarch64 binary"
 echo "aarch64: newest glibc symbol version asked for: $anewest (floor $FLOOR)"
 [ "$(printf '%s\n%s\n' "$anewest" "$FLOOR" | sort -V | tail -1)" = "$FLOOR" ] || fail "the aarch64 binary needs glibc $anewest, above the $FLOOR floor"
 grep -q "glibc floor:\*\* $anewest" INSTALL.md || fail "the aarch64 INSTALL.md does not state the floor $anewest"
 $QEMU bin/powerlab validate campaigns/demo.toml
 $QEMU bin/powerlab validate --json campaigns/demo.toml | grep -q '"ok":true' || fail "aarch64 validate --json"
 rc=0
-$QEMU bin/powerlab validate "$REPO/scripts/glibc-floor.sh" >/dev/null 2>&1 || rc=$?
+$QEMU bin/powerlab validate "$REPO/scripts/ci/glibc-floor.sh" >/dev/null 2>&1 || rc=$?
 [ "$rc" = 1 ] || fail "aarch64 validate of a file that is not a campaign exited $rc, not 1"
 echo "ci-package: the aarch64 tarball runs under qemu-user ($(basename "$atarball"))"

@@ -3,7 +3,7 @@
 the polars writer that made them) and compares each with its CSV:
 summary, repeats, in-phase-vs-staggered, the node curve and every raw file.
 
-    usage: python3 scripts/check_parquet.py RUN_DIR
+    usage: python3 scripts/ci/check_parquet.py RUN_DIR
 Exits 1 naming the first table, row and column that differ.
 """
 import csv

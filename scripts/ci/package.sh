@@ -5,7 +5,7 @@
 # page, README.md and INSTALL.md. With XZ=1 a .tar.xz of the same tree is
 # written beside it (smaller, for transfers with a size limit).
 #
-#   usage: scripts/package.sh [--target TRIPLE] [--bin PATH] [--out DIR]
+#   usage: scripts/ci/package.sh [--target TRIPLE] [--bin PATH] [--out DIR]
 #     --target  the Rust target triple to build (default: this machine's);
 #               cargo-zigbuild's glibc suffix works too
 #               (x86_64-unknown-linux-gnu.2.28), when ZIGBUILD=1
@@ -37,7 +37,7 @@ while [ $# -gt 0 ]; do
 done
 
 host=$(rustc -vV 2>/dev/null | sed -n 's/^host: //p' || true)
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 [ -n "$TARGET" ] || TARGET=${host:-x86_64-unknown-linux-gnu}
 # The directory cargo puts the target's build in has no glibc suffix.
 triple=${TARGET%.2.*}
@@ -72,9 +72,11 @@ mkdir -p "$root/bin" "$root/completions" "$root/man/man1"
 cp "$BIN" "$root/bin/powerlab"
 cp -r campaigns docs "$root/"
 mkdir -p "$root/scripts"
-# What a node needs: the bootstrap, the device check and the helpers they call.
-cp scripts/bootstrap.sh scripts/device-check.sh scripts/glibc-floor.sh scripts/gpu_means.py scripts/observe_means.py \
-   scripts/edge_stats.py scripts/torch_gemm_ref.py scripts/torch_allreduce_ref.py "$root/scripts/"
+# What a node needs: the bootstrap, the device check and the helpers they call,
+# side by side in the tarball's scripts/ (from scripts/device/ and scripts/ci/ here).
+cp scripts/device/bootstrap.sh scripts/device/device-check.sh scripts/ci/glibc-floor.sh \
+   scripts/device/gpu_means.py scripts/device/observe_means.py scripts/device/edge_stats.py \
+   scripts/device/torch_gemm_ref.py scripts/device/torch_allreduce_ref.py "$root/scripts/"
 cp README.md "$root/"
 run_bin completions bash > "$root/completions/powerlab.bash"
 run_bin completions zsh > "$root/completions/_powerlab"
@@ -85,7 +87,7 @@ version_line=$(run_bin --version)
 # The glibc floor is read off the binary itself: the newest GLIBC_x.y
 # symbol version it asks for.
 # readelf reads any ELF, whatever the machine it was built for.
-glibc_floor=$(bash scripts/glibc-floor.sh "$BIN" || true)
+glibc_floor=$(bash scripts/ci/glibc-floor.sh "$BIN" || true)
 [ -n "$glibc_floor" ] || glibc_floor="unknown (readelf found no GLIBC symbol versions)"
 cat > "$root/INSTALL.md" <<EOF
 # Installing powerlab ($version_line)

@@ -1,6 +1,6 @@
 # Sourced on a GPU machine without MPI: unpacks the Open MPI carried by
-# scripts/carry-openmpi.sh and sets the environment mpirun needs on one host.
-#   source scripts/with-openmpi.sh .device/openmpi.tar.gz [DIR]
+# scripts/device/carry-openmpi.sh and sets the environment mpirun needs on one host.
+#   source scripts/device/with-openmpi.sh .device/openmpi.tar.gz [DIR]
 _tgz=${1:-.device/openmpi.tar.gz}
 _dir=${2:-/tmp/powerlab-openmpi}
 mkdir -p "$_dir" && tar -C "$_dir" -xzf "$_tgz"

@@ -10,7 +10,7 @@ Prints one line per rung, then per mode: how many intervals hold the truth
 and the relative error of the figure (median and worst). Reads its own way
 (stdlib only), not the collator's code.
 
-Usage: scripts/truth_coverage.py RUN_DIR [RUN_DIR ...]
+Usage: scripts/bench/truth_coverage.py RUN_DIR [RUN_DIR ...]
 """
 import csv
 import json

@@ -3,10 +3,10 @@
 # for GPU machines that have no MPI (the lent H200 machines): the packages
 # openmpi-bin, libopenmpi3, openmpi-common and every library they link (ldd)
 # except the C library itself, unpacked under one prefix. On the GPU machine,
-# `source scripts/with-openmpi.sh .device/openmpi.tar.gz` unpacks it and sets
+# `source scripts/device/with-openmpi.sh .device/openmpi.tar.gz` unpacks it and sets
 # OPAL_PREFIX, PATH, LD_LIBRARY_PATH and the single-host MCA settings.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
 P="$W/openmpi"
 mkdir -p "$P" .device

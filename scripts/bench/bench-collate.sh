@@ -4,7 +4,7 @@
 # seconds and peak memory of the collation. Target: < 10 s and < 2 GB on the
 # 2-core build machine.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 cargo build --release --quiet
 BIN=target/release/powerlab
 OUT=$(mktemp -d)

@@ -2,7 +2,7 @@
 backend) on every visible GPU, one process per GPU, to compare with the
 powerlab NCCL sweep run on the same GPUs.
 
-usage: python3 scripts/torch_allreduce_ref.py [bytes ...]   (default 1 GiB)
+usage: python3 scripts/device/torch_allreduce_ref.py [bytes ...]   (default 1 GiB)
 Prints one JSON line per size: bytes, ranks, time_us (slowest rank), algbw,
 busbw (GB/s, nccl-tests formula 2(n-1)/n).
 """

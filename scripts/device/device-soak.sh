@@ -4,7 +4,7 @@
 # nvidia-smi's own view of the GPUs before the harness starts is logged
 # beside the baseline taken before any CUDA context. Logs under $OUT; the
 # run directory comes back as one tarball.
-#   usage: scripts/device-soak.sh [path/to/powerlab]
+#   usage: scripts/device/device-soak.sh [path/to/powerlab]
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0
 OUT=${OUT:-/tmp/powerlab-out}; mkdir -p "$OUT"

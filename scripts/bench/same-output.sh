@@ -3,7 +3,7 @@
 # virtual-time start) with two powerlab binaries, and collates one run
 # directory with both; then compares every file byte for byte.
 #
-#   scripts/same-output.sh OLD_BINARY NEW_BINARY [RUN_DIR_TO_RECOLLATE]
+#   scripts/bench/same-output.sh OLD_BINARY NEW_BINARY [RUN_DIR_TO_RECOLLATE]
 #
 # Both binaries run from the same path with the same arguments, so the
 # manifests' argv match. What is allowed to differ, and nothing else:
@@ -13,7 +13,7 @@
 # - lock files (they hold the writer's pid).
 set -euo pipefail
 OLD=$(realpath "$1"); NEW=$(realpath "$2"); RECOLLATE=${3:-}
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
 mkdir -p "$W/bin"
 normalise() { # dir

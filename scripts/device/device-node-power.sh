@@ -2,7 +2,7 @@
 # Issue 16 on a lent GPU machine: is there a BMC to read (IPMI device,
 # Redfish host interface)? Then the node power join on real GPUs with a
 # command source (campaigns/device-node-power.toml). Logs under $OUT.
-#   usage: scripts/device-node-power.sh [path/to/powerlab]
+#   usage: scripts/device/device-node-power.sh [path/to/powerlab]
 set -uo pipefail
 export NCCL_NVLS_ENABLE=0
 OUT=${OUT:-/tmp/powerlab-out}; mkdir -p "$OUT"

@@ -1,0 +1,25 @@
+//! The crate's integration tests, built as one test binary (as ripgrep
+//! does): its dependencies are linked once, not once per file. Each module
+//! is one file of `tests/`; `cargo test --test main MODULE::` runs one.
+
+mod util;
+
+mod baselines;
+mod cli;
+mod compare;
+mod edges;
+mod faults;
+mod fuzz_damaged;
+mod hostile;
+mod nccl;
+mod node_power;
+mod node_truth;
+mod per_gpu;
+mod pipeline;
+// Rack runs under mpirun: built only with `--features mpi`.
+#[cfg(feature = "mpi")]
+mod rack;
+mod ramp_up;
+mod regression;
+mod sensor;
+mod soak;
