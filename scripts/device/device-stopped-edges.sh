@@ -6,13 +6,13 @@
 # the last within 0.3 s of a SIGTERM and 1.2 s of a SIGKILL) and that the
 # collated run folds the whole cycles before the signal on them. Only runs powerlab and reads nvidia-smi: clocks,
 # power limits, persistence and compute mode are left as they are.
-#   usage: scripts/device-stopped-edges.sh [path/to/powerlab]
+#   usage: scripts/device/device-stopped-edges.sh [path/to/powerlab]
 #   POWERLAB_ARGS="--backend sim --sim-gpus 2 --sim-pace realtime" tries it
 #   on the simulated node. Logs go under $OUT/stopped-edges/; exit 0 = passed.
 set -uo pipefail
 BIN=$(realpath "${1:-target/release/powerlab}")
 [ -x "$BIN" ] || { echo "device-stopped-edges: no binary at $BIN" >&2; exit 2; }
-CAMPAIGN=$(realpath "$(dirname "$0")/../campaigns/device-stopped-edges.toml")
+CAMPAIGN=$(realpath "$(dirname "$0")/../../campaigns/device-stopped-edges.toml")
 LOG=${OUT:-/tmp/powerlab-out}/stopped-edges; mkdir -p "$LOG"
 R=$(mktemp -d /tmp/stopped-edges.XXXXXX)
 read -r -a EXTRA <<< "${POWERLAB_ARGS:-}"
