@@ -290,7 +290,7 @@ fn mark_stopped(rungs: &mut [summary::RungSummary], run: &load::Run) {
             .unwrap_or_default();
         r.incomplete = Some(if w.records_end {
             format!(
-                "INCOMPLETE RAW DATA: the run's records end {:.1} s into this rung's {:.1} s window ({:.0} %; the run was killed, or is still being written): figures cover the part that was sampled, {what} before the end of the records; its edges are those the GPUs reported while it ran{prior}",
+                "INCOMPLETE RAW DATA: the run's records end {:.1} s into this rung's {:.1} s window ({:.0} %; the run was killed, or is still being written): every GPU's samples and edges cover the rung that far (edges reach disk up to about a second late, so samples may run past them); figures cover {what} before it; its edges are those the GPUs reported while it ran{prior}",
                 ran / 1e9,
                 planned / 1e9,
                 100.0 * share
