@@ -225,13 +225,16 @@ fn check_period(rung: &RungInfo, events: &Path) -> Result<(), CollateError> {
 /// A soak keeps its planned window: its analysis judges it on the time it
 /// ran and says so itself.
 fn cut_at_stop(r: &mut RungWindow, at: i64) {
-    if at >= r.end_ns || r.barrier_ok.is_some() || r.info.kind == "soak" {
+    // A GPU with no sample or edge in the window yet gives `at` = i64::MIN:
+    // nothing to cut to (a subtraction from it wrapped to 14.8e9 cycles).
+    if at >= r.end_ns || at <= r.measure_from_ns || r.barrier_ok.is_some() || r.info.kind == "soak"
+    {
         return;
     }
     let end = match r.info.period_ms.filter(|p| *p > 0.0) {
         Some(p) => {
             let p = (p * 1e6).round() as i64;
-            r.measure_from_ns + (at - r.measure_from_ns).max(0) / p * p
+            r.measure_from_ns + (at - r.measure_from_ns) / p * p
         }
         None => at,
     };
@@ -534,4 +537,48 @@ pub fn read_power(
         total_rows,
         problems,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn duty_window() -> RungWindow {
+        let info: RungInfo = serde_json::from_str(
+            r#"{"id":3,"label":"d/p100ms/in_phase","phase":"d","kind":"duty","mode":"in_phase","period_ms":100.0,"duty":0.5,"repeat":1,"repeats":1}"#,
+        )
+        .unwrap();
+        RungWindow {
+            info,
+            epoch_ns: 0,
+            measure_from_ns: 1_000_000_000,
+            end_ns: 9_000_000_000,
+            stopped_from_ns: None,
+            records_end: false,
+            offsets_ns: vec![0],
+            start_error_ns: None,
+            barrier_ok: None,
+            lead_ns: None,
+        }
+    }
+
+    #[test]
+    fn a_cut_with_no_record_in_the_window_leaves_the_rung_whole() {
+        // A GPU with no sample or edge in the window yet: at = i64::MIN.
+        for at in [i64::MIN, 0, 1_000_000_000] {
+            let mut w = duty_window();
+            cut_at_stop(&mut w, at);
+            assert_eq!(
+                (w.end_ns, w.stopped_from_ns),
+                (9_000_000_000, None),
+                "at {at}"
+            );
+        }
+        let mut w = duty_window();
+        cut_at_stop(&mut w, 1_000_000_000 + 750_000_000);
+        assert_eq!(
+            (w.end_ns, w.stopped_from_ns),
+            (1_700_000_000, Some(9_000_000_000))
+        );
+    }
 }

@@ -174,7 +174,7 @@ fn unresolved_of(c: &NodeCycle) -> Option<String> {
         return Some(format!(
             "interval from {} whole cycles, fewer than {MIN_CYCLES_FOR_INTERVAL}: too few to resample (lengthen the rung): {}",
             i.cycles,
-            named(&figures[1..])
+            named(&figures)
         ));
     }
     let wide: Vec<(&str, f64, Bounds)> = figures

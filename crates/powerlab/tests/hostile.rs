@@ -1148,7 +1148,7 @@ fn run_sensor_refuses_a_model_that_cannot_judge_every_gpu() {
         (
             "late",
             edit(&|v| v["gpus"][0]["paths"][0]["latency_ms"] = 500.0.into()),
-            vec!["gpu0 buffered_w: latency_ms = 500", "250"],
+            vec!["gpu0 buffered_w: latency_ms = 500", "25] ms"],
         ),
         (
             "one-gpu",

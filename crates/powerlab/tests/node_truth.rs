@@ -442,3 +442,28 @@ fn sim_truth_is_right_and_whole_at_every_physics_step() {
         );
     }
 }
+
+/// Issue 31 (hostile review): a rung of 2 cycles is unresolved, and the
+/// answer block's lines that quote its figures say so, not only the table.
+#[test]
+fn the_answer_block_marks_figures_of_too_few_cycles() {
+    let body = "[[phase]]\nkind = \"duty\"\nname = \"slow\"\nperiod_ms = 2000\nduration_s = 8\nmodes = [\"in_phase\", \"staggered\"]\n";
+    let r = run_sim(&campaign(body), &["--sim-gpus", "2", "--seed", "5"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    for s in r.summary().iter().filter(|s| s["kind"] == "duty") {
+        let u = s["unresolved"].as_str().unwrap_or("");
+        assert!(u.contains("whole cycles") && u.contains("mean "), "{s}");
+    }
+    let report = std::fs::read_to_string(r.dir().join("report/report.md")).unwrap();
+    for line in [
+        "**Largest in-phase swing:**",
+        "**What staggering saves",
+        "**Worst transient:**",
+    ] {
+        let l = report
+            .lines()
+            .find(|l| l.contains(line))
+            .unwrap_or_else(|| panic!("no {line} line: {report}"));
+        assert!(l.contains("**unresolved**"), "{l}");
+    }
+}

@@ -90,26 +90,36 @@ impl EdgeWriter {
 
     /// Replaces every row written since [`EdgeWriter::start_rung`] (the
     /// rung's provisional edges) by `rows`, one GPU's edges of rung
-    /// `rung_id` after another, then flushes.
+    /// `rung_id` after another. The final rows are written over the
+    /// provisional ones in one write, and the file is cut only after it,
+    /// where they came out shorter: a process killed during the
+    /// replacement leaves the provisional rows or the final ones, never a
+    /// file without the rung (cutting first and writing one GPU at a time
+    /// left only the header after a kill in between).
     ///
     /// # Errors
     ///
-    /// Returns [`RunDirError::Io`] if truncating, seeking, writing or
+    /// Returns [`RunDirError::Io`] if seeking, writing, cutting or
     /// flushing `edges.csv` fails.
     pub fn replace_rung(
         &mut self,
         rung_id: u32,
         rows: &[(&str, &[EdgeRecord])],
     ) -> Result<(), RunDirError> {
+        let mut block = Vec::new();
+        for (gpu, edges) in rows {
+            for e in *edges {
+                row(&mut block, rung_id, gpu, e);
+            }
+        }
         let io = |e| RunDirError::io(&self.path, e);
         self.out.flush().map_err(io)?;
         let file = self.out.get_mut();
-        file.set_len(self.rung_start).map_err(io)?;
         file.seek(std::io::SeekFrom::Start(self.rung_start))
             .map_err(io)?;
-        for (gpu, edges) in rows {
-            self.write(rung_id, gpu, edges)?;
-        }
+        file.write_all(&block).map_err(io)?;
+        let end = self.rung_start + block.len() as u64;
+        file.set_len(end).map_err(io)?;
         self.start_rung()
     }
 
@@ -125,19 +135,29 @@ impl EdgeWriter {
         gpu: &str,
         edges: &[EdgeRecord],
     ) -> Result<(), RunDirError> {
+        let mut block = Vec::new();
         for e in edges {
-            writeln!(
-                self.out,
-                "{rung_id},{gpu},{},{},{},{}",
-                e.index,
-                e.kind.as_str(),
-                e.intended_ns,
-                e.achieved_ns
-            )
-            .map_err(|er| RunDirError::io(&self.path, er))?;
+            row(&mut block, rung_id, gpu, e);
         }
+        self.out
+            .write_all(&block)
+            .map_err(|er| RunDirError::io(&self.path, er))?;
         self.out.flush().map_err(|e| RunDirError::io(&self.path, e))
     }
+}
+
+/// One row of `edges.csv`.
+fn row(out: &mut Vec<u8>, rung_id: u32, gpu: &str, e: &EdgeRecord) {
+    out.extend_from_slice(
+        format!(
+            "{rung_id},{gpu},{},{},{},{}\n",
+            e.index,
+            e.kind.as_str(),
+            e.intended_ns,
+            e.achieved_ns
+        )
+        .as_bytes(),
+    );
 }
 
 /// Reads `edges.csv` (empty if absent).

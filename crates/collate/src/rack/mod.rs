@@ -353,6 +353,7 @@ fn rack_into(
             r.method = "none".into();
         }
     }
+    mark_incomplete_nodes(&mut rungs, &states, &summaries);
     let repeats = repeat_stats(&rungs);
     let compare = compare_modes(&rungs);
     step("rung summaries");
@@ -457,6 +458,32 @@ fn rack_into(
 /// node without a report) has that node's verdict instead, and the sum of
 /// the nodes' means where every node has one (from its energy counter or
 /// its cycle).
+/// A rack rung built in part from a node's incomplete window (stopped,
+/// killed) says so, naming the node, where the reader looks first: the
+/// node's own mark, carried over.
+fn mark_incomplete_nodes(
+    rungs: &mut [RungSummary],
+    states: &[tables::NodeState],
+    summaries: &[Vec<NodeSummaryRow>],
+) {
+    for r in rungs.iter_mut() {
+        let marks: Vec<String> = states
+            .iter()
+            .zip(summaries)
+            .filter_map(|(st, rows)| {
+                let row = rows.iter().find(|x| x.rung_id == r.rung.id)?;
+                let m = row.incomplete.as_ref()?;
+                Some(format!("node {}: {m}", st.node))
+            })
+            .collect();
+        if marks.is_empty() {
+            continue;
+        }
+        let own = r.incomplete.take();
+        r.incomplete = Some(own.into_iter().chain(marks).collect::<Vec<_>>().join("; "));
+    }
+}
+
 /// A rack cycle's step and intervals from its nodes' summaries (see
 /// [`interval::summed`]): left without them unless every node states them.
 fn with_node_intervals(c: &mut NodeCycle, rows: &[Option<&NodeSummaryRow>]) {

@@ -161,6 +161,9 @@ pub struct NodeSummaryRow {
     /// Whole cycles its intervals were resampled from.
     #[serde(default)]
     pub cycles: Option<usize>,
+    /// The node's mark of an incomplete window (stopped, killed), if any.
+    #[serde(default)]
+    pub incomplete: Option<String>,
 }
 
 impl NodeSummaryRow {

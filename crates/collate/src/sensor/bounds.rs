@@ -24,25 +24,34 @@ pub struct PathBounds {
 /// same limit.
 pub const MIN_LATENCY_MS: f64 = -0.5;
 
-/// The bounds of each power path a model may state.
+/// Shortest update period, ms: no NVML power path refreshes faster (a
+/// period of 1e-300 ms passed, and every rung then blamed its raw file for
+/// holding too few samples).
+pub const MIN_UPDATE_MS: f64 = 1.0;
+
+/// The bounds of each power path a model may state. Latencies: a wrong one
+/// shifts every folded sample by the error, so the bound is tight, about
+/// 10 × the buffered path's measured 1–2 ms and 3–6 × the fields' ~17 ms
+/// (a buffered latency of 250 ms, inside the first bounds, read a
+/// simulated 100 ms swing as 160 W against a true 1516 W, unmarked).
 pub const BOUNDS: [PathBounds; 3] = [
     PathBounds {
         instrument: "buffered_w",
         max_update_ms: 200.0,
         max_window_ms: 200.0,
-        max_latency_ms: 250.0,
+        max_latency_ms: 25.0,
     },
     PathBounds {
         instrument: "instant_w",
         max_update_ms: 1000.0,
         max_window_ms: 250.0,
-        max_latency_ms: 250.0,
+        max_latency_ms: 60.0,
     },
     PathBounds {
         instrument: "average_w",
         max_update_ms: 1000.0,
         max_window_ms: 2000.0,
-        max_latency_ms: 250.0,
+        max_latency_ms: 100.0,
     },
 ];
 
@@ -72,15 +81,23 @@ pub fn check(gpu: &str, instrument: &str, v: Stated) -> Result<(), String> {
         return Ok(());
     };
     let out = |field: &str, value: f64, range: String| {
+        let value = if value == 0.0 || (1e-3..1e6).contains(&value.abs()) {
+            format!("{value}")
+        } else {
+            format!("{value:e}")
+        };
         Err(format!(
             "{gpu} {instrument}: {field} = {value} is outside {range}, the range of an NVML power path (README, \"Sensor models\"; the H200's buffered samples come every 20 ms over 4–9 ms, 1–2 ms late)"
         ))
     };
-    if let Some(u) = v.update_ms.filter(|u| !(*u > 0.0 && *u <= b.max_update_ms)) {
+    if let Some(u) = v
+        .update_ms
+        .filter(|u| !(*u >= MIN_UPDATE_MS && *u <= b.max_update_ms))
+    {
         return out(
             "update_period_ms",
             u,
-            format!("(0, {}] ms", b.max_update_ms),
+            format!("[{MIN_UPDATE_MS}, {}] ms", b.max_update_ms),
         );
     }
     if let Some(w) = v
@@ -91,6 +108,16 @@ pub fn check(gpu: &str, instrument: &str, v: Stated) -> Result<(), String> {
     }
     if let Some(l) = v.latency_ms {
         let ci = v.latency_ci_ms.unwrap_or(0.0);
+        // A half-width beyond the bound itself says nothing of the latency
+        // (−100 ± 200 ms passed the lower end and read a staggered spread
+        // 6 × too high).
+        if !(ci >= 0.0 && ci <= b.max_latency_ms) {
+            return out(
+                "latency_ms_ci95",
+                ci,
+                format!("[0, {}] ms", b.max_latency_ms),
+            );
+        }
         if !(l + ci >= MIN_LATENCY_MS && l <= b.max_latency_ms) {
             return out(
                 "latency_ms",
@@ -128,7 +155,7 @@ mod tests {
         assert_eq!(buffered(19.99, 6.2, 0.77), Ok(()));
         let e = buffered(20.0, 6.0, 500.0).unwrap_err();
         assert!(
-            e.contains("gpu0 buffered_w: latency_ms = 500") && e.contains("250"),
+            e.contains("gpu0 buffered_w: latency_ms = 500") && e.contains("25]"),
             "{e}"
         );
         assert!(
@@ -164,5 +191,24 @@ mod tests {
             ..Stated::default()
         };
         assert_eq!(check("gpu1", "instant_w", noisy), Ok(()));
+        // The hostile review's models, inside the first bounds.
+        assert!(
+            buffered(20.0, 6.0, 250.0)
+                .unwrap_err()
+                .contains("latency_ms = 250")
+        );
+        let wide = Stated {
+            latency_ms: Some(-100.0),
+            latency_ci_ms: Some(200.0),
+            ..Stated::default()
+        };
+        assert!(
+            check("gpu1", "buffered_w", wide)
+                .unwrap_err()
+                .contains("latency_ms_ci95 = 200")
+        );
+        let e = buffered(1e-300, 6.0, 1.0).unwrap_err();
+        assert!(e.contains("update_period_ms = 1e-300"), "{e}");
+        assert!(buffered(20.0, 6.0, -1e300).unwrap_err().len() < 300);
     }
 }

@@ -4,6 +4,7 @@
 //! figure repeats, the worst case stands beside the typical one.
 
 use super::cells::{code, text};
+use crate::cycle::Bounds;
 use crate::load::Run;
 use crate::per_gpu::GpuRungRow;
 use crate::sensor::model::ModelKind;
@@ -268,9 +269,7 @@ pub fn power_lines(
             let _ = writeln!(
                 s,
                 "- **Largest in-phase swing:** {w:.0} W{} (p90 − p10 of the {name} cycle){} at {p:.0} ms (rung `{}`{typical}){}.",
-                r.swing_ci95
-                    .map(|b| format!(" [{:.0}, {:.0}] (95 % within the run)", b.lo, b.hi))
-                    .unwrap_or_default(),
+                interval_text(r, "swing", r.swing_ci95, " within the run"),
                 pct(w),
                 code(&r.rung.label),
                 edges_caveat(r)
@@ -287,13 +286,19 @@ pub fn power_lines(
         .iter()
         .filter_map(|c| {
             let (i, st) = (c.in_phase_swing_w?, c.staggered_swing_w?);
+            let unresolved = rungs.iter().any(|r| {
+                r.rung.phase == c.phase
+                    && r.rung.requested_period_ms() == Some(c.period_ms)
+                    && is_unresolved(r, "swing")
+            });
             Some(format!(
-                "{:.0} ms: {i:.0} → {st:.0} W ({:+.0}{} W)",
+                "{:.0} ms: {i:.0} → {st:.0} W ({:+.0}{} W{})",
                 c.period_ms,
                 st - i,
                 c.delta_swing_w_ci95
                     .map(|h| format!(" ± {h:.0}"))
-                    .unwrap_or_default()
+                    .unwrap_or_default(),
+                if unresolved { "; **unresolved**" } else { "" }
             ))
         })
         .collect();
@@ -322,12 +327,7 @@ pub fn power_lines(
         let _ = writeln!(
             s,
             "- **Worst transient:** {p:.0} W{} in rung `{}`{}: {}{}.",
-            match (r.peak_ci95, &r.unresolved) {
-                (Some(b), Some(u)) if u.contains("peak ") =>
-                    format!(" [{:.0}, {:.0}] (95 %; **unresolved**)", b.lo, b.hi),
-                (Some(b), _) => format!(" [{:.0}, {:.0}] (95 %)", b.lo, b.hi),
-                _ => String::new(),
-            },
+            interval_text(r, "peak", r.peak_ci95, ""),
             code(&r.rung.label),
             edges_caveat(r),
             if limit_sum <= 0.0 {
@@ -440,4 +440,25 @@ fn stopped_line(run: &crate::load::Run) -> Option<String> {
         }
         _ => None,
     })
+}
+
+/// Whether `r` names its `figure` (mean, peak, spread, swing) unresolved.
+fn is_unresolved(r: &RungSummary, figure: &str) -> bool {
+    r.unresolved
+        .as_deref()
+        .is_some_and(|u| u.contains(&format!("{figure} ")))
+}
+
+/// " [lo, hi] (95 %`scope`)" for `figure` of `r`, marked where the rung
+/// names it unresolved; empty without an interval.
+fn interval_text(r: &RungSummary, figure: &str, b: Option<Bounds>, scope: &str) -> String {
+    let Some(b) = b else {
+        return String::new();
+    };
+    let mark = if is_unresolved(r, figure) {
+        "; **unresolved**"
+    } else {
+        ""
+    };
+    format!(" [{:.0}, {:.0}] (95 %{scope}{mark})", b.lo, b.hi)
 }

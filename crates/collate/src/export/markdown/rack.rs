@@ -8,6 +8,14 @@ use crate::summary::{PhaseCompare, RungSummary};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+/// "v W [lo, hi]" with the figure's 95 % interval where it has one.
+fn with_interval(v: Option<f64>, b: Option<crate::cycle::Bounds>) -> String {
+    match b {
+        Some(b) if v.is_some() => format!("{} W [{:.0}, {:.0}]", fmt_w(v), b.lo, b.hi),
+        _ => format!("{} W", fmt_w(v)),
+    }
+}
+
 /// Watts without decimals, or a dash for none.
 fn fmt_w(v: Option<f64>) -> String {
     v.map(|x| format!("{x:.0}")).unwrap_or_else(|| "–".into())
@@ -200,18 +208,23 @@ pub fn write_rack_report(
             .and_then(|x| x.start_skew_us)
             .map(|v| format!("{v:.0} µs"))
             .unwrap_or_else(|| "–".into());
+        let mut method = match &r.verdict {
+            Some(v) => format!("{}: **{}**", r.method, text(v)),
+            None => r.method.clone(),
+        };
+        if let Some(i) = &r.incomplete {
+            method = format!("**{}** — {method}", text(i));
+        }
+        if let Some(u) = &r.unresolved {
+            method = format!("{method}; **unresolved: {}**", text(u));
+        }
         let _ = writeln!(
             s,
-            "| {} | {}{} | {skew} | {} W | {} W | {} W | {:.0} % |",
+            "| {} | {method} | {skew} | {} | {} | {} | {:.0} % |",
             text(&r.rung.label),
-            r.method,
-            r.verdict
-                .as_ref()
-                .map(|v| format!(": **{v}**"))
-                .unwrap_or_default(),
-            fmt_w(r.mean_w),
-            fmt_w(r.peak_w),
-            fmt_w(r.spread_w),
+            with_interval(r.mean_w, r.mean_ci95),
+            with_interval(r.peak_w, r.peak_ci95),
+            with_interval(r.spread_w, r.spread_ci95),
             r.coverage * 100.0
         );
     }
