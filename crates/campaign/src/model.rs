@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use powerlab_core::kind::{Mode, PhaseKind};
 pub use powerlab_core::select::{GpuRef, GpuSelector};
 
 /// Most repeats of a phase (file or `--repeats`); the parser and the planner
@@ -125,63 +126,6 @@ impl Default for Rack {
         Rack {
             stagger: RackStagger::Gpu,
             clock_tolerance_ms: 1.0,
-        }
-    }
-}
-
-/// Phase kinds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PhaseKind {
-    /// No load: the baseline.
-    Idle,
-    /// Full load, constant.
-    Sustained,
-    /// Square-wave load (a duty-cycle rung or a sweep of them).
-    Duty,
-    /// NCCL collectives (the fabric's own power).
-    Nccl,
-    /// Long sustained load, run last.
-    Soak,
-    /// A ramp-up step of swing depth, inserted by the planner (never
-    /// written in a campaign file): the square wave of the first in-phase
-    /// multi-GPU duty rung run by only some of the GPUs
-    /// ([`crate::plan::Rung::swinging`]), the others idle. Its own kind, so
-    /// that nothing that reads duty rungs (the answer, the in-phase vs
-    /// staggered table, the sensor verdicts) takes it for a full-node rung.
-    RampUp,
-}
-
-impl PhaseKind {
-    /// Name as written in campaign files.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PhaseKind::Idle => "idle",
-            PhaseKind::Sustained => "sustained",
-            PhaseKind::Duty => "duty",
-            PhaseKind::Nccl => "nccl",
-            PhaseKind::Soak => "soak",
-            PhaseKind::RampUp => "ramp_up",
-        }
-    }
-}
-
-/// In phase or deliberately staggered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
-#[serde(rename_all = "snake_case")]
-pub enum Mode {
-    /// Every GPU switches together.
-    InPhase,
-    /// GPUs switch at intended offsets.
-    Staggered,
-}
-
-impl Mode {
-    /// Name as written in campaign files.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::InPhase => "in_phase",
-            Mode::Staggered => "staggered",
         }
     }
 }

@@ -11,6 +11,7 @@ use crate::{
     curve, cycle, edges, energy, handoff, integrity, load, nccl, node_power, per_gpu, sensor, soak,
     stats, summary,
 };
+use powerlab_rundir::PhaseKind;
 use powerlab_rundir::RunDir;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -375,7 +376,7 @@ fn collate_into(
     let duty_ended = run
         .rungs
         .iter()
-        .filter(|r| r.info.kind == "duty" && r.barrier_ok.is_some())
+        .filter(|r| r.info.kind == PhaseKind::Duty && r.barrier_ok.is_some())
         .count();
     if edge_frame.is_none() && duty_ended > 0 {
         raw_problems.push(format!("edges.csv is missing or empty although {duty_ended} duty rung(s) ended: their cycles cannot be folded (energy-counter means only)"));
@@ -677,8 +678,8 @@ fn node_power_of(
         .map(|r| node_power::RungSpan {
             id: r.info.id,
             label: r.info.label.clone(),
-            kind: r.info.kind.clone(),
-            period_ms: r.info.period_ms.filter(|_| r.info.kind == "duty"),
+            kind: r.info.kind,
+            period_ms: r.info.period_ms.filter(|_| r.info.kind == PhaseKind::Duty),
             from_ns: r.measure_from_ns,
             to_ns: r.end_ns,
         })

@@ -5,7 +5,7 @@ use crate::error::CollateError;
 use crate::sensor::series::{EdgeIndex, SeriesSet};
 use polars::prelude::*;
 use powerlab_rundir::events::read_events_at_most;
-use powerlab_rundir::{Manifest, RunDir, RunEvent, RungInfo};
+use powerlab_rundir::{Manifest, PhaseKind, RunDir, RunEvent, RungInfo};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -197,7 +197,7 @@ pub fn load_run(dir: &RunDir) -> Result<Run, CollateError> {
 /// A duty or ramp-up rung must state its period: every figure of its
 /// cycle is computed over it, and none is ever assumed.
 fn check_period(rung: &RungInfo, events: &Path) -> Result<(), CollateError> {
-    if !["duty", "ramp_up"].contains(&rung.kind.as_str()) {
+    if !matches!(rung.kind, PhaseKind::Duty | PhaseKind::RampUp) {
         return Ok(());
     }
     match rung.period_ms {
@@ -227,7 +227,10 @@ fn check_period(rung: &RungInfo, events: &Path) -> Result<(), CollateError> {
 fn cut_at_stop(r: &mut RungWindow, at: i64) {
     // A GPU with no sample or edge in the window yet gives `at` = i64::MIN:
     // nothing to cut to (a subtraction from it wrapped to 14.8e9 cycles).
-    if at >= r.end_ns || at <= r.measure_from_ns || r.barrier_ok.is_some() || r.info.kind == "soak"
+    if at >= r.end_ns
+        || at <= r.measure_from_ns
+        || r.barrier_ok.is_some()
+        || r.info.kind == PhaseKind::Soak
     {
         return;
     }
@@ -262,7 +265,7 @@ pub fn cut_at_records_end(run: &Run, series: &SeriesSet, edges: &EdgeIndex) -> O
         return None;
     }
     let i = run.rungs.iter().rposition(|r| {
-        r.barrier_ok.is_none() && r.stopped_from_ns.is_none() && r.info.kind != "soak"
+        r.barrier_ok.is_none() && r.stopped_from_ns.is_none() && r.info.kind != PhaseKind::Soak
     })?;
     let r = &run.rungs[i];
     // No edge follows another sooner than the shorter phase.
@@ -281,7 +284,7 @@ pub fn cut_at_records_end(run: &Run, series: &SeriesSet, edges: &EdgeIndex) -> O
             .filter_map(|k| edges.get(r.info.id, gpu, k).iter().copied().max())
             .max()
             .map(|e| e + gap);
-        let last = match (sample, r.info.kind == "duty") {
+        let last = match (sample, r.info.kind == PhaseKind::Duty) {
             (Some(s), true) => edge.map(|e| e.min(s)),
             (s, _) => s,
         };

@@ -5,6 +5,7 @@
 use crate::error::CollateError;
 use crate::load::Run;
 use crate::summary::RungSummary;
+use powerlab_rundir::PhaseKind;
 use powerlab_rundir::RunDir;
 use powerlab_rundir::collectives::read_collectives;
 use serde::Serialize;
@@ -117,7 +118,7 @@ pub struct FabricPowerRow {
     /// Rung label.
     pub rung: String,
     /// The rung's kind: `idle`, `sustained` or `nccl`.
-    pub kind: String,
+    pub kind: PhaseKind,
     /// Node mean, W.
     pub mean_w: Option<f64>,
     /// Node peak, W.
@@ -138,17 +139,22 @@ pub fn fabric_power(rungs: &[RungSummary], ranks: usize) -> Vec<FabricPowerRow> 
     }
     let idle: Vec<f64> = rungs
         .iter()
-        .filter(|r| r.rung.kind == "idle" && !r.rung.no_context)
+        .filter(|r| r.rung.kind == PhaseKind::Idle && !r.rung.no_context)
         .filter_map(|r| r.mean_w)
         .collect();
     let idle_mean = (!idle.is_empty()).then(|| idle.iter().sum::<f64>() / idle.len() as f64);
     rungs
         .iter()
-        .filter(|r| matches!(r.rung.kind.as_str(), "idle" | "sustained" | "nccl"))
+        .filter(|r| {
+            matches!(
+                r.rung.kind,
+                PhaseKind::Idle | PhaseKind::Sustained | PhaseKind::Nccl
+            )
+        })
         .filter(|r| !r.rung.no_context)
         .map(|r| FabricPowerRow {
             rung: r.rung.label.clone(),
-            kind: r.rung.kind.clone(),
+            kind: r.rung.kind,
             mean_w: r.mean_w,
             peak_w: r.peak_w,
             spread_w: r.spread_w,

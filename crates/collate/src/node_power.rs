@@ -16,6 +16,7 @@
 use crate::sensor::series::{changes, median_spacing_ms, spacings_ms};
 use crate::stats::{median, quantile, r3};
 use powerlab_rundir::NodePowerRow;
+use powerlab_rundir::PhaseKind;
 use serde::Serialize;
 
 /// A meter reading below the GPU sum by more than this many W, and by
@@ -91,7 +92,7 @@ pub struct RungSpan {
     /// Label.
     pub label: String,
     /// Kind (`duty`, `sustained`, …).
-    pub kind: String,
+    pub kind: PhaseKind,
     /// Period of a duty rung, ms.
     pub period_ms: Option<f64>,
     /// Measured window, epoch ns.
@@ -288,7 +289,7 @@ fn rung_row(
         Some(p) => p >= 4.0 * span_ms,
         None => true,
     };
-    let chassis_swing_w = if resolves && r.kind == "duty" {
+    let chassis_swing_w = if resolves && r.kind == PhaseKind::Duty {
         values
             .iter()
             .copied()
@@ -359,7 +360,7 @@ fn rung_row(
 fn lag(ok: &[(i64, f64)], rungs: &[RungSpan], gpu: &GpuSum<'_>, span_ms: f64) -> Option<f64> {
     let long: Vec<&RungSpan> = rungs
         .iter()
-        .filter(|r| r.kind == "duty" && r.period_ms.is_some_and(|p| p >= 8.0 * span_ms))
+        .filter(|r| r.kind == PhaseKind::Duty && r.period_ms.is_some_and(|p| p >= 8.0 * span_ms))
         .collect();
     let pts: Vec<(i64, f64)> = ok
         .iter()
@@ -472,7 +473,7 @@ mod tests {
             RungSpan {
                 id: 0,
                 label: "sustained".into(),
-                kind: "sustained".into(),
+                kind: PhaseKind::Sustained,
                 period_ms: None,
                 from_ns: 2_000 * ms,
                 to_ns: 10_000 * ms,
@@ -480,7 +481,7 @@ mod tests {
             RungSpan {
                 id: 1,
                 label: "slow".into(),
-                kind: "duty".into(),
+                kind: PhaseKind::Duty,
                 period_ms: Some(4000.0),
                 from_ns: 10_000 * ms,
                 to_ns: 30_000 * ms,
@@ -488,7 +489,7 @@ mod tests {
             RungSpan {
                 id: 2,
                 label: "fast".into(),
-                kind: "duty".into(),
+                kind: PhaseKind::Duty,
                 period_ms: Some(200.0),
                 from_ns: 30_000 * ms,
                 to_ns: 50_000 * ms,

@@ -17,6 +17,7 @@ use crate::sensor::series::{SeriesSet, span};
 use crate::stats::mean;
 use crate::stats::{r3, t975};
 use powerlab_core::sample::ClockEventBits;
+use powerlab_rundir::PhaseKind;
 use serde::Serialize;
 
 /// Default length of the first and last window, s.
@@ -124,7 +125,7 @@ pub struct Soak {
 /// shorter than three of them).
 pub fn analyse(run: &Run, series: &SeriesSet, edge_s: f64) -> Soak {
     let mut out = Soak::default();
-    for r in run.rungs.iter().filter(|r| r.info.kind == "soak") {
+    for r in run.rungs.iter().filter(|r| r.info.kind == PhaseKind::Soak) {
         let gpus: Vec<SoakRow> = run
             .series
             .iter()

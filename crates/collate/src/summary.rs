@@ -29,6 +29,7 @@ use crate::edges::EdgeStats;
 use crate::load::Run;
 use crate::stats::{mean_sd_ci, quantile_sorted, r3, sum_compensated, welch_difference};
 use powerlab_rundir::RungInfo;
+use powerlab_rundir::{Mode, PhaseKind};
 use serde::ser::{Serialize, SerializeStruct, Serializer};
 use std::collections::HashMap;
 
@@ -225,8 +226,8 @@ impl Serialize for RungSummary {
         st.serialize_field("rung_id", &r.id)?;
         st.serialize_field("label", &r.label)?;
         st.serialize_field("phase", &r.phase)?;
-        st.serialize_field("kind", &r.kind)?;
-        st.serialize_field("mode", &r.mode)?;
+        st.serialize_field("kind", r.kind.as_str())?;
+        st.serialize_field("mode", r.mode.as_str())?;
         st.serialize_field("period_ms", &r.period_ms)?;
         st.serialize_field("nominal_period_ms", &r.requested_period_ms())?;
         st.serialize_field("duty", &r.duty)?;
@@ -542,7 +543,7 @@ pub fn summarize(
             barrier_ok: r.barrier_ok,
             edges_verdict: match e {
                 Some(e) => e.verdict(edge_tol.0, edge_tol.1),
-                None if r.info.kind == "duty" && r.barrier_ok.is_some() => {
+                None if r.info.kind == PhaseKind::Duty && r.barrier_ok.is_some() => {
                     Some("no edges recorded for this rung: its timing is unverified".into())
                 }
                 None => None,
@@ -580,10 +581,11 @@ pub struct RepeatStats {
     pub label: String,
     /// The campaign phase the repeats belong to.
     pub phase: String,
-    /// The rungs' kind (`idle`, `sustained`, `duty`, `nccl` or `soak`).
-    pub kind: String,
+    /// The rungs' kind (`idle`, `sustained`, `duty`, `nccl`, `soak` or
+    /// `ramp_up`).
+    pub kind: PhaseKind,
     /// The rungs' mode: `in_phase` or `staggered`.
-    pub mode: String,
+    pub mode: Mode,
     /// Period the campaign asked for, ms (repeats are grouped by it).
     pub period_ms: Option<f64>,
     /// Period the GPUs ran, ms.
@@ -631,8 +633,8 @@ pub struct RepeatStats {
 struct GroupKey {
     label: String,
     phase: String,
-    kind: String,
-    mode: String,
+    kind: PhaseKind,
+    mode: Mode,
     period_us: Option<i64>,
     duty_ppm: i64,
 }
@@ -654,8 +656,8 @@ fn group_key(r: &RungSummary) -> GroupKey {
     GroupKey {
         label: base_label(r),
         phase: r.rung.phase.clone(),
-        kind: r.rung.kind.clone(),
-        mode: r.rung.mode.clone(),
+        kind: r.rung.kind,
+        mode: r.rung.mode,
         period_us: r
             .rung
             .requested_period_ms()
@@ -699,8 +701,8 @@ pub fn repeat_stats(rungs: &[RungSummary]) -> Vec<RepeatStats> {
         out.push(RepeatStats {
             label: base_label(g[0]),
             phase: g[0].rung.phase.clone(),
-            kind: g[0].rung.kind.clone(),
-            mode: g[0].rung.mode.clone(),
+            kind: g[0].rung.kind,
+            mode: g[0].rung.mode,
             period_ms: g[0].rung.requested_period_ms(),
             achieved_period_ms: g[0].rung.period_ms,
             duty: g[0].rung.duty,
@@ -804,11 +806,11 @@ pub fn compare_modes(rungs: &[RungSummary]) -> Vec<PhaseCompare> {
     let gs = groups(rungs);
     let mut out = Vec::new();
     for (ka, a) in &gs {
-        if ka.mode != "in_phase" || ka.kind != "duty" || ka.period_us.is_none() {
+        if ka.mode != Mode::InPhase || ka.kind != PhaseKind::Duty || ka.period_us.is_none() {
             continue;
         }
         let Some((_, b)) = gs.iter().find(|(kb, _)| {
-            kb.mode == "staggered"
+            kb.mode == Mode::Staggered
                 && kb.kind == ka.kind
                 && kb.phase == ka.phase
                 && kb.period_us == ka.period_us
@@ -889,8 +891,8 @@ mod tests {
                 id: 7,
                 label: "sweep/p100ms".into(),
                 phase: "sweep".into(),
-                kind: "duty".into(),
-                mode: "in_phase".into(),
+                kind: PhaseKind::Duty,
+                mode: Mode::InPhase,
                 period_ms: Some(100.3),
                 nominal_period_ms: nominal,
                 duty: 0.5,
@@ -999,20 +1001,24 @@ mod tests {
     fn rung(
         label: &str,
         phase: &str,
-        kind: &str,
-        mode: &str,
+        kind: PhaseKind,
+        mode: Mode,
         duty: f64,
         repeat: u32,
         mean: f64,
     ) -> RungSummary {
-        let mut r = summary(if kind == "duty" { Some(100.0) } else { None });
+        let mut r = summary(if kind == PhaseKind::Duty {
+            Some(100.0)
+        } else {
+            None
+        });
         r.rung.label = label.into();
         r.rung.phase = phase.into();
-        r.rung.kind = kind.into();
-        r.rung.mode = mode.into();
+        r.rung.kind = kind;
+        r.rung.mode = mode;
         r.rung.duty = duty;
         r.rung.repeat = repeat;
-        if kind != "duty" {
+        if kind != PhaseKind::Duty {
             r.rung.period_ms = None;
         }
         r.mean_w = Some(mean);
@@ -1027,13 +1033,29 @@ mod tests {
         // own configuration: pooled, the sweep's 700 W and the fabric's
         // 300 W would read as one rung of 500 W with a wide interval.
         let rungs = vec![
-            rung("nccl/sweep", "nccl", "nccl", "in_phase", 1.0, 1, 700.0),
-            rung("nccl/fabric", "nccl", "nccl", "in_phase", 1.0, 1, 300.0),
+            rung(
+                "nccl/sweep",
+                "nccl",
+                PhaseKind::Nccl,
+                Mode::InPhase,
+                1.0,
+                1,
+                700.0,
+            ),
+            rung(
+                "nccl/fabric",
+                "nccl",
+                PhaseKind::Nccl,
+                Mode::InPhase,
+                1.0,
+                1,
+                300.0,
+            ),
             rung(
                 "s/p100ms/in_phase/r1",
                 "s",
-                "duty",
-                "in_phase",
+                PhaseKind::Duty,
+                Mode::InPhase,
                 0.5,
                 1,
                 900.0,
@@ -1041,8 +1063,8 @@ mod tests {
             rung(
                 "s/p100ms/in_phase/r2",
                 "s",
-                "duty",
-                "in_phase",
+                PhaseKind::Duty,
+                Mode::InPhase,
                 0.5,
                 2,
                 910.0,
@@ -1050,8 +1072,8 @@ mod tests {
             rung(
                 "s/p100ms/staggered/r1",
                 "s",
-                "duty",
-                "staggered",
+                PhaseKind::Duty,
+                Mode::Staggered,
                 0.5,
                 1,
                 880.0,
@@ -1059,13 +1081,21 @@ mod tests {
             rung(
                 "s/p100ms/staggered/r2",
                 "s",
-                "duty",
-                "staggered",
+                PhaseKind::Duty,
+                Mode::Staggered,
                 0.5,
                 2,
                 890.0,
             ),
-            rung("t/p100ms/in_phase", "s", "duty", "in_phase", 0.25, 1, 500.0),
+            rung(
+                "t/p100ms/in_phase",
+                "s",
+                PhaseKind::Duty,
+                Mode::InPhase,
+                0.25,
+                1,
+                500.0,
+            ),
         ];
         let stats = repeat_stats(&rungs);
         let find = |l: &str| stats.iter().find(|s| s.label == l).unwrap();

@@ -11,7 +11,7 @@ use crate::common;
 use powerlab_core::hw::EdgeRecord;
 use powerlab_core::shape::EdgeKind;
 use powerlab_core::{Instrument, Sample};
-use powerlab_rundir::{EdgeWriter, EventLog, RunDir, RunEvent, RungInfo};
+use powerlab_rundir::{EdgeWriter, EventLog, Mode, PhaseKind, RunDir, RunEvent, RungInfo};
 use proptest::prelude::*;
 
 const T0: i64 = 1_795_997_027_000_000_000;
@@ -74,8 +74,8 @@ fn write_case(root: &std::path::Path, c: &Case) -> (std::path::PathBuf, Vec<f64>
         id: 0,
         label: "d".into(),
         phase: "d".into(),
-        kind: "duty".into(),
-        mode: "staggered".into(),
+        kind: PhaseKind::Duty,
+        mode: Mode::Staggered,
         period_ms: Some(period_ms),
         nominal_period_ms: None,
         duty: 0.5,

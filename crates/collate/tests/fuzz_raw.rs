@@ -5,7 +5,7 @@
 //! `POWERLAB_FUZZ_SECS` seconds (default 3; `scripts/bench/fuzz.sh` runs 600).
 
 use crate::common;
-use powerlab_rundir::{EventLog, RunDir, RunEvent, RungInfo};
+use powerlab_rundir::{EventLog, Mode, PhaseKind, RunDir, RunEvent, RungInfo};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use std::path::{Path, PathBuf};
@@ -32,8 +32,8 @@ fn skeleton(root: &Path) -> PathBuf {
         id: 0,
         label: "d".into(),
         phase: "d".into(),
-        kind: "duty".into(),
-        mode: "in_phase".into(),
+        kind: PhaseKind::Duty,
+        mode: Mode::InPhase,
         period_ms: Some(100.0),
         nominal_period_ms: None,
         duty: 0.5,

@@ -8,7 +8,7 @@
 
 use crate::common;
 use powerlab_core::{Instrument, Sample};
-use powerlab_rundir::{EventLog, RunDir, RunEvent, RungInfo};
+use powerlab_rundir::{EventLog, Mode, PhaseKind, RunDir, RunEvent, RungInfo};
 use proptest::prelude::*;
 use std::path::Path;
 
@@ -49,8 +49,8 @@ fn write_run(root: &Path, gpus: &[(String, Vec<Sample>)], split: bool) -> std::p
         id: 0,
         label: "d".into(),
         phase: "d".into(),
-        kind: "duty".into(),
-        mode: "in_phase".into(),
+        kind: PhaseKind::Duty,
+        mode: Mode::InPhase,
         period_ms: Some(200.0),
         nominal_period_ms: None,
         duty: 0.5,

@@ -10,6 +10,7 @@
 pub mod clock;
 pub mod collective;
 pub mod hw;
+pub mod kind;
 pub mod meter;
 pub mod sample;
 pub mod select;
@@ -23,6 +24,7 @@ pub use hw::{
     Backend, BackendInfo, Capability, DeviceEvent, EdgeFeed, EdgeRecord, Gpu, GpuIdentity,
     GpuSchedule, HwError, NodeHandles, PowerSource, Readiness, RungOutcome,
 };
+pub use kind::{Mode, PhaseKind};
 pub use meter::{MeterError, NodeMeter, NodeReading};
 pub use sample::{Instrument, Sample};
 pub use select::{GpuRef, GpuSelector};

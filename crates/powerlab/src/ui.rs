@@ -3,7 +3,7 @@
 
 use indicatif::{ProgressBar, ProgressStyle};
 use powerlab_collate::summary::RungSummary;
-use powerlab_rundir::RunEvent;
+use powerlab_rundir::{PhaseKind, RunEvent};
 use powerlab_runner::Observer;
 
 /// Progress bar over nominal campaign time.
@@ -157,7 +157,7 @@ impl Observer for UnderLoadHealth<'_> {
             false,
             Some(dir),
         ) = (e, self.done, &self.run_dir)
-            && (rung.kind == "sustained" || rung.kind == "soak")
+            && matches!(rung.kind, PhaseKind::Sustained | PhaseKind::Soak)
         {
             self.done = true;
             let at = measure_from_ns + ((end_ns - measure_from_ns) / 2).min(5_000_000_000);

@@ -1,6 +1,7 @@
 //! `events.jsonl`: one JSON object a line, flushed as written.
 
 use crate::layout::RunDirError;
+pub use powerlab_core::kind::{Mode, PhaseKind};
 use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::io::Write;
@@ -15,10 +16,11 @@ pub struct RungInfo {
     pub label: String,
     /// Phase name.
     pub phase: String,
-    /// `idle`, `sustained`, `duty`, `nccl`, `soak`, `ramp_up`.
-    pub kind: String,
+    /// `idle`, `sustained`, `duty`, `nccl`, `soak`, `ramp_up`: a kind this
+    /// build does not know makes the line, and so the event log, an error.
+    pub kind: PhaseKind,
     /// `in_phase` or `staggered`.
-    pub mode: String,
+    pub mode: Mode,
     /// Duty period the GPUs ran, ms.
     pub period_ms: Option<f64>,
     /// Duty period the campaign asked for, ms (equal to `period_ms` unless
@@ -260,8 +262,9 @@ pub fn read_events(path: &Path) -> Result<Vec<RunEvent>, RunDirError> {
 ///
 /// Returns [`RunDirError::Io`] if the file cannot be opened (including when
 /// it does not exist) or read, and [`RunDirError::Format`] if it is not a
-/// regular file, is longer than allowed, or a line other than the last one
-/// is not a valid [`RunEvent`]; the message names the line.
+/// regular file, is longer than allowed, or a line other than a torn last
+/// one (not whole JSON) is not a valid [`RunEvent`] (an unknown rung kind or
+/// mode among them); the message names the line and the value.
 pub fn read_events_at_most(
     path: &Path,
     recorded: Option<u64>,
@@ -278,7 +281,15 @@ pub fn read_events_at_most(
         }
         match serde_json::from_str(line) {
             Ok(e) => out.push(e),
-            Err(_) if i + 1 == lines.len() => break,
+            // A torn last line is a prefix of one, never whole JSON; a whole
+            // line that is no event (a rung kind or mode this build does not
+            // know) is an error wherever it stands.
+            Err(_)
+                if i + 1 == lines.len()
+                    && serde_json::from_str::<serde::de::IgnoredAny>(line).is_err() =>
+            {
+                break;
+            }
             Err(e) => {
                 return Err(RunDirError::Format {
                     path: path.to_path_buf(),
@@ -302,12 +313,37 @@ mod tests {
         assert_eq!(info.swinging, None);
         assert!(!serde_json::to_string(&info).unwrap().contains("swinging"));
         let step = RungInfo {
-            kind: "ramp_up".into(),
+            kind: PhaseKind::RampUp,
             label: "rampup/2of8/p100ms".into(),
             swinging: Some(vec!["gpu0".into(), "gpu1".into()]),
             ..info
         };
         let back: RungInfo = serde_json::from_str(&serde_json::to_string(&step).unwrap()).unwrap();
         assert_eq!(back, step);
+    }
+
+    #[test]
+    fn an_unknown_rung_kind_is_an_error_naming_the_file_line_and_value() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("events.jsonl");
+        let rung = r#"{"id":3,"label":"c","phase":"c","kind":"calibration","mode":"in_phase","period_ms":null,"duty":1.0,"repeat":1,"repeats":1}"#;
+        let started = format!(
+            r#"{{"event":"rung_started","ts_ns":1,"rung":{rung},"epoch_ns":1,"measure_from_ns":1,"end_ns":2,"offsets_ns":[0],"gpus":["gpu0"]}}"#
+        );
+        let run = r#"{"event":"run_started","ts_ns":0,"campaign":"c","backend":"sim","rungs":1}"#;
+        // Last line or not, a whole line with an unknown kind is an error.
+        for text in [
+            format!("{run}\n{started}\n"),
+            format!("{run}\n{started}\n{run}\n"),
+        ] {
+            std::fs::write(&path, text).unwrap();
+            let err = read_events(&path).unwrap_err().to_string();
+            assert!(err.contains("events.jsonl"), "{err}");
+            assert!(err.contains("line 2"), "{err}");
+            assert!(err.contains("calibration"), "{err}");
+        }
+        // A torn last line is still ignored.
+        std::fs::write(&path, format!("{run}\n{}", &started[..40])).unwrap();
+        assert_eq!(read_events(&path).unwrap().len(), 1);
     }
 }

@@ -7,7 +7,7 @@
 use powerlab_campaign::{Plan, expand, parse_str};
 use powerlab_core::RunClock;
 use powerlab_core::hw::Backend;
-use powerlab_rundir::{RunEvent, RunStatus, ToolInfo};
+use powerlab_rundir::{PhaseKind, RunEvent, RunStatus, ToolInfo};
 use powerlab_runner::{Observer, RunOptions, RunResult, StopLatch, StopReason, run_campaign};
 use powerlab_sim::{Profile, SimBackend, SimOptions};
 
@@ -278,7 +278,7 @@ async fn a_duty_rung_without_a_period_is_refused_naming_it() {
     let duty = plan
         .rungs
         .iter_mut()
-        .find(|r| r.kind.as_str() == "duty")
+        .find(|r| r.kind == PhaseKind::Duty)
         .unwrap();
     duty.period_ms = None;
     let label = duty.label.clone();
@@ -398,7 +398,7 @@ async fn a_running_rungs_edges_are_on_disk_within_a_second_and_once_each() {
                 epoch_ns,
                 end_ns,
                 ..
-            } if rung.kind == "duty" => Some((rung.id, *epoch_ns, *end_ns)),
+            } if rung.kind == PhaseKind::Duty => Some((rung.id, *epoch_ns, *end_ns)),
             _ => None,
         })
         .unwrap();

@@ -9,6 +9,7 @@ use super::delta::{Delta, beyond, delta, with_within_run};
 use super::side::{Side, SummaryRow};
 use crate::format::fmt_ms;
 use crate::summary::base_label_of;
+use powerlab_rundir::{Mode, PhaseKind};
 use serde::Serialize;
 
 /// One figure of one rung (or one GPU in one rung) compared.
@@ -51,9 +52,9 @@ pub struct RungDelta {
     /// The label shared by the rung's repeats.
     pub label: String,
     /// The rung's kind (A's).
-    pub kind: String,
+    pub kind: PhaseKind,
     /// The rung's mode (A's).
-    pub mode: String,
+    pub mode: Mode,
     /// Mean, peak, spread and swing.
     pub figures: Vec<FigureDelta>,
     /// What qualifies the figures (incomplete data, a verdict instead of
@@ -111,12 +112,7 @@ pub fn ambiguous_label(rows: &[SummaryRow]) -> Option<String> {
                     r.repeat
                 ));
             }
-            if (r.phase.as_str(), r.kind.as_str(), r.mode.as_str())
-                != (
-                    first.phase.as_str(),
-                    first.kind.as_str(),
-                    first.mode.as_str(),
-                )
+            if (r.phase.as_str(), r.kind, r.mode) != (first.phase.as_str(), first.kind, first.mode)
             {
                 return Some(format!(
                     "rungs of phase `{}` ({} {}) and of phase `{}` ({} {}) are both labelled `{label}`",
@@ -200,7 +196,7 @@ pub fn compare_rungs(a: &Side, b: &Side, threshold_pct: f64) -> (Vec<RungDelta>,
             });
             continue;
         };
-        let duty = matches!(ra[0].kind.as_str(), "duty" | "ramp_up");
+        let duty = matches!(ra[0].kind, PhaseKind::Duty | PhaseKind::RampUp);
         let fig = |name: &str, f: fn(&SummaryRow) -> Option<f64>, ci: Ci, judged: bool| {
             let mut d =
                 FigureDelta::new(name, &values(ra, f), &values(rb, f), judged, threshold_pct);
@@ -210,8 +206,8 @@ pub fn compare_rungs(a: &Side, b: &Side, threshold_pct: f64) -> (Vec<RungDelta>,
         };
         rungs.push(RungDelta {
             label: label.clone(),
-            kind: ra[0].kind.clone(),
-            mode: ra[0].mode.clone(),
+            kind: ra[0].kind,
+            mode: ra[0].mode,
             figures: vec![
                 fig(
                     "mean",
@@ -267,8 +263,8 @@ mod tests {
             rung_id: id,
             label: label.into(),
             phase: "p".into(),
-            kind: "sustained".into(),
-            mode: "in_phase".into(),
+            kind: PhaseKind::Sustained,
+            mode: Mode::InPhase,
             period_ms: None,
             duty: 1.0,
             repeat,
@@ -295,7 +291,7 @@ mod tests {
     #[test]
     fn defect2_rungs_that_share_a_label_are_not_pooled_as_repeats() {
         let mut duty = row(1, "sweep/p500ms/in_phase", 1, 1386.0);
-        duty.kind = "duty".into();
+        duty.kind = PhaseKind::Duty;
         duty.phase = "sweep".into();
         let forged = row(2, "sweep/p500ms/in_phase", 1, 880.0);
         let why = ambiguous_label(&[duty.clone(), forged.clone()]).unwrap();

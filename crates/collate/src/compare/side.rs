@@ -4,7 +4,7 @@
 //! (`health.json`, when the run took one). [`crate::comparison`] reads it.
 
 use crate::per_gpu::GpuRungRow;
-use powerlab_rundir::{Manifest, RunStatus};
+use powerlab_rundir::{Manifest, Mode, PhaseKind, RunStatus};
 use serde::Deserialize;
 use std::path::PathBuf;
 
@@ -17,10 +17,10 @@ pub struct SummaryRow {
     pub label: String,
     /// Campaign phase.
     pub phase: String,
-    /// `idle`, `sustained`, `duty`, `nccl` or `soak`.
-    pub kind: String,
+    /// `idle`, `sustained`, `duty`, `nccl`, `soak` or `ramp_up`.
+    pub kind: PhaseKind,
     /// `in_phase` or `staggered`.
-    pub mode: String,
+    pub mode: Mode,
     /// Period the GPUs ran, ms.
     pub period_ms: Option<f64>,
     /// Duty fraction.

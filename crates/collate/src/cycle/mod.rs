@@ -48,6 +48,7 @@ use crate::stats::weighted_quantile_sorted;
 use fold::GpuFold;
 pub use interval::{Bounds, CycleInterval};
 use powerlab_core::units::ms_to_ns;
+use powerlab_rundir::PhaseKind;
 use rustfft::FftPlanner;
 use rustfft::num_complex::Complex64;
 
@@ -281,7 +282,7 @@ pub fn compose(
     let Some(period_ms) = r
         .info
         .period_ms
-        .filter(|_| r.info.kind == "duty" && r.info.duty > 0.0 && r.info.duty < 1.0)
+        .filter(|_| r.info.kind == PhaseKind::Duty && r.info.duty > 0.0 && r.info.duty < 1.0)
     else {
         return Err(NoCycle::NotPeriodic);
     };
@@ -621,7 +622,7 @@ pub fn short_on_phases(
     let sustained: Vec<&RungWindow> = run
         .rungs
         .iter()
-        .filter(|r| r.info.kind == "sustained" || r.info.kind == "soak")
+        .filter(|r| r.info.kind == PhaseKind::Sustained || r.info.kind == PhaseKind::Soak)
         .collect();
     for r in &run.rungs {
         let Some(Ok(c)) = cycles.get(&r.info.id) else {

@@ -11,6 +11,7 @@ use crate::soak::SoakLines;
 use crate::summary::{Cycles, PhaseCompare, RepeatStats, RungSummary};
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use powerlab_rundir::{Mode, PhaseKind};
 use std::path::{Path, PathBuf};
 use std::sync::Once;
 
@@ -242,7 +243,7 @@ where
     area.fill(&WHITE)?;
     let duty: Vec<&RepeatStats> = repeats
         .iter()
-        .filter(|r| r.kind == "duty" && r.period_ms.is_some())
+        .filter(|r| r.kind == PhaseKind::Duty && r.period_ms.is_some())
         .collect();
     let pmin = duty
         .iter()
@@ -277,8 +278,16 @@ where
         .label_style(("sans-serif", 12))
         .draw()?;
     for (mode, color, faded) in [
-        ("in_phase", RGBColor(200, 40, 40), RGBColor(235, 175, 175)),
-        ("staggered", RGBColor(20, 90, 200), RGBColor(170, 195, 235)),
+        (
+            Mode::InPhase,
+            RGBColor(200, 40, 40),
+            RGBColor(235, 175, 175),
+        ),
+        (
+            Mode::Staggered,
+            RGBColor(20, 90, 200),
+            RGBColor(170, 195, 235),
+        ),
     ] {
         let mut raw: Vec<(f64, f64)> = duty
             .iter()
@@ -496,7 +505,7 @@ pub fn write_plots(
     for r in results {
         files.extend(r?);
     }
-    if rungs.iter().any(|r| r.rung.kind == "duty") {
+    if rungs.iter().any(|r| r.rung.kind == PhaseKind::Duty) {
         files.extend(both(
             &dir.join("spread_vs_period"),
             (800, 480),

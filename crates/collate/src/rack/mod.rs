@@ -30,6 +30,7 @@ use crate::export::{csv, json, markdown, parquet, plots};
 use crate::handoff::read_cycles;
 use crate::load::{Run, load_run};
 use crate::summary::{Cycles, PhaseCompare, RungSummary, compare_modes, repeat_stats, summarize};
+use powerlab_rundir::PhaseKind;
 use powerlab_rundir::RunDir;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -516,7 +517,7 @@ fn rack_cycles(
     let mut cycles: Cycles = HashMap::new();
     let mut means = HashMap::new();
     for r in &reference.rungs {
-        let periodic = r.info.kind == "duty"
+        let periodic = r.info.kind == PhaseKind::Duty
             && r.info.period_ms.is_some()
             && r.info.duty > 0.0
             && r.info.duty < 1.0;

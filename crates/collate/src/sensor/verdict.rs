@@ -14,6 +14,7 @@ use crate::cycle::rises_of;
 use crate::load::{Run, RungWindow};
 use crate::stats::quantile;
 use powerlab_campaign::CALIBRATION_PHASE;
+use powerlab_rundir::{Mode, PhaseKind};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -42,7 +43,7 @@ pub struct RungPathRow {
     /// The rung's duty fraction: the share of each period the GPUs run.
     pub duty: f64,
     /// In phase or staggered.
-    pub mode: String,
+    pub mode: Mode,
     /// GPU key.
     pub gpu: String,
     /// The power path read: `buffered_w` or `instant_w`.
@@ -136,7 +137,7 @@ pub fn analyse(
     for (r, period_ms) in run
         .rungs
         .iter()
-        .filter(|r| r.info.kind == "duty")
+        .filter(|r| r.info.kind == PhaseKind::Duty)
         .filter_map(|r| r.info.period_ms.map(|p| (r, p)))
     {
         for (gi, g) in run.manifest.backend.gpus.iter().enumerate() {
@@ -178,7 +179,7 @@ pub fn analyse(
                     rung: r.info.label.clone(),
                     period_ms,
                     duty: r.info.duty,
-                    mode: r.info.mode.clone(),
+                    mode: r.info.mode,
                     gpu: g.key.clone(),
                     instrument: inst.into(),
                     verdict: raw_verdict(m, period_ms, r.info.duty).into(),
@@ -215,7 +216,9 @@ fn answers(
     let n_gpus = run.manifest.backend.gpus.len();
     let mut out: Vec<PeriodAnswer> = Vec::new();
     for r in run.rungs.iter().filter(|r| {
-        r.info.kind == "duty" && r.info.mode == "in_phase" && r.info.phase != CALIBRATION_PHASE
+        r.info.kind == PhaseKind::Duty
+            && r.info.mode == Mode::InPhase
+            && r.info.phase != CALIBRATION_PHASE
     }) {
         let mine: Vec<&RungPathRow> = rows.iter().filter(|x| x.rung_id == r.info.id).collect();
         // Prefer the buffered path; the instant field where the buffered window nulls the period.

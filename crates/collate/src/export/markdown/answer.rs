@@ -11,6 +11,7 @@ use crate::sensor::model::ModelKind;
 use crate::sensor::verdict::SensorReport;
 use crate::stats::median;
 use crate::summary::{PhaseCompare, RungSummary};
+use powerlab_rundir::{Mode, PhaseKind};
 use std::fmt::Write;
 
 /// What the block is made from.
@@ -56,7 +57,7 @@ pub fn answer_block(a: &AnswerInputs<'_>) -> String {
     let sustained: Vec<&RungSummary> = a
         .rungs
         .iter()
-        .filter(|r| r.rung.kind == "sustained" && r.mean_w.is_some())
+        .filter(|r| r.rung.kind == PhaseKind::Sustained && r.mean_w.is_some())
         .collect();
     // One line per flagged GPU: in how many rungs, how far, and its limiters.
     let mut by_gpu: std::collections::BTreeMap<&str, Vec<&GpuRungRow>> = Default::default();
@@ -204,7 +205,7 @@ pub fn power_lines(
     );
     let sustained: Vec<&RungSummary> = rungs
         .iter()
-        .filter(|r| r.rung.kind == "sustained" && r.mean_w.is_some())
+        .filter(|r| r.rung.kind == PhaseKind::Sustained && r.mean_w.is_some())
         .collect();
     let means: Vec<f64> = sustained.iter().filter_map(|r| r.mean_w).collect();
     match (median(&means), means.iter().copied().reduce(f64::max)) {
@@ -234,10 +235,9 @@ pub fn power_lines(
     }
     // The in-phase duty rungs by period: the worst repeat, and the median.
     let mut by_period: Vec<(f64, Vec<&RungSummary>)> = Vec::new();
-    for r in rungs
-        .iter()
-        .filter(|r| r.rung.kind == "duty" && r.rung.mode == "in_phase" && r.swing_w.is_some())
-    {
+    for r in rungs.iter().filter(|r| {
+        r.rung.kind == PhaseKind::Duty && r.rung.mode == Mode::InPhase && r.swing_w.is_some()
+    }) {
         let p = r.rung.period_ms.unwrap_or(0.0);
         match by_period.iter_mut().find(|(q, _)| (q - p).abs() < 1e-9) {
             Some((_, v)) => v.push(r),

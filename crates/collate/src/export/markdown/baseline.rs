@@ -8,16 +8,17 @@ use super::cells::{code, o, text};
 use crate::per_gpu::GpuRungRow;
 use crate::stats::mean;
 use crate::summary::RungSummary;
+use powerlab_rundir::PhaseKind;
 use std::fmt::Write;
 
 /// The two baselines' rungs: (no context, every context-held idle rung).
 fn pair(rungs: &[RungSummary]) -> Option<(&RungSummary, Vec<&RungSummary>)> {
     let bare = rungs
         .iter()
-        .find(|r| r.rung.kind == "idle" && r.rung.no_context)?;
+        .find(|r| r.rung.kind == PhaseKind::Idle && r.rung.no_context)?;
     let held: Vec<&RungSummary> = rungs
         .iter()
-        .filter(|r| r.rung.kind == "idle" && !r.rung.no_context)
+        .filter(|r| r.rung.kind == PhaseKind::Idle && !r.rung.no_context)
         .collect();
     (!held.is_empty()).then_some((bare, held))
 }

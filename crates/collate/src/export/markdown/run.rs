@@ -11,6 +11,7 @@ use crate::load::Run;
 use crate::nccl::{FabricPowerRow, NcclRow};
 use crate::sensor::verdict::SensorReport;
 use crate::summary::{PhaseCompare, RepeatStats, RungSummary};
+use powerlab_rundir::PhaseKind;
 use powerlab_rundir::{RunEvent, RunStatus};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -438,7 +439,7 @@ pub fn write_report(
         }
         let _ = writeln!(s, "\n![NCCL bus bandwidth](plots/nccl_busbw.svg)");
     }
-    if t.fabric.iter().any(|f| f.kind == "nccl") {
+    if t.fabric.iter().any(|f| f.kind == PhaseKind::Nccl) {
         let _ = writeln!(s, "\n## Fabric power (node, buffered samples)\n");
         let _ = writeln!(
             s,
@@ -523,7 +524,7 @@ pub fn write_report(
         "- start error: achieved − intended start of each GPU, where the intended start includes its deliberate stagger; skew = max − min of those errors."
     );
     let _ = writeln!(s, "\n## Plots\n");
-    if rungs.iter().any(|r| r.rung.kind == "duty") {
+    if rungs.iter().any(|r| r.rung.kind == PhaseKind::Duty) {
         let _ = writeln!(
             s,
             "![node spread vs duty period](plots/spread_vs_period.svg)\n"
