@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 /// Where a report keeps its Parquet copy of the raw files
 /// (`report/raw/<gpu>.parquet`).
-pub const RAW_PARQUET_DIR: &str = "raw";
+pub const RAW_PARQUET_DIR: &str = powerlab_rundir::ReportFile::RawParquet.file_name();
 
 /// What `collate` produced.
 #[derive(Debug, Clone)]
@@ -180,7 +180,8 @@ fn staged_if<T>(
     if staging.exists() {
         std::fs::remove_dir_all(&staging).map_err(|e| CollateError::io(&staging, e))?;
     }
-    std::fs::create_dir_all(staging.join("plots")).map_err(|e| CollateError::io(&staging, e))?;
+    std::fs::create_dir_all(staging.join(powerlab_rundir::ReportFile::Plots.file_name()))
+        .map_err(|e| CollateError::io(&staging, e))?;
     let (out, files) = match build(&staging) {
         Ok(x) => x,
         Err(e) => {
@@ -511,7 +512,11 @@ fn collate_into(
         &compare,
         &report_dir,
     )?);
-    for name in ["summary.csv", "repeats.csv", "in_phase_vs_staggered.csv"] {
+    for name in [
+        powerlab_rundir::ReportFile::SummaryCsv.file_name(),
+        powerlab_rundir::ReportFile::RepeatsCsv.file_name(),
+        powerlab_rundir::ReportFile::InPhaseVsStaggeredCsv.file_name(),
+    ] {
         files.extend(crate::export::parquet::beside_csv(&report_dir.join(name))?);
     }
     files.extend(csv::write_nccl(&nccl_rows, &report_dir)?);
@@ -524,24 +529,24 @@ fn collate_into(
         &repeats,
         &compare,
         &cycles,
-        &report_dir.join("plots"),
+        &report_dir.join(powerlab_rundir::ReportFile::Plots.file_name()),
     )?);
     files.extend(plots::write_nccl_plot(
         &nccl_rows,
-        &report_dir.join("plots"),
+        &report_dir.join(powerlab_rundir::ReportFile::Plots.file_name()),
     )?);
     files.extend(plots::write_sensor_plot(
         &sensor.answers,
-        &report_dir.join("plots"),
+        &report_dir.join(powerlab_rundir::ReportFile::Plots.file_name()),
     )?);
-    let per_gpu_csv = report_dir.join("per_gpu.csv");
+    let per_gpu_csv = report_dir.join(powerlab_rundir::ReportFile::PerGpuCsv.file_name());
     csv::write_rows(&gpu_rows, &per_gpu_csv)?;
     files.push(per_gpu_csv);
     files.extend(crate::export::parquet::beside_csv(
-        &report_dir.join("per_gpu.csv"),
+        &report_dir.join(powerlab_rundir::ReportFile::PerGpuCsv.file_name()),
     )?);
     if !soak.rows.is_empty() {
-        let soak_csv = report_dir.join("soak.csv");
+        let soak_csv = report_dir.join(powerlab_rundir::ReportFile::SoakCsv.file_name());
         csv::write_rows(&soak.rows, &soak_csv)?;
         files.push(soak_csv);
     }
@@ -549,20 +554,20 @@ fn collate_into(
         files.extend(plots::write_soak_plot(
             label,
             lines,
-            &report_dir.join("plots"),
+            &report_dir.join(powerlab_rundir::ReportFile::Plots.file_name()),
         )?);
     }
     if !np.facts.is_empty() {
         let (a, b) = (
-            report_dir.join("node_power_sources.csv"),
-            report_dir.join("node_power.csv"),
+            report_dir.join(powerlab_rundir::ReportFile::NodePowerSourcesCsv.file_name()),
+            report_dir.join(powerlab_rundir::ReportFile::NodePowerCsv.file_name()),
         );
         csv::write_rows(&np.facts, &a)?;
         csv::write_rows(&np.rungs, &b)?;
         files.extend([a, b]);
         files.extend(plots::write_node_power_plot(
             &np.plot,
-            &report_dir.join("plots"),
+            &report_dir.join(powerlab_rundir::ReportFile::Plots.file_name()),
         )?);
     }
     let tables = markdown::run::Tables {

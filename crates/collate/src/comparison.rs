@@ -69,14 +69,14 @@ pub fn load_side(path: &Path, collate_stale: bool) -> Result<Side, CompareError>
     if !path.is_dir() {
         return Err(not_a_run("no such directory".into()));
     }
-    if path.join("nodes").is_dir() {
+    if path.join(powerlab_rundir::RunFile::Nodes.name()).is_dir() {
         return Err(not_a_run(
             "a rack run directory: compare one node's directory under nodes/".into(),
         ));
     }
-    let manifest =
-        Manifest::read(&path.join("manifest.json")).map_err(|e| not_a_run(e.to_string()))?;
-    let state = if path.join("report").is_dir() {
+    let manifest = Manifest::read(&path.join(powerlab_rundir::RunFile::Manifest.name()))
+        .map_err(|e| not_a_run(e.to_string()))?;
+    let state = if path.join(powerlab_rundir::RunFile::Report.name()).is_dir() {
         freshness(path)
     } else {
         Freshness::Stale("it was never collated: no report/".into())
@@ -98,12 +98,12 @@ pub fn load_side(path: &Path, collate_stale: bool) -> Result<Side, CompareError>
             });
         }
     };
-    let report_dir = path.join("report");
+    let report_dir = path.join(powerlab_rundir::RunFile::Report.name());
     let bad = |file: &Path, e: powerlab_rundir::RunDirError| CompareError::BadReport {
         path: file.to_path_buf(),
         message: format!("does not read as the collator writes it ({e}): collate the run again"),
     };
-    let summary = report_dir.join("summary.csv");
+    let summary = report_dir.join(powerlab_rundir::ReportFile::SummaryCsv.file_name());
     let rungs: Vec<SummaryRow> =
         powerlab_rundir::read_rows(&summary).map_err(|e| bad(&summary, e))?;
     if let Some(why) = crate::compare::rungs::ambiguous_label(&rungs) {
@@ -114,7 +114,7 @@ pub fn load_side(path: &Path, collate_stale: bool) -> Result<Side, CompareError>
             ),
         });
     }
-    let per_gpu_csv = report_dir.join("per_gpu.csv");
+    let per_gpu_csv = report_dir.join(powerlab_rundir::ReportFile::PerGpuCsv.file_name());
     let has_per_gpu = per_gpu_csv.is_file();
     let per_gpu: Vec<GpuRungRow> =
         powerlab_rundir::read_rows(&per_gpu_csv).map_err(|e| bad(&per_gpu_csv, e))?;

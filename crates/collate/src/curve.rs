@@ -66,7 +66,7 @@ pub fn node_curve(series: &SeriesSet, run: &Run) -> Result<NodeCurve, CollateErr
     };
     if points > 604_800_000 {
         return Err(CollateError::BadRaw {
-            path: "raw".into(),
+            path: powerlab_rundir::RunFile::Raw.name().into(),
             message: format!(
                 "the samples span {} s: not one run",
                 (end.saturating_sub(start)) / 1_000_000_000

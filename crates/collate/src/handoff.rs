@@ -14,6 +14,7 @@ use crate::error::CollateError;
 use crate::load::Run;
 use crate::summary::Cycles;
 use polars::prelude::*;
+use powerlab_rundir::{ReportFile, RunFile};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -22,11 +23,11 @@ use std::path::{Path, PathBuf};
 /// The hand-off format: a collator that writes another one recollates.
 pub const FORMAT: u32 = 1;
 /// The node curve, full precision.
-pub const CURVE_FILE: &str = "node_curve.parquet";
+pub const CURVE_FILE: &str = ReportFile::NodeCurveParquet.file_name();
 /// The composed cycles of the duty rungs.
-pub const CYCLES_FILE: &str = "node_cycles.parquet";
+pub const CYCLES_FILE: &str = ReportFile::NodeCyclesParquet.file_name();
 /// What the report was computed from.
-pub const INPUTS_FILE: &str = "inputs.json";
+pub const INPUTS_FILE: &str = ReportFile::Inputs.file_name();
 
 /// The files a node's report was computed from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -45,7 +46,12 @@ pub struct Inputs {
 
 /// The report files the rack and `compare` read, checksummed in
 /// [`Inputs::outputs`].
-pub const OUTPUTS: [&str; 4] = [CURVE_FILE, CYCLES_FILE, "summary.csv", "per_gpu.csv"];
+pub const OUTPUTS: [&str; 4] = [
+    CURVE_FILE,
+    CYCLES_FILE,
+    ReportFile::SummaryCsv.file_name(),
+    ReportFile::PerGpuCsv.file_name(),
+];
 
 /// One input file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -137,12 +143,14 @@ fn input_paths(dir: &Path) -> Result<Vec<PathBuf>, CollateError> {
         let e = e.map_err(|e| CollateError::io(dir, e))?;
         let name = e.file_name().to_string_lossy().into_owned();
         let path = e.path();
-        if name.starts_with('.') || name.ends_with(".lock") {
+        if name.starts_with('.') || name.ends_with(powerlab_rundir::lock::LOCK_SUFFIX) {
             continue;
         }
         if path.is_file() {
             out.push(PathBuf::from(&name));
-        } else if (name == "raw" || name == "node_power") && path.is_dir() {
+        } else if (name == RunFile::Raw.name() || name == RunFile::NodePower.name())
+            && path.is_dir()
+        {
             for r in std::fs::read_dir(&path).map_err(|e| CollateError::io(&path, e))? {
                 let r = r.map_err(|e| CollateError::io(&path, e))?;
                 if r.path().is_file() {
@@ -175,8 +183,13 @@ pub fn inputs_of(dir: &Path) -> Result<Inputs, CollateError> {
 
 /// Whether `run_dir`'s report is up to date with its files.
 pub fn freshness(run_dir: &Path) -> Freshness {
-    let report = run_dir.join("report");
-    for f in [CURVE_FILE, CYCLES_FILE, INPUTS_FILE, "summary.csv"] {
+    let report = run_dir.join(powerlab_rundir::RunFile::Report.name());
+    for f in [
+        CURVE_FILE,
+        CYCLES_FILE,
+        INPUTS_FILE,
+        ReportFile::SummaryCsv.file_name(),
+    ] {
         if !report.join(f).is_file() {
             return Freshness::Stale(format!("no report/{f}"));
         }
@@ -215,7 +228,7 @@ pub fn freshness(run_dir: &Path) -> Freshness {
     };
     // Raw files archived away (no `raw/` at all): the report stands for
     // them as it was; everything else must still match.
-    let archived = !run_dir.join("raw").exists();
+    let archived = !run_dir.join(powerlab_rundir::RunFile::Raw.name()).exists();
     let mut recorded = recorded;
     if archived {
         recorded.files.retain(|f| !f.file.starts_with("raw/"));

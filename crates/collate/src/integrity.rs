@@ -170,8 +170,8 @@ fn check_limit(
         path: path
             .parent()
             .and_then(Path::parent)
-            .map(|d| d.join("manifest.json"))
-            .unwrap_or_else(|| "manifest.json".into()),
+            .map(|d| d.join(powerlab_rundir::RunFile::Manifest.name()))
+            .unwrap_or_else(|| powerlab_rundir::RunFile::Manifest.name().into()),
         message: format!(
             "gives {} an enforced limit of {:.0} W, but its raw file {} recorded {lo:.0} to {hi:.0} W: the manifest was edited; restore manifest.json from the original run directory",
             gpu.key,

@@ -111,7 +111,7 @@ pub fn load_run(dir: &RunDir) -> Result<Run, CollateError> {
     let recorded = manifest
         .checksums
         .iter()
-        .find(|c| c.file == "events.jsonl")
+        .find(|c| c.file == powerlab_rundir::RunFile::Events.name())
         .map(|c| c.bytes);
     let events = read_events_at_most(&dir.events(), recorded)?;
     let mut rungs: Vec<RungWindow> = Vec::new();
@@ -405,7 +405,7 @@ pub fn read_power(
                     },
                 },
             })?;
-        if path.to_string_lossy().ends_with(".gz") {
+        if powerlab_rundir::raw::is_archived(path) {
             // An archived run (results committed with compressed raw files).
             let mut out = Vec::new();
             std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&header[..]), &mut out)
@@ -447,7 +447,10 @@ pub fn read_power(
         if let Some(out) = parquet_dir {
             let stem = powerlab_rundir::raw::raw_stem(path);
             let mut whole = df.clone();
-            crate::export::parquet::write_frame(&mut whole, &out.join(format!("{stem}.parquet")))?;
+            crate::export::parquet::write_frame(
+                &mut whole,
+                &powerlab_rundir::ReportFile::raw_parquet(out, &stem),
+            )?;
         }
         let wanted = df
             .column("instrument")

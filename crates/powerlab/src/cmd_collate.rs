@@ -5,7 +5,9 @@ use crate::cli::CollateArgs;
 use anyhow::Result;
 
 pub fn collate(a: &CollateArgs) -> Result<i32> {
-    if a.run_dir.file_name().is_some_and(|n| n == "nodes")
+    if a.run_dir
+        .file_name()
+        .is_some_and(|n| n == powerlab_rundir::RunFile::Nodes.name())
         && a.run_dir
             .parent()
             .is_some_and(powerlab_collate::rack::is_rack_dir)
@@ -86,7 +88,9 @@ pub fn collate(a: &CollateArgs) -> Result<i32> {
                 "error: the rack is incomplete: {} node(s) without a report ({}); their power is a gap in every rack figure. Fix or restore them (see the node table in {}) and collate again",
                 out.gaps.len(),
                 out.gaps.join(", "),
-                out.report_dir.join("report.md").display()
+                out.report_dir
+                    .join(powerlab_rundir::ReportFile::ReportMd.file_name())
+                    .display()
             );
             return Ok(crate::exit::ERROR);
         }

@@ -17,7 +17,7 @@ pub fn compare(a: &CompareArgs) -> Result<i32> {
             "error: --out {} lies inside the report/ folder of run {}, which every collation of that run replaces whole (the comparison would be deleted); write it elsewhere, e.g. --out {}",
             a.out.as_deref().unwrap_or(Path::new("")).display(),
             run.display(),
-            run.join("compare").display()
+            run.join(powerlab_rundir::CompareFile::DIR).display()
         );
         return Ok(crate::exit::TROUBLE);
     }
@@ -98,11 +98,15 @@ fn inside_a_report(out: &Path) -> Option<PathBuf> {
     [norm, resolved].into_iter().find_map(|p| {
         p.ancestors().find_map(|d| {
             let name = d.file_name()?.to_str()?;
-            let report = name == "report"
+            let report = name == powerlab_rundir::RunFile::Report.name()
                 || name.starts_with("report.new-")
                 || name.starts_with("report.old-");
             let run = d.parent()?;
-            (report && run.join("manifest.json").is_file()).then(|| run.to_path_buf())
+            (report
+                && run
+                    .join(powerlab_rundir::RunFile::Manifest.name())
+                    .is_file())
+            .then(|| run.to_path_buf())
         })
     })
 }

@@ -10,6 +10,9 @@ use std::fs::File;
 use std::io::{Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
+/// How every lock file's name ends (`.run.lock`, `.collate.lock`, ...).
+pub const LOCK_SUFFIX: &str = ".lock";
+
 /// A held lock; released when dropped (or when the process dies). Dropping
 /// it removes the lock file first, while still holding it.
 #[derive(Debug)]

@@ -281,7 +281,10 @@ impl Manifest {
                 }
             )
         };
-        let has_events_sum = self.checksums.iter().any(|c| c.file == "events.jsonl");
+        let has_events_sum = self
+            .checksums
+            .iter()
+            .any(|c| c.file == crate::files::RunFile::Events.name());
         if self.format_version >= 2 {
             if self.seal.is_none() {
                 return Err(missing("seal"));

@@ -21,7 +21,12 @@ pub const NODE_POWER_HEADER: &str = "sent_ns,recv_ns,node,source,kind,quantity,w
 
 /// The directory of node power files in a run directory.
 pub fn node_power_dir(run_dir: &Path) -> PathBuf {
-    run_dir.join("node_power")
+    crate::files::RunFile::NodePower.path_in(run_dir)
+}
+
+/// The file of one node power source: `node_power/<source>.csv`.
+pub fn node_power_file(run_dir: &Path, source: &str) -> PathBuf {
+    node_power_dir(run_dir).join(format!("{source}.csv"))
 }
 
 /// One row of a node power file.
@@ -68,7 +73,7 @@ impl NodePowerWriter {
     ) -> Result<Self, RunDirError> {
         let dir = node_power_dir(run_dir);
         std::fs::create_dir_all(&dir).map_err(|e| RunDirError::io(&dir, e))?;
-        let path = dir.join(format!("{source}.csv"));
+        let path = node_power_file(run_dir, source);
         let file = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)

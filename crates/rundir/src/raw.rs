@@ -60,6 +60,14 @@ pub struct RawIndex {
     pub crc32: u32,
 }
 
+/// The suffix of an archived (gzip-compressed) raw file: `raw/<gpu>.csv.gz`.
+pub const ARCHIVED_SUFFIX: &str = ".gz";
+
+/// Whether `raw_file` is archived (gzip-compressed).
+pub fn is_archived(raw_file: &Path) -> bool {
+    raw_file.to_string_lossy().ends_with(ARCHIVED_SUFFIX)
+}
+
 /// A raw file's name without `.csv` or `.csv.gz` (`raw/gpu3.csv.gz` →
 /// `gpu3`, `raw/gpu3-part2.csv` → `gpu3-part2`).
 pub fn raw_stem(raw_file: &Path) -> String {

@@ -10,7 +10,7 @@ pub type NodeLock = Held;
 pub fn default_lock_path() -> PathBuf {
     std::env::var_os("POWERLAB_LOCK")
         .map(PathBuf::from)
-        .unwrap_or_else(|| std::env::temp_dir().join("powerlab-node.lock"))
+        .unwrap_or_else(|| std::env::temp_dir().join(powerlab_rundir::files::results::NODE_LOCK))
 }
 
 /// Takes the lock or says who holds it.

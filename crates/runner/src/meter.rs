@@ -172,7 +172,7 @@ mod tests {
         assert!(gap(3) >= 79.0 && gap(3) < 120.0, "{}", gap(3));
         assert!(gap(4) >= 159.0 && gap(4) < 220.0, "{}", gap(4));
         assert!(c.len() > 7, "{}", c.len());
-        let file = dir.path().join("node_power/flaky.csv");
+        let file = powerlab_rundir::node_power::node_power_file(dir.path(), "flaky");
         let (rows, _) = powerlab_rundir::node_power::read_node_power(&file).unwrap();
         assert_eq!(rows.len(), c.len());
         assert_eq!(rows.iter().filter(|r| r.watts.is_none()).count(), 3);

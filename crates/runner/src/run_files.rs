@@ -158,12 +158,16 @@ impl RunFiles {
             .filter_map(|p| p.strip_prefix(&self.dir.path).ok())
             .map(|p| p.to_string_lossy().into_owned())
             .collect();
-        self.manifest.checksums = ["edges.csv", "collectives.csv", "events.jsonl"]
-            .iter()
-            .map(|f| f.to_string())
-            .chain(meters)
-            .filter_map(|f| powerlab_rundir::FileSum::of(&self.dir.path, &f))
-            .collect();
+        self.manifest.checksums = [
+            powerlab_rundir::RunFile::Edges.name(),
+            powerlab_rundir::RunFile::Collectives.name(),
+            powerlab_rundir::RunFile::Events.name(),
+        ]
+        .iter()
+        .map(|f| f.to_string())
+        .chain(meters)
+        .filter_map(|f| powerlab_rundir::FileSum::of(&self.dir.path, &f))
+        .collect();
         self.manifest.write(&self.dir.manifest())?;
         Ok(())
     }
@@ -216,7 +220,10 @@ pub fn check_results_root(root: &Path) -> Result<(), String> {
     let abs = std::path::absolute(root)
         .map_err(|e| format!("results directory {}: {e}", root.display()))?;
     for dir in abs.ancestors() {
-        if dir.join("manifest.json").is_file() {
+        if dir
+            .join(powerlab_rundir::RunFile::Manifest.name())
+            .is_file()
+        {
             return Err(format!(
                 "results directory {} is inside the run directory {} (it holds a manifest.json); choose a --results outside any run",
                 root.display(),

@@ -156,7 +156,8 @@ fn campaign_keys_differing(a: &serde_json::Value, b: &serde_json::Value) -> Vec<
 /// command, and the same event log byte for byte (a copy, or the same
 /// directory; a simulated node's virtual clock gives every run one start).
 fn same_run(a: &side::Side, b: &side::Side) -> bool {
-    let events = |s: &side::Side| std::fs::read(s.dir.join("events.jsonl")).ok();
+    let events =
+        |s: &side::Side| std::fs::read(s.dir.join(powerlab_rundir::RunFile::Events.name())).ok();
     a.manifest.started_ns == b.manifest.started_ns
         && a.manifest.backend.node_id == b.manifest.backend.node_id
         && a.manifest.command == b.manifest.command

@@ -134,14 +134,14 @@ pub fn write_all(c: &Comparison, dir: &Path) -> Result<Vec<PathBuf>, CompareErro
         move |source| CompareError::Io { path, source }
     };
     std::fs::create_dir_all(dir).map_err(io(dir))?;
-    let csv_path = dir.join("compare.csv");
+    let csv_path = dir.join(powerlab_rundir::CompareFile::Csv.file_name());
     crate::export::csv::write_rows(&rows(c), &csv_path).map_err(|e| CompareError::Io {
         path: csv_path.clone(),
         source: std::io::Error::other(e.to_string()),
     })?;
-    let json_path = dir.join("compare.json");
+    let json_path = dir.join(powerlab_rundir::CompareFile::Json.file_name());
     std::fs::write(&json_path, json(c)).map_err(io(&json_path))?;
-    let md_path = dir.join("compare.md");
+    let md_path = dir.join(powerlab_rundir::CompareFile::Md.file_name());
     std::fs::write(&md_path, super::markdown::compare::markdown(c)).map_err(io(&md_path))?;
     Ok(vec![csv_path, json_path, md_path])
 }

@@ -67,9 +67,9 @@ pub fn write_summary_tables(
     dir: &Path,
 ) -> Result<Vec<PathBuf>, CollateError> {
     let paths = vec![
-        dir.join("summary.csv"),
-        dir.join("repeats.csv"),
-        dir.join("in_phase_vs_staggered.csv"),
+        dir.join(powerlab_rundir::ReportFile::SummaryCsv.file_name()),
+        dir.join(powerlab_rundir::ReportFile::RepeatsCsv.file_name()),
+        dir.join(powerlab_rundir::ReportFile::InPhaseVsStaggeredCsv.file_name()),
     ];
     write_rows(rungs, &paths[0])?;
     write_rows(repeats, &paths[1])?;
@@ -86,7 +86,7 @@ pub fn write_summary_tables(
 /// columns or writing the frame fails, and [`CollateError::Io`] when
 /// `node_curve.csv` cannot be created.
 pub fn write_node_curve(curve: &NodeCurve, dir: &Path) -> Result<PathBuf, CollateError> {
-    let path = dir.join("node_curve.csv");
+    let path = dir.join(powerlab_rundir::ReportFile::NodeCurveCsv.file_name());
     let mut names = vec!["t_ns".to_string()];
     names.extend(
         CURVE_INSTRUMENTS
@@ -116,7 +116,7 @@ pub fn write_nccl(rows: &[NcclRow], dir: &Path) -> Result<Vec<PathBuf>, CollateE
     if rows.is_empty() {
         return Ok(Vec::new());
     }
-    let path = dir.join("nccl.csv");
+    let path = dir.join(powerlab_rundir::ReportFile::NcclCsv.file_name());
     write_rows(rows, &path)?;
     Ok(vec![path])
 }
@@ -143,17 +143,17 @@ pub const SPECTRUM_HEADER: [&str; 6] = [
 pub fn write_sensor_tables(s: &SensorReport, dir: &Path) -> Result<Vec<PathBuf>, CollateError> {
     let mut files = Vec::new();
     if !s.rows.is_empty() {
-        let p = dir.join("sensor_rungs.csv");
+        let p = dir.join(powerlab_rundir::ReportFile::SensorRungsCsv.file_name());
         write_rows(&s.rows, &p)?;
         files.push(p);
     }
     if !s.answers.is_empty() {
-        let p = dir.join("sensor_periods.csv");
+        let p = dir.join(powerlab_rundir::ReportFile::SensorPeriodsCsv.file_name());
         write_rows(&s.answers, &p)?;
         files.push(p);
     }
     if !s.spectra.is_empty() {
-        let p = dir.join("spectrum.csv");
+        let p = dir.join(powerlab_rundir::ReportFile::SpectrumCsv.file_name());
         let mut w = csv::Writer::from_path(&p).map_err(csv_error(&p))?;
         w.write_record(SPECTRUM_HEADER).map_err(csv_error(&p))?;
         for (id, label, sp) in &s.spectra {

@@ -26,14 +26,14 @@ code{background:#f5f5f5;padding:0 3px}";
 /// [`CollateError::Io`] when `report.md` cannot be read or
 /// `report.html` cannot be written.
 pub fn write_html(dir: &Path, title: &str) -> Result<PathBuf, CollateError> {
-    let md_path = dir.join("report.md");
+    let md_path = dir.join(powerlab_rundir::ReportFile::ReportMd.file_name());
     let md = std::fs::read_to_string(&md_path).map_err(|e| CollateError::io(&md_path, e))?;
     let body = render(&md, dir);
     let page = format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{}</title><style>{STYLE}</style></head>\n<body>\n{body}</body></html>\n",
         escape(title)
     );
-    let path = dir.join("report.html");
+    let path = dir.join(powerlab_rundir::ReportFile::ReportHtml.file_name());
     std::fs::write(&path, page).map_err(|e| CollateError::io(&path, e))?;
     Ok(path)
 }
@@ -110,14 +110,18 @@ mod tests {
     #[test]
     fn inlines_the_plots_and_marks_a_missing_one() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir(dir.path().join("plots")).unwrap();
+        std::fs::create_dir(
+            dir.path()
+                .join(powerlab_rundir::ReportFile::Plots.file_name()),
+        )
+        .unwrap();
         std::fs::write(
             dir.path().join("plots/a.svg"),
             "<?xml version=\"1.0\"?>\n<svg width=\"10\" height=\"10\"><rect width=\"5\" height=\"5\"/></svg>",
         )
         .unwrap();
         std::fs::write(
-            dir.path().join("report.md"),
+            dir.path().join(powerlab_rundir::ReportFile::ReportMd.file_name()),
             "# Run <x>\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n![first](plots/a.svg)\n\n![second](plots/b.svg)\n",
         )
         .unwrap();
@@ -143,7 +147,7 @@ mod tests {
     fn defect10_only_the_reports_own_folding_passes_as_html() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(
-            dir.path().join("report.md"),
+            dir.path().join(powerlab_rundir::ReportFile::ReportMd.file_name()),
             "# Run <script>alert(1)</script>\n\n| a | b |\n|---|---|\n| x<img src=x onerror=alert(2)> | 2 |\n\n<script>alert(3)</script>\n\n<details><summary>Every GPU (2 rows)</summary>\n\n| c |\n|---|\n| 1 |\n\n</details>\n\n<details><script>alert(4)</script>\n",
         )
         .unwrap();

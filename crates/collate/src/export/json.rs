@@ -27,7 +27,7 @@ pub fn write_summary(
     compare: &[PhaseCompare],
     dir: &Path,
 ) -> Result<PathBuf, CollateError> {
-    let path = dir.join("summary.json");
+    let path = dir.join(powerlab_rundir::ReportFile::SummaryJson.file_name());
     let json =
         serde_json::json!({ "rungs": rungs, "repeats": repeats, "in_phase_vs_staggered": compare });
     write_pretty(&json, &path)?;

@@ -186,7 +186,11 @@ mod tests {
         for (rung, g, i, k, a, b) in rows {
             text.push_str(&format!("{rung},{g},{i},{k},{a},{b}\n"));
         }
-        std::fs::write(dir.path().join("edges.csv"), text).unwrap();
+        std::fs::write(
+            dir.path().join(powerlab_rundir::RunFile::Edges.name()),
+            text,
+        )
+        .unwrap();
         let rd = RunDir {
             path: dir.path().to_path_buf(),
         };

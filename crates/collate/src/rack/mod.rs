@@ -39,7 +39,8 @@ use tables::{NodeSummaryRow, rack_starts, status_text};
 /// Whether `dir` is a rack run directory.
 pub fn is_rack_dir(dir: &Path) -> bool {
     powerlab_rundir::RunFile::Rack.path_in(dir).is_file()
-        || dir.join("nodes").is_dir() && !dir.join("manifest.json").exists()
+        || dir.join(powerlab_rundir::RunFile::Nodes.name()).is_dir()
+            && !dir.join(powerlab_rundir::RunFile::Manifest.name()).exists()
 }
 
 /// What rack collation produced.
@@ -66,11 +67,11 @@ pub struct RackOutput {
 }
 
 fn node_dirs(rack: &Path) -> Result<Vec<PathBuf>, CollateError> {
-    let nodes = rack.join("nodes");
+    let nodes = rack.join(powerlab_rundir::RunFile::Nodes.name());
     let mut v: Vec<PathBuf> = std::fs::read_dir(&nodes)
         .map_err(|e| CollateError::io(&nodes, e))?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.join("manifest.json").is_file())
+        .filter(|p| p.join(powerlab_rundir::RunFile::Manifest.name()).is_file())
         .collect();
     v.sort();
     if v.is_empty() {
@@ -124,12 +125,15 @@ impl Default for RackOptions<'_> {
 /// in the rack curve ([`RackOutput::gaps`]). The new report replaces the
 /// old one only when complete.
 pub fn collate_rack(rack: &Path, opts: RackOptions<'_>) -> Result<RackOutput, CollateError> {
-    let _lock = powerlab_rundir::lock::try_hold(&rack.join(".collate.lock"), "collating this rack")
-        .map_err(|e| CollateError::Busy {
-            path: rack.to_path_buf(),
-            message: format!("another collation of this rack is running: {e}; wait for it to end"),
-        })?;
-    let report_dir = rack.join("report");
+    let _lock = powerlab_rundir::lock::try_hold(
+        &rack.join(powerlab_rundir::RunFile::CollateLock.name()),
+        "collating this rack",
+    )
+    .map_err(|e| CollateError::Busy {
+        path: rack.to_path_buf(),
+        message: format!("another collation of this rack is running: {e}; wait for it to end"),
+    })?;
+    let report_dir = rack.join(powerlab_rundir::RunFile::Report.name());
     let (out, files) = crate::collation::staged(rack, &report_dir, |staging| {
         rack_into(rack, opts, staging).map(|o| {
             let files = o.files.clone();
@@ -196,7 +200,9 @@ fn rack_into(
                 ),
             });
         }
-        let summary = d.join("report").join("summary.csv");
+        let summary = d
+            .join(powerlab_rundir::RunFile::Report.name())
+            .join(powerlab_rundir::ReportFile::SummaryCsv.file_name());
         let rows = match rep {
             NodeReport::Failed(_) => Vec::new(),
             _ => match powerlab_rundir::read_rows::<NodeSummaryRow>(&summary) {
@@ -273,7 +279,7 @@ fn rack_into(
     step("edges");
     if let Some(bad) = starts.iter().find(|s| !s.epochs_agree) {
         return Err(CollateError::BadRaw {
-            path: rack.join("nodes"),
+            path: rack.join(powerlab_rundir::RunFile::Nodes.name()),
             message: format!(
                 "rung {} started at different epochs on different nodes: these node directories are not one rack run",
                 bad.label
@@ -367,32 +373,36 @@ fn rack_into(
         &compare,
         &report_dir,
     )?);
-    let curve_csv = report_dir.join("rack_curve.csv");
+    let curve_csv = report_dir.join(powerlab_rundir::ReportFile::RackCurveCsv.file_name());
     csv::write_frame(&mut curve_file, &curve_csv)?;
     files.push(curve_csv);
     files.push(parquet::write_frame(
         &mut curve_file,
-        &report_dir.join("rack_curve.parquet"),
+        &report_dir.join(powerlab_rundir::ReportFile::RackCurveParquet.file_name()),
     )?);
     drop(curve_file);
     files.push(crate::handoff::write_cycles(
         &cycles,
-        &report_dir.join("rack_cycles.parquet"),
+        &report_dir.join(powerlab_rundir::ReportFile::RackCyclesParquet.file_name()),
     )?);
-    let nodes_csv = report_dir.join("nodes.csv");
+    let nodes_csv = report_dir.join(powerlab_rundir::ReportFile::NodesCsv.file_name());
     csv::write_rows(&node_rows, &nodes_csv)?;
     files.push(nodes_csv);
     let hosts = tables::host_rows(&states, &node_rows);
-    let hosts_csv = report_dir.join("hosts.csv");
+    let hosts_csv = report_dir.join(powerlab_rundir::ReportFile::HostsCsv.file_name());
     csv::write_rows(&hosts, &hosts_csv)?;
     files.push(hosts_csv);
-    let starts_csv = report_dir.join("starts.csv");
+    let starts_csv = report_dir.join(powerlab_rundir::ReportFile::StartsCsv.file_name());
     csv::write_rows(&starts, &starts_csv)?;
     files.push(starts_csv);
-    let node_csv = report_dir.join("node_status.csv");
+    let node_csv = report_dir.join(powerlab_rundir::ReportFile::NodeStatusCsv.file_name());
     csv::write_rows(&states, &node_csv)?;
     files.push(node_csv);
-    for name in ["summary.csv", "in_phase_vs_staggered.csv", "nodes.csv"] {
+    for name in [
+        powerlab_rundir::ReportFile::SummaryCsv.file_name(),
+        powerlab_rundir::ReportFile::InPhaseVsStaggeredCsv.file_name(),
+        powerlab_rundir::ReportFile::NodesCsv.file_name(),
+    ] {
         files.extend(parquet::beside_csv(&report_dir.join(name))?);
     }
     let node_power_rows = node_power::rack_node_power(
@@ -408,7 +418,7 @@ fn rack_into(
         states.len(),
     )?;
     if !node_power_rows.is_empty() {
-        let p = report_dir.join("node_power.csv");
+        let p = report_dir.join(powerlab_rundir::ReportFile::NodePowerCsv.file_name());
         csv::write_rows(&node_power_rows, &p)?;
         files.push(p);
     }
@@ -420,7 +430,7 @@ fn rack_into(
         &repeats,
         &compare,
         &cycles,
-        &report_dir.join("plots"),
+        &report_dir.join(powerlab_rundir::ReportFile::Plots.file_name()),
     )?);
     step("plots");
     let reused = node_reports

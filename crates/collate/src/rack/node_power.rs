@@ -50,7 +50,7 @@ pub fn rack_node_power(
 ) -> Result<Vec<RackNodePowerRow>, CollateError> {
     let mut by: BTreeMap<(u32, String), Vec<(String, NodePowerRung)>> = BTreeMap::new();
     for (node, dir) in reports {
-        let path = dir.join("node_power.csv");
+        let path = dir.join(powerlab_rundir::ReportFile::NodePowerCsv.file_name());
         if !path.is_file() {
             continue;
         }

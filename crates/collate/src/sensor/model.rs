@@ -436,7 +436,9 @@ mod tests {
         let good = SensorModel::builtin("NVIDIA H200", &gpus).unwrap();
         assert_eq!(good.check(), Ok(()));
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("sensor.json");
+        let path = dir
+            .path()
+            .join(powerlab_rundir::RunFile::SensorModel.name());
         let bad = |f: &dyn Fn(&mut PathModel)| {
             let mut m = good.clone();
             f(&mut m.gpus[0].paths[0]);

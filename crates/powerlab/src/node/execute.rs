@@ -43,7 +43,10 @@ pub async fn execute(
                 errln!("error: {e}");
                 return Ok(Err(crate::exit::ERROR));
             }
-            Some(cfg.results.join(".sim-node.lock"))
+            Some(
+                cfg.results
+                    .join(powerlab_rundir::files::results::SIM_NODE_LOCK),
+            )
         }
     };
     if let Some(h) = &health {

@@ -58,7 +58,9 @@ pub fn finish(cfg: &RunConfig, run: Arc<RackRun>, root: &Path, result: &RunResul
                         outln!(
                             "rack: {} nodes, report {}",
                             out.nodes.len(),
-                            out.report_dir.join("report.md").display()
+                            out.report_dir
+                                .join(powerlab_rundir::ReportFile::ReportMd.file_name())
+                                .display()
                         );
                         let f = |v: Option<f64>| {
                             v.map(|x| format!("{x:.0} W")).unwrap_or_else(|| "–".into())

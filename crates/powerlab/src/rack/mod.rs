@@ -83,7 +83,8 @@ fn host_lock_path(cfg: &RunConfig, host: &str) -> std::path::PathBuf {
                     }
                 })
                 .collect();
-            cfg.results.join(format!(".sim-node-{host}.lock"))
+            cfg.results
+                .join(powerlab_rundir::files::results::sim_host_lock(&host))
         }
     }
 }
@@ -181,7 +182,9 @@ pub fn rack_main(cfg: &RunConfig, link: RackLink) -> Result<i32> {
         link: Arc::new(link),
         position: RackPosition { rank, nodes: size },
         nodes: met.nodes.clone(),
-        node_dir: root.join("nodes").join(&label),
+        node_dir: root
+            .join(powerlab_rundir::RunFile::Nodes.name())
+            .join(&label),
         exchange_timeout: Duration::from_secs(180 + 60),
         first_exchange_ns: met.first_exchange_ns,
     });

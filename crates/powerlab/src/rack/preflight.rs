@@ -115,7 +115,9 @@ pub fn check(
             );
             if rank == 0 {
                 let _ = std::fs::create_dir_all(&cfg.results);
-                let path = cfg.results.join("rack-preflight-failed.json");
+                let path = cfg
+                    .results
+                    .join(powerlab_rundir::files::results::RACK_PREFLIGHT_FAILED);
                 let _ = std::fs::write(
                     &path,
                     serde_json::to_string_pretty(&verdicts).unwrap_or_default() + "\n",

@@ -50,12 +50,14 @@ pub fn agree_root(
         .map(PathBuf::from)
         .ok_or_else(|| anyhow!("rank 0 named no run directory"))?;
     if rank == 0 {
-        std::fs::create_dir_all(root.join("nodes")).map_err(|e| {
-            anyhow!(
-                "cannot create the rack run directory {}: {e}",
-                root.display()
-            )
-        })?;
+        std::fs::create_dir_all(root.join(powerlab_rundir::RunFile::Nodes.name())).map_err(
+            |e| {
+                anyhow!(
+                    "cannot create the rack run directory {}: {e}",
+                    root.display()
+                )
+            },
+        )?;
         let file = RackFile {
             campaign: &campaign.name,
             nodes: nodes.to_vec(),

@@ -58,9 +58,14 @@ fn answer(
     let limits: Option<f64> = nodes
         .iter()
         .map(|n| {
-            powerlab_rundir::Manifest::read(&rack.join("nodes").join(&n.node).join("manifest.json"))
-                .ok()
-                .map(|m| m.backend.gpus.iter().map(|g| g.power_limit_w).sum::<f64>())
+            powerlab_rundir::Manifest::read(
+                &rack
+                    .join(powerlab_rundir::RunFile::Nodes.name())
+                    .join(&n.node)
+                    .join(powerlab_rundir::RunFile::Manifest.name()),
+            )
+            .ok()
+            .map(|m| m.backend.gpus.iter().map(|g| g.power_limit_w).sum::<f64>())
         })
         .sum();
     super::answer::power_lines(
@@ -280,7 +285,7 @@ pub fn write_rack_report(
             );
         }
     }
-    let path = dir.join("report.md");
+    let path = dir.join(powerlab_rundir::ReportFile::ReportMd.file_name());
     std::fs::write(&path, s).map_err(|e| CollateError::io(&path, e))?;
     Ok(path)
 }

@@ -545,7 +545,7 @@ pub fn write_report(
             r.rung.id
         );
     }
-    let path = dir.join("report.md");
+    let path = dir.join(powerlab_rundir::ReportFile::ReportMd.file_name());
     std::fs::write(&path, s).map_err(|e| CollateError::io(&path, e))?;
     Ok(path)
 }
