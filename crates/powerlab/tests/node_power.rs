@@ -220,8 +220,12 @@ fn a_redfish_bmc_over_http_is_joined_with_the_gpu_sum_per_rung() {
     assert!((400.0..=650.0).contains(&update), "{src:?}");
     // Raw files flushed every 200 ms, a 500 ms window, 500 ms updates:
     // the reading trails the GPUs by a few hundred ms.
+    // Measured over 13 runs at several revisions: 100–350 ms, moved by
+    // where the emulator's 500 ms update falls against the run (150 ms, the
+    // bound until then, failed a clean CI run). Above 0 on the 50 ms grid:
+    // the BMC trails the GPUs.
     let lag = num(src, "lag_ms").unwrap();
-    assert!((150.0..=1500.0).contains(&lag), "{src:?}");
+    assert!((50.0..=1500.0).contains(&lag), "{src:?}");
     assert_eq!(num(src, "failed"), Some(0.0));
     // Both power supplies of every reading are in the raw file.
     let raw = std::fs::read_to_string(dir.join("node_power/bmc.csv")).unwrap();
