@@ -1007,12 +1007,14 @@ fn a_sensor_model_dropped_into_a_finished_run_is_refused() {
     );
 }
 
-/// Issue 31, defect 1: `run --sensor` took an A10G's calibration on an H200
-/// node, a model that names no GPU, one of other GPUs of the same model,
-/// and a 0.1 ms buffered window; each is refused before anything runs. A
-/// model measured on this node's GPUs is taken, bound to the run, and said.
-#[test]
-fn run_sensor_refuses_a_model_of_other_gpus_or_an_implausible_window() {
+/// The setup of the `run --sensor` cases: a finished run (kept alive), its
+/// GPUs, a scratch directory and a one-rung duty campaign in it.
+fn sensor_case() -> (
+    Run,
+    Vec<(String, String, String)>,
+    tempfile::TempDir,
+    std::path::PathBuf,
+) {
     let first = finished_run();
     let here = gpus_of(first.dir());
     let tmp = tempfile::tempdir().unwrap();
@@ -1020,6 +1022,16 @@ fn run_sensor_refuses_a_model_of_other_gpus_or_an_implausible_window() {
         tmp.path(),
         "[[phase]]\nkind = \"duty\"\nname = \"d\"\nperiods_ms = [500]\nduration_s = 4\n",
     );
+    (first, here, tmp, file)
+}
+
+/// Issue 31, defect 1: `run --sensor` took an A10G's calibration on an H200
+/// node, a model that names no GPU, one of other GPUs of the same model,
+/// and a 0.1 ms buffered window; each is refused before anything runs. A
+/// model measured on this node's GPUs is taken, bound to the run, and said.
+#[test]
+fn run_sensor_refuses_a_model_of_other_gpus_or_an_implausible_window() {
+    let (_first, here, tmp, file) = sensor_case();
     let runs = tmp.path().join("runs");
     let a10g: Vec<_> = here
         .iter()
@@ -1120,13 +1132,7 @@ fn run_sensor_refuses_a_model_of_other_gpus_or_an_implausible_window() {
 /// run and its report say what is missing.
 #[test]
 fn run_sensor_refuses_a_model_that_cannot_judge_every_gpu() {
-    let first = finished_run();
-    let here = gpus_of(first.dir());
-    let tmp = tempfile::tempdir().unwrap();
-    let file = write_campaign(
-        tmp.path(),
-        "[[phase]]\nkind = \"duty\"\nname = \"d\"\nperiods_ms = [500]\nduration_s = 4\n",
-    );
+    let (_first, here, tmp, file) = sensor_case();
     let runs = tmp.path().join("runs");
     let edit = |f: &dyn Fn(&mut serde_json::Value)| {
         let mut v: serde_json::Value = serde_json::from_str(&sensor_model(&here, 6.0)).unwrap();
