@@ -18,6 +18,8 @@
 //! first cycle of a staggered rung is not staggered ([`settle_ns`]); and it
 //! holds a whole number of cycles ([`whole_cycles_settle_ns`]).
 
+use powerlab_core::units::{NS_PER_S, ms_to_ns, ns_to_ms};
+
 /// The sampling grid the headline path (driver-buffered samples) uses, ms.
 pub const SAMPLE_GRID_MS: f64 = 20.0;
 
@@ -40,12 +42,12 @@ pub fn max_phase_gap_ms(period_ms: f64, grid_ms: f64, window_ms: f64) -> f64 {
     }
     let n = ((window_ms / grid_ms).floor().max(1.0) as usize).min(MAX_SAMPLES);
     // Exact integer arithmetic in ns, so an exact multiple stays exact.
-    let p = (period_ms * 1e6).round() as i64;
-    let g = (grid_ms * 1e6).round() as i64;
+    let p = ms_to_ns(period_ms);
+    let g = ms_to_ns(grid_ms);
     if p <= 0 {
         return 0.0;
     }
-    phase_gap_ns(p, g, n as i64) as f64 / 1e6
+    ns_to_ms(phase_gap_ns(p, g, n as i64))
 }
 
 /// The largest gap between the points `k·g mod p`, k = 0 … n − 1, on a
@@ -143,7 +145,7 @@ pub fn detuned_period_ms(period_ms: f64, window_ms: f64) -> f64 {
 /// 1 s, at most 2 s, and never more than a quarter of the window.
 pub fn settle_ns(period_ns: i64, window_ns: i64) -> i64 {
     period_ns
-        .clamp(1_000_000_000, 2_000_000_000)
+        .clamp(NS_PER_S, 2 * NS_PER_S)
         .min(window_ns / 4)
         .max(0)
 }

@@ -4,6 +4,7 @@
 
 use crate::model::Campaign;
 use crate::plan::Plan;
+use powerlab_core::units::{bytes_to_mb, ns_to_ms, ns_to_s};
 use serde::{Deserialize, Serialize};
 
 /// Bytes of one raw row (`ts_ns,node,gpu,instrument,value`), with room
@@ -47,7 +48,7 @@ pub struct DiskEstimate {
 /// The disk a run of `plan` needs, file by file.
 pub fn estimate(campaign: &Campaign, plan: &Plan) -> DiskEstimate {
     let s = &campaign.sampling;
-    let secs = plan.total_ns() as f64 / 1e9;
+    let secs = ns_to_s(plan.total_ns());
     let gpus = plan.gpu_count as f64;
     let per_s = |interval_ms: f64| 1000.0 / interval_ms.max(1.0);
     let rows_per_gpu_s = BUFFERED_PER_S
@@ -64,7 +65,7 @@ pub fn estimate(campaign: &Campaign, plan: &Plan) -> DiskEstimate {
             let cycles = r
                 .period_ms
                 .filter(|p| *p > 0.0)
-                .map_or(0.0, |p| r.duration_ns as f64 / 1e6 / p);
+                .map_or(0.0, |p| ns_to_ms(r.duration_ns) / p);
             2.0 * cycles.ceil() + 4.0
         })
         .sum();
@@ -98,7 +99,7 @@ impl DiskEstimate {
     /// One line: the total and each part, in MB.
     pub fn describe(&self) -> String {
         let mb = |b: u64| {
-            let m = b as f64 / 1e6;
+            let m = bytes_to_mb(b);
             if m < 10.0 {
                 format!("{m:.1}")
             } else {

@@ -3,6 +3,7 @@
 use crate::error::{CampaignError, line_col};
 use crate::model::*;
 use powerlab_core::Collective;
+use powerlab_core::units::ns_to_s;
 use serde::Deserialize;
 use std::ops::Range;
 use toml::Spanned;
@@ -558,7 +559,7 @@ fn validate(ctx: &Ctx<'_>, raw: RawFile) -> Result<Campaign, CampaignError> {
     // Before any schedule is expanded: a campaign that cannot end within a
     // year is refused here, at once, whatever the GPU count.
     let total_s = crate::plan::estimated_total_s(&campaign, None);
-    if total_s > crate::plan::MAX_PLAN_NS as f64 / 1e9 {
+    if total_s > ns_to_s(crate::plan::MAX_PLAN_NS) {
         return Err(ctx.err(
             header_span.clone(),
             "phase",

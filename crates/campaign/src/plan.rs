@@ -2,6 +2,7 @@
 
 use crate::error::CampaignError;
 use crate::model::*;
+use powerlab_core::units::{NS_PER_S, ms_to_ns, ms_to_ns_f64, ns_to_ms, ns_to_s, secs_to_ns};
 use serde::{Deserialize, Serialize};
 
 /// One rung: a measured window of one phase, one repeat, one period, one mode.
@@ -105,7 +106,7 @@ pub fn ramp_up_depths(n: usize) -> Vec<usize> {
 /// the caller.
 pub fn ramp_up_steps(target: &Rung, gpu_count: usize) -> Vec<Rung> {
     let period_ms = target.nominal_period_ms.or(target.period_ms).unwrap_or(0.0);
-    let period_ns = (target.period_ms.unwrap_or(0.0) * 1e6).round() as i64;
+    let period_ns = ms_to_ns(target.period_ms.unwrap_or(0.0));
     let measured = (target.duration_ns - target.ramp_ns).max(0);
     let body = secs(RAMP_STEP_MIN_S)
         .max(RAMP_STEP_PERIODS.saturating_mul(period_ns))
@@ -288,7 +289,7 @@ pub fn estimated_rungs(c: &Campaign, repeats_override: Option<u32>) -> u64 {
 }
 
 fn secs(s: f64) -> i64 {
-    (s * 1e9).round() as i64
+    secs_to_ns(s)
 }
 
 fn plan_error(
@@ -423,7 +424,7 @@ pub fn expand_on_rack(
         ));
     }
     let total_s = estimated_total_s(c, repeats_override);
-    if total_s > MAX_PLAN_NS as f64 / 1e9 {
+    if total_s > ns_to_s(MAX_PLAN_NS) {
         return Err(plan_error(
             c,
             "phase".into(),
@@ -484,8 +485,8 @@ pub fn expand_on_rack(
             else {
                 return (nominal, 0);
             };
-            let settle = crate::detune::settle_ns((p * 1e6).round() as i64, duration_ns - ramp_ns);
-            let window_ms = (duration_ns - ramp_ns - settle) as f64 / 1e6;
+            let settle = crate::detune::settle_ns(ms_to_ns(p), duration_ns - ramp_ns);
+            let window_ms = ns_to_ms(duration_ns - ramp_ns - settle);
             let achieved = if phase.exact_period {
                 p
             } else {
@@ -496,7 +497,7 @@ pub fn expand_on_rack(
                 crate::detune::whole_cycles_settle_ns(
                     settle,
                     duration_ns - ramp_ns,
-                    (achieved * 1e6).round() as i64,
+                    ms_to_ns(achieved),
                 ),
             )
         };
@@ -661,7 +662,7 @@ fn no_context_baseline(rungs: &mut Vec<Rung>) -> Option<String> {
         "idle phase `{}`: a first rung `{}` samples the GPUs while this process holds no CUDA context (no load, no context; it waits {} s first, for the GPUs to settle after the preflight's contexts are released); its other idle rungs hold the context, as every off-phase does",
         first.phase,
         bare.label,
-        bare.warmup_ns / 1_000_000_000
+        bare.warmup_ns / NS_PER_S
     );
     rungs.insert(0, bare);
     for (i, r) in rungs.iter_mut().enumerate() {
@@ -688,7 +689,7 @@ fn offsets(
     if mode == Mode::InPhase {
         return Ok(vec![0; n]);
     }
-    let period_ns = period_ms * 1e6;
+    let period_ns = ms_to_ns_f64(period_ms);
     let frac_to_ns = |f: f64| ((f.rem_euclid(1.0)) * period_ns).round() as i64;
     // (slot of each local GPU, number of slots in the rack).
     let (slots, count): (Vec<usize>, usize) = match c.rack.stagger {
@@ -720,10 +721,7 @@ fn offsets(
             ));
         }
         Stagger::OffsetsDeg(list) => slots.iter().map(|&k| frac_to_ns(list[k] / 360.0)).collect(),
-        Stagger::OffsetsMs(list) => slots
-            .iter()
-            .map(|&k| (list[k] * 1e6).round() as i64)
-            .collect(),
+        Stagger::OffsetsMs(list) => slots.iter().map(|&k| ms_to_ns(list[k])).collect(),
     };
     Ok(v)
 }
@@ -773,7 +771,7 @@ pub fn render(plan: &Plan) -> String {
             .enumerate()
             .map(|(i, o)| {
                 if r.loads_gpu(i) {
-                    format!("{:.3}", *o as f64 / 1e6)
+                    format!("{:.3}", ns_to_ms(*o))
                 } else {
                     "idle".into()
                 }
@@ -789,10 +787,10 @@ pub fn render(plan: &Plan) -> String {
                 .map(|p| format!("{}ms", fmt_num(p)))
                 .unwrap_or_else(|| "-".into()),
             r.duty,
-            r.warmup_ns as f64 / 1e9,
-            r.duration_ns as f64 / 1e9,
-            (r.ramp_ns + r.settle_ns) as f64 / 1e9,
-            r.cooldown_ns as f64 / 1e9,
+            ns_to_s(r.warmup_ns),
+            ns_to_s(r.duration_ns),
+            ns_to_s(r.ramp_ns + r.settle_ns),
+            ns_to_s(r.cooldown_ns),
             fmt_hms(t + r.warmup_ns),
             offs.join(", ")
         );
@@ -812,14 +810,14 @@ pub fn render(plan: &Plan) -> String {
         s,
         "total: {} ({} s) plus barrier waits",
         fmt_hms(plan.total_ns()),
-        plan.total_ns() / 1_000_000_000
+        plan.total_ns() / NS_PER_S
     );
     s
 }
 
 /// Formats nanoseconds as h:mm:ss.
 pub fn fmt_hms(ns: i64) -> String {
-    let s = ns / 1_000_000_000;
+    let s = ns / NS_PER_S;
     format!("{}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60)
 }
 

@@ -11,6 +11,7 @@ use crate::{
     curve, cycle, edges, energy, handoff, integrity, load, nccl, node_power, per_gpu, sensor, soak,
     stats, summary,
 };
+use powerlab_core::units::{NS_PER_S, ms_to_ns_f64, ns_f64_to_s, ns_to_s};
 use powerlab_rundir::PhaseKind;
 use powerlab_rundir::RunDir;
 use std::collections::HashMap;
@@ -282,7 +283,7 @@ fn mark_stopped(rungs: &mut [summary::RungSummary], run: &load::Run) {
         let share = (ran / planned).min(r.window_coverage.unwrap_or(1.0));
         r.window_coverage = Some(stats::r3(share));
         let what = match w.info.period_ms.filter(|p| *p > 0.0) {
-            Some(p) => format!("the {:.0} whole cycles", ran / (p * 1e6)),
+            Some(p) => format!("the {:.0} whole cycles", ran / ms_to_ns_f64(p)),
             None => "the part".to_string(),
         };
         let prior = r
@@ -293,15 +294,15 @@ fn mark_stopped(rungs: &mut [summary::RungSummary], run: &load::Run) {
         r.incomplete = Some(if w.records_end {
             format!(
                 "INCOMPLETE RAW DATA: the run's records end {:.1} s into this rung's {:.1} s window ({:.0} %; the run was killed, or is still being written): every GPU's samples and edges cover the rung that far (edges reach disk up to about a second late, so samples may run past them); figures cover {what} before it; its edges are those the GPUs reported while it ran{prior}",
-                ran / 1e9,
-                planned / 1e9,
+                ns_f64_to_s(ran),
+                ns_f64_to_s(planned),
                 100.0 * share
             )
         } else {
             format!(
                 "INCOMPLETE RAW DATA: the run was stopped {:.1} s into this rung's {:.1} s window ({:.0} %): figures cover the part that was sampled, {what} before the stop{prior}",
-                ran / 1e9,
-                planned / 1e9,
+                ns_f64_to_s(ran),
+                ns_f64_to_s(planned),
                 100.0 * share
             )
         });
@@ -692,12 +693,12 @@ fn node_power_of(
     let (facts, rungs) =
         node_power::analyse(&sources, &spans, &node_power::GpuSum { t_ns: &t_ns, w: &w });
     let t0 = run.manifest.started_ns;
-    let secs = |t: i64| (t - t0) as f64 / 1e9;
+    let secs = |t: i64| ns_to_s(t - t0);
     // The GPU sum in 1 s means, for the plot.
     let mut gpu = Vec::new();
     let mut acc = (0.0, 0usize, None::<i64>);
     for (t, v) in t_ns.iter().zip(&w) {
-        let sec = (t - t0).div_euclid(1_000_000_000);
+        let sec = (t - t0).div_euclid(NS_PER_S);
         if acc.2.is_some_and(|s| s != sec) && acc.1 > 0 {
             gpu.push((secs(*t), acc.0 / acc.1 as f64));
             acc = (0.0, 0, None);

@@ -8,6 +8,7 @@ use crate::error::CollateError;
 use crate::load::Run;
 use crate::sensor::series::SeriesSet;
 use polars::prelude::*;
+use powerlab_core::units::{NS_PER_MS, NS_PER_S, ms_to_ns_trunc};
 
 /// Power instruments summed into node curves, with the node column names.
 pub const CURVE_INSTRUMENTS: [(&str, &str); 3] = [
@@ -33,7 +34,7 @@ pub struct NodeCurve {
 /// [`CollateError::Polars`] when the aligned columns cannot be put into one
 /// frame.
 pub fn node_curve(series: &SeriesSet, run: &Run) -> Result<NodeCurve, CollateError> {
-    let grid = run.grid_ns.max(1_000_000);
+    let grid = run.grid_ns.max(NS_PER_MS);
     let mut span: Option<(i64, i64)> = None;
     for (node, gpu) in &run.series {
         for (inst, _) in CURVE_INSTRUMENTS {
@@ -69,7 +70,7 @@ pub fn node_curve(series: &SeriesSet, run: &Run) -> Result<NodeCurve, CollateErr
             path: powerlab_rundir::RunFile::Raw.name().into(),
             message: format!(
                 "the samples span {} s: not one run",
-                (end.saturating_sub(start)) / 1_000_000_000
+                (end.saturating_sub(start)) / NS_PER_S
             ),
         });
     }
@@ -80,7 +81,7 @@ pub fn node_curve(series: &SeriesSet, run: &Run) -> Result<NodeCurve, CollateErr
         .pointer("/sampling/poll_interval_ms")
         .and_then(|v| v.as_f64())
         .unwrap_or(20.0);
-    let polled_tol = ((3.0 * poll_ms).max(60.0) * 1e6) as i64;
+    let polled_tol = ms_to_ns_trunc((3.0 * poll_ms).max(60.0));
     let mut per_gpu = Vec::new();
     let mut node_cols = Vec::new();
     for (inst, node_name) in CURVE_INSTRUMENTS {

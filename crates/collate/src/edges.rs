@@ -12,6 +12,7 @@ use crate::error::CollateError;
 use crate::load::Run;
 use crate::stats::quantile;
 use polars::prelude::*;
+use powerlab_core::units::ns_f64_to_us;
 use powerlab_rundir::events::DEVICE_CLOCK_TOPIC;
 use powerlab_rundir::{RunDir, RunEvent};
 use std::collections::BTreeMap;
@@ -101,7 +102,7 @@ fn errors_by_kind(df: &DataFrame) -> Result<HashMap<String, ErrorsByRung>, Colla
 /// not of its nearest binary fraction (387.5 ns is 0.388 µs, −374.5 ns is
 /// −0.375 µs).
 fn ns_to_us(ns: f64) -> f64 {
-    ns.round() / 1e3
+    ns_f64_to_us(ns.round())
 }
 
 /// One rung's rise (or fall) figures from its signed errors, ns.
@@ -183,7 +184,10 @@ fn cross_gpu_skew_p99(df: &DataFrame) -> Result<Vec<(u32, f64)>, CollateError> {
             .or_default()
             .entry(e.gpu)
             .or_default()
-            .push((e.intended_ns, (e.achieved_ns - e.intended_ns) as f64 / 1e3));
+            .push((
+                e.intended_ns,
+                powerlab_core::units::ns_to_us(e.achieved_ns - e.intended_ns),
+            ));
     }
     let mut spreads: std::collections::BTreeMap<u32, Vec<f64>> = std::collections::BTreeMap::new();
     for ((r, _), gpus) in by.iter_mut() {
@@ -341,7 +345,7 @@ pub fn edge_stats(
             .fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v))));
         let s = out.entry(id as u32).or_default();
         s.clock_drift_ppm = drift;
-        s.probe_rtt_us = rtt.map(|r| r / 1e3);
+        s.probe_rtt_us = rtt.map(ns_f64_to_us);
     }
     Ok(out)
 }

@@ -4,6 +4,7 @@
 //! it gives the mean of a duty rung whose cycle cannot be composed.
 
 use crate::sensor::series::SeriesSet;
+use powerlab_core::units::{mj_to_j, ns_to_s};
 
 /// A mean from the energy counters, and what it covers.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -36,7 +37,7 @@ pub fn mean_w(series: &SeriesSet, gpus: &[String], from: i64, to: i64) -> Option
         if b.0 - a.0 < (to - from) / 2 {
             return None;
         }
-        total += (b.1 - a.1) / 1000.0 / ((b.0 - a.0) as f64 / 1e9);
+        total += mj_to_j(b.1 - a.1) / ns_to_s(b.0 - a.0);
         span_share = span_share.min((b.0 - a.0) as f64 / (to - from) as f64);
     }
     Some(CounterMean {

@@ -10,6 +10,7 @@
 use crate::error::CollateError;
 use crate::sensor::series::SeriesSet;
 use polars::prelude::*;
+use powerlab_core::units::ns_to_s;
 use powerlab_rundir::{Manifest, RunDir};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -318,7 +319,7 @@ pub fn verify_raw(
             c.map(|c| format!(
                 " ({} rows were written, the last {:.1} s into the run)",
                 c.rows,
-                (c.last_ts_ns - manifest.started_ns) as f64 / 1e9
+                ns_to_s(c.last_ts_ns - manifest.started_ns)
             ))
             .unwrap_or_default()
         )));

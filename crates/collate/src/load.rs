@@ -4,6 +4,7 @@
 use crate::error::CollateError;
 use crate::sensor::series::{EdgeIndex, SeriesSet};
 use polars::prelude::*;
+use powerlab_core::units::{NS_PER_MS, ms_to_ns, ms_to_ns_trunc};
 use powerlab_rundir::events::read_events_at_most;
 use powerlab_rundir::{Manifest, PhaseKind, RunDir, RunEvent, RungInfo};
 use std::path::Path;
@@ -188,7 +189,7 @@ pub fn load_run(dir: &RunDir) -> Result<Run, CollateError> {
         manifest,
         events,
         rungs,
-        grid_ns: (grid_ms * 1e6) as i64,
+        grid_ns: ms_to_ns_trunc(grid_ms),
         series,
         missing_rungs: missing,
     })
@@ -236,7 +237,7 @@ fn cut_at_stop(r: &mut RungWindow, at: i64) {
     }
     let end = match r.info.period_ms.filter(|p| *p > 0.0) {
         Some(p) => {
-            let p = (p * 1e6).round() as i64;
+            let p = ms_to_ns(p);
             r.measure_from_ns + (at - r.measure_from_ns) / p * p
         }
         None => at,
@@ -273,7 +274,7 @@ pub fn cut_at_records_end(run: &Run, series: &SeriesSet, edges: &EdgeIndex) -> O
         .info
         .period_ms
         .map_or(0, |p| {
-            (r.info.duty.min(1.0 - r.info.duty) * p * 1e6) as i64 - 1_000_000
+            ms_to_ns_trunc(r.info.duty.min(1.0 - r.info.duty) * p) - NS_PER_MS
         })
         .max(0);
     let mut at = i64::MAX;

@@ -15,6 +15,7 @@
 
 use crate::sensor::series::{changes, median_spacing_ms, spacings_ms};
 use crate::stats::{median, quantile, r3};
+use powerlab_core::units::{ms_to_ns_trunc, ns_f64_to_ms, ns_to_ms};
 use powerlab_rundir::NodePowerRow;
 use powerlab_rundir::PhaseKind;
 use serde::Serialize;
@@ -190,7 +191,7 @@ fn one_source(
         .unwrap_or(1000.0);
     let answers: Vec<f64> = node_rows
         .iter()
-        .map(|r| (r.recv_ns - r.sent_ns) as f64 / 1e6)
+        .map(|r| ns_to_ms(r.recv_ns - r.sent_ns))
         .collect();
     // The update period: the lower quartile of the times between changes
     // (a steady load leaves the value unchanged across several updates, so
@@ -235,8 +236,8 @@ fn one_source(
         lag_ms: lag_ms.map(r3),
         note: note.join("; "),
     };
-    let lag_ns = (lag_ms.unwrap_or(0.0) * 1e6) as i64;
-    let span_ns = (span_ms * 1e6) as i64;
+    let lag_ns = ms_to_ns_trunc(lag_ms.unwrap_or(0.0));
+    let span_ns = ms_to_ns_trunc(span_ms);
     let rows = rungs
         .iter()
         .map(|r| rung_row(s, r, &ok, &failed, gpu, lag_ns, span_ns, interval_ms))
@@ -267,10 +268,10 @@ fn rung_row(
         .iter()
         .filter(|f| f.recv_ns - lag_ns >= r.from_ns && f.recv_ns - lag_ns <= r.to_ns)
         .count();
-    let window_ms = (r.to_ns - r.from_ns) as f64 / 1e6;
+    let window_ms = ns_to_ms(r.to_ns - r.from_ns);
     // Readings expected: one per interval over the part of the window a
     // span can fit in.
-    let usable_ms = (window_ms - 2.0 * span_ns as f64 / 1e6).max(0.0);
+    let usable_ms = (window_ms - ns_f64_to_ms(2.0 * span_ns as f64)).max(0.0);
     let expected = (usable_ms / interval_ms).floor().max(1.0);
     let coverage = (inside.len() as f64 / expected).min(1.0);
     let values: Vec<f64> = inside.iter().map(|p| p.1).collect();
@@ -284,7 +285,7 @@ fn rung_row(
     let gpu_sum_w = (gpu_means.len() == inside.len() && !gpu_means.is_empty())
         .then(|| gpu_means.iter().sum::<f64>() / gpu_means.len() as f64);
     let mut verdict = Vec::new();
-    let span_ms = span_ns as f64 / 1e6;
+    let span_ms = ns_to_ms(span_ns);
     let resolves = match r.period_ms {
         Some(p) => p >= 4.0 * span_ms,
         None => true,
@@ -373,7 +374,7 @@ fn lag(ok: &[(i64, f64)], rungs: &[RungSpan], gpu: &GpuSum<'_>, span_ms: f64) ->
     if pts.len() < 8 {
         return None;
     }
-    let span_ns = (span_ms * 1e6) as i64;
+    let span_ns = ms_to_ns_trunc(span_ms);
     let mut best: Option<(f64, f64)> = None;
     for step in 0..=100 {
         let lag_ns = step as i64 * 50_000_000;
@@ -392,7 +393,7 @@ fn lag(ok: &[(i64, f64)], rungs: &[RungSpan], gpu: &GpuSum<'_>, span_ms: f64) ->
         if let Some(c) = pearson(&pairs)
             && best.is_none_or(|(_, b)| c > b)
         {
-            best = Some((lag_ns as f64 / 1e6, c));
+            best = Some((ns_to_ms(lag_ns), c));
         }
     }
     best.filter(|(_, c)| *c > 0.5).map(|(l, _)| l)

@@ -17,6 +17,7 @@ use crate::sensor::series::{SeriesSet, span};
 use crate::stats::mean;
 use crate::stats::{median, r3};
 use powerlab_core::sample::ClockEventBits;
+use powerlab_core::units::{mj_to_j, ns_f64_to_s, ns_to_s};
 use serde::Serialize;
 
 /// A GPU is flagged when its mean is this far from its peers' median...
@@ -308,7 +309,7 @@ fn energy_check(
     if b.0 - a.0 < window_ns / 2 {
         return None;
     }
-    let counter_j = (b.1 - a.1) / 1000.0;
+    let counter_j = mj_to_j(b.1 - a.1);
     let lo = buffered.partition_point(|p| p.0 <= a.0);
     let hi = buffered.partition_point(|p| p.0 <= b.0);
     if lo == 0 || hi <= lo {
@@ -318,12 +319,12 @@ fn energy_check(
     let mut covered_ns = 0i64;
     for i in lo..hi {
         let dt = buffered[i].0 - buffered[i - 1].0.max(a.0);
-        samples_j += buffered[i].1 * dt as f64 / 1e9;
+        samples_j += ns_f64_to_s(buffered[i].1 * dt as f64);
         covered_ns += dt;
     }
     // The stretch after the last sample, at its value.
     let tail = b.0 - buffered[hi - 1].0;
-    samples_j += buffered[hi - 1].1 * tail as f64 / 1e9;
+    samples_j += ns_f64_to_s(buffered[hi - 1].1 * tail as f64);
     covered_ns += tail;
     // Samples missing for more than a tenth of the span: no comparison (the
     // coverage figures say so already).
@@ -342,7 +343,7 @@ fn energy_check(
         counter_j,
         samples_j,
         (counter_j - samples_j) / counter_j,
-        (b.0 - a.0) as f64 / 1e9,
+        ns_to_s(b.0 - a.0),
     ))
 }
 

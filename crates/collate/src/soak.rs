@@ -17,6 +17,7 @@ use crate::sensor::series::{SeriesSet, span};
 use crate::stats::mean;
 use crate::stats::{r3, t975};
 use powerlab_core::sample::ClockEventBits;
+use powerlab_core::units::{NS_PER_S, ms_to_ns_f64, ns_to_s, secs_to_ns_trunc};
 use powerlab_rundir::PhaseKind;
 use serde::Serialize;
 
@@ -149,8 +150,8 @@ pub fn analyse(run: &Run, series: &SeriesSet, edge_s: f64) -> Soak {
 /// The first and last window of `from..to`: (first end, last start, edge s).
 fn edges(from: i64, to: i64, edge_s: f64) -> (i64, i64, f64) {
     let window_ns = (to - from).max(1);
-    let edge_ns = ((edge_s * 1e9) as i64).min(window_ns / 3).max(1);
-    (from + edge_ns, to - edge_ns, edge_ns as f64 / 1e9)
+    let edge_ns = secs_to_ns_trunc(edge_s).min(window_ns / 3).max(1);
+    (from + edge_ns, to - edge_ns, ns_to_s(edge_ns))
 }
 
 /// Samples ending this much before the planned end mark a soak incomplete, s.
@@ -336,8 +337,8 @@ fn node_row(r: &RungWindow, series: &SeriesSet, run: &Run, gpus: &[SoakRow]) -> 
 /// s since `from`, W). A bin with less than half its expected samples
 /// (judged by the median spacing) is left out.
 fn bin_means(s: &[(i64, f64)], from: i64, to: i64) -> Vec<(f64, f64)> {
-    let bin_ns = (BIN_S * 1e9) as i64;
-    let spacing = crate::sensor::series::median_spacing_ms(s).unwrap_or(0.0) * 1e6;
+    let bin_ns = secs_to_ns_trunc(BIN_S);
+    let spacing = ms_to_ns_f64(crate::sensor::series::median_spacing_ms(s).unwrap_or(0.0));
     let mut out = Vec::new();
     let mut k = 0i64;
     while from + (k + 1) * bin_ns <= to {
@@ -409,7 +410,7 @@ pub fn drift(points: &[(f64, f64)]) -> Option<(f64, f64, usize)> {
 /// after the equilibrium point to show that it holds.
 fn equilibrium(temp: &[(i64, f64)], from: i64, to: i64, last_start: i64) -> (Option<f64>, String) {
     let last: Vec<f64> = values(span(temp, last_start, to));
-    let spacing_ns = crate::sensor::series::median_spacing_ms(temp).unwrap_or(0.0) * 1e6;
+    let spacing_ns = ms_to_ns_f64(crate::sensor::series::median_spacing_ms(temp).unwrap_or(0.0));
     let expected = if spacing_ns > 0.0 {
         (to - last_start) as f64 / spacing_ns
     } else {
@@ -447,7 +448,7 @@ fn equilibrium(temp: &[(i64, f64)], from: i64, to: i64, last_start: i64) -> (Opt
         .map_or(0, |i| i + 1);
     let held = &bins[first..];
     let at_s = held[0].0 - BIN_S / 2.0;
-    if from + (at_s * 1e9) as i64 >= last_start {
+    if from + secs_to_ns_trunc(at_s) >= last_start {
         return (
             None,
             if first == 0 {
@@ -502,8 +503,8 @@ fn plot_lines(r: &RungWindow, series: &SeriesSet, node: &str, gpu: &str) -> Soak
     let power = span(series.get_at(node, gpu, "buffered_w"), from, to);
     let mut power_w = Vec::new();
     let mut k = 0i64;
-    while from + k * 1_000_000_000 < to {
-        let (a, b) = (from + k * 1_000_000_000, from + (k + 1) * 1_000_000_000);
+    while from + k * NS_PER_S < to {
+        let (a, b) = (from + k * NS_PER_S, from + (k + 1) * NS_PER_S);
         if let Some(m) = mean(&values(span(power, a, b))) {
             power_w.push((secs(a - from) + 0.5, m));
         }
@@ -518,7 +519,7 @@ fn plot_lines(r: &RungWindow, series: &SeriesSet, node: &str, gpu: &str) -> Soak
 }
 
 fn secs(ns: i64) -> f64 {
-    ns as f64 / 1e9
+    ns_to_s(ns)
 }
 
 fn values(s: &[(i64, f64)]) -> Vec<f64> {

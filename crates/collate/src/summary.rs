@@ -28,6 +28,7 @@ use crate::cycle::{Bounds, NoCycle, NodeCycle};
 use crate::edges::EdgeStats;
 use crate::load::Run;
 use crate::stats::{mean_sd_ci, quantile_sorted, r3, sum_compensated, welch_difference};
+use powerlab_core::units::{fraction_to_ppm, ms_to_us_rounded, ns_to_s};
 use powerlab_rundir::RungInfo;
 use powerlab_rundir::{Mode, PhaseKind};
 use serde::ser::{Serialize, SerializeStruct, Serializer};
@@ -435,7 +436,7 @@ pub fn summarize(
         } else {
             (i, i.n, "instant_w")
         };
-        let window_s = (r.end_ns - r.measure_from_ns) as f64 / 1e9;
+        let window_s = ns_to_s(r.end_ns - r.measure_from_ns);
         let diff = |x: Option<f64>, y: Option<f64>| x.zip(y).map(|(x, y)| r3(x - y));
         let raw = Figures {
             mean: s.mean,
@@ -658,11 +659,8 @@ fn group_key(r: &RungSummary) -> GroupKey {
         phase: r.rung.phase.clone(),
         kind: r.rung.kind,
         mode: r.rung.mode,
-        period_us: r
-            .rung
-            .requested_period_ms()
-            .map(|p| (p * 1000.0).round() as i64),
-        duty_ppm: (r.rung.duty * 1e6).round() as i64,
+        period_us: r.rung.requested_period_ms().map(ms_to_us_rounded),
+        duty_ppm: fraction_to_ppm(r.rung.duty),
     }
 }
 

@@ -2,6 +2,7 @@
 //! GPU runs, what it measured, and the bandwidth arithmetic of nccl-tests so
 //! every backend and the collator report the same numbers the same way.
 
+use crate::units::{ns_f64_to_us, us_to_ns_f64};
 use serde::{Deserialize, Serialize};
 
 /// A collective operation.
@@ -121,13 +122,13 @@ pub struct CollectiveTiming {
 impl CollectiveTiming {
     /// Time per operation, µs.
     pub fn time_us(&self) -> f64 {
-        self.elapsed_ns as f64 / 1e3 / f64::from(self.iterations.max(1))
+        ns_f64_to_us(self.elapsed_ns as f64) / f64::from(self.iterations.max(1))
     }
     /// Algorithm bandwidth, GB/s (10^9 bytes per second).
     pub fn algbw_gbs(&self) -> f64 {
         let t = self.time_us();
         if t > 0.0 {
-            self.bytes as f64 / (t * 1e3)
+            self.bytes as f64 / us_to_ns_f64(t)
         } else {
             0.0
         }

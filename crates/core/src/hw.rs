@@ -5,7 +5,7 @@
 
 use crate::sample::Sample;
 use crate::shape::{EdgeKind, LoadShape};
-use crate::units::EpochNs;
+use crate::units::{EpochNs, fraction_to_ppm_f64};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
@@ -159,7 +159,7 @@ impl DeviceClock {
         if span <= 0.0 {
             0.0
         } else {
-            (self.offset_end_ns - self.offset_begin_ns) as f64 / span * 1e6
+            fraction_to_ppm_f64((self.offset_end_ns - self.offset_begin_ns) as f64 / span)
         }
     }
 }

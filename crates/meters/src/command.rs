@@ -4,6 +4,7 @@
 //! when the timeout passes — also when a background child still holds the
 //! output open — the whole group is killed, so nothing is left behind.
 
+use powerlab_core::units::{W_PER_KW, W_PER_MW};
 use powerlab_core::{MeterError, NodeMeter, NodeReading};
 use std::io::Read;
 use std::os::unix::process::CommandExt;
@@ -180,8 +181,8 @@ pub fn parse_watts(text: &str) -> Result<f64, String> {
         };
         let scale = match unit.to_ascii_lowercase().as_str() {
             "w" | "watt" | "watts" => Some(1.0),
-            "kw" => Some(1e3),
-            "mw" if unit.starts_with('M') => Some(1e6),
+            "kw" => Some(W_PER_KW),
+            "mw" if unit.starts_with('M') => Some(W_PER_MW),
             _ => None,
         };
         match scale {

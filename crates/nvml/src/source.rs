@@ -13,6 +13,7 @@ use nvml_wrapper::structs::device::FieldId;
 use nvml_wrapper::{Device, Nvml};
 use nvml_wrapper_sys::bindings::nvmlDevice_t;
 use powerlab_core::hw::{CallCost, DeviceEvent, GpuIdentity, HwError, PowerSource};
+use powerlab_core::units::NS_PER_S;
 use powerlab_core::{EpochNs, Instrument, Sample};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -24,7 +25,7 @@ pub const FIELD_POWER_AVERAGE: u32 = 185;
 pub const FIELD_POWER_INSTANT: u32 = 186;
 /// Period of the reads that cost milliseconds each (energy counter,
 /// violation counters); both are cumulative counters.
-pub const SLOW_READ_NS: EpochNs = 1_000_000_000;
+pub const SLOW_READ_NS: EpochNs = NS_PER_S;
 
 /// NVML field id of the HBM temperature (`NVML_FI_DEV_MEMORY_TEMP`).
 pub const FIELD_MEMORY_TEMP: u32 = 82;

@@ -6,6 +6,7 @@
 use crate::cli::ObserveArgs;
 use anyhow::{Context, Result, anyhow};
 use powerlab_core::hw::{GpuIdentity, PowerSource};
+use powerlab_core::units::{ms_to_ns_trunc, ns_f64_to_s, ns_f64_to_us, ns_to_s, secs_to_ns_trunc};
 use powerlab_core::{Instrument, RunClock};
 use powerlab_nvml::NvmlSource;
 use std::io::Write;
@@ -120,13 +121,13 @@ pub fn observe(a: &ObserveArgs) -> Result<i32> {
     // With --count the printed lines end it, not the time.
     let end = match a.count {
         Some(_) => i64::MAX,
-        None => start + (a.seconds * 1e9) as i64,
+        None => start + secs_to_ns_trunc(a.seconds),
     };
     let mut printed = 0u64;
     watch_signals();
     let mut last_print = 0i64;
     let d = powerlab_campaign::Sampling::default();
-    let ms = |v: f64| (v * 1e6) as i64;
+    let ms = ms_to_ns_trunc;
     let (buffer_ns, fields_ns, status_ns) = (
         ms(d.buffer_interval_ms),
         ms(d.field_interval_ms),
@@ -195,7 +196,7 @@ pub fn observe(a: &ObserveArgs) -> Result<i32> {
         if do_status {
             last_status = now;
         }
-        if now - last_print >= (a.interval_ms * 1e6) as i64 {
+        if now - last_print >= ms_to_ns_trunc(a.interval_ms) {
             last_print = now;
             printed += 1;
             let node_w: f64 = latest.iter().map(|l| l.0).sum();
@@ -245,7 +246,7 @@ pub fn observe(a: &ObserveArgs) -> Result<i32> {
         return Ok(code);
     }
     if let (Some(c0), Some(c1)) = (cpu0, process_cpu_s()) {
-        let wall = (clock.now_ns() - start) as f64 / 1e9;
+        let wall = ns_to_s(clock.now_ns() - start);
         let per_gpu = 100.0 * (c1 - c0) / wall / sources.len().max(1) as f64;
         outln!(
             "sampler CPU: {:.2} s over {wall:.1} s for {} GPU(s) = {per_gpu:.2}% of one core per GPU",
@@ -284,14 +285,14 @@ fn print_call_costs(sources: &[NvmlSource], wall_s: f64) {
     outln!("NVML read costs (per GPU):");
     for (call, (count, ns)) in &total {
         let per_call_us = if *count > 0 {
-            *ns as f64 / *count as f64 / 1e3
+            ns_f64_to_us(*ns as f64 / *count as f64)
         } else {
             0.0
         };
         outln!(
             "  {call:<32} {:8.1} calls/s  {per_call_us:8.1} µs/call  {:6.2}% of a core",
             *count as f64 / wall_s / n,
-            100.0 * *ns as f64 / 1e9 / wall_s / n
+            ns_f64_to_s(100.0 * *ns as f64) / wall_s / n
         );
     }
 }

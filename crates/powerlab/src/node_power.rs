@@ -4,6 +4,7 @@
 
 use powerlab_campaign::{NodePowerKind, NodePowerSpec};
 use powerlab_core::NodeMeter;
+use powerlab_core::units::s_to_ms;
 use serde::Serialize;
 
 /// One source's preflight result.
@@ -96,7 +97,7 @@ fn check(spec: &NodePowerSpec) -> SourceCheck {
             }
         }
     }
-    out.answer_ms = t0.elapsed().as_secs_f64() * 1e3;
+    out.answer_ms = s_to_ms(t0.elapsed().as_secs_f64());
     out
 }
 

@@ -3,6 +3,7 @@
 
 use indicatif::{ProgressBar, ProgressStyle};
 use powerlab_collate::summary::RungSummary;
+use powerlab_core::units::NS_PER_MS;
 use powerlab_rundir::{PhaseKind, RunEvent};
 use powerlab_runner::Observer;
 
@@ -13,7 +14,7 @@ pub struct BarObserver {
 
 impl BarObserver {
     pub fn new(total_ns: i64) -> Self {
-        let bar = ProgressBar::new((total_ns / 1_000_000).max(1) as u64);
+        let bar = ProgressBar::new((total_ns / NS_PER_MS).max(1) as u64);
         bar.set_style(
             ProgressStyle::with_template(
                 "{spinner} [{elapsed_precise}] {wide_bar} {percent:>3}% ETA {eta_precise} {msg}",
@@ -52,7 +53,7 @@ impl Observer for BarObserver {
     }
 
     fn progress(&mut self, done_ns: i64, _total_ns: i64, label: &str) {
-        self.bar.set_position((done_ns / 1_000_000).max(0) as u64);
+        self.bar.set_position((done_ns / NS_PER_MS).max(0) as u64);
         self.bar.set_message(label.to_string());
     }
 

@@ -1,6 +1,7 @@
 //! Names and creation of run directories.
 
 use crate::files::RunFile;
+use powerlab_core::units::{NS_PER_MS, NS_PER_S};
 use std::path::{Path, PathBuf};
 
 /// Errors creating or reading run directories.
@@ -106,7 +107,7 @@ pub struct RunDir {
 
 /// Formats epoch ns as `YYYYMMDDTHHMMSSZ` (UTC).
 pub fn utc_stamp(epoch_ns: i64) -> String {
-    let secs = epoch_ns.div_euclid(1_000_000_000);
+    let secs = epoch_ns.div_euclid(NS_PER_S);
     let days = secs.div_euclid(86_400);
     let sod = secs.rem_euclid(86_400);
     let (y, m, d) = civil_from_days(days);
@@ -120,8 +121,8 @@ pub fn utc_stamp(epoch_ns: i64) -> String {
 
 /// Formats epoch ns as RFC 3339 UTC with milliseconds.
 pub fn utc_rfc3339(epoch_ns: i64) -> String {
-    let secs = epoch_ns.div_euclid(1_000_000_000);
-    let ms = epoch_ns.rem_euclid(1_000_000_000) / 1_000_000;
+    let secs = epoch_ns.div_euclid(NS_PER_S);
+    let ms = epoch_ns.rem_euclid(NS_PER_S) / NS_PER_MS;
     let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
     let sod = secs.rem_euclid(86_400);
     format!(

@@ -14,6 +14,7 @@ use powerlab_campaign::Campaign;
 use powerlab_core::NodeMeter;
 use powerlab_core::RunClock;
 use powerlab_core::hw::{EdgeFeed, Gpu, PowerSource};
+use powerlab_core::units::ms_to_ns_trunc;
 use powerlab_rundir::{NodePowerWriter, RawWriter, RunEvent};
 use std::path::Path;
 use std::time::Duration;
@@ -194,11 +195,11 @@ impl Crew {
 /// The samplers' cadence and limits, from the campaign.
 fn sampler_config(campaign: &Campaign) -> SamplerConfig {
     SamplerConfig {
-        poll_ns: (campaign.sampling.poll_interval_ms * 1e6) as i64,
-        buffer_ns: (campaign.sampling.buffer_interval_ms * 1e6) as i64,
-        fields_ns: (campaign.sampling.field_interval_ms * 1e6) as i64,
-        status_ns: (campaign.sampling.status_interval_ms * 1e6) as i64,
-        flush_ns: (campaign.sampling.flush_interval_ms * 1e6) as i64,
+        poll_ns: ms_to_ns_trunc(campaign.sampling.poll_interval_ms),
+        buffer_ns: ms_to_ns_trunc(campaign.sampling.buffer_interval_ms),
+        fields_ns: ms_to_ns_trunc(campaign.sampling.field_interval_ms),
+        status_ns: ms_to_ns_trunc(campaign.sampling.status_interval_ms),
+        flush_ns: ms_to_ns_trunc(campaign.sampling.flush_interval_ms),
         limits: campaign.limits.clone(),
         unresponsive_ns: 2_000_000_000,
     }

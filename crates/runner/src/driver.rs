@@ -12,6 +12,7 @@ mod rung;
 
 use edge_log::EdgeLog;
 use journal::Journal;
+use powerlab_core::units::ms_to_ns_trunc;
 
 use crate::StopReason;
 use crate::crew::Crew;
@@ -123,7 +124,7 @@ impl<'a> RungDriver<'a> {
             collectives,
             rack: None,
             alarm_watch: None,
-            tolerance_ns: (campaign.limits.barrier_tolerance_ms * 1e6) as i64,
+            tolerance_ns: ms_to_ns_trunc(campaign.limits.barrier_tolerance_ms),
             prepare_timeout_ns: opts.prepare_timeout_ns,
             total_ns: plan.total_ns(),
             done_ns: 0,

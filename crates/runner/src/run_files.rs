@@ -13,6 +13,7 @@ use crate::options::RunOptions;
 use powerlab_campaign::{Campaign, Plan};
 use powerlab_core::RunClock;
 use powerlab_core::hw::BackendInfo;
+use powerlab_core::units::BYTES_PER_MB;
 use powerlab_rundir::{FORMAT_VERSION, Manifest, RunDir, RunDirError, RunStatus};
 use std::path::Path;
 
@@ -201,8 +202,8 @@ fn check_free_space(
         return Err(format!(
             "{} has {} MB free, the run needs about {} MB: its files need {}; free space or choose another --results",
             dir.display(),
-            free / 1_000_000,
-            needed / 1_000_000,
+            free / BYTES_PER_MB,
+            needed / BYTES_PER_MB,
             estimate.describe()
         ));
     }

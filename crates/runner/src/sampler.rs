@@ -8,6 +8,7 @@ use crate::StopReason;
 use powerlab_campaign::Limits;
 use powerlab_core::hw::{HwError, PowerSource};
 use powerlab_core::sample::ClockEventBits;
+use powerlab_core::units::NS_PER_MS;
 use powerlab_core::{Instrument, RunClock};
 use powerlab_rundir::{RawWriter, RunEvent};
 use serde::{Deserialize, Serialize};
@@ -239,7 +240,7 @@ fn handle_read_error(
                 st.fatal_sent = true;
                 let detail = format!(
                     "NVML stopped answering for {} ms on {}: {e}",
-                    st.consecutive_fail_ns / 1_000_000,
+                    st.consecutive_fail_ns / NS_PER_MS,
                     st.key
                 );
                 let _ = tx.send(SamplerMsg::event(

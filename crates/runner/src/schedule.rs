@@ -6,6 +6,7 @@ use powerlab_campaign::{NcclStep, PhaseKind, Rung};
 use powerlab_core::collective::{FabricSpec, SweepSpec};
 use powerlab_core::hw::GpuSchedule;
 use powerlab_core::shape::{LoadKind, LoadShape};
+use powerlab_core::units::{ms_to_ns_f64, ms_to_ns_trunc, secs_to_ns_trunc};
 use powerlab_rundir::RungInfo;
 
 /// The rung as the event log describes it; `keys` are the GPU keys by run
@@ -65,7 +66,7 @@ pub fn schedule_for(rung: &Rung, i: usize, epoch: i64) -> Result<GpuSchedule, St
 
 /// The period of a duty or ramp-up rung, ns.
 fn period_ns(rung: &Rung) -> Result<i64, String> {
-    let ns = rung.period_ms.map(|p| (p * 1e6).round());
+    let ns = rung.period_ms.map(|p| ms_to_ns_f64(p).round());
     match ns {
         Some(ns) if ns.is_finite() && ns >= 1.0 && ns < i64::MAX as f64 => Ok(ns as i64),
         _ => Err(format!(
@@ -85,7 +86,7 @@ fn nccl_shape(rung: &Rung) -> LoadShape {
             load: LoadKind::Fabric,
         };
     };
-    let timeout_ns = (n.timeout_s * 1e9) as i64;
+    let timeout_ns = secs_to_ns_trunc(n.timeout_s);
     match rung.nccl_step {
         Some(NcclStep::Sweep) => LoadShape::Sweep {
             spec: SweepSpec {
@@ -99,7 +100,7 @@ fn nccl_shape(rung: &Rung) -> LoadShape {
         Some(NcclStep::Bsp) => LoadShape::Fabric {
             spec: FabricSpec {
                 bytes: n.fabric_bytes,
-                compute_ns: n.bsp_compute_ms.map(|ms| (ms * 1e6) as i64),
+                compute_ns: n.bsp_compute_ms.map(ms_to_ns_trunc),
                 timeout_ns,
             },
         },

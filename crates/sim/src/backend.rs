@@ -8,6 +8,7 @@ use powerlab_core::RunClock;
 use powerlab_core::hw::{
     Backend, BackendInfo, Capability, Gpu, GpuIdentity, HwError, NodeHandles, PowerSource,
 };
+use powerlab_core::units::ms_to_ns_trunc;
 use powerlab_core::{GpuRef, GpuSelector};
 use std::sync::{Arc, Mutex};
 
@@ -122,7 +123,7 @@ impl Backend for SimBackend {
             let faults = self.opts.faults.gpu(run_idx);
             let cold_start_ns = faults
                 .cold_start_ns
-                .unwrap_or((self.opts.profile.cold_start_ms * 1e6) as i64);
+                .unwrap_or(ms_to_ns_trunc(self.opts.profile.cold_start_ms));
             let dev = SimDevice::new(DeviceSetup {
                 profile: self.opts.profile.clone(),
                 index: run_idx,

@@ -16,6 +16,7 @@
 //! slow loop, as on the real board.
 
 use crate::profile::Profile;
+use powerlab_core::units::{ms_to_ns_trunc, ms_to_s, ns_to_s};
 
 /// State of the slow loop.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -71,17 +72,17 @@ impl Controller {
         (power_w, sensed_w, second_w): (f64, f64, f64),
         loaded: bool,
     ) -> f64 {
-        let dt_s = dt_ns as f64 / 1e9;
+        let dt_s = ns_to_s(dt_ns);
         let limit = p.power_limit_w;
         // The slow loop: net energy above the limit while loaded, leaking
         // away while idle.
         if loaded {
             self.excess_j = (self.excess_j + (power_w - limit) * dt_s).max(0.0);
         } else {
-            self.excess_j -= self.excess_j * dt_s / (p.slow_leak_ms / 1e3);
+            self.excess_j -= self.excess_j * dt_s / ms_to_s(p.slow_leak_ms);
         }
         if self.slow == Slow::Free && self.excess_j > p.slow_trip_s * limit {
-            self.slow = Slow::Dip(now_ns + (p.dip_ms * 1e6) as i64);
+            self.slow = Slow::Dip(now_ns + ms_to_ns_trunc(p.dip_ms));
             self.excess_j = 0.0;
         }
         if loaded {
@@ -115,7 +116,7 @@ impl Controller {
                 if sensed_w > set_point {
                     self.cap -= p.cap_gain_per_s * (sensed_w - set_point) / set_point * dt_s;
                 } else {
-                    self.cap += (1.0 - self.cap) * dt_s / (p.cap_relax_ms / 1e3);
+                    self.cap += (1.0 - self.cap) * dt_s / ms_to_s(p.cap_relax_ms);
                 }
             }
         }

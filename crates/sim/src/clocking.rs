@@ -6,6 +6,7 @@
 //! and the driver now and then drops a reading on every GPU of the node at
 //! the same moment (44–47 ms gaps on all GPUs at once).
 
+use powerlab_core::units::{ms_to_ns_f64, ms_to_ns_trunc, ppm_to_fraction, secs_to_ns_trunc};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -35,7 +36,7 @@ impl SampleClock {
     ) -> Self {
         let mut c = SampleClock {
             origin_ns,
-            period_ns: period_ms * 1e6 * (1.0 + drift_ppm * 1e-6),
+            period_ns: ms_to_ns_f64(period_ms) * (1.0 + ppm_to_fraction(drift_ppm)),
             k: 0,
             jitter_ms,
             rng: ChaCha8Rng::seed_from_u64(seed),
@@ -73,7 +74,7 @@ impl SampleClock {
             } else {
                 (self.rng.random::<f64>() - 0.5) * 4.0 * self.jitter_ms
             };
-            let t = grid + (jitter_ms * 1e6) as i64;
+            let t = grid + ms_to_ns_trunc(jitter_ms);
             if let Some(d) = self.drops.as_mut()
                 && d.drops(t, self.period_ns as i64)
             {
@@ -110,7 +111,7 @@ impl DropSchedule {
             return i64::MAX;
         }
         let u: f64 = self.rng.random::<f64>().max(1e-12);
-        t + (-u.ln() / self.rate_per_s * 1e9) as i64
+        t + secs_to_ns_trunc(-u.ln() / self.rate_per_s)
     }
 
     /// Whether the reading at `t` is the first one at or after a drop

@@ -6,15 +6,16 @@
 
 use crate::profile::Profile;
 use powerlab_core::collective::{Collective, CollectiveTiming, FabricSpec, SweepSpec};
+use powerlab_core::units::{us_to_ns_f64, us_to_ns_trunc};
 
 /// Device time of one collective of `bytes` over `ranks` GPUs, ns.
 pub fn op_ns(p: &Profile, c: Collective, bytes: u64, ranks: usize) -> i64 {
     if ranks <= 1 {
-        return (p.collective_latency_us * 1e3) as i64;
+        return us_to_ns_trunc(p.collective_latency_us);
     }
     let (_, _, moved) = c.buffers(bytes, ranks);
     let bus_bytes = moved as f64 * c.bus_factor(ranks);
-    (p.collective_latency_us * 1e3 + bus_bytes / p.fabric_busbw_gbs) as i64
+    (us_to_ns_f64(p.collective_latency_us) + bus_bytes / p.fabric_busbw_gbs) as i64
 }
 
 /// The sweep as the simulated GPU runs it from `start`: the timings of every

@@ -8,6 +8,9 @@ use crate::faults::GpuFaults;
 use crate::profile::Profile;
 use powerlab_core::sample::ClockEventBits;
 use powerlab_core::shape::{LoadKind, LoadShape};
+use powerlab_core::units::{
+    NS_PER_MS, j_to_mj, ms_to_ns_f64, ms_to_ns_trunc, ms_to_s, ns_f64_to_s, ns_to_s,
+};
 use powerlab_core::{EpochNs, HwError, Instrument, Sample};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -152,13 +155,13 @@ impl SimDevice {
             seed ^ (0x9E37_79B9_7F4A_7C15u64.wrapping_mul(index as u64 + 1)),
         );
         let dt_ns = step_us * 1000;
-        let dt_s = dt_ns as f64 / 1e9;
+        let dt_s = ns_to_s(dt_ns);
         let window = profile
             .average_window_ms
             .max(profile.buffered_window_ms + profile.buffered_lag_ms)
             .max(profile.cap_sense_ms)
             .max(1000.0);
-        let hist_len = ((window * 1e6 * 1.3) as i64 / dt_ns + 8) as usize;
+        let hist_len = ((ms_to_ns_f64(window) * 1.3) as i64 / dt_ns + 8) as usize;
         let mut profile = profile;
         if let Some(limit) = faults.power_limit_w {
             profile.power_limit_w = limit;
@@ -166,8 +169,8 @@ impl SimDevice {
         // Each GPU's sampling clocks: its own phase on an exact grid and a
         // few ppm of drift; the node's dropped readings are shared.
         let drift = (rng.random::<f64>() * 2.0 - 1.0) * profile.sample_drift_ppm;
-        let phase_b = (rng.random::<f64>() * profile.buffered_period_ms * 1e6) as i64;
-        let phase_f = (rng.random::<f64>() * profile.field_period_ms * 1e6) as i64;
+        let phase_b = ms_to_ns_trunc(rng.random::<f64>() * profile.buffered_period_ms);
+        let phase_f = ms_to_ns_trunc(rng.random::<f64>() * profile.field_period_ms);
         let drops = DropSchedule::new(node_seed, run_start_ns, profile.sample_drops_per_s);
         let buffered_clock = SampleClock::new(
             run_start_ns + phase_b,
@@ -189,8 +192,8 @@ impl SimDevice {
         let idle = profile.bare_idle_w;
         let temp = profile.ambient_c + profile.thermal_c_per_w * idle;
         SimDevice {
-            alpha_rise: 1.0 - (-dt_s / (profile.tau_rise_ms / 1e3)).exp(),
-            alpha_fall: 1.0 - (-dt_s / (profile.tau_fall_ms / 1e3)).exp(),
+            alpha_rise: 1.0 - (-dt_s / ms_to_s(profile.tau_rise_ms)).exp(),
+            alpha_fall: 1.0 - (-dt_s / ms_to_s(profile.tau_fall_ms)).exp(),
             profile,
             index,
             faults,
@@ -215,7 +218,7 @@ impl SimDevice {
             reads: 0,
             truth: record_truth.then(|| Truth {
                 start_ns: run_start_ns,
-                step_ns: 1_000_000,
+                step_ns: NS_PER_MS,
                 power_w: Vec::new(),
             }),
             truth_acc_j: 0.0,
@@ -352,12 +355,12 @@ impl SimDevice {
     }
 
     fn window_mean(&self, end: EpochNs, window_ms: f64) -> f64 {
-        let w = (window_ms * 1e6) as i64;
+        let w = ms_to_ns_trunc(window_ms);
         let start = (end - w).max(self.run_start_ns);
         if end <= start {
             return self.power_w;
         }
-        (self.hist_at(end) - self.hist_at(start)) / ((end - start) as f64 / 1e9)
+        (self.hist_at(end) - self.hist_at(start)) / ns_to_s(end - start)
     }
 
     fn gauss(&mut self) -> f64 {
@@ -378,12 +381,12 @@ impl SimDevice {
         while at < to {
             let bucket_end = truth.start_ns + (truth.power_w.len() as i64 + 1) * truth.step_ns;
             let until = bucket_end.min(to);
-            self.truth_acc_j += self.power_w * (until - at) as f64 / 1e9;
+            self.truth_acc_j += ns_f64_to_s(self.power_w * (until - at) as f64);
             at = until;
             if until == bucket_end {
                 truth
                     .power_w
-                    .push((self.truth_acc_j / (truth.step_ns as f64 / 1e9)) as f32);
+                    .push((self.truth_acc_j / ns_to_s(truth.step_ns)) as f32);
                 self.truth_acc_j = 0.0;
             }
         }
@@ -391,7 +394,7 @@ impl SimDevice {
 
     /// Integrates physics and instruments up to `t`.
     pub fn advance_to(&mut self, t: EpochNs) {
-        let dt_s = self.dt_ns as f64 / 1e9;
+        let dt_s = ns_to_s(self.dt_ns);
         let mut idx = self
             .program
             .partition_point(|(from, _)| *from <= self.t_ns)
@@ -461,14 +464,14 @@ impl SimDevice {
             while self.buffered_clock.peek() <= self.t_ns {
                 let ts = self.buffered_clock.peek();
                 self.buffered_clock.advance();
-                let lag = (self.profile.buffered_lag_ms * 1e6) as i64;
+                let lag = ms_to_ns_trunc(self.profile.buffered_lag_ms);
                 let value = if lost {
                     0.0
                 } else {
                     self.window_mean(ts - lag, self.profile.buffered_window_ms)
                         + self.profile.noise_w * self.gauss()
                 };
-                let visible = ts + (self.profile.buffered_latency_ms * 1e6) as i64;
+                let visible = ts + ms_to_ns_trunc(self.profile.buffered_latency_ms);
                 if self.buffered.len() >= self.profile.buffered_capacity {
                     self.buffered.pop_front();
                     self.buffered_lost += 1;
@@ -489,8 +492,8 @@ impl SimDevice {
                     + self.profile.noise_w * self.gauss();
                 let average = self.window_mean(ts, self.profile.average_window_ms)
                     + 0.3 * self.profile.noise_w * self.gauss();
-                let energy_mj = self.energy_base_mj + self.hist_at(ts) * 1000.0;
-                let visible = ts + (self.profile.field_latency_ms * 1e6) as i64;
+                let energy_mj = self.energy_base_mj + j_to_mj(self.hist_at(ts));
+                let visible = ts + ms_to_ns_trunc(self.profile.field_latency_ms);
                 self.fields_pending
                     .push_back((visible, [instant, average, energy_mj.floor()]));
             }

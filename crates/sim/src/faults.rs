@@ -2,6 +2,7 @@
 //! `--sim-fault gpu1:cold_start=10s`, `--sim-fault gpu0:lost_at=30s`,
 //! `--sim-fault node:no_nccl`. Times are measured from the run start.
 
+use powerlab_core::units::{NS_PER_MS, NS_PER_S, NS_PER_US};
 use serde::{Deserialize, Serialize};
 
 /// Faults of one simulated GPU.
@@ -75,11 +76,11 @@ const MAX_FAULT_TIME_NS: i64 = 366 * 86_400_000_000_000;
 fn parse_duration_ns(s: &str) -> Result<i64, String> {
     let s = s.trim();
     let (num, mult) = if let Some(v) = s.strip_suffix("ms") {
-        (v, 1e6)
+        (v, NS_PER_MS as f64)
     } else if let Some(v) = s.strip_suffix("us").or_else(|| s.strip_suffix("µs")) {
-        (v, 1e3)
+        (v, NS_PER_US as f64)
     } else if let Some(v) = s.strip_suffix('s') {
-        (v, 1e9)
+        (v, NS_PER_S as f64)
     } else {
         return Err(format!("`{s}` needs a unit: s, ms or us"));
     };

@@ -9,6 +9,7 @@ use powerlab_core::hw::{
 };
 use powerlab_core::shape::EdgeKind;
 use powerlab_core::shape::{LoadKind, LoadShape};
+use powerlab_core::units::{ms_to_ns_f64, ms_to_ns_trunc, ns_to_s, us_to_ns_trunc};
 use powerlab_core::{EpochNs, RunClock, Sample};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -122,7 +123,7 @@ impl SimGpu {
                 gpu: self.id.uuid.clone(),
                 detail: format!(
                     "NCCL: {what} did not complete within {:.0} s on rank {} of {} ({}); its communicator was aborted (simulated hang)",
-                    timeout_ns as f64 / 1e9,
+                    ns_to_s(timeout_ns),
                     self.rank,
                     self.ranks,
                     self.id.key
@@ -228,11 +229,11 @@ impl Gpu for SimGpu {
             let d = lock(&self.dev);
             (d.profile.arm_latency_ms, d.profile.clock_offset_us)
         };
-        let arm_latency_ns = (arm_ms * 1e6 * (1.0 + 0.2 * self.rng.random::<f64>())) as i64;
+        let arm_latency_ns = (ms_to_ns_f64(arm_ms) * (1.0 + 0.2 * self.rng.random::<f64>())) as i64;
         Ok(Readiness {
             ready_at_ns: self.clock.now_ns(),
             arm_latency_ns,
-            device_clock_offset_ns: Some((offset_us * 1e3) as i64),
+            device_clock_offset_ns: Some(us_to_ns_trunc(offset_us)),
             realtime_thread: None,
         })
     }
@@ -249,7 +250,7 @@ impl Gpu for SimGpu {
                 d.late_falls(),
             )
         };
-        let armed_at = t_call + (arm_ms * 1e6) as i64;
+        let armed_at = t_call + ms_to_ns_trunc(arm_ms);
         let actual_start = s.start_ns.max(armed_at);
         let collectives = self.start_collectives(s, actual_start).await?;
         if collectives.is_none() {
@@ -269,7 +270,7 @@ impl Gpu for SimGpu {
             .enumerate()
             .map(|(i, (kind, intended))| {
                 // Device-placed edges spin on the deadline: never early, a few µs late.
-                let mut late = (self.rng.random::<f64>() * 2.0 * jitter_us * 1e3) as i64;
+                let mut late = us_to_ns_trunc(self.rng.random::<f64>() * 2.0 * jitter_us);
                 if let Some((from, by)) = late_falls
                     && kind == EdgeKind::Fall
                     && intended >= from
@@ -295,7 +296,7 @@ impl Gpu for SimGpu {
         self.window = None;
         lock(&self.dev).set_demand(s.end_ns, Demand::Idle);
         // The simulated device clock keeps a fixed offset (the probes find it to ~10 µs).
-        let offset = (offset_us * 1e3) as i64;
+        let offset = us_to_ns_trunc(offset_us);
         let clock = DeviceClock {
             begin_ns: t_call,
             offset_begin_ns: offset,

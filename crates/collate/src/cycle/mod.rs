@@ -47,7 +47,7 @@ use crate::sensor::series::{EdgeIndex, SeriesSet};
 use crate::stats::weighted_quantile_sorted;
 use fold::GpuFold;
 pub use interval::{Bounds, CycleInterval};
-use powerlab_core::units::ms_to_ns;
+use powerlab_core::units::{ms_to_ns, ns_to_s};
 use powerlab_rundir::PhaseKind;
 use rustfft::FftPlanner;
 use rustfft::num_complex::Complex64;
@@ -292,7 +292,7 @@ pub fn compose(
     if cycles < MIN_CYCLES {
         return Err(NoCycle::Verdict(format!(
             "too short to fold: the measured window ({:.2} s after settling) holds {cycles:.1} cycles of {} ms, fewer than {MIN_CYCLES}; lengthen duration_s",
-            span as f64 / 1e9,
+            ns_to_s(span),
             fmt_ms(period_ms)
         )));
     }
@@ -418,7 +418,7 @@ fn fold_of(
     if in_span < MIN_SAMPLES {
         return Err(NoCycle::Verdict(format!(
             "too short to fold: {in_span} buffered samples of {gpu} in the {:.2} s window, fewer than {MIN_SAMPLES}; lengthen duration_s",
-            span as f64 / 1e9
+            ns_to_s(span)
         )));
     }
     fold::fold_gpu(samples, &rises, r, gpu, w, lag).ok_or_else(|| {

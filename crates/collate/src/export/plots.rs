@@ -11,6 +11,7 @@ use crate::soak::SoakLines;
 use crate::summary::{Cycles, PhaseCompare, RepeatStats, RungSummary};
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use powerlab_core::units::ns_to_s;
 use powerlab_rundir::{Mode, PhaseKind};
 use std::path::{Path, PathBuf};
 use std::sync::Once;
@@ -433,10 +434,7 @@ pub fn write_plots(
         if hi <= lo {
             continue;
         }
-        let secs: Vec<f64> = t[lo..hi]
-            .iter()
-            .map(|x| (x - r.epoch_ns) as f64 / 1e9)
-            .collect();
+        let secs: Vec<f64> = t[lo..hi].iter().map(|x| ns_to_s(x - r.epoch_ns)).collect();
         let pick = |v: &Vec<Option<f64>>| {
             if v.len() >= hi {
                 envelope(&secs, &v[lo..hi], 1500)
@@ -450,7 +448,7 @@ pub fn write_plots(
                 let step = 500_000i64;
                 let n = ((r.end_ns - r.measure_from_ns) / step).clamp(0, 2_000_000);
                 let ts: Vec<f64> = (0..n)
-                    .map(|k| (r.measure_from_ns + k * step - r.epoch_ns) as f64 / 1e9)
+                    .map(|k| ns_to_s(r.measure_from_ns + k * step - r.epoch_ns))
                     .collect();
                 let vs: Vec<Option<f64>> = (0..n)
                     .map(|k| Some(c.at(r.epoch_ns, r.measure_from_ns + k * step)))
@@ -467,7 +465,7 @@ pub fn write_plots(
                 average: pick(&a),
                 composed,
             },
-            x_max: (r.end_ns - r.epoch_ns) as f64 / 1e9,
+            x_max: ns_to_s(r.end_ns - r.epoch_ns),
         };
         jobs.push((dir.join(format!("rung-{:03}", r.info.id)), chart));
     }

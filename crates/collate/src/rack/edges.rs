@@ -11,6 +11,7 @@ use crate::edges::{EdgeStats, KindStats, edge_rows, read_edges};
 use crate::error::CollateError;
 use crate::stats::{quantile, weighted_quantile_sorted};
 use polars::prelude::DataFrame;
+use powerlab_core::units::ns_to_us;
 use powerlab_rundir::RunDir;
 use std::collections::{BTreeMap, HashMap};
 
@@ -128,22 +129,19 @@ impl RackEdges {
         let mut out: HashMap<u32, EdgeStats> = HashMap::new();
         for (id, (lo, hi)) in &self.starts {
             let e = out.entry(*id).or_default();
-            e.start_error_max_us = lo.abs().max(hi.abs()) as f64 / 1e3;
-            e.start_skew_us = (hi - lo) as f64 / 1e3;
+            e.start_error_max_us = ns_to_us(lo.abs().max(hi.abs()));
+            e.start_skew_us = ns_to_us(hi - lo);
         }
         for ((id, rise), counts) in &self.counts {
             let signed: Vec<(f64, f64)> = counts
                 .iter()
-                .map(|(e, n)| (*e as f64 / 1e3, *n as f64))
+                .map(|(e, n)| (ns_to_us(*e), *n as f64))
                 .collect();
             let mut abs: BTreeMap<i64, u64> = BTreeMap::new();
             for (e, n) in counts {
                 *abs.entry(e.abs()).or_default() += n;
             }
-            let abs: Vec<(f64, f64)> = abs
-                .iter()
-                .map(|(e, n)| (*e as f64 / 1e3, *n as f64))
-                .collect();
+            let abs: Vec<(f64, f64)> = abs.iter().map(|(e, n)| (ns_to_us(*e), *n as f64)).collect();
             let k = KindStats {
                 p50_us: weighted_quantile_sorted(&signed, 0.5),
                 p99_us: weighted_quantile_sorted(&abs, 0.99),
@@ -163,7 +161,7 @@ impl RackEdges {
                 spreads
                     .entry(*id)
                     .or_default()
-                    .extend(spans.iter().map(|(lo, hi)| (hi - lo) as f64 / 1e3));
+                    .extend(spans.iter().map(|(lo, hi)| ns_to_us(hi - lo)));
             }
             for (id, v) in spreads {
                 if let Some(q) = quantile(&v, 0.99) {

@@ -30,6 +30,7 @@ use crate::export::{csv, json, markdown, parquet, plots};
 use crate::handoff::read_cycles;
 use crate::load::{Run, load_run};
 use crate::summary::{Cycles, PhaseCompare, RungSummary, compare_modes, repeat_stats, summarize};
+use powerlab_core::units::NS_PER_MS;
 use powerlab_rundir::PhaseKind;
 use powerlab_rundir::RunDir;
 use std::collections::{BTreeMap, HashMap};
@@ -292,7 +293,7 @@ fn rack_into(
 
     // The rack curve: the node curves, added as they are read. A node with
     // no report is a gap for the whole run.
-    let grid_ns = reference.grid_ns.max(1_000_000);
+    let grid_ns = reference.grid_ns.max(NS_PER_MS);
     let origin = crate::curve::grid_origin(&reference);
     let mut span: Option<(i64, i64)> = None;
     for &i in &usable {

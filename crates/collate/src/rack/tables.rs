@@ -4,6 +4,7 @@
 
 use crate::cycle::interval::Stated;
 use crate::load::Run;
+use powerlab_core::units::ns_to_us;
 use powerlab_rundir::{RunDir, RunStatus};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -216,9 +217,7 @@ pub fn rack_starts(
                     .map(|x| x.epoch_ns)
             })
             .collect();
-        let skew = start_spans
-            .get(&w.info.id)
-            .map(|(a, b)| (b - a) as f64 / 1e3);
+        let skew = start_spans.get(&w.info.id).map(|(a, b)| ns_to_us(b - a));
         starts.push(RackStart {
             rung_id: w.info.id,
             label: w.info.label.clone(),

@@ -10,6 +10,7 @@ use super::series::{EdgeIndex, SeriesSet, changes, median_spacing_ms, span};
 use crate::load::{Run, RungWindow};
 use crate::stats::{mean_sd_ci, median, quantile};
 use powerlab_campaign::CALIBRATION_PHASE;
+use powerlab_core::units::{ms_to_ns_trunc, ns_to_ms};
 
 /// Normalised falling-step points (ms after each fall, 1 = on, 0 = off) of
 /// `s`, with the on and off levels taken from `levels` (every read).
@@ -22,7 +23,7 @@ fn step_points(
     let mut pts = Vec::new();
     let mut heights = Vec::new();
     let h = half_period_ms;
-    let after = |f: i64, ms: f64| f + (ms * 1e6) as i64;
+    let after = |f: i64, ms: f64| f + ms_to_ns_trunc(ms);
     for &f in falls {
         let at = |a: f64, b: f64| -> Vec<f64> {
             span(levels, after(f, a), after(f, b))
@@ -41,7 +42,7 @@ fn step_points(
         }
         heights.push(on - off);
         for (t, v) in span(s, after(f, -0.2 * h), after(f, 0.95 * h)) {
-            pts.push(((*t - f) as f64 / 1e6, (v - off) / (on - off)));
+            pts.push((ns_to_ms(*t - f), (v - off) / (on - off)));
         }
     }
     (pts, heights)

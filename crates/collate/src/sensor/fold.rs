@@ -4,6 +4,7 @@
 //! fundamental (what the square-wave swing is, independent of latency and
 //! of the window's shape), rise and fall, overshoot and ramp rate.
 
+use powerlab_core::units::{ms_to_s, ns_to_ms};
 use std::f64::consts::PI;
 
 /// `sin(πx)/(πx)`, 1 at 0.
@@ -187,7 +188,7 @@ fn median(v: &[f64]) -> f64 {
 pub fn shape(f: &Folded, duty: f64) -> Option<Shape> {
     let y = f.filled()?;
     let n = y.len();
-    let bin_ms = f.period_ns as f64 / 1e6 / n as f64;
+    let bin_ms = ns_to_ms(f.period_ns) / n as f64;
     let on_end = ((duty * n as f64) as usize).clamp(2, n - 1);
     let on = median(&y[on_end / 2..on_end]);
     let off = median(&y[(on_end + (n - on_end) / 2).min(n - 1)..n]);
@@ -221,7 +222,7 @@ pub fn shape(f: &Folded, duty: f64) -> Option<Shape> {
         overshoot_w: overshoot,
         overshoot_ms: above as f64 * bin_ms,
         ramp_w_per_s: if rise_ms > 0.0 {
-            0.8 * step / (rise_ms / 1e3)
+            0.8 * step / ms_to_s(rise_ms)
         } else {
             f64::INFINITY
         },

@@ -5,6 +5,7 @@
 //! cut spans and updates out of a series.
 
 use polars::prelude::*;
+use powerlab_core::units::ns_to_ms;
 use std::collections::BTreeMap;
 
 /// Every raw series by (node, GPU, instrument), time-sorted.
@@ -108,7 +109,7 @@ pub fn changes(s: &[(i64, f64)]) -> Vec<(i64, f64)> {
 /// Times between consecutive points, ms (zero gaps left out).
 pub fn spacings_ms(s: &[(i64, f64)]) -> Vec<f64> {
     s.windows(2)
-        .map(|w| (w[1].0 - w[0].0) as f64 / 1e6)
+        .map(|w| ns_to_ms(w[1].0 - w[0].0))
         .filter(|d| *d > 0.0)
         .collect()
 }

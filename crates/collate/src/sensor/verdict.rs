@@ -14,6 +14,7 @@ use crate::cycle::rises_of;
 use crate::load::{Run, RungWindow};
 use crate::stats::quantile;
 use powerlab_campaign::CALIBRATION_PHASE;
+use powerlab_core::units::{ms_to_ns_trunc, ns_to_ms, ns_to_s};
 use powerlab_rundir::{Mode, PhaseKind};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -114,8 +115,8 @@ fn fold_rung(
     rises: &[i64],
     shift_ns: i64,
 ) -> Folded {
-    let p = (period_ms * 1e6) as i64;
-    let bins = ((p as f64 / 1e6).round() as usize).clamp(8, 200);
+    let p = ms_to_ns_trunc(period_ms);
+    let bins = (ns_to_ms(p).round() as usize).clamp(8, 200);
     let pts: Vec<(i64, f64)> = span(s, r.measure_from_ns + shift_ns, r.end_ns + shift_ns)
         .iter()
         .map(|(t, v)| (t - shift_ns, *v))
@@ -147,7 +148,7 @@ pub fn analyse(
                     continue;
                 };
                 let raw = series.get(&g.key, inst);
-                let shift = (m.latency_ms.unwrap_or(0.0) * 1e6) as i64;
+                let shift = ms_to_ns_trunc(m.latency_ms.unwrap_or(0.0));
                 // Held fields: only the first read of each new value is a sample of the sensor.
                 // This rung's readings, plus the one before (so its first change counts).
                 let lo = raw
@@ -296,7 +297,7 @@ fn answers(
 fn spectra(run: &Run, curve: &NodeCurve) -> Vec<(u32, String, spectrum::Spectrum)> {
     let t = i64_column(&curve.df, "t_ns");
     let b = f64_column(&curve.df, "node_buffered_w");
-    let step_s = run.grid_ns as f64 / 1e9;
+    let step_s = ns_to_s(run.grid_ns);
     let mut out = Vec::new();
     for r in &run.rungs {
         let lo = t.partition_point(|x| *x < r.measure_from_ns);

@@ -11,6 +11,7 @@ use cudarc::driver::{
 };
 use powerlab_core::RunClock;
 use powerlab_core::hw::HwError;
+use powerlab_core::units::NS_PER_S;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -101,7 +102,7 @@ impl ClockProbe {
             return self.offset_ns;
         };
         let first = self.probes.front().map(|p| p.0).unwrap_or(t_last);
-        if self.probes.len() < 2 || t_last - first < 1_000_000_000 {
+        if self.probes.len() < 2 || t_last - first < NS_PER_S {
             return o_last;
         }
         let n = self.probes.len() as f64;

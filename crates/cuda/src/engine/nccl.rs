@@ -19,6 +19,7 @@ use powerlab_core::collective::{
 };
 use powerlab_core::hw::HwError;
 use powerlab_core::shape::LoadKind;
+use powerlab_core::units::{NS_PER_MS, ms_to_ns_trunc, ns_to_s};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -119,7 +120,7 @@ impl Engine {
                     gpu: self.gpu.clone(),
                     detail: format!(
                         "NCCL {what} did not complete within {:.0} s on {}; the communicator was aborted (a peer is hung or gone)",
-                        timeout_ns as f64 / 1e9,
+                        ns_to_s(timeout_ns),
                         self.rank_desc()
                     ),
                 });
@@ -264,7 +265,7 @@ impl Engine {
         let ms = e0
             .elapsed_ms(&e1)
             .map_err(|e| dev_err(&self.gpu, "event timing", e))?;
-        Ok((f64::from(ms) * 1e6) as i64)
+        Ok(ms_to_ns_trunc(f64::from(ms)))
     }
 
     /// The sweep: every collective at every size that fits in the window.
@@ -291,7 +292,7 @@ impl Engine {
             let mut last: Option<(u64, i64)> = None;
             for &size in &spec.sizes {
                 let (_, _, moved) = c.buffers(size, ranks);
-                let est_op = last.map_or(1_000_000, |(b, ns)| {
+                let est_op = last.map_or(NS_PER_MS, |(b, ns)| {
                     (ns as f64 * (moved as f64 / b as f64).max(1.0)) as i64
                 });
                 let est = est_op * i64::from(spec.warmup_iters + spec.iterations);

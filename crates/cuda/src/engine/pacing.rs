@@ -13,6 +13,7 @@ use cudarc::driver::CudaEvent;
 use powerlab_core::RunClock;
 use powerlab_core::hw::HwError;
 use powerlab_core::shape::LoadKind;
+use powerlab_core::units::{NS_PER_MS, ms_to_ns_f64, ms_to_ns_trunc};
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 
@@ -160,7 +161,7 @@ impl Pacing {
             && *prev_small == q.small
             && let Ok(ms) = prev.elapsed_ms(&q.ev)
         {
-            let ns = (f64::from(ms) * 1e6) as i64;
+            let ns = ms_to_ns_trunc(f64::from(ms));
             let w = if q.small {
                 &mut self.chunk_ns
             } else {
@@ -226,7 +227,7 @@ impl Engine {
         let ms = start
             .elapsed_ms(&end)
             .map_err(|e| dev_err(&self.gpu, "event timing", e))?;
-        Ok(((ms as f64) * 1e6 / reps as f64) as i64)
+        Ok((ms_to_ns_f64(ms as f64) / reps as f64) as i64)
     }
 
     /// Queues one unit once at most `limit_ns` of work is ahead of it.
@@ -328,7 +329,7 @@ impl Engine {
                 return Ok(());
             }
             std::thread::sleep(std::time::Duration::from_nanos(
-                (t - now).min(1_000_000) as u64
+                (t - now).min(NS_PER_MS) as u64
             ));
         }
     }

@@ -10,6 +10,7 @@ use powerlab_core::hw::{
     DeviceClock, EdgeFeed, EdgeRecord, GpuSchedule, HwError, Readiness, RungOutcome,
 };
 use powerlab_core::shape::{EdgeKind, LoadKind, LoadShape};
+use powerlab_core::units::NS_PER_MS;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -41,7 +42,7 @@ impl Engine {
         let queued: i64 = self.pace.queued_ns() + self.pace.big_ns;
         Ok(Readiness {
             ready_at_ns: self.clock.now_ns(),
-            arm_latency_ns: (2 * (probe_ns / 15 + queued)).max(1_000_000),
+            arm_latency_ns: (2 * (probe_ns / 15 + queued)).max(NS_PER_MS),
             device_clock_offset_ns: Some(self.probe.offset_ns),
             realtime_thread: Some(self.realtime),
         })

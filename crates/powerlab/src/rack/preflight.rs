@@ -5,6 +5,7 @@
 use super::say;
 use crate::node::RunConfig;
 use anyhow::Result;
+use powerlab_core::units::{ms_to_ns_trunc, ns_to_ms};
 use powerlab_health::HealthReport;
 use powerlab_rack::protocol::gather_json;
 use powerlab_rack::{ClockOffset, RackLink};
@@ -49,7 +50,7 @@ pub fn check(
 ) -> Result<Result<Checked, i32>> {
     let campaign = &cfg.campaign;
     let (rank, size) = (link.info().rank, link.info().size);
-    let tolerance_ns = (campaign.rack.clock_tolerance_ms * 1e6) as i64;
+    let tolerance_ns = ms_to_ns_trunc(campaign.rack.clock_tolerance_ms);
     let needs_nccl = campaign.needs_nccl();
     let (health, available) = match cfg.sim() {
         Some(s) => (
@@ -73,9 +74,9 @@ pub fn check(
     } else if !clock_ok {
         format!(
             "FAIL cross-node clock: this node's realtime clock is {:+.3} ms from rank 0's (±{:.3} ms), beyond the campaign's {:.3} ms: synchronise clocks (chrony/PTP) before a rack run",
-            mine.offset_ns as f64 / 1e6,
+            ns_to_ms(mine.offset_ns),
             mine.rtt_ns as f64 / 2e6,
-            tolerance_ns as f64 / 1e6
+            ns_to_ms(tolerance_ns)
         )
     } else {
         health.headline()

@@ -6,6 +6,7 @@ use super::preflight::NodeVerdict;
 use super::{realtime_ns, say};
 use crate::node::RunConfig;
 use anyhow::{Result, anyhow};
+use powerlab_core::units::ms_to_ns_trunc;
 use powerlab_rack::protocol::gather_json;
 use powerlab_rack::{ClockOffset, RackLink};
 use serde::Serialize;
@@ -33,7 +34,7 @@ pub fn agree_root(
 ) -> Result<PathBuf> {
     let campaign = &cfg.campaign;
     let (rank, size) = (link.info().rank, link.info().size);
-    let tolerance_ns = (campaign.rack.clock_tolerance_ms * 1e6) as i64;
+    let tolerance_ns = ms_to_ns_trunc(campaign.rack.clock_tolerance_ms);
     let proposal = (rank == 0).then(|| {
         let stamp = powerlab_rundir::layout::utc_stamp(realtime_ns());
         cfg.results

@@ -12,6 +12,7 @@ use crate::schedule::{rung_info, schedule_for};
 use crate::worker::{WorkerCmd, ask_all, first_error};
 use powerlab_campaign::Rung;
 use powerlab_core::hw::{HwError, Readiness, RungOutcome};
+use powerlab_core::units::{NS_PER_S, ns_to_ms};
 use powerlab_rundir::events::DEVICE_CLOCK_TOPIC;
 use powerlab_rundir::{GpuReady, RunEvent};
 use std::time::Duration;
@@ -125,7 +126,7 @@ impl RungDriver<'_> {
             Err(_) => Err(StopReason::Failed(format!(
                 "rung {}: not every GPU reported ready within {} s; a GPU is hung or far slower than the others",
                 rung.label,
-                self.prepare_timeout_ns / 1_000_000_000
+                self.prepare_timeout_ns / NS_PER_S
             ))),
             Ok(Err(e)) => Err(StopReason::Failed(format!("rung {}: {e}", rung.label))),
             Ok(Ok(results)) => {
@@ -308,7 +309,7 @@ impl RungDriver<'_> {
             self.journal.observer.message(&format!(
                 "rung {}: barrier missed: a GPU started {:.3} ms from its intended start",
                 rung.label,
-                worst as f64 / 1e6
+                ns_to_ms(worst)
             ));
         }
         self.journal

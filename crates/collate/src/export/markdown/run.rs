@@ -11,6 +11,7 @@ use crate::load::Run;
 use crate::nccl::{FabricPowerRow, NcclRow};
 use crate::sensor::verdict::SensorReport;
 use crate::summary::{PhaseCompare, RepeatStats, RungSummary};
+use powerlab_core::units::{ns_to_ms, ns_to_s};
 use powerlab_rundir::PhaseKind;
 use powerlab_rundir::{RunEvent, RunStatus};
 use std::fmt::Write;
@@ -86,7 +87,7 @@ pub fn write_report(
             ),
             None => format!(
                 "RUN DID NOT FINISH (no end recorded: killed?): numbers cover the samples flushed before it stopped{}",
-                t.raw_end_ns.map(|e| format!(", the last {:.1} s after the start", (e - m.started_ns) as f64 / 1e9)).unwrap_or_default()
+                t.raw_end_ns.map(|e| format!(", the last {:.1} s after the start", ns_to_s(e - m.started_ns))).unwrap_or_default()
             ),
         }),
         RunStatus::Interrupted { reason } => warnings.push(format!("RUN INTERRUPTED ({reason}): numbers cover the rungs that ran")),
@@ -186,11 +187,7 @@ pub fn write_report(
     let _ = writeln!(s, "\n| | |\n|---|---|");
     let _ = writeln!(s, "| started | {} |", m.started_utc);
     if let Some(end) = m.ended_ns {
-        let _ = writeln!(
-            s,
-            "| duration | {:.1} s |",
-            (end - m.started_ns) as f64 / 1e9
-        );
+        let _ = writeln!(s, "| duration | {:.1} s |", ns_to_s(end - m.started_ns));
     }
     let _ = writeln!(
         s,
@@ -513,7 +510,7 @@ pub fn write_report(
     let _ = writeln!(
         s,
         "- Node power of other rungs, and the NVML sample-and-hold columns: per-GPU readings aligned on a {} ms grid (latest reading at or before each point) and summed; a point where any GPU has no reading is left out (coverage column in summary.csv).",
-        run.grid_ns as f64 / 1e6
+        ns_to_ms(run.grid_ns)
     );
     let _ = writeln!(
         s,
