@@ -458,3 +458,27 @@ pub fn read_parquet(path: &Path, columns: Option<Vec<String>>) -> Result<DataFra
             message: format!("does not read as Parquet ({e}): collate the node again"),
         })
 }
+
+/// What a node hands its rack (the curve and cycles at full precision), or
+/// a rack its composed cycles. The inputs record ([`write_inputs`]) is
+/// written apart, after every other file.
+pub struct Handoff;
+
+impl crate::export::Exporter for Handoff {
+    fn export(
+        &self,
+        report: &crate::report::Report,
+        dir: &Path,
+    ) -> Result<Vec<PathBuf>, CollateError> {
+        Ok(match &report.scope {
+            crate::report::Scope::Node(_) => vec![
+                write_curve(&report.curve, &report.run, dir)?,
+                write_cycles(&report.cycles, &dir.join(CYCLES_FILE))?,
+            ],
+            crate::report::Scope::Rack(_) => vec![write_cycles(
+                &report.cycles,
+                &dir.join(powerlab_rundir::ReportFile::RackCyclesParquet.file_name()),
+            )?],
+        })
+    }
+}

@@ -44,6 +44,7 @@ pub mod nccl;
 pub mod node_power;
 pub mod per_gpu;
 pub mod rack;
+pub mod report;
 pub mod sensor;
 pub mod soak;
 pub mod stats;

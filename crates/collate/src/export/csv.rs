@@ -9,9 +9,11 @@
 use crate::curve::{CURVE_INSTRUMENTS, NodeCurve};
 use crate::error::CollateError;
 use crate::nccl::NcclRow;
+use crate::report::{NodeParts, RackParts, Report, Scope};
 use crate::sensor::verdict::SensorReport;
 use crate::summary::{PhaseCompare, RepeatStats, RungSummary};
 use polars::prelude::*;
+use powerlab_rundir::ReportFile;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -169,6 +171,74 @@ pub fn write_sensor_tables(s: &SensorReport, dir: &Path) -> Result<Vec<PathBuf>,
         }
         w.flush().map_err(|e| CollateError::io(&p, e))?;
         files.push(p);
+    }
+    Ok(files)
+}
+
+/// The CSV tables of a report.
+pub struct Csv;
+
+impl super::Exporter for Csv {
+    fn export(&self, report: &Report, dir: &Path) -> Result<Vec<PathBuf>, CollateError> {
+        let mut files = Vec::new();
+        if let Scope::Node(_) = &report.scope {
+            files.push(write_node_curve(&report.curve, dir)?);
+        }
+        files.extend(write_summary_tables(
+            &report.rungs,
+            &report.repeats,
+            &report.compare,
+            dir,
+        )?);
+        match &report.scope {
+            Scope::Node(n) => files.extend(node_tables(n, dir)?),
+            Scope::Rack(r) => files.extend(rack_tables(r, dir)?),
+        }
+        Ok(files)
+    }
+}
+
+/// Writes `rows` to `dir/<file>` and names it.
+fn table<T: Serialize>(rows: &[T], dir: &Path, file: ReportFile) -> Result<PathBuf, CollateError> {
+    let path = dir.join(file.file_name());
+    write_rows(rows, &path)?;
+    Ok(path)
+}
+
+/// A node's own tables: NCCL, the sensor, every GPU, the soak and the
+/// node's own meters (those the run has).
+fn node_tables(n: &NodeParts, dir: &Path) -> Result<Vec<PathBuf>, CollateError> {
+    let mut files = write_nccl(&n.nccl, dir)?;
+    files.extend(write_sensor_tables(&n.sensor, dir)?);
+    files.push(table(&n.per_gpu, dir, ReportFile::PerGpuCsv)?);
+    if !n.soak.rows.is_empty() {
+        files.push(table(&n.soak.rows, dir, ReportFile::SoakCsv)?);
+    }
+    if !n.node_power.facts.is_empty() {
+        files.push(table(
+            &n.node_power.facts,
+            dir,
+            ReportFile::NodePowerSourcesCsv,
+        )?);
+        files.push(table(&n.node_power.rungs, dir, ReportFile::NodePowerCsv)?);
+    }
+    Ok(files)
+}
+
+/// A rack's own tables: the rack curve, nodes, hosts, starts, the nodes'
+/// states and their own meters added.
+fn rack_tables(r: &RackParts, dir: &Path) -> Result<Vec<PathBuf>, CollateError> {
+    let curve_csv = dir.join(ReportFile::RackCurveCsv.file_name());
+    write_frame(&mut r.curve_table.clone(), &curve_csv)?;
+    let mut files = vec![
+        curve_csv,
+        table(&r.node_rows, dir, ReportFile::NodesCsv)?,
+        table(&r.hosts, dir, ReportFile::HostsCsv)?,
+        table(&r.starts, dir, ReportFile::StartsCsv)?,
+        table(&r.nodes, dir, ReportFile::NodeStatusCsv)?,
+    ];
+    if !r.node_power.is_empty() {
+        files.push(table(&r.node_power, dir, ReportFile::NodePowerCsv)?);
     }
     Ok(files)
 }

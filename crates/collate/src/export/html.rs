@@ -5,6 +5,7 @@
 //! as a broken link.
 
 use crate::error::CollateError;
+use crate::report::Report;
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd, html};
 use std::path::{Path, PathBuf};
 
@@ -101,6 +102,15 @@ fn escape(s: &str) -> String {
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
+}
+
+/// `report.html`, rendered from the `report.md` written before it.
+pub struct Html;
+
+impl super::Exporter for Html {
+    fn export(&self, report: &Report, dir: &Path) -> Result<Vec<PathBuf>, CollateError> {
+        Ok(vec![write_html(dir, &report.title)?])
+    }
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 //! with a final newline.
 
 use crate::error::CollateError;
+use crate::report::Report;
 use crate::sensor::model::SensorModel;
 use crate::summary::{PhaseCompare, RepeatStats, RungSummary};
 use std::path::{Path, PathBuf};
@@ -43,4 +44,22 @@ pub fn write_sensor_model(model: &SensorModel, dir: &Path) -> Result<PathBuf, Co
     let path = powerlab_rundir::RunFile::SensorModel.path_in(dir);
     write_pretty(model, &path)?;
     Ok(path)
+}
+
+/// The JSON documents of a report: the summary, and a node's sensor model.
+pub struct Json;
+
+impl super::Exporter for Json {
+    fn export(&self, report: &Report, dir: &Path) -> Result<Vec<PathBuf>, CollateError> {
+        let mut files = vec![write_summary(
+            &report.rungs,
+            &report.repeats,
+            &report.compare,
+            dir,
+        )?];
+        if let Some(n) = report.node() {
+            files.push(write_sensor_model(&n.sensor.model, dir)?);
+        }
+        Ok(files)
+    }
 }

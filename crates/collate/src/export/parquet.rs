@@ -2,7 +2,9 @@
 //! or Spark with their column types.
 
 use crate::error::CollateError;
+use crate::report::{Report, Scope};
 use polars::prelude::*;
+use powerlab_rundir::ReportFile;
 use std::path::{Path, PathBuf};
 
 /// Writes `<name>.parquet` beside a CSV file, with the same columns (none
@@ -43,4 +45,36 @@ pub fn write_frame(df: &mut DataFrame, path: &Path) -> Result<PathBuf, CollateEr
         .finish(df)
         .map_err(CollateError::polars("writing Parquet"))?;
     Ok(path.to_path_buf())
+}
+
+/// The Parquet copies of a report's tables (and the rack curve).
+pub struct Parquet;
+
+impl super::Exporter for Parquet {
+    fn export(&self, report: &Report, dir: &Path) -> Result<Vec<PathBuf>, CollateError> {
+        let mut files = Vec::new();
+        let tables: &[ReportFile] = match &report.scope {
+            Scope::Node(_) => &[
+                ReportFile::SummaryCsv,
+                ReportFile::RepeatsCsv,
+                ReportFile::InPhaseVsStaggeredCsv,
+                ReportFile::PerGpuCsv,
+            ],
+            Scope::Rack(r) => {
+                files.push(write_frame(
+                    &mut r.curve_table.clone(),
+                    &dir.join(ReportFile::RackCurveParquet.file_name()),
+                )?);
+                &[
+                    ReportFile::SummaryCsv,
+                    ReportFile::InPhaseVsStaggeredCsv,
+                    ReportFile::NodesCsv,
+                ]
+            }
+        };
+        for t in tables {
+            files.extend(beside_csv(&dir.join(t.file_name()))?);
+        }
+        Ok(files)
+    }
 }

@@ -12,3 +12,61 @@ pub mod rack;
 pub mod run;
 pub mod sensor;
 pub mod soak;
+
+use crate::error::CollateError;
+use crate::report::{Report, Scope};
+use std::path::{Path, PathBuf};
+
+/// `report.md` of a node or a rack.
+pub struct Markdown;
+
+impl super::Exporter for Markdown {
+    fn export(&self, report: &Report, dir: &Path) -> Result<Vec<PathBuf>, CollateError> {
+        let path = match &report.scope {
+            Scope::Node(n) => {
+                let tables = run::Tables {
+                    rungs: &report.rungs,
+                    repeats: &report.repeats,
+                    compare: &report.compare,
+                    nccl: &n.nccl,
+                    fabric: &n.fabric,
+                    sensor: &n.sensor,
+                    raw_problems: &n.raw_problems,
+                    raw_end_ns: n.raw_end_ns,
+                    node_power: (&n.node_power.facts, &n.node_power.rungs),
+                    per_gpu: &n.per_gpu,
+                    soak: &n.soak.rows,
+                };
+                run::write_report(&report.run, &tables, n.raw_rows, dir)?
+            }
+            Scope::Rack(r) => {
+                let reused = r
+                    .node_reports
+                    .iter()
+                    .filter(|n| {
+                        matches!(
+                            n,
+                            crate::rack::NodeReport::Reused
+                                | crate::rack::NodeReport::ReusedRawArchived
+                        )
+                    })
+                    .count();
+                rack::write_rack_report(
+                    &r.path,
+                    &rack::RackTables {
+                        nodes: &r.nodes,
+                        hosts: &r.hosts,
+                        starts: &r.starts,
+                        reused,
+                        recollated: r.node_reports.len() - reused,
+                        node_power: &r.node_power,
+                    },
+                    &report.rungs,
+                    &report.compare,
+                    dir,
+                )?
+            }
+        };
+        Ok(vec![path])
+    }
+}

@@ -1,0 +1,127 @@
+//! The one value a collation computes, node or rack: [`Report`]. The
+//! compute layer builds it ([`node`] for a node run, [`crate::rack`] for a
+//! rack); the exporters ([`crate::export`]) turn it into files and never
+//! compute a figure.
+
+pub mod marks;
+pub mod node;
+pub mod node_power;
+
+use crate::curve::NodeCurve;
+use crate::export::plots::NodePowerSeries;
+use crate::handoff::Inputs;
+use crate::load::Run;
+use crate::nccl::{FabricPowerRow, NcclRow};
+use crate::node_power::{NodePowerRung, SourceFacts};
+use crate::per_gpu::GpuRungRow;
+use crate::rack::node_power::RackNodePowerRow;
+use crate::rack::{HostRungRow, NodeReport, NodeRungRow, NodeState, RackStart};
+use crate::sensor::verdict::SensorReport;
+use crate::soak::Soak;
+use crate::summary::{Cycles, PhaseCompare, RepeatStats, RungSummary};
+use polars::prelude::DataFrame;
+use std::path::PathBuf;
+
+/// A collation's result: the same rungs, cycles and comparisons for a node
+/// and for a rack, and what only one of them has in [`Scope`].
+pub struct Report {
+    /// The report's title (`<campaign> on <node>`, or `rack run`).
+    pub title: String,
+    /// The run the rungs come from (a rack: the node that started most).
+    pub run: Run,
+    /// The node (or rack) power curve on the run's grid.
+    pub curve: NodeCurve,
+    /// Every duty rung's composed cycle, or why it has none.
+    pub cycles: Cycles,
+    /// Per-rung summaries.
+    pub rungs: Vec<RungSummary>,
+    /// Across repeats.
+    pub repeats: Vec<RepeatStats>,
+    /// In phase vs staggered.
+    pub compare: Vec<PhaseCompare>,
+    /// What only a node, or only a rack, has.
+    pub scope: Scope,
+}
+
+/// The parts of a [`Report`] that belong to a node or to a rack.
+pub enum Scope {
+    /// One node's run.
+    Node(Box<NodeParts>),
+    /// A rack of nodes.
+    Rack(Box<RackParts>),
+}
+
+/// What a node's report has beyond the rungs: its raw files' state, every
+/// GPU, the sensor, NCCL, the soak and the node's own meters.
+pub struct NodeParts {
+    /// Raw rows read.
+    pub raw_rows: usize,
+    /// Raw files missing, cut short or damaged, in words.
+    pub raw_problems: Vec<String>,
+    /// The latest raw reading, epoch ns.
+    pub raw_end_ns: Option<i64>,
+    /// The files this report is computed from (handed to a rack).
+    pub inputs: Inputs,
+    /// Every GPU in every rung.
+    pub per_gpu: Vec<GpuRungRow>,
+    /// The sensor model and its verdicts.
+    pub sensor: SensorReport,
+    /// NCCL bandwidth rows.
+    pub nccl: Vec<NcclRow>,
+    /// Fabric power next to idle and compute.
+    pub fabric: Vec<FabricPowerRow>,
+    /// The soak analysis.
+    pub soak: Soak,
+    /// The node's own power meters.
+    pub node_power: NodePower,
+}
+
+/// The node's own power sources, per rung beside the GPU sum, and the
+/// plot's lines.
+pub struct NodePower {
+    /// Every source's facts (empty: the run had none).
+    pub facts: Vec<SourceFacts>,
+    /// Per rung and source.
+    pub rungs: Vec<NodePowerRung>,
+    /// The plot's lines.
+    pub plot: NodePowerSeries,
+}
+
+/// What a rack's report has beyond the rungs: its nodes, hosts and starts.
+pub struct RackParts {
+    /// The rack's directory.
+    pub path: PathBuf,
+    /// The rack curve with every node's column.
+    pub curve_table: DataFrame,
+    /// Every node and how its run ended.
+    pub nodes: Vec<NodeState>,
+    /// Every node's figures per rung.
+    pub node_rows: Vec<NodeRungRow>,
+    /// Every host's ranks summed, per rung.
+    pub hosts: Vec<HostRungRow>,
+    /// Every rung's start across the rack.
+    pub starts: Vec<RackStart>,
+    /// The nodes' own power meters, added per rung.
+    pub node_power: Vec<RackNodePowerRow>,
+    /// What became of each node's report, in the order of the node
+    /// directories.
+    pub node_reports: Vec<NodeReport>,
+}
+
+impl Report {
+    /// The node's parts, for a node report.
+    pub fn node(&self) -> Option<&NodeParts> {
+        match &self.scope {
+            Scope::Node(n) => Some(n),
+            Scope::Rack(_) => None,
+        }
+    }
+
+    /// The rack's parts, for a rack report.
+    pub fn rack(&self) -> Option<&RackParts> {
+        match &self.scope {
+            Scope::Rack(r) => Some(r),
+            Scope::Node(_) => None,
+        }
+    }
+}

@@ -1,0 +1,321 @@
+//! The compute layer of a node run: the stages from the run directory's
+//! raw samples to its [`Report`]. Nothing here writes a report file; the
+//! raw files' Parquet copies are written while they are read, so that the
+//! samples are read once.
+
+use super::{NodeParts, Report, Scope, marks, node_power};
+use crate::error::CollateError;
+use crate::sensor::series::{EdgeIndex, SeriesSet};
+use crate::sensor::verdict::SensorReport;
+use crate::summary::{Cycles, RungSummary};
+use crate::{
+    curve, cycle, edges, energy, handoff, integrity, load, nccl, per_gpu, sensor, soak, stats,
+    summary,
+};
+use polars::prelude::DataFrame;
+use powerlab_rundir::{PhaseKind, RunDir};
+use std::collections::HashMap;
+use std::path::Path;
+
+/// Logs each stage's end at `POWERLAB_LOG=info`, for the collation
+/// benchmark.
+pub(crate) struct Steps {
+    what: &'static str,
+    t0: std::time::Instant,
+}
+
+impl Steps {
+    /// Starts the clock; `what` prefixes every line (`collate`, `collate rack`).
+    pub(crate) fn start(what: &'static str) -> Steps {
+        Steps {
+            what,
+            t0: std::time::Instant::now(),
+        }
+    }
+
+    /// Logs that `stage` is done.
+    pub(crate) fn done(&self, stage: &str) {
+        tracing::info!(
+            "{}: {stage} done at {:.2} s",
+            self.what,
+            self.t0.elapsed().as_secs_f64()
+        );
+    }
+}
+
+/// The raw samples by GPU, and what was wrong with the files.
+struct Samples {
+    series: SeriesSet,
+    rows: usize,
+    problems: Vec<String>,
+}
+
+/// Computes a node run's report, in stages: integrity, samples, edges, the
+/// node curve, cycles, rung summaries, the sensor, marks, then NCCL, node
+/// power, every GPU and the soak. With `raw_parquet_dir` the raw files are
+/// copied there as Parquet while they are read.
+///
+/// # Errors
+///
+/// As [`crate::collate_with`], for every step up to the report's files.
+pub fn compute(
+    dir: &RunDir,
+    run: &load::Run,
+    soak_edge_s: Option<f64>,
+    raw_parquet_dir: Option<&Path>,
+) -> Result<Report, CollateError> {
+    let steps = Steps::start("collate");
+    integrity::check_sums(dir, &run.manifest)?;
+    integrity::check_format(dir, &run.manifest)?;
+    // What this report is computed from, taken before reading: a rack
+    // reuses the report only while these files stay as they are.
+    let inputs = handoff::inputs_of(&dir.path)?;
+    let mut samples = read_samples(dir, run, raw_parquet_dir, &steps)?;
+    let (edge_frame, edge_index) = read_edges(dir, &steps)?;
+    // A run killed (or still running) inside a rung: that rung ends where
+    // its records do, as a stopped rung ends at the stop.
+    let run =
+        load::cut_at_records_end(run, &samples.series, &edge_index).unwrap_or_else(|| run.clone());
+    let curve = curve::node_curve(&samples.series, &run)?;
+    steps.done("node curve");
+    let duty_ended = run
+        .rungs
+        .iter()
+        .filter(|r| r.info.kind == PhaseKind::Duty && r.barrier_ok.is_some())
+        .count();
+    if edge_frame.is_none() && duty_ended > 0 {
+        samples.problems.push(format!("edges.csv is missing or empty although {duty_ended} duty rung(s) ended: their cycles cannot be folded (energy-counter means only)"));
+    }
+    let model = sensor::source::model_for(dir, &run, &samples.series, &edge_index)?;
+    let cycles: Cycles = cycle::compose_all(&run, &samples.series, &edge_index, &model)
+        .into_iter()
+        .collect();
+    steps.done("node cycles");
+    let edge_stats = edges::edge_stats(edge_frame.as_ref(), &run)?;
+    drop(edge_frame);
+    let mut rungs = rung_summaries(&run, &samples.series, &curve, &cycles, &edge_stats);
+    rungs = with_short_on_phases(rungs, &run, &samples.series, &cycles);
+    steps.done("rung summaries");
+    let visible = rungs.iter().map(|r| (r.rung.id, r.raw_swing_w)).collect();
+    let sensor =
+        sensor::verdict::analyse(&run, &samples.series, &edge_index, model, &curve, &visible);
+    steps.done("sensor analysis");
+    with_instrument_verdicts(&mut rungs, &sensor);
+    let coverage = integrity::rung_coverage(
+        &run.series,
+        run.rungs
+            .iter()
+            .map(|r| (r.info.id, r.measure_from_ns, r.end_ns)),
+        &samples.series,
+    );
+    marks::mark_incomplete(&mut rungs, &coverage);
+    marks::mark_stopped(&mut rungs, &run);
+    let parts = node_parts(
+        dir,
+        &run,
+        &curve,
+        &rungs,
+        samples,
+        sensor,
+        inputs,
+        soak_edge_s,
+        &steps,
+    )?;
+    Ok(Report {
+        title: format!(
+            "{} on {}",
+            run.manifest.campaign, run.manifest.backend.node_id
+        ),
+        repeats: summary::repeat_stats(&rungs),
+        compare: summary::compare_modes(&rungs),
+        run,
+        curve,
+        cycles,
+        rungs,
+        scope: Scope::Node(Box::new(parts)),
+    })
+}
+
+/// Reads every raw file into per-GPU series; the files' problems and those
+/// of files the manifest lists but `raw/` lacks are kept in words.
+fn read_samples(
+    dir: &RunDir,
+    run: &load::Run,
+    raw_parquet_dir: Option<&Path>,
+    steps: &Steps,
+) -> Result<Samples, CollateError> {
+    let mut raw = load::read_power(dir, run, raw_parquet_dir)?;
+    steps.done("reading raw samples");
+    let rows = raw.total_rows;
+    let file_problems = std::mem::take(&mut raw.problems);
+    let series = SeriesSet::from_frame(&raw.power);
+    // Everything from here on reads the per-GPU series: free the frame.
+    drop(raw);
+    steps.done("series by GPU");
+    let mut problems = integrity::check_files(dir, &run.manifest)?;
+    problems.extend(file_problems);
+    Ok(Samples {
+        series,
+        rows,
+        problems,
+    })
+}
+
+/// Reads `edges.csv`, and indexes it by rung.
+fn read_edges(dir: &RunDir, steps: &Steps) -> Result<(Option<DataFrame>, EdgeIndex), CollateError> {
+    let frame = edges::read_edges(dir)?;
+    let index = EdgeIndex::from_frame(frame.as_ref());
+    steps.done("edges by rung");
+    Ok((frame, index))
+}
+
+/// Every rung's summary: duty rungs from their composed cycles, the others
+/// from the node curve, and rungs whose cycles could not be folded from the
+/// energy counter (marked where its readings span part of the window).
+fn rung_summaries(
+    run: &load::Run,
+    series: &SeriesSet,
+    curve: &curve::NodeCurve,
+    cycles: &Cycles,
+    edge_stats: &HashMap<u32, edges::EdgeStats>,
+) -> Vec<RungSummary> {
+    let gpus: Vec<String> = run
+        .manifest
+        .backend
+        .gpus
+        .iter()
+        .map(|g| g.key.clone())
+        .collect();
+    let counter_means: HashMap<u32, energy::CounterMean> = run
+        .rungs
+        .iter()
+        .filter(|r| {
+            matches!(
+                cycles.get(&r.info.id),
+                Some(Err(cycle::NoCycle::Verdict(_)))
+            )
+        })
+        .filter_map(|r| {
+            energy::mean_w(series, &gpus, r.measure_from_ns, r.end_ns).map(|m| (r.info.id, m))
+        })
+        .collect();
+    let energy_means = counter_means.iter().map(|(id, m)| (*id, m.w)).collect();
+    let held_until = held_until(run, series);
+    let mut rungs = summary::summarize(curve, run, edge_stats, cycles, &energy_means, &held_until);
+    for r in &mut rungs {
+        if let Some(m) = counter_means.get(&r.rung.id)
+            && r.method == "energy counter"
+        {
+            // The reader must see that the mean is of part of the window.
+            r.coverage = stats::r3(m.span_share);
+            if m.span_share < 0.995 {
+                let note = format!(
+                    "the mean is over the energy counter's readings, which span {:.0} % of the window",
+                    m.span_share * 100.0
+                );
+                r.verdict = Some(match r.verdict.take() {
+                    Some(v) => format!("{v}; {note}"),
+                    None => note,
+                });
+            }
+        }
+    }
+    rungs
+}
+
+/// Where each rung's curve stops holding readings from before its window:
+/// every GPU's first buffered sample inside it.
+fn held_until(run: &load::Run, series: &SeriesSet) -> HashMap<u32, i64> {
+    run.rungs
+        .iter()
+        .filter_map(|r| {
+            run.series
+                .iter()
+                .map(|(node, gpu)| {
+                    sensor::series::span(
+                        series.get_at(node, gpu, "buffered_w"),
+                        r.measure_from_ns,
+                        r.end_ns,
+                    )
+                    .first()
+                    .map(|p| p.0)
+                })
+                .collect::<Option<Vec<i64>>>()
+                .and_then(|v| v.into_iter().max())
+                .map(|t| (r.info.id, t))
+        })
+        .collect()
+}
+
+/// Adds to each duty rung's edge verdict the on-phases too short for the
+/// load to settle.
+fn with_short_on_phases(
+    mut rungs: Vec<RungSummary>,
+    run: &load::Run,
+    series: &SeriesSet,
+    cycles: &Cycles,
+) -> Vec<RungSummary> {
+    let short = cycle::short_on_phases(run, series, cycles);
+    for r in &mut rungs {
+        if let Some(v) = short.get(&r.rung.id) {
+            r.edges_verdict = Some(match r.edges_verdict.take() {
+                Some(e) => format!("{e}; {v}"),
+                None => v.clone(),
+            });
+        }
+    }
+    rungs
+}
+
+/// Gives each rung the buffered instrument's verdict for its period.
+fn with_instrument_verdicts(rungs: &mut [RungSummary], sensor: &SensorReport) {
+    for r in rungs {
+        if let Some(row) = sensor
+            .rows
+            .iter()
+            .find(|x| x.rung_id == r.rung.id && x.instrument == "buffered_w")
+        {
+            r.instrument_verdict = Some(row.verdict.clone());
+        }
+    }
+}
+
+/// What only a node has: NCCL, the fabric's power, the node's own meters,
+/// every GPU per rung and the soak.
+#[allow(clippy::too_many_arguments)]
+fn node_parts(
+    dir: &RunDir,
+    run: &load::Run,
+    curve: &curve::NodeCurve,
+    rungs: &[RungSummary],
+    mut samples: Samples,
+    sensor: SensorReport,
+    inputs: handoff::Inputs,
+    soak_edge_s: Option<f64>,
+    steps: &Steps,
+) -> Result<NodeParts, CollateError> {
+    let nccl_rows = nccl::nccl_rows(dir, run)?;
+    let fabric = nccl::fabric_power(rungs, nccl::nccl_ranks(&nccl_rows, run));
+    let node_power = node_power::node_power_of(dir, run, curve, &mut samples.problems)?;
+    steps.done("node power");
+    let per_gpu = per_gpu::per_gpu(run, &samples.series);
+    steps.done("per-GPU table");
+    let soak = soak::analyse(
+        run,
+        &samples.series,
+        soak_edge_s.unwrap_or(soak::EDGE_S_DEFAULT),
+    );
+    steps.done("soak analysis");
+    Ok(NodeParts {
+        raw_rows: samples.rows,
+        raw_end_ns: samples.series.last_ts_ns(),
+        raw_problems: samples.problems,
+        inputs,
+        per_gpu,
+        sensor,
+        nccl: nccl_rows,
+        fabric,
+        soak,
+        node_power,
+    })
+}

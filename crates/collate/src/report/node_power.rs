@@ -1,0 +1,121 @@
+//! The node's own power meters in a node report: `node_power/` read and
+//! joined with the node curve.
+
+use super::NodePower;
+use crate::error::CollateError;
+use crate::export::plots;
+use crate::{curve, load, node_power};
+use powerlab_core::units::{NS_PER_S, ns_to_s};
+use powerlab_rundir::{PhaseKind, RunDir};
+
+/// Reads `node_power/` and joins it with the node curve. A damaged source
+/// file is named among the raw problems and left out: node power is an
+/// extra, and the GPU figures stand without it.
+///
+/// # Errors
+///
+/// [`CollateError::RunDir`] when `node_power/` cannot be listed.
+pub fn node_power_of(
+    dir: &RunDir,
+    run: &load::Run,
+    curve: &curve::NodeCurve,
+    problems: &mut Vec<String>,
+) -> Result<NodePower, CollateError> {
+    let mut sources = Vec::new();
+    for f in powerlab_rundir::node_power::node_power_files(&dir.path)? {
+        match powerlab_rundir::node_power::read_node_power(&f) {
+            Ok((mut rows, bad)) => {
+                let name = powerlab_rundir::raw::raw_stem(&f);
+                if bad > 0 {
+                    problems.push(format!(
+                        "node_power/{name}.csv: {bad} row(s) cut short or not in the format (dropped)"
+                    ));
+                }
+                // A reading no running node can have (edited, or written by
+                // another tool) is dropped and said, never summed.
+                let before = rows.len();
+                rows.retain(|r| {
+                    r.watts
+                        .is_none_or(powerlab_core::meter::is_plausible_node_w)
+                });
+                if rows.len() < before {
+                    problems.push(format!(
+                        "node_power/{name}.csv: {} reading(s) not finite, not above 0 or above {} W (dropped)",
+                        before - rows.len(),
+                        powerlab_core::meter::MAX_NODE_W
+                    ));
+                }
+                let kind = rows.first().map(|r| r.kind.clone()).unwrap_or_default();
+                let interval_ms = run.manifest.campaign_resolved["node_power"]
+                    .as_array()
+                    .and_then(|a| a.iter().find(|s| s["name"] == name.as_str()))
+                    .and_then(|s| s["interval_ms"].as_f64());
+                sources.push(node_power::SourceRows {
+                    source: name,
+                    kind,
+                    interval_ms,
+                    rows,
+                });
+            }
+            Err(e) => problems.push(format!("{e}; that node power source is left out")),
+        }
+    }
+    if sources.is_empty() {
+        return Ok(NodePower {
+            facts: vec![],
+            rungs: vec![],
+            plot: plots::NodePowerSeries {
+                gpu: vec![],
+                sources: vec![],
+            },
+        });
+    }
+    let t_ns = crate::columns::i64_column(&curve.df, "t_ns");
+    let w = crate::columns::f64_column(&curve.df, "node_buffered_w");
+    let spans: Vec<node_power::RungSpan> = run
+        .rungs
+        .iter()
+        .map(|r| node_power::RungSpan {
+            id: r.info.id,
+            label: r.info.label.clone(),
+            kind: r.info.kind,
+            period_ms: r.info.period_ms.filter(|_| r.info.kind == PhaseKind::Duty),
+            from_ns: r.measure_from_ns,
+            to_ns: r.end_ns,
+        })
+        .collect();
+    let (facts, rungs) =
+        node_power::analyse(&sources, &spans, &node_power::GpuSum { t_ns: &t_ns, w: &w });
+    let t0 = run.manifest.started_ns;
+    let secs = |t: i64| ns_to_s(t - t0);
+    // The GPU sum in 1 s means, for the plot.
+    let mut gpu = Vec::new();
+    let mut acc = (0.0, 0usize, None::<i64>);
+    for (t, v) in t_ns.iter().zip(&w) {
+        let sec = (t - t0).div_euclid(NS_PER_S);
+        if acc.2.is_some_and(|s| s != sec) && acc.1 > 0 {
+            gpu.push((secs(*t), acc.0 / acc.1 as f64));
+            acc = (0.0, 0, None);
+        }
+        if let Some(v) = v {
+            acc = (acc.0 + v, acc.1 + 1, Some(sec));
+        }
+    }
+    let plot = plots::NodePowerSeries {
+        gpu,
+        sources: sources
+            .iter()
+            .map(|s| {
+                (
+                    s.source.clone(),
+                    s.rows
+                        .iter()
+                        .filter(|r| r.quantity == "node")
+                        .filter_map(|r| r.watts.map(|w| (secs(r.recv_ns), w)))
+                        .collect(),
+                )
+            })
+            .collect(),
+    };
+    Ok(NodePower { facts, rungs, plot })
+}
