@@ -12,6 +12,7 @@ use crate::error::CollateError;
 use crate::load::Run;
 use crate::stats::quantile;
 use polars::prelude::*;
+use powerlab_core::shape::EdgeKind;
 use powerlab_core::units::ns_f64_to_us;
 use powerlab_rundir::events::DEVICE_CLOCK_TOPIC;
 use powerlab_rundir::{RunDir, RunEvent};
@@ -61,7 +62,10 @@ impl EdgeStats {
     /// rises and falls alike), or None when they hold.
     pub fn verdict(&self, p99_us: f64, max_us: f64) -> Option<String> {
         let mut why = Vec::new();
-        for (name, k) in [("rise", self.rise), ("fall", self.fall)] {
+        for (name, k) in [
+            (EdgeKind::Rise.as_str(), self.rise),
+            (EdgeKind::Fall.as_str(), self.fall),
+        ] {
             let Some(k) = k else { continue };
             if k.p99_us > p99_us {
                 why.push(format!("{name} p99 {:.0} µs > {p99_us:.0}", k.p99_us));
@@ -84,10 +88,10 @@ type ErrorsByRung = BTreeMap<u32, Vec<f64>>;
 /// `rise`, `fall`) and rung, in whole ns: quantiles are taken in ns and
 /// only then put in µs, so a midpoint such as 387.5 ns is exact before the
 /// report rounds it. One pass over the edges for every statistic.
-fn errors_by_kind(df: &DataFrame) -> Result<HashMap<String, ErrorsByRung>, CollateError> {
-    let mut by: HashMap<String, ErrorsByRung> = HashMap::new();
+fn errors_by_kind(df: &DataFrame) -> Result<HashMap<EdgeKind, ErrorsByRung>, CollateError> {
+    let mut by: HashMap<EdgeKind, ErrorsByRung> = HashMap::new();
     for e in edge_rows(df)? {
-        by.entry(e.kind.to_string())
+        by.entry(e.kind)
             .or_default()
             .entry(e.rung_id)
             .or_default()
@@ -118,26 +122,26 @@ fn kind_stats(err: &[f64]) -> KindStats {
 
 /// One whole row of an edges frame.
 #[derive(Debug, Clone, Copy)]
-pub struct EdgeRow<'a> {
+pub struct EdgeView<'a> {
     /// Rung id.
     pub rung_id: u32,
     /// GPU key.
     pub gpu: &'a str,
     /// `start`, `rise` or `fall`.
-    pub kind: &'a str,
+    pub kind: EdgeKind,
     /// When the edge was meant to be, ns.
     pub intended_ns: i64,
     /// When it was, ns.
     pub achieved_ns: i64,
 }
 
-/// Every whole row of an edges frame ([`read_edges`]), in file order.
+/// Every whole row of an edges frame ([`edges_frame`]), in file order.
 ///
 /// # Errors
 ///
 /// Returns [`CollateError::Polars`] when a column (`rung_id`, `gpu`,
 /// `kind`, `intended_ns`, `achieved_ns`) is missing or of the wrong type.
-pub fn edge_rows(df: &DataFrame) -> Result<impl Iterator<Item = EdgeRow<'_>>, CollateError> {
+pub fn edge_rows(df: &DataFrame) -> Result<impl Iterator<Item = EdgeView<'_>>, CollateError> {
     let column = |n: &str| {
         df.column(n)
             .map_err(CollateError::polars("a column of edges.csv"))
@@ -162,10 +166,10 @@ pub fn edge_rows(df: &DataFrame) -> Result<impl Iterator<Item = EdgeRow<'_>>, Co
         .zip(intended.iter())
         .zip(achieved.iter())
         .filter_map(|((((r, g), k), i), a)| {
-            Some(EdgeRow {
+            Some(EdgeView {
                 rung_id: r?,
                 gpu: g?,
-                kind: k?,
+                kind: EdgeKind::parse(k?)?,
                 intended_ns: i?,
                 achieved_ns: a?,
             })
@@ -179,8 +183,8 @@ fn cross_gpu_skew_p99(df: &DataFrame) -> Result<Vec<(u32, f64)>, CollateError> {
     // (rung, rise?) -> gpu -> [(intended, error µs)]
     type ByGpu<'a> = BTreeMap<&'a str, Vec<(i64, f64)>>;
     let mut by: BTreeMap<(u32, bool), ByGpu<'_>> = BTreeMap::new();
-    for e in edge_rows(df)?.filter(|e| e.kind != "start") {
-        by.entry((e.rung_id, e.kind == "rise"))
+    for e in edge_rows(df)?.filter(|e| e.kind != EdgeKind::Start) {
+        by.entry((e.rung_id, e.kind == EdgeKind::Rise))
             .or_default()
             .entry(e.gpu)
             .or_default()
@@ -215,69 +219,57 @@ fn cross_gpu_skew_p99(df: &DataFrame) -> Result<Vec<(u32, f64)>, CollateError> {
 }
 
 /// Reads `edges.csv` into a frame (`rung_id`, `gpu`, `index`, `kind`,
-/// `intended_ns`, `achieved_ns`); None when the file is absent or holds no
-/// whole row. A torn last line (a killed run) is dropped.
+/// `intended_ns`, `achieved_ns`) from the run directory's reader
+/// ([`powerlab_rundir::edges::edges_bytes`]); None when the file is absent
+/// or holds no whole row. A torn last line (a killed run) is dropped.
 ///
 /// # Errors
 ///
 /// Returns [`CollateError::Io`] when `edges.csv` exists but cannot be read,
-/// and [`CollateError::BadRaw`] naming it when its rows do not parse or an
-/// edge (rung, GPU, index) is listed twice.
-pub fn read_edges(dir: &RunDir) -> Result<Option<DataFrame>, CollateError> {
+/// and [`CollateError::BadRaw`] naming it when it is not a regular file, its
+/// header or rows do not parse, or an edge (rung, GPU, index) is listed
+/// twice.
+pub fn edges_frame(dir: &RunDir) -> Result<Option<DataFrame>, CollateError> {
     let path = dir.edges();
-    if !path.exists() {
-        return Ok(None);
-    }
-    let schema = Arc::new(Schema::from_iter([
-        Field::new("rung_id".into(), DataType::UInt32),
-        Field::new("gpu".into(), DataType::String),
-        Field::new("index".into(), DataType::UInt32),
-        Field::new("kind".into(), DataType::String),
-        Field::new("intended_ns".into(), DataType::Int64),
-        Field::new("achieved_ns".into(), DataType::Int64),
-    ]));
-    let bytes = std::fs::read(&path).map_err(|e| CollateError::io(&path, e))?;
-    let cut = if bytes.last() == Some(&b'\n') {
-        bytes.len()
-    } else {
-        bytes
-            .iter()
-            .rposition(|b| *b == b'\n')
-            .map(|i| i + 1)
-            .unwrap_or(0)
+    let bad = |message: String| CollateError::BadRaw {
+        path: path.clone(),
+        message,
     };
-    if bytes[..cut].iter().filter(|b| **b == b'\n').count() < 2 {
-        return Ok(None); // header only: no rung finished
-    }
+    let from_rundir = |e: powerlab_rundir::RunDirError| match e {
+        powerlab_rundir::RunDirError::Io { source, .. } => CollateError::io(&path, source),
+        powerlab_rundir::RunDirError::Format { message, .. } => bad(message),
+        other => bad(other.to_string()),
+    };
+    let Some(bytes) = powerlab_rundir::edges::edges_bytes(&path).map_err(from_rundir)? else {
+        return Ok(None);
+    };
+    let [rung_id, gpu, index, kind, intended, achieved] = powerlab_rundir::edges::EDGE_COLUMNS;
+    let schema = Arc::new(Schema::from_iter([
+        Field::new(rung_id.into(), DataType::UInt32),
+        Field::new(gpu.into(), DataType::String),
+        Field::new(index.into(), DataType::UInt32),
+        Field::new(kind.into(), DataType::String),
+        Field::new(intended.into(), DataType::Int64),
+        Field::new(achieved.into(), DataType::Int64),
+    ]));
     let df = CsvReadOptions::default()
         .with_has_header(true)
         .with_schema(Some(schema))
-        .into_reader_with_file_handle(std::io::Cursor::new(&bytes[..cut]))
+        .into_reader_with_file_handle(std::io::Cursor::new(bytes))
         .finish()
-        .map_err(|e| CollateError::BadRaw {
-            path: path.clone(),
-            message: e.to_string(),
-        })?;
+        .map_err(|e| bad(e.to_string()))?;
     // One row per (rung, GPU, edge): a repeated one was added or copied.
     if let (Ok(r), Ok(g), Ok(i)) = (
-        df.column("rung_id").and_then(|c| c.u32().cloned()),
-        df.column("gpu").and_then(|c| c.str().cloned()),
-        df.column("index").and_then(|c| c.u32().cloned()),
+        df.column(rung_id).and_then(|c| c.u32().cloned()),
+        df.column(gpu).and_then(|c| c.str().cloned()),
+        df.column(index).and_then(|c| c.u32().cloned()),
     ) {
-        let mut seen = std::collections::HashSet::with_capacity(df.height());
-        for ((r, g), i) in r.iter().zip(g.iter()).zip(i.iter()) {
-            if !seen.insert((r, g, i)) {
-                return Err(CollateError::BadRaw {
-                    path: path.clone(),
-                    message: format!(
-                        "edge {} of {} in rung {} is listed twice: the file was edited after the run",
-                        i.unwrap_or(0),
-                        g.unwrap_or("?"),
-                        r.unwrap_or(0)
-                    ),
-                });
-            }
-        }
+        let keys = r
+            .iter()
+            .zip(g.iter())
+            .zip(i.iter())
+            .map(|((r, g), i)| (r.unwrap_or(0), g.unwrap_or("?"), i.unwrap_or(0)));
+        powerlab_rundir::edges::check_unique(&path, keys).map_err(from_rundir)?;
     }
     Ok(Some(df))
 }
@@ -296,7 +288,7 @@ pub fn edge_stats(
     let mut out: HashMap<u32, EdgeStats> = HashMap::new();
     let Some(df) = edges else { return Ok(out) };
     let mut by_kind = errors_by_kind(df)?;
-    for (id, err) in by_kind.remove("start").unwrap_or_default() {
+    for (id, err) in by_kind.remove(&EdgeKind::Start).unwrap_or_default() {
         let e = out.entry(id).or_default();
         let (lo, hi) = err
             .iter()
@@ -306,10 +298,10 @@ pub fn edge_stats(
         e.start_error_max_us = ns_to_us(err.iter().map(|v| v.abs()).fold(0.0, f64::max));
         e.start_skew_us = ns_to_us(hi - lo);
     }
-    for (id, err) in by_kind.remove("rise").unwrap_or_default() {
+    for (id, err) in by_kind.remove(&EdgeKind::Rise).unwrap_or_default() {
         out.entry(id).or_default().rise = Some(kind_stats(&err));
     }
-    for (id, err) in by_kind.remove("fall").unwrap_or_default() {
+    for (id, err) in by_kind.remove(&EdgeKind::Fall).unwrap_or_default() {
         out.entry(id).or_default().fall = Some(kind_stats(&err));
     }
     // Cross-GPU skew: the k-th rise (fall) of every GPU of a rung, whatever

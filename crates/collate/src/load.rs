@@ -4,6 +4,7 @@
 use crate::error::CollateError;
 use crate::sensor::series::{EdgeIndex, SeriesSet};
 use polars::prelude::*;
+use powerlab_core::Instrument;
 use powerlab_core::units::{NS_PER_MS, ms_to_ns, ms_to_ns_trunc};
 use powerlab_rundir::events::read_events_at_most;
 use powerlab_rundir::{Manifest, PhaseKind, RunDir, RunEvent, RungInfo};
@@ -324,13 +325,30 @@ pub struct RawPower {
 }
 
 fn raw_schema() -> SchemaRef {
+    let [ts, node, gpu, instrument, value] = powerlab_rundir::raw::RAW_COLUMNS;
     Arc::new(Schema::from_iter([
-        Field::new("ts_ns".into(), DataType::Int64),
-        Field::new("node".into(), DataType::String),
-        Field::new("gpu".into(), DataType::String),
-        Field::new("instrument".into(), DataType::String),
-        Field::new("value".into(), DataType::Float64),
+        Field::new(ts.into(), DataType::Int64),
+        Field::new(node.into(), DataType::String),
+        Field::new(gpu.into(), DataType::String),
+        Field::new(instrument.into(), DataType::String),
+        Field::new(value.into(), DataType::Float64),
     ]))
+}
+
+/// A run-directory error reading a raw file, as the collator says it: an
+/// I/O failure, or the file named as bad raw data.
+fn bad_raw(path: &Path, e: powerlab_rundir::RunDirError) -> CollateError {
+    match e {
+        powerlab_rundir::RunDirError::Io { source, .. } => CollateError::io(path, source),
+        powerlab_rundir::RunDirError::Format { message, .. } => CollateError::BadRaw {
+            path: path.to_path_buf(),
+            message,
+        },
+        other => CollateError::BadRaw {
+            path: path.to_path_buf(),
+            message: other.to_string(),
+        },
+    }
 }
 
 /// The span a run's samples may fall in: from a minute before it started
@@ -395,128 +413,10 @@ pub fn read_power(
     let mut problems = Vec::new();
     for path in &files {
         crate::integrity::check_listed(path, &run.manifest)?;
-        let mut header =
-            powerlab_rundir::layout::read_regular(path, None).map_err(|e| match e {
-                powerlab_rundir::RunDirError::Io { source, .. } => CollateError::io(path, source),
-                other => CollateError::BadRaw {
-                    path: path.clone(),
-                    message: match other {
-                        powerlab_rundir::RunDirError::Format { message, .. } => message,
-                        o => o.to_string(),
-                    },
-                },
-            })?;
-        if powerlab_rundir::raw::is_archived(path) {
-            // An archived run (results committed with compressed raw files).
-            let mut out = Vec::new();
-            std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&header[..]), &mut out)
-                .map_err(|e| CollateError::BadRaw {
-                    path: path.clone(),
-                    message: format!("not a readable gzip file: {e}"),
-                })?;
-            header = out;
-        }
-        problems.extend(crate::integrity::verify_raw(path, &header, &run.manifest)?);
-        let first_line = header.split(|b| *b == b'\n').next().unwrap_or_default();
-        if first_line != powerlab_rundir::raw::RAW_HEADER.as_bytes() {
-            return Err(CollateError::BadRaw {
-                path: path.clone(),
-                message: format!("header is not `{}`", powerlab_rundir::raw::RAW_HEADER),
-            });
-        }
-        // A file cut mid-line (kill -9) ends without a newline: drop the torn row.
-        let cut = if header.last() == Some(&b'\n') {
-            header.len()
-        } else {
-            header
-                .iter()
-                .rposition(|b| *b == b'\n')
-                .map(|i| i + 1)
-                .unwrap_or(0)
-        };
-        let bytes = &header[..cut];
-        let df = CsvReadOptions::default()
-            .with_has_header(true)
-            .with_schema(Some(raw_schema()))
-            .into_reader_with_file_handle(std::io::Cursor::new(bytes))
-            .finish()
-            .map_err(|e| CollateError::BadRaw {
-                path: path.clone(),
-                message: format!("unreadable raw samples: {}", without_hints(&e.to_string())),
-            })?;
-        total_rows += df.height();
-        if let Some(out) = parquet_dir {
-            let stem = powerlab_rundir::raw::raw_stem(path);
-            let mut whole = df.clone();
-            crate::export::parquet::write_frame(
-                &mut whole,
-                &powerlab_rundir::ReportFile::raw_parquet(out, &stem),
-            )?;
-        }
-        let wanted = df
-            .column("instrument")
-            .and_then(|c| c.str())
-            .map_err(CollateError::polars("filtering raw samples"))?
-            .iter()
-            .map(|i| {
-                i.is_some_and(|i| {
-                    [
-                        "buffered_w",
-                        "instant_w",
-                        "average_w",
-                        "energy_mj",
-                        // The status instruments, for the per-GPU table.
-                        "power_limit_w",
-                        "sm_clock_mhz",
-                        "gpu_temp_c",
-                        "mem_temp_c",
-                        "clock_events",
-                        "power_cap_time_ns",
-                        "thermal_cap_time_ns",
-                    ]
-                    .contains(&i)
-                })
-            })
-            .collect::<BooleanChunked>();
-        let df = df
-            .select(["ts_ns", "node", "gpu", "instrument", "value"])
-            .and_then(|d| d.filter(&wanted))
-            .map_err(CollateError::polars("filtering raw samples"))?;
-        if df.column("value").map(|c| c.null_count()).unwrap_or(0) > 0
-            || df.column("ts_ns").map(|c| c.null_count()).unwrap_or(0) > 0
-        {
-            return Err(CollateError::BadRaw {
-                path: path.clone(),
-                message: "a row has an empty timestamp or value".into(),
-            });
-        }
-        if let Ok(v) = df.column("value").and_then(|c| c.f64().cloned()) {
-            let bad = v.iter().flatten().filter(|x| !x.is_finite()).count();
-            if bad > 0 {
-                return Err(CollateError::BadRaw {
-                    path: path.clone(),
-                    message: format!(
-                        "{bad} row(s) have a value that is not a finite number (inf or NaN)"
-                    ),
-                });
-            }
-        }
-        if let Ok(ts) = df.column("ts_ns").and_then(|c| c.i64().cloned()) {
-            let outside = ts
-                .iter()
-                .flatten()
-                .filter(|t| *t < bounds.0 || *t > bounds.1)
-                .count();
-            if outside > 0 {
-                return Err(CollateError::BadRaw {
-                    path: path.clone(),
-                    message: format!(
-                        "{outside} row(s) have timestamps outside this run ({} .. {} ns, the run's span with a minute's slack): the file belongs to another run or is corrupt",
-                        bounds.0, bounds.1
-                    ),
-                });
-            }
-        }
+        let (rows, df) = read_raw_file(path, run, parquet_dir, &mut problems)?;
+        total_rows += rows;
+        let df = analysed_rows(df)?;
+        check_rows(path, &df, bounds)?;
         crate::integrity::check_content(path, &df, &run.manifest)?;
         frames.push(df);
     }
@@ -544,6 +444,111 @@ pub fn read_power(
         total_rows,
         problems,
     })
+}
+
+/// The instruments a collation reads: the power paths, the energy counter,
+/// and the status instruments for the per-GPU table.
+const ANALYSED: [Instrument; 11] = [
+    Instrument::BufferedW,
+    Instrument::InstantW,
+    Instrument::AverageW,
+    Instrument::EnergyMj,
+    Instrument::PowerLimitW,
+    Instrument::SmClockMhz,
+    Instrument::GpuTempC,
+    Instrument::MemTempC,
+    Instrument::ClockEvents,
+    Instrument::PowerCapTimeNs,
+    Instrument::ThermalCapTimeNs,
+];
+
+/// Reads one raw file whole (checked against its index, its torn last line
+/// dropped), copying it to `parquet_dir` when given; returns its row count
+/// and its rows.
+fn read_raw_file(
+    path: &Path,
+    run: &Run,
+    parquet_dir: Option<&Path>,
+    problems: &mut Vec<String>,
+) -> Result<(usize, DataFrame), CollateError> {
+    let file = powerlab_rundir::raw::RawFile::read(path).map_err(|e| bad_raw(path, e))?;
+    problems.extend(crate::integrity::verify_raw(
+        path,
+        &file.bytes,
+        &run.manifest,
+    )?);
+    file.check_header().map_err(|e| bad_raw(path, e))?;
+    let df = CsvReadOptions::default()
+        .with_has_header(true)
+        .with_schema(Some(raw_schema()))
+        .into_reader_with_file_handle(std::io::Cursor::new(file.complete_lines()))
+        .finish()
+        .map_err(|e| CollateError::BadRaw {
+            path: path.to_path_buf(),
+            message: format!("unreadable raw samples: {}", without_hints(&e.to_string())),
+        })?;
+    if let Some(out) = parquet_dir {
+        let stem = powerlab_rundir::raw::raw_stem(path);
+        let mut whole = df.clone();
+        crate::export::parquet::write_frame(
+            &mut whole,
+            &powerlab_rundir::ReportFile::raw_parquet(out, &stem),
+        )?;
+    }
+    Ok((df.height(), df))
+}
+
+/// The rows of the instruments a collation reads ([`ANALYSED`]).
+fn analysed_rows(df: DataFrame) -> Result<DataFrame, CollateError> {
+    let wanted = df
+        .column("instrument")
+        .and_then(|c| c.str())
+        .map_err(CollateError::polars("filtering raw samples"))?
+        .iter()
+        .map(|i| {
+            i.and_then(Instrument::parse)
+                .is_some_and(|i| ANALYSED.contains(&i))
+        })
+        .collect::<BooleanChunked>();
+    df.select(["ts_ns", "node", "gpu", "instrument", "value"])
+        .and_then(|d| d.filter(&wanted))
+        .map_err(CollateError::polars("filtering raw samples"))
+}
+
+/// Refuses a raw file with an empty timestamp or value, a value that is not
+/// finite, or a timestamp outside the run's span (`bounds`).
+fn check_rows(path: &Path, df: &DataFrame, bounds: (i64, i64)) -> Result<(), CollateError> {
+    let bad = |message: String| CollateError::BadRaw {
+        path: path.to_path_buf(),
+        message,
+    };
+    if df.column("value").map(|c| c.null_count()).unwrap_or(0) > 0
+        || df.column("ts_ns").map(|c| c.null_count()).unwrap_or(0) > 0
+    {
+        return Err(bad("a row has an empty timestamp or value".into()));
+    }
+    if let Ok(v) = df.column("value").and_then(|c| c.f64().cloned()) {
+        let n = v.iter().flatten().filter(|x| !x.is_finite()).count();
+        if n > 0 {
+            return Err(bad(format!(
+                "{n} row(s) have a value that is not a finite number (inf or NaN)"
+            )));
+        }
+    }
+    if let Ok(ts) = df.column("ts_ns").and_then(|c| c.i64().cloned()) {
+        let outside = ts
+            .iter()
+            .flatten()
+            .filter(|t| *t < bounds.0 || *t > bounds.1)
+            .count();
+        if outside > 0 {
+            return Err(bad(format!(
+                "{outside} row(s) have timestamps outside this run ({} .. {} ns, the run's span with a minute's slack): the file belongs to another run or is corrupt",
+                bounds.0, bounds.1
+            )));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

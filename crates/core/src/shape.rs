@@ -63,7 +63,7 @@ pub enum LoadShape {
 }
 
 /// Kind of an edge in a GPU's schedule.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EdgeKind {
     /// The schedule takes over from keep-warm load at the window start.
@@ -82,6 +82,13 @@ impl EdgeKind {
             EdgeKind::Rise => "rise",
             EdgeKind::Fall => "fall",
         }
+    }
+
+    /// Parses a name of `edges.csv` ([`EdgeKind::as_str`]).
+    pub fn parse(name: &str) -> Option<EdgeKind> {
+        [EdgeKind::Start, EdgeKind::Rise, EdgeKind::Fall]
+            .into_iter()
+            .find(|k| k.as_str() == name)
     }
 }
 

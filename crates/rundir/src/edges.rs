@@ -8,10 +8,24 @@
 
 use crate::layout::RunDirError;
 use powerlab_core::hw::EdgeRecord;
+use powerlab_core::shape::EdgeKind;
 use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::io::{BufWriter, Seek, Write};
 use std::path::{Path, PathBuf};
+
+/// The columns of `edges.csv`, in order.
+pub const EDGE_COLUMNS: [&str; 6] = [
+    "rung_id",
+    "gpu",
+    "index",
+    "kind",
+    "intended_ns",
+    "achieved_ns",
+];
+
+/// The header line of `edges.csv`: [`EDGE_COLUMNS`] joined by commas.
+pub const EDGES_HEADER: &str = "rung_id,gpu,index,kind,intended_ns,achieved_ns";
 
 /// One row of `edges.csv`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -23,7 +37,7 @@ pub struct EdgeRow {
     /// Edge index in the GPU's schedule.
     pub index: u32,
     /// `start`, `rise` or `fall`.
-    pub kind: String,
+    pub kind: EdgeKind,
     /// Intended, epoch ns.
     pub intended_ns: i64,
     /// Achieved, epoch ns.
@@ -53,8 +67,7 @@ impl EdgeWriter {
             .open(path)
             .map_err(|e| RunDirError::io(path, e))?;
         let mut out = BufWriter::new(file);
-        writeln!(out, "rung_id,gpu,index,kind,intended_ns,achieved_ns")
-            .map_err(|e| RunDirError::io(path, e))?;
+        writeln!(out, "{EDGES_HEADER}").map_err(|e| RunDirError::io(path, e))?;
         // On disk at once: the file is whole at every moment after this.
         out.flush().map_err(|e| RunDirError::io(path, e))?;
         let rung_start = out
@@ -160,15 +173,82 @@ fn row(out: &mut Vec<u8>, rung_id: u32, gpu: &str, e: &EdgeRecord) {
     );
 }
 
-/// Reads `edges.csv` (empty if absent).
+/// The whole rows of `edges.csv` as bytes, header first: the one reader
+/// of the file (the collator parses them with polars, [`read_edges`] with
+/// serde). A torn last line (a killed run) is dropped. None when the file
+/// is absent or holds no whole row (no rung got as far as an edge).
 ///
 /// # Errors
 ///
-/// Returns [`RunDirError::Format`] if the file exists but cannot be opened
-/// or read as CSV, or if a row other than a torn last one does not parse
-/// as an [`EdgeRow`]; the message names the line. See [`read_rows`].
+/// As [`crate::layout::read_regular`]; [`RunDirError::Format`] when the
+/// first line is not [`EDGES_HEADER`].
+pub fn edges_bytes(path: &Path) -> Result<Option<Vec<u8>>, RunDirError> {
+    if std::fs::symlink_metadata(path).is_err() {
+        return Ok(None);
+    }
+    let mut bytes = crate::layout::read_regular(path, None)?;
+    let cut = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    bytes.truncate(cut);
+    if bytes.iter().filter(|b| **b == b'\n').count() < 2 {
+        return Ok(None);
+    }
+    if !bytes.starts_with(format!("{EDGES_HEADER}\n").as_bytes()) {
+        return Err(RunDirError::Format {
+            path: path.to_path_buf(),
+            message: format!("header is not `{EDGES_HEADER}`"),
+        });
+    }
+    Ok(Some(bytes))
+}
+
+/// Reads `edges.csv` into rows (empty if absent or without a whole row).
+///
+/// # Errors
+///
+/// As [`edges_bytes`]; [`RunDirError::Format`] when a row does not parse
+/// as an [`EdgeRow`] (the message names the line) or an edge (rung, GPU,
+/// index) is listed twice ([`check_unique`]).
 pub fn read_edges(path: &Path) -> Result<Vec<EdgeRow>, RunDirError> {
-    read_rows(path)
+    let Some(bytes) = edges_bytes(path)? else {
+        return Ok(Vec::new());
+    };
+    let mut rdr = csv::Reader::from_reader(&bytes[..]);
+    let mut rows = Vec::new();
+    for (i, row) in rdr.deserialize::<EdgeRow>().enumerate() {
+        rows.push(row.map_err(|e| RunDirError::Format {
+            path: path.to_path_buf(),
+            message: format!("line {}: {e}", i + 2),
+        })?);
+    }
+    check_unique(
+        path,
+        rows.iter().map(|r| (r.rung_id, r.gpu.as_str(), r.index)),
+    )?;
+    Ok(rows)
+}
+
+/// Refuses an edge (rung, GPU, index) listed twice: the run writes each
+/// edge once, so a repeated one was added or copied.
+///
+/// # Errors
+///
+/// [`RunDirError::Format`] naming the first edge listed twice.
+pub fn check_unique<'a>(
+    path: &Path,
+    edges: impl Iterator<Item = (u32, &'a str, u32)>,
+) -> Result<(), RunDirError> {
+    let mut seen = std::collections::HashSet::new();
+    for (rung, gpu, index) in edges {
+        if !seen.insert((rung, gpu, index)) {
+            return Err(RunDirError::Format {
+                path: path.to_path_buf(),
+                message: format!(
+                    "edge {index} of {gpu} in rung {rung} is listed twice: the file was edited after the run"
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Reads a CSV table of the run directory into rows (empty if the file is

@@ -7,10 +7,11 @@
 //! counts, not by the number of nodes. Each edge's error is on its own
 //! node's clock, as the start skew is.
 
-use crate::edges::{EdgeStats, KindStats, edge_rows, read_edges};
+use crate::edges::{EdgeStats, KindStats, edge_rows, edges_frame};
 use crate::error::CollateError;
 use crate::stats::{quantile, weighted_quantile_sorted};
 use polars::prelude::DataFrame;
+use powerlab_core::shape::EdgeKind;
 use powerlab_core::units::ns_to_us;
 use powerlab_rundir::RunDir;
 use std::collections::{BTreeMap, HashMap};
@@ -35,10 +36,10 @@ impl RackEdges {
     ///
     /// # Errors
     ///
-    /// Fails as [`read_edges`] does, and with [`CollateError::Polars`] when
+    /// Fails as [`edges_frame`] does, and with [`CollateError::Polars`] when
     /// a column is missing or of the wrong type.
     pub fn add_node(&mut self, dir: &RunDir, gpus: usize) -> Result<(), CollateError> {
-        self.add_frame(read_edges(dir)?.as_ref(), gpus)
+        self.add_frame(edges_frame(dir)?.as_ref(), gpus)
     }
 
     /// Adds every node's `edges.csv`, in the order given: each file is read
@@ -53,7 +54,7 @@ impl RackEdges {
         std::thread::scope(|s| {
             s.spawn(move || {
                 for (dir, _) in nodes {
-                    if tx.send(read_edges(dir)).is_err() {
+                    if tx.send(edges_frame(dir)).is_err() {
                         break;
                     }
                 }
@@ -76,12 +77,12 @@ impl RackEdges {
         let mut by: BTreeMap<Key, ByGpu<'_>> = BTreeMap::new();
         for e in edge_rows(df)? {
             let err = e.achieved_ns - e.intended_ns;
-            if e.kind == "start" {
+            if e.kind == EdgeKind::Start {
                 let s = self.starts.entry(e.rung_id).or_insert((err, err));
                 *s = (s.0.min(err), s.1.max(err));
                 continue;
             }
-            let key = (e.rung_id, e.kind == "rise");
+            let key = (e.rung_id, e.kind == EdgeKind::Rise);
             *self.counts.entry(key).or_default().entry(err).or_default() += 1;
             by.entry(key)
                 .or_default()

@@ -71,7 +71,7 @@ pub fn compute(
     // reuses the report only while these files stay as they are.
     let inputs = handoff::inputs_of(&dir.path)?;
     let mut samples = read_samples(dir, run, raw_parquet_dir, &steps)?;
-    let (edge_frame, edge_index) = read_edges(dir, &steps)?;
+    let (edge_frame, edge_index) = read_edge_index(dir, &steps)?;
     // A run killed (or still running) inside a rung: that rung ends where
     // its records do, as a stopped rung ends at the stop.
     let run =
@@ -162,8 +162,11 @@ fn read_samples(
 }
 
 /// Reads `edges.csv`, and indexes it by rung.
-fn read_edges(dir: &RunDir, steps: &Steps) -> Result<(Option<DataFrame>, EdgeIndex), CollateError> {
-    let frame = edges::read_edges(dir)?;
+fn read_edge_index(
+    dir: &RunDir,
+    steps: &Steps,
+) -> Result<(Option<DataFrame>, EdgeIndex), CollateError> {
+    let frame = edges::edges_frame(dir)?;
     let index = EdgeIndex::from_frame(frame.as_ref());
     steps.done("edges by rung");
     Ok((frame, index))

@@ -124,7 +124,7 @@ pub fn median_spacing_ms(s: &[(i64, f64)]) -> Option<f64> {
 pub struct EdgeIndex(BTreeMap<(u32, String, String), Vec<i64>>);
 
 impl EdgeIndex {
-    /// Groups the edges frame (as `edges::read_edges` reads `edges.csv`) by
+    /// Groups the edges frame (as `edges::edges_frame` reads `edges.csv`) by
     /// rung, GPU and kind (columnar: one partition per key).
     pub fn from_frame(edges: Option<&DataFrame>) -> EdgeIndex {
         let mut m: BTreeMap<(u32, String, String), Vec<i64>> = BTreeMap::new();
