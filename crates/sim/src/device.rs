@@ -10,7 +10,8 @@ use crate::faults::GpuFaults;
 use crate::profile::Profile;
 use powerlab_core::shape::{LoadKind, LoadShape};
 use powerlab_core::units::{
-    NS_PER_MS, j_to_mj, ms_to_ns_f64, ms_to_ns_trunc, ms_to_s, ns_f64_to_s, ns_to_s,
+    NS_PER_MS, NS_PER_S, NS_PER_US, j_to_mj, ms_to_ns_f64, ms_to_ns_trunc, ms_to_s, ns_f64_to_s,
+    ns_to_s,
 };
 use powerlab_core::{EpochNs, Instrument, Sample};
 use rand::{Rng, SeedableRng};
@@ -157,7 +158,7 @@ impl SimDevice {
         let mut rng = ChaCha8Rng::seed_from_u64(
             seed ^ (0x9E37_79B9_7F4A_7C15u64.wrapping_mul(index as u64 + 1)),
         );
-        let dt_ns = step_us * 1000;
+        let dt_ns = step_us * NS_PER_US;
         let dt_s = ns_to_s(dt_ns);
         let window = profile
             .average_window_ms
@@ -421,7 +422,7 @@ impl SimDevice {
                 // 7 to 1 ms before the sample), 15 to 19 ms before the next
                 // one: the burst has decayed before that one's window opens.
                 let to_next = self.buffered_clock.peek() - mid;
-                if (15_000_000..19_000_000).contains(&to_next) {
+                if (15 * NS_PER_MS..19 * NS_PER_MS).contains(&to_next) {
                     want += w;
                 }
             }
@@ -525,9 +526,9 @@ impl SimDevice {
     /// The injected drift of the load's demand at `t`, W (a GPU held at its
     /// power cap absorbs it, as a real board does).
     fn drift_w(&self, t: EpochNs) -> f64 {
-        self.faults
-            .drift_w_per_10min
-            .map_or(0.0, |d| d * (t - self.run_start_ns).max(0) as f64 / 600e9)
+        self.faults.drift_w_per_10min.map_or(0.0, |d| {
+            d * (t - self.run_start_ns).max(0) as f64 / (600 * NS_PER_S) as f64
+        })
     }
 
     /// A normally distributed number (for edge jitter), deterministic.
