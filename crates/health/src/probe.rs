@@ -8,7 +8,9 @@ use nvml_wrapper::enum_wrappers::device::{
     Clock, Sampling, TemperatureSensor, TemperatureThreshold,
 };
 use nvml_wrapper::enums::device::UsedGpuMemory;
+use nvml_wrapper::struct_wrappers::device::ProcessInfo;
 use nvml_wrapper::structs::device::FieldId;
+use powerlab_core::units::Watts;
 use powerlab_cuda::libs::CudaLib;
 
 fn fabric(nvml: &Nvml, dev: &nvml_wrapper::Device<'_>) -> Option<FabricFacts> {
@@ -69,10 +71,62 @@ fn remapped_rows(nvml: &Nvml, dev: &nvml_wrapper::Device<'_>) -> Option<(bool, b
         .then_some((pending != 0, failure != 0))
 }
 
+/// The CUDA toolkit version the tool's bindings are built for.
+const BINDINGS_CUDA_VERSION: i32 = 13000;
+
 /// Reads everything preflight judges.
 pub fn probe() -> NodeFacts {
     let host = powerlab_cuda::node::hostname();
-    let libs = [
+    let libs = lib_facts();
+    let cuda_visible_devices = std::env::var("CUDA_VISIBLE_DEVICES").ok();
+    let (cuda_init, cuda_uuids) = match powerlab_cuda::node::visible_gpus_raw() {
+        Ok(v) => (Ok(v.len()), v.into_iter().map(|(_, u)| u).collect()),
+        Err(e) => (Err(e), Vec::new()),
+    };
+    let nvml = match Nvml::init() {
+        Ok(n) => n,
+        Err(e) => {
+            return NodeFacts {
+                host,
+                nvml: Err(e.to_string()),
+                cuda_visible_devices,
+                cuda_init,
+                cuda_uuids,
+                driver_cuda_version: None,
+                bindings_cuda_version: BINDINGS_CUDA_VERSION,
+                libs,
+                gpus: Vec::new(),
+                topology: Vec::new(),
+                own_processes: Vec::new(),
+            };
+        }
+    };
+    let count = nvml.device_count().unwrap_or(0);
+    let gpus: Vec<GpuFacts> = (0..count)
+        .filter_map(|i| {
+            let d = nvml.device_by_index(i).ok()?;
+            Some(gpu_facts(&nvml, i, &d))
+        })
+        .collect();
+    let topology = topology(&nvml, count, &gpus);
+    NodeFacts {
+        host,
+        nvml: Ok(nvml.sys_driver_version().unwrap_or_default()),
+        cuda_visible_devices,
+        cuda_init,
+        cuda_uuids,
+        driver_cuda_version: nvml.sys_cuda_driver_version().ok(),
+        bindings_cuda_version: BINDINGS_CUDA_VERSION,
+        libs,
+        gpus,
+        topology,
+        own_processes: Vec::new(),
+    }
+}
+
+/// Whether each library the load needs loads, and from where.
+fn lib_facts() -> Vec<LibFacts> {
+    [
         ("libcuda", CudaLib::Driver),
         ("libnvrtc", CudaLib::Nvrtc),
         ("libcublas", CudaLib::Cublas),
@@ -92,101 +146,95 @@ pub fn probe() -> NodeFacts {
             error: Some(e.to_string()),
         },
     })
-    .collect();
-    let cuda_visible_devices = std::env::var("CUDA_VISIBLE_DEVICES").ok();
-    let (cuda_init, cuda_uuids) = match powerlab_cuda::node::visible_gpus_raw() {
-        Ok(v) => (Ok(v.len()), v.into_iter().map(|(_, u)| u).collect()),
-        Err(e) => (Err(e), Vec::new()),
+    .collect()
+}
+
+/// Everything read from GPU `i` (NVML index).
+fn gpu_facts(nvml: &Nvml, i: u32, d: &nvml_wrapper::Device<'_>) -> GpuFacts {
+    let mut g = GpuFacts {
+        index: i,
+        uuid: d.uuid().unwrap_or_default(),
+        name: d.name().unwrap_or_default(),
+        ..Default::default()
     };
-    let nvml = match Nvml::init() {
-        Ok(n) => n,
-        Err(e) => {
-            return NodeFacts {
-                host,
-                nvml: Err(e.to_string()),
-                cuda_visible_devices,
-                cuda_init,
-                cuda_uuids,
-                driver_cuda_version: None,
-                bindings_cuda_version: 13000,
-                libs,
-                gpus: Vec::new(),
-                topology: Vec::new(),
-                own_processes: Vec::new(),
-            };
-        }
-    };
-    let count = nvml.device_count().unwrap_or(0);
-    let mut gpus = Vec::new();
-    for i in 0..count {
-        let Ok(d) = nvml.device_by_index(i) else {
-            continue;
-        };
-        let mut g = GpuFacts {
-            index: i,
-            uuid: d.uuid().unwrap_or_default(),
-            name: d.name().unwrap_or_default(),
-            ..Default::default()
-        };
-        match d
-            .field_values_for(&[FieldId(186)])
-            .map(|v| v.into_iter().next())
-        {
-            Ok(Some(Ok(s))) => match s.value {
-                Ok(v) => g.instant_power_w = Some(sample_f64(&v) / 1000.0),
-                Err(e) => g.instant_power_error = Some(e.to_string()),
-            },
-            Ok(Some(Err(e))) | Err(e) => g.instant_power_error = Some(e.to_string()),
-            Ok(None) => g.instant_power_error = Some("no value".into()),
-        }
-        match d.samples(Sampling::Power, None) {
-            Ok(s) => g.buffered_samples = Some(s.len()),
-            Err(e) => g.buffered_error = Some(e.to_string()),
-        }
-        g.fabric = fabric(&nvml, &d);
-        if let Ok(ps) = d.running_compute_processes() {
-            g.processes = ps
-                .into_iter()
-                .map(|p| ProcessFacts {
-                    pid: p.pid,
-                    used_bytes: match p.used_gpu_memory {
-                        UsedGpuMemory::Used(b) => Some(b),
-                        UsedGpuMemory::Unavailable => None,
-                    },
-                    name: nvml.sys_process_name(p.pid, 64).ok(),
-                })
-                .filter(|p| p.pid != std::process::id())
-                .collect();
-        }
-        g.clock_event_bits = d.current_throttle_reasons().ok().map(|r| r.bits());
-        g.enforced_limit_w = d.enforced_power_limit().ok().map(|v| f64::from(v) / 1000.0);
-        g.default_limit_w = d
-            .power_management_limit_default()
-            .ok()
-            .map(|v| f64::from(v) / 1000.0);
-        if let Ok(e) = d.is_ecc_enabled() {
-            g.ecc_current = Some(e.currently_enabled);
-            g.ecc_pending = Some(e.pending_enabled);
-        }
-        if let Some((pending, failure)) = remapped_rows(&nvml, &d) {
-            g.remap_pending = Some(pending);
-            g.remap_failure = Some(failure);
-        }
-        g.persistence = d.is_in_persistent_mode().ok();
-        g.mig_enabled = d.mig_mode().ok().map(|m| m.current == 1);
-        g.sm_clock_mhz = d.clock_info(Clock::SM).ok();
-        g.sm_clock_max_mhz = d.max_clock_info(Clock::SM).ok();
-        g.mem_clock_mhz = d.clock_info(Clock::Memory).ok();
-        g.temp_c = d.temperature(TemperatureSensor::Gpu).ok();
-        g.temp_slowdown_c = d.temperature_threshold(TemperatureThreshold::Slowdown).ok();
-        g.power_avg_w = d.power_usage().ok().map(|v| f64::from(v) / 1000.0);
-        g.nvlinks_active = Some(
-            (0..18)
-                .filter(|l| d.link_wrapper_for(*l).is_active().unwrap_or(false))
-                .count() as u32,
-        );
-        gpus.push(g);
+    read_power(d, &mut g);
+    g.fabric = fabric(nvml, d);
+    if let Ok(ps) = d.running_compute_processes() {
+        g.processes = processes(nvml, ps);
     }
+    g.clock_event_bits = d.current_throttle_reasons().ok().map(|r| r.bits());
+    g.enforced_limit_w = d.enforced_power_limit().ok().map(watts);
+    g.default_limit_w = d.power_management_limit_default().ok().map(watts);
+    read_modes(nvml, d, &mut g);
+    g.sm_clock_mhz = d.clock_info(Clock::SM).ok();
+    g.sm_clock_max_mhz = d.max_clock_info(Clock::SM).ok();
+    g.mem_clock_mhz = d.clock_info(Clock::Memory).ok();
+    g.temp_c = d.temperature(TemperatureSensor::Gpu).ok();
+    g.temp_slowdown_c = d.temperature_threshold(TemperatureThreshold::Slowdown).ok();
+    g.power_avg_w = d.power_usage().ok().map(watts);
+    g.nvlinks_active = Some(
+        (0..18)
+            .filter(|l| d.link_wrapper_for(*l).is_active().unwrap_or(false))
+            .count() as u32,
+    );
+    g
+}
+
+/// NVML milliwatts as watts.
+fn watts(mw: u32) -> f64 {
+    Watts::from_mw(mw).0
+}
+
+/// The instant power field (field 186) and the driver's buffered samples.
+fn read_power(d: &nvml_wrapper::Device<'_>, g: &mut GpuFacts) {
+    match d
+        .field_values_for(&[FieldId(186)])
+        .map(|v| v.into_iter().next())
+    {
+        Ok(Some(Ok(s))) => match s.value {
+            Ok(v) => g.instant_power_w = Some(sample_f64(&v) / 1000.0),
+            Err(e) => g.instant_power_error = Some(e.to_string()),
+        },
+        Ok(Some(Err(e))) | Err(e) => g.instant_power_error = Some(e.to_string()),
+        Ok(None) => g.instant_power_error = Some("no value".into()),
+    }
+    match d.samples(Sampling::Power, None) {
+        Ok(s) => g.buffered_samples = Some(s.len()),
+        Err(e) => g.buffered_error = Some(e.to_string()),
+    }
+}
+
+/// The compute processes on a GPU, this one left out.
+fn processes(nvml: &Nvml, ps: Vec<ProcessInfo>) -> Vec<ProcessFacts> {
+    ps.into_iter()
+        .map(|p| ProcessFacts {
+            pid: p.pid,
+            used_bytes: match p.used_gpu_memory {
+                UsedGpuMemory::Used(b) => Some(b),
+                UsedGpuMemory::Unavailable => None,
+            },
+            name: nvml.sys_process_name(p.pid, 64).ok(),
+        })
+        .filter(|p| p.pid != std::process::id())
+        .collect()
+}
+
+/// ECC, row remapping, persistence and MIG modes.
+fn read_modes(nvml: &Nvml, d: &nvml_wrapper::Device<'_>, g: &mut GpuFacts) {
+    if let Ok(e) = d.is_ecc_enabled() {
+        g.ecc_current = Some(e.currently_enabled);
+        g.ecc_pending = Some(e.pending_enabled);
+    }
+    if let Some((pending, failure)) = remapped_rows(nvml, d) {
+        g.remap_pending = Some(pending);
+        g.remap_failure = Some(failure);
+    }
+    g.persistence = d.is_in_persistent_mode().ok();
+    g.mig_enabled = d.mig_mode().ok().map(|m| m.current == 1);
+}
+
+/// The link between every pair of GPUs (i < j).
+fn topology(nvml: &Nvml, count: u32, gpus: &[GpuFacts]) -> Vec<(u32, u32, String)> {
     let mut topology = Vec::new();
     for i in 0..count {
         for j in (i + 1)..count {
@@ -212,19 +260,7 @@ pub fn probe() -> NodeFacts {
             ));
         }
     }
-    NodeFacts {
-        host,
-        nvml: Ok(nvml.sys_driver_version().unwrap_or_default()),
-        cuda_visible_devices,
-        cuda_init,
-        cuda_uuids,
-        driver_cuda_version: nvml.sys_cuda_driver_version().ok(),
-        bindings_cuda_version: 13000,
-        libs,
-        gpus,
-        topology,
-        own_processes: Vec::new(),
-    }
+    topology
 }
 
 fn sample_f64(v: &nvml_wrapper::enums::device::SampleValue) -> f64 {

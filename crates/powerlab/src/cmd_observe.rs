@@ -6,10 +6,13 @@
 use crate::cli::ObserveArgs;
 use anyhow::{Context, Result, anyhow};
 use powerlab_core::hw::{GpuIdentity, PowerSource};
-use powerlab_core::units::{ms_to_ns_trunc, ns_f64_to_s, ns_f64_to_us, ns_to_s, secs_to_ns_trunc};
-use powerlab_core::{Instrument, RunClock};
+use powerlab_core::units::{
+    Watts, ms_to_ns_trunc, ns_f64_to_s, ns_f64_to_us, ns_to_s, secs_to_ns_trunc,
+};
+use powerlab_core::{Instrument, RunClock, Sample};
 use powerlab_nvml::NvmlSource;
-use std::io::Write;
+use std::fs::File;
+use std::io::{BufWriter, Write};
 use std::sync::Arc;
 
 /// Which of `n` GPUs `wanted` names (NVML index or UUID; all when empty),
@@ -79,42 +82,9 @@ fn watch_signals() {
 }
 
 pub fn observe(a: &ObserveArgs) -> Result<i32> {
-    let nvml = Arc::new(powerlab_nvml::init_nvml().map_err(|e| anyhow!("{e}"))?);
-    let n = nvml.device_count()?;
-    let uuid_of = |i: u32| nvml.device_by_index(i).ok().and_then(|d| d.uuid().ok());
-    let picked = select_gpus(&a.gpus, n, &uuid_of)?;
+    let mut sources = open_sources(a)?;
     let node = powerlab_cuda::node::hostname();
-    let mut sources = Vec::new();
-    for i in picked {
-        let d = nvml.device_by_index(i)?;
-        let id = GpuIdentity {
-            key: format!("gpu{i}"),
-            uuid: d.uuid()?,
-            name: d.name()?,
-            nvml_index: i,
-            power_limit_w: f64::from(d.enforced_power_limit()?) / 1000.0,
-        };
-        if !a.json {
-            outln!(
-                "{}: {} {} (limit {:.0} W)",
-                id.key,
-                id.uuid,
-                id.name,
-                id.power_limit_w
-            );
-        }
-        sources.push(NvmlSource::new(nvml.clone(), id).map_err(|e| anyhow!("{e}"))?);
-    }
-    let mut csv = match &a.csv {
-        Some(p) => {
-            let mut f = std::io::BufWriter::new(
-                std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?,
-            );
-            writeln!(f, "{}", powerlab_rundir::raw::RAW_HEADER)?;
-            Some(f)
-        }
-        None => None,
-    };
+    let mut csv = open_csv(a)?;
     let clock = RunClock::realtime();
     let cpu0 = process_cpu_s();
     let start = clock.now_ns();
@@ -127,112 +97,247 @@ pub fn observe(a: &ObserveArgs) -> Result<i32> {
     watch_signals();
     let mut last_print = 0i64;
     let d = powerlab_campaign::Sampling::default();
-    let ms = ms_to_ns_trunc;
-    let (buffer_ns, fields_ns, status_ns) = (
-        ms(d.buffer_interval_ms),
-        ms(d.field_interval_ms),
-        ms(d.status_interval_ms),
-    );
-    let (mut last_buffer, mut last_fields, mut last_status) =
-        (i64::MIN / 2, i64::MIN / 2, i64::MIN / 2);
+    let mut cadence = Cadence::new(&d);
     let mut latest = vec![(f64::NAN, f64::NAN); sources.len()];
     while clock.now_ns() < end
         && a.count.is_none_or(|c| printed < c)
         && crate::exit::STOP_SIGNAL.load(std::sync::atomic::Ordering::Relaxed) == 0
     {
         let now = clock.now_ns();
-        // The runner's sampler cadence: instant field every poll, buffer,
-        // 1 s average and energy every 100 ms, status every 200 ms.
-        let (do_buffer, do_fields, do_status) = (
-            now - last_buffer >= buffer_ns,
-            now - last_fields >= fields_ns,
-            now - last_status >= status_ns,
-        );
+        let due = cadence.due(now);
         for (i, s) in sources.iter_mut().enumerate() {
-            let key = s.identity().key.clone();
-            let mut samples = vec![s.read_instant(now).map_err(|e| anyhow!("{e}"))?];
-            if do_buffer {
-                samples.extend(s.drain_buffered(now).map_err(|e| anyhow!("{e}"))?);
-            }
-            if do_fields {
-                samples.extend(s.read_fields(now).map_err(|e| anyhow!("{e}"))?);
-            }
-            if do_status {
-                samples.extend(s.read_status(now).map_err(|e| anyhow!("{e}"))?);
-                for e in s.drain_events(now) {
-                    if a.json {
-                        outln!(
-                            "{}",
-                            serde_json::json!({ "ts_ns": now, "event": e.kind, "gpu": e.gpu, "detail": e.detail })
-                        );
-                    } else {
-                        outln!("EVENT {} on {}: {}", e.kind, e.gpu, e.detail);
-                    }
-                }
-            }
-            for x in &samples {
-                match x.instrument {
-                    Instrument::BufferedW => latest[i].0 = x.value,
-                    Instrument::InstantW => latest[i].1 = x.value,
-                    _ => {}
-                }
-                if let Some(f) = csv.as_mut() {
-                    writeln!(
-                        f,
-                        "{},{node},{key},{},{}",
-                        x.ts_ns,
-                        x.instrument.as_str(),
-                        x.value
-                    )?;
-                }
-            }
+            let samples = read_gpu(s, now, due, a.json)?;
+            record(
+                &samples,
+                &mut latest[i],
+                csv.as_mut(),
+                &node,
+                &s.identity().key,
+            )?;
         }
-        if do_buffer {
-            last_buffer = now;
-        }
-        if do_fields {
-            last_fields = now;
-        }
-        if do_status {
-            last_status = now;
-        }
+        cadence.ran(now, due);
         if now - last_print >= ms_to_ns_trunc(a.interval_ms) {
             last_print = now;
             printed += 1;
-            let node_w: f64 = latest.iter().map(|l| l.0).sum();
-            if a.json {
-                let gpus: Vec<serde_json::Value> = sources
-                    .iter()
-                    .zip(&latest)
-                    .map(|(s, (b, inst))| {
-                        serde_json::json!({
-                            "gpu": s.identity().key,
-                            "uuid": s.identity().uuid,
-                            "buffered_w": finite(*b),
-                            "instant_w": finite(*inst),
-                        })
-                    })
-                    .collect();
-                outln!(
-                    "{}",
-                    serde_json::json!({ "ts_ns": now, "node": node, "gpus": gpus, "node_buffered_w": finite(node_w) })
-                );
-            } else {
-                let per: Vec<String> = sources
-                    .iter()
-                    .zip(&latest)
-                    .map(|(s, (b, inst))| {
-                        format!("{} {b:7.1} W (instant {inst:7.1})", s.identity().key)
-                    })
-                    .collect();
-                outln!("{}  node {node_w:8.1} W", per.join("  "));
-            }
+            print_line(&sources, &latest, &node, now, a.json);
         }
-        let poll = std::time::Duration::from_nanos(ms(d.poll_interval_ms) as u64);
+        let poll = std::time::Duration::from_nanos(ms_to_ns_trunc(d.poll_interval_ms) as u64);
         std::thread::sleep(poll.saturating_sub(std::time::Duration::from_nanos(
             (clock.now_ns() - now).max(0) as u64,
         )));
     }
+    finish(a, csv, &sources, (&clock, start), cpu0)
+}
+
+/// Opens an NVML source on each GPU asked for; without `--json`, prints a
+/// line naming each.
+///
+/// # Errors
+///
+/// NVML does not load, a GPU named is not there, or a GPU's identity
+/// cannot be read.
+fn open_sources(a: &ObserveArgs) -> Result<Vec<NvmlSource>> {
+    let nvml = Arc::new(powerlab_nvml::init_nvml().map_err(|e| anyhow!("{e}"))?);
+    let n = nvml.device_count()?;
+    let uuid_of = |i: u32| nvml.device_by_index(i).ok().and_then(|d| d.uuid().ok());
+    let picked = select_gpus(&a.gpus, n, &uuid_of)?;
+    let mut sources = Vec::new();
+    for i in picked {
+        let d = nvml.device_by_index(i)?;
+        let id = GpuIdentity {
+            key: format!("gpu{i}"),
+            uuid: d.uuid()?,
+            name: d.name()?,
+            nvml_index: i,
+            power_limit_w: Watts::from_mw(d.enforced_power_limit()?).0,
+        };
+        if !a.json {
+            outln!(
+                "{}: {} {} (limit {:.0} W)",
+                id.key,
+                id.uuid,
+                id.name,
+                id.power_limit_w
+            );
+        }
+        sources.push(NvmlSource::new(nvml.clone(), id).map_err(|e| anyhow!("{e}"))?);
+    }
+    Ok(sources)
+}
+
+/// The `--csv` file, its header written.
+///
+/// # Errors
+///
+/// The file cannot be created or written.
+fn open_csv(a: &ObserveArgs) -> Result<Option<BufWriter<File>>> {
+    let Some(p) = &a.csv else {
+        return Ok(None);
+    };
+    let mut f =
+        BufWriter::new(File::create(p).with_context(|| format!("creating {}", p.display()))?);
+    writeln!(f, "{}", powerlab_rundir::raw::RAW_HEADER)?;
+    Ok(Some(f))
+}
+
+/// Which reads are due in one poll (the instant field always is).
+#[derive(Clone, Copy)]
+struct Due {
+    buffer: bool,
+    fields: bool,
+    status: bool,
+}
+
+/// The runner's sampler cadence: instant field every poll, buffer, 1 s
+/// average and energy every 100 ms, status every 200 ms.
+struct Cadence {
+    buffer_ns: i64,
+    fields_ns: i64,
+    status_ns: i64,
+    last_buffer: i64,
+    last_fields: i64,
+    last_status: i64,
+}
+
+impl Cadence {
+    fn new(d: &powerlab_campaign::Sampling) -> Self {
+        Cadence {
+            buffer_ns: ms_to_ns_trunc(d.buffer_interval_ms),
+            fields_ns: ms_to_ns_trunc(d.field_interval_ms),
+            status_ns: ms_to_ns_trunc(d.status_interval_ms),
+            last_buffer: i64::MIN / 2,
+            last_fields: i64::MIN / 2,
+            last_status: i64::MIN / 2,
+        }
+    }
+
+    fn due(&self, now: i64) -> Due {
+        Due {
+            buffer: now - self.last_buffer >= self.buffer_ns,
+            fields: now - self.last_fields >= self.fields_ns,
+            status: now - self.last_status >= self.status_ns,
+        }
+    }
+
+    /// The reads `due` named ran at `now`.
+    fn ran(&mut self, now: i64, due: Due) {
+        if due.buffer {
+            self.last_buffer = now;
+        }
+        if due.fields {
+            self.last_fields = now;
+        }
+        if due.status {
+            self.last_status = now;
+        }
+    }
+}
+
+/// One GPU's reads in one poll; device events are printed as they come.
+///
+/// # Errors
+///
+/// A read fails.
+fn read_gpu(s: &mut NvmlSource, now: i64, due: Due, json: bool) -> Result<Vec<Sample>> {
+    let mut samples = vec![s.read_instant(now).map_err(|e| anyhow!("{e}"))?];
+    if due.buffer {
+        samples.extend(s.drain_buffered(now).map_err(|e| anyhow!("{e}"))?);
+    }
+    if due.fields {
+        samples.extend(s.read_fields(now).map_err(|e| anyhow!("{e}"))?);
+    }
+    if due.status {
+        samples.extend(s.read_status(now).map_err(|e| anyhow!("{e}"))?);
+        for e in s.drain_events(now) {
+            if json {
+                outln!(
+                    "{}",
+                    serde_json::json!({ "ts_ns": now, "event": e.kind, "gpu": e.gpu, "detail": e.detail })
+                );
+            } else {
+                outln!("EVENT {} on {}: {}", e.kind, e.gpu, e.detail);
+            }
+        }
+    }
+    Ok(samples)
+}
+
+/// Keeps a GPU's latest (buffered, instant) power and appends every
+/// reading to the CSV, in the raw files' schema.
+///
+/// # Errors
+///
+/// The CSV cannot be written.
+fn record(
+    samples: &[Sample],
+    latest: &mut (f64, f64),
+    mut csv: Option<&mut BufWriter<File>>,
+    node: &str,
+    key: &str,
+) -> Result<()> {
+    for x in samples {
+        match x.instrument {
+            Instrument::BufferedW => latest.0 = x.value,
+            Instrument::InstantW => latest.1 = x.value,
+            _ => {}
+        }
+        if let Some(f) = csv.as_mut() {
+            writeln!(
+                f,
+                "{},{node},{key},{},{}",
+                x.ts_ns,
+                x.instrument.as_str(),
+                x.value
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// One line (or JSON object) of per-GPU and node power.
+fn print_line(sources: &[NvmlSource], latest: &[(f64, f64)], node: &str, now: i64, json: bool) {
+    let node_w: f64 = latest.iter().map(|l| l.0).sum();
+    if json {
+        let gpus: Vec<serde_json::Value> = sources
+            .iter()
+            .zip(latest)
+            .map(|(s, (b, inst))| {
+                serde_json::json!({
+                    "gpu": s.identity().key,
+                    "uuid": s.identity().uuid,
+                    "buffered_w": finite(*b),
+                    "instant_w": finite(*inst),
+                })
+            })
+            .collect();
+        outln!(
+            "{}",
+            serde_json::json!({ "ts_ns": now, "node": node, "gpus": gpus, "node_buffered_w": finite(node_w) })
+        );
+    } else {
+        let per: Vec<String> = sources
+            .iter()
+            .zip(latest)
+            .map(|(s, (b, inst))| format!("{} {b:7.1} W (instant {inst:7.1})", s.identity().key))
+            .collect();
+        outln!("{}  node {node_w:8.1} W", per.join("  "));
+    }
+}
+
+/// Flushes the CSV and, without `--json`, prints the sampler's CPU cost
+/// since `start` and how it ended. Returns the exit code: 0, or the interrupted code
+/// when a signal stopped it.
+///
+/// # Errors
+///
+/// The CSV cannot be flushed.
+fn finish(
+    a: &ObserveArgs,
+    csv: Option<BufWriter<File>>,
+    sources: &[NvmlSource],
+    (clock, start): (&RunClock, i64),
+    cpu0: Option<f64>,
+) -> Result<i32> {
     if let Some(mut f) = csv {
         f.flush()?;
     }
@@ -253,7 +358,7 @@ pub fn observe(a: &ObserveArgs) -> Result<i32> {
             c1 - c0,
             sources.len()
         );
-        print_call_costs(&sources, wall);
+        print_call_costs(sources, wall);
     }
     if signo != 0 {
         outln!("stopped by signal {signo}; every reading taken is in the CSV");

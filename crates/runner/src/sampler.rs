@@ -9,7 +9,7 @@ use powerlab_campaign::Limits;
 use powerlab_core::hw::{HwError, PowerSource};
 use powerlab_core::sample::ClockEventBits;
 use powerlab_core::units::NS_PER_MS;
-use powerlab_core::{Instrument, RunClock};
+use powerlab_core::{Instrument, RunClock, Sample};
 use powerlab_rundir::{RawWriter, RunEvent};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -87,16 +87,59 @@ struct State {
 /// Spawns the sampler of one GPU.
 pub fn spawn_sampler(
     idx: usize,
-    mut source: Box<dyn PowerSource>,
-    mut writer: RawWriter,
+    source: Box<dyn PowerSource>,
+    writer: RawWriter,
     clock: RunClock,
     cfg: SamplerConfig,
     tx: mpsc::UnboundedSender<SamplerMsg>,
     mut stop: watch::Receiver<bool>,
 ) -> JoinHandle<SamplerStats> {
     tokio::spawn(async move {
+        let mut sampler = Sampler::new(idx, source, writer, clock, cfg, tx);
+        let mut poll = tokio::time::interval(Duration::from_nanos(sampler.cfg.poll_ns as u64));
+        poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            let stopping = tokio::select! {
+                _ = poll.tick() => false,
+                _ = stop.wait_for(|v| *v) => true,
+            };
+            sampler.tick(stopping);
+            if stopping {
+                break;
+            }
+        }
+        sampler.stats
+    })
+}
+
+/// One GPU's sampler between ticks: its source and raw file, what it has
+/// told the coordinator, and when each kind of read last ran.
+struct Sampler {
+    source: Box<dyn PowerSource>,
+    writer: RawWriter,
+    clock: RunClock,
+    cfg: SamplerConfig,
+    tx: mpsc::UnboundedSender<SamplerMsg>,
+    st: State,
+    stats: SamplerStats,
+    last_buffer: Option<i64>,
+    last_fields: Option<i64>,
+    last_status: Option<i64>,
+    /// False once a write failed: nothing more is written.
+    write_ok: bool,
+}
+
+impl Sampler {
+    fn new(
+        idx: usize,
+        source: Box<dyn PowerSource>,
+        writer: RawWriter,
+        clock: RunClock,
+        cfg: SamplerConfig,
+        tx: mpsc::UnboundedSender<SamplerMsg>,
+    ) -> Self {
         let key = source.identity().key.clone();
-        let mut st = State {
+        let st = State {
             idx,
             key: key.clone(),
             fatal_sent: false,
@@ -104,124 +147,165 @@ pub fn spawn_sampler(
             consecutive_fail_ns: 0,
             last_buffered_ts: None,
         };
-        let mut stats = SamplerStats {
+        let stats = SamplerStats {
             gpu: key,
             buffered_span_ns: (0, 0),
             ..Default::default()
         };
-        let mut poll = tokio::time::interval(Duration::from_nanos(cfg.poll_ns as u64));
-        poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut last_status: Option<i64> = None;
-        let mut last_fields: Option<i64> = None;
-        let mut last_buffer: Option<i64> = None;
-        let mut write_ok = true;
-        loop {
-            let stopping = tokio::select! {
-                _ = poll.tick() => false,
-                _ = stop.wait_for(|v| *v) => true,
-            };
-            let now = clock.now_ns();
-            let t0 = std::time::Instant::now();
-            let mut batch = Vec::new();
-            match source.read_instant(now) {
-                Ok(s) => {
-                    st.consecutive_fail_ns = 0;
-                    batch.push(s);
-                }
-                Err(e) => handle_read_error(&mut st, &mut stats, &cfg, &tx, now, e),
+        Sampler {
+            source,
+            writer,
+            clock,
+            cfg,
+            tx,
+            st,
+            stats,
+            last_buffer: None,
+            last_fields: None,
+            last_status: None,
+            write_ok: true,
+        }
+    }
+
+    /// One poll: read what is due (everything when `stopping`), forward
+    /// device events, account the buffered samples, write the batch.
+    fn tick(&mut self, stopping: bool) {
+        let now = self.clock.now_ns();
+        let t0 = std::time::Instant::now();
+        let batch = self.read_due(now, stopping);
+        self.forward_events(now);
+        self.stats.read_time_ns += t0.elapsed().as_nanos() as i64;
+        self.account_buffered(&batch);
+        if self.write_ok {
+            self.write(&batch, now, stopping);
+        }
+    }
+
+    /// The instant field every poll; buffered samples, fields and status
+    /// when their period has passed.
+    fn read_due(&mut self, now: i64, stopping: bool) -> Vec<Sample> {
+        let mut batch = Vec::new();
+        match self.source.read_instant(now) {
+            Ok(s) => {
+                self.st.consecutive_fail_ns = 0;
+                batch.push(s);
             }
-            if last_buffer.is_none_or(|t| now - t >= cfg.buffer_ns) || stopping {
-                last_buffer = Some(now);
-                match source.drain_buffered(now) {
-                    Ok(s) => batch.extend(s),
-                    Err(e) => handle_read_error(&mut st, &mut stats, &cfg, &tx, now, e),
-                }
-            }
-            if last_fields.is_none_or(|t| now - t >= cfg.fields_ns) || stopping {
-                last_fields = Some(now);
-                match source.read_fields(now) {
-                    Ok(s) => batch.extend(s),
-                    Err(e) => handle_read_error(&mut st, &mut stats, &cfg, &tx, now, e),
-                }
-            }
-            if last_status.is_none_or(|t| now - t >= cfg.status_ns) || stopping {
-                last_status = Some(now);
-                match source.read_status(now) {
-                    Ok(s) => {
-                        check_status(&mut st, &cfg, &tx, now, &s);
-                        batch.extend(s);
-                    }
-                    Err(e) => handle_read_error(&mut st, &mut stats, &cfg, &tx, now, e),
-                }
-            }
-            for ev in source.drain_events(now) {
-                let reason = ev.fatal.then(|| {
-                    StopReason::Failed(format!("{} on {}: {}", ev.kind, ev.gpu, ev.detail))
-                });
-                let _ = tx.send(SamplerMsg::event(
-                    RunEvent::Fault {
-                        ts_ns: ev.ts_ns,
-                        gpu: Some(ev.gpu.clone()),
-                        kind: ev.kind.clone(),
-                        detail: ev.detail.clone(),
-                        fatal: ev.fatal,
-                    },
-                    reason,
-                ));
-            }
-            stats.read_time_ns += t0.elapsed().as_nanos() as i64;
-            let mut latest_w = None;
-            for s in batch
-                .iter()
-                .filter(|s| s.instrument == Instrument::BufferedW)
-            {
-                if let Some(prev) = st.last_buffered_ts {
-                    stats.max_buffered_gap_ns = stats.max_buffered_gap_ns.max(s.ts_ns - prev);
-                } else {
-                    stats.buffered_span_ns.0 = s.ts_ns;
-                }
-                st.last_buffered_ts = Some(s.ts_ns);
-                stats.buffered_span_ns.1 = s.ts_ns;
-                stats.buffered_samples += 1;
-                latest_w = Some(s.value);
-            }
-            if let Some(w) = latest_w {
-                let _ = tx.send(SamplerMsg::Power { gpu: idx, watts: w });
-            }
-            if write_ok {
-                let result = writer.write(&batch).and_then(|_| {
-                    if stopping {
-                        writer.flush(now)
-                    } else {
-                        writer.flush_if_due(now, cfg.flush_ns).map(|_| ())
-                    }
-                });
-                match result {
-                    Ok(()) => stats.rows = writer.rows(),
-                    Err(e) => {
-                        write_ok = false;
-                        let detail = format!(
-                            "writing raw samples failed: {e}; the load is stopped rather than run blind"
-                        );
-                        let _ = tx.send(SamplerMsg::event(
-                            RunEvent::Fault {
-                                ts_ns: now,
-                                gpu: Some(st.key.clone()),
-                                kind: "disk".into(),
-                                detail: detail.clone(),
-                                fatal: true,
-                            },
-                            Some(StopReason::Failed(detail)),
-                        ));
-                    }
-                }
-            }
-            if stopping {
-                break;
+            Err(e) => self.read_error(now, e),
+        }
+        if due(&mut self.last_buffer, now, self.cfg.buffer_ns, stopping) {
+            match self.source.drain_buffered(now) {
+                Ok(s) => batch.extend(s),
+                Err(e) => self.read_error(now, e),
             }
         }
-        stats
-    })
+        if due(&mut self.last_fields, now, self.cfg.fields_ns, stopping) {
+            match self.source.read_fields(now) {
+                Ok(s) => batch.extend(s),
+                Err(e) => self.read_error(now, e),
+            }
+        }
+        if due(&mut self.last_status, now, self.cfg.status_ns, stopping) {
+            match self.source.read_status(now) {
+                Ok(s) => {
+                    check_status(&mut self.st, &self.cfg, &self.tx, now, &s);
+                    batch.extend(s);
+                }
+                Err(e) => self.read_error(now, e),
+            }
+        }
+        batch
+    }
+
+    fn read_error(&mut self, now: i64, e: HwError) {
+        handle_read_error(&mut self.st, &mut self.stats, &self.cfg, &self.tx, now, e);
+    }
+
+    /// Device events (Xid, lost GPU, …) to the coordinator; a fatal one stops the run.
+    fn forward_events(&mut self, now: i64) {
+        for ev in self.source.drain_events(now) {
+            let reason = ev
+                .fatal
+                .then(|| StopReason::Failed(format!("{} on {}: {}", ev.kind, ev.gpu, ev.detail)));
+            let _ = self.tx.send(SamplerMsg::event(
+                RunEvent::Fault {
+                    ts_ns: ev.ts_ns,
+                    gpu: Some(ev.gpu.clone()),
+                    kind: ev.kind.clone(),
+                    detail: ev.detail.clone(),
+                    fatal: ev.fatal,
+                },
+                reason,
+            ));
+        }
+    }
+
+    /// Counts the buffered samples and their gaps, and sends the latest
+    /// buffered power to the node-power interlock.
+    fn account_buffered(&mut self, batch: &[Sample]) {
+        let (st, stats) = (&mut self.st, &mut self.stats);
+        let mut latest_w = None;
+        for s in batch
+            .iter()
+            .filter(|s| s.instrument == Instrument::BufferedW)
+        {
+            if let Some(prev) = st.last_buffered_ts {
+                stats.max_buffered_gap_ns = stats.max_buffered_gap_ns.max(s.ts_ns - prev);
+            } else {
+                stats.buffered_span_ns.0 = s.ts_ns;
+            }
+            st.last_buffered_ts = Some(s.ts_ns);
+            stats.buffered_span_ns.1 = s.ts_ns;
+            stats.buffered_samples += 1;
+            latest_w = Some(s.value);
+        }
+        if let Some(w) = latest_w {
+            let _ = self.tx.send(SamplerMsg::Power {
+                gpu: st.idx,
+                watts: w,
+            });
+        }
+    }
+
+    /// Appends the batch to the raw file and flushes when due (always when
+    /// stopping); a failed write stops the run rather than run it blind.
+    fn write(&mut self, batch: &[Sample], now: i64, stopping: bool) {
+        let result = self.writer.write(batch).and_then(|_| {
+            if stopping {
+                self.writer.flush(now)
+            } else {
+                self.writer.flush_if_due(now, self.cfg.flush_ns).map(|_| ())
+            }
+        });
+        match result {
+            Ok(()) => self.stats.rows = self.writer.rows(),
+            Err(e) => {
+                self.write_ok = false;
+                let detail = format!(
+                    "writing raw samples failed: {e}; the load is stopped rather than run blind"
+                );
+                let _ = self.tx.send(SamplerMsg::event(
+                    RunEvent::Fault {
+                        ts_ns: now,
+                        gpu: Some(self.st.key.clone()),
+                        kind: "disk".into(),
+                        detail: detail.clone(),
+                        fatal: true,
+                    },
+                    Some(StopReason::Failed(detail)),
+                ));
+            }
+        }
+    }
+}
+
+/// Whether a read of period `period_ns` is due at `now` (always when
+/// `stopping`); if so, `last` becomes `now`.
+fn due(last: &mut Option<i64>, now: i64, period_ns: i64, stopping: bool) -> bool {
+    let due = last.is_none_or(|t| now - t >= period_ns) || stopping;
+    if due {
+        *last = Some(now);
+    }
+    due
 }
 
 fn handle_read_error(
@@ -282,7 +366,7 @@ fn check_status(
     cfg: &SamplerConfig,
     tx: &mpsc::UnboundedSender<SamplerMsg>,
     now: i64,
-    samples: &[powerlab_core::Sample],
+    samples: &[Sample],
 ) {
     for s in samples {
         let trip = match s.instrument {

@@ -1,20 +1,24 @@
 //! One simulated GPU: the true power waveform and the instruments that
 //! observe it. Time advances only when someone asks (`advance_to`), in fixed
 //! steps, so the result is a pure function of the demand program and seed.
+//! This file holds the physics; the reads the instruments answer are in
+//! `device/instruments.rs`.
 
 use crate::board::Controller;
 use crate::clocking::{DropSchedule, SampleClock};
 use crate::faults::GpuFaults;
 use crate::profile::Profile;
-use powerlab_core::sample::ClockEventBits;
 use powerlab_core::shape::{LoadKind, LoadShape};
 use powerlab_core::units::{
-    NS_PER_MS, j_to_mj, ms_to_ns_f64, ms_to_ns_trunc, ms_to_s, ns_f64_to_s, ns_to_s,
+    NS_PER_MS, NS_PER_S, NS_PER_US, j_to_mj, ms_to_ns_f64, ms_to_ns_trunc, ms_to_s, ns_f64_to_s,
+    ns_to_s,
 };
-use powerlab_core::{EpochNs, HwError, Instrument, Sample};
+use powerlab_core::{EpochNs, Instrument, Sample};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::VecDeque;
+
+mod instruments;
 
 /// What the GPU is asked to do from some time on.
 #[derive(Debug, Clone, PartialEq)]
@@ -154,7 +158,7 @@ impl SimDevice {
         let mut rng = ChaCha8Rng::seed_from_u64(
             seed ^ (0x9E37_79B9_7F4A_7C15u64.wrapping_mul(index as u64 + 1)),
         );
-        let dt_ns = step_us * 1000;
+        let dt_ns = step_us * NS_PER_US;
         let dt_s = ns_to_s(dt_ns);
         let window = profile
             .average_window_ms
@@ -418,7 +422,7 @@ impl SimDevice {
                 // 7 to 1 ms before the sample), 15 to 19 ms before the next
                 // one: the burst has decayed before that one's window opens.
                 let to_next = self.buffered_clock.peek() - mid;
-                if (15_000_000..19_000_000).contains(&to_next) {
+                if (15 * NS_PER_MS..19 * NS_PER_MS).contains(&to_next) {
                     want += w;
                 }
             }
@@ -522,190 +526,9 @@ impl SimDevice {
     /// The injected drift of the load's demand at `t`, W (a GPU held at its
     /// power cap absorbs it, as a real board does).
     fn drift_w(&self, t: EpochNs) -> f64 {
-        self.faults
-            .drift_w_per_10min
-            .map_or(0.0, |d| d * (t - self.run_start_ns).max(0) as f64 / 600e9)
-    }
-
-    fn read_guard(&mut self, now: EpochNs) -> Result<(), HwError> {
-        if self.lost(now) {
-            return Err(HwError::DeviceFailed {
-                gpu: format!("gpu{}", self.index),
-                detail: "NVML_ERROR_GPU_IS_LOST: the GPU has fallen off the bus (simulated)".into(),
-            });
-        }
-        self.reads += 1;
-        let every = self.faults.nvml_error_every;
-        if every > 0 && self.reads.is_multiple_of(u64::from(every)) {
-            return Err(HwError::Transient {
-                gpu: format!("gpu{}", self.index),
-                detail: "NVML_ERROR_TIMEOUT (simulated)".into(),
-            });
-        }
-        Ok(())
-    }
-
-    fn update_fields(&mut self, now: EpochNs) {
-        while let Some((visible, v)) = self.fields_pending.front() {
-            if *visible > now {
-                break;
-            }
-            self.fields_now = *v;
-            self.fields_pending.pop_front();
-        }
-    }
-
-    /// Buffered samples readable by `now`.
-    ///
-    /// # Errors
-    ///
-    /// Returns [`HwError::DeviceFailed`] if the simulated GPU has been lost
-    /// by `now` (an injected lost-GPU fault), and [`HwError::Transient`] on
-    /// every `nvml_error_every`-th read when that fault is injected.
-    pub fn drain_buffered(&mut self, now: EpochNs) -> Result<Vec<Sample>, HwError> {
-        self.advance_to(now);
-        self.read_guard(now)?;
-        let mut out = Vec::new();
-        while let Some((visible, s)) = self.buffered.front() {
-            if *visible > now {
-                break;
-            }
-            out.push(*s);
-            self.buffered.pop_front();
-        }
-        Ok(out)
-    }
-
-    /// One read of the instant field.
-    ///
-    /// # Errors
-    ///
-    /// Returns [`HwError::DeviceFailed`] if the simulated GPU has been lost
-    /// by `now` (an injected lost-GPU fault), and [`HwError::Transient`] on
-    /// every `nvml_error_every`-th read when that fault is injected.
-    pub fn read_instant(&mut self, now: EpochNs) -> Result<Sample, HwError> {
-        self.advance_to(now);
-        self.read_guard(now)?;
-        self.update_fields(now);
-        Ok(Sample {
-            ts_ns: now,
-            instrument: Instrument::InstantW,
-            value: self.fields_now[0],
+        self.faults.drift_w_per_10min.map_or(0.0, |d| {
+            d * (t - self.run_start_ns).max(0) as f64 / (600 * NS_PER_S) as f64
         })
-    }
-
-    /// One read of the average field and the energy counter.
-    ///
-    /// # Errors
-    ///
-    /// Returns [`HwError::DeviceFailed`] if the simulated GPU has been lost
-    /// by `now` (an injected lost-GPU fault), and [`HwError::Transient`] on
-    /// every `nvml_error_every`-th read when that fault is injected.
-    pub fn read_fields(&mut self, now: EpochNs) -> Result<Vec<Sample>, HwError> {
-        self.advance_to(now);
-        self.read_guard(now)?;
-        self.update_fields(now);
-        Ok(vec![
-            Sample {
-                ts_ns: now,
-                instrument: Instrument::AverageW,
-                value: self.fields_now[1],
-            },
-            Sample {
-                ts_ns: now,
-                instrument: Instrument::EnergyMj,
-                value: self.fields_now[2],
-            },
-        ])
-    }
-
-    /// One read of clocks, temperatures, clock-event reasons and limit.
-    ///
-    /// # Errors
-    ///
-    /// Returns [`HwError::DeviceFailed`] if the simulated GPU has been lost
-    /// by `now` (an injected lost-GPU fault), and [`HwError::Transient`] on
-    /// every `nvml_error_every`-th read when that fault is injected.
-    pub fn read_status(&mut self, now: EpochNs) -> Result<Vec<Sample>, HwError> {
-        self.advance_to(now);
-        self.read_guard(now)?;
-        let p = &self.profile;
-        let loaded = self.power_w > p.idle_w + 0.1 * (p.power_limit_w - p.idle_w);
-        let mut bits = 0u64;
-        let cap = self.controller.cap();
-        let throttled = self.thermal_factor < 0.99;
-        let sm = if loaded {
-            p.sm_clock_max_mhz * (cap * self.thermal_factor).powf(0.6)
-        } else if self.has_context(now) {
-            p.sm_clock_idle_mhz
-        } else {
-            p.sm_clock_bare_mhz
-        };
-        if !loaded {
-            bits |= ClockEventBits::GPU_IDLE;
-        }
-        if cap < 0.97 {
-            bits |= ClockEventBits::SW_POWER_CAP;
-        }
-        if loaded && throttled {
-            bits |= ClockEventBits::SW_THERMAL_SLOWDOWN;
-        }
-        if self.brake(now) {
-            bits |= ClockEventBits::HW_SLOWDOWN | ClockEventBits::HW_POWER_BRAKE_SLOWDOWN;
-        }
-        Ok(vec![
-            Sample {
-                ts_ns: now,
-                instrument: Instrument::SmClockMhz,
-                value: sm.round(),
-            },
-            Sample {
-                ts_ns: now,
-                instrument: Instrument::MemClockMhz,
-                value: p.mem_clock_mhz,
-            },
-            Sample {
-                ts_ns: now,
-                instrument: Instrument::GpuTempC,
-                value: self.temp_c.round(),
-            },
-            Sample {
-                ts_ns: now,
-                instrument: Instrument::MemTempC,
-                value: (self.temp_c + 6.0).round(),
-            },
-            Sample {
-                ts_ns: now,
-                instrument: Instrument::ClockEvents,
-                value: bits as f64,
-            },
-            Sample {
-                ts_ns: now,
-                instrument: Instrument::PowerLimitW,
-                value: p.power_limit_w,
-            },
-            Sample {
-                ts_ns: now,
-                instrument: Instrument::PowerCapTimeNs,
-                value: self.power_cap_ns as f64,
-            },
-            Sample {
-                ts_ns: now,
-                instrument: Instrument::ThermalCapTimeNs,
-                value: self.thermal_cap_ns as f64,
-            },
-        ])
-    }
-
-    /// An Xid event, once, if one is injected and due.
-    pub fn take_xid(&mut self, now: EpochNs) -> Option<(EpochNs, u32)> {
-        let (at, code) = self.faults.xid_at_ns?;
-        let at = self.run_start_ns + at;
-        if self.xid_reported || now < at {
-            return None;
-        }
-        self.xid_reported = true;
-        Some((at, code))
     }
 
     /// A normally distributed number (for edge jitter), deterministic.
@@ -715,74 +538,4 @@ impl SimDevice {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn setup(faults: GpuFaults, record_truth: bool) -> DeviceSetup {
-        DeviceSetup {
-            profile: Profile::h200(),
-            index: 0,
-            faults,
-            run_start_ns: 0,
-            seed: 1,
-            node_seed: 1,
-            step_us: 250,
-            record_truth,
-        }
-    }
-
-    fn dev() -> SimDevice {
-        SimDevice::new(setup(GpuFaults::default(), true))
-    }
-
-    #[test]
-    fn sustained_virus_settles_at_the_cap_after_overshooting() {
-        let mut d = dev();
-        d.set_demand(1_000_000_000, Demand::KeepWarm(LoadKind::Virus));
-        d.advance_to(6_000_000_000);
-        let t = d.truth().unwrap();
-        let peak = t.power_w[1000..1200].iter().cloned().fold(0.0f32, f32::max);
-        assert!(peak > 760.0 && peak < 960.0, "overshoot peak {peak}");
-        let settled = t.mean_between(4_000_000_000, 6_000_000_000).unwrap();
-        assert!((settled - 700.0).abs() < 14.0, "settled {settled}");
-        // No context was created: the bare idle before the load.
-        let idle = t.mean_between(100_000_000, 900_000_000).unwrap();
-        assert!((idle - 60.0).abs() < 1.0, "idle {idle}");
-    }
-
-    #[test]
-    fn buffered_samples_come_every_20ms_and_are_bounded_by_the_ring() {
-        let mut d = dev();
-        let s = d.drain_buffered(1_000_000_000).unwrap();
-        let n = s
-            .iter()
-            .filter(|s| s.instrument == Instrument::BufferedW)
-            .count();
-        assert!((48..=51).contains(&n), "{n} buffered samples in 1 s");
-        // Not reading for 5 s loses what the 119-sample ring cannot hold.
-        let s = d.drain_buffered(6_000_000_000).unwrap();
-        let n = s
-            .iter()
-            .filter(|s| s.instrument == Instrument::BufferedW)
-            .count();
-        assert!(
-            (117..=119).contains(&n),
-            "{n} samples survive in a 119-sample ring"
-        );
-        assert!(d.buffered_lost > 100);
-    }
-
-    #[test]
-    fn lost_gpu_reads_fail() {
-        let f = GpuFaults {
-            lost_at_ns: Some(500_000_000),
-            ..Default::default()
-        };
-        let mut d = SimDevice::new(setup(f, false));
-        assert!(d.drain_buffered(400_000_000).is_ok());
-        assert!(matches!(
-            d.read_instant(600_000_000),
-            Err(HwError::DeviceFailed { .. })
-        ));
-    }
-}
+mod tests;

@@ -108,6 +108,127 @@ fn gpu_index(target: &str) -> Option<usize> {
     canonical.then(|| digits.parse().ok()).flatten()
 }
 
+/// The node fault written without a value: NCCL is not installed.
+const NODE_FLAG_NO_NCCL: &str = "no_nccl";
+
+/// Sets one fault from its value (the text after `=`); an error says what
+/// is wrong with the value.
+type SetNode = fn(&mut FaultPlan, &str) -> Result<(), String>;
+
+/// The node faults written `node:key=value`: key, how it is written, setter.
+const NODE_FAULTS: &[(&str, &str, SetNode)] = &[
+    ("cuda_init", "cuda_init=CODE", |p, v| {
+        p.cuda_init_error = Some(
+            v.trim()
+                .parse()
+                .map_err(|_| format!("`{v}` is not a CUDA error code"))?,
+        );
+        Ok(())
+    }),
+    ("fabric", "fabric=STATE", |p, v| {
+        p.fabric_state = Some(v.trim().to_string());
+        Ok(())
+    }),
+    ("clock_offset", "clock_offset=±TIME", |p, v| {
+        p.clock_offset_ns = parse_signed_duration_ns(v)?;
+        Ok(())
+    }),
+    ("die_at", "die_at=TIME", |p, v| {
+        p.die_at_ns = Some(parse_duration_ns(v)?);
+        Ok(())
+    }),
+];
+
+/// Sets one GPU fault from its value (the text after `=`).
+type SetGpu = fn(&mut GpuFaults, &str) -> Result<(), String>;
+
+/// The GPU faults written `gpuN:key=value`, in the order the error for an
+/// unknown key lists them.
+const GPU_FAULTS: &[(&str, SetGpu)] = &[
+    ("cold_start", |f, v| {
+        f.cold_start_ns = Some(parse_duration_ns(v)?);
+        Ok(())
+    }),
+    ("lost_at", |f, v| {
+        f.lost_at_ns = Some(parse_duration_ns(v)?);
+        Ok(())
+    }),
+    ("xid_at", |f, v| {
+        let (t, code) = v
+            .split_once('@')
+            .ok_or_else(|| "xid_at needs TIME@CODE, e.g. 30s@79".to_string())?;
+        let code: u32 = code
+            .parse()
+            .map_err(|_| format!("`{code}` is not an Xid code"))?;
+        f.xid_at_ns = Some((parse_duration_ns(t)?, code));
+        Ok(())
+    }),
+    ("power_brake_at", |f, v| {
+        f.power_brake_at_ns = Some(parse_duration_ns(v)?);
+        Ok(())
+    }),
+    ("nccl_hang_at", |f, v| {
+        f.nccl_hang_at_ns = Some(parse_duration_ns(v)?);
+        Ok(())
+    }),
+    ("late_falls_at", |f, v| {
+        let (t, late) = v
+            .split_once('@')
+            .ok_or_else(|| "late_falls_at needs TIME@LATENESS, e.g. 20s@300us".to_string())?;
+        f.late_falls = Some((parse_duration_ns(t)?, parse_duration_ns(late)?));
+        Ok(())
+    }),
+    ("nvml_error_every", |f, v| {
+        f.nvml_error_every = v
+            .parse()
+            .ok()
+            .filter(|n: &u32| *n >= 1)
+            .ok_or_else(|| format!("`{v}` is not a count of reads of 1 or more"))?;
+        Ok(())
+    }),
+    ("extra_c_per_w", |f, v| {
+        f.extra_c_per_w = ranged(v, 0.0..=1.0, "a heating coefficient between 0 and 1 °C/W")?;
+        Ok(())
+    }),
+    ("power_limit_w", |f, v| {
+        f.power_limit_w = Some(ranged(
+            v,
+            50.0..=5000.0,
+            "a power limit a GPU can have (50 to 5000 W)",
+        )?);
+        Ok(())
+    }),
+    ("spikes_w", |f, v| {
+        f.spikes_w = Some(ranged(v, 1.0..=2000.0, "a burst of 1 to 2000 W")?);
+        Ok(())
+    }),
+    ("thermal_limit_c", |f, v| {
+        f.thermal_limit_c = Some(ranged(
+            v,
+            20.0..=120.0,
+            "a slowdown temperature (20 to 120 °C)",
+        )?);
+        Ok(())
+    }),
+    ("drift_w_per_10min", |f, v| {
+        f.drift_w_per_10min = Some(ranged(
+            v,
+            -500.0..=500.0,
+            "a drift of −500 to 500 W per 10 min",
+        )?);
+        Ok(())
+    }),
+];
+
+/// A finite number within `range`; otherwise "`value` is not `what`".
+fn ranged(value: &str, range: std::ops::RangeInclusive<f64>, what: &str) -> Result<f64, String> {
+    value
+        .parse()
+        .ok()
+        .filter(|v: &f64| v.is_finite() && range.contains(v))
+        .ok_or_else(|| format!("`{value}` is not {what}"))
+}
+
 impl FaultPlan {
     /// Parses fault specs. Each is `node:no_nccl`, `node:key=value` with keys
     /// cuda_init, fabric, clock_offset, die_at, or `gpuN:key=value` with
@@ -132,30 +253,9 @@ impl FaultPlan {
             let (target, rest) = spec.split_once(':').ok_or_else(|| {
                 format!("fault `{spec}`: expected `node:no_nccl` or `gpuN:key=value`")
             })?;
+            let bad = |e: String| format!("fault `{spec}`: {e}");
             if target == "node" {
-                let bad = |e: String| format!("fault `{spec}`: {e}");
-                match rest.split_once('=') {
-                    None if rest == "no_nccl" => plan.no_nccl = true,
-                    Some(("cuda_init", v)) => {
-                        plan.cuda_init_error = Some(
-                            v.trim()
-                                .parse()
-                                .map_err(|_| bad(format!("`{v}` is not a CUDA error code")))?,
-                        )
-                    }
-                    Some(("fabric", v)) => plan.fabric_state = Some(v.trim().to_string()),
-                    Some(("clock_offset", v)) => {
-                        plan.clock_offset_ns = parse_signed_duration_ns(v).map_err(bad)?
-                    }
-                    Some(("die_at", v)) => {
-                        plan.die_at_ns = Some(parse_duration_ns(v).map_err(bad)?)
-                    }
-                    _ => {
-                        return Err(bad(format!(
-                            "unknown node fault `{rest}` (allowed: no_nccl, cuda_init=CODE, fabric=STATE, clock_offset=±TIME, die_at=TIME)"
-                        )));
-                    }
-                }
+                plan.set_node_fault(rest).map_err(bad)?;
                 continue;
             }
             let idx = gpu_index(target).ok_or_else(|| {
@@ -167,111 +267,45 @@ impl FaultPlan {
                 .split_once('=')
                 .ok_or_else(|| format!("fault `{spec}`: expected key=value"))?;
             let f = plan.gpus.entry(idx).or_default();
-            let bad = |e: String| format!("fault `{spec}`: {e}");
-            match key {
-                "cold_start" => f.cold_start_ns = Some(parse_duration_ns(value).map_err(bad)?),
-                "lost_at" => f.lost_at_ns = Some(parse_duration_ns(value).map_err(bad)?),
-                "nccl_hang_at" => f.nccl_hang_at_ns = Some(parse_duration_ns(value).map_err(bad)?),
-                "power_brake_at" => {
-                    f.power_brake_at_ns = Some(parse_duration_ns(value).map_err(bad)?)
-                }
-                "xid_at" => {
-                    let (t, code) = value
-                        .split_once('@')
-                        .ok_or_else(|| bad("xid_at needs TIME@CODE, e.g. 30s@79".into()))?;
-                    let code: u32 = code
-                        .parse()
-                        .map_err(|_| bad(format!("`{code}` is not an Xid code")))?;
-                    f.xid_at_ns = Some((parse_duration_ns(t).map_err(bad)?, code));
-                }
-                "late_falls_at" => {
-                    let (t, late) = value.split_once('@').ok_or_else(|| {
-                        bad("late_falls_at needs TIME@LATENESS, e.g. 20s@300us".into())
-                    })?;
-                    f.late_falls = Some((
-                        parse_duration_ns(t).map_err(bad)?,
-                        parse_duration_ns(late).map_err(bad)?,
-                    ));
-                }
-                "nvml_error_every" => {
-                    f.nvml_error_every =
-                        value
-                            .parse()
-                            .ok()
-                            .filter(|n: &u32| *n >= 1)
-                            .ok_or_else(|| {
-                                bad(format!("`{value}` is not a count of reads of 1 or more"))
-                            })?
-                }
-                "extra_c_per_w" => {
-                    f.extra_c_per_w = value
-                        .parse()
-                        .ok()
-                        .filter(|v: &f64| v.is_finite() && (0.0..=1.0).contains(v))
-                        .ok_or_else(|| {
-                            bad(format!(
-                                "`{value}` is not a heating coefficient between 0 and 1 °C/W"
-                            ))
-                        })?
-                }
-                "power_limit_w" => {
-                    f.power_limit_w = Some(
-                        value
-                            .parse()
-                            .ok()
-                            .filter(|v: &f64| v.is_finite() && (50.0..=5000.0).contains(v))
-                            .ok_or_else(|| {
-                                bad(format!(
-                                    "`{value}` is not a power limit a GPU can have (50 to 5000 W)"
-                                ))
-                            })?,
-                    )
-                }
-                "spikes_w" => {
-                    f.spikes_w = Some(
-                        value
-                            .parse()
-                            .ok()
-                            .filter(|v: &f64| v.is_finite() && (1.0..=2000.0).contains(v))
-                            .ok_or_else(|| {
-                                bad(format!("`{value}` is not a burst of 1 to 2000 W"))
-                            })?,
-                    )
-                }
-                "thermal_limit_c" => {
-                    f.thermal_limit_c = Some(
-                        value
-                            .parse()
-                            .ok()
-                            .filter(|v: &f64| v.is_finite() && (20.0..=120.0).contains(v))
-                            .ok_or_else(|| {
-                                bad(format!(
-                                    "`{value}` is not a slowdown temperature (20 to 120 °C)"
-                                ))
-                            })?,
-                    )
-                }
-                "drift_w_per_10min" => {
-                    f.drift_w_per_10min = Some(
-                        value
-                            .parse()
-                            .ok()
-                            .filter(|v: &f64| v.is_finite() && (-500.0..=500.0).contains(v))
-                            .ok_or_else(|| {
-                                bad(format!(
-                                    "`{value}` is not a drift of −500 to 500 W per 10 min"
-                                ))
-                            })?,
-                    )
-                }
-                other => {
-                    return Err(bad(format!(
-                        "unknown key `{other}` (allowed: cold_start, lost_at, xid_at, power_brake_at, nccl_hang_at, late_falls_at, nvml_error_every, extra_c_per_w, power_limit_w, spikes_w, thermal_limit_c, drift_w_per_10min)"
-                    )));
-                }
-            }
+            let set = GPU_FAULTS
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, set)| set)
+                .ok_or_else(|| {
+                    let allowed: Vec<&str> = GPU_FAULTS.iter().map(|(k, _)| *k).collect();
+                    bad(format!(
+                        "unknown key `{key}` (allowed: {})",
+                        allowed.join(", ")
+                    ))
+                })?;
+            set(f, value).map_err(bad)?;
         }
         Ok(plan)
+    }
+
+    /// Sets one node fault, written `no_nccl` or `key=value` (the part of
+    /// the spec after `node:`).
+    fn set_node_fault(&mut self, rest: &str) -> Result<(), String> {
+        if rest == NODE_FLAG_NO_NCCL {
+            self.no_nccl = true;
+            return Ok(());
+        }
+        let set = rest.split_once('=').and_then(|(key, value)| {
+            NODE_FAULTS
+                .iter()
+                .find(|(k, _, _)| *k == key)
+                .map(|(_, _, set)| (set, value))
+        });
+        match set {
+            Some((set, value)) => set(self, value),
+            None => {
+                let allowed: Vec<&str> = NODE_FAULTS.iter().map(|(_, usage, _)| *usage).collect();
+                Err(format!(
+                    "unknown node fault `{rest}` (allowed: {NODE_FLAG_NO_NCCL}, {})",
+                    allowed.join(", ")
+                ))
+            }
+        }
     }
 
     /// Refuses faults aimed at GPUs the node does not have (they would
@@ -356,7 +390,7 @@ mod tests {
             assert!(e.contains("is not gpuN"), "{bad}: {e}");
         }
         let p = FaultPlan::parse(&["gpu0:lost_at=1s".into(), "gpu10:lost_at=2s".into()]).unwrap();
-        assert_eq!(p.gpu(0).lost_at_ns, Some(1_000_000_000));
+        assert_eq!(p.gpu(0).lost_at_ns, Some(NS_PER_S));
         assert_eq!(p.gpu(10).lost_at_ns, Some(2_000_000_000));
     }
 }
