@@ -7,6 +7,7 @@
 //! campaign into the exact schedule the runner executes (every rung, repeat
 //! and per-GPU offset), which is also what `powerlab plan` prints.
 
+mod ctx;
 pub mod detune;
 pub mod disk;
 pub mod error;

@@ -2,9 +2,9 @@
 //! per source, its `kind` deciding which keys it may have. A password is
 //! never accepted here, only the variable or file that holds it.
 
+use crate::ctx::Ctx;
 use crate::error::CampaignError;
 use crate::model::{NodePowerKind, NodePowerSpec, RedfishAuth};
-use crate::parse::Ctx;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use toml::Spanned;

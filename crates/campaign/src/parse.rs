@@ -1,5 +1,6 @@
 //! TOML → validated [`Campaign`], with every error located in the file.
 
+use crate::ctx::Ctx;
 use crate::error::{CampaignError, line_col};
 use crate::model::*;
 use powerlab_core::Collective;
@@ -118,100 +119,6 @@ pub const MAX_PERIODS: usize = 1_000;
 
 const PHASE_KINDS: &str = "idle, sustained, duty, nccl, soak";
 const MODES: &str = "in_phase, staggered";
-
-pub(crate) struct Ctx<'a> {
-    file: &'a str,
-    source: &'a str,
-}
-
-impl Ctx<'_> {
-    pub(crate) fn err(
-        &self,
-        span: Range<usize>,
-        field: impl Into<String>,
-        message: impl Into<String>,
-        allowed: Option<&str>,
-    ) -> CampaignError {
-        let (line, column) = line_col(self.source, span.start);
-        CampaignError {
-            file: self.file.to_string(),
-            line,
-            column,
-            field: Some(field.into()),
-            message: message.into(),
-            allowed: allowed.map(str::to_string),
-        }
-    }
-
-    /// A number in `lo..=hi` (`lo` excluded when `lo_open`), else an error
-    /// that states the range.
-    pub(crate) fn ranged(
-        &self,
-        v: &Option<Spanned<f64>>,
-        field: &str,
-        default: f64,
-        (lo, hi): (f64, f64),
-        lo_open: bool,
-    ) -> Result<f64, CampaignError> {
-        let Some(s) = v else { return Ok(default) };
-        let x = *s.get_ref();
-        let above = if lo_open { x > lo } else { x >= lo };
-        if x.is_finite() && above && x <= hi {
-            return Ok(x);
-        }
-        let allowed = format!("{lo} {} {field} <= {hi}", if lo_open { "<" } else { "<=" });
-        Err(self.err(
-            s.span(),
-            field,
-            format!("{x} is out of range"),
-            Some(&allowed),
-        ))
-    }
-
-    /// A positive number no larger than `hi`.
-    fn positive(
-        &self,
-        v: &Option<Spanned<f64>>,
-        field: &str,
-        default: f64,
-        hi: f64,
-    ) -> Result<f64, CampaignError> {
-        self.ranged(v, field, default, (0.0, hi), true)
-    }
-
-    /// A number in `0..=hi`.
-    fn non_negative(
-        &self,
-        v: &Option<Spanned<f64>>,
-        field: &str,
-        default: f64,
-        hi: f64,
-    ) -> Result<f64, CampaignError> {
-        self.ranged(v, field, default, (0.0, hi), false)
-    }
-
-    fn count(
-        &self,
-        v: &Option<Spanned<i64>>,
-        field: &str,
-        default: u32,
-        max: i64,
-    ) -> Result<u32, CampaignError> {
-        match v {
-            None => Ok(default),
-            Some(s) if (1..=max).contains(s.get_ref()) => Ok(*s.get_ref() as u32),
-            Some(s) => Err(self.err(
-                s.span(),
-                field,
-                format!(
-                    "must be a whole number from 1 to {max}, got {}",
-                    s.get_ref()
-                ),
-                Some(&format!("1..={max}")),
-            )),
-        }
-    }
-}
 
 /// Reads and validates a campaign file.
 ///
