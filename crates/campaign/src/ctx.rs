@@ -60,17 +60,6 @@ impl Ctx<'_> {
         ))
     }
 
-    /// A positive number no larger than `hi`.
-    pub(crate) fn positive(
-        &self,
-        v: &Option<Spanned<f64>>,
-        field: &str,
-        default: f64,
-        hi: f64,
-    ) -> Result<f64, CampaignError> {
-        self.ranged(v, field, default, (0.0, hi), true)
-    }
-
     /// A number in `0..=hi`.
     pub(crate) fn non_negative(
         &self,
