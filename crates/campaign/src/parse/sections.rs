@@ -6,10 +6,13 @@ use super::{MAX_WARMUP_S, TEMP_LIMIT_RANGE_C};
 use crate::ctx::Ctx;
 use crate::error::CampaignError;
 use crate::model::{GpuRef, GpuSelector, Limits, MAX_REPEATS, Rack, RackStagger, Sampling};
+use powerlab_core::units::W_PER_MW;
 use toml::Spanned;
 
 /// Every sampling interval, ms.
 const INTERVAL_RANGE_MS: (f64, f64) = (1.0, 1000.0);
+/// Largest edge error a limit may allow, µs: one second.
+const MAX_EDGE_US: f64 = 1.0e6;
 
 /// The campaign's name: one that can name a run directory.
 pub(super) fn campaign_name(
@@ -178,7 +181,7 @@ pub(super) fn limits(ctx: &Ctx<'_>, l: Option<RawLimits>) -> Result<Limits, Camp
         )?,
         max_node_power_w: match &l.max_node_power_w {
             None => None,
-            v => Some(r(v, "limits.max_node_power_w", 0.0, (1.0, 1.0e6))?),
+            v => Some(r(v, "limits.max_node_power_w", 0.0, (1.0, W_PER_MW))?),
         },
         abort_on_hw_slowdown: l.abort_on_hw_slowdown.unwrap_or(dl.abort_on_hw_slowdown),
         barrier_tolerance_ms: r(
@@ -191,13 +194,13 @@ pub(super) fn limits(ctx: &Ctx<'_>, l: Option<RawLimits>) -> Result<Limits, Camp
             &l.edge_p99_us,
             "limits.edge_p99_us",
             dl.edge_p99_us,
-            (0.1, 1.0e6),
+            (0.1, MAX_EDGE_US),
         )?,
         edge_max_us: r(
             &l.edge_max_us,
             "limits.edge_max_us",
             dl.edge_max_us,
-            (0.1, 1.0e6),
+            (0.1, MAX_EDGE_US),
         )?,
     };
     if limits.edge_max_us < limits.edge_p99_us {
