@@ -7,7 +7,7 @@ use super::table::{self, Count, KindSpec, Num};
 use super::{duty, nccl};
 use crate::ctx::Ctx;
 use crate::error::CampaignError;
-use crate::model::{Mode, Phase, PhaseKind, RackStagger, Stagger};
+use crate::model::{Mode, PeriodMs, Phase, PhaseKind, RackStagger, Stagger};
 use std::ops::Range;
 use toml::Spanned;
 
@@ -115,7 +115,7 @@ pub(super) fn validate_phase(
         warmup_s,
         cooldown_s,
         repeats,
-        periods_ms: wave.periods_ms,
+        periods_ms: wave.periods_ms.into_iter().map(PeriodMs).collect(),
         duty: wave.duty,
         ramp_s,
         exact_period: p.exact_period.as_ref().is_some_and(|e| *e.get_ref()),

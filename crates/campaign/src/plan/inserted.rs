@@ -4,8 +4,8 @@
 
 use super::{RackPosition, Rung, fmt_num, plan_error, secs};
 use crate::error::CampaignError;
-use crate::model::{Campaign, Mode, PhaseKind};
-use powerlab_core::units::{NS_PER_S, ms_to_ns};
+use crate::model::{Campaign, Mode, PeriodMs, PhaseKind};
+use powerlab_core::units::NS_PER_S;
 
 /// A ramp-up step's window (after the rung's own duty ramp) is at least
 /// this long, s …
@@ -29,8 +29,11 @@ pub fn ramp_up_depths(n: usize) -> Vec<usize> {
 /// max(5 s, 3 periods), capped at the target's own window. Ids are left to
 /// the caller.
 pub fn ramp_up_steps(target: &Rung, gpu_count: usize) -> Vec<Rung> {
-    let period_ms = target.nominal_period_ms.or(target.period_ms).unwrap_or(0.0);
-    let period_ns = ms_to_ns(target.period_ms.unwrap_or(0.0));
+    let period_ms = target
+        .nominal_period_ms
+        .or(target.period_ms)
+        .map_or(0.0, PeriodMs::ms);
+    let period_ns = target.period_ms.map_or(0, PeriodMs::ns);
     let measured = (target.duration_ns - target.ramp_ns).max(0);
     let body = secs(RAMP_STEP_MIN_S)
         .max(RAMP_STEP_PERIODS.saturating_mul(period_ns))

@@ -16,7 +16,7 @@ pub use render::{fmt_hms, render};
 
 use crate::error::CampaignError;
 use crate::model::{
-    Campaign, MAX_REPEATS, Mode, NcclSpec, NcclStep, PhaseKind, calibration_phases,
+    Campaign, MAX_REPEATS, Mode, NcclSpec, NcclStep, PeriodMs, PhaseKind, calibration_phases,
 };
 use powerlab_core::units::{NS_PER_S, ns_to_s, secs_to_ns};
 use serde::{Deserialize, Serialize};
@@ -37,10 +37,10 @@ pub struct Rung {
     /// Duty period the device runs, ms (None for constant load): the
     /// requested period, detuned from the sampling grid unless the phase
     /// keeps exact periods (see [`crate::detune`]).
-    pub period_ms: Option<f64>,
+    pub period_ms: Option<PeriodMs>,
     /// Duty period as the campaign requested it, ms (the label and the
     /// across-repeat grouping use this one).
-    pub nominal_period_ms: Option<f64>,
+    pub nominal_period_ms: Option<PeriodMs>,
     /// Duty fraction (1.0 for constant load, 0.0 for idle).
     pub duty: f64,
     /// Repeat number, 1-based.

@@ -5,9 +5,9 @@
 use super::{RackPosition, Rung, fmt_num, plan_error, secs};
 use crate::error::CampaignError;
 use crate::model::{
-    CALIBRATION_PHASE, Campaign, Mode, NcclStep, Phase, PhaseKind, RackStagger, Stagger,
+    CALIBRATION_PHASE, Campaign, Mode, NcclStep, PeriodMs, Phase, PhaseKind, RackStagger, Stagger,
 };
-use powerlab_core::units::{ms_to_ns, ms_to_ns_f64, ns_to_ms};
+use powerlab_core::units::{ms_to_ns, ns_to_ms};
 
 /// Orders the phases: NCCL before the first duty phase (unless
 /// `nccl_first = false`), soak last. Returns the order and notes.
@@ -65,7 +65,7 @@ pub(super) struct Node<'a> {
 }
 
 /// The period a duty rung runs and its settling time, per requested period.
-type Timing = (Option<f64>, i64);
+type Timing = (Option<PeriodMs>, i64);
 
 impl Node<'_> {
     /// Appends the rungs of `phase` (repeats × NCCL steps × periods ×
@@ -81,7 +81,7 @@ impl Node<'_> {
             (PhaseKind::Idle | PhaseKind::Sustained | PhaseKind::Duty, Some(n)) => n,
             _ => phase.repeats,
         };
-        let periods: Vec<Option<f64>> = if phase.kind == PhaseKind::Duty {
+        let periods: Vec<Option<PeriodMs>> = if phase.kind == PhaseKind::Duty {
             phase.periods_ms.iter().map(|p| Some(*p)).collect()
         } else {
             vec![None]
@@ -184,7 +184,7 @@ struct RungAt<'a> {
     repeats: u32,
     step: Option<NcclStep>,
     /// The period as requested.
-    period: Option<f64>,
+    period: Option<PeriodMs>,
     timing: Timing,
     mode: Mode,
 }
@@ -195,7 +195,7 @@ impl RungAt<'_> {
     fn label(&self) -> String {
         let mut label = self.phase.name.clone();
         if let Some(p) = self.period {
-            label.push_str(&format!("/p{}ms", fmt_num(p)));
+            label.push_str(&format!("/p{}ms", fmt_num(p.ms())));
         }
         if self.phase.kind == PhaseKind::Duty {
             label.push_str(&format!("/{}", self.mode.as_str()));
@@ -213,33 +213,33 @@ impl RungAt<'_> {
 /// The period a duty rung runs (detuned from the sampling grid unless the
 /// phase keeps exact periods) and its settling time, for the requested
 /// `nominal` period.
-fn timing(phase: &Phase, nominal: Option<f64>) -> Timing {
+fn timing(phase: &Phase, nominal: Option<PeriodMs>) -> Timing {
     let Some(p) = nominal.filter(|_| phase.kind == PhaseKind::Duty && phase.duty < 1.0) else {
         return (nominal, 0);
     };
     let duration_ns = secs(phase.duration_s);
     let ramp_ns = secs(phase.ramp_s);
-    let settle = crate::detune::settle_ns(ms_to_ns(p), duration_ns - ramp_ns);
+    let settle = crate::detune::settle_ns(p.ns(), duration_ns - ramp_ns);
     let window_ms = ns_to_ms(duration_ns - ramp_ns - settle);
     let achieved = if phase.exact_period {
         p
     } else {
-        crate::detune::detuned_period_ms(p, window_ms)
+        PeriodMs(crate::detune::detuned_period_ms(p.ms(), window_ms))
     };
     (
         Some(achieved),
-        crate::detune::whole_cycles_settle_ns(settle, duration_ns - ramp_ns, ms_to_ns(achieved)),
+        crate::detune::whole_cycles_settle_ns(settle, duration_ns - ramp_ns, achieved.ns()),
     )
 }
 
 /// The note naming the periods the planner detuned, if any.
-fn detune_note(phase: &Phase, periods: &[Option<f64>], timings: &[Timing]) -> Option<String> {
+fn detune_note(phase: &Phase, periods: &[Option<PeriodMs>], timings: &[Timing]) -> Option<String> {
     let detuned: Vec<String> = periods
         .iter()
         .zip(timings)
         .filter_map(|(p, t)| p.map(|p| (p, t.0.unwrap_or(p))))
         .filter(|(p, a)| a != p)
-        .map(|(p, a)| format!("{} → {} ms", fmt_num(p), fmt_num(a)))
+        .map(|(p, a)| format!("{} → {} ms", fmt_num(p.ms()), fmt_num(a.ms())))
         .collect();
     if detuned.is_empty() {
         return None;
@@ -275,17 +275,17 @@ pub(super) fn offsets(
     c: &Campaign,
     phase: &Phase,
     mode: Mode,
-    period_ms: Option<f64>,
+    period: Option<PeriodMs>,
     n: usize,
     pos: RackPosition,
 ) -> Result<Vec<i64>, CampaignError> {
-    let Some(period_ms) = period_ms else {
+    let Some(period) = period else {
         return Ok(vec![0; n]);
     };
     if mode == Mode::InPhase {
         return Ok(vec![0; n]);
     }
-    let period_ns = ms_to_ns_f64(period_ms);
+    let period_ns = period.ns_f64();
     let frac_to_ns = |f: f64| ((f.rem_euclid(1.0)) * period_ns).round() as i64;
     // (slot of each local GPU, number of slots in the rack).
     let (slots, count): (Vec<usize>, usize) = match c.rack.stagger {

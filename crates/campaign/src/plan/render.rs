@@ -54,7 +54,7 @@ pub fn render(plan: &Plan) -> String {
             r.label,
             r.kind.as_str(),
             r.period_ms
-                .map(|p| format!("{}ms", fmt_num(p)))
+                .map(|p| format!("{}ms", fmt_num(p.ms())))
                 .unwrap_or_else(|| "-".into()),
             r.duty,
             ns_to_s(r.warmup_ns),
