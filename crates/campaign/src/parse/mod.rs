@@ -1,4 +1,10 @@
 //! TOML → validated [`Campaign`], with every error located in the file.
+//!
+//! `raw` is the file as written (toml refuses unknown keys there);
+//! `sections` checks the tables around the phases, one function each;
+//! `phase` checks each `[[phase]]` against the kinds, keys and ranges
+//! declared once in `table`, with the duty and NCCL parts in `duty` and
+//! `nccl`.
 
 mod duty;
 mod nccl;
