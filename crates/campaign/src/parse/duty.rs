@@ -1,9 +1,8 @@
 //! The duty part of a `duty` phase: its periods, duty fraction, modes and
 //! how its staggered rungs spread the GPUs.
 
-use super::phase::{PhaseCtx, parse_mode};
-use super::table::{self, MODES};
-use super::{MAX_PERIODS, MIN_DUTY, MIN_PULSE_MS};
+use super::phase_ctx::{PhaseCtx, parse_mode};
+use super::table::{self, MAX_PERIODS, MIN_DUTY, MIN_PULSE_MS, MODES};
 use crate::ctx::Ctx;
 use crate::error::CampaignError;
 use crate::model::{Mode, RackStagger, Stagger};

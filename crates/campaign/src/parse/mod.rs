@@ -4,11 +4,12 @@
 //! `sections` checks the tables around the phases, one function each;
 //! `phase` checks each `[[phase]]` against the kinds, keys and ranges
 //! declared once in `table`, with the duty and NCCL parts in `duty` and
-//! `nccl`.
+//! `nccl` and what the parts share in `phase_ctx`.
 
 mod duty;
 mod nccl;
 mod phase;
+mod phase_ctx;
 mod raw;
 mod sections;
 mod table;
@@ -16,31 +17,18 @@ mod table;
 use crate::ctx::Ctx;
 use crate::error::{CampaignError, line_col};
 use crate::model::{Campaign, GpuSelector, Phase};
-use phase::{PhaseDefaults, validate_phase};
+use phase::validate_phase;
+use phase_ctx::PhaseDefaults;
 use powerlab_core::units::ns_to_s;
 use raw::{RawFile, RawPhase};
 use std::ops::Range;
 use toml::Spanned;
 
-/// Least duty of a square wave (and least off fraction: 1 − duty), so
-/// that each half of the cycle holds samples to fold.
-pub const MIN_DUTY: f64 = 0.01;
-/// Shortest on or off part of a cycle, ms: the engine switches its load a
-/// kernel at a time, and a shorter pulse is not one it can hold.
-pub const MIN_PULSE_MS: f64 = 0.5;
-
-/// Shortest rung, s (one 20 ms sampling period would not fit a shorter one).
-pub const MIN_DURATION_S: f64 = 0.05;
-/// Longest rung, s: one week.
-pub const MAX_DURATION_S: f64 = 604_800.0;
-/// Longest warm-up or cool-down, s.
-pub const MAX_WARMUP_S: f64 = 3_600.0;
 pub use crate::model::MAX_REPEATS;
-/// The temperature limits a campaign may set, °C: below 50 an idle GPU
-/// would trip them, above 110 they would not protect anything.
-pub const TEMP_LIMIT_RANGE_C: (f64, f64) = (50.0, 110.0);
-/// Most periods in one duty phase.
-pub const MAX_PERIODS: usize = 1_000;
+pub use table::{
+    MAX_DURATION_S, MAX_PERIODS, MAX_WARMUP_S, MIN_DURATION_S, MIN_DUTY, MIN_PULSE_MS,
+    TEMP_LIMIT_RANGE_C,
+};
 
 /// Reads and validates a campaign file.
 ///

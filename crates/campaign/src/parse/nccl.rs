@@ -1,7 +1,7 @@
 //! The NCCL part of an `nccl` phase: the collectives, the sweep's sizes
 //! and iterations, the fabric and bulk-synchronous rungs.
 
-use super::phase::PhaseCtx;
+use super::phase_ctx::PhaseCtx;
 use super::table::{self, Bytes};
 use crate::ctx::Ctx;
 use crate::error::CampaignError;

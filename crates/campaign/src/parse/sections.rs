@@ -2,7 +2,7 @@
 //! `[sampling]`, `[limits]`, `[rack]` and `[defaults]`, one function each.
 
 use super::raw::{RawDefaults, RawLimits, RawRack, RawSampling};
-use super::{MAX_WARMUP_S, TEMP_LIMIT_RANGE_C};
+use super::table::{MAX_WARMUP_S, TEMP_LIMIT_RANGE_C};
 use crate::ctx::Ctx;
 use crate::error::CampaignError;
 use crate::model::{GpuRef, GpuSelector, Limits, MAX_REPEATS, Rack, RackStagger, Sampling};

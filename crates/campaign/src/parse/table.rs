@@ -1,9 +1,30 @@
-//! The phase kinds, the keys each accepts and the range of every numeric
-//! phase key, declared once: validation reads them and so do its error
-//! messages (the allowed keys of a kind, the range of a value).
+//! The limits of a campaign's values, the phase kinds, the keys each
+//! accepts and the range of every numeric phase key, declared once:
+//! validation reads them and so do its error messages (the allowed keys
+//! of a kind, the range of a value).
 
-use super::{MAX_DURATION_S, MAX_WARMUP_S, MIN_DURATION_S};
 use crate::model::{MAX_REPEATS, PhaseKind};
+
+// The limits of a campaign's values (public as `parse::…`).
+
+/// Least duty of a square wave (and least off fraction: 1 − duty), so
+/// that each half of the cycle holds samples to fold.
+pub const MIN_DUTY: f64 = 0.01;
+/// Shortest on or off part of a cycle, ms: the engine switches its load a
+/// kernel at a time, and a shorter pulse is not one it can hold.
+pub const MIN_PULSE_MS: f64 = 0.5;
+
+/// Shortest rung, s (one 20 ms sampling period would not fit a shorter one).
+pub const MIN_DURATION_S: f64 = 0.05;
+/// Longest rung, s: one week.
+pub const MAX_DURATION_S: f64 = 604_800.0;
+/// Longest warm-up or cool-down, s.
+pub const MAX_WARMUP_S: f64 = 3_600.0;
+/// The temperature limits a campaign may set, °C: below 50 an idle GPU
+/// would trip them, above 110 they would not protect anything.
+pub const TEMP_LIMIT_RANGE_C: (f64, f64) = (50.0, 110.0);
+/// Most periods in one duty phase.
+pub const MAX_PERIODS: usize = 1_000;
 
 /// Keys every phase accepts, in the order error messages list them.
 pub(super) const COMMON_KEYS: &[&str] = &["kind", "name", "duration_s", "repeats", "cooldown_s"];

@@ -2,7 +2,7 @@
 //! depth before the first in-phase multi-GPU swing, and the idle rung run
 //! before any CUDA context exists.
 
-use super::{RackPosition, Rung, fmt_num, plan_error, secs};
+use super::schedule::{RackPosition, Rung, fmt_num, plan_error, secs};
 use crate::error::CampaignError;
 use crate::model::{Campaign, Mode, PeriodMs, PhaseKind};
 use powerlab_core::units::NS_PER_S;

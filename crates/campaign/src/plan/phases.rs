@@ -2,7 +2,7 @@
 //! (detuned from the sampling grid), NCCL steps, modes and repeats, and the
 //! offsets of a staggered rung's GPUs.
 
-use super::{RackPosition, Rung, fmt_num, plan_error, secs};
+use super::schedule::{RackPosition, Rung, fmt_num, plan_error, secs};
 use crate::error::CampaignError;
 use crate::model::{
     CALIBRATION_PHASE, Campaign, Mode, NcclStep, PeriodMs, Phase, PhaseKind, RackStagger, Stagger,

@@ -1,6 +1,6 @@
 //! The plan as the table `powerlab plan` prints.
 
-use super::{Plan, fmt_num};
+use super::schedule::{Plan, fmt_num};
 use crate::model::PhaseKind;
 use powerlab_core::units::{NS_PER_S, ns_to_ms, ns_to_s};
 

@@ -1,6 +1,7 @@
 //! Unit tests of the planner: ramp-up steps and rack offsets.
 
 use super::*;
+use crate::model::{Mode, PhaseKind};
 use powerlab_core::units::ns_to_ms;
 
 fn staggered(rack: &str, offsets: &str) -> Campaign {
