@@ -166,6 +166,7 @@ pub fn whole_cycles_settle_ns(settle_ns: i64, window_ns: i64, period_ns: i64) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+    use powerlab_core::units::NS_PER_MS;
 
     /// The sort of every sample's phase the gap was once computed by.
     fn gap_by_sorting(p: i64, g: i64, n: i64) -> i64 {
@@ -200,10 +201,10 @@ mod tests {
         }
         for p_ms in [100.0, 100.28, 20.0, 10.01, 2000.0, 2003.37, 613.0, 5.0] {
             for n in [1, 2, 3, 150, 400, 5000] {
-                let p = (p_ms * 1e6_f64).round() as i64;
+                let p = ms_to_ns(p_ms);
                 assert_eq!(
-                    phase_gap_ns(p, 20_000_000, n),
-                    gap_by_sorting(p, 20_000_000, n),
+                    phase_gap_ns(p, 20 * NS_PER_MS, n),
+                    gap_by_sorting(p, 20 * NS_PER_MS, n),
                     "{p_ms} ms, {n} samples"
                 );
             }
@@ -255,22 +256,22 @@ mod tests {
 
     #[test]
     fn the_measured_window_holds_whole_cycles() {
-        let s = whole_cycles_settle_ns(1_000_000_000, 8_000_000_000, 100_280_000);
-        assert_eq!((8_000_000_000 - s) % 100_280_000, 0);
-        assert!((1_000_000_000..1_100_280_000).contains(&s));
+        let s = whole_cycles_settle_ns(NS_PER_S, 8 * NS_PER_S, 100_280_000);
+        assert_eq!((8 * NS_PER_S - s) % 100_280_000, 0);
+        assert!((NS_PER_S..1_100_280_000).contains(&s));
         assert_eq!(
-            whole_cycles_settle_ns(2_000_000_000, 8_000_000_000, 2_000_000_000),
-            2_000_000_000
+            whole_cycles_settle_ns(2 * NS_PER_S, 8 * NS_PER_S, 2 * NS_PER_S),
+            2 * NS_PER_S
         );
         assert_eq!(whole_cycles_settle_ns(100, 150, 1000), 100);
     }
 
     #[test]
     fn settle_is_one_period_within_bounds() {
-        assert_eq!(settle_ns(500_000_000, 8_000_000_000), 1_000_000_000);
-        assert_eq!(settle_ns(1_500_000_000, 8_000_000_000), 1_500_000_000);
-        assert_eq!(settle_ns(20_000_000, 2_000_000_000), 500_000_000);
-        assert_eq!(settle_ns(4_000_000_000, 60_000_000_000), 2_000_000_000);
-        assert_eq!(settle_ns(2_000_000_000, 4_000_000_000), 1_000_000_000);
+        assert_eq!(settle_ns(500 * NS_PER_MS, 8 * NS_PER_S), NS_PER_S);
+        assert_eq!(settle_ns(1500 * NS_PER_MS, 8 * NS_PER_S), 1500 * NS_PER_MS);
+        assert_eq!(settle_ns(20 * NS_PER_MS, 2 * NS_PER_S), 500 * NS_PER_MS);
+        assert_eq!(settle_ns(4 * NS_PER_S, 60 * NS_PER_S), 2 * NS_PER_S);
+        assert_eq!(settle_ns(2 * NS_PER_S, 4 * NS_PER_S), NS_PER_S);
     }
 }

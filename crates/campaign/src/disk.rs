@@ -64,8 +64,8 @@ pub fn estimate(campaign: &Campaign, plan: &Plan) -> DiskEstimate {
         .map(|r| {
             let cycles = r
                 .period_ms
-                .filter(|p| *p > 0.0)
-                .map_or(0.0, |p| ns_to_ms(r.duration_ns) / p);
+                .filter(|p| p.ms() > 0.0)
+                .map_or(0.0, |p| ns_to_ms(r.duration_ns) / p.ms());
             2.0 * cycles.ceil() + 4.0
         })
         .sum();

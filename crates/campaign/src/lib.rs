@@ -7,6 +7,7 @@
 //! campaign into the exact schedule the runner executes (every rung, repeat
 //! and per-GPU offset), which is also what `powerlab plan` prints.
 
+mod ctx;
 pub mod detune;
 pub mod disk;
 pub mod error;
@@ -14,6 +15,7 @@ pub mod model;
 pub mod names;
 mod node_power;
 pub mod parse;
+pub mod period;
 pub mod plan;
 
 pub use disk::DiskEstimate;
@@ -24,4 +26,5 @@ pub use model::{
     calibration_phases,
 };
 pub use parse::{load_file, parse_str};
+pub use period::PeriodMs;
 pub use plan::{Plan, RackPosition, Rung, expand, expand_on_rack};

@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::period::PeriodMs;
 pub use powerlab_core::kind::{Mode, PhaseKind};
 pub use powerlab_core::select::{GpuRef, GpuSelector};
 
@@ -224,7 +225,7 @@ pub struct Phase {
     /// Repeats of the whole phase.
     pub repeats: u32,
     /// Duty periods (one rung per period); empty unless duty.
-    pub periods_ms: Vec<f64>,
+    pub periods_ms: Vec<PeriodMs>,
     /// Duty fraction in (0, 1].
     pub duty: f64,
     /// Linear duty ramp at the start of each rung, seconds (excluded from the
@@ -317,7 +318,7 @@ pub fn calibration_phases() -> Vec<Phase> {
         warmup_s: 1.0,
         cooldown_s: 0.5,
         repeats: 1,
-        periods_ms,
+        periods_ms: periods_ms.into_iter().map(PeriodMs).collect(),
         duty: 0.5,
         ramp_s: 0.0,
         // The aliasing probes sit on the sampling grid on purpose.

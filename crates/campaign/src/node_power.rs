@@ -2,9 +2,9 @@
 //! per source, its `kind` deciding which keys it may have. A password is
 //! never accepted here, only the variable or file that holds it.
 
+use crate::ctx::Ctx;
 use crate::error::CampaignError;
 use crate::model::{NodePowerKind, NodePowerSpec, RedfishAuth};
-use crate::parse::Ctx;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use toml::Spanned;
@@ -349,88 +349,4 @@ fn present_keys(r: &RawNodePower) -> Vec<(&'static str, std::ops::Range<usize>)>
     add("metric", r.metric.as_ref().map(|x| x.span()));
     add("labels", r.labels.as_ref().map(|x| x.span()));
     v
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::model::{NodePowerKind, RedfishAuth};
-    use crate::parse_str;
-
-    const HEAD: &str = "[campaign]\nname = \"t\"\n[[phase]]\nkind = \"idle\"\nduration_s = 1\n";
-
-    fn parse(extra: &str) -> Result<crate::Campaign, crate::CampaignError> {
-        parse_str("t.toml", &format!("{HEAD}{extra}"))
-    }
-
-    #[test]
-    fn reads_every_kind() {
-        let c = parse(
-            "[[node_power]]\nname = \"bmc\"\nkind = \"redfish\"\nurl = \"https://10.0.0.5/\"\nuser = \"admin\"\npassword_env = \"BMC_PASSWORD\"\ninsecure_tls = true\ninterval_ms = 500\n\
-             [[node_power]]\nname = \"ipmi\"\nkind = \"ipmi\"\nargs = [\"-I\", \"lanplus\", \"-H\", \"10.0.0.5\", \"-U\", \"admin\", \"-E\"]\n\
-             [[node_power]]\nname = \"meter\"\nkind = \"command\"\ncommand = [\"cat\", \"/run/watts\"]\n\
-             [[node_power]]\nname = \"pdu\"\nkind = \"prometheus\"\nurl = \"http://pdu:9100/metrics\"\nmetric = \"pdu_outlet_watts\"\nlabels = { outlet = \"3\" }\n",
-        )
-        .unwrap();
-        assert_eq!(c.node_power.len(), 4);
-        assert_eq!(c.node_power[0].interval_ms, 500.0);
-        assert_eq!(c.node_power[1].timeout_ms, 2000.0);
-        match &c.node_power[0].kind {
-            NodePowerKind::Redfish {
-                url,
-                auth,
-                insecure_tls,
-                ..
-            } => {
-                assert_eq!(url, "https://10.0.0.5");
-                assert_eq!(*auth, RedfishAuth::Basic);
-                assert!(insecure_tls);
-            }
-            k => panic!("{k:?}"),
-        }
-        match &c.node_power[3].kind {
-            NodePowerKind::Prometheus { labels, .. } => {
-                assert_eq!(labels, &vec![("outlet".to_string(), "3".to_string())]);
-            }
-            k => panic!("{k:?}"),
-        }
-    }
-
-    #[test]
-    fn refuses_a_password_in_the_file() {
-        let e = parse("[[node_power]]\nname = \"bmc\"\nkind = \"redfish\"\nurl = \"http://b\"\nuser = \"a\"\npassword = \"hunter2\"\n").unwrap_err();
-        assert_eq!(e.field.as_deref(), Some("node_power.password"));
-        assert!(!e.to_string().contains("hunter2"), "{e}");
-        let e = parse("[[node_power]]\nname = \"i\"\nkind = \"ipmi\"\nargs = [\"-P\", \"x\"]\n")
-            .unwrap_err();
-        assert_eq!(e.field.as_deref(), Some("node_power.args"));
-        assert_eq!(e.line, 9);
-        for a in ["-Phunter2", "-kSECRETKG", "-y0102abcd"] {
-            let e = parse(&format!(
-                "[[node_power]]\nname = \"i\"\nkind = \"ipmi\"\nargs = [\"{a}\"]\n"
-            ))
-            .unwrap_err();
-            assert!(!e.to_string().contains(&a[2..]), "{e}");
-        }
-        let e = parse("[[node_power]]\nname = \"b\"\nkind = \"redfish\"\nurl = \"http://root:s3cret@bmc\"\nauth = \"none\"\n").unwrap_err();
-        assert!(!e.to_string().contains("s3cret"), "{e}");
-    }
-
-    #[test]
-    fn names_the_bad_key() {
-        let e = parse("[[node_power]]\nname = \"p\"\nkind = \"prometheus\"\nurl = \"http://x\"\nmetric = \"m\"\nchassis = \"1\"\n").unwrap_err();
-        assert_eq!(e.field.as_deref(), Some("node_power.chassis"));
-        let e = parse("[[node_power]]\nname = \"p\"\nkind = \"snmp\"\n").unwrap_err();
-        assert_eq!(e.field.as_deref(), Some("node_power.kind"));
-        let e = parse("[[node_power]]\nname = \"b\"\nkind = \"redfish\"\nurl = \"http://x\"\n")
-            .unwrap_err();
-        assert!(e.message.contains("needs `user`"), "{e}");
-        let e = parse("[[node_power]]\nname = \"b\"\nkind = \"redfish\"\nurl = \"http://u:p@x\"\nauth = \"none\"\n").unwrap_err();
-        assert_eq!(e.field.as_deref(), Some("node_power.url"));
-        let e = parse("[[node_power]]\nname = \"b\"\nkind = \"redfish\"\nurl = \"http://x\"\nauth = \"none\"\ninsecure_tls = true\n").unwrap_err();
-        assert!(e.message.contains("https"), "{e}");
-        let e = parse("[[node_power]]\nname = \"a\"\nkind = \"command\"\ncommand = [\"x\"]\n[[node_power]]\nname = \"a\"\nkind = \"command\"\ncommand = [\"y\"]\n").unwrap_err();
-        assert!(e.message.contains("two node_power"), "{e}");
-        let e = parse("[[node_power]]\nname = \"a\"\nkind = \"command\"\ncommand = [\"x\"]\ninterval_ms = 10\n").unwrap_err();
-        assert_eq!(e.field.as_deref(), Some("node_power.interval_ms"));
-    }
 }

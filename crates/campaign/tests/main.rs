@@ -3,4 +3,5 @@
 //! is one file of `tests/`; `cargo test --test main MODULE::` runs one.
 
 mod fuzz;
+mod node_power;
 mod parse_errors;

@@ -1,7 +1,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a test that unwraps reports its failure by panicking
 //! Every rejection names file, line, column and field, and says what is allowed.
 
-use powerlab_campaign::{CampaignError, Mode, NcclStep, PhaseKind, expand, parse_str};
+use powerlab_campaign::{CampaignError, Mode, NcclStep, PeriodMs, PhaseKind, expand, parse_str};
 
 const BASE: &str = r#"[campaign]
 name = "t"
@@ -107,10 +107,10 @@ fn valid_file_expands_with_repeats_and_offsets() {
     let st: Vec<_> = p
         .rungs
         .iter()
-        .filter(|r| r.mode == Mode::Staggered && r.nominal_period_ms == Some(100.0))
+        .filter(|r| r.mode == Mode::Staggered && r.nominal_period_ms == Some(PeriodMs(100.0)))
         .collect();
     // Even stagger: quarters of the period the GPUs run (detuned from 100 ms).
-    let period_ns = st[0].period_ms.unwrap() * 1e6;
+    let period_ns = st[0].period_ms.unwrap().ns_f64();
     assert!(period_ns > 100e6 && period_ns < 102e6, "{period_ns}");
     let quarters: Vec<i64> = (0..4)
         .map(|i| (i as f64 * period_ns / 4.0).round() as i64)
@@ -282,11 +282,11 @@ fn shipped_campaigns_validate_and_plan() {
     let st = p
         .rungs
         .iter()
-        .find(|r| r.mode == Mode::Staggered && r.nominal_period_ms == Some(2000.0))
+        .find(|r| r.mode == Mode::Staggered && r.nominal_period_ms == Some(PeriodMs(2000.0)))
         .unwrap();
     assert_eq!(
         st.offsets_ns[1],
-        (st.period_ms.unwrap() * 1e6 / 8.0).round() as i64,
+        (st.period_ms.unwrap().ns_f64() / 8.0).round() as i64,
         "45 degrees of the ~2 s period"
     );
 }

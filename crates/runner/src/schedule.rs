@@ -18,8 +18,8 @@ pub(crate) fn rung_info(r: &Rung, keys: &[String]) -> RungInfo {
         phase: r.phase.clone(),
         kind: r.kind,
         mode: r.mode,
-        period_ms: r.period_ms,
-        nominal_period_ms: r.nominal_period_ms,
+        period_ms: r.period_ms.map(f64::from),
+        nominal_period_ms: r.nominal_period_ms.map(f64::from),
         duty: r.duty,
         repeat: r.repeat,
         repeats: r.repeats,
@@ -66,7 +66,7 @@ pub fn schedule_for(rung: &Rung, i: usize, epoch: i64) -> Result<GpuSchedule, St
 
 /// The period of a duty or ramp-up rung, ns.
 fn period_ns(rung: &Rung) -> Result<i64, String> {
-    let ns = rung.period_ms.map(|p| ms_to_ns_f64(p).round());
+    let ns = rung.period_ms.map(|p| ms_to_ns_f64(p.ms()).round());
     match ns {
         Some(ns) if ns.is_finite() && ns >= 1.0 && ns < i64::MAX as f64 => Ok(ns as i64),
         _ => Err(format!(

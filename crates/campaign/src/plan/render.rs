@@ -1,0 +1,92 @@
+//! The plan as the table `powerlab plan` prints.
+
+use super::schedule::{Plan, fmt_num};
+use crate::model::PhaseKind;
+use powerlab_core::units::{NS_PER_S, ns_to_ms, ns_to_s};
+
+/// Renders the plan as a table for `powerlab plan`.
+pub fn render(plan: &Plan) -> String {
+    use std::fmt::Write;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "campaign `{}` on {} GPU(s): {} rungs",
+        plan.campaign,
+        plan.gpu_count,
+        plan.rungs.len()
+    );
+    for n in &plan.notes {
+        let _ = writeln!(s, "note: {n}");
+    }
+    let _ = writeln!(
+        s,
+        "{:>4}  {:<40} {:<9} {:>10} {:>5} {:>8} {:>8} {:>8} {:>8} {:>9}  offsets (ms)",
+        "id",
+        "rung",
+        "kind",
+        "period",
+        "duty",
+        "warmup",
+        "window",
+        "settle",
+        "cooldown",
+        "starts at"
+    );
+    let mut t = 0i64;
+    for r in &plan.rungs {
+        // A GPU the rung leaves idle (a ramp-up step's) shows `idle`.
+        let offs: Vec<String> = r
+            .offsets_ns
+            .iter()
+            .enumerate()
+            .map(|(i, o)| {
+                if r.loads_gpu(i) {
+                    format!("{:.3}", ns_to_ms(*o))
+                } else {
+                    "idle".into()
+                }
+            })
+            .collect();
+        let _ = writeln!(
+            s,
+            "{:>4}  {:<40} {:<9} {:>10} {:>5.2} {:>7.1}s {:>7.1}s {:>7.2}s {:>7.1}s {:>9}  [{}]",
+            r.id,
+            r.label,
+            r.kind.as_str(),
+            r.period_ms
+                .map(|p| format!("{}ms", fmt_num(p.ms())))
+                .unwrap_or_else(|| "-".into()),
+            r.duty,
+            ns_to_s(r.warmup_ns),
+            ns_to_s(r.duration_ns),
+            ns_to_s(r.ramp_ns + r.settle_ns),
+            ns_to_s(r.cooldown_ns),
+            fmt_hms(t + r.warmup_ns),
+            offs.join(", ")
+        );
+        t += r.nominal_ns();
+    }
+    let _ = writeln!(
+        s,
+        "period: what the GPUs run (detuned from the sampling grid where needed); settle: ramp plus the time for the rung's own pattern to hold (and to leave a whole number of cycles), left out of every figure"
+    );
+    if plan.rungs.iter().any(|r| r.kind == PhaseKind::RampUp) {
+        let _ = writeln!(
+            s,
+            "ramp_up: a step of the ramp-up of swing depth (rampup/KofN: K of the N GPUs swing in phase, the GPUs shown idle run no load, warm-up included); a limit or interlock tripped in a step stops the run before the next"
+        );
+    }
+    let _ = writeln!(
+        s,
+        "total: {} ({} s) plus barrier waits",
+        fmt_hms(plan.total_ns()),
+        plan.total_ns() / NS_PER_S
+    );
+    s
+}
+
+/// Formats nanoseconds as h:mm:ss.
+pub fn fmt_hms(ns: i64) -> String {
+    let s = ns / NS_PER_S;
+    format!("{}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60)
+}
