@@ -331,7 +331,7 @@ pub fn write_curve(
     }
     let mut df = DataFrame::new(height, columns)
         .map_err(CollateError::polars("selecting the node curve for Parquet"))?;
-    crate::export::parquet::write_frame(&mut df, &report_dir.join(CURVE_FILE))
+    crate::parquet_io::write_frame(&mut df, &report_dir.join(CURVE_FILE))
 }
 
 /// Writes every composed cycle to `path`: one row per point, with the
@@ -377,7 +377,7 @@ pub fn write_cycles(cycles: &Cycles, path: &Path) -> Result<PathBuf, CollateErro
         ],
     )
     .map_err(CollateError::polars("the node cycles"))?;
-    crate::export::parquet::write_frame(&mut df, path)
+    crate::parquet_io::write_frame(&mut df, path)
 }
 
 /// Reads a node's composed cycles, by rung.
@@ -457,28 +457,4 @@ pub fn read_parquet(path: &Path, columns: Option<Vec<String>>) -> Result<DataFra
             path: path.to_path_buf(),
             message: format!("does not read as Parquet ({e}): collate the node again"),
         })
-}
-
-/// What a node hands its rack (the curve and cycles at full precision), or
-/// a rack its composed cycles. The inputs record ([`write_inputs`]) is
-/// written apart, after every other file.
-pub struct Handoff;
-
-impl crate::export::Exporter for Handoff {
-    fn export(
-        &self,
-        report: &crate::report::Report,
-        dir: &Path,
-    ) -> Result<Vec<PathBuf>, CollateError> {
-        Ok(match &report.scope {
-            crate::report::Scope::Node(_) => vec![
-                write_curve(&report.curve, &report.run, dir)?,
-                write_cycles(&report.cycles, &dir.join(CYCLES_FILE))?,
-            ],
-            crate::report::Scope::Rack(_) => vec![write_cycles(
-                &report.cycles,
-                &dir.join(powerlab_rundir::ReportFile::RackCyclesParquet.file_name()),
-            )?],
-        })
-    }
 }

@@ -42,6 +42,7 @@ pub mod integrity;
 pub mod load;
 pub mod nccl;
 pub mod node_power;
+pub mod parquet_io;
 pub mod per_gpu;
 pub mod rack;
 pub mod report;

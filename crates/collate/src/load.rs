@@ -490,7 +490,7 @@ fn read_raw_file(
     if let Some(out) = parquet_dir {
         let stem = powerlab_rundir::raw::raw_stem(path);
         let mut whole = df.clone();
-        crate::export::parquet::write_frame(
+        crate::parquet_io::write_frame(
             &mut whole,
             &powerlab_rundir::ReportFile::raw_parquet(out, &stem),
         )?;

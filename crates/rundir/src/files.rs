@@ -5,9 +5,6 @@
 //! where they live and how they are written: pretty JSON with a final
 //! newline, and the simulated node's true waveform as CSV.
 
-use crate::layout::{RunDir, RunDirError};
-use serde::Serialize;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// A file of a run directory (or of a rack's run directory).
@@ -241,59 +238,6 @@ pub mod results {
     }
 }
 
-impl RunDir {
-    /// One of the run directory's files.
-    pub fn file(&self, f: RunFile) -> PathBuf {
-        f.path_in(&self.path)
-    }
-
-    /// One of the files under the run directory's `report/`.
-    pub fn report(&self, f: ReportFile) -> PathBuf {
-        f.path_in(&self.report_dir())
-    }
-
-    /// The simulated node's true waveform of one GPU: `sim-truth/<gpu>.csv`.
-    pub fn sim_truth(&self, gpu: &str) -> PathBuf {
-        self.file(RunFile::SimTruth).join(format!("{gpu}.csv"))
-    }
-}
-
-/// Writes `value` as pretty JSON with a final newline.
-///
-/// # Errors
-/// The value does not serialise, or the file cannot be written (named).
-pub fn write_json(path: &Path, value: &impl Serialize) -> Result<(), RunDirError> {
-    let text = serde_json::to_string_pretty(value).map_err(|e| RunDirError::Format {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    })?;
-    std::fs::write(path, text + "\n").map_err(|e| RunDirError::io(path, e))
-}
-
-/// Writes one GPU's true waveform (`t_ns,true_power_w`, one row per step
-/// from `start_ns`) as `sim-truth/<gpu>.csv`.
-///
-/// # Errors
-/// The directory or file cannot be written (named).
-pub fn write_sim_truth(
-    dir: &RunDir,
-    gpu: &str,
-    start_ns: i64,
-    step_ns: i64,
-    power_w: &[f32],
-) -> Result<(), RunDirError> {
-    let folder = dir.file(RunFile::SimTruth);
-    std::fs::create_dir_all(&folder).map_err(|e| RunDirError::io(&folder, e))?;
-    let path = dir.sim_truth(gpu);
-    let io = |e| RunDirError::io(&path, e);
-    let mut w = std::io::BufWriter::new(std::fs::File::create(&path).map_err(io)?);
-    writeln!(w, "t_ns,true_power_w").map_err(io)?;
-    for (k, p) in power_w.iter().enumerate() {
-        writeln!(w, "{},{:.2}", start_ns + k as i64 * step_ns, p).map_err(io)?;
-    }
-    w.flush().map_err(io)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -341,16 +285,5 @@ mod tests {
                 .as_deref(),
             Some(RunFile::HealthUnderLoad.name())
         );
-    }
-
-    #[test]
-    fn sim_truth_rows_step_from_the_start() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = RunDir {
-            path: tmp.path().to_path_buf(),
-        };
-        write_sim_truth(&dir, "gpu1", 1_000, 1_000_000, &[100.0, 250.125]).unwrap();
-        let text = std::fs::read_to_string(tmp.path().join("sim-truth/gpu1.csv")).unwrap();
-        assert_eq!(text, "t_ns,true_power_w\n1000,100.00\n1001000,250.12\n");
     }
 }

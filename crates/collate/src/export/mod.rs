@@ -12,6 +12,7 @@
 
 pub mod compare;
 pub mod csv;
+pub mod handoff;
 pub mod html;
 pub mod json;
 pub mod markdown;
@@ -39,7 +40,7 @@ pub trait Exporter: Sync {
 
 /// Every format of a node or rack report, in the order they are written.
 pub const REPORT_EXPORTERS: &[&dyn Exporter] = &[
-    &crate::handoff::Handoff,
+    &handoff::Handoff,
     &csv::Csv,
     &json::Json,
     &parquet::Parquet,

@@ -9,19 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// What became of one node's report.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum NodeReport {
-    /// Up to date: reused.
-    Reused,
-    /// Its raw files are gone (archived) and its report is intact: reused
-    /// as it was.
-    ReusedRawArchived,
-    /// Collated again now; the text says why it was stale.
-    Recollated(String),
-    /// Stale, and its collation failed: the error.
-    Failed(String),
-}
+pub use super::tables::NodeReport;
 
 /// How a stale node is collated: its run directory in, the error's text out.
 pub type NodeCollator = dyn Fn(&Path) -> Result<(), String> + Sync;

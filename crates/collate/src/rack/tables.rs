@@ -228,3 +228,17 @@ pub fn rack_starts(
     }
     starts
 }
+
+/// What became of one node's report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NodeReport {
+    /// Up to date: reused.
+    Reused,
+    /// Its raw files are gone (archived) and its report is intact: reused
+    /// as it was.
+    ReusedRawArchived,
+    /// Collated again now; the text says why it was stale.
+    Recollated(String),
+    /// Stale, and its collation failed: the error.
+    Failed(String),
+}

@@ -15,7 +15,7 @@ use crate::nccl::{FabricPowerRow, NcclRow};
 use crate::node_power::{NodePowerRung, SourceFacts};
 use crate::per_gpu::GpuRungRow;
 use crate::rack::node_power::RackNodePowerRow;
-use crate::rack::{HostRungRow, NodeReport, NodeRungRow, NodeState, RackStart};
+use crate::rack::tables::{HostRungRow, NodeReport, NodeRungRow, NodeState, RackStart};
 use crate::sensor::verdict::SensorReport;
 use crate::soak::Soak;
 use crate::summary::{Cycles, PhaseCompare, RepeatStats, RungSummary};

@@ -46,8 +46,8 @@ impl super::Exporter for Markdown {
                     .filter(|n| {
                         matches!(
                             n,
-                            crate::rack::NodeReport::Reused
-                                | crate::rack::NodeReport::ReusedRawArchived
+                            crate::rack::tables::NodeReport::Reused
+                                | crate::rack::tables::NodeReport::ReusedRawArchived
                         )
                     })
                     .count();
