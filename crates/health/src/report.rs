@@ -14,12 +14,11 @@ use std::path::{Path, PathBuf};
 /// fails, the JSON file is left in place.
 pub fn write(report: &HealthReport, dir: &Path, stem: &str) -> std::io::Result<(PathBuf, PathBuf)> {
     std::fs::create_dir_all(dir)?;
-    let json = dir.join(format!("{stem}.json"));
+    let (json, md) = powerlab_rundir::files::health_files(dir, stem);
     std::fs::write(
         &json,
         serde_json::to_string_pretty(report).map_err(std::io::Error::other)? + "\n",
     )?;
-    let md = dir.join(format!("{stem}-report.md"));
     std::fs::write(&md, markdown(report))?;
     Ok((json, md))
 }

@@ -87,6 +87,16 @@ impl RunFile {
     }
 }
 
+/// A preflight's two files in `dir` for capture `stem` (a
+/// [`RunFile::health_stem`], `preflight-failed`, or the user's
+/// `--stem`): `<stem>.json` and `<stem>-report.md`.
+pub fn health_files(dir: &Path, stem: &str) -> (PathBuf, PathBuf) {
+    (
+        dir.join(format!("{stem}.json")),
+        dir.join(format!("{stem}-report.md")),
+    )
+}
+
 /// A file (or folder) under a run's or a rack's `report/`, all derived.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReportFile {
