@@ -2,7 +2,7 @@
 //! the same on a machine with no fonts installed: one file per family
 //! (the node curve of every rung, the duty cycles across periods and
 //! modes, NCCL, the instruments, the node's own power, the soak), and what
-//! they share in [`draw`].
+//! they share in `draw`.
 
 mod cycles;
 mod draw;
