@@ -33,16 +33,23 @@ use std::path::{Path, PathBuf};
 
 /// A chart of any family, as the drawing of both its files takes it.
 enum Chart<'a> {
+    /// One rung's node curve, `x_max` s long.
     Rung {
         title: String,
         series: Series3,
         x_max: f64,
     },
+    /// Spread against the duty period.
     Spread(&'a [RepeatStats]),
+    /// In phase vs staggered.
     Compare(&'a [PhaseCompare]),
+    /// NCCL bus bandwidth against message size.
     Nccl(&'a [NcclRow]),
+    /// NVML-visible vs reconstructed swing per duty period.
     Sensor(&'a [PeriodAnswer]),
+    /// The node's own meters against the GPU sum.
     NodePower(&'a NodePowerSeries),
+    /// The soak rung's label and every GPU's lines.
     Soak(&'a str, &'a [SoakLines]),
 }
 

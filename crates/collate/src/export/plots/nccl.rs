@@ -1,8 +1,7 @@
 //! The NCCL bus bandwidth plot (`plots/nccl_busbw`).
 
 use super::Chart;
-use super::draw::DrawResult;
-use super::draw::both;
+use super::draw::{DrawResult, both};
 use crate::error::CollateError;
 use crate::nccl::NcclRow;
 use plotters::coord::Shift;

@@ -2,8 +2,7 @@
 //! against the GPU sum over the run.
 
 use super::Chart;
-use super::draw::DrawResult;
-use super::draw::both;
+use super::draw::{DrawResult, both};
 use crate::error::CollateError;
 use plotters::coord::Shift;
 use plotters::prelude::*;

@@ -2,8 +2,7 @@
 //! node's swing against what the board did, per duty period.
 
 use super::Chart;
-use super::draw::DrawResult;
-use super::draw::both;
+use super::draw::{DrawResult, both};
 use crate::error::CollateError;
 use crate::sensor::verdict::PeriodAnswer;
 use plotters::coord::Shift;

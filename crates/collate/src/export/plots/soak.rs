@@ -2,8 +2,7 @@
 //! clock over the soak.
 
 use super::Chart;
-use super::draw::DrawResult;
-use super::draw::both;
+use super::draw::{DrawResult, both};
 use crate::error::CollateError;
 use crate::soak::SoakLines;
 use plotters::coord::Shift;
