@@ -54,17 +54,24 @@ pub fn answer_block(a: &AnswerInputs<'_>) -> String {
         a.rungs,
         a.compare,
     );
-    let sustained: Vec<&RungSummary> = a
-        .rungs
-        .iter()
-        .filter(|r| r.rung.kind == PhaseKind::Sustained && r.mean_w.is_some())
-        .collect();
-    // One line per flagged GPU: in how many rungs, how far, and its limiters.
+    throttling_line(&mut s, a.per_gpu, gpus.len());
+    if let Some(line) = super::baseline::answer_line(a.rungs, a.per_gpu) {
+        let _ = writeln!(s, "{line}");
+    }
+    soak_line(&mut s, a);
+    chassis_line(&mut s, a.rungs, a.node_power);
+    instrument_line(&mut s, a.sensor);
+    s
+}
+
+/// GPUs that left their peers, one entry each: in how many rungs, how
+/// far, and its limiters.
+fn flagged_gpus(per_gpu: &[GpuRungRow]) -> Vec<String> {
     let mut by_gpu: std::collections::BTreeMap<&str, Vec<&GpuRungRow>> = Default::default();
-    for g in a.per_gpu.iter().filter(|g| !g.flag.is_empty()) {
+    for g in per_gpu.iter().filter(|g| !g.flag.is_empty()) {
         by_gpu.entry(g.gpu.as_str()).or_default().push(g);
     }
-    let flagged: Vec<String> = by_gpu
+    by_gpu
         .iter()
         .map(|(gpu, rows)| {
             let d: Vec<f64> = rows.iter().filter_map(|r| r.vs_peers).collect();
@@ -91,9 +98,14 @@ pub fn answer_block(a: &AnswerInputs<'_>) -> String {
                 if bits.is_empty() { "none".to_string() } else { bits.join(", ") }
             )
         })
-        .collect();
-    let hw: Vec<String> = a
-        .per_gpu
+        .collect()
+}
+
+/// The throttling line: GPUs that left their peers (`n_gpus`: the run's
+/// GPUs) and those with a thermal or hardware slowdown bit.
+fn throttling_line(s: &mut String, per_gpu: &[GpuRungRow], n_gpus: usize) {
+    let flagged = flagged_gpus(per_gpu);
+    let hw: Vec<String> = per_gpu
         .iter()
         .filter(|g| g.events.contains("hw_") || g.events.contains("sw_thermal"))
         .map(|g| {
@@ -109,7 +121,7 @@ pub fn answer_block(a: &AnswerInputs<'_>) -> String {
         s,
         "- **Throttling:** {}",
         match (flagged.is_empty(), hw.is_empty()) {
-            (true, true) if gpus.len() < 2 => "one GPU, no peers to compare it with; no thermal or hardware slowdown bit was set (sw_power_cap under load is the board at its limit, as expected).".to_string(),
+            (true, true) if n_gpus < 2 => "one GPU, no peers to compare it with; no thermal or hardware slowdown bit was set (sw_power_cap under load is the board at its limit, as expected).".to_string(),
             (true, true) => "no GPU left its peers by more than 3 % and 10 W and no thermal or hardware slowdown bit was set (sw_power_cap under load is the board at its limit, as expected).".to_string(),
             _ => {
                 let mut v = flagged;
@@ -122,12 +134,20 @@ pub fn answer_block(a: &AnswerInputs<'_>) -> String {
             }
         }
     );
-    if let Some(line) = super::baseline::answer_line(a.rungs, a.per_gpu) {
-        let _ = writeln!(s, "{line}");
-    }
-    soak_line(&mut s, a);
-    let chassis: Vec<&crate::node_power::NodePowerRung> = a
-        .node_power
+}
+
+/// The node at its own meter, where it has one: in the first sustained
+/// rung it covers, else in the first rung.
+fn chassis_line(
+    s: &mut String,
+    rungs: &[RungSummary],
+    node_power: &[crate::node_power::NodePowerRung],
+) {
+    let sustained: Vec<&RungSummary> = rungs
+        .iter()
+        .filter(|r| r.rung.kind == PhaseKind::Sustained && r.mean_w.is_some())
+        .collect();
+    let chassis: Vec<&crate::node_power::NodePowerRung> = node_power
         .iter()
         .filter(|r| r.non_gpu_w.is_some())
         .collect();
@@ -146,18 +166,21 @@ pub fn answer_block(a: &AnswerInputs<'_>) -> String {
             100.0 * r.non_gpu_share.unwrap_or_default()
         );
     }
+}
+
+/// The instrument line: what was summed, and the sensor model behind it.
+fn instrument_line(s: &mut String, sensor: &SensorReport) {
     let _ = writeln!(
         s,
         "- **Instrument:** NVML's driver-buffered power samples of every GPU, summed; duty rungs from the composed node cycle. Sensor model: {} ({}).",
-        match a.sensor.model.kind {
+        match sensor.model.kind {
             ModelKind::Calibrated => "calibrated on this run",
             ModelKind::Given => "given to the run",
             ModelKind::BuiltIn => "built-in profile of this GPU model",
             ModelKind::Nominal => "nominal values (this GPU model was never measured)",
         },
-        a.sensor.model.source
+        sensor.model.source
     );
-    s
 }
 
 /// What the answer is about: a node, or a rack of them.
@@ -170,6 +193,7 @@ pub struct Scope<'a> {
     pub gpus: usize,
 }
 
+/// `w` with its first letter in upper case.
 fn capitalised(w: &str) -> String {
     let mut c = w.chars();
     c.next()
@@ -185,15 +209,25 @@ pub fn power_lines(
     rungs: &[RungSummary],
     compare: &[PhaseCompare],
 ) {
-    let limit_sum = scope.limit_sum_w;
-    let (scope_cap, name) = (capitalised(scope.name), scope.name);
-    let pct = |w: f64| {
-        if limit_sum > 0.0 {
-            format!(" ({:.0} % of the limit sum)", 100.0 * w / limit_sum)
-        } else {
-            String::new()
-        }
-    };
+    limit_sum_line(s, scope);
+    sustained_line(s, scope, rungs);
+    swing_line(s, scope, rungs);
+    staggering_line(s, rungs, compare);
+    worst_transient_line(s, scope.limit_sum_w, rungs);
+}
+
+/// " (x % of the limit sum)", or nothing without a limit sum.
+fn of_limit(limit_sum: f64, w: f64) -> String {
+    if limit_sum > 0.0 {
+        format!(" ({:.0} % of the limit sum)", 100.0 * w / limit_sum)
+    } else {
+        String::new()
+    }
+}
+
+/// The scope's GPUs' enforced limits at the start, summed.
+fn limit_sum_line(s: &mut String, scope: &Scope<'_>) {
+    let (limit_sum, scope_cap) = (scope.limit_sum_w, capitalised(scope.name));
     let _ = writeln!(
         s,
         "- **{scope_cap} limit sum:** {limit_sum:.0} W ({} at the start).",
@@ -203,6 +237,12 @@ pub fn power_lines(
             format!("{} GPUs' enforced limits", scope.gpus)
         }
     );
+}
+
+/// Sustained power: typical and worst over several sustained rungs, or
+/// the one rung's.
+fn sustained_line(s: &mut String, scope: &Scope<'_>, rungs: &[RungSummary]) {
+    let (limit_sum, name) = (scope.limit_sum_w, scope.name);
     let sustained: Vec<&RungSummary> = rungs
         .iter()
         .filter(|r| r.rung.kind == PhaseKind::Sustained && r.mean_w.is_some())
@@ -213,16 +253,16 @@ pub fn power_lines(
             let _ = writeln!(
                 s,
                 "- **Sustained {name} power:** {typical:.0} W typical{} over {} sustained rungs, {worst:.0} W at most{}.",
-                pct(typical),
+                of_limit(limit_sum, typical),
                 means.len(),
-                pct(worst)
+                of_limit(limit_sum, worst)
             );
         }
         (Some(m), _) => {
             let _ = writeln!(
                 s,
                 "- **Sustained {name} power:** {m:.0} W{} (rung `{}`).",
-                pct(m),
+                of_limit(limit_sum, m),
                 code(&sustained[0].rung.label)
             );
         }
@@ -233,7 +273,10 @@ pub fn power_lines(
             );
         }
     }
-    // The in-phase duty rungs by period: the worst repeat, and the median.
+}
+
+/// The in-phase duty rungs with a swing figure, grouped by period.
+fn in_phase_by_period(rungs: &[RungSummary]) -> Vec<(f64, Vec<&RungSummary>)> {
     let mut by_period: Vec<(f64, Vec<&RungSummary>)> = Vec::new();
     for r in rungs.iter().filter(|r| {
         r.rung.kind == PhaseKind::Duty && r.rung.mode == Mode::InPhase && r.swing_w.is_some()
@@ -244,6 +287,14 @@ pub fn power_lines(
             None => by_period.push((p, vec![r])),
         }
     }
+    by_period
+}
+
+/// The largest in-phase swing: the worst repeat of the period that swung
+/// most, with its interval and the median of its repeats.
+fn swing_line(s: &mut String, scope: &Scope<'_>, rungs: &[RungSummary]) {
+    let (limit_sum, name) = (scope.limit_sum_w, scope.name);
+    let by_period = in_phase_by_period(rungs);
     let worst = by_period
         .iter()
         .filter_map(|(p, v)| {
@@ -270,7 +321,7 @@ pub fn power_lines(
                 s,
                 "- **Largest in-phase swing:** {w:.0} W{} (p90 − p10 of the {name} cycle){} at {p:.0} ms (rung `{}`{typical}){}.",
                 interval_text(r, "swing", r.swing_ci95, " within the run"),
-                pct(w),
+                of_limit(limit_sum, w),
                 code(&r.rung.label),
                 edges_caveat(r)
             );
@@ -282,6 +333,11 @@ pub fn power_lines(
             );
         }
     }
+}
+
+/// What staggering saves: per period that ran both ways, the swing in
+/// phase → staggered and their difference.
+fn staggering_line(s: &mut String, rungs: &[RungSummary], compare: &[PhaseCompare]) {
     let savings: Vec<String> = compare
         .iter()
         .filter_map(|c| {
@@ -311,6 +367,11 @@ pub fn power_lines(
             savings.join("; ")
         }
     );
+}
+
+/// The worst transient: the largest peak against the limit sum, and the
+/// largest single sum of NVML's samples where it is higher.
+fn worst_transient_line(s: &mut String, limit_sum: f64, rungs: &[RungSummary]) {
     let worst_peak = rungs
         .iter()
         .filter_map(|r| r.peak_w.map(|p| (p, r)))

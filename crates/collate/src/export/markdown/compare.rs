@@ -36,6 +36,7 @@ fn flag(f: &FigureDelta, incomplete: bool) -> String {
     }
 }
 
+/// Repeats of A and B, "a/b".
 fn repeats(d: &Delta) -> String {
     format!("{}/{}", d.n_a, d.n_b)
 }
@@ -44,6 +45,18 @@ fn repeats(d: &Delta) -> String {
 pub fn markdown(c: &Comparison) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# Comparison: B against A\n");
+    runs(&mut s, c);
+    verdict(&mut s, c);
+    node_rungs(&mut s, c);
+    unmatched_rungs(&mut s, c);
+    gpus(&mut s, c);
+    health(&mut s, c);
+    s
+}
+
+/// The two runs (A the baseline, B the candidate), and every warning on
+/// what differs between them.
+fn runs(s: &mut String, c: &Comparison) {
     for (name, role, f) in [("A", "baseline", &c.a), ("B", "candidate", &c.b)] {
         let _ = writeln!(
             s,
@@ -63,6 +76,10 @@ pub fn markdown(c: &Comparison) -> String {
     for w in &c.warnings {
         let _ = writeln!(s, "> **⚠ {w}**\n");
     }
+}
+
+/// The verdict, what was not compared, and what counts as a regression.
+fn verdict(s: &mut String, c: &Comparison) {
     let uncomparable = c
         .rungs
         .iter()
@@ -98,6 +115,11 @@ pub fn markdown(c: &Comparison) -> String {
         "What counts as a regression: a rung's mean or peak, a duty rung's swing (p90 − p10), or a GPU's mean, changing (B − A, either direction) by more than {} % of A's value and, where both runs have two repeats or more, by more than the half-width of the 95 % Welch interval of the difference. Spread (p99 − p1), a GPU's peak and a constant-load rung's swing are shown, not judged (noise band). GPU board power only.\n",
         c.threshold_pct
     );
+}
+
+/// "Node, per rung": every judged and shown figure of every matched rung,
+/// and the rungs' notes.
+fn node_rungs(s: &mut String, c: &Comparison) {
     let _ = writeln!(s, "## Node, per rung\n");
     if c.rungs.is_empty() {
         let _ = writeln!(s, "No rung label is in both runs.\n");
@@ -136,6 +158,10 @@ pub fn markdown(c: &Comparison) -> String {
             s.push('\n');
         }
     }
+}
+
+/// "Unmatched rungs": the labels in one run only.
+fn unmatched_rungs(s: &mut String, c: &Comparison) {
     let _ = writeln!(s, "## Unmatched rungs\n");
     if c.unmatched_rungs.is_empty() {
         let _ = writeln!(s, "None: every rung label is in both runs.\n");
@@ -151,7 +177,10 @@ pub fn markdown(c: &Comparison) -> String {
         }
         s.push('\n');
     }
-    gpus(&mut s, c);
+}
+
+/// "Health": what changed between the runs' idle captures.
+fn health(s: &mut String, c: &Comparison) {
     let _ = writeln!(s, "## Health (idle captures)\n");
     let _ = writeln!(s, "{}.\n", c.health.state);
     for l in &c.health.lines {
@@ -160,9 +189,10 @@ pub fn markdown(c: &Comparison) -> String {
     if !c.health.lines.is_empty() {
         s.push('\n');
     }
-    s
 }
 
+/// "Per GPU": how GPUs were matched, the flagged GPU-rungs in the open and
+/// every row folded.
 fn gpus(s: &mut String, c: &Comparison) {
     let m = &c.gpu_matching;
     let _ = writeln!(s, "## Per GPU\n");

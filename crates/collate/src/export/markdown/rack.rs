@@ -110,15 +110,26 @@ pub fn write_rack_report(
     compare: &[PhaseCompare],
     dir: &Path,
 ) -> Result<PathBuf, CollateError> {
-    let RackTables {
-        nodes,
-        hosts,
-        starts,
-        reused,
-        recollated,
-        node_power,
-    } = *tables;
+    let t = tables;
     let mut s = String::new();
+    write_title(&mut s, rack, t.nodes);
+    answer(&mut s, rack, t.nodes, rungs, compare, t.node_power);
+    write_sources(&mut s, t.nodes.len(), t.reused, t.recollated);
+    write_nodes(&mut s, t.nodes);
+    write_hosts(&mut s, t.hosts);
+    write_rack_power(&mut s, rungs, t.starts);
+    write_in_phase_vs_staggered(&mut s, compare);
+    write_notes(&mut s);
+    write_node_power(&mut s, t.node_power);
+    let path = dir.join(powerlab_rundir::ReportFile::ReportMd.file_name());
+    std::fs::write(&path, s).map_err(|e| CollateError::io(&path, e))?;
+    Ok(path)
+}
+
+/// Appends the rack report's title: complete, with its nodes and GPUs, or
+/// `# ⚠` and every node whose run did not complete or whose report is
+/// missing.
+fn write_title(s: &mut String, rack: &Path, nodes: &[NodeState]) {
     let gpus: usize = nodes.iter().map(|n| n.gpus).sum();
     let bad: Vec<&NodeState> = nodes
         .iter()
@@ -157,12 +168,20 @@ pub fn write_rack_report(
             "\nNumbers cover the rungs that ran; a grid point where any node has no reading has no rack value."
         );
     }
-    answer(&mut s, rack, nodes, rungs, compare, node_power);
+}
+
+/// Appends where the rack's figures come from: the nodes' reports (reused
+/// or collated now) and how rack power is summed.
+fn write_sources(s: &mut String, nodes: usize, reused: usize, recollated: usize) {
     let _ = writeln!(
         s,
         "\nBuilt from the reports of {} nodes ({reused} up to date and reused, {recollated} collated now), never from their raw files. Rack power is the sum of the node curves on the grid they share (each the sum of its GPUs' driver-buffered samples); a duty rung's figures are its nodes' composed cycles added at the rung's shared epoch, or, where any node could not fold the rung, that node's verdict and the sum of the nodes' energy-counter means.",
-        nodes.len()
+        nodes
     );
+}
+
+/// Appends "Nodes": every node, its host, GPUs and how its run ended.
+fn write_nodes(s: &mut String, nodes: &[NodeState]) {
     let _ = writeln!(
         s,
         "\n## Nodes\n\n| node | host | GPUs | status | rungs started |\n|---|---|---|---|---|"
@@ -183,6 +202,10 @@ pub fn write_rack_report(
             n.rungs_started
         );
     }
+}
+
+/// Appends "Hosts with several ranks" (only where a host ran several).
+fn write_hosts(s: &mut String, hosts: &[HostRungRow]) {
     let shared: Vec<&HostRungRow> = hosts.iter().filter(|h| h.nodes.contains(' ')).collect();
     if !shared.is_empty() {
         let _ = writeln!(
@@ -202,6 +225,11 @@ pub fn write_rack_report(
             );
         }
     }
+}
+
+/// Appends "Rack power per rung": each rung's figures with their
+/// intervals and its start skew across the rack.
+fn write_rack_power(s: &mut String, rungs: &[RungSummary], starts: &[RackStart]) {
     let _ = writeln!(
         s,
         "\n## Rack power per rung\n\n| rung | method | start skew across the rack | mean | peak | spread p99−p1 | coverage |\n|---|---|---|---|---|---|---|"
@@ -233,6 +261,11 @@ pub fn write_rack_report(
             r.coverage * 100.0
         );
     }
+}
+
+/// Appends "In phase vs staggered, whole rack" (only where a phase ran
+/// both ways).
+fn write_in_phase_vs_staggered(s: &mut String, compare: &[PhaseCompare]) {
     if !compare.is_empty() {
         let _ = writeln!(
             s,
@@ -253,6 +286,10 @@ pub fn write_rack_report(
             );
         }
     }
+}
+
+/// Appends the notes on start epochs and skew, and the rack's files.
+fn write_notes(s: &mut String) {
     let _ = writeln!(
         s,
         "\nEvery rung started at one epoch on every node (checked from each node's events). Start skew is measured on each node's own clock; rack.json gives each node's clock offset against rank 0."
@@ -261,6 +298,11 @@ pub fn write_rack_report(
         s,
         "\nFiles: `rack_curve.{{csv,parquet}}`, `rack_cycles.parquet` (the rack's composed cycle per duty rung), `summary.{{csv,parquet}}`, `in_phase_vs_staggered.{{csv,parquet}}`, `nodes.{{csv,parquet}}` (each node's own figures per rung), `hosts.csv` (a host's ranks summed), `starts.csv`, `node_status.csv`; each node's full report is in `nodes/<node>/report/`."
     );
+}
+
+/// Appends "Node power, whole rack" (only where nodes have their own
+/// meters).
+fn write_node_power(s: &mut String, node_power: &[crate::rack::node_power::RackNodePowerRow]) {
     if !node_power.is_empty() {
         let _ = writeln!(
             s,
@@ -285,7 +327,4 @@ pub fn write_rack_report(
             );
         }
     }
-    let path = dir.join(powerlab_rundir::ReportFile::ReportMd.file_name());
-    std::fs::write(&path, s).map_err(|e| CollateError::io(&path, e))?;
-    Ok(path)
 }

@@ -1,0 +1,247 @@
+//! The title of a node run's `report.md`: a plain title for a complete,
+//! verified run on real GPUs, else a first line of every warning that must
+//! qualify the numbers below it (how the run ended, rungs missing or not
+//! wholly covered, the node's meters, unverified raw files, a simulated
+//! node).
+
+use super::cells::{code, text};
+use super::run::Tables;
+use crate::load::Run;
+use crate::node_power::NodePowerRung;
+use crate::summary::RungSummary;
+use powerlab_core::units::ns_to_s;
+use powerlab_rundir::{Manifest, RunEvent, RunStatus};
+use std::fmt::Write;
+
+/// Appends the report's title: `# campaign — complete run on node (N
+/// GPUs)`, or `# ⚠` and every warning, then the campaign and node.
+pub fn write_title(s: &mut String, run: &Run, t: &Tables<'_>) {
+    let m = &run.manifest;
+    let warnings = warnings(run, t);
+    if warnings.is_empty() {
+        let _ = writeln!(
+            s,
+            "# {} — complete run on {} ({})",
+            text(&m.campaign),
+            text(&m.backend.node_id),
+            super::cells::gpus(m.backend.gpus.len())
+        );
+    } else {
+        let _ = writeln!(s, "# ⚠ {}", warnings.join(" — "));
+        let _ = writeln!(
+            s,
+            "\nCampaign `{}` on {} ({}).",
+            code(&m.campaign),
+            text(&m.backend.node_id),
+            super::cells::gpus(m.backend.gpus.len())
+        );
+    }
+}
+
+/// Everything that must qualify every number of the report, in the order
+/// the first line states them.
+fn warnings(run: &Run, t: &Tables<'_>) -> Vec<String> {
+    let m = &run.manifest;
+    let mut warnings = Vec::new();
+    if m.allow_unhealthy {
+        warnings.push("PREFLIGHT OVERRIDDEN (--allow-unhealthy): the node failed a health check; read health-report.md before using any number".to_string());
+    }
+    warnings.extend(status_warning(run, t.raw_end_ns));
+    warnings.extend(missing_rungs_warning(run, m));
+    warnings.extend(incomplete_warning(t.rungs, t.raw_problems));
+    warnings.extend(node_power_warnings(t.node_power.1));
+    if !m.raw_index {
+        warnings.push("RAW FILES NOT VERIFIED: this run directory has no raw index (written before indexes existed, or its manifest was edited), so changes to its raw files cannot be detected".into());
+    }
+    if m.backend.backend == "sim" {
+        warnings.push("SIMULATED NODE: these are model outputs, not measurements".into());
+    }
+    warnings
+}
+
+/// How the event log says the run ended, when it says so: `failed`,
+/// `interrupted` or `complete`, and the reason.
+fn logged_end(run: &Run) -> Option<(&str, Option<&str>)> {
+    run.events.iter().rev().find_map(|e| match e {
+        RunEvent::RunEnded { status, reason, .. } => Some((status.as_str(), reason.as_deref())),
+        _ => None,
+    })
+}
+
+/// A run that did not complete: how it ended (from the manifest, or from
+/// the event log where the manifest was never sealed), or where its
+/// records stop. `raw_end_ns` is the latest raw reading, epoch ns.
+fn status_warning(run: &Run, raw_end_ns: Option<i64>) -> Option<String> {
+    let m = &run.manifest;
+    match &m.status {
+        RunStatus::Complete => None,
+        // The event log recorded the end the manifest never got (a disk
+        // that filled before the manifest was sealed): that end is stated.
+        RunStatus::Running => Some(match logged_end(run) {
+            Some((status, reason)) => format!(
+                "RUN {} ({}; from events.jsonl: the manifest was never sealed): numbers cover the rungs that ran",
+                status.to_uppercase(),
+                reason.unwrap_or("no reason recorded")
+            ),
+            None => format!(
+                "RUN DID NOT FINISH (no end recorded: killed?): numbers cover the samples flushed before it stopped{}",
+                raw_end_ns
+                    .map(|e| format!(
+                        ", the last {:.1} s after the start",
+                        ns_to_s(e - m.started_ns)
+                    ))
+                    .unwrap_or_default()
+            ),
+        }),
+        RunStatus::Interrupted { reason } => Some(format!(
+            "RUN INTERRUPTED ({reason}): numbers cover the rungs that ran"
+        )),
+        RunStatus::Failed { reason } => Some(format!(
+            "RUN FAILED ({reason}): numbers cover the rungs that ran"
+        )),
+    }
+}
+
+/// Raw files missing or cut short, and rungs not wholly covered by their
+/// records (the worst one's share, at most six named).
+fn incomplete_warning(rungs: &[RungSummary], raw_problems: &[String]) -> Option<String> {
+    let incomplete: Vec<String> = rungs
+        .iter()
+        .filter(|r| r.incomplete.is_some())
+        .map(|r| text(&r.rung.label))
+        .collect();
+    if raw_problems.is_empty() && incomplete.is_empty() {
+        return None;
+    }
+    let mut w = String::from("INCOMPLETE RAW DATA");
+    if !raw_problems.is_empty() {
+        w.push_str(&format!(": {}", raw_problems.join("; ")));
+    }
+    if !incomplete.is_empty() {
+        let worst = rungs
+            .iter()
+            .filter_map(|r| r.window_coverage.filter(|_| r.incomplete.is_some()))
+            .fold(1.0, f64::min);
+        let shown = if incomplete.len() > 6 {
+            format!("{}, …", incomplete[..6].join(", "))
+        } else {
+            incomplete.join(", ")
+        };
+        w.push_str(&format!(
+            " — {} rung(s) not wholly covered ({}): {shown}; see the `incomplete` column",
+            incomplete.len(),
+            worst_words(worst)
+        ));
+    }
+    Some(w)
+}
+
+/// The node's own meters: reading below the GPU sum (not this node's
+/// meter), and covering under 90 % of a rung.
+fn node_power_warnings(node_power: &[NodePowerRung]) -> Vec<String> {
+    let mut warnings = Vec::new();
+    let short: Vec<&NodePowerRung> = node_power.iter().filter(|r| r.coverage < 0.9).collect();
+    let below: Vec<String> = node_power
+        .iter()
+        .filter(|r| r.verdict.contains("CHASSIS BELOW THE GPU SUM"))
+        .map(|r| text(&r.rung))
+        .collect();
+    if !below.is_empty() {
+        warnings.push(format!(
+            "NODE POWER BELOW THE GPU SUM in {} rung(s) ({}): that meter does not measure this node; see the Node power section",
+            below.len(),
+            below.iter().take(3).cloned().collect::<Vec<_>>().join(", ")
+        ));
+    }
+    if !short.is_empty() {
+        let mut sources: Vec<&str> = short.iter().map(|r| r.source.as_str()).collect();
+        sources.dedup();
+        let worst = short.iter().map(|r| r.coverage).fold(1.0, f64::min);
+        warnings.push(format!(
+            "NODE POWER INCOMPLETE: {} covered under 90 % of {} rung(s) (worst {:.0} %); see the Node power section",
+            sources.join(", "),
+            short.len(),
+            worst * 100.0
+        ));
+    }
+    warnings
+}
+
+/// How much of its window the worst-covered incomplete rung has, in words
+/// that stay true when the share rounds to 100 % (a rung marked
+/// incomplete is never wholly covered).
+fn worst_words(worst: f64) -> String {
+    let pct = (1000.0 * worst).floor() / 10.0;
+    if pct >= 99.9 {
+        "each covers more than 99.9 % of its window, not all of it".into()
+    } else {
+        format!("worst {pct:.1} % of its window")
+    }
+}
+
+/// Rungs the plan lists that the event log has no record of: in a run
+/// that did not finish, those never reached; in any run, those whose
+/// record was lost (a later rung has one). None when every rung is there,
+/// or when a run that ended by a signal or fault merely stopped early
+/// (its first line says so already).
+fn missing_rungs_warning(run: &Run, m: &Manifest) -> Option<String> {
+    let killed = matches!(m.status, RunStatus::Running);
+    let named: Vec<&crate::load::MissingRung> = run
+        .missing_rungs
+        .iter()
+        .filter(|r| r.lost || killed)
+        .collect();
+    if named.is_empty() {
+        return None;
+    }
+    let lost: Vec<&str> = named
+        .iter()
+        .filter(|r| r.lost)
+        .map(|r| r.label.as_str())
+        .collect();
+    let unreached: Vec<&str> = named
+        .iter()
+        .filter(|r| !r.lost)
+        .map(|r| r.label.as_str())
+        .collect();
+    let list = |v: &[&str]| {
+        if v.len() > 8 {
+            format!("{}, … ({} in all)", v[..8].join(", "), v.len())
+        } else {
+            v.join(", ")
+        }
+    };
+    let mut parts = Vec::new();
+    if !lost.is_empty() {
+        parts.push(format!(
+            "{} rung(s) the plan lists have no record in events.jsonl although later rungs do (their record was lost or removed; no figures): {}",
+            lost.len(),
+            list(&lost)
+        ));
+    }
+    if !unreached.is_empty() {
+        parts.push(format!(
+            "{} planned rung(s) never reached: {}",
+            unreached.len(),
+            list(&unreached)
+        ));
+    }
+    Some(format!("MISSING RUNGS: {}", parts.join("; ")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::worst_words;
+
+    #[test]
+    fn an_incomplete_rung_never_reads_as_wholly_covered() {
+        // A rung covering 0.9995 to 0.9999 of its window is marked
+        // incomplete, and its `window_coverage` (3 decimals) reads 1.0: it
+        // used to say "worst 100.0 % of its window".
+        assert!(!worst_words(1.0).contains("100.0"));
+        assert!(worst_words(1.0).contains("more than 99.9 %"));
+        assert!(!worst_words(0.99996).contains("100.0"));
+        assert!(worst_words(0.99996).contains("more than 99.9 %"));
+        assert_eq!(worst_words(0.994), "worst 99.4 % of its window");
+    }
+}

@@ -1,0 +1,104 @@
+//! What every chart shares: the embedded font, and drawing one chart
+//! into both its SVG and its PNG.
+
+use super::Chart;
+use crate::error::CollateError;
+use plotters::prelude::*;
+use std::path::{Path, PathBuf};
+use std::sync::Once;
+
+static FONT: Once = Once::new();
+
+/// Registers the embedded DejaVu Sans as `sans-serif`, once.
+fn register_font() {
+    FONT.call_once(|| {
+        let _ = plotters::style::register_font(
+            "sans-serif",
+            FontStyle::Normal,
+            include_bytes!("../../../../../assets/DejaVuSans.ttf"),
+        );
+    });
+}
+
+/// What a chart's drawing returns.
+pub(super) type DrawResult = Result<(), Box<dyn std::error::Error>>;
+
+/// Draws `chart` at `size` into `path_stem`.svg and `path_stem`.png;
+/// returns both paths.
+pub(super) fn both(
+    path_stem: &Path,
+    size: (u32, u32),
+    chart: &Chart<'_>,
+) -> Result<Vec<PathBuf>, CollateError> {
+    register_font();
+    let svg = path_stem.with_extension("svg");
+    let png = path_stem.with_extension("png");
+    {
+        let area = SVGBackend::new(&svg, size).into_drawing_area();
+        chart.draw(&area).map_err(|e| CollateError::Plot {
+            path: svg.clone(),
+            message: e.to_string(),
+        })?;
+        area.present().map_err(|e| CollateError::Plot {
+            path: svg.clone(),
+            message: e.to_string(),
+        })?;
+    }
+    {
+        let area = BitMapBackend::new(&png, size).into_drawing_area();
+        chart.draw(&area).map_err(|e| CollateError::Plot {
+            path: png.clone(),
+            message: e.to_string(),
+        })?;
+        area.present().map_err(|e| CollateError::Plot {
+            path: png.clone(),
+            message: e.to_string(),
+        })?;
+    }
+    Ok(vec![svg, png])
+}
+
+/// Draws independent charts on every core (each into its SVG and PNG at
+/// `size`); returns their files in the order of `jobs`. A panicking
+/// plotting thread is an error naming `dir`.
+pub(super) fn draw_in_parallel(
+    jobs: &[(PathBuf, Chart<'_>)],
+    size: (u32, u32),
+    dir: &Path,
+) -> Result<Vec<PathBuf>, CollateError> {
+    let workers = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .max(1);
+    let per = jobs.len().div_ceil(workers).max(1);
+    let results: Vec<Result<Vec<PathBuf>, CollateError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = jobs
+            .chunks(per)
+            .map(|chunk| {
+                s.spawn(move || {
+                    let mut out = Vec::new();
+                    for (stem, chart) in chunk {
+                        out.extend(both(stem, size, chart)?);
+                    }
+                    Ok(out)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(CollateError::Plot {
+                        path: dir.to_path_buf(),
+                        message: "a plotting thread panicked".into(),
+                    })
+                })
+            })
+            .collect()
+    });
+    let mut files = Vec::new();
+    for r in results {
+        files.extend(r?);
+    }
+    Ok(files)
+}
