@@ -5,6 +5,7 @@ use crate::error::CollateError;
 use crate::sensor::series::{EdgeIndex, SeriesSet};
 use polars::prelude::*;
 use powerlab_core::Instrument;
+use powerlab_core::units::PeriodMs;
 use powerlab_core::units::{NS_PER_MS, ms_to_ns, ms_to_ns_trunc};
 use powerlab_rundir::events::read_events_at_most;
 use powerlab_rundir::{Manifest, PhaseKind, RunDir, RunEvent, RungInfo};
@@ -202,7 +203,7 @@ fn check_period(rung: &RungInfo, events: &Path) -> Result<(), CollateError> {
     if !matches!(rung.kind, PhaseKind::Duty | PhaseKind::RampUp) {
         return Ok(());
     }
-    match rung.period_ms {
+    match rung.period_ms.map(PeriodMs::ms) {
         Some(p) if p.is_finite() && p > 0.0 => Ok(()),
         other => Err(CollateError::BadRaw {
             path: events.to_path_buf(),
@@ -236,7 +237,7 @@ fn cut_at_stop(r: &mut RungWindow, at: i64) {
     {
         return;
     }
-    let end = match r.info.period_ms.filter(|p| *p > 0.0) {
+    let end = match r.info.period_ms.map(PeriodMs::ms).filter(|p| *p > 0.0) {
         Some(p) => {
             let p = ms_to_ns(p);
             r.measure_from_ns + (at - r.measure_from_ns) / p * p
@@ -274,6 +275,7 @@ pub fn cut_at_records_end(run: &Run, series: &SeriesSet, edges: &EdgeIndex) -> O
     let gap = r
         .info
         .period_ms
+        .map(PeriodMs::ms)
         .map_or(0, |p| {
             ms_to_ns_trunc(r.info.duty.min(1.0 - r.info.duty) * p) - NS_PER_MS
         })

@@ -76,7 +76,7 @@ fn write_case(root: &std::path::Path, c: &Case) -> (std::path::PathBuf, Vec<f64>
         phase: "d".into(),
         kind: PhaseKind::Duty,
         mode: Mode::Staggered,
-        period_ms: Some(period_ms),
+        period_ms: Some(period_ms.into()),
         nominal_period_ms: None,
         duty: 0.5,
         repeat: 1,

@@ -34,7 +34,7 @@ fn skeleton(root: &Path) -> PathBuf {
         phase: "d".into(),
         kind: PhaseKind::Duty,
         mode: Mode::InPhase,
-        period_ms: Some(100.0),
+        period_ms: Some(100.0.into()),
         nominal_period_ms: None,
         duty: 0.5,
         repeat: 1,

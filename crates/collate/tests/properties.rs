@@ -51,7 +51,7 @@ fn write_run(root: &Path, gpus: &[(String, Vec<Sample>)], split: bool) -> std::p
         phase: "d".into(),
         kind: PhaseKind::Duty,
         mode: Mode::InPhase,
-        period_ms: Some(200.0),
+        period_ms: Some(200.0.into()),
         nominal_period_ms: None,
         duty: 0.5,
         repeat: 1,

@@ -148,6 +148,55 @@ pub fn bytes_to_mb(bytes: u64) -> f64 {
     bytes as f64 / BYTES_PER_MB as f64
 }
 
+/// A duty period, ms.
+#[derive(Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct PeriodMs(pub f64);
+
+impl PeriodMs {
+    /// The period, ms.
+    pub fn ms(self) -> f64 {
+        self.0
+    }
+
+    /// The period, ns, rounded to the nearest.
+    pub fn ns(self) -> i64 {
+        ms_to_ns(self.0)
+    }
+
+    /// The period, ns, unrounded.
+    pub fn ns_f64(self) -> f64 {
+        ms_to_ns_f64(self.0)
+    }
+}
+
+impl From<f64> for PeriodMs {
+    fn from(ms: f64) -> Self {
+        PeriodMs(ms)
+    }
+}
+
+impl From<PeriodMs> for f64 {
+    fn from(p: PeriodMs) -> f64 {
+        p.0
+    }
+}
+
+/// Shown as the bare number of milliseconds, as the plan was printed
+/// before the type existed.
+impl std::fmt::Debug for PeriodMs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+/// Shown as the bare number of milliseconds.
+impl std::fmt::Display for PeriodMs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(&self.0, f)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,6 +2,7 @@
 
 use crate::layout::RunDirError;
 pub use powerlab_core::kind::{Mode, PhaseKind};
+use powerlab_core::units::PeriodMs;
 use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::io::Write;
@@ -22,12 +23,12 @@ pub struct RungInfo {
     /// `in_phase` or `staggered`.
     pub mode: Mode,
     /// Duty period the GPUs ran, ms.
-    pub period_ms: Option<f64>,
+    pub period_ms: Option<PeriodMs>,
     /// Duty period the campaign asked for, ms (equal to `period_ms` unless
     /// the planner detuned it from the sampling grid; absent in runs made
     /// before detuning existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub nominal_period_ms: Option<f64>,
+    pub nominal_period_ms: Option<PeriodMs>,
     /// Duty fraction.
     pub duty: f64,
     /// Repeat number (1-based).
@@ -48,7 +49,7 @@ pub struct RungInfo {
 impl RungInfo {
     /// The period the campaign asked for (the achieved one in runs that
     /// predate detuning): what labels and repeat groups go by.
-    pub fn requested_period_ms(&self) -> Option<f64> {
+    pub fn requested_period_ms(&self) -> Option<PeriodMs> {
         self.nominal_period_ms.or(self.period_ms)
     }
 }

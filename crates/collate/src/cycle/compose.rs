@@ -13,6 +13,7 @@ use crate::format::fmt_ms;
 use crate::load::{Run, RungWindow};
 use crate::sensor::model::SensorModel;
 use crate::sensor::series::{EdgeIndex, SeriesSet};
+use powerlab_core::units::PeriodMs;
 use powerlab_core::units::{ms_to_ns, ns_to_s};
 use powerlab_rundir::PhaseKind;
 use rustfft::FftPlanner;
@@ -42,6 +43,7 @@ pub fn compose(
     let Some(period_ms) = r
         .info
         .period_ms
+        .map(PeriodMs::ms)
         .filter(|_| r.info.kind == PhaseKind::Duty && r.info.duty > 0.0 && r.info.duty < 1.0)
     else {
         return Err(NoCycle::NotPeriodic);
@@ -133,7 +135,7 @@ fn fold_of(
     gpu: &str,
     cycles: f64,
 ) -> Result<GpuFold, NoCycle> {
-    let period_ms = r.info.period_ms.unwrap_or(0.0);
+    let period_ms = r.info.period_ms.map(PeriodMs::ms).unwrap_or(0.0);
     let p = ms_to_ns(period_ms);
     let span = r.end_ns - r.measure_from_ns;
     let Buffered {

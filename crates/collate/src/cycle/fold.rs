@@ -9,6 +9,7 @@ use super::{MAX_HARMONICS, MIN_GAIN, MIN_HARMONICS, SAMPLES_PER_BIN};
 use crate::load::RungWindow;
 use crate::sensor::fold::sinc;
 use crate::stats::median;
+use powerlab_core::units::PeriodMs;
 use powerlab_core::units::ms_to_ns;
 use rustfft::FftPlanner;
 use rustfft::num_complex::Complex64;
@@ -72,7 +73,7 @@ pub(super) fn fold_gpu(
     window_ms: f64,
     lag_ms: f64,
 ) -> Option<GpuFold> {
-    let period_ms = r.info.period_ms?;
+    let period_ms = r.info.period_ms.map(PeriodMs::ms)?;
     let p = ms_to_ns(period_ms);
     if p <= 0 || rises.is_empty() {
         return None;

@@ -17,7 +17,6 @@ pub mod html;
 pub mod json;
 pub mod markdown;
 pub mod parquet;
-pub mod plot_export;
 pub mod plots;
 
 use crate::error::CollateError;
@@ -44,7 +43,7 @@ pub const REPORT_EXPORTERS: &[&dyn Exporter] = &[
     &csv::Csv,
     &json::Json,
     &parquet::Parquet,
-    &plot_export::Plots,
+    &plots::Plots,
     &markdown::Markdown,
     &html::Html,
 ];

@@ -8,6 +8,7 @@ use crate::cycle::interval::{self, Stated};
 use crate::cycle::{CyclePart, NoCycle, NodeCycle, sum_cycles};
 use crate::load::Run;
 use crate::summary::{Cycles, RungSummary};
+use powerlab_core::units::PeriodMs;
 use powerlab_rundir::{PhaseKind, RunDir};
 use std::collections::{BTreeMap, HashMap};
 
@@ -75,7 +76,7 @@ pub(super) fn rack_cycles(
     let mut means = HashMap::new();
     for r in &reference.rungs {
         let periodic = r.info.kind == PhaseKind::Duty
-            && r.info.period_ms.is_some()
+            && r.info.period_ms.map(PeriodMs::ms).is_some()
             && r.info.duty > 0.0
             && r.info.duty < 1.0;
         if !periodic {

@@ -2,6 +2,7 @@
 //! window some GPU's readings do not cover, and the rung the run stopped in.
 
 use crate::{integrity, load, stats, summary};
+use powerlab_core::units::PeriodMs;
 use powerlab_core::units::{ms_to_ns_f64, ns_f64_to_s};
 
 /// Marks rungs whose window some GPU's readings do not cover; where the
@@ -58,7 +59,7 @@ pub fn mark_stopped(rungs: &mut [summary::RungSummary], run: &load::Run) {
         let ran = (w.end_ns - w.measure_from_ns) as f64;
         let share = (ran / planned).min(r.window_coverage.unwrap_or(1.0));
         r.window_coverage = Some(stats::r3(share));
-        let what = match w.info.period_ms.filter(|p| *p > 0.0) {
+        let what = match w.info.period_ms.map(PeriodMs::ms).filter(|p| *p > 0.0) {
             Some(p) => format!("the {:.0} whole cycles", ran / ms_to_ns_f64(p)),
             None => "the part".to_string(),
         };

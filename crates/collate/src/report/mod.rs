@@ -8,7 +8,6 @@ pub mod node;
 pub mod node_power;
 
 use crate::curve::NodeCurve;
-use crate::export::plots::NodePowerSeries;
 use crate::handoff::Inputs;
 use crate::load::Run;
 use crate::nccl::{FabricPowerRow, NcclRow};
@@ -85,6 +84,15 @@ pub struct NodePower {
     pub rungs: Vec<NodePowerRung>,
     /// The plot's lines.
     pub plot: NodePowerSeries,
+}
+
+/// The node power plot's lines: the GPU sum and each source's readings,
+/// against seconds since the run's start.
+pub struct NodePowerSeries {
+    /// GPU sum (buffered), 1 s means: (s, W).
+    pub gpu: Vec<(f64, f64)>,
+    /// Each source's readings as of their answers: (name, [(s, W)]).
+    pub sources: Vec<(String, Vec<(f64, f64)>)>,
 }
 
 /// What a rack's report has beyond the rungs: its nodes, hosts and starts.

@@ -1,10 +1,10 @@
 //! The node's own power meters in a node report: `node_power/` read and
 //! joined with the node curve.
 
-use super::NodePower;
+use super::{NodePower, NodePowerSeries};
 use crate::error::CollateError;
-use crate::export::plots;
 use crate::{curve, load, node_power};
+use powerlab_core::units::PeriodMs;
 use powerlab_core::units::{NS_PER_S, ns_to_s};
 use powerlab_rundir::{PhaseKind, RunDir};
 
@@ -64,7 +64,7 @@ pub fn node_power_of(
         return Ok(NodePower {
             facts: vec![],
             rungs: vec![],
-            plot: plots::NodePowerSeries {
+            plot: NodePowerSeries {
                 gpu: vec![],
                 sources: vec![],
             },
@@ -79,7 +79,11 @@ pub fn node_power_of(
             id: r.info.id,
             label: r.info.label.clone(),
             kind: r.info.kind,
-            period_ms: r.info.period_ms.filter(|_| r.info.kind == PhaseKind::Duty),
+            period_ms: r
+                .info
+                .period_ms
+                .map(PeriodMs::ms)
+                .filter(|_| r.info.kind == PhaseKind::Duty),
             from_ns: r.measure_from_ns,
             to_ns: r.end_ns,
         })
@@ -101,7 +105,7 @@ pub fn node_power_of(
             acc = (acc.0 + v, acc.1 + 1, Some(sec));
         }
     }
-    let plot = plots::NodePowerSeries {
+    let plot = NodePowerSeries {
         gpu,
         sources: sources
             .iter()

@@ -10,6 +10,7 @@ use super::series::{EdgeIndex, SeriesSet, changes, median_spacing_ms, span};
 use crate::load::{Run, RungWindow};
 use crate::stats::{mean_sd_ci, median, quantile};
 use powerlab_campaign::CALIBRATION_PHASE;
+use powerlab_core::units::PeriodMs;
 use powerlab_core::units::{ms_to_ns_trunc, ns_to_ms};
 
 /// Normalised falling-step points (ms after each fall, 1 = on, 0 = off) of
@@ -143,13 +144,19 @@ fn step_rungs<'a>(cal: &[&'a RungWindow]) -> Option<(&'a RungWindow, &'a RungWin
     let mut steps: Vec<&RungWindow> = cal
         .iter()
         .copied()
-        .filter(|r| r.info.period_ms.is_some_and(|p| p >= 300.0))
+        .filter(|r| {
+            r.info
+                .period_ms
+                .map(PeriodMs::ms)
+                .is_some_and(|p| p >= 300.0)
+        })
         .collect();
     steps.sort_by(|a, b| {
         a.info
             .period_ms
+            .map(PeriodMs::ms)
             .unwrap_or(0.0)
-            .total_cmp(&b.info.period_ms.unwrap_or(0.0))
+            .total_cmp(&b.info.period_ms.map(PeriodMs::ms).unwrap_or(0.0))
     });
     Some((*steps.first()?, *steps.last()?))
 }
@@ -237,7 +244,7 @@ fn fit_step(
     timestamped: bool,
     board_tau: Option<f64>,
 ) -> Vec<f64> {
-    let half = rung.info.period_ms.unwrap_or(1000.0) / 2.0;
+    let half = rung.info.period_ms.map(PeriodMs::ms).unwrap_or(1000.0) / 2.0;
     let updates;
     let fit_on: &[(i64, f64)] = if timestamped {
         s
@@ -304,11 +311,13 @@ fn aliasing_probes(
     w: f64,
 ) -> Vec<Probe> {
     let mut probes = Vec::new();
-    for r in cal
-        .iter()
-        .filter(|r| r.info.period_ms.is_some_and(|p| p < 200.0))
-    {
-        let p = r.info.period_ms.unwrap_or(0.0);
+    for r in cal.iter().filter(|r| {
+        r.info
+            .period_ms
+            .map(PeriodMs::ms)
+            .is_some_and(|p| p < 200.0)
+    }) {
+        let p = r.info.period_ms.map(PeriodMs::ms).unwrap_or(0.0);
         let v: Vec<f64> = span(s, r.measure_from_ns, r.end_ns)
             .iter()
             .map(|x| x.1)

@@ -14,6 +14,7 @@ use crate::cycle::rises_of;
 use crate::load::{Run, RungWindow};
 use crate::stats::quantile;
 use powerlab_campaign::CALIBRATION_PHASE;
+use powerlab_core::units::PeriodMs;
 use powerlab_core::units::{ms_to_ns_trunc, ns_to_ms, ns_to_s};
 use powerlab_rundir::{Mode, PhaseKind};
 use serde::Serialize;
@@ -139,7 +140,7 @@ pub fn analyse(
         .rungs
         .iter()
         .filter(|r| r.info.kind == PhaseKind::Duty)
-        .filter_map(|r| r.info.period_ms.map(|p| (r, p)))
+        .filter_map(|r| r.info.period_ms.map(PeriodMs::ms).map(|p| (r, p)))
     {
         for (gi, g) in run.manifest.backend.gpus.iter().enumerate() {
             let rises = rises_of(edges, r, gi, &g.key);
@@ -251,7 +252,7 @@ fn answers(
             .fold(None, |a: Option<f64>, c| Some(a.map_or(c, |a| a.max(c))));
         out.push(PeriodAnswer {
             rung: r.info.label.clone(),
-            period_ms: r.info.period_ms.unwrap_or(0.0),
+            period_ms: r.info.period_ms.map(PeriodMs::ms).unwrap_or(0.0),
             visible_swing_w: visible.get(&r.info.id).copied().flatten(),
             reconstructed_swing_w: pick.map(|p| p.1),
             reconstructed_by: pick.map(|p| p.0.to_string()).unwrap_or_else(|| "none".into()),

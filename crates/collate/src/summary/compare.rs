@@ -4,6 +4,7 @@ use super::RungSummary;
 use super::repeats::{groups, pick};
 use crate::cycle::Bounds;
 use crate::stats::{mean_sd_ci, r3, welch_difference};
+use powerlab_core::units::PeriodMs;
 use powerlab_rundir::{Mode, PhaseKind};
 
 /// In-phase vs staggered at one period of one phase: each figure's mean
@@ -127,8 +128,12 @@ pub fn compare_modes(rungs: &[RungSummary]) -> Vec<PhaseCompare> {
         let (ra, rb, _, _) = cmp(|r| r.raw_spread_w, |_| None);
         out.push(PhaseCompare {
             phase: ka.phase.clone(),
-            period_ms: a[0].rung.requested_period_ms().unwrap_or(0.0),
-            achieved_period_ms: a[0].rung.period_ms.unwrap_or(0.0),
+            period_ms: a[0]
+                .rung
+                .requested_period_ms()
+                .map(PeriodMs::ms)
+                .unwrap_or(0.0),
+            achieved_period_ms: a[0].rung.period_ms.map(PeriodMs::ms).unwrap_or(0.0),
             duty: a[0].rung.duty,
             n: format!(
                 "{}/{}",

@@ -35,6 +35,7 @@ pub use rungs::summarize;
 use crate::cycle::interval::MIN_CYCLES_FOR_INTERVAL;
 use crate::cycle::{Bounds, NoCycle, NodeCycle};
 use crate::stats::r3;
+use powerlab_core::units::PeriodMs;
 use powerlab_rundir::RungInfo;
 use serde::ser::{Serialize, SerializeStruct, Serializer};
 use std::collections::HashMap;
@@ -235,7 +236,10 @@ impl Serialize for RungSummary {
         st.serialize_field("kind", r.kind.as_str())?;
         st.serialize_field("mode", r.mode.as_str())?;
         st.serialize_field("period_ms", &r.period_ms)?;
-        st.serialize_field("nominal_period_ms", &r.requested_period_ms())?;
+        st.serialize_field(
+            "nominal_period_ms",
+            &r.requested_period_ms().map(PeriodMs::ms),
+        )?;
         st.serialize_field("duty", &r.duty)?;
         st.serialize_field("repeat", &r.repeat)?;
         fields!(

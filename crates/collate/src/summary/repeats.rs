@@ -3,6 +3,7 @@
 
 use super::RungSummary;
 use crate::stats::{mean_sd_ci, r3};
+use powerlab_core::units::PeriodMs;
 use powerlab_core::units::{fraction_to_ppm, ms_to_us_rounded};
 use powerlab_rundir::{Mode, PhaseKind};
 
@@ -92,7 +93,11 @@ fn group_key(r: &RungSummary) -> GroupKey {
         phase: r.rung.phase.clone(),
         kind: r.rung.kind,
         mode: r.rung.mode,
-        period_us: r.rung.requested_period_ms().map(ms_to_us_rounded),
+        period_us: r
+            .rung
+            .requested_period_ms()
+            .map(PeriodMs::ms)
+            .map(ms_to_us_rounded),
         duty_ppm: fraction_to_ppm(r.rung.duty),
     }
 }
@@ -136,8 +141,8 @@ pub fn repeat_stats(rungs: &[RungSummary]) -> Vec<RepeatStats> {
             phase: g[0].rung.phase.clone(),
             kind: g[0].rung.kind,
             mode: g[0].rung.mode,
-            period_ms: g[0].rung.requested_period_ms(),
-            achieved_period_ms: g[0].rung.period_ms,
+            period_ms: g[0].rung.requested_period_ms().map(PeriodMs::ms),
+            achieved_period_ms: g[0].rung.period_ms.map(PeriodMs::ms),
             duty: g[0].rung.duty,
             n: pick(&g, |r| r.mean_w).len(),
             mean_w: m,

@@ -1,5 +1,6 @@
 use super::curve::{Stats, points_by_rung};
 use super::*;
+use powerlab_core::units::PeriodMs;
 use powerlab_rundir::{Mode, PhaseKind};
 
 /// The columns of `summary.csv`, in the order every earlier run wrote them.
@@ -13,8 +14,8 @@ fn summary(nominal: Option<f64>) -> RungSummary {
             phase: "sweep".into(),
             kind: PhaseKind::Duty,
             mode: Mode::InPhase,
-            period_ms: Some(100.3),
-            nominal_period_ms: nominal,
+            period_ms: Some(PeriodMs(100.3)),
+            nominal_period_ms: nominal.map(PeriodMs),
             duty: 0.5,
             repeat: 2,
             repeats: 3,

@@ -11,6 +11,7 @@ use crate::sensor::model::ModelKind;
 use crate::sensor::verdict::SensorReport;
 use crate::stats::median;
 use crate::summary::{PhaseCompare, RungSummary};
+use powerlab_core::units::PeriodMs;
 use powerlab_rundir::{Mode, PhaseKind};
 use std::fmt::Write;
 
@@ -281,7 +282,7 @@ fn in_phase_by_period(rungs: &[RungSummary]) -> Vec<(f64, Vec<&RungSummary>)> {
     for r in rungs.iter().filter(|r| {
         r.rung.kind == PhaseKind::Duty && r.rung.mode == Mode::InPhase && r.swing_w.is_some()
     }) {
-        let p = r.rung.period_ms.unwrap_or(0.0);
+        let p = r.rung.period_ms.map(PeriodMs::ms).unwrap_or(0.0);
         match by_period.iter_mut().find(|(q, _)| (q - p).abs() < 1e-9) {
             Some((_, v)) => v.push(r),
             None => by_period.push((p, vec![r])),
@@ -344,7 +345,7 @@ fn staggering_line(s: &mut String, rungs: &[RungSummary], compare: &[PhaseCompar
             let (i, st) = (c.in_phase_swing_w?, c.staggered_swing_w?);
             let unresolved = rungs.iter().any(|r| {
                 r.rung.phase == c.phase
-                    && r.rung.requested_period_ms() == Some(c.period_ms)
+                    && r.rung.requested_period_ms().map(PeriodMs::ms) == Some(c.period_ms)
                     && is_unresolved(r, "swing")
             });
             Some(format!(

@@ -5,7 +5,7 @@
 //! node).
 
 use super::cells::{code, text};
-use super::run::Tables;
+use super::tables::Tables;
 use crate::load::Run;
 use crate::node_power::NodePowerRung;
 use crate::summary::RungSummary;

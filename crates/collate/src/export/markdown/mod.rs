@@ -17,6 +17,7 @@ pub mod run;
 pub mod rungs;
 pub mod sensor;
 pub mod soak;
+pub mod tables;
 
 use crate::error::CollateError;
 use crate::report::{Report, Scope};

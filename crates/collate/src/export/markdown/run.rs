@@ -7,43 +7,13 @@ use super::cells::{code, text};
 use super::sensor::write_sensor_section;
 use crate::error::CollateError;
 use crate::load::Run;
-use crate::nccl::{FabricPowerRow, NcclRow};
-use crate::sensor::verdict::SensorReport;
-use crate::summary::{PhaseCompare, RepeatStats, RungSummary};
+use crate::summary::{PhaseCompare, RungSummary};
 use powerlab_core::units::{ns_to_ms, ns_to_s};
 use powerlab_rundir::{Manifest, PhaseKind, RunEvent};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-/// Everything the report tabulates.
-pub struct Tables<'a> {
-    /// Per-rung summaries.
-    pub rungs: &'a [RungSummary],
-    /// Across repeats.
-    pub repeats: &'a [RepeatStats],
-    /// In phase vs staggered.
-    pub compare: &'a [PhaseCompare],
-    /// NCCL bandwidth rows.
-    pub nccl: &'a [NcclRow],
-    /// Fabric power next to idle and compute.
-    pub fabric: &'a [FabricPowerRow],
-    /// Sensor model, per-rung and per-period verdicts.
-    pub sensor: &'a SensorReport,
-    /// Raw files missing or cut short (`integrity::check_files`).
-    pub raw_problems: &'a [String],
-    /// The latest raw reading, epoch ns (where a run that never recorded
-    /// its end stopped).
-    pub raw_end_ns: Option<i64>,
-    /// Every GPU in every rung.
-    pub per_gpu: &'a [crate::per_gpu::GpuRungRow],
-    /// The soak analysis: every GPU and the node of every soak rung.
-    pub soak: &'a [crate::soak::SoakRow],
-    /// The node's own power sources, and per rung beside the GPU sum.
-    pub node_power: (
-        &'a [crate::node_power::SourceFacts],
-        &'a [crate::node_power::NodePowerRung],
-    ),
-}
+pub use super::tables::Tables;
 
 /// Writes `report/report.md`.
 ///

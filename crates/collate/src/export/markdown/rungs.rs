@@ -5,6 +5,7 @@
 use super::cells::{o, pm, signed, text, within};
 use crate::format::fmt_ms;
 use crate::summary::{PhaseCompare, RepeatStats, RungSummary};
+use powerlab_core::units::PeriodMs;
 use powerlab_rundir::Manifest;
 use std::fmt::Write;
 
@@ -28,7 +29,10 @@ pub fn write_rungs(s: &mut String, rungs: &[RungSummary]) {
 
 /// One row of the rung table.
 fn rung_row(s: &mut String, r: &RungSummary) {
-    let period = match (r.rung.period_ms, r.rung.requested_period_ms()) {
+    let period = match (
+        r.rung.period_ms.map(PeriodMs::ms),
+        r.rung.requested_period_ms().map(PeriodMs::ms),
+    ) {
         (Some(p), Some(n)) if (p - n).abs() > 1e-9 => {
             format!("{} ({} asked)", fmt_ms(p), fmt_ms(n))
         }

@@ -13,7 +13,7 @@ mod sensor;
 mod soak;
 
 pub use nccl::write_nccl_plot;
-pub use node_power::{NodePowerSeries, write_node_power_plot};
+pub use node_power::write_node_power_plot;
 pub use sensor::write_sensor_plot;
 pub use soak::write_soak_plot;
 
@@ -21,6 +21,8 @@ use crate::curve::NodeCurve;
 use crate::error::CollateError;
 use crate::load::Run;
 use crate::nccl::NcclRow;
+use crate::report::NodePowerSeries;
+use crate::report::{NodeParts, Report, Scope};
 use crate::sensor::verdict::PeriodAnswer;
 use crate::soak::SoakLines;
 use crate::summary::{Cycles, PhaseCompare, RepeatStats, RungSummary};
@@ -29,6 +31,7 @@ use node_curve::Series3;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use powerlab_rundir::PhaseKind;
+use powerlab_rundir::ReportFile;
 use std::path::{Path, PathBuf};
 
 /// A chart of any family, as the drawing of both its files takes it.
@@ -107,6 +110,42 @@ pub fn write_plots(
             (1200, 420),
             &Chart::Compare(compare),
         )?);
+    }
+    Ok(files)
+}
+
+/// Every plot of a node or a rack report, under `plots/`.
+pub struct Plots;
+
+impl super::Exporter for Plots {
+    fn export(&self, report: &Report, dir: &Path) -> Result<Vec<PathBuf>, CollateError> {
+        let plots_dir = dir.join(ReportFile::Plots.file_name());
+        let mut files = write_plots(
+            &report.curve,
+            &report.run,
+            &report.rungs,
+            &report.repeats,
+            &report.compare,
+            &report.cycles,
+            &plots_dir,
+        )?;
+        if let Scope::Node(n) = &report.scope {
+            files.extend(node_plots(n, &plots_dir)?);
+        }
+        Ok(files)
+    }
+}
+
+/// A node's own plots: NCCL, the sensor, the soak and the node's meters
+/// (those the run has).
+fn node_plots(n: &NodeParts, plots_dir: &Path) -> Result<Vec<PathBuf>, CollateError> {
+    let mut files = write_nccl_plot(&n.nccl, plots_dir)?;
+    files.extend(write_sensor_plot(&n.sensor.answers, plots_dir)?);
+    if let Some((label, lines)) = &n.soak.plot {
+        files.extend(write_soak_plot(label, lines, plots_dir)?);
+    }
+    if !n.node_power.facts.is_empty() {
+        files.extend(write_node_power_plot(&n.node_power.plot, plots_dir)?);
     }
     Ok(files)
 }

@@ -4,18 +4,10 @@
 use super::Chart;
 use super::draw::{DrawResult, both};
 use crate::error::CollateError;
+use crate::report::NodePowerSeries;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
-
-/// The node power plot's lines: the GPU sum and each source's readings,
-/// against seconds since the run's start.
-pub struct NodePowerSeries {
-    /// GPU sum (buffered), 1 s means: (s, W).
-    pub gpu: Vec<(f64, f64)>,
-    /// Each source's readings as of their answers: (name, [(s, W)]).
-    pub sources: Vec<(String, Vec<(f64, f64)>)>,
-}
 
 /// The node's own power against the GPU sum over the run
 /// (`plots/node_power.svg`/`.png`); nothing without a source.

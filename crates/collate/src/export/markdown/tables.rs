@@ -1,0 +1,36 @@
+//! What `report.md` of a node run tabulates: the markdown exporter's view
+//! of a node's [`crate::report::Report`].
+
+use crate::nccl::{FabricPowerRow, NcclRow};
+use crate::sensor::verdict::SensorReport;
+use crate::summary::{PhaseCompare, RepeatStats, RungSummary};
+
+/// Everything the report tabulates.
+pub struct Tables<'a> {
+    /// Per-rung summaries.
+    pub rungs: &'a [RungSummary],
+    /// Across repeats.
+    pub repeats: &'a [RepeatStats],
+    /// In phase vs staggered.
+    pub compare: &'a [PhaseCompare],
+    /// NCCL bandwidth rows.
+    pub nccl: &'a [NcclRow],
+    /// Fabric power next to idle and compute.
+    pub fabric: &'a [FabricPowerRow],
+    /// Sensor model, per-rung and per-period verdicts.
+    pub sensor: &'a SensorReport,
+    /// Raw files missing or cut short (`integrity::check_files`).
+    pub raw_problems: &'a [String],
+    /// The latest raw reading, epoch ns (where a run that never recorded
+    /// its end stopped).
+    pub raw_end_ns: Option<i64>,
+    /// Every GPU in every rung.
+    pub per_gpu: &'a [crate::per_gpu::GpuRungRow],
+    /// The soak analysis: every GPU and the node of every soak rung.
+    pub soak: &'a [crate::soak::SoakRow],
+    /// The node's own power sources, and per rung beside the GPU sum.
+    pub node_power: (
+        &'a [crate::node_power::SourceFacts],
+        &'a [crate::node_power::NodePowerRung],
+    ),
+}
