@@ -4,8 +4,11 @@
 
 1. a run-directory file name as a string literal outside crates/rundir;
 2. a string comparison of a rung's kind or mode (`kind == "duty"`,
-   `"in_phase" =>` in a match on a rung's mode, …);
-3. a `1e6` / `1_000_000` unit conversion outside crates/core/src/units.rs.
+   `mode.as_str() != "staggered"`, `match kind.as_str() {`);
+3. a `1e6` / `1.0e6` / `1_000_000` literal outside crates/core/src/units.rs
+   (every one is listed: read them; a value of a million that is not a
+   unit conversion, such as a made-up offset or a formatting range, is
+   counted too).
 
 usage: python3 scripts/bench/by-hand.py   (from the root of a checkout)
 Prints each hit and the three counts."""
@@ -14,15 +17,41 @@ import re
 
 NAMES = re.compile(r'"[A-Za-z0-9_.{}-]+\.(json|jsonl|csv|parquet|md|html|lock|idx|svg|png)"')
 KINDS = "duty|idle|sustained|soak|nccl|ramp_up|calibration|bsp|in_phase|staggered"
-KIND_CMP = re.compile(rf'(kind|mode)(\(\))?(\.as_str\(\))?\s*[!=]=\s*"({KINDS})"|"({KINDS})"\s*[!=]=\s*\w*(kind|mode)')
-MEGA = re.compile(r"(?<![\w.])(1e6|1_000_000)(?![\w.])")
+KIND_CMP = re.compile(
+    rf'(kind|mode)(\(\))?(\.as_str\(\))?\s*[!=]=\s*"({KINDS})"'
+    rf'|"({KINDS})"\s*[!=]=\s*[\w.]*(kind|mode)'
+    r'|match\s+[\w.]*(kind|mode)(\(\))?\.as_str\(\)\s*\{'
+)
+MEGA = re.compile(r"(?:(?<![\w.])|(?<=\.\.))(1(?:\.0*)?e6|1_000_000(?:\.0*)?)(?![\w])")
+
+
+def without_tests(text):
+    """Blanks every `#[cfg(test)]` item: a `mod x;` line, or the braced
+    item that follows (braces counted; enough for test modules)."""
+    out, i = [], 0
+    while True:
+        j = text.find("#[cfg(test)]", i)
+        if j < 0:
+            return "".join(out) + text[i:]
+        out.append(text[i:j])
+        k = j + len("#[cfg(test)]")
+        semi, brace = text.find(";", k), text.find("{", k)
+        if semi >= 0 and (brace < 0 or semi < brace):
+            end = semi + 1
+        else:
+            depth, end = 0, brace
+            while end < len(text):
+                depth += {"{": 1, "}": -1}.get(text[end], 0)
+                end += 1
+                if depth == 0:
+                    break
+        out.append("\n" * text.count("\n", j, end))
+        i = end
 
 
 def code(path):
-    text = path.read_text()
-    i = text.find("#[cfg(test)]")
-    text = text if i < 0 else text[:i]
-    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    text = without_tests(path.read_text())
+    text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
     return [re.sub(r"//.*", "", l) for l in text.splitlines()]
 
 

@@ -6,6 +6,10 @@ more than one member; exits 1 if there is any.
 
 usage: python3 scripts/bench/circles.py [-v]   (from the root of a checkout; -v: the arrows of each circle)
 
+The reading is the usual one of a Rust folder: a module's use of its own
+children (declaring them, re-exporting from them) is not an import, so a
+parent re-exporting its children while they reach back into it with
+`super::` is not a circle; every other `crate::`/`super::` path is.
 A file `a/b.rs` (or `a/b/mod.rs`) is module `a::b`; a reference to
 `crate::a::b::Item` points at the deepest module file that exists. A
 module's own submodules (`mod x;` inside it) and doc links are not edges:
@@ -27,8 +31,60 @@ def strip_comments(text):
 
 
 def drop_tests(text):
-    i = text.find("#[cfg(test)]")
-    return text if i < 0 else text[:i]
+    """Blanks every `#[cfg(test)]` item: a `mod x;` line, or the braced
+    item that follows."""
+    out, i = [], 0
+    while True:
+        j = text.find("#[cfg(test)]", i)
+        if j < 0:
+            return "".join(out) + text[i:]
+        out.append(text[i:j])
+        k = j + len("#[cfg(test)]")
+        semi, brace = text.find(";", k), text.find("{", k)
+        if semi >= 0 and (brace < 0 or semi < brace):
+            end = semi + 1
+        else:
+            depth, end = 0, brace
+            while end < len(text):
+                depth += {"{": 1, "}": -1}.get(text[end], 0)
+                end += 1
+                if depth == 0:
+                    break
+        i = end
+
+
+def expand_groups(text):
+    """Every path a `crate::{…}` / `super::{…}` group names, nested groups
+    included, as `crate::a::b` lines."""
+    out = []
+    for m in re.finditer(r"\b(crate|super)::\{", text):
+        depth, k = 1, m.end()
+        while k < len(text) and depth:
+            depth += {"{": 1, "}": -1}.get(text[k], 0)
+            k += 1
+        out += [f"{m.group(1)}::{p}" for p in flatten(text[m.end() : k - 1])]
+    return out
+
+
+def flatten(group):
+    """`a::{b, c}, d` -> [`a::b`, `a::c`, `d`]."""
+    items, depth, cur = [], 0, ""
+    for ch in group:
+        depth += {"{": 1, "}": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            items.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    items.append(cur.strip())
+    out = []
+    for it in filter(None, items):
+        if "{" in it:
+            head, rest = it.split("{", 1)
+            out += [head + p for p in flatten(rest.rsplit("}", 1)[0])]
+        else:
+            out.append(it)
+    return out
 
 
 def modules(src):
@@ -49,10 +105,8 @@ def file_edges(src):
     edges = {m: set() for m in mods}
     for m, p in mods.items():
         text = drop_tests(strip_comments(p.read_text()))
-        # `use super::{a, b}` and `use crate::{a::b, c}` groups.
-        for root, group in re.findall(r"\b(crate|super)::\{([^}]*)\}", text):
-            for item in group.split(","):
-                text += f"\n{root}::{item.strip()}"
+        # `use super::{a, b}` and `use crate::{a::{b, c}, d}` groups.
+        text += "\n" + "\n".join(expand_groups(text))
         for root, rest in PATH.findall(text):
             base = list(m) if p.stem in ("mod", "lib", "main") else list(m[:-1])
             if root == "crate":

@@ -74,7 +74,7 @@ impl MeterError {
 }
 
 /// The most a node meter may read, W: a 1 MW node is no node.
-pub const MAX_NODE_W: f64 = 1.0e6;
+pub const MAX_NODE_W: f64 = crate::units::W_PER_MW;
 
 /// Whether `w` can be a running node's power: finite, above zero (a meter
 /// that answers 0 W has no reading, whatever it says), at most

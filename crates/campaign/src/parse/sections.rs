@@ -6,13 +6,13 @@ use super::table::{MAX_WARMUP_S, TEMP_LIMIT_RANGE_C};
 use crate::ctx::Ctx;
 use crate::error::CampaignError;
 use crate::model::{GpuRef, GpuSelector, Limits, MAX_REPEATS, Rack, RackStagger, Sampling};
-use powerlab_core::units::W_PER_MW;
+use powerlab_core::units::{NS_PER_S, NS_PER_US, W_PER_MW};
 use toml::Spanned;
 
 /// Every sampling interval, ms.
 const INTERVAL_RANGE_MS: (f64, f64) = (1.0, 1000.0);
 /// Largest edge error a limit may allow, µs: one second.
-const MAX_EDGE_US: f64 = 1.0e6;
+const MAX_EDGE_US: f64 = (NS_PER_S / NS_PER_US) as f64;
 
 /// The campaign's name: one that can name a run directory.
 pub(super) fn campaign_name(
