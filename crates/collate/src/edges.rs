@@ -258,6 +258,19 @@ pub fn edges_frame(dir: &RunDir) -> Result<Option<DataFrame>, CollateError> {
         .into_reader_with_file_handle(std::io::Cursor::new(bytes))
         .finish()
         .map_err(|e| bad(e.to_string()))?;
+    // Every kind is one the run writes: another one was edited in.
+    if let Ok(kinds) = df.column(kind).and_then(|c| c.str().cloned())
+        && let Some((row, k)) = kinds
+            .iter()
+            .enumerate()
+            .find(|(_, k)| k.and_then(EdgeKind::parse).is_none())
+    {
+        return Err(bad(format!(
+            "line {}: edge kind `{}` is not start, rise or fall: the file was edited after the run; restore it from the original run directory",
+            row + 2,
+            k.unwrap_or("")
+        )));
+    }
     // One row per (rung, GPU, edge): a repeated one was added or copied.
     if let (Ok(r), Ok(g), Ok(i)) = (
         df.column(rung_id).and_then(|c| c.u32().cloned()),

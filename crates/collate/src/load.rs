@@ -5,6 +5,7 @@ use crate::error::CollateError;
 use crate::sensor::series::{EdgeIndex, SeriesSet};
 use polars::prelude::*;
 use powerlab_core::Instrument;
+use powerlab_core::shape::EdgeKind;
 use powerlab_core::units::PeriodMs;
 use powerlab_core::units::{NS_PER_MS, ms_to_ns, ms_to_ns_trunc};
 use powerlab_rundir::events::read_events_at_most;
@@ -283,8 +284,8 @@ pub fn cut_at_records_end(run: &Run, series: &SeriesSet, edges: &EdgeIndex) -> O
     let mut at = i64::MAX;
     for (_, gpu) in &run.series {
         let sample = series.get(gpu, "buffered_w").iter().map(|x| x.0).max();
-        let edge = ["start", "rise", "fall"]
-            .iter()
+        let edge = [EdgeKind::Start, EdgeKind::Rise, EdgeKind::Fall]
+            .into_iter()
             .filter_map(|k| edges.get(r.info.id, gpu, k).iter().copied().max())
             .max()
             .map(|e| e + gap);

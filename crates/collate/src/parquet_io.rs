@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 /// or the Parquet writer fails, and [`CollateError::Io`] when the
 /// `.parquet` file cannot be created.
 pub fn beside_csv(csv_path: &Path) -> Result<Option<PathBuf>, CollateError> {
-    let out = csv_path.with_extension("parquet");
+    let out = powerlab_rundir::files::parquet_beside(csv_path);
     let len = std::fs::metadata(csv_path).map(|m| m.len()).unwrap_or(0);
     if len == 0 {
         return Ok(None);

@@ -1616,3 +1616,72 @@ fn a_node_power_file_added_or_a_downgraded_manifest_is_refused() {
         text(&out.stderr)
     );
 }
+
+/// A node whose `edges.csv` its own collation refuses (a link, a foreign
+/// header) is a gap in the rack, named in the rack's report, not a reason
+/// to refuse the rack and leave its old "complete" report in place.
+#[test]
+fn a_rack_whose_node_has_a_refused_edge_log_reports_that_node_as_a_gap() {
+    let committed = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../results/h200x2-2026-11-30-rack/2x1/h200-rack-20261130T215107Z-rack2");
+    for damage in ["link", "header"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let rack = tmp.path().join("rack");
+        let ok = Command::new("cp")
+            .arg("-a")
+            .arg(&committed)
+            .arg(&rack)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "cp -a {}", committed.display());
+        let edges = rack.join("nodes/n001-vm/edges.csv");
+        if damage == "link" {
+            let moved = tmp.path().join("edges.csv");
+            std::fs::rename(&edges, &moved).unwrap();
+            std::os::unix::fs::symlink(&moved, &edges).unwrap();
+        } else {
+            let t = std::fs::read_to_string(&edges).unwrap();
+            std::fs::write(&edges, t.replacen("rung_id", "rung", 1)).unwrap();
+        }
+        let out = powerlab_output(["collate", rack.to_str().unwrap(), "--force"]);
+        assert_exit(&out, 1);
+        assert!(
+            text(&out.stderr).contains("the rack is incomplete")
+                && text(&out.stderr).contains("n001-vm"),
+            "{damage}: {}",
+            text(&out.stderr)
+        );
+        let report = std::fs::read_to_string(rack.join("report/report.md")).unwrap();
+        let first = report.lines().next().unwrap_or_default();
+        assert!(
+            first.contains("DID NOT COMPLETE") && first.contains("n001-vm"),
+            "{damage}: the rack's report must say the node is missing: {first}"
+        );
+    }
+}
+
+/// One GPU's samples in two raw files (`gpu1.csv` and a `gzip -k` copy
+/// beside it) would be summed twice into a plausible node: refused, naming
+/// both.
+#[test]
+fn a_raw_file_beside_its_own_gzip_copy_is_refused_not_summed_twice() {
+    let c = campaign("[[phase]]\nkind = \"sustained\"\nname = \"s\"\nduration_s = 2\n");
+    let r = run_sim(&c, &["--sim-gpus", "2"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    let raw = r.dir().join("raw/gpu1.csv");
+    let ok = Command::new("gzip")
+        .arg("-k")
+        .arg(&raw)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "gzip -k {}", raw.display());
+    let out = powerlab_output(["collate", r.dir().to_str().unwrap()]);
+    assert_exit(&out, 1);
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("gpu1.csv.gz") && err.contains("same GPU's samples"),
+        "{err}"
+    );
+}

@@ -95,7 +95,7 @@ pub enum Agreement {
 /// Shortest margin added for the exchange itself.
 pub const MIN_MARGIN_NS: i64 = powerlab_core::units::NS_PER_MS;
 /// Longest margin.
-pub const MAX_MARGIN_NS: i64 = 1_000_000_000;
+pub const MAX_MARGIN_NS: i64 = powerlab_core::units::NS_PER_S;
 
 /// The decision every rank derives from one exchange.
 ///

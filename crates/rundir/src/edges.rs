@@ -187,16 +187,22 @@ pub fn edges_bytes(path: &Path) -> Result<Option<Vec<u8>>, RunDirError> {
         return Ok(None);
     }
     let mut bytes = crate::layout::read_regular(path, None)?;
+    // The header first: a foreign or edited header is refused even on a
+    // file with no whole row yet (a torn header is a file with no row).
+    let first = bytes.split(|b| *b == b'\n').next().unwrap_or_default();
+    let whole_header = bytes.len() > first.len();
+    if whole_header && first != EDGES_HEADER.as_bytes() {
+        return Err(RunDirError::Format {
+            path: path.to_path_buf(),
+            message: format!(
+                "its header is not `{EDGES_HEADER}` (a line ending, byte-order mark or column order the run never writes): the file was edited or comes from another tool; restore it from the original run directory"
+            ),
+        });
+    }
     let cut = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
     bytes.truncate(cut);
     if bytes.iter().filter(|b| **b == b'\n').count() < 2 {
         return Ok(None);
-    }
-    if !bytes.starts_with(format!("{EDGES_HEADER}\n").as_bytes()) {
-        return Err(RunDirError::Format {
-            path: path.to_path_buf(),
-            message: format!("header is not `{EDGES_HEADER}`"),
-        });
     }
     Ok(Some(bytes))
 }
@@ -293,6 +299,27 @@ pub fn read_rows<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>, 
 
 #[cfg(test)]
 mod tests {
+    use super::{EDGES_HEADER, edges_bytes, read_edges};
+
+    #[test]
+    fn a_foreign_header_is_refused_even_without_rows_and_a_torn_one_is_no_rows() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path().join("edges.csv");
+        std::fs::write(&p, "rung,gpu,index,kind,intended_ns,achieved_ns\n").unwrap();
+        let e = edges_bytes(&p).unwrap_err().to_string();
+        assert!(e.contains("header is not") && e.contains("restore"), "{e}");
+        std::fs::write(&p, format!("{EDGES_HEADER}\r\n1,gpu0,0,rise,1,2\n")).unwrap();
+        assert!(edges_bytes(&p).is_err(), "a CRLF header is not the run's");
+        std::fs::write(&p, "rung_id,gpu,ind").unwrap();
+        assert_eq!(edges_bytes(&p).unwrap(), None);
+        std::fs::write(
+            &p,
+            format!("{EDGES_HEADER}\n1,gpu0,0,rise,1,2\n1,gpu0,0,rise,1,2\n"),
+        )
+        .unwrap();
+        let e = read_edges(&p).unwrap_err().to_string();
+        assert!(e.contains("listed twice"), "{e}");
+    }
     use super::{EdgeRow, read_rows};
 
     fn file(body: &str) -> (tempfile::TempDir, std::path::PathBuf) {

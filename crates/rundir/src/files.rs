@@ -97,6 +97,67 @@ pub fn health_files(dir: &Path, stem: &str) -> (PathBuf, PathBuf) {
     )
 }
 
+/// A plot under `report/plots/`, written as `<stem>.svg` and `<stem>.png`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlotFile {
+    /// One rung's node curve, by rung id (`rung-007`).
+    Rung(u32),
+    /// The node's spread against the duty period.
+    SpreadVsPeriod,
+    /// In phase against staggered.
+    InPhaseVsStaggered,
+    /// NCCL bus bandwidth.
+    NcclBusbw,
+    /// What each instrument sees of the swing, against the period.
+    SwingVsPeriod,
+    /// The soak: power, temperature and SM clock.
+    Soak,
+    /// The node's own meters against the GPU sum.
+    NodePower,
+}
+
+impl PlotFile {
+    /// The file name without its extension.
+    pub fn stem(self) -> String {
+        match self {
+            PlotFile::Rung(id) => format!("rung-{id:03}"),
+            PlotFile::SpreadVsPeriod => "spread_vs_period".into(),
+            PlotFile::InPhaseVsStaggered => "in_phase_vs_staggered".into(),
+            PlotFile::NcclBusbw => "nccl_busbw".into(),
+            PlotFile::SwingVsPeriod => "swing_vs_period".into(),
+            PlotFile::Soak => "soak".into(),
+            PlotFile::NodePower => "node_power".into(),
+        }
+    }
+
+    /// The path without extension inside the plots folder `dir` (the
+    /// plot writer adds `.svg` and `.png`).
+    pub fn stem_in(self, dir: &Path) -> PathBuf {
+        dir.join(self.stem())
+    }
+
+    /// The SVG and the PNG of the plot whose path without extension is
+    /// `stem` ([`PlotFile::stem_in`]).
+    pub fn svg_and_png(stem: &Path) -> (PathBuf, PathBuf) {
+        (stem.with_extension("svg"), stem.with_extension("png"))
+    }
+
+    /// Whether a link of `report.md` names a plot's SVG.
+    pub fn is_svg_link(link: &str) -> bool {
+        link.ends_with(".svg")
+    }
+
+    /// The SVG as a report in `report/` links it: `plots/<stem>.svg`.
+    pub fn svg_link(self) -> String {
+        format!("{}/{}.svg", ReportFile::Plots.file_name(), self.stem())
+    }
+}
+
+/// The Parquet copy written beside a CSV table: `<name>.parquet`.
+pub fn parquet_beside(csv: &Path) -> PathBuf {
+    csv.with_extension("parquet")
+}
+
 /// A file (or folder) under a run's or a rack's `report/`, all derived.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReportFile {

@@ -292,6 +292,23 @@ impl RunDir {
             })
             .collect();
         v.sort();
+        // One GPU's samples in two files (`gpu1.csv` beside a `gzip -k`
+        // copy `gpu1.csv.gz`) would be read twice and summed as two GPUs'.
+        for pair in v.windows(2) {
+            let stem = |p: &Path| {
+                let name = p.to_string_lossy();
+                name.strip_suffix(".gz").unwrap_or(&name).to_string()
+            };
+            if stem(&pair[0]) == stem(&pair[1]) {
+                return Err(RunDirError::Format {
+                    path: pair[1].clone(),
+                    message: format!(
+                        "holds the same GPU's samples as {}: keep one of the two (the run writes `.csv`; `.csv.gz` is its archived copy)",
+                        pair[0].display()
+                    ),
+                });
+            }
+        }
         Ok(v)
     }
 }

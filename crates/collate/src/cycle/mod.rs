@@ -55,6 +55,7 @@ use crate::sensor::model::SensorModel;
 use crate::sensor::series::{EdgeIndex, SeriesSet};
 use crate::stats::weighted_quantile_sorted;
 use fold::GpuFold;
+use powerlab_core::shape::EdgeKind;
 use powerlab_core::units::ms_to_ns;
 use rustfft::FftPlanner;
 
@@ -174,9 +175,9 @@ pub enum NoCycle {
 /// The rising edges a GPU's cycles start at: its recorded rises, and the
 /// rung's start when the GPU's wave starts on at the epoch.
 pub fn rises_of(edges: &EdgeIndex, r: &RungWindow, gpu_index: usize, gpu: &str) -> Vec<i64> {
-    let mut rises: Vec<i64> = edges.get(r.info.id, gpu, "rise").to_vec();
+    let mut rises: Vec<i64> = edges.get(r.info.id, gpu, EdgeKind::Rise).to_vec();
     if r.offsets_ns.get(gpu_index).copied().unwrap_or(0) == 0 {
-        rises.extend_from_slice(edges.get(r.info.id, gpu, "start"));
+        rises.extend_from_slice(edges.get(r.info.id, gpu, EdgeKind::Start));
     }
     rises.sort_unstable();
     rises

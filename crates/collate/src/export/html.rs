@@ -78,7 +78,8 @@ fn is_own_markup(html: &str) -> bool {
 
 /// An inline SVG plot in a figure, or a marked gap.
 fn figure(dir: &Path, src: &str) -> String {
-    let safe = !src.contains("..") && !src.starts_with('/') && src.ends_with(".svg");
+    let safe =
+        !src.contains("..") && !src.starts_with('/') && powerlab_rundir::PlotFile::is_svg_link(src);
     let svg = safe
         .then(|| std::fs::read_to_string(dir.join(src)).ok())
         .flatten()

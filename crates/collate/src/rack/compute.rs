@@ -61,7 +61,7 @@ pub fn compute(rack: &Path, opts: RackOptions<'_>) -> Result<Report, CollateErro
             path: rack.into(),
             message: "no nodes".into(),
         })?;
-    let (edge_stats, starts) = edges_and_starts(rack, &reference, &nodes.runs)?;
+    let (edge_stats, starts) = edges_and_starts(rack, &reference, &nodes)?;
     steps.done("edges");
     let (curve, curve_table) = rack_curve(&reference, &nodes)?;
     steps.done("rack curve");
@@ -209,18 +209,22 @@ fn node_state(node: String, run: &Run, report: &NodeReport) -> NodeState {
     }
 }
 
-/// The rack's edge figures from every node's edge log, and every rung's
-/// start across the rack; refuses nodes that started a rung at different
-/// epochs.
+/// The rack's edge figures from the edge logs of the nodes with a report
+/// (a node whose own collation failed, on a damaged `edges.csv` say, is a
+/// gap the node table names, not a reason to refuse the rack), and every
+/// rung's start across the rack; refuses nodes that started a rung at
+/// different epochs.
 fn edges_and_starts(
     rack: &Path,
     reference: &Run,
-    runs: &[(RunDir, Run)],
+    nodes: &Nodes,
 ) -> Result<(HashMap<u32, crate::edges::EdgeStats>, Vec<RackStart>), CollateError> {
+    let runs = &nodes.runs;
     let mut edges = edges::RackEdges::default();
-    let inputs: Vec<(&RunDir, usize)> = runs
-        .iter()
-        .map(|(rd, run)| (rd, run.manifest.backend.gpus.len()))
+    let inputs: Vec<(&RunDir, usize)> = nodes
+        .usable()
+        .into_iter()
+        .map(|i| (&runs[i].0, runs[i].1.manifest.backend.gpus.len()))
         .collect();
     edges.add_nodes(&inputs)?;
     let starts = rack_starts(reference, runs, edges.start_spans());

@@ -10,6 +10,7 @@ use super::series::{EdgeIndex, SeriesSet, changes, median_spacing_ms, span};
 use crate::load::{Run, RungWindow};
 use crate::stats::{mean_sd_ci, median, quantile};
 use powerlab_campaign::CALIBRATION_PHASE;
+use powerlab_core::shape::EdgeKind;
 use powerlab_core::units::PeriodMs;
 use powerlab_core::units::{ms_to_ns_trunc, ns_to_ms};
 
@@ -185,7 +186,7 @@ fn gpu_sensor(
             m.window_ms = m.update_period_ms;
         } else {
             let rung = if inst == "average_w" { slow } else { fast };
-            let falls = edges.get(rung.info.id, key, "fall");
+            let falls = edges.get(rung.info.id, key, EdgeKind::Fall);
             let heights = fit_step(&mut m, s, falls, rung, timestamped, board_tau);
             if m.board_fall_tau_ms.is_some() {
                 board_tau = m.board_fall_tau_ms;

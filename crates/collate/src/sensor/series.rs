@@ -5,6 +5,7 @@
 //! cut spans and updates out of a series.
 
 use polars::prelude::*;
+use powerlab_core::shape::EdgeKind;
 use powerlab_core::units::ns_to_ms;
 use std::collections::BTreeMap;
 
@@ -121,13 +122,13 @@ pub fn median_spacing_ms(s: &[(i64, f64)]) -> Option<f64> {
 
 /// Achieved edge times by (rung, GPU, kind), grouped once: a long campaign
 /// has millions of edges and every rung of every GPU asks for its own.
-pub struct EdgeIndex(BTreeMap<(u32, String, String), Vec<i64>>);
+pub struct EdgeIndex(BTreeMap<(u32, String, EdgeKind), Vec<i64>>);
 
 impl EdgeIndex {
     /// Groups the edges frame (as `edges::edges_frame` reads `edges.csv`) by
     /// rung, GPU and kind (columnar: one partition per key).
     pub fn from_frame(edges: Option<&DataFrame>) -> EdgeIndex {
-        let mut m: BTreeMap<(u32, String, String), Vec<i64>> = BTreeMap::new();
+        let mut m: BTreeMap<(u32, String, EdgeKind), Vec<i64>> = BTreeMap::new();
         let Some(parts) =
             edges.and_then(|df| df.partition_by(["rung_id", "gpu", "kind"], true).ok())
         else {
@@ -143,7 +144,8 @@ impl EdgeIndex {
                     .ok()
                     .and_then(|c| c.str().ok().and_then(|s| s.get(0).map(str::to_string)))
             };
-            let (Some(rung), Some(gpu), Some(kind)) = (rung, text("gpu"), text("kind")) else {
+            let kind = text("kind").as_deref().and_then(EdgeKind::parse);
+            let (Some(rung), Some(gpu), Some(kind)) = (rung, text("gpu"), kind) else {
                 continue;
             };
             let Ok(at) = part.column("achieved_ns").and_then(|c| c.i64().cloned()) else {
@@ -157,9 +159,9 @@ impl EdgeIndex {
     }
 
     /// Achieved times of one rung's edges of one kind on one GPU.
-    pub fn get(&self, rung: u32, gpu: &str, kind: &str) -> &[i64] {
+    pub fn get(&self, rung: u32, gpu: &str, kind: EdgeKind) -> &[i64] {
         self.0
-            .get(&(rung, gpu.to_string(), kind.to_string()))
+            .get(&(rung, gpu.to_string(), kind))
             .map(Vec::as_slice)
             .unwrap_or(&[])
     }

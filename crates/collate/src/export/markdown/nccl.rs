@@ -5,6 +5,7 @@ use super::cells::{o, text};
 use crate::format::fmt_bytes;
 use crate::nccl::{FabricPowerRow, NcclRow};
 use powerlab_rundir::PhaseKind;
+use powerlab_rundir::PlotFile;
 use std::fmt::Write;
 
 /// Appends "NCCL collectives" (only where the run has NCCL rows): time,
@@ -49,7 +50,11 @@ pub fn write_collectives(s: &mut String, nccl: &[NcclRow]) {
             "\nOne rank: these collectives moved no data over any fabric (a single GPU copies within its own memory), so no fabric power is reported."
         );
     }
-    let _ = writeln!(s, "\n![NCCL bus bandwidth](plots/nccl_busbw.svg)");
+    let _ = writeln!(
+        s,
+        "\n![NCCL bus bandwidth]({})",
+        PlotFile::NcclBusbw.svg_link()
+    );
 }
 
 /// Appends "Fabric power" (only where an NCCL rung has a row): the node's

@@ -4,6 +4,7 @@
 
 use super::cells::{o, text};
 use crate::node_power::{NodePowerRung, SourceFacts};
+use powerlab_rundir::PlotFile;
 use std::fmt::Write;
 
 /// Appends the section; nothing without a source.
@@ -65,7 +66,11 @@ pub fn write_section(s: &mut String, facts: &[SourceFacts], rows: &[NodePowerRun
             r.verdict
         );
     }
-    let _ = writeln!(s, "\n![node power vs GPU sum](plots/node_power.svg)");
+    let _ = writeln!(
+        s,
+        "\n![node power vs GPU sum]({})",
+        PlotFile::NodePower.svg_link()
+    );
 }
 
 fn dash(v: Option<String>) -> String {

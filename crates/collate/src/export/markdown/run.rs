@@ -9,6 +9,7 @@ use crate::error::CollateError;
 use crate::load::Run;
 use crate::summary::{PhaseCompare, RungSummary};
 use powerlab_core::units::{ns_to_ms, ns_to_s};
+use powerlab_rundir::PlotFile;
 use powerlab_rundir::{Manifest, PhaseKind, RunEvent};
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -183,22 +184,24 @@ fn write_plot_links(s: &mut String, rungs: &[RungSummary], compare: &[PhaseCompa
     if rungs.iter().any(|r| r.rung.kind == PhaseKind::Duty) {
         let _ = writeln!(
             s,
-            "![node spread vs duty period](plots/spread_vs_period.svg)\n"
+            "![node spread vs duty period]({})\n",
+            PlotFile::SpreadVsPeriod.svg_link()
         );
     }
     if !compare.is_empty() {
         let _ = writeln!(
             s,
-            "![in phase vs staggered](plots/in_phase_vs_staggered.svg)\n"
+            "![in phase vs staggered]({})\n",
+            PlotFile::InPhaseVsStaggered.svg_link()
         );
     }
     for r in rungs {
         let _ = writeln!(
             s,
-            "![rung {} — {}](plots/rung-{:03}.svg)\n",
+            "![rung {} — {}]({})\n",
             r.rung.id,
             text(&r.rung.label),
-            r.rung.id
+            PlotFile::Rung(r.rung.id).svg_link()
         );
     }
 }

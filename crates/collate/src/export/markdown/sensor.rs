@@ -5,6 +5,7 @@
 use super::cells::{o, pm, text};
 use crate::format::fmt_ms;
 use crate::sensor::verdict::SensorReport;
+use powerlab_rundir::PlotFile;
 use std::fmt::Write;
 
 /// Appends "What the instruments can see": the sensor model per GPU and
@@ -63,7 +64,11 @@ pub fn write_sensor_section(s: &mut String, sr: &SensorReport) {
         }
     }
     if sr.answers.len() >= 2 {
-        let _ = writeln!(s, "\n![swing vs period](plots/swing_vs_period.svg)");
+        let _ = writeln!(
+            s,
+            "\n![swing vs period]({})",
+            PlotFile::SwingVsPeriod.svg_link()
+        );
     }
     if !sr.rows.is_empty() {
         let _ = writeln!(

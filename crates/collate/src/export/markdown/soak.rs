@@ -4,6 +4,7 @@
 
 use super::cells::{code, o, text};
 use crate::soak::{NODE, SoakRow};
+use powerlab_rundir::{PlotFile, ReportFile};
 use std::fmt::Write;
 
 /// A drift with its interval: `+3.1 W/10 min [−0.4, +6.6]`.
@@ -193,6 +194,8 @@ pub fn write_section(s: &mut String, rows: &[SoakRow]) {
     }
     let _ = writeln!(
         s,
-        "![soak: power, temperature and SM clock](plots/soak.svg)\n\nEvery figure: report/soak.csv."
+        "![soak: power, temperature and SM clock]({})\n\nEvery figure: report/{}.",
+        PlotFile::Soak.svg_link(),
+        ReportFile::SoakCsv.file_name()
     );
 }

@@ -31,8 +31,7 @@ pub(super) fn both(
     chart: &Chart<'_>,
 ) -> Result<Vec<PathBuf>, CollateError> {
     register_font();
-    let svg = path_stem.with_extension("svg");
-    let png = path_stem.with_extension("png");
+    let (svg, png) = powerlab_rundir::PlotFile::svg_and_png(path_stem);
     {
         let area = SVGBackend::new(&svg, size).into_drawing_area();
         chart.draw(&area).map_err(|e| CollateError::Plot {

@@ -31,6 +31,7 @@ use node_curve::Series3;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use powerlab_rundir::PhaseKind;
+use powerlab_rundir::PlotFile;
 use powerlab_rundir::ReportFile;
 use std::path::{Path, PathBuf};
 
@@ -99,14 +100,14 @@ pub fn write_plots(
     let mut files = draw::draw_in_parallel(&jobs, (1000, 420), dir)?;
     if rungs.iter().any(|r| r.rung.kind == PhaseKind::Duty) {
         files.extend(draw::both(
-            &dir.join("spread_vs_period"),
+            &PlotFile::SpreadVsPeriod.stem_in(dir),
             (800, 480),
             &Chart::Spread(repeats),
         )?);
     }
     if !compare.is_empty() {
         files.extend(draw::both(
-            &dir.join("in_phase_vs_staggered"),
+            &PlotFile::InPhaseVsStaggered.stem_in(dir),
             (1200, 420),
             &Chart::Compare(compare),
         )?);

@@ -6,6 +6,7 @@ use crate::error::CollateError;
 use crate::nccl::NcclRow;
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use powerlab_rundir::PlotFile;
 use std::path::{Path, PathBuf};
 
 /// Bus bandwidth against message size, one line per collective (sweep rungs).
@@ -18,7 +19,11 @@ pub fn write_nccl_plot(rows: &[NcclRow], dir: &Path) -> Result<Vec<PathBuf>, Col
     if rows.len() < 2 {
         return Ok(Vec::new());
     }
-    both(&dir.join("nccl_busbw"), (900, 520), &Chart::Nccl(rows))
+    both(
+        &PlotFile::NcclBusbw.stem_in(dir),
+        (900, 520),
+        &Chart::Nccl(rows),
+    )
 }
 
 /// busbw against message size, one line per rung and collective.

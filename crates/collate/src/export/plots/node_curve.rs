@@ -11,6 +11,7 @@ use crate::summary::Cycles;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use powerlab_core::units::ns_to_s;
+use powerlab_rundir::PlotFile;
 use std::path::{Path, PathBuf};
 
 /// Min/max decimation into at most `buckets` buckets, so spikes survive.
@@ -185,7 +186,7 @@ pub(super) fn rung_charts<'a>(
             },
             x_max: ns_to_s(r.end_ns - r.epoch_ns),
         };
-        jobs.push((dir.join(format!("rung-{:03}", r.info.id)), chart));
+        jobs.push((PlotFile::Rung(r.info.id).stem_in(dir), chart));
     }
     jobs
 }

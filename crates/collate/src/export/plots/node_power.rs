@@ -7,6 +7,7 @@ use crate::error::CollateError;
 use crate::report::NodePowerSeries;
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use powerlab_rundir::PlotFile;
 use std::path::{Path, PathBuf};
 
 /// The node's own power against the GPU sum over the run
@@ -23,7 +24,11 @@ pub fn write_node_power_plot(
     if n.sources.iter().all(|(_, p)| p.is_empty()) {
         return Ok(Vec::new());
     }
-    both(&dir.join("node_power"), (1100, 520), &Chart::NodePower(n))
+    both(
+        &PlotFile::NodePower.stem_in(dir),
+        (1100, 520),
+        &Chart::NodePower(n),
+    )
 }
 
 /// The GPU sum and each source's readings, held until the next one.

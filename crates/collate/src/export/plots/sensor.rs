@@ -7,6 +7,7 @@ use crate::error::CollateError;
 use crate::sensor::verdict::PeriodAnswer;
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use powerlab_rundir::PlotFile;
 use std::path::{Path, PathBuf};
 
 /// NVML-visible vs reconstructed node swing against the duty period.
@@ -23,7 +24,7 @@ pub fn write_sensor_plot(
         return Ok(Vec::new());
     }
     both(
-        &dir.join("swing_vs_period"),
+        &PlotFile::SwingVsPeriod.stem_in(dir),
         (900, 520),
         &Chart::Sensor(answers),
     )

@@ -7,6 +7,7 @@ use crate::error::CollateError;
 use crate::soak::SoakLines;
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use powerlab_rundir::PlotFile;
 use std::path::{Path, PathBuf};
 
 /// The soak plot (`plots/soak.svg`/`.png`): each GPU's power (1 s means),
@@ -21,7 +22,11 @@ pub fn write_soak_plot(
     lines: &[SoakLines],
     dir: &Path,
 ) -> Result<Vec<PathBuf>, CollateError> {
-    both(&dir.join("soak"), (1100, 900), &Chart::Soak(label, lines))
+    both(
+        &PlotFile::Soak.stem_in(dir),
+        (1100, 900),
+        &Chart::Soak(label, lines),
+    )
 }
 
 /// Three panels (power, temperature, SM clock), one line per GPU.
