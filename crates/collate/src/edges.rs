@@ -257,7 +257,7 @@ pub fn edges_frame(dir: &RunDir) -> Result<Option<DataFrame>, CollateError> {
         .with_schema(Some(schema))
         .into_reader_with_file_handle(std::io::Cursor::new(bytes))
         .finish()
-        .map_err(|e| bad(e.to_string()))?;
+        .map_err(|e| bad(crate::load::without_hints(&e.to_string())))?;
     // Every kind is one the run writes: another one was edited in.
     if let Ok(kinds) = df.column(kind).and_then(|c| c.str().cloned())
         && let Some((row, k)) = kinds

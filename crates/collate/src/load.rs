@@ -305,7 +305,7 @@ pub fn cut_at_records_end(run: &Run, series: &SeriesSet, edges: &EdgeIndex) -> O
 /// A polars parse error without its advice to the user to switch the
 /// check off (`ignore_errors`, `infer_schema_length`): a damaged raw file
 /// is to be restored, not read past.
-fn without_hints(message: &str) -> String {
+pub(crate) fn without_hints(message: &str) -> String {
     let cut = message
         .find("You might want to try")
         .unwrap_or(message.len());

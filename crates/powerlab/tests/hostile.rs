@@ -1658,6 +1658,10 @@ fn a_rack_whose_node_has_a_refused_edge_log_reports_that_node_as_a_gap() {
             first.contains("DID NOT COMPLETE") && first.contains("n001-vm"),
             "{damage}: the rack's report must say the node is missing: {first}"
         );
+        assert!(
+            report.contains("covers only the 1 of 2 nodes with a report: n001-vm is not in it"),
+            "{damage}: the start skew must not claim the missing node"
+        );
     }
 }
 

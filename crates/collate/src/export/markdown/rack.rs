@@ -119,7 +119,7 @@ pub fn write_rack_report(
     write_hosts(&mut s, t.hosts);
     write_rack_power(&mut s, rungs, t.starts);
     write_in_phase_vs_staggered(&mut s, compare);
-    write_notes(&mut s);
+    write_notes(&mut s, t.nodes);
     write_node_power(&mut s, t.node_power);
     let path = dir.join(powerlab_rundir::ReportFile::ReportMd.file_name());
     std::fs::write(&path, s).map_err(|e| CollateError::io(&path, e))?;
@@ -289,11 +289,27 @@ fn write_in_phase_vs_staggered(s: &mut String, compare: &[PhaseCompare]) {
 }
 
 /// Appends the notes on start epochs and skew, and the rack's files.
-fn write_notes(s: &mut String) {
-    let _ = writeln!(
-        s,
-        "\nEvery rung started at one epoch on every node (checked from each node's events). Start skew is measured on each node's own clock; rack.json gives each node's clock offset against rank 0."
-    );
+fn write_notes(s: &mut String, nodes: &[NodeState]) {
+    let without: Vec<&str> = nodes
+        .iter()
+        .filter(|n| n.collate_error.is_some())
+        .map(|n| n.node.as_str())
+        .collect();
+    if without.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nEvery rung started at one epoch on every node (checked from each node's events). Start skew is measured on each node's own clock; rack.json gives each node's clock offset against rank 0."
+        );
+    } else {
+        let _ = writeln!(
+            s,
+            "\nEvery rung started at one epoch on every node whose run directory is here (checked from each node's events). The start skew covers only the {} of {} nodes with a report: {} {} not in it. Start skew is measured on each node's own clock; rack.json gives each node's clock offset against rank 0.",
+            nodes.len() - without.len(),
+            nodes.len(),
+            without.join(", "),
+            if without.len() == 1 { "is" } else { "are" }
+        );
+    }
     let _ = writeln!(
         s,
         "\nFiles: `rack_curve.{{csv,parquet}}`, `rack_cycles.parquet` (the rack's composed cycle per duty rung), `summary.{{csv,parquet}}`, `in_phase_vs_staggered.{{csv,parquet}}`, `nodes.{{csv,parquet}}` (each node's own figures per rung), `hosts.csv` (a host's ranks summed), `starts.csv`, `node_status.csv`; each node's full report is in `nodes/<node>/report/`."
