@@ -47,7 +47,7 @@ fn warnings(run: &Run, t: &Tables<'_>) -> Vec<String> {
         warnings.push("PREFLIGHT OVERRIDDEN (--allow-unhealthy): the node failed a health check; read health-report.md before using any number".to_string());
     }
     warnings.extend(status_warning(run, t.raw_end_ns));
-    warnings.extend(missing_rungs_warning(run, m));
+    warnings.extend(missing_rungs_warning(run, m, t.raw_end_ns));
     warnings.extend(incomplete_warning(t.rungs, t.raw_problems));
     warnings.extend(node_power_warnings(t.node_power.1));
     if !m.raw_index {
@@ -184,7 +184,7 @@ fn worst_words(worst: f64) -> String {
 /// record was lost (a later rung has one). None when every rung is there,
 /// or when a run that ended by a signal or fault merely stopped early
 /// (its first line says so already).
-fn missing_rungs_warning(run: &Run, m: &Manifest) -> Option<String> {
+fn missing_rungs_warning(run: &Run, m: &Manifest, raw_end_ns: Option<i64>) -> Option<String> {
     let killed = matches!(m.status, RunStatus::Running);
     let named: Vec<&crate::load::MissingRung> = run
         .missing_rungs
@@ -220,11 +220,30 @@ fn missing_rungs_warning(run: &Run, m: &Manifest) -> Option<String> {
         ));
     }
     if !unreached.is_empty() {
-        parts.push(format!(
-            "{} planned rung(s) never reached: {}",
-            unreached.len(),
-            list(&unreached)
-        ));
+        // Samples well past the last recorded rung: the next rung may have
+        // started and its start record been torn off by the kill.
+        let last_end = run
+            .rungs
+            .iter()
+            .map(|r| r.end_ns)
+            .max()
+            .or(Some(m.started_ns));
+        let unrecorded_s = raw_end_ns
+            .zip(last_end)
+            .map(|(raw, end)| ns_to_s(raw - end))
+            .filter(|s| *s > 1.0);
+        parts.push(match unrecorded_s {
+            Some(s) => format!(
+                "{} planned rung(s) have no start record: {} (the raw samples run {s:.0} s past the last recorded rung (or the run's start), so the next one may have started and its record been cut off by the kill; those samples are in no figure)",
+                unreached.len(),
+                list(&unreached)
+            ),
+            None => format!(
+                "{} planned rung(s) never reached: {}",
+                unreached.len(),
+                list(&unreached)
+            ),
+        });
     }
     Some(format!("MISSING RUNGS: {}", parts.join("; ")))
 }
