@@ -14,6 +14,10 @@ usage: python3 scripts/bench/by-hand.py   (from the root of a checkout)
 Prints each hit and the three counts."""
 import pathlib
 import re
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent))
+from rust_source import code_lines  # noqa: E402
 
 NAMES = re.compile(
     r'"[A-Za-z0-9_.{}:/-]*\.(json|jsonl|csv|parquet|md|html|lock|idx|svg|png|gz)"'
@@ -30,34 +34,8 @@ MEGA = re.compile(
 )
 
 
-def without_tests(text):
-    """Blanks every `#[cfg(test)]` item: a `mod x;` line, or the braced
-    item that follows (braces counted; enough for test modules)."""
-    out, i = [], 0
-    while True:
-        j = text.find("#[cfg(test)]", i)
-        if j < 0:
-            return "".join(out) + text[i:]
-        out.append(text[i:j])
-        k = j + len("#[cfg(test)]")
-        semi, brace = text.find(";", k), text.find("{", k)
-        if semi >= 0 and (brace < 0 or semi < brace):
-            end = semi + 1
-        else:
-            depth, end = 0, brace
-            while end < len(text):
-                depth += {"{": 1, "}": -1}.get(text[end], 0)
-                end += 1
-                if depth == 0:
-                    break
-        out.append("\n" * text.count("\n", j, end))
-        i = end
-
-
 def code(path):
-    text = without_tests(path.read_text())
-    text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
-    return [re.sub(r"//.*", "", l) for l in text.splitlines()]
+    return code_lines(path.read_text())
 
 
 def main():

@@ -21,36 +21,11 @@ import re
 import sys
 import tomllib
 
+sys.path.insert(0, str(pathlib.Path(__file__).parent))
+from rust_source import code_lines  # noqa: E402
+
 ROOT = pathlib.Path.cwd()  # run from the checkout to measure
 PATH = re.compile(r"\b(crate|super)((?:::\w+)+)")
-
-
-def strip_comments(text):
-    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
-    return "\n".join(re.sub(r"//.*", "", l) for l in text.splitlines())
-
-
-def drop_tests(text):
-    """Blanks every `#[cfg(test)]` item: a `mod x;` line, or the braced
-    item that follows."""
-    out, i = [], 0
-    while True:
-        j = text.find("#[cfg(test)]", i)
-        if j < 0:
-            return "".join(out) + text[i:]
-        out.append(text[i:j])
-        k = j + len("#[cfg(test)]")
-        semi, brace = text.find(";", k), text.find("{", k)
-        if semi >= 0 and (brace < 0 or semi < brace):
-            end = semi + 1
-        else:
-            depth, end = 0, brace
-            while end < len(text):
-                depth += {"{": 1, "}": -1}.get(text[end], 0)
-                end += 1
-                if depth == 0:
-                    break
-        i = end
 
 
 def expand_groups(text):
@@ -104,7 +79,7 @@ def file_edges(src):
     mods = modules(src)
     edges = {m: set() for m in mods}
     for m, p in mods.items():
-        text = drop_tests(strip_comments(p.read_text()))
+        text = "\n".join(code_lines(p.read_text()))
         # `use super::{a, b}` and `use crate::{a::{b, c}, d}` groups.
         text += "\n" + "\n".join(expand_groups(text))
         for root, rest in PATH.findall(text):
