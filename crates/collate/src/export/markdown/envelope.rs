@@ -16,10 +16,10 @@ pub fn write_section(s: &mut String, e: &Envelope) {
     if e.rungs.is_empty() {
         return;
     }
-    let _ = writeln!(s, "\n## Excursion envelope (node power, GPU draw only)\n");
+    let _ = writeln!(s, "\n## Excursion envelope (GPU draw only)\n");
     let _ = writeln!(
         s,
-        "The highest mean node power over any window of each length inside the rung's measured window (every length from 1 ms to 10 s in `envelope.csv`). Duty rungs with a composed cycle: from the cycle, down to its grid step. Other rungs: from the buffered sum, never for windows shorter than the {} ms one sample stands for. – : not stated (longer than the rung, or shorter than its source resolves).\n",
+        "The highest mean power (the node's, or the rack's sum) over any window of each length inside the rung's measured window (every length from 1 ms to 10 s in `envelope.csv`). Duty rungs with a composed cycle: from the cycle, down to its grid step. Other rungs: from the buffered sum, never for windows shorter than the {} ms one sample stands for. – : not stated (longer than the rung, or shorter than its source resolves).\n",
         fmt_ms(e.sample_window_ms)
     );
     let _ = writeln!(

@@ -68,6 +68,7 @@ impl super::Exporter for Markdown {
                         reused,
                         recollated: r.node_reports.len() - reused,
                         node_power: &r.node_power,
+                        envelope: &report.envelope,
                     },
                     &report.rungs,
                     &report.compare,
