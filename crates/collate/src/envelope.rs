@@ -35,6 +35,11 @@ pub const WINDOWS_MS: [f64; 13] = [
 /// say, ms: the H200's buffered samples come every 20 ms.
 pub const SAMPLE_WINDOW_DEFAULT_MS: f64 = 20.0;
 
+/// A window this share shorter than what one sample stands for still
+/// counts as that long: a calibrated update period of 20.03 ms does not
+/// take away the 20 ms window.
+pub const SAMPLE_WINDOW_SLACK: f64 = 0.02;
+
 /// Where a rung's envelope comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
@@ -74,7 +79,7 @@ impl fmt::Display for Unsupported {
         match self {
             Unsupported::LongerThanRung => write!(f, "longer than the rung"),
             Unsupported::ShorterThanSamples(w) => {
-                write!(f, "shorter than the buffered samples' {w} ms")
+                write!(f, "shorter than the buffered samples' {w:.1} ms")
             }
             Unsupported::ShorterThanCycleStep(s) => {
                 write!(f, "shorter than the composed cycle's {s:.3} ms step")
@@ -318,7 +323,7 @@ fn curve_figures(
             if ms_to_ns(w) > span_ns {
                 return Err(Unsupported::LongerThanRung);
             }
-            if w < sample_window_ms {
+            if w < sample_window_ms * (1.0 - SAMPLE_WINDOW_SLACK) {
                 return Err(Unsupported::ShorterThanSamples(sample_window_ms));
             }
             let k = ((w / grid_ms).round() as usize).max(1);
@@ -388,6 +393,11 @@ mod tests {
         }
         let f = curve_figures(&p, 10_000_000, ms_to_ns(3_000.0), 20.0);
         assert_eq!(f[0], Err(Unsupported::ShorterThanSamples(20.0)));
+        // A fitted 20.03 ms sample still allows the 20 ms window.
+        assert_eq!(
+            curve_figures(&p, 10_000_000, ms_to_ns(3_000.0), 20.03)[4],
+            Ok(500.0)
+        );
         assert_eq!(f[3], Err(Unsupported::ShorterThanSamples(20.0)));
         // 20 ms: two points of 500 W; 50 ms: five.
         assert_eq!(f[4], Ok(500.0));

@@ -24,7 +24,7 @@ pub fn write_section(s: &mut String, e: &Envelope) {
     );
     let _ = writeln!(
         s,
-        "| rung | source | 10 ms W | 100 ms W | 1 s W | 10 s W |\n|---|---|---|---|---|---|"
+        "| rung | source | finest window ms | 10 ms W | 100 ms W | 1 s W | 10 s W |\n|---|---|---|---|---|---|---|"
     );
     for r in &e.rungs {
         let cells: Vec<String> = SHOWN_MS
@@ -38,9 +38,10 @@ pub fn write_section(s: &mut String, e: &Envelope) {
             .collect();
         let _ = writeln!(
             s,
-            "| {} | {} | {} |",
+            "| {} | {} | {} | {} |",
             text(&r.label),
             r.source.name(),
+            fmt_ms(r.finest_ms),
             cells.join(" | ")
         );
     }
