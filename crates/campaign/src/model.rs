@@ -279,6 +279,53 @@ pub struct Campaign {
     /// Meters of the node's own power (`[[node_power]]`).
     #[serde(default)]
     pub node_power: Vec<NodePowerSpec>,
+    /// The node's supply as declared (`[supply]`): what the excursion
+    /// envelope is judged against. None: no `[supply]` table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supply: Option<Supply>,
+}
+
+/// `[supply]`: the node supply's rating and the excursions it allows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Supply {
+    /// The supply's rated (continuous) power, W, where declared.
+    #[serde(default)]
+    pub rated_w: Option<f64>,
+    /// The highest mean power allowed over each duration, durations
+    /// strictly increasing.
+    #[serde(default)]
+    pub excursions: Vec<Excursion>,
+}
+
+/// One point of a supply's excursion limit: the highest mean power
+/// allowed over any window of `duration_ms`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Excursion {
+    /// The window, ms.
+    pub duration_ms: f64,
+    /// The highest mean power allowed over it, W.
+    pub watts: f64,
+}
+
+impl Supply {
+    /// The limit over a window of `duration_ms`: a declared point's, or
+    /// interpolated between the two declared points around it, linear in
+    /// the logarithm of the duration. None outside the declared durations
+    /// (never extrapolated).
+    pub fn limit_at(&self, duration_ms: f64) -> Option<f64> {
+        let x = &self.excursions;
+        if let Some(e) = x.iter().find(|e| e.duration_ms == duration_ms) {
+            return Some(e.watts);
+        }
+        x.windows(2).find_map(|w| {
+            let (a, b) = (w[0], w[1]);
+            (a.duration_ms < duration_ms && duration_ms < b.duration_ms).then(|| {
+                let f = (duration_ms.ln() - a.duration_ms.ln())
+                    / (b.duration_ms.ln() - a.duration_ms.ln());
+                a.watts + (b.watts - a.watts) * f
+            })
+        })
+    }
 }
 
 /// Ramp-up is on by default for nodes with more GPUs than this.

@@ -34,6 +34,7 @@ pub mod curve;
 pub mod cycle;
 pub mod edges;
 pub mod energy;
+pub mod envelope;
 pub mod error;
 pub mod export;
 pub mod format;

@@ -177,6 +177,9 @@ pub enum ReportFile {
     NodePowerSourcesCsv,
     /// `node_power.csv`: node power meters per rung (per node for a rack).
     NodePowerCsv,
+    /// `envelope.csv`: the highest mean node power over each window length,
+    /// per rung, against the declared supply.
+    EnvelopeCsv,
     /// `node_curve.csv`: the node curve for people.
     NodeCurveCsv,
     /// `node_curve.parquet`: the node curve, full precision (the rack reads it).
@@ -229,6 +232,7 @@ impl ReportFile {
             ReportFile::SoakCsv => "soak.csv",
             ReportFile::NodePowerSourcesCsv => "node_power_sources.csv",
             ReportFile::NodePowerCsv => "node_power.csv",
+            ReportFile::EnvelopeCsv => "envelope.csv",
             ReportFile::NodeCurveCsv => "node_curve.csv",
             ReportFile::NodeCurveParquet => "node_curve.parquet",
             ReportFile::NodeCyclesParquet => "node_cycles.parquet",

@@ -111,6 +111,7 @@ fn validate(ctx: &Ctx<'_>, raw: RawFile) -> Result<Campaign, CampaignError> {
     let sampling = sections::sampling(ctx, raw.sampling)?;
     let limits = sections::limits(ctx, raw.limits)?;
     let rack = sections::rack(ctx, raw.rack)?;
+    let supply = raw.supply.map(|s| sections::supply(ctx, s)).transpose()?;
     let (repeats, warmup_s, cooldown_s) = sections::defaults(ctx, raw.defaults)?;
     if raw.phase.is_empty() && header.calibrate != Some(true) {
         return Err(ctx.err(
@@ -144,6 +145,7 @@ fn validate(ctx: &Ctx<'_>, raw: RawFile) -> Result<Campaign, CampaignError> {
         rack,
         phases,
         node_power: crate::node_power::validate_all(ctx, raw.node_power)?,
+        supply,
     };
     check_size(ctx, &campaign, header_span)?;
     Ok(campaign)

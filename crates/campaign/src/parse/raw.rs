@@ -15,6 +15,7 @@ pub(super) struct RawFile {
     pub(super) limits: Option<RawLimits>,
     pub(super) defaults: Option<RawDefaults>,
     pub(super) rack: Option<RawRack>,
+    pub(super) supply: Option<Spanned<RawSupply>>,
     #[serde(default)]
     pub(super) phase: Vec<Spanned<RawPhase>>,
     #[serde(default)]
@@ -65,6 +66,14 @@ pub(super) struct RawLimits {
 pub(super) struct RawRack {
     pub(super) stagger: Option<Spanned<String>>,
     pub(super) clock_tolerance_ms: Option<Spanned<f64>>,
+}
+
+/// `[supply]` as written: `excursions` a list of `[duration_ms, watts]`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSupply {
+    pub(super) rated_w: Option<Spanned<f64>>,
+    pub(super) excursions: Option<Spanned<Vec<Spanned<Vec<f64>>>>>,
 }
 
 /// `[defaults]` as written.

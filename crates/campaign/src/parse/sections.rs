@@ -1,11 +1,14 @@
 //! The tables around the phases: `[campaign]`'s name and GPUs,
-//! `[sampling]`, `[limits]`, `[rack]` and `[defaults]`, one function each.
+//! `[sampling]`, `[limits]`, `[rack]`, `[supply]` and `[defaults]`, one
+//! function each.
 
-use super::raw::{RawDefaults, RawLimits, RawRack, RawSampling};
-use super::table::{MAX_WARMUP_S, TEMP_LIMIT_RANGE_C};
+use super::raw::{RawDefaults, RawLimits, RawRack, RawSampling, RawSupply};
+use super::table::{EXCURSION_RANGE_MS, MAX_WARMUP_S, SUPPLY_W_RANGE, TEMP_LIMIT_RANGE_C};
 use crate::ctx::Ctx;
 use crate::error::CampaignError;
-use crate::model::{GpuRef, GpuSelector, Limits, MAX_REPEATS, Rack, RackStagger, Sampling};
+use crate::model::{
+    Excursion, GpuRef, GpuSelector, Limits, MAX_REPEATS, Rack, RackStagger, Sampling, Supply,
+};
 use powerlab_core::units::{NS_PER_S, NS_PER_US, W_PER_MW};
 use toml::Spanned;
 
@@ -255,6 +258,54 @@ pub(super) fn rack(ctx: &Ctx<'_>, r: Option<RawRack>) -> Result<Rack, CampaignEr
     })
 }
 
+/// `[supply]`: `rated_w` above 0, and `excursions` a list of
+/// `[duration_ms, watts]` pairs, durations within [`EXCURSION_RANGE_MS`]
+/// and strictly increasing, watts above 0.
+pub(super) fn supply(ctx: &Ctx<'_>, s: Spanned<RawSupply>) -> Result<Supply, CampaignError> {
+    let s = s.into_inner();
+    let rated_w = match &s.rated_w {
+        None => None,
+        v => Some(ctx.ranged(v, "supply.rated_w", 0.0, SUPPLY_W_RANGE, true)?),
+    };
+    let mut excursions: Vec<Excursion> = Vec::new();
+    for (i, pair) in s.excursions.iter().flat_map(|e| e.get_ref()).enumerate() {
+        let field = format!("supply.excursions[{i}]");
+        let bad = |message: String| {
+            ctx.err(
+                pair.span(),
+                &field,
+                message,
+                Some("[duration_ms, watts] with 1 <= duration_ms <= 10000, watts > 0, durations strictly increasing"),
+            )
+        };
+        let &[duration_ms, watts] = pair.get_ref().as_slice() else {
+            return Err(bad(format!(
+                "{} values where a pair [duration_ms, watts] belongs",
+                pair.get_ref().len()
+            )));
+        };
+        if !(duration_ms >= EXCURSION_RANGE_MS.0 && duration_ms <= EXCURSION_RANGE_MS.1) {
+            return Err(bad(format!("duration {duration_ms} ms is out of range")));
+        }
+        if !(watts > SUPPLY_W_RANGE.0 && watts <= SUPPLY_W_RANGE.1) {
+            return Err(bad(format!("{watts} W is out of range")));
+        }
+        if let Some(prev) = excursions.last()
+            && duration_ms <= prev.duration_ms
+        {
+            return Err(bad(format!(
+                "duration {duration_ms} ms does not follow {} ms",
+                prev.duration_ms
+            )));
+        }
+        excursions.push(Excursion { duration_ms, watts });
+    }
+    Ok(Supply {
+        rated_w,
+        excursions,
+    })
+}
+
 /// `[defaults]`: repeats, warm-up and cool-down of every phase that does
 /// not set its own.
 pub(super) fn defaults(
@@ -266,4 +317,85 @@ pub(super) fn defaults(
     let warmup = ctx.non_negative(&d.warmup_s, "defaults.warmup_s", 2.0, MAX_WARMUP_S)?;
     let cooldown = ctx.non_negative(&d.cooldown_s, "defaults.cooldown_s", 2.0, MAX_WARMUP_S)?;
     Ok((repeats, warmup, cooldown))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)] // a test that unwraps reports its failure by panicking
+    use crate::model::Excursion;
+
+    fn with_supply(table: &str) -> Result<crate::Campaign, crate::CampaignError> {
+        crate::parse_str(
+            "t.toml",
+            &format!(
+                "[campaign]\nname = \"t\"\n[[phase]]\nkind = \"sustained\"\nduration_s = 5\n{table}"
+            ),
+        )
+    }
+
+    #[test]
+    fn a_supply_table_is_read_and_interpolated_log_linearly() {
+        let c = with_supply("[supply]\nrated_w = 3000\nexcursions = [[10, 4500], [1000, 3500]]\n")
+            .unwrap();
+        let s = c.supply.unwrap();
+        assert_eq!(s.rated_w, Some(3000.0));
+        assert_eq!(
+            s.excursions,
+            vec![
+                Excursion {
+                    duration_ms: 10.0,
+                    watts: 4500.0
+                },
+                Excursion {
+                    duration_ms: 1000.0,
+                    watts: 3500.0
+                }
+            ]
+        );
+        assert_eq!(s.limit_at(10.0), Some(4500.0));
+        // 100 ms is half way between 10 ms and 1 s on a log scale.
+        assert!((s.limit_at(100.0).unwrap() - 4000.0).abs() < 1e-9);
+        assert_eq!(s.limit_at(5.0), None);
+        assert_eq!(s.limit_at(2000.0), None);
+        assert!(with_supply("").unwrap().supply.is_none());
+    }
+
+    #[test]
+    fn a_bad_supply_table_names_its_key_and_line() {
+        for (table, field, says) in [
+            (
+                "[supply]\nexcursions = [[10, 4500], [10, 3500]]\n",
+                "supply.excursions[1]",
+                "does not follow",
+            ),
+            (
+                "[supply]\nexcursions = [[0.5, 4500]]\n",
+                "supply.excursions[0]",
+                "out of range",
+            ),
+            (
+                "[supply]\nexcursions = [[20000, 4500]]\n",
+                "supply.excursions[0]",
+                "out of range",
+            ),
+            (
+                "[supply]\nexcursions = [[10, -1]]\n",
+                "supply.excursions[0]",
+                "out of range",
+            ),
+            (
+                "[supply]\nexcursions = [[10, 1, 2]]\n",
+                "supply.excursions[0]",
+                "a pair",
+            ),
+            ("[supply]\nrated_w = 0\n", "supply.rated_w", "out of range"),
+        ] {
+            let e = with_supply(table).unwrap_err();
+            assert_eq!(e.field.as_deref(), Some(field), "{table}: {e}");
+            assert_eq!(e.line, 7, "{table}: {e}");
+            assert!(e.message.contains(says), "{table}: {e}");
+        }
+        let e = with_supply("[supply]\nfuse_w = 1\n").unwrap_err();
+        assert!(e.message.contains("unknown field"), "{e}");
+    }
 }

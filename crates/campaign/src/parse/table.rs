@@ -23,6 +23,10 @@ pub const MAX_WARMUP_S: f64 = 3_600.0;
 /// The temperature limits a campaign may set, °C: below 50 an idle GPU
 /// would trip them, above 110 they would not protect anything.
 pub const TEMP_LIMIT_RANGE_C: (f64, f64) = (50.0, 110.0);
+/// Shortest and longest excursion a `[supply]` table may declare, ms.
+pub const EXCURSION_RANGE_MS: (f64, f64) = (1.0, 10_000.0);
+/// Most power a `[supply]` figure may state, W (0 excluded): 1 MW.
+pub const SUPPLY_W_RANGE: (f64, f64) = (0.0, powerlab_core::units::W_PER_MW);
 /// Most periods in one duty phase.
 pub const MAX_PERIODS: usize = 1_000;
 

@@ -7,10 +7,12 @@
 //! precision records without a header.
 
 use crate::curve::{CURVE_INSTRUMENTS, NodeCurve};
+use crate::envelope::{Envelope, Verdict};
 use crate::error::CollateError;
 use crate::nccl::NcclRow;
 use crate::report::{NodeParts, RackParts, Report, Scope};
 use crate::sensor::verdict::SensorReport;
+use crate::stats::r3;
 use crate::summary::{PhaseCompare, RepeatStats, RungSummary};
 use polars::prelude::*;
 use powerlab_rundir::ReportFile;
@@ -175,6 +177,49 @@ pub fn write_sensor_tables(s: &SensorReport, dir: &Path) -> Result<Vec<PathBuf>,
     Ok(files)
 }
 
+/// One row of `envelope.csv`: one rung and window length.
+#[derive(Serialize)]
+struct EnvelopeRow<'a> {
+    rung_id: u32,
+    label: &'a str,
+    window_ms: f64,
+    max_mean_w: Option<f64>,
+    source: &'static str,
+    unsupported_reason: Option<String>,
+    limit_w: Option<f64>,
+    margin_w: Option<f64>,
+    verdict: Option<&'static str>,
+}
+
+/// Writes `envelope.csv`: one row per rung and window length, its figure
+/// (three decimals) or why it has none, and the supply's limit, margin and
+/// verdict where declared.
+///
+/// # Errors
+///
+/// Returns [`CollateError::Io`] when `envelope.csv` cannot be created or
+/// written.
+pub fn write_envelope(e: &Envelope, dir: &Path) -> Result<PathBuf, CollateError> {
+    let rows: Vec<EnvelopeRow<'_>> = e
+        .rungs
+        .iter()
+        .flat_map(|r| {
+            r.points.iter().map(|p| EnvelopeRow {
+                rung_id: r.rung_id,
+                label: &r.label,
+                window_ms: p.window_ms,
+                max_mean_w: p.max_mean_w.map(r3),
+                source: r.source.name(),
+                unsupported_reason: p.unsupported.map(|u| u.to_string()),
+                limit_w: p.limit_w.map(r3),
+                margin_w: p.margin_w.map(r3),
+                verdict: p.verdict().map(Verdict::name),
+            })
+        })
+        .collect();
+    table(&rows, dir, ReportFile::EnvelopeCsv)
+}
+
 /// The CSV tables of a report.
 pub struct Csv;
 
@@ -190,6 +235,7 @@ impl super::Exporter for Csv {
             &report.compare,
             dir,
         )?);
+        files.push(write_envelope(&report.envelope, dir)?);
         match &report.scope {
             Scope::Node(n) => files.extend(node_tables(n, dir)?),
             Scope::Rack(r) => files.extend(rack_tables(r, dir)?),

@@ -94,11 +94,19 @@ pub fn compute(rack: &Path, opts: RackOptions<'_>) -> Result<Report, CollateErro
     mark_gaps(&mut rungs, &nodes.states);
     mark_incomplete_nodes(&mut rungs, &nodes.states, &nodes.summaries);
     steps.done("rung summaries");
+    // The rack has no sensor model of its own: the default sample window.
+    let envelope = crate::envelope::envelope(
+        &reference,
+        &curve,
+        &cycles,
+        crate::envelope::SAMPLE_WINDOW_DEFAULT_MS,
+    );
     let parts = rack_parts(rack, nodes, curve_table, starts)?;
     Ok(Report {
         title: "rack run".into(),
         repeats: repeat_stats(&rungs),
         compare: compare_modes(&rungs),
+        envelope,
         run: reference,
         curve,
         cycles,

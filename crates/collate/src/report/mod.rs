@@ -8,6 +8,7 @@ pub mod node;
 pub mod node_power;
 
 use crate::curve::NodeCurve;
+use crate::envelope::Envelope;
 use crate::handoff::Inputs;
 use crate::load::Run;
 use crate::nccl::{FabricPowerRow, NcclRow};
@@ -38,6 +39,9 @@ pub struct Report {
     pub repeats: Vec<RepeatStats>,
     /// In phase vs staggered.
     pub compare: Vec<PhaseCompare>,
+    /// Per rung, the highest mean power over each window length, against
+    /// the declared supply.
+    pub envelope: Envelope,
     /// What only a node, or only a rack, has.
     pub scope: Scope,
 }

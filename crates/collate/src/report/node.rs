@@ -9,8 +9,8 @@ use crate::sensor::series::{EdgeIndex, SeriesSet};
 use crate::sensor::verdict::SensorReport;
 use crate::summary::{Cycles, RungSummary};
 use crate::{
-    curve, cycle, edges, energy, handoff, integrity, load, nccl, per_gpu, sensor, soak, stats,
-    summary,
+    curve, cycle, edges, energy, envelope, handoff, integrity, load, nccl, per_gpu, sensor, soak,
+    stats, summary,
 };
 use polars::prelude::DataFrame;
 use powerlab_rundir::{PhaseKind, RunDir};
@@ -96,6 +96,7 @@ pub fn compute(
     let mut rungs = rung_summaries(&run, &samples.series, &curve, &cycles, &edge_stats);
     rungs = with_short_on_phases(rungs, &run, &samples.series, &cycles);
     steps.done("rung summaries");
+    let envelope = envelope::envelope(&run, &curve, &cycles, envelope::sample_window_ms(&model));
     let visible = rungs.iter().map(|r| (r.rung.id, r.raw_swing_w)).collect();
     let sensor =
         sensor::verdict::analyse(&run, &samples.series, &edge_index, model, &curve, &visible);
@@ -128,6 +129,7 @@ pub fn compute(
         ),
         repeats: summary::repeat_stats(&rungs),
         compare: summary::compare_modes(&rungs),
+        envelope,
         run,
         curve,
         cycles,

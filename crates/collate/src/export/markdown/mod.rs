@@ -8,6 +8,7 @@ pub mod answer;
 pub mod baseline;
 pub mod cells;
 pub mod compare;
+pub mod envelope;
 pub mod headline;
 pub mod nccl;
 pub mod node_power;
@@ -34,6 +35,7 @@ impl super::Exporter for Markdown {
                     rungs: &report.rungs,
                     repeats: &report.repeats,
                     compare: &report.compare,
+                    envelope: &report.envelope,
                     nccl: &n.nccl,
                     fabric: &n.fabric,
                     sensor: &n.sensor,
@@ -66,6 +68,7 @@ impl super::Exporter for Markdown {
                         reused,
                         recollated: r.node_reports.len() - reused,
                         node_power: &r.node_power,
+                        envelope: &report.envelope,
                     },
                     &report.rungs,
                     &report.compare,

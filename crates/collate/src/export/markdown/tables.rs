@@ -13,6 +13,8 @@ pub struct Tables<'a> {
     pub repeats: &'a [RepeatStats],
     /// In phase vs staggered.
     pub compare: &'a [PhaseCompare],
+    /// The excursion envelope of every rung.
+    pub envelope: &'a crate::envelope::Envelope,
     /// NCCL bandwidth rows.
     pub nccl: &'a [NcclRow],
     /// Fabric power next to idle and compute.
