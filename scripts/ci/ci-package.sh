@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# CI: builds the release tarballs for the glibc 2.28 baseline (with
+# CI: builds the release tarballs (at the `ci-package` profile: opt-level 1,
+# the same layout and glibc floor as `release`) for the glibc 2.28 baseline (with
 # cargo-zigbuild), x86_64 and aarch64 (Grace nodes: GH200, GB200).
 # The x86_64 one is unpacked into an empty directory outside the repository
 # and used from there as a user on a GPU node would: --version, validate,
@@ -26,7 +27,7 @@ PY=$(command -v python3)
 FLOOR=2.28
 TARGET=x86_64-unknown-linux-gnu.$FLOOR
 t0=$SECONDS
-tarball=$(ZIGBUILD=1 bash scripts/ci/package.sh --target "$TARGET" --out "$REPO/dist" | tail -1)
+tarball=$(PROFILE=ci-package ZIGBUILD=1 bash scripts/ci/package.sh --target "$TARGET" --out "$REPO/dist" | tail -1)
 echo "package: $tarball ($(du -h "$tarball" | cut -f1)), built in $((SECONDS - t0)) s"
 
 fail() { echo "ci-package: FAILED: $*" >&2; exit 1; }
@@ -85,7 +86,7 @@ fi
   || fail "the $ATRIPLE standard library is not installed (rustup target add $ATRIPLE)"
 QEMU="qemu-aarch64 -L /usr/aarch64-linux-gnu"
 t0=$SECONDS
-atarball=$(ZIGBUILD=1 RUNNER="$QEMU" bash scripts/ci/package.sh --target "$ATRIPLE.$FLOOR" --out "$REPO/dist" | tail -1)
+atarball=$(PROFILE=ci-package ZIGBUILD=1 RUNNER="$QEMU" bash scripts/ci/package.sh --target "$ATRIPLE.$FLOOR" --out "$REPO/dist" | tail -1)
 echo "package: $atarball ($(du -h "$atarball" | cut -f1)), built in $((SECONDS - t0)) s"
 (cd "$(dirname "$atarball")" && sha256sum -c "$(basename "$atarball").sha256") || fail "aarch64 checksum"
 awork=$(mktemp -d /tmp/powerlab-unpack-aarch64.XXXXXX)
