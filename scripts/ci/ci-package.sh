@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CI: builds the release tarballs (at the `ci-package` profile: opt-level 1,
+# CI: builds the release tarballs (at the `ci-package` profile: unoptimised,
 # the same layout and glibc floor as `release`) for the glibc 2.28 baseline (with
 # cargo-zigbuild), x86_64 and aarch64 (Grace nodes: GH200, GB200).
 # The x86_64 one is unpacked into an empty directory outside the repository
