@@ -170,6 +170,11 @@ fn seal_of(text: &str, seal: &str) -> String {
 }
 
 impl Manifest {
+    /// The run's GPU keys, in the manifest's order.
+    pub fn gpu_keys(&self) -> Vec<String> {
+        self.backend.gpus.iter().map(|g| g.key.clone()).collect()
+    }
+
     /// Writes atomically (temp file, then rename).
     ///
     /// # Errors

@@ -184,13 +184,7 @@ fn rung_summaries(
     cycles: &Cycles,
     edge_stats: &HashMap<u32, edges::EdgeStats>,
 ) -> Vec<RungSummary> {
-    let gpus: Vec<String> = run
-        .manifest
-        .backend
-        .gpus
-        .iter()
-        .map(|g| g.key.clone())
-        .collect();
+    let gpus = run.manifest.gpu_keys();
     let counter_means: HashMap<u32, energy::CounterMean> = run
         .rungs
         .iter()

@@ -31,13 +31,7 @@ pub fn model_for(
     series: &SeriesSet,
     edges: &EdgeIndex,
 ) -> Result<SensorModel, CollateError> {
-    let keys: Vec<String> = run
-        .manifest
-        .backend
-        .gpus
-        .iter()
-        .map(|g| g.key.clone())
-        .collect();
+    let keys = run.manifest.gpu_keys();
     let name = run
         .manifest
         .backend
