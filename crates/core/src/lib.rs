@@ -15,6 +15,7 @@ pub mod meter;
 pub mod sample;
 pub mod select;
 pub mod shape;
+pub mod smoothing;
 pub mod units;
 pub mod words;
 

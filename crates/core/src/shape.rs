@@ -6,6 +6,7 @@
 //! deadlines. Both therefore agree on what "intended" means, and the edge
 //! log compares achieved transitions against exactly these times.
 
+use crate::smoothing::{DeviceSmoothing, Draw};
 use crate::units::EpochNs;
 use serde::{Deserialize, Serialize};
 
@@ -59,6 +60,18 @@ pub enum LoadShape {
         origin_ns: EpochNs,
         /// Duration of the linear duty ramp after the window start (0 = none).
         ramp_ns: i64,
+        /// A mitigation (a floor, ramps, a hysteresis), where asked; the
+        /// edges stay those of the work.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        smoothing: Option<DeviceSmoothing>,
+    },
+    /// Steps of equal length, each a draw, then the last held to the
+    /// window's end: the staircase a smoothing is calibrated on.
+    Staircase {
+        /// The draws in time order.
+        steps: Vec<Draw>,
+        /// Length of each step, ns.
+        step_ns: i64,
     },
 }
 
@@ -98,6 +111,7 @@ impl LoadShape {
         match self {
             LoadShape::Idle => None,
             LoadShape::Constant { load } | LoadShape::Square { load, .. } => Some(*load),
+            LoadShape::Staircase { .. } => Some(LoadKind::Virus),
             LoadShape::Sweep { .. } | LoadShape::Fabric { .. } => Some(LoadKind::Fabric),
         }
     }
@@ -122,6 +136,9 @@ impl LoadShape {
         match self {
             LoadShape::Idle => false,
             LoadShape::Constant { .. } | LoadShape::Sweep { .. } | LoadShape::Fabric { .. } => true,
+            LoadShape::Staircase { .. } => {
+                matches!(self.draw_at(window_start, t), Draw::Work)
+            }
             LoadShape::Square {
                 period_ns,
                 duty,
@@ -135,6 +152,57 @@ impl LoadShape {
                     Self::on_ns_of_cycle(*period_ns, *duty, *ramp_ns, window_start, cycle_start);
                 t - cycle_start < on
             }
+        }
+    }
+
+    /// What the GPU draws at `t` for a window starting at `window_start`:
+    /// the work, or the level load (0: idle). A smoothed wave draws its
+    /// ramp-up after each rise and its hold, ramp down and floor after
+    /// each fall; an off-phase whose fall came before the window start
+    /// holds the floor.
+    pub fn draw_at(&self, window_start: EpochNs, t: EpochNs) -> Draw {
+        match self {
+            LoadShape::Staircase { steps, step_ns } => {
+                let i = ((t - window_start) / (*step_ns).max(1)).max(0) as usize;
+                steps
+                    .get(i)
+                    .or(steps.last())
+                    .copied()
+                    .unwrap_or(Draw::Level(0.0))
+            }
+            LoadShape::Square {
+                period_ns,
+                duty,
+                origin_ns,
+                ramp_ns,
+                smoothing,
+                ..
+            } => {
+                let on = self.is_on(window_start, t);
+                let Some(sm) = smoothing else {
+                    return if on { Draw::Work } else { Draw::Level(0.0) };
+                };
+                let k = (t - origin_ns).div_euclid(*period_ns);
+                let cycle_start = origin_ns + k * period_ns;
+                let on_ns =
+                    Self::on_ns_of_cycle(*period_ns, *duty, *ramp_ns, window_start, cycle_start);
+                if on && cycle_start < window_start {
+                    // Risen before the window: the warm-up's work runs on.
+                    return Draw::Work;
+                }
+                if on {
+                    return DeviceSmoothing::step_at(&sm.on_steps(on_ns), t - cycle_start)
+                        .map_or(Draw::Work, Draw::Level);
+                }
+                let fall = cycle_start + on_ns;
+                if fall < window_start {
+                    return Draw::Level(sm.floor);
+                }
+                let steps = sm.off_steps(period_ns - on_ns);
+                Draw::Level(DeviceSmoothing::step_at(&steps, t - fall).unwrap_or(sm.floor))
+            }
+            _ if self.is_on(window_start, t) => Draw::Work,
+            _ => Draw::Level(0.0),
         }
     }
 
@@ -188,6 +256,7 @@ mod tests {
             duty,
             origin_ns: origin,
             ramp_ns: ramp,
+            smoothing: None,
         }
     }
 
@@ -232,6 +301,64 @@ mod tests {
         let s = square(100, 1.0, 0, 0);
         assert_eq!(s.edges(0, 1000).len(), 1);
         assert!(s.is_on(0, 999));
+    }
+
+    #[test]
+    fn a_smoothed_wave_ramps_after_each_edge_and_holds_its_floor() {
+        use crate::smoothing::LevelRamp;
+        let sm = DeviceSmoothing {
+            floor: 0.25,
+            hold: 0.9,
+            hysteresis_ns: 10,
+            ramp_up: LevelRamp {
+                steps: vec![0.4, 0.6],
+                ns: 20,
+            },
+            ramp_down: LevelRamp {
+                steps: vec![0.7, 0.5],
+                ns: 10,
+            },
+        };
+        let mut s = square(100, 0.5, 1000, 0);
+        if let LoadShape::Square { smoothing, .. } = &mut s {
+            *smoothing = Some(sm);
+        }
+        let at = |t: i64| s.draw_at(1000, t);
+        // Cycle 1 (1100..1200): rise at 1100, fall at 1150.
+        assert_eq!(at(1105), Draw::Level(0.4));
+        assert_eq!(at(1115), Draw::Level(0.6));
+        assert_eq!(at(1125), Draw::Work);
+        assert_eq!(at(1155), Draw::Level(0.9));
+        assert_eq!(at(1162), Draw::Level(0.7));
+        assert_eq!(at(1167), Draw::Level(0.5));
+        assert_eq!(at(1190), Draw::Level(0.25));
+        // The edges are the work's, unchanged.
+        assert_eq!(
+            s.edges(1000, 1200),
+            square(100, 0.5, 1000, 0).edges(1000, 1200)
+        );
+        // A staggered GPU already on at the window start runs the work.
+        let mut late = square(100, 0.5, 1060, 0);
+        if let LoadShape::Square { smoothing, .. } = &mut late {
+            *smoothing = Some(DeviceSmoothing::default());
+        }
+        assert_eq!(late.draw_at(1000, 1000), Draw::Work);
+        assert_eq!(late.draw_at(1000, 1020), Draw::Level(0.0));
+        assert_eq!(late.draw_at(1000, 1070), Draw::Work);
+    }
+
+    #[test]
+    fn a_staircase_steps_then_holds_its_last() {
+        let s = LoadShape::Staircase {
+            steps: vec![Draw::Level(0.0), Draw::Level(0.5), Draw::Work],
+            step_ns: 10,
+        };
+        assert_eq!(s.draw_at(0, 5), Draw::Level(0.0));
+        assert_eq!(s.draw_at(0, 15), Draw::Level(0.5));
+        assert_eq!(s.draw_at(0, 25), Draw::Work);
+        assert_eq!(s.draw_at(0, 500), Draw::Work);
+        assert!(s.is_on(0, 25) && !s.is_on(0, 15));
+        assert_eq!(s.edges(0, 100).len(), 1);
     }
 
     #[test]

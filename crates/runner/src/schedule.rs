@@ -54,6 +54,7 @@ pub fn schedule_for(rung: &Rung, i: usize, epoch: i64) -> Result<GpuSchedule, St
             duty: rung.duty,
             origin_ns: epoch + rung.offsets_ns.get(i).copied().unwrap_or(0),
             ramp_ns: rung.ramp_ns,
+            smoothing: None,
         },
     };
     Ok(GpuSchedule {
