@@ -83,6 +83,7 @@ fn write_case(root: &std::path::Path, c: &Case) -> (std::path::PathBuf, Vec<f64>
         repeats: 1,
         no_context: false,
         swinging: None,
+        smoothing: None,
     };
     ev.append(&RunEvent::RungStarted {
         ts_ns: T0,

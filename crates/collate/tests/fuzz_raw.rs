@@ -41,6 +41,7 @@ fn skeleton(root: &Path) -> PathBuf {
         repeats: 1,
         no_context: false,
         swinging: None,
+        smoothing: None,
     };
     ev.append(&RunEvent::RungStarted {
         ts_ns: T0,

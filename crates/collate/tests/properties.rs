@@ -58,6 +58,7 @@ fn write_run(root: &Path, gpus: &[(String, Vec<Sample>)], split: bool) -> std::p
         repeats: 1,
         no_context: false,
         swinging: None,
+        smoothing: None,
     };
     ev.append(&RunEvent::RungStarted {
         ts_ns: T0,

@@ -44,6 +44,11 @@ pub struct RungInfo {
     /// it, and in runs made before ramp-up existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub swinging: Option<Vec<String>>,
+    /// The mitigation the rung asked for (a floor, ramps, a hysteresis:
+    /// NVIDIA's power-smoothing profile's terms); absent on every other
+    /// rung and in runs made before mitigation rungs existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smoothing: Option<powerlab_core::smoothing::SmoothingSpec>,
 }
 
 impl RungInfo {
@@ -317,6 +322,7 @@ mod tests {
             kind: PhaseKind::RampUp,
             label: "rampup/2of8/p100ms".into(),
             swinging: Some(vec!["gpu0".into(), "gpu1".into()]),
+            smoothing: None,
             ..info
         };
         let back: RungInfo = serde_json::from_str(&serde_json::to_string(&step).unwrap()).unwrap();

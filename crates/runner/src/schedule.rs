@@ -24,6 +24,7 @@ pub(crate) fn rung_info(r: &Rung, keys: &[String]) -> RungInfo {
         repeat: r.repeat,
         repeats: r.repeats,
         no_context: r.no_context,
+        smoothing: r.smoothing,
         swinging: r.swinging.as_ref().map(|s| {
             s.iter()
                 .map(|i| keys.get(*i).cloned().unwrap_or_else(|| format!("#{i}")))

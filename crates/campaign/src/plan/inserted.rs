@@ -60,6 +60,7 @@ pub fn ramp_up_steps(target: &Rung, gpu_count: usize) -> Vec<Rung> {
             nccl: None,
             nccl_step: None,
             swinging: Some((0..k).collect()),
+            smoothing: None,
             no_context: false,
         })
         .collect()

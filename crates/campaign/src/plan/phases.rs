@@ -148,6 +148,7 @@ impl Node<'_> {
             nccl_step: at.step,
             no_context: false,
             swinging: None,
+            smoothing: None,
         })
     }
 

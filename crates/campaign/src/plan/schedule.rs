@@ -58,6 +58,10 @@ pub struct Rung {
     /// rungs but the ramp-up steps). Absent in plans made before ramp-up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub swinging: Option<Vec<usize>>,
+    /// The mitigation a duty rung runs (a floor, ramps, a hysteresis),
+    /// in watts per GPU; None for every other rung and a plain duty rung.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smoothing: Option<powerlab_core::smoothing::SmoothingSpec>,
 }
 
 impl Rung {

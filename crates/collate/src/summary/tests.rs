@@ -21,6 +21,7 @@ fn summary(nominal: Option<f64>) -> RungSummary {
             repeats: 3,
             no_context: false,
             swinging: None,
+            smoothing: None,
         },
         method: "composed cycle".into(),
         verdict: None,
