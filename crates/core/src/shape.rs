@@ -186,8 +186,8 @@ impl LoadShape {
                 let cycle_start = origin_ns + k * period_ns;
                 let on_ns =
                     Self::on_ns_of_cycle(*period_ns, *duty, *ramp_ns, window_start, cycle_start);
-                if on && cycle_start < window_start {
-                    // Risen before the window: the warm-up's work runs on.
+                if on && cycle_start <= window_start {
+                    // Risen with the window: the warm-up's work runs on.
                     return Draw::Work;
                 }
                 if on {

@@ -133,12 +133,24 @@ impl Engine {
     /// when the device clock reaches the deadline and record that moment in
     /// `slot`.
     fn launch_burn(&mut self, deadline_run_ns: i64, slot: usize) -> Result<(), HwError> {
+        let all = self.dev.sms * 4;
+        self.launch_burn_blocks(deadline_run_ns, slot, all)
+    }
+
+    /// [`Self::launch_burn`] on `blocks` blocks only: the level load of
+    /// power smoothing (see `smooth`).
+    pub(super) fn launch_burn_blocks(
+        &mut self,
+        deadline_run_ns: i64,
+        slot: usize,
+        blocks: u32,
+    ) -> Result<(), HwError> {
         let deadline_dev = (deadline_run_ns + self.probe.predicted(deadline_run_ns)).max(0) as u64;
         let dev = &mut self.dev;
         let n4: u64 = (dev.hbm_src.len() / 4) as u64;
         let mut view = self.stamps.slots.slice_mut(slot..slot + 1);
         let cfg = LaunchConfig {
-            grid_dim: (dev.sms * 4, 1, 1),
+            grid_dim: (blocks.clamp(1, dev.sms * super::smooth::LEVEL_BLOCKS_PER_SM), 1, 1),
             block_dim: (256, 1, 1),
             shared_mem_bytes: 0,
         };
@@ -171,6 +183,15 @@ impl Engine {
         // 30-50 % longer than estimated when the power controller pulls the
         // clocks down (H200, 50 and 100 ms periods).
         let tail_ns = (2 * self.pace.chunk_ns).max(MIN_FALL_TAIL_NS);
+        let smoothing = match &s.shape {
+            LoadShape::Square { smoothing, .. } => smoothing.clone(),
+            _ => None,
+        };
+        let scratch = Self::scratch_slot(edges.len());
+        // What the off-phase holds until the next rise (the floor, or the
+        // step of the ramp down the rise cuts).
+        let mut held = smoothing.as_ref().map_or(0.0, |m| m.floor);
+        let next_at = |i: usize| edges.get(i + 1).map_or(s.end_ns, |e| e.1);
         for (i, (kind, t)) in edges.iter().copied().enumerate() {
             if self.stop.load(Ordering::Relaxed) {
                 return Err(HwError::Other("stopped".into()));
@@ -191,6 +212,13 @@ impl Engine {
                     self.plan_until(t - tail_ns, load)?;
                 }
                 self.launch_burn(t, i)?;
+                if let Some(m) = &smoothing {
+                    let steps = m.off_steps(next_at(i) - t);
+                    if let Some((last, head)) = steps.split_last() {
+                        self.queue_levels(t, head, scratch)?;
+                        held = last.0;
+                    }
+                }
             } else {
                 if on {
                     let kind_small = if i == 0 { warm_small } else { small };
@@ -198,7 +226,13 @@ impl Engine {
                 }
                 // Armed at once, also after a fall: the rise waits on the
                 // device, and the host need not be on time for it.
-                self.launch_spin(t, i)?;
+                match (kind, &smoothing) {
+                    (EdgeKind::Rise, Some(m)) => {
+                        self.launch_level(t, i, held)?;
+                        self.queue_levels(t, &m.on_steps(next_at(i) - t), scratch)?;
+                    }
+                    _ => self.launch_spin(t, i)?,
+                }
                 // The fall and this rise are queued: the host has the
                 // off-phase to spare for handing over the edges achieved.
                 if kind == EdgeKind::Rise {
@@ -210,6 +244,8 @@ impl Engine {
         }
         if on {
             self.fill_until(s.end_ns, small, load)?;
+        } else if smoothing.is_some() {
+            self.launch_level(s.end_ns, scratch, held)?;
         }
         self.launch_stamp(edges.len())
     }

@@ -35,7 +35,8 @@
 //! Layout: `setup` owns the device (context, streams, kernels, cuBLAS,
 //! buffers), `load` launches load units, `pacing` keeps the queue of units
 //! and their duration estimates, `clock` probes the device clock, `edges`
-//! places the edge kernels, `rung` runs the two commands and `nccl` the
+//! places the edge kernels, `smooth` the level load of power smoothing
+//! (and its calibration staircase), `rung` runs the two commands and `nccl` the
 //! collectives. This file holds the public API and the command
 //! loop of the engine thread.
 
@@ -46,6 +47,7 @@ mod nccl;
 mod pacing;
 mod rung;
 mod setup;
+mod smooth;
 
 pub use nccl::NcclRank;
 

@@ -62,7 +62,8 @@ impl Engine {
         let t_begin = self.clock.now_ns();
         let (o_begin, rtt_begin) = self.measure_offset()?;
         self.probe.offset_ns = o_begin;
-        self.stamps.ready(edges.len() + 1, &self.gpu)?;
+        // The edges, the end stamp, and the scratch slot of the smoothing steps.
+        self.stamps.ready(edges.len() + 2, &self.gpu)?;
         self.feeding = feed.map(|feed| Feeding {
             feed,
             rung_id: s.rung_id,
@@ -123,6 +124,7 @@ impl Engine {
                     _ => Vec::new(),
                 };
             }
+            LoadShape::Staircase { .. } => self.run_staircase(s)?,
             _ => self.run_edges(s, edges)?,
         }
         self.sync()?;
