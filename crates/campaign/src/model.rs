@@ -244,6 +244,11 @@ pub struct Phase {
     pub stagger: Stagger,
     /// NCCL settings for `nccl` phases.
     pub nccl: Option<NcclSpec>,
+    /// The mitigations a duty phase runs at every period and mode (one
+    /// rung each; a none entry is the plain rung). Empty: the key is
+    /// absent, and the phase's rungs are exactly those without it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub smoothing: Vec<powerlab_core::smoothing::SmoothingSpec>,
 }
 
 /// A validated campaign.
@@ -373,6 +378,7 @@ pub fn calibration_phases() -> Vec<Phase> {
         modes: vec![Mode::Staggered],
         stagger: Stagger::Even,
         nccl: None,
+        smoothing: Vec::new(),
     };
     let ratios: [f64; 5] = [0.5, 2.0 / 3.0, 0.8, 1.2, 4.0 / 3.0];
     let probes: Vec<f64> = [20.0f64, 100.0]

@@ -5,3 +5,4 @@
 mod fuzz;
 mod node_power;
 mod parse_errors;
+mod smoothing;

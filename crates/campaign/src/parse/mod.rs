@@ -12,6 +12,7 @@ mod phase;
 mod phase_ctx;
 mod raw;
 mod sections;
+mod smoothing;
 mod table;
 
 use crate::ctx::Ctx;
@@ -193,7 +194,7 @@ fn check_size(
             header_span,
             "phase",
             format!(
-                "the campaign expands into {rungs} rungs (every phase × its repeats, periods, modes and NCCL steps), more than {}",
+                "the campaign expands into {rungs} rungs (every phase × its repeats, periods, mitigations, modes and NCCL steps), more than {}",
                 crate::plan::MAX_RUNGS
             ),
             Some(&format!(

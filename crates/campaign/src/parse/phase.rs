@@ -5,7 +5,7 @@
 use super::phase_ctx::{PhaseCtx, PhaseDefaults, parse_mode};
 use super::raw::RawPhase;
 use super::table::{self, KindSpec};
-use super::{duty, nccl};
+use super::{duty, nccl, smoothing};
 use crate::ctx::Ctx;
 use crate::error::CampaignError;
 use crate::model::{Mode, PeriodMs, Phase, PhaseKind, Stagger};
@@ -41,8 +41,10 @@ pub(super) fn validate_phase(
         duty: 1.0,
         stagger: Stagger::Even,
     };
+    let mut mitigations = Vec::new();
     if kind == PhaseKind::Duty {
         wave = duty::validate(ctx, &pc, &mut modes, ramp_s, duration_s)?;
+        mitigations = smoothing::validate(ctx, &pc, &name, &wave.periods_ms, wave.duty)?;
     }
     let nccl = match kind {
         PhaseKind::Nccl => Some(nccl::validate(ctx, &pc)?),
@@ -62,6 +64,7 @@ pub(super) fn validate_phase(
         modes,
         stagger: wave.stagger,
         nccl,
+        smoothing: mitigations,
     })
 }
 
@@ -84,6 +87,21 @@ fn check_keys(ctx: &Ctx<'_>, pc: &PhaseCtx<'_>, spec: &KindSpec) -> Result<(), C
     let Some((key, span)) = present_keys(pc.p).into_iter().find(|(k, _)| !accepts(k)) else {
         return Ok(());
     };
+    if key == "smoothing" {
+        let name = pc.p.name.as_ref().map_or_else(
+            || format!("{}-{}", spec.kind.as_str(), pc.index),
+            |n| n.get_ref().trim().to_string(),
+        );
+        return Err(ctx.err(
+            span,
+            format!("phases.{name}.smoothing"),
+            format!(
+                "`smoothing` is not allowed in phase `{name}`, a `{}` phase: a mitigation smooths the edges of a square wave, so only `duty` phases take it",
+                spec.kind.as_str()
+            ),
+            Some("kind = \"duty\" with periods_ms, or no smoothing"),
+        ));
+    }
     let allowed: Vec<&str> = table::COMMON_KEYS
         .iter()
         .chain(spec.keys.iter())
@@ -115,6 +133,7 @@ fn present_keys(p: &RawPhase) -> Vec<(&'static str, Range<usize>)> {
         ("stagger_step_deg", at(&p.stagger_step_deg)),
         ("offsets_deg", at(&p.offsets_deg)),
         ("offsets_ms", at(&p.offsets_ms)),
+        ("smoothing", at(&p.smoothing)),
         ("collectives", at(&p.collectives)),
         ("min_bytes", at(&p.min_bytes)),
         ("max_bytes", at(&p.max_bytes)),

@@ -107,6 +107,7 @@ pub(super) struct RawPhase {
     pub(super) stagger_step_deg: Option<Spanned<f64>>,
     pub(super) offsets_deg: Option<Spanned<Vec<f64>>>,
     pub(super) offsets_ms: Option<Spanned<Vec<f64>>>,
+    pub(super) smoothing: Option<Spanned<Vec<Spanned<RawSmoothing>>>>,
     pub(super) collectives: Option<Spanned<Vec<String>>>,
     pub(super) min_bytes: Option<Spanned<i64>>,
     pub(super) max_bytes: Option<Spanned<i64>>,
@@ -118,3 +119,8 @@ pub(super) struct RawPhase {
     pub(super) fabric_bytes: Option<Spanned<i64>>,
     pub(super) timeout_s: Option<Spanned<f64>>,
 }
+
+/// One entry of a duty phase's `smoothing` list as written: its keys with
+/// their places (unknown keys are refused by the validator, which names
+/// the entry).
+pub(super) type RawSmoothing = std::collections::BTreeMap<String, Spanned<toml::Value>>;

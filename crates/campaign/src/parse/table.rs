@@ -67,6 +67,7 @@ pub(super) const KINDS: &[KindSpec] = &[
             "stagger_step_deg",
             "offsets_deg",
             "offsets_ms",
+            "smoothing",
         ],
     },
     KindSpec {

@@ -4,7 +4,8 @@
 use crate::model::{Campaign, Phase, PhaseKind};
 
 /// How many rungs phase `p` expands into, counted without expanding it:
-/// its repeats (or `repeats_override`) × periods × modes × NCCL steps.
+/// its repeats (or `repeats_override`) × periods × mitigations × modes ×
+/// NCCL steps.
 fn rungs_of_phase(p: &Phase, repeats_override: Option<u32>) -> u64 {
     let repeats = match (p.kind, repeats_override) {
         (PhaseKind::Idle | PhaseKind::Sustained | PhaseKind::Duty, Some(n)) => n,
@@ -19,7 +20,8 @@ fn rungs_of_phase(p: &Phase, repeats_override: Option<u32>) -> u64 {
         Some(n) if p.kind == PhaseKind::Nccl => 2 + usize::from(n.bsp_compute_ms.is_some()),
         _ => 1,
     };
-    u64::from(repeats) * (periods * p.modes.len().max(1) * steps) as u64
+    let mitigations = p.smoothing.len().max(1);
+    u64::from(repeats) * (periods * mitigations * p.modes.len().max(1) * steps) as u64
 }
 
 /// The campaign's nominal length, s, counted without expanding it: every
@@ -36,7 +38,7 @@ pub fn estimated_total_s(c: &Campaign, repeats_override: Option<u32>) -> f64 {
 
 /// How many rungs the campaign's phases expand into, counted without
 /// expanding them: every phase's repeats (or `repeats_override`) × periods
-/// × modes × NCCL steps. The planner's own rungs (calibration, ramp-up,
+/// × mitigations × modes × NCCL steps. The planner's own rungs (calibration, ramp-up,
 /// the idle rung without a context) are not counted.
 pub fn estimated_rungs(c: &Campaign, repeats_override: Option<u32>) -> u64 {
     c.phases

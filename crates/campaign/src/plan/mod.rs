@@ -13,7 +13,7 @@ pub use inserted::{
     NO_CONTEXT_SETTLE_NS, RAMP_STEP_MIN_S, RAMP_STEP_PERIODS, RAMP_UP_PHASE, ramp_up_depths,
     ramp_up_steps,
 };
-pub use render::{fmt_hms, render};
+pub use render::{fmt_hms, render, smoothing_words};
 pub use schedule::{Plan, RackPosition, Rung};
 
 use crate::error::CampaignError;

@@ -7,6 +7,7 @@ use crate::error::CampaignError;
 use crate::model::{
     CALIBRATION_PHASE, Campaign, Mode, NcclStep, PeriodMs, Phase, PhaseKind, RackStagger, Stagger,
 };
+use powerlab_core::smoothing::SmoothingSpec;
 use powerlab_core::units::{ms_to_ns, ns_to_ms};
 
 /// Orders the phases: NCCL before the first duty phase (unless
@@ -69,7 +70,8 @@ type Timing = (Option<PeriodMs>, i64);
 
 impl Node<'_> {
     /// Appends the rungs of `phase` (repeats × NCCL steps × periods ×
-    /// modes, in that nesting) and its detuning note.
+    /// mitigations × modes, in that nesting: the in-phase and staggered
+    /// rungs of one mitigation sit side by side) and its notes.
     pub(super) fn phase_rungs(
         &self,
         phase: &Phase,
@@ -89,22 +91,32 @@ impl Node<'_> {
         // Once per period: the search for a detuned period is the costly part.
         let timings: Vec<Timing> = periods.iter().map(|p| timing(phase, *p)).collect();
         notes.extend(detune_note(phase, &periods, &timings));
+        notes.extend(no_plain_note(phase));
         let steps = nccl_steps(phase);
+        // Without a `smoothing` list: one pass, no label part.
+        let mitigations: Vec<Option<&SmoothingSpec>> = if phase.smoothing.is_empty() {
+            vec![None]
+        } else {
+            phase.smoothing.iter().map(Some).collect()
+        };
         for repeat in 1..=repeats {
             for step in &steps {
                 for (period, &timing) in periods.iter().zip(&timings) {
-                    for mode in &phase.modes {
-                        let rung = RungAt {
-                            phase,
-                            repeat,
-                            repeats,
-                            step: *step,
-                            period: *period,
-                            timing,
-                            mode: *mode,
-                        };
-                        let id = rungs.len() as u32;
-                        rungs.push(self.rung(&rung, id)?);
+                    for smoothing in &mitigations {
+                        for mode in &phase.modes {
+                            let rung = RungAt {
+                                phase,
+                                repeat,
+                                repeats,
+                                step: *step,
+                                period: *period,
+                                timing,
+                                smoothing: *smoothing,
+                                mode: *mode,
+                            };
+                            let id = rungs.len() as u32;
+                            rungs.push(self.rung(&rung, id)?);
+                        }
                     }
                 }
             }
@@ -148,7 +160,7 @@ impl Node<'_> {
             nccl_step: at.step,
             no_context: false,
             swinging: None,
-            smoothing: None,
+            smoothing: at.smoothing.filter(|s| !s.is_none()).copied(),
         })
     }
 
@@ -187,16 +199,21 @@ struct RungAt<'a> {
     /// The period as requested.
     period: Option<PeriodMs>,
     timing: Timing,
+    /// The entry of the phase's `smoothing` list (None: the phase has none).
+    smoothing: Option<&'a SmoothingSpec>,
     mode: Mode,
 }
 
 impl RungAt<'_> {
-    /// `phase/p500ms/staggered/sweep/r2`: the parts that tell the phase's
-    /// rungs apart.
+    /// `phase/p500ms/staggered/sweep/r2`, `phase/p100ms/floor60/in_phase`:
+    /// the parts that tell the phase's rungs apart.
     fn label(&self) -> String {
         let mut label = self.phase.name.clone();
         if let Some(p) = self.period {
             label.push_str(&format!("/p{}ms", fmt_num(p.ms())));
+        }
+        if let Some(s) = self.smoothing {
+            label.push_str(&format!("/{}", s.label()));
         }
         if self.phase.kind == PhaseKind::Duty {
             label.push_str(&format!("/{}", self.mode.as_str()));
@@ -250,6 +267,18 @@ fn detune_note(phase: &Phase, periods: &[Option<PeriodMs>], timings: &[Timing]) 
         phase.name,
         crate::detune::SAMPLE_GRID_MS,
         detuned.join(", ")
+    ))
+}
+
+/// The note for a phase whose `smoothing` list has no plain entry: a
+/// mitigation is costed against the plain rung of its period and mode.
+fn no_plain_note(phase: &Phase) -> Option<String> {
+    if phase.smoothing.is_empty() || phase.smoothing.iter().any(SmoothingSpec::is_none) {
+        return None;
+    }
+    Some(format!(
+        "phase `{}`: `smoothing` lists no plain entry (`{{}}`), so no plain rung is planned: the energy cost of each mitigation needs a plain rung of the same period and mode to compare with (add `{{}}` to the list, or compare against another run's)",
+        phase.name
     ))
 }
 

@@ -1,7 +1,8 @@
 //! The plan as the table `powerlab plan` prints.
 
-use super::schedule::{Plan, fmt_num};
+use super::schedule::{Plan, Rung, fmt_num};
 use crate::model::PhaseKind;
+use powerlab_core::smoothing::SmoothingSpec;
 use powerlab_core::units::{NS_PER_S, ns_to_ms, ns_to_s};
 
 /// Renders the plan as a table for `powerlab plan`.
@@ -64,6 +65,9 @@ pub fn render(plan: &Plan) -> String {
             fmt_hms(t + r.warmup_ns),
             offs.join(", ")
         );
+        if let Some(words) = mitigation_line(r) {
+            let _ = writeln!(s, "{:>4}  mitigation: {words}", "");
+        }
         t += r.nominal_ns();
     }
     let _ = writeln!(
@@ -74,6 +78,12 @@ pub fn render(plan: &Plan) -> String {
         let _ = writeln!(
             s,
             "ramp_up: a step of the ramp-up of swing depth (rampup/KofN: K of the N GPUs swing in phase, the GPUs shown idle run no load, warm-up included); a limit or interlock tripped in a step stops the run before the next"
+        );
+    }
+    if plan.rungs.iter().any(|r| r.smoothing.is_some()) {
+        let _ = writeln!(
+            s,
+            "mitigation: what every GPU's power smoothing does through the rung (a floor is a share of the GPU's enforced power limit); on GPUs without hardware power smoothing the harness emulates it with calibrated load, and changes no GPU setting"
         );
     }
     let _ = writeln!(
@@ -89,4 +99,53 @@ pub fn render(plan: &Plan) -> String {
 pub fn fmt_hms(ns: i64) -> String {
     let s = ns / NS_PER_S;
     format!("{}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60)
+}
+
+/// The mitigation line of a rung: its smoothing in words, or, for the
+/// plain rung of a phase with a `smoothing` list, that it is the
+/// reference; None for every other rung (their table is unchanged).
+fn mitigation_line(r: &Rung) -> Option<String> {
+    match &r.smoothing {
+        Some(spec) => Some(smoothing_words(spec)),
+        // A `smoothing` list puts the entry's label after the period.
+        None if r.kind == PhaseKind::Duty && r.label.split('/').nth(2) == Some("plain") => Some(
+            "none (the plain rung: the reference each mitigation of this period and mode is costed against)".into(),
+        ),
+        None => None,
+    }
+}
+
+/// A smoothing in words, per GPU: `floor at 60 % of the power limit while
+/// the work is off; rises at most 50 kW/s; …`.
+pub fn smoothing_words(spec: &SmoothingSpec) -> String {
+    if spec.is_none() {
+        return "none".into();
+    }
+    let rate = |w: f64| {
+        if w >= 1000.0 {
+            format!("{} kW/s", fmt_num(w / 1000.0))
+        } else {
+            format!("{} W/s", fmt_num(w))
+        }
+    };
+    let mut parts = Vec::new();
+    if spec.floor_pct > 0.0 {
+        parts.push(format!(
+            "floor at {} % of the power limit while the work is off",
+            fmt_num(spec.floor_pct)
+        ));
+    }
+    if let Some(r) = spec.ramp_up_w_per_s {
+        parts.push(format!("rises at most {}", rate(r)));
+    }
+    if spec.ramp_down_hysteresis_ms > 0.0 {
+        parts.push(format!(
+            "holds the draw {} ms after the work stops",
+            fmt_num(spec.ramp_down_hysteresis_ms)
+        ));
+    }
+    if let Some(r) = spec.ramp_down_w_per_s {
+        parts.push(format!("falls at most {}", rate(r)));
+    }
+    format!("{} (per GPU)", parts.join("; "))
 }
