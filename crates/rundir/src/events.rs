@@ -57,6 +57,13 @@ impl RungInfo {
     pub fn requested_period_ms(&self) -> Option<PeriodMs> {
         self.nominal_period_ms.or(self.period_ms)
     }
+
+    /// Whether the rung ran a mitigation (a floor, ramps, a hysteresis):
+    /// its swing is not the plain wave's, and the figures that answer
+    /// "how hard does the node swing" leave it out.
+    pub fn smoothed(&self) -> bool {
+        self.smoothing.is_some_and(|s| !s.is_none())
+    }
 }
 
 /// Topic of the note written after each rung with every GPU's device-clock

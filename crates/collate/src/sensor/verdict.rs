@@ -221,6 +221,7 @@ fn answers(
         r.info.kind == PhaseKind::Duty
             && r.info.mode == Mode::InPhase
             && r.info.phase != CALIBRATION_PHASE
+            && !r.info.smoothed()
     }) {
         let mine: Vec<&RungPathRow> = rows.iter().filter(|x| x.rung_id == r.info.id).collect();
         // Prefer the buffered path; the instant field where the buffered window nulls the period.

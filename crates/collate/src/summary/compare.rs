@@ -87,7 +87,12 @@ pub fn compare_modes(rungs: &[RungSummary]) -> Vec<PhaseCompare> {
     let gs = groups(rungs);
     let mut out = Vec::new();
     for (ka, a) in &gs {
-        if ka.mode != Mode::InPhase || ka.kind != PhaseKind::Duty || ka.period_us.is_none() {
+        // A mitigation's two modes are compared in its own table.
+        if ka.mode != Mode::InPhase
+            || ka.kind != PhaseKind::Duty
+            || ka.period_us.is_none()
+            || ka.smoothing.is_some()
+        {
             continue;
         }
         let Some((_, b)) = gs.iter().find(|(kb, _)| {
@@ -96,6 +101,7 @@ pub fn compare_modes(rungs: &[RungSummary]) -> Vec<PhaseCompare> {
                 && kb.phase == ka.phase
                 && kb.period_us == ka.period_us
                 && kb.duty_ppm == ka.duty_ppm
+                && kb.smoothing == ka.smoothing
         }) else {
             continue;
         };

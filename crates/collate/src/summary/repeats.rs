@@ -27,6 +27,10 @@ pub struct RepeatStats {
     /// The rungs' duty fraction: the share of each period the GPUs run
     /// (that of the group's first repeat).
     pub duty: f64,
+    /// Whether the rungs ran a mitigation (their label names it; not a
+    /// column).
+    #[serde(skip)]
+    pub smoothed: bool,
     /// Repeats with a value.
     pub n: usize,
     /// Mean of the rung means, W.
@@ -71,6 +75,8 @@ pub(super) struct GroupKey {
     pub(super) mode: Mode,
     pub(super) period_us: Option<i64>,
     pub(super) duty_ppm: i64,
+    /// The mitigation's label part (`floor60`; None: a plain rung).
+    pub(super) smoothing: Option<String>,
 }
 
 /// The label shared by every repeat of a rung: `swing/p100ms/in_phase/r2`
@@ -99,6 +105,7 @@ fn group_key(r: &RungSummary) -> GroupKey {
             .map(PeriodMs::ms)
             .map(ms_to_us_rounded),
         duty_ppm: fraction_to_ppm(r.rung.duty),
+        smoothing: r.rung.smoothing.map(|s| s.label()),
     }
 }
 
@@ -144,6 +151,7 @@ pub fn repeat_stats(rungs: &[RungSummary]) -> Vec<RepeatStats> {
             period_ms: g[0].rung.requested_period_ms().map(PeriodMs::ms),
             achieved_period_ms: g[0].rung.period_ms.map(PeriodMs::ms),
             duty: g[0].rung.duty,
+            smoothed: g[0].rung.smoothed(),
             n: pick(&g, |r| r.mean_w).len(),
             mean_w: m,
             mean_w_sd: m_sd,

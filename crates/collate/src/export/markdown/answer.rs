@@ -280,7 +280,10 @@ fn sustained_line(s: &mut String, scope: &Scope<'_>, rungs: &[RungSummary]) {
 fn in_phase_by_period(rungs: &[RungSummary]) -> Vec<(f64, Vec<&RungSummary>)> {
     let mut by_period: Vec<(f64, Vec<&RungSummary>)> = Vec::new();
     for r in rungs.iter().filter(|r| {
-        r.rung.kind == PhaseKind::Duty && r.rung.mode == Mode::InPhase && r.swing_w.is_some()
+        r.rung.kind == PhaseKind::Duty
+            && r.rung.mode == Mode::InPhase
+            && r.swing_w.is_some()
+            && !r.rung.smoothed()
     }) {
         let p = r.rung.period_ms.map(PeriodMs::ms).unwrap_or(0.0);
         match by_period.iter_mut().find(|(q, _)| (q - p).abs() < 1e-9) {

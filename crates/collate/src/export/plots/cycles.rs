@@ -21,7 +21,7 @@ where
     area.fill(&WHITE)?;
     let duty: Vec<&RepeatStats> = repeats
         .iter()
-        .filter(|r| r.kind == PhaseKind::Duty && r.period_ms.is_some())
+        .filter(|r| r.kind == PhaseKind::Duty && r.period_ms.is_some() && !r.smoothed)
         .collect();
     let pmin = duty
         .iter()
