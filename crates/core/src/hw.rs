@@ -24,6 +24,10 @@ pub struct GpuIdentity {
     pub nvml_index: u32,
     /// Enforced power limit at open time, watts.
     pub power_limit_w: f64,
+    /// Power smoothing at open time (read, never set); `not_recorded` in
+    /// manifests written before it was read.
+    #[serde(default)]
+    pub power_smoothing: crate::smoothing_state::PowerSmoothing,
 }
 
 /// Errors from hardware (real or simulated).

@@ -16,6 +16,7 @@ pub mod sample;
 pub mod select;
 pub mod shape;
 pub mod smoothing;
+pub mod smoothing_state;
 pub mod units;
 pub mod words;
 
@@ -30,4 +31,5 @@ pub use meter::{MeterError, NodeMeter, NodeReading};
 pub use sample::{Instrument, Sample};
 pub use select::{GpuRef, GpuSelector};
 pub use shape::LoadShape;
+pub use smoothing_state::{PowerSmoothing, SmoothingProfile};
 pub use units::{EpochNs, NS_PER_MS, NS_PER_S, NS_PER_US, Watts};

@@ -237,6 +237,7 @@ impl Backend for CudaBackend {
                     .enforced_power_limit()
                     .map(|mw| f64::from(mw) / 1000.0)
                     .unwrap_or(0.0),
+                power_smoothing: powerlab_nvml::read_power_smoothing(&nvml, &dev),
             };
             let rank = nccl_id.map(|id| match &self.opts.nccl_world {
                 Some(w) => NcclRank {

@@ -1,5 +1,6 @@
 //! What a probe reads off a node: plain, serializable data.
 
+use powerlab_core::smoothing_state::{NVML_NOT_SUPPORTED, PowerSmoothing};
 use serde::{Deserialize, Serialize};
 
 /// NVSwitch fabric state of one GPU.
@@ -77,6 +78,10 @@ pub struct GpuFacts {
     pub nvlinks_active: Option<u32>,
     /// Current power draw (1 s average), W — for the idle/load comparison only.
     pub power_avg_w: Option<f64>,
+    /// Power smoothing (Blackwell), read only; `not_recorded` in captures
+    /// written before it was read.
+    #[serde(default)]
+    pub power_smoothing: PowerSmoothing,
 }
 
 /// A library and what loaded.
@@ -170,6 +175,9 @@ impl NodeFacts {
                 temp_slowdown_c: Some(87),
                 nvlinks_active: Some(18),
                 power_avg_w: Some(95.0),
+                power_smoothing: PowerSmoothing::NotSupported {
+                    code: NVML_NOT_SUPPORTED,
+                },
                 ..Default::default()
             })
             .collect();

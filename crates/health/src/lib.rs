@@ -5,7 +5,7 @@
 //! contract chain — kernel driver, device mask, CUDA init, CUDA version,
 //! libraries, NVML power, fabric, foreign processes, clock-event reasons,
 //! power limit, ECC and row remapping, persistence and MIG, topology, clocks
-//! and temperatures — and names the lowest broken contract, because
+//! and temperatures, power smoothing (recorded) — and names the lowest broken contract, because
 //! everything above it is a consequence, not a clue. The facts are plain
 //! data, so every failure the seeds describe is tested with a faked system.
 

@@ -172,6 +172,7 @@ fn gpu_facts(nvml: &Nvml, i: u32, d: &nvml_wrapper::Device<'_>) -> GpuFacts {
     g.temp_c = d.temperature(TemperatureSensor::Gpu).ok();
     g.temp_slowdown_c = d.temperature_threshold(TemperatureThreshold::Slowdown).ok();
     g.power_avg_w = d.power_usage().ok().map(watts);
+    g.power_smoothing = powerlab_nvml::read_power_smoothing(nvml, d);
     g.nvlinks_active = Some(
         (0..18)
             .filter(|l| d.link_wrapper_for(*l).is_active().unwrap_or(false))

@@ -203,3 +203,76 @@ fn reports_are_written_with_the_verdict_first() {
         serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
     assert_eq!(v["lowest_broken"], "ecc");
 }
+
+/// Issue 33 item 4: power smoothing is recorded, never judged as broken:
+/// "not supported" (an H200) passes with NVML's return code, "on" warns
+/// that the figures are the smoothed draw, in the JSON and the markdown.
+#[test]
+fn power_smoothing_is_recorded_and_warns_only_when_on() {
+    use powerlab_core::smoothing_state::{PowerSmoothing, SmoothingProfile};
+    let r = run_checks(&NodeFacts::healthy_h200(2), "idle", false);
+    let c = r.checks.iter().find(|c| c.id == "power_smoothing").unwrap();
+    assert_eq!(c.status, Status::Pass);
+    assert!(
+        c.evidence[0].contains("GPU 0: power smoothing not supported (NVML return 3"),
+        "{:?}",
+        c.evidence
+    );
+    let md = powerlab_health::report::markdown(&r);
+    assert!(
+        md.contains("power smoothing not supported (NVML return 3"),
+        "{md}"
+    );
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!(
+        json["facts"]["gpus"][0]["power_smoothing"]["state"],
+        "not_supported"
+    );
+
+    let mut f = NodeFacts::healthy_h200(2);
+    f.gpus[1].power_smoothing = PowerSmoothing::On(SmoothingProfile {
+        profile: 2,
+        floor_pct: 55.0,
+        ramp_up_w_per_s: 1000.0,
+        ramp_down_w_per_s: 500.0,
+        ramp_down_hysteresis_ms: 1000.0,
+        applied_floor_w: None,
+    });
+    f.gpus[0].power_smoothing = PowerSmoothing::DriverTooOld { code: 2 };
+    let r = run_checks(&f, "idle", false);
+    assert!(!r.failed(), "{}", r.headline());
+    let c = r.checks.iter().find(|c| c.id == "power_smoothing").unwrap();
+    assert_eq!(c.status, Status::Warn);
+    assert!(
+        c.evidence[0].contains("driver is too old"),
+        "{:?}",
+        c.evidence
+    );
+    assert!(
+        c.evidence[1].contains(
+            "on, profile 2: floor 55 % TMP, ramp up 1000 W/s, down 500 W/s, hysteresis 1000 ms"
+        ) && c.evidence[1].contains("not the load's raw swing"),
+        "{:?}",
+        c.evidence
+    );
+    assert!(r.headline().contains("1 warnings"), "{}", r.headline());
+    let md = powerlab_health::report::markdown(&r);
+    assert!(
+        md.contains("| power_smoothing |") && md.contains("| WARN |"),
+        "{md}"
+    );
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!(json["facts"]["gpus"][1]["power_smoothing"]["state"], "on");
+    assert_eq!(json["facts"]["gpus"][1]["power_smoothing"]["profile"], 2);
+
+    // A capture written before the field existed still reads.
+    let mut old = serde_json::to_value(&r).unwrap();
+    for g in old["facts"]["gpus"].as_array_mut().unwrap() {
+        g.as_object_mut().unwrap().remove("power_smoothing");
+    }
+    let back: powerlab_health::HealthReport = serde_json::from_value(old).unwrap();
+    assert_eq!(
+        back.facts.gpus[0].power_smoothing,
+        PowerSmoothing::NotRecorded
+    );
+}

@@ -150,6 +150,7 @@ fn open_sources(a: &ObserveArgs) -> Result<Vec<NvmlSource>> {
             name: d.name()?,
             nvml_index: i,
             power_limit_w: Watts::from_mw(d.enforced_power_limit()?).0,
+            power_smoothing: powerlab_nvml::read_power_smoothing(&nvml, &d),
         };
         if !a.json {
             outln!(

@@ -15,7 +15,9 @@ pub fn capture(phase: &str, needs_nccl: bool, own: &[(u32, String)]) -> HealthRe
 
 /// The simulated node's preflight: the facts of a healthy H200 node of `n`
 /// GPUs with the node faults applied (`--sim-fault node:cuda_init=802`,
-/// `node:fabric=…`, `node:no_nccl`), judged by the same checks as a real node.
+/// `node:fabric=…`, `node:no_nccl`) and each GPU's power smoothing
+/// (`gpuN:power_smoothing=on`; not supported by default), judged by the
+/// same checks as a real node.
 pub fn sim_capture(
     n: usize,
     faults: &powerlab_sim::FaultPlan,
@@ -36,6 +38,9 @@ pub fn sim_capture(
                 fabric.state = state.clone();
             }
         }
+    }
+    for (i, g) in f.gpus.iter_mut().enumerate() {
+        g.power_smoothing = faults.gpu(i).power_smoothing_state();
     }
     if faults.no_nccl {
         for l in f.libs.iter_mut().filter(|l| l.name == "libnccl") {
@@ -145,4 +150,35 @@ pub fn health_diff(a: &HealthDiffArgs) -> Result<i32> {
         outln!("  {l}");
     }
     Ok(code)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // a test that unwraps reports its failure by panicking
+
+    /// Issue 33 item 4: the simulated node's preflight records power
+    /// smoothing per GPU: not supported by default, on where a fault says.
+    #[test]
+    fn sim_preflight_records_power_smoothing() {
+        let faults = powerlab_sim::FaultPlan::parse(&["gpu1:power_smoothing=on@1".into()]).unwrap();
+        let r = super::sim_capture(2, &faults, "sim-node-0", false);
+        assert!(!r.failed(), "{}", r.headline());
+        let json = serde_json::to_value(&r).unwrap();
+        let gpus = &json["facts"]["gpus"];
+        assert_eq!(gpus[0]["power_smoothing"]["state"], "not_supported");
+        assert_eq!(gpus[0]["power_smoothing"]["code"], 3);
+        assert_eq!(gpus[1]["power_smoothing"]["state"], "on");
+        assert_eq!(gpus[1]["power_smoothing"]["profile"], 1);
+        let md = powerlab_health::report::markdown(&r);
+        assert!(
+            md.contains(
+                "GPU 0: power smoothing not supported (NVML return 3: NVML_ERROR_NOT_SUPPORTED)"
+            ),
+            "{md}"
+        );
+        assert!(
+            md.contains("GPU 1: power smoothing on, profile 1: floor 60 % TMP, ramp up 1000 W/s, down 500 W/s, hysteresis 1000 ms"),
+            "{md}"
+        );
+    }
 }

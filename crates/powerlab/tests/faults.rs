@@ -758,3 +758,50 @@ fn a_full_disk_fails_the_run_with_exit_4_and_a_sealed_manifest() {
         "{first}"
     );
 }
+
+/// Issue 33 item 4: each GPU's power smoothing reaches the manifest and
+/// report.md: "not supported" by default (as on an H200), and "on" with its
+/// profile where a fault says, which the report's first line then notes.
+#[test]
+fn power_smoothing_is_recorded_in_the_manifest_and_the_report() {
+    let r = run_sim(
+        &campaign(DUTY),
+        &[
+            "--sim-gpus",
+            "2",
+            "--sim-fault",
+            "gpu1:power_smoothing=on@1",
+        ],
+    );
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    let m = manifest(&r);
+    let gpus = &m["backend"]["gpus"];
+    assert_eq!(gpus[0]["power_smoothing"]["state"], "not_supported");
+    assert_eq!(gpus[0]["power_smoothing"]["code"], 3);
+    assert_eq!(gpus[1]["power_smoothing"]["state"], "on");
+    assert_eq!(gpus[1]["power_smoothing"]["profile"], 1);
+    assert_eq!(gpus[1]["power_smoothing"]["ramp_up_w_per_s"], 1000.0);
+    let report = collates(r.dir());
+    assert!(
+        report.contains("power smoothing: not supported (NVML return 3: NVML_ERROR_NOT_SUPPORTED)"),
+        "{report}"
+    );
+    assert!(
+        report.contains("power smoothing: on, profile 1: floor 60 % TMP, ramp up 1000 W/s, down 500 W/s, hysteresis 1000 ms"),
+        "{report}"
+    );
+    let first = report.lines().next().unwrap();
+    assert!(
+        first.contains("POWER SMOOTHING ON (gpu1 profile 1)"),
+        "{first}"
+    );
+
+    let plain = run_sim(&campaign(DUTY), &["--sim-gpus", "1"]);
+    assert_eq!(plain.code(), 0, "{}", plain.stderr());
+    let report = collates(plain.dir());
+    assert!(!report.lines().next().unwrap().contains("POWER SMOOTHING"));
+    assert!(
+        report.contains("power smoothing: not supported (NVML"),
+        "{report}"
+    );
+}

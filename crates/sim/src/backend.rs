@@ -140,6 +140,7 @@ impl Backend for SimBackend {
                 name: self.opts.profile.device_name.clone(),
                 nvml_index: phys as u32,
                 power_limit_w: dev.power_limit_w(),
+                power_smoothing: self.opts.faults.gpu(run_idx).power_smoothing_state(),
             };
             let dev = Arc::new(Mutex::new(dev));
             self.devices.push(dev.clone());

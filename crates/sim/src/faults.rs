@@ -2,6 +2,7 @@
 //! `--sim-fault gpu1:cold_start=10s`, `--sim-fault gpu0:lost_at=30s`,
 //! `--sim-fault node:no_nccl`. Times are measured from the run start.
 
+use powerlab_core::smoothing_state::{NVML_NOT_SUPPORTED, PowerSmoothing, SmoothingProfile};
 use powerlab_core::units::{NS_PER_MS, NS_PER_S, NS_PER_US};
 use serde::{Deserialize, Serialize};
 
@@ -41,6 +42,11 @@ pub struct GpuFaults {
     /// power of a GPU below its limit (one held at its cap absorbs it, and
     /// its clocks move instead).
     pub drift_w_per_10min: Option<f64>,
+    /// The power smoothing this GPU reports (`power_smoothing=on`,
+    /// `on@PROFILE`, `off`); None: not supported, as on an H200. Only
+    /// reported: the simulated power is not smoothed.
+    #[serde(default)]
+    pub power_smoothing: Option<PowerSmoothing>,
 }
 
 /// Faults of the whole node.
@@ -210,6 +216,10 @@ const GPU_FAULTS: &[(&str, SetGpu)] = &[
         )?);
         Ok(())
     }),
+    ("power_smoothing", |f, v| {
+        f.power_smoothing = Some(parse_smoothing(v)?);
+        Ok(())
+    }),
     ("drift_w_per_10min", |f, v| {
         f.drift_w_per_10min = Some(ranged(
             v,
@@ -219,6 +229,44 @@ const GPU_FAULTS: &[(&str, SetGpu)] = &[
         Ok(())
     }),
 ];
+
+/// A simulated power-smoothing state: `off`, `on` (profile 0) or
+/// `on@PROFILE` (0 to 4), with the simulated profile's floor and ramps.
+fn parse_smoothing(v: &str) -> Result<PowerSmoothing, String> {
+    let profile = match v.trim() {
+        "off" => return Ok(PowerSmoothing::Off),
+        "on" => 0,
+        other => other
+            .strip_prefix("on@")
+            .and_then(|p| p.parse().ok())
+            .filter(|p: &u32| *p <= 4)
+            .ok_or_else(|| {
+                format!(
+                    "`{v}` is not a power-smoothing state: write off, on or on@PROFILE (0 to 4)"
+                )
+            })?,
+    };
+    Ok(PowerSmoothing::On(SmoothingProfile {
+        profile,
+        floor_pct: 65.0 - 5.0 * f64::from(profile),
+        ramp_up_w_per_s: 1000.0,
+        ramp_down_w_per_s: 500.0,
+        ramp_down_hysteresis_ms: 1000.0,
+        applied_floor_w: None,
+    }))
+}
+
+impl GpuFaults {
+    /// The power smoothing this GPU reports: not supported unless a fault
+    /// says otherwise.
+    pub fn power_smoothing_state(&self) -> PowerSmoothing {
+        self.power_smoothing
+            .clone()
+            .unwrap_or(PowerSmoothing::NotSupported {
+                code: NVML_NOT_SUPPORTED,
+            })
+    }
+}
 
 /// A finite number within `range`; otherwise "`value` is not `what`".
 fn ranged(value: &str, range: std::ops::RangeInclusive<f64>, what: &str) -> Result<f64, String> {
@@ -235,7 +283,8 @@ impl FaultPlan {
     /// keys cold_start, lost_at, xid_at (`30s@79`), power_brake_at, nccl_hang_at,
     /// late_falls_at (`20s@300us`),
     /// nvml_error_every, extra_c_per_w, power_limit_w, spikes_w,
-    /// thermal_limit_c, drift_w_per_10min.
+    /// thermal_limit_c, drift_w_per_10min, power_smoothing (`on`,
+    /// `on@PROFILE`, `off`).
     ///
     /// # Errors
     ///
@@ -348,6 +397,17 @@ mod tests {
         assert_eq!(p.gpu(0).xid_at_ns, Some((1_500_000_000, 79)));
         let l = FaultPlan::parse(&["gpu1:late_falls_at=20s@300us".into()]).unwrap();
         assert_eq!(l.gpu(1).late_falls, Some((20_000_000_000, 300_000)));
+        let s = FaultPlan::parse(&["gpu1:power_smoothing=on@2".into()]).unwrap();
+        assert!(s.gpu(1).power_smoothing_state().is_on());
+        assert_eq!(
+            s.gpu(0).power_smoothing_state(),
+            PowerSmoothing::NotSupported { code: 3 }
+        );
+        assert!(
+            FaultPlan::parse(&["gpu0:power_smoothing=yes".into()])
+                .unwrap_err()
+                .contains("on@PROFILE")
+        );
         assert!(
             FaultPlan::parse(&["gpu0:cold_start=10".into()])
                 .unwrap_err()

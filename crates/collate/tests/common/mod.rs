@@ -16,6 +16,7 @@ pub fn manifest(campaign: &str, keys: &[String], started_ns: i64, ended_ns: i64)
             name: "t".into(),
             nvml_index: i as u32,
             power_limit_w: 700.0,
+            power_smoothing: Default::default(),
         })
         .collect();
     Manifest {

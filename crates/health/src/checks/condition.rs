@@ -1,11 +1,12 @@
 //! The contracts on each GPU's condition: no hardware slowdown, the default
 //! power limit, matching ECC, whole GPUs, recorded links, clocks and
-//! temperatures.
+//! temperatures, and the power smoothing recorded.
 
 use super::{Scope, Verdict, on_off, opt, worst};
 use crate::checks::Status;
 use crate::facts::{GpuFacts, NodeFacts};
 use powerlab_core::sample::ClockEventBits;
+use powerlab_core::smoothing_state::PowerSmoothing;
 
 /// 9. No hardware slowdown (thermal or power brake) is asserted.
 pub(super) fn clock_events(f: &NodeFacts, scope: &Scope<'_>) -> Verdict {
@@ -186,5 +187,30 @@ pub(super) fn clocks_temperatures(f: &NodeFacts, _: &Scope<'_>) -> Verdict {
     worst(
         &items,
         "let the GPU cool or check the airflow before a campaign",
+    )
+}
+
+/// Check 15: power smoothing recorded (read only, never set). It is
+/// informational: it warns where smoothing is on or could not be read.
+pub(super) fn power_smoothing(f: &NodeFacts, _: &Scope<'_>) -> Verdict {
+    let items: Vec<(Status, String)> = f
+        .gpus
+        .iter()
+        .map(|g| {
+            let s = &g.power_smoothing;
+            let status = match s {
+                PowerSmoothing::On(_) | PowerSmoothing::Unknown { .. } => Status::Warn,
+                _ => Status::Pass,
+            };
+            let mut text = format!("GPU {}: power smoothing {}", g.index, s.describe());
+            if s.is_on() {
+                text.push_str(": the figures will show the hardware's smoothed draw, not the load's raw swing");
+            }
+            (status, text)
+        })
+        .collect();
+    worst(
+        &items,
+        "this tool never changes power smoothing: to measure the raw swing, ask the node owner to turn it off (nvidia-smi power-smoothing), or keep it on and report the figures as smoothed",
     )
 }

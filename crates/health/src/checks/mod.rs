@@ -203,6 +203,11 @@ const CHECKS: &[(Contract, Judge)] = &[
         "clocks and temperatures recorded; no GPU within 10 °C of slowdown",
         condition::clocks_temperatures,
     ),
+    row(
+        "power_smoothing",
+        "power smoothing recorded (read only, never set); on, the figures are the smoothed draw",
+        condition::power_smoothing,
+    ),
 ];
 
 struct Builder {

@@ -50,6 +50,7 @@ fn warnings(run: &Run, t: &Tables<'_>) -> Vec<String> {
     warnings.extend(missing_rungs_warning(run, m, t.raw_end_ns));
     warnings.extend(incomplete_warning(t.rungs, t.raw_problems));
     warnings.extend(node_power_warnings(t.node_power.1));
+    warnings.extend(smoothing_warning(m));
     if !m.raw_index {
         warnings.push("RAW FILES NOT VERIFIED: this run directory has no raw index (written before indexes existed, or its manifest was edited), so changes to its raw files cannot be detected".into());
     }
@@ -57,6 +58,28 @@ fn warnings(run: &Run, t: &Tables<'_>) -> Vec<String> {
         warnings.push("SIMULATED NODE: these are model outputs, not measurements".into());
     }
     warnings
+}
+
+/// GPUs whose power smoothing was on: their draw is the one the hardware
+/// let through, its floor and ramps, not the load's raw swing.
+fn smoothing_warning(m: &Manifest) -> Option<String> {
+    let on: Vec<String> = m
+        .backend
+        .gpus
+        .iter()
+        .filter_map(|g| match &g.power_smoothing {
+            powerlab_core::PowerSmoothing::On(p) => {
+                Some(format!("{} profile {}", text(&g.key), p.profile))
+            }
+            _ => None,
+        })
+        .collect();
+    (!on.is_empty()).then(|| {
+        format!(
+            "POWER SMOOTHING ON ({}): the figures show the hardware's smoothed draw (its floor and ramp limits), not the load's raw swing",
+            on.join(", ")
+        )
+    })
 }
 
 /// How the event log says the run ended, when it says so: `failed`,

@@ -91,20 +91,22 @@ fn write_facts(s: &mut String, m: &Manifest, raw_rows: usize) {
     let _ = writeln!(s, "| raw rows | {raw_rows} |");
 }
 
-/// Appends "GPUs": key, UUID, name and enforced limit of every GPU.
+/// Appends "GPUs": key, UUID, name, enforced limit and power smoothing of
+/// every GPU.
 fn write_gpus(s: &mut String, m: &Manifest) {
     let _ = writeln!(
         s,
-        "\n## GPUs\n\n| key | UUID | name | enforced limit |\n|---|---|---|---|"
+        "\n## GPUs\n\n| key | UUID | name | enforced limit | power smoothing |\n|---|---|---|---|---|"
     );
     for g in &m.backend.gpus {
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {:.0} W |",
+            "| {} | {} | {} | {:.0} W | power smoothing: {} |",
             text(&g.key),
             text(&g.uuid),
             text(&g.name),
-            g.power_limit_w
+            g.power_limit_w,
+            text(&g.power_smoothing.describe())
         );
     }
 }
