@@ -355,6 +355,7 @@ mod tests {
             coverage: 1.0,
             samples: 0,
             gpu_on_w: Vec::new(),
+            gpu_cycles: Vec::new(),
             step_w: 800.0,
             stats: crate::cycle::CycleStats {
                 mean_w: 600.0,

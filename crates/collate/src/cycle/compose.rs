@@ -118,6 +118,11 @@ pub fn compose(
             .zip(&gpu_values)
             .map(|(f, v)| (f.gpu.clone(), on_level(v, r.info.duty)))
             .collect(),
+        gpu_cycles: folds
+            .iter()
+            .map(|f| f.gpu.clone())
+            .zip(gpu_values)
+            .collect(),
         step_w,
         stats,
         interval,

@@ -51,6 +51,7 @@ pub fn sum_cycles(r: &RungWindow, parts: &[&CyclePart]) -> Option<NodeCycle> {
         coverage: parts.iter().map(|c| c.coverage).fold(1.0, f64::min),
         samples: parts.iter().map(|c| c.samples).sum(),
         gpu_on_w: Vec::new(),
+        gpu_cycles: Vec::new(),
         step_w: f64::NAN,
         stats,
         interval: None,

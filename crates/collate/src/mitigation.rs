@@ -1,0 +1,303 @@
+//! What each mitigation buys and what it costs: every mitigation rung
+//! (a floor, ramps, a hysteresis: NVIDIA's power-smoothing profile's
+//! terms) set against the plain rung of the same phase, period, mode and
+//! repeat. It buys a smaller node swing (the composed cycle's p90 − p10)
+//! and costs energy (the extra mean power, from the energy counter, with
+//! the buffered samples' figure beside it as a cross-check). Per GPU:
+//! the floor achieved against the floor asked, and the ramp rates
+//! achieved against those asked, from the GPU's own folded cycle.
+
+use crate::cycle::{Bounds, NodeCycle};
+use crate::load::Run;
+use crate::per_gpu::GpuRungRow;
+use crate::summary::{Cycles, RungSummary};
+use powerlab_core::smoothing::SmoothingSpec;
+use powerlab_core::units::{PeriodMs, ns_to_ms};
+use powerlab_rundir::Mode;
+use powerlab_rundir::smoothing::{GpuSmoothingNote, smoothing_notes};
+use serde::Serialize;
+
+/// A mitigation rung against its plain rung.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MitigationRow {
+    /// The mitigation rung.
+    pub rung_id: u32,
+    /// Its label.
+    pub label: String,
+    /// Period asked, ms.
+    pub period_ms: f64,
+    /// In phase or staggered.
+    pub mode: Mode,
+    /// What it asked (per GPU).
+    pub spec: SmoothingSpec,
+    /// The plain rung it is set against (None: the run has none).
+    pub plain_label: Option<String>,
+    /// Node swing (p90 − p10 of the composed cycle), W, and its 95 % interval.
+    pub swing_w: Option<f64>,
+    /// Half-width of the swing's 95 % interval, W.
+    pub swing_ci95_w: Option<f64>,
+    /// The plain rung's swing, W.
+    pub plain_swing_w: Option<f64>,
+    /// Half-width of the plain swing's 95 % interval, W.
+    pub plain_swing_ci95_w: Option<f64>,
+    /// What the mitigation cut from the swing, % of the plain swing.
+    pub swing_cut_pct: Option<f64>,
+    /// Node mean from the energy counters (every GPU's), W.
+    pub mean_w: Option<f64>,
+    /// The plain rung's, W.
+    pub plain_mean_w: Option<f64>,
+    /// Extra mean power against the plain rung, W (energy counters).
+    pub extra_w: Option<f64>,
+    /// Its uncertainty, W: the larger of the two instruments'
+    /// disagreement and the composed means' 95 % intervals in quadrature.
+    pub extra_ci95_w: Option<f64>,
+    /// Extra energy, % of the plain rung's.
+    pub energy_pct: Option<f64>,
+    /// The same extra from the buffered samples' means, W (cross-check).
+    pub extra_samples_w: Option<f64>,
+    /// Why a figure is missing, or what limits it.
+    pub note: String,
+}
+
+/// One GPU of a mitigation rung: asked against achieved.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MitigationGpuRow {
+    /// The mitigation rung.
+    pub rung_id: u32,
+    /// Its label.
+    pub label: String,
+    /// GPU key.
+    pub gpu: String,
+    /// The floor asked, W (`floor_pct` of the limit; None: no floor).
+    pub asked_floor_w: Option<f64>,
+    /// The floor held in the settled part of the off-phase, W.
+    pub achieved_floor_w: Option<f64>,
+    /// (achieved − asked) / asked, %.
+    pub floor_error_pct: Option<f64>,
+    /// Idle draw measured by the calibration, W.
+    pub idle_w: Option<f64>,
+    /// The work's draw measured by the calibration, W.
+    pub work_w: Option<f64>,
+    /// The calibration's notes (a floor beyond reach, steps without samples).
+    pub calibration_notes: String,
+    /// Why a figure is missing.
+    pub note: String,
+}
+
+/// Every mitigation rung of a node run, by rung and by GPU.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct Mitigation {
+    /// One row per mitigation rung.
+    pub rows: Vec<MitigationRow>,
+    /// One row per mitigation rung and GPU.
+    pub gpus: Vec<MitigationGpuRow>,
+}
+
+/// A floor is read this far from the off-phase's ends, ms at least (the
+/// buffered samples' window smears each edge by about half of it).
+const FLOOR_GUARD_MS: f64 = 10.0;
+
+/// The mitigation rungs of `run` set against their plain rungs.
+pub fn mitigation(
+    run: &Run,
+    rungs: &[RungSummary],
+    cycles: &Cycles,
+    per_gpu: &[GpuRungRow],
+) -> Mitigation {
+    let notes = smoothing_notes(&run.events);
+    let mut out = Mitigation::default();
+    for r in rungs.iter().filter(|r| r.rung.smoothed()) {
+        let Some(spec) = r.rung.smoothing else {
+            continue;
+        };
+        let plain = plain_of(r, rungs);
+        out.rows.push(row(r, plain, spec, per_gpu));
+        let note = notes.iter().rev().find(|n| n.rung_id == r.rung.id);
+        let cycle = cycles.get(&r.rung.id).and_then(|c| c.as_ref().ok());
+        for g in run.manifest.gpu_keys() {
+            let cal = note.and_then(|n| n.gpus.iter().find(|x| x.gpu == g));
+            out.gpus
+                .push(gpu_row(r, &spec, &g, cal, cycle, note.is_some()));
+        }
+    }
+    out
+}
+
+/// The plain rung of the same phase, requested period, mode and repeat.
+fn plain_of<'a>(r: &RungSummary, rungs: &'a [RungSummary]) -> Option<&'a RungSummary> {
+    rungs.iter().find(|p| {
+        !p.rung.smoothed()
+            && p.rung.kind == r.rung.kind
+            && p.rung.phase == r.rung.phase
+            && p.rung.mode == r.rung.mode
+            && p.rung.repeat == r.rung.repeat
+            && p.rung.requested_period_ms() == r.rung.requested_period_ms()
+            && p.rung.duty == r.rung.duty
+    })
+}
+
+/// Half-width of an interval.
+fn half(b: Option<Bounds>) -> Option<f64> {
+    b.map(|b| b.width() / 2.0)
+}
+
+/// Node mean of rung `id` from the GPUs' energy counters (every GPU's),
+/// and from their buffered samples.
+fn node_means(id: u32, per_gpu: &[GpuRungRow]) -> (Option<f64>, Option<f64>) {
+    let rows: Vec<&GpuRungRow> = per_gpu.iter().filter(|g| g.rung_id == id).collect();
+    let sum = |f: fn(&GpuRungRow) -> Option<f64>| {
+        (!rows.is_empty())
+            .then(|| rows.iter().map(|g| f(g)).sum::<Option<f64>>())
+            .flatten()
+    };
+    (sum(|g| g.counter_mean_w), sum(|g| g.mean_w))
+}
+
+/// One mitigation rung's row.
+fn row(
+    r: &RungSummary,
+    plain: Option<&RungSummary>,
+    spec: SmoothingSpec,
+    per_gpu: &[GpuRungRow],
+) -> MitigationRow {
+    let (mean_w, samples_w) = node_means(r.rung.id, per_gpu);
+    let (plain_mean_w, plain_samples_w) = plain.map_or((None, None), |p| node_means(p.rung.id, per_gpu));
+    let extra_w = mean_w.zip(plain_mean_w).map(|(a, b)| a - b);
+    let extra_samples_w = samples_w.zip(plain_samples_w).map(|(a, b)| a - b);
+    let composed = half(r.mean_ci95)
+        .zip(plain.and_then(|p| half(p.mean_ci95)))
+        .map(|(a, b)| a.hypot(b));
+    let disagreement = extra_w.zip(extra_samples_w).map(|(a, b)| (a - b).abs());
+    let extra_ci95_w = match (composed, disagreement) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    };
+    let plain_swing_w = plain.and_then(|p| p.swing_w);
+    let mut note = Vec::new();
+    if plain.is_none() {
+        note.push("no plain rung of the same period, mode and repeat: nothing to cost it against".to_string());
+    }
+    if r.swing_w.is_none() {
+        note.push(r.verdict.clone().unwrap_or_else(|| "no composed cycle: no swing".into()));
+    }
+    MitigationRow {
+        rung_id: r.rung.id,
+        label: r.rung.label.clone(),
+        period_ms: r.rung.requested_period_ms().map_or(0.0, PeriodMs::ms),
+        mode: r.rung.mode,
+        spec,
+        plain_label: plain.map(|p| p.rung.label.clone()),
+        swing_w: r.swing_w,
+        swing_ci95_w: half(r.swing_ci95),
+        plain_swing_w,
+        plain_swing_ci95_w: plain.and_then(|p| half(p.swing_ci95)),
+        swing_cut_pct: r
+            .swing_w
+            .zip(plain_swing_w)
+            .filter(|(_, p)| *p > 0.0)
+            .map(|(s, p)| 100.0 * (p - s) / p),
+        mean_w,
+        plain_mean_w,
+        extra_w,
+        extra_ci95_w,
+        energy_pct: extra_w
+            .zip(plain_mean_w)
+            .filter(|(_, p)| *p > 0.0)
+            .map(|(e, p)| 100.0 * e / p),
+        extra_samples_w,
+        note: note.join("; "),
+    }
+}
+
+/// One GPU of a mitigation rung: the floor asked and achieved.
+fn gpu_row(
+    r: &RungSummary,
+    spec: &SmoothingSpec,
+    gpu: &str,
+    cal: Option<&GpuSmoothingNote>,
+    cycle: Option<&NodeCycle>,
+    noted: bool,
+) -> MitigationGpuRow {
+    let mut note = Vec::new();
+    if cal.is_none() {
+        note.push(if noted {
+            format!("the calibration note has no entry for {gpu}")
+        } else {
+            "no calibration note for this rung (events.jsonl): asked figures unknown".to_string()
+        });
+    }
+    // A floor below idle is idle: the asked floor is never below it.
+    let asked_floor_w = cal
+        .filter(|_| spec.floor_pct > 0.0)
+        .map(|c| c.floor_w.max(c.idle_w));
+    let values = cycle.and_then(|c| c.gpu_cycles.iter().find(|(g, _)| g == gpu).map(|x| &x.1));
+    let period_ms = cycle.map_or(0.0, |c| c.period_ms);
+    let settled_ms = cal.map_or(spec.ramp_down_hysteresis_ms, |c| {
+        ns_to_ms(c.hysteresis_ns + c.ramp_down_ns)
+    });
+    let achieved_floor_w = values.and_then(|v| {
+        let f = off_plateau(v, r.rung.duty, period_ms, settled_ms);
+        if f.is_none() {
+            note.push(format!(
+                "the off-phase holds no settled floor {FLOOR_GUARD_MS} ms clear of its ends and of the {settled_ms:.1} ms hysteresis and ramp down"
+            ));
+        }
+        f
+    });
+    if values.is_none() {
+        note.push("no composed cycle: no floor".into());
+    }
+    MitigationGpuRow {
+        rung_id: r.rung.id,
+        label: r.rung.label.clone(),
+        gpu: gpu.to_string(),
+        asked_floor_w,
+        achieved_floor_w,
+        floor_error_pct: asked_floor_w
+            .zip(achieved_floor_w)
+            .map(|(a, b)| 100.0 * (b - a) / a),
+        idle_w: cal.map(|c| c.idle_w),
+        work_w: cal.map(|c| c.work_w),
+        calibration_notes: cal.map(|c| c.notes.join("; ")).unwrap_or_default(),
+        note: note.join("; "),
+    }
+}
+
+/// The mean of a GPU's cycle `v` (phase 0 at its rise, `period_ms` long)
+/// over its off-phase, from `settled_ms` after the fall and
+/// [`FLOOR_GUARD_MS`] clear of both ends; None when nothing is left.
+pub fn off_plateau(v: &[f64], duty: f64, period_ms: f64, settled_ms: f64) -> Option<f64> {
+    let m = v.len();
+    if m == 0 || period_ms <= 0.0 {
+        return None;
+    }
+    let at = |ms: f64| ((ms / period_ms) * m as f64).round() as usize;
+    let fall_ms = duty * period_ms;
+    let from = at(fall_ms + settled_ms + FLOOR_GUARD_MS);
+    let to = at(period_ms - FLOOR_GUARD_MS).min(m);
+    (to > from).then(|| v[from..to].iter().sum::<f64>() / (to - from) as f64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_floor_is_read_clear_of_the_edges_and_the_ramp_down() {
+        // 100 points over 100 ms: on 0..50 at 700 W, then a ramp down to
+        // 420 W over 20 ms, then 420 W.
+        let v: Vec<f64> = (0..100)
+            .map(|i| match i {
+                0..50 => 700.0,
+                50..70 => 700.0 - 14.0 * (i - 50) as f64,
+                _ => 420.0,
+            })
+            .collect();
+        let f = off_plateau(&v, 0.5, 100.0, 20.0).unwrap();
+        assert!((f - 420.0).abs() < 1e-9, "{f}");
+        // Without the ramp down's 20 ms the floor would take in the ramp.
+        assert!(off_plateau(&v, 0.5, 100.0, 0.0).unwrap() > 430.0);
+        // Nothing settled is left: no figure.
+        assert_eq!(off_plateau(&v, 0.5, 100.0, 40.0), None);
+    }
+}
