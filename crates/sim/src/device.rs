@@ -9,6 +9,7 @@ use crate::clocking::{DropSchedule, SampleClock};
 use crate::faults::GpuFaults;
 use crate::profile::Profile;
 use powerlab_core::shape::{LoadKind, LoadShape};
+use powerlab_core::smoothing::Draw;
 use powerlab_core::units::{
     NS_PER_MS, NS_PER_S, NS_PER_US, j_to_mj, ms_to_ns_f64, ms_to_ns_trunc, ms_to_s, ns_f64_to_s,
     ns_to_s,
@@ -333,11 +334,11 @@ impl SimDevice {
             }
             Demand::Run { shape, start, end } => {
                 if t >= *end || t < *start {
-                    p.idle_w
-                } else if shape.is_on(*start, t) {
-                    shape.load().map(load_w).unwrap_or(p.idle_w)
-                } else {
-                    p.idle_w
+                    return p.idle_w;
+                }
+                match shape.draw_at(*start, t) {
+                    Draw::Work => shape.load().map(load_w).unwrap_or(p.idle_w),
+                    Draw::Level(l) => p.level_w(l),
                 }
             }
         }
