@@ -5,12 +5,12 @@
 //! answering, a fatal device event or a failed write stops the run.
 
 use crate::StopReason;
+use crate::tap::PowerTap;
 use powerlab_campaign::Limits;
 use powerlab_core::hw::{HwError, PowerSource};
 use powerlab_core::sample::ClockEventBits;
 use powerlab_core::units::NS_PER_MS;
 use powerlab_core::{Instrument, RunClock, Sample};
-use crate::tap::PowerTap;
 use powerlab_rundir::{RawWriter, RunEvent};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;

@@ -64,7 +64,10 @@ impl PowerTap {
         let Some(q) = s.gpus.get_mut(gpu) else {
             return;
         };
-        for b in batch.iter().filter(|b| b.instrument == Instrument::BufferedW) {
+        for b in batch
+            .iter()
+            .filter(|b| b.instrument == Instrument::BufferedW)
+        {
             if q.len() >= TAP_CAPACITY {
                 q.pop_front();
             }
@@ -113,7 +116,10 @@ mod tests {
             .map(|t| s(t, Instrument::BufferedW))
             .collect();
         tap.feed(1, &many);
-        tap.feed(0, &[s(7, Instrument::InstantW), s(8, Instrument::BufferedW)]);
+        tap.feed(
+            0,
+            &[s(7, Instrument::InstantW), s(8, Instrument::BufferedW)],
+        );
         assert_eq!(tap.samples(0), vec![(8, 8.0)]);
         assert_eq!(tap.samples(1).len(), TAP_CAPACITY);
         assert_eq!(tap.samples(1)[0].0, 5);

@@ -174,8 +174,8 @@ impl RungDriver<'_> {
             schedule: schedule.clone(),
             reply,
         });
-        let hang_limit = Duration::from_nanos((lead_ns + staircase_ns()) as u64)
-            + Duration::from_secs(30);
+        let hang_limit =
+            Duration::from_nanos((lead_ns + staircase_ns()) as u64) + Duration::from_secs(30);
         let progress = Progress {
             done_ns: self.done_ns,
             total_ns: self.total_ns,
@@ -252,14 +252,16 @@ impl RungDriver<'_> {
                     "its power limit reads {limit_w} W; check that the enforced power limit can be read (nvidia-smi -q -d POWER)"
                 )));
             }
-            let (cal, mut notes) = measure(&self.crew.tap.samples(i), start, limit_w).map_err(fail)?;
+            let (cal, mut notes) =
+                measure(&self.crew.tap.samples(i), start, limit_w).map_err(fail)?;
             let (sm, more) = DeviceSmoothing::from_spec(spec, &cal).map_err(|e| {
                 fail(format!(
                     "{e}; check that the GPU is loaded by the work (not held by another process or a low power limit)"
                 ))
             })?;
             notes.extend(more);
-            note.gpus.push(GpuSmoothingNote::new(key, spec, &cal, &sm, notes));
+            note.gpus
+                .push(GpuSmoothingNote::new(key, spec, &cal, &sm, notes));
             out.push(sm);
         }
         Ok(out)
