@@ -11,7 +11,7 @@ use powerlab_rundir::{
     CalibrationOutcome, RunEvent, RunStatus, SmoothingNote, ToolInfo, smoothing_notes,
 };
 use powerlab_runner::coordinator::schedule_for;
-use powerlab_runner::{NullObserver, RunOptions, StopLatch, run_campaign};
+use powerlab_runner::{NullObserver, Observer, RunOptions, StopLatch, StopReason, run_campaign};
 use powerlab_sim::{Profile, SimBackend, SimOptions, Truth};
 
 const EPOCH_NS: i64 = 1_700_000_000_000_000_000;
@@ -35,6 +35,9 @@ modes = ["in_phase"]
 "#;
 
 struct Ran {
+    /// Rows of the raw files, and rows the samplers wrote.
+    raw_rows: usize,
+    samplers_rows: usize,
     status: RunStatus,
     plan: Plan,
     events: Vec<RunEvent>,
@@ -53,7 +56,21 @@ fn plan_with(spec: Option<SmoothingSpec>) -> (powerlab_campaign::Campaign, Plan)
     (campaign, plan)
 }
 
-async fn run(spec: Option<SmoothingSpec>, stop: StopLatch) -> Ran {
+/// Raises its reason on the latch once the progress shows the calibration.
+struct StopInCalibration(StopLatch);
+
+impl Observer for StopInCalibration {
+    fn event(&mut self, _: &RunEvent) {}
+    fn progress(&mut self, _: i64, _: i64, label: &str) {
+        if label.ends_with("(calibration)") {
+            self.0
+                .raise(StopReason::Interrupted("operator stop".into()));
+        }
+    }
+    fn message(&mut self, _: &str) {}
+}
+
+async fn run(spec: Option<SmoothingSpec>, stop: StopLatch, stop_in_calibration: bool) -> Ran {
     let (campaign, plan) = plan_with(spec);
     let clock = RunClock::virtual_at(EPOCH_NS);
     let mut opts = SimOptions::new(Profile::h200(), 2);
@@ -69,23 +86,29 @@ async fn run(spec: Option<SmoothingSpec>, stop: StopLatch) -> Ran {
         git_rev: "test".into(),
     };
     let run_opts = RunOptions::new(results.path().to_path_buf(), tool);
-    let result = run_campaign(
-        &campaign,
-        &plan,
-        node,
-        clock,
-        &run_opts,
-        stop,
-        &mut NullObserver,
-    )
-    .await
-    .unwrap();
+    let mut stopper = StopInCalibration(stop.clone());
+    let observer: &mut dyn Observer = if stop_in_calibration {
+        &mut stopper
+    } else {
+        &mut NullObserver
+    };
+    let result = run_campaign(&campaign, &plan, node, clock, &run_opts, stop, observer)
+        .await
+        .unwrap();
     let events: Vec<RunEvent> = std::fs::read_to_string(result.run_dir.join("events.jsonl"))
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
+    let raw_rows = std::fs::read_dir(result.run_dir.join("raw"))
+        .unwrap()
+        .map(|f| f.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "csv"))
+        .map(|p| std::fs::read_to_string(p).unwrap().lines().count() - 1)
+        .sum();
     Ran {
+        raw_rows,
+        samplers_rows: result.samplers.iter().map(|s| s.rows as usize).sum(),
         status: result.status,
         plan,
         events,
@@ -108,18 +131,20 @@ fn period_ns(plan: &Plan) -> i64 {
 
 /// The duty rung's window: (epoch, end).
 fn duty_window(ran: &Ran) -> (i64, i64) {
-    ran.events
-        .iter()
-        .find_map(|e| match e {
-            RunEvent::RungStarted {
-                rung,
-                epoch_ns,
-                end_ns,
-                ..
-            } if rung.kind == PhaseKind::Duty => Some((*epoch_ns, *end_ns)),
-            _ => None,
-        })
-        .unwrap()
+    duty_started(ran).unwrap()
+}
+
+/// The duty rung's window, if it started.
+fn duty_started(ran: &Ran) -> Option<(i64, i64)> {
+    ran.events.iter().find_map(|e| match e {
+        RunEvent::RungStarted {
+            rung,
+            epoch_ns,
+            end_ns,
+            ..
+        } if rung.kind == PhaseKind::Duty => Some((*epoch_ns, *end_ns)),
+        _ => None,
+    })
 }
 
 fn the_note(ran: &Ran) -> SmoothingNote {
@@ -134,7 +159,7 @@ async fn a_floor_is_calibrated_then_held_through_every_off_phase() {
         floor_pct: 60.0,
         ..Default::default()
     };
-    let ran = run(Some(spec), StopLatch::new()).await;
+    let ran = run(Some(spec), StopLatch::new(), false).await;
     assert_eq!(ran.status, RunStatus::Complete);
     let note = the_note(&ran);
     assert_eq!(note.outcome, CalibrationOutcome::Calibrated);
@@ -204,7 +229,7 @@ async fn ramps_slow_each_rise_to_the_asked_rate() {
         ramp_down_w_per_s: Some(rate),
         ..Default::default()
     };
-    let ran = run(Some(spec), StopLatch::new()).await;
+    let ran = run(Some(spec), StopLatch::new(), false).await;
     assert_eq!(ran.status, RunStatus::Complete);
     let note = the_note(&ran);
     let g = &note.gpus[0];
@@ -233,11 +258,21 @@ async fn ramps_slow_each_rise_to_the_asked_rate() {
     // the rate, but the simulated board's own first-order rise (10 ms,
     // `tau_rise_ms`) lags the ramp's start by more than its end (there the
     // work's overshoot takes over), which stretches the 10-90 % by ~3 ms.
-    // A plain rung's rise over the same swing takes ~9 ms.
+    // A plain rung's rise over the same swing takes 14.5 ms (checked below).
     assert!(
         got >= 0.95 * want && got < 1.15 * want,
         "10-90 % {got} ns against {want} ns"
     );
+    let plain = run(None, StopLatch::new(), false).await;
+    let (plain_epoch, _) = duty_window(&plain);
+    let plain_rise = rise_10_90(
+        &plain.truths[0],
+        plain_epoch + 5 * period_ns(&plain.plan),
+        g.idle_w,
+        g.work_w,
+    );
+    eprintln!("plain rise over the same swing: {:.1} ms", plain_rise / 1e6);
+    assert!(plain_rise < 0.6 * got);
 }
 
 #[test]
@@ -261,13 +296,38 @@ fn a_spec_asking_nothing_is_the_plain_rung() {
 
 #[tokio::test(start_paused = true)]
 async fn a_spec_asking_nothing_runs_no_calibration() {
-    let ran = run(Some(SmoothingSpec::default()), StopLatch::new()).await;
+    let ran = run(Some(SmoothingSpec::default()), StopLatch::new(), false).await;
     assert_eq!(ran.status, RunStatus::Complete);
     assert!(smoothing_notes(&ran.events).is_empty());
     assert!(ran.plan.rungs.iter().any(|r| r.smoothing.is_some()));
     // On virtual time the plain run draws the very same true power.
-    let plain = run(None, StopLatch::new()).await;
+    let plain = run(None, StopLatch::new(), false).await;
     for (a, b) in ran.truths.iter().zip(&plain.truths) {
         assert_eq!(a.power_w, b.power_w);
     }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_stop_during_the_calibration_ends_the_run_cleanly() {
+    let spec = SmoothingSpec {
+        floor_pct: 60.0,
+        ..Default::default()
+    };
+    let ran = run(Some(spec), StopLatch::new(), true).await;
+    assert!(
+        matches!(&ran.status, RunStatus::Interrupted { reason } if reason.contains("operator stop")),
+        "{:?}",
+        ran.status
+    );
+    let note = the_note(&ran);
+    assert_eq!(note.outcome, CalibrationOutcome::Interrupted);
+    assert!(note.reason.as_deref().unwrap().contains("operator stop"));
+    // The duty rung never started; the stop names it.
+    assert!(duty_started(&ran).is_none());
+    assert!(ran.events.iter().any(|e| matches!(e,
+        RunEvent::Note { topic, detail, .. } if topic == powerlab_rundir::events::STOPPED_IN_RUNG_TOPIC
+            && detail["stopped_at_ns"].is_null())));
+    // Every row the samplers took is on disk.
+    assert!(ran.samplers_rows > 0);
+    assert_eq!(ran.raw_rows, ran.samplers_rows);
 }

@@ -154,8 +154,12 @@ impl RungDriver<'_> {
         note: &mut SmoothingNote,
     ) -> Result<Vec<DeviceSmoothing>, StopReason> {
         let what = format!("rung {}: calibration", rung.label);
+        // What the progress shows meanwhile.
+        let label = format!("{} (calibration)", rung.label);
         let n = self.keys.len();
-        let ready = self.prepare_all(&what, 0, &vec![None; n], t0).await?;
+        let ready = self
+            .prepare_all(&what, &label, 0, &vec![None; n], t0)
+            .await?;
         // One start for every GPU of this node (no rack exchange: each
         // node calibrates its own GPUs).
         let ping_start = std::time::Instant::now();
@@ -180,7 +184,7 @@ impl RungDriver<'_> {
             done_ns: self.done_ns,
             total_ns: self.total_ns,
             start_ns: t0,
-            label: &rung.label,
+            label: &label,
         };
         match self
             .journal
@@ -198,7 +202,7 @@ impl RungDriver<'_> {
                     .map_err(|(g, e)| StopReason::Failed(format!("{what} on {g}: {e}")))?;
             }
         }
-        self.await_samples(end, &rung.label).await?;
+        self.await_samples(end, &label).await?;
         self.smoothings(spec, start, &what, note)
     }
 

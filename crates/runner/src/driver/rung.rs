@@ -114,14 +114,16 @@ impl RungDriver<'_> {
             .collect::<Result<Vec<_>, _>>()
             .map_err(StopReason::Failed)?;
         let what = format!("rung {}", rung.label);
-        self.prepare_all(&what, rung.warmup_ns, &loads, t0).await
+        self.prepare_all(&what, &rung.label, rung.warmup_ns, &loads, t0)
+            .await
     }
 
     /// Every GPU prepared for `warmup_ns` with its load of `loads` (by run
-    /// index); `what` names the step in a failure.
+    /// index); `what` names the step in a failure, `label` in the progress.
     pub(super) async fn prepare_all(
         &mut self,
         what: &str,
+        label: &str,
         warmup_ns: i64,
         loads: &[Option<LoadKind>],
         t0: i64,
@@ -136,7 +138,7 @@ impl RungDriver<'_> {
             done_ns: self.done_ns,
             total_ns: self.total_ns,
             start_ns: t0,
-            label: what,
+            label,
         };
         match self
             .journal
