@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test that unwraps reports its failure by panicking
 //! Mitigation rungs on the simulated node, under a paused tokio clock:
 //! the calibration before the rung (its note), then the smoothed wave as
 //! the simulated GPUs truly drew it.
