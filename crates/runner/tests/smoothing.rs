@@ -332,3 +332,43 @@ async fn a_stop_during_the_calibration_ends_the_run_cleanly() {
     assert!(ran.samplers_rows > 0);
     assert_eq!(ran.raw_rows, ran.samplers_rows);
 }
+
+#[tokio::test(start_paused = true)]
+async fn smoothing_on_a_rung_without_a_square_wave_is_refused_before_any_load() {
+    let text = "[campaign]\nname = \"s\"\ngpus = \"all\"\n\n[[phase]]\nkind = \"sustained\"\nname = \"sustained\"\nduration_s = 2\n";
+    let campaign = parse_str("s.toml", text).unwrap();
+    let mut plan = expand(&campaign, 2, None).unwrap();
+    let sustained = plan
+        .rungs
+        .iter_mut()
+        .find(|r| r.kind == PhaseKind::Sustained)
+        .unwrap();
+    sustained.smoothing = Some(SmoothingSpec {
+        floor_pct: 60.0,
+        ..Default::default()
+    });
+    let clock = RunClock::virtual_at(EPOCH_NS);
+    let node = SimBackend::new(SimOptions::new(Profile::h200(), 2), clock)
+        .open()
+        .unwrap();
+    let results = tempfile::tempdir().unwrap();
+    let tool = ToolInfo {
+        name: "powerlab".into(),
+        version: "test".into(),
+        git_rev: "test".into(),
+    };
+    let run_opts = RunOptions::new(results.path().to_path_buf(), tool);
+    let err = run_campaign(
+        &campaign,
+        &plan,
+        node,
+        clock,
+        &run_opts,
+        StopLatch::new(),
+        &mut NullObserver,
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("only a duty"), "{err}");
+}

@@ -271,3 +271,46 @@ impl RungDriver<'_> {
         Ok(out)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Samples every 20 ms over a staircase from 0, drawing `w(level)`
+    /// (the work draws `work`), but none in the steps of `gaps`.
+    fn samples(w: impl Fn(f64) -> f64, work: f64, gaps: &[usize]) -> Vec<(i64, f64)> {
+        (0..staircase_ns() / (20 * NS_PER_MS))
+            .map(|j| j * 20 * NS_PER_MS + 7)
+            .filter(|t| !gaps.contains(&((t / CAL_STEP_NS) as usize)))
+            .map(|t| {
+                let k = (t / CAL_STEP_NS) as usize;
+                (t, CAL_LEVELS.get(k).map_or(work, |l| w(*l)))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn each_step_is_measured_after_its_settling() {
+        let s = samples(|l| 100.0 + 500.0 * l, 700.0, &[3]);
+        let (cal, notes) = measure(&s, 0, 700.0).unwrap();
+        assert_eq!(cal.points.len(), CAL_LEVELS.len() - 1);
+        assert_eq!(cal.points[0], (0.0, 100.0));
+        assert_eq!(cal.points[2], (0.01, 105.0));
+        assert_eq!(cal.work_w, 700.0);
+        assert_eq!(notes.len(), 1);
+        assert!(notes[0].contains("level 0.02"), "{notes:?}");
+        // A sample whose span reaches back into the settling is left out.
+        let settling = vec![(SETTLE_NS + 5 * NS_PER_MS, 1.0e6), (CAL_STEP_NS, 50.0)];
+        assert_eq!(step_mean(&settling, 0, 0), Some(50.0));
+    }
+
+    #[test]
+    fn missing_samples_are_an_error_saying_what_to_check() {
+        let e = measure(&[], 0, 700.0).unwrap_err();
+        assert!(e.contains("BufferedW"), "{e}");
+        let no_idle = samples(|l| 100.0 + l, 700.0, &[0]);
+        assert!(measure(&no_idle, 0, 700.0).unwrap_err().contains("idle"));
+        let no_work = samples(|l| 100.0 + l, 700.0, &[CAL_LEVELS.len()]);
+        assert!(measure(&no_work, 0, 700.0).unwrap_err().contains("work"));
+    }
+}
