@@ -1,6 +1,8 @@
 //! One rung, phase by phase: the barrier (every GPU warm and ready, then a
 //! start epoch every GPU and every node agrees on), the window, the record
-//! of what each GPU did, and the cooldown. Any phase ends the rung with a
+//! of what each GPU did, and the cooldown; a mitigation rung (one asking
+//! for power smoothing) first calibrates every GPU ([`super::calibrate`]).
+//! Any phase ends the rung with a
 //! stop reason when a GPU fails, hangs, or the run is stopped meanwhile.
 
 use super::RungDriver;
@@ -40,7 +42,8 @@ pub(super) fn io(e: RunError) -> StopReason {
 }
 
 impl RungDriver<'_> {
-    /// Runs one rung: barrier, window, record, cooldown.
+    /// Runs one rung: calibration (a mitigation rung's), barrier, window,
+    /// record, cooldown.
     pub(super) async fn run_rung(&mut self, rung: &Rung) -> Result<(), StopReason> {
         let t0 = self.journal.clock.now_ns();
         if rung.no_context {
