@@ -71,6 +71,18 @@ impl RungInfo {
 /// offset_end_ns, probe_rtt_ns, drift_ppm}]}`).
 pub const DEVICE_CLOCK_TOPIC: &str = "device_clock";
 
+/// Topic of the note written for each mitigation rung's calibration (the
+/// level-load staircase run on every GPU before its warm-up): a
+/// [`crate::smoothing::SmoothingNote`] (`{rung_id, label, outcome,
+/// reason, start_ns, end_ns, gpus: [...]}`; each GPU's asked spec, its
+/// calibration points, work, idle and limit W, the floor asked in W, the
+/// floor and hold levels, the ramps in ns and steps, and notes). Written
+/// also when the calibration failed or was interrupted (`outcome`); its
+/// `start_ns..end_ns` is the staircase's window (run clock), which a
+/// collator leaves out of the rung's figures. Read it back with
+/// [`crate::smoothing::smoothing_notes`].
+pub const SMOOTHING_TOPIC: &str = "smoothing";
+
 /// Topic of the note written when a stop reason (a fault, an interlock, a
 /// signal) ends the run inside a rung, warm-up and cool-down included:
 /// `{rung_id, label, kind, reason, stopped_at_ns}`, so the record says

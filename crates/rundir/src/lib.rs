@@ -24,6 +24,7 @@ pub mod lock;
 pub mod manifest;
 pub mod node_power;
 pub mod raw;
+pub mod smoothing;
 
 pub use collectives::{CollectiveRow, CollectiveWriter};
 pub use edges::{EdgeRow, EdgeWriter, read_rows};
@@ -33,3 +34,4 @@ pub use layout::{RunDir, RunDirError, write_json, write_sim_truth};
 pub use manifest::{FORMAT_VERSION, FileSum, Manifest, RunStatus, ToolInfo};
 pub use node_power::{NodePowerRow, NodePowerWriter};
 pub use raw::{IndexFile, IndexOwner, RawIndex, RawRow, RawWriter, read_index_file};
+pub use smoothing::{CalibrationOutcome, GpuSmoothingNote, SmoothingNote, smoothing_notes};

@@ -10,7 +10,7 @@ use crate::lock::{self, NodeLock};
 use crate::observer::Observer;
 use crate::run_files::RunFiles;
 use crate::stop::StopLatch;
-use powerlab_campaign::{Campaign, Plan};
+use powerlab_campaign::{Campaign, PhaseKind, Plan};
 use powerlab_core::RunClock;
 use powerlab_core::hw::{Capability, NodeHandles};
 
@@ -88,6 +88,7 @@ pub async fn run_campaign(
         crew,
         monitor_rx,
         keys,
+        limits_w: info.gpus.iter().map(|g| g.power_limit_w).collect(),
     };
     let mut driver = RungDriver::new(parts, campaign, plan, opts);
 
@@ -147,8 +148,17 @@ fn check_node(plan: &Plan, node: &NodeHandles) -> Result<(), RunError> {
     // Every GPU's schedule of every rung can be made: a rung that cannot
     // is refused before any load, not in the middle of the run.
     for rung in &plan.rungs {
+        if rung.smoothing.is_some_and(|s| !s.is_none())
+            && !matches!(rung.kind, PhaseKind::Duty | PhaseKind::RampUp)
+        {
+            return Err(RunError::Plan(format!(
+                "rung {}: a {} rung asks for power smoothing, which only a duty (square-wave) rung runs; remove the smoothing from that phase",
+                rung.label,
+                rung.kind.as_str()
+            )));
+        }
         for i in 0..plan.gpu_count {
-            schedule_for(rung, i, 0).map_err(RunError::Plan)?;
+            schedule_for(rung, i, 0, None).map_err(RunError::Plan)?;
         }
     }
     Ok(())

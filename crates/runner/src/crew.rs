@@ -9,6 +9,7 @@ use crate::meter::{MeterStats, spawn_meter};
 use crate::monitor::Monitor;
 use crate::sampler::{SamplerConfig, SamplerMsg, SamplerStats, spawn_sampler};
 use crate::stop::StopLatch;
+use crate::tap::PowerTap;
 use crate::worker::{WorkerCmd, spawn_worker};
 use powerlab_campaign::Campaign;
 use powerlab_core::NodeMeter;
@@ -27,6 +28,8 @@ pub(crate) struct Crew {
     pub workers: Vec<mpsc::Sender<WorkerCmd>>,
     /// Where each GPU hands over its edges as it achieves them, by GPU.
     pub feeds: Vec<EdgeFeed>,
+    /// Each GPU's buffered samples, while armed (a calibration).
+    pub tap: PowerTap,
     worker_handles: Vec<JoinHandle<()>>,
     stop_samplers: watch::Sender<bool>,
     sampler_handles: Vec<JoinHandle<SamplerStats>>,
@@ -74,7 +77,8 @@ impl Crew {
             start_ns,
             stop,
         } = setup;
-        let cfg = sampler_config(campaign);
+        let tap = PowerTap::new(keys.len());
+        let cfg = sampler_config(campaign, tap.clone());
         let (stop_samplers, stop_samplers_rx) = watch::channel(false);
         let (sampler_tx, sampler_rx) = mpsc::unbounded_channel::<SamplerMsg>();
         let mut sampler_handles = Vec::new();
@@ -132,6 +136,7 @@ impl Crew {
         let crew = Crew {
             workers,
             feeds,
+            tap,
             worker_handles,
             stop_samplers,
             sampler_handles,
@@ -193,7 +198,7 @@ impl Crew {
 }
 
 /// The samplers' cadence and limits, from the campaign.
-fn sampler_config(campaign: &Campaign) -> SamplerConfig {
+fn sampler_config(campaign: &Campaign, tap: PowerTap) -> SamplerConfig {
     SamplerConfig {
         poll_ns: ms_to_ns_trunc(campaign.sampling.poll_interval_ms),
         buffer_ns: ms_to_ns_trunc(campaign.sampling.buffer_interval_ms),
@@ -202,5 +207,6 @@ fn sampler_config(campaign: &Campaign) -> SamplerConfig {
         flush_ns: ms_to_ns_trunc(campaign.sampling.flush_interval_ms),
         limits: campaign.limits.clone(),
         unresponsive_ns: 2_000_000_000,
+        tap,
     }
 }

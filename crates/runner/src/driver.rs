@@ -5,6 +5,7 @@
 //! [`rung`], the edges written as they are achieved in [`edge_log`];
 //! stopping the crew and the closing events live in [`ending`].
 
+mod calibrate;
 mod edge_log;
 mod ending;
 mod journal;
@@ -56,6 +57,8 @@ pub(crate) struct RungDriver<'a> {
     journal: Journal<'a>,
     crew: Crew,
     keys: Vec<String>,
+    /// Each GPU's enforced power limit, W, by run index (a calibration's).
+    limits_w: Vec<f64>,
     edges: EdgeLog,
     collectives: CollectiveWriter,
     rack: Option<RackSync>,
@@ -91,6 +94,8 @@ pub(crate) struct DriverParts<'a> {
     pub monitor_rx: mpsc::UnboundedReceiver<RunEvent>,
     /// The GPU keys, by run index.
     pub keys: Vec<String>,
+    /// Each GPU's enforced power limit at open, W, by run index.
+    pub limits_w: Vec<f64>,
 }
 
 impl<'a> RungDriver<'a> {
@@ -109,6 +114,7 @@ impl<'a> RungDriver<'a> {
             crew,
             monitor_rx,
             keys,
+            limits_w,
         } = parts;
         let Writers {
             events,
@@ -120,6 +126,7 @@ impl<'a> RungDriver<'a> {
             journal: Journal::new(clock, stop, observer, events, monitor_rx),
             crew,
             keys,
+            limits_w,
             edges,
             collectives,
             rack: None,

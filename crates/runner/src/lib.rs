@@ -27,6 +27,7 @@ mod run_files;
 pub mod sampler;
 mod schedule;
 pub mod stop;
+pub mod tap;
 pub mod worker;
 
 pub use coordinator::{RunOptions, RunResult, check_results_root, run_campaign};

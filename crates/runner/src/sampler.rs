@@ -5,6 +5,7 @@
 //! answering, a fatal device event or a failed write stops the run.
 
 use crate::StopReason;
+use crate::tap::PowerTap;
 use powerlab_campaign::Limits;
 use powerlab_core::hw::{HwError, PowerSource};
 use powerlab_core::sample::ClockEventBits;
@@ -33,6 +34,8 @@ pub struct SamplerConfig {
     pub limits: Limits,
     /// Consecutive failing time after which a GPU counts as not answering.
     pub unresponsive_ns: i64,
+    /// Where the buffered samples also go (kept only while the driver arms it).
+    pub tap: PowerTap,
 }
 
 /// What a sampler tells the coordinator.
@@ -176,6 +179,7 @@ impl Sampler {
         self.forward_events(now);
         self.stats.read_time_ns += t0.elapsed().as_nanos() as i64;
         self.account_buffered(&batch);
+        self.cfg.tap.feed(self.st.idx, &batch);
         if self.write_ok {
             self.write(&batch, now, stopping);
         }

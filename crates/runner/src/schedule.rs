@@ -6,6 +6,7 @@ use powerlab_campaign::{NcclStep, PhaseKind, Rung};
 use powerlab_core::collective::{FabricSpec, SweepSpec};
 use powerlab_core::hw::GpuSchedule;
 use powerlab_core::shape::{LoadKind, LoadShape};
+use powerlab_core::smoothing::DeviceSmoothing;
 use powerlab_core::units::{ms_to_ns_f64, ms_to_ns_trunc, secs_to_ns_trunc};
 use powerlab_rundir::RungInfo;
 
@@ -35,13 +36,20 @@ pub(crate) fn rung_info(r: &Rung, keys: &[String]) -> RungInfo {
 
 /// The schedule of GPU `i` for a rung whose window starts at `epoch`. A
 /// GPU that the rung leaves out (a ramp-up step's idle GPUs) gets no load.
+/// `smoothing` is the GPU's calibrated mitigation (a mitigation rung's):
+/// a square wave carries it; `None` is the plain wave.
 ///
 /// # Errors
 ///
 /// A duty or ramp-up rung without a period above zero (a plan edited or
 /// made by another tool: the planner gives every such rung one), named by
 /// its label; no period is ever assumed.
-pub fn schedule_for(rung: &Rung, i: usize, epoch: i64) -> Result<GpuSchedule, String> {
+pub fn schedule_for(
+    rung: &Rung,
+    i: usize,
+    epoch: i64,
+    smoothing: Option<&DeviceSmoothing>,
+) -> Result<GpuSchedule, String> {
     let shape = match rung.kind {
         _ if !rung.loads_gpu(i) => LoadShape::Idle,
         PhaseKind::Idle => LoadShape::Idle,
@@ -55,7 +63,7 @@ pub fn schedule_for(rung: &Rung, i: usize, epoch: i64) -> Result<GpuSchedule, St
             duty: rung.duty,
             origin_ns: epoch + rung.offsets_ns.get(i).copied().unwrap_or(0),
             ramp_ns: rung.ramp_ns,
-            smoothing: None,
+            smoothing: smoothing.cloned(),
         },
     };
     Ok(GpuSchedule {

@@ -3,3 +3,4 @@
 //! is one file of `tests/`; `cargo test --test main MODULE::` runs one.
 
 mod coordinator;
+mod smoothing;

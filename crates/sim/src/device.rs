@@ -9,6 +9,7 @@ use crate::clocking::{DropSchedule, SampleClock};
 use crate::faults::GpuFaults;
 use crate::profile::Profile;
 use powerlab_core::shape::{LoadKind, LoadShape};
+use powerlab_core::smoothing::Draw;
 use powerlab_core::units::{
     NS_PER_MS, NS_PER_S, NS_PER_US, j_to_mj, ms_to_ns_f64, ms_to_ns_trunc, ms_to_s, ns_f64_to_s,
     ns_to_s,
@@ -307,7 +308,22 @@ impl SimDevice {
         self.program.push((from, demand));
     }
 
-    fn demand_w(&self, demand: &Demand, t: EpochNs) -> f64 {
+    /// What `demand` asks at `t`, W, and whether it is the level load
+    /// (above idle): the cap holds that one under a ceiling rather than
+    /// scaling it (see [`Self::advance_to`]).
+    fn demand_w(&self, demand: &Demand, t: EpochNs) -> (f64, bool) {
+        if let Demand::Run { shape, start, end } = demand
+            && t >= *start
+            && t < *end
+            && let Draw::Level(l) = shape.draw_at(*start, t)
+        {
+            return (self.profile.level_w(l), l > 0.0);
+        }
+        (self.work_w(demand, t), false)
+    }
+
+    /// What `demand` asks at `t` but the level load, W.
+    fn work_w(&self, demand: &Demand, t: EpochNs) -> f64 {
         let p = &self.profile;
         let load_w = |k: LoadKind| match k {
             LoadKind::Virus => p.virus_demand_w,
@@ -334,10 +350,8 @@ impl SimDevice {
             Demand::Run { shape, start, end } => {
                 if t >= *end || t < *start {
                     p.idle_w
-                } else if shape.is_on(*start, t) {
-                    shape.load().map(load_w).unwrap_or(p.idle_w)
                 } else {
-                    p.idle_w
+                    shape.load().map(load_w).unwrap_or(p.idle_w)
                 }
             }
         }
@@ -410,7 +424,7 @@ impl SimDevice {
             }
             let mid = self.t_ns + self.dt_ns / 2;
             let lost = self.lost(mid);
-            let mut want = self.demand_w(&self.program[idx].1, mid);
+            let (mut want, level) = self.demand_w(&self.program[idx].1, mid);
             if want > self.profile.idle_w {
                 want += self.drift_w(mid);
             }
@@ -440,6 +454,13 @@ impl SimDevice {
             let p = &self.profile;
             let target = if lost {
                 0.0
+            } else if loaded && level {
+                // The cap is a ceiling on power (exactly the virus's capped
+                // draw): a level load under it is not slowed, as a board
+                // whose controller keeps it under its limit does not slow
+                // a load well below it.
+                let ceiling = p.idle_w + (p.virus_demand_w - p.idle_w) * cap;
+                p.idle_w + (want.min(ceiling) - p.idle_w) * thermal
             } else if loaded {
                 p.idle_w + (want - p.idle_w) * cap * thermal
             } else {

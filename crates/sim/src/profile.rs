@@ -17,6 +17,17 @@ pub struct Profile {
     pub bare_idle_w: f64,
     /// What the power virus would draw with no cap, W.
     pub virus_demand_w: f64,
+    /// The level load at level 1 (all of its blocks) as a share of
+    /// `virus_demand_w` (what it would draw uncapped).
+    #[serde(default = "default_level_max_share")]
+    pub level_max_share: f64,
+    /// The level load's curve: at level `l` it asks
+    /// `idle_w + (level_max_share × virus_demand_w − idle_w) × l^gamma`.
+    /// Below 1 the first blocks add the most (clocks and memory wake
+    /// first), as on a real GPU: the draw is not linear in the level, so
+    /// a smoothing must be calibrated. Level 0 is exactly `idle_w`.
+    #[serde(default = "default_level_gamma")]
+    pub level_gamma: f64,
     /// What a large all-reduce draws, W.
     pub fabric_demand_w: f64,
     /// Bus bandwidth of large collectives, GB/s (the nccl-tests busbw).
@@ -117,6 +128,10 @@ impl Profile {
             // ratio to this profile's idle.
             bare_idle_w: 60.0,
             virus_demand_w: 960.0,
+            // About 880 W uncapped at level 1 (capped at the limit like the
+            // virus); ~half of the swing by level 0.3.
+            level_max_share: 0.92,
+            level_gamma: 0.6,
             fabric_demand_w: 340.0,
             fabric_busbw_gbs: 360.0,
             collective_latency_us: 14.0,
@@ -168,6 +183,9 @@ impl Profile {
             // Not measured: the H200's ratio.
             bare_idle_w: 112.0,
             virus_demand_w: 1420.0,
+            // Not measured: a slightly more concave curve than the H200's.
+            level_max_share: 0.92,
+            level_gamma: 0.55,
             fabric_demand_w: 480.0,
             fabric_busbw_gbs: 720.0,
             tau_rise_ms: 8.0,
@@ -192,6 +210,9 @@ impl Profile {
             // Not measured: the H200's ratio.
             bare_idle_w: 40.0,
             virus_demand_w: 176.0,
+            // Not measured: a smaller part, closer to linear.
+            level_max_share: 0.9,
+            level_gamma: 0.7,
             fabric_demand_w: 95.0,
             fabric_busbw_gbs: 20.0,
             collective_latency_us: 30.0,
@@ -219,6 +240,32 @@ impl Profile {
         }
     }
 
+    /// What the level load asks at level `l` (clamped to [0, 1]), W,
+    /// before the cap: exactly `idle_w` at level 0 (a plain rung's
+    /// off-phase is unchanged), `level_max_share × virus_demand_w` at 1.
+    pub fn level_w(&self, l: f64) -> f64 {
+        let l = if l.is_finite() {
+            l.clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+        if l == 0.0 {
+            return self.idle_w;
+        }
+        let top = self.level_max_share * self.virus_demand_w;
+        self.idle_w + (top - self.idle_w) * l.powf(self.level_gamma)
+    }
+
     /// Names of the built-in profiles.
     pub const NAMES: &'static str = "h200, b300, a10g";
+}
+
+/// A profile written without `level_max_share` (before the level load).
+fn default_level_max_share() -> f64 {
+    0.92
+}
+
+/// A profile written without `level_gamma` (before the level load).
+fn default_level_gamma() -> f64 {
+    0.6
 }

@@ -1,6 +1,8 @@
 //! One rung, phase by phase: the barrier (every GPU warm and ready, then a
 //! start epoch every GPU and every node agrees on), the window, the record
-//! of what each GPU did, and the cooldown. Any phase ends the rung with a
+//! of what each GPU did, and the cooldown; a mitigation rung (one asking
+//! for power smoothing) first calibrates every GPU ([`super::calibrate`]).
+//! Any phase ends the rung with a
 //! stop reason when a GPU fails, hangs, or the run is stopped meanwhile.
 
 use super::RungDriver;
@@ -12,6 +14,8 @@ use crate::schedule::{rung_info, schedule_for};
 use crate::worker::{WorkerCmd, ask_all, first_error};
 use powerlab_campaign::Rung;
 use powerlab_core::hw::{HwError, Readiness, RungOutcome};
+use powerlab_core::shape::LoadKind;
+use powerlab_core::smoothing::DeviceSmoothing;
 use powerlab_core::units::{NS_PER_S, ns_to_ms};
 use powerlab_rundir::events::DEVICE_CLOCK_TOPIC;
 use powerlab_rundir::{GpuReady, RunEvent};
@@ -33,21 +37,28 @@ fn fail(what: &str, gpu: &str, e: &HwError) -> StopReason {
 }
 
 /// A failed write into the run directory.
-fn io(e: RunError) -> StopReason {
+pub(super) fn io(e: RunError) -> StopReason {
     crate::stop::disk_failure(&e)
 }
 
 impl RungDriver<'_> {
-    /// Runs one rung: barrier, window, record, cooldown.
+    /// Runs one rung: calibration (a mitigation rung's), barrier, window,
+    /// record, cooldown.
     pub(super) async fn run_rung(&mut self, rung: &Rung) -> Result<(), StopReason> {
         let t0 = self.journal.clock.now_ns();
         if rung.no_context {
             return self.run_untouched(rung, t0).await;
         }
+        // A mitigation rung calibrates every GPU first; a spec asking for
+        // nothing is the plain rung.
+        let smoothing = match rung.smoothing.filter(|s| !s.is_none()) {
+            Some(spec) => self.calibrate(rung, &spec, t0).await?,
+            None => Vec::new(),
+        };
         let ready = self.warm_up(rung, t0).await?;
         let start = self.agree_start(rung, &ready).await?;
         self.announce(rung, &ready, &start)?;
-        let outcomes = match self.run_window(rung, &start).await {
+        let outcomes = match self.run_window(rung, &start, &smoothing).await {
             Ok(o) => o,
             Err(stop) => {
                 self.stopped_at_ns = Some(self.journal.clock.now_ns());
@@ -101,14 +112,28 @@ impl RungDriver<'_> {
     async fn warm_up(&mut self, rung: &Rung, t0: i64) -> Result<Vec<Readiness>, StopReason> {
         // Each GPU warms with its own load: a GPU the rung leaves idle (a
         // ramp-up step's) is not warmed either.
-        let warmup_ns = rung.warmup_ns;
         let loads = (0..self.keys.len())
-            .map(|i| schedule_for(rung, i, 0).map(|s| s.shape.load()))
+            .map(|i| schedule_for(rung, i, 0, None).map(|s| s.shape.load()))
             .collect::<Result<Vec<_>, _>>()
             .map_err(StopReason::Failed)?;
+        let what = format!("rung {}", rung.label);
+        self.prepare_all(&what, &rung.label, rung.warmup_ns, &loads, t0)
+            .await
+    }
+
+    /// Every GPU prepared for `warmup_ns` with its load of `loads` (by run
+    /// index); `what` names the step in a failure, `label` in the progress.
+    pub(super) async fn prepare_all(
+        &mut self,
+        what: &str,
+        label: &str,
+        warmup_ns: i64,
+        loads: &[Option<LoadKind>],
+        t0: i64,
+    ) -> Result<Vec<Readiness>, StopReason> {
         let prepare = ask_all(&self.crew.workers, |i, reply| WorkerCmd::Prepare {
             warmup_ns,
-            warm_load: loads[i],
+            warm_load: loads.get(i).copied().flatten(),
             reply,
         });
         let limit = Duration::from_nanos(self.prepare_timeout_ns as u64);
@@ -116,7 +141,7 @@ impl RungDriver<'_> {
             done_ns: self.done_ns,
             total_ns: self.total_ns,
             start_ns: t0,
-            label: &rung.label,
+            label,
         };
         match self
             .journal
@@ -124,11 +149,10 @@ impl RungDriver<'_> {
             .await?
         {
             Err(_) => Err(StopReason::Failed(format!(
-                "rung {}: not every GPU reported ready within {} s; a GPU is hung or far slower than the others",
-                rung.label,
+                "{what}: not every GPU reported ready within {} s; a GPU is hung or far slower than the others",
                 self.prepare_timeout_ns / NS_PER_S
             ))),
-            Ok(Err(e)) => Err(StopReason::Failed(format!("rung {}: {e}", rung.label))),
+            Ok(Err(e)) => Err(StopReason::Failed(format!("{what}: {e}"))),
             Ok(Ok(results)) => {
                 first_error(results, &self.keys).map_err(|(g, e)| fail("warm-up", &g, &e))
             }
@@ -202,18 +226,20 @@ impl RungDriver<'_> {
             .map_err(io)
     }
 
-    /// The window: every GPU runs its schedule; returns what each did.
+    /// The window: every GPU runs its schedule (with its smoothing, by run
+    /// index, in a mitigation rung); returns what each did.
     /// Meanwhile the edges the GPUs achieve go into `edges.csv` every
     /// [`super::journal::TICK`].
     async fn run_window(
         &mut self,
         rung: &Rung,
         start: &Start,
+        smoothing: &[DeviceSmoothing],
     ) -> Result<Vec<RungOutcome>, StopReason> {
         let epoch = start.epoch_ns;
         self.edges.begin(rung.id).map_err(|e| io(e.into()))?;
         let schedules = (0..self.keys.len())
-            .map(|i| schedule_for(rung, i, epoch))
+            .map(|i| schedule_for(rung, i, epoch, smoothing.get(i)))
             .collect::<Result<Vec<_>, _>>()
             .map_err(StopReason::Failed)?;
         let run = ask_all(&self.crew.workers, |i, reply| WorkerCmd::Run {

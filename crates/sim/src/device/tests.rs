@@ -71,3 +71,52 @@ fn lost_gpu_reads_fail() {
         Err(HwError::DeviceFailed { .. })
     ));
 }
+
+#[test]
+fn a_staircase_runs_the_level_load_on_its_curve() {
+    use powerlab_core::smoothing::Draw;
+    let mut d = dev();
+    d.create_context(0);
+    let step = NS_PER_S / 2;
+    let shape = LoadShape::Staircase {
+        steps: vec![
+            Draw::Level(0.0),
+            Draw::Level(0.02),
+            Draw::Level(0.1),
+            Draw::Level(0.3),
+            Draw::Work,
+        ],
+        step_ns: step,
+    };
+    let start = NS_PER_S;
+    d.set_demand(
+        start,
+        Demand::Run {
+            shape,
+            start,
+            end: start + 5 * step,
+        },
+    );
+    d.advance_to(start + 5 * step);
+    let t = d.truth().unwrap();
+    let mean = |k: i64| {
+        t.mean_between(start + k * step + step / 2, start + (k + 1) * step)
+            .unwrap()
+    };
+    let p = Profile::h200();
+    // Level 0 is exactly idle; each level on the curve (uncapped here).
+    assert!((mean(0) - p.idle_w).abs() < 1.0, "idle {}", mean(0));
+    for (k, l) in [(1, 0.02), (2, 0.1), (3, 0.3)] {
+        let want = p.level_w(l);
+        assert!(
+            (mean(k) - want).abs() < 0.02 * want,
+            "level {l}: {} vs {want}",
+            mean(k)
+        );
+    }
+    // Not linear: level 0.1 already gives well over a tenth of the swing.
+    assert!(p.level_w(0.1) - p.idle_w > 0.2 * (p.level_w(1.0) - p.idle_w));
+    // The work: at the cap, still settling from its overshoot.
+    assert!((mean(4) - p.power_limit_w).abs() < 60.0, "work {}", mean(4));
+    assert_eq!(p.level_w(0.0), p.idle_w);
+}
