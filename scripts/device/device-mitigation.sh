@@ -24,6 +24,13 @@ log "preflight"
 "$BIN" preflight --out "$OUT" > "$OUT/preflight.txt" 2>&1; rc=$?
 tail -25 "$OUT/preflight.txt" | tee -a "$LOG"; echo "preflight exit $rc" | tee -a "$LOG"
 [ $rc -eq 0 ] || { log "preflight refused the node: stopping"; exit 1; }
+# One GPU cannot be staggered: its staggered rungs would repeat the in-phase ones.
+NGPU=$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | wc -l)
+if [ "$NGPU" -eq 1 ]; then
+  sed 's/^modes = \["in_phase", "staggered"\]/modes = ["in_phase"]/' "$CAMPAIGN" > /tmp/campaign-1gpu.toml
+  CAMPAIGN=/tmp/campaign-1gpu.toml
+  log "1 GPU: in phase only"
+fi
 log "plan $CAMPAIGN"
 "$BIN" plan "$CAMPAIGN" > "$OUT/plan.txt" 2>&1; tail -40 "$OUT/plan.txt" | tee -a "$LOG"
 log "run"

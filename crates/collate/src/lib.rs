@@ -41,6 +41,7 @@ pub mod format;
 pub mod handoff;
 pub mod integrity;
 pub mod load;
+pub mod mitigation;
 pub mod nccl;
 pub mod node_power;
 pub mod parquet_io;

@@ -29,7 +29,18 @@ pub struct MitigationRow {
     /// In phase or staggered.
     pub mode: Mode,
     /// What it asked (per GPU).
+    #[serde(skip)]
     pub spec: SmoothingSpec,
+    /// Its label part (`floor60`, `up12k-down12k`).
+    pub mitigation: String,
+    /// Floor asked, % of each GPU's limit.
+    pub floor_pct: f64,
+    /// Ramp-up rate asked, W/s per GPU.
+    pub ramp_up_w_per_s: Option<f64>,
+    /// Ramp-down rate asked, W/s per GPU.
+    pub ramp_down_w_per_s: Option<f64>,
+    /// Ramp-down hysteresis asked, ms.
+    pub ramp_down_hysteresis_ms: f64,
     /// The plain rung it is set against (None: the run has none).
     pub plain_label: Option<String>,
     /// Node swing (p90 − p10 of the composed cycle), W, and its 95 % interval.
@@ -161,7 +172,8 @@ fn row(
     per_gpu: &[GpuRungRow],
 ) -> MitigationRow {
     let (mean_w, samples_w) = node_means(r.rung.id, per_gpu);
-    let (plain_mean_w, plain_samples_w) = plain.map_or((None, None), |p| node_means(p.rung.id, per_gpu));
+    let (plain_mean_w, plain_samples_w) =
+        plain.map_or((None, None), |p| node_means(p.rung.id, per_gpu));
     let extra_w = mean_w.zip(plain_mean_w).map(|(a, b)| a - b);
     let extra_samples_w = samples_w.zip(plain_samples_w).map(|(a, b)| a - b);
     let composed = half(r.mean_ci95)
@@ -175,10 +187,17 @@ fn row(
     let plain_swing_w = plain.and_then(|p| p.swing_w);
     let mut note = Vec::new();
     if plain.is_none() {
-        note.push("no plain rung of the same period, mode and repeat: nothing to cost it against".to_string());
+        note.push(
+            "no plain rung of the same period, mode and repeat: nothing to cost it against"
+                .to_string(),
+        );
     }
     if r.swing_w.is_none() {
-        note.push(r.verdict.clone().unwrap_or_else(|| "no composed cycle: no swing".into()));
+        note.push(
+            r.verdict
+                .clone()
+                .unwrap_or_else(|| "no composed cycle: no swing".into()),
+        );
     }
     MitigationRow {
         rung_id: r.rung.id,
@@ -186,6 +205,11 @@ fn row(
         period_ms: r.rung.requested_period_ms().map_or(0.0, PeriodMs::ms),
         mode: r.rung.mode,
         spec,
+        mitigation: spec.label(),
+        floor_pct: spec.floor_pct,
+        ramp_up_w_per_s: spec.ramp_up_w_per_s,
+        ramp_down_w_per_s: spec.ramp_down_w_per_s,
+        ramp_down_hysteresis_ms: spec.ramp_down_hysteresis_ms,
         plain_label: plain.map(|p| p.rung.label.clone()),
         swing_w: r.swing_w,
         swing_ci95_w: half(r.swing_ci95),

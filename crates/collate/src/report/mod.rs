@@ -77,6 +77,8 @@ pub struct NodeParts {
     pub soak: Soak,
     /// The node's own power meters.
     pub node_power: NodePower,
+    /// What each mitigation rung buys and costs against its plain rung.
+    pub mitigation: crate::mitigation::Mitigation,
 }
 
 /// The node's own power sources, per rung beside the GPU sum, and the

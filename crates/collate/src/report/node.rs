@@ -9,8 +9,8 @@ use crate::sensor::series::{EdgeIndex, SeriesSet};
 use crate::sensor::verdict::SensorReport;
 use crate::summary::{Cycles, RungSummary};
 use crate::{
-    curve, cycle, edges, energy, envelope, handoff, integrity, load, nccl, per_gpu, sensor, soak,
-    stats, summary,
+    curve, cycle, edges, energy, envelope, handoff, integrity, load, mitigation, nccl, per_gpu,
+    sensor, soak, stats, summary,
 };
 use polars::prelude::DataFrame;
 use powerlab_rundir::{PhaseKind, RunDir};
@@ -116,6 +116,7 @@ pub fn compute(
         &run,
         &curve,
         &rungs,
+        &cycles,
         samples,
         sensor,
         inputs,
@@ -287,6 +288,7 @@ fn node_parts(
     run: &load::Run,
     curve: &curve::NodeCurve,
     rungs: &[RungSummary],
+    cycles: &Cycles,
     mut samples: Samples,
     sensor: SensorReport,
     inputs: handoff::Inputs,
@@ -299,6 +301,7 @@ fn node_parts(
     steps.done("node power");
     let per_gpu = per_gpu::per_gpu(run, &samples.series);
     steps.done("per-GPU table");
+    let mitigation = mitigation::mitigation(run, rungs, cycles, &per_gpu);
     let soak = soak::analyse(
         run,
         &samples.series,
@@ -316,5 +319,6 @@ fn node_parts(
         fabric,
         soak,
         node_power,
+        mitigation,
     })
 }

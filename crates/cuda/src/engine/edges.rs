@@ -150,7 +150,11 @@ impl Engine {
         let n4: u64 = (dev.hbm_src.len() / 4) as u64;
         let mut view = self.stamps.slots.slice_mut(slot..slot + 1);
         let cfg = LaunchConfig {
-            grid_dim: (blocks.clamp(1, dev.sms * super::smooth::LEVEL_BLOCKS_PER_SM), 1, 1),
+            grid_dim: (
+                blocks.clamp(1, dev.sms * super::smooth::LEVEL_BLOCKS_PER_SM),
+                1,
+                1,
+            ),
             block_dim: (256, 1, 1),
             shared_mem_bytes: 0,
         };
