@@ -39,7 +39,10 @@ pub(super) fn grid(ctx: &Ctx<'_>, g: Spanned<RawGrid>) -> Result<Grid, CampaignE
         site: (&g.ramp_up_mw_per_s, "grid.ramp_up_mw_per_s"),
     };
     let down = RampKeys {
-        per_gpu: (&g.ramp_down_w_per_s_per_gpu, "grid.ramp_down_w_per_s_per_gpu"),
+        per_gpu: (
+            &g.ramp_down_w_per_s_per_gpu,
+            "grid.ramp_down_w_per_s_per_gpu",
+        ),
         site: (&g.ramp_down_mw_per_s, "grid.ramp_down_mw_per_s"),
     };
     let (up_gpu, up_site) = ramp(ctx, &up, gpus)?;
@@ -57,7 +60,12 @@ pub(super) fn grid(ctx: &Ctx<'_>, g: Spanned<RawGrid>) -> Result<Grid, CampaignE
     }
     let pct = (0.0, 100.0);
     let share = optional(ctx, &g.max_band_share_pct, "grid.max_band_share_pct", pct)?;
-    let range_pct = optional(ctx, &g.max_dynamic_range_pct, "grid.max_dynamic_range_pct", pct)?;
+    let range_pct = optional(
+        ctx,
+        &g.max_dynamic_range_pct,
+        "grid.max_dynamic_range_pct",
+        pct,
+    )?;
     let range_w = optional(
         ctx,
         &g.max_dynamic_range_w,
@@ -197,7 +205,11 @@ mod tests {
     fn a_bad_grid_table_names_its_key_and_line() {
         for (table, field, says) in [
             ("[grid]\nband_hz = [20, 0.1]\n", "grid.band_hz", "not below"),
-            ("[grid]\nband_hz = [0, 20]\n", "grid.band_hz", "out of range"),
+            (
+                "[grid]\nband_hz = [0, 20]\n",
+                "grid.band_hz",
+                "out of range",
+            ),
             ("[grid]\nband_hz = [0.1]\n", "grid.band_hz", "a pair"),
             (
                 "[grid]\nramp_up_mw_per_s = 10\n",
@@ -214,7 +226,11 @@ mod tests {
                 "grid.gpus",
                 "without a site limit",
             ),
-            ("[grid]\ngpus = 0\nramp_up_mw_per_s = 1\n", "grid.gpus", "1 to"),
+            (
+                "[grid]\ngpus = 0\nramp_up_mw_per_s = 1\n",
+                "grid.gpus",
+                "1 to",
+            ),
             (
                 "[grid]\nramp_up_w_per_s_per_gpu = -5\n",
                 "grid.ramp_up_w_per_s_per_gpu",
