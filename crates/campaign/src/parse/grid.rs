@@ -9,11 +9,11 @@ use crate::error::CampaignError;
 use crate::model::{DEFAULT_BAND_HZ, Grid};
 use toml::Spanned;
 
-/// Highest ramp limit per GPU, W/s (0 excluded): a GPU that swings its
-/// whole draw in a microsecond does ~1e9 W/s.
-pub const RAMP_W_PER_S_RANGE: (f64, f64) = (0.0, 1e9);
-/// Highest ramp limit of a site, MW/s (0 excluded).
-pub const RAMP_MW_PER_S_RANGE: (f64, f64) = (0.0, 1e6);
+/// Highest ramp limit per GPU, W/s (0 excluded): 100 MW/s, a GPU that
+/// swung 1 kW in 10 µs.
+pub const RAMP_W_PER_S_RANGE: (f64, f64) = (0.0, 100_000_000.0);
+/// Highest ramp limit of a site, MW/s (0 excluded): 100 GW/s.
+pub const RAMP_MW_PER_S_RANGE: (f64, f64) = (0.0, 100_000.0);
 /// The band's edges, Hz: above 0, at most 1 kHz.
 pub const BAND_HZ_RANGE: (f64, f64) = (0.0, 1_000.0);
 /// Most GPUs a site may declare.

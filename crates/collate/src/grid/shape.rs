@@ -42,7 +42,7 @@ pub fn plateaus(values: &[f64]) -> Option<Step> {
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
             (a.min(*v), b.max(*v))
         });
-    if values.len() < 2 || !(max > min) {
+    if values.len() < 2 || max.is_nan() || max <= min {
         return None;
     }
     let mid = 0.5 * (min + max);
@@ -64,7 +64,7 @@ pub fn plateaus(values: &[f64]) -> Option<Step> {
 /// the same from 90 % down to 10 %). None: no complete edge.
 pub fn fastest_edge(values: &[f64], step: Step, dir: Ramp) -> Option<f64> {
     let m = values.len();
-    if m < 2 || !(step.height() > 0.0) {
+    if m < 2 || step.height().is_nan() || step.height() <= 0.0 {
         return None;
     }
     // A fall is a rise of the negated values.
@@ -109,7 +109,7 @@ pub fn fastest_edge(values: &[f64], step: Step, dir: Ramp) -> Option<f64> {
 /// fluctuation. A cycle of one period gives its harmonics k / period.
 pub fn band_share(values: &[f64], step_s: f64, [lo_hz, hi_hz]: [f64; 2]) -> Option<f64> {
     let n = values.len();
-    if n < 4 || !(step_s > 0.0) {
+    if n < 4 || step_s.is_nan() || step_s <= 0.0 {
         return None;
     }
     let mean = values.iter().sum::<f64>() / n as f64;
