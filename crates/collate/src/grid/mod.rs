@@ -22,6 +22,8 @@
 
 mod judge;
 pub mod shape;
+#[cfg(test)]
+mod tests;
 
 pub use judge::GridVerdict;
 
