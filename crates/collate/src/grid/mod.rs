@@ -375,9 +375,10 @@ fn cycle_figures(c: &NodeCycle, band_hz: [f64; 2]) -> Vec<GridFigure> {
     let range_pm = c
         .interval
         .map(|i| 0.5 * (i.peak.width().powi(2) + i.p1.width().powi(2)).sqrt());
-    let mut range = GridFigure::stated(Metric::DynamicRange, max - min, step_ms);
+    // A peak narrower than the resolution is smoothed: the range rests on it.
+    let mut range = GridFigure::stated(Metric::DynamicRange, max - min, res_ms);
     range.plus_minus = range_pm;
-    let mut pct = GridFigure::stated(Metric::DynamicRangePct, pct_of(max - min, max), step_ms);
+    let mut pct = GridFigure::stated(Metric::DynamicRangePct, pct_of(max - min, max), res_ms);
     pct.plus_minus = range_pm.map(|p| pct_of(p, max));
     let highest_hz = c.harmonics as f64 / ms_to_s(c.period_ms);
     let share = if band_hz[1] > highest_hz {
