@@ -288,6 +288,10 @@ pub struct Campaign {
     /// envelope is judged against. None: no `[supply]` table.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub supply: Option<Supply>,
+    /// The utility interconnect's limits as declared (`[grid]`): what the
+    /// grid metrics are judged against. None: no `[grid]` table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grid: Option<Grid>,
 }
 
 /// `[supply]`: the node supply's rating and the excursions it allows.
@@ -300,6 +304,76 @@ pub struct Supply {
     /// strictly increasing.
     #[serde(default)]
     pub excursions: Vec<Excursion>,
+}
+
+/// `[grid]`: the limits a utility interconnect sets on how the load
+/// swings (arXiv 2508.14318): ramp rates, the dynamic range, and the
+/// largest share of the swing's energy inside a critical band. A limit
+/// not declared is not judged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Grid {
+    /// The GPU count the `_mw_per_s` limits are for (the site's); the
+    /// node's rates are scaled by `gpus / node GPUs` before judging.
+    #[serde(default)]
+    pub gpus: Option<u32>,
+    /// Highest rise rate per GPU, W/s.
+    #[serde(default)]
+    pub ramp_up_w_per_s_per_gpu: Option<f64>,
+    /// Highest rise rate of `gpus` GPUs, MW/s.
+    #[serde(default)]
+    pub ramp_up_mw_per_s: Option<f64>,
+    /// Highest fall rate per GPU, W/s.
+    #[serde(default)]
+    pub ramp_down_w_per_s_per_gpu: Option<f64>,
+    /// Highest fall rate of `gpus` GPUs, MW/s.
+    #[serde(default)]
+    pub ramp_down_mw_per_s: Option<f64>,
+    /// The critical band, Hz: `[low, high]`.
+    #[serde(default = "default_band_hz")]
+    pub band_hz: [f64; 2],
+    /// Largest share of the fluctuation's energy inside the band, %.
+    #[serde(default)]
+    pub max_band_share_pct: Option<f64>,
+    /// Largest max − min as a share of the max, %.
+    #[serde(default)]
+    pub max_dynamic_range_pct: Option<f64>,
+    /// Largest max − min at the node, W.
+    #[serde(default)]
+    pub max_dynamic_range_w: Option<f64>,
+}
+
+/// The critical band when none is declared, Hz.
+pub const DEFAULT_BAND_HZ: [f64; 2] = [0.1, 20.0];
+
+fn default_band_hz() -> [f64; 2] {
+    DEFAULT_BAND_HZ
+}
+
+/// A direction of a ramp.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ramp {
+    /// Rising.
+    Up,
+    /// Falling.
+    Down,
+}
+
+impl Grid {
+    /// The declared limit on a node of `node_gpus` GPUs ramping `dir`, as
+    /// a node rate, W/s: a per-GPU limit times the node's GPUs, or a
+    /// site's MW/s limit times `node_gpus / gpus`. None: not declared.
+    pub fn ramp_limit_node_w_per_s(&self, dir: Ramp, node_gpus: usize) -> Option<f64> {
+        let (per_gpu, site) = match dir {
+            Ramp::Up => (self.ramp_up_w_per_s_per_gpu, self.ramp_up_mw_per_s),
+            Ramp::Down => (self.ramp_down_w_per_s_per_gpu, self.ramp_down_mw_per_s),
+        };
+        per_gpu.map(|w| w * node_gpus as f64).or_else(|| {
+            site.zip(self.gpus).map(|(mw, g)| {
+                mw * powerlab_core::units::W_PER_MW * node_gpus as f64 / f64::from(g.max(1))
+            })
+        })
+    }
 }
 
 /// One point of a supply's excursion limit: the highest mean power

@@ -40,8 +40,9 @@ pub const SAMPLE_WINDOW_DEFAULT_MS: f64 = 20.0;
 /// take away the 20 ms window.
 pub const SAMPLE_WINDOW_SLACK: f64 = 0.02;
 
-/// Where a rung's envelope comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Where a rung's envelope (or grid metrics) comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Source {
     /// The rung's composed node cycle.
     ComposedCycle,

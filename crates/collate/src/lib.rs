@@ -38,6 +38,7 @@ pub mod envelope;
 pub mod error;
 pub mod export;
 pub mod format;
+pub mod grid;
 pub mod handoff;
 pub mod integrity;
 pub mod load;

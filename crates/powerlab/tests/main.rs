@@ -10,6 +10,7 @@ mod compare;
 mod edges;
 mod faults;
 mod fuzz_damaged;
+mod grid_truth;
 mod hostile;
 mod nccl;
 mod node_power;

@@ -293,6 +293,7 @@ fn the_same_seed_gives_identical_outputs_whatever_the_start_time() {
         "repeats.csv",
         "in_phase_vs_staggered.csv",
         "envelope.csv",
+        "grid.csv",
         "sensor_rungs.csv",
         "sensor_periods.csv",
         "spectrum.csv",

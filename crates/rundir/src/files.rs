@@ -180,6 +180,9 @@ pub enum ReportFile {
     /// `envelope.csv`: the highest mean node power over each window length,
     /// per rung, against the declared supply.
     EnvelopeCsv,
+    /// `grid.csv`: per rung the grid metrics (ramp rates, dynamic range,
+    /// band share) against the declared `[grid]`.
+    GridCsv,
     /// `node_curve.csv`: the node curve for people.
     NodeCurveCsv,
     /// `node_curve.parquet`: the node curve, full precision (the rack reads it).
@@ -233,6 +236,7 @@ impl ReportFile {
             ReportFile::NodePowerSourcesCsv => "node_power_sources.csv",
             ReportFile::NodePowerCsv => "node_power.csv",
             ReportFile::EnvelopeCsv => "envelope.csv",
+            ReportFile::GridCsv => "grid.csv",
             ReportFile::NodeCurveCsv => "node_curve.csv",
             ReportFile::NodeCurveParquet => "node_curve.parquet",
             ReportFile::NodeCyclesParquet => "node_cycles.parquet",

@@ -7,6 +7,7 @@
 //! `nccl` and what the parts share in `phase_ctx`.
 
 mod duty;
+mod grid;
 mod nccl;
 mod phase;
 mod phase_ctx;
@@ -113,6 +114,7 @@ fn validate(ctx: &Ctx<'_>, raw: RawFile) -> Result<Campaign, CampaignError> {
     let limits = sections::limits(ctx, raw.limits)?;
     let rack = sections::rack(ctx, raw.rack)?;
     let supply = raw.supply.map(|s| sections::supply(ctx, s)).transpose()?;
+    let grid = raw.grid.map(|g| grid::grid(ctx, g)).transpose()?;
     let (repeats, warmup_s, cooldown_s) = sections::defaults(ctx, raw.defaults)?;
     if raw.phase.is_empty() && header.calibrate != Some(true) {
         return Err(ctx.err(
@@ -147,6 +149,7 @@ fn validate(ctx: &Ctx<'_>, raw: RawFile) -> Result<Campaign, CampaignError> {
         phases,
         node_power: crate::node_power::validate_all(ctx, raw.node_power)?,
         supply,
+        grid,
     };
     check_size(ctx, &campaign, header_span)?;
     Ok(campaign)

@@ -16,6 +16,7 @@ pub(super) struct RawFile {
     pub(super) defaults: Option<RawDefaults>,
     pub(super) rack: Option<RawRack>,
     pub(super) supply: Option<Spanned<RawSupply>>,
+    pub(super) grid: Option<Spanned<RawGrid>>,
     #[serde(default)]
     pub(super) phase: Vec<Spanned<RawPhase>>,
     #[serde(default)]
@@ -74,6 +75,22 @@ pub(super) struct RawRack {
 pub(super) struct RawSupply {
     pub(super) rated_w: Option<Spanned<f64>>,
     pub(super) excursions: Option<Spanned<Vec<Spanned<Vec<f64>>>>>,
+}
+
+/// `[grid]` as written: rates per GPU (W/s) or per site (MW/s, with the
+/// site's `gpus`), the band as `[low_hz, high_hz]`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawGrid {
+    pub(super) gpus: Option<Spanned<i64>>,
+    pub(super) ramp_up_w_per_s_per_gpu: Option<Spanned<f64>>,
+    pub(super) ramp_up_mw_per_s: Option<Spanned<f64>>,
+    pub(super) ramp_down_w_per_s_per_gpu: Option<Spanned<f64>>,
+    pub(super) ramp_down_mw_per_s: Option<Spanned<f64>>,
+    pub(super) band_hz: Option<Spanned<Vec<f64>>>,
+    pub(super) max_band_share_pct: Option<Spanned<f64>>,
+    pub(super) max_dynamic_range_pct: Option<Spanned<f64>>,
+    pub(super) max_dynamic_range_w: Option<Spanned<f64>>,
 }
 
 /// `[defaults]` as written.

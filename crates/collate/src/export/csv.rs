@@ -1,14 +1,16 @@
 //! CSV outputs: the summary tables (`summary.csv`, `repeats.csv`,
 //! `in_phase_vs_staggered.csv`), the node curve (`node_curve.csv`), the
 //! NCCL table (`nccl.csv`), the sensor tables (`sensor_rungs.csv`,
-//! `sensor_periods.csv`, `spectrum.csv`) and any frame or row set the rack
-//! writes. Rows of a serializable type are written with a header named by
-//! its fields; frames with polars' writer; the spectrum table as fixed-
-//! precision records without a header.
+//! `sensor_periods.csv`, `spectrum.csv`), the envelope (`envelope.csv`),
+//! the grid metrics (`grid.csv`) and any frame or row set the rack writes.
+//! Rows of a serializable type are written with a header named by its
+//! fields; frames with polars' writer; the spectrum table as fixed-
+//! precision records under [`SPECTRUM_HEADER`].
 
 use crate::curve::{CURVE_INSTRUMENTS, NodeCurve};
 use crate::envelope::{Envelope, Verdict};
 use crate::error::CollateError;
+use crate::grid::GridMetrics;
 use crate::nccl::NcclRow;
 use crate::report::{NodeParts, RackParts, Report, Scope};
 use crate::sensor::verdict::SensorReport;
@@ -220,6 +222,59 @@ pub fn write_envelope(e: &Envelope, dir: &Path) -> Result<PathBuf, CollateError>
     table(&rows, dir, ReportFile::EnvelopeCsv)
 }
 
+/// One row of `grid.csv`: one rung and metric.
+#[derive(Serialize)]
+struct GridRow<'a> {
+    rung_id: u32,
+    label: &'a str,
+    metric: &'static str,
+    value: Option<f64>,
+    unit: &'static str,
+    plus_minus: Option<f64>,
+    lower_bound: bool,
+    resolution_ms: Option<f64>,
+    highest_hz: Option<f64>,
+    limit: Option<f64>,
+    verdict: &'static str,
+    margin: Option<f64>,
+    source: &'static str,
+    reason: Option<String>,
+}
+
+/// Writes `grid.csv`: one row per rung and grid metric, its figure (three
+/// decimals) with its ±, whether it is a lower bound, the resolution it
+/// rests on, or why it has none; the declared limit, verdict and margin.
+///
+/// # Errors
+///
+/// Returns [`CollateError::Io`] when `grid.csv` cannot be created or
+/// written.
+pub fn write_grid(g: &GridMetrics, dir: &Path) -> Result<PathBuf, CollateError> {
+    let rows: Vec<GridRow<'_>> = g
+        .rungs
+        .iter()
+        .flat_map(|r| {
+            r.figures.iter().map(|f| GridRow {
+                rung_id: r.rung_id,
+                label: &r.label,
+                metric: f.metric.name(),
+                value: f.value.map(r3),
+                unit: f.metric.unit(),
+                plus_minus: f.plus_minus.map(r3),
+                lower_bound: f.lower_bound,
+                resolution_ms: f.resolution_ms.map(r3),
+                highest_hz: f.highest_hz.map(r3),
+                limit: f.limit.map(r3),
+                verdict: f.verdict.name(),
+                margin: f.margin.map(r3),
+                source: r.source.name(),
+                reason: f.withheld.map(|w| w.to_string()),
+            })
+        })
+        .collect();
+    table(&rows, dir, ReportFile::GridCsv)
+}
+
 /// The CSV tables of a report.
 pub struct Csv;
 
@@ -236,6 +291,7 @@ impl super::Exporter for Csv {
             dir,
         )?);
         files.push(write_envelope(&report.envelope, dir)?);
+        files.push(write_grid(&report.grid, dir)?);
         match &report.scope {
             Scope::Node(n) => files.extend(node_tables(n, dir)?),
             Scope::Rack(r) => files.extend(rack_tables(r, dir)?),

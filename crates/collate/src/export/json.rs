@@ -1,9 +1,11 @@
-//! JSON outputs: `summary.json` (the three summary tables in one document)
+//! JSON outputs: `summary.json` (the three summary tables and the grid
+//! metrics in one document)
 //! and `sensor.json` (the sensor model a run was judged by, in the format
 //! `powerlab calibrate` writes and `run --sensor` reads). Pretty-printed,
 //! with a final newline.
 
 use crate::error::CollateError;
+use crate::grid::GridMetrics;
 use crate::report::Report;
 use crate::sensor::model::SensorModel;
 use crate::summary::{PhaseCompare, RepeatStats, RungSummary};
@@ -17,7 +19,7 @@ fn write_pretty<T: serde::Serialize + ?Sized>(value: &T, path: &Path) -> Result<
 
 /// Writes `summary.json`: the rung summaries, the statistics across repeats
 /// and the in-phase vs staggered rows, under `rungs`, `repeats` and
-/// `in_phase_vs_staggered`.
+/// `in_phase_vs_staggered`, and the grid metrics under `grid`.
 ///
 /// # Errors
 ///
@@ -26,11 +28,16 @@ pub fn write_summary(
     rungs: &[RungSummary],
     repeats: &[RepeatStats],
     compare: &[PhaseCompare],
+    grid: &GridMetrics,
     dir: &Path,
 ) -> Result<PathBuf, CollateError> {
     let path = dir.join(powerlab_rundir::ReportFile::SummaryJson.file_name());
-    let json =
-        serde_json::json!({ "rungs": rungs, "repeats": repeats, "in_phase_vs_staggered": compare });
+    let json = serde_json::json!({
+        "rungs": rungs,
+        "repeats": repeats,
+        "in_phase_vs_staggered": compare,
+        "grid": grid,
+    });
     write_pretty(&json, &path)?;
     Ok(path)
 }
@@ -55,6 +62,7 @@ impl super::Exporter for Json {
             &report.rungs,
             &report.repeats,
             &report.compare,
+            &report.grid,
             dir,
         )?];
         if let Some(n) = report.node() {

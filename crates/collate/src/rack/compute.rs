@@ -101,12 +101,21 @@ pub fn compute(rack: &Path, opts: RackOptions<'_>) -> Result<Report, CollateErro
         &cycles,
         crate::envelope::SAMPLE_WINDOW_DEFAULT_MS,
     );
+    let rack_gpus = usable.iter().map(|&i| nodes.runs[i].1.series.len()).sum();
+    let grid = crate::grid::grid_metrics(
+        &reference,
+        &curve,
+        &cycles,
+        crate::envelope::SAMPLE_WINDOW_DEFAULT_MS,
+        rack_gpus,
+    );
     let parts = rack_parts(rack, nodes, curve_table, starts)?;
     Ok(Report {
         title: "rack run".into(),
         repeats: repeat_stats(&rungs),
         compare: compare_modes(&rungs),
         envelope,
+        grid,
         run: reference,
         curve,
         cycles,

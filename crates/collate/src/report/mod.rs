@@ -9,6 +9,7 @@ pub mod node_power;
 
 use crate::curve::NodeCurve;
 use crate::envelope::Envelope;
+use crate::grid::GridMetrics;
 use crate::handoff::Inputs;
 use crate::load::Run;
 use crate::nccl::{FabricPowerRow, NcclRow};
@@ -42,6 +43,9 @@ pub struct Report {
     /// Per rung, the highest mean power over each window length, against
     /// the declared supply.
     pub envelope: Envelope,
+    /// Per rung, the grid metrics (ramp rates, dynamic range, band share)
+    /// against the declared `[grid]`.
+    pub grid: GridMetrics,
     /// What only a node, or only a rack, has.
     pub scope: Scope,
 }

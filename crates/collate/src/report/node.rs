@@ -96,7 +96,9 @@ pub fn compute(
     let mut rungs = rung_summaries(&run, &samples.series, &curve, &cycles, &edge_stats);
     rungs = with_short_on_phases(rungs, &run, &samples.series, &cycles);
     steps.done("rung summaries");
-    let envelope = envelope::envelope(&run, &curve, &cycles, envelope::sample_window_ms(&model));
+    let sample_window_ms = envelope::sample_window_ms(&model);
+    let envelope = envelope::envelope(&run, &curve, &cycles, sample_window_ms);
+    let grid = crate::grid::grid_metrics(&run, &curve, &cycles, sample_window_ms, run.series.len());
     let visible = rungs.iter().map(|r| (r.rung.id, r.raw_swing_w)).collect();
     let sensor =
         sensor::verdict::analyse(&run, &samples.series, &edge_index, model, &curve, &visible);
@@ -131,6 +133,7 @@ pub fn compute(
         repeats: summary::repeat_stats(&rungs),
         compare: summary::compare_modes(&rungs),
         envelope,
+        grid,
         run,
         curve,
         cycles,

@@ -9,6 +9,7 @@ pub mod baseline;
 pub mod cells;
 pub mod compare;
 pub mod envelope;
+pub mod grid;
 pub mod headline;
 pub mod nccl;
 pub mod node_power;
@@ -36,6 +37,7 @@ impl super::Exporter for Markdown {
                     repeats: &report.repeats,
                     compare: &report.compare,
                     envelope: &report.envelope,
+                    grid: &report.grid,
                     nccl: &n.nccl,
                     fabric: &n.fabric,
                     sensor: &n.sensor,
@@ -69,6 +71,7 @@ impl super::Exporter for Markdown {
                         recollated: r.node_reports.len() - reused,
                         node_power: &r.node_power,
                         envelope: &report.envelope,
+                        grid: &report.grid,
                     },
                     &report.rungs,
                     &report.compare,

@@ -38,6 +38,8 @@ pub struct RackTables<'a> {
     pub node_power: &'a [crate::rack::node_power::RackNodePowerRow],
     /// The excursion envelope of the rack's sum, every rung.
     pub envelope: &'a crate::envelope::Envelope,
+    /// The grid metrics of the rack's sum, every rung.
+    pub grid: &'a crate::grid::GridMetrics,
 }
 
 /// The rack's answer block: the lines a node's has for the whole rack
@@ -121,6 +123,7 @@ pub fn write_rack_report(
     write_hosts(&mut s, t.hosts);
     write_rack_power(&mut s, rungs, t.starts);
     super::envelope::write_section(&mut s, t.envelope);
+    super::grid::write_section(&mut s, t.grid);
     write_in_phase_vs_staggered(&mut s, compare);
     write_notes(&mut s, t.nodes);
     write_node_power(&mut s, t.node_power);

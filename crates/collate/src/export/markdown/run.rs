@@ -43,6 +43,7 @@ pub fn write_report(
     write_gpus(&mut s, &run.manifest);
     super::rungs::write_rungs(&mut s, t.rungs);
     super::envelope::write_section(&mut s, t.envelope);
+    super::grid::write_section(&mut s, t.grid);
     super::rungs::write_edges(&mut s, &run.manifest, t.rungs);
     super::rungs::write_repeats(&mut s, t.repeats);
     super::rungs::write_in_phase_vs_staggered(&mut s, t.compare);

@@ -15,6 +15,8 @@ pub struct Tables<'a> {
     pub compare: &'a [PhaseCompare],
     /// The excursion envelope of every rung.
     pub envelope: &'a crate::envelope::Envelope,
+    /// The grid metrics of every rung.
+    pub grid: &'a crate::grid::GridMetrics,
     /// NCCL bandwidth rows.
     pub nccl: &'a [NcclRow],
     /// Fabric power next to idle and compute.

@@ -1,0 +1,294 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)] // a test that unwraps reports its failure by panicking
+//! Issue 33, part 2: the grid metrics of `grid.csv` against the simulated
+//! node's true waveform (`--sim-truth`, 1 ms), which the collator never
+//! reads. Each metric is computed here from the truth, independently of
+//! the collator's code:
+//!
+//! - ramp rates: the truth folded on the rung's period into its mean cycle
+//!   (1 ms bins); the plateaus are the medians of the bins below and above
+//!   the mid level; the rate is 0.8 × step over the shortest 10–90 % edge;
+//! - dynamic range: max − min of the true waveform inside the rung;
+//! - band share: the true waveform's spectrum inside the rung (DC
+//!   excluded), the share of its variance in 0.1–20 Hz.
+//!
+//! Tolerance: 10 % of the truth, or 2 % of the node's on−off step,
+//! whichever is larger. The step is in W; for a rate it is taken over the
+//! figure's stated resolution (W/s), and for a band share as an energy
+//! (the step's 2 % squared, as a share of the true variance). A lower
+//! bound must not exceed the truth by more than the tolerance.
+
+use crate::util::*;
+use std::collections::{BTreeMap, HashMap};
+
+/// The true mean cycle of `x` (1 ms points from `t0_ns`), folded on
+/// `period_ms` from `epoch_ns` into round(period) bins.
+fn true_cycle(x: &[f64], t0_ns: i64, epoch_ns: i64, period_ms: f64) -> Vec<f64> {
+    let m = period_ms.round() as usize;
+    let p_ns = period_ms * 1e6;
+    let (mut sum, mut n) = (vec![0.0; m], vec![0usize; m]);
+    for (i, v) in x.iter().enumerate() {
+        let t = (t0_ns + i as i64 * 1_000_000 - epoch_ns) as f64;
+        let j = ((t.rem_euclid(p_ns) / p_ns) * m as f64) as usize % m;
+        sum[j] += v;
+        n[j] += 1;
+    }
+    sum.iter()
+        .zip(&n)
+        .map(|(s, k)| s / (*k).max(1) as f64)
+        .collect()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        0.5 * (v[n / 2 - 1] + v[n / 2])
+    }
+}
+
+/// The true rates (up, down) of a cycle of 1 ms bins, W/s.
+fn true_rates(c: &[f64]) -> (f64, f64) {
+    let (min, max) = c
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(*v), b.max(*v)));
+    let mid = 0.5 * (min + max);
+    let lo = median(c.iter().copied().filter(|v| *v < mid).collect());
+    let hi = median(c.iter().copied().filter(|v| *v >= mid).collect());
+    let h = hi - lo;
+    let edge = |sign: f64, l10: f64, l90: f64| {
+        let m = c.len();
+        let w = |j: usize| sign * c[j % m];
+        let mut best = f64::INFINITY;
+        for j in 0..m {
+            if !(w(j) < l10 && w(j + 1) >= l10) {
+                continue;
+            }
+            let t10 = j as f64 + (l10 - w(j)) / (w(j + 1) - w(j));
+            for k in j..j + m {
+                if k > j && w(k) < l10 {
+                    break;
+                }
+                if w(k + 1) >= l90 {
+                    let t90 = k as f64 + (l90 - w(k)) / (w(k + 1) - w(k));
+                    best = best.min(t90 - t10);
+                    break;
+                }
+            }
+        }
+        0.8 * h / (best.max(1.0) / 1000.0)
+    };
+    (
+        edge(1.0, lo + 0.1 * h, lo + 0.9 * h),
+        edge(-1.0, -(hi - 0.1 * h), -(lo + 0.1 * h)),
+    )
+}
+
+/// The share (%) of the variance of 1 ms points `x` in `[lo, hi]` Hz, and
+/// the variance: a direct DFT at every frequency k / span inside the band.
+fn true_band_share(x: &[f64], lo: f64, hi: f64) -> (f64, f64) {
+    let n = x.len();
+    let mean = x.iter().sum::<f64>() / n as f64;
+    let d: Vec<f64> = x.iter().map(|v| v - mean).collect();
+    let total: f64 = d.iter().map(|v| v * v).sum();
+    let span_s = n as f64 / 1000.0;
+    let mut inside = 0.0;
+    let k0 = (lo * span_s).ceil().max(1.0) as usize;
+    let k1 = ((hi * span_s).floor() as usize).min(n / 2);
+    for k in k0..=k1 {
+        let w = -2.0 * std::f64::consts::PI * k as f64 / n as f64;
+        let (step_re, step_im) = (w.cos(), w.sin());
+        let (mut re, mut im, mut acc_re, mut acc_im) = (1.0, 0.0, 0.0, 0.0);
+        for v in &d {
+            acc_re += v * re;
+            acc_im += v * im;
+            (re, im) = (re * step_re - im * step_im, re * step_im + im * step_re);
+        }
+        let sides = if 2 * k == n { 1.0 } else { 2.0 };
+        inside += sides * (acc_re * acc_re + acc_im * acc_im) / n as f64;
+    }
+    (100.0 * inside / total, total / n as f64)
+}
+
+/// Per (metric, period, mode): the largest stated − true, and the largest
+/// as a share of its tolerance, and where.
+type Worst = BTreeMap<(String, i64, String), (f64, f64, String)>;
+
+/// The grid campaign on two simulated H200s with `seed`, checked against
+/// the truth; returns the failures, and counts figures stated.
+fn check_grid(seed: u64, worst: &mut Worst, stated: &mut usize) -> Vec<String> {
+    let body = "[grid]\nramp_up_w_per_s_per_gpu = 20000\ngpus = 1000\nramp_down_mw_per_s = 30\nmax_band_share_pct = 20\nmax_dynamic_range_pct = 50\n\
+        [[phase]]\nkind = \"duty\"\nname = \"d\"\nperiods_ms = [2000, 1000, 500, 100, 50, 20]\nduration_s = 30\nmodes = [\"in_phase\", \"staggered\"]\n";
+    let r = run_sim(
+        &campaign(body),
+        &[
+            "--sim-gpus",
+            "2",
+            "--seed",
+            &seed.to_string(),
+            "--sim-truth",
+        ],
+    );
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    let (start, node) = true_node(r.dir());
+    let rungs: HashMap<String, serde_json::Value> = r
+        .events()
+        .into_iter()
+        .filter(|e| e["event"] == "rung_started")
+        .map(|e| (e["rung"]["id"].to_string(), e))
+        .collect();
+    let summary = csv_rows(&r.dir().join("report/summary.csv"));
+    let rows = csv_rows(&r.dir().join("report/grid.csv"));
+    let mut failures = Vec::new();
+    // summary.json carries the same figures.
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(r.dir().join("report/summary.json")).unwrap(),
+    )
+    .unwrap();
+    let figures: usize = json["grid"]["rungs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["figures"].as_array().unwrap().len())
+        .sum();
+    if figures != rows.len() || json["grid"]["spec"]["max_band_share_pct"] != 20.0 {
+        failures.push(format!(
+            "seed {seed}: summary.json's grid: {figures} figures, {} rows",
+            rows.len()
+        ));
+    }
+    for row in &rows {
+        let e = &rungs[&row["rung_id"]];
+        let (from, to) = (
+            e["measure_from_ns"].as_i64().unwrap(),
+            e["end_ns"].as_i64().unwrap(),
+        );
+        let x = &node[((from - start) / 1_000_000) as usize
+            ..(((to - start) / 1_000_000) as usize).min(node.len())];
+        let (label, metric) = (&row["label"], row["metric"].as_str());
+        let nominal = e["rung"]["nominal_period_ms"].as_f64().unwrap();
+        let mode = e["rung"]["mode"].as_str().unwrap().to_string();
+        let value: Option<f64> = row["value"].parse().ok();
+        let Some(got) = value else {
+            if row["reason"].is_empty() || row["verdict"] != "not measured" {
+                failures.push(format!(
+                    "seed {seed}: {label} {metric}: no figure, no reason"
+                ));
+            }
+            // Every in-phase rung of 50 ms or more states all but its rates.
+            let rate = metric.starts_with("ramp");
+            if mode == "in_phase" && nominal >= 50.0 && !rate {
+                failures.push(format!("seed {seed}: {label} {metric}: {}", row["reason"]));
+            }
+            continue;
+        };
+        *stated += 1;
+        let s = summary
+            .iter()
+            .find(|s| s["rung_id"] == row["rung_id"])
+            .unwrap();
+        let step: f64 = s["step_w"].parse().unwrap();
+        let (min, max) = x
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(*v), b.max(*v)));
+        let res_s = row["resolution_ms"].parse::<f64>().unwrap_or(1.0) / 1000.0;
+        let (truth, tol) = match metric {
+            "ramp_up" | "ramp_down" => {
+                let p = e["rung"]["period_ms"].as_f64().unwrap();
+                let (up, down) =
+                    true_rates(&true_cycle(x, from, e["epoch_ns"].as_i64().unwrap(), p));
+                let t = if metric == "ramp_up" { up } else { down };
+                (t, (0.1 * t).max(0.02 * step / res_s))
+            }
+            "dynamic_range" => (max - min, (0.1 * (max - min)).max(0.02 * step)),
+            "dynamic_range_pct" => {
+                let t = 100.0 * (max - min) / max;
+                (t, (0.1 * t).max(100.0 * 0.02 * step / max))
+            }
+            "band_share" => {
+                let (t, var) = true_band_share(x, 0.1, 20.0);
+                (t, (0.1 * t).max(100.0 * (0.02 * step).powi(2) / var))
+            }
+            other => panic!("unknown metric {other}"),
+        };
+        let lower_bound = row["lower_bound"] == "true";
+        let dev = got - truth;
+        let bad = if lower_bound {
+            dev > tol
+        } else {
+            dev.abs() > tol
+        };
+        let key = (metric.to_string(), nominal as i64, mode.clone());
+        let w = worst.entry(key).or_insert((0.0, 0.0, String::new()));
+        let share = if lower_bound { dev.max(0.0) } else { dev.abs() } / tol;
+        if share >= w.1 {
+            *w = (
+                dev,
+                share,
+                format!("seed {seed}{}", if lower_bound { ", ≥" } else { "" }),
+            );
+        }
+        if bad {
+            failures.push(format!(
+                "seed {seed}: {label} {metric}: {}{got:.1} vs true {truth:.1} (tolerance {tol:.1})",
+                if lower_bound { "≥ " } else { "" }
+            ));
+        }
+        check_verdict(row, got, &mut failures);
+    }
+    failures
+}
+
+/// The declared `[grid]` judges every figure it limits: limits scaled to
+/// two GPUs, margin = limit − figure, the verdict by its sign.
+fn check_verdict(row: &HashMap<String, String>, got: f64, failures: &mut Vec<String>) {
+    let want = match row["metric"].as_str() {
+        "ramp_up" => Some(40_000.0),
+        "ramp_down" => Some(60_000.0),
+        "dynamic_range_pct" => Some(50.0),
+        "band_share" => Some(20.0),
+        _ => None,
+    };
+    let limit: Option<f64> = row["limit"].parse().ok();
+    let margin: Option<f64> = row["margin"].parse().ok();
+    let verdict = match (want, row["lower_bound"] == "true") {
+        (None, _) => "no limit declared",
+        (Some(l), _) if got > l => "fail",
+        (Some(_), true) => "undetermined (lower bound below the limit)",
+        (Some(_), false) => "pass",
+    };
+    let margin_ok = match (want, margin) {
+        (Some(l), Some(m)) => (m - (l - got)).abs() < 0.01,
+        (None, None) => true,
+        _ => false,
+    };
+    if limit != want || !margin_ok || row["verdict"] != verdict {
+        failures.push(format!(
+            "{} {}: limit {limit:?} margin {margin:?} verdict {}",
+            row["label"], row["metric"], row["verdict"]
+        ));
+    }
+}
+
+/// Two GPUs, duty rungs of 2 s to 20 ms in phase and staggered (30 s
+/// each), three seeds: every figure `grid.csv` states is within the
+/// tolerance of the truth (a lower bound not above it), every in-phase
+/// rung of 50 ms or more states its range and band share, every figure it
+/// withholds says why, and the declared `[grid]` judges every figure.
+#[test]
+fn the_grid_metrics_hold_the_truth() {
+    let mut worst = Worst::new();
+    let mut failures = Vec::new();
+    let mut stated = 0;
+    for seed in [7, 19, 31] {
+        failures.extend(check_grid(seed, &mut worst, &mut stated));
+    }
+    eprintln!("metric             period  mode         worst stated-true  share of tolerance  at");
+    for ((m, p, mode), (dev, share, at)) in &worst {
+        eprintln!("{m:<18} {p:>6}  {mode:<10} {dev:>18.1} {share:>19.2}  {at}");
+    }
+    eprintln!("{stated} figures stated");
+    assert!(stated >= 3 * 40, "only {stated} figures stated");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
