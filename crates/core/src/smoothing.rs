@@ -159,6 +159,24 @@ impl Calibration {
         (a.0 + (b.0 - a.0) * f, false)
     }
 
+    /// What the level load draws at `level` held alone, interpolated
+    /// between the measured points (the nearest end outside them), W.
+    pub fn draw_at(&self, level: f64) -> f64 {
+        let p = self.monotone();
+        let (Some(lo), Some(hi)) = (p.first(), p.last()) else {
+            return f64::NAN;
+        };
+        if level <= lo.0 {
+            return lo.1;
+        }
+        if level >= hi.0 {
+            return hi.1;
+        }
+        let i = p.partition_point(|q| q.0 < level).max(1);
+        let (a, b) = (p[i - 1], p[i]);
+        a.1 + (b.1 - a.1) * (level - a.0) / (b.0 - a.0)
+    }
+
     /// Checks it can serve a smoothing.
     ///
     /// # Errors
@@ -346,6 +364,8 @@ mod tests {
         assert!((l - 0.3).abs() < 1e-12 && !clip);
         assert_eq!(c.level_for(650.0), (1.0, true));
         assert_eq!(c.level_for(50.0), (0.0, true));
+        assert!((c.draw_at(0.3) - 400.0).abs() < 1e-9);
+        assert_eq!(c.draw_at(2.0), 600.0);
     }
 
     #[test]

@@ -34,4 +34,6 @@ pub use layout::{RunDir, RunDirError, write_json, write_sim_truth};
 pub use manifest::{FORMAT_VERSION, FileSum, Manifest, RunStatus, ToolInfo};
 pub use node_power::{NodePowerRow, NodePowerWriter};
 pub use raw::{IndexFile, IndexOwner, RawIndex, RawRow, RawWriter, read_index_file};
-pub use smoothing::{CalibrationOutcome, GpuSmoothingNote, SmoothingNote, smoothing_notes};
+pub use smoothing::{
+    CalibrationOutcome, FloorTrial, GpuSmoothingNote, SmoothingNote, smoothing_notes,
+};

@@ -55,6 +55,23 @@ pub struct GpuSmoothingNote {
     /// Where the levels could not do what was asked, and steps without samples.
     #[serde(default)]
     pub notes: Vec<String>,
+    /// The floor's trials before the rung, in order: the level tried and
+    /// the floor it held in the smoothed wave's off-phase (`floor_level`
+    /// is the level after the last correction).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trims: Vec<FloorTrial>,
+}
+
+/// One trial of a floor: the smoothed wave run briefly before the rung.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct FloorTrial {
+    /// The level tried.
+    pub level: f64,
+    /// The floor it held in the off-phase's settled part, W (None: no
+    /// sample there).
+    pub floor_w: Option<f64>,
+    /// Buffered samples that measured it.
+    pub samples: usize,
 }
 
 impl GpuSmoothingNote {
@@ -82,6 +99,7 @@ impl GpuSmoothingNote {
             ramp_down_ns: sm.ramp_down.ns,
             ramp_down_steps: sm.ramp_down.steps.len(),
             notes,
+            trims: Vec::new(),
         }
     }
 }

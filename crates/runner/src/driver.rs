@@ -10,6 +10,7 @@ mod edge_log;
 mod ending;
 mod journal;
 mod rung;
+mod trim;
 
 use edge_log::EdgeLog;
 use journal::Journal;

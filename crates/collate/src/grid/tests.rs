@@ -27,6 +27,7 @@ fn trapezoid(rise: usize, fall: usize, harmonics: usize) -> NodeCycle {
         coverage: 1.0,
         samples: 0,
         gpu_on_w: Vec::new(),
+        gpu_cycles: Vec::new(),
         step_w: 1000.0,
         stats: CycleStats {
             mean_w: 700.0,

@@ -156,59 +156,84 @@ impl RungDriver<'_> {
         let what = format!("rung {}: calibration", rung.label);
         // What the progress shows meanwhile.
         let label = format!("{} (calibration)", rung.label);
-        let n = self.keys.len();
-        let ready = self
-            .prepare_all(&what, &label, 0, &vec![None; n], t0)
+        let shape = staircase();
+        let (start, end) = self
+            .window_on_all(
+                rung,
+                &what,
+                &label,
+                staircase_ns(),
+                |_, _| shape.clone(),
+                t0,
+            )
             .await?;
-        // One start for every GPU of this node (no rack exchange: each
-        // node calibrates its own GPUs).
+        (note.start_ns, note.end_ns) = (start, end);
+        self.await_samples(end, &label).await?;
+        let (mut smoothing, cals) = self.smoothings(spec, start, &what, note)?;
+        if spec.floor_pct > 0.0 {
+            self.trim_floors(rung, &mut smoothing, &cals, note, t0)
+                .await?;
+            note.end_ns = self.journal.clock.now_ns();
+        }
+        Ok(smoothing)
+    }
+
+    /// Runs a window of `len_ns` on every GPU of this node at once (each
+    /// GPU `i` the shape `shape(i, start)`), after readying them idle;
+    /// returns its start and end. No rack exchange: each node calibrates
+    /// its own GPUs.
+    pub(super) async fn window_on_all(
+        &mut self,
+        rung: &Rung,
+        what: &str,
+        label: &str,
+        len_ns: i64,
+        shape: impl Fn(usize, i64) -> LoadShape,
+        t0: i64,
+    ) -> Result<(i64, i64), StopReason> {
+        let n = self.keys.len();
+        let ready = self.prepare_all(what, label, 0, &vec![None; n], t0).await?;
         let ping_start = std::time::Instant::now();
         let _ = ask_all(&self.crew.workers, |_, reply| WorkerCmd::Ping { reply }).await;
         let lead_ns = choose_lead_ns(&ready, ping_start.elapsed().as_nanos() as i64);
         let start = self.journal.clock.now_ns() + lead_ns;
-        let end = start + staircase_ns();
-        (note.start_ns, note.end_ns) = (start, end);
-        let schedule = GpuSchedule {
-            rung_id: rung.id,
-            start_ns: start,
-            end_ns: end,
-            shape: staircase(),
-        };
-        let run = ask_all(&self.crew.workers, |_, reply| WorkerCmd::Run {
-            schedule: schedule.clone(),
+        let end = start + len_ns;
+        let run = ask_all(&self.crew.workers, |i, reply| WorkerCmd::Run {
+            schedule: GpuSchedule {
+                rung_id: rung.id,
+                start_ns: start,
+                end_ns: end,
+                shape: shape(i, start),
+            },
             reply,
         });
-        let hang_limit =
-            Duration::from_nanos((lead_ns + staircase_ns()) as u64) + Duration::from_secs(30);
+        let hang_limit = Duration::from_nanos((lead_ns + len_ns) as u64) + Duration::from_secs(30);
         let progress = Progress {
             done_ns: self.done_ns,
             total_ns: self.total_ns,
             start_ns: t0,
-            label: &label,
+            label,
         };
         match self
             .journal
             .guarded(tokio::time::timeout(hang_limit, run), progress)
             .await?
         {
-            Err(_) => {
-                return Err(StopReason::Failed(format!(
-                    "{what}: a GPU did not finish the calibration staircase within 30 s of its end (hung)"
-                )));
-            }
-            Ok(Err(e)) => return Err(StopReason::Failed(format!("{what}: {e}"))),
+            Err(_) => Err(StopReason::Failed(format!(
+                "{what}: a GPU did not finish its window within 30 s of its end (hung)"
+            ))),
+            Ok(Err(e)) => Err(StopReason::Failed(format!("{what}: {e}"))),
             Ok(Ok(results)) => {
                 first_error(results, &self.keys)
                     .map_err(|(g, e)| StopReason::Failed(format!("{what} on {g}: {e}")))?;
+                Ok((start, end))
             }
         }
-        self.await_samples(end, &label).await?;
-        self.smoothings(spec, start, &what, note)
     }
 
     /// Waits (at most [`ARRIVAL_WAIT_NS`]) until every GPU's buffered
     /// samples up to `end` have reached the tap.
-    async fn await_samples(&mut self, end: i64, label: &str) -> Result<(), StopReason> {
+    pub(super) async fn await_samples(&mut self, end: i64, label: &str) -> Result<(), StopReason> {
         let clock = self.journal.clock;
         let give_up = clock.now_ns() + ARRIVAL_WAIT_NS;
         loop {
@@ -242,8 +267,9 @@ impl RungDriver<'_> {
         start: i64,
         what: &str,
         note: &mut SmoothingNote,
-    ) -> Result<Vec<DeviceSmoothing>, StopReason> {
+    ) -> Result<(Vec<DeviceSmoothing>, Vec<Calibration>), StopReason> {
         let mut out = Vec::new();
+        let mut cals = Vec::new();
         for (i, key) in self.keys.iter().enumerate() {
             let limit_w = self.limits_w.get(i).copied().unwrap_or(f64::NAN);
             let fail = |m: String| {
@@ -267,8 +293,9 @@ impl RungDriver<'_> {
             note.gpus
                 .push(GpuSmoothingNote::new(key, spec, &cal, &sm, notes));
             out.push(sm);
+            cals.push(cal);
         }
-        Ok(out)
+        Ok((out, cals))
     }
 }
 
