@@ -7,10 +7,10 @@ same period and mode (by both), and the plain rungs' edge errors.
 
     usage: mitigation_check.py RUN_DIR [--json OUT.json]
 
-The floor is the mean of the buffered samples whose 20 ms window lies in
-the last part of the off-phase, after the hysteresis and the ramp down
-the calibration note states (plus 5 ms), folded over every cycle of the
-measured window. Asked: floor_pct x the GPU's enforced limit, raised to
+The floor is the mean of the buffered samples stamped in the second half
+of the off-phase left after the hysteresis and the ramp down the
+calibration note states (at least 20 ms after them), folded over every
+cycle of the measured window. Asked: floor_pct x the GPU's enforced limit, raised to
 the idle draw the calibration measured where it lies below it.
 """
 import csv
@@ -109,7 +109,9 @@ def floor_plateau(r, buf, offset, after_fall_ns):
     """Mean of buffered samples wholly inside the off-phase's plateau."""
     p = r["period_ns"]
     on = r["duty"] * p
-    lo = on + after_fall_ns + WINDOW_NS
+    # The second half of what follows the hysteresis and the ramp down
+    # (the work's tail decays in the first half), a sample's span in at least.
+    lo = on + after_fall_ns + max((p - on - after_fall_ns) / 2, WINDOW_NS)
     hi = p - 1_000_000
     vals = []
     for ts, v in buf:
@@ -153,7 +155,7 @@ def main():
             hyst = sm.get("ramp_down_hysteresis_ms", 0) * 1e6
             down = c.get("ramp_down_ns") or 0
             off = r["offsets"][i] if i < len(r["offsets"]) else 0
-            floor_w, n_floor = floor_plateau(r, d["buf"], off, hyst + down + 5_000_000)
+            floor_w, n_floor = floor_plateau(r, d["buf"], off, hyst + down)
             asked = None
             if sm.get("floor_pct") and limit:
                 asked = sm["floor_pct"] / 100 * limit

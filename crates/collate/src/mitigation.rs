@@ -8,9 +8,11 @@
 //! achieved against those asked, from the GPU's own folded cycle.
 
 use crate::cycle::{Bounds, NodeCycle};
+use crate::grid::{self, Metric};
 use crate::load::Run;
 use crate::per_gpu::GpuRungRow;
 use crate::summary::{Cycles, RungSummary};
+use powerlab_campaign::Ramp;
 use powerlab_core::smoothing::SmoothingSpec;
 use powerlab_core::units::{PeriodMs, ns_to_ms};
 use powerlab_rundir::Mode;
@@ -85,6 +87,24 @@ pub struct MitigationGpuRow {
     pub achieved_floor_w: Option<f64>,
     /// (achieved − asked) / asked, %.
     pub floor_error_pct: Option<f64>,
+    /// The ramp-up rate asked, W/s.
+    pub asked_up_w_per_s: Option<f64>,
+    /// The fastest 10–90 % rise of the GPU's cycle, W/s (see `up_lower_bound`).
+    pub achieved_up_w_per_s: Option<f64>,
+    /// Its ±, W/s.
+    pub achieved_up_pm_w_per_s: Option<f64>,
+    /// The rise is faster than the cycle resolves: a lower bound ("≥").
+    pub up_lower_bound: bool,
+    /// The ramp-down rate asked, W/s.
+    pub asked_down_w_per_s: Option<f64>,
+    /// The fastest 10–90 % fall, W/s.
+    pub achieved_down_w_per_s: Option<f64>,
+    /// Its ±, W/s.
+    pub achieved_down_pm_w_per_s: Option<f64>,
+    /// The fall is faster than the cycle resolves: a lower bound.
+    pub down_lower_bound: bool,
+    /// The time resolution the rates rest on, ms.
+    pub rate_resolution_ms: Option<f64>,
     /// Idle draw measured by the calibration, W.
     pub idle_w: Option<f64>,
     /// The work's draw measured by the calibration, W.
@@ -104,9 +124,12 @@ pub struct Mitigation {
     pub gpus: Vec<MitigationGpuRow>,
 }
 
-/// A floor is read this far from the off-phase's ends, ms at least (the
-/// buffered samples' window smears each edge by about half of it).
+/// A floor is read at least this long after the hysteresis and the ramp
+/// down, ms (the buffered samples' window smears each edge by about half
+/// of it).
 const FLOOR_GUARD_MS: f64 = 10.0;
+/// And ends this long before the next rise, ms.
+const END_GUARD_MS: f64 = 2.0;
 
 /// The mitigation rungs of `run` set against their plain rungs.
 pub fn mitigation(
@@ -263,13 +286,37 @@ fn gpu_row(
         let f = off_plateau(v, r.rung.duty, period_ms, settled_ms);
         if f.is_none() {
             note.push(format!(
-                "the off-phase holds no settled floor {FLOOR_GUARD_MS} ms clear of its ends and of the {settled_ms:.1} ms hysteresis and ramp down"
+                "the off-phase holds no settled floor after the {settled_ms:.1} ms hysteresis and ramp down"
             ));
         }
         f
     });
     if values.is_none() {
-        note.push("no composed cycle: no floor".into());
+        note.push("no composed cycle: no floor, no rates".into());
+    }
+    let rate = |dir: Ramp| {
+        let (Some(c), Some(v)) = (cycle, values) else {
+            return None;
+        };
+        let metric = match dir {
+            Ramp::Up => Metric::RampUp,
+            Ramp::Down => Metric::RampDown,
+        };
+        let res_ms = grid::cycle_resolution_ms(c);
+        Some(grid::edge_rate(
+            v,
+            c.period_ms,
+            res_ms,
+            c.interval.as_ref(),
+            metric,
+            dir,
+        ))
+    };
+    let (up, down) = (rate(Ramp::Up), rate(Ramp::Down));
+    for f in up.iter().chain(&down) {
+        if let Some(w) = &f.withheld {
+            note.push(format!("{}: {w}", f.metric.name()));
+        }
     }
     MitigationGpuRow {
         rung_id: r.rung.id,
@@ -280,6 +327,15 @@ fn gpu_row(
         floor_error_pct: asked_floor_w
             .zip(achieved_floor_w)
             .map(|(a, b)| 100.0 * (b - a) / a),
+        asked_up_w_per_s: spec.ramp_up_w_per_s,
+        achieved_up_w_per_s: up.as_ref().and_then(|f| f.value),
+        achieved_up_pm_w_per_s: up.as_ref().and_then(|f| f.plus_minus),
+        up_lower_bound: up.as_ref().is_some_and(|f| f.lower_bound),
+        asked_down_w_per_s: spec.ramp_down_w_per_s,
+        achieved_down_w_per_s: down.as_ref().and_then(|f| f.value),
+        achieved_down_pm_w_per_s: down.as_ref().and_then(|f| f.plus_minus),
+        down_lower_bound: down.as_ref().is_some_and(|f| f.lower_bound),
+        rate_resolution_ms: up.as_ref().and_then(|f| f.resolution_ms),
         idle_w: cal.map(|c| c.idle_w),
         work_w: cal.map(|c| c.work_w),
         calibration_notes: cal.map(|c| c.notes.join("; ")).unwrap_or_default(),
@@ -288,8 +344,11 @@ fn gpu_row(
 }
 
 /// The mean of a GPU's cycle `v` (phase 0 at its rise, `period_ms` long)
-/// over its off-phase, from `settled_ms` after the fall and
-/// [`FLOOR_GUARD_MS`] clear of both ends; None when nothing is left.
+/// over the second half of its off-phase after the hysteresis and the
+/// ramp down (`settled_ms` after the fall; the work's tail still decays
+/// in the first half: 60 W above idle 25 ms into an H200's 100 ms
+/// rung), at least [`FLOOR_GUARD_MS`] after them and [`END_GUARD_MS`]
+/// before the next rise; None when nothing is left.
 pub fn off_plateau(v: &[f64], duty: f64, period_ms: f64, settled_ms: f64) -> Option<f64> {
     let m = v.len();
     if m == 0 || period_ms <= 0.0 {
@@ -297,8 +356,9 @@ pub fn off_plateau(v: &[f64], duty: f64, period_ms: f64, settled_ms: f64) -> Opt
     }
     let at = |ms: f64| ((ms / period_ms) * m as f64).round() as usize;
     let fall_ms = duty * period_ms;
-    let from = at(fall_ms + settled_ms + FLOOR_GUARD_MS);
-    let to = at(period_ms - FLOOR_GUARD_MS).min(m);
+    let rest_ms = period_ms - fall_ms - settled_ms;
+    let from = at(fall_ms + settled_ms + (rest_ms / 2.0).max(FLOOR_GUARD_MS));
+    let to = at(period_ms - END_GUARD_MS).min(m);
     (to > from).then(|| v[from..to].iter().sum::<f64>() / (to - from) as f64)
 }
 
@@ -319,9 +379,10 @@ mod tests {
             .collect();
         let f = off_plateau(&v, 0.5, 100.0, 20.0).unwrap();
         assert!((f - 420.0).abs() < 1e-9, "{f}");
-        // Without the ramp down's 20 ms the floor would take in the ramp.
-        assert!(off_plateau(&v, 0.5, 100.0, 0.0).unwrap() > 430.0);
-        // Nothing settled is left: no figure.
-        assert_eq!(off_plateau(&v, 0.5, 100.0, 40.0), None);
+        // Without the ramp down's 20 ms, the second half of the off-phase
+        // (75..98 ms) is still clear of the ramp.
+        assert_eq!(off_plateau(&v, 0.5, 100.0, 0.0), Some(420.0));
+        // A ramp down to the end leaves nothing settled: no figure.
+        assert_eq!(off_plateau(&v, 0.5, 100.0, 45.0), None);
     }
 }

@@ -183,6 +183,12 @@ pub enum ReportFile {
     /// `grid.csv`: per rung the grid metrics (ramp rates, dynamic range,
     /// band share) against the declared `[grid]`.
     GridCsv,
+    /// `mitigation.csv`: each mitigation rung against its plain rung:
+    /// the swing it cut and the energy it cost.
+    MitigationCsv,
+    /// `mitigation_gpus.csv`: each mitigation rung per GPU: the floor and
+    /// the ramp rates asked and achieved.
+    MitigationGpusCsv,
     /// `node_curve.csv`: the node curve for people.
     NodeCurveCsv,
     /// `node_curve.parquet`: the node curve, full precision (the rack reads it).
@@ -237,6 +243,8 @@ impl ReportFile {
             ReportFile::NodePowerCsv => "node_power.csv",
             ReportFile::EnvelopeCsv => "envelope.csv",
             ReportFile::GridCsv => "grid.csv",
+            ReportFile::MitigationCsv => "mitigation.csv",
+            ReportFile::MitigationGpusCsv => "mitigation_gpus.csv",
             ReportFile::NodeCurveCsv => "node_curve.csv",
             ReportFile::NodeCurveParquet => "node_curve.parquet",
             ReportFile::NodeCyclesParquet => "node_cycles.parquet",

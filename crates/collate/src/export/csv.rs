@@ -316,6 +316,14 @@ fn node_tables(n: &NodeParts, dir: &Path) -> Result<Vec<PathBuf>, CollateError> 
     if !n.soak.rows.is_empty() {
         files.push(table(&n.soak.rows, dir, ReportFile::SoakCsv)?);
     }
+    if !n.mitigation.rows.is_empty() {
+        files.push(table(&n.mitigation.rows, dir, ReportFile::MitigationCsv)?);
+        files.push(table(
+            &n.mitigation.gpus,
+            dir,
+            ReportFile::MitigationGpusCsv,
+        )?);
+    }
     if !n.node_power.facts.is_empty() {
         files.push(table(
             &n.node_power.facts,

@@ -29,7 +29,7 @@ pub use judge::GridVerdict;
 
 use crate::columns::{f64_column, i64_column};
 use crate::curve::NodeCurve;
-use crate::cycle::NodeCycle;
+use crate::cycle::{CycleInterval, NodeCycle};
 use crate::envelope::Source;
 use crate::load::Run;
 use crate::summary::Cycles;
@@ -325,38 +325,15 @@ fn cycle_figures(c: &NodeCycle, band_hz: [f64; 2]) -> Vec<GridFigure> {
     let m = c.values.len();
     let step_ms = c.period_ms / m as f64;
     let res_ms = cycle_resolution_ms(c);
-    let plateaus = shape::plateaus(&c.values);
     let rate = |metric: Metric, dir: Ramp| {
-        let Some(s) = plateaus else {
-            return GridFigure::withheld(metric, Withheld::Flat);
-        };
-        let noise = c.interval.map_or(0.0, |i| 0.5 * i.swing.width());
-        if noise > MAX_STEP_NOISE * s.height() {
-            return GridFigure::withheld(metric, Withheld::StepInNoise(s.height(), noise));
-        }
-        let Some(t_steps) = shape::fastest_edge(&c.values, s, dir) else {
-            return GridFigure::withheld(metric, Withheld::NoEdge);
-        };
-        // The cycle cannot time an edge shorter than its resolution: a
-        // shorter one (a wiggle of the reconstruction, or an edge it cut)
-        // is timed as the resolution, and the rate is a lower bound.
-        let t_ms = (t_steps * step_ms).max(res_ms);
-        let value = 0.8 * s.height() / ms_to_s(t_ms);
-        let mut f = GridFigure::stated(metric, value, res_ms);
-        if t_ms < NUMBER_ABOVE_RESOLUTION * res_ms {
-            f.lower_bound = true;
-        } else {
-            // The edge alone may be as short as √(t² − r²); each crossing
-            // is placed to half a grid step; the step's height to the
-            // bootstrap's swing interval.
-            let edge = (t_ms / (t_ms * t_ms - res_ms * res_ms).sqrt() - 1.0).max(0.0);
-            let timing = step_ms / t_ms;
-            let height = c.interval.map_or(0.0, |i| {
-                0.5 * i.swing.width() / i.swing.centre.abs().max(f64::MIN_POSITIVE)
-            });
-            f.plus_minus = Some(value * (edge + timing + height));
-        }
-        f
+        edge_rate(
+            &c.values,
+            c.period_ms,
+            res_ms,
+            c.interval.as_ref(),
+            metric,
+            dir,
+        )
     };
     let (min, max) = c
         .values
@@ -396,6 +373,51 @@ fn cycle_figures(c: &NodeCycle, band_hz: [f64; 2]) -> Vec<GridFigure> {
             ..share
         },
     ]
+}
+
+/// The fastest 10–90 % rise or fall of a cycle `values` (one period of
+/// `period_ms`, cyclic), 0.8 × step / time, W/s, resting on resolution
+/// `res_ms`; the noise check and the step's ± come from `interval` (the
+/// composed cycle's bootstrap), where there is one.
+pub fn edge_rate(
+    values: &[f64],
+    period_ms: f64,
+    res_ms: f64,
+    interval: Option<&CycleInterval>,
+    metric: Metric,
+    dir: Ramp,
+) -> GridFigure {
+    let step_ms = period_ms / values.len().max(1) as f64;
+    let Some(s) = shape::plateaus(values) else {
+        return GridFigure::withheld(metric, Withheld::Flat);
+    };
+    let noise = interval.map_or(0.0, |i| 0.5 * i.swing.width());
+    if noise > MAX_STEP_NOISE * s.height() {
+        return GridFigure::withheld(metric, Withheld::StepInNoise(s.height(), noise));
+    }
+    let Some(t_steps) = shape::fastest_edge(values, s, dir) else {
+        return GridFigure::withheld(metric, Withheld::NoEdge);
+    };
+    // The cycle cannot time an edge shorter than its resolution: a
+    // shorter one (a wiggle of the reconstruction, or an edge it cut)
+    // is timed as the resolution, and the rate is a lower bound.
+    let t_ms = (t_steps * step_ms).max(res_ms);
+    let value = 0.8 * s.height() / ms_to_s(t_ms);
+    let mut f = GridFigure::stated(metric, value, res_ms);
+    if t_ms < NUMBER_ABOVE_RESOLUTION * res_ms {
+        f.lower_bound = true;
+    } else {
+        // The edge alone may be as short as √(t² − r²); each crossing
+        // is placed to half a grid step; the step's height to the
+        // bootstrap's swing interval.
+        let edge = (t_ms / (t_ms * t_ms - res_ms * res_ms).sqrt() - 1.0).max(0.0);
+        let timing = step_ms / t_ms;
+        let height = interval.map_or(0.0, |i| {
+            0.5 * i.swing.width() / i.swing.centre.abs().max(f64::MIN_POSITIVE)
+        });
+        f.plus_minus = Some(value * (edge + timing + height));
+    }
+    f
 }
 
 /// `part` as a percentage of `whole`.

@@ -37,14 +37,17 @@ const GUARD_NS: i64 = 5 * NS_PER_MS;
 
 /// The mean of the samples in the settled part of the off-phases of a
 /// wave of `period` ns, `on` ns on, its cycles starting at `origin`, from
-/// its second cycle to `end`; `settle` ns after each fall are left out.
+/// its second cycle to `end`: the second half of what follows the
+/// `settle` ns after each fall (the collator reads the floor held there).
 pub fn settled_floor(
     samples: &[(i64, f64)],
     (origin, end): (i64, i64),
     (period, on): (i64, i64),
     settle: i64,
 ) -> (Option<f64>, usize) {
-    let lo = on + settle + GUARD_NS + SAMPLE_SPAN_NS;
+    // The second half of what is left after the settling (the work's
+    // tail decays in the first), at least a guard and a sample's span in.
+    let lo = on + settle + ((period - on - settle) / 2).max(GUARD_NS + SAMPLE_SPAN_NS);
     let hi = period - GUARD_NS / 5;
     let (n, sum) = samples
         .iter()
@@ -116,8 +119,16 @@ impl RungDriver<'_> {
                 });
                 let Some(held) = held else { continue };
                 if (held - asked).abs() > TOLERANCE * asked {
+                    let next = corrected_level(&cals[i], sm.floor, held, asked);
+                    if next == sm.floor {
+                        // At the end of the levels: no trial can do better
+                        // (the latest trial's figures kept, once).
+                        g.notes.retain(|n| !n.starts_with(BEYOND_REACH));
+                        g.notes.push(beyond_reach(sm.floor, held, asked));
+                        continue;
+                    }
                     done = false;
-                    sm.floor = corrected_level(&cals[i], sm.floor, held, asked);
+                    sm.floor = next;
                     g.floor_level = sm.floor;
                 }
             }
@@ -127,6 +138,22 @@ impl RungDriver<'_> {
         }
         Ok(())
     }
+}
+
+/// How the note of a floor beyond reach starts.
+const BEYOND_REACH: &str = "the floor is beyond reach in this wave";
+
+/// The note of a floor the levels cannot hold in the wave.
+fn beyond_reach(level: f64, held: f64, asked: f64) -> String {
+    let end = if level >= 1.0 {
+        "the highest level (every block of the level load)"
+    } else {
+        "the lowest level (idle)"
+    };
+    format!(
+        "{BEYOND_REACH}: {end} held {held:.0} W against {asked:.0} W asked ({:+.1} %)",
+        100.0 * (held - asked) / asked
+    )
 }
 
 /// GPU `i`'s wave in a trial, its origin relative to the trial's start

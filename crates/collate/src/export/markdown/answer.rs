@@ -31,6 +31,12 @@ pub struct AnswerInputs<'a> {
     pub sensor: &'a SensorReport,
     /// The node's own power beside the GPU sum, per rung.
     pub node_power: &'a [crate::node_power::NodePowerRung],
+    /// The excursion envelope against the declared supply.
+    pub envelope: &'a crate::envelope::Envelope,
+    /// The grid metrics against the declared `[grid]`.
+    pub grid: &'a crate::grid::GridMetrics,
+    /// What each mitigation buys and costs.
+    pub mitigation: &'a crate::mitigation::Mitigation,
 }
 
 /// The block's Markdown.
@@ -55,6 +61,15 @@ pub fn answer_block(a: &AnswerInputs<'_>) -> String {
         a.rungs,
         a.compare,
     );
+    super::answer_grid::supply_line(&mut s, a.envelope);
+    let plain_duty: Vec<u32> = a
+        .rungs
+        .iter()
+        .filter(|r| r.rung.kind == PhaseKind::Duty && !r.rung.smoothed())
+        .map(|r| r.rung.id)
+        .collect();
+    super::answer_grid::grid_line(&mut s, a.grid, &plain_duty);
+    super::answer_grid::mitigation_lines(&mut s, a.mitigation, a.grid);
     throttling_line(&mut s, a.per_gpu, gpus.len());
     if let Some(line) = super::baseline::answer_line(a.rungs, a.per_gpu) {
         let _ = writeln!(s, "{line}");

@@ -5,12 +5,14 @@
 //! `compare.md` ([`compare`]).
 
 pub mod answer;
+pub mod answer_grid;
 pub mod baseline;
 pub mod cells;
 pub mod compare;
 pub mod envelope;
 pub mod grid;
 pub mod headline;
+pub mod mitigation;
 pub mod nccl;
 pub mod node_power;
 pub mod per_gpu;
@@ -38,6 +40,7 @@ impl super::Exporter for Markdown {
                     compare: &report.compare,
                     envelope: &report.envelope,
                     grid: &report.grid,
+                    mitigation: &n.mitigation,
                     nccl: &n.nccl,
                     fabric: &n.fabric,
                     sensor: &n.sensor,

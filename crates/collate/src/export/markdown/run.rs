@@ -38,12 +38,16 @@ pub fn write_report(
         soak: t.soak,
         sensor: t.sensor,
         node_power: t.node_power.1,
+        envelope: t.envelope,
+        grid: t.grid,
+        mitigation: t.mitigation,
     }));
     write_facts(&mut s, &run.manifest, raw_rows);
     write_gpus(&mut s, &run.manifest);
     super::rungs::write_rungs(&mut s, t.rungs);
     super::envelope::write_section(&mut s, t.envelope);
     super::grid::write_section(&mut s, t.grid);
+    super::mitigation::write_section(&mut s, t.mitigation);
     super::rungs::write_edges(&mut s, &run.manifest, t.rungs);
     super::rungs::write_repeats(&mut s, t.repeats);
     super::rungs::write_in_phase_vs_staggered(&mut s, t.compare);

@@ -17,6 +17,8 @@ pub struct Tables<'a> {
     pub envelope: &'a crate::envelope::Envelope,
     /// The grid metrics of every rung.
     pub grid: &'a crate::grid::GridMetrics,
+    /// Every mitigation rung against its plain rung.
+    pub mitigation: &'a crate::mitigation::Mitigation,
     /// NCCL bandwidth rows.
     pub nccl: &'a [NcclRow],
     /// Fabric power next to idle and compute.

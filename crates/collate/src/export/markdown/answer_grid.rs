@@ -1,0 +1,216 @@
+//! The answer block's supply and grid lines: the excursion envelope
+//! against the declared `[supply]`, the node's ramp rates, dynamic range
+//! and band share against `[grid]`, and what each mitigation buys (the
+//! same figures) and costs (energy), per period and mode. Every figure
+//! names its rung; the worst rung stands beside the verdict.
+
+use super::cells::code;
+use super::mitigation::in_words;
+use crate::envelope::{Envelope, Verdict};
+use crate::format::fmt_ms;
+use crate::grid::{GridFigure, GridMetrics, GridVerdict, Metric};
+use crate::mitigation::Mitigation;
+use std::fmt::Write;
+
+/// The envelope's windows the line names, ms.
+const SUPPLY_WINDOWS_MS: [f64; 2] = [10.0, 1_000.0];
+
+/// Appends the supply line.
+pub fn supply_line(s: &mut String, e: &Envelope) {
+    let worst = |w: f64| {
+        e.rungs
+            .iter()
+            .filter_map(|r| {
+                let p = r.points.iter().find(|p| p.window_ms == w)?;
+                Some((p.max_mean_w?, r.label.as_str()))
+            })
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+    };
+    let held: Vec<String> = SUPPLY_WINDOWS_MS
+        .iter()
+        .filter_map(|w| {
+            worst(*w).map(|(v, l)| format!("{v:.0} W over {} (`{}`)", fmt_ms(*w) + " ms", l))
+        })
+        .collect();
+    if held.is_empty() {
+        return;
+    }
+    let verdict = match &e.supply {
+        None => "no `[supply]` declared: nothing judged".to_string(),
+        Some(_) => supply_verdict(e),
+    };
+    let _ = writeln!(
+        s,
+        "- **Supply (excursion envelope):** highest mean {}; {verdict}.",
+        held.join(", ")
+    );
+}
+
+/// Against the declared supply: the worst margin over every judged point.
+fn supply_verdict(e: &Envelope) -> String {
+    let judged = e.rungs.iter().flat_map(|r| {
+        r.points
+            .iter()
+            .filter_map(move |p| Some((p.margin_w?, p.window_ms, p.verdict()?, r.label.as_str())))
+    });
+    let fails = judged.clone().filter(|x| x.2 == Verdict::Fail).count();
+    match judged.min_by(|a, b| a.0.total_cmp(&b.0)) {
+        None => "no stated point lies within the declared durations".into(),
+        Some((m, w, _, label)) if fails > 0 => format!(
+            "✘ {fails} point(s) over the declared limit, the worst {:.0} W over it at {} ms in `{label}`",
+            -m,
+            fmt_ms(w)
+        ),
+        Some((m, w, _, label)) => format!(
+            "✔ every stated point within the declared limit, the closest {m:.0} W under it at {} ms in `{label}`",
+            fmt_ms(w)
+        ),
+    }
+}
+
+/// A grid figure in words: `≥ 45.2 kW/s ✘ (limit 10.0)`.
+pub fn figure(f: &GridFigure) -> String {
+    let Some(v) = f.value else {
+        return "not measured".into();
+    };
+    let (scale, unit) = match f.metric {
+        Metric::RampUp | Metric::RampDown => (1e-3, " kW/s"),
+        Metric::DynamicRange => (1.0, " W"),
+        Metric::DynamicRangePct | Metric::BandShare => (1.0, " %"),
+    };
+    let ge = if f.lower_bound { "≥ " } else { "" };
+    let pm = f
+        .plus_minus
+        .map_or(String::new(), |p| format!(" ± {:.1}", p * scale));
+    let verdict = match (f.verdict, f.limit) {
+        (GridVerdict::Pass, Some(l)) => format!(" ✔ (limit {:.1}{unit})", l * scale),
+        (GridVerdict::Fail, Some(l)) => format!(" ✘ (limit {:.1}{unit})", l * scale),
+        (GridVerdict::Undetermined, Some(l)) => {
+            format!(" ? (limit {:.1}{unit}, a lower bound below it)", l * scale)
+        }
+        _ => String::new(),
+    };
+    format!("{ge}{:.1}{pm}{unit}{verdict}", v * scale)
+}
+
+/// The figure of `metric` of rung `id`.
+fn of(g: &GridMetrics, id: u32, metric: Metric) -> Option<&GridFigure> {
+    g.rungs
+        .iter()
+        .find(|r| r.rung_id == id)?
+        .figures
+        .iter()
+        .find(|f| f.metric == metric)
+}
+
+/// Appends the grid line: per metric, the worst plain duty rung.
+pub fn grid_line(s: &mut String, g: &GridMetrics, plain_duty: &[u32]) {
+    let mut parts = Vec::new();
+    for metric in [Metric::RampUp, Metric::RampDown, Metric::BandShare] {
+        let worst = plain_duty
+            .iter()
+            .filter_map(|id| {
+                of(g, *id, metric)
+                    .filter(|f| f.value.is_some())
+                    .map(|f| (id, f))
+            })
+            .max_by(|a, b| {
+                a.1.value
+                    .unwrap_or(0.0)
+                    .total_cmp(&b.1.value.unwrap_or(0.0))
+            });
+        if let Some((id, f)) = worst {
+            let label = g
+                .rungs
+                .iter()
+                .find(|r| r.rung_id == *id)
+                .map_or("", |r| r.label.as_str());
+            parts.push(format!(
+                "{} {} in {}",
+                words(metric),
+                figure(f),
+                code(label)
+            ));
+        }
+    }
+    if parts.is_empty() {
+        return;
+    }
+    let spec = if g.spec.is_some() {
+        "against `[grid]`"
+    } else {
+        "no `[grid]` declared, nothing judged"
+    };
+    let _ = writeln!(
+        s,
+        "- **Grid (node, worst plain duty rung; {spec}; band {}–{} Hz):** {}.",
+        g.band_hz[0],
+        g.band_hz[1],
+        parts.join("; ")
+    );
+}
+
+/// A metric in words.
+fn words(m: Metric) -> &'static str {
+    match m {
+        Metric::RampUp => "ramp up",
+        Metric::RampDown => "ramp down",
+        Metric::DynamicRange => "dynamic range",
+        Metric::DynamicRangePct => "dynamic range",
+        Metric::BandShare => "band share",
+    }
+}
+
+/// Appends one line per plain rung that has mitigations: its swing and
+/// ramp up, then what each mitigation brings them to and costs.
+pub fn mitigation_lines(s: &mut String, m: &Mitigation, g: &GridMetrics) {
+    let mut plains: Vec<&str> = Vec::new();
+    for r in &m.rows {
+        if let Some(p) = r.plain_label.as_deref()
+            && !plains.contains(&p)
+        {
+            plains.push(p);
+        }
+    }
+    for plain in plains {
+        let rows: Vec<_> = m
+            .rows
+            .iter()
+            .filter(|r| r.plain_label.as_deref() == Some(plain))
+            .collect();
+        let plain_id = g.rungs.iter().find(|r| r.label == plain).map(|r| r.rung_id);
+        let ramp = |id: Option<u32>| {
+            id.and_then(|id| of(g, id, Metric::RampUp))
+                .map_or("–".into(), figure)
+        };
+        let first = rows[0];
+        let mut line = format!(
+            "- **Mitigations at {} ms {}:** plain swing {} W, node ramp up {}",
+            fmt_ms(first.period_ms),
+            first.mode.as_str().replace('_', " "),
+            first
+                .plain_swing_w
+                .map_or("–".into(), |w| format!("{w:.0}")),
+            ramp(plain_id)
+        );
+        for r in rows {
+            let energy = match (r.energy_pct, r.extra_w) {
+                (Some(p), Some(w)) => format!(
+                    "{p:+.1} % energy ({w:+.0} ± {:.0} W)",
+                    r.extra_ci95_w.unwrap_or(0.0)
+                ),
+                _ => "energy not measured".into(),
+            };
+            let _ = write!(
+                line,
+                "; {}: swing {} W{}, ramp up {}, {energy}",
+                in_words(&r.spec),
+                r.swing_w.map_or("–".into(), |w| format!("{w:.0}")),
+                r.swing_cut_pct
+                    .map_or(String::new(), |c| format!(" ({:+.0} %)", -c)),
+                ramp(Some(r.rung_id))
+            );
+        }
+        let _ = writeln!(s, "{line}.");
+    }
+}
