@@ -343,7 +343,7 @@ fn an_empty_list_and_a_constant_load_are_refused() {
 }
 
 #[test]
-fn the_device_campaign_plans_24_duty_rungs() {
+fn the_device_campaign_plans_28_duty_rungs() {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../campaigns/device-mitigation.toml"
@@ -351,10 +351,11 @@ fn the_device_campaign_plans_24_duty_rungs() {
     let c = powerlab_campaign::load_file(std::path::Path::new(path)).unwrap();
     let p = expand(&c, 2, None).unwrap();
     let duty = p.rungs.iter().filter(|r| r.kind == PhaseKind::Duty).count();
-    assert_eq!(duty, 2 * 6 * 2);
+    assert_eq!(duty, 2 * 7 * 2);
     assert_eq!(
         p.rungs.iter().filter(|r| r.smoothing.is_some()).count(),
-        2 * 5 * 2
+        2 * 6 * 2
     );
+    assert!(c.supply.is_some() && c.grid.is_some());
     assert!(p.notes.iter().all(|n| !n.contains("no plain entry")));
 }
