@@ -3,8 +3,10 @@
 # Chromium (Debian's chromium package, driven by playwright-core from npm).
 # A simulated demo run is collated with the test build's binary; the check
 # asserts that the answer block comes first and every plot renders (inline
-# SVG with a size, no broken image, no script error, no external request).
-# Then a copy with one plot removed must fail the same check.
+# SVG with a size, no broken image, no script error, no external request),
+# and that the two verdict plots render above the answer's first words.
+# Then a copy with one plot removed, and a copy with the verdict plots
+# moved below the answer, must each fail the same check.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 REPO=$(pwd)
@@ -44,3 +46,26 @@ if node scripts/ci/browser/check-report.mjs "$broken" "$plots" 2> "$work/broken.
   exit 1
 fi
 echo "ci-browser: the page with a plot removed fails as it should: $(head -1 "$work/broken.err")"
+
+# And it must fail when the verdict plots sit below the answer's words.
+moved="$work/moved.html"
+python3 - "$html" "$moved" <<'PY'
+import re, sys
+page = open(sys.argv[1]).read()
+figs = []
+for src in ("plots/verdict_swing.svg", "plots/verdict_envelope.svg"):
+    page, n = re.subn(r'<figure class="plot" data-src="%s">.*?</figure>' % re.escape(src),
+                      lambda m: figs.append(m.group(0)) or "", page, count=1, flags=re.S)
+    assert n == 1, "no verdict plot " + src
+m = re.search(r'<h2>The answer.*?</ul>', page, flags=re.S)
+assert m, "no answer block"
+page = page[:m.end()] + "".join(figs) + page[m.end():]
+open(sys.argv[2], "w").write(page)
+PY
+if node scripts/ci/browser/check-report.mjs "$moved" "$plots" 2> "$work/moved.err"; then
+  echo "ci-browser: FAILED: a page with the verdict plots below the answer passed the check" >&2
+  exit 1
+fi
+grep -q "is not above the answer" "$work/moved.err" \
+  || { echo "ci-browser: FAILED: the moved page failed for another reason: $(cat "$work/moved.err")" >&2; exit 1; }
+echo "ci-browser: the page with the verdict plots below the answer fails as it should: $(head -1 "$work/moved.err")"

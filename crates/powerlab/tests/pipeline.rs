@@ -360,3 +360,61 @@ fn the_same_seed_gives_identical_outputs_whatever_the_start_time() {
         }
     }
 }
+
+/// Issue 33 item 6: the verdict before the words. The swing and the
+/// envelope plots are written and linked right under the title, above
+/// "## The answer", in `report.md` and `report.html`; with `[grid]` and
+/// `[supply]` they draw the limits, without them they say none is declared.
+#[test]
+fn the_verdict_plots_come_before_the_answer_with_and_without_limits() {
+    const PHASES: &str = "[[phase]]\nkind = \"sustained\"\nname = \"s\"\nduration_s = 3\n\
+        [[phase]]\nkind = \"duty\"\nname = \"sweep\"\nperiods_ms = [500, 100]\nduration_s = 5\nmodes = [\"in_phase\", \"staggered\"]\n\
+        [[phase]]\nkind = \"duty\"\nname = \"mitigation\"\nperiod_ms = 500\nduration_s = 5\nsmoothing = [{}, { floor_pct = 60 }]\n";
+    const LIMITS: &str = "[grid]\nmax_dynamic_range_w = 1500\n\
+        [supply]\nrated_w = 3000\nexcursions = [[10, 4000], [1000, 3500], [10000, 3000]]\n";
+    for (limits, swing_says, envelope_says) in [
+        (
+            LIMITS,
+            "[grid] dynamic range limit 1500 W",
+            "[supply] excursion limit",
+        ),
+        ("", "no [grid] limit declared", "no [supply] declared"),
+    ] {
+        let r = run_sim(
+            &campaign(&format!("{limits}{PHASES}")),
+            &["--sim-gpus", "2"],
+        );
+        assert_eq!(r.code(), 0, "{}", r.stderr());
+        let report = r.dir().join("report");
+        for f in [
+            "verdict_swing.svg",
+            "verdict_swing.png",
+            "verdict_envelope.svg",
+            "verdict_envelope.png",
+        ] {
+            assert!(report.join("plots").join(f).is_file(), "{f} ({limits:?})");
+        }
+        let svg = |f: &str| std::fs::read_to_string(report.join("plots").join(f)).unwrap();
+        assert!(svg("verdict_swing.svg").contains(swing_says), "{limits:?}");
+        assert!(svg("verdict_swing.svg").contains("mitigation floor60, in phase"));
+        assert!(
+            svg("verdict_envelope.svg").contains(envelope_says),
+            "{limits:?}"
+        );
+        let md = std::fs::read_to_string(report.join("report.md")).unwrap();
+        let answer = md.find("\n## The answer").expect("an answer block");
+        for link in ["(plots/verdict_swing.svg)", "(plots/verdict_envelope.svg)"] {
+            let at = md.find(link).unwrap_or_else(|| panic!("{link} in\n{md}"));
+            assert!(at < answer, "{link} after the answer:\n{md}");
+        }
+        assert!(md[..answer].contains(&swing_says.replace('[', "\\[").replace(']', "\\]")));
+        let html = std::fs::read_to_string(report.join("report.html")).unwrap();
+        let answer = html.find("<h2>The answer").expect("an answer block");
+        for src in ["plots/verdict_swing.svg", "plots/verdict_envelope.svg"] {
+            let at = html
+                .find(&format!("<figure class=\"plot\" data-src=\"{src}\"><svg"))
+                .unwrap_or_else(|| panic!("{src} inline"));
+            assert!(at < answer, "{src} after the answer");
+        }
+    }
+}

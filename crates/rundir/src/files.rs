@@ -114,6 +114,12 @@ pub enum PlotFile {
     Soak,
     /// The node's own meters against the GPU sum.
     NodePower,
+    /// The verdict above the answer: the node's swing against the period,
+    /// every mode and mitigation, against the `[grid]` limit.
+    VerdictSwing,
+    /// The verdict above the answer: the excursion envelope against the
+    /// `[supply]` limit.
+    VerdictEnvelope,
 }
 
 impl PlotFile {
@@ -127,6 +133,8 @@ impl PlotFile {
             PlotFile::SwingVsPeriod => "swing_vs_period".into(),
             PlotFile::Soak => "soak".into(),
             PlotFile::NodePower => "node_power".into(),
+            PlotFile::VerdictSwing => "verdict_swing".into(),
+            PlotFile::VerdictEnvelope => "verdict_envelope".into(),
         }
     }
 

@@ -1,5 +1,7 @@
 // Opens a report.html in headless Chromium and checks what a reader sees:
-// the answer block first, every plot rendered (inline SVG with a size, no
+// the two verdict plots (the node's swing against the period, and the
+// excursion envelope against the supply) rendered above the answer
+// block's first words, the answer block first of the sections, every plot rendered (inline SVG with a size, no
 // broken image, no missing-plot marker), no script error, no request that
 // leaves the file. Exit 0 when all hold; 1 with the reasons otherwise.
 //   usage: node check-report.mjs path/to/report.html [min_plots]
@@ -39,7 +41,15 @@ try {
     });
     const images = [...document.images].map((i) => ({ src: i.src, ok: i.complete && i.naturalWidth > 0 }));
     const missing = [...document.querySelectorAll(".missing-plot")].map((m) => m.dataset.src);
-    return { firstH2, items, answerVisible: !!box && box.height > 0, plots, images, missing };
+    // The verdict plots: each must render and sit wholly above the answer
+    // heading, in the page's order and on screen.
+    const verdict = ["plots/verdict_swing.svg", "plots/verdict_envelope.svg"].map((src) => {
+      const f = [...document.querySelectorAll("figure.plot")].find((x) => x.dataset.src === src);
+      const b = f?.querySelector("svg")?.getBoundingClientRect();
+      const before = !!f && !!answer && (f.compareDocumentPosition(answer) & Node.DOCUMENT_POSITION_FOLLOWING) !== 0;
+      return { src, found: !!f, w: b?.width ?? 0, h: b?.height ?? 0, bottom: b?.bottom ?? 0, before };
+    });
+    return { firstH2, items, answerVisible: !!box && box.height > 0, answerTop: box?.top ?? 0, plots, images, missing, verdict };
   });
   if (!seen.firstH2.startsWith("The answer")) problems.push(`the first section is "${seen.firstH2}", not the answer block`);
   if (!seen.answerVisible || seen.items < 5) problems.push(`the answer block shows ${seen.items} items`);
@@ -47,9 +57,15 @@ try {
   for (const p of seen.plots) {
     if (!p.svg || p.w < 50 || p.h < 50 || p.shapes < 5) problems.push(`plot ${p.src} did not render (${p.w}x${p.h}, ${p.shapes} shapes)`);
   }
+  for (const v of seen.verdict) {
+    if (!v.found) problems.push(`verdict plot ${v.src} is not in the page`);
+    else if (v.w < 50 || v.h < 50) problems.push(`verdict plot ${v.src} did not render (${v.w}x${v.h})`);
+    else if (!v.before || v.bottom > seen.answerTop) problems.push(`verdict plot ${v.src} is not above the answer (its bottom at ${v.bottom}px, the answer at ${seen.answerTop}px)`);
+  }
   for (const i of seen.images) if (!i.ok) problems.push(`broken image ${i.src}`);
   for (const m of seen.missing) problems.push(`missing plot ${m}`);
-  console.log(`report.html: answer block with ${seen.items} items; ${seen.plots.length} plots rendered inline; ${seen.images.length} images; ${problems.length} problems`);
+  const above = seen.verdict.filter((v) => v.found && v.before && v.bottom <= seen.answerTop).length;
+  console.log(`report.html: ${above} of 2 verdict plots above the answer (at ${seen.answerTop}px); answer block with ${seen.items} items; ${seen.plots.length} plots rendered inline; ${seen.images.length} images; ${problems.length} problems`);
 } finally {
   await browser.close();
 }

@@ -39,19 +39,29 @@ pub fn write_html(dir: &Path, title: &str) -> Result<PathBuf, CollateError> {
     Ok(path)
 }
 
-/// Markdown → HTML, each image replaced by its SVG file's markup.
+/// Markdown → HTML, each image replaced by its SVG file's markup, its alt
+/// text the figure's caption.
 fn render(md: &str, dir: &Path) -> String {
     let mut events = Vec::new();
-    let mut in_image = false;
+    // The image being read: its link and alt text so far.
+    let mut image: Option<(String, String)> = None;
     for ev in Parser::new_ext(md, Options::ENABLE_TABLES) {
         match ev {
             Event::Start(Tag::Image { dest_url, .. }) => {
-                in_image = true;
-                events.push(Event::Html(figure(dir, &dest_url).into()));
+                image = Some((dest_url.to_string(), String::new()));
             }
-            Event::End(TagEnd::Image) => in_image = false,
-            // The alt text was rendered into the figure's caption.
-            _ if in_image => {}
+            Event::End(TagEnd::Image) => {
+                if let Some((src, alt)) = image.take() {
+                    events.push(Event::Html(figure(dir, &src, &alt).into()));
+                }
+            }
+            Event::Text(t) | Event::Code(t) if image.is_some() => {
+                if let Some((_, alt)) = image.as_mut() {
+                    alt.push_str(&t);
+                }
+            }
+            // Anything else inside the alt text is dropped.
+            _ if image.is_some() => {}
             // Raw HTML in the Markdown is passed on only where it is the
             // report's own folding (`<details>`, `<summary>`); anything
             // else (a tag that came in with a name) is shown as text.
@@ -76,8 +86,9 @@ fn is_own_markup(html: &str) -> bool {
     !rest.contains('<')
 }
 
-/// An inline SVG plot in a figure, or a marked gap.
-fn figure(dir: &Path, src: &str) -> String {
+/// An inline SVG plot in a figure captioned with its alt text (its file
+/// where it has none), or a marked gap.
+fn figure(dir: &Path, src: &str, alt: &str) -> String {
     let safe =
         !src.contains("..") && !src.starts_with('/') && powerlab_rundir::PlotFile::is_svg_link(src);
     let svg = safe
@@ -88,7 +99,7 @@ fn figure(dir: &Path, src: &str) -> String {
         Some(svg) => format!(
             "<figure class=\"plot\" data-src=\"{}\">{svg}<figcaption>{}</figcaption></figure>",
             escape(src),
-            escape(src)
+            escape(if alt.is_empty() { src } else { alt })
         ),
         None => format!(
             "<p class=\"missing-plot\" data-src=\"{}\">plot {} is missing from this report</p>",
@@ -144,6 +155,7 @@ mod tests {
             h.contains("<figure class=\"plot\" data-src=\"plots/a.svg\"><svg width"),
             "{h}"
         );
+        assert!(h.contains("<figcaption>first</figcaption>"), "{h}");
         assert!(!h.contains("<?xml"), "{h}");
         assert!(
             h.contains("class=\"missing-plot\" data-src=\"plots/b.svg\""),

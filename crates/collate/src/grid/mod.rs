@@ -243,6 +243,17 @@ pub struct GridMetrics {
     pub rungs: Vec<RungGrid>,
 }
 
+impl GridMetrics {
+    /// The declared limit of `metric` for these GPUs, in the figure's unit,
+    /// as every figure is judged against it (None: no `[grid]`, or it
+    /// declares no such limit).
+    pub fn limit_of(&self, metric: Metric) -> Option<f64> {
+        self.spec
+            .as_ref()
+            .and_then(|s| judge::limit_of(s, metric, self.gpus))
+    }
+}
+
 /// The campaign's `[grid]` from the run's resolved campaign (None: not
 /// declared, or not readable as one).
 pub fn grid_of(run: &Run) -> Option<Grid> {

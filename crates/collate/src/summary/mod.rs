@@ -26,7 +26,7 @@ mod curve;
 mod repeats;
 mod rungs;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use compare::{PhaseCompare, compare_modes};
 pub use repeats::{RepeatStats, base_label, base_label_of, repeat_stats};

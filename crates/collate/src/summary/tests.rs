@@ -6,7 +6,8 @@ use powerlab_rundir::{Mode, PhaseKind};
 /// The columns of `summary.csv`, in the order every earlier run wrote them.
 const COLUMNS: &str = "rung_id,label,phase,kind,mode,period_ms,nominal_period_ms,duty,repeat,method,verdict,instrument,samples,coverage,harmonics,mean_w,peak_w,p1_w,p99_w,spread_w,swing_w,instrument_verdict,energy_j,raw_mean_w,raw_peak_w,raw_spread_w,raw_swing_w,instant_mean_w,instant_spread_w,average_field_mean_w,average_field_spread_w,average_field_swing_w,start_error_max_us,start_skew_us,rise_err_p50_us,rise_err_p99_us,rise_err_max_us,fall_err_p50_us,fall_err_p99_us,fall_err_max_us,edge_skew_p99_us,clock_drift_ppm,barrier_ok,edges_verdict,window_coverage,incomplete,mean_ci95_lo_w,mean_ci95_hi_w,peak_ci95_lo_w,peak_ci95_hi_w,spread_ci95_lo_w,spread_ci95_hi_w,swing_ci95_lo_w,swing_ci95_hi_w,step_w,unresolved,cycles";
 
-fn summary(nominal: Option<f64>) -> RungSummary {
+/// A duty rung's summary (rung 7, in phase, 100 ms) with few figures.
+pub(crate) fn summary(nominal: Option<f64>) -> RungSummary {
     RungSummary {
         rung: RungInfo {
             id: 7,

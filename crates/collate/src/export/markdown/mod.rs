@@ -1,7 +1,7 @@
 //! Markdown reports: `report.md` of a node run ([`run`], with its title in
 //! [`headline`], its rung tables in [`rungs`], its sensor section in
 //! [`sensor`] and its NCCL sections in [`nccl`]) and of a rack run
-//! ([`rack`]), and the table cells they share ([`cells`]), and
+//! ([`rack`]), the verdict plots above both answers ([`verdict`]), and the table cells they share ([`cells`]), and
 //! `compare.md` ([`compare`]).
 
 pub mod answer;
@@ -22,6 +22,7 @@ pub mod rungs;
 pub mod sensor;
 pub mod soak;
 pub mod tables;
+pub mod verdict;
 
 use crate::error::CollateError;
 use crate::report::{Report, Scope};

@@ -117,6 +117,8 @@ pub fn write_rack_report(
     let t = tables;
     let mut s = String::new();
     write_title(&mut s, rack, t.nodes);
+    // The verdict in two plots before any words.
+    super::verdict::write_plots(&mut s, rungs, t.envelope, t.grid);
     answer(&mut s, rack, t.nodes, rungs, compare, t.node_power);
     write_sources(&mut s, t.nodes.len(), t.reused, t.recollated);
     write_nodes(&mut s, t.nodes);

@@ -1,5 +1,5 @@
 //! `report.md` of a node run: the qualifications of every number on its
-//! first line, the run's facts, the rung table, edges, repeats, in phase
+//! first line, the verdict plots, the answer, the run's facts, the rung table, edges, repeats, in phase
 //! vs staggered, what the instruments can see, NCCL, faults, definitions
 //! and the plots.
 
@@ -30,6 +30,8 @@ pub fn write_report(
     let mut s = String::new();
     // The first line states anything that must qualify every number below.
     super::headline::write_title(&mut s, run, t);
+    // The verdict in two plots before any words.
+    super::verdict::write_plots(&mut s, t.rungs, t.envelope, t.grid);
     s.push_str(&super::answer::answer_block(&super::answer::AnswerInputs {
         run,
         rungs: t.rungs,

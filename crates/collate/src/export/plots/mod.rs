@@ -1,23 +1,32 @@
 //! Charts (SVG and PNG) with plotters and an embedded font, so they render
 //! the same on a machine with no fonts installed: one file per family
 //! (the node curve of every rung, the duty cycles across periods and
-//! modes, NCCL, the instruments, the node's own power, the soak), and what
-//! they share in `draw`.
+//! modes, NCCL, the instruments, the node's own power, the soak, and the
+//! verdict above the answer: swing and excursion envelope), and what they
+//! share in `draw`.
 
 mod cycles;
 mod draw;
+mod excursion;
 mod nccl;
 mod node_curve;
 mod node_power;
 mod sensor;
 mod soak;
+mod verdict;
 
+pub use excursion::{EnvelopeGroup, EnvelopeLine, envelope_lines, supply_words};
 pub use nccl::write_nccl_plot;
 pub use node_power::write_node_power_plot;
 pub use sensor::write_sensor_plot;
 pub use soak::write_soak_plot;
+pub use verdict::{
+    Line, SwingLimit, SwingPoint, has_envelope_plot, has_swing_plot, swing_lines,
+    write_verdict_plots,
+};
 
 use crate::curve::NodeCurve;
+use crate::envelope::Envelope;
 use crate::error::CollateError;
 use crate::load::Run;
 use crate::nccl::NcclRow;
@@ -55,6 +64,10 @@ enum Chart<'a> {
     NodePower(&'a NodePowerSeries),
     /// The soak rung's label and every GPU's lines.
     Soak(&'a str, &'a [SoakLines]),
+    /// The node's swing against the period, against the `[grid]`.
+    VerdictSwing(&'a verdict::SwingChart),
+    /// The excursion envelope against the `[supply]`.
+    VerdictEnvelope(&'a Envelope, &'a [RungSummary]),
 }
 
 impl Chart<'_> {
@@ -75,6 +88,8 @@ impl Chart<'_> {
             Chart::Sensor(a) => sensor::sensor_chart(area, a),
             Chart::NodePower(n) => node_power::node_power_chart(area, n),
             Chart::Soak(label, lines) => soak::soak_chart(area, label, lines),
+            Chart::VerdictSwing(c) => verdict::swing_chart(area, c),
+            Chart::VerdictEnvelope(e, r) => excursion::envelope_chart(area, e, r),
         }
     }
 }
@@ -130,6 +145,13 @@ impl super::Exporter for Plots {
             &report.cycles,
             &plots_dir,
         )?;
+        files.extend(write_verdict_plots(
+            &report.rungs,
+            &report.repeats,
+            &report.envelope,
+            &report.grid,
+            &plots_dir,
+        )?);
         if let Scope::Node(n) = &report.scope {
             files.extend(node_plots(n, &plots_dir)?);
         }
