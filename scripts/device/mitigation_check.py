@@ -170,7 +170,7 @@ def main():
                 off_plateau_w=floor_w, off_plateau_samples=n_floor,
                 asked_floor_w=asked,
                 floor_error_pct=(100 * (floor_w - asked) / asked) if (asked and floor_w) else None,
-                edges=edge_errors(run, rid) if not sm else None,
+                edges=edge_errors(run, rid),
             ))
     plain = {(x["gpu"], x["mode"], x["period_ms"]): x for x in rows if not x["smoothing"]}
     for x in rows:
