@@ -55,19 +55,22 @@ pub struct MitigationRow {
     pub plain_swing_ci95_w: Option<f64>,
     /// What the mitigation cut from the swing, % of the plain swing.
     pub swing_cut_pct: Option<f64>,
-    /// Node mean from the energy counters (every GPU's), W.
+    /// Its 95 % half-width, percentage points (both swings' intervals).
+    pub swing_cut_ci95_pct: Option<f64>,
+    /// Node mean over the measured window (the composed cycle's), W.
     pub mean_w: Option<f64>,
     /// The plain rung's, W.
     pub plain_mean_w: Option<f64>,
-    /// Extra mean power against the plain rung, W (energy counters).
+    /// Extra mean power against the plain rung, W.
     pub extra_w: Option<f64>,
-    /// Its uncertainty, W: the larger of the two instruments'
+    /// Its uncertainty, W: the larger of the energy counters'
     /// disagreement and the composed means' 95 % intervals in quadrature.
     pub extra_ci95_w: Option<f64>,
     /// Extra energy, % of the plain rung's.
     pub energy_pct: Option<f64>,
-    /// The same extra from the buffered samples' means, W (cross-check).
-    pub extra_samples_w: Option<f64>,
+    /// The same extra from the GPUs' energy counters, W (cross-check; over
+    /// the span between their first and last readings in the window).
+    pub extra_counter_w: Option<f64>,
     /// Why a figure is missing, or what limits it.
     pub note: String,
 }
@@ -87,6 +90,10 @@ pub struct MitigationGpuRow {
     pub achieved_floor_w: Option<f64>,
     /// (achieved − asked) / asked, %.
     pub floor_error_pct: Option<f64>,
+    /// The lowest 10 ms mean anywhere in the off-phase, W: what the supply
+    /// sees as the step's foot (a floor that sags after the fall, or the
+    /// work's tail still decaying at the rise, shows here).
+    pub off_trough_w: Option<f64>,
     /// The ramp-up rate asked, W/s.
     pub asked_up_w_per_s: Option<f64>,
     /// The fastest 10–90 % rise of the GPU's cycle, W/s (see `up_lower_bound`).
@@ -170,21 +177,26 @@ fn plain_of<'a>(r: &RungSummary, rungs: &'a [RungSummary]) -> Option<&'a RungSum
     })
 }
 
+/// The 95 % half-width of 100 × (p − s) / p, percentage points, from
+/// the swings' own (first-order propagation).
+fn cut_half_width(s: Option<(f64, f64)>, p: Option<(f64, f64)>) -> Option<f64> {
+    let ((s, hs), (p, hp)) = (s?, p?);
+    (p > 0.0).then(|| 100.0 * (hs * hs + (s / p * hp).powi(2)).sqrt() / p)
+}
+
 /// Half-width of an interval.
 fn half(b: Option<Bounds>) -> Option<f64> {
     b.map(|b| b.width() / 2.0)
 }
 
-/// Node mean of rung `id` from the GPUs' energy counters (every GPU's),
-/// and from their buffered samples.
-fn node_means(id: u32, per_gpu: &[GpuRungRow]) -> (Option<f64>, Option<f64>) {
+/// Node mean of rung `id` from the GPUs' energy counters (every GPU's;
+/// over the span between each counter's first and last reading inside
+/// the window, which need not hold whole cycles).
+fn counter_mean(id: u32, per_gpu: &[GpuRungRow]) -> Option<f64> {
     let rows: Vec<&GpuRungRow> = per_gpu.iter().filter(|g| g.rung_id == id).collect();
-    let sum = |f: fn(&GpuRungRow) -> Option<f64>| {
-        (!rows.is_empty())
-            .then(|| rows.iter().map(|g| f(g)).sum::<Option<f64>>())
-            .flatten()
-    };
-    (sum(|g| g.counter_mean_w), sum(|g| g.mean_w))
+    (!rows.is_empty())
+        .then(|| rows.iter().map(|g| g.counter_mean_w).sum::<Option<f64>>())
+        .flatten()
 }
 
 /// One mitigation rung's row.
@@ -194,15 +206,19 @@ fn row(
     spec: SmoothingSpec,
     per_gpu: &[GpuRungRow],
 ) -> MitigationRow {
-    let (mean_w, samples_w) = node_means(r.rung.id, per_gpu);
-    let (plain_mean_w, plain_samples_w) =
-        plain.map_or((None, None), |p| node_means(p.rung.id, per_gpu));
+    // The composed cycles' means cover the measured window exactly; the
+    // energy counters read about once a second cover whatever whole
+    // readings fall inside it (10.5 of 13 cycles at 500 ms on an H200):
+    // the cross-check, and their disagreement bounds the figure.
+    let (mean_w, plain_mean_w) = (r.mean_w, plain.and_then(|p| p.mean_w));
     let extra_w = mean_w.zip(plain_mean_w).map(|(a, b)| a - b);
-    let extra_samples_w = samples_w.zip(plain_samples_w).map(|(a, b)| a - b);
+    let extra_counter_w = counter_mean(r.rung.id, per_gpu)
+        .zip(plain.and_then(|p| counter_mean(p.rung.id, per_gpu)))
+        .map(|(a, b)| a - b);
     let composed = half(r.mean_ci95)
         .zip(plain.and_then(|p| half(p.mean_ci95)))
         .map(|(a, b)| a.hypot(b));
-    let disagreement = extra_w.zip(extra_samples_w).map(|(a, b)| (a - b).abs());
+    let disagreement = extra_w.zip(extra_counter_w).map(|(a, b)| (a - b).abs());
     let extra_ci95_w = match (composed, disagreement) {
         (Some(a), Some(b)) => Some(a.max(b)),
         (a, b) => a.or(b),
@@ -243,6 +259,10 @@ fn row(
             .zip(plain_swing_w)
             .filter(|(_, p)| *p > 0.0)
             .map(|(s, p)| 100.0 * (p - s) / p),
+        swing_cut_ci95_pct: cut_half_width(
+            r.swing_w.zip(half(r.swing_ci95)),
+            plain_swing_w.zip(plain.and_then(|p| half(p.swing_ci95))),
+        ),
         mean_w,
         plain_mean_w,
         extra_w,
@@ -251,7 +271,7 @@ fn row(
             .zip(plain_mean_w)
             .filter(|(_, p)| *p > 0.0)
             .map(|(e, p)| 100.0 * e / p),
-        extra_samples_w,
+        extra_counter_w,
         note: note.join("; "),
     }
 }
@@ -282,8 +302,8 @@ fn gpu_row(
     let settled_ms = cal.map_or(spec.ramp_down_hysteresis_ms, |c| {
         ns_to_ms(c.hysteresis_ns + c.ramp_down_ns)
     });
+    let guard_ms = cycle.map_or(0.0, grid::cycle_resolution_ms);
     let achieved_floor_w = values.and_then(|v| {
-        let guard_ms = cycle.map_or(0.0, grid::cycle_resolution_ms);
         let f = off_plateau(v, r.rung.duty, period_ms, settled_ms, guard_ms);
         if f.is_none() {
             note.push(format!(
@@ -328,6 +348,7 @@ fn gpu_row(
         floor_error_pct: asked_floor_w
             .zip(achieved_floor_w)
             .map(|(a, b)| 100.0 * (b - a) / a),
+        off_trough_w: values.and_then(|v| off_trough(v, r.rung.duty, period_ms, guard_ms)),
         asked_up_w_per_s: spec.ramp_up_w_per_s,
         achieved_up_w_per_s: up.as_ref().and_then(|f| f.value),
         achieved_up_pm_w_per_s: up.as_ref().and_then(|f| f.plus_minus),
@@ -371,6 +392,27 @@ pub fn off_plateau(
     (to > from).then(|| v[from..to].iter().sum::<f64>() / (to - from) as f64)
 }
 
+/// The window of [`off_trough`], ms.
+const TROUGH_WINDOW_MS: f64 = 10.0;
+
+/// The lowest [`TROUGH_WINDOW_MS`] mean of a GPU's cycle `v` (phase 0 at
+/// its rise) whose window lies in the off-phase, `guard_ms` clear of both
+/// edges; None when no window fits.
+pub fn off_trough(v: &[f64], duty: f64, period_ms: f64, guard_ms: f64) -> Option<f64> {
+    let m = v.len();
+    if m == 0 || period_ms <= 0.0 {
+        return None;
+    }
+    let at = |ms: f64| ((ms / period_ms) * m as f64).round() as usize;
+    let (from, to) = (at(duty * period_ms + guard_ms), at(period_ms - guard_ms).min(m));
+    let w = at(TROUGH_WINDOW_MS).max(1);
+    (from + w <= to).then(|| {
+        (from..=to - w)
+            .map(|a| v[a..a + w].iter().sum::<f64>() / w as f64)
+            .fold(f64::INFINITY, f64::min)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -393,5 +435,15 @@ mod tests {
         assert_eq!(off_plateau(&v, 0.5, 100.0, 0.0, 0.0), Some(420.0));
         // A ramp down to the end leaves nothing settled: no figure.
         assert_eq!(off_plateau(&v, 0.5, 100.0, 45.0, 0.0), None);
+        // The trough: the lowest 10 ms of the off-phase, here the floor.
+        assert_eq!(off_trough(&v, 0.5, 100.0, 2.0), Some(420.0));
+        // A sag after the fall is the trough, not the settled floor.
+        let sag: Vec<f64> = v
+            .iter()
+            .enumerate()
+            .map(|(i, w)| if (72..85).contains(&i) { 380.0 } else { *w })
+            .collect();
+        assert_eq!(off_trough(&sag, 0.5, 100.0, 2.0), Some(380.0));
+        assert!(off_plateau(&sag, 0.5, 100.0, 20.0, 0.0).unwrap() > 400.0);
     }
 }

@@ -71,10 +71,23 @@ pub fn compose(
         .map(|f| f.values(planner, None, true))
         .collect();
     let values = compose_values(&folds, &gpu_values, p, m);
-    let step_w: f64 = gpu_values
+    let settled_step_w: f64 = gpu_values
         .iter()
         .map(|v| on_level(v, r.info.duty) - off_level(v, r.info.duty))
         .sum();
+    // A mitigation's ramps may fill both phases, which then never settle
+    // (12 kW/s on an H200 at 100 ms: a "step" of −2.5 W between the
+    // phases' second halves): its step is the cycle's whole range.
+    let step_w = if r.info.smoothed() {
+        let (lo, hi) = values
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+                (a.min(*v), b.max(*v))
+            });
+        settled_step_w.max(hi - lo)
+    } else {
+        settled_step_w
+    };
     let window_ms = widest_window(model, &folds);
     let shortest_ms = r.info.duty.min(1.0 - r.info.duty) * period_ms;
     let at = interval::Layout {
@@ -118,10 +131,15 @@ pub fn compose(
             .zip(&gpu_values)
             .map(|(f, v)| (f.gpu.clone(), on_level(v, r.info.duty)))
             .collect(),
+        // On the node cycle's grid (as the node's figures are read), phase
+        // 0 at the GPU's own rise.
         gpu_cycles: folds
             .iter()
-            .map(|f| f.gpu.clone())
-            .zip(gpu_values)
+            .zip(&gpu_values)
+            .map(|(f, v)| {
+                let own = (0..m).map(|j| fold::at_phase(v, j as f64 / m as f64));
+                (f.gpu.clone(), own.collect())
+            })
             .collect(),
         step_w,
         stats,

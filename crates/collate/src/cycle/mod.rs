@@ -108,8 +108,8 @@ pub struct NodeCycle {
     pub samples: usize,
     /// Each GPU's draw through the settled second half of its on-phase, W.
     pub gpu_on_w: Vec<(String, f64)>,
-    /// Each GPU's own cycle (phase 0 at its own rising edges, evenly
-    /// spaced, as many points as its fold resolves): what its floor and
+    /// Each GPU's own cycle (phase 0 at its own rising edges, on the
+    /// node cycle's grid, read as the node's is): what its floor and
     /// ramps are read from. Empty for a rack's sum of node cycles.
     pub gpu_cycles: Vec<(String, Vec<f64>)>,
     /// The node's on−off step: every GPU's settled on level less its

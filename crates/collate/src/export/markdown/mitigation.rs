@@ -40,11 +40,11 @@ pub fn write_section(s: &mut String, m: &Mitigation) {
     let _ = writeln!(s, "\n## What each mitigation buys and what it costs\n");
     let _ = writeln!(
         s,
-        "Each mitigation rung against the plain rung of the same period, mode and repeat. Swing: p90 − p10 of the node's composed cycle, ± its 95 % half-width. Energy: the extra mean node power from the GPUs' energy counters, ± the larger of the two instruments' disagreement and the composed means' intervals; the buffered samples' figure beside it. On GPUs without hardware power smoothing the harness emulates it with calibrated load (a level load on the device clock); a ramp-up runs the ramp instead of the work for its first milliseconds, so its energy is not the cost of the same work done slower.\n"
+        "Each mitigation rung against the plain rung of the same period, mode and repeat. Swing: p90 − p10 of the node's composed cycle, ± its 95 % half-width. Energy: the extra mean node power over the measured window (the composed cycles' means), ± the larger of the composed means' intervals in quadrature and the GPUs' energy counters' disagreement; the counters' figure beside it (over the span between their first and last readings inside the window, which need not hold whole cycles). On GPUs without hardware power smoothing the harness emulates it with calibrated load (a level load on the device clock); a ramp-up runs the ramp instead of the work for its first milliseconds, so its energy is not the cost of the same work done slower.\n"
     );
     let _ = writeln!(
         s,
-        "| rung | mitigation | swing W (plain → this) | swing cut | extra W (energy counter) | extra energy | extra W (samples) | note |\n|---|---|---|---|---|---|---|---|"
+        "| rung | mitigation | swing W (plain → this) | swing cut | extra W | extra energy | extra W (energy counter) | note |\n|---|---|---|---|---|---|---|---|"
     );
     for r in &m.rows {
         write_row(s, r);
@@ -59,7 +59,11 @@ fn write_row(s: &mut String, r: &MitigationRow) {
         pm(r.plain_swing_w, r.plain_swing_ci95_w),
         pm(r.swing_w, r.swing_ci95_w)
     );
-    let cut = r.swing_cut_pct.map_or("–".into(), |c| format!("{c:.0} %"));
+    let cut = match (r.swing_cut_pct, r.swing_cut_ci95_pct) {
+        (Some(c), Some(h)) => format!("{c:.0} ± {h:.0} %"),
+        (Some(c), None) => format!("{c:.0} %"),
+        _ => "–".into(),
+    };
     let energy = r.energy_pct.map_or("–".into(), |e| format!("{e:+.1} %"));
     let _ = writeln!(
         s,
@@ -67,7 +71,7 @@ fn write_row(s: &mut String, r: &MitigationRow) {
         text(&r.label),
         in_words(&r.spec),
         signed(r.extra_w, r.extra_ci95_w),
-        signed(r.extra_samples_w, None),
+        signed(r.extra_counter_w, None),
         text(&r.note)
     );
 }
@@ -85,11 +89,11 @@ fn rate_cell(v: Option<f64>, pm_w: Option<f64>, lower: bool) -> String {
 fn write_gpus(s: &mut String, gpus: &[MitigationGpuRow]) {
     let _ = writeln!(
         s,
-        "\nPer GPU: the floor held in the settled part of the off-phase (from the GPU's own folded cycle) against the floor asked (the share of its limit, never below its idle draw), and the fastest 10–90 % rise and fall of its cycle against the rates asked (kW/s; ≥: faster than the cycle resolves).\n"
+        "\nPer GPU: the floor held (the mean of the second half of the off-phase left after the hysteresis and the ramp down, from the GPU's own folded cycle) against the floor asked (the share of its limit, never below its idle draw); the lowest 10 ms mean anywhere in the off-phase (the foot of the step the supply sees: a sag after the fall, or the work's tail still decaying); and the fastest 10–90 % rise and fall of its cycle against the rates asked (kW/s; ≥: faster than the cycle resolves).\n"
     );
     let _ = writeln!(
         s,
-        "| rung | GPU | floor asked W | floor held W | error | up asked | up held | down asked | down held | resolution ms | notes |\n|---|---|---|---|---|---|---|---|---|---|---|"
+        "| rung | GPU | floor asked W | floor held W | error | lowest 10 ms W | up asked | up held | down asked | down held | resolution ms | notes |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
     );
     for g in gpus {
         let err = g
@@ -101,11 +105,12 @@ fn write_gpus(s: &mut String, gpus: &[MitigationGpuRow]) {
             .collect();
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {err} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {err} | {} | {} | {} | {} | {} | {} | {} |",
             text(&g.label),
             text(&g.gpu),
             o(g.asked_floor_w),
             o(g.achieved_floor_w),
+            o(g.off_trough_w),
             o(g.asked_up_w_per_s.map(|v| v / 1000.0)),
             rate_cell(
                 g.achieved_up_w_per_s,
