@@ -304,7 +304,7 @@ fn gpu_row(
     });
     let guard_ms = cycle.map_or(0.0, grid::cycle_resolution_ms);
     let achieved_floor_w = values.and_then(|v| {
-        let f = off_plateau(v, r.rung.duty, period_ms, settled_ms, guard_ms);
+        let f = off_plateau(v, r.rung.duty, period_ms, settled_ms);
         if f.is_none() {
             note.push(format!(
                 "the off-phase holds no settled floor after the {settled_ms:.1} ms hysteresis and ramp down"
@@ -370,16 +370,10 @@ fn gpu_row(
 /// ramp down (`settled_ms` after the fall; the work's tail still decays
 /// in the first half: 60 W above idle 25 ms into an H200's 100 ms
 /// rung), at least [`FLOOR_GUARD_MS`] after them and [`END_GUARD_MS`]
-/// before the next rise, and `guard_ms` (the cycle's resolution: its
-/// reconstruction rings that far from an edge) from both; None when
-/// nothing is left.
-pub fn off_plateau(
-    v: &[f64],
-    duty: f64,
-    period_ms: f64,
-    settled_ms: f64,
-    guard_ms: f64,
-) -> Option<f64> {
+/// before the next rise; None when nothing is left. Where the off-phase
+/// still drifts there (the work's tail, the cap's clocks recovering) the
+/// figure is the mean of a slope: `off_trough` gives its foot.
+pub fn off_plateau(v: &[f64], duty: f64, period_ms: f64, settled_ms: f64) -> Option<f64> {
     let m = v.len();
     if m == 0 || period_ms <= 0.0 {
         return None;
@@ -387,8 +381,8 @@ pub fn off_plateau(
     let at = |ms: f64| ((ms / period_ms) * m as f64).round() as usize;
     let fall_ms = duty * period_ms;
     let rest_ms = period_ms - fall_ms - settled_ms;
-    let from = at(fall_ms + settled_ms + (rest_ms / 2.0).max(FLOOR_GUARD_MS.max(guard_ms)));
-    let to = at(period_ms - END_GUARD_MS.max(guard_ms)).min(m);
+    let from = at(fall_ms + settled_ms + (rest_ms / 2.0).max(FLOOR_GUARD_MS));
+    let to = at(period_ms - END_GUARD_MS).min(m);
     (to > from).then(|| v[from..to].iter().sum::<f64>() / (to - from) as f64)
 }
 
@@ -404,7 +398,10 @@ pub fn off_trough(v: &[f64], duty: f64, period_ms: f64, guard_ms: f64) -> Option
         return None;
     }
     let at = |ms: f64| ((ms / period_ms) * m as f64).round() as usize;
-    let (from, to) = (at(duty * period_ms + guard_ms), at(period_ms - guard_ms).min(m));
+    let (from, to) = (
+        at(duty * period_ms + guard_ms),
+        at(period_ms - guard_ms).min(m),
+    );
     let w = at(TROUGH_WINDOW_MS).max(1);
     (from + w <= to).then(|| {
         (from..=to - w)
@@ -428,13 +425,13 @@ mod tests {
                 _ => 420.0,
             })
             .collect();
-        let f = off_plateau(&v, 0.5, 100.0, 20.0, 0.0).unwrap();
+        let f = off_plateau(&v, 0.5, 100.0, 20.0).unwrap();
         assert!((f - 420.0).abs() < 1e-9, "{f}");
         // Without the ramp down's 20 ms, the second half of the off-phase
         // (75..98 ms) is still clear of the ramp.
-        assert_eq!(off_plateau(&v, 0.5, 100.0, 0.0, 0.0), Some(420.0));
+        assert_eq!(off_plateau(&v, 0.5, 100.0, 0.0), Some(420.0));
         // A ramp down to the end leaves nothing settled: no figure.
-        assert_eq!(off_plateau(&v, 0.5, 100.0, 45.0, 0.0), None);
+        assert_eq!(off_plateau(&v, 0.5, 100.0, 45.0), None);
         // The trough: the lowest 10 ms of the off-phase, here the floor.
         assert_eq!(off_trough(&v, 0.5, 100.0, 2.0), Some(420.0));
         // A sag after the fall is the trough, not the settled floor.
@@ -444,6 +441,6 @@ mod tests {
             .map(|(i, w)| if (72..85).contains(&i) { 380.0 } else { *w })
             .collect();
         assert_eq!(off_trough(&sag, 0.5, 100.0, 2.0), Some(380.0));
-        assert!(off_plateau(&sag, 0.5, 100.0, 20.0, 0.0).unwrap() > 400.0);
+        assert!(off_plateau(&sag, 0.5, 100.0, 20.0).unwrap() > 400.0);
     }
 }

@@ -71,23 +71,22 @@ pub fn compose(
         .map(|f| f.values(planner, None, true))
         .collect();
     let values = compose_values(&folds, &gpu_values, p, m);
-    let settled_step_w: f64 = gpu_values
+    let step_w: f64 = gpu_values
         .iter()
         .map(|v| on_level(v, r.info.duty) - off_level(v, r.info.duty))
         .sum();
     // A mitigation's ramps may fill both phases, which then never settle
     // (12 kW/s on an H200 at 100 ms: a "step" of −2.5 W between the
-    // phases' second halves): its step is the cycle's whole range.
-    let step_w = if r.info.smoothed() {
+    // phases' second halves): what is unresolved is judged against the
+    // cycle's whole range.
+    let range_step_w = r.info.smoothed().then(|| {
         let (lo, hi) = values
             .iter()
             .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
                 (a.min(*v), b.max(*v))
             });
-        settled_step_w.max(hi - lo)
-    } else {
-        settled_step_w
-    };
+        step_w.max(hi - lo)
+    });
     let window_ms = widest_window(model, &folds);
     let shortest_ms = r.info.duty.min(1.0 - r.info.duty) * period_ms;
     let at = interval::Layout {
@@ -142,6 +141,7 @@ pub fn compose(
             })
             .collect(),
         step_w,
+        range_step_w,
         stats,
         interval,
     })

@@ -115,6 +115,10 @@ pub struct NodeCycle {
     /// The node's on−off step: every GPU's settled on level less its
     /// settled off level (the second halves of its phases), summed, W.
     pub step_w: f64,
+    /// A mitigation rung's step for judging what is unresolved: the larger
+    /// of `step_w` and the cycle's range (its ramps may fill both phases,
+    /// which then never settle); None for a plain rung.
+    pub range_step_w: Option<f64>,
     /// Node figures, W.
     pub stats: CycleStats,
     /// Their 95 % intervals within the run (None for a rack's sum of node

@@ -188,14 +188,15 @@ fn unresolved_of(c: &NodeCycle) -> Option<String> {
     let wide: Vec<(&str, f64, Bounds)> = figures
         .into_iter()
         .filter(|(_, v, b)| {
-            b.width() > v.abs() || b.width() > UNRESOLVED_STEP_SHARE * c.step_w.abs()
+            b.width() > v.abs()
+                || b.width() > UNRESOLVED_STEP_SHARE * c.range_step_w.unwrap_or(c.step_w).abs()
         })
         .collect();
     (!wide.is_empty()).then(|| {
         format!(
             "interval wider than the figure or than {:.0} % of the {:.0} W step: {}",
             100.0 * UNRESOLVED_STEP_SHARE,
-            c.step_w,
+            c.range_step_w.unwrap_or(c.step_w),
             named(&wide)
         )
     })
