@@ -174,11 +174,7 @@ pub struct Envelope {
 /// The campaign's `[supply]` from the run's resolved campaign (None: not
 /// declared, or not readable as one).
 pub fn supply_of(run: &Run) -> Option<Supply> {
-    run.manifest
-        .campaign_resolved
-        .pointer("/supply")
-        .filter(|v| !v.is_null())
-        .and_then(|v| serde_json::from_value(v.clone()).ok())
+    run.campaign_table("supply")
 }
 
 /// What one buffered sample stands for, ms: the longest of every GPU's

@@ -62,6 +62,18 @@ pub struct Run {
     pub missing_rungs: Vec<MissingRung>,
 }
 
+impl Run {
+    /// The table `key` (`supply`, `grid`) of the run's resolved campaign
+    /// (None: not declared, or not readable as a `T`).
+    pub fn campaign_table<T: serde::de::DeserializeOwned>(&self, key: &str) -> Option<T> {
+        self.manifest
+            .campaign_resolved
+            .get(key)
+            .filter(|v| !v.is_null())
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+    }
+}
+
 /// A rung the plan lists without a record in the event log.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MissingRung {

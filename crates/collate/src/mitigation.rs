@@ -16,7 +16,7 @@ use powerlab_campaign::Ramp;
 use powerlab_core::smoothing::SmoothingSpec;
 use powerlab_core::units::{PeriodMs, ns_to_ms};
 use powerlab_rundir::Mode;
-use powerlab_rundir::smoothing::{GpuSmoothingNote, smoothing_notes};
+use powerlab_rundir::smoothing::{GpuSmoothingNote, SmoothingNote, smoothing_notes};
 use serde::Serialize;
 
 /// A mitigation rung against its plain rung.
@@ -68,11 +68,17 @@ pub struct MitigationRow {
     pub extra_ci95_w: Option<f64>,
     /// Extra energy, % of the plain rung's.
     pub energy_pct: Option<f64>,
+    /// Its 95 % half-width, percentage points.
+    pub energy_ci95_pct: Option<f64>,
     /// The same extra from the GPUs' energy counters, W (cross-check; over
     /// the span between their first and last readings in the window).
     pub extra_counter_w: Option<f64>,
-    /// Why a figure is missing, or what limits it.
+    /// Why a figure is missing, or what limits it (the caveats included).
     pub note: String,
+    /// What qualifies its figures (cut short, a floor not held, a ramp
+    /// filling its phase): the answer line carries them.
+    #[serde(skip)]
+    pub caveats: Vec<String>,
 }
 
 /// One GPU of a mitigation rung: asked against achieved.
@@ -152,17 +158,96 @@ pub fn mitigation(
             continue;
         };
         let plain = plain_of(r, rungs);
-        out.rows.push(row(r, plain, spec, per_gpu));
-        let note = notes.iter().rev().find(|n| n.rung_id == r.rung.id);
+        let note = notes
+            .iter()
+            .rev()
+            .find(|n| n.rung_id == r.rung.id && n.label == r.rung.label);
         let cycle = cycles.get(&r.rung.id).and_then(|c| c.as_ref().ok());
-        for g in run.manifest.gpu_keys() {
-            let cal = note.and_then(|n| n.gpus.iter().find(|x| x.gpu == g));
-            out.gpus
-                .push(gpu_row(r, &spec, &g, cal, cycle, note.is_some()));
+        let gpus: Vec<MitigationGpuRow> = run
+            .manifest
+            .backend
+            .gpus
+            .iter()
+            .map(|g| {
+                let cal = note.and_then(|n| n.gpus.iter().find(|x| x.gpu == g.key));
+                let asked = (spec.floor_pct > 0.0).then(|| {
+                    // From the spec and the manifest's limit, never the
+                    // note's own figure; not below the calibrated idle.
+                    let w = spec.floor_pct / 100.0 * g.power_limit_w;
+                    cal.map_or(w, |c| w.max(c.idle_w))
+                });
+                gpu_row(r, &spec, (&g.key, asked), cal, cycle, note.is_some())
+            })
+            .collect();
+        let mut row = row(r, plain, spec, per_gpu);
+        row.caveats = caveats(r, plain, note, &gpus);
+        if !row.caveats.is_empty() {
+            let all = [row.note.as_str()]
+                .into_iter()
+                .filter(|n| !n.is_empty())
+                .chain(row.caveats.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join("; ");
+            row.note = all;
+        }
+        out.rows.push(row);
+        out.gpus.extend(gpus);
+    }
+    out
+}
+
+/// What qualifies a mitigation rung's figures, for the reader who looks
+/// at its row or its answer line first: a rung (or its plain rung) cut
+/// short, a floor not held within 5 %, a ramp or hold that fills its
+/// phase.
+fn caveats(
+    r: &RungSummary,
+    plain: Option<&RungSummary>,
+    note: Option<&SmoothingNote>,
+    gpus: &[MitigationGpuRow],
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for (which, s) in [("the rung", Some(r)), ("its plain rung", plain)] {
+        if let Some(why) = s.and_then(|s| s.incomplete.as_deref()) {
+            out.push(format!("INCOMPLETE: {which}: {why}"));
+        }
+    }
+    for g in gpus {
+        if let (Some(e), Some(a), Some(h)) =
+            (g.floor_error_pct, g.asked_floor_w, g.achieved_floor_w)
+            && e.abs() > FLOOR_MET_PCT
+        {
+            out.push(format!(
+                "floor not held: {} held {h:.0} W of {a:.0} W asked ({e:+.0} %)",
+                g.gpu
+            ));
+        }
+    }
+    let period_ns = r.rung.period_ms.map_or(0.0, |p| p.ms() * 1e6);
+    let on_ns = r.rung.duty * period_ns;
+    for g in note.map_or(&[][..], |n| &n.gpus[..]) {
+        if g.ramp_up_ns as f64 >= on_ns && on_ns > 0.0 {
+            out.push(format!(
+                "{}: the {:.1} ms ramp-up fills the {:.1} ms on-phase: the work never runs alone",
+                g.gpu,
+                ns_to_ms(g.ramp_up_ns),
+                on_ns / 1e6
+            ));
+        }
+        let settle = (g.hysteresis_ns + g.ramp_down_ns) as f64;
+        if g.spec.floor_pct > 0.0 && settle >= period_ns - on_ns && period_ns > 0.0 {
+            out.push(format!(
+                "{}: the hold and ramp down ({:.1} ms) fill the off-phase: the floor is never reached",
+                g.gpu,
+                settle / 1e6
+            ));
         }
     }
     out
 }
+
+/// A floor held within this share of the asked one (%) is met.
+pub const FLOOR_MET_PCT: f64 = 5.0;
 
 /// The plain rung of the same phase, requested period, mode and repeat.
 fn plain_of<'a>(r: &RungSummary, rungs: &'a [RungSummary]) -> Option<&'a RungSummary> {
@@ -271,8 +356,13 @@ fn row(
             .zip(plain_mean_w)
             .filter(|(_, p)| *p > 0.0)
             .map(|(e, p)| 100.0 * e / p),
+        energy_ci95_pct: extra_ci95_w
+            .zip(plain_mean_w)
+            .filter(|(_, p)| *p > 0.0)
+            .map(|(e, p)| 100.0 * e / p),
         extra_counter_w,
         note: note.join("; "),
+        caveats: Vec::new(),
     }
 }
 
@@ -280,7 +370,7 @@ fn row(
 fn gpu_row(
     r: &RungSummary,
     spec: &SmoothingSpec,
-    gpu: &str,
+    (gpu, asked_floor_w): (&str, Option<f64>),
     cal: Option<&GpuSmoothingNote>,
     cycle: Option<&NodeCycle>,
     noted: bool,
@@ -293,10 +383,6 @@ fn gpu_row(
             "no calibration note for this rung (events.jsonl): asked figures unknown".to_string()
         });
     }
-    // A floor below idle is idle: the asked floor is never below it.
-    let asked_floor_w = cal
-        .filter(|_| spec.floor_pct > 0.0)
-        .map(|c| c.floor_w.max(c.idle_w));
     let values = cycle.and_then(|c| c.gpu_cycles.iter().find(|(g, _)| g == gpu).map(|x| &x.1));
     let period_ms = cycle.map_or(0.0, |c| c.period_ms);
     let settled_ms = cal.map_or(spec.ramp_down_hysteresis_ms, |c| {

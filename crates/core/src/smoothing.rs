@@ -215,8 +215,9 @@ impl LevelRamp {
         }
         let mut out = Vec::new();
         for (j, &l) in self.steps.iter().enumerate() {
-            let end = (self.ns * (j as i64 + 1) / n).min(room_ns);
-            let start = self.ns * j as i64 / n;
+            let at = |k: i64| (i128::from(self.ns) * i128::from(k) / i128::from(n)) as i64;
+            let end = at(j as i64 + 1).min(room_ns);
+            let start = at(j as i64);
             if start >= room_ns {
                 break;
             }
@@ -256,6 +257,8 @@ pub enum Draw {
 pub const RAMP_STEP_NS: i64 = 500 * NS_PER_US;
 /// The most steps a ramp has.
 pub const MAX_RAMP_STEPS: i64 = 64;
+/// The longest ramp, ns (an hour).
+pub const MAX_RAMP_NS: i64 = 3_600 * 1_000_000_000;
 
 impl DeviceSmoothing {
     /// The smoothing that does what `spec` asks of a GPU calibrated as
@@ -289,7 +292,9 @@ impl DeviceSmoothing {
             let Some(r) = rate.filter(|r| *r > 0.0 && swing_w > 0.0) else {
                 return LevelRamp::default();
             };
-            let ns = (swing_w / r * 1e9).round() as i64;
+            // At most an hour (the campaign bounds rates; this keeps the
+            // step arithmetic far from overflow whatever it is handed).
+            let ns = (swing_w / r * 1e9).round().min(MAX_RAMP_NS as f64) as i64;
             let n = (ns / RAMP_STEP_NS).clamp(1, MAX_RAMP_STEPS);
             let steps = (0..n)
                 .map(|j| {

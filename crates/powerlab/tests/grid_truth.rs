@@ -38,51 +38,9 @@ fn true_cycle(x: &[f64], t0_ns: i64, epoch_ns: i64, period_ms: f64) -> Vec<f64> 
         .collect()
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        0.5 * (v[n / 2 - 1] + v[n / 2])
-    }
-}
-
 /// The true rates (up, down) of a cycle of 1 ms bins, W/s.
 fn true_rates(c: &[f64]) -> (f64, f64) {
-    let (min, max) = c
-        .iter()
-        .fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(*v), b.max(*v)));
-    let mid = 0.5 * (min + max);
-    let lo = median(c.iter().copied().filter(|v| *v < mid).collect());
-    let hi = median(c.iter().copied().filter(|v| *v >= mid).collect());
-    let h = hi - lo;
-    let edge = |sign: f64, l10: f64, l90: f64| {
-        let m = c.len();
-        let w = |j: usize| sign * c[j % m];
-        let mut best = f64::INFINITY;
-        for j in 0..m {
-            if !(w(j) < l10 && w(j + 1) >= l10) {
-                continue;
-            }
-            let t10 = j as f64 + (l10 - w(j)) / (w(j + 1) - w(j));
-            for k in j..j + m {
-                if k > j && w(k) < l10 {
-                    break;
-                }
-                if w(k + 1) >= l90 {
-                    let t90 = k as f64 + (l90 - w(k)) / (w(k + 1) - w(k));
-                    best = best.min(t90 - t10);
-                    break;
-                }
-            }
-        }
-        0.8 * h / (best.max(1.0) / 1000.0)
-    };
-    (
-        edge(1.0, lo + 0.1 * h, lo + 0.9 * h),
-        edge(-1.0, -(hi - 0.1 * h), -(lo + 0.1 * h)),
-    )
+    crate::util::truth::rates(c, c.len() as f64)
 }
 
 /// The share (%) of the variance of 1 ms points `x` in `[lo, hi]` Hz, and

@@ -10,6 +10,11 @@ use powerlab_core::smoothing::SmoothingSpec;
 use std::ops::Range;
 use toml::Spanned;
 
+/// The slowest ramp asked, W/s per GPU: a 1 kW swing in 1000 s.
+pub const MIN_RATE_W_PER_S: f64 = 1.0;
+/// The fastest, W/s per GPU: a 1 kW swing in 1 µs (no limit, in effect).
+pub const MAX_RATE_W_PER_S: f64 = 1e9;
+
 /// The keys an entry accepts, in the order error messages list them.
 pub(super) const KEYS: &[&str] = &[
     "floor_pct",
@@ -139,7 +144,7 @@ impl Entries<'_> {
         Ok(spec)
     }
 
-    /// A rate in W/s, finite and above 0, where given.
+    /// A rate in W/s, within [`MIN_RATE_W_PER_S`]..[`MAX_RATE_W_PER_S`], where given.
     fn rate(
         &self,
         i: usize,
@@ -149,7 +154,7 @@ impl Entries<'_> {
         let Some((x, span)) = self.number(i, e, key)? else {
             return Ok(None);
         };
-        if x.is_finite() && x > 0.0 {
+        if x.is_finite() && (MIN_RATE_W_PER_S..=MAX_RATE_W_PER_S).contains(&x) {
             return Ok(Some(x));
         }
         Err(self.ctx.err(
@@ -157,7 +162,7 @@ impl Entries<'_> {
             self.f(i, Some(key)),
             format!("a rate of {x} W/s is out of range"),
             Some(&format!(
-                "{key} > 0, W/s per GPU, e.g. 50000 (a 600 W swing in 12 ms)"
+                "{MIN_RATE_W_PER_S} <= {key} <= {MAX_RATE_W_PER_S:e}, W/s per GPU, e.g. 50000 (a 600 W swing in 12 ms)"
             )),
         ))
     }

@@ -257,11 +257,7 @@ impl GridMetrics {
 /// The campaign's `[grid]` from the run's resolved campaign (None: not
 /// declared, or not readable as one).
 pub fn grid_of(run: &Run) -> Option<Grid> {
-    run.manifest
-        .campaign_resolved
-        .pointer("/grid")
-        .filter(|v| !v.is_null())
-        .and_then(|v| serde_json::from_value(v.clone()).ok())
+    run.campaign_table("grid")
 }
 
 /// Every rung's grid metrics: rungs with a composed cycle from it, the

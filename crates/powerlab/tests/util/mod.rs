@@ -2,6 +2,8 @@
 //! Helpers for running the real binary on the simulated node.
 #![allow(dead_code, missing_docs)]
 
+pub mod truth;
+
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

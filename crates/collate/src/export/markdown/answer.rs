@@ -61,7 +61,13 @@ pub fn answer_block(a: &AnswerInputs<'_>) -> String {
         a.rungs,
         a.compare,
     );
-    super::answer_grid::supply_line(&mut s, a.envelope);
+    let loaded: Vec<u32> = a
+        .rungs
+        .iter()
+        .filter(|r| r.rung.kind != PhaseKind::Idle)
+        .map(|r| r.rung.id)
+        .collect();
+    super::answer_grid::supply_line(&mut s, a.envelope, &loaded);
     let plain_duty: Vec<u32> = a
         .rungs
         .iter()

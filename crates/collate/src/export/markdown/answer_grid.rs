@@ -9,17 +9,20 @@ use super::mitigation::in_words;
 use crate::envelope::{Envelope, Verdict};
 use crate::format::fmt_ms;
 use crate::grid::{GridFigure, GridMetrics, GridVerdict, Metric};
-use crate::mitigation::Mitigation;
+use crate::mitigation::{Mitigation, MitigationRow};
 use std::fmt::Write;
 
 /// The envelope's windows the line names, ms.
 const SUPPLY_WINDOWS_MS: [f64; 2] = [10.0, 1_000.0];
 
-/// Appends the supply line.
-pub fn supply_line(s: &mut String, e: &Envelope) {
+/// Appends the supply line: the loaded rungs (`loaded`: rung ids; an
+/// idle rung is never the excursion), and each declared duration none of
+/// them is long enough to judge named as not judged.
+pub fn supply_line(s: &mut String, e: &Envelope, loaded: &[u32]) {
     let worst = |w: f64| {
         e.rungs
             .iter()
+            .filter(|r| loaded.contains(&r.rung_id))
             .filter_map(|r| {
                 let p = r.points.iter().find(|p| p.window_ms == w)?;
                 Some((p.max_mean_w?, r.label.as_str()))
@@ -37,7 +40,32 @@ pub fn supply_line(s: &mut String, e: &Envelope) {
     }
     let verdict = match &e.supply {
         None => "no `[supply]` declared: nothing judged".to_string(),
-        Some(_) => supply_verdict(e),
+        Some(supply) => {
+            let mut v = supply_verdict(e, loaded);
+            let unjudged: Vec<String> = supply
+                .excursions
+                .iter()
+                .filter(|x| {
+                    !e.rungs
+                        .iter()
+                        .filter(|r| loaded.contains(&r.rung_id))
+                        .any(|r| {
+                            r.points
+                                .iter()
+                                .any(|p| p.window_ms >= x.duration_ms && p.margin_w.is_some())
+                        })
+                })
+                .map(|x| format!("{} ms", fmt_ms(x.duration_ms)))
+                .collect();
+            if !unjudged.is_empty() {
+                let _ = write!(
+                    v,
+                    "; **not judged** at {}: no loaded rung lasts that long (`envelope.csv`)",
+                    unjudged.join(", ")
+                );
+            }
+            v
+        }
     };
     let _ = writeln!(
         s,
@@ -46,13 +74,18 @@ pub fn supply_line(s: &mut String, e: &Envelope) {
     );
 }
 
-/// Against the declared supply: the worst margin over every judged point.
-fn supply_verdict(e: &Envelope) -> String {
-    let judged = e.rungs.iter().flat_map(|r| {
-        r.points
-            .iter()
-            .filter_map(move |p| Some((p.margin_w?, p.window_ms, p.verdict()?, r.label.as_str())))
-    });
+/// Against the declared supply: the worst margin over every judged point
+/// of the loaded rungs.
+fn supply_verdict(e: &Envelope, loaded: &[u32]) -> String {
+    let judged = e
+        .rungs
+        .iter()
+        .filter(|r| loaded.contains(&r.rung_id))
+        .flat_map(|r| {
+            r.points.iter().filter_map(move |p| {
+                Some((p.margin_w?, p.window_ms, p.verdict()?, r.label.as_str()))
+            })
+        });
     let fails = judged.clone().filter(|x| x.2 == Verdict::Fail).count();
     match judged.min_by(|a, b| a.0.total_cmp(&b.0)) {
         None => "no stated point lies within the declared durations".into(),
@@ -134,6 +167,12 @@ pub fn grid_line(s: &mut String, g: &GridMetrics, plain_duty: &[u32]) {
         }
     }
     if parts.is_empty() {
+        if g.spec.is_some() {
+            let _ = writeln!(
+                s,
+                "- **Grid:** `[grid]` declared, not judged here: no plain duty rung with a figure (each rung's figures and verdicts are in `grid.csv`)."
+            );
+        }
         return;
     }
     let spec = if g.spec.is_some() {
@@ -148,6 +187,32 @@ pub fn grid_line(s: &mut String, g: &GridMetrics, plain_duty: &[u32]) {
         g.band_hz[1],
         parts.join("; ")
     );
+}
+
+/// The swing's change against the plain rung, with its interval:
+/// ` (−36 ± 4 %)`.
+fn cut_text(r: &MitigationRow) -> String {
+    match (r.swing_cut_pct, r.swing_cut_ci95_pct) {
+        (Some(c), Some(h)) => format!(" ({:+.0} ± {h:.0} %)", -c),
+        (Some(c), None) => format!(" ({:+.0} %)", -c),
+        _ => String::new(),
+    }
+}
+
+/// The energy cost in words; a ramp-up's is not a cost (it runs in place
+/// of the work, which is not done slower but less).
+fn energy_text(r: &MitigationRow) -> String {
+    if r.spec.ramp_up_w_per_s.is_some() {
+        return "energy not a cost (the ramp-up runs in place of the work)".into();
+    }
+    match (r.energy_pct, r.extra_w) {
+        (Some(p), Some(w)) => format!(
+            "{p:+.1} ± {:.1} % energy ({w:+.0} ± {:.0} W)",
+            r.energy_ci95_pct.unwrap_or(0.0),
+            r.extra_ci95_w.unwrap_or(0.0)
+        ),
+        _ => "energy not measured".into(),
+    }
 }
 
 /// A metric in words.
@@ -185,31 +250,28 @@ pub fn mitigation_lines(s: &mut String, m: &Mitigation, g: &GridMetrics) {
         };
         let first = rows[0];
         let mut line = format!(
-            "- **Mitigations at {} ms {}:** plain swing {} W, node ramp up {}",
+            "- **Mitigations at {} ms {}** (against {}): plain swing {} W, node ramp up {}",
             fmt_ms(first.period_ms),
             first.mode.as_str().replace('_', " "),
+            code(plain),
             first
                 .plain_swing_w
                 .map_or("–".into(), |w| format!("{w:.0}")),
             ramp(plain_id)
         );
         for r in rows {
-            let energy = match (r.energy_pct, r.extra_w) {
-                (Some(p), Some(w)) => format!(
-                    "{p:+.1} % energy ({w:+.0} ± {:.0} W)",
-                    r.extra_ci95_w.unwrap_or(0.0)
-                ),
-                _ => "energy not measured".into(),
-            };
             let _ = write!(
                 line,
-                "; {}: swing {} W{}, ramp up {}, {energy}",
+                "; {}: swing {} W{}, ramp up {}, {}",
                 in_words(&r.spec),
                 r.swing_w.map_or("–".into(), |w| format!("{w:.0}")),
-                r.swing_cut_pct
-                    .map_or(String::new(), |c| format!(" ({:+.0} %)", -c)),
-                ramp(Some(r.rung_id))
+                cut_text(r),
+                ramp(Some(r.rung_id)),
+                energy_text(r)
             );
+            if !r.caveats.is_empty() {
+                let _ = write!(line, " (**{}**)", r.caveats.join("; "));
+            }
         }
         let _ = writeln!(s, "{line}.");
     }
