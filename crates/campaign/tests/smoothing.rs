@@ -248,7 +248,15 @@ fn out_of_range_entries_are_refused_with_their_field() {
         "[{ ramp_up_w_per_s = 0 }]",
         "phases.mitigation.smoothing[0].ramp_up_w_per_s",
         "a rate of 0 W/s is out of range",
-        "ramp_up_w_per_s > 0",
+        "1 <= ramp_up_w_per_s <= 1e9",
+    );
+    // A ramp of a nano-watt per second (hostile review: it overflowed the
+    // ramp's step arithmetic mid-run) is refused before anything runs.
+    refused(
+        "[{ ramp_down_w_per_s = 1e-9 }]",
+        "phases.mitigation.smoothing[0].ramp_down_w_per_s",
+        "out of range",
+        "1 <= ramp_down_w_per_s",
     );
     refused(
         "[{ ramp_down_w_per_s = inf }]",
