@@ -297,9 +297,14 @@ fn sustained_line(s: &mut String, scope: &Scope<'_>, rungs: &[RungSummary]) {
     }
 }
 
-/// The in-phase duty rungs with a swing figure, grouped by period.
+/// The in-phase duty rungs with a swing figure, grouped as repeats of one
+/// setting: period, phase and duty (two phases at one period are two
+/// settings, never each other's repeats).
 fn in_phase_by_period(rungs: &[RungSummary]) -> Vec<(f64, Vec<&RungSummary>)> {
     let mut by_period: Vec<(f64, Vec<&RungSummary>)> = Vec::new();
+    let same = |a: &RungSummary, b: &RungSummary| {
+        a.rung.phase == b.rung.phase && a.rung.duty == b.rung.duty
+    };
     for r in rungs.iter().filter(|r| {
         r.rung.kind == PhaseKind::Duty
             && r.rung.mode == Mode::InPhase
@@ -307,7 +312,10 @@ fn in_phase_by_period(rungs: &[RungSummary]) -> Vec<(f64, Vec<&RungSummary>)> {
             && !r.rung.smoothed()
     }) {
         let p = r.rung.period_ms.map(PeriodMs::ms).unwrap_or(0.0);
-        match by_period.iter_mut().find(|(q, _)| (q - p).abs() < 1e-9) {
+        match by_period
+            .iter_mut()
+            .find(|(q, v)| (q - p).abs() < 1e-9 && same(v[0], r))
+        {
             Some((_, v)) => v.push(r),
             None => by_period.push((p, vec![r])),
         }

@@ -120,6 +120,19 @@ pub fn write_rack_report(
     // The verdict in two plots before any words.
     super::verdict::write_plots(&mut s, rungs, t.envelope, t.grid);
     answer(&mut s, rack, t.nodes, rungs, compare, t.node_power);
+    // The supply and the grid, judged on the rack's sum, as a node's are.
+    let loaded: Vec<u32> = rungs
+        .iter()
+        .filter(|r| r.rung.kind != powerlab_rundir::PhaseKind::Idle)
+        .map(|r| r.rung.id)
+        .collect();
+    let plain_duty: Vec<u32> = rungs
+        .iter()
+        .filter(|r| r.rung.kind == powerlab_rundir::PhaseKind::Duty && !r.rung.smoothed())
+        .map(|r| r.rung.id)
+        .collect();
+    super::answer_grid::supply_line(&mut s, t.envelope, &loaded);
+    super::answer_grid::grid_line(&mut s, t.grid, &plain_duty);
     write_sources(&mut s, t.nodes.len(), t.reused, t.recollated);
     write_nodes(&mut s, t.nodes);
     write_hosts(&mut s, t.hosts);
