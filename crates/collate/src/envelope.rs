@@ -353,6 +353,7 @@ mod tests {
             samples: 0,
             gpu_on_w: Vec::new(),
             gpu_cycles: Vec::new(),
+            gpu_levels: Vec::new(),
             range_step_w: None,
             step_w: 800.0,
             stats: crate::cycle::CycleStats {

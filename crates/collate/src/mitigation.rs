@@ -141,8 +141,9 @@ pub struct Mitigation {
 /// down, ms (the buffered samples' window smears each edge by about half
 /// of it).
 const FLOOR_GUARD_MS: f64 = 10.0;
-/// And ends this long before the next rise, ms.
-const END_GUARD_MS: f64 = 2.0;
+/// And ends this long before the next rise, ms: a sample placed there
+/// (at the middle of its ~6 ms window) does not reach the rise.
+const END_GUARD_MS: f64 = 4.0;
 
 /// The mitigation rungs of `run` set against their plain rungs.
 pub fn mitigation(
@@ -384,12 +385,12 @@ fn gpu_row(
         });
     }
     let values = cycle.and_then(|c| c.gpu_cycles.iter().find(|(g, _)| g == gpu).map(|x| &x.1));
+    let levels = cycle.and_then(|c| c.gpu_levels.iter().find(|(g, _)| g == gpu).map(|x| &x.1));
     let period_ms = cycle.map_or(0.0, |c| c.period_ms);
     let settled_ms = cal.map_or(spec.ramp_down_hysteresis_ms, |c| {
         ns_to_ms(c.hysteresis_ns + c.ramp_down_ns)
     });
-    let guard_ms = cycle.map_or(0.0, grid::cycle_resolution_ms);
-    let achieved_floor_w = values.and_then(|v| {
+    let achieved_floor_w = levels.and_then(|v| {
         let f = off_plateau(v, r.rung.duty, period_ms, settled_ms);
         if f.is_none() {
             note.push(format!(
@@ -434,7 +435,7 @@ fn gpu_row(
         floor_error_pct: asked_floor_w
             .zip(achieved_floor_w)
             .map(|(a, b)| 100.0 * (b - a) / a),
-        off_trough_w: values.and_then(|v| off_trough(v, r.rung.duty, period_ms, guard_ms)),
+        off_trough_w: levels.and_then(|v| off_trough(v, r.rung.duty, period_ms)),
         asked_up_w_per_s: spec.ramp_up_w_per_s,
         achieved_up_w_per_s: up.as_ref().and_then(|f| f.value),
         achieved_up_pm_w_per_s: up.as_ref().and_then(|f| f.plus_minus),
@@ -476,17 +477,17 @@ pub fn off_plateau(v: &[f64], duty: f64, period_ms: f64, settled_ms: f64) -> Opt
 const TROUGH_WINDOW_MS: f64 = 10.0;
 
 /// The lowest [`TROUGH_WINDOW_MS`] mean of a GPU's cycle `v` (phase 0 at
-/// its rise) whose window lies in the off-phase, `guard_ms` clear of both
-/// edges; None when no window fits.
-pub fn off_trough(v: &[f64], duty: f64, period_ms: f64, guard_ms: f64) -> Option<f64> {
+/// its rise) whose window lies in the off-phase, [`FLOOR_GUARD_MS`] after
+/// the fall and [`END_GUARD_MS`] before the rise; None when none fits.
+pub fn off_trough(v: &[f64], duty: f64, period_ms: f64) -> Option<f64> {
     let m = v.len();
     if m == 0 || period_ms <= 0.0 {
         return None;
     }
     let at = |ms: f64| ((ms / period_ms) * m as f64).round() as usize;
     let (from, to) = (
-        at(duty * period_ms + guard_ms),
-        at(period_ms - guard_ms).min(m),
+        at(duty * period_ms + FLOOR_GUARD_MS),
+        at(period_ms - END_GUARD_MS).min(m),
     );
     let w = at(TROUGH_WINDOW_MS).max(1);
     (from + w <= to).then(|| {
@@ -514,19 +515,19 @@ mod tests {
         let f = off_plateau(&v, 0.5, 100.0, 20.0).unwrap();
         assert!((f - 420.0).abs() < 1e-9, "{f}");
         // Without the ramp down's 20 ms, the second half of the off-phase
-        // (75..98 ms) is still clear of the ramp.
+        // (75..96 ms) is still clear of the ramp.
         assert_eq!(off_plateau(&v, 0.5, 100.0, 0.0), Some(420.0));
         // A ramp down to the end leaves nothing settled: no figure.
         assert_eq!(off_plateau(&v, 0.5, 100.0, 45.0), None);
         // The trough: the lowest 10 ms of the off-phase, here the floor.
-        assert_eq!(off_trough(&v, 0.5, 100.0, 2.0), Some(420.0));
+        assert_eq!(off_trough(&v, 0.5, 100.0), Some(420.0));
         // A sag after the fall is the trough, not the settled floor.
         let sag: Vec<f64> = v
             .iter()
             .enumerate()
             .map(|(i, w)| if (72..85).contains(&i) { 380.0 } else { *w })
             .collect();
-        assert_eq!(off_trough(&sag, 0.5, 100.0, 2.0), Some(380.0));
+        assert_eq!(off_trough(&sag, 0.5, 100.0), Some(380.0));
         assert!(off_plateau(&sag, 0.5, 100.0, 20.0).unwrap() > 400.0);
     }
 }

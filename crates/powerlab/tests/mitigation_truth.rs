@@ -15,7 +15,7 @@
 //!   own wave origin (`epoch_ns` + its offset) into 1 ms bins, then the
 //!   mean of the bins in the second half of the off-phase after the
 //!   hysteresis and the ramp down (as the calibration note gives them), at
-//!   least 10 ms after them and up to 2 ms before the next rise: the part
+//!   least 10 ms after them and up to 4 ms before the next rise: the part
 //!   of the off-phase the collator reads;
 //! - a GPU's ramp rates: the same folded cycle; the plateaus are the
 //!   medians of the bins below and above the mid level; the rate is
@@ -168,7 +168,7 @@ fn cycle(x: &[f64], start: i64, r: &Rung, origin_ns: i64) -> Vec<f64> {
 
 /// The mean of a GPU's cycle over the second half of the off-phase after
 /// `settled_ms` (hysteresis + ramp down), at least 10 ms after them and
-/// up to 2 ms before the next rise.
+/// up to 4 ms before the next rise.
 fn settled_floor(c: &[f64], duty: f64, period_ms: f64, settled_ms: f64) -> Option<f64> {
     let m = c.len() as f64;
     let bin = |ms: f64| ((ms / period_ms) * m).round() as usize;
@@ -176,7 +176,7 @@ fn settled_floor(c: &[f64], duty: f64, period_ms: f64, settled_ms: f64) -> Optio
     let rest = period_ms - fall - settled_ms;
     let (a, b) = (
         bin(fall + settled_ms + (rest / 2.0).max(10.0)),
-        bin(period_ms - 2.0).min(c.len()),
+        bin(period_ms - 4.0).min(c.len()),
     );
     (b > a).then(|| c[a..b].iter().sum::<f64>() / (b - a) as f64)
 }

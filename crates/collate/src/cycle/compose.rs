@@ -135,16 +135,28 @@ pub fn compose(
         gpu_cycles: folds
             .iter()
             .zip(&gpu_values)
-            .map(|(f, v)| {
-                let own = (0..m).map(|j| fold::at_phase(v, j as f64 / m as f64));
-                (f.gpu.clone(), own.collect())
-            })
+            .map(|(f, v)| (f.gpu.clone(), own_phase(v, m)))
+            .collect(),
+        // Levels read over milliseconds (a floor, the off-phase's lowest
+        // 10 ms) from the plain fold: the cycle cut to its harmonics
+        // ripples along a flat stretch (an H200 ramp rung's idle read
+        // 118 W where no sample was under 123 W).
+        gpu_levels: folds
+            .iter()
+            .map(|f| (f.gpu.clone(), own_phase(&f.plain_means(), m)))
             .collect(),
         step_w,
         range_step_w,
         stats,
         interval,
     })
+}
+
+/// A GPU's cycle `v` read at `m` evenly spaced phases, 0 at its rise.
+fn own_phase(v: &[f64], m: usize) -> Vec<f64> {
+    (0..m)
+        .map(|j| fold::at_phase(v, j as f64 / m as f64))
+        .collect()
 }
 
 /// One GPU's fold of rung `r`, or the verdict that says why it cannot be

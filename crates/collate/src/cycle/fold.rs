@@ -222,6 +222,18 @@ impl GpuFold {
     /// removes are left: lifting them rang below a real node's floor),
     /// unless `restore` is false. The mean is the
     /// samples' own over the window's whole cycles.
+    /// The fold as it is: each bin the mean of the samples in it, empty
+    /// bins filled without crossing an edge; no harmonic is cut or lifted
+    /// (what a level held over milliseconds is read from: a cycle cut to
+    /// its harmonics ripples by several watts along a flat stretch).
+    pub(super) fn plain_means(&self) -> Vec<f64> {
+        let (sum, cnt) = binned(&self.points, self.bins, None);
+        self.filled(&sum, &cnt)
+    }
+
+    /// The fold's harmonics (see the struct): the bins' spectrum shrunk
+    /// where no stronger than their scatter, and lifted by the window's
+    /// gain where `restore`.
     pub(super) fn values(
         &self,
         planner: &mut FftPlanner<f64>,

@@ -112,6 +112,10 @@ pub struct NodeCycle {
     /// node cycle's grid, read as the node's is): what its floor and
     /// ramps are read from. Empty for a rack's sum of node cycles.
     pub gpu_cycles: Vec<(String, Vec<f64>)>,
+    /// The plain fold (each bin the mean of its samples, nothing cut or
+    /// lifted) on the same grid: what levels held over milliseconds are
+    /// read from. Empty for a rack's sum.
+    pub gpu_levels: Vec<(String, Vec<f64>)>,
     /// The node's on−off step: every GPU's settled on level less its
     /// settled off level (the second halves of its phases), summed, W.
     pub step_w: f64,

@@ -52,6 +52,7 @@ pub fn sum_cycles(r: &RungWindow, parts: &[&CyclePart]) -> Option<NodeCycle> {
         samples: parts.iter().map(|c| c.samples).sum(),
         gpu_on_w: Vec::new(),
         gpu_cycles: Vec::new(),
+        gpu_levels: Vec::new(),
         range_step_w: None,
         step_w: f64::NAN,
         stats,

@@ -28,6 +28,7 @@ fn trapezoid(rise: usize, fall: usize, harmonics: usize) -> NodeCycle {
         samples: 0,
         gpu_on_w: Vec::new(),
         gpu_cycles: Vec::new(),
+        gpu_levels: Vec::new(),
         range_step_w: None,
         step_w: 1000.0,
         stats: CycleStats {
