@@ -367,3 +367,47 @@ fn the_device_campaign_plans_28_duty_rungs() {
     assert!(c.supply.is_some() && c.grid.is_some());
     assert!(p.notes.iter().all(|n| !n.contains("no plain entry")));
 }
+
+/// Ramp-up steps swing plain: before a mitigated first in-phase rung the
+/// plan says so (hostile review: a 2-of-4 step swung 1486 W where the
+/// floor-90 rung it led to swung 566 W); before a plain one it says
+/// nothing of mitigation.
+#[test]
+fn ramp_up_steps_before_a_mitigated_rung_are_said_to_swing_plain() {
+    let src = campaign("[{ floor_pct = 90 }]").replace(
+        "name = \"t\"\n",
+        "name = \"t\"\nconfirm_node_swing = true\n",
+    );
+    let p = expand(&parse_str("m.toml", &src).unwrap(), 4, None).unwrap();
+    let steps: Vec<_> = p
+        .rungs
+        .iter()
+        .filter(|r| r.kind == PhaseKind::RampUp)
+        .collect();
+    assert_eq!(steps.len(), 2, "{:?}", labels(&p));
+    assert!(steps.iter().all(|r| r.smoothing.is_none()));
+    let note = p
+        .notes
+        .iter()
+        .find(|n| n.contains("swing without"))
+        .unwrap_or_else(|| panic!("{:?}", p.notes));
+    assert!(
+        note.contains("mitigation/p500ms/floor90/in_phase") && note.contains("floor90"),
+        "{note}"
+    );
+    assert!(note.contains("up to 2 GPUs"), "{note}");
+    let plain = expand(
+        &parse_str(
+            "m.toml",
+            &campaign("[{}, { floor_pct = 90 }]").replace(
+                "name = \"t\"\n",
+                "name = \"t\"\nconfirm_node_swing = true\n",
+            ),
+        )
+        .unwrap(),
+        4,
+        None,
+    )
+    .unwrap();
+    assert!(plain.notes.iter().all(|n| !n.contains("swing without")));
+}

@@ -129,6 +129,15 @@ pub(super) fn insert_ramp_up(
         depths.join(", "),
         rungs[at].label
     ));
+    if let Some(s) = rungs[at].smoothing.filter(|s| !s.is_none()) {
+        // Said where the user reads the plan: the steps swing plain.
+        notes.push(format!(
+            "ramp-up: its steps swing without `{}`'s mitigation ({}): a plain swing of up to {} GPUs, larger than the mitigated rung's may be; check the supply for it, or list a plain entry (`{{}}`) first in `smoothing`, or set ramp_up = false",
+            rungs[at].label,
+            s.label(),
+            depths.last().map_or("0", String::as_str)
+        ));
+    }
     rungs.splice(at..at, steps);
     for (i, r) in rungs.iter_mut().enumerate() {
         r.id = i as u32;
