@@ -1,0 +1,138 @@
+//! A training-job schedule (`powerlab predict --schedule FILE`): the job a
+//! prediction builds from a run's measured responses. It declares the
+//! GPU count and how they are grouped in nodes, the iteration period and
+//! its compute fraction, what the GPUs draw while they communicate, how
+//! far apart the nodes start each step, stragglers, the mitigation, the
+//! span and resolution of the waveform, and the site's supply and grid
+//! limits (facility scale: not the node's `[supply]` of the campaign).
+//!
+//! Everything here is validated (`parse_schedule_str`): units in the key
+//! names, every number in range, unknown keys refused, errors at the key's
+//! line.
+
+use crate::model::{Grid, Supply};
+use serde::{Deserialize, Serialize};
+
+/// Most GPUs a schedule may declare.
+pub const MAX_JOB_GPUS: u64 = 10_000_000;
+/// The iteration period's range, ms.
+pub const ITERATION_MS_RANGE: (f64, f64) = (1.0, 600_000.0);
+/// The waveform's longest span, s (one day).
+pub const MAX_SPAN_S: f64 = 86_400.0;
+/// The waveform's resolution range, ms.
+pub const RESOLUTION_MS_RANGE: (f64, f64) = (0.1, 10_000.0);
+/// Most points a waveform may hold (span / resolution): 100 million.
+pub const MAX_POINTS: u64 = 100_000_000;
+/// Most power a facility `[supply]` figure may state, W: 10 GW.
+pub const FACILITY_SUPPLY_W_MAX: f64 = 10.0e9;
+
+/// A validated schedule.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Schedule {
+    /// `[job]`.
+    pub job: Job,
+    /// `[communication]`: what a GPU draws between compute phases.
+    pub communication: Communication,
+    /// `[spread]`: how far apart the nodes start each iteration.
+    pub spread: Spread,
+    /// `[stragglers]` (None: no stragglers).
+    pub stragglers: Option<Stragglers>,
+    /// `[mitigation]`.
+    pub mitigation: MitigationChoice,
+    /// `[output]`.
+    pub output: Output,
+    /// `[supply]`: the facility's supply (W at facility scale). None: the
+    /// envelope is stated without a verdict.
+    pub supply: Option<Supply>,
+    /// `[grid]`: the interconnect's limits (ramp limits per GPU or per site
+    /// with its GPU count). None: the run's campaign `[grid]` is used if it
+    /// declares one.
+    pub grid: Option<Grid>,
+}
+
+/// `[job]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Job {
+    /// A name for the report's title.
+    pub name: String,
+    /// GPUs in the job, 1..=[`MAX_JOB_GPUS`].
+    pub gpus: u64,
+    /// GPUs per node: the GPUs of a node start each iteration together.
+    /// None: the measured run's GPU count. At most `gpus`.
+    pub gpus_per_node: Option<u32>,
+    /// The iteration period, ms.
+    pub iteration_ms: f64,
+    /// The compute phase's share of the iteration, (0, 1].
+    pub compute_fraction: f64,
+}
+
+/// `[communication]`: what each GPU draws between compute phases.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "source")]
+pub enum Communication {
+    /// The measured off-phase of the duty rungs (the square wave's own
+    /// off level and fall): no separate communication power.
+    Off,
+    /// The run's NCCL fabric rung: its node mean per GPU. The run must
+    /// have one.
+    Fabric,
+    /// A declared draw per GPU, W.
+    Given {
+        /// W per GPU.
+        w_per_gpu: f64,
+    },
+}
+
+/// `[spread]`: each node's start offset within an iteration, drawn anew
+/// every iteration.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Spread {
+    /// Every node starts together.
+    None,
+    /// Uniform over the largest start skew the run measured.
+    Measured,
+    /// Normal with this standard deviation, ms (0 < sigma ≤ iteration).
+    Normal {
+        /// ms.
+        sigma_ms: f64,
+    },
+    /// Uniform over this width, ms (0 < width ≤ iteration).
+    Uniform {
+        /// ms.
+        width_ms: f64,
+    },
+}
+
+/// `[stragglers]`: each iteration, each node is late with probability
+/// `share` and starts `delay_ms` after the others.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Stragglers {
+    /// Probability per node per iteration, (0, 1].
+    pub share: f64,
+    /// The delay, ms (0 < delay ≤ iteration).
+    pub delay_ms: f64,
+}
+
+/// `[mitigation]`: which measured responses the GPUs follow, and a
+/// stagger of the nodes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MitigationChoice {
+    /// A mitigation rung's profile label as the run names it (`floor60`,
+    /// `up2k-down2k-h50ms`), or None for the plain wave.
+    pub profile: Option<String>,
+    /// Nodes split into this many groups started evenly across the
+    /// iteration (1: no stagger). At most the node count.
+    pub stagger_groups: u32,
+}
+
+/// `[output]`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Output {
+    /// The waveform's span, s.
+    pub span_s: f64,
+    /// Its resolution (each point the mean over this long), ms.
+    pub resolution_ms: f64,
+    /// Seed of the start offsets and stragglers.
+    pub seed: u64,
+}
