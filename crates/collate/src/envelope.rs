@@ -48,6 +48,8 @@ pub enum Source {
     ComposedCycle,
     /// The node curve's buffered sum.
     NodeCurve,
+    /// A prediction's waveform (`powerlab predict`).
+    Prediction,
 }
 
 impl Source {
@@ -56,6 +58,7 @@ impl Source {
         match self {
             Source::ComposedCycle => "composed cycle",
             Source::NodeCurve => "node curve",
+            Source::Prediction => "prediction",
         }
     }
 }
@@ -70,6 +73,8 @@ pub enum Unsupported {
     ShorterThanSamples(f64),
     /// Shorter than the composed cycle's grid step (ms).
     ShorterThanCycleStep(f64),
+    /// Shorter than a prediction's resolution (ms).
+    ShorterThanResolution(f64),
     /// No window of this length inside the rung without a gap in the node
     /// curve.
     NoWholeWindow,
@@ -84,6 +89,9 @@ impl fmt::Display for Unsupported {
             }
             Unsupported::ShorterThanCycleStep(s) => {
                 write!(f, "shorter than the composed cycle's {s:.3} ms step")
+            }
+            Unsupported::ShorterThanResolution(r) => {
+                write!(f, "shorter than the prediction's {r:.3} ms resolution")
             }
             Unsupported::NoWholeWindow => {
                 write!(
@@ -235,7 +243,7 @@ pub fn envelope(run: &Run, curve: &NodeCurve, cycles: &Cycles, sample_window_ms:
 }
 
 /// One point: its figure or why not, and the supply's limit and margin.
-fn point(
+pub(crate) fn point(
     window_ms: f64,
     figure: Result<f64, Unsupported>,
     supply: Option<&Supply>,
@@ -299,7 +307,7 @@ fn curve_points(t_ns: &[i64], node: &[Option<f64>], r: &RungWindow) -> Vec<Optio
 
 /// The figures of a run of curve points `grid_ns` apart at every length
 /// of [`WINDOWS_MS`]: the highest running mean over k points without a gap.
-fn curve_figures(
+pub(crate) fn curve_figures(
     points: &[Option<f64>],
     grid_ns: i64,
     span_ns: i64,

@@ -47,6 +47,7 @@ pub mod nccl;
 pub mod node_power;
 pub mod parquet_io;
 pub mod per_gpu;
+pub mod predict;
 pub mod rack;
 pub mod report;
 pub mod sensor;

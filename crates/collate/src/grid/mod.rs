@@ -20,7 +20,7 @@
 //!   of what one sample stands for); no rates (a held sample cannot time
 //!   an edge).
 
-mod judge;
+pub(crate) mod judge;
 pub mod shape;
 #[cfg(test)]
 mod tests;
@@ -191,7 +191,7 @@ pub struct GridFigure {
 
 impl GridFigure {
     /// A figure withheld for `why`.
-    fn withheld(metric: Metric, why: Withheld) -> GridFigure {
+    pub(crate) fn withheld(metric: Metric, why: Withheld) -> GridFigure {
         GridFigure {
             metric,
             value: None,
@@ -207,7 +207,7 @@ impl GridFigure {
     }
 
     /// A stated figure.
-    fn stated(metric: Metric, value: f64, resolution_ms: f64) -> GridFigure {
+    pub(crate) fn stated(metric: Metric, value: f64, resolution_ms: f64) -> GridFigure {
         GridFigure {
             value: Some(value),
             withheld: None,

@@ -1,0 +1,238 @@
+//! `powerlab predict`: a training job of N GPUs built from one run's
+//! measured responses, never from square waves.
+//!
+//! 1. [`response`]: every duty rung with a composed cycle becomes one
+//!    GPU's measured cycle (the mean of the run's GPUs, each at its own
+//!    rising edge), by mitigation profile and period;
+//! 2. [`template`]: one GPU's iteration at the schedule's period and
+//!    compute fraction, spliced from the measured rise and fall at the
+//!    nearest measured periods and blended between them;
+//! 3. [`waveform`]: N GPUs, each node at an offset drawn every iteration
+//!    (stagger group, spread, stragglers), summed as it is drawn;
+//! 4. [`figures`]: the run report's own envelope, grid metrics and
+//!    spectrum on the result; [`scenario`] repeats 2–4 for the plain wave
+//!    and every measured mitigation (the mitigation table), and for each
+//!    set of repeats (the ±).
+
+pub mod figures;
+pub mod response;
+pub mod scenario;
+pub mod template;
+pub mod waveform;
+
+use crate::envelope::Envelope;
+use crate::grid::GridMetrics;
+use crate::report::Report;
+use figures::SpectrumBand;
+use powerlab_campaign::DEFAULT_BAND_HZ;
+use powerlab_campaign::schedule::{Communication, Schedule, Spread};
+use response::{PLAIN, Responses};
+pub use scenario::{Scenario, VsPlain};
+
+/// Why a prediction cannot be made.
+#[derive(Debug, thiserror::Error)]
+pub enum PredictError {
+    /// No measured response to build from.
+    #[error(
+        "the run has no duty rung with a composed cycle per GPU to build a prediction from; predict from a node run (not a rack's report) with at least one duty phase whose report states composed-cycle figures"
+    )]
+    NoResponses,
+    /// The schedule's mitigation was not measured.
+    #[error(
+        "the schedule's mitigation profile `{asked}` was not measured in this run; measured: {measured}; run a campaign whose duty phase lists it under `smoothing`, or pick one of these"
+    )]
+    UnknownProfile {
+        /// What the schedule asked for.
+        asked: String,
+        /// What the run has.
+        measured: String,
+    },
+    /// `communication.source = "fabric"` without a fabric rung.
+    #[error(
+        "the schedule takes the communication power from the run's NCCL fabric rung, but the run has none with a mean; declare `[communication] source = \"given\"` with `w_per_gpu`, or run a campaign with an NCCL phase on two or more GPUs"
+    )]
+    NoFabric,
+}
+
+/// A prediction: every scenario's figures, the headline's waveform and
+/// spectrum, the envelope and grid metrics of every scenario, and what the
+/// reader must know first.
+#[derive(Debug, Clone)]
+pub struct Prediction {
+    /// `<job> from <campaign> on <node>`.
+    pub title: String,
+    /// The schedule as validated.
+    pub schedule: Schedule,
+    /// Nodes in the job.
+    pub nodes: u64,
+    /// GPUs per node.
+    pub gpus_per_node: u32,
+    /// What a GPU draws while it communicates, W (None: the measured
+    /// off-phase), and where that comes from, in words.
+    pub comm: (Option<f64>, String),
+    /// The spread in words.
+    pub spread: String,
+    /// The iteration's points' spacing, ms.
+    pub step_ms: f64,
+    /// The waveform's resolution, ms.
+    pub resolution_ms: f64,
+    /// Every scenario; the first is the schedule's own.
+    pub scenarios: Vec<Scenario>,
+    /// The headline scenario's waveform, W, one point per `resolution_ms`.
+    pub waveform: Vec<f64>,
+    /// Its spectrum.
+    pub spectrum: Vec<SpectrumBand>,
+    /// Every scenario's envelope against the schedule's `[supply]`.
+    pub envelope: Envelope,
+    /// Every scenario's grid metrics against the `[grid]`.
+    pub grid: GridMetrics,
+    /// What the figures rest on that the reader must know first
+    /// (extrapolated periods, phases the instrument does not resolve,
+    /// qualified source rungs).
+    pub notes: Vec<String>,
+}
+
+/// What every scenario shares.
+pub(crate) struct Ctx<'a> {
+    pub(crate) schedule: &'a Schedule,
+    pub(crate) responses: &'a Responses,
+    pub(crate) comm_w: Option<f64>,
+    pub(crate) spread_bins: Vec<(i64, f64)>,
+    pub(crate) nodes: u64,
+    pub(crate) step_ms: f64,
+    pub(crate) per_output: usize,
+}
+
+/// Smallest spacing of an iteration's points, ms: the composed cycles'
+/// own grid.
+pub const FINEST_STEP_MS: f64 = 0.5;
+
+/// Predicts the schedule's job from `report`'s measured responses.
+///
+/// # Errors
+///
+/// [`PredictError`] when the run has no response to build from, lacks the
+/// schedule's mitigation profile, or its fabric rung.
+pub fn predict(report: &Report, schedule: &Schedule) -> Result<Prediction, PredictError> {
+    let responses = response::responses(report);
+    if !responses.profiles.contains_key(PLAIN) && responses.profiles.is_empty() {
+        return Err(PredictError::NoResponses);
+    }
+    let profile = schedule.mitigation.profile.clone().unwrap_or_else(|| PLAIN.into());
+    if !responses.profiles.contains_key(&profile) {
+        if responses.profiles.is_empty() {
+            return Err(PredictError::NoResponses);
+        }
+        return Err(PredictError::UnknownProfile {
+            asked: profile,
+            measured: responses.profiles.keys().cloned().collect::<Vec<_>>().join(", "),
+        });
+    }
+    let job = &schedule.job;
+    let gpn = job
+        .gpus_per_node
+        .unwrap_or(responses.gpus.max(1) as u32)
+        .min(job.gpus.min(u64::from(u32::MAX)) as u32)
+        .max(1);
+    let nodes = job.gpus.div_ceil(u64::from(gpn));
+    let r = schedule.output.resolution_ms;
+    let per_output = ((r / FINEST_STEP_MS).ceil() as usize).clamp(1, 20);
+    let step_ms = r / per_output as f64;
+    let comm = communication(report, schedule, responses.gpus)?;
+    let (spread_bins, spread) = spread_of(report, schedule.spread, step_ms);
+    let ctx = Ctx {
+        schedule,
+        responses: &responses,
+        comm_w: comm.0,
+        spread_bins,
+        nodes,
+        step_ms,
+        per_output,
+    };
+    let grid_spec = schedule.grid.clone().or_else(|| crate::grid::grid_of(&report.run));
+    let band_hz = grid_spec.as_ref().map_or(DEFAULT_BAND_HZ, |g| g.band_hz);
+    let built = scenario::all(&ctx, &profile, band_hz, grid_spec.as_ref());
+    let mut notes = built.notes;
+    if spread.starts_with("none measured") {
+        notes.push(format!("The schedule asks for the measured spread, but the run measured no start skew: {spread}."));
+    }
+    Ok(Prediction {
+        title: format!("{} from {}", job.name, report.title),
+        schedule: schedule.clone(),
+        nodes,
+        gpus_per_node: gpn,
+        comm,
+        spread,
+        step_ms,
+        resolution_ms: r,
+        spectrum: figures::spectrum(&built.waveform, r),
+        waveform: built.waveform,
+        envelope: Envelope {
+            supply: schedule.supply.clone(),
+            sample_window_ms: r,
+            rungs: built.envelopes,
+        },
+        grid: GridMetrics {
+            spec: grid_spec,
+            band_hz,
+            gpus: job.gpus as usize,
+            rungs: built.grids,
+        },
+        scenarios: built.scenarios,
+        notes,
+    })
+}
+
+/// What a GPU draws while it communicates, W, and where that comes from.
+fn communication(
+    report: &Report,
+    schedule: &Schedule,
+    gpus: usize,
+) -> Result<(Option<f64>, String), PredictError> {
+    match schedule.communication {
+        Communication::Off => Ok((None, "the measured off-phase (no separate communication power)".into())),
+        Communication::Given { w_per_gpu } => Ok((Some(w_per_gpu), format!("{w_per_gpu:.0} W per GPU, as declared"))),
+        Communication::Fabric => {
+            let row = report.rungs.iter().find(|s| {
+                s.rung.kind == powerlab_campaign::PhaseKind::Nccl
+                    && s.rung.label.contains("fabric")
+                    && s.mean_w.is_some()
+            });
+            let Some(s) = row else {
+                return Err(PredictError::NoFabric);
+            };
+            let w = s.mean_w.unwrap_or(f64::NAN) / gpus.max(1) as f64;
+            Ok((Some(w), format!("{w:.0} W per GPU, the mean of the run's fabric rung `{}`", s.rung.label)))
+        }
+    }
+}
+
+/// The spread's bins in steps of `step_ms`, and the spread in words.
+fn spread_of(report: &Report, spread: Spread, step_ms: f64) -> (Vec<(i64, f64)>, String) {
+    match spread {
+        Spread::None => (vec![(0, 1.0)], "none: every node starts together".into()),
+        Spread::Normal { sigma_ms } => (
+            waveform::normal_bins(sigma_ms / step_ms),
+            format!("normal, σ {sigma_ms} ms, drawn per node every iteration"),
+        ),
+        Spread::Uniform { width_ms } => (
+            waveform::uniform_bins(width_ms / step_ms),
+            format!("uniform over {width_ms} ms, drawn per node every iteration"),
+        ),
+        Spread::Measured => {
+            let skew_us = report
+                .rungs
+                .iter()
+                .filter_map(|s| s.start_skew_us)
+                .fold(0.0_f64, f64::max);
+            if skew_us <= 0.0 {
+                return (vec![(0, 1.0)], "none measured (one GPU, or no start records): every node starts together".into());
+            }
+            let w = skew_us / 1000.0;
+            (
+                waveform::uniform_bins(w / step_ms),
+                format!("uniform over {w:.3} ms, the largest start skew the run measured"),
+            )
+        }
+    }
+}

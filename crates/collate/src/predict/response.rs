@@ -1,0 +1,142 @@
+//! The measured responses a prediction is built from: every duty rung of
+//! the run with a composed cycle, as one GPU's cycle (the mean of the
+//! run's GPUs, each at its own rising edge), grouped by mitigation
+//! profile and period.
+
+use crate::cycle::NodeCycle;
+use crate::grid::cycle_resolution_ms;
+use crate::report::Report;
+use crate::summary::RungSummary;
+use powerlab_campaign::PhaseKind;
+use std::collections::BTreeMap;
+
+/// The profile name of a rung that ran no mitigation.
+pub const PLAIN: &str = "plain";
+
+/// One measured rung as one GPU's response.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Measured {
+    /// Rung id.
+    pub rung_id: u32,
+    /// Rung label.
+    pub label: String,
+    /// The period the GPUs ran, ms.
+    pub period_ms: f64,
+    /// The on-phase's share of it.
+    pub duty: f64,
+    /// One GPU's power over one cycle (the mean of the run's GPUs), phase
+    /// 0 at its rising edge, evenly spaced, W.
+    pub gpu_w: Vec<f64>,
+    /// The cycle's time resolution, ms (its restored harmonics).
+    pub resolution_ms: f64,
+    /// The highest frequency the cycle holds, Hz.
+    pub highest_hz: f64,
+    /// The 95 % interval's half-width relative to the figure, of the mean
+    /// and of the swing (None: the cycle has no interval).
+    pub rel_pm: Option<RelPm>,
+    /// Why the rung's own figures are qualified (cut short, incomplete).
+    pub caveat: Option<String>,
+}
+
+/// Relative half-widths of a cycle's 95 % intervals.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RelPm {
+    /// Of the mean.
+    pub mean: f64,
+    /// Of the swing (p90 − p10).
+    pub swing: f64,
+    /// Of the spread (p99 − p1).
+    pub spread: f64,
+}
+
+/// Every measured response of a run, by profile (`plain` or the
+/// mitigation's label), each list in order of period.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Responses {
+    /// By profile.
+    pub profiles: BTreeMap<String, Vec<Measured>>,
+    /// GPUs of the run.
+    pub gpus: usize,
+}
+
+impl Responses {
+    /// The measured periods of `profile`, ms, ascending, each once.
+    pub fn periods(&self, profile: &str) -> Vec<f64> {
+        let mut p: Vec<f64> = self
+            .profiles
+            .get(profile)
+            .map(|v| v.iter().map(|m| m.period_ms).collect())
+            .unwrap_or_default();
+        p.sort_by(f64::total_cmp);
+        p.dedup_by(|a, b| same_period(*a, *b));
+        p
+    }
+}
+
+/// Two periods within 2 % are one (a detuned rung and its repeats).
+pub fn same_period(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 0.02 * a.abs().max(b.abs())
+}
+
+/// The responses of every duty rung of `report` with a composed cycle and
+/// per-GPU cycles (a node report; a rack's sum has none).
+pub fn responses(report: &Report) -> Responses {
+    let gpus = report.run.series.len();
+    let mut profiles: BTreeMap<String, Vec<Measured>> = BTreeMap::new();
+    for s in &report.rungs {
+        let r = &s.rung;
+        if r.kind != PhaseKind::Duty || r.swinging.is_some() {
+            continue;
+        }
+        let Some(Ok(c)) = report.cycles.get(&r.id) else {
+            continue;
+        };
+        let Some(m) = measured(s, c) else {
+            continue;
+        };
+        let profile = r
+            .smoothing
+            .filter(|x| !x.is_none())
+            .map_or_else(|| PLAIN.to_string(), |x| x.label());
+        profiles.entry(profile).or_default().push(m);
+    }
+    for v in profiles.values_mut() {
+        v.sort_by(|a, b| a.period_ms.total_cmp(&b.period_ms).then(a.rung_id.cmp(&b.rung_id)));
+    }
+    Responses { profiles, gpus }
+}
+
+/// One rung's response: the mean of its GPUs' own cycles.
+fn measured(s: &RungSummary, c: &NodeCycle) -> Option<Measured> {
+    let n = c.gpu_cycles.len();
+    let m = c.values.len();
+    if n == 0 || m < 8 || c.period_ms <= 0.0 {
+        return None;
+    }
+    let mut gpu_w = vec![0.0; m];
+    for (_, v) in &c.gpu_cycles {
+        if v.len() != m || v.iter().any(|x| !x.is_finite()) {
+            return None;
+        }
+        for (a, x) in gpu_w.iter_mut().zip(v) {
+            *a += x / n as f64;
+        }
+    }
+    let rel = |b: crate::cycle::Bounds, v: f64| 0.5 * b.width() / v.abs().max(1e-9);
+    let rel_pm = c.interval.map(|i| RelPm {
+        mean: rel(i.mean, c.stats.mean_w),
+        swing: rel(i.swing, c.stats.p90_w - c.stats.p10_w),
+        spread: rel(i.spread, c.stats.p99_w - c.stats.p1_w),
+    });
+    Some(Measured {
+        rung_id: s.rung.id,
+        label: s.rung.label.clone(),
+        period_ms: c.period_ms,
+        duty: s.rung.duty,
+        gpu_w,
+        resolution_ms: cycle_resolution_ms(c),
+        highest_hz: c.harmonics as f64 / (c.period_ms / 1000.0),
+        rel_pm,
+        caveat: s.verdict.clone(),
+    })
+}

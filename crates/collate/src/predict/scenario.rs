@@ -1,0 +1,312 @@
+//! One prediction per scenario (the schedule's own, the plain wave, each
+//! measured mitigation, the schedule's stagger alone), each with its ±:
+//! the measured rungs of a profile form sets (the first repeat of every
+//! period, the second, …; modes count as repeats: each GPU's own cycle
+//! does not depend on the others'), each set gives an expected waveform,
+//! and a figure's ± is half the range over the sets combined with the
+//! measured cycles' own 95 % intervals (relative), in quadrature.
+
+use super::Ctx;
+use super::figures::{self, Estimate, GridInputs, Levels, levels};
+use super::response::{Measured, PLAIN, RelPm, same_period};
+use super::template::{self, Target, bracket};
+use super::waveform::{self, Layout};
+use crate::envelope::RungEnvelope;
+use crate::grid::RungGrid;
+use powerlab_campaign::Grid;
+use serde::Serialize;
+
+/// One scenario's figures.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Scenario {
+    /// Its row number (0: the schedule's own).
+    pub id: u32,
+    /// `plain`, a profile label, with `-stagger<k>` when staggered.
+    pub label: String,
+    /// The measured profile the GPUs follow.
+    pub profile: String,
+    /// Stagger groups.
+    pub stagger_groups: u32,
+    /// Mean, W.
+    pub mean_w: Estimate,
+    /// p90 − p10, W.
+    pub swing_w: Estimate,
+    /// p99 − p1, W.
+    pub spread_w: Estimate,
+    /// The drawn waveform's levels.
+    pub levels: Levels,
+    /// Energy over the span, MWh.
+    pub energy_mwh: f64,
+    /// Sets of measured rungs behind the ±.
+    pub sets: usize,
+    /// The measured rungs used, by label.
+    pub sources: Vec<String>,
+    /// Against the plain wave without stagger (None for that one).
+    pub vs_plain: Option<VsPlain>,
+    /// What its figures rest on.
+    pub notes: Vec<String>,
+}
+
+/// What a scenario buys and costs against the plain wave.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct VsPlain {
+    /// Swing taken off, W.
+    pub swing_cut_w: Estimate,
+    /// The same as a share of the plain swing, %.
+    pub swing_cut_pct: f64,
+    /// Mean power added, W.
+    pub extra_mean_w: Estimate,
+    /// Energy added over the span, MWh.
+    pub extra_energy_mwh: f64,
+}
+
+/// Every scenario's results.
+pub(crate) struct Built {
+    pub(crate) scenarios: Vec<Scenario>,
+    pub(crate) waveform: Vec<f64>,
+    pub(crate) envelopes: Vec<RungEnvelope>,
+    pub(crate) grids: Vec<RungGrid>,
+    pub(crate) notes: Vec<String>,
+}
+
+/// The scenarios: the schedule's own first, then the plain wave, every
+/// other measured profile, and the schedule's stagger on the plain wave.
+pub(crate) fn all(ctx: &Ctx<'_>, profile: &str, band_hz: [f64; 2], spec: Option<&Grid>) -> Built {
+    let k = ctx.schedule.mitigation.stagger_groups.max(1);
+    let mut wanted: Vec<(String, u32)> = vec![(profile.to_string(), k), (PLAIN.into(), 1)];
+    wanted.extend(ctx.responses.profiles.keys().map(|p| (p.clone(), 1)));
+    wanted.push((PLAIN.into(), k));
+    let mut seen = Vec::new();
+    wanted.retain(|w| {
+        let new = !seen.contains(w);
+        seen.push(w.clone());
+        new
+    });
+    let mut built = Built {
+        scenarios: Vec::new(),
+        waveform: Vec::new(),
+        envelopes: Vec::new(),
+        grids: Vec::new(),
+        notes: Vec::new(),
+    };
+    for (i, (p, g)) in wanted.iter().enumerate() {
+        let one = one(ctx, i as u32, p, *g, band_hz, spec);
+        if i == 0 {
+            built.waveform = one.realized;
+            built.notes = one.scenario.notes.clone();
+        }
+        built.envelopes.push(one.envelope);
+        built.grids.push(one.grid);
+        built.scenarios.push(one.scenario);
+    }
+    let plain = built
+        .scenarios
+        .iter()
+        .find(|s| s.profile == PLAIN && s.stagger_groups == 1)
+        .cloned();
+    if let Some(plain) = plain {
+        let span_h = ctx.schedule.output.span_s / 3600.0;
+        for s in built.scenarios.iter_mut().filter(|s| s.label != plain.label) {
+            s.vs_plain = Some(vs(&plain, s, span_h));
+        }
+    }
+    built
+}
+
+fn vs(plain: &Scenario, s: &Scenario, span_h: f64) -> VsPlain {
+    let diff = |a: Estimate, b: Estimate| Estimate {
+        value: a.value - b.value,
+        plus_minus: a.plus_minus.zip(b.plus_minus).map(|(x, y)| x.hypot(y)),
+    };
+    let extra = diff(s.mean_w, plain.mean_w);
+    VsPlain {
+        swing_cut_w: diff(plain.swing_w, s.swing_w),
+        swing_cut_pct: 100.0 * (plain.swing_w.value - s.swing_w.value) / plain.swing_w.value,
+        extra_mean_w: extra,
+        extra_energy_mwh: extra.value * span_h / 1e6,
+    }
+}
+
+struct One {
+    scenario: Scenario,
+    realized: Vec<f64>,
+    envelope: RungEnvelope,
+    grid: RungGrid,
+}
+
+/// Sets of a profile's rungs: the r-th rung of every measured period.
+fn sets(list: &[Measured]) -> Vec<Vec<&Measured>> {
+    let mut groups: Vec<Vec<&Measured>> = Vec::new();
+    for m in list {
+        match groups.iter_mut().find(|g| same_period(g[0].period_ms, m.period_ms)) {
+            Some(g) => g.push(m),
+            None => groups.push(vec![m]),
+        }
+    }
+    let r = groups.iter().map(Vec::len).max().unwrap_or(0);
+    (0..r)
+        .map(|i| groups.iter().map(|g| g[i % g.len()]).collect())
+        .collect()
+}
+
+fn one(ctx: &Ctx<'_>, id: u32, profile: &str, groups: u32, band_hz: [f64; 2], spec: Option<&Grid>) -> One {
+    let s = ctx.schedule;
+    let list = ctx.responses.profiles.get(profile).map_or(&[][..], Vec::as_slice);
+    let sets = sets(list);
+    let target = Target {
+        period_ms: s.job.iteration_ms,
+        compute_fraction: s.job.compute_fraction,
+        comm_w: ctx.comm_w,
+        step_ms: ctx.step_ms,
+        floor_holds: profile != PLAIN,
+    };
+    let templates: Vec<Vec<f64>> = sets.iter().map(|set| template::blended(set, &target)).collect();
+    let mean_t = average(&templates, target.points());
+    let layout = Layout {
+        nodes: ctx.nodes,
+        gpus: s.job.gpus,
+        groups,
+        spread: ctx.spread_bins.clone(),
+        stragglers: s.stragglers.map(|x| (x.share, (x.delay_ms / ctx.step_ms).round() as i64)),
+        period_ms: s.job.iteration_ms,
+        step_ms: ctx.step_ms,
+        per_output: ctx.per_output,
+        seed: s.output.seed,
+    };
+    let realized = waveform::realized(&mean_t, &layout, s.output.span_s * 1000.0);
+    let expected = waveform::expected(&mean_t, &layout);
+    let lv = levels(&realized);
+    let by_set: Vec<Levels> = templates
+        .iter()
+        .map(|t| levels(&waveform::expected(t, &layout)))
+        .collect();
+    let used = used(list, target.period_ms);
+    let rel = mean_rel(&used);
+    let pm = |v: f64, f: &dyn Fn(&Levels) -> f64, r: &dyn Fn(&RelPm) -> f64| {
+        let half = half_range(by_set.iter().map(f));
+        let boot = rel.as_ref().map_or(0.0, |x| r(x) * v.abs());
+        (by_set.len() > 1 || rel.is_some()).then(|| half.hypot(boot))
+    };
+    let est = |v: f64, f: &dyn Fn(&Levels) -> f64, r: &dyn Fn(&RelPm) -> f64| Estimate {
+        value: v,
+        plus_minus: pm(v, f, r),
+    };
+    let spread_w = est(lv.spread_w(), &|l| l.spread_w(), &|r| r.spread);
+    let label = if groups > 1 {
+        format!("{profile}-stagger{groups}")
+    } else {
+        profile.to_string()
+    };
+    let r = s.output.resolution_ms;
+    let grid_in = GridInputs {
+        expected: &expected,
+        period_ms: s.job.iteration_ms,
+        realized: &realized,
+        resolution_ms: r,
+        source_resolution_ms: used.iter().map(|m| m.resolution_ms).fold(0.0, f64::max),
+        source_highest_hz: used.iter().map(|m| m.highest_hz).fold(f64::INFINITY, f64::min),
+        range_pm: spread_w.plus_minus,
+    };
+    let scenario = Scenario {
+        id,
+        label: label.clone(),
+        profile: profile.to_string(),
+        stagger_groups: groups,
+        mean_w: est(lv.mean_w, &|l| l.mean_w, &|r| r.mean),
+        swing_w: est(lv.swing_w(), &|l| l.swing_w(), &|r| r.swing),
+        spread_w,
+        levels: lv,
+        energy_mwh: lv.mean_w * s.output.span_s / 3600.0 / 1e6,
+        sets: sets.len(),
+        sources: used.iter().map(|m| m.label.clone()).collect(),
+        vs_plain: None,
+        notes: notes(ctx, list, &used, &target),
+    };
+    One {
+        envelope: figures::envelope_of(id, &label, &realized, r, s.supply.as_ref()),
+        grid: figures::grid_of(id, &label, grid_in, band_hz, spec, s.job.gpus as usize),
+        scenario,
+        realized,
+    }
+}
+
+/// The point-by-point mean of equally long templates.
+fn average(templates: &[Vec<f64>], n: usize) -> Vec<f64> {
+    let mut out = vec![0.0; n];
+    for t in templates {
+        for (o, v) in out.iter_mut().zip(t) {
+            *o += v / templates.len() as f64;
+        }
+    }
+    out
+}
+
+fn half_range(v: impl Iterator<Item = f64>) -> f64 {
+    let (lo, hi) = v.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| (a.min(x), b.max(x)));
+    if hi >= lo { 0.5 * (hi - lo) } else { 0.0 }
+}
+
+/// The measured rungs at the periods the target blends.
+fn used(list: &[Measured], period_ms: f64) -> Vec<&Measured> {
+    let mut periods: Vec<f64> = list.iter().map(|m| m.period_ms).collect();
+    periods.sort_by(f64::total_cmp);
+    periods.dedup_by(|a, b| same_period(*a, *b));
+    let (a, b, w) = bracket(&periods, period_ms);
+    list.iter()
+        .filter(|m| same_period(m.period_ms, a) || (w > 0.0 && same_period(m.period_ms, b)))
+        .collect()
+}
+
+/// The mean relative intervals of the rungs that have one.
+fn mean_rel(used: &[&Measured]) -> Option<RelPm> {
+    let r: Vec<RelPm> = used.iter().filter_map(|m| m.rel_pm).collect();
+    (!r.is_empty()).then(|| {
+        let n = r.len() as f64;
+        RelPm {
+            mean: r.iter().map(|x| x.mean).sum::<f64>() / n,
+            swing: r.iter().map(|x| x.swing).sum::<f64>() / n,
+            spread: r.iter().map(|x| x.spread).sum::<f64>() / n,
+        }
+    })
+}
+
+/// What the reader must know about a scenario's figures.
+fn notes(ctx: &Ctx<'_>, list: &[Measured], used: &[&Measured], t: &Target) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut periods: Vec<f64> = list.iter().map(|m| m.period_ms).collect();
+    periods.sort_by(f64::total_cmp);
+    let (Some(lo), Some(hi)) = (periods.first(), periods.last()) else {
+        return vec!["no measured rung for this profile".into()];
+    };
+    let p = t.period_ms;
+    if p < lo * 0.98 || p > hi * 1.02 {
+        out.push(format!(
+            "EXTRAPOLATED: the {p} ms iteration is outside the measured periods ({lo:.1}–{hi:.1} ms); the nearest measured cycle's rise and fall are held or cut to fit"
+        ));
+    }
+    let res = used.iter().map(|m| m.resolution_ms).fold(0.0, f64::max);
+    let on = t.compute_fraction * p;
+    let off = p - on;
+    for (what, ms) in [("compute", on), ("communication", off)] {
+        if ms < 2.0 * res {
+            out.push(format!(
+                "BEYOND THE INSTRUMENT: the {ms:.2} ms {what} phase is shorter than twice what the measured cycles resolve ({res:.2} ms): its shape is the measured edges' cut short, not measured"
+            ));
+        }
+    }
+    if let Some(m) = used.iter().find(|m| (m.duty - t.compute_fraction).abs() > 0.05) {
+        out.push(format!(
+            "The measured rungs ran a duty of {:.2} and the schedule a compute fraction of {:.2}: the phases are the measured ones cut, or held at their settled levels.",
+            m.duty, t.compute_fraction
+        ));
+    }
+    for m in used.iter().filter(|m| m.caveat.is_some()) {
+        out.push(format!(
+            "Source rung `{}` is qualified: {}",
+            m.label,
+            m.caveat.as_deref().unwrap_or("")
+        ));
+    }
+    let _ = ctx;
+    out
+}

@@ -1,0 +1,273 @@
+//! One GPU's iteration, built from measured cycles: the measured rise
+//! (with its overshoot) runs for the iteration's compute phase, the
+//! measured fall for its communication phase, each cut short or held at
+//! its settled level where the target phase is shorter or longer than the
+//! measured one, and scaled to the levels it starts from and falls to.
+//! Between two measured periods the two cycles' iterations are blended,
+//! linear in the logarithm of the period.
+//!
+//! With the measured period, duty and off level the iteration is the
+//! measured cycle itself (tested): the splice invents nothing there.
+
+use super::response::{Measured, same_period};
+
+/// What one GPU runs each iteration.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Target {
+    /// The iteration, ms.
+    pub period_ms: f64,
+    /// The compute phase's share of it.
+    pub compute_fraction: f64,
+    /// What a GPU draws while it communicates, W (None: the measured
+    /// off-phase's own level).
+    pub comm_w: Option<f64>,
+    /// The points' spacing, ms.
+    pub step_ms: f64,
+    /// A mitigation's floor holds: the communication level is never below
+    /// the measured off level.
+    pub floor_holds: bool,
+}
+
+impl Target {
+    /// Points in one iteration.
+    pub fn points(&self) -> usize {
+        ((self.period_ms / self.step_ms).round() as usize).max(2)
+    }
+}
+
+/// `v` (one cyclic period of `period_ms`, point j at j · period / len)
+/// at `t_ms`, linearly interpolated.
+pub fn at(v: &[f64], period_ms: f64, t_ms: f64) -> f64 {
+    let m = v.len();
+    let x = (t_ms / period_ms).rem_euclid(1.0) * m as f64;
+    let j = (x.floor() as usize).min(m - 1);
+    let f = x - j as f64;
+    v[j] * (1.0 - f) + v[(j + 1) % m] * f
+}
+
+/// The mean of `v` over `[from_ms, to_ms)` of its period, sampled at its
+/// own points.
+fn mean_over(v: &[f64], period_ms: f64, from_ms: f64, to_ms: f64) -> f64 {
+    let m = v.len();
+    let (a, b) = (
+        (from_ms / period_ms * m as f64).floor() as usize,
+        ((to_ms / period_ms * m as f64).ceil() as usize).min(m),
+    );
+    let (a, b) = (a.min(b.saturating_sub(1)), b.max(a + 1).min(m));
+    v[a..b].iter().sum::<f64>() / (b - a) as f64
+}
+
+/// A measured cycle's settled levels: the second half of its on-phase,
+/// the last quarter of its off-phase.
+#[derive(Debug, Clone, Copy)]
+struct Levels {
+    on_w: f64,
+    off_w: f64,
+}
+
+fn levels(m: &Measured) -> Levels {
+    let p = m.period_ms;
+    let d = m.duty * p;
+    Levels {
+        on_w: mean_over(&m.gpu_w, p, 0.5 * d, d),
+        off_w: mean_over(&m.gpu_w, p, p - 0.25 * (p - d), p),
+    }
+}
+
+/// `num / den`, or 1 where the step is too small to scale by.
+fn ratio(num: f64, den: f64) -> f64 {
+    if den.abs() < 1.0 { 1.0 } else { num / den }
+}
+
+/// One iteration of one GPU from the measured cycle `m`, at `t.step_ms`,
+/// phase 0 at the compute phase's start.
+pub fn splice(m: &Measured, t: &Target) -> Vec<f64> {
+    let (p, d) = (m.period_ms, m.duty * m.period_ms);
+    let lv = levels(m);
+    let n = t.points();
+    let step = t.period_ms / n as f64;
+    let on_ms = t.compute_fraction * t.period_ms;
+    let comm = match t.comm_w {
+        Some(c) if t.floor_holds => c.max(lv.off_w),
+        Some(c) => c,
+        None => lv.off_w,
+    };
+    // The measured rise (held at its settled level past the measured
+    // on-phase) and fall (held at its off level past the off-phase).
+    let rise = |x: f64| if x < d { at(&m.gpu_w, p, x) } else { lv.on_w };
+    let fall = |x: f64| {
+        if x < p - d {
+            at(&m.gpu_w, p, d + x)
+        } else {
+            lv.off_w
+        }
+    };
+    let step_up = lv.on_w - lv.off_w;
+    // The level the rise starts from is the communication phase's end,
+    // which depends on where the rise got to: two passes settle it.
+    let mut start = comm;
+    let mut out = vec![0.0; n];
+    for _ in 0..2 {
+        let k_up = ratio(lv.on_w - start, step_up);
+        let on_at = |x: f64| start + (rise(x) - lv.off_w) * k_up;
+        let top = if on_ms >= d {
+            lv.on_w
+        } else {
+            on_at(on_ms)
+        };
+        let k_down = ratio(top - comm, step_up);
+        for (j, o) in out.iter_mut().enumerate() {
+            let x = j as f64 * step;
+            *o = if x < on_ms {
+                on_at(x)
+            } else {
+                comm + (fall(x - on_ms) - lv.off_w) * k_down
+            };
+        }
+        start = comm + (fall(t.period_ms - on_ms) - lv.off_w) * k_down;
+    }
+    out
+}
+
+/// The measured cycles to blend for `period_ms`: the nearest period at or
+/// below it and the nearest above it (one where the target is outside the
+/// measured ones or on one of them), with the blend's weight on the upper.
+pub fn bracket(periods: &[f64], period_ms: f64) -> (f64, f64, f64) {
+    let (Some(lo), Some(hi)) = (periods.first(), periods.last()) else {
+        return (f64::NAN, f64::NAN, 0.0);
+    };
+    if let Some(p) = periods.iter().find(|p| same_period(**p, period_ms)) {
+        return (*p, *p, 0.0);
+    }
+    if period_ms <= *lo {
+        return (*lo, *lo, 0.0);
+    }
+    if period_ms >= *hi {
+        return (*hi, *hi, 0.0);
+    }
+    let i = periods.partition_point(|p| *p < period_ms);
+    let (a, b) = (periods[i - 1], periods[i]);
+    let w = (period_ms / a).ln() / (b / a).ln();
+    (a, b, w)
+}
+
+/// One iteration blended from the rungs `set` (one per measured period of
+/// a profile, ascending) for `t`.
+pub fn blended(set: &[&Measured], t: &Target) -> Vec<f64> {
+    let periods: Vec<f64> = set.iter().map(|m| m.period_ms).collect();
+    let (a, b, w) = bracket(&periods, t.period_ms);
+    let of = |p: f64| {
+        set.iter()
+            .find(|m| m.period_ms == p)
+            .map(|m| splice(m, t))
+            .unwrap_or_default()
+    };
+    let lo = of(a);
+    if w == 0.0 {
+        return lo;
+    }
+    let hi = of(b);
+    lo.iter()
+        .zip(&hi)
+        .map(|(x, y)| x * (1.0 - w) + y * w)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trapezoid(m: usize, duty: f64, lo: f64, hi: f64, ramp: usize) -> Vec<f64> {
+        let on = (duty * m as f64) as usize;
+        (0..m)
+            .map(|j| {
+                if j < on {
+                    lo + (hi - lo) * (j as f64 / ramp as f64).min(1.0)
+                } else {
+                    hi - (hi - lo) * ((j - on) as f64 / ramp as f64).min(1.0)
+                }
+            })
+            .collect()
+    }
+
+    fn measured(period_ms: f64, duty: f64, gpu_w: Vec<f64>) -> Measured {
+        Measured {
+            rung_id: 1,
+            label: "x".into(),
+            period_ms,
+            duty,
+            gpu_w,
+            resolution_ms: 1.0,
+            highest_hz: 100.0,
+            rel_pm: None,
+            caveat: None,
+        }
+    }
+
+    #[test]
+    fn the_measured_period_and_duty_give_the_measured_cycle_back() {
+        let v = trapezoid(400, 0.5, 100.0, 700.0, 20);
+        let m = measured(200.0, 0.5, v.clone());
+        let t = Target {
+            period_ms: 200.0,
+            compute_fraction: 0.5,
+            comm_w: None,
+            step_ms: 0.5,
+            floor_holds: false,
+        };
+        let out = splice(&m, &t);
+        assert_eq!(out.len(), 400);
+        for (a, b) in out.iter().zip(&v) {
+            assert!((a - b).abs() < 1e-9, "{a} vs {b}");
+        }
+    }
+
+    #[test]
+    fn a_longer_iteration_holds_the_settled_levels_and_keeps_the_edges() {
+        let m = measured(200.0, 0.5, trapezoid(400, 0.5, 100.0, 700.0, 20));
+        let t = Target {
+            period_ms: 1000.0,
+            compute_fraction: 0.75,
+            comm_w: Some(300.0),
+            step_ms: 0.5,
+            floor_holds: false,
+        };
+        let out = splice(&m, &t);
+        assert_eq!(out.len(), 2000);
+        // The rise from the communication level: 10 ms (20 points) long.
+        assert!((out[0] - 300.0).abs() < 1e-9);
+        assert!((out[40] - 700.0).abs() < 1e-9);
+        assert!((out[1400] - 700.0).abs() < 1e-9);
+        // The fall to the communication level, as steep in time.
+        assert!((out[1500 + 10] - 500.0).abs() < 1e-9, "{}", out[1510]);
+        assert!((out[1999] - 300.0).abs() < 1e-9);
+        let mean = out.iter().sum::<f64>() / out.len() as f64;
+        assert!(mean > 550.0 && mean < 610.0, "{mean}");
+    }
+
+    #[test]
+    fn a_compute_phase_shorter_than_the_rise_falls_from_where_it_got() {
+        let m = measured(200.0, 0.5, trapezoid(400, 0.5, 100.0, 700.0, 100));
+        let t = Target {
+            period_ms: 200.0,
+            compute_fraction: 0.125,
+            comm_w: None,
+            step_ms: 0.5,
+            floor_holds: false,
+        };
+        let out = splice(&m, &t);
+        let peak = out.iter().cloned().fold(f64::MIN, f64::max);
+        // 25 ms of a 50 ms rise: half way, 400 W; nothing above.
+        assert!(peak < 410.0 && peak > 390.0, "{peak}");
+    }
+
+    #[test]
+    fn periods_between_two_measured_ones_blend_in_log_period() {
+        assert_eq!(bracket(&[100.0, 1000.0], 100.0), (100.0, 100.0, 0.0));
+        let (a, b, w) = bracket(&[100.0, 1000.0], 316.227766);
+        assert_eq!((a, b), (100.0, 1000.0));
+        assert!((w - 0.5).abs() < 1e-6);
+        assert_eq!(bracket(&[100.0, 1000.0], 50.0), (100.0, 100.0, 0.0));
+        assert_eq!(bracket(&[100.0, 1000.0], 5000.0), (1000.0, 1000.0, 0.0));
+    }
+}
