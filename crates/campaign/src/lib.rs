@@ -29,3 +29,4 @@ pub use model::{
 pub use parse::{load_file, parse_str};
 pub use period::PeriodMs;
 pub use plan::{Plan, RackPosition, Rung, expand, expand_on_rack};
+pub use schedule::{Schedule, load_schedule, parse_schedule_str};

@@ -5,4 +5,5 @@
 mod fuzz;
 mod node_power;
 mod parse_errors;
+mod schedule;
 mod smoothing;

@@ -28,7 +28,7 @@ struct RampKeys<'a> {
 /// `[grid]`: each limit in range, at most one of a ramp's two forms, a
 /// site's MW/s limit only with its `gpus`, the band `[low, high]` with
 /// `0 < low < high`, and at most one form of the dynamic range.
-pub(super) fn grid(ctx: &Ctx<'_>, g: Spanned<RawGrid>) -> Result<Grid, CampaignError> {
+pub(crate) fn grid(ctx: &Ctx<'_>, g: Spanned<RawGrid>) -> Result<Grid, CampaignError> {
     let g = g.into_inner();
     let gpus = match &g.gpus {
         None => None,

@@ -26,6 +26,10 @@ use raw::{RawFile, RawPhase};
 use std::ops::Range;
 use toml::Spanned;
 
+pub(crate) use grid::grid;
+pub(crate) use raw::{RawGrid, RawSupply};
+pub(crate) use sections::{SupplyRanges, supply};
+
 pub use crate::model::MAX_REPEATS;
 pub use table::{
     MAX_DURATION_S, MAX_PERIODS, MAX_WARMUP_S, MIN_DURATION_S, MIN_DUTY, MIN_PULSE_MS,
@@ -76,7 +80,9 @@ pub fn parse_str(file: &str, source: &str) -> Result<Campaign, CampaignError> {
     validate(&ctx, raw)
 }
 
-fn toml_error(ctx: &Ctx<'_>, e: &toml::de::Error) -> CampaignError {
+/// A toml error (syntax, type, unknown or missing key) located at its
+/// line, naming the key written on that line.
+pub(crate) fn toml_error(ctx: &Ctx<'_>, e: &toml::de::Error) -> CampaignError {
     let start = e.span().map(|s| s.start).unwrap_or(0);
     let (line, column) = line_col(ctx.source, start);
     // Name the key on that line, if the error sits on a `key = value` line.
@@ -113,7 +119,10 @@ fn validate(ctx: &Ctx<'_>, raw: RawFile) -> Result<Campaign, CampaignError> {
     let sampling = sections::sampling(ctx, raw.sampling)?;
     let limits = sections::limits(ctx, raw.limits)?;
     let rack = sections::rack(ctx, raw.rack)?;
-    let supply = raw.supply.map(|s| sections::supply(ctx, s)).transpose()?;
+    let supply = raw
+        .supply
+        .map(|s| sections::supply(ctx, s, sections::SupplyRanges::NODE))
+        .transpose()?;
     let grid = raw.grid.map(|g| grid::grid(ctx, g)).transpose()?;
     let (repeats, warmup_s, cooldown_s) = sections::defaults(ctx, raw.defaults)?;
     if raw.phase.is_empty() && header.calibrate != Some(true) {

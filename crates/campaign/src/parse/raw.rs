@@ -72,7 +72,7 @@ pub(super) struct RawRack {
 /// `[supply]` as written: `excursions` a list of `[duration_ms, watts]`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawSupply {
+pub(crate) struct RawSupply {
     pub(super) rated_w: Option<Spanned<f64>>,
     pub(super) excursions: Option<Spanned<Vec<Spanned<Vec<f64>>>>>,
 }
@@ -81,7 +81,7 @@ pub(super) struct RawSupply {
 /// site's `gpus`), the band as `[low_hz, high_hz]`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawGrid {
+pub(crate) struct RawGrid {
     pub(super) gpus: Option<Spanned<i64>>,
     pub(super) ramp_up_w_per_s_per_gpu: Option<Spanned<f64>>,
     pub(super) ramp_up_mw_per_s: Option<Spanned<f64>>,

@@ -258,36 +258,56 @@ pub(super) fn rack(ctx: &Ctx<'_>, r: Option<RawRack>) -> Result<Rack, CampaignEr
     })
 }
 
-/// `[supply]`: `rated_w` above 0, and `excursions` a list of
-/// `[duration_ms, watts]` pairs, durations within [`EXCURSION_RANGE_MS`]
-/// and strictly increasing, watts above 0.
-pub(super) fn supply(ctx: &Ctx<'_>, s: Spanned<RawSupply>) -> Result<Supply, CampaignError> {
+/// The ranges a `[supply]` table is held to: the node's
+/// ([`SupplyRanges::NODE`]) or a facility's (a schedule's `[supply]`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SupplyRanges {
+    /// `rated_w` and every excursion's watts, W (the low end excluded).
+    pub(crate) w: (f64, f64),
+    /// Every excursion's duration, ms.
+    pub(crate) duration_ms: (f64, f64),
+}
+
+impl SupplyRanges {
+    /// A node's supply, as a campaign's `[supply]` declares it.
+    pub(crate) const NODE: Self = Self {
+        w: SUPPLY_W_RANGE,
+        duration_ms: EXCURSION_RANGE_MS,
+    };
+}
+
+/// `[supply]`: `rated_w` within `ranges.w` (0 excluded), and `excursions`
+/// a list of `[duration_ms, watts]` pairs, durations within
+/// `ranges.duration_ms` and strictly increasing, watts within `ranges.w`.
+pub(crate) fn supply(
+    ctx: &Ctx<'_>,
+    s: Spanned<RawSupply>,
+    ranges: SupplyRanges,
+) -> Result<Supply, CampaignError> {
     let s = s.into_inner();
     let rated_w = match &s.rated_w {
         None => None,
-        v => Some(ctx.ranged(v, "supply.rated_w", 0.0, SUPPLY_W_RANGE, true)?),
+        v => Some(ctx.ranged(v, "supply.rated_w", 0.0, ranges.w, true)?),
     };
+    let (ms, w) = (ranges.duration_ms, ranges.w);
+    let allowed = format!(
+        "[duration_ms, watts] with {} <= duration_ms <= {}, {} < watts <= {}, durations strictly increasing",
+        ms.0, ms.1, w.0, w.1
+    );
     let mut excursions: Vec<Excursion> = Vec::new();
     for (i, pair) in s.excursions.iter().flat_map(|e| e.get_ref()).enumerate() {
         let field = format!("supply.excursions[{i}]");
-        let bad = |message: String| {
-            ctx.err(
-                pair.span(),
-                &field,
-                message,
-                Some("[duration_ms, watts] with 1 <= duration_ms <= 10000, watts > 0, durations strictly increasing"),
-            )
-        };
+        let bad = |message: String| ctx.err(pair.span(), &field, message, Some(&allowed));
         let &[duration_ms, watts] = pair.get_ref().as_slice() else {
             return Err(bad(format!(
                 "{} values where a pair [duration_ms, watts] belongs",
                 pair.get_ref().len()
             )));
         };
-        if !(duration_ms >= EXCURSION_RANGE_MS.0 && duration_ms <= EXCURSION_RANGE_MS.1) {
+        if !(duration_ms >= ms.0 && duration_ms <= ms.1) {
             return Err(bad(format!("duration {duration_ms} ms is out of range")));
         }
-        if !(watts > SUPPLY_W_RANGE.0 && watts <= SUPPLY_W_RANGE.1) {
+        if !(watts > w.0 && watts <= w.1) {
             return Err(bad(format!("{watts} W is out of range")));
         }
         if let Some(prev) = excursions.last()

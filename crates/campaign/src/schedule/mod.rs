@@ -6,12 +6,20 @@
 //! span and resolution of the waveform, and the site's supply and grid
 //! limits (facility scale: not the node's `[supply]` of the campaign).
 //!
-//! Everything here is validated (`parse_schedule_str`): units in the key
-//! names, every number in range, unknown keys refused, errors at the key's
-//! line.
+//! Everything here is validated ([`parse_schedule_str`],
+//! [`load_schedule`]): units in the key names, every number in range,
+//! unknown keys refused, errors at the key's line naming the field path
+//! (`job.compute_fraction`) and what is allowed. `raw` is the file as
+//! written; `parse` checks it, one function a table, reusing the
+//! campaign's `[supply]` (with facility ranges) and `[grid]` checks.
+
+mod parse;
+mod raw;
 
 use crate::model::{Grid, Supply};
 use serde::{Deserialize, Serialize};
+
+pub use parse::{load_schedule, parse_schedule_str};
 
 /// Most GPUs a schedule may declare.
 pub const MAX_JOB_GPUS: u64 = 10_000_000;
@@ -25,6 +33,14 @@ pub const RESOLUTION_MS_RANGE: (f64, f64) = (0.1, 10_000.0);
 pub const MAX_POINTS: u64 = 100_000_000;
 /// Most power a facility `[supply]` figure may state, W: 10 GW.
 pub const FACILITY_SUPPLY_W_MAX: f64 = 10.0e9;
+/// Shortest and longest excursion a facility `[supply]` may declare, ms:
+/// 1 ms to one hour (a node's stops at 10 s; a site's limits reach
+/// minutes).
+pub const FACILITY_EXCURSION_MS_RANGE: (f64, f64) = (1.0, 3_600_000.0);
+/// Most GPUs per node a schedule may declare.
+pub const MAX_GPUS_PER_NODE: u64 = 1024;
+/// Most W per GPU a `[communication]` may declare (0 excluded).
+pub const MAX_COMM_W_PER_GPU: f64 = 5_000.0;
 
 /// A validated schedule.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -1,0 +1,420 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a test that unwraps reports its failure by panicking
+//! Schedule files (`powerlab predict --schedule`): a full file read into
+//! the expected struct, the defaults, and every cross-field rule refused
+//! with its field path and line.
+
+use powerlab_campaign::schedule::{
+    Communication, Job, MitigationChoice, Output, Spread, Stragglers,
+};
+use powerlab_campaign::{CampaignError, Excursion, Schedule, load_schedule, parse_schedule_str};
+
+/// The smallest valid schedule: `[job]` on line 1, its keys on lines 2-4.
+const JOB: &str = "[job]\ngpus = 64\niteration_ms = 100\ncompute_fraction = 0.7\n";
+
+fn parse(src: &str) -> Result<Schedule, CampaignError> {
+    parse_schedule_str("s.toml", src)
+}
+
+/// The error `extra` (appended after [`JOB`], from line 5) must give.
+fn refused(extra: &str) -> CampaignError {
+    parse(&format!("{JOB}{extra}")).expect_err(extra)
+}
+
+#[test]
+fn a_full_schedule_parses_to_the_expected_struct() {
+    let s = parse(
+        r#"[job]
+name = "big"
+gpus = 1000
+gpus_per_node = 8
+iteration_ms = 500
+compute_fraction = 0.8
+
+[communication]
+source = "given"
+w_per_gpu = 350
+
+[spread]
+kind = "uniform"
+width_ms = 10
+
+[stragglers]
+share = 0.01
+delay_ms = 50
+
+[mitigation]
+profile = "floor60"
+stagger_groups = 125
+
+[output]
+span_s = 60
+resolution_ms = 0.5
+seed = 7
+"#,
+    )
+    .unwrap();
+    assert_eq!(
+        s.job,
+        Job {
+            name: "big".into(),
+            gpus: 1000,
+            gpus_per_node: Some(8),
+            iteration_ms: 500.0,
+            compute_fraction: 0.8,
+        }
+    );
+    assert_eq!(s.communication, Communication::Given { w_per_gpu: 350.0 });
+    assert_eq!(s.spread, Spread::Uniform { width_ms: 10.0 });
+    assert_eq!(
+        s.stragglers,
+        Some(Stragglers {
+            share: 0.01,
+            delay_ms: 50.0
+        })
+    );
+    assert_eq!(
+        s.mitigation,
+        MitigationChoice {
+            profile: Some("floor60".into()),
+            stagger_groups: 125,
+        }
+    );
+    assert_eq!(
+        s.output,
+        Output {
+            span_s: 60.0,
+            resolution_ms: 0.5,
+            seed: 7
+        }
+    );
+    assert!(s.supply.is_none() && s.grid.is_none());
+}
+
+#[test]
+fn absent_tables_and_keys_take_their_defaults() {
+    let s = parse(JOB).unwrap();
+    assert_eq!(s.job.name, "job");
+    assert_eq!(s.job.gpus_per_node, None);
+    assert_eq!(s.communication, Communication::Off);
+    assert_eq!(s.spread, Spread::None);
+    assert_eq!(s.stragglers, None);
+    assert_eq!(
+        s.mitigation,
+        MitigationChoice {
+            profile: None,
+            stagger_groups: 1
+        }
+    );
+    assert_eq!(
+        s.output,
+        Output {
+            span_s: 600.0,
+            resolution_ms: 1.0,
+            seed: 1
+        }
+    );
+    // Empty tables are their defaults too; "plain" is no profile.
+    let s = parse(&format!(
+        "{JOB}[communication]\n[spread]\n[output]\n[mitigation]\nprofile = \"plain\"\n"
+    ))
+    .unwrap();
+    assert_eq!(s.communication, Communication::Off);
+    assert_eq!(s.spread, Spread::None);
+    assert_eq!(s.mitigation.profile, None);
+    assert_eq!(s.output.span_s, 600.0);
+    let s = parse(&format!(
+        "{JOB}[communication]\nsource = \"fabric\"\n[spread]\nkind = \"measured\"\n"
+    ))
+    .unwrap();
+    assert_eq!(s.communication, Communication::Fabric);
+    assert_eq!(s.spread, Spread::Measured);
+}
+
+#[test]
+fn each_rule_is_refused_with_its_field_and_line() {
+    for (extra, field, line, says) in [
+        // A spread or a delay longer than the 100 ms iteration.
+        (
+            "[spread]\nkind = \"uniform\"\nwidth_ms = 101\n",
+            "spread.width_ms",
+            7,
+            "iteration",
+        ),
+        (
+            "[spread]\nkind = \"normal\"\nsigma_ms = 0\n",
+            "spread.sigma_ms",
+            7,
+            "out of range",
+        ),
+        (
+            "[spread]\nkind = \"normal\"\n",
+            "spread.sigma_ms",
+            6,
+            "required",
+        ),
+        (
+            "[spread]\nkind = \"uniform\"\nsigma_ms = 3\n",
+            "spread.sigma_ms",
+            7,
+            "not taken",
+        ),
+        (
+            "[spread]\nkind = \"gauss\"\n",
+            "spread.kind",
+            6,
+            "unknown spread kind",
+        ),
+        (
+            "[stragglers]\nshare = 0.1\ndelay_ms = 200\n",
+            "stragglers.delay_ms",
+            7,
+            "iteration",
+        ),
+        (
+            "[stragglers]\nshare = 1.5\ndelay_ms = 20\n",
+            "stragglers.share",
+            6,
+            "out of range",
+        ),
+        (
+            "[stragglers]\nshare = 0.1\n",
+            "stragglers.delay_ms",
+            5,
+            "required",
+        ),
+        // A draw per GPU only with source = "given".
+        (
+            "[communication]\nsource = \"off\"\nw_per_gpu = 300\n",
+            "communication.w_per_gpu",
+            7,
+            "source = \"off\"",
+        ),
+        (
+            "[communication]\nw_per_gpu = 300\n",
+            "communication.w_per_gpu",
+            6,
+            "source = \"off\"",
+        ),
+        (
+            "[communication]\nsource = \"given\"\n",
+            "communication.w_per_gpu",
+            6,
+            "required",
+        ),
+        (
+            "[communication]\nsource = \"given\"\nw_per_gpu = 6000\n",
+            "communication.w_per_gpu",
+            7,
+            "out of range",
+        ),
+        (
+            "[communication]\nsource = \"nvlink\"\n",
+            "communication.source",
+            6,
+            "unknown communication source",
+        ),
+        // 64 GPUs without gpus_per_node: at most 64 groups.
+        (
+            "[mitigation]\nstagger_groups = 65\n",
+            "mitigation.stagger_groups",
+            6,
+            "from 1 to 64",
+        ),
+        (
+            "[mitigation]\nprofile = \"../etc\"\n",
+            "mitigation.profile",
+            6,
+            "not a profile label",
+        ),
+        (
+            "[mitigation]\nprofile = \"\"\n",
+            "mitigation.profile",
+            6,
+            "empty",
+        ),
+        // A quarter of the 100 ms iteration is 25 ms.
+        (
+            "[output]\nresolution_ms = 26\n",
+            "output.resolution_ms",
+            6,
+            "quarter",
+        ),
+        (
+            "[output]\nspan_s = 0.1\n",
+            "output.span_s",
+            6,
+            "two iterations",
+        ),
+        // A day at 0.5 ms: 172.8 million points.
+        (
+            "[output]\nspan_s = 86400\nresolution_ms = 0.5\n",
+            "output.resolution_ms",
+            7,
+            "more than 100000000",
+        ),
+        ("[output]\nseed = -1\n", "output.seed", 6, "whole number"),
+        // Unknown keys name their table.
+        (
+            "[spread]\nkind = \"uniform\"\nwidth = 10\n",
+            "spread.width",
+            7,
+            "unknown field `width`",
+        ),
+        (
+            "[supply]\nrated_w = 1e9\nexcursions = [\n  [20, 2e9],\n]\nfuse_w = 1\n",
+            "supply.fuse_w",
+            10,
+            "unknown field `fuse_w`",
+        ),
+        // The campaign's [supply] and [grid] checks, at facility scale.
+        (
+            "[supply]\nrated_w = 2e10\n",
+            "supply.rated_w",
+            6,
+            "out of range",
+        ),
+        (
+            "[supply]\nexcursions = [[20, 2e9], [10, 1e9]]\n",
+            "supply.excursions[1]",
+            6,
+            "does not follow",
+        ),
+        (
+            "[grid]\nramp_up_mw_per_s = 10\n",
+            "grid.ramp_up_mw_per_s",
+            6,
+            "GPU count",
+        ),
+    ] {
+        let e = refused(extra);
+        assert_eq!(e.field.as_deref(), Some(field), "{extra}: {e}");
+        assert_eq!(e.line, line, "{extra}: {e}");
+        assert!(e.message.contains(says), "{extra}: {e}");
+        assert!(e.allowed.is_some(), "{extra}: {e}");
+        assert!(e.to_string().starts_with(&format!("s.toml:{line}:")), "{e}");
+    }
+}
+
+#[test]
+fn job_keys_are_checked_and_required() {
+    let job = |gpus: &str, per_node: &str, it: &str, cf: &str| {
+        parse(&format!(
+            "[job]\ngpus = {gpus}\ngpus_per_node = {per_node}\niteration_ms = {it}\ncompute_fraction = {cf}\n"
+        ))
+    };
+    assert!(job("16", "8", "1000", "1").is_ok());
+    for (e, field, line) in [
+        (job("0", "8", "1000", "0.5"), "job.gpus", 2),
+        (job("20000000", "8", "1000", "0.5"), "job.gpus", 2),
+        (job("4", "8", "1000", "0.5"), "job.gpus_per_node", 3),
+        (job("4096", "2048", "1000", "0.5"), "job.gpus_per_node", 3),
+        (job("16", "8", "0.5", "0.5"), "job.iteration_ms", 4),
+        (job("16", "8", "1000", "0"), "job.compute_fraction", 5),
+        (job("16", "8", "1000", "1.1"), "job.compute_fraction", 5),
+        (job("16.5", "8", "1000", "0.5"), "job.gpus", 2),
+    ] {
+        let e = e.expect_err(field);
+        assert_eq!(e.field.as_deref(), Some(field), "{e}");
+        assert_eq!(e.line, line, "{e}");
+    }
+    let e = parse("[job]\ngpus = 8\ncompute_fraction = 0.5\n").unwrap_err();
+    assert_eq!(e.field.as_deref(), Some("job.iteration_ms"), "{e}");
+    assert!(e.message.contains("required"), "{e}");
+    let e = parse("[output]\nspan_s = 60\n").unwrap_err();
+    assert_eq!(e.field.as_deref(), Some("job"), "{e}");
+    let e = parse(&format!("{JOB}[sprad]\nkind = \"none\"\n")).unwrap_err();
+    assert!(e.message.contains("sprad"), "{e}");
+    assert_eq!(e.line, 5, "{e}");
+}
+
+#[test]
+fn stagger_groups_stop_at_the_node_count() {
+    // 100 GPUs, 8 a node: 13 nodes (the last one partly filled).
+    let src = |groups: u32| {
+        format!(
+            "[job]\ngpus = 100\ngpus_per_node = 8\niteration_ms = 100\ncompute_fraction = 0.5\n[mitigation]\nstagger_groups = {groups}\n"
+        )
+    };
+    assert_eq!(parse(&src(13)).unwrap().mitigation.stagger_groups, 13);
+    let e = parse(&src(14)).unwrap_err();
+    assert_eq!(e.field.as_deref(), Some("mitigation.stagger_groups"), "{e}");
+    assert_eq!(e.line, 7, "{e}");
+    assert!(e.allowed.unwrap().contains("1..=13"));
+}
+
+#[test]
+fn a_default_output_that_breaks_a_rule_is_refused_at_the_iteration() {
+    // The default 1 ms resolution is above a quarter of a 2 ms iteration.
+    let e = parse("[job]\ngpus = 8\niteration_ms = 2\ncompute_fraction = 0.5\n").unwrap_err();
+    assert_eq!(e.field.as_deref(), Some("output.resolution_ms"), "{e}");
+    assert_eq!(e.line, 3, "{e}");
+    assert!(e.message.contains("the default"), "{e}");
+    // The default 600 s span holds fewer than two 400 s iterations.
+    let e = parse("[job]\ngpus = 8\niteration_ms = 400000\ncompute_fraction = 0.5\n").unwrap_err();
+    assert_eq!(e.field.as_deref(), Some("output.span_s"), "{e}");
+    assert_eq!(e.line, 3, "{e}");
+}
+
+#[test]
+fn a_facility_supply_above_a_megawatt_is_accepted() {
+    let s = parse(&format!(
+        "{JOB}[supply]\nrated_w = 5e6\nexcursions = [[20, 9e6], [60000, 6e6]]\n"
+    ))
+    .unwrap();
+    let supply = s.supply.unwrap();
+    assert_eq!(supply.rated_w, Some(5e6));
+    assert_eq!(supply.excursions[1].watts, 6e6);
+    // The campaign's node [supply] still stops at 1 MW.
+    let campaign = "[campaign]\nname = \"t\"\n[[phase]]\nkind = \"idle\"\nduration_s = 1\n[supply]\nrated_w = 5e6\n";
+    let e = powerlab_campaign::parse_str("c.toml", campaign).unwrap_err();
+    assert_eq!(e.field.as_deref(), Some("supply.rated_w"), "{e}");
+}
+
+#[test]
+fn the_example_schedule_parses() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schedules/llm-100k.toml");
+    let s = load_schedule(&path).unwrap();
+    assert_eq!(s.job.name, "llm-100k");
+    assert_eq!(s.job.gpus, 100_000);
+    assert_eq!(s.job.gpus_per_node, Some(8));
+    assert_eq!(s.job.iteration_ms, 2000.0);
+    assert_eq!(s.job.compute_fraction, 0.75);
+    assert_eq!(s.communication, Communication::Off);
+    assert_eq!(s.spread, Spread::Normal { sigma_ms: 2.0 });
+    assert_eq!(
+        s.stragglers,
+        Some(Stragglers {
+            share: 0.001,
+            delay_ms: 20.0
+        })
+    );
+    assert_eq!(s.mitigation.stagger_groups, 1);
+    assert_eq!(
+        s.output,
+        Output {
+            span_s: 600.0,
+            resolution_ms: 1.0,
+            seed: 1
+        }
+    );
+    let grid = s.grid.unwrap();
+    assert_eq!(grid.gpus, Some(100_000));
+    assert_eq!(grid.ramp_up_mw_per_s, Some(10.0));
+    assert_eq!(grid.ramp_down_mw_per_s, Some(10.0));
+    assert_eq!(grid.max_band_share_pct, Some(20.0));
+    let supply = s.supply.unwrap();
+    assert_eq!(supply.rated_w, Some(90e6));
+    let pair = |duration_ms, watts| Excursion { duration_ms, watts };
+    assert_eq!(
+        supply.excursions,
+        vec![pair(20.0, 110e6), pair(1000.0, 100e6), pair(60000.0, 95e6)]
+    );
+}
+
+#[test]
+fn an_unreadable_file_is_an_error_at_line_0() {
+    let e = load_schedule(std::path::Path::new("/nonexistent/s.toml")).unwrap_err();
+    assert_eq!((e.line, e.column), (0, 0));
+    assert!(e.message.contains("cannot read the schedule file"), "{e}");
+}
