@@ -69,3 +69,14 @@ fi
 grep -q "is not above the answer" "$work/moved.err" \
   || { echo "ci-browser: FAILED: the moved page failed for another reason: $(cat "$work/moved.err")" >&2; exit 1; }
 echo "ci-browser: the page with the verdict plots below the answer fails as it should: $(head -1 "$work/moved.err")"
+
+# The prediction's report (issue 34): a job of 4096 GPUs in nodes of 4
+# built from the demo run's measured responses, opened the same way; its
+# waveform and envelope plots above its answer block.
+pred="$work/prediction"
+"$BIN" predict "$(dirname "$(dirname "$html")")" --gpus 4096 --gpus-per-node 4 --iteration-ms 700 \
+  --compute-fraction 0.6 --spread-sigma-ms 5 --span-s 60 --out "$pred" > "$work/predict.log" 2>&1 \
+  || { tail -20 "$work/predict.log"; exit 1; }
+pplots=$(grep -c '^!\[' "$pred/report.md")
+echo "ci-browser: $pred/report.html names $pplots plots"
+VERDICT_PLOTS="plots/waveform.svg,plots/verdict_envelope.svg" node scripts/ci/browser/check-report.mjs "$pred/report.html" "$pplots"

@@ -40,6 +40,12 @@ pub enum Command {
     /// and per-GPU deltas, regressions beyond a threshold, the health diff;
     /// exits 1 when a regression is flagged, 2 when a run cannot be read.
     Compare(CompareArgs),
+    /// Predict a training job of N GPUs (iteration period, compute
+    /// fraction, spread, stragglers, mitigation) from one node run's
+    /// measured responses: its waveform, spectrum, envelope and grid
+    /// metrics against the schedule's [supply] and [grid], and what each
+    /// measured mitigation buys; schedules/llm-100k.toml shows every key.
+    Predict(PredictArgs),
     /// Print shell completions for powerlab (bash, zsh, fish, elvish, powershell).
     #[command(hide = true)]
     Completions(CompletionsArgs),
@@ -413,6 +419,52 @@ pub struct CompareArgs {
     /// its report/); without it such a run is refused.
     #[arg(long)]
     pub collate: bool,
+}
+
+/// Options of `predict`. Flags override the schedule file's keys; without
+/// `--schedule`, `--gpus`, `--iteration-ms` and `--compute-fraction` are
+/// required.
+#[derive(Args, Debug)]
+pub struct PredictArgs {
+    /// One node's run directory (a rack's: one of its `nodes/`).
+    pub run: PathBuf,
+    /// The schedule (TOML; schedules/llm-100k.toml documents every key).
+    #[arg(long)]
+    pub schedule: Option<PathBuf>,
+    /// GPUs in the job (`job.gpus`).
+    #[arg(long)]
+    pub gpus: Option<u64>,
+    /// GPUs per node (`job.gpus_per_node`; default: the run's GPU count).
+    #[arg(long)]
+    pub gpus_per_node: Option<u32>,
+    /// Iteration period, ms (`job.iteration_ms`).
+    #[arg(long)]
+    pub iteration_ms: Option<f64>,
+    /// The compute phase's share of the iteration (`job.compute_fraction`).
+    #[arg(long)]
+    pub compute_fraction: Option<f64>,
+    /// A measured mitigation profile (`mitigation.profile`, e.g. floor60;
+    /// `plain` for none).
+    #[arg(long)]
+    pub mitigation: Option<String>,
+    /// Node groups started evenly across the iteration (`mitigation.stagger_groups`).
+    #[arg(long)]
+    pub stagger_groups: Option<u32>,
+    /// Nodes' start spread: normal with this σ, ms (`spread`).
+    #[arg(long)]
+    pub spread_sigma_ms: Option<f64>,
+    /// The waveform's span, s (`output.span_s`).
+    #[arg(long)]
+    pub span_s: Option<f64>,
+    /// Its resolution, ms (`output.resolution_ms`).
+    #[arg(long)]
+    pub resolution_ms: Option<f64>,
+    /// Write the prediction here (default: <RUN>/predict/<job name>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Print the scenarios' figures as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// A finite number above zero (a duration or a period).

@@ -73,7 +73,7 @@ pub fn compare(a: &CompareArgs) -> Result<i32> {
 /// The run directory whose `report/` (or a staging `report.new-*` /
 /// `report.old-*` beside it) holds `out`, if any: a folder holding
 /// `manifest.json` whose report folder is `out` or one of its ancestors.
-fn inside_a_report(out: &Path) -> Option<PathBuf> {
+pub(crate) fn inside_a_report(out: &Path) -> Option<PathBuf> {
     let abs = std::path::absolute(out).ok()?;
     // Lexically: `..` steps up (the folders need not exist yet).
     let mut norm = PathBuf::new();

@@ -37,6 +37,7 @@ mod cmd_observe;
 mod cmd_preflight;
 // Without the `mpi` feature only the refusal is reachable.
 mod cmd_plan;
+mod cmd_predict;
 mod cmd_run;
 mod node;
 mod node_power;
@@ -266,6 +267,7 @@ fn main() {
         cli::Command::Preflight(a) => cmd_preflight::preflight(&a),
         cli::Command::HealthDiff(a) => cmd_preflight::health_diff(&a),
         cli::Command::Compare(a) => cmd_compare::compare(&a),
+        cli::Command::Predict(a) => cmd_predict::predict(&a),
         c @ (cli::Command::Completions(_) | cli::Command::Manpage(_)) => generate(&c),
     };
     match code {

@@ -18,6 +18,7 @@ mod node_power;
 mod node_truth;
 mod per_gpu;
 mod pipeline;
+mod predict;
 // Rack runs under mpirun: built only with `--features mpi`.
 #[cfg(feature = "mpi")]
 mod rack;

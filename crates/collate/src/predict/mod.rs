@@ -17,6 +17,7 @@
 pub mod figures;
 pub mod response;
 pub mod scenario;
+pub mod source;
 pub mod template;
 pub mod waveform;
 

@@ -78,7 +78,7 @@ pub(crate) fn all(ctx: &Ctx<'_>, profile: &str, band_hz: [f64; 2], spec: Option<
     wanted.push((PLAIN.into(), k));
     let mut seen = Vec::new();
     wanted.retain(|w| {
-        let new = !seen.contains(w);
+        let new = !seen.contains(w) && ctx.responses.profiles.contains_key(&w.0);
         seen.push(w.clone());
         new
     });

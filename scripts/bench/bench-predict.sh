@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Benchmark (issue 34): `powerlab predict` of 100,000 GPUs (12,500 nodes of
+# 8) for 10 minutes at 1 ms, from the committed 1 x H200 `edges` run, with
+# schedules/llm-100k.toml (normal spread, stragglers, every measured
+# scenario). Prints the wall time, the peak memory and the command's own
+# split (run report / prediction / files). Target: < 30 s and < 1 GB on the
+# 2-core build machine. Usage: bench-predict.sh [powerlab binary]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+BIN=${1:-}
+if [ -z "$BIN" ]; then
+  cargo build --release --quiet -p powerlab
+  BIN=target/release/powerlab
+fi
+RUN=results/h200x1-2026-12-01/edges
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+/usr/bin/time -v "$BIN" predict "$RUN" --schedule schedules/llm-100k.toml --out "$OUT/p" > "$OUT/stdout.log" 2> "$OUT/time.log" || { cat "$OUT/time.log"; exit 1; }
+secs=$(grep "Elapsed (wall clock)" "$OUT/time.log" | awk '{print $NF}' | awk -F: '{ if (NF==3) print $1*3600+$2*60+$3; else print $1*60+$2 }')
+rss_kb=$(grep "Maximum resident set size" "$OUT/time.log" | awk '{print $NF}')
+points=$(python3 -c "import pyarrow.parquet as pq; print(pq.read_metadata('$OUT/p/waveform.parquet').num_rows)" 2>/dev/null || echo "?")
+echo "predict: 100000 GPUs x 600 s at 1 ms ($points points) in ${secs} s, peak memory $((rss_kb / 1024)) MiB (target < 30 s, < 1024 MiB)"
+grep "^times:" "$OUT/time.log" | sed 's/^/  /'
+cat "$OUT/stdout.log"
