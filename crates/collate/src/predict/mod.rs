@@ -14,6 +14,7 @@
 //!    and every measured mitigation (the mitigation table), and for each
 //!    set of repeats (the ±).
 
+pub mod export;
 pub mod figures;
 pub mod response;
 pub mod scenario;

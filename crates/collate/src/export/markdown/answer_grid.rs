@@ -138,6 +138,14 @@ fn of(g: &GridMetrics, id: u32, metric: Metric) -> Option<&GridFigure> {
 
 /// Appends the grid line: per metric, the worst plain duty rung.
 pub fn grid_line(s: &mut String, g: &GridMetrics, plain_duty: &[u32]) {
+    grid_line_for(s, g, plain_duty, "node, worst plain duty rung");
+}
+
+/// Appends the grid line: per metric, the worst of the rungs `ids`, the
+/// line's heading naming them as `scope` (`node, worst plain duty rung`;
+/// a prediction's `the job`).
+pub fn grid_line_for(s: &mut String, g: &GridMetrics, ids: &[u32], scope: &str) {
+    let plain_duty = ids;
     let mut parts = Vec::new();
     for metric in [Metric::RampUp, Metric::RampDown, Metric::BandShare] {
         let worst = plain_duty
@@ -182,7 +190,7 @@ pub fn grid_line(s: &mut String, g: &GridMetrics, plain_duty: &[u32]) {
     };
     let _ = writeln!(
         s,
-        "- **Grid (node, worst plain duty rung; {spec}; band {}–{} Hz):** {}.",
+        "- **Grid ({scope}; {spec}; band {}–{} Hz):** {}.",
         g.band_hz[0],
         g.band_hz[1],
         parts.join("; ")
