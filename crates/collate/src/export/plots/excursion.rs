@@ -190,14 +190,25 @@ pub fn scenario_lines(envelope: &Envelope) -> Vec<EnvelopeLine> {
 
 /// What the envelope plot's caption says of the supply.
 pub fn supply_words(supply: Option<&Supply>) -> String {
+    supply_words_with(supply, PowerAxis::NODE)
+}
+
+/// [`supply_words`] with the rated power in `axis`' unit.
+pub(super) fn supply_words_with(supply: Option<&Supply>, axis: PowerAxis) -> String {
     match supply {
         None => "no [supply] declared".into(),
         Some(s) if s.excursions.is_empty() => match s.rated_w {
-            Some(r) => format!("[supply] rated {r:.0} W, no excursion limit declared"),
+            Some(r) => format!(
+                "[supply] rated {}, no excursion limit declared",
+                axis.words(r)
+            ),
             None => "[supply] declares no limit".into(),
         },
         Some(s) => match s.rated_w {
-            Some(r) => format!("dashed: [supply] excursion limit; dotted: rated {r:.0} W"),
+            Some(r) => format!(
+                "dashed: [supply] excursion limit; dotted: rated {}",
+                axis.words(r)
+            ),
             None => "dashed: [supply] excursion limit".into(),
         },
     }
@@ -252,7 +263,7 @@ where
             format!(
                 "highest mean {} vs window — {}",
                 axis.what,
-                supply_words(supply)
+                supply_words_with(supply, axis)
             ),
             ("sans-serif", 16),
         )

@@ -5,7 +5,7 @@
 
 use super::super::figures::Estimate;
 use super::super::{Prediction, Scenario, VsPlain};
-use crate::export::markdown::answer_grid::{grid_line_for, supply_line};
+use crate::export::markdown::answer_grid::{grid_line_for, supply_line_with};
 use crate::export::markdown::cells::code;
 use crate::format::{fmt_ms, fmt_power, fmt_power_pm, fmt_power_signed};
 use std::fmt::Write;
@@ -24,8 +24,14 @@ pub(super) fn write_answer(s: &mut String, p: &Prediction) {
     };
     job_lines(s, p, h);
     let ids = [h.id];
-    supply_line(s, &p.envelope, &ids);
-    grid_line_for(s, &p.grid, &ids, &format!("the job, `{}`", code(&h.label)));
+    supply_line_with(s, &p.envelope, &ids, &fmt_power);
+    grid_line_for(
+        s,
+        &p.grid,
+        &ids,
+        &format!("the job, `{}`", code(&h.label)),
+        &super::sections::grid_cell,
+    );
     mitigation_lines(s, p);
 }
 

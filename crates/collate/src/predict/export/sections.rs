@@ -171,7 +171,7 @@ pub(super) fn grid(s: &mut String, p: &Prediction) {
 
 /// A grid figure at the job's scale with its verdict: rates in W/s at
 /// their scale (`4000.000 MW/s`), the range in W at its scale, shares in %.
-fn grid_cell(f: &GridFigure) -> String {
+pub(super) fn grid_cell(f: &GridFigure) -> String {
     let Some(v) = f.value else {
         return "–".into();
     };

@@ -216,12 +216,19 @@ fn the_report_opens_with_the_notes_then_the_answer() {
     assert!(head.contains(&format!("mean **{mean}**")), "{head}");
     assert!(head.contains("100000 GPUs in 12500 nodes of 8"), "{head}");
     // The 10 ms limit (70 MW) is under the 80 MW compute phase.
-    assert!(head.contains("**Supply (excursion envelope):**"), "{head}");
+    assert!(
+        head.contains("**Supply (excursion envelope):** highest mean 80.060 MW over 10 ms"),
+        "{head}"
+    );
     assert!(
         head.contains("✘") && head.contains("over the declared limit"),
         "{head}"
     );
     assert!(head.contains("**Grid (the job, `floor60`;"), "{head}");
+    assert!(
+        head.contains("ramp up ≥ 1602.400 MW/s **✘** (limit 10.000 MW/s)"),
+        "{head}"
+    );
     // The headline's own cost against plain is in its mitigation line;
     // it has no line of its own among the other scenarios'.
     assert!(head.contains("cut +20.000 ± 0.300 MW, 50 %"), "{head}");
