@@ -12,7 +12,10 @@
 //! 4. [`figures`]: the run report's own envelope, grid metrics and
 //!    spectrum on the result; [`scenario`] repeats 2–4 for the plain wave
 //!    and every measured mitigation (the mitigation table), and for each
-//!    set of repeats (the ±).
+//!    set of repeats (the ±);
+//! 5. [`export`]: the prediction's files (`waveform.parquet`, the CSV
+//!    tables, the plots, `report.md` and `report.html`), formatted from
+//!    the [`Prediction`] alone.
 
 pub mod export;
 pub mod figures;
