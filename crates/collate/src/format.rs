@@ -19,3 +19,38 @@ pub fn fmt_bytes(b: u64) -> String {
     }
     format!("{v} {}", UNITS[u])
 }
+
+/// A power's scale for a person: MW (three decimals) from 1 MW, kW (one
+/// decimal) from 1 kW, else W (one decimal); (divisor, unit, decimals).
+fn power_scale(magnitude_w: f64) -> (f64, &'static str, usize) {
+    if magnitude_w >= 1e6 {
+        (1e6, "MW", 3)
+    } else if magnitude_w >= 1e3 {
+        (1e3, "kW", 1)
+    } else {
+        (1.0, "W", 1)
+    }
+}
+
+/// A power in W written at its scale: `84.123 MW`, `512.3 kW`, `750.0 W`.
+pub fn fmt_power(w: f64) -> String {
+    fmt_power_pm(w, None)
+}
+
+/// A power and its ± written at the value's scale: `84.123 ± 0.456 MW`.
+pub fn fmt_power_pm(w: f64, pm: Option<f64>) -> String {
+    let (d, unit, n) = power_scale(w.abs());
+    match pm {
+        Some(p) => format!("{:.n$} ± {:.n$} {unit}", w / d, p / d),
+        None => format!("{:.n$} {unit}", w / d),
+    }
+}
+
+/// A signed power change and its ±: `+1.250 ± 0.100 MW`, `−300.0 kW`.
+pub fn fmt_power_signed(w: f64, pm: Option<f64>) -> String {
+    let (d, unit, n) = power_scale(w.abs().max(pm.unwrap_or(0.0)));
+    match pm {
+        Some(p) => format!("{:+.n$} ± {:.n$} {unit}", w / d, p / d),
+        None => format!("{:+.n$} {unit}", w / d),
+    }
+}

@@ -137,13 +137,20 @@ pub fn grid_of(
     let range = lv.peak_w - lv.min_w;
     let mut r = GridFigure::stated(Metric::DynamicRange, range, g.resolution_ms);
     r.plus_minus = g.range_pm;
-    let mut pct = GridFigure::stated(Metric::DynamicRangePct, 100.0 * range / lv.peak_w, g.resolution_ms);
+    let mut pct = GridFigure::stated(
+        Metric::DynamicRangePct,
+        100.0 * range / lv.peak_w,
+        g.resolution_ms,
+    );
     pct.plus_minus = g.range_pm.map(|p| 100.0 * p / lv.peak_w);
     let nyquist = 0.5 / (g.resolution_ms / 1000.0);
     let share = if band_hz[1] > nyquist {
         GridFigure::withheld(Metric::BandShare, Withheld::AboveNyquist(nyquist))
     } else if band_hz[1] > g.source_highest_hz {
-        GridFigure::withheld(Metric::BandShare, Withheld::AboveHarmonics(g.source_highest_hz))
+        GridFigure::withheld(
+            Metric::BandShare,
+            Withheld::AboveHarmonics(g.source_highest_hz),
+        )
     } else {
         match shape::band_share(g.realized, g.resolution_ms / 1000.0, band_hz) {
             Some(s) => GridFigure::stated(Metric::BandShare, 100.0 * s, g.resolution_ms),
@@ -158,10 +165,16 @@ pub fn grid_of(
         rung_id: id,
         label: label.to_string(),
         source: Source::Prediction,
-        figures: [rate(Metric::RampUp, Ramp::Up), rate(Metric::RampDown, Ramp::Down), r, pct, share]
-            .into_iter()
-            .map(|f| judge::judge(f, spec, gpus))
-            .collect(),
+        figures: [
+            rate(Metric::RampUp, Ramp::Up),
+            rate(Metric::RampDown, Ramp::Down),
+            r,
+            pct,
+            share,
+        ]
+        .into_iter()
+        .map(|f| judge::judge(f, spec, gpus))
+        .collect(),
     }
 }
 
@@ -233,7 +246,10 @@ mod tests {
             .map(|j| 1000.0 + 100.0 * (2.0 * std::f64::consts::PI * 5.0 * j as f64 / 1000.0).sin())
             .collect();
         let s = spectrum(&v, 1.0);
-        let band = s.iter().find(|b| b.lo_hz <= 5.0 && b.hi_hz > 5.0).unwrap_or(&s[0]);
+        let band = s
+            .iter()
+            .find(|b| b.lo_hz <= 5.0 && b.hi_hz > 5.0)
+            .unwrap_or(&s[0]);
         assert!((band.share_pct - 100.0).abs() < 1e-6, "{band:?}");
         assert!((band.rms_w - 100.0 / 2f64.sqrt()).abs() < 1e-6, "{band:?}");
         let total: f64 = s.iter().map(|b| b.share_pct).sum();

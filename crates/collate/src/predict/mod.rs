@@ -12,8 +12,12 @@
 //! 4. [`figures`]: the run report's own envelope, grid metrics and
 //!    spectrum on the result; [`scenario`] repeats 2–4 for the plain wave
 //!    and every measured mitigation (the mitigation table), and for each
-//!    set of repeats (the ±).
+//!    set of repeats (the ±);
+//! 5. [`export`]: the prediction's files (`waveform.parquet`, the CSV
+//!    tables, the plots, `report.md` and `report.html`), formatted from
+//!    the [`Prediction`] alone.
 
+pub mod export;
 pub mod figures;
 pub mod response;
 pub mod scenario;
@@ -119,14 +123,23 @@ pub fn predict(report: &Report, schedule: &Schedule) -> Result<Prediction, Predi
     if !responses.profiles.contains_key(PLAIN) && responses.profiles.is_empty() {
         return Err(PredictError::NoResponses);
     }
-    let profile = schedule.mitigation.profile.clone().unwrap_or_else(|| PLAIN.into());
+    let profile = schedule
+        .mitigation
+        .profile
+        .clone()
+        .unwrap_or_else(|| PLAIN.into());
     if !responses.profiles.contains_key(&profile) {
         if responses.profiles.is_empty() {
             return Err(PredictError::NoResponses);
         }
         return Err(PredictError::UnknownProfile {
             asked: profile,
-            measured: responses.profiles.keys().cloned().collect::<Vec<_>>().join(", "),
+            measured: responses
+                .profiles
+                .keys()
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", "),
         });
     }
     let job = &schedule.job;
@@ -150,7 +163,10 @@ pub fn predict(report: &Report, schedule: &Schedule) -> Result<Prediction, Predi
         step_ms,
         per_output,
     };
-    let grid_spec = schedule.grid.clone().or_else(|| crate::grid::grid_of(&report.run));
+    let grid_spec = schedule
+        .grid
+        .clone()
+        .or_else(|| crate::grid::grid_of(&report.run));
     let band_hz = grid_spec.as_ref().map_or(DEFAULT_BAND_HZ, |g| g.band_hz);
     let built = scenario::all(&ctx, &profile, band_hz, grid_spec.as_ref());
     let mut notes = built.notes;
@@ -191,8 +207,14 @@ fn communication(
     gpus: usize,
 ) -> Result<(Option<f64>, String), PredictError> {
     match schedule.communication {
-        Communication::Off => Ok((None, "the measured off-phase (no separate communication power)".into())),
-        Communication::Given { w_per_gpu } => Ok((Some(w_per_gpu), format!("{w_per_gpu:.0} W per GPU, as declared"))),
+        Communication::Off => Ok((
+            None,
+            "the measured off-phase (no separate communication power)".into(),
+        )),
+        Communication::Given { w_per_gpu } => Ok((
+            Some(w_per_gpu),
+            format!("{w_per_gpu:.0} W per GPU, as declared"),
+        )),
         Communication::Fabric => {
             let row = report.rungs.iter().find(|s| {
                 s.rung.kind == powerlab_campaign::PhaseKind::Nccl
@@ -203,7 +225,13 @@ fn communication(
                 return Err(PredictError::NoFabric);
             };
             let w = s.mean_w.unwrap_or(f64::NAN) / gpus.max(1) as f64;
-            Ok((Some(w), format!("{w:.0} W per GPU, the mean of the run's fabric rung `{}`", s.rung.label)))
+            Ok((
+                Some(w),
+                format!(
+                    "{w:.0} W per GPU, the mean of the run's fabric rung `{}`",
+                    s.rung.label
+                ),
+            ))
         }
     }
 }
@@ -227,7 +255,11 @@ fn spread_of(report: &Report, spread: Spread, step_ms: f64) -> (Vec<(i64, f64)>,
                 .filter_map(|s| s.start_skew_us)
                 .fold(0.0_f64, f64::max);
             if skew_us <= 0.0 {
-                return (vec![(0, 1.0)], "none measured (one GPU, or no start records): every node starts together".into());
+                return (
+                    vec![(0, 1.0)],
+                    "none measured (one GPU, or no start records): every node starts together"
+                        .into(),
+                );
             }
             let w = skew_us / 1000.0;
             (

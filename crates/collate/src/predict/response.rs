@@ -101,7 +101,11 @@ pub fn responses(report: &Report) -> Responses {
         profiles.entry(profile).or_default().push(m);
     }
     for v in profiles.values_mut() {
-        v.sort_by(|a, b| a.period_ms.total_cmp(&b.period_ms).then(a.rung_id.cmp(&b.rung_id)));
+        v.sort_by(|a, b| {
+            a.period_ms
+                .total_cmp(&b.period_ms)
+                .then(a.rung_id.cmp(&b.rung_id))
+        });
     }
     Responses { profiles, gpus }
 }

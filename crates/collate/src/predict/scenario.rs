@@ -106,7 +106,11 @@ pub(crate) fn all(ctx: &Ctx<'_>, profile: &str, band_hz: [f64; 2], spec: Option<
         .cloned();
     if let Some(plain) = plain {
         let span_h = ctx.schedule.output.span_s / 3600.0;
-        for s in built.scenarios.iter_mut().filter(|s| s.label != plain.label) {
+        for s in built
+            .scenarios
+            .iter_mut()
+            .filter(|s| s.label != plain.label)
+        {
             s.vs_plain = Some(vs(&plain, s, span_h));
         }
     }
@@ -138,7 +142,10 @@ struct One {
 fn sets(list: &[Measured]) -> Vec<Vec<&Measured>> {
     let mut groups: Vec<Vec<&Measured>> = Vec::new();
     for m in list {
-        match groups.iter_mut().find(|g| same_period(g[0].period_ms, m.period_ms)) {
+        match groups
+            .iter_mut()
+            .find(|g| same_period(g[0].period_ms, m.period_ms))
+        {
             Some(g) => g.push(m),
             None => groups.push(vec![m]),
         }
@@ -149,9 +156,20 @@ fn sets(list: &[Measured]) -> Vec<Vec<&Measured>> {
         .collect()
 }
 
-fn one(ctx: &Ctx<'_>, id: u32, profile: &str, groups: u32, band_hz: [f64; 2], spec: Option<&Grid>) -> One {
+fn one(
+    ctx: &Ctx<'_>,
+    id: u32,
+    profile: &str,
+    groups: u32,
+    band_hz: [f64; 2],
+    spec: Option<&Grid>,
+) -> One {
     let s = ctx.schedule;
-    let list = ctx.responses.profiles.get(profile).map_or(&[][..], Vec::as_slice);
+    let list = ctx
+        .responses
+        .profiles
+        .get(profile)
+        .map_or(&[][..], Vec::as_slice);
     let sets = sets(list);
     let target = Target {
         period_ms: s.job.iteration_ms,
@@ -160,14 +178,19 @@ fn one(ctx: &Ctx<'_>, id: u32, profile: &str, groups: u32, band_hz: [f64; 2], sp
         step_ms: ctx.step_ms,
         floor_holds: profile != PLAIN,
     };
-    let templates: Vec<Vec<f64>> = sets.iter().map(|set| template::blended(set, &target)).collect();
+    let templates: Vec<Vec<f64>> = sets
+        .iter()
+        .map(|set| template::blended(set, &target))
+        .collect();
     let mean_t = average(&templates, target.points());
     let layout = Layout {
         nodes: ctx.nodes,
         gpus: s.job.gpus,
         groups,
         spread: ctx.spread_bins.clone(),
-        stragglers: s.stragglers.map(|x| (x.share, (x.delay_ms / ctx.step_ms).round() as i64)),
+        stragglers: s
+            .stragglers
+            .map(|x| (x.share, (x.delay_ms / ctx.step_ms).round() as i64)),
         period_ms: s.job.iteration_ms,
         step_ms: ctx.step_ms,
         per_output: ctx.per_output,
@@ -204,7 +227,10 @@ fn one(ctx: &Ctx<'_>, id: u32, profile: &str, groups: u32, band_hz: [f64; 2], sp
         realized: &realized,
         resolution_ms: r,
         source_resolution_ms: used.iter().map(|m| m.resolution_ms).fold(0.0, f64::max),
-        source_highest_hz: used.iter().map(|m| m.highest_hz).fold(f64::INFINITY, f64::min),
+        source_highest_hz: used
+            .iter()
+            .map(|m| m.highest_hz)
+            .fold(f64::INFINITY, f64::min),
         range_pm: spread_w.plus_minus,
     };
     let scenario = Scenario {
@@ -242,7 +268,9 @@ fn average(templates: &[Vec<f64>], n: usize) -> Vec<f64> {
 }
 
 fn half_range(v: impl Iterator<Item = f64>) -> f64 {
-    let (lo, hi) = v.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| (a.min(x), b.max(x)));
+    let (lo, hi) = v.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
+        (a.min(x), b.max(x))
+    });
     if hi >= lo { 0.5 * (hi - lo) } else { 0.0 }
 }
 
@@ -294,7 +322,10 @@ fn notes(ctx: &Ctx<'_>, list: &[Measured], used: &[&Measured], t: &Target) -> Ve
             ));
         }
     }
-    if let Some(m) = used.iter().find(|m| (m.duty - t.compute_fraction).abs() > 0.05) {
+    if let Some(m) = used
+        .iter()
+        .find(|m| (m.duty - t.compute_fraction).abs() > 0.05)
+    {
         out.push(format!(
             "The measured rungs ran a duty of {:.2} and the schedule a compute fraction of {:.2}: the phases are the measured ones cut, or held at their settled levels.",
             m.duty, t.compute_fraction

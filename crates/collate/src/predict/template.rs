@@ -110,11 +110,7 @@ pub fn splice(m: &Measured, t: &Target) -> Vec<f64> {
     for _ in 0..2 {
         let k_up = ratio(lv.on_w - start, step_up);
         let on_at = |x: f64| start + (rise(x) - lv.off_w) * k_up;
-        let top = if on_ms >= d {
-            lv.on_w
-        } else {
-            on_at(on_ms)
-        };
+        let top = if on_ms >= d { lv.on_w } else { on_at(on_ms) };
         let k_down = ratio(top - comm, step_up);
         for (j, o) in out.iter_mut().enumerate() {
             let x = j as f64 * step;

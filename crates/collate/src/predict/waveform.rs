@@ -62,7 +62,11 @@ impl Layout {
     fn bins(&self, g: u32) -> Vec<(i64, f64)> {
         let o = self.group_offset(g);
         let (s, d) = self.stragglers.unwrap_or((0.0, 0));
-        let mut v: Vec<(i64, f64)> = self.spread.iter().map(|(b, p)| (o + b, p * (1.0 - s))).collect();
+        let mut v: Vec<(i64, f64)> = self
+            .spread
+            .iter()
+            .map(|(b, p)| (o + b, p * (1.0 - s)))
+            .collect();
         if s > 0.0 {
             v.extend(self.spread.iter().map(|(b, p)| (o + b + d, p * s)));
         }
@@ -121,7 +125,11 @@ fn draw(rng: &mut ChaCha8Rng, nodes: u64, bins: &[(i64, f64)], counts: &mut Vec<
         if left == 0 {
             break;
         }
-        let q = if mass <= *p { 1.0 } else { (p / mass).clamp(0.0, 1.0) };
+        let q = if mass <= *p {
+            1.0
+        } else {
+            (p / mass).clamp(0.0, 1.0)
+        };
         let c = Binomial::new(left, q).map_or(0, |d| d.sample(rng));
         if c > 0 {
             counts.push((*b, c));
@@ -153,7 +161,14 @@ pub fn realized(iteration: &[f64], l: &Layout, span_ms: f64) -> Vec<f64> {
         for (g, bins) in all.iter().enumerate() {
             draw(&mut rng, l.group_nodes(g as u32), bins, &mut counts);
             for &(b, c) in &counts {
-                add(&mut out, iteration, base + b, c as f64 * scale, per, fine_len);
+                add(
+                    &mut out,
+                    iteration,
+                    base + b,
+                    c as f64 * scale,
+                    per,
+                    fine_len,
+                );
             }
         }
         i += 1;
@@ -205,10 +220,17 @@ mod tests {
         let w = realized(&it, &l, 1000.0);
         assert_eq!(w.len(), 1000);
         assert!(w.iter().all(|v| *v == 0.0 || *v == 32.0));
-        assert_eq!(expected(&it, &l), it.iter().map(|v| v * 32.0).collect::<Vec<_>>());
+        assert_eq!(
+            expected(&it, &l),
+            it.iter().map(|v| v * 32.0).collect::<Vec<_>>()
+        );
         let two = layout(4, 32, 2, vec![(0, 1.0)]);
         let w2 = realized(&it, &two, 1000.0);
-        assert!(w2.iter().all(|v| (*v - 16.0).abs() < 1e-9), "{:?}", &w2[..5]);
+        assert!(
+            w2.iter().all(|v| (*v - 16.0).abs() < 1e-9),
+            "{:?}",
+            &w2[..5]
+        );
     }
 
     #[test]

@@ -19,6 +19,17 @@ const SUPPLY_WINDOWS_MS: [f64; 2] = [10.0, 1_000.0];
 /// idle rung is never the excursion), and each declared duration none of
 /// them is long enough to judge named as not judged.
 pub fn supply_line(s: &mut String, e: &Envelope, loaded: &[u32]) {
+    supply_line_with(s, e, loaded, &|w| format!("{w:.0} W"));
+}
+
+/// [`supply_line`] with every power written by `power` (a prediction's
+/// at its scale, `84.123 MW`).
+pub fn supply_line_with(
+    s: &mut String,
+    e: &Envelope,
+    loaded: &[u32],
+    power: &dyn Fn(f64) -> String,
+) {
     let worst = |w: f64| {
         e.rungs
             .iter()
@@ -32,7 +43,7 @@ pub fn supply_line(s: &mut String, e: &Envelope, loaded: &[u32]) {
     let held: Vec<String> = SUPPLY_WINDOWS_MS
         .iter()
         .filter_map(|w| {
-            worst(*w).map(|(v, l)| format!("{v:.0} W over {} (`{}`)", fmt_ms(*w) + " ms", l))
+            worst(*w).map(|(v, l)| format!("{} over {} (`{}`)", power(v), fmt_ms(*w) + " ms", l))
         })
         .collect();
     if held.is_empty() {
@@ -41,7 +52,7 @@ pub fn supply_line(s: &mut String, e: &Envelope, loaded: &[u32]) {
     let verdict = match &e.supply {
         None => "no `[supply]` declared: nothing judged".to_string(),
         Some(supply) => {
-            let mut v = supply_verdict(e, loaded);
+            let mut v = supply_verdict(e, loaded, power);
             let unjudged: Vec<String> = supply
                 .excursions
                 .iter()
@@ -76,7 +87,7 @@ pub fn supply_line(s: &mut String, e: &Envelope, loaded: &[u32]) {
 
 /// Against the declared supply: the worst margin over every judged point
 /// of the loaded rungs.
-fn supply_verdict(e: &Envelope, loaded: &[u32]) -> String {
+fn supply_verdict(e: &Envelope, loaded: &[u32], power: &dyn Fn(f64) -> String) -> String {
     let judged = e
         .rungs
         .iter()
@@ -90,12 +101,13 @@ fn supply_verdict(e: &Envelope, loaded: &[u32]) -> String {
     match judged.min_by(|a, b| a.0.total_cmp(&b.0)) {
         None => "no stated point lies within the declared durations".into(),
         Some((m, w, _, label)) if fails > 0 => format!(
-            "✘ {fails} point(s) over the declared limit, the worst {:.0} W over it at {} ms in `{label}`",
-            -m,
+            "✘ {fails} point(s) over the declared limit, the worst {} over it at {} ms in `{label}`",
+            power(-m),
             fmt_ms(w)
         ),
         Some((m, w, _, label)) => format!(
-            "✔ every stated point within the declared limit, the closest {m:.0} W under it at {} ms in `{label}`",
+            "✔ every stated point within the declared limit, the closest {} under it at {} ms in `{label}`",
+            power(m),
             fmt_ms(w)
         ),
     }
@@ -138,6 +150,21 @@ fn of(g: &GridMetrics, id: u32, metric: Metric) -> Option<&GridFigure> {
 
 /// Appends the grid line: per metric, the worst plain duty rung.
 pub fn grid_line(s: &mut String, g: &GridMetrics, plain_duty: &[u32]) {
+    grid_line_for(s, g, plain_duty, "node, worst plain duty rung", &figure);
+}
+
+/// Appends the grid line: per metric, the worst of the rungs `ids`, the
+/// line's heading naming them as `scope` (`node, worst plain duty rung`;
+/// a prediction's `the job`) and each figure written by `cell` ([`figure`]
+/// or a prediction's at its scale).
+pub fn grid_line_for(
+    s: &mut String,
+    g: &GridMetrics,
+    ids: &[u32],
+    scope: &str,
+    cell: &dyn Fn(&GridFigure) -> String,
+) {
+    let plain_duty = ids;
     let mut parts = Vec::new();
     for metric in [Metric::RampUp, Metric::RampDown, Metric::BandShare] {
         let worst = plain_duty
@@ -158,12 +185,7 @@ pub fn grid_line(s: &mut String, g: &GridMetrics, plain_duty: &[u32]) {
                 .iter()
                 .find(|r| r.rung_id == *id)
                 .map_or("", |r| r.label.as_str());
-            parts.push(format!(
-                "{} {} in {}",
-                words(metric),
-                figure(f),
-                code(label)
-            ));
+            parts.push(format!("{} {} in {}", words(metric), cell(f), code(label)));
         }
     }
     if parts.is_empty() {
@@ -182,7 +204,7 @@ pub fn grid_line(s: &mut String, g: &GridMetrics, plain_duty: &[u32]) {
     };
     let _ = writeln!(
         s,
-        "- **Grid (node, worst plain duty rung; {spec}; band {}–{} Hz):** {}.",
+        "- **Grid ({scope}; {spec}; band {}–{} Hz):** {}.",
         g.band_hz[0],
         g.band_hz[1],
         parts.join("; ")

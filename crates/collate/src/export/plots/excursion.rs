@@ -21,6 +21,8 @@ pub enum EnvelopeGroup {
     Plain(Mode),
     /// The worst duty rung that ran a mitigation.
     Mitigation,
+    /// A prediction's scenario, by its order (0: the schedule's own).
+    Scenario(usize),
 }
 
 impl EnvelopeGroup {
@@ -31,7 +33,62 @@ impl EnvelopeGroup {
             EnvelopeGroup::Plain(Mode::InPhase) => RGBColor(200, 40, 40),
             EnvelopeGroup::Plain(Mode::Staggered) => RGBColor(20, 90, 200),
             EnvelopeGroup::Mitigation => RGBColor(30, 150, 60),
+            EnvelopeGroup::Scenario(i) => {
+                const SCENARIOS: [RGBColor; 7] = [
+                    RGBColor(0, 0, 0),
+                    RGBColor(200, 40, 40),
+                    RGBColor(20, 90, 200),
+                    RGBColor(30, 150, 60),
+                    RGBColor(150, 60, 180),
+                    RGBColor(220, 130, 0),
+                    RGBColor(0, 150, 160),
+                ];
+                SCENARIOS[i % SCENARIOS.len()]
+            }
         }
+    }
+
+    /// Its line width: the run's and the schedule's own line stand out.
+    fn width(self) -> u32 {
+        match self {
+            EnvelopeGroup::Run | EnvelopeGroup::Scenario(0) => 3,
+            _ => 2,
+        }
+    }
+}
+
+/// How the envelope chart writes power: what it is, its unit and scale.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct PowerAxis {
+    /// `node power`, `job power`.
+    pub(super) what: &'static str,
+    /// `W`, `MW`.
+    pub(super) unit: &'static str,
+    /// Units per W.
+    pub(super) scale: f64,
+    /// Decimals of the labels.
+    pub(super) decimals: usize,
+}
+
+impl PowerAxis {
+    /// A node's or a rack's: W.
+    pub(super) const NODE: PowerAxis = PowerAxis {
+        what: "node power",
+        unit: "W",
+        scale: 1.0,
+        decimals: 0,
+    };
+    /// A predicted job's: MW.
+    pub(super) const JOB: PowerAxis = PowerAxis {
+        what: "job power",
+        unit: "MW",
+        scale: 1e-6,
+        decimals: 1,
+    };
+
+    /// `w` in the axis' unit, with it.
+    fn words(self, w: f64) -> String {
+        format!("{:.*} {}", self.decimals, w * self.scale, self.unit)
     }
 }
 
@@ -116,24 +173,48 @@ pub fn envelope_lines(envelope: &Envelope, rungs: &[RungSummary]) -> Vec<Envelop
     lines
 }
 
+/// A prediction's lines: one per scenario, in order, each with its label.
+pub fn scenario_lines(envelope: &Envelope) -> Vec<EnvelopeLine> {
+    envelope
+        .rungs
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| !figures(r).is_empty())
+        .map(|(i, r)| EnvelopeLine {
+            group: EnvelopeGroup::Scenario(i),
+            name: r.label.clone(),
+            points: figures(r),
+        })
+        .collect()
+}
+
 /// What the envelope plot's caption says of the supply.
 pub fn supply_words(supply: Option<&Supply>) -> String {
+    supply_words_with(supply, PowerAxis::NODE)
+}
+
+/// [`supply_words`] with the rated power in `axis`' unit.
+pub(super) fn supply_words_with(supply: Option<&Supply>, axis: PowerAxis) -> String {
     match supply {
         None => "no [supply] declared".into(),
         Some(s) if s.excursions.is_empty() => match s.rated_w {
-            Some(r) => format!("[supply] rated {r:.0} W, no excursion limit declared"),
+            Some(r) => format!(
+                "[supply] rated {}, no excursion limit declared",
+                axis.words(r)
+            ),
             None => "[supply] declares no limit".into(),
         },
         Some(s) => match s.rated_w {
-            Some(r) => format!("dashed: [supply] excursion limit; dotted: rated {r:.0} W"),
+            Some(r) => format!(
+                "dashed: [supply] excursion limit; dotted: rated {}",
+                axis.words(r)
+            ),
             None => "dashed: [supply] excursion limit".into(),
         },
     }
 }
 
-/// The envelope chart: the lines of [`envelope_lines`], the supply's
-/// excursion limit (log-linear between its points, as `limit_at`) and its
-/// rated power; points above the limit crossed.
+/// The run's envelope chart: the lines of [`envelope_lines`].
 pub(super) fn envelope_chart<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     envelope: &Envelope,
@@ -142,31 +223,47 @@ pub(super) fn envelope_chart<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    area.fill(&WHITE)?;
     let lines = envelope_lines(envelope, rungs);
-    let supply = envelope.supply.as_ref();
+    lines_chart(area, envelope.supply.as_ref(), &lines, PowerAxis::NODE)
+}
+
+/// `lines` against the supply's excursion limit (log-linear between its
+/// points, as `limit_at`) and its rated power, in `axis`' unit; points
+/// above the limit crossed.
+pub(super) fn lines_chart<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    supply: Option<&Supply>,
+    lines: &[EnvelopeLine],
+    axis: PowerAxis,
+) -> DrawResult
+where
+    DB::ErrorType: 'static,
+{
+    area.fill(&WHITE)?;
+    let k = axis.scale;
     let limits: Vec<(f64, f64)> = supply
         .map(|s| {
             s.excursions
                 .iter()
-                .map(|e| (e.duration_ms, e.watts))
+                .map(|e| (e.duration_ms, e.watts * k))
                 .collect()
         })
         .unwrap_or_default();
     let rated_w = supply.and_then(|s| s.rated_w);
     let top = lines
         .iter()
-        .flat_map(|l| l.points.iter().map(|p| p.1))
+        .flat_map(|l| l.points.iter().map(|p| p.1 * k))
         .chain(limits.iter().map(|p| p.1))
-        .chain(rated_w)
-        .fold(1.0, f64::max)
+        .chain(rated_w.map(|r| r * k))
+        .fold(k, f64::max)
         * 1.15;
     let (x0, x1) = (WINDOWS_MS[0] * 0.8, WINDOWS_MS[WINDOWS_MS.len() - 1] * 1.25);
     let mut chart = ChartBuilder::on(area)
         .caption(
             format!(
-                "highest mean node power vs window — {}",
-                supply_words(supply)
+                "highest mean {} vs window — {}",
+                axis.what,
+                supply_words_with(supply, axis)
             ),
             ("sans-serif", 16),
         )
@@ -177,9 +274,9 @@ where
     chart
         .configure_mesh()
         .x_desc("window (ms, log)")
-        .y_desc("highest mean node power (W)")
+        .y_desc(format!("highest mean {} ({})", axis.what, axis.unit))
         .x_label_formatter(&|x| format!("{x:.0}"))
-        .y_label_formatter(&|y| format!("{y:.0}"))
+        .y_label_formatter(&|y| format!("{y:.*}", axis.decimals))
         .label_style(("sans-serif", 12))
         .draw()?;
     let grey = RGBColor(60, 60, 60);
@@ -197,32 +294,35 @@ where
     if let Some(r) = rated_w {
         chart
             .draw_series(DashedLineSeries::new(
-                [(x0, r), (x1, r)],
+                [(x0, r * k), (x1, r * k)],
                 2,
                 4,
                 grey.stroke_width(2),
             ))?
-            .label(format!("[supply] rated {r:.0} W"))
+            .label(format!("[supply] rated {}", axis.words(r)))
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], grey));
     }
-    for l in &lines {
+    for l in lines {
         let color = l.group.color();
-        let width = if l.group == EnvelopeGroup::Run { 3 } else { 2 };
         chart
             .draw_series(LineSeries::new(
-                l.points.iter().copied(),
-                color.stroke_width(width),
+                l.points.iter().map(|p| (p.0, p.1 * k)),
+                color.stroke_width(l.group.width()),
             ))?
             .label(l.name.clone())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
-        chart.draw_series(l.points.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
+        chart.draw_series(
+            l.points
+                .iter()
+                .map(|p| Circle::new((p.0, p.1 * k), 3, color.filled())),
+        )?;
     }
     if let Some(s) = supply {
         let over = lines
             .iter()
             .flat_map(|l| l.points.iter())
             .filter(|p| s.limit_at(p.0).is_some_and(|lim| p.1 > lim));
-        chart.draw_series(over.map(|&p| Cross::new(p, 7, RED.stroke_width(2))))?;
+        chart.draw_series(over.map(|p| Cross::new((p.0, p.1 * k), 7, RED.stroke_width(2))))?;
     }
     chart
         .configure_series_labels()

@@ -14,8 +14,9 @@ mod node_power;
 mod sensor;
 mod soak;
 mod verdict;
+mod waveform;
 
-pub use excursion::{EnvelopeGroup, EnvelopeLine, envelope_lines, supply_words};
+pub use excursion::{EnvelopeGroup, EnvelopeLine, envelope_lines, scenario_lines, supply_words};
 pub use nccl::write_nccl_plot;
 pub use node_power::write_node_power_plot;
 pub use sensor::write_sensor_plot;
@@ -23,6 +24,9 @@ pub use soak::write_soak_plot;
 pub use verdict::{
     Line, SwingLimit, SwingPoint, has_envelope_plot, has_swing_plot, swing_lines,
     write_verdict_plots,
+};
+pub use waveform::{
+    WAVEFORM_STEM, WaveformChart, write_scenario_envelope_plot, write_waveform_plot,
 };
 
 use crate::curve::NodeCurve;
@@ -68,6 +72,11 @@ enum Chart<'a> {
     VerdictSwing(&'a verdict::SwingChart),
     /// The excursion envelope against the `[supply]`.
     VerdictEnvelope(&'a Envelope, &'a [RungSummary]),
+    /// A prediction's envelope, a line per scenario, against the
+    /// `[supply]`.
+    ScenarioEnvelope(&'a Envelope),
+    /// A prediction's waveform against time.
+    Waveform(&'a WaveformChart),
 }
 
 impl Chart<'_> {
@@ -90,6 +99,8 @@ impl Chart<'_> {
             Chart::Soak(label, lines) => soak::soak_chart(area, label, lines),
             Chart::VerdictSwing(c) => verdict::swing_chart(area, c),
             Chart::VerdictEnvelope(e, r) => excursion::envelope_chart(area, e, r),
+            Chart::ScenarioEnvelope(e) => waveform::scenario_envelope_chart(area, e),
+            Chart::Waveform(c) => waveform::waveform_chart(area, c),
         }
     }
 }

@@ -1,0 +1,41 @@
+//! A prediction's files, one writer per format: [`parquet`] (the headline
+//! waveform), [`csv`] (the spectrum, the scenarios, the envelope and grid
+//! metrics), [`plots`] (the waveform and the envelope against the supply),
+//! [`markdown`] (`report.md`: the answer first, then the tables) and
+//! `report.html` (the same page, the plots inlined). They format what a
+//! [`Prediction`] holds and compute nothing new.
+
+pub mod csv;
+pub mod markdown;
+pub mod parquet;
+pub mod plots;
+
+mod answer;
+mod sections;
+#[cfg(test)]
+mod tests;
+
+use super::Prediction;
+use crate::error::CollateError;
+use powerlab_rundir::ReportFile;
+use std::path::{Path, PathBuf};
+
+/// Writes every file of `p` into `dir` (created, with `plots/`): the
+/// waveform's Parquet, the CSV tables, the plots, `report.md` and
+/// `report.html`; returns their paths.
+///
+/// # Errors
+///
+/// [`CollateError::Io`] when a folder or file cannot be written;
+/// [`CollateError::Polars`] or [`CollateError::Plot`] when the table or a
+/// plot cannot be made.
+pub fn write_prediction(p: &Prediction, dir: &Path) -> Result<Vec<PathBuf>, CollateError> {
+    let plots_dir = dir.join(ReportFile::Plots.file_name());
+    std::fs::create_dir_all(&plots_dir).map_err(|e| CollateError::io(&plots_dir, e))?;
+    let mut files = vec![parquet::write_waveform(p, dir)?];
+    files.extend(csv::write_tables(p, dir)?);
+    files.extend(plots::write_plots(p, &plots_dir)?);
+    files.push(markdown::write_report(p, dir)?);
+    files.push(crate::export::html::write_html(dir, &p.title)?);
+    Ok(files)
+}
