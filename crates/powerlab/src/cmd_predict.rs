@@ -111,24 +111,27 @@ fn schedule_of(a: &PredictArgs) -> Result<powerlab_campaign::schedule::Schedule>
                 "no schedule: pass --schedule FILE (schedules/llm-100k.toml shows every key) or at least --gpus, --iteration-ms and --compute-fraction"
             );
         }
-        return Ok(powerlab_campaign::schedule::parse_schedule_str(&name, &text)?);
+        return Ok(powerlab_campaign::schedule::parse_schedule_str(
+            &name, &text,
+        )?);
     }
-    let mut table: Table = toml::from_str(&text)
-        .with_context(|| format!("{name} is not TOML; powerlab validate-style errors come once it parses"))?;
+    let mut table: Table = toml::from_str(&text).with_context(|| {
+        format!("{name} is not TOML; powerlab validate-style errors come once it parses")
+    })?;
     if overrides.iter().any(|o| o.0 == "spread") {
         table.remove("spread");
     }
     for (t, k, v) in overrides {
-        let sub = table
-            .entry(t)
-            .or_insert_with(|| Value::Table(Table::new()));
+        let sub = table.entry(t).or_insert_with(|| Value::Table(Table::new()));
         if let Value::Table(s) = sub {
             s.insert(k.to_string(), v);
         }
     }
     let merged = toml::to_string(&table).context("the schedule with the flags applied")?;
     let label = format!("{name} with the command line's flags");
-    Ok(powerlab_campaign::schedule::parse_schedule_str(&label, &merged)?)
+    Ok(powerlab_campaign::schedule::parse_schedule_str(
+        &label, &merged,
+    )?)
 }
 
 /// The flags given, as (table, key, value).

@@ -193,7 +193,12 @@ fn band_share(rack: &Path, label: &str) -> f64 {
 /// staggers, GPU by GPU over 1/32 of the period): in phase, mean within
 /// 2 %, swing and band share within 10 % of the measured rack; staggered,
 /// the mean within 2 % and the swing stated.
-fn predicted_from_one_node(rack: &Path, node: &Path, inph: &serde_json::Value, stag: &serde_json::Value) {
+fn predicted_from_one_node(
+    rack: &Path,
+    node: &Path,
+    inph: &serde_json::Value,
+    stag: &serde_json::Value,
+) {
     use powerlab_collate::predict::{self, source};
     let report = source::report_of(node).unwrap();
     let rung = report
@@ -204,15 +209,26 @@ fn predicted_from_one_node(rack: &Path, node: &Path, inph: &serde_json::Value, s
     let period = rung.rung.period_ms.unwrap().ms();
     let measured_spread = "[spread]\nkind = \"measured\"\n";
     let cases = [
-        (inph, crate::predict::schedule(32, 8, period, 0.5, 1, measured_spread), "in_phase"),
-        (stag, crate::predict::schedule(32, 1, period, 0.5, 32, ""), "staggered"),
+        (
+            inph,
+            crate::predict::schedule(32, 8, period, 0.5, 1, measured_spread),
+            "in_phase",
+        ),
+        (
+            stag,
+            crate::predict::schedule(32, 1, period, 0.5, 32, ""),
+            "staggered",
+        ),
     ];
     let mut said = String::new();
     for (row, sched, mode) in cases {
         let p = predict::predict(&report, &sched).unwrap();
         let h = &p.scenarios[0];
         let label = format!("swing/p1000ms/{mode}");
-        let (mm, ms) = (row["mean_w"].as_f64().unwrap(), row["swing_w"].as_f64().unwrap());
+        let (mm, ms) = (
+            row["mean_w"].as_f64().unwrap(),
+            row["swing_w"].as_f64().unwrap(),
+        );
         let share = band_share(rack, &label);
         let pshare = p.grid.rungs[0]
             .figures
@@ -221,7 +237,11 @@ fn predicted_from_one_node(rack: &Path, node: &Path, inph: &serde_json::Value, s
             .and_then(|f| f.value)
             .unwrap();
         let e = |a: f64, b: f64| 100.0 * (a - b) / b;
-        let (em, es, eb) = (e(h.mean_w.value, mm), e(h.swing_w.value, ms), e(pshare, share));
+        let (em, es, eb) = (
+            e(h.mean_w.value, mm),
+            e(h.swing_w.value, ms),
+            e(pshare, share),
+        );
         said += &format!(
             "{mode}: mean {mm:.0} W measured, {:.0} predicted ({em:+.2} %); swing {ms:.0} vs {:.0} ({es:+.1} %); band share {share:.2} vs {pshare:.2} % ({eb:+.1} %)\n",
             h.mean_w.value, h.swing_w.value

@@ -24,7 +24,10 @@ pub fn report_of(path: &Path) -> Result<Report, CollateError> {
             path: path.to_path_buf(),
             message: format!(
                 "a rack's directory: its report sums the nodes and keeps no GPU's own cycle; predict from one node, e.g. {}",
-                first_node(&nodes).map_or_else(|| nodes.join("<node>").display().to_string(), |n| n.display().to_string())
+                first_node(&nodes).map_or_else(
+                    || nodes.join("<node>").display().to_string(),
+                    |n| n.display().to_string()
+                )
             ),
         }));
     }
@@ -32,7 +35,9 @@ pub fn report_of(path: &Path) -> Result<Report, CollateError> {
     if let Some(holder) = powerlab_rundir::lock::holder(&dir.run_lock()) {
         return Err(CollateError::Busy {
             path: dir.path.clone(),
-            message: format!("the run is still being written ({holder}); predict from it when it ends"),
+            message: format!(
+                "the run is still being written ({holder}); predict from it when it ends"
+            ),
         });
     }
     let run = load::load_run(&dir)?;

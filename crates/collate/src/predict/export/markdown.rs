@@ -1,6 +1,6 @@
 //! A prediction's `report.md`: the title, what the reader must know first
-//! (the prediction's notes), the answer ([`super::answer`]), the plots,
-//! then the tables ([`super::sections`]), the schedule and how the
+//! (the prediction's notes), the plots (above the answer, as the run
+//! report's verdict plots), the answer ([`super::answer`]), then the tables ([`super::sections`]), the schedule and how the
 //! prediction was built.
 
 use super::super::Prediction;
@@ -18,8 +18,8 @@ pub const HOW_BUILT: &str = "Each GPU follows the run's measured cycles (the mea
 pub fn report_markdown(p: &Prediction) -> String {
     let mut s = format!("# Prediction: {}\n", text(&p.title));
     read_first(&mut s, &p.notes);
-    answer::write_answer(&mut s, p);
     figures(&mut s, p);
+    answer::write_answer(&mut s, p);
     sections::scenarios(&mut s, p);
     sections::envelope(&mut s, p);
     sections::grid(&mut s, p);

@@ -193,7 +193,7 @@ fn every_file_is_written_and_named() {
 }
 
 #[test]
-fn the_report_opens_with_the_notes_then_the_answer() {
+fn the_report_opens_with_the_notes_then_the_plots_then_the_answer() {
     let tmp = tempfile::tempdir().unwrap();
     let p = prediction(vec![NOTE.into()]);
     write_prediction(&p, tmp.path()).unwrap();
@@ -205,11 +205,15 @@ fn the_report_opens_with_the_notes_then_the_answer() {
     );
     assert_eq!(lines.next(), Some("**Read first:**"));
     assert_eq!(lines.next(), Some(format!("- {NOTE}").as_str()));
+    // The plots above the answer, as the run report's verdict plots.
+    assert!(lines.next().is_some_and(|l| l.starts_with("![")));
+    assert!(lines.next().is_some_and(|l| l.starts_with("![")));
     assert_eq!(lines.next(), Some("## The answer"));
     let answer = md.find("## The answer").unwrap();
     let first_plot = md.find("![").unwrap();
-    assert!(answer < first_plot);
-    let head = &md[answer..first_plot];
+    assert!(first_plot < answer);
+    let after = answer + md[answer..].find("\n## ").unwrap_or(md.len() - answer);
+    let head = &md[answer..after];
     let h = &p.scenarios[0];
     let mean = fmt_power_pm(h.mean_w.value, h.mean_w.plus_minus);
     assert!(mean.ends_with(" MW") && mean.contains(" ± "), "{mean}");
@@ -241,17 +245,19 @@ fn the_report_opens_with_the_notes_then_the_answer() {
         "## Schedule",
         "## How this was built",
     ] {
-        assert!(md[first_plot..].contains(section), "{section} missing");
+        assert!(md[after..].contains(section), "{section} missing");
     }
 }
 
 #[test]
-fn without_notes_the_answer_follows_the_title() {
+fn without_notes_the_plots_and_the_answer_follow_the_title() {
     let tmp = tempfile::tempdir().unwrap();
     write_prediction(&prediction(Vec::new()), tmp.path()).unwrap();
     let md = read(tmp.path(), "report.md");
     let mut lines = md.lines().filter(|l| !l.trim().is_empty());
     lines.next();
+    assert!(lines.next().is_some_and(|l| l.starts_with("![")));
+    assert!(lines.next().is_some_and(|l| l.starts_with("![")));
     assert_eq!(lines.next(), Some("## The answer"));
     assert!(!md.contains("Read first"));
 }
