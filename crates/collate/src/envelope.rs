@@ -218,7 +218,13 @@ pub fn envelope(run: &Run, curve: &NodeCurve, cycles: &Cycles, sample_window_ms:
                 }
                 _ => {
                     let points = curve_points(&t_ns, &node, r);
-                    let figures = curve_figures(&points, curve.grid_ns, span_ns, sample_window_ms);
+                    let figures = curve_figures(
+                        &points,
+                        curve.grid_ns,
+                        span_ns,
+                        sample_window_ms,
+                        &WINDOWS_MS,
+                    );
                     (Source::NodeCurve, sample_window_ms, figures)
                 }
             };
@@ -306,12 +312,14 @@ fn curve_points(t_ns: &[i64], node: &[Option<f64>], r: &RungWindow) -> Vec<Optio
 }
 
 /// The figures of a run of curve points `grid_ns` apart at every length
-/// of [`WINDOWS_MS`]: the highest running mean over k points without a gap.
+/// of `windows` (the run's: [`WINDOWS_MS`]): the highest running mean over
+/// k points without a gap.
 pub(crate) fn curve_figures(
     points: &[Option<f64>],
     grid_ns: i64,
     span_ns: i64,
     sample_window_ms: f64,
+    windows: &[f64],
 ) -> Vec<Result<f64, Unsupported>> {
     let mut sums = Vec::with_capacity(points.len() + 1);
     let mut gaps = Vec::with_capacity(points.len() + 1);
@@ -322,7 +330,7 @@ pub(crate) fn curve_figures(
         gaps.push(gaps[i] + usize::from(p.is_none()));
     }
     let grid_ms = ns_to_ms(grid_ns.max(1));
-    WINDOWS_MS
+    windows
         .iter()
         .map(|&w| {
             if ms_to_ns(w) > span_ns {
@@ -399,11 +407,11 @@ mod tests {
         for v in &mut p[100..105] {
             *v = Some(500.0);
         }
-        let f = curve_figures(&p, 10_000_000, ms_to_ns(3_000.0), 20.0);
+        let f = curve_figures(&p, 10_000_000, ms_to_ns(3_000.0), 20.0, &WINDOWS_MS);
         assert_eq!(f[0], Err(Unsupported::ShorterThanSamples(20.0)));
         // A fitted 20.03 ms sample still allows the 20 ms window.
         assert_eq!(
-            curve_figures(&p, 10_000_000, ms_to_ns(3_000.0), 20.03)[4],
+            curve_figures(&p, 10_000_000, ms_to_ns(3_000.0), 20.03, &WINDOWS_MS)[4],
             Ok(500.0)
         );
         assert_eq!(f[3], Err(Unsupported::ShorterThanSamples(20.0)));
@@ -414,7 +422,7 @@ mod tests {
         assert_eq!(f[6], Ok(300.0));
         assert_eq!(f[12], Err(Unsupported::LongerThanRung));
         let gappy: Vec<Option<f64>> = (0..300).map(|i| (i % 50 != 0).then_some(1.0)).collect();
-        let g = curve_figures(&gappy, 10_000_000, ms_to_ns(3_000.0), 20.0);
+        let g = curve_figures(&gappy, 10_000_000, ms_to_ns(3_000.0), 20.0, &WINDOWS_MS);
         assert_eq!(g[7], Ok(1.0));
         assert_eq!(g[9], Err(Unsupported::NoWholeWindow));
     }

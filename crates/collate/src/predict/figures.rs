@@ -76,15 +76,17 @@ pub fn envelope_of(
     supply: Option<&Supply>,
 ) -> RungEnvelope {
     let points: Vec<Option<f64>> = values.iter().map(|v| Some(*v)).collect();
-    let span_ns = ms_to_ns(resolution_ms * values.len() as f64);
+    let span_ms = resolution_ms * values.len() as f64;
+    let span_ns = ms_to_ns(span_ms);
     let grid_ns = ms_to_ns(resolution_ms).max(1);
-    let figures = envelope::curve_figures(&points, grid_ns, span_ns, resolution_ms);
+    let windows = windows_ms(span_ms, supply);
+    let figures = envelope::curve_figures(&points, grid_ns, span_ns, resolution_ms, &windows);
     RungEnvelope {
         rung_id: id,
         label: label.to_string(),
         source: Source::Prediction,
         finest_ms: resolution_ms,
-        points: WINDOWS_MS
+        points: windows
             .iter()
             .zip(figures)
             .map(|(&w, f)| {
@@ -98,6 +100,28 @@ pub fn envelope_of(
             })
             .collect(),
     }
+}
+
+/// Windows beyond the run report's longest a job's waveform also holds, ms.
+pub const LONG_WINDOWS_MS: [f64; 4] = [30_000.0, 60_000.0, 300_000.0, 600_000.0];
+
+/// A prediction's envelope windows: the run report's, the longer ones and
+/// every duration the supply declares, as far as the span reaches.
+fn windows_ms(span_ms: f64, supply: Option<&Supply>) -> Vec<f64> {
+    let mut w: Vec<f64> = WINDOWS_MS
+        .iter()
+        .chain(LONG_WINDOWS_MS.iter().filter(|x| **x <= span_ms))
+        .copied()
+        .chain(
+            supply
+                .iter()
+                .flat_map(|s| s.excursions.iter().map(|e| e.duration_ms))
+                .filter(|x| *x <= span_ms),
+        )
+        .collect();
+    w.sort_by(f64::total_cmp);
+    w.dedup();
+    w
 }
 
 /// What the grid figures of a prediction rest on.

@@ -257,7 +257,12 @@ where
         .chain(rated_w.map(|r| r * k))
         .fold(k, f64::max)
         * 1.15;
-    let (x0, x1) = (WINDOWS_MS[0] * 0.8, WINDOWS_MS[WINDOWS_MS.len() - 1] * 1.25);
+    let longest = lines
+        .iter()
+        .flat_map(|l| l.points.iter().map(|p| p.0))
+        .chain(limits.iter().map(|p| p.0))
+        .fold(WINDOWS_MS[WINDOWS_MS.len() - 1], f64::max);
+    let (x0, x1) = (WINDOWS_MS[0] * 0.8, longest * 1.25);
     let mut chart = ChartBuilder::on(area)
         .caption(
             format!(

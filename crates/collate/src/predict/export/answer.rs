@@ -32,7 +32,30 @@ pub(super) fn write_answer(s: &mut String, p: &Prediction) {
         &format!("the job, `{}`", code(&h.label)),
         &super::sections::grid_cell,
     );
+    withheld_line(s, p, h.id);
     mitigation_lines(s, p);
+}
+
+/// The headline's grid metrics without a figure, each with why: a limit
+/// that cannot be judged is said, never left out.
+fn withheld_line(s: &mut String, p: &Prediction, id: u32) {
+    let Some(r) = p.grid.rungs.iter().find(|r| r.rung_id == id) else {
+        return;
+    };
+    let why: Vec<String> = r
+        .figures
+        .iter()
+        .filter_map(|f| {
+            Some(format!(
+                "{} {}",
+                f.metric.name().replace('_', " "),
+                f.withheld?
+            ))
+        })
+        .collect();
+    if !why.is_empty() {
+        let _ = writeln!(s, "- **Grid, not stated:** {}.", why.join("; "));
+    }
 }
 
 /// The job's shape and the headline's figures.
