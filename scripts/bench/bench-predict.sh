@@ -15,10 +15,16 @@ fi
 RUN=results/h200x1-2026-12-01/edges
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
-/usr/bin/time -v "$BIN" predict "$RUN" --schedule schedules/llm-100k.toml --out "$OUT/p" > "$OUT/stdout.log" 2> "$OUT/time.log" || { cat "$OUT/time.log"; exit 1; }
-secs=$(grep "Elapsed (wall clock)" "$OUT/time.log" | awk '{print $NF}' | awk -F: '{ if (NF==3) print $1*3600+$2*60+$3; else print $1*60+$2 }')
-rss_kb=$(grep "Maximum resident set size" "$OUT/time.log" | awk '{print $NF}')
-points=$(python3 -c "import pyarrow.parquet as pq; print(pq.read_metadata('$OUT/p/waveform.parquet').num_rows)" 2>/dev/null || echo "?")
-echo "predict: 100000 GPUs x 600 s at 1 ms ($points points) in ${secs} s, peak memory $((rss_kb / 1024)) MiB (target < 30 s, < 1024 MiB)"
-grep "^times:" "$OUT/time.log" | sed 's/^/  /'
-cat "$OUT/stdout.log"
+bench() {
+  local what=$1; shift
+  /usr/bin/time -v "$BIN" predict "$RUN" --schedule schedules/llm-100k.toml --out "$OUT/p" "$@" > "$OUT/stdout.log" 2> "$OUT/time.log" || { cat "$OUT/time.log"; exit 1; }
+  local secs rss_kb bytes
+  secs=$(grep "Elapsed (wall clock)" "$OUT/time.log" | awk '{print $NF}' | awk -F: '{ if (NF==3) print $1*3600+$2*60+$3; else print $1*60+$2 }')
+  rss_kb=$(grep "Maximum resident set size" "$OUT/time.log" | awk '{print $NF}')
+  bytes=$(stat -c %s "$OUT/p/waveform.parquet")
+  echo "predict ($what): 100000 GPUs x 600 s at 1 ms in ${secs} s, peak memory $((rss_kb / 1024)) MiB, waveform.parquet $((bytes / 1000)) kB (target < 30 s, < 1024 MiB)"
+  grep "^times:" "$OUT/time.log" | sed 's/^/  /'
+  sed 's/^/  /' "$OUT/stdout.log"
+}
+bench "llm-100k.toml: 12500 nodes of 8, sigma 2 ms, stragglers"
+bench "100000 nodes of 1, sigma 50 ms, 4 stagger groups" --gpus-per-node 1 --spread-sigma-ms 50 --stagger-groups 4

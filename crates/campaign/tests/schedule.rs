@@ -250,7 +250,7 @@ fn each_rule_is_refused_with_its_field_and_line() {
             "[output]\nspan_s = 86400\nresolution_ms = 0.5\n",
             "output.resolution_ms",
             7,
-            "more than 100000000",
+            "more than 20000000",
         ),
         ("[output]\nseed = -1\n", "output.seed", 6, "whole number"),
         // Unknown keys name their table.

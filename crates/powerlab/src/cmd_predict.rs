@@ -20,7 +20,11 @@ pub fn predict(a: &PredictArgs) -> Result<i32> {
     let out = a
         .out
         .clone()
-        .unwrap_or_else(|| a.run.join("predict").join(&schedule.job.name));
+        .unwrap_or_else(|| a.run.join("predict").join(folder_name(&schedule.job.name)));
+    if let Some(why) = inside_the_run(&a.run, &out) {
+        errln!("error: --out {}: {why}", out.display());
+        return Ok(crate::exit::TROUBLE);
+    }
     if let Some(run) = crate::cmd_compare::inside_a_report(&out) {
         errln!(
             "error: --out {} lies inside the report/ folder of run {}, which every collation replaces whole; write it elsewhere, e.g. --out {}",
@@ -66,6 +70,47 @@ pub fn predict(a: &PredictArgs) -> Result<i32> {
     Ok(0)
 }
 
+/// The job's name as one path-safe folder name: every character outside
+/// A-Z a-z 0-9 . _ - becomes `_`, and a leading dot too.
+fn folder_name(name: &str) -> String {
+    let mut f: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if f.starts_with('.') || f.is_empty() {
+        f.insert(0, '_');
+    }
+    f
+}
+
+/// Why `out` may not hold a prediction: inside the run directory but not
+/// under its `predict/` (the run's own files would be mixed with it).
+fn inside_the_run(run: &std::path::Path, out: &std::path::Path) -> Option<String> {
+    let lexical = |p: &std::path::Path| -> Option<std::path::PathBuf> {
+        let abs = std::path::absolute(p).ok()?;
+        let mut norm = std::path::PathBuf::new();
+        for c in abs.components() {
+            match c {
+                std::path::Component::ParentDir => {
+                    norm.pop();
+                }
+                std::path::Component::CurDir => {}
+                c => norm.push(c),
+            }
+        }
+        Some(norm)
+    };
+    let (run, out) = (lexical(run)?, lexical(out)?);
+    (out.starts_with(&run) && !out.starts_with(run.join("predict")) || out == run.join("predict"))
+        .then(|| format!("lies inside the run directory {} but not in a folder of its predict/; write it to {} or outside the run", run.display(), run.join("predict").join("<name>").display()))
+}
+
 /// The scenarios as JSON, or a line each.
 fn print_summary(p: &Prediction, json: bool) {
     if json {
@@ -80,16 +125,14 @@ fn print_summary(p: &Prediction, json: bool) {
     for n in &p.notes {
         outln!("NOTE: {n}");
     }
+    use powerlab_collate::format::{fmt_power, fmt_power_pm};
     for s in &p.scenarios {
-        let pm = |x: Option<f64>| x.map_or(String::new(), |v| format!(" ± {:.3}", v / 1e6));
         outln!(
-            "{:<24} mean {:.3}{} MW, swing (p90-p10) {:.3}{} MW, peak {:.3} MW",
+            "{:<24} mean {}, swing (p90-p10) {}, peak {}",
             s.label,
-            s.mean_w.value / 1e6,
-            pm(s.mean_w.plus_minus),
-            s.swing_w.value / 1e6,
-            pm(s.swing_w.plus_minus),
-            s.levels.peak_w / 1e6
+            fmt_power_pm(s.mean_w.value, s.mean_w.plus_minus),
+            fmt_power_pm(s.swing_w.value, s.swing_w.plus_minus),
+            fmt_power(s.levels.peak_w)
         );
     }
 }

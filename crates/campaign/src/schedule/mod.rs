@@ -29,8 +29,9 @@ pub const ITERATION_MS_RANGE: (f64, f64) = (1.0, 600_000.0);
 pub const MAX_SPAN_S: f64 = 86_400.0;
 /// The waveform's resolution range, ms.
 pub const RESOLUTION_MS_RANGE: (f64, f64) = (0.1, 10_000.0);
-/// Most points a waveform may hold (span / resolution): 100 million.
-pub const MAX_POINTS: u64 = 100_000_000;
+/// Most points a waveform may hold (span / resolution): 20 million (a
+/// day at 5 ms; the figures and the spectrum hold a few copies of it).
+pub const MAX_POINTS: u64 = 20_000_000;
 /// Most power a facility `[supply]` figure may state, W: 10 GW.
 pub const FACILITY_SUPPLY_W_MAX: f64 = 10.0e9;
 /// Shortest and longest excursion a facility `[supply]` may declare, ms:

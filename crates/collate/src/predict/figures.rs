@@ -96,9 +96,28 @@ pub fn envelope_of(
                     }
                     x => x,
                 };
-                envelope::point(w, f, supply)
+                rated(envelope::point(w, f, supply), supply)
             })
             .collect(),
+    }
+}
+
+/// A window longer than every declared excursion is held to the supply's
+/// rated (continuous) power, where it declares one.
+fn rated(p: envelope::EnvelopePoint, supply: Option<&Supply>) -> envelope::EnvelopePoint {
+    let Some(s) = supply else { return p };
+    let longest = s
+        .excursions
+        .iter()
+        .map(|e| e.duration_ms)
+        .fold(0.0, f64::max);
+    match (p.limit_w, s.rated_w) {
+        (None, Some(r)) if p.window_ms > longest => envelope::EnvelopePoint {
+            limit_w: Some(r),
+            margin_w: p.max_mean_w.map(|w| r - w),
+            ..p
+        },
+        _ => p,
     }
 }
 

@@ -106,6 +106,7 @@ pub(crate) struct Ctx<'a> {
     pub(crate) nodes: u64,
     pub(crate) step_ms: f64,
     pub(crate) per_output: usize,
+    pub(crate) gpus_per_node: u32,
 }
 
 /// Smallest spacing of an iteration's points, ms: the composed cycles'
@@ -162,6 +163,7 @@ pub fn predict(report: &Report, schedule: &Schedule) -> Result<Prediction, Predi
         nodes,
         step_ms,
         per_output,
+        gpus_per_node: gpn,
     };
     let grid_spec = schedule
         .grid
@@ -169,7 +171,17 @@ pub fn predict(report: &Report, schedule: &Schedule) -> Result<Prediction, Predi
         .or_else(|| crate::grid::grid_of(&report.run));
     let band_hz = grid_spec.as_ref().map_or(DEFAULT_BAND_HZ, |g| g.band_hz);
     let built = scenario::all(&ctx, &profile, band_hz, grid_spec.as_ref());
-    let mut notes = built.notes;
+    let mut notes = Vec::new();
+    if let Some(n) = report.node().filter(|n| !n.raw_problems.is_empty()) {
+        notes.push(format!(
+            "INCOMPLETE RAW DATA in the run: {}; rungs whose figures are qualified are named below",
+            n.raw_problems.join("; ")
+        ));
+    }
+    if schedule.grid.is_none() && grid_spec.is_some() {
+        notes.push("The schedule declares no `[grid]`: the run campaign's `[grid]` is judged, its ramp limits scaled to the job's GPUs (a `max_dynamic_range_w` there is a node's).".into());
+    }
+    notes.extend(built.notes);
     if spread.starts_with("none measured") {
         notes.push(format!("The schedule asks for the measured spread, but the run measured no start skew: {spread}."));
     }
@@ -218,7 +230,7 @@ fn communication(
         Communication::Fabric => {
             let row = report.rungs.iter().find(|s| {
                 s.rung.kind == powerlab_campaign::PhaseKind::Nccl
-                    && s.rung.label.contains("fabric")
+                    && s.rung.label.rsplit('/').next() == Some("fabric")
                     && s.mean_w.is_some()
             });
             let Some(s) = row else {

@@ -1,7 +1,7 @@
 //! The measured responses a prediction is built from: every duty rung of
-//! the run with a composed cycle, as one GPU's cycle (the mean of the
-//! run's GPUs, each at its own rising edge), grouped by mitigation
-//! profile and period.
+//! the run with a composed cycle, as each of its GPUs' own cycle (each at
+//! its own rising edge) and their mean, grouped by mitigation profile and
+//! period.
 
 use crate::cycle::NodeCycle;
 use crate::grid::cycle_resolution_ms;
@@ -27,6 +27,10 @@ pub struct Measured {
     /// One GPU's power over one cycle (the mean of the run's GPUs), phase
     /// 0 at its rising edge, evenly spaced, W.
     pub gpu_w: Vec<f64>,
+    /// Each of the run's GPUs' own cycle on the same grid, in the run's
+    /// GPU order: a job's GPU slot s follows the run's GPU s mod n, so a
+    /// staggered job keeps the differences between GPUs' levels.
+    pub gpu_each: Vec<Vec<f64>>,
     /// The cycle's time resolution, ms (its restored harmonics).
     pub resolution_ms: f64,
     /// The highest frequency the cycle holds, Hz.
@@ -57,6 +61,8 @@ pub struct Responses {
     pub profiles: BTreeMap<String, Vec<Measured>>,
     /// GPUs of the run.
     pub gpus: usize,
+    /// One GPU's mean in the run's sustained rungs, W (None: none).
+    pub sustained_w: Option<f64>,
 }
 
 impl Responses {
@@ -107,7 +113,19 @@ pub fn responses(report: &Report) -> Responses {
                 .then(a.rung_id.cmp(&b.rung_id))
         });
     }
-    Responses { profiles, gpus }
+    let sustained: Vec<f64> = report
+        .rungs
+        .iter()
+        .filter(|s| s.rung.kind == PhaseKind::Sustained && s.verdict.is_none())
+        .filter_map(|s| s.mean_w)
+        .collect();
+    let sustained_w = (!sustained.is_empty())
+        .then(|| sustained.iter().sum::<f64>() / sustained.len() as f64 / gpus.max(1) as f64);
+    Responses {
+        profiles,
+        gpus,
+        sustained_w,
+    }
 }
 
 /// One rung's response: the mean of its GPUs' own cycles.
@@ -138,6 +156,7 @@ fn measured(s: &RungSummary, c: &NodeCycle) -> Option<Measured> {
         period_ms: c.period_ms,
         duty: s.rung.duty,
         gpu_w,
+        gpu_each: c.gpu_cycles.iter().map(|(_, v)| v.clone()).collect(),
         resolution_ms: cycle_resolution_ms(c),
         highest_hz: c.harmonics as f64 / (c.period_ms / 1000.0),
         rel_pm,

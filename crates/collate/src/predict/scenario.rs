@@ -177,12 +177,29 @@ fn one(
         comm_w: ctx.comm_w,
         step_ms: ctx.step_ms,
         floor_holds: profile != PLAIN,
+        sustained_w: ctx.responses.sustained_w,
     };
-    let templates: Vec<Vec<f64>> = sets
+    let slots = group_slots(ctx, groups);
+    // Per set, each group's GPU: its slots' iterations, weighted.
+    let by_group: Vec<Vec<Vec<f64>>> = sets
         .iter()
-        .map(|set| template::blended(set, &target))
+        .map(|set| {
+            let each: Vec<Vec<f64>> = (0..slots.n_src)
+                .map(|k| template::blended(set, &target, Some(k)))
+                .collect();
+            slots
+                .counts
+                .iter()
+                .map(|c| weighted(&each, c, target.points()))
+                .collect()
+        })
         .collect();
-    let mean_t = average(&templates, target.points());
+    let mean_t: Vec<Vec<f64>> = (0..slots.counts.len())
+        .map(|g| {
+            let of_g: Vec<Vec<f64>> = by_group.iter().map(|t| t[g].clone()).collect();
+            average(&of_g, target.points())
+        })
+        .collect();
     let layout = Layout {
         nodes: ctx.nodes,
         gpus: s.job.gpus,
@@ -199,7 +216,7 @@ fn one(
     let realized = waveform::realized(&mean_t, &layout, s.output.span_s * 1000.0);
     let expected = waveform::expected(&mean_t, &layout);
     let lv = levels(&realized);
-    let by_set: Vec<Levels> = templates
+    let by_set: Vec<Levels> = by_group
         .iter()
         .map(|t| levels(&waveform::expected(t, &layout)))
         .collect();
@@ -254,6 +271,50 @@ fn one(
         scenario,
         realized,
     }
+}
+
+/// Which of the run's GPUs each stagger group's GPUs follow: a job's GPU
+/// slot s (node n holds slots n · per node ..) follows the run's GPU
+/// s mod n_src, and node n is in group n mod groups.
+struct Slots {
+    /// The run's GPUs.
+    n_src: usize,
+    /// Per group, how many of its GPUs follow each of the run's GPUs
+    /// (counted over its first n_src nodes: the pattern repeats).
+    counts: Vec<Vec<usize>>,
+}
+
+fn group_slots(ctx: &Ctx<'_>, groups: u32) -> Slots {
+    let n_src = ctx.responses.gpus.max(1);
+    let gpn = ctx.gpus_per_node as usize;
+    let k = u64::from(groups.max(1));
+    let counts = (0..k)
+        .map(|g| {
+            let mut c = vec![0usize; n_src];
+            let in_group = ctx.nodes / k + u64::from(g < ctx.nodes % k);
+            for j in 0..in_group.min(n_src as u64) {
+                let node = (g + k * j) as usize;
+                for i in 0..gpn {
+                    c[(node * gpn + i) % n_src] += 1;
+                }
+            }
+            c
+        })
+        .collect();
+    Slots { n_src, counts }
+}
+
+/// The mean of `each` weighted by `counts`.
+fn weighted(each: &[Vec<f64>], counts: &[usize], n: usize) -> Vec<f64> {
+    let total: usize = counts.iter().sum();
+    let mut out = vec![0.0; n];
+    for (t, c) in each.iter().zip(counts).filter(|x| *x.1 > 0) {
+        let w = *c as f64 / total.max(1) as f64;
+        for (o, v) in out.iter_mut().zip(t) {
+            *o += w * v;
+        }
+    }
+    out
 }
 
 /// The point-by-point mean of equally long templates.
@@ -337,11 +398,8 @@ fn notes(
             m.duty, t.compute_fraction
         ));
     }
-    if groups > 1 {
-        out.push(format!(
-            "Staggered: the swing left is the edges' and the GPUs' differences in level; the prediction holds one averaged GPU (of the run's {}), so with few GPUs per group read its staggered swing as the edges' alone (on the committed H200 pair, 30 % under at 2 s, off by 2–3× at 50–100 ms).",
-            ctx.responses.gpus
-        ));
+    if groups > 1 && ctx.responses.gpus < 2 {
+        out.push("Staggered from a one-GPU run: the swing left is the edges' and the GPUs' differences in level, and one GPU shows no such difference; with few GPUs per group read the staggered swing as the edges' alone (on the committed H200 pair, 30 % under at 2 s, off by 2–3× at 50–100 ms).".to_string());
     }
     for m in used.iter().filter(|m| m.caveat.is_some()) {
         out.push(format!(

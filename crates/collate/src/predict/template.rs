@@ -26,7 +26,18 @@ pub struct Target {
     /// A mitigation's floor holds: the communication level is never below
     /// the measured off level.
     pub floor_holds: bool,
+    /// One GPU's draw in the run's sustained rung, W: what an on-phase
+    /// held past the measured one relaxes to (the power limit's average).
+    pub sustained_w: Option<f64>,
 }
+
+/// How long an on-phase held past the measured one takes to relax to the
+/// sustained level, ms: the enforced power limit averages over about 1 s.
+pub const RELAX_MS: f64 = 1_000.0;
+
+/// A cycle whose on−off step is under this share of its range never
+/// settles (a ramp that fills its phases): its edges are not rescaled.
+pub const SETTLED_SHARE: f64 = 0.25;
 
 impl Target {
     /// Points in one iteration.
@@ -65,53 +76,89 @@ struct Levels {
     off_w: f64,
 }
 
-fn levels(m: &Measured) -> Levels {
+fn levels(m: &Measured, v: &[f64]) -> Levels {
     let p = m.period_ms;
     let d = m.duty * p;
     Levels {
-        on_w: mean_over(&m.gpu_w, p, 0.5 * d, d),
-        off_w: mean_over(&m.gpu_w, p, p - 0.25 * (p - d), p),
+        on_w: mean_over(v, p, 0.5 * d, d),
+        off_w: mean_over(v, p, p - 0.25 * (p - d), p),
     }
 }
 
-/// `num / den`, or 1 where the step is too small to scale by.
-fn ratio(num: f64, den: f64) -> f64 {
-    if den.abs() < 1.0 { 1.0 } else { num / den }
+/// The cycle a GPU slot follows: the run's GPU `slot` mod n, or the mean
+/// of the run's GPUs (None).
+fn values(m: &Measured, slot: Option<usize>) -> &[f64] {
+    match slot {
+        Some(s) if !m.gpu_each.is_empty() => &m.gpu_each[s % m.gpu_each.len()],
+        _ => &m.gpu_w,
+    }
 }
 
-/// One iteration of one GPU from the measured cycle `m`, at `t.step_ms`,
-/// phase 0 at the compute phase's start.
+/// One iteration of one GPU from the measured cycle `m` (the mean of the
+/// run's GPUs), at `t.step_ms`, phase 0 at the compute phase's start.
 pub fn splice(m: &Measured, t: &Target) -> Vec<f64> {
+    splice_slot(m, t, None)
+}
+
+/// [`splice`] of the run's GPU `slot` mod n (None: their mean).
+pub fn splice_slot(m: &Measured, t: &Target, slot: Option<usize>) -> Vec<f64> {
+    let v = values(m, slot);
     let (p, d) = (m.period_ms, m.duty * m.period_ms);
-    let lv = levels(m);
+    let lv = levels(m, v);
     let n = t.points();
     let step = t.period_ms / n as f64;
     let on_ms = t.compute_fraction * t.period_ms;
+    let held = t.sustained_w.map_or(lv.on_w, |s| s.min(lv.on_w));
+    if on_ms >= t.period_ms {
+        // No communication phase: a constant load.
+        return vec![held; n];
+    }
+    if t.comm_w.is_none()
+        && same_period(p, t.period_ms)
+        && (m.duty - t.compute_fraction).abs() < 1e-6
+    {
+        // The measured cycle itself.
+        return (0..n).map(|j| at(v, p, j as f64 * step)).collect();
+    }
     let comm = match t.comm_w {
         Some(c) if t.floor_holds => c.max(lv.off_w),
         Some(c) => c,
         None => lv.off_w,
     };
-    // The measured rise (held at its settled level past the measured
-    // on-phase) and fall (held at its off level past the off-phase).
-    let rise = |x: f64| if x < d { at(&m.gpu_w, p, x) } else { lv.on_w };
-    let fall = |x: f64| {
-        if x < p - d {
-            at(&m.gpu_w, p, d + x)
+    let (lo, hi) = v
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
+            (a.min(*x), b.max(*x))
+        });
+    let step_up = lv.on_w - lv.off_w;
+    let settled = step_up.abs() >= SETTLED_SHARE * (hi - lo);
+    let ratio = |num: f64| {
+        if settled && step_up.abs() >= 1.0 {
+            num / step_up
         } else {
-            lv.off_w
+            1.0
         }
     };
-    let step_up = lv.on_w - lv.off_w;
+    // The measured rise, held at its settled level past the measured
+    // on-phase and relaxing to the sustained level over `RELAX_MS`; the
+    // measured fall, held at its off level past the off-phase.
+    let rise = |x: f64| {
+        if x < d {
+            at(v, p, x)
+        } else {
+            lv.on_w + (held - lv.on_w) * ((x - d) / RELAX_MS).min(1.0)
+        }
+    };
+    let fall = |x: f64| if x < p - d { at(v, p, d + x) } else { lv.off_w };
     // The level the rise starts from is the communication phase's end,
     // which depends on where the rise got to: two passes settle it.
     let mut start = comm;
     let mut out = vec![0.0; n];
     for _ in 0..2 {
-        let k_up = ratio(lv.on_w - start, step_up);
+        let k_up = ratio(lv.on_w - start);
         let on_at = |x: f64| start + (rise(x) - lv.off_w) * k_up;
-        let top = if on_ms >= d { lv.on_w } else { on_at(on_ms) };
-        let k_down = ratio(top - comm, step_up);
+        let top = on_at(on_ms.min(t.period_ms) - step.min(on_ms));
+        let k_down = ratio(top - comm);
         for (j, o) in out.iter_mut().enumerate() {
             let x = j as f64 * step;
             *o = if x < on_ms {
@@ -121,6 +168,9 @@ pub fn splice(m: &Measured, t: &Target) -> Vec<f64> {
             };
         }
         start = comm + (fall(t.period_ms - on_ms) - lv.off_w) * k_down;
+    }
+    for o in &mut out {
+        *o = o.max(0.0);
     }
     out
 }
@@ -148,14 +198,15 @@ pub fn bracket(periods: &[f64], period_ms: f64) -> (f64, f64, f64) {
 }
 
 /// One iteration blended from the rungs `set` (one per measured period of
-/// a profile, ascending) for `t`.
-pub fn blended(set: &[&Measured], t: &Target) -> Vec<f64> {
+/// a profile, ascending) for `t`, of the run's GPU `slot` mod n (None:
+/// their mean).
+pub fn blended(set: &[&Measured], t: &Target, slot: Option<usize>) -> Vec<f64> {
     let periods: Vec<f64> = set.iter().map(|m| m.period_ms).collect();
     let (a, b, w) = bracket(&periods, t.period_ms);
     let of = |p: f64| {
         set.iter()
             .find(|m| m.period_ms == p)
-            .map(|m| splice(m, t))
+            .map(|m| splice_slot(m, t, slot))
             .unwrap_or_default()
     };
     let lo = of(a);
@@ -192,6 +243,7 @@ mod tests {
             label: "x".into(),
             period_ms,
             duty,
+            gpu_each: vec![gpu_w.clone()],
             gpu_w,
             resolution_ms: 1.0,
             highest_hz: 100.0,
@@ -210,6 +262,7 @@ mod tests {
             comm_w: None,
             step_ms: 0.5,
             floor_holds: false,
+            sustained_w: None,
         };
         let out = splice(&m, &t);
         assert_eq!(out.len(), 400);
@@ -227,6 +280,7 @@ mod tests {
             comm_w: Some(300.0),
             step_ms: 0.5,
             floor_holds: false,
+            sustained_w: None,
         };
         let out = splice(&m, &t);
         assert_eq!(out.len(), 2000);
@@ -250,11 +304,42 @@ mod tests {
             comm_w: None,
             step_ms: 0.5,
             floor_holds: false,
+            sustained_w: None,
         };
         let out = splice(&m, &t);
         let peak = out.iter().cloned().fold(f64::MIN, f64::max);
         // 25 ms of a 50 ms rise: half way, 400 W; nothing above.
         assert!(peak < 410.0 && peak > 390.0, "{peak}");
+    }
+
+    #[test]
+    fn a_cycle_that_never_settles_is_not_rescaled_and_a_constant_load_is_held() {
+        // A ramp-limited wave: a triangle from 200 to 600 W, never settled.
+        let v: Vec<f64> = (0..200)
+            .map(|j| 200.0 + 400.0 * (1.0 - (j as f64 - 100.0).abs() / 100.0))
+            .collect();
+        let m = measured(100.0, 0.5, v.clone());
+        let mut t = Target {
+            period_ms: 100.0,
+            compute_fraction: 0.5,
+            comm_w: None,
+            step_ms: 0.5,
+            floor_holds: true,
+            sustained_w: Some(500.0),
+        };
+        let same = splice(&m, &t);
+        assert!(same.iter().zip(&v).all(|(a, b)| (a - b).abs() < 1e-9));
+        t.period_ms = 150.0;
+        t.comm_w = Some(150.0);
+        let out = splice(&m, &t);
+        assert!(out.iter().all(|x| (150.0..=601.0).contains(x)), "{out:?}");
+        // Compute fraction 1: the sustained level, never the burst's.
+        t.compute_fraction = 1.0;
+        let flat = splice(&m, &t);
+        assert!(
+            flat.iter().all(|x| *x == flat[0] && *x <= 500.0),
+            "{flat:?}"
+        );
     }
 
     #[test]

@@ -98,12 +98,23 @@ fn normalised(w: Vec<(i64, f64)>) -> Vec<(i64, f64)> {
     w.into_iter().map(|(b, p)| (b, p / total)).collect()
 }
 
-/// The waveform of infinitely many nodes: one iteration (the points of
-/// `iteration`), every offset at its probability, W.
-pub fn expected(iteration: &[f64], l: &Layout) -> Vec<f64> {
-    let n = iteration.len() as i64;
-    let mut out = vec![0.0; iteration.len()];
+/// Group `g`'s iteration: its own, or the one all groups share.
+fn iteration_of(iterations: &[Vec<f64>], g: u32) -> &[f64] {
+    iterations
+        .get(g as usize)
+        .or(iterations.last())
+        .map_or(&[][..], Vec::as_slice)
+}
+
+/// The waveform of infinitely many nodes: one iteration (each group's GPU
+/// in `iterations`, one for all where there is one), every offset at its
+/// probability, W.
+pub fn expected(iterations: &[Vec<f64>], l: &Layout) -> Vec<f64> {
+    let len = iterations.first().map_or(0, Vec::len);
+    let n = len as i64;
+    let mut out = vec![0.0; len];
     for g in 0..l.groups.max(1) {
+        let iteration = iteration_of(iterations, g);
         let share = l.group_nodes(g) as f64 / l.nodes.max(1) as f64;
         let gpus = share * l.gpus as f64;
         for (b, p) in l.bins(g) {
@@ -140,13 +151,14 @@ fn draw(rng: &mut ChaCha8Rng, nodes: u64, bins: &[(i64, f64)], counts: &mut Vec<
 }
 
 /// The waveform over `span_ms` at the output resolution (each point the
-/// mean of `l.per_output` iteration points), W.
-pub fn realized(iteration: &[f64], l: &Layout, span_ms: f64) -> Vec<f64> {
+/// mean of `l.per_output` iteration points), each group's GPUs following
+/// their iteration in `iterations` (one for all where there is one), W.
+pub fn realized(iterations: &[Vec<f64>], l: &Layout, span_ms: f64) -> Vec<f64> {
     let per = l.per_output.max(1);
     let fine_len = (span_ms / l.step_ms).round() as i64;
     let out_len = (fine_len as usize).div_ceil(per);
     let mut out = vec![0.0; out_len];
-    let n = iteration.len() as i64;
+    let n = iterations.first().map_or(0, Vec::len) as i64;
     let mut rng = ChaCha8Rng::seed_from_u64(l.seed);
     let all: Vec<Vec<(i64, f64)>> = (0..l.groups.max(1)).map(|g| l.bins(g)).collect();
     let lo = all.iter().flatten().map(|x| x.0).min().unwrap_or(0);
@@ -160,6 +172,7 @@ pub fn realized(iteration: &[f64], l: &Layout, span_ms: f64) -> Vec<f64> {
         let base = (i as f64 * per_iter).round() as i64;
         for (g, bins) in all.iter().enumerate() {
             draw(&mut rng, l.group_nodes(g as u32), bins, &mut counts);
+            let iteration = iteration_of(iterations, g as u32);
             for &(b, c) in &counts {
                 add(
                     &mut out,
@@ -217,15 +230,15 @@ mod tests {
     fn in_phase_nodes_add_up_and_two_groups_cancel_the_swing() {
         let it = square(100, 50);
         let l = layout(4, 32, 1, vec![(0, 1.0)]);
-        let w = realized(&it, &l, 1000.0);
+        let w = realized(std::slice::from_ref(&it), &l, 1000.0);
         assert_eq!(w.len(), 1000);
         assert!(w.iter().all(|v| *v == 0.0 || *v == 32.0));
         assert_eq!(
-            expected(&it, &l),
+            expected(std::slice::from_ref(&it), &l),
             it.iter().map(|v| v * 32.0).collect::<Vec<_>>()
         );
         let two = layout(4, 32, 2, vec![(0, 1.0)]);
-        let w2 = realized(&it, &two, 1000.0);
+        let w2 = realized(std::slice::from_ref(&it), &two, 1000.0);
         assert!(
             w2.iter().all(|v| (*v - 16.0).abs() < 1e-9),
             "{:?}",
@@ -238,8 +251,8 @@ mod tests {
         let it = square(100, 50);
         let mut l = layout(100_000, 800_000, 1, uniform_bins(20.0));
         l.stragglers = Some((0.1, 30));
-        let e = expected(&it, &l);
-        let w = realized(&it, &l, 10_000.0);
+        let e = expected(std::slice::from_ref(&it), &l);
+        let w = realized(std::slice::from_ref(&it), &l, 10_000.0);
         // Iteration 50: far from the start.
         let err = (0..100)
             .map(|j| (w[5000 + j] - e[j]).abs())
@@ -255,7 +268,7 @@ mod tests {
         let it = square(100, 50);
         let mut l = layout(1, 1, 1, vec![(0, 1.0)]);
         l.per_output = 4;
-        let w = realized(&it, &l, 200.0);
+        let w = realized(std::slice::from_ref(&it), &l, 200.0);
         assert_eq!(w.len(), 50);
         assert_eq!(w[0], 1.0);
         // Points 48..52: two on, two off.
