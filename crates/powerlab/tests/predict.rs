@@ -231,6 +231,29 @@ fn predict_writes_its_report_and_refuses_what_it_cannot_build() {
     assert_exit(&o, 0);
     let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
     let first = md.find("EXTRAPOLATED").unwrap();
+    // 10 ms: below every composed cycle, where the run's energy counter
+    // measured 527 W per GPU; the spliced cycles say 21 % less, and the
+    // report says so before the answer.
+    let o = powerlab_output([
+        "predict",
+        run.to_str().unwrap(),
+        "--gpus",
+        "8",
+        "--iteration-ms",
+        "10",
+        "--compute-fraction",
+        "0.5",
+        "--span-s",
+        "5",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    assert_exit(&o, 0);
+    let short = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    let check = short
+        .find("CHECK FAILED: at this period and duty the run's energy counter measured")
+        .unwrap();
+    assert!(check < short.find("## The answer").unwrap(), "{short}");
     assert!(
         first < md.find("The answer").unwrap_or(usize::MAX) || first < 2000,
         "{md}"

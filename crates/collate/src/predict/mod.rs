@@ -182,6 +182,9 @@ pub fn predict(report: &Report, schedule: &Schedule) -> Result<Prediction, Predi
         notes.push("The schedule declares no `[grid]`: the run campaign's `[grid]` is judged, its ramp limits scaled to the job's GPUs (a `max_dynamic_range_w` there is a node's).".into());
     }
     notes.extend(built.notes);
+    if let Some(h) = built.scenarios.first() {
+        notes.extend(counter_check(report, schedule, &profile, h.mean_w.value));
+    }
     if spread.starts_with("none measured") {
         notes.push(format!("The schedule asks for the measured spread, but the run measured no start skew: {spread}."));
     }
@@ -280,4 +283,54 @@ fn spread_of(report: &Report, spread: Spread, step_ms: f64) -> (Vec<(i64, f64)>,
             )
         }
     }
+}
+
+/// A predicted mean off by more than this share of the run's own
+/// energy-counter mean at the same period and duty is said first, %.
+pub const COUNTER_CHECK_PCT: f64 = 5.0;
+
+/// The run's energy-counter means of rungs at the schedule's period and
+/// compute fraction that have no composed cycle (too short for the
+/// instrument): where the prediction's mean per GPU is off by more than
+/// [`COUNTER_CHECK_PCT`], a note with both.
+fn counter_check(
+    report: &Report,
+    schedule: &Schedule,
+    profile: &str,
+    mean_w: f64,
+) -> Option<String> {
+    let job = &schedule.job;
+    if !matches!(schedule.communication, Communication::Off) {
+        return None;
+    }
+    let gpus = report.run.series.len().max(1) as f64;
+    let counted: Vec<f64> = report
+        .rungs
+        .iter()
+        .filter(|s| {
+            s.rung.kind == powerlab_campaign::PhaseKind::Duty && s.method == "energy counter"
+        })
+        .filter(|s| {
+            let p = s
+                .rung
+                .smoothing
+                .filter(|x| !x.is_none())
+                .map_or_else(|| PLAIN.to_string(), |x| x.label());
+            p == profile
+                && (s.rung.duty - job.compute_fraction).abs() < 0.05
+                && s.rung
+                    .period_ms
+                    .is_some_and(|p| response::same_period(p.ms(), job.iteration_ms))
+        })
+        .filter_map(|s| s.mean_w.map(|m| m / gpus))
+        .collect();
+    if counted.is_empty() {
+        return None;
+    }
+    let counter = counted.iter().sum::<f64>() / counted.len() as f64;
+    let predicted = mean_w / job.gpus.max(1) as f64;
+    let off = 100.0 * (predicted - counter) / counter;
+    (off.abs() > COUNTER_CHECK_PCT).then(|| format!(
+        "CHECK FAILED: at this period and duty the run's energy counter measured {counter:.0} W per GPU, the prediction's mean is {predicted:.0} W ({off:+.1} %): the measured cycles do not resolve this iteration; trust the counter's mean, not this waveform"
+    ))
 }
