@@ -121,7 +121,7 @@ pub const FINEST_STEP_MS: f64 = 0.5;
 /// schedule's mitigation profile, or its fabric rung.
 pub fn predict(report: &Report, schedule: &Schedule) -> Result<Prediction, PredictError> {
     let responses = response::responses(report);
-    if !responses.profiles.contains_key(PLAIN) && responses.profiles.is_empty() {
+    if responses.profiles.is_empty() {
         return Err(PredictError::NoResponses);
     }
     let profile = schedule

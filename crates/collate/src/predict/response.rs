@@ -68,15 +68,18 @@ pub struct Responses {
 impl Responses {
     /// The measured periods of `profile`, ms, ascending, each once.
     pub fn periods(&self, profile: &str) -> Vec<f64> {
-        let mut p: Vec<f64> = self
-            .profiles
+        self.profiles
             .get(profile)
-            .map(|v| v.iter().map(|m| m.period_ms).collect())
-            .unwrap_or_default();
-        p.sort_by(f64::total_cmp);
-        p.dedup_by(|a, b| same_period(*a, *b));
-        p
+            .map_or_else(Vec::new, |v| periods_of(v))
     }
+}
+
+/// The measured periods of `list`, ms, ascending, each once.
+pub fn periods_of(list: &[Measured]) -> Vec<f64> {
+    let mut p: Vec<f64> = list.iter().map(|m| m.period_ms).collect();
+    p.sort_by(f64::total_cmp);
+    p.dedup_by(|a, b| same_period(*a, *b));
+    p
 }
 
 /// Two periods within 2 % are one (a detuned rung and its repeats).

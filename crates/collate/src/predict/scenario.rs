@@ -8,7 +8,7 @@
 
 use super::Ctx;
 use super::figures::{self, Estimate, GridInputs, Levels, levels};
-use super::response::{Measured, PLAIN, RelPm, same_period};
+use super::response::{Measured, PLAIN, RelPm, periods_of, same_period};
 use super::template::{self, Target, bracket};
 use super::waveform::{self, Layout};
 use crate::envelope::RungEnvelope;
@@ -337,10 +337,7 @@ fn half_range(v: impl Iterator<Item = f64>) -> f64 {
 
 /// The measured rungs at the periods the target blends.
 fn used(list: &[Measured], period_ms: f64) -> Vec<&Measured> {
-    let mut periods: Vec<f64> = list.iter().map(|m| m.period_ms).collect();
-    periods.sort_by(f64::total_cmp);
-    periods.dedup_by(|a, b| same_period(*a, *b));
-    let (a, b, w) = bracket(&periods, period_ms);
+    let (a, b, w) = bracket(&periods_of(list), period_ms);
     list.iter()
         .filter(|m| same_period(m.period_ms, a) || (w > 0.0 && same_period(m.period_ms, b)))
         .collect()
@@ -368,8 +365,7 @@ fn notes(
     groups: u32,
 ) -> Vec<String> {
     let mut out = Vec::new();
-    let mut periods: Vec<f64> = list.iter().map(|m| m.period_ms).collect();
-    periods.sort_by(f64::total_cmp);
+    let periods = periods_of(list);
     let (Some(lo), Some(hi)) = (periods.first(), periods.last()) else {
         return vec!["no measured rung for this profile".into()];
     };
