@@ -189,6 +189,14 @@ fn write_case(root: &std::path::Path, c: &Case) -> (std::path::PathBuf, Vec<f64>
     (dir.path, window)
 }
 
+/// `x` (1 ms points, periodic over the window) through a `w`-point box,
+/// as a reading averaging the last `w` ms sees it.
+fn boxed(x: &[f64], w: usize) -> Vec<f64> {
+    (0..x.len())
+        .map(|i| (0..w).map(|j| x[(i + x.len() - j) % x.len()]).sum::<f64>() / w as f64)
+        .collect()
+}
+
 fn quantile(sorted: &[f64], q: f64) -> f64 {
     let pos = q * (sorted.len() - 1) as f64;
     let i = (pos.floor() as usize).min(sorted.len() - 2);
@@ -255,12 +263,24 @@ fn check(c: &Case) -> Result<(), TestCaseError> {
     // cycle: the quantile jumps between plateaus. The truth is therefore
     // the range of the statistic for quantiles within ±0.5 % (spread) or
     // ±2 % (swing) of the nominal ones; elsewhere that range is a point.
+    //
+    // A plateau shorter than the readings' 6 ms window (two GPUs' on-phases
+    // overlapping for 4.5 ms at 50 ms) is a level no reading ever held:
+    // the figure may then be as low as the truth seen through that window
+    // (the collator lifts what the window cuts by at most 18 %, so it
+    // cannot restore more), and no higher than the truth itself.
+    let mut seen = boxed(&truth, 6);
+    seen.sort_by(f64::total_cmp);
     let range = |lo: f64, hi: f64, d: f64| {
-        let (a, b) = (
-            quantile(&s, hi - d) - quantile(&s, lo + d),
-            quantile(&s, hi + d) - quantile(&s, lo - d),
-        );
-        (a.min(b), a.max(b))
+        let stat = |s: &[f64]| {
+            let (a, b) = (
+                quantile(s, hi - d) - quantile(s, lo + d),
+                quantile(s, hi + d) - quantile(s, lo - d),
+            );
+            (a.min(b), a.max(b))
+        };
+        let ((a, b), (sa, _)) = (stat(&s), stat(&seen));
+        (a.min(sa), b)
     };
     for (name, got, (w_lo, w_hi)) in [
         ("spread", r.spread_w, range(0.01, 0.99, 0.005)),
@@ -338,6 +358,24 @@ fn a_near_staggered_pair_at_50_ms_holds_its_spread() {
             (14.357880634479802, 13.900442375859123),
         ],
         seed: 14_112_042_859_771_349_029,
+    };
+    check(&c).unwrap();
+}
+
+/// A case proptest found (2 GPUs 29.5 ms apart at 50.07 ms, on-phases
+/// overlapping for 4.5 ms): 333.5 W stated against a true 399.4 W at 1 ms,
+/// a plateau shorter than the readings' window.
+#[test]
+fn a_pair_overlapping_for_less_than_the_window_is_held_to_what_it_passes() {
+    let c = Case {
+        period: 50_070_000,
+        offsets: vec![43_602_810, 14_070_001],
+        phases: vec![15_500_000, 7_360_174],
+        taus: vec![
+            (9.126617658158912, 7.9036430773154125),
+            (13.589102130004806, 7.967625470900031),
+        ],
+        seed: 3_418_923_214_973_395_911,
     };
     check(&c).unwrap();
 }
