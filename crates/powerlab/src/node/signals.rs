@@ -45,18 +45,20 @@ pub fn spawn_signal_handlers(abort: StopLatch) {
 /// limit, so the job is named for `sacct` (a batch job of one rank included).
 fn launcher_context(reason: &str, env: impl Fn(&str) -> Option<String>) -> String {
     let launch = powerlab_rack::launcher::detect(&env);
-    if let Some(job) = env("SLURM_JOB_ID").filter(|_| env("SLURM_STEP_ID").is_some()) {
-        let step = env("SLURM_STEP_ID").unwrap_or_default();
-        return format!(
+    // mpirun inside an allocation: its ranks inherit its daemons' Slurm
+    // step, but mpirun is what started them.
+    let by_mpirun = launch
+        .as_ref()
+        .is_some_and(|l| l.variable == "OMPI_COMM_WORLD_SIZE");
+    let slurm_step = env("SLURM_JOB_ID").zip(env("SLURM_STEP_ID"));
+    match slurm_step {
+        Some((job, step)) if !by_mpirun => format!(
             "{reason} (under Slurm, job {job} step {step}: `scancel`, the job's time limit, or srun ending the step because a rank failed; the job's output or `sacct -j {job}` says which)"
-        );
-    }
-    if launch.is_some_and(|l| l.world_size > 1) {
-        format!(
+        ),
+        _ if launch.is_some_and(|l| l.world_size > 1) => format!(
             "{reason} (under a launcher: it ends every rank when one fails or is killed; its own message names that rank)"
-        )
-    } else {
-        reason.to_string()
+        ),
+        _ => reason.to_string(),
     }
 }
 
@@ -114,6 +116,16 @@ mod tests {
                 && slurm.contains("sacct -j 42"),
             "{slurm}"
         );
+        // mpirun's ranks inside an allocation: mpirun's text.
+        let inside = launcher_context(
+            "SIGTERM received",
+            env(&[
+                ("SLURM_JOB_ID", "42"),
+                ("SLURM_STEP_ID", "1"),
+                ("OMPI_COMM_WORLD_SIZE", "4"),
+            ]),
+        );
+        assert!(inside.contains("when one fails or is killed"), "{inside}");
         // The batch script's shell (no step) is no launch of this process.
         let batch = launcher_context("SIGTERM received", env(&[("SLURM_JOB_ID", "42")]));
         assert_eq!(batch, "SIGTERM received");
