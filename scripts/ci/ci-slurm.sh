@@ -56,15 +56,34 @@ logs() {
     tail -n 40 "$f" >&2
   done
 }
+# Processes other than our daemons with a file open in our directory:
+# the job steps' slurmstepd (which slurmd starts detached) and what they
+# run, by PID.
+steps() {
+  local p f mine
+  for p in /proc/[0-9]*; do
+    p=${p#/proc/}
+    mine=0
+    for f in "/proc/$p/fd/"*; do
+      case $(readlink "$f" 2>/dev/null) in "$DIR"/*) mine=1; break ;; esac
+    done
+    [ "$mine" = 1 ] || continue
+    # Not our daemons, nor their helpers (slurmctld's slurmscriptd).
+    case " ${PIDS[*]} $$ $BASHPID " in *" $p "*) continue ;; esac
+    case " ${PIDS[*]} " in *" $(ps -o ppid= -p "$p" | tr -d ' ') "*) continue ;; esac
+    echo "$p"
+  done
+}
 cleanup() {
   local rc=$?
   set +e
   # Jobs first (their steps run under slurmstepd, not a child of ours),
-  # then the daemons we started, newest first, by PID.
+  # then the daemons we started, newest first, by PID, then any step
+  # daemon still holding a file of ours.
   if [ ${#PIDS[@]} -gt 1 ]; then
     scancel --full --quiet --partition=ci >/dev/null 2>&1
-    for _ in $(seq 1 30); do
-      [ -z "$(squeue -h -o %i 2>/dev/null)" ] && break
+    for _ in $(seq 1 40); do
+      [ -z "$(squeue -h -o %i 2>/dev/null)" ] && [ -z "$(steps)" ] && break
       sleep 0.5
     done
   fi
@@ -76,6 +95,12 @@ cleanup() {
     kill -KILL "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null
   done
+  left=$(steps)
+  if [ -n "$left" ]; then
+    echo "stopping step daemons left behind: $(echo "$left" | tr '\n' ' ')" >&2
+    # shellcheck disable=SC2086
+    kill -KILL $left 2>/dev/null
+  fi
   if [ "$rc" -ne 0 ]; then logs; fi
   if [ "${POWERLAB_SLURM_KEEP:-0}" = 1 ]; then
     echo "kept $DIR" >&2
