@@ -25,4 +25,8 @@ mod rack;
 mod ramp_up;
 mod regression;
 mod sensor;
+// Rack runs under real Slurm (sbatch, srun, scancel, time limits): built
+// with `--features mpi`, run by scripts/ci/ci-slurm.sh (skipped elsewhere).
+#[cfg(feature = "mpi")]
+mod slurm;
 mod soak;

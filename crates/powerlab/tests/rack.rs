@@ -76,13 +76,13 @@ fn mpirun_cmd(file: &Path, root: &Path, contexts: &[(usize, &[&str])]) -> Comman
     cmd
 }
 
-fn node_dirs(rack: &Path) -> Vec<PathBuf> {
+pub(crate) fn node_dirs(rack: &Path) -> Vec<PathBuf> {
     let mut v = run_dirs(&rack.join("nodes"));
     v.sort();
     v
 }
 
-fn events(node: &Path) -> Vec<serde_json::Value> {
+pub(crate) fn events(node: &Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(node.join("events.jsonl"))
         .unwrap()
         .lines()
@@ -92,7 +92,7 @@ fn events(node: &Path) -> Vec<serde_json::Value> {
 
 /// (rung label, epoch, offsets) of every rung a node started.
 /// Every rung a node started: label, epoch, offsets and the period the GPUs ran (ms).
-fn starts(node: &Path) -> Vec<(String, i64, Vec<i64>, Option<f64>)> {
+pub(crate) fn starts(node: &Path) -> Vec<(String, i64, Vec<i64>, Option<f64>)> {
     events(node)
         .iter()
         .filter(|e| e["event"] == "rung_started")
@@ -113,7 +113,7 @@ fn starts(node: &Path) -> Vec<(String, i64, Vec<i64>, Option<f64>)> {
         .collect()
 }
 
-fn summary(dir: &Path) -> Vec<serde_json::Value> {
+pub(crate) fn summary(dir: &Path) -> Vec<serde_json::Value> {
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("report/summary.json")).unwrap())
             .unwrap();
@@ -173,7 +173,7 @@ fn rack_figures_carry_their_nodes_intervals(nodes: &[PathBuf], rack_rows: &[&ser
     }
 }
 
-fn rung<'a>(rows: &'a [serde_json::Value], label: &str) -> &'a serde_json::Value {
+pub(crate) fn rung<'a>(rows: &'a [serde_json::Value], label: &str) -> &'a serde_json::Value {
     rows.iter()
         .find(|r| r["label"] == label)
         .unwrap_or_else(|| panic!("no rung {label}"))
@@ -251,7 +251,10 @@ fn predicted_from_one_node(
             assert!(es.abs() < 10.0 && eb.abs() < 10.0, "{said}");
         }
     }
-    eprintln!("rack predicted from one node:\n{said}");
+    #[allow(clippy::print_stderr)] // the figures, shown with --nocapture
+    {
+        eprintln!("rack predicted from one node:\n{said}");
+    }
 }
 
 #[test]

@@ -65,16 +65,17 @@ pub struct LocalPlace {
 /// (Open MPI, PMIx, MPICH/Hydra, Slurm); None when no launcher says both.
 pub fn local_place(env: impl Fn(&str) -> Option<String>) -> Option<LocalPlace> {
     let num = |v: &str| env(v).and_then(|s| s.trim().parse::<usize>().ok());
-    // Slurm's per-node task count: SLURM_NTASKS_PER_NODE, else the first
-    // count of SLURM_TASKS_PER_NODE ("2(x3),1").
+    // Slurm's task count on this node: this node's entry (SLURM_NODEID) of
+    // the step's layout, SLURM_STEP_TASKS_PER_NODE ("2(x3),1"), else of
+    // SLURM_TASKS_PER_NODE (which srun sets to the step's layout too).
+    // Never SLURM_NTASKS_PER_NODE: that is the job's request, inherited by
+    // every step of a batch script whatever its own layout (`sbatch
+    // --ntasks-per-node=8` then `srun -n 2` runs 2 ranks per node).
     let slurm_local_size = || {
-        num("SLURM_NTASKS_PER_NODE").or_else(|| {
-            env("SLURM_TASKS_PER_NODE").and_then(|s| {
-                s.split(['(', ','])
-                    .next()
-                    .and_then(|n| n.trim().parse().ok())
-            })
-        })
+        let node = num("SLURM_NODEID").unwrap_or(0);
+        ["SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"]
+            .into_iter()
+            .find_map(|v| env(v).and_then(|s| slurm_tasks_on_node(&s, node)))
     };
     let place = |rank: Option<usize>, size: Option<usize>, variables| match (rank, size) {
         (Some(rank), Some(size)) if rank < size => Some(LocalPlace {
@@ -107,9 +108,35 @@ pub fn local_place(env: impl Fn(&str) -> Option<String>) -> Option<LocalPlace> {
         place(
             num("SLURM_LOCALID"),
             slurm_local_size(),
-            "SLURM_LOCALID/SLURM_TASKS_PER_NODE",
+            "SLURM_LOCALID/SLURM_STEP_TASKS_PER_NODE",
         )
     })
+}
+
+/// The task count of node `node` (0-based) in a Slurm layout such as
+/// `2(x3),1` (three nodes of 2, then one of 1); None if the layout is
+/// malformed or shorter.
+pub fn slurm_tasks_on_node(layout: &str, node: usize) -> Option<usize> {
+    let mut first = 0usize;
+    for part in layout.split(',') {
+        let part = part.trim();
+        let (count, times) = match part.split_once('(') {
+            Some((c, rest)) => (
+                c.trim().parse::<usize>().ok()?,
+                rest.strip_prefix('x')?
+                    .strip_suffix(')')?
+                    .trim()
+                    .parse::<usize>()
+                    .ok()?,
+            ),
+            None => (part.parse::<usize>().ok()?, 1),
+        };
+        if node < first + times {
+            return Some(count);
+        }
+        first += times;
+    }
+    None
 }
 
 /// Which GPUs a rank drives when several ranks share a host.
@@ -230,12 +257,50 @@ mod tests {
         assert_eq!(local_place(&ompi).map(|p| (p.rank, p.size)), Some((1, 2)));
         let slurm = env(&[("SLURM_LOCALID", "3"), ("SLURM_TASKS_PER_NODE", "8(x2),4")]);
         assert_eq!(local_place(&slurm).map(|p| (p.rank, p.size)), Some((3, 8)));
+        // This node's own entry of the layout: the third node runs 4.
+        let third = env(&[
+            ("SLURM_LOCALID", "3"),
+            ("SLURM_NODEID", "2"),
+            ("SLURM_TASKS_PER_NODE", "8(x2),4"),
+        ]);
+        assert_eq!(local_place(&third).map(|p| (p.rank, p.size)), Some((3, 4)));
+        // A step of 2 ranks per node inside `sbatch --ntasks-per-node=8`:
+        // the step's layout, not the job's request (as real Slurm sets them).
+        let step = env(&[
+            ("SLURM_LOCALID", "1"),
+            ("SLURM_NODEID", "0"),
+            ("SLURM_NTASKS_PER_NODE", "8"),
+            ("SLURM_TASKS_PER_NODE", "2"),
+            ("SLURM_STEP_TASKS_PER_NODE", "2"),
+        ]);
+        assert_eq!(local_place(&step).map(|p| (p.rank, p.size)), Some((1, 2)));
+        // The last node of an uneven layout runs its rank alone.
+        let alone = env(&[
+            ("SLURM_LOCALID", "0"),
+            ("SLURM_NODEID", "1"),
+            ("SLURM_STEP_TASKS_PER_NODE", "2,1"),
+        ]);
+        assert_eq!(local_place(&alone).map(|p| (p.rank, p.size)), Some((0, 1)));
         let pmix = env(&[("PMIX_LOCAL_RANK", "0"), ("PMIX_LOCAL_SIZE", "4")]);
         assert_eq!(local_place(&pmix).map(|p| p.size), Some(4));
         // A rank outside its own count is no place at all.
         let bad = env(&[("MPI_LOCALRANKID", "4"), ("MPI_LOCALNRANKS", "4")]);
         assert_eq!(local_place(&bad), None);
         assert_eq!(local_place(env(&[])), None);
+    }
+
+    #[test]
+    fn slurm_layouts_are_read_node_by_node() {
+        let l = "2(x3),1,4(x2)";
+        let got: Vec<Option<usize>> = (0..7).map(|n| slurm_tasks_on_node(l, n)).collect();
+        assert_eq!(
+            got,
+            [Some(2), Some(2), Some(2), Some(1), Some(4), Some(4), None]
+        );
+        assert_eq!(slurm_tasks_on_node("8", 0), Some(8));
+        for bad in ["", "x", "2(3)", "2(x3", "a(x2)"] {
+            assert_eq!(slurm_tasks_on_node(bad, 0), None, "{bad}");
+        }
     }
 
     #[test]

@@ -34,18 +34,32 @@ pub fn spawn_signal_handlers(abort: StopLatch) {
         // The exit code says which signal stopped the run (128 + N).
         crate::exit::STOP_SIGNAL.store(signo, std::sync::atomic::Ordering::Relaxed);
         powerlab_runner::rack::SIGNAL_SEEN.store(true, std::sync::atomic::Ordering::Relaxed);
-        // Under mpirun / srun a SIGTERM usually means another rank failed.
-        let reason = if powerlab_rack::launcher::detect_from_process()
-            .is_some_and(|l| l.world_size > 1)
-        {
-            format!(
-                "{reason} (under a launcher: it ends every rank when one fails or is killed; its own message names that rank)"
-            )
-        } else {
-            reason.to_string()
-        };
+        let reason = launcher_context(reason, |k| std::env::var(k).ok());
         abort.raise(StopReason::Interrupted(reason));
     });
+}
+
+/// A signal's reason with what it most likely means under the launcher
+/// that started this process. Under mpirun a SIGTERM usually means another
+/// rank failed; under Slurm it is as often `scancel` or the job's time
+/// limit, so the job is named for `sacct` (a batch job of one rank included).
+fn launcher_context(reason: &str, env: impl Fn(&str) -> Option<String>) -> String {
+    let launch = powerlab_rack::launcher::detect(&env);
+    // mpirun inside an allocation: its ranks inherit its daemons' Slurm
+    // step, but mpirun is what started them.
+    let by_mpirun = launch
+        .as_ref()
+        .is_some_and(|l| l.variable == "OMPI_COMM_WORLD_SIZE");
+    let slurm_step = env("SLURM_JOB_ID").zip(env("SLURM_STEP_ID"));
+    match slurm_step {
+        Some((job, step)) if !by_mpirun => format!(
+            "{reason} (under Slurm, job {job} step {step}: `scancel`, the job's time limit, or srun ending the step because a rank failed; the job's output or `sacct -j {job}` says which)"
+        ),
+        _ if launch.is_some_and(|l| l.world_size > 1) => format!(
+            "{reason} (under a launcher: it ends every rank when one fails or is killed; its own message names that rank)"
+        ),
+        _ => reason.to_string(),
+    }
 }
 
 /// Waits for the first of several signal streams; returns its number and name.
@@ -64,4 +78,56 @@ async fn first_signal(
         std::task::Poll::Pending
     })
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::launcher_context;
+
+    fn env<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |k| {
+            pairs
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn a_signal_says_what_the_launcher_likely_meant() {
+        assert_eq!(
+            launcher_context("SIGTERM received", env(&[])),
+            "SIGTERM received"
+        );
+        let ompi = launcher_context("SIGTERM received", env(&[("OMPI_COMM_WORLD_SIZE", "4")]));
+        assert!(ompi.contains("when one fails or is killed"), "{ompi}");
+        // srun's step, even of one rank: scancel and the time limit are named.
+        let slurm = launcher_context(
+            "SIGTERM received",
+            env(&[
+                ("SLURM_JOB_ID", "42"),
+                ("SLURM_STEP_ID", "0"),
+                ("SLURM_STEP_NUM_TASKS", "1"),
+            ]),
+        );
+        assert!(
+            slurm.contains("job 42 step 0")
+                && slurm.contains("`scancel`, the job's time limit")
+                && slurm.contains("sacct -j 42"),
+            "{slurm}"
+        );
+        // mpirun's ranks inside an allocation: mpirun's text.
+        let inside = launcher_context(
+            "SIGTERM received",
+            env(&[
+                ("SLURM_JOB_ID", "42"),
+                ("SLURM_STEP_ID", "1"),
+                ("OMPI_COMM_WORLD_SIZE", "4"),
+            ]),
+        );
+        assert!(inside.contains("when one fails or is killed"), "{inside}");
+        // The batch script's shell (no step) is no launch of this process.
+        let batch = launcher_context("SIGTERM received", env(&[("SLURM_JOB_ID", "42")]));
+        assert_eq!(batch, "SIGTERM received");
+    }
 }
