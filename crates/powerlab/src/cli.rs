@@ -265,6 +265,9 @@ pub struct RunOptions {
     /// calibrates itself instead).
     #[arg(long)]
     pub sensor: Option<PathBuf>,
+    /// The live metrics endpoint.
+    #[command(flatten)]
+    pub metrics: crate::metrics::MetricsArgs,
     /// Simulated GPU model.
     #[arg(long, value_enum, default_value_t = SimProfileArg::H200, help_heading = SIM_HEADING)]
     pub sim_profile: SimProfileArg,

@@ -1,5 +1,6 @@
-//! `run`: validate the configuration once, then either join a rack (when
-//! started by a launcher as one of several processes) or run this node.
+//! `run`: validate the configuration once, bind the live metrics endpoint
+//! when asked, then either join a rack (when started by a launcher as one
+//! of several processes) or run this node.
 
 use crate::cli::RunArgs;
 use crate::node::{RunConfig, finish, run_node};
@@ -10,21 +11,36 @@ use anyhow::Result;
 /// # Errors
 /// An error that ends the command with exit 1 (the message is printed by `main`).
 pub fn run(a: &RunArgs) -> Result<i32> {
-    let cfg = match RunConfig::from_args(a) {
+    let mut cfg = match RunConfig::from_args(a) {
         Ok(c) => c,
         Err(e) => {
             errln!("{e}");
             return Ok(e.exit_code());
         }
     };
+    // Bound before any preflight or load: a port already taken refuses
+    // the run here, with nothing made.
+    let serving = match crate::metrics::serve(&a.opts) {
+        Ok(s) => s,
+        Err(code) => return Ok(code),
+    };
+    cfg.live = serving.as_ref().map(|s| s.live.clone());
+    let code = run_configured(&cfg);
+    if let Some(s) = serving {
+        s.linger();
+    }
+    code
+}
+
+fn run_configured(cfg: &RunConfig) -> Result<i32> {
     // Under a launcher, a build with MPI runs as a rack (one rank is a rack
     // of one node); a build without MPI refuses several processes and runs
     // a single one as a node.
     if let Some(launch) = powerlab_rack::launcher::detect_from_process()
         .filter(|l| cfg!(feature = "mpi") || l.world_size > 1)
     {
-        return crate::rack::run(&cfg, launch);
+        return crate::rack::run(cfg, launch);
     }
-    let outcome = run_node(&cfg, None)?;
-    finish(&cfg, outcome)
+    let outcome = run_node(cfg, None)?;
+    finish(cfg, outcome)
 }

@@ -39,6 +39,7 @@ mod cmd_preflight;
 mod cmd_plan;
 mod cmd_predict;
 mod cmd_run;
+mod metrics;
 mod node;
 mod node_power;
 #[cfg_attr(not(feature = "mpi"), allow(dead_code))]

@@ -12,6 +12,7 @@ mod faults;
 mod fuzz_damaged;
 mod grid_truth;
 mod hostile;
+mod metrics;
 mod mitigation_truth;
 mod nccl;
 mod node_power;

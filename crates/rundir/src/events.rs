@@ -83,6 +83,11 @@ pub const DEVICE_CLOCK_TOPIC: &str = "device_clock";
 /// [`crate::smoothing::smoothing_notes`].
 pub const SMOOTHING_TOPIC: &str = "smoothing";
 
+/// Topic of the note written at the run's start when it serves live
+/// metrics (`run --metrics-listen`): `{listen, url}`, the address this
+/// node (this rank of a rack) serves them on.
+pub const METRICS_TOPIC: &str = "metrics";
+
 /// Topic of the note written when a stop reason (a fault, an interlock, a
 /// signal) ends the run inside a rung, warm-up and cool-down included:
 /// `{rung_id, label, kind, reason, stopped_at_ns}`, so the record says

@@ -68,6 +68,15 @@ pub async fn run_campaign(
         meters,
     } = node;
     let keys: Vec<String> = info.gpus.iter().map(|g| g.key.clone()).collect();
+    if let Some(live) = &opts.live {
+        let latch = stop.clone();
+        live.start_run(
+            &info.host,
+            &info.gpus,
+            crate::crew::gap_limits(campaign),
+            move || latch.current().is_some(),
+        );
+    }
     let raw_dir = files.dir.raw_dir();
     let crew_setup = CrewSetup {
         campaign,
@@ -78,6 +87,7 @@ pub async fn run_campaign(
         clock,
         start_ns,
         stop: &stop,
+        live: opts.live.clone(),
     };
     let (crew, monitor_rx) = Crew::start(crew_setup, gpus, sources, meters)?;
     let parts = DriverParts {

@@ -56,6 +56,8 @@ pub(crate) struct CrewSetup<'a> {
     pub start_ns: i64,
     /// The run's stop latch.
     pub stop: &'a StopLatch,
+    /// The live metrics' state, when served.
+    pub live: Option<std::sync::Arc<powerlab_live::Live>>,
 }
 
 impl Crew {
@@ -76,9 +78,10 @@ impl Crew {
             clock,
             start_ns,
             stop,
+            live,
         } = setup;
         let tap = PowerTap::new(keys.len());
-        let cfg = sampler_config(campaign, tap.clone());
+        let cfg = sampler_config(campaign, tap.clone(), live);
         let (stop_samplers, stop_samplers_rx) = watch::channel(false);
         let (sampler_tx, sampler_rx) = mpsc::unbounded_channel::<SamplerMsg>();
         let mut sampler_handles = Vec::new();
@@ -198,7 +201,11 @@ impl Crew {
 }
 
 /// The samplers' cadence and limits, from the campaign.
-fn sampler_config(campaign: &Campaign, tap: PowerTap) -> SamplerConfig {
+fn sampler_config(
+    campaign: &Campaign,
+    tap: PowerTap,
+    live: Option<std::sync::Arc<powerlab_live::Live>>,
+) -> SamplerConfig {
     SamplerConfig {
         poll_ns: ms_to_ns_trunc(campaign.sampling.poll_interval_ms),
         buffer_ns: ms_to_ns_trunc(campaign.sampling.buffer_interval_ms),
@@ -208,5 +215,15 @@ fn sampler_config(campaign: &Campaign, tap: PowerTap) -> SamplerConfig {
         limits: campaign.limits.clone(),
         unresponsive_ns: 2_000_000_000,
         tap,
+        live,
     }
+}
+
+/// The spacing beyond which the live metrics count a gap, per instrument,
+/// from the campaign's sampling periods.
+pub(crate) fn gap_limits(campaign: &Campaign) -> powerlab_live::GapLimits {
+    powerlab_live::GapLimits::new(
+        ms_to_ns_trunc(campaign.sampling.poll_interval_ms),
+        ms_to_ns_trunc(campaign.sampling.field_interval_ms),
+    )
 }

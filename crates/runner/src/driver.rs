@@ -124,7 +124,7 @@ impl<'a> RungDriver<'a> {
         } = writers;
         let edges = EdgeLog::new(edges, crew.feeds.clone(), keys.clone());
         RungDriver {
-            journal: Journal::new(clock, stop, observer, events, monitor_rx),
+            journal: Journal::new(clock, stop, observer, events, monitor_rx, opts.live.clone()),
             crew,
             keys,
             limits_w,
@@ -163,6 +163,14 @@ impl<'a> RungDriver<'a> {
             .rack
             .as_ref()
             .map(|r| r.spawn_alarm_watch(self.journal.stop.clone()));
+        if let Some(addr) = opts.live.as_ref().and_then(|l| l.address()) {
+            // Which address this node (this rank) serves its live metrics on.
+            self.journal.log(RunEvent::Note {
+                ts_ns: start_ns,
+                topic: powerlab_rundir::events::METRICS_TOPIC.into(),
+                detail: serde_json::json!({ "listen": addr.to_string(), "url": format!("http://{addr}/metrics") }),
+            })?;
+        }
         if let Some(r) = &opts.rack {
             let detail = serde_json::json!({ "rank": r.position.rank, "nodes": r.nodes, "stagger": campaign.rack.stagger.as_str() });
             self.journal.log(RunEvent::Note {
@@ -206,7 +214,6 @@ impl<'a> RungDriver<'a> {
             self.completed += 1;
             self.done_ns += rung.nominal_ns();
             self.journal
-                .observer
                 .progress(self.done_ns, self.total_ns, &rung.label);
         }
         Ok(Ok(()))

@@ -36,6 +36,10 @@ pub struct RunOptions {
     /// against the node: written into the run directory with the first
     /// manifest, which records its checksum.
     pub sensor: Option<Vec<u8>>,
+    /// The live metrics endpoint's state (`--metrics-listen`): the
+    /// samplers record their readings into it, the coordinator its events
+    /// and progress.
+    pub live: Option<Arc<powerlab_live::Live>>,
 }
 
 impl RunOptions {
@@ -53,6 +57,7 @@ impl RunOptions {
             rack: None,
             gpu_binding: None,
             sensor: None,
+            live: None,
         }
     }
 }

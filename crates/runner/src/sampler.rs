@@ -36,6 +36,8 @@ pub struct SamplerConfig {
     pub unresponsive_ns: i64,
     /// Where the buffered samples also go (kept only while the driver arms it).
     pub tap: PowerTap,
+    /// The live metrics' state, when served: each batch is recorded in it.
+    pub live: Option<std::sync::Arc<powerlab_live::Live>>,
 }
 
 /// What a sampler tells the coordinator.
@@ -130,6 +132,8 @@ struct Sampler {
     last_status: Option<i64>,
     /// False once a write failed: nothing more is written.
     write_ok: bool,
+    /// Whether the latest tick drained the buffered samples.
+    drained: bool,
 }
 
 impl Sampler {
@@ -167,6 +171,7 @@ impl Sampler {
             last_fields: None,
             last_status: None,
             write_ok: true,
+            drained: false,
         }
     }
 
@@ -182,6 +187,10 @@ impl Sampler {
         self.cfg.tap.feed(self.st.idx, &batch);
         if self.write_ok {
             self.write(&batch, now, stopping);
+            // What the raw file holds, once written: one short lock.
+            if let Some(live) = &self.cfg.live {
+                live.record(self.st.idx, now, self.drained, &batch);
+            }
         }
     }
 
@@ -196,7 +205,8 @@ impl Sampler {
             }
             Err(e) => self.read_error(now, e),
         }
-        if due(&mut self.last_buffer, now, self.cfg.buffer_ns, stopping) {
+        self.drained = due(&mut self.last_buffer, now, self.cfg.buffer_ns, stopping);
+        if self.drained {
             match self.source.drain_buffered(now) {
                 Ok(s) => batch.extend(s),
                 Err(e) => self.read_error(now, e),

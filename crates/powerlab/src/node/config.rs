@@ -105,6 +105,8 @@ pub struct RunConfig {
     pub sensor: Option<GivenSensor>,
     /// The node to drive.
     pub node: NodeKind,
+    /// The live metrics' state, when `--metrics-listen` serves it.
+    pub live: Option<std::sync::Arc<powerlab_live::Live>>,
 }
 
 /// A sensor model given with `--sensor`: the file as read, and its model.
@@ -181,6 +183,7 @@ impl RunConfig {
             no_collate: a.no_collate,
             sensor,
             node,
+            live: None,
         })
     }
 

@@ -32,6 +32,7 @@ pub async fn execute(
     opts.rack = rack;
     opts.gpu_binding = crate::GPU_BINDING.get().cloned();
     opts.sensor = cfg.sensor.as_ref().map(|s| s.bytes.clone());
+    opts.live = cfg.live.clone();
     // One campaign at a time per node: the real node's lock is host-wide;
     // a simulated node is the results directory it writes into.
     opts.lock_path = match cfg.backend() {

@@ -37,6 +37,8 @@ pub(crate) struct Journal<'a> {
     pub observer: &'a mut dyn Observer,
     events: EventLog,
     monitor_rx: mpsc::UnboundedReceiver<RunEvent>,
+    /// The live metrics' state, when served: every event and progress.
+    live: Option<std::sync::Arc<powerlab_live::Live>>,
 }
 
 impl<'a> Journal<'a> {
@@ -48,6 +50,7 @@ impl<'a> Journal<'a> {
         observer: &'a mut dyn Observer,
         events: EventLog,
         monitor_rx: mpsc::UnboundedReceiver<RunEvent>,
+        live: Option<std::sync::Arc<powerlab_live::Live>>,
     ) -> Self {
         Journal {
             clock,
@@ -55,12 +58,16 @@ impl<'a> Journal<'a> {
             observer,
             events,
             monitor_rx,
+            live,
         }
     }
 
     /// Shows an event to the observer and appends it to the event log.
     pub fn log(&mut self, e: RunEvent) -> Result<(), RunError> {
         self.observer.event(&e);
+        if let Some(live) = &self.live {
+            live.on_event(&e);
+        }
         self.events.append(&e).map_err(RunError::from)
     }
 
@@ -70,6 +77,14 @@ impl<'a> Journal<'a> {
             self.log(e)?;
         }
         Ok(())
+    }
+
+    /// Progress to the observer and the live metrics.
+    pub fn progress(&mut self, done_ns: i64, total_ns: i64, label: &str) {
+        self.observer.progress(done_ns, total_ns, label);
+        if let Some(live) = &self.live {
+            live.progress(done_ns, total_ns);
+        }
     }
 
     /// The run's stop reason, if one was raised.
@@ -124,7 +139,7 @@ impl<'a> Journal<'a> {
                 }
                 _ = tick.tick() => {
                     let elapsed = (self.clock.now_ns() - start_ns).max(0);
-                    self.observer.progress(done_ns + elapsed, total_ns, label);
+                    self.progress(done_ns + elapsed, total_ns, label);
                 }
                 _ = quick.tick(), if ticking => {
                     if let Some(Err(reason)) = every.as_mut().map(|f| f()) {

@@ -1,0 +1,325 @@
+//! A scrape: the live state in the Prometheus text exposition format
+//! (version 0.0.4), encoded by `prometheus-client` from a snapshot taken
+//! at the scrape. Names carry their base unit, counters end in `_total`,
+//! string state is an `_info` metric, and GPU labels are spelled as
+//! NVIDIA's dcgm-exporter spells them (`gpu`, `UUID`, `Hostname`,
+//! `modelName`) so that dashboards join with `DCGM_FI_DEV_POWER_USAGE`.
+
+use crate::state::{Live, POWER, Snapshot};
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::Registry;
+
+/// One label set: (name, value) pairs.
+type Labels = Vec<(&'static str, String)>;
+
+/// Run-clock ns as Unix seconds.
+fn seconds(ns: i64) -> f64 {
+    powerlab_core::units::ns_to_s(ns)
+}
+
+/// Renders the live state as the text exposition format.
+///
+/// # Errors
+/// Only when the encoder's formatter fails (it writes into a `String`).
+pub fn render(live: &Live) -> Result<String, std::fmt::Error> {
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(Scrape(live.snapshot())));
+    let mut out = String::new();
+    prometheus_client::encoding::prometheus_text::encode(&mut out, &registry)?;
+    Ok(out)
+}
+
+/// The `Content-Type` of what [`render`] writes.
+pub(crate) const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
+
+/// One scrape's snapshot, encoded on demand.
+#[derive(Debug)]
+struct Scrape(Snapshot);
+
+/// Encodes one metric family: its name (a counter's without `_total`, an
+/// info's without `_info`: the encoder adds them), help, type and samples.
+fn family<V: Copy>(
+    enc: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    ty: MetricType,
+    samples: &[(Labels, V)],
+    put: impl Fn(&mut prometheus_client::encoding::MetricEncoder, V) -> std::fmt::Result,
+) -> std::fmt::Result {
+    if samples.is_empty() {
+        return Ok(());
+    }
+    let mut m = enc.encode_descriptor(name, help, None, ty)?;
+    for (labels, v) in samples {
+        let mut e = m.encode_family(labels)?;
+        put(&mut e, *v)?;
+    }
+    Ok(())
+}
+
+fn gauges(
+    enc: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    samples: &[(Labels, f64)],
+) -> std::fmt::Result {
+    family(enc, name, help, MetricType::Gauge, samples, |e, v| {
+        e.encode_gauge(&v)
+    })
+}
+
+fn flags(
+    enc: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    samples: &[(Labels, bool)],
+) -> std::fmt::Result {
+    family(enc, name, help, MetricType::Gauge, samples, |e, v| {
+        e.encode_gauge(&i64::from(v))
+    })
+}
+
+fn counters(
+    enc: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    samples: &[(Labels, u64)],
+) -> std::fmt::Result {
+    family(enc, name, help, MetricType::Counter, samples, |e, v| {
+        e.encode_counter::<prometheus_client::encoding::NoLabelSet, _, u64>(&v, None)
+    })
+}
+
+fn info(enc: &mut DescriptorEncoder, name: &str, help: &str, labels: &Labels) -> std::fmt::Result {
+    let mut m = enc.encode_descriptor(name, help, None, MetricType::Info)?;
+    m.encode_info(labels)
+}
+
+/// Keeps the label set's type visible to the encoder.
+fn labels(pairs: &[(&'static str, &str)]) -> Labels {
+    pairs.iter().map(|(k, v)| (*k, v.to_string())).collect()
+}
+
+impl Collector for Scrape {
+    fn encode(&self, mut enc: DescriptorEncoder) -> std::fmt::Result {
+        let s = &self.0;
+        let host = s.hostname.as_str();
+        info(
+            &mut enc,
+            "powerlab_build",
+            "The powerlab build serving these metrics.",
+            &labels(&[("version", &s.version)]),
+        )?;
+        // Per GPU and instrument.
+        let mut power = Vec::new();
+        let mut stamp = Vec::new();
+        let mut samples = Vec::new();
+        let mut gaps = Vec::new();
+        let mut max_gap = Vec::new();
+        let mut drains = Vec::new();
+        for (g, inst, n_drains) in &s.gpus {
+            let id = labels(&[("gpu", &g.gpu), ("UUID", &g.uuid)]);
+            drains.push((id.clone(), *n_drains));
+            for ((_, name), st) in POWER.iter().zip(inst) {
+                let full = labels(&[
+                    ("gpu", &g.gpu),
+                    ("UUID", &g.uuid),
+                    ("Hostname", host),
+                    ("modelName", &g.model),
+                    ("instrument", name),
+                ]);
+                if let Some((ts, w)) = st.latest {
+                    power.push((full.clone(), w));
+                    stamp.push((full, seconds(ts)));
+                }
+                let mut short = id.clone();
+                short.push(("instrument", name.to_string()));
+                samples.push((short.clone(), st.count));
+                gaps.push((short.clone(), st.gaps));
+                max_gap.push((short, seconds(st.max_gap_ns)));
+            }
+        }
+        gauges(
+            &mut enc,
+            "powerlab_gpu_power_watts",
+            "The GPU's latest power reading of each instrument, W.",
+            &power,
+        )?;
+        gauges(
+            &mut enc,
+            "powerlab_gpu_power_reading_timestamp_seconds",
+            "When that reading was taken: Unix seconds on the run's clock.",
+            &stamp,
+        )?;
+        let node_labels = labels(&[("Hostname", host)]);
+        if let Some((w, ts)) = s.node {
+            gauges(
+                &mut enc,
+                "powerlab_node_power_watts",
+                "The node's power: the sum of every GPU's latest buffered reading at or before the stated instant, as the collator's node curve holds them, W.",
+                &[(node_labels.clone(), w)],
+            )?;
+            gauges(
+                &mut enc,
+                "powerlab_node_power_timestamp_seconds",
+                "The instant the node power stands for (the earliest of the GPUs' latest buffered readings): Unix seconds on the run's clock.",
+                &[(node_labels, seconds(ts))],
+            )?;
+        }
+        if let Some(r) = &s.rung {
+            info(
+                &mut enc,
+                "powerlab_rung",
+                "The rung whose window started last (absent before the first and after the run).",
+                &labels(&[
+                    ("rung_id", &r.id.to_string()),
+                    ("label", &r.label),
+                    ("phase", &r.phase),
+                    ("kind", r.kind),
+                    ("mode", r.mode),
+                    ("repeat", &r.repeat.to_string()),
+                ]),
+            )?;
+        }
+        if let Some(p) = s.rung_progress {
+            gauges(
+                &mut enc,
+                "powerlab_rung_progress_ratio",
+                "How far the current rung's window has run, 0 to 1 (the samplers' latest time).",
+                &[(Labels::new(), p)],
+            )?;
+        }
+        if let Some(p) = s.run_progress {
+            gauges(
+                &mut enc,
+                "powerlab_run_progress_ratio",
+                "The campaign's nominal time done, 0 to 1.",
+                &[(Labels::new(), p)],
+            )?;
+        }
+        counters(
+            &mut enc,
+            "powerlab_rungs_completed",
+            "Rungs whose window ended.",
+            &[(Labels::new(), s.rungs_completed)],
+        )?;
+        let tripped: Vec<(Labels, bool)> = s
+            .interlocks
+            .iter()
+            .map(|(l, t)| (labels(&[("interlock", l)]), *t))
+            .collect();
+        flags(
+            &mut enc,
+            "powerlab_interlock_tripped",
+            "1 once the interlock (the campaign's limit of that name) tripped.",
+            &tripped,
+        )?;
+        flags(
+            &mut enc,
+            "powerlab_stop_requested",
+            "1 once the run was asked to stop (a signal, fault, interlock or another node).",
+            &[(Labels::new(), s.stop_requested)],
+        )?;
+        flags(
+            &mut enc,
+            "powerlab_run_started",
+            "1 once the run started (its run directory exists).",
+            &[(Labels::new(), s.started)],
+        )?;
+        flags(
+            &mut enc,
+            "powerlab_run_finished",
+            "1 once the run ended: every sampler has drained and stopped, the counts are final.",
+            &[(Labels::new(), s.finished)],
+        )?;
+        counters(
+            &mut enc,
+            "powerlab_samples",
+            "Readings received from the GPU, per instrument (the rows of its raw file).",
+            &samples,
+        )?;
+        counters(
+            &mut enc,
+            "powerlab_sample_gaps",
+            "Spacings between consecutive readings beyond the instrument's gap limit (buffered 100 ms, instant 2x the poll period, average 2x the field period).",
+            &gaps,
+        )?;
+        gauges(
+            &mut enc,
+            "powerlab_sample_gap_max_seconds",
+            "The largest spacing between consecutive readings, s.",
+            &max_gap,
+        )?;
+        counters(
+            &mut enc,
+            "powerlab_sampler_drains",
+            "Drains of the driver's buffered readings by the GPU's sampler.",
+            &drains,
+        )
+    }
+}
+
+/// Checked at compile time: the label sets are ones the encoder takes.
+const _: fn(&Labels) -> &dyn EncodeLabelSet = |l| l;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::GapLimits;
+    use powerlab_core::hw::GpuIdentity;
+    use powerlab_core::{Instrument, Sample};
+
+    #[test]
+    fn a_scrape_names_every_family_with_dcgm_labels() {
+        let live = Live::new("9.9.9");
+        let g = GpuIdentity {
+            key: "gpu0".into(),
+            uuid: "GPU-abc".into(),
+            name: "NVIDIA H200".into(),
+            nvml_index: 3,
+            power_limit_w: 700.0,
+            power_smoothing: Default::default(),
+        };
+        let before = render(&live).unwrap_or_default();
+        assert!(
+            before.contains("powerlab_build_info{version=\"9.9.9\"} 1"),
+            "{before}"
+        );
+        live.start_run("node-a", &[g], GapLimits::default(), || false);
+        let s = |ts, instrument, value| Sample {
+            ts_ns: ts,
+            instrument,
+            value,
+        };
+        live.record(
+            0,
+            2_000_000_000,
+            true,
+            &[
+                s(1_500_000_000, Instrument::BufferedW, 612.5),
+                s(2_000_000_000, Instrument::InstantW, 600.0),
+            ],
+        );
+        let text = render(&live).unwrap_or_default();
+        for line in [
+            "# TYPE powerlab_gpu_power_watts gauge",
+            "powerlab_gpu_power_watts{gpu=\"3\",UUID=\"GPU-abc\",Hostname=\"node-a\",modelName=\"NVIDIA H200\",instrument=\"buffered\"} 612.5",
+            "powerlab_gpu_power_reading_timestamp_seconds{gpu=\"3\",UUID=\"GPU-abc\",Hostname=\"node-a\",modelName=\"NVIDIA H200\",instrument=\"instant\"} 2.0",
+            "powerlab_node_power_watts{Hostname=\"node-a\"} 612.5",
+            "powerlab_node_power_timestamp_seconds{Hostname=\"node-a\"} 1.5",
+            "# TYPE powerlab_samples_total counter",
+            "powerlab_samples_total{gpu=\"3\",UUID=\"GPU-abc\",instrument=\"average\"} 0",
+            "powerlab_sampler_drains_total{gpu=\"3\",UUID=\"GPU-abc\"} 1",
+            "powerlab_interlock_tripped{interlock=\"max_node_power_w\"} 0",
+            "powerlab_rungs_completed_total 0",
+        ] {
+            assert!(
+                text.lines().any(|l| l == line),
+                "missing `{line}` in\n{text}"
+            );
+        }
+        assert!(!text.contains("powerlab_rung_info"), "{text}");
+    }
+}

@@ -1,0 +1,101 @@
+//! `run --metrics-listen`: binds the live metrics endpoint before anything
+//! is loaded (a port already taken refuses the run, exit 1, with no run
+//! directory made), says on stderr where it serves, and keeps it up for
+//! `--metrics-linger-s` after the run.
+
+use crate::cli::RunOptions;
+use powerlab_live::{Live, MetricsServer};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The options of `run` (and `calibrate`) for the live metrics.
+#[derive(clap::Args, Debug, Clone)]
+pub struct MetricsArgs {
+    /// Serve live metrics (Prometheus text format) at http://ADDR:PORT/metrics
+    /// while the run goes: PORT alone listens on 127.0.0.1 only, another
+    /// interface only when written out (0.0.0.0:9464); port 0 takes any
+    /// free port (said on stderr). A rack rank serves PORT + its node-local
+    /// rank. A port already taken refuses the run before any load.
+    /// docs/metrics.md lists every metric.
+    #[arg(long, value_name = "[ADDR:]PORT", value_parser = powerlab_live::parse_listen)]
+    pub metrics_listen: Option<std::net::SocketAddr>,
+    /// Keep serving the final metrics this long after the run (and its
+    /// collation) ended, s, so that a scraper reads the last values.
+    #[arg(long, default_value_t = 0.0, requires = "metrics_listen", value_parser = linger_s, allow_negative_numbers = true)]
+    pub metrics_linger_s: f64,
+}
+
+/// `--metrics-linger-s`: 0 to 3600 s.
+fn linger_s(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    if (0.0..=3600.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("{s} s is out of range (allowed: 0 to 3600)"))
+    }
+}
+
+/// A bound endpoint and the state it serves.
+pub struct Serving {
+    /// The state the run records into.
+    pub live: Arc<Live>,
+    server: MetricsServer,
+    linger: Duration,
+}
+
+impl Serving {
+    /// Keeps serving the final values for the linger time, then stops.
+    pub fn linger(self) {
+        if !self.linger.is_zero() {
+            errln!(
+                "metrics: serving the final values at {} for {:.1} s more",
+                self.server.url(),
+                self.linger.as_secs_f64()
+            );
+            let until = Instant::now() + self.linger;
+            std::thread::sleep(until.saturating_duration_since(Instant::now()));
+        }
+    }
+}
+
+/// This process's rank among those a launcher started on this host (0
+/// when alone).
+fn local_rank() -> usize {
+    if powerlab_rack::launcher::detect_from_process().is_none() {
+        return 0;
+    }
+    powerlab_rack::launcher::local_place(|k| std::env::var(k).ok()).map_or(0, |p| p.rank)
+}
+
+/// Starts the endpoint `--metrics-listen` asks for (None when not asked).
+///
+/// # Errors
+/// The exit code of a refusal (its cause is said on stderr): the port
+/// plus the node-local rank is out of range, or the address cannot be bound.
+pub fn serve(opts: &RunOptions) -> Result<Option<Serving>, i32> {
+    let Some(base) = opts.metrics.metrics_listen else {
+        return Ok(None);
+    };
+    let rank = local_rank();
+    let refuse = |e: String| {
+        errln!("error: --metrics-listen {base}: {e}");
+        errln!("(no load was started)");
+        crate::exit::ERROR
+    };
+    let addr = powerlab_live::rank_address(base, rank).map_err(refuse)?;
+    let live = Arc::new(Live::new(env!("CARGO_PKG_VERSION")));
+    let server = MetricsServer::start(addr, Arc::clone(&live)).map_err(refuse)?;
+    let whose = if rank > 0 || addr.port() != base.port() {
+        format!(" (node-local rank {rank}: port {} + {rank})", base.port())
+    } else {
+        String::new()
+    };
+    errln!("metrics: serving {}{whose}", server.url());
+    Ok(Some(Serving {
+        live,
+        server,
+        linger: Duration::from_secs_f64(opts.metrics.metrics_linger_s),
+    }))
+}
