@@ -76,6 +76,40 @@ fn mpirun_cmd(file: &Path, root: &Path, contexts: &[(usize, &[&str])]) -> Comman
     cmd
 }
 
+/// A port P such that P..P+n are free now (the ranks of one host serve
+/// P + their node-local rank).
+fn free_port_block(n: u16) -> u16 {
+    let start = 20_000 + (std::process::id() % 20_000) as u16;
+    (start..start + 5_000)
+        .step_by(usize::from(n))
+        .find(|&p| (p..p + n).all(|q| std::net::TcpListener::bind(("127.0.0.1", q)).is_ok()))
+        .expect("a block of free loopback ports")
+}
+
+/// Four ranks on one host: each served its node's metrics on PORT + its
+/// node-local rank, and said so in its node's events.
+fn each_rank_served_its_own_endpoint(nodes: &[PathBuf], base: u16) {
+    let mut ports: Vec<u16> = nodes
+        .iter()
+        .map(|n| {
+            let ev = events(n);
+            let note = ev
+                .iter()
+                .find(|e| e["event"] == "note" && e["topic"] == "metrics")
+                .unwrap_or_else(|| panic!("{}: no metrics note", n.display()));
+            let listen: std::net::SocketAddr =
+                note["detail"]["listen"].as_str().unwrap().parse().unwrap();
+            listen.port()
+        })
+        .collect();
+    ports.sort_unstable();
+    assert_eq!(
+        ports,
+        (base..base + 4).collect::<Vec<_>>(),
+        "one endpoint per rank"
+    );
+}
+
 pub(crate) fn node_dirs(rack: &Path) -> Vec<PathBuf> {
     let mut v = run_dirs(&rack.join("nodes"));
     v.sort();
@@ -259,11 +293,14 @@ fn predicted_from_one_node(
 
 #[test]
 fn four_nodes_start_every_rung_at_one_epoch_and_collate_into_a_rack_curve() {
-    let r = mpirun(RACK, &[(4, &[])]);
+    let base = free_port_block(4);
+    let listen = format!("127.0.0.1:{base}");
+    let r = mpirun(RACK, &[(4, &["--metrics-listen", &listen])]);
     assert_eq!(r.out.status.code(), Some(0), "{}", r.stderr());
     let rack = r.rack_dir();
     let nodes = node_dirs(&rack);
     assert_eq!(nodes.len(), 4, "{nodes:?}");
+    each_rank_served_its_own_endpoint(&nodes, base);
     // Every node started every rung at the same absolute epoch.
     let all: Vec<_> = nodes.iter().map(|n| starts(n)).collect();
     // The idle before any context, idle, in phase, staggered.
