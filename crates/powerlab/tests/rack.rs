@@ -207,6 +207,15 @@ fn rack_figures_carry_their_nodes_intervals(nodes: &[PathBuf], rack_rows: &[&ser
     }
 }
 
+/// The sum over the nodes of one rung's mean (W): what the rack's mean
+/// must equal.
+pub(crate) fn nodes_mean_sum(nodes: &[PathBuf], label: &str) -> f64 {
+    nodes
+        .iter()
+        .map(|n| rung(&summary(n), label)["mean_w"].as_f64().unwrap())
+        .sum()
+}
+
 pub(crate) fn rung<'a>(rows: &'a [serde_json::Value], label: &str) -> &'a serde_json::Value {
     rows.iter()
         .find(|r| r["label"] == label)
@@ -326,14 +335,7 @@ fn four_nodes_start_every_rung_at_one_epoch_and_collate_into_a_rack_curve() {
     }
     // The rack curve is the sum of the nodes, and staggering flattens it.
     let rows = summary(&rack);
-    let node_means: f64 = nodes
-        .iter()
-        .map(|n| {
-            rung(&summary(n), "swing/p1000ms/in_phase")["mean_w"]
-                .as_f64()
-                .unwrap()
-        })
-        .sum();
+    let node_means = nodes_mean_sum(&nodes, "swing/p1000ms/in_phase");
     let inph = rung(&rows, "swing/p1000ms/in_phase");
     let stag = rung(&rows, "swing/p1000ms/staggered");
     // Every node's edges reach the rack's rungs: 32 GPUs' rises and falls.

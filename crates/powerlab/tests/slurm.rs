@@ -10,7 +10,7 @@
 //! elsewhere. With it set, a missing Slurm fails them.
 #![cfg(feature = "mpi")]
 
-use crate::rack::{events, node_dirs, rung, starts, summary};
+use crate::rack::{events, node_dirs, nodes_mean_sum, rung, starts, summary};
 use crate::util::*;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -215,14 +215,7 @@ fn complete_rack(rack: &Path, ranks: usize, gpus_per_rank: usize) {
         "{report}"
     );
     let rows = summary(rack);
-    let node_sum: f64 = nodes
-        .iter()
-        .map(|n| {
-            rung(&summary(n), "swing/p1000ms/in_phase")["mean_w"]
-                .as_f64()
-                .unwrap()
-        })
-        .sum();
+    let node_sum = nodes_mean_sum(&nodes, "swing/p1000ms/in_phase");
     let rack_mean = rung(&rows, "swing/p1000ms/in_phase")["mean_w"]
         .as_f64()
         .unwrap();
