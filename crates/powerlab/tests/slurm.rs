@@ -672,3 +672,44 @@ fn a_job_past_its_time_limit_stops_every_rank_with_its_samples_flushed() {
     );
     stopped_mid_rung(&rack, &job, term_ns);
 }
+
+/// The README shows both batch scripts: its copies ask Slurm for the same
+/// (`#SBATCH` lines) and run the same `srun` as the scripts CI submits.
+#[test]
+fn the_readme_shows_the_batch_scripts_ci_submits() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let blocks: Vec<&str> = readme
+        .split("```bash\n")
+        .skip(1)
+        .filter_map(|b| b.split("```").next())
+        .collect();
+    for name in ["node-8gpu.sbatch", "rack.sbatch"] {
+        let script = std::fs::read_to_string(repo().join("docs/slurm").join(name)).unwrap();
+        let want = (sbatch_lines(&script), srun_of(&script));
+        assert!(
+            blocks.iter().any(|b| (sbatch_lines(b), srun_of(b)) == want),
+            "README.md has no copy of docs/slurm/{name} asking {:?} and running {:?}",
+            want.0,
+            want.1
+        );
+    }
+}
+
+fn sbatch_lines(s: &str) -> Vec<&str> {
+    s.lines().filter(|l| l.starts_with("#SBATCH")).collect()
+}
+
+/// The `exec srun …` command, continuation lines joined, spaces collapsed.
+fn srun_of(s: &str) -> String {
+    let from = s.find("exec srun").expect("an `exec srun` line");
+    let mut cmd = String::new();
+    for line in s[from..].lines() {
+        let l = line.trim();
+        cmd.push_str(l.trim_end_matches('\\'));
+        cmd.push(' ');
+        if !l.ends_with('\\') {
+            break;
+        }
+    }
+    cmd.split_whitespace().collect::<Vec<_>>().join(" ")
+}
