@@ -16,7 +16,8 @@ pub const DEFAULT_HOST: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
 /// The value in words, and what is allowed.
 pub fn parse_listen(s: &str) -> Result<SocketAddr, String> {
     let t = s.trim();
-    if let Ok(port) = t.parse::<u16>() {
+    let digits = !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
+    if let Some(port) = digits.then(|| t.parse::<u16>().ok()).flatten() {
         return Ok(SocketAddr::new(DEFAULT_HOST, port));
     }
     t.parse::<SocketAddr>().map_err(|_| {
@@ -59,7 +60,7 @@ mod tests {
             Ok(true)
         );
         assert_eq!(parse_listen("[::1]:0").map(|a| a.port()), Ok(0));
-        for bad in ["", "localhost:9464", "70000", "9464:", "1.2.3.4"] {
+        for bad in ["", "localhost:9464", "70000", "9464:", "1.2.3.4", "+9464"] {
             let e = parse_listen(bad).err().unwrap_or_default();
             assert!(e.contains("allowed: PORT"), "{bad}: {e}");
         }

@@ -115,27 +115,36 @@ impl Collector for Scrape {
         // Per GPU and instrument.
         let mut power = Vec::new();
         let mut stamp = Vec::new();
+        let mut age = Vec::new();
         let mut samples = Vec::new();
         let mut gaps = Vec::new();
         let mut max_gap = Vec::new();
         let mut drains = Vec::new();
-        for (g, inst, n_drains) in &s.gpus {
-            let id = labels(&[("gpu", &g.gpu), ("UUID", &g.uuid)]);
-            drains.push((id.clone(), *n_drains));
-            for ((_, name), st) in POWER.iter().zip(inst) {
+        let mut idle = Vec::new();
+        for g in &s.gpus {
+            let l = &g.labels;
+            let id = labels(&[("gpu", &l.gpu), ("UUID", &l.uuid)]);
+            drains.push((id.clone(), g.drains));
+            if let Some(t) = g.idle_s {
+                idle.push((id.clone(), t));
+            }
+            for ((_, name), st) in POWER.iter().zip(&g.inst) {
                 let full = labels(&[
-                    ("gpu", &g.gpu),
-                    ("UUID", &g.uuid),
+                    ("gpu", &l.gpu),
+                    ("UUID", &l.uuid),
                     ("Hostname", host),
-                    ("modelName", &g.model),
+                    ("modelName", &l.model),
                     ("instrument", name),
                 ]);
+                let mut short = id.clone();
+                short.push(("instrument", name.to_string()));
                 if let Some((ts, w)) = st.latest {
                     power.push((full.clone(), w));
                     stamp.push((full, seconds(ts)));
+                    if let Some(now) = s.now_ns {
+                        age.push((short.clone(), seconds((now - ts).max(0))));
+                    }
                 }
-                let mut short = id.clone();
-                short.push(("instrument", name.to_string()));
                 samples.push((short.clone(), st.count));
                 gaps.push((short.clone(), st.gaps));
                 max_gap.push((short, seconds(st.max_gap_ns)));
@@ -153,7 +162,27 @@ impl Collector for Scrape {
             "When that reading was taken: Unix seconds on the run's clock.",
             &stamp,
         )?;
+        gauges(
+            &mut enc,
+            "powerlab_gpu_power_reading_age_seconds",
+            "How old the GPU's latest reading of each instrument is at the samplers' latest tick, s: a gap still open shows here before the next reading counts it.",
+            &age,
+        )?;
+        gauges(
+            &mut enc,
+            "powerlab_sampler_idle_seconds",
+            "Wall-clock seconds since the GPU's sampler last delivered (a poll or a drain): grows while a sampler is stuck, and after the run ended.",
+            &idle,
+        )?;
         let node_labels = labels(&[("Hostname", host)]);
+        if !s.gpus.is_empty() {
+            gauges(
+                &mut enc,
+                "powerlab_node_gpus",
+                "The GPUs this endpoint's node power sums (this rank's, when several ranks share the node).",
+                &[(node_labels.clone(), s.node_gpus as f64)],
+            )?;
+        }
         if let Some((w, ts)) = s.node {
             gauges(
                 &mut enc,
@@ -295,22 +324,24 @@ mod tests {
         };
         live.record(
             0,
-            2_000_000_000,
+            1_750_000_000,
             true,
             &[
                 s(1_500_000_000, Instrument::BufferedW, 612.5),
-                s(2_000_000_000, Instrument::InstantW, 600.0),
+                s(1_750_000_000, Instrument::InstantW, 600.0),
             ],
         );
         let text = render(&live).unwrap_or_default();
         for line in [
             "# TYPE powerlab_gpu_power_watts gauge",
             "powerlab_gpu_power_watts{gpu=\"3\",UUID=\"GPU-abc\",Hostname=\"node-a\",modelName=\"NVIDIA H200\",instrument=\"buffered\"} 612.5",
-            "powerlab_gpu_power_reading_timestamp_seconds{gpu=\"3\",UUID=\"GPU-abc\",Hostname=\"node-a\",modelName=\"NVIDIA H200\",instrument=\"instant\"} 2.0",
+            "powerlab_gpu_power_reading_timestamp_seconds{gpu=\"3\",UUID=\"GPU-abc\",Hostname=\"node-a\",modelName=\"NVIDIA H200\",instrument=\"instant\"} 1.75",
             "powerlab_node_power_watts{Hostname=\"node-a\"} 612.5",
             "powerlab_node_power_timestamp_seconds{Hostname=\"node-a\"} 1.5",
             "# TYPE powerlab_samples_total counter",
             "powerlab_samples_total{gpu=\"3\",UUID=\"GPU-abc\",instrument=\"average\"} 0",
+            "powerlab_gpu_power_reading_age_seconds{gpu=\"3\",UUID=\"GPU-abc\",instrument=\"buffered\"} 0.25",
+            "powerlab_node_gpus{Hostname=\"node-a\"} 1.0",
             "powerlab_sampler_drains_total{gpu=\"3\",UUID=\"GPU-abc\"} 1",
             "powerlab_interlock_tripped{interlock=\"max_node_power_w\"} 0",
             "powerlab_rungs_completed_total 0",

@@ -9,6 +9,7 @@ use powerlab_core::{Instrument, Sample};
 use powerlab_rundir::RunEvent;
 use std::net::SocketAddr;
 use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::time::Instant;
 
 /// How long a GPU's buffered reading holds in the node sum, ns: the
 /// collator's node curve (crates/collate/src/curve.rs) gives a grid point
@@ -49,16 +50,23 @@ pub struct GapLimits {
     pub instant_ns: i64,
     /// Average readings: twice the field period.
     pub average_ns: i64,
+    /// How far the node power's instant may lag the samplers' latest tick
+    /// before it is withheld (a GPU that stopped delivering would
+    /// otherwise freeze it): a drain period plus the buffered gap limit.
+    pub node_stale_ns: i64,
 }
 
 impl GapLimits {
-    /// The limits of a sampler polling the instant field every `poll_ns`
-    /// and the average field every `fields_ns`.
-    pub fn new(poll_ns: i64, fields_ns: i64) -> Self {
+    /// The limits of a sampler polling the instant field every `poll_ns`,
+    /// draining the buffered readings every `buffer_ns` and polling the
+    /// average field every `fields_ns`.
+    pub fn new(poll_ns: i64, buffer_ns: i64, fields_ns: i64) -> Self {
+        let buffered_ns = 100_000_000;
         GapLimits {
-            buffered_ns: 100_000_000,
+            buffered_ns,
             instant_ns: 2 * poll_ns,
             average_ns: 2 * fields_ns,
+            node_stale_ns: buffer_ns + buffered_ns,
         }
     }
 
@@ -69,7 +77,7 @@ impl GapLimits {
 
 impl Default for GapLimits {
     fn default() -> Self {
-        GapLimits::new(20_000_000, 100_000_000)
+        GapLimits::new(20_000_000, 200_000_000, 100_000_000)
     }
 }
 
@@ -102,6 +110,8 @@ struct GpuState {
     labels: GpuLabels,
     inst: [InstrumentStats; 3],
     drains: u64,
+    /// When its sampler last recorded a tick (wall clock).
+    last_tick: Option<Instant>,
     /// The latest buffered readings, oldest overwritten first.
     ring: Vec<(i64, f64)>,
     /// Where the next reading goes.
@@ -120,6 +130,7 @@ impl GpuState {
             },
             inst: [InstrumentStats::default(); 3],
             drains: 0,
+            last_tick: None,
             ring: vec![(0, 0.0); RING_CAPACITY],
             head: 0,
             len: 0,
@@ -175,8 +186,12 @@ struct Data {
 pub(crate) struct Snapshot {
     pub version: String,
     pub hostname: String,
-    /// Each GPU's labels, instruments (in [`POWER`] order) and drains.
-    pub gpus: Vec<(GpuLabels, [InstrumentStats; 3], u64)>,
+    /// Each GPU, in run order.
+    pub gpus: Vec<GpuSnapshot>,
+    /// The samplers' latest tick (run-clock ns).
+    pub now_ns: Option<i64>,
+    /// The GPUs on this node (this rank's).
+    pub node_gpus: usize,
     /// The node's power and the instant it stands for (run-clock ns).
     pub node: Option<(f64, i64)>,
     pub rung: Option<RungNow>,
@@ -187,6 +202,17 @@ pub(crate) struct Snapshot {
     pub stop_requested: bool,
     pub started: bool,
     pub finished: bool,
+}
+
+/// One GPU in a scrape.
+#[derive(Debug, Clone)]
+pub(crate) struct GpuSnapshot {
+    pub labels: GpuLabels,
+    /// Its instruments, in [`POWER`] order.
+    pub inst: [InstrumentStats; 3],
+    pub drains: u64,
+    /// Wall-clock seconds since its sampler last recorded a tick.
+    pub idle_s: Option<f64>,
 }
 
 /// Whether the run has been asked to stop (the run's stop latch).
@@ -265,6 +291,7 @@ impl Live {
         let Some(g) = d.gpus.get_mut(gpu) else {
             return;
         };
+        g.last_tick = Some(Instant::now());
         if drained {
             g.drains += 1;
         }
@@ -349,9 +376,16 @@ impl Live {
             gpus: d
                 .gpus
                 .iter()
-                .map(|g| (g.labels.clone(), g.inst, g.drains))
+                .map(|g| GpuSnapshot {
+                    labels: g.labels.clone(),
+                    inst: g.inst,
+                    drains: g.drains,
+                    idle_s: g.last_tick.map(|t| t.elapsed().as_secs_f64()),
+                })
                 .collect(),
-            node: node_power(&d.gpus),
+            now_ns: d.now_ns,
+            node_gpus: d.gpus.len(),
+            node: node_power(&d.gpus, d.now_ns, d.gaps.node_stale_ns),
             rung: d.rung.clone(),
             rung_progress,
             run_progress: (d.total_ns > 0)
@@ -370,14 +404,19 @@ impl Live {
 /// latest buffered timestamps (every GPU's readings up to `t` have been
 /// received), the sum over GPUs in run order of each GPU's latest reading
 /// at or before `t`; none when a GPU has no reading within
-/// [`BUFFERED_HOLD_NS`] of `t` (a partial sum would look like a power drop).
-fn node_power(gpus: &[GpuState]) -> Option<(f64, i64)> {
+/// [`BUFFERED_HOLD_NS`] of `t` (a partial sum would look like a power drop),
+/// and none when `t` lags the samplers' latest tick `now` by more than
+/// `stale_ns` (a GPU that stopped delivering would freeze it).
+fn node_power(gpus: &[GpuState], now: Option<i64>, stale_ns: i64) -> Option<(f64, i64)> {
     let t = gpus
         .iter()
         .map(|g| g.inst[0].latest.map(|(ts, _)| ts))
         .collect::<Option<Vec<i64>>>()?
         .into_iter()
         .min()?;
+    if now.is_some_and(|now| now - t > stale_ns) {
+        return None;
+    }
     let mut sum = 0.0;
     for g in gpus {
         let (ts, w) = g.at_or_before(t)?;
@@ -440,9 +479,34 @@ mod tests {
     }
 
     #[test]
+    fn a_gpu_that_stops_delivering_withholds_the_node_power() {
+        let live = Live::new("t");
+        let limits = GapLimits::new(20 * MS, 200 * MS, 100 * MS);
+        assert_eq!(limits.node_stale_ns, 300 * MS);
+        live.start_run("h", &[gpu(0), gpu(1)], limits, || false);
+        live.record(0, 200 * MS, true, &[b(180 * MS, 100.0)]);
+        live.record(1, 200 * MS, true, &[b(180 * MS, 200.0)]);
+        assert_eq!(live.snapshot().node, Some((300.0, 180 * MS)));
+        // GPU 1 delivers on, GPU 0 nothing: its 180 ms reading stays the
+        // instant until the samplers have run 300 ms past it.
+        live.record(1, 400 * MS, true, &[b(380 * MS, 250.0)]);
+        assert_eq!(live.snapshot().node, Some((300.0, 180 * MS)));
+        live.record(0, 480 * MS, false, &[]);
+        assert_eq!(live.snapshot().node, Some((300.0, 180 * MS)));
+        live.record(1, 481 * MS, true, &[b(460 * MS, 250.0)]);
+        let s = live.snapshot();
+        assert_eq!(s.node, None, "withheld 301 ms after its instant");
+        assert_eq!(s.now_ns, Some(481 * MS));
+        assert!(s.gpus.iter().all(|g| g.idle_s.is_some_and(|t| t < 5.0)));
+        // It delivers again: the node power is back.
+        live.record(0, 500 * MS, true, &[b(450 * MS, 120.0), b(470 * MS, 130.0)]);
+        assert_eq!(live.snapshot().node, Some((370.0, 460 * MS)));
+    }
+
+    #[test]
     fn counts_gaps_and_the_largest_spacing_per_instrument() {
         let live = Live::new("t");
-        let gaps = GapLimits::new(20 * MS, 100 * MS);
+        let gaps = GapLimits::new(20 * MS, 200 * MS, 100 * MS);
         live.start_run("h", &[gpu(0)], gaps, || true);
         let batch: Vec<Sample> = [0, 20, 40, 200, 220, 330]
             .iter()
@@ -456,8 +520,8 @@ mod tests {
         };
         live.record(0, 400 * MS, false, &[inst]);
         let s = live.snapshot();
-        let (_, st, drains) = &s.gpus[0];
-        assert_eq!(*drains, 1);
+        let (st, drains) = (&s.gpus[0].inst, s.gpus[0].drains);
+        assert_eq!(drains, 1);
         assert_eq!(st[0].count, 6);
         assert_eq!(st[0].gaps, 2, "160 ms and 110 ms exceed 100 ms");
         assert_eq!(st[0].max_gap_ns, 160 * MS);

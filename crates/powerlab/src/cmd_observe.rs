@@ -60,21 +60,8 @@ fn watch_signals() {
             else {
                 return;
             };
-            rt.block_on(async {
-                use tokio::signal::unix::{SignalKind, signal};
-                let (Ok(mut term), Ok(mut hup)) = (
-                    signal(SignalKind::terminate()),
-                    signal(SignalKind::hangup()),
-                ) else {
-                    return;
-                };
-                let signo = tokio::select! {
-                    _ = tokio::signal::ctrl_c() => libc::SIGINT,
-                    _ = term.recv() => libc::SIGTERM,
-                    _ = hup.recv() => libc::SIGHUP,
-                };
-                crate::exit::STOP_SIGNAL.store(signo, std::sync::atomic::Ordering::Relaxed);
-            });
+            let signo = rt.block_on(crate::signals::first());
+            crate::exit::STOP_SIGNAL.store(signo, std::sync::atomic::Ordering::Relaxed);
         });
     if let Err(e) = spawned {
         tracing::warn!("cannot watch for Ctrl-C: {e}");

@@ -25,11 +25,11 @@ pub fn run(a: &RunArgs) -> Result<i32> {
         Err(code) => return Ok(code),
     };
     cfg.live = serving.as_ref().map(|s| s.live.clone());
-    let code = run_configured(&cfg);
-    if let Some(s) = serving {
-        s.linger();
-    }
-    code
+    let code = run_configured(&cfg)?;
+    Ok(match serving {
+        Some(s) => s.linger(code),
+        None => code,
+    })
 }
 
 fn run_configured(cfg: &RunConfig) -> Result<i32> {

@@ -6,7 +6,7 @@
 use crate::cli::RunOptions;
 use powerlab_live::{Live, MetricsServer};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The options of `run` (and `calibrate`) for the live metrics.
 #[derive(clap::Args, Debug, Clone)]
@@ -46,16 +46,29 @@ pub struct Serving {
 }
 
 impl Serving {
-    /// Keeps serving the final values for the linger time, then stops.
-    pub fn linger(self) {
-        if !self.linger.is_zero() {
-            errln!(
-                "metrics: serving the final values at {} for {:.1} s more",
-                self.server.url(),
-                self.linger.as_secs_f64()
-            );
-            let until = Instant::now() + self.linger;
-            std::thread::sleep(until.saturating_duration_since(Instant::now()));
+    /// Keeps serving the final values for the linger time (none after a
+    /// run a signal stopped), then stops; Ctrl-C, SIGTERM or SIGHUP ends
+    /// the wait. The run's exit code, or 128 + N for a signal N that came
+    /// while lingering.
+    pub fn linger(self, code: i32) -> i32 {
+        if self.linger.is_zero() || code > 128 {
+            return code;
+        }
+        errln!(
+            "metrics: serving the final values at {} for {:.1} s more (Ctrl-C ends it)",
+            self.server.url(),
+            self.linger.as_secs_f64()
+        );
+        match crate::signals::wait_unless_signalled(self.linger) {
+            Ok(None) => code,
+            Ok(Some(signo)) => {
+                errln!("metrics: stopped serving early (signal {signo})");
+                128 + signo
+            }
+            Err(e) => {
+                errln!("metrics: cannot wait for signals ({e}); not lingering");
+                code
+            }
         }
     }
 }

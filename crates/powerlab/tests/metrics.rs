@@ -480,6 +480,73 @@ fn a_run_scraped_at_10_hz_serves_what_its_raw_files_hold() {
     assert_eq!(note["detail"]["listen"], addr.to_string());
 }
 
+/// A short sustained rung: the run is over in about a second.
+const SHORT: &str = "[[phase]]\nkind = \"sustained\"\nname = \"s\"\nduration_s = 1\n";
+
+/// Waits until the run's stderr holds `what` (up to 30 s).
+fn wait_for_line(run: &LiveRun, what: &str) {
+    let t = Instant::now();
+    while !run.stderr.lock().unwrap().contains(what) {
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "no `{what}` on stderr:\n{}",
+            run.stderr.lock().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_signal_ends_the_linger_at_once_whatever_the_clients_do() {
+    for (signal, code) in [("-INT", 130), ("-TERM", 143)] {
+        let mut run = LiveRun::start(SHORT, "600");
+        wait_for_line(&run, "serving the final values");
+        // A client that sent half a request and one that never reads.
+        let mut half = TcpStream::connect(run.addr).unwrap();
+        write!(half, "GET /metrics HTTP/1.1\r\nHo").unwrap();
+        let mut mute = TcpStream::connect(run.addr).unwrap();
+        write!(mute, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        assert!(
+            http_get(run.addr, "/metrics").is_some(),
+            "a scrape while lingering"
+        );
+        let t = Instant::now();
+        let killed = std::process::Command::new("kill")
+            .args([signal, &run.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let status = loop {
+            if let Some(s) = run.child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(5),
+                "{signal}: still lingering after 5 s"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        std::thread::sleep(Duration::from_millis(100));
+        let err = run.stderr.lock().unwrap().clone();
+        assert_eq!(
+            status.code(),
+            Some(code),
+            "{signal}: {status}; stderr:\n{err}"
+        );
+        assert!(err.contains("stopped serving early"), "{err}");
+        // The run itself had ended well: its directory is complete.
+        let dir = run_dirs(&run.results.path().join("runs"))
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| panic!("no run directory; stderr:\n{err}"));
+        assert!(
+            !read_raw(&dir).is_empty(),
+            "no raw samples in {}",
+            dir.display()
+        );
+    }
+}
+
 #[test]
 fn a_taken_port_refuses_the_run_before_anything_is_made() {
     let taken = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -608,6 +675,30 @@ fn prometheus_scrapes_a_simulated_run() {
     }
 }
 
+/// The dashboard's node-power expression, as Prometheus evaluates it over
+/// the run, gives the node power wherever it gives a value.
+fn check_dashboard_node_expr(web: SocketAddr) {
+    let dashboard: serde_json::Value =
+        serde_json::from_str(&repo_file("docs/grafana/powerlab.json")).unwrap();
+    let expr = dashboard["panels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["targets"].as_array().cloned().unwrap_or_default())
+        .filter_map(|t| t["expr"].as_str().map(str::to_string))
+        .find(|e| e.contains("powerlab_node_power_watts"))
+        .expect("a dashboard panel draws the node power")
+        .replace("$Hostname", ".*");
+    let diff = prom_query(
+        web,
+        &format!("(({expr}) - on (Hostname) powerlab_node_power_watts)[1h:250ms]"),
+    );
+    assert_eq!(diff.len(), 1, "the dashboard's node expression: {diff:?}");
+    let values = points(&diff[0]);
+    assert!(values.len() >= 10, "{} evaluations", values.len());
+    assert!(values.iter().all(|(_, v)| *v == 0.0), "{values:?}");
+}
+
 fn check_prometheus(web: SocketAddr, dir: &Path) {
     let t0 = Instant::now();
     while http_get(web, "/-/ready").is_none() {
@@ -681,6 +772,7 @@ fn check_prometheus(web: SocketAddr, dir: &Path) {
         rung_sequence(&ev),
         "rung_info as Prometheus recorded it"
     );
+    check_dashboard_node_expr(web);
     let scrapes = points(&prom_query(web, "up[1h]")[0]).len();
     println!(
         "prometheus: {scrapes} scrapes, {compared} node values compared, worst relative error {worst:.2e}, rungs {seen:?}"

@@ -224,6 +224,7 @@ fn sampler_config(
 pub(crate) fn gap_limits(campaign: &Campaign) -> powerlab_live::GapLimits {
     powerlab_live::GapLimits::new(
         ms_to_ns_trunc(campaign.sampling.poll_interval_ms),
+        ms_to_ns_trunc(campaign.sampling.buffer_interval_ms),
         ms_to_ns_trunc(campaign.sampling.field_interval_ms),
     )
 }
