@@ -47,7 +47,7 @@ fn select_gpus(
     Ok(picked)
 }
 
-/// Watches Ctrl-C, SIGTERM and SIGHUP (a dropped ssh session) on a thread
+/// Watches the stopping signals (Ctrl-C, SIGTERM, SIGHUP: node::signals) on a thread
 /// of its own and records the first in `exit::STOP_SIGNAL`, which the loop
 /// polls.
 fn watch_signals() {
@@ -60,7 +60,7 @@ fn watch_signals() {
             else {
                 return;
             };
-            let signo = rt.block_on(crate::signals::first());
+            let (signo, _) = rt.block_on(crate::node::signals::first());
             crate::exit::STOP_SIGNAL.store(signo, std::sync::atomic::Ordering::Relaxed);
         });
     if let Err(e) = spawned {

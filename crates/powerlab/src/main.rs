@@ -44,7 +44,6 @@ mod node;
 mod node_power;
 #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 mod rack;
-mod signals;
 mod ui;
 
 /// `--version`: version, git revision, CUDA major, features and target.

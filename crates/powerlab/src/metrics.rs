@@ -47,7 +47,7 @@ pub struct Serving {
 
 impl Serving {
     /// Keeps serving the final values for the linger time (none after a
-    /// run a signal stopped), then stops; Ctrl-C, SIGTERM or SIGHUP ends
+    /// run a signal stopped), then stops; a stopping signal (node::signals) ends
     /// the wait. The run's exit code, or 128 + N for a signal N that came
     /// while lingering.
     pub fn linger(self, code: i32) -> i32 {
@@ -59,7 +59,7 @@ impl Serving {
             self.server.url(),
             self.linger.as_secs_f64()
         );
-        match crate::signals::wait_unless_signalled(self.linger) {
+        match crate::node::signals::wait_unless_signalled(self.linger) {
             Ok(None) => code,
             Ok(Some(signo)) => {
                 errln!("metrics: stopped serving early (signal {signo})");

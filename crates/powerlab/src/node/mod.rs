@@ -9,7 +9,7 @@
 mod config;
 mod execute;
 mod finish;
-mod signals;
+pub(crate) mod signals;
 mod start;
 
 pub use config::{NodeKind, RunConfig};

@@ -1,42 +1,69 @@
 //! Signals during a run: SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and
 //! SIGUSR2 each stop the run the way Ctrl-C does (load off, samples
-//! flushed, the manifest says why), through the run's stop reason.
+//! flushed, the manifest says why), through the run's stop reason. The
+//! same signals end `observe` and the metrics endpoint's linger.
 
 use powerlab_runner::{StopLatch, StopReason};
 
 /// Watches for the stopping signals; the first one raises the run's stop reason.
 pub fn spawn_signal_handlers(abort: StopLatch) {
     tokio::spawn(async move {
-        use tokio::signal::unix::{SignalKind, signal};
-        // SIGHUP (a dropped ssh session), SIGQUIT, SIGUSR1 and SIGUSR2 stop a run the
-        // way SIGTERM does: load off, samples flushed, the manifest says why.
-        let mut streams = Vec::new();
-        for (signo, name) in [
-            (libc::SIGTERM, "SIGTERM received"),
-            (
-                libc::SIGHUP,
-                "SIGHUP received (the terminal or ssh session went away; run under tmux or nohup to survive that)",
-            ),
-            (libc::SIGQUIT, "SIGQUIT received"),
-            (libc::SIGUSR1, "SIGUSR1 received"),
-            (libc::SIGUSR2, "SIGUSR2 received"),
-        ] {
-            match signal(SignalKind::from_raw(signo)) {
-                Ok(s) => streams.push((s, signo, name)),
-                Err(e) => tracing::warn!("cannot watch for {name}: {e}"),
-            }
-        }
-        let any = first_signal(streams);
-        let (signo, reason) = tokio::select! {
-            _ = tokio::signal::ctrl_c() => (libc::SIGINT, "SIGINT (Ctrl-C) received"),
-            first = any => first,
-        };
+        let (signo, reason) = first().await;
         // The exit code says which signal stopped the run (128 + N).
         crate::exit::STOP_SIGNAL.store(signo, std::sync::atomic::Ordering::Relaxed);
         powerlab_runner::rack::SIGNAL_SEEN.store(true, std::sync::atomic::Ordering::Relaxed);
         let reason = launcher_context(reason, |k| std::env::var(k).ok());
         abort.raise(StopReason::Interrupted(reason));
     });
+}
+
+/// The first stopping signal to arrive (within a tokio runtime): its
+/// number and what it means. Also ends `observe` and the metrics linger.
+pub async fn first() -> (i32, &'static str) {
+    use tokio::signal::unix::{SignalKind, signal};
+    // SIGHUP (a dropped ssh session), SIGQUIT, SIGUSR1 and SIGUSR2 stop a run the
+    // way SIGTERM does: load off, samples flushed, the manifest says why.
+    let mut streams = Vec::new();
+    for (signo, name) in [
+        (libc::SIGTERM, "SIGTERM received"),
+        (
+            libc::SIGHUP,
+            "SIGHUP received (the terminal or ssh session went away; run under tmux or nohup to survive that)",
+        ),
+        (libc::SIGQUIT, "SIGQUIT received"),
+        (libc::SIGUSR1, "SIGUSR1 received"),
+        (libc::SIGUSR2, "SIGUSR2 received"),
+    ] {
+        match signal(SignalKind::from_raw(signo)) {
+            Ok(s) => streams.push((s, signo, name)),
+            Err(e) => tracing::warn!("cannot watch for {name}: {e}"),
+        }
+    }
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => (libc::SIGINT, "SIGINT (Ctrl-C) received"),
+        first = first_signal(streams) => first,
+    }
+}
+
+/// Waits `d`, or less if a stopping signal arrives: its number, recorded
+/// in `exit::STOP_SIGNAL`.
+///
+/// # Errors
+/// The runtime that watches the signals cannot start.
+pub fn wait_unless_signalled(d: std::time::Duration) -> std::io::Result<Option<i32>> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let got = rt.block_on(async {
+        tokio::select! {
+            (signo, _) = first() => Some(signo),
+            () = tokio::time::sleep(d) => None,
+        }
+    });
+    if let Some(signo) = got {
+        crate::exit::STOP_SIGNAL.store(signo, std::sync::atomic::Ordering::Relaxed);
+    }
+    Ok(got)
 }
 
 /// A signal's reason with what it most likely means under the launcher

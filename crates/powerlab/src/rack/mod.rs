@@ -161,7 +161,9 @@ pub fn rack_main(cfg: &RunConfig, link: RackLink) -> Result<i32> {
             )
         })
         .collect();
-    let checked = match preflight::check(cfg, &link, &label, &offsets, &siblings, node_lock)? {
+    let checked = match preflight::check(
+        cfg, &link, &label, &offsets, &siblings, &met.hosts, node_lock,
+    )? {
         Ok(c) => c,
         Err(code) => {
             link.shutdown();

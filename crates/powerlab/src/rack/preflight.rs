@@ -6,6 +6,7 @@ use super::say;
 use crate::node::RunConfig;
 use anyhow::Result;
 use powerlab_core::units::{ms_to_ns_trunc, ns_to_ms};
+use powerlab_core::{GpuRef, GpuSelector};
 use powerlab_health::HealthReport;
 use powerlab_rack::protocol::gather_json;
 use powerlab_rack::{ClockOffset, RackLink};
@@ -28,6 +29,10 @@ pub struct NodeVerdict {
     pub gpus: usize,
     /// How its GPUs were chosen among the ranks on its host.
     pub gpu_binding: Option<String>,
+    /// The UUIDs of the GPUs it drives (real GPUs; empty on the simulated
+    /// node, whose GPUs are each rank's own).
+    #[serde(default)]
+    pub gpu_uuids: Vec<String>,
 }
 
 /// What the rack preflight leaves for the run.
@@ -46,23 +51,30 @@ pub fn check(
     label: &str,
     offsets: &[ClockOffset],
     siblings: &[(u32, String)],
+    hosts: &[String],
     node_lock: Result<(), String>,
 ) -> Result<Result<Checked, i32>> {
     let campaign = &cfg.campaign;
     let (rank, size) = (link.info().rank, link.info().size);
     let tolerance_ns = ms_to_ns_trunc(campaign.rack.clock_tolerance_ms);
     let needs_nccl = campaign.needs_nccl();
-    let (health, available) = match cfg.sim() {
+    let (health, available, gpu_uuids) = match cfg.sim() {
         Some(s) => (
             crate::cmd_preflight::sim_capture(s.gpus, &s.faults, label, needs_nccl),
             s.gpus,
+            Vec::new(),
         ),
         None => {
             let mut facts = powerlab_health::probe::probe();
             // The rack's other ranks on this host hold GPUs of their own.
             facts.set_aside_processes(siblings);
             let n = facts.cuda_uuids.len();
-            (powerlab_health::run_checks(&facts, "idle", needs_nccl), n)
+            let driven = driven_uuids(&campaign.gpus, &facts.cuda_uuids);
+            (
+                powerlab_health::run_checks(&facts, "idle", needs_nccl),
+                n,
+                driven,
+            )
         }
     };
     let gpus = campaign.gpus.count(available);
@@ -89,8 +101,21 @@ pub fn check(
         clock_rtt_ns: mine.rtt_ns,
         gpus,
         gpu_binding: crate::GPU_BINDING.get().cloned(),
+        gpu_uuids,
     };
     let verdicts: Vec<NodeVerdict> = link.submit(move |t| gather_json(t, &verdict)).wait()?;
+    let shared = shared_gpus(&verdicts, hosts);
+    if !shared.is_empty() {
+        // Never allowed: two ranks driving one GPU measure each other.
+        say(
+            rank,
+            &format!(
+                "rack preflight failed: ranks on one host would drive the same GPU; no load was started on any node:\n  {}\n  Give each rank its own GPUs: under Slurm add --gpus-per-task=1 (or --gpu-bind=single:1) to srun, or leave CUDA_VISIBLE_DEVICES unset and powerlab splits the host's GPUs among its ranks; under mpirun do not export one CUDA_VISIBLE_DEVICES to every rank",
+                shared.join("\n  ")
+            ),
+        );
+        return Ok(Err(crate::exit::PREFLIGHT));
+    }
     let failed: Vec<&NodeVerdict> = verdicts.iter().filter(|v| !v.passed).collect();
     if !failed.is_empty() {
         let list: Vec<String> = failed
@@ -134,4 +159,96 @@ pub fn check(
     }
 
     Ok(Ok(Checked { verdicts, health }))
+}
+
+/// The GPUs a campaign's selector picks among the visible ones (by UUID;
+/// an index beyond them picks none here, and fails the run later).
+fn driven_uuids(selector: &GpuSelector, visible: &[String]) -> Vec<String> {
+    match selector {
+        GpuSelector::All => visible.to_vec(),
+        GpuSelector::List(refs) => refs
+            .iter()
+            .filter_map(|r| match r {
+                GpuRef::Index(i) => visible.get(*i as usize).cloned(),
+                GpuRef::Uuid(u) => Some(u.clone()),
+            })
+            .collect(),
+    }
+}
+
+/// Each GPU that two or more ranks on one host would drive, in words:
+/// `host: GPU-… by n000-host, n001-host` (none when every rank has its own).
+fn shared_gpus(verdicts: &[NodeVerdict], hosts: &[String]) -> Vec<String> {
+    let mut by_gpu: std::collections::BTreeMap<(&str, &str), Vec<&str>> = Default::default();
+    for (v, host) in verdicts.iter().zip(hosts) {
+        for u in &v.gpu_uuids {
+            by_gpu
+                .entry((host.as_str(), u.as_str()))
+                .or_default()
+                .push(v.node.as_str());
+        }
+    }
+    by_gpu
+        .into_iter()
+        .filter(|(_, nodes)| nodes.len() > 1)
+        .map(|((host, uuid), nodes)| format!("{host}: {uuid} by {}", nodes.join(", ")))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn verdict(node: &str, uuids: &[&str]) -> NodeVerdict {
+        NodeVerdict {
+            node: node.into(),
+            passed: true,
+            headline: String::new(),
+            clock_offset_ns: 0,
+            clock_rtt_ns: 0,
+            gpus: uuids.len(),
+            gpu_binding: None,
+            gpu_uuids: uuids.iter().map(|u| u.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn ranks_of_one_host_that_share_a_gpu_are_named() {
+        let hosts: Vec<String> = ["a", "a", "b"].iter().map(|h| h.to_string()).collect();
+        // Slurm's --gpus-per-node=8 with no per-task binding: every task
+        // of host a sees the same list.
+        let shared = shared_gpus(
+            &[
+                verdict("n000-a", &["GPU-0", "GPU-1"]),
+                verdict("n001-a", &["GPU-0", "GPU-1"]),
+                verdict("n002-b", &["GPU-0", "GPU-1"]),
+            ],
+            &hosts,
+        );
+        assert_eq!(
+            shared,
+            ["a: GPU-0 by n000-a, n001-a", "a: GPU-1 by n000-a, n001-a"]
+        );
+        // Each rank its own GPU; the same UUIDs on another host are another
+        // host's (the simulated node) and no conflict.
+        let own = shared_gpus(
+            &[
+                verdict("n000-a", &["GPU-0"]),
+                verdict("n001-a", &["GPU-1"]),
+                verdict("n002-b", &["GPU-0"]),
+            ],
+            &hosts,
+        );
+        assert!(own.is_empty(), "{own:?}");
+    }
+
+    #[test]
+    fn the_selector_picks_uuids_among_the_visible_gpus() {
+        let visible: Vec<String> = ["GPU-a", "GPU-b"].iter().map(|u| u.to_string()).collect();
+        assert_eq!(driven_uuids(&GpuSelector::All, &visible), visible);
+        let list = GpuSelector::List(vec![GpuRef::Index(1), GpuRef::Index(7)]);
+        assert_eq!(driven_uuids(&list, &visible), ["GPU-b"]);
+        let by_id = GpuSelector::List(vec![GpuRef::Uuid("GPU-z".into())]);
+        assert_eq!(driven_uuids(&by_id, &visible), ["GPU-z"]);
+    }
 }
