@@ -23,7 +23,23 @@ def connect(kind):
     return s
 
 
+def closed_by_peer(s):
+    """Whether the peer closed this socket (state CLOSE_WAIT, 08, in /proc/net/tcp)."""
+    port = s.getsockname()[1]
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = open(table).read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            f = row.split()
+            if int(f[1].rsplit(":", 1)[1], 16) == port:
+                return f[3] == "08"
+    return True  # gone from the table: closed
+
+
 socks, cuts, opened = {}, {k: 0 for k in KINDS}, {k: 0 for k in KINDS}
+held, since = [], 0.0
 while not os.path.exists(stop):
     for kind in KINDS:
         s = socks.get(kind)
@@ -31,19 +47,15 @@ while not os.path.exists(stop):
             try:
                 socks[kind] = connect(kind)
                 opened[kind] += 1
+                if kind == "never-reads":
+                    since = time.monotonic()
             except OSError:
                 pass  # not listening yet, or the run has ended
             continue
         if kind == "never-reads":
-            # Peek without consuming: only a closed connection ends it.
-            try:
-                if s.recv(1, socket.MSG_PEEK) == b"":
-                    raise ConnectionResetError
-            except BlockingIOError:
-                continue
-            except OSError:
-                pass
-            else:
+            # It never reads, so the answer stays queued: the server's
+            # close shows only in the socket's TCP state (CLOSE_WAIT).
+            if not closed_by_peer(s):
                 continue
         else:
             try:
@@ -56,5 +68,8 @@ while not os.path.exists(stop):
         s.close()
         socks[kind] = None
         cuts[kind] += 1
+        if kind == "never-reads":
+            held.append(time.monotonic() - since)
     time.sleep(0.2)
-print("stuck clients: " + ", ".join(f"{k} opened {opened[k]} cut {cuts[k]}" for k in KINDS))
+print("stuck clients: " + ", ".join(f"{k} opened {opened[k]} cut {cuts[k]}" for k in KINDS)
+      + "; never-reads held " + (", ".join(f"{h:.1f}" for h in held) or "-") + " s before each cut")

@@ -375,6 +375,47 @@ mod tests {
         );
     }
 
+    /// A state whose scrape is larger than the sockets' buffers.
+    fn big_state() -> Arc<Live> {
+        let live = Arc::new(Live::new("1"));
+        let gpus: Vec<powerlab_core::hw::GpuIdentity> = (0..12_000)
+            .map(|i| powerlab_core::hw::GpuIdentity {
+                key: format!("gpu{i}"),
+                uuid: format!("GPU-{i:08}-0000-0000-0000-000000000000"),
+                name: "NVIDIA H200".into(),
+                nvml_index: i,
+                power_limit_w: 700.0,
+                power_smoothing: Default::default(),
+            })
+            .collect();
+        live.start_run("h", &gpus, crate::GapLimits::default(), || false);
+        live
+    }
+
+    #[test]
+    fn an_answer_the_client_never_reads_is_cut_at_the_connection_life() {
+        let live = big_state();
+        let size = render(&live).unwrap_or_default().len();
+        assert!(size > 8 << 20, "the scrape is {size} bytes");
+        let server =
+            MetricsServer::start_with(any(), live, tight()).unwrap_or_else(|e| panic!("{e}"));
+        let mut mute = TcpStream::connect(server.addr()).unwrap_or_else(|e| panic!("{e}"));
+        let _ = write!(mute, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+        // Never read while the server writes; then read what it sent
+        // before it cut the connection (life 600 ms + grace 200 ms).
+        std::thread::sleep(Duration::from_millis(1500));
+        let t = Instant::now();
+        let got = until_closed(&mut mute, Duration::from_secs(5)).unwrap_or_else(|e| panic!("{e}"));
+        assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+        assert!(
+            got.len() < size,
+            "the whole answer ({} of {size} bytes) was sent",
+            got.len()
+        );
+        // Others are served meanwhile and after.
+        assert!(get(server.addr(), "/").contains(" 200 OK"));
+    }
+
     #[test]
     fn an_oversized_request_is_refused_and_connections_are_capped() {
         let server = MetricsServer::start_with(any(), Arc::new(Live::new("1")), tight())
