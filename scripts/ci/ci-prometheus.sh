@@ -30,6 +30,12 @@ if [ ! -x "$PROMETHEUS" ]; then
   exit 1
 fi
 "$PROMETHEUS" --version 2>&1 | head -1
+# promtool (same package) evaluates the dashboard's node expression on
+# stated series: a rank whose endpoint goes away.
+if [ ! -x "$(dirname "$PROMETHEUS")/promtool" ]; then
+  echo "error: $(dirname "$PROMETHEUS")/promtool is missing (it comes with the prometheus package)" >&2
+  exit 1
+fi
 
 # The Grafana dashboard must be JSON Grafana can import.
 python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["panels"] and d["templating"]["list"], "no panels or variables"' docs/grafana/powerlab.json

@@ -4,11 +4,11 @@ use crate::engine::{EngineConfig, NcclRank, VirusMode, spawn};
 use crate::gpu::CudaGpu;
 use crate::libs::CudaLib;
 use cudarc::driver::CudaContext;
+use powerlab_core::GpuSelector;
 use powerlab_core::RunClock;
 use powerlab_core::hw::{
     Backend, BackendInfo, Capability, Gpu, GpuIdentity, HwError, NodeHandles, PowerSource,
 };
-use powerlab_core::{GpuRef, GpuSelector};
 use powerlab_nvml::NvmlSource;
 use std::sync::Arc;
 
@@ -181,25 +181,15 @@ impl Backend for CudaBackend {
         CudaLib::CublasLt.require()?;
         let nvml = Arc::new(powerlab_nvml::init_nvml().map_err(|e| HwError::Other(e.to_string()))?);
         let visible = visible_gpus()?;
-        let chosen: Vec<(usize, String)> = match &self.opts.selector {
-            GpuSelector::All => visible.clone(),
-            GpuSelector::List(refs) => refs
-                .iter()
-                .map(|r| match r {
-                    GpuRef::Index(i) => visible.get(*i as usize).cloned().ok_or_else(|| {
-                        HwError::Other(format!(
-                            "the campaign selects GPU {i}, but CUDA sees {} GPU(s)",
-                            visible.len()
-                        ))
-                    }),
-                    GpuRef::Uuid(u) => visible
-                        .iter()
-                        .find(|(_, v)| v == u)
-                        .cloned()
-                        .ok_or_else(|| HwError::Other(format!("no visible GPU has UUID {u}"))),
-                })
-                .collect::<Result<_, _>>()?,
-        };
+        let uuids: Vec<String> = visible.iter().map(|(_, u)| u.clone()).collect();
+        let chosen: Vec<(usize, String)> = self
+            .opts
+            .selector
+            .resolve(&uuids, "this node (CUDA)")
+            .map_err(HwError::Other)?
+            .into_iter()
+            .map(|at| visible[at].clone())
+            .collect();
         // One communicator over the selected GPUs, ranks in run order. Its id
         // is made here (ncclGetUniqueId) and each engine joins on its first
         // NCCL rung.

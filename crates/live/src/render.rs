@@ -125,9 +125,7 @@ impl Collector for Scrape {
             let l = &g.labels;
             let id = labels(&[("gpu", &l.gpu), ("UUID", &l.uuid)]);
             drains.push((id.clone(), g.drains));
-            if let Some(t) = g.idle_s {
-                idle.push((id.clone(), t));
-            }
+            idle.push((id.clone(), g.idle_s));
             for ((_, name), st) in POWER.iter().zip(&g.inst) {
                 let full = labels(&[
                     ("gpu", &l.gpu),
@@ -171,7 +169,7 @@ impl Collector for Scrape {
         gauges(
             &mut enc,
             "powerlab_sampler_idle_seconds",
-            "Wall-clock seconds since the GPU's sampler last delivered (a poll or a drain): grows while a sampler is stuck, and after the run ended.",
+            "Wall-clock seconds since the GPU's sampler last delivered a reading of any instrument (since the run started, before the first): grows while a sampler is stuck or every read fails, and after the run ended.",
             &idle,
         )?;
         let node_labels = labels(&[("Hostname", host)]);
@@ -181,6 +179,12 @@ impl Collector for Scrape {
                 "powerlab_node_gpus",
                 "The GPUs this endpoint's node power sums (this rank's, when several ranks share the node).",
                 &[(node_labels.clone(), s.node_gpus as f64)],
+            )?;
+            gauges(
+                &mut enc,
+                "powerlab_node_ranks",
+                "The ranks that serve this node's power, each its own GPUs' share (1 unless a rack runs several on the node): the node's sum is complete when this many series are present.",
+                &[(node_labels.clone(), s.node_ranks as f64)],
             )?;
         }
         if let Some((w, ts)) = s.node {
@@ -342,6 +346,7 @@ mod tests {
             "powerlab_samples_total{gpu=\"3\",UUID=\"GPU-abc\",instrument=\"average\"} 0",
             "powerlab_gpu_power_reading_age_seconds{gpu=\"3\",UUID=\"GPU-abc\",instrument=\"buffered\"} 0.25",
             "powerlab_node_gpus{Hostname=\"node-a\"} 1.0",
+            "powerlab_node_ranks{Hostname=\"node-a\"} 1.0",
             "powerlab_sampler_drains_total{gpu=\"3\",UUID=\"GPU-abc\"} 1",
             "powerlab_interlock_tripped{interlock=\"max_node_power_w\"} 0",
             "powerlab_rungs_completed_total 0",

@@ -6,7 +6,8 @@
 //! state's lock only to copy a snapshot.
 //!
 //! It is bounded whatever the clients do ([`Limits`]): at most
-//! `max_connections` at once (more are closed unanswered), a request head
+//! `max_connections` at once (more wait in the kernel's listen queue and
+//! are taken in turn as connections end), a request head
 //! of at most hyper's 8 KiB buffer (longer: 431), `header_read` to send it,
 //! and `connection_life` per connection, after which it is closed between
 //! two requests (a keep-alive scraper reconnects). A client that stops
@@ -31,7 +32,7 @@ use tokio::sync::{Semaphore, oneshot};
 /// What one endpoint grants its clients.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
-    /// Connections served at once; more are closed unanswered.
+    /// Connections served at once; more wait in the kernel's queue.
     pub max_connections: usize,
     /// Time a client has to send a request's head.
     pub header_read: Duration,
@@ -44,7 +45,7 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Limits {
-            max_connections: 16,
+            max_connections: 64,
             header_read: Duration::from_secs(5),
             connection_life: Duration::from_secs(60),
             closing_grace: Duration::from_secs(5),
@@ -156,6 +157,17 @@ async fn accept(
 ) {
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     loop {
+        // A free slot first: while every slot is taken, new connections
+        // wait in the kernel's queue and are served in turn as slots free
+        // up (each within `header_read` when idle, `connection_life` +
+        // `closing_grace` at most), never refused.
+        let slot = tokio::select! {
+            _ = &mut stopped => return,
+            slot = Arc::clone(&slots).acquire_owned() => match slot {
+                Ok(s) => s,
+                Err(_) => return,
+            },
+        };
         let stream = tokio::select! {
             _ = &mut stopped => return,
             got = listener.accept() => match got {
@@ -167,10 +179,6 @@ async fn accept(
                     continue;
                 }
             },
-        };
-        let Ok(slot) = Arc::clone(&slots).try_acquire_owned() else {
-            drop(stream);
-            continue;
         };
         let live = Arc::clone(&live);
         tokio::spawn(async move {
@@ -217,11 +225,16 @@ fn answer(req: &Request<Incoming>, live: &Live) -> Response<Full<Bytes>> {
             "text/plain",
             "powerlab live metrics: GET /metrics\n".into(),
         ),
-        (false, _) => respond(
-            StatusCode::METHOD_NOT_ALLOWED,
-            "text/plain",
-            "only GET\n".into(),
-        ),
+        (false, _) => {
+            let mut r = respond(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "text/plain",
+                "only GET and HEAD\n".into(),
+            );
+            r.headers_mut()
+                .insert(hyper::header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+            r
+        }
         _ => respond(
             StatusCode::NOT_FOUND,
             "text/plain",
@@ -417,25 +430,52 @@ mod tests {
     }
 
     #[test]
-    fn an_oversized_request_is_refused_and_connections_are_capped() {
-        let server = MetricsServer::start_with(any(), Arc::new(Live::new("1")), tight())
-            .unwrap_or_else(|e| panic!("{e}"));
+    fn an_oversized_request_is_refused_and_connections_beyond_the_cap_wait() {
+        let server = MetricsServer::start_with(
+            any(),
+            Arc::new(Live::new("1")),
+            Limits {
+                // Long enough that the held connections outlast the check.
+                header_read: Duration::from_secs(3),
+                connection_life: Duration::from_secs(10),
+                ..tight()
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
         let mut big = TcpStream::connect(server.addr()).unwrap_or_else(|e| panic!("{e}"));
         let filler = "a".repeat(64 * 1024);
         let _ = write!(big, "GET /metrics HTTP/1.1\r\nX-Filler: {filler}\r\n\r\n");
         let got = until_closed(&mut big, Duration::from_secs(3)).unwrap_or_else(|e| panic!("{e}"));
         let got = String::from_utf8_lossy(&got);
         assert!(got.is_empty() || got.contains(" 431 "), "{got}");
-        // Two connections held open (max_connections = 2): a third is
-        // closed unanswered; once one goes, scrapes are served again.
+        // Two connections held open (max_connections = 2): a third waits,
+        // unanswered, and is served once one of them goes.
         let hold1 = TcpStream::connect(server.addr()).unwrap_or_else(|e| panic!("{e}"));
         let _hold2 = TcpStream::connect(server.addr()).unwrap_or_else(|e| panic!("{e}"));
         std::thread::sleep(Duration::from_millis(50));
-        let refused = get(server.addr(), "/metrics");
-        assert!(refused.is_empty(), "{refused}");
+        let mut third = TcpStream::connect(server.addr()).unwrap_or_else(|e| panic!("{e}"));
+        let _ = write!(third, "GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n");
+        third
+            .set_read_timeout(Some(Duration::from_millis(150)))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut buf = [0u8; 64];
+        assert!(
+            third.read(&mut buf).is_err(),
+            "the third was answered while two held every slot"
+        );
         drop(hold1);
-        std::thread::sleep(Duration::from_millis(50));
-        let served = get(server.addr(), "/metrics");
-        assert!(served.contains(" 200 OK"), "{served}");
+        let got =
+            until_closed(&mut third, Duration::from_secs(2)).unwrap_or_else(|e| panic!("{e}"));
+        let got = String::from_utf8_lossy(&got);
+        assert!(got.contains(" 200 OK"), "{got}");
+        // A method other than GET or HEAD: 405 saying which are allowed.
+        let mut post = TcpStream::connect(server.addr()).unwrap_or_else(|e| panic!("{e}"));
+        let _ = write!(post, "POST /metrics HTTP/1.0\r\nContent-Length: 0\r\n\r\n");
+        let got = until_closed(&mut post, Duration::from_secs(2)).unwrap_or_else(|e| panic!("{e}"));
+        let got = String::from_utf8_lossy(&got).to_lowercase();
+        assert!(
+            got.contains(" 405 ") && got.contains("allow: get, head"),
+            "{got}"
+        );
     }
 }

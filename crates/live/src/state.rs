@@ -110,8 +110,9 @@ struct GpuState {
     labels: GpuLabels,
     inst: [InstrumentStats; 3],
     drains: u64,
-    /// When its sampler last recorded a tick (wall clock).
-    last_tick: Option<Instant>,
+    /// When its sampler last delivered a reading (wall clock; the run's
+    /// start until the first).
+    last_delivery: Instant,
     /// The latest buffered readings, oldest overwritten first.
     ring: Vec<(i64, f64)>,
     /// Where the next reading goes.
@@ -130,7 +131,7 @@ impl GpuState {
             },
             inst: [InstrumentStats::default(); 3],
             drains: 0,
-            last_tick: None,
+            last_delivery: Instant::now(),
             ring: vec![(0, 0.0); RING_CAPACITY],
             head: 0,
             len: 0,
@@ -168,6 +169,8 @@ pub(crate) struct RungNow {
 #[derive(Debug, Default)]
 struct Data {
     hostname: String,
+    /// The ranks serving this node (1 unless a rack put several on it).
+    node_ranks: usize,
     gpus: Vec<GpuState>,
     gaps: GapLimits,
     /// The latest sampler tick, run clock.
@@ -192,6 +195,8 @@ pub(crate) struct Snapshot {
     pub now_ns: Option<i64>,
     /// The GPUs on this node (this rank's).
     pub node_gpus: usize,
+    /// The ranks serving this node.
+    pub node_ranks: usize,
     /// The node's power and the instant it stands for (run-clock ns).
     pub node: Option<(f64, i64)>,
     pub rung: Option<RungNow>,
@@ -211,8 +216,9 @@ pub(crate) struct GpuSnapshot {
     /// Its instruments, in [`POWER`] order.
     pub inst: [InstrumentStats; 3],
     pub drains: u64,
-    /// Wall-clock seconds since its sampler last recorded a tick.
-    pub idle_s: Option<f64>,
+    /// Wall-clock seconds since its sampler last delivered a reading (or
+    /// since the run started, before the first).
+    pub idle_s: f64,
 }
 
 /// Whether the run has been asked to stop (the run's stop latch).
@@ -268,8 +274,15 @@ impl Live {
             gpus: gpus.iter().map(GpuState::new).collect(),
             gaps,
             interlocks: INTERLOCKS.iter().map(|l| (l.to_string(), false)).collect(),
+            node_ranks: d.node_ranks,
             ..Data::default()
         };
+    }
+
+    /// A rack put `n` ranks on this node, each serving its own GPUs' share
+    /// (kept when the run starts).
+    pub fn set_node_ranks(&self, n: usize) {
+        self.lock().node_ranks = n;
     }
 
     /// Where the endpoint listens (set once, by the server).
@@ -291,7 +304,9 @@ impl Live {
         let Some(g) = d.gpus.get_mut(gpu) else {
             return;
         };
-        g.last_tick = Some(Instant::now());
+        if !batch.is_empty() {
+            g.last_delivery = Instant::now();
+        }
         if drained {
             g.drains += 1;
         }
@@ -380,11 +395,12 @@ impl Live {
                     labels: g.labels.clone(),
                     inst: g.inst,
                     drains: g.drains,
-                    idle_s: g.last_tick.map(|t| t.elapsed().as_secs_f64()),
+                    idle_s: g.last_delivery.elapsed().as_secs_f64(),
                 })
                 .collect(),
             now_ns: d.now_ns,
             node_gpus: d.gpus.len(),
+            node_ranks: d.node_ranks.max(1),
             node: node_power(&d.gpus, d.now_ns, d.gaps.node_stale_ns),
             rung: d.rung.clone(),
             rung_progress,
@@ -497,10 +513,26 @@ mod tests {
         let s = live.snapshot();
         assert_eq!(s.node, None, "withheld 301 ms after its instant");
         assert_eq!(s.now_ns, Some(481 * MS));
-        assert!(s.gpus.iter().all(|g| g.idle_s.is_some_and(|t| t < 5.0)));
+        assert!(s.gpus.iter().all(|g| g.idle_s < 5.0));
         // It delivers again: the node power is back.
         live.record(0, 500 * MS, true, &[b(450 * MS, 120.0), b(470 * MS, 130.0)]);
         assert_eq!(live.snapshot().node, Some((370.0, 460 * MS)));
+    }
+
+    #[test]
+    fn the_rank_count_outlives_the_start_and_idle_counts_deliveries_only() {
+        let live = Live::new("t");
+        live.set_node_ranks(4);
+        live.start_run("h", &[gpu(0)], GapLimits::default(), || false);
+        assert_eq!(live.snapshot().node_ranks, 4);
+        live.record(0, 10 * MS, true, &[b(5 * MS, 1.0)]);
+        let after_delivery = live.snapshot().gpus[0].idle_s;
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        // A tick whose every read failed delivers nothing.
+        live.record(0, 40 * MS, true, &[]);
+        let idle = live.snapshot().gpus[0].idle_s;
+        assert!(idle >= 0.03 && idle > after_delivery, "{idle} s");
+        assert_eq!(live.snapshot().gpus[0].drains, 2, "drain attempts");
     }
 
     #[test]

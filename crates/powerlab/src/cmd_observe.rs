@@ -47,27 +47,6 @@ fn select_gpus(
     Ok(picked)
 }
 
-/// Watches the stopping signals (Ctrl-C, SIGTERM, SIGHUP: node::signals) on a thread
-/// of its own and records the first in `exit::STOP_SIGNAL`, which the loop
-/// polls.
-fn watch_signals() {
-    let spawned = std::thread::Builder::new()
-        .name("observe-signals".into())
-        .spawn(|| {
-            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            else {
-                return;
-            };
-            let (signo, _) = rt.block_on(crate::node::signals::first());
-            crate::exit::STOP_SIGNAL.store(signo, std::sync::atomic::Ordering::Relaxed);
-        });
-    if let Err(e) = spawned {
-        tracing::warn!("cannot watch for Ctrl-C: {e}");
-    }
-}
-
 pub fn observe(a: &ObserveArgs) -> Result<i32> {
     let mut sources = open_sources(a)?;
     let node = powerlab_cuda::node::hostname();
@@ -81,7 +60,7 @@ pub fn observe(a: &ObserveArgs) -> Result<i32> {
         None => start + secs_to_ns_trunc(a.seconds),
     };
     let mut printed = 0u64;
-    watch_signals();
+    crate::node::signals::watch_in_background("observe-signals");
     let mut last_print = 0i64;
     let d = powerlab_campaign::Sampling::default();
     let mut cadence = Cadence::new(&d);

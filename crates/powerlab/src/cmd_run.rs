@@ -25,7 +25,15 @@ pub fn run(a: &RunArgs) -> Result<i32> {
         Err(code) => return Ok(code),
     };
     cfg.live = serving.as_ref().map(|s| s.live.clone());
-    let code = run_configured(&cfg)?;
+    let mut code = run_configured(&cfg)?;
+    let signo = crate::node::signals::seen();
+    if code == 0 && signo != 0 {
+        // The run had ended; the signal came during what follows it.
+        errln!(
+            "stopped by signal {signo} after the run ended: its raw files and manifest are complete; collate again if the report is missing or stale"
+        );
+        code = 128 + signo;
+    }
     Ok(match serving {
         Some(s) => s.linger(code),
         None => code,

@@ -51,7 +51,7 @@ impl Serving {
     /// the wait. The run's exit code, or 128 + N for a signal N that came
     /// while lingering.
     pub fn linger(self, code: i32) -> i32 {
-        if self.linger.is_zero() || code > 128 {
+        if self.linger.is_zero() || code > 128 || crate::node::signals::seen() != 0 {
             return code;
         }
         errln!(

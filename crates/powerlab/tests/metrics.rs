@@ -126,7 +126,7 @@ fn free_port() -> u16 {
 
 /// A simulated run in real time with its metrics endpoint.
 struct LiveRun {
-    child: Child,
+    child: Reaped,
     addr: SocketAddr,
     stderr: Arc<Mutex<String>>,
     results: tempfile::TempDir,
@@ -134,6 +134,10 @@ struct LiveRun {
 
 impl LiveRun {
     fn start(body: &str, linger_s: &str) -> LiveRun {
+        Self::start_with(body, linger_s, &["--sim-gpus", "2", "--no-collate"])
+    }
+
+    fn start_with(body: &str, linger_s: &str, more: &[&str]) -> LiveRun {
         let results = tempfile::tempdir().unwrap();
         let file = results.path().join("campaign.toml");
         std::fs::write(&file, campaign(body)).unwrap();
@@ -141,7 +145,8 @@ impl LiveRun {
         let mut child = powerlab()
             .args(["run", file.to_str().unwrap(), "--backend", "sim"])
             .args(["--results", root.to_str().unwrap()])
-            .args(["--sim-gpus", "2", "--sim-pace", "realtime", "--no-collate"])
+            .args(["--sim-pace", "realtime"])
+            .args(more)
             .args(["--metrics-listen", "127.0.0.1:0"])
             .args(["--metrics-linger-s", linger_s])
             .stdout(Stdio::null())
@@ -169,7 +174,7 @@ impl LiveRun {
                 )
             });
         LiveRun {
-            child,
+            child: Reaped(child),
             addr: addr.parse().unwrap(),
             stderr,
             results,
@@ -178,7 +183,7 @@ impl LiveRun {
 
     /// Waits for the end; the run directory.
     fn wait(mut self) -> (PathBuf, tempfile::TempDir) {
-        let status = self.child.wait().unwrap();
+        let status = self.child.0.wait().unwrap();
         // The reader thread has the last lines once the pipe closes.
         std::thread::sleep(Duration::from_millis(100));
         let err = self.stderr.lock().unwrap().clone();
@@ -188,6 +193,17 @@ impl LiveRun {
             .next()
             .unwrap_or_else(|| panic!("no run directory; stderr:\n{err}"));
         (dir, self.results)
+    }
+}
+
+/// A child process killed when dropped: a failed test leaves no run
+/// behind (one may linger for minutes).
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }
 
@@ -512,12 +528,12 @@ fn a_signal_ends_the_linger_at_once_whatever_the_clients_do() {
         );
         let t = Instant::now();
         let killed = std::process::Command::new("kill")
-            .args([signal, &run.child.id().to_string()])
+            .args([signal, &run.child.0.id().to_string()])
             .status()
             .unwrap();
         assert!(killed.success());
         let status = loop {
-            if let Some(s) = run.child.try_wait().unwrap() {
+            if let Some(s) = run.child.0.try_wait().unwrap() {
                 break s;
             }
             assert!(
@@ -545,6 +561,57 @@ fn a_signal_ends_the_linger_at_once_whatever_the_clients_do() {
             dir.display()
         );
     }
+}
+
+#[test]
+fn a_signal_between_the_run_and_the_linger_is_not_lost() {
+    // Eight GPUs and the collation: the signal lands after the run ended,
+    // while the report is made, before the linger starts.
+    let mut run = LiveRun::start_with(SHORT, "600", &["--sim-gpus", "8"]);
+    let t = Instant::now();
+    let ended = loop {
+        let dirs = run_dirs(&run.results.path().join("runs"));
+        let ended = dirs.first().is_some_and(|d| {
+            std::fs::read_to_string(d.join("events.jsonl"))
+                .is_ok_and(|e| e.contains("\"run_ended\""))
+        });
+        if ended {
+            break true;
+        }
+        if t.elapsed() > Duration::from_secs(60) || run.child.0.try_wait().unwrap().is_some() {
+            break false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert!(
+        ended,
+        "no run_ended; stderr:\n{}",
+        run.stderr.lock().unwrap()
+    );
+    let sent = Instant::now();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &run.child.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = loop {
+        if let Some(s) = run.child.0.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            sent.elapsed() < Duration::from_secs(60),
+            "still running 60 s after SIGTERM (lingering?); stderr:\n{}",
+            run.stderr.lock().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    std::thread::sleep(Duration::from_millis(100));
+    let err = run.stderr.lock().unwrap().clone();
+    assert_eq!(status.code(), Some(143), "{status}; stderr:\n{err}");
+    assert!(
+        !err.contains("serving the final values"),
+        "it lingered:\n{err}"
+    );
 }
 
 #[test]
@@ -665,7 +732,11 @@ fn prometheus_scrapes_a_simulated_run() {
         .spawn()
         .unwrap_or_else(|e| panic!("starting {bin}: {e}"));
     let (dir, _results) = run.wait();
-    let result = std::panic::catch_unwind(|| check_prometheus(web, &dir));
+    let promtool = Path::new(&bin).with_file_name("promtool");
+    let result = std::panic::catch_unwind(|| {
+        check_prometheus(web, &dir);
+        check_dashboard_node_expr_when_a_rank_goes(&promtool);
+    });
     let _ = prom.kill();
     let _ = prom.wait();
     if let Err(e) = result {
@@ -675,12 +746,11 @@ fn prometheus_scrapes_a_simulated_run() {
     }
 }
 
-/// The dashboard's node-power expression, as Prometheus evaluates it over
-/// the run, gives the node power wherever it gives a value.
-fn check_dashboard_node_expr(web: SocketAddr) {
+/// The dashboard's node-power expression, for every host.
+fn dashboard_node_expr() -> String {
     let dashboard: serde_json::Value =
         serde_json::from_str(&repo_file("docs/grafana/powerlab.json")).unwrap();
-    let expr = dashboard["panels"]
+    dashboard["panels"]
         .as_array()
         .unwrap()
         .iter()
@@ -688,7 +758,13 @@ fn check_dashboard_node_expr(web: SocketAddr) {
         .filter_map(|t| t["expr"].as_str().map(str::to_string))
         .find(|e| e.contains("powerlab_node_power_watts"))
         .expect("a dashboard panel draws the node power")
-        .replace("$Hostname", ".*");
+        .replace("$Hostname", ".*")
+}
+
+/// The dashboard's node-power expression, as Prometheus evaluates it over
+/// the run, gives the node power wherever it gives a value.
+fn check_dashboard_node_expr(web: SocketAddr) {
+    let expr = dashboard_node_expr();
     let diff = prom_query(
         web,
         &format!("(({expr}) - on (Hostname) powerlab_node_power_watts)[1h:250ms]"),
@@ -697,6 +773,40 @@ fn check_dashboard_node_expr(web: SocketAddr) {
     let values = points(&diff[0]);
     assert!(values.len() >= 10, "{} evaluations", values.len());
     assert!(values.iter().all(|(_, v)| *v == 0.0), "{values:?}");
+}
+
+/// Two ranks serve one node; one's endpoint goes away (its series go
+/// stale): the dashboard's node expression gives the sum while both are
+/// there and nothing after, never the survivor's share alone. Evaluated
+/// by `promtool test rules` (Prometheus's own engine) on stated series.
+fn check_dashboard_node_expr_when_a_rank_goes(promtool: &Path) {
+    let expr = dashboard_node_expr().replace('\'', "''");
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("node-panel.test.yml");
+    let series = |name: &str, inst: &str, values: &str| {
+        format!(
+            "      - series: '{name}{{Hostname=\"h\", instance=\"{inst}\"}}'\n        values: '{values}'\n"
+        )
+    };
+    let test = format!(
+        "rule_files: []\nevaluation_interval: 1s\ntests:\n  - interval: 1s\n    input_series:\n{}{}{}{}    promql_expr_test:\n      - expr: '{expr}'\n        eval_time: 2s\n        exp_samples:\n          - labels: '{{Hostname=\"h\"}}'\n            value: 300\n      - expr: '{expr}'\n        eval_time: 4s\n        exp_samples: []\n",
+        series("powerlab_node_power_watts", "a", "100 100 100 stale"),
+        series("powerlab_node_power_watts", "b", "200 200 200 200 200 200"),
+        series("powerlab_node_ranks", "a", "2 2 2 stale"),
+        series("powerlab_node_ranks", "b", "2 2 2 2 2 2"),
+    );
+    std::fs::write(&file, test).unwrap();
+    let out = std::process::Command::new(promtool)
+        .args(["test", "rules"])
+        .arg(&file)
+        .output()
+        .unwrap_or_else(|e| panic!("{}: {e}", promtool.display()));
+    assert!(
+        out.status.success(),
+        "the dashboard's node expression with a rank gone:\n{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
 }
 
 fn check_prometheus(web: SocketAddr, dir: &Path) {

@@ -4,12 +4,12 @@ use crate::device::{DeviceSetup, SimDevice, Truth};
 use crate::faults::FaultPlan;
 use crate::gpu::{SimGpu, SimPowerSource, lock};
 use crate::profile::Profile;
+use powerlab_core::GpuSelector;
 use powerlab_core::RunClock;
 use powerlab_core::hw::{
     Backend, BackendInfo, Capability, Gpu, GpuIdentity, HwError, NodeHandles, PowerSource,
 };
 use powerlab_core::units::ms_to_ns_trunc;
-use powerlab_core::{GpuRef, GpuSelector};
 use std::sync::{Arc, Mutex};
 
 /// How to build the simulated node.
@@ -95,20 +95,13 @@ impl SimBackend {
     }
 
     fn select(&self) -> Result<Vec<usize>, HwError> {
-        let n = self.opts.gpu_count;
-        match &self.opts.selector {
-            GpuSelector::All => Ok((0..n).collect()),
-            GpuSelector::List(refs) => refs
-                .iter()
-                .map(|r| match r {
-                    GpuRef::Index(i) if (*i as usize) < n => Ok(*i as usize),
-                    GpuRef::Index(i) => Err(HwError::Other(format!("the campaign selects GPU index {i}, but the simulated node has {n} GPUs (indices 0..{})", n - 1))),
-                    GpuRef::Uuid(u) => (0..n)
-                        .find(|i| sim_uuid(self.opts.seed, *i) == *u)
-                        .ok_or_else(|| HwError::Other(format!("no simulated GPU has UUID {u}"))),
-                })
-                .collect(),
-        }
+        let uuids: Vec<String> = (0..self.opts.gpu_count)
+            .map(|i| sim_uuid(self.opts.seed, i))
+            .collect();
+        self.opts
+            .selector
+            .resolve(&uuids, "the simulated node")
+            .map_err(HwError::Other)
     }
 }
 

@@ -235,6 +235,10 @@ pub fn run_node(cfg: &RunConfig, mut rack: Option<RackJoin>) -> Result<Outcome> 
         }
         Ok::<_, anyhow::Error>(result)
     })?;
+    // The run's signal listener goes with its runtime: from here on a
+    // watcher records a signal (during the rack's exchanges, collation,
+    // the metrics linger) instead of letting it vanish.
+    signals::watch_in_background("after-run-signals");
     // A node power source may still be waiting on a hung BMC: its thread
     // is not waited for (its rows are on disk already).
     rt.shutdown_timeout(std::time::Duration::from_secs(2));

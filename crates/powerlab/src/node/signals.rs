@@ -45,6 +45,31 @@ pub async fn first() -> (i32, &'static str) {
     }
 }
 
+/// Watches the stopping signals on a thread of its own and records the
+/// first in `exit::STOP_SIGNAL`. Once a runtime of the run has listened for
+/// a signal its default action is gone for the process: without a watcher
+/// a later one would be swallowed (after the run, during collation).
+pub fn watch_in_background(name: &str) {
+    let spawned = std::thread::Builder::new().name(name.into()).spawn(|| {
+        let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        else {
+            return;
+        };
+        let (signo, _) = rt.block_on(first());
+        crate::exit::STOP_SIGNAL.store(signo, std::sync::atomic::Ordering::Relaxed);
+    });
+    if let Err(e) = spawned {
+        tracing::warn!("cannot watch for Ctrl-C: {e}");
+    }
+}
+
+/// The signal recorded so far (0: none).
+pub fn seen() -> i32 {
+    crate::exit::STOP_SIGNAL.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Waits `d`, or less if a stopping signal arrives: its number, recorded
 /// in `exit::STOP_SIGNAL`.
 ///

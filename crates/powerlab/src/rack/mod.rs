@@ -123,6 +123,9 @@ pub fn rack_main(cfg: &RunConfig, link: RackLink) -> Result<i32> {
     // the others check, after the next exchange, that it does. Anything
     // else that wants the host (another campaign, another rack) is refused.
     let on_host = met.ranks_on_host_of(rank);
+    if let Some(live) = &cfg.live {
+        live.set_node_ranks(on_host.len());
+    }
     let lock_path = host_lock_path(cfg, &met.hosts[rank]);
     if let Some(dir) = lock_path.parent() {
         // The simulated rack's lock lives in the results directory.
@@ -161,9 +164,7 @@ pub fn rack_main(cfg: &RunConfig, link: RackLink) -> Result<i32> {
             )
         })
         .collect();
-    let checked = match preflight::check(
-        cfg, &link, &label, &offsets, &siblings, &met.hosts, node_lock,
-    )? {
+    let checked = match preflight::check(cfg, &link, &label, &offsets, &siblings, node_lock)? {
         Ok(c) => c,
         Err(code) => {
             link.shutdown();

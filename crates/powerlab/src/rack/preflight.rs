@@ -5,8 +5,8 @@
 use super::say;
 use crate::node::RunConfig;
 use anyhow::Result;
+use powerlab_core::GpuSelector;
 use powerlab_core::units::{ms_to_ns_trunc, ns_to_ms};
-use powerlab_core::{GpuRef, GpuSelector};
 use powerlab_health::HealthReport;
 use powerlab_rack::protocol::gather_json;
 use powerlab_rack::{ClockOffset, RackLink};
@@ -51,7 +51,6 @@ pub fn check(
     label: &str,
     offsets: &[ClockOffset],
     siblings: &[(u32, String)],
-    hosts: &[String],
     node_lock: Result<(), String>,
 ) -> Result<Result<Checked, i32>> {
     let campaign = &cfg.campaign;
@@ -104,13 +103,13 @@ pub fn check(
         gpu_uuids,
     };
     let verdicts: Vec<NodeVerdict> = link.submit(move |t| gather_json(t, &verdict)).wait()?;
-    let shared = shared_gpus(&verdicts, hosts);
+    let shared = shared_gpus(&verdicts);
     if !shared.is_empty() {
         // Never allowed: two ranks driving one GPU measure each other.
         say(
             rank,
             &format!(
-                "rack preflight failed: ranks on one host would drive the same GPU; no load was started on any node:\n  {}\n  Give each rank its own GPUs: under Slurm add --gpus-per-task=1 (or --gpu-bind=single:1) to srun, or leave CUDA_VISIBLE_DEVICES unset and powerlab splits the host's GPUs among its ranks; under mpirun do not export one CUDA_VISIBLE_DEVICES to every rank",
+                "rack preflight failed: two ranks would drive the same GPU; no load was started on any node:\n  {}\n  Give each rank its own GPUs: under Slurm add --gpus-per-task=1 (or --gpu-bind=single:1) to srun, or leave CUDA_VISIBLE_DEVICES unset and powerlab splits the host's GPUs among its ranks; under mpirun do not export one CUDA_VISIBLE_DEVICES to every rank",
                 shared.join("\n  ")
             ),
         );
@@ -161,43 +160,37 @@ pub fn check(
     Ok(Ok(Checked { verdicts, health }))
 }
 
-/// The GPUs a campaign's selector picks among the visible ones (by UUID;
-/// an index beyond them picks none here, and fails the run later).
+/// The GPUs a campaign's selector picks among the visible ones, by UUID
+/// (none when it cannot be resolved: the run says why when it opens them).
 fn driven_uuids(selector: &GpuSelector, visible: &[String]) -> Vec<String> {
-    match selector {
-        GpuSelector::All => visible.to_vec(),
-        GpuSelector::List(refs) => refs
-            .iter()
-            .filter_map(|r| match r {
-                GpuRef::Index(i) => visible.get(*i as usize).cloned(),
-                GpuRef::Uuid(u) => Some(u.clone()),
-            })
-            .collect(),
-    }
+    selector
+        .resolve(visible, "this node")
+        .map(|at| at.into_iter().map(|i| visible[i].clone()).collect())
+        .unwrap_or_default()
 }
 
-/// Each GPU that two or more ranks on one host would drive, in words:
-/// `host: GPU-… by n000-host, n001-host` (none when every rank has its own).
-fn shared_gpus(verdicts: &[NodeVerdict], hosts: &[String]) -> Vec<String> {
-    let mut by_gpu: std::collections::BTreeMap<(&str, &str), Vec<&str>> = Default::default();
-    for (v, host) in verdicts.iter().zip(hosts) {
+/// Each GPU that two or more ranks would drive, in words:
+/// `GPU-… by n000-host, n001-host` (none when every rank has its own).
+/// UUIDs are unique across machines, so ranks whose host names differ
+/// (containers on one machine) are compared too.
+fn shared_gpus(verdicts: &[NodeVerdict]) -> Vec<String> {
+    let mut by_gpu: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+    for v in verdicts {
         for u in &v.gpu_uuids {
-            by_gpu
-                .entry((host.as_str(), u.as_str()))
-                .or_default()
-                .push(v.node.as_str());
+            by_gpu.entry(u.as_str()).or_default().push(v.node.as_str());
         }
     }
     by_gpu
         .into_iter()
         .filter(|(_, nodes)| nodes.len() > 1)
-        .map(|((host, uuid), nodes)| format!("{host}: {uuid} by {}", nodes.join(", ")))
+        .map(|(uuid, nodes)| format!("{uuid} by {}", nodes.join(", ")))
         .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use powerlab_core::GpuRef;
 
     fn verdict(node: &str, uuids: &[&str]) -> NodeVerdict {
         NodeVerdict {
@@ -213,42 +206,38 @@ mod tests {
     }
 
     #[test]
-    fn ranks_of_one_host_that_share_a_gpu_are_named() {
-        let hosts: Vec<String> = ["a", "a", "b"].iter().map(|h| h.to_string()).collect();
+    fn ranks_that_share_a_gpu_are_named() {
         // Slurm's --gpus-per-node=8 with no per-task binding: every task
-        // of host a sees the same list.
-        let shared = shared_gpus(
-            &[
-                verdict("n000-a", &["GPU-0", "GPU-1"]),
-                verdict("n001-a", &["GPU-0", "GPU-1"]),
-                verdict("n002-b", &["GPU-0", "GPU-1"]),
-            ],
-            &hosts,
-        );
+        // of a host sees the same list.
+        let shared = shared_gpus(&[
+            verdict("n000-a", &["GPU-0", "GPU-1"]),
+            verdict("n001-a", &["GPU-0", "GPU-1"]),
+            verdict("n002-b", &["GPU-2", "GPU-3"]),
+        ]);
         assert_eq!(
             shared,
-            ["a: GPU-0 by n000-a, n001-a", "a: GPU-1 by n000-a, n001-a"]
+            ["GPU-0 by n000-a, n001-a", "GPU-1 by n000-a, n001-a"]
         );
-        // Each rank its own GPU; the same UUIDs on another host are another
-        // host's (the simulated node) and no conflict.
-        let own = shared_gpus(
-            &[
-                verdict("n000-a", &["GPU-0"]),
-                verdict("n001-a", &["GPU-1"]),
-                verdict("n002-b", &["GPU-0"]),
-            ],
-            &hosts,
-        );
+        // Containers on one machine, each with a host name of its own.
+        let shared = shared_gpus(&[
+            verdict("n000-c1", &["GPU-0"]),
+            verdict("n001-c2", &["GPU-0"]),
+        ]);
+        assert_eq!(shared, ["GPU-0 by n000-c1, n001-c2"]);
+        let own = shared_gpus(&[verdict("n000-a", &["GPU-0"]), verdict("n001-a", &["GPU-1"])]);
         assert!(own.is_empty(), "{own:?}");
+        // The simulated node sends none.
+        assert!(shared_gpus(&[verdict("n000-a", &[]), verdict("n001-a", &[])]).is_empty());
     }
 
     #[test]
     fn the_selector_picks_uuids_among_the_visible_gpus() {
         let visible: Vec<String> = ["GPU-a", "GPU-b"].iter().map(|u| u.to_string()).collect();
         assert_eq!(driven_uuids(&GpuSelector::All, &visible), visible);
-        let list = GpuSelector::List(vec![GpuRef::Index(1), GpuRef::Index(7)]);
+        let list = GpuSelector::List(vec![GpuRef::Index(1)]);
         assert_eq!(driven_uuids(&list, &visible), ["GPU-b"]);
+        // A GPU this rank cannot see is not one it shares.
         let by_id = GpuSelector::List(vec![GpuRef::Uuid("GPU-z".into())]);
-        assert_eq!(driven_uuids(&by_id, &visible), ["GPU-z"]);
+        assert!(driven_uuids(&by_id, &visible).is_empty());
     }
 }
