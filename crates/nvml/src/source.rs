@@ -46,12 +46,28 @@ pub struct NvmlSource {
     /// The raw device handle, looked up once.
     handle: RawDevice,
     last_seen_us: Option<u64>,
+    /// The value of that last buffered reading, W.
+    last_seen_w: f64,
     xid: Option<crate::xid::XidListener>,
     costs: BTreeMap<&'static str, (u64, u64)>,
     last_energy_ns: Option<EpochNs>,
     last_violations_ns: Option<EpochNs>,
     /// Buffered reads that returned no new sample.
     pub empty_reads: u64,
+    /// Buffered readings dropped as the previous one re-stamped.
+    pub restamped: u64,
+}
+
+/// How far apart the driver may stamp one buffered sample on two reads,
+/// µs. It handed a later read the same sample (same value) stamped 0.1 to
+/// 0.7 ms later (H200, driver 580: 9 times in 342,000 readings of the
+/// committed runs, and in an independent drain), while distinct samples
+/// are at least 6.5 ms apart.
+pub const RESTAMP_US: u64 = 2_000;
+
+/// Whether a buffered reading is the last one seen again, stamped later.
+pub fn restamped(last: Option<(u64, f64)>, ts_us: u64, value_w: f64) -> bool {
+    last.is_some_and(|(l, w)| ts_us > l && ts_us - l <= RESTAMP_US && w == value_w)
 }
 
 fn value_f64(v: &SampleValue) -> f64 {
@@ -87,11 +103,13 @@ impl NvmlSource {
             id,
             handle,
             last_seen_us: None,
+            last_seen_w: f64::NAN,
             xid: None,
             costs: BTreeMap::new(),
             last_energy_ns: None,
             last_violations_ns: None,
             empty_reads: 0,
+            restamped: 0,
         })
     }
 
@@ -170,12 +188,23 @@ impl PowerSource for NvmlSource {
             if self.last_seen_us.is_some_and(|l| s.timestamp <= l) {
                 continue;
             }
-            self.last_seen_us = Some(s.timestamp);
             // Power samples are in mW.
+            let w = value_f64(&s.value) / 1000.0;
+            let again = restamped(
+                self.last_seen_us.map(|l| (l, self.last_seen_w)),
+                s.timestamp,
+                w,
+            );
+            self.last_seen_us = Some(s.timestamp);
+            self.last_seen_w = w;
+            if again {
+                self.restamped += 1;
+                continue;
+            }
             out.push(Sample {
                 ts_ns: s.timestamp as i64 * 1000,
                 instrument: Instrument::BufferedW,
-                value: value_f64(&s.value) / 1000.0,
+                value: w,
             });
         }
         Ok(out)
@@ -310,5 +339,23 @@ impl PowerSource for NvmlSource {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sample_stamped_again_is_told_from_the_next_one() {
+        let last = Some((1_000_000, 80.538));
+        // Seen in committed runs: the same value 182 µs later.
+        assert!(restamped(last, 1_000_182, 80.538));
+        assert!(restamped(last, 1_000_000 + RESTAMP_US, 80.538));
+        // A distinct sample: later, or another value, or nothing before.
+        assert!(!restamped(last, 1_000_000 + RESTAMP_US + 1, 80.538));
+        assert!(!restamped(last, 1_000_182, 80.539));
+        assert!(!restamped(last, 1_000_000, 80.538));
+        assert!(!restamped(None, 1_000_182, 80.538));
     }
 }
