@@ -298,6 +298,11 @@ pub trait PowerSource: Send {
     fn call_costs(&self) -> Vec<CallCost> {
         Vec::new()
     }
+    /// Buffered readings dropped as the previous one handed again under a
+    /// later timestamp (NVML's driver does that, rarely).
+    fn repeats_dropped(&self) -> u64 {
+        0
+    }
 }
 
 /// The accumulated wall time of one kind of instrument read.

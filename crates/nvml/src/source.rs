@@ -55,7 +55,7 @@ pub struct NvmlSource {
     /// Buffered reads that returned no new sample.
     pub empty_reads: u64,
     /// Buffered readings dropped as the previous one re-stamped.
-    pub restamped: u64,
+    restamped: u64,
 }
 
 /// How far apart the driver may stamp one buffered sample on two reads,
@@ -217,6 +217,10 @@ impl PowerSource for NvmlSource {
             instrument: Instrument::InstantW,
             value: instant_mw / 1000.0,
         })
+    }
+
+    fn repeats_dropped(&self) -> u64 {
+        self.restamped
     }
 
     fn call_costs(&self) -> Vec<CallCost> {

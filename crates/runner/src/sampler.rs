@@ -78,6 +78,10 @@ pub struct SamplerStats {
     pub transient_errors: u64,
     /// CPU time the sampler thread used is not separable here; wall time spent in reads, ns.
     pub read_time_ns: i64,
+    /// Buffered readings dropped as a repeat of the previous one, handed
+    /// again by the driver under a later timestamp (not in `rows`).
+    #[serde(default)]
+    pub buffered_repeats_dropped: u64,
 }
 
 struct State {
@@ -113,6 +117,7 @@ pub fn spawn_sampler(
                 break;
             }
         }
+        sampler.stats.buffered_repeats_dropped = sampler.source.repeats_dropped();
         sampler.stats
     })
 }
