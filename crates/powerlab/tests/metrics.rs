@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::process::{Child, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -179,6 +179,32 @@ impl LiveRun {
             stderr,
             results,
         }
+    }
+
+    /// Sends `signal` (`-TERM`, …) and waits at most `limit` for the end:
+    /// its status and stderr.
+    fn signal_and_wait(&mut self, signal: &str, limit: Duration) -> (ExitStatus, String) {
+        let sent = Instant::now();
+        let killed = std::process::Command::new("kill")
+            .args([signal, &self.child.0.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let status = loop {
+            if let Some(s) = self.child.0.try_wait().unwrap() {
+                break s;
+            }
+            assert!(
+                sent.elapsed() < limit,
+                "{signal}: still running {limit:?} after it (lingering?); stderr:\n{}",
+                self.stderr.lock().unwrap()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        // The reader thread has the last lines once the pipe closes.
+        std::thread::sleep(Duration::from_millis(100));
+        let err = self.stderr.lock().unwrap().clone();
+        (status, err)
     }
 
     /// Waits for the end; the run directory.
@@ -526,24 +552,7 @@ fn a_signal_ends_the_linger_at_once_whatever_the_clients_do() {
             http_get(run.addr, "/metrics").is_some(),
             "a scrape while lingering"
         );
-        let t = Instant::now();
-        let killed = std::process::Command::new("kill")
-            .args([signal, &run.child.0.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(killed.success());
-        let status = loop {
-            if let Some(s) = run.child.0.try_wait().unwrap() {
-                break s;
-            }
-            assert!(
-                t.elapsed() < Duration::from_secs(5),
-                "{signal}: still lingering after 5 s"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        };
-        std::thread::sleep(Duration::from_millis(100));
-        let err = run.stderr.lock().unwrap().clone();
+        let (status, err) = run.signal_and_wait(signal, Duration::from_secs(5));
         assert_eq!(
             status.code(),
             Some(code),
@@ -588,25 +597,7 @@ fn a_signal_between_the_run_and_the_linger_is_not_lost() {
         "no run_ended; stderr:\n{}",
         run.stderr.lock().unwrap()
     );
-    let sent = Instant::now();
-    let killed = std::process::Command::new("kill")
-        .args(["-TERM", &run.child.0.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let status = loop {
-        if let Some(s) = run.child.0.try_wait().unwrap() {
-            break s;
-        }
-        assert!(
-            sent.elapsed() < Duration::from_secs(60),
-            "still running 60 s after SIGTERM (lingering?); stderr:\n{}",
-            run.stderr.lock().unwrap()
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    std::thread::sleep(Duration::from_millis(100));
-    let err = run.stderr.lock().unwrap().clone();
+    let (status, err) = run.signal_and_wait("-TERM", Duration::from_secs(60));
     assert_eq!(status.code(), Some(143), "{status}; stderr:\n{err}");
     assert!(
         !err.contains("serving the final values"),
