@@ -4,7 +4,8 @@
 //! with its field path and line.
 
 use powerlab_campaign::schedule::{
-    Communication, Job, MitigationChoice, Output, Spread, Stragglers,
+    Communication, Job, MAX_POINTS, MitigationChoice, Output, Override, Setting, Spread,
+    Stragglers, parse_schedule_with,
 };
 use powerlab_campaign::{CampaignError, Excursion, Schedule, load_schedule, parse_schedule_str};
 
@@ -250,7 +251,7 @@ fn each_rule_is_refused_with_its_field_and_line() {
             "[output]\nspan_s = 86400\nresolution_ms = 0.5\n",
             "output.resolution_ms",
             7,
-            "more than 20000000",
+            "more than the 20 million",
         ),
         ("[output]\nseed = -1\n", "output.seed", 6, "whole number"),
         // Unknown keys name their table.
@@ -417,4 +418,195 @@ fn an_unreadable_file_is_an_error_at_line_0() {
     let e = load_schedule(std::path::Path::new("/nonexistent/s.toml")).unwrap_err();
     assert_eq!((e.line, e.column), (0, 0));
     assert!(e.message.contains("cannot read the schedule file"), "{e}");
+}
+
+/// A flag as `powerlab predict` passes it.
+fn flag(name: &str, setting: Setting) -> Override {
+    Override {
+        flag: name.into(),
+        setting,
+    }
+}
+
+/// Issue 45, lesser item 1: with any flag the schedule was re-serialised
+/// and its errors located in that document (`s.toml with the command
+/// line's flags:9:12` for a key on line 7). A key of the file is now
+/// located at its own line and column, a value a flag gave is named as the
+/// flag, and a table only the flags made as the command line's.
+#[test]
+fn with_flags_an_error_stays_at_the_files_own_line_or_names_the_flag() {
+    let gpus = flag("--gpus", Setting::Gpus(16));
+    let src = format!("{JOB}[stragglers]\nshare = 0.1\ndelay_ms = 200\n");
+    let e = parse_schedule_with("s.toml", &src, std::slice::from_ref(&gpus)).unwrap_err();
+    assert_eq!(
+        (e.file.as_str(), e.line, e.column),
+        ("s.toml", 7, 12),
+        "{e}"
+    );
+    assert_eq!(e.field.as_deref(), Some("stragglers.delay_ms"), "{e}");
+    // A rule across a key of the file and a flag: at the file's key.
+    let src = format!("{JOB}[spread]\nkind = \"normal\"\nsigma_ms = 50\n");
+    let e = parse_schedule_with(
+        "s.toml",
+        &src,
+        &[flag("--iteration-ms", Setting::IterationMs(40.0))],
+    )
+    .unwrap_err();
+    assert_eq!((e.file.as_str(), e.line), ("s.toml", 7), "{e}");
+    assert!(
+        e.message.contains("may not exceed job.iteration_ms, 40 ms"),
+        "{e}"
+    );
+    // A flag's own value: named as the flag.
+    let cf = flag("--compute-fraction", Setting::ComputeFraction(1.5));
+    let e = parse_schedule_with("s.toml", JOB, &[gpus.clone(), cf]).unwrap_err();
+    assert_eq!(e.line, 0, "{e}");
+    assert_eq!(e.file, "the command line's --compute-fraction 1.5", "{e}");
+    assert_eq!(e.field.as_deref(), Some("job.compute_fraction"), "{e}");
+    // Flags alone, a required key missing: the command line's.
+    let e = parse_schedule_with("(command line)", "", std::slice::from_ref(&gpus)).unwrap_err();
+    assert_eq!(
+        (e.file.as_str(), e.line),
+        ("the command line's flags", 0),
+        "{e}"
+    );
+    assert_eq!(e.field.as_deref(), Some("job.iteration_ms"), "{e}");
+    // The file's own errors (an unknown key) are where the file has them.
+    let e = parse_schedule_with(
+        "s.toml",
+        &format!("{JOB}[output]\nspans = 3\n"),
+        std::slice::from_ref(&gpus),
+    )
+    .unwrap_err();
+    assert_eq!((e.file.as_str(), e.line), ("s.toml", 6), "{e}");
+    // The flags replace their keys and nothing else.
+    let s = parse_schedule_with(
+        "s.toml",
+        &format!("{JOB}[output]\nspan_s = 60\nseed = 9\n"),
+        &[gpus, flag("--span-s", Setting::SpanS(30.0))],
+    )
+    .unwrap();
+    assert_eq!((s.job.gpus, s.job.iteration_ms), (16, 100.0));
+    assert_eq!((s.output.span_s, s.output.seed), (30.0, 9));
+}
+
+/// Issue 45, lesser item 2: `llm-100k.toml` said 100 million points where
+/// the binary allows 20 million; the error now says the limit and the
+/// longest span and finest resolution that fit.
+#[test]
+fn the_example_schedule_states_the_point_limit_and_the_error_says_how_to_fit() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../schedules/llm-100k.toml");
+    let text = std::fs::read_to_string(path).unwrap();
+    let stated: f64 = text
+        .split("points, at most ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .expect("llm-100k.toml states the point limit in millions");
+    assert_eq!(
+        stated * 1e6,
+        MAX_POINTS as f64,
+        "llm-100k.toml says {stated} million"
+    );
+    // A day at 0.5 ms: 172.8 million points.
+    let e = refused("[output]\nspan_s = 86400\nresolution_ms = 0.5\n");
+    assert!(e.message.contains("more than the 20 million"), "{e}");
+    let allowed = e.allowed.unwrap();
+    assert!(
+        allowed.contains("at resolution_ms = 0.5, span_s <= 10000")
+            && allowed.contains("at span_s = 86400, resolution_ms >= 4.32"),
+        "{allowed}"
+    );
+}
+
+/// Issue 45, lesser item 6: a supply whose limit rises with the window's
+/// duration, or whose rating is above a window's limit, was accepted. Both
+/// are refused, in a schedule's `[supply]` and in a campaign's, which the
+/// same code reads.
+#[test]
+fn a_supply_limit_may_not_rise_with_duration_nor_the_rating_exceed_one() {
+    let e = refused("[supply]\nexcursions = [[20, 1e8], [1000, 1.2e8]]\n");
+    assert_eq!(e.field.as_deref(), Some("supply.excursions[1]"), "{e}");
+    assert_eq!(e.line, 6, "{e}");
+    assert!(e.message.contains("may not rise"), "{e}");
+    assert!(
+        e.allowed.as_ref().unwrap().contains("at most 100000000 W"),
+        "{e}"
+    );
+    let e = refused("[supply]\nrated_w = 1.5e8\nexcursions = [[20, 2e8], [1000, 1e8]]\n");
+    assert_eq!(e.field.as_deref(), Some("supply.rated_w"), "{e}");
+    assert_eq!((e.line, e.column), (6, 11), "{e}");
+    assert!(
+        e.message
+            .contains("above the 100000000 W allowed over 1000 ms"),
+        "{e}"
+    );
+    assert!(
+        e.allowed
+            .as_ref()
+            .unwrap()
+            .contains("rated_w <= 100000000 W"),
+        "{e}"
+    );
+    // Limits that stay level, and a rating equal to the lowest, stand.
+    let s = parse(&format!(
+        "{JOB}[supply]\nrated_w = 1e8\nexcursions = [[20, 1e8], [1000, 1e8]]\n"
+    ))
+    .unwrap();
+    assert_eq!(s.supply.unwrap().rated_w, Some(1e8));
+    // A campaign's node [supply]: the same rules.
+    let campaign = |t: &str| {
+        powerlab_campaign::parse_str(
+            "c.toml",
+            &format!("[campaign]\nname = \"t\"\n[[phase]]\nkind = \"idle\"\nduration_s = 1\n{t}"),
+        )
+    };
+    let e = campaign("[supply]\nexcursions = [[10, 2500], [1000, 3500]]\n").unwrap_err();
+    assert_eq!(e.field.as_deref(), Some("supply.excursions[1]"), "{e}");
+    assert_eq!((e.file.as_str(), e.line), ("c.toml", 7), "{e}");
+    let e = campaign("[supply]\nrated_w = 5000\nexcursions = [[10, 6000], [1000, 4200]]\n")
+        .unwrap_err();
+    assert_eq!(e.field.as_deref(), Some("supply.rated_w"), "{e}");
+    assert_eq!(e.line, 7, "{e}");
+    assert!(
+        campaign("[supply]\nrated_w = 4000\nexcursions = [[10, 6000], [1000, 4000]]\n").is_ok()
+    );
+}
+
+/// Issue 45, lesser item 8: `--spread-sigma-ms 0` was refused with "it
+/// may not exceed job.iteration_ms". 0 is now no spread; a negative σ, and
+/// a σ of 0 written in the file, are refused for being below 0's bound,
+/// saying how to write no spread.
+#[test]
+fn a_spread_of_zero_from_the_flag_is_no_spread_and_a_negative_one_is_refused_as_such() {
+    let sigma = |x: f64| [flag("--spread-sigma-ms", Setting::SpreadSigmaMs(x))];
+    // The flag replaces the file's [spread] whole.
+    let src = format!("{JOB}[spread]\nkind = \"uniform\"\nwidth_ms = 10\n");
+    let s = parse_schedule_with("s.toml", &src, &sigma(0.0)).unwrap();
+    assert_eq!(s.spread, Spread::None);
+    let s = parse_schedule_with("s.toml", &src, &sigma(3.0)).unwrap();
+    assert_eq!(s.spread, Spread::Normal { sigma_ms: 3.0 });
+    let e = parse_schedule_with("s.toml", &src, &sigma(-1.0)).unwrap_err();
+    assert_eq!(e.file, "the command line's --spread-sigma-ms -1", "{e}");
+    assert_eq!(e.field.as_deref(), Some("spread.sigma_ms"), "{e}");
+    assert!(
+        e.message.contains("must be above 0") && !e.message.contains("exceed"),
+        "{e}"
+    );
+    let e = parse_schedule_with("s.toml", &src, &sigma(101.0)).unwrap_err();
+    assert!(e.message.contains("may not exceed job.iteration_ms"), "{e}");
+    // In the file: the bound it breaks, and how to write no spread.
+    let e = refused("[spread]\nkind = \"normal\"\nsigma_ms = 0\n");
+    assert!(
+        e.message.contains("must be above 0")
+            && e.message.contains("kind = \"none\"")
+            && !e.message.contains("exceed"),
+        "{e}"
+    );
+    let e = refused("[stragglers]\nshare = 0.1\ndelay_ms = -5\n");
+    assert!(
+        e.message.contains("must be above 0") && !e.message.contains("exceed"),
+        "{e}"
+    );
 }

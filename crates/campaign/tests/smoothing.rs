@@ -293,6 +293,47 @@ fn a_hysteresis_must_end_within_every_off_phase() {
     assert_eq!(p.rungs[0].smoothing.unwrap().ramp_down_hysteresis_ms, 49.0);
 }
 
+/// Issue 45, defect 8: `{ ramp_up_w_per_s = 1, ramp_down_w_per_s = 1 }`
+/// validated, and the simulated node then ran the wave upside down (129 W
+/// on, 706 W off). A ramp must cross the reference GPU's step (700 W
+/// limit, 100 W idle: 600 W from idle, less above a floor) within the
+/// longest on-phase (up) or off-phase after the hysteresis (down) of the
+/// phase; here duty 0.5 at 500 ms: 250 ms.
+#[test]
+fn a_ramp_that_no_period_lets_finish_is_refused() {
+    refused(
+        "[{}, { ramp_up_w_per_s = 1, ramp_down_w_per_s = 1 }]",
+        "phases.mitigation.smoothing[1].ramp_up_w_per_s",
+        "a ramp of 1 W/s crosses 0.25 W in the longest on-phase (250 ms, at 500 ms), short of the 600 W a 700 W GPU steps from idle to full: no period of the phase lets the ramp finish",
+        "ramp_up_w_per_s >= 2400 W/s (the 600 W step within 250 ms), or a longer period in periods_ms",
+    );
+    refused(
+        "[{}, { ramp_down_w_per_s = 2000 }]",
+        "phases.mitigation.smoothing[1].ramp_down_w_per_s",
+        "crosses 500 W in the longest off-phase (250 ms, at 500 ms), short of the 600 W",
+        "ramp_down_w_per_s >= 2400 W/s",
+    );
+    // Above a floor of 60 % the step is 280 W; the hysteresis comes first.
+    refused(
+        "[{ floor_pct = 60, ramp_down_w_per_s = 1300, ramp_down_hysteresis_ms = 40 }]",
+        "phases.mitigation.smoothing[0].ramp_down_w_per_s",
+        "crosses 273 W in the longest off-phase (210 ms after the 40 ms hysteresis, at 500 ms), short of the 280 W a 700 W GPU steps from a floor of 60 % to full",
+        "ramp_down_w_per_s >= 1334 W/s",
+    );
+    // A rate the longest period lets finish is planned, though the 100 ms
+    // rungs cut it (the collator says so); above a floor of 90 % the step
+    // is 70 W.
+    let p = plan(&campaign(
+        "[{}, { ramp_up_w_per_s = 2400, ramp_down_w_per_s = 2400 }, { floor_pct = 90, ramp_up_w_per_s = 280 }]",
+    ));
+    assert!(
+        labels(&p).contains(&"mitigation/p100ms/up2k4-down2k4/in_phase"),
+        "{:?}",
+        labels(&p)
+    );
+    assert!(labels(&p).contains(&"mitigation/p500ms/floor90-up280/staggered"));
+}
+
 #[test]
 fn a_hysteresis_alone_is_refused_with_advice() {
     refused(

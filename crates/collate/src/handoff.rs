@@ -2,11 +2,14 @@
 //! precision (`report/node_curve.parquet`, with how many GPUs each point
 //! holds), the composed cycle of every duty rung
 //! (`report/node_cycles.parquet`) and the inputs they were computed from
-//! (`report/inputs.json`: each input file's size, modification time and,
-//! for the small ones, CRC-32; and the hand-off format). The rack step reads these, each node's `summary.csv`
-//! and `edges.csv`, never the raw power files; a node whose inputs changed
-//! since is stale and is collated again. The Parquet files are plain
-//! tables: DuckDB or Spark read a fleet's node curves as they are.
+//! (`report/inputs.json`: each input file's size, modification time and
+//! CRC-32; and the hand-off format). The rack step reads these, each
+//! node's `summary.csv` and `edges.csv`, never the raw power files; a node
+//! whose inputs changed since is stale and is collated again. A file is
+//! known by its content, never by its modification time alone: a copy of
+//! the run (`cp -r`, new times) is up to date, a file rewritten with other
+//! bytes is not. The Parquet files are plain tables: DuckDB or Spark read
+//! a fleet's node curves as they are.
 
 use crate::curve::{CURVE_INSTRUMENTS, NodeCurve};
 use crate::cycle::CyclePart;
@@ -62,15 +65,17 @@ pub struct InputFile {
     pub bytes: u64,
     /// Last modification, ns since the Unix epoch.
     pub modified_ns: i64,
-    /// CRC-32 of the whole file, hex, for files up to [`CRC_LIMIT_BYTES`]
-    /// (the manifest, event and edge logs, raw indexes). A raw sample file
-    /// is known by its size and modification time: reading every node's
-    /// raw files again to prove nothing changed would cost what the rack
-    /// step saves (collation itself verifies their checksums).
+    /// CRC-32 of the whole file, hex (None in an `inputs.json` written
+    /// before every file was checksummed: files above [`CRC_LIMIT_BYTES`]
+    /// had none).
     pub crc32: Option<String>,
 }
 
-/// Files up to this size are checksummed for freshness.
+/// Files up to this size are checksummed on every freshness check; a
+/// larger one (a raw sample file) is read again only where its size or
+/// modification time differ from its collation's: reading every node's
+/// raw files to prove nothing changed would cost what the rack step saves
+/// (collation itself verifies their checksums).
 pub const CRC_LIMIT_BYTES: u64 = 16 << 20;
 
 /// Whether a node's report can stand for its raw files.
@@ -112,25 +117,47 @@ fn output_file(report_dir: &Path, name: &str) -> Result<InputFile, CollateError>
     })
 }
 
+/// A file's modification time, ns since the Unix epoch (0: unknown).
+fn modified_ns(meta: &std::fs::Metadata) -> i64 {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
 fn input_file(dir: &Path, rel: &Path) -> Result<InputFile, CollateError> {
     let path = dir.join(rel);
     let meta = std::fs::metadata(&path).map_err(|e| CollateError::io(&path, e))?;
-    let modified_ns = meta
-        .modified()
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
-    let crc32 = if meta.len() <= CRC_LIMIT_BYTES {
-        Some(format!("{:08x}", crc_of(&path)?))
-    } else {
-        None
-    };
     Ok(InputFile {
         file: rel.to_string_lossy().into_owned(),
         bytes: meta.len(),
-        modified_ns,
-        crc32,
+        modified_ns: modified_ns(&meta),
+        crc32: Some(format!("{:08x}", crc_of(&path)?)),
     })
+}
+
+/// Whether the file `rel` of `dir` is the one `was` records: the same size
+/// and CRC-32. A file above [`CRC_LIMIT_BYTES`] whose size and
+/// modification time are the recorded ones is taken as unchanged without
+/// reading it; one whose time moved (a copy) is read and known by its
+/// checksum, and is changed where its collation recorded none.
+///
+/// # Errors
+///
+/// [`CollateError::Io`] when the file cannot be read.
+fn unchanged(dir: &Path, rel: &Path, was: &InputFile) -> Result<bool, CollateError> {
+    let path = dir.join(rel);
+    let meta = std::fs::metadata(&path).map_err(|e| CollateError::io(&path, e))?;
+    if meta.len() != was.bytes {
+        return Ok(false);
+    }
+    if meta.len() > CRC_LIMIT_BYTES && modified_ns(&meta) == was.modified_ns {
+        return Ok(true);
+    }
+    match &was.crc32 {
+        Some(crc) => Ok(*crc == format!("{:08x}", crc_of(&path)?)),
+        None => Ok(false),
+    }
 }
 
 /// Whether a top-level entry of a run directory is an input of its report:
@@ -222,44 +249,53 @@ pub fn freshness(run_dir: &Path) -> Freshness {
     if recorded.outputs.len() != OUTPUTS.len() {
         return Freshness::Stale("its report lists no checksums of its own files".into());
     }
-    let mut now = match inputs_of(run_dir) {
-        Ok(i) => i,
-        Err(e) => return Freshness::Stale(e.to_string()),
-    };
     // Raw files archived away (no `raw/` at all): the report stands for
     // them as it was; everything else must still match.
     let archived = !run_dir.join(powerlab_rundir::RunFile::Raw.name()).exists();
-    let mut recorded = recorded;
+    match inputs_stale(run_dir, recorded, archived) {
+        Ok(Some(why)) => Freshness::Stale(why),
+        Err(e) => Freshness::Stale(e.to_string()),
+        Ok(None) if archived => Freshness::RawArchived,
+        Ok(None) => Freshness::Fresh,
+    }
+}
+
+/// Why the input files of `run_dir` are not those `recorded` lists (one
+/// new, changed or gone), or None; `raw/` left out where `archived`.
+///
+/// # Errors
+///
+/// [`CollateError::Io`] when the directory cannot be listed or a file read.
+fn inputs_stale(
+    run_dir: &Path,
+    mut recorded: Inputs,
+    archived: bool,
+) -> Result<Option<String>, CollateError> {
+    let mut now = input_paths(run_dir)?;
     if archived {
         recorded.files.retain(|f| !f.file.starts_with("raw/"));
-        now.files.retain(|f| !f.file.starts_with("raw/"));
+        now.retain(|p| !p.starts_with("raw"));
     }
-    let was: BTreeMap<&str, &InputFile> = recorded
-        .files
+    let was: BTreeMap<String, &InputFile> =
+        recorded.files.iter().map(|f| (f.file.clone(), f)).collect();
+    let names: Vec<String> = now
         .iter()
-        .map(|f| (f.file.as_str(), f))
+        .map(|p| p.to_string_lossy().into_owned())
         .collect();
-    for f in &now.files {
-        match was.get(f.file.as_str()) {
-            None => return Freshness::Stale(format!("{} is new since its collation", f.file)),
-            Some(w) if *w != f => {
-                return Freshness::Stale(format!("{} changed since its collation", f.file));
+    for (rel, name) in now.iter().zip(&names) {
+        match was.get(name) {
+            None => return Ok(Some(format!("{name} is new since its collation"))),
+            Some(w) if !unchanged(run_dir, rel, w)? => {
+                return Ok(Some(format!("{name} changed since its collation")));
             }
             Some(_) => {}
         }
     }
-    if let Some(gone) = recorded
+    Ok(recorded
         .files
         .iter()
-        .find(|f| !now.files.iter().any(|n| n.file == f.file))
-    {
-        return Freshness::Stale(format!("{} is gone since its collation", gone.file));
-    }
-    if archived {
-        Freshness::RawArchived
-    } else {
-        Freshness::Fresh
-    }
+        .find(|f| !names.contains(&f.file))
+        .map(|gone| format!("{} is gone since its collation", gone.file)))
 }
 
 /// Writes `inputs.json` into `report_dir`, with the checksums of the

@@ -79,6 +79,67 @@ pub struct MitigationRow {
     /// filling its phase): the answer line carries them.
     #[serde(skip)]
     pub caveats: Vec<String>,
+    /// Why the rung is not credited with a swing cut or an energy figure
+    /// ([`not_credited`]): the wave it ran is not the one asked. Its
+    /// comparisons with the plain rung are left empty, the reason in
+    /// `note` and first in `caveats`; None when it is credited.
+    #[serde(skip)]
+    pub withheld: Option<String>,
+}
+
+impl MitigationRow {
+    /// Leaves out every figure set against the plain rung (the swing cut,
+    /// the extra power and energy), for `why`: its own swing and mean stay,
+    /// as measured.
+    fn withhold(&mut self, why: String) {
+        self.swing_cut_pct = None;
+        self.swing_cut_ci95_pct = None;
+        self.extra_w = None;
+        self.extra_ci95_w = None;
+        self.energy_pct = None;
+        self.energy_ci95_pct = None;
+        self.extra_counter_w = None;
+        self.caveats.insert(
+            0,
+            format!("NOT CREDITED (no swing cut, no energy figure): {why}"),
+        );
+        self.withheld = Some(why);
+    }
+}
+
+/// A mitigation rung's off-phase drawing more than its on-phase by more
+/// than this share of its plain rung's step is a wave upside down (a
+/// floor near the work's own draw may sit a little above it, in noise).
+pub const INVERTED_STEP_SHARE: f64 = 0.05;
+
+/// Why mitigation rung `r` is not credited against its plain rung: the
+/// wave it ran is not the one asked, so what it "cut" is not a
+/// mitigation's doing. Its edges out of tolerance (or its on-phases short
+/// of the sustained level: the rung's `edges_verdict`), or its node's
+/// settled off level above its settled on level (a negative step) by more
+/// than [`INVERTED_STEP_SHARE`] of the plain rung's step (of nothing,
+/// without a plain step). None when neither.
+pub fn not_credited(r: &RungSummary, plain: Option<&RungSummary>) -> Option<String> {
+    let mut why = Vec::new();
+    if let Some(v) = r.edges_verdict.as_deref().filter(|v| !v.is_empty()) {
+        why.push(format!("its edges are out of tolerance ({v})"));
+    }
+    let plain_step = plain.and_then(|p| p.step_w).filter(|w| *w > 0.0);
+    if let Some(step) = r.step_w
+        && step < -INVERTED_STEP_SHARE * plain_step.unwrap_or(0.0)
+    {
+        why.push(format!(
+            "its off-phase drew {:.0} W more than its on-phase (node step {step:.0} W{}): the wave ran upside down",
+            -step,
+            plain_step.map_or(String::new(), |p| format!(", the plain rung's {p:+.0} W"))
+        ));
+    }
+    (!why.is_empty()).then(|| {
+        format!(
+            "{}; so the mitigation did not run as asked: its swing and mean stand as measured, and only a rerun that runs it as asked (ramps its phases let finish, edges within `[limits]`) can be credited",
+            why.join("; ")
+        )
+    })
 }
 
 /// One GPU of a mitigation rung: asked against achieved.
@@ -182,6 +243,9 @@ pub fn mitigation(
             .collect();
         let mut row = row(r, plain, spec, per_gpu);
         row.caveats = caveats(r, plain, note, &gpus);
+        if let Some(why) = not_credited(r, plain) {
+            row.withhold(why);
+        }
         if !row.caveats.is_empty() {
             let all = [row.note.as_str()]
                 .into_iter()
@@ -364,6 +428,7 @@ fn row(
         extra_counter_w,
         note: note.join("; "),
         caveats: Vec::new(),
+        withheld: None,
     }
 }
 
@@ -500,6 +565,82 @@ pub fn off_trough(v: &[f64], duty: f64, period_ms: f64) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A plain rung (node step `step`, swing 1200 W, mean 800 W) and a
+    /// ramp rung of the same period and mode (step `mitigated_step`, swing
+    /// 1000 W, mean 760 W), as the collator summarised them.
+    fn pair(mitigated_step: f64) -> (RungSummary, RungSummary) {
+        let mut plain = crate::summary::tests::summary(Some(100.0));
+        plain.rung.label = "m/p100ms/plain/in_phase".into();
+        plain.step_w = Some(1200.0);
+        plain.swing_w = Some(1200.0);
+        plain.mean_w = Some(800.0);
+        let mut m = plain.clone();
+        m.rung.id = 8;
+        m.rung.label = "m/p100ms/up2k4-down2k4/in_phase".into();
+        m.rung.smoothing = Some(SmoothingSpec {
+            ramp_up_w_per_s: Some(2400.0),
+            ramp_down_w_per_s: Some(2400.0),
+            ..Default::default()
+        });
+        m.step_w = Some(mitigated_step);
+        m.swing_w = Some(1000.0);
+        m.mean_w = Some(760.0);
+        (plain, m)
+    }
+
+    /// Issue 45, defect 8: a mitigation rung whose wave ran upside down
+    /// (off-phase above its on-phase), or whose edges are out of
+    /// tolerance, booked a swing cut (16 %) and an energy figure (−5.6 %)
+    /// against its plain rung; both are now withheld, with the reason in
+    /// the row.
+    #[test]
+    fn a_rung_upside_down_or_out_of_tolerance_is_not_credited() {
+        let (plain, ok) = pair(400.0);
+        assert_eq!(not_credited(&ok, Some(&plain)), None);
+        let row_of = |m: &RungSummary| {
+            let mut row = row(m, Some(&plain), m.rung.smoothing.unwrap(), &[]);
+            if let Some(why) = not_credited(m, Some(&plain)) {
+                row.withhold(why);
+            }
+            row
+        };
+        let credited = row_of(&ok);
+        assert!((credited.swing_cut_pct.unwrap() - 100.0 / 6.0).abs() < 1e-9);
+        assert!((credited.energy_pct.unwrap() + 5.0).abs() < 1e-9);
+        assert_eq!(credited.withheld, None);
+        // Upside down: the off-phase 1150 W above the on-phase.
+        let (_, inverted) = pair(-1150.0);
+        let row = row_of(&inverted);
+        let why = row.withheld.clone().unwrap();
+        assert!(
+            why.contains("off-phase drew 1150 W more than its on-phase"),
+            "{why}"
+        );
+        assert!(
+            why.contains("upside down") && why.contains("rerun"),
+            "{why}"
+        );
+        assert_eq!((row.swing_cut_pct, row.swing_cut_ci95_pct), (None, None));
+        assert_eq!((row.energy_pct, row.extra_w), (None, None));
+        // What was measured stays.
+        assert_eq!((row.swing_w, row.mean_w), (Some(1000.0), Some(760.0)));
+        assert!(
+            row.caveats[0].starts_with("NOT CREDITED"),
+            "{:?}",
+            row.caveats
+        );
+        // A floor a little above the work's own draw is noise, not upside down.
+        assert_eq!(not_credited(&pair(-50.0).1, Some(&plain)), None);
+        // Edges out of tolerance.
+        let (_, mut late) = pair(400.0);
+        late.edges_verdict = Some("rise p99 900 µs > 50".into());
+        let why = not_credited(&late, Some(&plain)).unwrap();
+        assert!(
+            why.contains("edges are out of tolerance (rise p99 900 µs > 50)"),
+            "{why}"
+        );
+    }
 
     #[test]
     fn the_floor_is_read_clear_of_the_edges_and_the_ramp_down() {

@@ -441,10 +441,10 @@ pub struct PredictArgs {
     #[arg(long)]
     pub gpus_per_node: Option<u32>,
     /// Iteration period, ms (`job.iteration_ms`).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub iteration_ms: Option<f64>,
     /// The compute phase's share of the iteration (`job.compute_fraction`).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub compute_fraction: Option<f64>,
     /// A measured mitigation profile (`mitigation.profile`, e.g. floor60;
     /// `plain` for none).
@@ -453,14 +453,15 @@ pub struct PredictArgs {
     /// Node groups started evenly across the iteration (`mitigation.stagger_groups`).
     #[arg(long)]
     pub stagger_groups: Option<u32>,
-    /// Nodes' start spread: normal with this σ, ms (`spread`).
-    #[arg(long)]
+    /// Nodes' start spread: normal with this σ, ms (replaces `[spread]`);
+    /// 0: no spread (`kind = "none"`).
+    #[arg(long, allow_negative_numbers = true)]
     pub spread_sigma_ms: Option<f64>,
     /// The waveform's span, s (`output.span_s`).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub span_s: Option<f64>,
     /// Its resolution, ms (`output.resolution_ms`).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub resolution_ms: Option<f64>,
     /// Write the prediction here (default: <RUN>/predict/<job name>).
     #[arg(long)]

@@ -1,13 +1,14 @@
 //! `powerlab predict RUN`: a thin layer over `powerlab_collate::predict`.
-//! The schedule is the file with the command line's flags applied; the
+//! The schedule is the file with the command line's flags applied (each
+//! error located in the file as written, or at the flag); the
 //! run's report is computed from its raw files; the prediction is written
 //! to `--out` (default `<RUN>/predict/<job name>`). Exit 0 when written, 2
 //! when the schedule, the run or an output is refused.
 
 use crate::cli::PredictArgs;
 use anyhow::{Context, Result};
+use powerlab_campaign::schedule::{Override, Setting};
 use powerlab_collate::predict::{self, Prediction, source};
-use toml::{Table, Value};
 
 pub fn predict(a: &PredictArgs) -> Result<i32> {
     let schedule = match schedule_of(a) {
@@ -137,7 +138,9 @@ fn print_summary(p: &Prediction, json: bool) {
     }
 }
 
-/// The schedule: the file (if any) with the flags applied, validated.
+/// The schedule: the file (if any) with the flags applied, validated. An
+/// error in the file is located at its own line and column; one in a
+/// flag's value names the flag.
 fn schedule_of(a: &PredictArgs) -> Result<powerlab_campaign::schedule::Schedule> {
     let (name, text) = match &a.schedule {
         Some(p) => (
@@ -148,66 +151,92 @@ fn schedule_of(a: &PredictArgs) -> Result<powerlab_campaign::schedule::Schedule>
         None => ("(command line)".to_string(), String::new()),
     };
     let overrides = overrides(a);
-    if overrides.is_empty() {
-        if a.schedule.is_none() {
-            anyhow::bail!(
-                "no schedule: pass --schedule FILE (schedules/llm-100k.toml shows every key) or at least --gpus, --iteration-ms and --compute-fraction"
-            );
-        }
-        return Ok(powerlab_campaign::schedule::parse_schedule_str(
-            &name, &text,
-        )?);
+    if overrides.is_empty() && a.schedule.is_none() {
+        anyhow::bail!(
+            "no schedule: pass --schedule FILE (schedules/llm-100k.toml shows every key) or at least --gpus, --iteration-ms and --compute-fraction"
+        );
     }
-    let mut table: Table = toml::from_str(&text).with_context(|| {
-        format!("{name} is not TOML; powerlab validate-style errors come once it parses")
-    })?;
-    if overrides.iter().any(|o| o.0 == "spread") {
-        table.remove("spread");
-    }
-    for (t, k, v) in overrides {
-        let sub = table.entry(t).or_insert_with(|| Value::Table(Table::new()));
-        if let Value::Table(s) = sub {
-            s.insert(k.to_string(), v);
-        }
-    }
-    let merged = toml::to_string(&table).context("the schedule with the flags applied")?;
-    let label = format!("{name} with the command line's flags");
-    Ok(powerlab_campaign::schedule::parse_schedule_str(
-        &label, &merged,
-    )?)
+    powerlab_campaign::schedule::parse_schedule_with(&name, &text, &overrides)
+        .map_err(|e| anyhow::anyhow!(located(&e)))
 }
 
-/// The flags given, as (table, key, value).
-fn overrides(a: &PredictArgs) -> Vec<(&'static str, &'static str, Value)> {
+/// A schedule error as the user reads it: `file:line:column: …`, or, for
+/// one not in the file (a flag's value, line 0), `where: …`.
+fn located(e: &powerlab_campaign::CampaignError) -> String {
+    if e.line > 0 {
+        return e.to_string();
+    }
+    let field = e
+        .field
+        .as_ref()
+        .map(|f| format!("field `{f}`: "))
+        .unwrap_or_default();
+    let allowed = e
+        .allowed
+        .as_ref()
+        .map(|a| format!(" (allowed: {a})"))
+        .unwrap_or_default();
+    let hint = e
+        .field
+        .as_deref()
+        .and_then(flag_of)
+        .filter(|_| e.message.ends_with("is required"))
+        .map(|f| format!("; pass {f} or --schedule FILE"))
+        .unwrap_or_default();
+    format!("{}: {field}{}{allowed}{hint}", e.file, e.message)
+}
+
+/// The flag that sets a schedule key, where one does.
+fn flag_of(field: &str) -> Option<&'static str> {
+    Some(match field {
+        "job.gpus" => "--gpus",
+        "job.gpus_per_node" => "--gpus-per-node",
+        "job.iteration_ms" => "--iteration-ms",
+        "job.compute_fraction" => "--compute-fraction",
+        "mitigation.profile" => "--mitigation",
+        "mitigation.stagger_groups" => "--stagger-groups",
+        "spread.sigma_ms" => "--spread-sigma-ms",
+        "output.span_s" => "--span-s",
+        "output.resolution_ms" => "--resolution-ms",
+        _ => return None,
+    })
+}
+
+/// The flags given, as the keys they set.
+fn overrides(a: &PredictArgs) -> Vec<Override> {
     let mut v = Vec::new();
-    let int = |x: u64| Value::Integer(i64::try_from(x).unwrap_or(i64::MAX));
+    let mut set = |flag: &str, setting: Setting| {
+        v.push(Override {
+            flag: flag.to_string(),
+            setting,
+        });
+    };
     if let Some(x) = a.gpus {
-        v.push(("job", "gpus", int(x)));
+        set("--gpus", Setting::Gpus(x));
     }
     if let Some(x) = a.gpus_per_node {
-        v.push(("job", "gpus_per_node", int(u64::from(x))));
+        set("--gpus-per-node", Setting::GpusPerNode(x));
     }
     if let Some(x) = a.iteration_ms {
-        v.push(("job", "iteration_ms", Value::Float(x)));
+        set("--iteration-ms", Setting::IterationMs(x));
     }
     if let Some(x) = a.compute_fraction {
-        v.push(("job", "compute_fraction", Value::Float(x)));
+        set("--compute-fraction", Setting::ComputeFraction(x));
     }
     if let Some(x) = &a.mitigation {
-        v.push(("mitigation", "profile", Value::String(x.clone())));
+        set("--mitigation", Setting::Profile(x.clone()));
     }
     if let Some(x) = a.stagger_groups {
-        v.push(("mitigation", "stagger_groups", int(u64::from(x))));
+        set("--stagger-groups", Setting::StaggerGroups(x));
     }
     if let Some(x) = a.spread_sigma_ms {
-        v.push(("spread", "kind", Value::String("normal".into())));
-        v.push(("spread", "sigma_ms", Value::Float(x)));
+        set("--spread-sigma-ms", Setting::SpreadSigmaMs(x));
     }
     if let Some(x) = a.span_s {
-        v.push(("output", "span_s", Value::Float(x)));
+        set("--span-s", Setting::SpanS(x));
     }
     if let Some(x) = a.resolution_ms {
-        v.push(("output", "resolution_ms", Value::Float(x)));
+        set("--resolution-ms", Setting::ResolutionMs(x));
     }
     v
 }

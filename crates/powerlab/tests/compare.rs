@@ -8,6 +8,7 @@
 use crate::util::*;
 use serde_json::Value;
 use std::path::Path;
+use std::process::Command;
 
 /// Idle, sustained, and an in-phase and a staggered duty rung, twice each.
 const RUNGS: &str = "[[phase]]\nkind = \"idle\"\nduration_s = 3\n\
@@ -520,4 +521,40 @@ fn one_repeat_a_side_is_judged_against_the_runs_own_intervals() {
             "{swing}"
         );
     }
+}
+
+/// Issue 45, lesser item 7: `compare` called a `cp -r` copy of a run stale
+/// (its files' modification times moved). Freshness is now the files'
+/// content: the copy is up to date; the same copy with one raw byte
+/// changed (size and all else kept) is stale, naming the file.
+#[test]
+fn a_copy_of_a_run_is_up_to_date_and_a_changed_raw_file_is_stale() {
+    let a = sim(&[]);
+    let copy = a.results.path().join("copy");
+    let cp =
+        capture(Command::new("cp").args(["-r", a.dir().to_str().unwrap(), copy.to_str().unwrap()]));
+    assert_exit(&cp, 0);
+    let (code, c, err) = compare(a.dir(), &copy, &[]);
+    assert_eq!(code, 0, "{err}");
+    let c = c.unwrap_or_else(|| panic!("no JSON; stderr: {err}"));
+    assert_eq!(c["regressions"], 0, "{c:#}");
+    // One byte of a raw file, its size kept.
+    let mut raw: Vec<_> = std::fs::read_dir(copy.join("raw"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| !p.to_string_lossy().ends_with(".idx"))
+        .collect();
+    raw.sort();
+    let mut bytes = std::fs::read(&raw[0]).unwrap();
+    let k = bytes.len() / 2;
+    bytes[k] = if bytes[k] == b'7' { b'8' } else { b'7' };
+    std::fs::write(&raw[0], &bytes).unwrap();
+    let (code, _, err) = compare(a.dir(), &copy, &[]);
+    assert_eq!(code, 2, "{err}");
+    let name = raw[0].strip_prefix(&copy).unwrap().display().to_string();
+    assert!(
+        err.contains("not up to date")
+            && err.contains(&format!("{name} changed since its collation")),
+        "{err}"
+    );
 }

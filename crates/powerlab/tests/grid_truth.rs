@@ -5,15 +5,19 @@
 //! the collator's code:
 //!
 //! - ramp rates: the truth folded on the rung's period into its mean cycle
-//!   (1 ms bins); the plateaus are the medians of the bins below and above
-//!   the mid level; the rate is 0.8 × step over the shortest 10–90 % edge;
+//!   (1 ms bins); each edge between the level it leaves (where the cycle
+//!   stopped moving before it) and the median of the phase it enters; the
+//!   rate is 0.8 × that step over the edge's 10–90 % time, the fastest
+//!   edge's; the fastest change over 1 ms, 10 ms, 100 ms and 1 s: the
+//!   largest change between bins at most the window apart, over it;
 //! - dynamic range: max − min of the true waveform inside the rung;
 //! - band share: the true waveform's spectrum inside the rung (DC
 //!   excluded), the share of its variance in 0.1–20 Hz.
 //!
 //! Tolerance: 10 % of the truth, or 2 % of the node's on−off step,
 //! whichever is larger. The step is in W; for a rate it is taken over the
-//! figure's stated resolution (W/s), and for a band share as an energy
+//! figure's stated resolution (W/s), for a window's change over the
+//! window, and for a band share as an energy
 //! (the step's 2 % squared, as a share of the true variance). A lower
 //! bound must not exceed the truth by more than the tolerance.
 
@@ -77,7 +81,8 @@ type Worst = BTreeMap<(String, i64, String), (f64, f64, String)>;
 /// the truth; returns the failures, and counts figures stated.
 fn check_grid(seed: u64, worst: &mut Worst, stated: &mut usize) -> Vec<String> {
     let body = "[grid]\nramp_up_w_per_s_per_gpu = 20000\ngpus = 1000\nramp_down_mw_per_s = 30\nmax_band_share_pct = 20\nmax_dynamic_range_pct = 50\n\
-        [[phase]]\nkind = \"duty\"\nname = \"d\"\nperiods_ms = [2000, 1000, 500, 100, 50, 20]\nduration_s = 30\nmodes = [\"in_phase\", \"staggered\"]\n";
+        [[phase]]\nkind = \"duty\"\nname = \"d\"\nperiods_ms = [2000, 1000, 500, 100, 50, 20]\nduration_s = 30\nmodes = [\"in_phase\", \"staggered\"]\n\
+        [[phase]]\nkind = \"duty\"\nname = \"q\"\nperiods_ms = [2000, 500, 100]\nduty = 0.75\nduration_s = 30\nmodes = [\"in_phase\", \"staggered\"]\n";
     let r = run_sim(
         &campaign(body),
         &[
@@ -159,6 +164,19 @@ fn check_grid(seed: u64, worst: &mut Worst, stated: &mut usize) -> Vec<String> {
                 let t = if metric == "ramp_up" { up } else { down };
                 (t, (0.1 * t).max(0.02 * step / res_s))
             }
+            m if m.starts_with("rise_over_") || m.starts_with("fall_over_") => {
+                let w_ms: usize = match m.rsplit('_').next().unwrap() {
+                    "1ms" => 1,
+                    "10ms" => 10,
+                    "100ms" => 100,
+                    _ => 1000,
+                };
+                let p = e["rung"]["period_ms"].as_f64().unwrap();
+                let c = true_cycle(x, from, e["epoch_ns"].as_i64().unwrap(), p);
+                let (up, down) = crate::util::truth::window_change(&c, w_ms);
+                let t = if m.starts_with("rise") { up } else { down };
+                (t, (0.1 * t).max(0.02 * step / (w_ms as f64 / 1000.0)))
+            }
             "dynamic_range" => (max - min, (0.1 * (max - min)).max(0.02 * step)),
             "dynamic_range_pct" => {
                 let t = 100.0 * (max - min) / max;
@@ -171,7 +189,13 @@ fn check_grid(seed: u64, worst: &mut Worst, stated: &mut usize) -> Vec<String> {
             other => panic!("unknown metric {other}"),
         };
         let lower_bound = row["lower_bound"] == "true";
-        let dev = got - truth;
+        let upper: Option<f64> = row["upper"].parse().ok();
+        // An interval holds the truth; its ends are the figure's.
+        let dev = match upper {
+            Some(hi) if truth > hi => truth - hi,
+            Some(_) if truth >= got => 0.0,
+            _ => got - truth,
+        };
         let bad = if lower_bound {
             dev > tol
         } else {
@@ -201,18 +225,23 @@ fn check_grid(seed: u64, worst: &mut Worst, stated: &mut usize) -> Vec<String> {
 /// The declared `[grid]` judges every figure it limits: limits scaled to
 /// two GPUs, margin = limit − figure, the verdict by its sign.
 fn check_verdict(row: &HashMap<String, String>, got: f64, failures: &mut Vec<String>) {
-    let want = match row["metric"].as_str() {
+    let metric = row["metric"].as_str();
+    let want = match metric {
         "ramp_up" => Some(40_000.0),
         "ramp_down" => Some(60_000.0),
+        m if m.starts_with("rise_over_") => Some(40_000.0),
+        m if m.starts_with("fall_over_") => Some(60_000.0),
         "dynamic_range_pct" => Some(50.0),
         "band_share" => Some(20.0),
         _ => None,
     };
     let limit: Option<f64> = row["limit"].parse().ok();
     let margin: Option<f64> = row["margin"].parse().ok();
+    let upper: Option<f64> = row["upper"].parse().ok();
     let verdict = match (want, row["lower_bound"] == "true") {
         (None, _) => "no limit declared",
         (Some(l), _) if got > l => "fail",
+        (Some(l), _) if upper.is_some_and(|u| u > l) => "undecided (the interval holds the limit)",
         (Some(_), true) => "undetermined (lower bound below the limit)",
         (Some(_), false) => "pass",
     };

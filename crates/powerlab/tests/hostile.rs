@@ -1340,6 +1340,41 @@ fn a_planned_rung_missing_from_a_killed_runs_events_is_named() {
     assert!(first.contains("d/p250ms"), "{first}");
 }
 
+/// Issue 45, defect 9: a duplicated `rung_started` line in a killed
+/// run's `events.jsonl` (no checksums to catch it) made a fake repeat:
+/// exit 0, the sustained rung twice in `summary.csv`, n = 2 with a 0 W
+/// interval in `repeats.csv`. It is refused, as a duplicated `edges.csv`
+/// row is, naming the file and the line.
+#[test]
+fn a_duplicated_rung_started_in_a_killed_runs_events_is_refused_naming_the_line() {
+    let c = campaign(
+        "[[phase]]\nkind = \"sustained\"\nname = \"s\"\nduration_s = 3\n[[phase]]\nkind = \"duty\"\nname = \"d\"\nperiods_ms = [500, 400]\nduration_s = 4\n",
+    );
+    let r = run_sim(&c, &["--sim-gpus", "2", "--sim-fault", "node:die_at=14s"]);
+    assert_ne!(r.code(), 0, "{}", r.stderr());
+    let d = r.dir().to_path_buf();
+    // As killed, the run collates.
+    assert_exit(&collate_dir(&d), 0);
+    let ev = std::fs::read_to_string(d.join("events.jsonl")).unwrap();
+    let mut lines: Vec<&str> = ev.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.contains("\"rung_started\"") && l.contains("\"kind\":\"sustained\""))
+        .unwrap_or_else(|| panic!("no sustained rung started: {ev}"));
+    lines.insert(at + 1, lines[at]);
+    std::fs::write(d.join("events.jsonl"), lines.join("\n") + "\n").unwrap();
+    let out = collate_dir(&d);
+    let err = text(&out.stderr);
+    assert_exit(&out, 1);
+    assert!(
+        err.contains("events.jsonl")
+            && err.contains(&format!("line {}:", at + 2))
+            && err.contains("starts a second time")
+            && err.contains("remove it"),
+        "names the file, the line and what to do: {err}"
+    );
+}
+
 /// Issue 31, defect 9: an `events.jsonl` that is a link to `/dev/zero` made
 /// collate abort on a 4 GB allocation; a raw file that is a link was read
 /// as the run's. Files of a run directory must be regular files.

@@ -559,6 +559,68 @@ fn the_ramps_hold_the_truth() {
     });
 }
 
+/// Issue 45, defect 8: a mitigation rung that did not run as asked was
+/// credited. A ramp of 2400 W/s each way validates (it crosses the
+/// reference 600 W step within the 250 ms on-phase at 500 ms) but not at
+/// 100 ms: each 50 ms on-phase ends about 120 W up its ramp and each
+/// off-phase starts down from the top, so the 100 ms rungs run upside
+/// down. `mitigation.csv` books them no swing cut and no energy figure,
+/// saying why; the 500 ms in-phase rung keeps its cut; and predict builds
+/// the profile from the rungs credited only.
+#[test]
+fn a_rung_that_ran_upside_down_is_not_credited() {
+    let profile = "up2k4-down2k4";
+    let r = run(
+        Some("[{}, {ramp_up_w_per_s = 2400, ramp_down_w_per_s = 2400}]"),
+        3,
+    );
+    let rows = csv_rows(&r.dir().join("report/mitigation.csv"));
+    assert_eq!(rows.len(), 4, "{rows:?}");
+    for row in &rows {
+        let label = &row["label"];
+        let credited = !row["swing_cut_pct"].is_empty();
+        if label.contains("/p100ms/") {
+            assert!(!credited, "{label}: {row:?}");
+            assert!(
+                row["energy_pct"].is_empty() && row["extra_w"].is_empty(),
+                "{label}: {row:?}"
+            );
+            assert!(
+                row["note"].contains("NOT CREDITED") && row["note"].contains("upside down"),
+                "{label}: {}",
+                row["note"]
+            );
+            // What was measured stays.
+            assert!(!row["swing_w"].is_empty() && !row["mean_w"].is_empty());
+        } else if label.ends_with("/in_phase") {
+            assert!(credited, "{label}: {row:?}");
+            assert!(
+                !row["note"].contains("NOT CREDITED"),
+                "{label}: {}",
+                row["note"]
+            );
+        }
+    }
+    // Predict at 100 ms: the profile comes from the 500 ms rungs only.
+    let report = powerlab_collate::predict::source::report_of(r.dir()).unwrap();
+    let p = powerlab_collate::predict::predict(
+        &report,
+        &crate::predict::schedule(2, 2, 100.0, 0.5, 1, ""),
+    )
+    .unwrap();
+    let sc = p
+        .scenarios
+        .iter()
+        .find(|s| s.profile == profile)
+        .unwrap_or_else(|| panic!("no {profile} scenario"));
+    assert!(!sc.sources.is_empty());
+    assert!(
+        sc.sources.iter().all(|l| !l.contains("/p100ms/")),
+        "{:?}",
+        sc.sources
+    );
+}
+
 /// A phase whose smoothing is `[{}]` runs exactly as one without the key
 /// (same seed, same sim epoch, the sim on virtual time): every cell of
 /// `summary.csv` identical but the label, which names `plain`; no

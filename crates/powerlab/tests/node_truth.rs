@@ -513,7 +513,7 @@ fn the_excursion_envelope_holds_the_truth() {
 /// Runs the envelope campaign with `seed` and checks its `envelope.csv`
 /// against the truth; returns how many figures it states.
 fn check_envelope(seed: u64, worst: &mut Worst, failures: &mut Vec<String>) -> usize {
-    let body = "[supply]\nrated_w = 1300\nexcursions = [[10, 1500], [100, 1400], [1000, 1300], [10000, 1000]]\n\
+    let body = "[supply]\nrated_w = 1000\nexcursions = [[10, 1500], [100, 1400], [1000, 1300], [10000, 1000]]\n\
         [[phase]]\nkind = \"duty\"\nname = \"d\"\nperiods_ms = [100, 1000]\nduration_s = 9\nmode = \"in_phase\"\n\
         [[phase]]\nkind = \"sustained\"\nname = \"s\"\nduration_s = 12\n";
     let r = run_sim(

@@ -259,3 +259,143 @@ fn predict_writes_its_report_and_refuses_what_it_cannot_build() {
         "{md}"
     );
 }
+
+/// `powerlab predict RUN ARGS`: (exit code, stdout, stderr).
+fn predict_cli(run: &Path, args: &[&str]) -> (i32, String, String) {
+    let o = powerlab_output(
+        ["predict", run.to_str().unwrap()]
+            .into_iter()
+            .chain(args.iter().copied()),
+    );
+    (
+        o.status.code().unwrap_or(-1),
+        text(&o.stdout),
+        text(&o.stderr),
+    )
+}
+
+/// Issue 45, lesser item 1: with any flag, a schedule error was located in
+/// a re-serialised document (`s.toml with the command line's flags:17:12`
+/// for a key on line 13). A key of the file is now located at its own line
+/// and column; a flag's value is named as the flag.
+#[test]
+fn a_schedule_error_with_flags_is_located_in_the_file_or_at_the_flag() {
+    let run = repo().join("results/h200x1-2026-12-01/edges");
+    let tmp = tempfile::tempdir().unwrap();
+    let sched = tmp.path().join("s.toml");
+    // `delay_ms = 200` (over the 100 ms iteration) on line 10, its value at column 12.
+    std::fs::write(
+        &sched,
+        "# a job\n[job]\nname = \"x\"\ngpus = 16\niteration_ms = 100\ncompute_fraction = 0.5\n\n[stragglers]\nshare = 0.1\ndelay_ms = 200\n",
+    )
+    .unwrap();
+    let s = sched.to_str().unwrap();
+    let (code, _, err) = predict_cli(&run, &["--schedule", s, "--gpus", "8"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(&format!("{s}:10:12: field `stragglers.delay_ms`")),
+        "{err}"
+    );
+    assert!(!err.contains("with the command line's flags"), "{err}");
+    let (code, _, err) = predict_cli(&run, &["--schedule", s, "--compute-fraction", "1.5"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("the command line's --compute-fraction 1.5: field `job.compute_fraction`"),
+        "{err}"
+    );
+    // A negative σ is refused as such (issue 45, lesser item 8).
+    let (code, _, err) = predict_cli(&run, &["--schedule", s, "--spread-sigma-ms", "-2"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("the command line's --spread-sigma-ms -2: field `spread.sigma_ms`")
+            && err.contains("must be above 0")
+            && !err.contains("exceed"),
+        "{err}"
+    );
+}
+
+/// Issue 45, lesser item 5: `w_per_gpu` up to 5000 W was accepted for a
+/// run of 700 W GPUs. A declared communication draw above the run's
+/// enforced power limit is refused, naming the key, the value and the
+/// limit.
+#[test]
+fn a_communication_draw_above_the_runs_power_limit_is_refused() {
+    let run = repo().join("results/h200x1-2026-12-01/edges");
+    let tmp = tempfile::tempdir().unwrap();
+    let sched = tmp.path().join("s.toml");
+    std::fs::write(
+        &sched,
+        "[job]\ngpus = 16\niteration_ms = 500\ncompute_fraction = 0.5\n[communication]\nsource = \"given\"\nw_per_gpu = 800\n",
+    )
+    .unwrap();
+    let out = tmp.path().join("p");
+    let (code, _, err) = predict_cli(
+        &run,
+        &[
+            "--schedule",
+            sched.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("`communication.w_per_gpu` = 800 W")
+            && err.contains("700 W enforced power limit"),
+        "{err}"
+    );
+    assert!(
+        !out.exists(),
+        "a refused prediction wrote {}",
+        out.display()
+    );
+}
+
+/// Issue 45, lesser items 4 and 8: a prediction from a killed run never
+/// said the run did not finish; `--spread-sigma-ms 0` was refused. Its
+/// first note now says how the run ended and which planned rungs it never
+/// reached, and a σ of 0 is no spread.
+#[test]
+fn a_prediction_from_a_killed_run_says_first_that_it_did_not_finish() {
+    let c = campaign(
+        "[[phase]]\nkind = \"duty\"\nname = \"d\"\nperiods_ms = [500, 250, 200]\nduration_s = 6\n",
+    );
+    let r = run_sim(&c, &["--sim-gpus", "2", "--sim-fault", "node:die_at=12s"]);
+    assert_ne!(r.code(), 0, "{}", r.stderr());
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(r.dir().join("manifest.json")).unwrap())
+            .unwrap();
+    assert_eq!(m["status"]["state"], "running", "killed: no end recorded");
+    let out = r.results.path().join("p");
+    let (code, stdout, err) = predict_cli(
+        r.dir(),
+        &[
+            "--gpus",
+            "16",
+            "--iteration-ms",
+            "500",
+            "--compute-fraction",
+            "0.5",
+            "--spread-sigma-ms",
+            "0",
+            "--span-s",
+            "10",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let first = stdout.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with("NOTE: RUN DID NOT FINISH (no end recorded: killed?)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("MISSING RUNGS") && stdout.contains("d/p200ms"),
+        "{stdout}"
+    );
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let said = md.find("RUN DID NOT FINISH").unwrap_or(usize::MAX);
+    assert!(said < md.find("The answer").unwrap_or(0), "{md}");
+    assert!(md.contains("none: every node starts together"), "{md}");
+}

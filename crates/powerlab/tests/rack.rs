@@ -768,8 +768,9 @@ fn the_rack_from_node_curves_equals_the_rack_from_raw_files_and_reuses_fresh_nod
         "{stag}"
     );
 
-    // Offline: fresh nodes are reused (their reports untouched); a node
-    // whose raw file was rewritten is collated again.
+    // Offline: fresh nodes are reused (their reports untouched), a raw
+    // file rewritten with its own bytes (a new modification time, as a
+    // copy has) included; a node whose inputs changed is collated again.
     let touched = &nodes[2];
     let raw = std::fs::read_dir(touched.join("raw"))
         .unwrap()
@@ -796,12 +797,28 @@ fn the_rack_from_node_curves_equals_the_rack_from_raw_files_and_reuses_fresh_nod
     );
     assert_eq!(
         text.matches("report up to date, reused").count(),
+        4,
+        "{text}"
+    );
+    // A file the run directory did not hold at its collation (a raw file
+    // edited is refused by the collation itself, against its index).
+    std::fs::write(touched.join("operator-notes.txt"), "fan swapped\n").unwrap();
+    let (out, text) = collate_cmd(
+        &["collate", rack.to_str().unwrap(), "--jobs", "2"],
+        "stdout",
+    );
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        text.matches("report up to date, reused").count(),
         3,
         "{text}"
     );
-    let name = raw.strip_prefix(touched).unwrap().display().to_string();
     assert!(
-        text.contains(&format!("collated ({name} changed since its collation)")),
+        text.contains("collated (operator-notes.txt is new since its collation)"),
         "{text}"
     );
     for (k, n) in nodes.iter().enumerate() {

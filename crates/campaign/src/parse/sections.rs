@@ -278,7 +278,9 @@ impl SupplyRanges {
 
 /// `[supply]`: `rated_w` within `ranges.w` (0 excluded), and `excursions`
 /// a list of `[duration_ms, watts]` pairs, durations within
-/// `ranges.duration_ms` and strictly increasing, watts within `ranges.w`.
+/// `ranges.duration_ms` and strictly increasing, watts within `ranges.w`
+/// and never rising as the window lengthens; `rated_w` no higher than any
+/// pair's watts.
 pub(crate) fn supply(
     ctx: &Ctx<'_>,
     s: Spanned<RawSupply>,
@@ -291,7 +293,7 @@ pub(crate) fn supply(
     };
     let (ms, w) = (ranges.duration_ms, ranges.w);
     let allowed = format!(
-        "[duration_ms, watts] with {} <= duration_ms <= {}, {} < watts <= {}, durations strictly increasing",
+        "[duration_ms, watts] with {} <= duration_ms <= {}, {} < watts <= {}, durations strictly increasing, watts never rising",
         ms.0, ms.1, w.0, w.1
     );
     let mut excursions: Vec<Excursion> = Vec::new();
@@ -318,12 +320,60 @@ pub(crate) fn supply(
                 prev.duration_ms
             )));
         }
+        if let Some(prev) = excursions.last()
+            && watts > prev.watts
+        {
+            return Err(ctx.err(
+                pair.span(),
+                &field,
+                format!(
+                    "{watts} W over {duration_ms} ms is above the {} W allowed over the shorter {} ms: a longer window's limit may not rise",
+                    prev.watts, prev.duration_ms
+                ),
+                Some(&format!(
+                    "at most {} W here (each pair's watts no higher than the one before it)",
+                    prev.watts
+                )),
+            ));
+        }
         excursions.push(Excursion { duration_ms, watts });
     }
+    rated_within_excursions(ctx, &s.rated_w, &excursions)?;
     Ok(Supply {
         rated_w,
         excursions,
     })
+}
+
+/// `rated_w`, where written, no higher than any excursion's watts: a
+/// supply cannot hold continuously more than it allows over a window.
+fn rated_within_excursions(
+    ctx: &Ctx<'_>,
+    rated: &Option<Spanned<f64>>,
+    excursions: &[Excursion],
+) -> Result<(), CampaignError> {
+    let Some(r) = rated else { return Ok(()) };
+    let lowest = excursions
+        .iter()
+        .enumerate()
+        .min_by(|a, b| a.1.watts.total_cmp(&b.1.watts));
+    match lowest {
+        Some((i, e)) if *r.get_ref() > e.watts => Err(ctx.err(
+            r.span(),
+            "supply.rated_w",
+            format!(
+                "{} W is above the {} W allowed over {} ms (supply.excursions[{i}]): a supply cannot hold continuously more than it allows over a window",
+                r.get_ref(),
+                e.watts,
+                e.duration_ms
+            ),
+            Some(&format!(
+                "rated_w <= {} W, the lowest excursion limit (or raise that limit)",
+                e.watts
+            )),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// `[defaults]`: repeats, warm-up and cool-down of every phase that does

@@ -15,6 +15,27 @@ pub const MIN_RATE_W_PER_S: f64 = 1.0;
 /// The fastest, W/s per GPU: a 1 kW swing in 1 µs (no limit, in effect).
 pub const MAX_RATE_W_PER_S: f64 = 1e9;
 
+/// The GPU a ramp's reach is judged against when the campaign is
+/// validated (each GPU's own draws are known only at the rung's
+/// calibration): a datacentre GPU of the class this harness measures
+/// (H100 / H200 SXM), with a 700 W power limit and 100 W idle.
+pub const REFERENCE_LIMIT_W: f64 = 700.0;
+/// The reference GPU's idle draw, W (see [`REFERENCE_LIMIT_W`]).
+pub const REFERENCE_IDLE_W: f64 = 100.0;
+
+/// The step a ramp must cross on the reference GPU, W: from the floor
+/// asked (`floor_pct` of its limit, never below idle) to full (its limit).
+/// 600 W without a floor, 280 W above a floor of 60 %, 70 W above 90 %.
+pub fn reference_step_w(floor_pct: f64) -> f64 {
+    REFERENCE_LIMIT_W - (floor_pct / 100.0 * REFERENCE_LIMIT_W).max(REFERENCE_IDLE_W)
+}
+
+/// `x` with at most two decimals, trailing zeros dropped (`250`, `0.25`).
+fn short(x: f64) -> String {
+    let s = format!("{x:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
 /// The keys an entry accepts, in the order error messages list them.
 pub(super) const KEYS: &[&str] = &[
     "floor_pct",
@@ -24,12 +45,15 @@ pub(super) const KEYS: &[&str] = &[
 ];
 
 /// What an entry is checked against: the phase's name (for field paths),
-/// and its shortest off-phase and the period that has it, ms.
+/// its shortest off-phase and the period that has it, ms, and its longest
+/// period and duty (the longest on- and off-phases a ramp has).
 struct Entries<'a> {
     ctx: &'a Ctx<'a>,
     phase: &'a str,
     off_ms: f64,
     off_period_ms: f64,
+    longest_period_ms: f64,
+    duty: f64,
 }
 
 impl Entries<'_> {
@@ -82,6 +106,8 @@ pub(super) fn validate(
         phase,
         off_ms,
         off_period_ms,
+        longest_period_ms: periods_ms.iter().copied().fold(0.0, f64::max),
+        duty,
     };
     let mut specs: Vec<SmoothingSpec> = Vec::new();
     for (i, e) in list.get_ref().iter().enumerate() {
@@ -141,7 +167,68 @@ impl Entries<'_> {
             self.check_hysteresis(i, x, span, &spec)?;
             spec.ramp_down_hysteresis_ms = x;
         }
+        self.check_reach(i, e, &spec, "ramp_up_w_per_s")?;
+        self.check_reach(i, e, &spec, "ramp_down_w_per_s")?;
         Ok(spec)
+    }
+
+    /// A ramp (`key`, W/s) that some period of the phase lets finish: it
+    /// crosses the reference GPU's step ([`reference_step_w`], from the
+    /// floor asked to full) within the longest on-phase (a ramp up) or
+    /// the longest off-phase after the hysteresis (a ramp down). One that
+    /// cannot is not a mitigation of this wave: each phase would end
+    /// part-way up its ramp, and the emulated wave be another one (1 W/s
+    /// ran the simulated node upside down, 129 W on and 706 W off).
+    fn check_reach(
+        &self,
+        i: usize,
+        e: &Spanned<RawSmoothing>,
+        spec: &SmoothingSpec,
+        key: &str,
+    ) -> Result<(), CampaignError> {
+        let (rate, phase, room_ms) = if key == "ramp_up_w_per_s" {
+            let on = self.longest_period_ms * self.duty;
+            (spec.ramp_up_w_per_s, "on-phase", on)
+        } else {
+            let off = self.longest_period_ms * (1.0 - self.duty);
+            (
+                spec.ramp_down_w_per_s,
+                "off-phase",
+                off - spec.ramp_down_hysteresis_ms,
+            )
+        };
+        let (Some(rate), Some((_, span))) = (rate, self.number(i, e, key)?) else {
+            return Ok(());
+        };
+        let step_w = reference_step_w(spec.floor_pct);
+        let reach_w = rate * room_ms / 1000.0;
+        if reach_w >= step_w * (1.0 - 1e-9) || room_ms <= 0.0 {
+            return Ok(());
+        }
+        let after = if key == "ramp_down_w_per_s" && spec.ramp_down_hysteresis_ms > 0.0 {
+            format!(" after the {} ms hysteresis", spec.ramp_down_hysteresis_ms)
+        } else {
+            String::new()
+        };
+        let from = if spec.floor_pct > 0.0 {
+            format!("a floor of {} %", spec.floor_pct)
+        } else {
+            "idle".to_string()
+        };
+        let room = short(room_ms);
+        Err(self.ctx.err(
+            span,
+            self.f(i, Some(key)),
+            format!(
+                "a ramp of {rate} W/s crosses {} W in the longest {phase} ({room} ms{after}, at {} ms), short of the {step_w:.0} W a {REFERENCE_LIMIT_W:.0} W GPU steps from {from} to full: no period of the phase lets the ramp finish, so the wave run would not be the one asked",
+                short(reach_w),
+                short(self.longest_period_ms)
+            ),
+            Some(&format!(
+                "{key} >= {:.0} W/s (the {step_w:.0} W step within {room} ms), or a longer period in periods_ms",
+                (step_w / (room_ms / 1000.0)).ceil()
+            )),
+        ))
     }
 
     /// A rate in W/s, within [`MIN_RATE_W_PER_S`]..[`MAX_RATE_W_PER_S`], where given.

@@ -13,13 +13,15 @@
 //! written; `parse` checks it, one function a table, reusing the
 //! campaign's `[supply]` (with facility ranges) and `[grid]` checks.
 
+mod flags;
 mod parse;
 mod raw;
 
 use crate::model::{Grid, Supply};
 use serde::{Deserialize, Serialize};
 
-pub use parse::{load_schedule, parse_schedule_str};
+pub use flags::{Override, Setting};
+pub use parse::{load_schedule, parse_schedule_str, parse_schedule_with};
 
 /// Most GPUs a schedule may declare.
 pub const MAX_JOB_GPUS: u64 = 10_000_000;

@@ -3,6 +3,7 @@
 //! straggler's delay, the output's span and resolution against the
 //! iteration; the stagger groups against the node count).
 
+use super::flags::{Override, Trailer};
 use super::raw::{
     RawCommunication, RawJob, RawMitigation, RawOutput, RawSchedule, RawSpread, RawStragglers,
 };
@@ -32,6 +33,9 @@ const FACILITY: SupplyRanges = SupplyRanges {
     w: (0.0, FACILITY_SUPPLY_W_MAX),
     duration_ms: FACILITY_EXCURSION_MS_RANGE,
 };
+/// What a spread of 0 is written as.
+const NO_SPREAD: &str =
+    "for no spread write kind = \"none\", or --spread-sigma-ms 0 on the command line";
 /// What an unknown key's error points to.
 const KEYS_HINT: &str = "the keys listed in the message; see schedules/llm-100k.toml";
 
@@ -73,9 +77,37 @@ pub fn load_schedule(path: &Path) -> Result<Schedule, CampaignError> {
 /// facility scale: watts up to [`FACILITY_SUPPLY_W_MAX`], excursions
 /// within [`FACILITY_EXCURSION_MS_RANGE`]).
 pub fn parse_schedule_str(file: &str, source: &str) -> Result<Schedule, CampaignError> {
+    parse_schedule_with(file, source, &[])
+}
+
+/// Parses schedule text, replaces the keys `overrides` set (the command
+/// line's flags), and validates the result; `file` names the text in
+/// errors.
+///
+/// # Errors
+///
+/// Every error of [`parse_schedule_str`]. One at a key of the file is
+/// located at that key's line and column in `source` as written; one at a
+/// value a flag gave names the flag and its value in place of the file
+/// (line and column 0: `the command line's --compute-fraction 1.5`); one
+/// at a table only the flags made names the command line's flags.
+pub fn parse_schedule_with(
+    file: &str,
+    source: &str,
+    overrides: &[Override],
+) -> Result<Schedule, CampaignError> {
     let ctx = Ctx { file, source };
     let raw: RawSchedule = toml::from_str(source).map_err(|e| toml_error(&ctx, &e))?;
-    validate(&ctx, raw)
+    if overrides.is_empty() {
+        return validate(&ctx, raw);
+    }
+    let trailer = Trailer::new(source, overrides);
+    let raw = trailer.apply(raw, overrides);
+    let ctx = Ctx {
+        file,
+        source: &trailer.text,
+    };
+    validate(&ctx, raw).map_err(|e| trailer.relocate(e))
 }
 
 /// The campaign's toml error, its key prefixed with the table it sits in
@@ -174,16 +206,26 @@ fn whole(
     ))
 }
 
-/// A number within `(0, iteration_ms]`, named as such when refused.
+/// A number within `(0, iteration_ms]`; refused with the bound it
+/// breaks: above the iteration, or not above 0 (`at_zero` says what to
+/// write instead).
 fn within_iteration(
     ctx: &Ctx<'_>,
     v: &Option<Spanned<f64>>,
     field: &str,
     iteration_ms: f64,
+    at_zero: &str,
 ) -> Result<f64, CampaignError> {
     ctx.ranged(v, field, 0.0, (0.0, iteration_ms), true)
         .map_err(|mut e| {
-            e.message.push_str(" (it may not exceed job.iteration_ms)");
+            let x = v.as_ref().map_or(f64::NAN, |s| *s.get_ref());
+            e.message.push_str(&if x > iteration_ms {
+                format!(" (it may not exceed job.iteration_ms, {iteration_ms} ms)")
+            } else if x.is_finite() {
+                format!(" (it must be above 0; {at_zero})")
+            } else {
+                " (not a finite number)".to_string()
+            });
             e
         })
 }
@@ -357,13 +399,13 @@ fn spread(
         "normal" => {
             need(ctx, &s.sigma_ms, at, sigma, sigma_allowed)?;
             Spread::Normal {
-                sigma_ms: within_iteration(ctx, &s.sigma_ms, sigma, iteration_ms)?,
+                sigma_ms: within_iteration(ctx, &s.sigma_ms, sigma, iteration_ms, NO_SPREAD)?,
             }
         }
         "uniform" => {
             need(ctx, &s.width_ms, at, width, width_allowed)?;
             Spread::Uniform {
-                width_ms: within_iteration(ctx, &s.width_ms, width, iteration_ms)?,
+                width_ms: within_iteration(ctx, &s.width_ms, width, iteration_ms, NO_SPREAD)?,
             }
         }
         "measured" => Spread::Measured,
@@ -391,7 +433,13 @@ fn stragglers(
     )?;
     Ok(Stragglers {
         share: ctx.ranged(&s.share, share, 0.0, (0.0, 1.0), true)?,
-        delay_ms: within_iteration(ctx, &s.delay_ms, delay, iteration_ms)?,
+        delay_ms: within_iteration(
+            ctx,
+            &s.delay_ms,
+            delay,
+            iteration_ms,
+            "for no stragglers leave [stragglers] out",
+        )?,
     })
 }
 
@@ -549,14 +597,41 @@ fn cross_check(
             )),
         ));
     }
-    let points = out.span_s * 1000.0 / out.resolution_ms;
-    if points > MAX_POINTS as f64 {
-        return Err(ctx.err(
+    let field = if o.resolution_ms.is_some() {
+        "output.resolution_ms"
+    } else {
+        "output.span_s"
+    };
+    match too_many_points(out) {
+        Some((message, allowed)) => Err(ctx.err(
             at(o.resolution_ms.as_ref().or(o.span_s.as_ref())),
-            if o.resolution_ms.is_some() { "output.resolution_ms" } else { "output.span_s" },
-            format!("{points:.0} points (span_s × 1000 / resolution_ms), more than {MAX_POINTS}"),
-            Some(&format!("span_s × 1000 / resolution_ms <= {MAX_POINTS} (a shorter span or a coarser resolution)")),
-        ));
+            field,
+            message,
+            Some(&allowed),
+        )),
+        None => Ok(out),
     }
-    Ok(out)
+}
+
+/// Where `out` holds more than [`MAX_POINTS`] points: what is wrong, and
+/// the longest span at its resolution and the finest resolution at its
+/// span that fit.
+fn too_many_points(out: Output) -> Option<(String, String)> {
+    let points = out.span_s * 1000.0 / out.resolution_ms;
+    if points <= MAX_POINTS as f64 {
+        return None;
+    }
+    let max = MAX_POINTS as f64;
+    let longest_s = max * out.resolution_ms / 1000.0;
+    let finest_ms = out.span_s * 1000.0 / max;
+    Some((
+        format!(
+            "{points:.0} points (span_s × 1000 / resolution_ms), more than the {} million a waveform may hold",
+            MAX_POINTS as f64 / 1e6
+        ),
+        format!(
+            "span_s × 1000 / resolution_ms <= {MAX_POINTS}: at resolution_ms = {}, span_s <= {longest_s}; at span_s = {}, resolution_ms >= {finest_ms}",
+            out.resolution_ms, out.span_s
+        ),
+    ))
 }

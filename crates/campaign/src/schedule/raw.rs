@@ -23,7 +23,7 @@ pub(super) struct RawSchedule {
 }
 
 /// `[job]` as written.
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawJob {
     pub(super) name: Option<Spanned<String>>,
@@ -59,7 +59,7 @@ pub(super) struct RawStragglers {
 }
 
 /// `[mitigation]` as written.
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawMitigation {
     pub(super) profile: Option<Spanned<String>>,

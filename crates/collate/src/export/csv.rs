@@ -232,6 +232,7 @@ struct GridRow<'a> {
     unit: &'static str,
     plus_minus: Option<f64>,
     lower_bound: bool,
+    upper: Option<f64>,
     resolution_ms: Option<f64>,
     highest_hz: Option<f64>,
     limit: Option<f64>,
@@ -242,7 +243,8 @@ struct GridRow<'a> {
 }
 
 /// Writes `grid.csv`: one row per rung and grid metric, its figure (three
-/// decimals) with its ±, whether it is a lower bound, the resolution it
+/// decimals) with its ±, whether it is a lower bound, the upper end of an
+/// interval (`value` its lower end), the resolution it
 /// rests on, or why it has none; the declared limit, verdict and margin.
 ///
 /// # Errors
@@ -262,6 +264,7 @@ pub fn write_grid(g: &GridMetrics, dir: &Path) -> Result<PathBuf, CollateError> 
                 unit: f.metric.unit(),
                 plus_minus: f.plus_minus.map(r3),
                 lower_bound: f.lower_bound,
+                upper: f.upper.map(r3),
                 resolution_ms: f.resolution_ms.map(r3),
                 highest_hz: f.highest_hz.map(r3),
                 limit: f.limit.map(r3),

@@ -16,6 +16,8 @@ pub enum GridVerdict {
     /// Only a lower bound, and it is below the limit: the figure may be
     /// either side.
     Undetermined,
+    /// An interval that holds the limit: the figure may be either side.
+    Undecided,
     /// The campaign declares no limit for this metric.
     NoLimit,
     /// No figure to judge.
@@ -29,6 +31,7 @@ impl GridVerdict {
             GridVerdict::Pass => "pass",
             GridVerdict::Fail => "fail",
             GridVerdict::Undetermined => "undetermined (lower bound below the limit)",
+            GridVerdict::Undecided => "undecided (the interval holds the limit)",
             GridVerdict::NoLimit => "no limit declared",
             GridVerdict::NotMeasured => "not measured",
         }
@@ -38,8 +41,8 @@ impl GridVerdict {
 /// The declared limit of `metric` for `gpus` GPUs, in the figure's unit.
 pub fn limit_of(spec: &Grid, metric: Metric, gpus: usize) -> Option<f64> {
     match metric {
-        Metric::RampUp => spec.ramp_limit_node_w_per_s(Ramp::Up, gpus),
-        Metric::RampDown => spec.ramp_limit_node_w_per_s(Ramp::Down, gpus),
+        Metric::RampUp | Metric::RiseOver(_) => spec.ramp_limit_node_w_per_s(Ramp::Up, gpus),
+        Metric::RampDown | Metric::FallOver(_) => spec.ramp_limit_node_w_per_s(Ramp::Down, gpus),
         Metric::DynamicRange => spec.max_dynamic_range_w,
         Metric::DynamicRangePct => spec.max_dynamic_range_pct,
         Metric::BandShare => spec.max_band_share_pct,
@@ -64,10 +67,11 @@ pub fn judge(f: GridFigure, spec: Option<&Grid>, gpus: usize) -> GridFigure {
             ..f
         };
     };
-    let verdict = match (v <= l, f.lower_bound) {
-        (true, false) => GridVerdict::Pass,
-        (true, true) => GridVerdict::Undetermined,
-        (false, _) => GridVerdict::Fail,
+    let verdict = match (v <= l, f.lower_bound, f.upper) {
+        (false, _, _) => GridVerdict::Fail,
+        (true, _, Some(hi)) if hi > l => GridVerdict::Undecided,
+        (true, false, _) => GridVerdict::Pass,
+        (true, true, _) => GridVerdict::Undetermined,
     };
     GridFigure {
         limit,
@@ -122,5 +126,17 @@ mod tests {
         assert_eq!(range.margin, None);
         let none = judge(fig(Metric::RampUp, 1.0, false), None, 8);
         assert_eq!(none.verdict, GridVerdict::NoLimit);
+        // An interval: over the limit even at its lower end, under it at
+        // its upper end, or holding it.
+        let between = |lo, hi| {
+            judge(
+                GridFigure::between(Metric::BandShare, lo, hi, 1.0),
+                Some(&s),
+                8,
+            )
+        };
+        assert_eq!(between(25.0, 90.0).verdict, GridVerdict::Fail);
+        assert_eq!(between(5.0, 15.0).verdict, GridVerdict::Pass);
+        assert_eq!(between(5.0, 25.0).verdict, GridVerdict::Undecided);
     }
 }

@@ -56,15 +56,44 @@ pub fn plateaus(values: &[f64]) -> Option<Step> {
     })
 }
 
-/// The shortest 10–90 % time of any rise (or fall) of the cyclic
-/// `values` between the plateaus of `step`, in steps of the values
-/// (fractional: each crossing interpolated linearly). A rise starts where
-/// the values cross the 10 % level upwards and ends at the first crossing
-/// of the 90 % level, unless they fall back below 10 % first (a fall:
-/// the same from 90 % down to 10 %). None: no complete edge.
-pub fn fastest_edge(values: &[f64], step: Step, dir: Ramp) -> Option<f64> {
+/// One 10–90 % edge: its time and the step it makes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Edge {
+    /// Its 10–90 % time, in steps of the values (fractional: each
+    /// crossing interpolated linearly).
+    pub steps: f64,
+    /// The step between the levels either side of it, W.
+    pub height: f64,
+}
+
+impl Edge {
+    /// 0.8 × height over the 10–90 % time, W per step.
+    pub fn rate_per_step(&self) -> f64 {
+        0.8 * self.height / self.steps.max(f64::MIN_POSITIVE)
+    }
+}
+
+/// Share of `step`'s height under which the values are taken to have
+/// stopped moving, over [`KNEE_SHARE_OF_CYCLE`] of the cycle: where an
+/// edge starts.
+pub const KNEE_FLAT_SHARE: f64 = 0.01;
+
+/// The span, as a share of the cycle, over which [`KNEE_FLAT_SHARE`] is
+/// judged.
+pub const KNEE_SHARE_OF_CYCLE: f64 = 0.002;
+
+/// The fastest rise (or fall) of the cyclic `values`, each edge between
+/// the plateaus either side of it: the level it leaves is where the
+/// values stopped moving before it (the knee: a dip or a drift earlier in
+/// the phase does not set it), the level it reaches is the median of the
+/// phase it enters (an overshoot does not set it). Edges are found where
+/// the values cross the mid level of `step`; an edge's 10–90 % time runs
+/// from the last crossing of its 10 % level before the mid crossing to
+/// the first crossing of its 90 % level after it. The fastest is the one
+/// of the highest rate. None: no complete edge.
+pub fn fastest_edge(values: &[f64], step: Step, dir: Ramp) -> Option<Edge> {
     let m = values.len();
-    if m < 2 || step.height().is_nan() || step.height() <= 0.0 {
+    if m < 4 || step.height().is_nan() || step.height() <= 0.0 {
         return None;
     }
     // A fall is a rise of the negated values.
@@ -72,34 +101,104 @@ pub fn fastest_edge(values: &[f64], step: Step, dir: Ramp) -> Option<f64> {
         Ramp::Up => 1.0,
         Ramp::Down => -1.0,
     };
-    let v = |j: usize| sign * values[j % m];
-    let (l10, l90) = match dir {
-        Ramp::Up => (step.lo + 0.1 * step.height(), step.lo + 0.9 * step.height()),
-        Ramp::Down => (
-            -(step.hi - 0.1 * step.height()),
-            -(step.lo + 0.1 * step.height()),
-        ),
-    };
-    let cross = |j: usize, level: f64| j as f64 + (level - v(j)) / (v(j + 1) - v(j));
-    let mut best: Option<f64> = None;
-    for j in 0..m {
-        if !(v(j) < l10 && v(j + 1) >= l10) {
+    let v = |j: i64| sign * values[j.rem_euclid(m as i64) as usize];
+    let mid = sign * 0.5 * (step.lo + step.hi);
+    let mi = m as i64;
+    let ups: Vec<i64> = (0..mi).filter(|&j| v(j) < mid && v(j + 1) >= mid).collect();
+    let downs: Vec<i64> = (0..mi).filter(|&j| v(j) >= mid && v(j + 1) < mid).collect();
+    let window = ((KNEE_SHARE_OF_CYCLE * m as f64).round() as i64).max(1);
+    let flat = KNEE_FLAT_SHARE * step.height();
+    let mut best: Option<Edge> = None;
+    for &c in &ups {
+        // The phase it enters runs to the next fall through the mid level;
+        // the one it leaves began at the previous one.
+        let after = downs
+            .iter()
+            .map(|d| (d - c).rem_euclid(mi))
+            .min()
+            .unwrap_or(mi);
+        let before = downs
+            .iter()
+            .map(|d| (c - d).rem_euclid(mi))
+            .min()
+            .unwrap_or(mi);
+        let mut entered: Vec<f64> = (c + 1..=c + after.max(1)).map(v).collect();
+        entered.sort_by(f64::total_cmp);
+        let to = median(&entered);
+        let mut knee = c;
+        while c - knee < before && v(knee - window) < v(knee) - flat {
+            knee -= 1;
+        }
+        let from = v(knee);
+        let h = to - from;
+        if h.is_nan() || h <= 0.0 {
             continue;
         }
-        let t10 = cross(j, l10);
-        // Below 90 % at every k reached: the crossing lies after it.
-        for k in j..j + m {
-            if k > j && v(k) < l10 {
-                break;
-            }
-            if v(k + 1) >= l90 {
-                let t = (cross(k, l90) - t10).max(0.0);
-                best = Some(best.map_or(t, |b: f64| b.min(t)));
-                break;
-            }
+        let (l10, l90) = (from + 0.1 * h, from + 0.9 * h);
+        let cross = |j: i64, level: f64| j as f64 + (level - v(j)) / (v(j + 1) - v(j));
+        let Some(t10) = (knee..=c)
+            .rev()
+            .find(|&j| v(j) < l10 && v(j + 1) >= l10)
+            .map(|j| cross(j, l10))
+        else {
+            continue;
+        };
+        let Some(t90) = (c..c + after.max(1))
+            .find(|&k| v(k) < l90 && v(k + 1) >= l90)
+            .map(|k| cross(k, l90))
+        else {
+            continue;
+        };
+        let e = Edge {
+            steps: (t90 - t10).max(0.0),
+            height: h,
+        };
+        if best.is_none_or(|b| e.rate_per_step() > b.rate_per_step()) {
+            best = Some(e);
         }
     }
     best
+}
+
+/// The fastest change of the cyclic `values` (spaced `step_ms` apart)
+/// over a window of `window_ms`, W/s: the largest rise (`dir` up: v(t +
+/// τ) − v(t)) or fall (v(t) − v(t + τ)) completed within the window (0 <
+/// τ ≤ window), over the window. An edge that fits in the window gives
+/// its whole step over the window; a slower one its slope. Zero where the
+/// values never move that way. None for fewer than two values or a window
+/// under one step.
+pub fn fastest_change(values: &[f64], step_ms: f64, window_ms: f64, dir: Ramp) -> Option<f64> {
+    let m = values.len();
+    if m < 2 || step_ms.is_nan() || step_ms <= 0.0 || window_ms < step_ms {
+        return None;
+    }
+    let sign = match dir {
+        Ramp::Up => 1.0,
+        Ramp::Down => -1.0,
+    };
+    let k = ((window_ms / step_ms).floor() as usize).clamp(1, m);
+    let v = |j: usize| sign * values[j % m];
+    // The largest of v over (t, t + k], by a monotonic queue of indices
+    // over the cycle read twice.
+    let mut queue: std::collections::VecDeque<usize> = std::collections::VecDeque::new();
+    let mut best = 0.0_f64;
+    for j in 1..m + k {
+        while queue.back().is_some_and(|&b| v(b) <= v(j)) {
+            queue.pop_back();
+        }
+        queue.push_back(j);
+        if j < k {
+            continue;
+        }
+        let t = j - k;
+        while queue.front().is_some_and(|&f| f <= t) {
+            queue.pop_front();
+        }
+        if let Some(&top) = queue.front() {
+            best = best.max(v(top) - v(t));
+        }
+    }
+    Some(best / (window_ms / 1000.0))
 }
 
 /// The share (0..1) of the variance of `values`, spaced `step_s` seconds
@@ -127,6 +226,54 @@ pub fn band_share(values: &[f64], step_s: f64, [lo_hz, hi_hz]: [f64; 2]) -> Opti
         }
     }
     (total > 0.0).then(|| inside / total)
+}
+
+/// Bounds (0..1) on the share of the variance of `values` (spaced
+/// `step_s` apart) inside `[lo_hz, hi_hz]` where they resolve only
+/// frequencies up to `highest_hz` and the band reaches above it: the
+/// resolved part's energy in the band over everything, plus at most
+/// every unresolved fluctuation. The unresolved energy is at most what a
+/// series within the same min and max can hold beyond the resolved
+/// variance, (max − min)² / 4 − resolved variance: the lower bound counts
+/// all of it outside the band, the upper bound all of it inside. None
+/// for fewer than four values or no fluctuation.
+pub fn band_share_bounds(
+    values: &[f64],
+    step_s: f64,
+    [lo_hz, hi_hz]: [f64; 2],
+    highest_hz: f64,
+) -> Option<(f64, f64)> {
+    let n = values.len();
+    if n < 4 || step_s.is_nan() || step_s <= 0.0 {
+        return None;
+    }
+    let (min, max) = values
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+            (a.min(*v), b.max(*v))
+        });
+    let mean = values.iter().sum::<f64>() / n as f64;
+    let mut buf: Vec<Complex<f64>> = values.iter().map(|v| Complex::new(v - mean, 0.0)).collect();
+    FftPlanner::new().plan_fft_forward(n).process(&mut buf);
+    let df = 1.0 / (n as f64 * step_s);
+    // Parseval: Σ sides · |X_k|² over k = 1..n/2 is n² × the variance.
+    let scale = (n as f64).powi(2);
+    let (mut resolved, mut inside) = (0.0, 0.0);
+    for (k, c) in buf.iter().enumerate().take(n / 2 + 1).skip(1) {
+        let f = k as f64 * df;
+        if f > highest_hz {
+            break;
+        }
+        let sides = if 2 * k == n { 1.0 } else { 2.0 };
+        let e = sides * c.norm_sqr() / scale;
+        resolved += e;
+        if f >= lo_hz && f <= hi_hz {
+            inside += e;
+        }
+    }
+    let unresolved = (0.25 * (max - min).powi(2) - resolved).max(0.0);
+    let total = resolved + unresolved;
+    (total > 0.0).then(|| (inside / total, (inside + unresolved) / total))
 }
 
 #[cfg(test)]
@@ -159,8 +306,8 @@ mod tests {
         let v = trapezoid(2000, 80, 20, 200.0, 1200.0);
         let s = plateaus(&v).unwrap();
         assert_eq!((s.lo, s.hi), (200.0, 1200.0));
-        let up = fastest_edge(&v, s, Ramp::Up).unwrap();
-        let down = fastest_edge(&v, s, Ramp::Down).unwrap();
+        let up = fastest_edge(&v, s, Ramp::Up).unwrap().steps;
+        let down = fastest_edge(&v, s, Ramp::Down).unwrap().steps;
         // 10–90 % of a linear ramp: 80 % of its length.
         assert!((up - 64.0).abs() < 1e-9, "{up}");
         assert!((down - 16.0).abs() < 1e-9, "{down}");
@@ -176,6 +323,23 @@ mod tests {
     }
 
     #[test]
+    fn the_fastest_change_over_a_window_is_the_step_over_it_once_the_edge_fits() {
+        // 1 s at 0.5 ms: a 40 ms linear rise of 1000 W, a 10 ms fall.
+        let v = trapezoid(2000, 80, 20, 200.0, 1200.0);
+        let at = |w: f64, d: Ramp| fastest_change(&v, 0.5, w, d).unwrap();
+        // Inside the rise: its slope, 25 kW/s; past it: the step over the window.
+        assert!((at(10.0, Ramp::Up) - 25_000.0).abs() < 1e-6);
+        assert!((at(100.0, Ramp::Up) - 10_000.0).abs() < 1e-6);
+        assert!((at(1.0, Ramp::Down) - 100_000.0).abs() < 1e-6);
+        assert!((at(100.0, Ramp::Down) - 10_000.0).abs() < 1e-6);
+        // A window of the whole cycle sees the whole step.
+        assert!((at(1000.0, Ramp::Up) - 1000.0).abs() < 1e-6);
+        // A flat series never moves.
+        assert_eq!(fastest_change(&[5.0; 8], 1.0, 4.0, Ramp::Down), Some(0.0));
+        assert_eq!(fastest_change(&v, 0.5, 0.2, Ramp::Up), None);
+    }
+
+    #[test]
     fn a_wiggle_at_the_foot_is_not_an_edge() {
         // Two starts of a rise: the first falls back below 10 %.
         let mut v = vec![0.0; 100];
@@ -185,7 +349,47 @@ mod tests {
         }
         let s = Step { lo: 0.0, hi: 100.0 };
         // 10 % at 31, 90 % at 39: 8 points.
-        assert!((fastest_edge(&v, s, Ramp::Up).unwrap() - 8.0).abs() < 1e-9);
+        assert!((fastest_edge(&v, s, Ramp::Up).unwrap().steps - 8.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_dip_before_the_fall_and_an_overshoot_after_the_rise_set_no_level() {
+        // 2 s at 0.5 ms: a 10 ms rise from 100 W overshooting to 900 W and
+        // settling at 700 W within 100 ms; a dip to 450 W 850–900 ms into
+        // the on-phase, back at 650 W; a 20 ms fall at 1000 ms to 100 W.
+        let v: Vec<f64> = (0..4000)
+            .map(|j| {
+                let t = j as f64 * 0.5;
+                if t < 1000.0 {
+                    let rise = 100.0 + 800.0 * (t / 10.0).min(1.0);
+                    let settle = if t > 10.0 {
+                        200.0 * ((t - 10.0) / 90.0).min(1.0)
+                    } else {
+                        0.0
+                    };
+                    if (850.0..900.0).contains(&t) {
+                        450.0
+                    } else if t >= 900.0 {
+                        650.0
+                    } else {
+                        rise - settle
+                    }
+                } else {
+                    (650.0 - 550.0 * ((t - 1000.0) / 20.0)).max(100.0)
+                }
+            })
+            .collect();
+        let s = plateaus(&v).unwrap();
+        let down = fastest_edge(&v, s, Ramp::Down).unwrap();
+        // From 650 W (not the on-phase's median, not the dip) to 100 W:
+        // 10–90 % is 16 ms, 32 points.
+        assert!((down.height - 550.0).abs() < 1e-6, "{down:?}");
+        assert!((down.steps - 32.0).abs() < 0.5, "{down:?}");
+        // The rise reaches the on-phase's settled level, not the overshoot:
+        // 10 % of 100→700 at 60 W above the foot, 90 % at 640 W.
+        let up = fastest_edge(&v, s, Ramp::Up).unwrap();
+        assert!((up.height - 600.0).abs() < 5.0, "{up:?}");
+        assert!((up.steps - 0.6 * 20.0).abs() < 0.5, "{up:?}");
     }
 
     #[test]
@@ -207,5 +411,27 @@ mod tests {
         assert_eq!(band_share(&[3.0; 16], step, [0.1, 20.0]), None);
         // Every harmonic: the whole variance.
         assert!((band_share(&v, step, [0.1, 2000.0]).unwrap() - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_band_beyond_the_resolved_harmonics_is_bounded_on_both_sides() {
+        // A 1 s square wave known to 5.5 Hz, the band 0.1–20 Hz: the true
+        // share (harmonics 1–19) lies inside the bounds.
+        let v: Vec<f64> = (0..4000)
+            .map(|j| if j < 2000 { 1.0 } else { 0.0 })
+            .collect();
+        let step = 1.0 / 4000.0;
+        let truth = band_share(&v, step, [0.1, 20.0]).unwrap();
+        let (lo, hi) = band_share_bounds(&v, step, [0.1, 20.0], 5.5).unwrap();
+        assert!(lo <= truth && truth <= hi, "{lo} {truth} {hi}");
+        // The resolved part holds 93.3 % of the variance: the lower bound
+        // is that, the upper bound everything.
+        assert!((lo - 0.933).abs() < 1e-3, "{lo}");
+        assert!((hi - 1.0).abs() < 1e-9, "{hi}");
+        // A band wholly above the resolved part: 0 to the unresolved share.
+        let (lo, hi) = band_share_bounds(&v, step, [30.0, 40.0], 5.5).unwrap();
+        assert_eq!(lo, 0.0);
+        assert!((hi - 0.067).abs() < 1e-3, "{hi}");
+        assert_eq!(band_share_bounds(&[3.0; 16], step, [0.1, 20.0], 5.0), None);
     }
 }

@@ -4,7 +4,9 @@
 //! and band share, judged by its `judge`), and the spectrum in bands.
 
 use crate::envelope::{self, RungEnvelope, Source, Unsupported, WINDOWS_MS};
-use crate::grid::{GridFigure, Metric, RungGrid, Withheld, edge_rate, judge, shape};
+use crate::grid::{
+    GridFigure, Metric, RungGrid, Withheld, edge_rate, judge, shape, window_changes,
+};
 use crate::stats::quantile_sorted;
 use powerlab_campaign::{Grid, Ramp, Supply};
 use powerlab_core::units::ms_to_ns;
@@ -187,15 +189,12 @@ pub fn grid_of(
     );
     pct.plus_minus = g.range_pm.map(|p| 100.0 * p / lv.peak_w);
     let nyquist = 0.5 / (g.resolution_ms / 1000.0);
-    let share = if band_hz[1] > nyquist {
-        GridFigure::withheld(Metric::BandShare, Withheld::AboveNyquist(nyquist))
-    } else if band_hz[1] > g.source_highest_hz {
-        GridFigure::withheld(
-            Metric::BandShare,
-            Withheld::AboveHarmonics(g.source_highest_hz),
-        )
+    let highest = nyquist.min(g.source_highest_hz);
+    let step_s = g.resolution_ms / 1000.0;
+    let share = if band_hz[1] > highest {
+        crate::grid::share_bounds(g.realized, step_s, band_hz, highest, g.resolution_ms)
     } else {
-        match shape::band_share(g.realized, g.resolution_ms / 1000.0, band_hz) {
+        match shape::band_share(g.realized, step_s, band_hz) {
             Some(s) => GridFigure::stated(Metric::BandShare, 100.0 * s, g.resolution_ms),
             None => GridFigure::withheld(Metric::BandShare, Withheld::Flat),
         }
@@ -204,6 +203,7 @@ pub fn grid_of(
         highest_hz: Some(nyquist.min(g.source_highest_hz)),
         ..share
     };
+    let step_ms = g.period_ms / g.expected.len().max(1) as f64;
     RungGrid {
         rung_id: id,
         label: label.to_string(),
@@ -216,6 +216,7 @@ pub fn grid_of(
             share,
         ]
         .into_iter()
+        .chain(window_changes(g.expected, step_ms, res, [None, None]))
         .map(|f| judge::judge(f, spec, gpus))
         .collect(),
     }

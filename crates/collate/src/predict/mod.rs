@@ -57,6 +57,16 @@ pub enum PredictError {
         "the schedule takes the communication power from the run's NCCL fabric rung, but the run has none with a mean; declare `[communication] source = \"given\"` with `w_per_gpu`, or run a campaign with an NCCL phase on two or more GPUs"
     )]
     NoFabric,
+    /// `communication.w_per_gpu` above what the run's GPUs can draw.
+    #[error(
+        "the schedule's `communication.w_per_gpu` = {w_per_gpu} W is above the {limit_w} W enforced power limit of the run's GPUs (manifest.json): no GPU of this run can draw it; declare at most {limit_w} W, or take the level from the run with `source = \"off\"` or `\"fabric\"`"
+    )]
+    CommAboveLimit {
+        /// The declared draw per GPU, W.
+        w_per_gpu: f64,
+        /// The highest enforced power limit among the run's GPUs, W.
+        limit_w: f64,
+    },
 }
 
 /// A prediction: every scenario's figures, the headline's waveform and
@@ -118,7 +128,8 @@ pub const FINEST_STEP_MS: f64 = 0.5;
 /// # Errors
 ///
 /// [`PredictError`] when the run has no response to build from, lacks the
-/// schedule's mitigation profile, or its fabric rung.
+/// schedule's mitigation profile or its fabric rung, or the schedule
+/// declares a communication draw above the run's GPUs' enforced limit.
 pub fn predict(report: &Report, schedule: &Schedule) -> Result<Prediction, PredictError> {
     let responses = response::responses(report);
     if responses.profiles.is_empty() {
@@ -171,7 +182,7 @@ pub fn predict(report: &Report, schedule: &Schedule) -> Result<Prediction, Predi
         .or_else(|| crate::grid::grid_of(&report.run));
     let band_hz = grid_spec.as_ref().map_or(DEFAULT_BAND_HZ, |g| g.band_hz);
     let built = scenario::all(&ctx, &profile, band_hz, grid_spec.as_ref());
-    let mut notes = Vec::new();
+    let mut notes = unfinished(report);
     if let Some(n) = report.node().filter(|n| !n.raw_problems.is_empty()) {
         notes.push(format!(
             "INCOMPLETE RAW DATA in the run: {}; rungs whose figures are qualified are named below",
@@ -215,6 +226,37 @@ pub fn predict(report: &Report, schedule: &Schedule) -> Result<Prediction, Predi
     })
 }
 
+/// A run that did not finish (killed, interrupted, failed), how it ended
+/// and the planned rungs it never reached, as the run's report states
+/// them: the prediction rests on the rungs that ran, and says so first.
+fn unfinished(report: &Report) -> Vec<String> {
+    use crate::export::markdown::headline::{missing_rungs_warning, status_warning};
+    let raw_end_ns = report.node().and_then(|n| n.raw_end_ns);
+    let run = &report.run;
+    let mut notes: Vec<String> = status_warning(run, raw_end_ns)
+        .map(|w| {
+            format!("{w}; this prediction is built only from the rungs measured before it stopped")
+        })
+        .into_iter()
+        .collect();
+    notes.extend(missing_rungs_warning(run, &run.manifest, raw_end_ns));
+    notes
+}
+
+/// The highest enforced power limit among the run's GPUs, W, as its
+/// manifest recorded them at the start (None: none recorded).
+fn enforced_limit_w(report: &Report) -> Option<f64> {
+    report
+        .run
+        .manifest
+        .backend
+        .gpus
+        .iter()
+        .map(|g| g.power_limit_w)
+        .filter(|w| w.is_finite() && *w > 0.0)
+        .reduce(f64::max)
+}
+
 /// What a GPU draws while it communicates, W, and where that comes from.
 fn communication(
     report: &Report,
@@ -226,10 +268,15 @@ fn communication(
             None,
             "the measured off-phase (no separate communication power)".into(),
         )),
-        Communication::Given { w_per_gpu } => Ok((
-            Some(w_per_gpu),
-            format!("{w_per_gpu:.0} W per GPU, as declared"),
-        )),
+        Communication::Given { w_per_gpu } => match enforced_limit_w(report) {
+            Some(limit_w) if w_per_gpu > limit_w => {
+                Err(PredictError::CommAboveLimit { w_per_gpu, limit_w })
+            }
+            _ => Ok((
+                Some(w_per_gpu),
+                format!("{w_per_gpu:.0} W per GPU, as declared"),
+            )),
+        },
         Communication::Fabric => {
             let row = report.rungs.iter().find(|s| {
                 s.rung.kind == powerlab_campaign::PhaseKind::Nccl

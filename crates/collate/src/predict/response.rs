@@ -8,6 +8,7 @@ use crate::grid::cycle_resolution_ms;
 use crate::report::Report;
 use crate::summary::RungSummary;
 use powerlab_campaign::PhaseKind;
+use powerlab_core::kind::Mode;
 use std::collections::BTreeMap;
 
 /// The profile name of a rung that ran no mitigation.
@@ -24,6 +25,10 @@ pub struct Measured {
     pub period_ms: f64,
     /// The on-phase's share of it.
     pub duty: f64,
+    /// How the run's GPUs were started (in phase or staggered): an
+    /// in-phase scenario's ± comes from in-phase rungs, a staggered one's
+    /// from staggered rungs.
+    pub mode: Mode,
     /// One GPU's power over one cycle (the mean of the run's GPUs), phase
     /// 0 at its rising edge, evenly spaced, W.
     pub gpu_w: Vec<f64>,
@@ -63,6 +68,9 @@ pub struct Responses {
     pub gpus: usize,
     /// One GPU's mean in the run's sustained rungs, W (None: none).
     pub sustained_w: Option<f64>,
+    /// One GPU's enforced power limit, the mean of the run's GPUs' as the
+    /// manifest records them, W (None: not recorded).
+    pub limit_w: Option<f64>,
 }
 
 impl Responses {
@@ -88,13 +96,23 @@ pub fn same_period(a: f64, b: f64) -> bool {
 }
 
 /// The responses of every duty rung of `report` with a composed cycle and
-/// per-GPU cycles (a node report; a rack's sum has none).
+/// per-GPU cycles (a node report; a rack's sum has none), less the
+/// mitigation rungs the report does not credit (`mitigation.csv`: the
+/// wave they ran is not the one asked).
 pub fn responses(report: &Report) -> Responses {
     let gpus = report.run.series.len();
     let mut profiles: BTreeMap<String, Vec<Measured>> = BTreeMap::new();
+    let withheld: Vec<u32> = report.node().map_or_else(Vec::new, |n| {
+        n.mitigation
+            .rows
+            .iter()
+            .filter(|m| m.withheld.is_some())
+            .map(|m| m.rung_id)
+            .collect()
+    });
     for s in &report.rungs {
         let r = &s.rung;
-        if r.kind != PhaseKind::Duty || r.swinging.is_some() {
+        if r.kind != PhaseKind::Duty || r.swinging.is_some() || withheld.contains(&r.id) {
             continue;
         }
         let Some(Ok(c)) = report.cycles.get(&r.id) else {
@@ -124,10 +142,21 @@ pub fn responses(report: &Report) -> Responses {
         .collect();
     let sustained_w = (!sustained.is_empty())
         .then(|| sustained.iter().sum::<f64>() / sustained.len() as f64 / gpus.max(1) as f64);
+    let limits: Vec<f64> = report
+        .run
+        .manifest
+        .backend
+        .gpus
+        .iter()
+        .map(|g| g.power_limit_w)
+        .filter(|w| w.is_finite() && *w > 0.0)
+        .collect();
+    let limit_w = (!limits.is_empty()).then(|| limits.iter().sum::<f64>() / limits.len() as f64);
     Responses {
         profiles,
         gpus,
         sustained_w,
+        limit_w,
     }
 }
 
@@ -158,6 +187,7 @@ fn measured(s: &RungSummary, c: &NodeCycle) -> Option<Measured> {
         label: s.rung.label.clone(),
         period_ms: c.period_ms,
         duty: s.rung.duty,
+        mode: s.rung.mode,
         gpu_w,
         gpu_each: c.gpu_cycles.iter().map(|(_, v)| v.clone()).collect(),
         resolution_ms: cycle_resolution_ms(c),

@@ -1,10 +1,14 @@
 //! One prediction per scenario (the schedule's own, the plain wave, each
 //! measured mitigation, the schedule's stagger alone), each with its ±:
-//! the measured rungs of a profile form sets (the first repeat of every
-//! period, the second, …; modes count as repeats: each GPU's own cycle
-//! does not depend on the others'), each set gives an expected waveform,
-//! and a figure's ± is half the range over the sets combined with the
-//! measured cycles' own 95 % intervals (relative), in quadrature.
+//! the measured rungs of a profile in the scenario's own mode (in phase
+//! for a scenario without stagger groups, staggered for one with them;
+//! every mode only where the run measured none of it, said so) form sets
+//! (the first repeat of every period, the second, …), each set gives an
+//! expected waveform, and a figure's ± is half the range over the sets
+//! combined with the measured cycles' own 95 % intervals (relative), in
+//! quadrature. Modes never count as repeats of each other: a staggered
+//! rung's per-GPU cycles differ from an in-phase rung's by more than one
+//! in-phase repeat from the next.
 
 use super::Ctx;
 use super::figures::{self, Estimate, GridInputs, Levels, levels};
@@ -14,6 +18,7 @@ use super::waveform::{self, Layout};
 use crate::envelope::RungEnvelope;
 use crate::grid::RungGrid;
 use powerlab_campaign::Grid;
+use powerlab_core::kind::Mode;
 use serde::Serialize;
 
 /// One scenario's figures.
@@ -39,6 +44,9 @@ pub struct Scenario {
     pub energy_mwh: f64,
     /// Sets of measured rungs behind the ±.
     pub sets: usize,
+    /// Which rungs formed the sets: `in_phase`, `staggered`, or
+    /// `every mode` where the run measured none of the scenario's mode.
+    pub sets_from: String,
     /// The measured rungs used, by label.
     pub sources: Vec<String>,
     /// Against the plain wave without stagger (None for that one).
@@ -138,6 +146,20 @@ struct One {
     grid: RungGrid,
 }
 
+/// The rungs of `list` run in `mode`, and which mode they are: every
+/// rung (`every mode`) where none was run in it.
+fn of_mode(list: &[Measured], mode: Mode) -> (Vec<Measured>, String) {
+    let own: Vec<Measured> = list.iter().filter(|m| m.mode == mode).cloned().collect();
+    if own.is_empty() {
+        (list.to_vec(), EVERY_MODE.to_string())
+    } else {
+        (own, mode.as_str().to_string())
+    }
+}
+
+/// What `sets_from` says where the run measured none of a scenario's mode.
+pub const EVERY_MODE: &str = "every mode";
+
 /// Sets of a profile's rungs: the r-th rung of every measured period.
 fn sets(list: &[Measured]) -> Vec<Vec<&Measured>> {
     let mut groups: Vec<Vec<&Measured>> = Vec::new();
@@ -165,11 +187,18 @@ fn one(
     spec: Option<&Grid>,
 ) -> One {
     let s = ctx.schedule;
-    let list = ctx
+    let all = ctx
         .responses
         .profiles
         .get(profile)
         .map_or(&[][..], Vec::as_slice);
+    let want = if groups > 1 {
+        Mode::Staggered
+    } else {
+        Mode::InPhase
+    };
+    let (of_mode, sets_from) = of_mode(all, want);
+    let list = of_mode.as_slice();
     let sets = sets(list);
     let target = Target {
         period_ms: s.job.iteration_ms,
@@ -180,12 +209,23 @@ fn one(
         sustained_w: ctx.responses.sustained_w,
     };
     let slots = group_slots(ctx, groups);
+    let used = used(list, target.period_ms);
+    let allowed = allowed_w(ctx, &used, &target);
+    let mut clamped: Option<f64> = None;
     // Per set, each group's GPU: its slots' iterations, weighted.
     let by_group: Vec<Vec<Vec<f64>>> = sets
         .iter()
         .map(|set| {
             let each: Vec<Vec<f64>> = (0..slots.n_src)
-                .map(|k| template::blended(set, &target, Some(k)))
+                .map(|k| {
+                    let mut it = template::blended(set, &target, Some(k));
+                    if let Some(a) = allowed
+                        && let Some(top) = template::limited(&mut it, target.period_ms, a)
+                    {
+                        clamped = Some(clamped.map_or(top, |c: f64| c.max(top)));
+                    }
+                    it
+                })
                 .collect();
             slots
                 .counts
@@ -220,7 +260,6 @@ fn one(
         .iter()
         .map(|t| levels(&waveform::expected(t, &layout)))
         .collect();
-    let used = used(list, target.period_ms);
     let rel = mean_rel(&used);
     let pm = |v: f64, f: &dyn Fn(&Levels) -> f64, r: &dyn Fn(&RelPm) -> f64| {
         let half = half_range(by_set.iter().map(f));
@@ -261,9 +300,13 @@ fn one(
         levels: lv,
         energy_mwh: lv.mean_w * s.output.span_s / 3600.0 / 1e6,
         sets: sets.len(),
+        sets_from,
         sources: used.iter().map(|m| m.label.clone()).collect(),
         vs_plain: None,
-        notes: notes(ctx, list, &used, &target, groups),
+        notes: limit_note(clamped, allowed)
+            .into_iter()
+            .chain(notes(ctx, list, &used, &target, groups))
+            .collect(),
     };
     One {
         envelope: figures::envelope_of(id, &label, &realized, r, s.supply.as_ref()),
@@ -335,6 +378,37 @@ fn half_range(v: impl Iterator<Item = f64>) -> f64 {
     if hi >= lo { 0.5 * (hi - lo) } else { 0.0 }
 }
 
+/// The most one GPU may draw over the limiter's window, W: its enforced
+/// limit, or more where the run measured more at the target's period and
+/// duty (None: no limit recorded).
+fn allowed_w(ctx: &Ctx<'_>, used: &[&Measured], t: &Target) -> Option<f64> {
+    let limit = ctx.responses.limit_w?;
+    let measured = used
+        .iter()
+        .filter(|m| {
+            same_period(m.period_ms, t.period_ms) && (m.duty - t.compute_fraction).abs() < 0.05
+        })
+        .flat_map(|m| {
+            m.gpu_each
+                .iter()
+                .chain(std::iter::once(&m.gpu_w))
+                .map(|v| (v, m.period_ms))
+        })
+        .map(|(v, p)| template::max_running_mean(v, p, template::LIMIT_WINDOW_MS))
+        .fold(limit, f64::max);
+    Some(measured)
+}
+
+/// The note said first where the splice drew more than the limiter lets
+/// a GPU hold.
+fn limit_note(clamped: Option<f64>, allowed: Option<f64>) -> Option<String> {
+    let (top, a) = (clamped?, allowed?);
+    Some(format!(
+        "POWER LIMIT: the measured cycles spliced to this iteration draw {top:.0} W per GPU over {:.0} s, above the {a:.0} W the GPUs' enforced limit lets them hold; the compute phase is scaled down to it (the limiter trims the clocks), and the run measured no such mean at this period and duty",
+        template::LIMIT_WINDOW_MS / 1000.0
+    ))
+}
+
 /// The measured rungs at the periods the target blends.
 fn used(list: &[Measured], period_ms: f64) -> Vec<&Measured> {
     let (a, b, w) = bracket(&periods_of(list), period_ms);
@@ -379,13 +453,18 @@ fn notes(
     let on = t.compute_fraction * p;
     let off = p - on;
     for (what, ms) in [("compute", on), ("communication", off)] {
-        if ms < 2.0 * res {
+        if ms > 0.0 && ms < 2.0 * res {
             out.push(format!(
                 "BEYOND THE INSTRUMENT: the {ms:.2} ms {what} phase is shorter than twice what the measured cycles resolve ({res:.2} ms): its shape is the measured edges' cut short, not measured"
             ));
         }
     }
-    if let Some(m) = used
+    if t.compute_fraction >= 1.0 {
+        out.push(match ctx.responses.sustained_w {
+            Some(w) => format!("Compute fraction 1: a constant load at the run's sustained rung, {w:.1} W per GPU."),
+            None => "Compute fraction 1: a constant load at the measured on-phase's settled level (the run has no sustained rung).".into(),
+        });
+    } else if let Some(m) = used
         .iter()
         .find(|m| (m.duty - t.compute_fraction).abs() > 0.05)
     {

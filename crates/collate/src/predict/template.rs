@@ -31,8 +31,9 @@ pub struct Target {
     pub sustained_w: Option<f64>,
 }
 
-/// How long an on-phase held past the measured one takes to relax to the
-/// sustained level, ms: the enforced power limit averages over about 1 s.
+/// How long an on-phase held past the measured one takes to relax from
+/// where the measured on-phase ended to the sustained level, ms: the
+/// enforced power limit averages over about 1 s.
 pub const RELAX_MS: f64 = 1_000.0;
 
 /// A cycle whose on−off step is under this share of its range never
@@ -100,6 +101,71 @@ pub fn splice(m: &Measured, t: &Target) -> Vec<f64> {
     splice_slot(m, t, None)
 }
 
+/// How far before a recorded edge the measured cycle already moves, ms:
+/// its edges are smoothed over its resolution, so the part of a rise (a
+/// fall) before its recorded edge belongs to that edge, not to the phase
+/// before it. Twice the resolution, at most a quarter of the shorter
+/// measured phase.
+pub fn lead_ms(m: &Measured) -> f64 {
+    let d = m.duty * m.period_ms;
+    (2.0 * m.resolution_ms)
+        .min(0.25 * d.min(m.period_ms - d))
+        .max(0.0)
+}
+
+/// The measured cycle's pieces an iteration is spliced from, in the
+/// measured cycle's phase (0 at its rising edge, `d` at its falling one).
+/// Each edge's lead (the `lead` ms before it) is cut from the phase
+/// before it and laid before the spliced edge wherever that falls.
+struct Pieces<'a> {
+    v: &'a [f64],
+    /// Measured period and on-phase, ms.
+    p: f64,
+    d: f64,
+    lead: f64,
+    /// The level where the fall's lead starts (the on-phase's end) and
+    /// where the rise's lead starts (the off-phase's end), W.
+    on_end_w: f64,
+    off_w: f64,
+    /// The level a compute phase held past the measured one relaxes to.
+    held_w: f64,
+}
+
+impl Pieces<'_> {
+    /// The compute phase's body `x` ms after its start: the measured
+    /// on-phase up to the fall's lead, then relaxing from there to the
+    /// held level over [`RELAX_MS`].
+    fn rise(&self, x: f64) -> f64 {
+        let cut = self.d - self.lead;
+        if x < cut {
+            at(self.v, self.p, x)
+        } else {
+            let f = ((x - cut) / RELAX_MS).min(1.0);
+            self.on_end_w + (self.held_w - self.on_end_w) * f
+        }
+    }
+
+    /// The communication phase's body `y` ms after its start: the
+    /// measured off-phase up to the rise's lead, then held.
+    fn fall(&self, y: f64) -> f64 {
+        if y < self.p - self.d - self.lead {
+            at(self.v, self.p, self.d + y)
+        } else {
+            self.off_w
+        }
+    }
+
+    /// The fall's lead `u` ms into it, against the level it starts from.
+    fn fall_lead(&self, u: f64) -> f64 {
+        at(self.v, self.p, self.d - self.lead + u) - self.on_end_w
+    }
+
+    /// The rise's lead `u` ms into it, against the level it starts from.
+    fn rise_lead(&self, u: f64) -> f64 {
+        at(self.v, self.p, self.p - self.lead + u) - self.off_w
+    }
+}
+
 /// [`splice`] of the run's GPU `slot` mod n (None: their mean).
 pub fn splice_slot(m: &Measured, t: &Target, slot: Option<usize>) -> Vec<f64> {
     let v = values(m, slot);
@@ -108,7 +174,9 @@ pub fn splice_slot(m: &Measured, t: &Target, slot: Option<usize>) -> Vec<f64> {
     let n = t.points();
     let step = t.period_ms / n as f64;
     let on_ms = t.compute_fraction * t.period_ms;
-    let held = t.sustained_w.map_or(lv.on_w, |s| s.min(lv.on_w));
+    // A compute phase held past the measured one relaxes to what the run's
+    // sustained rung held (the limiter's level), not to the burst's.
+    let held = t.sustained_w.unwrap_or(lv.on_w);
     if on_ms >= t.period_ms {
         // No communication phase: a constant load.
         return vec![held; n];
@@ -117,62 +185,144 @@ pub fn splice_slot(m: &Measured, t: &Target, slot: Option<usize>) -> Vec<f64> {
         && same_period(p, t.period_ms)
         && (m.duty - t.compute_fraction).abs() < 1e-6
     {
-        // The measured cycle itself.
-        return (0..n).map(|j| at(v, p, j as f64 * step)).collect();
+        // The measured cycle itself, read over its whole period (a rung
+        // detuned from the sampling grid ran 2010 ms for 2000: its last
+        // 10 ms are the rise's start, not to be cut).
+        return (0..n).map(|j| at(v, p, j as f64 * p / n as f64)).collect();
     }
+    let lead = lead_ms(m).min(0.5 * on_ms).min(0.5 * (t.period_ms - on_ms));
+    let pc = Pieces {
+        v,
+        p,
+        d,
+        lead,
+        on_end_w: at(v, p, d - lead),
+        off_w: at(v, p, p - lead),
+        held_w: held,
+    };
     let comm = match t.comm_w {
         Some(c) if t.floor_holds => c.max(lv.off_w),
         Some(c) => c,
-        None => lv.off_w,
+        None => pc.off_w,
     };
     let (lo, hi) = v
         .iter()
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
             (a.min(*x), b.max(*x))
         });
-    let step_up = lv.on_w - lv.off_w;
-    let settled = step_up.abs() >= SETTLED_SHARE * (hi - lo);
-    let ratio = |num: f64| {
-        if settled && step_up.abs() >= 1.0 {
-            num / step_up
+    let settled = (lv.on_w - lv.off_w).abs() >= SETTLED_SHARE * (hi - lo);
+    // `num` over the measured step `den`, where the cycle settles.
+    let ratio = |num: f64, den: f64| {
+        if settled && den.abs() >= 1.0 {
+            num / den
         } else {
             1.0
         }
     };
-    // The measured rise, held at its settled level past the measured
-    // on-phase and relaxing to the sustained level over `RELAX_MS`; the
-    // measured fall, held at its off level past the off-phase.
-    let rise = |x: f64| {
-        if x < d {
-            at(v, p, x)
-        } else {
-            lv.on_w + (held - lv.on_w) * ((x - d) / RELAX_MS).min(1.0)
-        }
-    };
-    let fall = |x: f64| if x < p - d { at(v, p, d + x) } else { lv.off_w };
+    let off = pc.off_w;
     // The level the rise starts from is the communication phase's end,
     // which depends on where the rise got to: two passes settle it.
     let mut start = comm;
     let mut out = vec![0.0; n];
     for _ in 0..2 {
-        let k_up = ratio(lv.on_w - start);
-        let on_at = |x: f64| start + (rise(x) - lv.off_w) * k_up;
-        let top = on_at(on_ms.min(t.period_ms) - step.min(on_ms));
-        let k_down = ratio(top - comm);
+        let k_up = ratio(lv.on_w - start, lv.on_w - off);
+        let on_at = |x: f64| start + (pc.rise(x) - off) * k_up;
+        let top = on_at(on_ms);
+        let k_down = ratio(top - comm, pc.on_end_w - off);
+        let off_at = |y: f64| comm + (pc.fall(y) - off) * k_down;
         for (j, o) in out.iter_mut().enumerate() {
             let x = j as f64 * step;
             *o = if x < on_ms {
+                let u = x - (on_ms - lead);
                 on_at(x)
+                    + if u >= 0.0 {
+                        pc.fall_lead(u) * k_down
+                    } else {
+                        0.0
+                    }
             } else {
-                comm + (fall(x - on_ms) - lv.off_w) * k_down
+                let u = x - (t.period_ms - lead);
+                off_at(x - on_ms)
+                    + if u >= 0.0 {
+                        pc.rise_lead(u) * k_up
+                    } else {
+                        0.0
+                    }
             };
         }
-        start = comm + (fall(t.period_ms - on_ms) - lv.off_w) * k_down;
+        start = off_at(t.period_ms - on_ms);
     }
+    short_pause(&mut out, on_ms, t.period_ms - on_ms, m.resolution_ms);
     for o in &mut out {
         *o = o.max(0.0);
     }
     out
+}
+
+/// A communication phase shorter than the measured cycles' resolution
+/// (`res_ms`): the cycles show an edge smoothed over the resolution, so a
+/// pause that short would be spliced as half a fall whatever its length.
+/// Its departure from the level the compute phase reached is scaled by
+/// its length over the resolution (the share of a smoothed step such a
+/// pulse holds): a 1 µs pause in a 1 s iteration is no dip at all.
+fn short_pause(out: &mut [f64], on_ms: f64, off_ms: f64, res_ms: f64) {
+    if res_ms.is_nan() || res_ms <= 0.0 || off_ms >= res_ms || out.is_empty() {
+        return;
+    }
+    let k = off_ms / res_ms;
+    let n = out.len();
+    let last_on = (((on_ms / (on_ms + off_ms)) * n as f64).ceil() as usize).clamp(1, n) - 1;
+    let level = out[last_on.saturating_sub((res_ms / (on_ms + off_ms) * n as f64) as usize)];
+    for o in out.iter_mut() {
+        *o = level + (*o - level) * k;
+    }
+}
+
+/// The window a GPU's enforced power limit averages over, ms.
+pub const LIMIT_WINDOW_MS: f64 = 1_000.0;
+
+/// The highest mean of the cyclic iteration `v` (one period of
+/// `period_ms`) over any window of `window_ms`.
+pub fn max_running_mean(v: &[f64], period_ms: f64, window_ms: f64) -> f64 {
+    let n = v.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    let len = ((window_ms / period_ms * n as f64).round() as usize).max(1);
+    let (whole, part) = (len / n, len % n);
+    let total: f64 = v.iter().sum();
+    let mut run: f64 = v.iter().take(part).sum();
+    let mut best = run;
+    for i in 0..n {
+        run += v[(i + part) % n] - v[i];
+        best = best.max(run);
+    }
+    (whole as f64 * total + best) / len as f64
+}
+
+/// `v` held to the enforced limit: where its highest mean over
+/// [`LIMIT_WINDOW_MS`] exceeds `allowed_w`, what it draws above its
+/// lowest point is scaled down until that mean is `allowed_w` (the
+/// limiter trims the clocks, the idle floor stays). Returns the highest
+/// mean before, where it was clamped.
+pub fn limited(v: &mut [f64], period_ms: f64, allowed_w: f64) -> Option<f64> {
+    let top = max_running_mean(v, period_ms, LIMIT_WINDOW_MS);
+    if top.is_nan() || top <= allowed_w {
+        return None;
+    }
+    let base = v.iter().copied().fold(f64::INFINITY, f64::min);
+    if base >= allowed_w || top - base < 1e-9 {
+        // Everything is above what the limiter allows: all of it trimmed.
+        for x in v.iter_mut() {
+            *x *= allowed_w / top;
+        }
+        return Some(top);
+    }
+    let k = ((allowed_w - base) / (top - base)).clamp(0.0, 1.0);
+    for x in v.iter_mut() {
+        *x = base + k * (*x - base);
+    }
+    Some(top)
 }
 
 /// The measured cycles to blend for `period_ms`: the nearest period at or
@@ -243,6 +393,7 @@ mod tests {
             label: "x".into(),
             period_ms,
             duty,
+            mode: powerlab_core::kind::Mode::InPhase,
             gpu_each: vec![gpu_w.clone()],
             gpu_w,
             resolution_ms: 1.0,

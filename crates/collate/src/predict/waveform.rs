@@ -153,10 +153,20 @@ fn draw(rng: &mut ChaCha8Rng, nodes: u64, bins: &[(i64, f64)], counts: &mut Vec<
 /// The waveform over `span_ms` at the output resolution (each point the
 /// mean of `l.per_output` iteration points), each group's GPUs following
 /// their iteration in `iterations` (one for all where there is one), W.
+///
+/// Iteration i starts at fine point round(i · period / step): the phase
+/// accumulates, so an iteration that is not a whole number of points
+/// (1000.3 ms at 0.5 ms) lasts ⌊·⌋ or ⌈·⌉ points, never overlapping the
+/// next or leaving a gap before it; its points are the iteration's
+/// resampled to that length, scaled to the iteration's own energy per
+/// point, so the energy over the span is the iteration's mean times the
+/// span whatever the period and step.
 pub fn realized(iterations: &[Vec<f64>], l: &Layout, span_ms: f64) -> Vec<f64> {
     let per = l.per_output.max(1);
-    let fine_len = (span_ms / l.step_ms).round() as i64;
-    let out_len = (fine_len as usize).div_ceil(per);
+    // Whole output points only: a last point of fewer fine points than
+    // the others would read as a dip.
+    let out_len = (span_ms / (l.step_ms * per as f64)).round() as usize;
+    let fine_len = (out_len * per) as i64;
     let mut out = vec![0.0; out_len];
     let n = iterations.first().map_or(0, Vec::len) as i64;
     let mut rng = ChaCha8Rng::seed_from_u64(l.seed);
@@ -164,15 +174,19 @@ pub fn realized(iterations: &[Vec<f64>], l: &Layout, span_ms: f64) -> Vec<f64> {
     let lo = all.iter().flatten().map(|x| x.0).min().unwrap_or(0);
     let hi = all.iter().flatten().map(|x| x.0).max().unwrap_or(0);
     let per_iter = l.period_ms / l.step_ms;
-    let first = -((hi + n) as f64 / per_iter).ceil() as i64 - 1;
+    let fitted: Vec<Fitted> = (0..l.groups.max(1))
+        .map(|g| Fitted::new(iteration_of(iterations, g), per_iter))
+        .collect();
+    let first = -((hi + n + 1) as f64 / per_iter).ceil() as i64 - 1;
     let scale = l.gpus_per_node() / per as f64;
     let mut counts = Vec::new();
     let mut i = first;
-    while (i as f64 * per_iter).round() as i64 + lo < fine_len {
-        let base = (i as f64 * per_iter).round() as i64;
+    while start_of(i, per_iter) + lo < fine_len {
+        let base = start_of(i, per_iter);
+        let len = (start_of(i + 1, per_iter) - base) as usize;
         for (g, bins) in all.iter().enumerate() {
             draw(&mut rng, l.group_nodes(g as u32), bins, &mut counts);
-            let iteration = iteration_of(iterations, g as u32);
+            let iteration = fitted[g].of_len(len);
             for &(b, c) in &counts {
                 add(
                     &mut out,
@@ -187,6 +201,61 @@ pub fn realized(iterations: &[Vec<f64>], l: &Layout, span_ms: f64) -> Vec<f64> {
         i += 1;
     }
     out
+}
+
+/// The fine point iteration `i` starts at.
+fn start_of(i: i64, per_iter: f64) -> i64 {
+    (i as f64 * per_iter).round() as i64
+}
+
+/// One iteration at the two lengths (in fine points) an iteration of
+/// `per_iter` points can take, each holding the iteration's energy per
+/// point.
+struct Fitted {
+    short: Vec<f64>,
+    long: Vec<f64>,
+}
+
+impl Fitted {
+    fn new(iteration: &[f64], per_iter: f64) -> Fitted {
+        let floor = (per_iter.floor() as usize).max(1);
+        Fitted {
+            short: resampled(iteration, floor),
+            long: resampled(iteration, floor + 1),
+        }
+    }
+
+    fn of_len(&self, len: usize) -> &[f64] {
+        if len <= self.short.len() {
+            &self.short
+        } else {
+            &self.long
+        }
+    }
+}
+
+/// `v` (one cyclic period) at `len` evenly spaced points, linearly
+/// interpolated, scaled so its mean is `v`'s.
+pub fn resampled(v: &[f64], len: usize) -> Vec<f64> {
+    let m = v.len();
+    if m == 0 || len == 0 || m == len {
+        return v.to_vec();
+    }
+    let out: Vec<f64> = (0..len)
+        .map(|k| {
+            let x = k as f64 * m as f64 / len as f64;
+            let j = (x.floor() as usize).min(m - 1);
+            let f = x - j as f64;
+            v[j] * (1.0 - f) + v[(j + 1) % m] * f
+        })
+        .collect();
+    let want = v.iter().sum::<f64>() / m as f64;
+    let got = out.iter().sum::<f64>() / len as f64;
+    if got.abs() > 0.0 {
+        out.iter().map(|x| x * want / got).collect()
+    } else {
+        out
+    }
 }
 
 /// Adds `weight` × `iteration` starting at fine index `start`, each point
@@ -261,6 +330,41 @@ mod tests {
         // The mean is every GPU's mean, whatever the spread.
         let mean = w.iter().sum::<f64>() / w.len() as f64;
         assert!((mean - 400_000.0).abs() < 2_000.0, "{mean}");
+    }
+
+    #[test]
+    fn iterations_off_the_grid_neither_overlap_nor_leave_gaps() {
+        // A flat load: any overlap or gap shows as a bump or a dip.
+        for (period, step, per) in [
+            (1000.3_f64, 0.5_f64, 2),
+            (7.3, 0.5, 2),
+            (100.28, 0.1, 1),
+            (700.67, 0.5, 2),
+        ] {
+            let n = (period / step).round() as usize;
+            let it = vec![1.0; n];
+            let mut l = layout(3, 24, 1, vec![(0, 1.0)]);
+            l.period_ms = period;
+            l.step_ms = step;
+            l.per_output = per;
+            let w = realized(std::slice::from_ref(&it), &l, 20.0 * period);
+            assert!(
+                w.iter().all(|v| (v - 24.0).abs() < 1e-9),
+                "{period}: {:?}",
+                w.iter()
+                    .cloned()
+                    .fold((f64::MAX, f64::MIN), |a, v| (a.0.min(v), a.1.max(v)))
+            );
+            // A square iteration: the energy is the iteration's mean × span.
+            let sq = square(n, n / 3);
+            let want = sq.iter().sum::<f64>() / n as f64 * 24.0;
+            let w = realized(std::slice::from_ref(&sq), &l, 200.0 * period);
+            let mean = w.iter().sum::<f64>() / w.len() as f64;
+            assert!(
+                (mean - want).abs() < 1e-3 * want,
+                "{period}: {mean} vs {want}"
+            );
+        }
     }
 
     #[test]

@@ -49,14 +49,73 @@ pub fn crossing_ms(w: &dyn Fn(usize) -> f64, m: usize, l10: f64, l90: f64) -> f6
     best
 }
 
-/// The true rates (up, down) of a cycle of `period_ms`, W/s.
+/// The true rates (up, down) of a cycle of `period_ms`, W/s: per edge
+/// (a crossing of the mid level between the cycle's plateaus), 0.8 × the
+/// step between the level the edge leaves (where the cycle stopped
+/// moving before it: over 1 ms it changes by under 1 % of the step) and
+/// the median of the phase it enters, over its 10–90 % time; the fastest
+/// edge of each direction.
 pub fn rates(c: &[f64], period_ms: f64) -> (f64, f64) {
     let (lo, hi) = plateaus(c);
-    let h = hi - lo;
+    let bin_ms = period_ms / c.len() as f64;
+    let up = local_rate(c, 1.0, 0.5 * (lo + hi), hi - lo, bin_ms);
+    let down = local_rate(c, -1.0, -0.5 * (lo + hi), hi - lo, bin_ms);
+    (up, down)
+}
+
+/// The fastest edge of `sign` × the cycle `c` upwards through `mid`, W/s.
+fn local_rate(c: &[f64], sign: f64, mid: f64, step: f64, bin_ms: f64) -> f64 {
+    let m = c.len() as i64;
+    let w = |j: i64| sign * c[j.rem_euclid(m) as usize];
+    let per_ms = (1.0 / bin_ms).round().max(1.0) as i64;
+    let mut best: f64 = 0.0;
+    for e in 0..m {
+        if !(w(e) < mid && w(e + 1) >= mid) {
+            continue;
+        }
+        // The phase entered: until the values fall back through the mid level.
+        let mut end = e + 1;
+        while end < e + m && w(end + 1) >= mid {
+            end += 1;
+        }
+        let to = median((e + 1..=end).map(w).collect());
+        let mut from_at = e;
+        while e - from_at < m / 2 && w(from_at) - w(from_at - per_ms) > 0.01 * step {
+            from_at -= 1;
+        }
+        let from = w(from_at);
+        let h = to - from;
+        if h <= 0.0 {
+            continue;
+        }
+        let (l10, l90) = (from + 0.1 * h, from + 0.9 * h);
+        let t10 = (from_at..=e)
+            .rev()
+            .find(|&j| w(j) < l10 && w(j + 1) >= l10)
+            .map(|j| j as f64 + (l10 - w(j)) / (w(j + 1) - w(j)));
+        let t90 = (e..=end)
+            .find(|&j| w(j) < l90 && w(j + 1) >= l90)
+            .map(|j| j as f64 + (l90 - w(j)) / (w(j + 1) - w(j)));
+        if let (Some(a), Some(b)) = (t10, t90) {
+            best = best.max(0.8 * h / ((b - a).max(1.0) * bin_ms / 1000.0));
+        }
+    }
+    best
+}
+
+/// The true fastest rise and fall (W/s) of a cycle of 1 ms bins over a
+/// window of `window_ms`: the largest change between two bins at most the
+/// window apart, over the window.
+pub fn window_change(c: &[f64], window_ms: usize) -> (f64, f64) {
     let m = c.len();
-    let bin_ms = period_ms / m as f64;
-    let up = crossing_ms(&|j| c[j % m], m, lo + 0.1 * h, lo + 0.9 * h);
-    let down = crossing_ms(&|j| -c[j % m], m, -(hi - 0.1 * h), -(lo + 0.1 * h));
-    let rate = |bins: f64| 0.8 * h / ((bins * bin_ms).max(1.0) / 1000.0);
-    (rate(up), rate(down))
+    let (mut up, mut down): (f64, f64) = (0.0, 0.0);
+    for t in 0..m {
+        for tau in 1..=window_ms.min(m) {
+            let d = c[(t + tau) % m] - c[t];
+            up = up.max(d);
+            down = down.max(-d);
+        }
+    }
+    let s = window_ms as f64 / 1000.0;
+    (up / s, down / s)
 }

@@ -8,7 +8,7 @@ use super::cells::code;
 use super::mitigation::in_words;
 use crate::envelope::{Envelope, Verdict};
 use crate::format::fmt_ms;
-use crate::grid::{GridFigure, GridMetrics, GridVerdict, Metric};
+use crate::grid::{GridFigure, GridMetrics, GridVerdict, Metric, Window};
 use crate::mitigation::{Mitigation, MitigationRow};
 use std::fmt::Write;
 
@@ -119,7 +119,9 @@ pub fn figure(f: &GridFigure) -> String {
         return "not measured".into();
     };
     let (scale, unit) = match f.metric {
-        Metric::RampUp | Metric::RampDown => (1e-3, " kW/s"),
+        Metric::RampUp | Metric::RampDown | Metric::RiseOver(_) | Metric::FallOver(_) => {
+            (1e-3, " kW/s")
+        }
         Metric::DynamicRange => (1.0, " W"),
         Metric::DynamicRangePct | Metric::BandShare => (1.0, " %"),
     };
@@ -133,8 +135,17 @@ pub fn figure(f: &GridFigure) -> String {
         (GridVerdict::Undetermined, Some(l)) => {
             format!(" ? (limit {:.1}{unit}, a lower bound below it)", l * scale)
         }
+        (GridVerdict::Undecided, Some(l)) => {
+            format!(
+                " undecided (limit {:.1}{unit}, inside the interval)",
+                l * scale
+            )
+        }
         _ => String::new(),
     };
+    if let Some(hi) = f.upper {
+        return format!("{:.1}–{:.1}{unit}{verdict}", v * scale, hi * scale);
+    }
     format!("{ge}{:.1}{pm}{unit}{verdict}", v * scale)
 }
 
@@ -166,7 +177,15 @@ pub fn grid_line_for(
 ) {
     let plain_duty = ids;
     let mut parts = Vec::new();
-    for metric in [Metric::RampUp, Metric::RampDown, Metric::BandShare] {
+    for metric in [
+        Metric::RampUp,
+        Metric::RampDown,
+        Metric::RiseOver(Window::Ms10),
+        Metric::FallOver(Window::Ms10),
+        Metric::RiseOver(Window::S1),
+        Metric::FallOver(Window::S1),
+        Metric::BandShare,
+    ] {
         let worst = plain_duty
             .iter()
             .filter_map(|id| {
@@ -224,6 +243,9 @@ fn cut_text(r: &MitigationRow) -> String {
 /// The energy cost in words; a ramp-up's is not a cost (it runs in place
 /// of the work, which is not done slower but less).
 fn energy_text(r: &MitigationRow) -> String {
+    if r.withheld.is_some() {
+        return "energy not credited".into();
+    }
     if r.spec.ramp_up_w_per_s.is_some() {
         return "energy not a cost (the ramp-up runs in place of the work)".into();
     }
@@ -240,8 +262,16 @@ fn energy_text(r: &MitigationRow) -> String {
 /// A metric in words.
 fn words(m: Metric) -> &'static str {
     match m {
-        Metric::RampUp => "ramp up",
-        Metric::RampDown => "ramp down",
+        Metric::RampUp => "ramp up (10–90 %)",
+        Metric::RampDown => "ramp down (10–90 %)",
+        Metric::RiseOver(Window::Ms1) => "fastest rise over 1 ms",
+        Metric::RiseOver(Window::Ms10) => "fastest rise over 10 ms",
+        Metric::RiseOver(Window::Ms100) => "fastest rise over 100 ms",
+        Metric::RiseOver(Window::S1) => "fastest rise over 1 s",
+        Metric::FallOver(Window::Ms1) => "fastest fall over 1 ms",
+        Metric::FallOver(Window::Ms10) => "fastest fall over 10 ms",
+        Metric::FallOver(Window::Ms100) => "fastest fall over 100 ms",
+        Metric::FallOver(Window::S1) => "fastest fall over 1 s",
         Metric::DynamicRange => "dynamic range",
         Metric::DynamicRangePct => "dynamic range",
         Metric::BandShare => "band share",

@@ -4,7 +4,7 @@
 
 use super::cells::text;
 use crate::format::fmt_ms;
-use crate::grid::{GridFigure, GridMetrics, GridVerdict, Metric};
+use crate::grid::{GridFigure, GridMetrics, GridVerdict, Metric, Window};
 use std::fmt::Write;
 
 /// A figure for a table cell: `≥` for a lower bound, `±` where stated, a
@@ -17,6 +17,9 @@ fn cell(f: Option<&GridFigure>, decimals: usize) -> String {
         return "–".into();
     };
     let bound = if f.lower_bound { "≥ " } else { "" };
+    if let Some(hi) = f.upper {
+        return format!("{v:.decimals$}–{hi:.decimals$}");
+    }
     match f.plus_minus {
         Some(p) => format!("{bound}{v:.decimals$} ± {p:.decimals$}"),
         None => format!("{bound}{v:.decimals$}"),
@@ -33,25 +36,34 @@ pub fn write_section(s: &mut String, g: &GridMetrics) {
     let _ = writeln!(s, "\n## Grid metrics (GPU draw only)\n");
     let _ = writeln!(
         s,
-        "What a utility interconnect limits (arXiv 2508.14318), per rung of the node (or the rack's sum). Ramp rates: 0.8 × the step between the composed cycle's low and high plateau over the fastest 10–90 % edge, W/s; `≥`: the edge is shorter than {} × the cycle's resolution (an ideal step cut to its restored harmonics), so only a lower bound; none without a composed cycle. Dynamic range: max − min (W, and % of the max). Band share: the share of the fluctuation's energy (variance, DC excluded) in {lo}–{hi} Hz, from the cycle's harmonics, or the node curve's spectrum up to its Nyquist frequency. – : withheld (`grid.csv` says why).\n",
+        "What a utility interconnect limits (arXiv 2508.14318), per rung of the node (or the rack's sum). Ramp rates: 0.8 × the step between the plateaus either side of the edge (the level it leaves, the median of the phase it enters) over the fastest 10–90 % edge, W/s; the fastest rise and fall over 1 ms, 10 ms, 100 ms and 1 s, W/s (the largest change over that window); `≥`: the edge is shorter than {} × the cycle's resolution (an ideal step cut to its restored harmonics), so only a lower bound; none without a composed cycle. Dynamic range: max − min (W, and % of the max). Band share: the share of the fluctuation's energy (variance, DC excluded) in {lo}–{hi} Hz, from the cycle's harmonics, or the node curve's spectrum up to its Nyquist frequency. – : withheld (`grid.csv` says why).\n",
         crate::grid::NUMBER_ABOVE_RESOLUTION
     );
     let _ = writeln!(
         s,
-        "| rung | source | ramp up W/s | ramp down W/s | resolution ms | dynamic range W | range % of max | band share % | highest Hz |\n|---|---|---|---|---|---|---|---|---|"
+        "| rung | source | ramp up W/s | ramp down W/s | rise over 1 / 10 / 100 ms / 1 s W/s | fall over 1 / 10 / 100 ms / 1 s W/s | resolution ms | dynamic range W | range % of max | band share % | highest Hz |\n|---|---|---|---|---|---|---|---|---|---|---|"
     );
     for r in &g.rungs {
         let f = |m: Metric| r.figures.iter().find(|f| f.metric == m);
         let res = f(Metric::RampUp)
             .and_then(|x| x.resolution_ms)
             .or_else(|| f(Metric::DynamicRange).and_then(|x| x.resolution_ms));
+        let windows = |m: fn(Window) -> Metric| {
+            Window::ALL
+                .iter()
+                .map(|w| cell(f(m(*w)), 0))
+                .collect::<Vec<_>>()
+                .join(" / ")
+        };
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             text(&r.label),
             r.source.name(),
             cell(f(Metric::RampUp), 0),
             cell(f(Metric::RampDown), 0),
+            windows(Metric::RiseOver),
+            windows(Metric::FallOver),
             res.map_or_else(|| "–".into(), fmt_ms),
             cell(f(Metric::DynamicRange), 1),
             cell(f(Metric::DynamicRangePct), 1),

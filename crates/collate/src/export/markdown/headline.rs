@@ -94,7 +94,7 @@ fn logged_end(run: &Run) -> Option<(&str, Option<&str>)> {
 /// A run that did not complete: how it ended (from the manifest, or from
 /// the event log where the manifest was never sealed), or where its
 /// records stop. `raw_end_ns` is the latest raw reading, epoch ns.
-fn status_warning(run: &Run, raw_end_ns: Option<i64>) -> Option<String> {
+pub(crate) fn status_warning(run: &Run, raw_end_ns: Option<i64>) -> Option<String> {
     let m = &run.manifest;
     match &m.status {
         RunStatus::Complete => None,
@@ -207,7 +207,11 @@ fn worst_words(worst: f64) -> String {
 /// record was lost (a later rung has one). None when every rung is there,
 /// or when a run that ended by a signal or fault merely stopped early
 /// (its first line says so already).
-fn missing_rungs_warning(run: &Run, m: &Manifest, raw_end_ns: Option<i64>) -> Option<String> {
+pub(crate) fn missing_rungs_warning(
+    run: &Run,
+    m: &Manifest,
+    raw_end_ns: Option<i64>,
+) -> Option<String> {
     let killed = matches!(m.status, RunStatus::Running);
     let named: Vec<&crate::load::MissingRung> = run
         .missing_rungs

@@ -53,6 +53,8 @@ pub struct ScenarioRow<'a> {
     pub energy_mwh: f64,
     /// Sets of measured rungs behind the ±.
     pub sets: usize,
+    /// Their mode: `in_phase`, `staggered` or `every mode`.
+    pub sets_from: &'a str,
     /// The measured rungs used, `;`-joined.
     pub sources: String,
     /// Swing taken off against plain, W.
@@ -94,6 +96,7 @@ impl<'a> ScenarioRow<'a> {
             p99_w: s.levels.p99_w,
             energy_mwh: s.energy_mwh,
             sets: s.sets,
+            sets_from: &s.sets_from,
             sources: s.sources.join(";"),
             swing_cut_w: v.map(|v| v.swing_cut_w.value),
             swing_cut_pm_w: v.and_then(|v| v.swing_cut_w.plus_minus),

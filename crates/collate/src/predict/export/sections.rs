@@ -22,6 +22,11 @@ fn est(e: Estimate) -> String {
     fmt_power_pm(e.value, e.plus_minus)
 }
 
+/// The sets behind a scenario's ± and their mode: `2 (in phase)`.
+fn sets_cell(sc: &crate::predict::Scenario) -> String {
+    format!("{} ({})", sc.sets, sc.sets_from.replace('_', " "))
+}
+
 /// Appends "Scenarios": one row per scenario, then each one's notes.
 pub(super) fn scenarios(s: &mut String, p: &Prediction) {
     let _ = writeln!(
@@ -55,7 +60,7 @@ pub(super) fn scenarios(s: &mut String, p: &Prediction) {
             fmt_power(sc.levels.peak_w),
             fmt_power(sc.levels.min_w),
             sc.energy_mwh,
-            sc.sets
+            sets_cell(sc)
         );
     }
     let noted: Vec<String> = p
@@ -176,7 +181,9 @@ pub(super) fn grid_cell(f: &GridFigure) -> String {
         return "–".into();
     };
     let show = |x: f64, pm: Option<f64>| match f.metric {
-        Metric::RampUp | Metric::RampDown => format!("{}/s", fmt_power_pm(x, pm)),
+        Metric::RampUp | Metric::RampDown | Metric::RiseOver(_) | Metric::FallOver(_) => {
+            format!("{}/s", fmt_power_pm(x, pm))
+        }
         Metric::DynamicRange => fmt_power_pm(x, pm),
         Metric::DynamicRangePct | Metric::BandShare => match pm {
             Some(p) => format!("{x:.1} ± {p:.1} %"),
@@ -190,8 +197,14 @@ pub(super) fn grid_cell(f: &GridFigure) -> String {
         (GridVerdict::Undetermined, Some(l)) => {
             format!(" ? (limit {}, a lower bound below it)", show(l, None))
         }
+        (GridVerdict::Undecided, Some(l)) => {
+            format!(" undecided (limit {}, inside the interval)", show(l, None))
+        }
         _ => String::new(),
     };
+    if let Some(hi) = f.upper {
+        return format!("{}–{}{verdict}", show(v, None), show(hi, None));
+    }
     format!("{ge}{}{verdict}", show(v, f.plus_minus))
 }
 

@@ -48,6 +48,7 @@ fn scenario(id: u32, label: &str, w: &[f64], vs_plain: Option<VsPlain>) -> Scena
         levels: lv,
         energy_mwh: lv.mean_w * 20.0 / 3600.0 / 1e6,
         sets: 2,
+        sets_from: "in_phase".into(),
         sources: vec![
             format!("m/p2000ms/{label}/r1"),
             format!("m/p2000ms/{label}/r2"),
@@ -230,7 +231,7 @@ fn the_report_opens_with_the_notes_then_the_plots_then_the_answer() {
     );
     assert!(head.contains("**Grid (the job, `floor60`;"), "{head}");
     assert!(
-        head.contains("ramp up ≥ 1602.400 MW/s **✘** (limit 10.000 MW/s)"),
+        head.contains("ramp up (10–90 %) ≥ 1602.400 MW/s **✘** (limit 10.000 MW/s)"),
         "{head}"
     );
     // The headline's own cost against plain is in its mitigation line;
@@ -290,6 +291,7 @@ fn scenarios_csv_has_a_row_per_scenario_and_empty_cells_for_none() {
             "p99_w",
             "energy_mwh",
             "sets",
+            "sets_from",
             "sources",
             "swing_cut_w",
             "swing_cut_pm_w",
