@@ -20,6 +20,7 @@ mod node_truth;
 mod per_gpu;
 mod pipeline;
 mod predict;
+mod predict_truth;
 // Rack runs under mpirun: built only with `--features mpi`.
 #[cfg(feature = "mpi")]
 mod rack;

@@ -187,6 +187,10 @@ pub enum Withheld {
     Aliased(f64),
     /// The window is shorter than the points' spacing (ms).
     ShorterThanStep(f64),
+    /// A predicted stagger group's rise meets another's fall within the
+    /// resolution: the smoothed edges partly cancel, and what is left is
+    /// no bound.
+    EdgesCancel,
 }
 
 impl fmt::Display for Withheld {
@@ -217,6 +221,10 @@ impl fmt::Display for Withheld {
             Withheld::Aliased(hz) => write!(
                 f,
                 "not measurable: the rung's {hz:.2} Hz fundamental is above Nyquist and aliases into the band"
+            ),
+            Withheld::EdgesCancel => write!(
+                f,
+                "not measurable: one stagger group's rise meets another's fall within the measured cycles' resolution, and their smoothed edges partly cancel (no bound)"
             ),
             Withheld::ShorterThanStep(ms) => write!(
                 f,

@@ -73,24 +73,16 @@ impl Edge {
     }
 }
 
-/// Share of `step`'s height under which the values are taken to have
-/// stopped moving, over [`KNEE_SHARE_OF_CYCLE`] of the cycle: where an
-/// edge starts.
-pub const KNEE_FLAT_SHARE: f64 = 0.01;
-
-/// The span, as a share of the cycle, over which [`KNEE_FLAT_SHARE`] is
-/// judged.
-pub const KNEE_SHARE_OF_CYCLE: f64 = 0.002;
-
 /// The fastest rise (or fall) of the cyclic `values`, each edge between
-/// the plateaus either side of it: the level it leaves is where the
-/// values stopped moving before it (the knee: a dip or a drift earlier in
-/// the phase does not set it), the level it reaches is the median of the
-/// phase it enters (an overshoot does not set it). Edges are found where
-/// the values cross the mid level of `step`; an edge's 10–90 % time runs
-/// from the last crossing of its 10 % level before the mid crossing to
-/// the first crossing of its 90 % level after it. The fastest is the one
-/// of the highest rate. None: no complete edge.
+/// the plateaus either side of it: the medians of the second halves of
+/// the phase it leaves and of the phase it enters (the settled levels, as
+/// a cycle's step is read: a dip or an overshoot early in a phase does
+/// not set them, a dip late in the on-phase is one point in ten of its
+/// second half). Edges are found where the values cross the mid level of
+/// `step`; an edge's 10–90 % time runs from the last crossing of its 10 %
+/// level before the mid crossing to the first crossing of its 90 % level
+/// after it. The fastest is the one of the highest rate. None: no
+/// complete edge.
 pub fn fastest_edge(values: &[f64], step: Step, dir: Ramp) -> Option<Edge> {
     let m = values.len();
     if m < 4 || step.height().is_nan() || step.height() <= 0.0 {
@@ -106,8 +98,6 @@ pub fn fastest_edge(values: &[f64], step: Step, dir: Ramp) -> Option<Edge> {
     let mi = m as i64;
     let ups: Vec<i64> = (0..mi).filter(|&j| v(j) < mid && v(j + 1) >= mid).collect();
     let downs: Vec<i64> = (0..mi).filter(|&j| v(j) >= mid && v(j + 1) < mid).collect();
-    let window = ((KNEE_SHARE_OF_CYCLE * m as f64).round() as i64).max(1);
-    let flat = KNEE_FLAT_SHARE * step.height();
     let mut best: Option<Edge> = None;
     for &c in &ups {
         // The phase it enters runs to the next fall through the mid level;
@@ -122,14 +112,13 @@ pub fn fastest_edge(values: &[f64], step: Step, dir: Ramp) -> Option<Edge> {
             .map(|d| (c - d).rem_euclid(mi))
             .min()
             .unwrap_or(mi);
-        let mut entered: Vec<f64> = (c + 1..=c + after.max(1)).map(v).collect();
-        entered.sort_by(f64::total_cmp);
-        let to = median(&entered);
-        let mut knee = c;
-        while c - knee < before && v(knee - window) < v(knee) - flat {
-            knee -= 1;
-        }
-        let from = v(knee);
+        let sorted = |mut x: Vec<f64>| {
+            x.sort_by(f64::total_cmp);
+            median(&x)
+        };
+        let to = sorted((c + 1 + after / 2..=c + after.max(1)).map(v).collect());
+        let from = sorted((c - before / 2..=c).map(v).collect());
+        let knee = c - before;
         let h = to - from;
         if h.is_nan() || h <= 0.0 {
             continue;
@@ -356,7 +345,7 @@ mod tests {
     fn a_dip_before_the_fall_and_an_overshoot_after_the_rise_set_no_level() {
         // 2 s at 0.5 ms: a 10 ms rise from 100 W overshooting to 900 W and
         // settling at 700 W within 100 ms; a dip to 450 W 850–900 ms into
-        // the on-phase, back at 650 W; a 20 ms fall at 1000 ms to 100 W.
+        // the on-phase, back at 690 W; a 20 ms fall at 1000 ms to 100 W.
         let v: Vec<f64> = (0..4000)
             .map(|j| {
                 let t = j as f64 * 0.5;
@@ -370,21 +359,22 @@ mod tests {
                     if (850.0..900.0).contains(&t) {
                         450.0
                     } else if t >= 900.0 {
-                        650.0
+                        690.0
                     } else {
                         rise - settle
                     }
                 } else {
-                    (650.0 - 550.0 * ((t - 1000.0) / 20.0)).max(100.0)
+                    (690.0 - 590.0 * ((t - 1000.0) / 20.0)).max(100.0)
                 }
             })
             .collect();
         let s = plateaus(&v).unwrap();
         let down = fastest_edge(&v, s, Ramp::Down).unwrap();
-        // From 650 W (not the on-phase's median, not the dip) to 100 W:
-        // 10–90 % is 16 ms, 32 points.
-        assert!((down.height - 550.0).abs() < 1e-6, "{down:?}");
-        assert!((down.steps - 32.0).abs() < 0.5, "{down:?}");
+        // From the on-phase's settled 700 W (not the dip's 450 W: the fall
+        // is not timed from 850 ms) to 100 W: 90 % at 640 W, 1.7 ms into
+        // the fall, 10 % at 160 W, 18.0 ms: 16.3 ms, 32.5 points.
+        assert!((down.height - 600.0).abs() < 1e-6, "{down:?}");
+        assert!((down.steps - 32.5).abs() < 0.5, "{down:?}");
         // The rise reaches the on-phase's settled level, not the overshoot:
         // 10 % of 100→700 at 60 W above the foot, 90 % at 640 W.
         let up = fastest_edge(&v, s, Ramp::Up).unwrap();

@@ -162,6 +162,30 @@ pub struct GridInputs<'a> {
     pub source_highest_hz: f64,
     /// The range's ± (from the spread's), W.
     pub range_pm: Option<f64>,
+    /// One stagger group's rise falls within the measured cycles'
+    /// resolution of another's fall: the two smoothed edges partly cancel
+    /// in the sum, so what is left of them bounds nothing.
+    pub edges_cancel: bool,
+}
+
+/// Whether, with `groups` stagger groups started evenly across the
+/// iteration and each computing for `compute_fraction` of it, a group's
+/// rise lies within `NUMBER_ABOVE_RESOLUTION` × `res_ms` of another
+/// group's fall.
+pub fn edges_cancel(groups: u32, compute_fraction: f64, period_ms: f64, res_ms: f64) -> bool {
+    let g = groups.max(1);
+    if g < 2 || compute_fraction >= 1.0 {
+        return false;
+    }
+    let near = crate::grid::NUMBER_ABOVE_RESOLUTION * res_ms;
+    (0..g).any(|a| {
+        (0..g).filter(|b| *b != a).any(|b| {
+            let rise = f64::from(a) / f64::from(g) * period_ms;
+            let fall = (f64::from(b) / f64::from(g) + compute_fraction) * period_ms;
+            let d = (rise - fall).rem_euclid(period_ms);
+            d.min(period_ms - d) < near
+        })
+    })
 }
 
 /// The grid metrics of a prediction, judged against `spec` for `gpus`:
@@ -204,6 +228,11 @@ pub fn grid_of(
         ..share
     };
     let step_ms = g.period_ms / g.expected.len().max(1) as f64;
+    let cancel = g.edges_cancel.then_some(Withheld::EdgesCancel);
+    let bounded = |f: GridFigure| match cancel {
+        Some(why) if f.lower_bound => GridFigure::withheld(f.metric, why),
+        _ => f,
+    };
     RungGrid {
         rung_id: id,
         label: label.to_string(),
@@ -217,6 +246,7 @@ pub fn grid_of(
         ]
         .into_iter()
         .chain(window_changes(g.expected, step_ms, res, [None, None]))
+        .map(bounded)
         .map(|f| judge::judge(f, spec, gpus))
         .collect(),
     }
@@ -282,6 +312,20 @@ pub fn spectrum(values: &[f64], resolution_ms: f64) -> Vec<SpectrumBand> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_groups_rise_on_anothers_fall_cancels_and_apart_it_does_not() {
+        // Two groups at half the iteration, compute half of it: group 1
+        // falls where group 0 rises.
+        assert!(edges_cancel(2, 0.5, 1000.0, 5.0));
+        // Three quarters: a quarter of the iteration between them.
+        assert!(!edges_cancel(2, 0.75, 1000.0, 5.0));
+        // One group, or no communication phase: nothing to cancel.
+        assert!(!edges_cancel(1, 0.5, 1000.0, 5.0));
+        assert!(!edges_cancel(4, 1.0, 1000.0, 5.0));
+        // Four groups at 0.25: each fall meets the next group's rise.
+        assert!(edges_cancel(4, 0.25, 1000.0, 1.0));
+    }
 
     #[test]
     fn a_sine_sits_in_its_band_with_its_rms() {

@@ -147,14 +147,28 @@ struct One {
 }
 
 /// The rungs of `list` run in `mode`, and which mode they are: every
-/// rung (`every mode`) where none was run in it.
-fn of_mode(list: &[Measured], mode: Mode) -> (Vec<Measured>, String) {
+/// rung (`every mode`) where none was run in it; of those, at each
+/// measured period only the rungs of the duty nearest `duty` (a rung of
+/// another duty is no repeat of them either).
+fn of_mode(list: &[Measured], mode: Mode, duty: f64) -> (Vec<Measured>, String) {
     let own: Vec<Measured> = list.iter().filter(|m| m.mode == mode).cloned().collect();
-    if own.is_empty() {
+    let (pool, from) = if own.is_empty() {
         (list.to_vec(), EVERY_MODE.to_string())
     } else {
         (own, mode.as_str().to_string())
-    }
+    };
+    let nearest = |p: f64| {
+        pool.iter()
+            .filter(|m| same_period(m.period_ms, p))
+            .map(|m| (m.duty - duty).abs())
+            .fold(f64::INFINITY, f64::min)
+    };
+    let kept = pool
+        .iter()
+        .filter(|m| (m.duty - duty).abs() <= nearest(m.period_ms) + 1e-9)
+        .cloned()
+        .collect();
+    (kept, from)
 }
 
 /// What `sets_from` says where the run measured none of a scenario's mode.
@@ -197,7 +211,7 @@ fn one(
     } else {
         Mode::InPhase
     };
-    let (of_mode, sets_from) = of_mode(all, want);
+    let (of_mode, sets_from) = of_mode(all, want, s.job.compute_fraction);
     let list = of_mode.as_slice();
     let sets = sets(list);
     let target = Target {
@@ -288,6 +302,12 @@ fn one(
             .map(|m| m.highest_hz)
             .fold(f64::INFINITY, f64::min),
         range_pm: spread_w.plus_minus,
+        edges_cancel: figures::edges_cancel(
+            groups,
+            s.job.compute_fraction,
+            s.job.iteration_ms,
+            used.iter().map(|m| m.resolution_ms).fold(r, f64::max),
+        ),
     };
     let scenario = Scenario {
         id,

@@ -113,6 +113,7 @@ fn prediction(notes: Vec<String>) -> Prediction {
                 source_resolution_ms: 0.5,
                 source_highest_hz: 50.0,
                 range_pm: Some(1e5),
+                edges_cancel: false,
             };
             figures::grid_of(i as u32, label, g, band_hz, schedule.grid.as_ref(), 100_000)
         })
