@@ -534,7 +534,7 @@ pub fn edge_rate(
     if noise > MAX_STEP_NOISE * s.height() {
         return GridFigure::withheld(metric, Withheld::StepInNoise(s.height(), noise));
     }
-    let Some(edge) = shape::fastest_edge(values, s, dir) else {
+    let Some(edge) = shape::fastest_edge(values, s, dir, step_ms) else {
         return GridFigure::withheld(metric, Withheld::NoEdge);
     };
     let t_steps = edge.steps;

@@ -73,17 +73,27 @@ impl Edge {
     }
 }
 
-/// The fastest rise (or fall) of the cyclic `values`, each edge between
-/// the plateaus either side of it: the medians of the second halves of
-/// the phase it leaves and of the phase it enters (the settled levels, as
-/// a cycle's step is read: a dip or an overshoot early in a phase does
-/// not set them, a dip late in the on-phase is one point in ten of its
-/// second half). Edges are found where the values cross the mid level of
-/// `step`; an edge's 10–90 % time runs from the last crossing of its 10 %
-/// level before the mid crossing to the first crossing of its 90 % level
-/// after it. The fastest is the one of the highest rate. None: no
-/// complete edge.
-pub fn fastest_edge(values: &[f64], step: Step, dir: Ramp) -> Option<Edge> {
+/// The span over which the values are judged to have stopped moving
+/// before an edge, ms: longer than a ramp's stair (an emulated ramp moves
+/// in steps of a few ms), shorter than any plateau.
+pub const KNEE_SPAN_MS: f64 = 5.0;
+
+/// Share of the step under which the values count as not moving over
+/// [`KNEE_SPAN_MS`].
+pub const KNEE_FLAT_SHARE: f64 = 0.01;
+
+/// The fastest rise (or fall) of the cyclic `values` (spaced `step_ms`),
+/// each edge between the plateaus either side of it: the level it leaves
+/// is where the values stopped moving before it (the knee: walking back
+/// from the edge until they change by under [`KNEE_FLAT_SHARE`] of the
+/// step over [`KNEE_SPAN_MS`]; a dip or a drift earlier in the phase does
+/// not set it), the level it reaches is the median of the phase it
+/// enters (an overshoot does not set it). Edges are found where the
+/// values cross the mid level of `step`; an edge's 10–90 % time runs from
+/// the last crossing of its 10 % level after the knee to the first
+/// crossing of its 90 % level after the mid crossing. The fastest is the
+/// one of the highest rate. None: no complete edge.
+pub fn fastest_edge(values: &[f64], step: Step, dir: Ramp, step_ms: f64) -> Option<Edge> {
     let m = values.len();
     if m < 4 || step.height().is_nan() || step.height() <= 0.0 {
         return None;
@@ -98,6 +108,8 @@ pub fn fastest_edge(values: &[f64], step: Step, dir: Ramp) -> Option<Edge> {
     let mi = m as i64;
     let ups: Vec<i64> = (0..mi).filter(|&j| v(j) < mid && v(j + 1) >= mid).collect();
     let downs: Vec<i64> = (0..mi).filter(|&j| v(j) >= mid && v(j + 1) < mid).collect();
+    let span = ((KNEE_SPAN_MS / step_ms).round() as i64).max(1);
+    let flat = KNEE_FLAT_SHARE * step.height();
     let mut best: Option<Edge> = None;
     for &c in &ups {
         // The phase it enters runs to the next fall through the mid level;
@@ -116,9 +128,12 @@ pub fn fastest_edge(values: &[f64], step: Step, dir: Ramp) -> Option<Edge> {
             x.sort_by(f64::total_cmp);
             median(&x)
         };
-        let to = sorted((c + 1 + after / 2..=c + after.max(1)).map(v).collect());
-        let from = sorted((c - before / 2..=c).map(v).collect());
-        let knee = c - before;
+        let to = sorted((c + 1..=c + after.max(1)).map(v).collect());
+        let mut knee = c;
+        while c - knee < before / 2 && v(knee - span) < v(knee) - flat {
+            knee -= 1;
+        }
+        let from = v(knee);
         let h = to - from;
         if h.is_nan() || h <= 0.0 {
             continue;
@@ -295,8 +310,8 @@ mod tests {
         let v = trapezoid(2000, 80, 20, 200.0, 1200.0);
         let s = plateaus(&v).unwrap();
         assert_eq!((s.lo, s.hi), (200.0, 1200.0));
-        let up = fastest_edge(&v, s, Ramp::Up).unwrap().steps;
-        let down = fastest_edge(&v, s, Ramp::Down).unwrap().steps;
+        let up = fastest_edge(&v, s, Ramp::Up, 0.5).unwrap().steps;
+        let down = fastest_edge(&v, s, Ramp::Down, 0.5).unwrap().steps;
         // 10–90 % of a linear ramp: 80 % of its length.
         assert!((up - 64.0).abs() < 1e-9, "{up}");
         assert!((down - 16.0).abs() < 1e-9, "{down}");
@@ -308,7 +323,10 @@ mod tests {
         o[100] = 1500.0;
         assert_eq!(plateaus(&o).unwrap().hi, 1200.0);
         assert_eq!(plateaus(&[5.0; 10]), None);
-        assert_eq!(fastest_edge(&v, Step { lo: 1.0, hi: 1.0 }, Ramp::Up), None);
+        assert_eq!(
+            fastest_edge(&v, Step { lo: 1.0, hi: 1.0 }, Ramp::Up, 0.5),
+            None
+        );
     }
 
     #[test]
@@ -338,7 +356,7 @@ mod tests {
         }
         let s = Step { lo: 0.0, hi: 100.0 };
         // 10 % at 31, 90 % at 39: 8 points.
-        assert!((fastest_edge(&v, s, Ramp::Up).unwrap().steps - 8.0).abs() < 1e-9);
+        assert!((fastest_edge(&v, s, Ramp::Up, 1.0).unwrap().steps - 8.0).abs() < 1e-9);
     }
 
     #[test]
@@ -369,15 +387,16 @@ mod tests {
             })
             .collect();
         let s = plateaus(&v).unwrap();
-        let down = fastest_edge(&v, s, Ramp::Down).unwrap();
-        // From the on-phase's settled 700 W (not the dip's 450 W: the fall
-        // is not timed from 850 ms) to 100 W: 90 % at 640 W, 1.7 ms into
-        // the fall, 10 % at 160 W, 18.0 ms: 16.3 ms, 32.5 points.
-        assert!((down.height - 600.0).abs() < 1e-6, "{down:?}");
-        assert!((down.steps - 32.5).abs() < 0.5, "{down:?}");
+        let down = fastest_edge(&v, s, Ramp::Down, 0.5).unwrap();
+        // From the 690 W held just before it (not the dip's 450 W, not the
+        // on-phase's 700 W; the fall is not timed from 850 ms) to 100 W:
+        // 90 % at 631 W, 2 ms into the fall, 10 % at 159 W, 18 ms: 16 ms,
+        // 32 points.
+        assert!((down.height - 590.0).abs() < 1e-6, "{down:?}");
+        assert!((down.steps - 32.0).abs() < 0.5, "{down:?}");
         // The rise reaches the on-phase's settled level, not the overshoot:
         // 10 % of 100→700 at 60 W above the foot, 90 % at 640 W.
-        let up = fastest_edge(&v, s, Ramp::Up).unwrap();
+        let up = fastest_edge(&v, s, Ramp::Up, 0.5).unwrap();
         assert!((up.height - 600.0).abs() < 5.0, "{up:?}");
         assert!((up.steps - 0.6 * 20.0).abs() < 0.5, "{up:?}");
     }

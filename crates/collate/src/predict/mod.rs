@@ -52,6 +52,19 @@ pub enum PredictError {
         /// What the run has.
         measured: String,
     },
+    /// The schedule's mitigation was measured, but every rung of it was
+    /// refused credit (edges out of tolerance, or it ran upside down).
+    #[error(
+        "the schedule's mitigation profile `{asked}` was measured in this run but not credited: {why} (mitigation.csv says so per rung); predict from a run where it ran as asked, or pick one of: {measured}"
+    )]
+    NotCredited {
+        /// What the schedule asked for.
+        asked: String,
+        /// Why its rungs were refused, the first's reason.
+        why: String,
+        /// What the run has that is credited.
+        measured: String,
+    },
     /// `communication.source = "fabric"` without a fabric rung.
     #[error(
         "the schedule takes the communication power from the run's NCCL fabric rung, but the run has none with a mean; declare `[communication] source = \"given\"` with `w_per_gpu`, or run a campaign with an NCCL phase on two or more GPUs"
@@ -144,14 +157,29 @@ pub fn predict(report: &Report, schedule: &Schedule) -> Result<Prediction, Predi
         if responses.profiles.is_empty() {
             return Err(PredictError::NoResponses);
         }
-        return Err(PredictError::UnknownProfile {
-            asked: profile,
-            measured: responses
-                .profiles
-                .keys()
-                .cloned()
-                .collect::<Vec<_>>()
-                .join(", "),
+        let measured = responses
+            .profiles
+            .keys()
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ");
+        let refused = report.node().and_then(|n| {
+            n.mitigation
+                .rows
+                .iter()
+                .find(|r| r.mitigation == profile && r.withheld.is_some())
+                .and_then(|r| r.withheld.clone())
+        });
+        return Err(match refused {
+            Some(why) => PredictError::NotCredited {
+                asked: profile,
+                why,
+                measured,
+            },
+            None => PredictError::UnknownProfile {
+                asked: profile,
+                measured,
+            },
         });
     }
     let job = &schedule.job;

@@ -51,19 +51,19 @@ pub fn crossing_ms(w: &dyn Fn(usize) -> f64, m: usize, l10: f64, l90: f64) -> f6
 
 /// The true rates (up, down) of a cycle of `period_ms`, W/s: per edge
 /// (a crossing of the mid level between the cycle's plateaus), 0.8 × the
-/// step between the medians of the second halves of the phase it leaves
-/// and of the phase it enters, over its 10–90 % time; the fastest edge of
-/// each direction.
+/// step between the level it leaves (where 5 ms before it changed it by
+/// under 1 % of the step) and the median of the phase it enters, over its
+/// 10–90 % time; the fastest edge of each direction.
 pub fn rates(c: &[f64], period_ms: f64) -> (f64, f64) {
     let (lo, hi) = plateaus(c);
     let bin_ms = period_ms / c.len() as f64;
-    let up = local_rate(c, 1.0, 0.5 * (lo + hi), bin_ms);
-    let down = local_rate(c, -1.0, -0.5 * (lo + hi), bin_ms);
+    let up = local_rate(c, 1.0, 0.5 * (lo + hi), hi - lo, bin_ms);
+    let down = local_rate(c, -1.0, -0.5 * (lo + hi), hi - lo, bin_ms);
     (up, down)
 }
 
 /// The fastest edge of `sign` × the cycle `c` upwards through `mid`, W/s.
-fn local_rate(c: &[f64], sign: f64, mid: f64, bin_ms: f64) -> f64 {
+fn local_rate(c: &[f64], sign: f64, mid: f64, step: f64, bin_ms: f64) -> f64 {
     let m = c.len() as i64;
     let w = |j: i64| sign * c[j.rem_euclid(m) as usize];
     let mut best: f64 = 0.0;
@@ -81,14 +81,21 @@ fn local_rate(c: &[f64], sign: f64, mid: f64, bin_ms: f64) -> f64 {
         while begin > e - m && w(begin - 1) < mid {
             begin -= 1;
         }
-        let to = median((end - (end - e) / 2..=end).map(w).collect());
-        let from = median((e - (e - begin) / 2..=e).map(w).collect());
+        let to = median((e + 1..=end).map(w).collect());
+        // The knee: back from the edge until 5 ms change it by under 1 %
+        // of the step.
+        let span = (5.0 / bin_ms).round().max(1.0) as i64;
+        let mut knee = e;
+        while e - knee < (e - begin) / 2 && w(knee) - w(knee - span) > 0.01 * step {
+            knee -= 1;
+        }
+        let from = w(knee);
         let h = to - from;
         if h <= 0.0 {
             continue;
         }
         let (l10, l90) = (from + 0.1 * h, from + 0.9 * h);
-        let t10 = (begin..=e)
+        let t10 = (knee..=e)
             .rev()
             .find(|&j| w(j) < l10 && w(j + 1) >= l10)
             .map(|j| j as f64 + (l10 - w(j)) / (w(j + 1) - w(j)));
