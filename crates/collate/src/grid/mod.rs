@@ -187,6 +187,8 @@ pub enum Withheld {
     Aliased(f64),
     /// The window is shorter than the points' spacing (ms).
     ShorterThanStep(f64),
+    /// The window is shorter than the source's time resolution (ms).
+    ShorterThanResolution(f64),
     /// A predicted stagger group's rise meets another's fall within the
     /// resolution: the smoothed edges partly cancel, and what is left is
     /// no bound.
@@ -225,6 +227,10 @@ impl fmt::Display for Withheld {
             Withheld::EdgesCancel => write!(
                 f,
                 "not measurable: one stagger group's rise meets another's fall within the measured cycles' resolution, and their smoothed edges partly cancel (no bound)"
+            ),
+            Withheld::ShorterThanResolution(ms) => write!(
+                f,
+                "not measurable: the window is shorter than the {ms:.2} ms the source resolves"
             ),
             Withheld::ShorterThanStep(ms) => write!(
                 f,
@@ -474,12 +480,15 @@ fn cycle_figures(c: &NodeCycle, band_hz: [f64; 2]) -> Vec<GridFigure> {
 
 /// The fastest rise and fall of the cyclic `values` (spaced `step_ms`)
 /// over every [`Window`], resting on resolution `res_ms`: a window under
-/// [`NUMBER_ABOVE_RESOLUTION`] × the resolution sees an edge smoothed by
-/// it, and its figure is a lower bound. Where the cycle cannot time the
+/// the resolution is withheld, one under [`NUMBER_ABOVE_RESOLUTION`] × the
+/// resolution sees an edge smoothed by it, and its figure is a lower
+/// bound. Where the cycle cannot time the
 /// direction's 10–90 % edge (`untimed`: up, down), those short windows are
 /// withheld for the same reason: the reconstruction's ripple, not the
 /// node, sets their fastest change (on the simulated node, a staggered
-/// 1 s rung's 10 ms rise read 28 % above the truth).
+/// 1 s rung's 10 ms rise read 28 % above the truth); where the cycle's
+/// step is within its noise, every window is (a staggered 100 ms rung's
+/// 1 s change read 2.7 × the truth).
 pub fn window_changes(
     values: &[f64],
     step_ms: f64,
@@ -492,8 +501,16 @@ pub fn window_changes(
             Ramp::Up => untimed[0],
             Ramp::Down => untimed[1],
         };
-        if let Some(why) = why.filter(|_| lower_bound) {
+        // A step within the cycle's noise: every window reads the noise.
+        let noisy = matches!(why, Some(Withheld::StepInNoise(_, _)));
+        if let Some(why) = why.filter(|_| lower_bound || noisy) {
             return GridFigure::withheld(metric, why);
+        }
+        // Under the resolution the cycle holds no change of its own: its
+        // restored harmonics ring, and a staggered 500 ms rung's 1 ms
+        // rise read 24 % above the truth.
+        if w.ms() < res_ms {
+            return GridFigure::withheld(metric, Withheld::ShorterThanResolution(res_ms));
         }
         match shape::fastest_change(values, step_ms, w.ms(), dir) {
             Some(v) => GridFigure {

@@ -106,8 +106,9 @@ pub fn fastest_edge(values: &[f64], step: Step, dir: Ramp, step_ms: f64) -> Opti
     let v = |j: i64| sign * values[j.rem_euclid(m as i64) as usize];
     let mid = sign * 0.5 * (step.lo + step.hi);
     let mi = m as i64;
-    let ups: Vec<i64> = (0..mi).filter(|&j| v(j) < mid && v(j + 1) >= mid).collect();
-    let downs: Vec<i64> = (0..mi).filter(|&j| v(j) >= mid && v(j + 1) < mid).collect();
+    let Some((ups, downs)) = crossings(&v, mi, mid, 0.25 * step.height()) else {
+        return None;
+    };
     let span = ((KNEE_SPAN_MS / step_ms).round() as i64).max(1);
     let flat = KNEE_FLAT_SHARE * step.height();
     let mut best: Option<Edge> = None;
@@ -203,6 +204,49 @@ pub fn fastest_change(values: &[f64], step_ms: f64, window_ms: f64, dir: Ramp) -
         }
     }
     Some(best / (window_ms / 1000.0))
+}
+
+/// The mid-level crossings of the cyclic `v` (m points) that belong to
+/// edges, upwards and downwards: an edge is confirmed only once the values
+/// pass from `band` below `mid` to `band` above it (a Schmitt trigger), so
+/// a reconstruction that wiggles across the mid level (a real H200's
+/// 100 ms cycle crossed it three times in 1 ms) counts once, at its last
+/// crossing before it was confirmed. None where the values never leave
+/// the band.
+fn crossings(v: &dyn Fn(i64) -> f64, m: i64, mid: f64, band: f64) -> Option<(Vec<i64>, Vec<i64>)> {
+    let start = (0..m).find(|&j| v(j) < mid - band)?;
+    let (mut ups, mut downs) = (Vec::new(), Vec::new());
+    let mut high = false;
+    let mut since = start;
+    // Twice round: an edge confirmed after the wrap still counts once.
+    for j in start..start + 2 * m {
+        let confirmed = if high {
+            v(j) < mid - band
+        } else {
+            v(j) > mid + band
+        };
+        if !confirmed {
+            continue;
+        }
+        let crossed = |k: i64| {
+            if high {
+                v(k) >= mid && v(k + 1) < mid
+            } else {
+                v(k) < mid && v(k + 1) >= mid
+            }
+        };
+        let c = (since..j).rev().find(|&k| crossed(k)).unwrap_or(j - 1);
+        if c < start + m {
+            if high {
+                downs.push(c.rem_euclid(m));
+            } else {
+                ups.push(c.rem_euclid(m));
+            }
+        }
+        high = !high;
+        since = j;
+    }
+    (!ups.is_empty() && !downs.is_empty()).then_some((ups, downs))
 }
 
 /// The share (0..1) of the variance of `values`, spaced `step_s` seconds
@@ -344,6 +388,32 @@ mod tests {
         // A flat series never moves.
         assert_eq!(fastest_change(&[5.0; 8], 1.0, 4.0, Ramp::Down), Some(0.0));
         assert_eq!(fastest_change(&v, 0.5, 0.2, Ramp::Up), None);
+    }
+
+    #[test]
+    fn a_wiggle_across_the_mid_level_is_one_edge() {
+        // A 100 ms cycle at 0.5 ms: a 20 ms rise from 150 to 850 W that
+        // wiggles ±15 W about 500 W on its way, a 20 ms fall.
+        let v: Vec<f64> = (0..200)
+            .map(|j| {
+                let t = j as f64 * 0.5;
+                let x = if t < 50.0 {
+                    150.0 + 700.0 * (t / 20.0).min(1.0)
+                } else {
+                    850.0 - 700.0 * ((t - 50.0) / 20.0).min(1.0)
+                };
+                if (9.0..11.0).contains(&t) {
+                    x + if j % 2 == 0 { 15.0 } else { -15.0 }
+                } else {
+                    x
+                }
+            })
+            .collect();
+        let s = plateaus(&v).unwrap();
+        let up = fastest_edge(&v, s, Ramp::Up, 0.5).unwrap();
+        // 10–90 % of the 700 W rise: 16 ms, 32 points, give or take the wiggle.
+        assert!((up.height - 700.0).abs() < 1.0, "{up:?}");
+        assert!((up.steps - 32.0).abs() < 2.0, "{up:?}");
     }
 
     #[test]

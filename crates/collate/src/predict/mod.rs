@@ -274,15 +274,7 @@ fn unfinished(report: &Report) -> Vec<String> {
 /// The highest enforced power limit among the run's GPUs, W, as its
 /// manifest recorded them at the start (None: none recorded).
 fn enforced_limit_w(report: &Report) -> Option<f64> {
-    report
-        .run
-        .manifest
-        .backend
-        .gpus
-        .iter()
-        .map(|g| g.power_limit_w)
-        .filter(|w| w.is_finite() && *w > 0.0)
-        .reduce(f64::max)
+    response::limits_w(report).into_iter().reduce(f64::max)
 }
 
 /// What a GPU draws while it communicates, W, and where that comes from.

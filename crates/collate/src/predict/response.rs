@@ -68,6 +68,9 @@ pub struct Responses {
     pub gpus: usize,
     /// One GPU's mean in the run's sustained rungs, W (None: none).
     pub sustained_w: Option<f64>,
+    /// The run's sustained rungs' largest swing (p90 − p10 of the node),
+    /// per GPU, W: what a constant load still moves (None: none).
+    pub sustained_swing_w: Option<f64>,
     /// One GPU's enforced power limit, the mean of the run's GPUs' as the
     /// manifest records them, W (None: not recorded).
     pub limit_w: Option<f64>,
@@ -142,7 +145,28 @@ pub fn responses(report: &Report) -> Responses {
         .collect();
     let sustained_w = (!sustained.is_empty())
         .then(|| sustained.iter().sum::<f64>() / sustained.len() as f64 / gpus.max(1) as f64);
-    let limits: Vec<f64> = report
+    let sustained_swing_w = report
+        .rungs
+        .iter()
+        .filter(|s| s.rung.kind == PhaseKind::Sustained && s.verdict.is_none())
+        .filter_map(|s| s.swing_w)
+        .reduce(f64::max)
+        .map(|w| w / gpus.max(1) as f64);
+    let limits = limits_w(report);
+    let limit_w = (!limits.is_empty()).then(|| limits.iter().sum::<f64>() / limits.len() as f64);
+    Responses {
+        profiles,
+        gpus,
+        sustained_w,
+        sustained_swing_w,
+        limit_w,
+    }
+}
+
+/// The run's GPUs' enforced power limits as its manifest recorded them at
+/// the start, W (those recorded).
+pub fn limits_w(report: &Report) -> Vec<f64> {
+    report
         .run
         .manifest
         .backend
@@ -150,14 +174,7 @@ pub fn responses(report: &Report) -> Responses {
         .iter()
         .map(|g| g.power_limit_w)
         .filter(|w| w.is_finite() && *w > 0.0)
-        .collect();
-    let limit_w = (!limits.is_empty()).then(|| limits.iter().sum::<f64>() / limits.len() as f64);
-    Responses {
-        profiles,
-        gpus,
-        sustained_w,
-        limit_w,
-    }
+        .collect()
 }
 
 /// One rung's response: the mean of its GPUs' own cycles.

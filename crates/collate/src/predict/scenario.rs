@@ -315,7 +315,11 @@ fn one(
         profile: profile.to_string(),
         stagger_groups: groups,
         mean_w: est(lv.mean_w, &|l| l.mean_w, &|r| r.mean),
-        swing_w: est(lv.swing_w(), &|l| l.swing_w(), &|r| r.swing),
+        swing_w: constant_load_swing(
+            est(lv.swing_w(), &|l| l.swing_w(), &|r| r.swing),
+            ctx,
+            &target,
+        ),
         spread_w,
         levels: lv,
         energy_mwh: lv.mean_w * s.output.span_s / 3600.0 / 1e6,
@@ -396,6 +400,22 @@ fn half_range(v: impl Iterator<Item = f64>) -> f64 {
         (a.min(x), b.max(x))
     });
     if hi >= lo { 0.5 * (hi - lo) } else { 0.0 }
+}
+
+/// A constant load (compute fraction 1) still moves as the run's
+/// sustained rung did: its swing's ± is at least that swing per GPU times
+/// the job's GPUs (as if every GPU moved together: a bound).
+fn constant_load_swing(e: Estimate, ctx: &Ctx<'_>, t: &Target) -> Estimate {
+    match ctx.responses.sustained_swing_w {
+        Some(w) if t.compute_fraction >= 1.0 => {
+            let moved = w * ctx.schedule.job.gpus as f64;
+            Estimate {
+                plus_minus: Some(e.plus_minus.unwrap_or(0.0).max(moved)),
+                ..e
+            }
+        }
+        _ => e,
+    }
 }
 
 /// The most one GPU may draw over the limiter's window, W: its enforced
@@ -481,7 +501,7 @@ fn notes(
     }
     if t.compute_fraction >= 1.0 {
         out.push(match ctx.responses.sustained_w {
-            Some(w) => format!("Compute fraction 1: a constant load at the run's sustained rung, {w:.1} W per GPU."),
+            Some(w) => format!("Compute fraction 1: a constant load at the run's sustained rung, {w:.1} W per GPU; its swing's ± is what that rung itself swung, per GPU times the job's GPUs."),
             None => "Compute fraction 1: a constant load at the measured on-phase's settled level (the run has no sustained rung).".into(),
         });
     } else if let Some(m) = used

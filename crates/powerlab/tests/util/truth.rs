@@ -125,3 +125,21 @@ pub fn window_change(c: &[f64], window_ms: usize) -> (f64, f64) {
     let s = window_ms as f64 / 1000.0;
     (up / s, down / s)
 }
+
+/// The true mean cycle of `x` (1 ms points from `t0_ns`), folded on
+/// `period_ms` from `epoch_ns` into round(period) bins.
+pub fn true_cycle(x: &[f64], t0_ns: i64, epoch_ns: i64, period_ms: f64) -> Vec<f64> {
+    let m = period_ms.round() as usize;
+    let p_ns = period_ms * 1e6;
+    let (mut sum, mut n) = (vec![0.0; m], vec![0usize; m]);
+    for (i, v) in x.iter().enumerate() {
+        let t = (t0_ns + i as i64 * 1_000_000 - epoch_ns) as f64;
+        let j = ((t.rem_euclid(p_ns) / p_ns) * m as f64) as usize % m;
+        sum[j] += v;
+        n[j] += 1;
+    }
+    sum.iter()
+        .zip(&n)
+        .map(|(s, k)| s / (*k).max(1) as f64)
+        .collect()
+}
