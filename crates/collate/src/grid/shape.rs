@@ -106,9 +106,7 @@ pub fn fastest_edge(values: &[f64], step: Step, dir: Ramp, step_ms: f64) -> Opti
     let v = |j: i64| sign * values[j.rem_euclid(m as i64) as usize];
     let mid = sign * 0.5 * (step.lo + step.hi);
     let mi = m as i64;
-    let Some((ups, downs)) = crossings(&v, mi, mid, 0.25 * step.height()) else {
-        return None;
-    };
+    let (ups, downs) = crossings(&v, mi, mid, 0.25 * step.height())?;
     let span = ((KNEE_SPAN_MS / step_ms).round() as i64).max(1);
     let flat = KNEE_FLAT_SHARE * step.height();
     let mut best: Option<Edge> = None;
