@@ -438,7 +438,16 @@ impl RecordOrder {
                 self.run_ended = Some(line);
             }
             RunEvent::Barrier { rung_id, .. } => self.barrier(line, *rung_id)?,
-            RunEvent::RungStarted { rung, .. } => self.rung_started(line, rung)?,
+            RunEvent::RungStarted {
+                rung,
+                epoch_ns,
+                measure_from_ns,
+                end_ns,
+                ..
+            } => {
+                self.rung_started(line, rung)?;
+                window_in_order(rung, *epoch_ns, *measure_from_ns, *end_ns)?;
+            }
             RunEvent::RungEnded { rung_id, .. } => self.rung_ended(line, *rung_id)?,
             RunEvent::Note { topic, detail, .. } => return self.note(line, topic, detail),
             RunEvent::Fault { .. } | RunEvent::Interlock { .. } => return Ok(()),
@@ -531,6 +540,25 @@ impl RecordOrder {
         self.last = Some((line, ts_ns, name));
         Ok(())
     }
+}
+
+/// A rung's window as the runner writes it: the epoch (its barrier) no
+/// later than the measured window's start, which is no later than its
+/// end. A digit lost from one of them reads as a window of minus 58
+/// years, which the collator would fold as a rung of no cycles.
+fn window_in_order(
+    rung: &RungInfo,
+    epoch_ns: i64,
+    from_ns: i64,
+    end_ns: i64,
+) -> Result<(), String> {
+    if epoch_ns <= from_ns && from_ns <= end_ns {
+        return Ok(());
+    }
+    Err(format!(
+        "rung {} (`{}`) has epoch_ns {epoch_ns}, measure_from_ns {from_ns} and end_ns {end_ns}, which the runner writes in that order: the record was damaged (a digit lost or changed); restore events.jsonl from the original run directory",
+        rung.id, rung.label
+    ))
 }
 
 #[cfg(test)]
@@ -626,7 +654,13 @@ mod tests {
         assert_eq!(read_events(&path).unwrap().len(), lines.len() - 1);
         // (edit, the line named, what the message says)
         type Edit = fn(&mut Vec<String>);
-        let cases: [(&str, Edit, usize, &str); 8] = [
+        let cases: [(&str, Edit, usize, &str); 9] = [
+            (
+                "a digit lost from end_ns",
+                |l| l[2] = l[2].replace(r#""end_ns":4000"#, r#""end_ns":400"#),
+                3,
+                "which the runner writes in that order",
+            ),
             (
                 "rung_started duplicated",
                 |l| {

@@ -457,7 +457,13 @@ fn cycle_figures(c: &NodeCycle, band_hz: [f64; 2]) -> Vec<GridFigure> {
     pct.plus_minus = range_pm.map(|p| pct_of(p, max));
     let highest_hz = c.harmonics as f64 / ms_to_s(c.period_ms);
     let share = if band_hz[1] > highest_hz {
-        share_bounds(&c.values, ms_to_s(step_ms), band_hz, highest_hz, res_ms)
+        share_bounds(
+            &c.values,
+            (ms_to_s(step_ms), res_ms),
+            band_hz,
+            highest_hz,
+            shape::Unresolved::WithinRange,
+        )
     } else {
         share_figure(&c.values, ms_to_s(step_ms), band_hz, res_ms)
     };
@@ -600,12 +606,12 @@ fn share_figure(values: &[f64], step_s: f64, band_hz: [f64; 2], res_ms: f64) -> 
 /// [`shape::band_share_bounds`] gives, %.
 pub(crate) fn share_bounds(
     values: &[f64],
-    step_s: f64,
+    (step_s, res_ms): (f64, f64),
     band_hz: [f64; 2],
     highest_hz: f64,
-    res_ms: f64,
+    unresolved: shape::Unresolved,
 ) -> GridFigure {
-    match shape::band_share_bounds(values, step_s, band_hz, highest_hz) {
+    match shape::band_share_bounds(values, step_s, band_hz, highest_hz, unresolved) {
         Some((lo, hi)) => GridFigure::between(Metric::BandShare, 100.0 * lo, 100.0 * hi, res_ms),
         None => GridFigure::withheld(Metric::BandShare, Withheld::AboveHarmonics(highest_hz)),
     }

@@ -274,20 +274,33 @@ pub fn band_share(values: &[f64], step_s: f64, [lo_hz, hi_hz]: [f64; 2]) -> Opti
     (total > 0.0).then(|| inside / total)
 }
 
+/// How much fluctuation lies beyond what a series resolves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unresolved {
+    /// Unknown: at most what a series within the same min and max can
+    /// hold beyond the resolved variance (a measured cycle).
+    WithinRange,
+    /// As much as the series holds there: only where it lies against the
+    /// band is unknown (a prediction, whose whole waveform is drawn).
+    AsDrawn,
+}
+
 /// Bounds (0..1) on the share of the variance of `values` (spaced
 /// `step_s` apart) inside `[lo_hz, hi_hz]` where they resolve only
 /// frequencies up to `highest_hz` and the band reaches above it: the
 /// resolved part's energy in the band over everything, plus at most
-/// every unresolved fluctuation. The unresolved energy is at most what a
+/// every unresolved fluctuation: for a measured cycle at most what a
 /// series within the same min and max can hold beyond the resolved
-/// variance, (max − min)² / 4 − resolved variance: the lower bound counts
-/// all of it outside the band, the upper bound all of it inside. None
+/// variance, (max − min)² / 4 − resolved variance; for a drawn waveform
+/// what it holds there. The lower bound counts all of it outside the
+/// band, the upper bound all of it inside. None
 /// for fewer than four values or no fluctuation.
 pub fn band_share_bounds(
     values: &[f64],
     step_s: f64,
     [lo_hz, hi_hz]: [f64; 2],
     highest_hz: f64,
+    unresolved: Unresolved,
 ) -> Option<(f64, f64)> {
     let n = values.len();
     if n < 4 || step_s.is_nan() || step_s <= 0.0 {
@@ -304,20 +317,24 @@ pub fn band_share_bounds(
     let df = 1.0 / (n as f64 * step_s);
     // Parseval: Σ sides · |X_k|² over k = 1..n/2 is n² × the variance.
     let scale = (n as f64).powi(2);
-    let (mut resolved, mut inside) = (0.0, 0.0);
+    let (mut resolved, mut inside, mut beyond) = (0.0, 0.0, 0.0);
     for (k, c) in buf.iter().enumerate().take(n / 2 + 1).skip(1) {
         let f = k as f64 * df;
-        if f > highest_hz {
-            break;
-        }
         let sides = if 2 * k == n { 1.0 } else { 2.0 };
         let e = sides * c.norm_sqr() / scale;
+        if f > highest_hz {
+            beyond += e;
+            continue;
+        }
         resolved += e;
         if f >= lo_hz && f <= hi_hz {
             inside += e;
         }
     }
-    let unresolved = (0.25 * (max - min).powi(2) - resolved).max(0.0);
+    let unresolved = match unresolved {
+        Unresolved::WithinRange => (0.25 * (max - min).powi(2) - resolved).max(0.0),
+        Unresolved::AsDrawn => beyond,
+    };
     let total = resolved + unresolved;
     (total > 0.0).then(|| (inside / total, (inside + unresolved) / total))
 }
@@ -499,16 +516,28 @@ mod tests {
             .collect();
         let step = 1.0 / 4000.0;
         let truth = band_share(&v, step, [0.1, 20.0]).unwrap();
-        let (lo, hi) = band_share_bounds(&v, step, [0.1, 20.0], 5.5).unwrap();
+        let (lo, hi) =
+            band_share_bounds(&v, step, [0.1, 20.0], 5.5, Unresolved::WithinRange).unwrap();
         assert!(lo <= truth && truth <= hi, "{lo} {truth} {hi}");
         // The resolved part holds 93.3 % of the variance: the lower bound
         // is that, the upper bound everything.
         assert!((lo - 0.933).abs() < 1e-3, "{lo}");
         assert!((hi - 1.0).abs() < 1e-9, "{hi}");
         // A band wholly above the resolved part: 0 to the unresolved share.
-        let (lo, hi) = band_share_bounds(&v, step, [30.0, 40.0], 5.5).unwrap();
+        let (lo, hi) =
+            band_share_bounds(&v, step, [30.0, 40.0], 5.5, Unresolved::WithinRange).unwrap();
         assert_eq!(lo, 0.0);
         assert!((hi - 0.067).abs() < 1e-3, "{hi}");
-        assert_eq!(band_share_bounds(&[3.0; 16], step, [0.1, 20.0], 5.0), None);
+        assert_eq!(
+            band_share_bounds(&[3.0; 16], step, [0.1, 20.0], 5.0, Unresolved::AsDrawn),
+            None
+        );
+        // As drawn: a square wave holds exactly its own harmonics beyond
+        // 5.5 Hz, 6.7 % of its variance.
+        let (lo, hi) = band_share_bounds(&v, step, [0.1, 20.0], 5.5, Unresolved::AsDrawn).unwrap();
+        assert!(
+            (lo - 0.933).abs() < 1e-3 && (hi - 1.0).abs() < 1e-9,
+            "{lo} {hi}"
+        );
     }
 }

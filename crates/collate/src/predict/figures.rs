@@ -216,7 +216,13 @@ pub fn grid_of(
     let highest = nyquist.min(g.source_highest_hz);
     let step_s = g.resolution_ms / 1000.0;
     let share = if band_hz[1] > highest {
-        crate::grid::share_bounds(g.realized, step_s, band_hz, highest, g.resolution_ms)
+        crate::grid::share_bounds(
+            g.realized,
+            (step_s, g.resolution_ms),
+            band_hz,
+            highest,
+            shape::Unresolved::AsDrawn,
+        )
     } else {
         match shape::band_share(g.realized, step_s, band_hz) {
             Some(s) => GridFigure::stated(Metric::BandShare, 100.0 * s, g.resolution_ms),

@@ -174,10 +174,13 @@ fn of_mode(list: &[Measured], mode: Mode, duty: f64) -> (Vec<Measured>, String) 
 /// What `sets_from` says where the run measured none of a scenario's mode.
 pub const EVERY_MODE: &str = "every mode";
 
-/// Sets of a profile's rungs: the r-th rung of every measured period.
-fn sets(list: &[Measured]) -> Vec<Vec<&Measured>> {
+/// Sets of the rungs the target blends: the r-th rung of each of its
+/// (one or two) measured periods; a period measured fewer times than the
+/// other lends its rungs again, but only the blended periods count (at a
+/// measured period, its own repeats are the sets).
+fn sets<'a>(list: &[&'a Measured]) -> Vec<Vec<&'a Measured>> {
     let mut groups: Vec<Vec<&Measured>> = Vec::new();
-    for m in list {
+    for &m in list {
         match groups
             .iter_mut()
             .find(|g| same_period(g[0].period_ms, m.period_ms))
@@ -213,7 +216,6 @@ fn one(
     };
     let (of_mode, sets_from) = of_mode(all, want, s.job.compute_fraction);
     let list = of_mode.as_slice();
-    let sets = sets(list);
     let target = Target {
         period_ms: s.job.iteration_ms,
         compute_fraction: s.job.compute_fraction,
@@ -222,33 +224,11 @@ fn one(
         floor_holds: profile != PLAIN,
         sustained_w: ctx.responses.sustained_w,
     };
-    let slots = group_slots(ctx, groups);
     let used = used(list, target.period_ms);
-    let allowed = allowed_w(ctx, &used, &target);
-    let mut clamped: Option<f64> = None;
-    // Per set, each group's GPU: its slots' iterations, weighted.
-    let by_group: Vec<Vec<Vec<f64>>> = sets
-        .iter()
-        .map(|set| {
-            let each: Vec<Vec<f64>> = (0..slots.n_src)
-                .map(|k| {
-                    let mut it = template::blended(set, &target, Some(k));
-                    if let Some(a) = allowed
-                        && let Some(top) = template::limited(&mut it, target.period_ms, a)
-                    {
-                        clamped = Some(clamped.map_or(top, |c: f64| c.max(top)));
-                    }
-                    it
-                })
-                .collect();
-            slots
-                .counts
-                .iter()
-                .map(|c| weighted(&each, c, target.points()))
-                .collect()
-        })
-        .collect();
-    let mean_t: Vec<Vec<f64>> = (0..slots.counts.len())
+    let sets = sets(&used);
+    let allowed = allowed_w(ctx, all, &target);
+    let (by_group, clamped) = iterations(ctx, &sets, &target, groups, allowed);
+    let mean_t: Vec<Vec<f64>> = (0..by_group.first().map_or(0, Vec::len))
         .map(|g| {
             let of_g: Vec<Vec<f64>> = by_group.iter().map(|t| t[g].clone()).collect();
             average(&of_g, target.points())
@@ -275,16 +255,26 @@ fn one(
         .map(|t| levels(&waveform::expected(t, &layout)))
         .collect();
     let rel = mean_rel(&used);
-    let pm = |v: f64, f: &dyn Fn(&Levels) -> f64, r: &dyn Fn(&RelPm) -> f64| {
+    // A measured cycle's interval relative to its own figure carries over
+    // to the job's mean, and to its swing in phase; a staggered job's swing
+    // is what is left of the edges in another geometry than the measured
+    // rung's (an 8-way stagger's nearly flat swing, ± relative to it, put
+    // ± 7.3 kW on a 1.3 kW three-group swing): there the sets alone.
+    let pm = |v: f64, f: &dyn Fn(&Levels) -> f64, r: &dyn Fn(&RelPm) -> f64, carries: bool| {
         let half = half_range(by_set.iter().map(f));
+        let rel = rel.filter(|_| carries);
         let boot = rel.as_ref().map_or(0.0, |x| r(x) * v.abs());
         (by_set.len() > 1 || rel.is_some()).then(|| half.hypot(boot))
     };
     let est = |v: f64, f: &dyn Fn(&Levels) -> f64, r: &dyn Fn(&RelPm) -> f64| Estimate {
         value: v,
-        plus_minus: pm(v, f, r),
+        plus_minus: pm(v, f, r, true),
     };
-    let spread_w = est(lv.spread_w(), &|l| l.spread_w(), &|r| r.spread);
+    let swing = |v: f64, f: &dyn Fn(&Levels) -> f64, r: &dyn Fn(&RelPm) -> f64| Estimate {
+        value: v,
+        plus_minus: pm(v, f, r, groups <= 1),
+    };
+    let spread_w = swing(lv.spread_w(), &|l| l.spread_w(), &|r| r.spread);
     let label = if groups > 1 {
         format!("{profile}-stagger{groups}")
     } else {
@@ -316,7 +306,7 @@ fn one(
         stagger_groups: groups,
         mean_w: est(lv.mean_w, &|l| l.mean_w, &|r| r.mean),
         swing_w: constant_load_swing(
-            est(lv.swing_w(), &|l| l.swing_w(), &|r| r.swing),
+            swing(lv.swing_w(), &|l| l.swing_w(), &|r| r.swing),
             ctx,
             &target,
         ),
@@ -327,10 +317,10 @@ fn one(
         sets_from,
         sources: used.iter().map(|m| m.label.clone()).collect(),
         vs_plain: None,
-        notes: limit_note(clamped, allowed)
-            .into_iter()
-            .chain(notes(ctx, list, &used, &target, groups))
-            .collect(),
+        notes: ordered_notes(
+            limit_note(clamped, allowed),
+            notes(ctx, list, &used, &target, groups),
+        ),
     };
     One {
         envelope: figures::envelope_of(id, &label, &realized, r, s.supply.as_ref()),
@@ -338,6 +328,42 @@ fn one(
         scenario,
         realized,
     }
+}
+
+/// Per set, each stagger group's GPU iteration (its slots' iterations,
+/// weighted), each slot's held to `allowed` W over the limiter's window;
+/// and the highest 1 s mean before, where one was held.
+fn iterations(
+    ctx: &Ctx<'_>,
+    sets: &[Vec<&Measured>],
+    target: &Target,
+    groups: u32,
+    allowed: Option<f64>,
+) -> (Vec<Vec<Vec<f64>>>, Option<f64>) {
+    let slots = group_slots(ctx, groups);
+    let mut clamped: Option<f64> = None;
+    let by_group = sets
+        .iter()
+        .map(|set| {
+            let each: Vec<Vec<f64>> = (0..slots.n_src)
+                .map(|k| {
+                    let mut it = template::blended(set, target, Some(k));
+                    if let Some(a) = allowed
+                        && let Some(top) = template::limited(&mut it, target.period_ms, a)
+                    {
+                        clamped = Some(clamped.map_or(top, |c: f64| c.max(top)));
+                    }
+                    it
+                })
+                .collect();
+            slots
+                .counts
+                .iter()
+                .map(|c| weighted(&each, c, target.points()))
+                .collect()
+        })
+        .collect();
+    (by_group, clamped)
 }
 
 /// Which of the run's GPUs each stagger group's GPUs follow: a job's GPU
@@ -419,15 +445,15 @@ fn constant_load_swing(e: Estimate, ctx: &Ctx<'_>, t: &Target) -> Estimate {
 }
 
 /// The most one GPU may draw over the limiter's window, W: its enforced
-/// limit, or more where the run measured more at the target's period and
-/// duty (None: no limit recorded).
-fn allowed_w(ctx: &Ctx<'_>, used: &[&Measured], t: &Target) -> Option<f64> {
+/// limit, or more where the run measured more at the target's period (at
+/// any duty: each iteration's compute phase starts with the same burst
+/// from the communication level, which a 2 s rung held at 719 W for a
+/// second under a 700 W limit) (None: no limit recorded).
+fn allowed_w(ctx: &Ctx<'_>, list: &[Measured], t: &Target) -> Option<f64> {
     let limit = ctx.responses.limit_w?;
-    let measured = used
+    let measured = list
         .iter()
-        .filter(|m| {
-            same_period(m.period_ms, t.period_ms) && (m.duty - t.compute_fraction).abs() < 0.05
-        })
+        .filter(|m| same_period(m.period_ms, t.period_ms))
         .flat_map(|m| {
             m.gpu_each
                 .iter()
@@ -439,14 +465,31 @@ fn allowed_w(ctx: &Ctx<'_>, used: &[&Measured], t: &Target) -> Option<f64> {
     Some(measured)
 }
 
-/// The note said first where the splice drew more than the limiter lets
-/// a GPU hold.
-fn limit_note(clamped: Option<f64>, allowed: Option<f64>) -> Option<String> {
+/// A trim of more than this share of the held mean leads the notes, %.
+pub const LIMIT_NOTE_FIRST_PCT: f64 = 1.0;
+
+/// The note where the splice drew more than the limiter lets a GPU hold,
+/// and whether it leads (a trim over [`LIMIT_NOTE_FIRST_PCT`]).
+fn limit_note(clamped: Option<f64>, allowed: Option<f64>) -> Option<(String, bool)> {
     let (top, a) = (clamped?, allowed?);
-    Some(format!(
-        "POWER LIMIT: the measured cycles spliced to this iteration draw {top:.0} W per GPU over {:.0} s, above the {a:.0} W the GPUs' enforced limit lets them hold; the compute phase is scaled down to it (the limiter trims the clocks), and the run measured no such mean at this period and duty",
-        template::LIMIT_WINDOW_MS / 1000.0
+    let pct = 100.0 * (top - a) / a;
+    Some((
+        format!(
+            "POWER LIMIT: the measured cycles spliced to this iteration draw {top:.0} W per GPU over {:.0} s, {pct:.1} % above the {a:.0} W the GPUs may hold (their enforced limit, or the most the run measured over 1 s at this period); what rose above the level that holds it there is cut off (the limiter trims the burst, not the plateau)",
+            template::LIMIT_WINDOW_MS / 1000.0
+        ),
+        pct > LIMIT_NOTE_FIRST_PCT,
     ))
+}
+
+/// The scenario's notes: the limiter's first where it trims much, last
+/// where it trims little.
+fn ordered_notes(limit: Option<(String, bool)>, rest: Vec<String>) -> Vec<String> {
+    match limit {
+        Some((n, true)) => std::iter::once(n).chain(rest).collect(),
+        Some((n, false)) => rest.into_iter().chain(std::iter::once(n)).collect(),
+        None => rest,
+    }
 }
 
 /// The measured rungs at the periods the target blends.
@@ -508,8 +551,8 @@ fn notes(
         .iter()
         .find(|m| (m.duty - t.compute_fraction).abs() > 0.05)
     {
-        out.push(format!(
-            "The measured rungs ran a duty of {:.2} and the schedule a compute fraction of {:.2}: the phases are the measured ones cut, or held at their settled levels.",
+        out.insert(0, format!(
+            "EXTRAPOLATED IN DUTY: the measured rungs ran a duty of {:.2} and the schedule a compute fraction of {:.2}: the phases are the measured ones cut, or held at their settled levels, and the ± does not hold what that misses (on the simulated H200, 5–12 % of the mean): measure a duty rung at this compute fraction for a figure to sign.",
             m.duty, t.compute_fraction
         ));
     }

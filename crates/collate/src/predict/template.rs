@@ -252,7 +252,7 @@ pub fn splice_slot(m: &Measured, t: &Target, slot: Option<usize>) -> Vec<f64> {
         }
         start = off_at(t.period_ms - on_ms);
     }
-    short_pause(&mut out, on_ms, t.period_ms - on_ms, m.resolution_ms);
+    short_pause(&mut out, t.period_ms - on_ms, m.resolution_ms, held);
     for o in &mut out {
         *o = o.max(0.0);
     }
@@ -261,20 +261,18 @@ pub fn splice_slot(m: &Measured, t: &Target, slot: Option<usize>) -> Vec<f64> {
 
 /// A communication phase shorter than the measured cycles' resolution
 /// (`res_ms`): the cycles show an edge smoothed over the resolution, so a
-/// pause that short would be spliced as half a fall whatever its length.
-/// Its departure from the level the compute phase reached is scaled by
-/// its length over the resolution (the share of a smoothed step such a
-/// pulse holds): a 1 µs pause in a 1 s iteration is no dip at all.
-fn short_pause(out: &mut [f64], on_ms: f64, off_ms: f64, res_ms: f64) {
-    if res_ms.is_nan() || res_ms <= 0.0 || off_ms >= res_ms || out.is_empty() {
+/// pause that short would be spliced as half a fall whatever its length,
+/// and the GPU it pauses never settles off: it runs as a constant load.
+/// The iteration's departure from the held level is scaled by the pause's
+/// length over the resolution (the share of a smoothed step such a pulse
+/// holds): a 1 µs pause in a 1 s iteration is the sustained level.
+fn short_pause(out: &mut [f64], off_ms: f64, res_ms: f64, held_w: f64) {
+    if res_ms.is_nan() || res_ms <= 0.0 || off_ms >= res_ms {
         return;
     }
     let k = off_ms / res_ms;
-    let n = out.len();
-    let last_on = (((on_ms / (on_ms + off_ms)) * n as f64).ceil() as usize).clamp(1, n) - 1;
-    let level = out[last_on.saturating_sub((res_ms / (on_ms + off_ms) * n as f64) as usize)];
     for o in out.iter_mut() {
-        *o = level + (*o - level) * k;
+        *o = held_w + (*o - held_w) * k;
     }
 }
 
@@ -301,26 +299,40 @@ pub fn max_running_mean(v: &[f64], period_ms: f64, window_ms: f64) -> f64 {
 }
 
 /// `v` held to the enforced limit: where its highest mean over
-/// [`LIMIT_WINDOW_MS`] exceeds `allowed_w`, what it draws above its
-/// lowest point is scaled down until that mean is `allowed_w` (the
-/// limiter trims the clocks, the idle floor stays). Returns the highest
-/// mean before, where it was clamped.
+/// [`LIMIT_WINDOW_MS`] exceeds `allowed_w`, what rose above a cap is cut
+/// off, the cap the highest that brings that mean to `allowed_w` (the
+/// limiter trims the burst after a rise; a plateau below the cap keeps
+/// its level). Returns the highest mean before, where it was clamped.
 pub fn limited(v: &mut [f64], period_ms: f64, allowed_w: f64) -> Option<f64> {
     let top = max_running_mean(v, period_ms, LIMIT_WINDOW_MS);
     if top.is_nan() || top <= allowed_w {
         return None;
     }
-    let base = v.iter().copied().fold(f64::INFINITY, f64::min);
-    if base >= allowed_w || top - base < 1e-9 {
-        // Everything is above what the limiter allows: all of it trimmed.
+    let (lo, hi) = v
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
+            (a.min(*x), b.max(*x))
+        });
+    let capped = |cap: f64| -> Vec<f64> { v.iter().map(|x| x.min(cap)).collect() };
+    if max_running_mean(&capped(lo), period_ms, LIMIT_WINDOW_MS) > allowed_w {
+        // Even flat at its lowest point the iteration is over: all of it
+        // trimmed.
         for x in v.iter_mut() {
             *x *= allowed_w / top;
         }
         return Some(top);
     }
-    let k = ((allowed_w - base) / (top - base)).clamp(0.0, 1.0);
+    let (mut a, mut b) = (lo, hi);
+    for _ in 0..50 {
+        let mid = 0.5 * (a + b);
+        if max_running_mean(&capped(mid), period_ms, LIMIT_WINDOW_MS) > allowed_w {
+            b = mid;
+        } else {
+            a = mid;
+        }
+    }
     for x in v.iter_mut() {
-        *x = base + k * (*x - base);
+        *x = x.min(a);
     }
     Some(top)
 }
