@@ -148,8 +148,12 @@ fn predict_writes_its_report_and_refuses_what_it_cannot_build() {
     }
     let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(md.contains("The answer"), "{md}");
-    // 300 ms lies between the measured 200 and 500 ms: blended, not extrapolated.
-    assert!(!md.contains("EXTRAPOLATED"), "{md}");
+    // 300 ms lies between the measured 200 and 500 ms: blended, not
+    // extrapolated in period; a compute fraction of 0.6 from rungs of duty
+    // 0.5 is extrapolated in duty, and said first.
+    assert!(!md.contains("EXTRAPOLATED: "), "{md}");
+    let first = md.lines().find(|l| l.starts_with("- ")).unwrap_or("");
+    assert!(first.starts_with("- EXTRAPOLATED IN DUTY"), "{md}");
     // A mitigation the run never measured.
     let o = powerlab_output([
         "predict",

@@ -254,27 +254,7 @@ fn one(
         .iter()
         .map(|t| levels(&waveform::expected(t, &layout)))
         .collect();
-    let rel = mean_rel(&used);
-    // A measured cycle's interval relative to its own figure carries over
-    // to the job's mean, and to its swing in phase; a staggered job's swing
-    // is what is left of the edges in another geometry than the measured
-    // rung's (an 8-way stagger's nearly flat swing, ± relative to it, put
-    // ± 7.3 kW on a 1.3 kW three-group swing): there the sets alone.
-    let pm = |v: f64, f: &dyn Fn(&Levels) -> f64, r: &dyn Fn(&RelPm) -> f64, carries: bool| {
-        let half = half_range(by_set.iter().map(f));
-        let rel = rel.filter(|_| carries);
-        let boot = rel.as_ref().map_or(0.0, |x| r(x) * v.abs());
-        (by_set.len() > 1 || rel.is_some()).then(|| half.hypot(boot))
-    };
-    let est = |v: f64, f: &dyn Fn(&Levels) -> f64, r: &dyn Fn(&RelPm) -> f64| Estimate {
-        value: v,
-        plus_minus: pm(v, f, r, true),
-    };
-    let swing = |v: f64, f: &dyn Fn(&Levels) -> f64, r: &dyn Fn(&RelPm) -> f64| Estimate {
-        value: v,
-        plus_minus: pm(v, f, r, groups <= 1),
-    };
-    let spread_w = swing(lv.spread_w(), &|l| l.spread_w(), &|r| r.spread);
+    let (mean_w, swing_w, spread_w) = estimates(&by_set, mean_rel(&used), &lv, groups);
     let label = if groups > 1 {
         format!("{profile}-stagger{groups}")
     } else {
@@ -304,12 +284,8 @@ fn one(
         label: label.clone(),
         profile: profile.to_string(),
         stagger_groups: groups,
-        mean_w: est(lv.mean_w, &|l| l.mean_w, &|r| r.mean),
-        swing_w: constant_load_swing(
-            swing(lv.swing_w(), &|l| l.swing_w(), &|r| r.swing),
-            ctx,
-            &target,
-        ),
+        mean_w,
+        swing_w: constant_load_swing(swing_w, ctx, &target),
         spread_w,
         levels: lv,
         energy_mwh: lv.mean_w * s.output.span_s / 3600.0 / 1e6,
@@ -328,6 +304,37 @@ fn one(
         scenario,
         realized,
     }
+}
+
+/// The mean, swing and spread of the drawn waveform's levels `lv`, each
+/// with its ±: half the range over the sets' levels `by_set`, and the
+/// measured cycles' relative intervals `rel` in quadrature. A measured
+/// cycle's interval relative to its own figure carries over to the job's
+/// mean, and to its swing in phase; a staggered job's swing is what is
+/// left of the edges in another geometry than the measured rung's (an
+/// 8-way stagger's nearly flat swing, ± relative to it, put ± 7.3 kW on a
+/// 1.3 kW three-group swing): there the sets alone.
+fn estimates(
+    by_set: &[Levels],
+    rel: Option<RelPm>,
+    lv: &Levels,
+    groups: u32,
+) -> (Estimate, Estimate, Estimate) {
+    let est = |v: f64, f: &dyn Fn(&Levels) -> f64, r: &dyn Fn(&RelPm) -> f64, carries: bool| {
+        let half = half_range(by_set.iter().map(f));
+        let rel = rel.filter(|_| carries);
+        let boot = rel.as_ref().map_or(0.0, |x| r(x) * v.abs());
+        Estimate {
+            value: v,
+            plus_minus: (by_set.len() > 1 || rel.is_some()).then(|| half.hypot(boot)),
+        }
+    };
+    let in_phase = groups <= 1;
+    (
+        est(lv.mean_w, &|l| l.mean_w, &|r| r.mean, true),
+        est(lv.swing_w(), &|l| l.swing_w(), &|r| r.swing, in_phase),
+        est(lv.spread_w(), &|l| l.spread_w(), &|r| r.spread, in_phase),
+    )
 }
 
 /// Per set, each stagger group's GPU iteration (its slots' iterations,
