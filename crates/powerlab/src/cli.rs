@@ -267,7 +267,7 @@ pub struct RunOptions {
     pub sensor: Option<PathBuf>,
     /// The live metrics endpoint.
     #[command(flatten)]
-    pub metrics: crate::metrics::MetricsArgs,
+    pub metrics: MetricsArgs,
     /// Simulated GPU model.
     #[arg(long, value_enum, default_value_t = SimProfileArg::H200, help_heading = SIM_HEADING)]
     pub sim_profile: SimProfileArg,
@@ -572,6 +572,35 @@ fn parse_plan_gpus(s: &str) -> Result<usize, String> {
         .ok()
         .filter(|n| (1..=max).contains(n))
         .ok_or_else(|| format!("`{s}` is not a GPU count of one node (1 to {max})"))
+}
+
+/// The options of `run` (and `calibrate`) for the live metrics.
+#[derive(clap::Args, Debug, Clone)]
+pub struct MetricsArgs {
+    /// Serve live metrics (Prometheus text format) at http://ADDR:PORT/metrics
+    /// while the run goes: PORT alone listens on 127.0.0.1 only, another
+    /// interface only when written out (0.0.0.0:9464); port 0 takes any
+    /// free port (said on stderr). A rack rank serves PORT + its node-local
+    /// rank. A port already taken refuses the run before any load.
+    /// docs/metrics.md lists every metric.
+    #[arg(long, value_name = "[ADDR:]PORT", value_parser = powerlab_live::parse_listen)]
+    pub metrics_listen: Option<std::net::SocketAddr>,
+    /// Keep serving the final metrics this long after the run (and its
+    /// collation) ended, s, so that a scraper reads the last values.
+    #[arg(long, default_value_t = 0.0, requires = "metrics_listen", value_parser = linger_s, allow_negative_numbers = true)]
+    pub metrics_linger_s: f64,
+}
+
+/// `--metrics-linger-s`: 0 to 3600 s.
+fn linger_s(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    if (0.0..=3600.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("{s} s is out of range (allowed: 0 to 3600)"))
+    }
 }
 
 #[cfg(test)]

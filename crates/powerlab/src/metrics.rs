@@ -8,35 +8,6 @@ use powerlab_live::{Live, MetricsServer};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The options of `run` (and `calibrate`) for the live metrics.
-#[derive(clap::Args, Debug, Clone)]
-pub struct MetricsArgs {
-    /// Serve live metrics (Prometheus text format) at http://ADDR:PORT/metrics
-    /// while the run goes: PORT alone listens on 127.0.0.1 only, another
-    /// interface only when written out (0.0.0.0:9464); port 0 takes any
-    /// free port (said on stderr). A rack rank serves PORT + its node-local
-    /// rank. A port already taken refuses the run before any load.
-    /// docs/metrics.md lists every metric.
-    #[arg(long, value_name = "[ADDR:]PORT", value_parser = powerlab_live::parse_listen)]
-    pub metrics_listen: Option<std::net::SocketAddr>,
-    /// Keep serving the final metrics this long after the run (and its
-    /// collation) ended, s, so that a scraper reads the last values.
-    #[arg(long, default_value_t = 0.0, requires = "metrics_listen", value_parser = linger_s, allow_negative_numbers = true)]
-    pub metrics_linger_s: f64,
-}
-
-/// `--metrics-linger-s`: 0 to 3600 s.
-fn linger_s(s: &str) -> Result<f64, String> {
-    let v: f64 = s
-        .parse()
-        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
-    if (0.0..=3600.0).contains(&v) {
-        Ok(v)
-    } else {
-        Err(format!("{s} s is out of range (allowed: 0 to 3600)"))
-    }
-}
-
 /// A bound endpoint and the state it serves.
 pub struct Serving {
     /// The state the run records into.
