@@ -150,20 +150,13 @@ fn swing_mean(x: &[f64]) -> (f64, f64) {
 /// The mean cycle of the rung's window of `x`, folded on its period from
 /// `origin_ns` into round(period) bins (phase 0 at the rise).
 fn cycle(x: &[f64], start: i64, r: &Rung, origin_ns: i64) -> Vec<f64> {
-    let m = r.period_ms.round() as usize;
-    let p_ns = r.period_ms * 1e6;
-    let (mut sum, mut n) = (vec![0.0; m], vec![0usize; m]);
-    let i0 = ((r.from_ns - start) / 1_000_000) as usize;
-    for (k, v) in window(x, start, r).iter().enumerate() {
-        let t = (start + (i0 + k) as i64 * 1_000_000 - origin_ns) as f64;
-        let j = ((t.rem_euclid(p_ns) / p_ns) * m as f64) as usize % m;
-        sum[j] += v;
-        n[j] += 1;
-    }
-    sum.iter()
-        .zip(&n)
-        .map(|(s, k)| s / (*k).max(1) as f64)
-        .collect()
+    let i0 = (r.from_ns - start) / 1_000_000;
+    crate::util::truth::true_cycle(
+        window(x, start, r),
+        start + i0 * 1_000_000,
+        origin_ns,
+        r.period_ms,
+    )
 }
 
 /// The mean of a GPU's cycle over the second half of the off-phase after
