@@ -145,6 +145,28 @@ pub enum Stagger {
     OffsetsMs(Vec<f64>),
 }
 
+/// A workload phase's command and how it is run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkloadSpec {
+    /// The user's command: program, then arguments (no shell).
+    pub command: Vec<String>,
+    /// The job's iteration period as the user knows it, ms (a hint for
+    /// the report; the collator finds the period from the samples).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iteration_ms: Option<f64>,
+    /// Variables added to the command's environment.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub env: std::collections::BTreeMap<String, String>,
+    /// Its working directory (the harness's own when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// From SIGTERM to SIGKILL at the phase's end, s.
+    pub stop_grace_s: f64,
+    /// The simulated training job that stands in for the command on the
+    /// simulated node.
+    pub sim: powerlab_core::training::TrainingSpec,
+}
+
 /// NCCL phase settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NcclSpec {
@@ -249,6 +271,9 @@ pub struct Phase {
     /// absent, and the phase's rungs are exactly those without it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub smoothing: Vec<powerlab_core::smoothing::SmoothingSpec>,
+    /// The command of a `workload` phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<WorkloadSpec>,
 }
 
 /// A validated campaign.
@@ -453,6 +478,7 @@ pub fn calibration_phases() -> Vec<Phase> {
         stagger: Stagger::Even,
         nccl: None,
         smoothing: Vec::new(),
+        workload: None,
     };
     let ratios: [f64; 5] = [0.5, 2.0 / 3.0, 0.8, 1.2, 4.0 / 3.0];
     let probes: Vec<f64> = [20.0f64, 100.0]

@@ -33,6 +33,9 @@ pub enum PhaseKind {
     /// nothing that reads duty rungs (the answer, the in-phase vs staggered
     /// table, the sensor verdicts) takes it for a full-node rung.
     RampUp,
+    /// The user's own job: a command the harness starts, samples and
+    /// stops (on the simulated node a simulated training job stands in).
+    Workload,
 }
 
 impl PhaseKind {
@@ -45,6 +48,7 @@ impl PhaseKind {
             PhaseKind::Nccl => "nccl",
             PhaseKind::Soak => "soak",
             PhaseKind::RampUp => "ramp_up",
+            PhaseKind::Workload => "workload",
         }
     }
 }
@@ -94,6 +98,7 @@ mod tests {
             PhaseKind::Nccl,
             PhaseKind::Soak,
             PhaseKind::RampUp,
+            PhaseKind::Workload,
         ] {
             let json = serde_json::to_string(&k).unwrap();
             assert_eq!(json, format!("\"{}\"", k.as_str()));

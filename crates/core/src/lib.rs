@@ -17,6 +17,7 @@ pub mod select;
 pub mod shape;
 pub mod smoothing;
 pub mod smoothing_state;
+pub mod training;
 pub mod units;
 pub mod words;
 

@@ -65,6 +65,16 @@ pub enum LoadShape {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         smoothing: Option<DeviceSmoothing>,
     },
+    /// The user's own job (a workload phase): on a real node the harness
+    /// runs no load of its own (the command does); on the simulated node
+    /// the simulated training job `job` draws, its iteration 0 at
+    /// `origin_ns`.
+    Workload {
+        /// The simulated job.
+        job: crate::training::TrainingSpec,
+        /// Start of its iteration 0.
+        origin_ns: EpochNs,
+    },
     /// Steps of equal length, each a draw, then the last held to the
     /// window's end: the staircase a smoothing is calibrated on.
     Staircase {
@@ -109,7 +119,7 @@ impl LoadShape {
     /// Load running while on (`None` for idle).
     pub fn load(&self) -> Option<LoadKind> {
         match self {
-            LoadShape::Idle => None,
+            LoadShape::Idle | LoadShape::Workload { .. } => None,
             LoadShape::Constant { load } | LoadShape::Square { load, .. } => Some(*load),
             LoadShape::Staircase { .. } => Some(LoadKind::Virus),
             LoadShape::Sweep { .. } | LoadShape::Fabric { .. } => Some(LoadKind::Fabric),
@@ -134,7 +144,8 @@ impl LoadShape {
     /// Whether the load is on at time `t` for a window starting at `window_start`.
     pub fn is_on(&self, window_start: EpochNs, t: EpochNs) -> bool {
         match self {
-            LoadShape::Idle => false,
+            // The harness runs no load of its own in a workload window.
+            LoadShape::Idle | LoadShape::Workload { .. } => false,
             LoadShape::Constant { .. } | LoadShape::Sweep { .. } | LoadShape::Fabric { .. } => true,
             LoadShape::Staircase { .. } => {
                 matches!(self.draw_at(window_start, t), Draw::Work)
@@ -170,6 +181,7 @@ impl LoadShape {
                     .copied()
                     .unwrap_or(Draw::Level(0.0))
             }
+            LoadShape::Workload { job, origin_ns } => job.draw_at(*origin_ns, t),
             LoadShape::Square {
                 period_ns,
                 duty,

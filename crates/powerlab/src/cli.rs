@@ -289,6 +289,11 @@ pub struct RunOptions {
     /// Write the simulated true waveform (1 ms) into the run directory as sim-truth/<gpu>.csv.
     #[arg(long, help_heading = SIM_HEADING)]
     pub sim_truth: bool,
+    /// Run a workload phase's command on the simulated node too (its power
+    /// is still the simulated job's): rehearses the command's start, stop
+    /// and faults. Needs --sim-pace realtime.
+    #[arg(long, help_heading = SIM_HEADING)]
+    pub sim_run_command: bool,
     /// Anchor virtual time at this Unix-epoch ns (reproducible runs; tests).
     #[arg(long, hide = true, help_heading = SIM_HEADING)]
     pub sim_epoch_ns: Option<i64>,
@@ -505,7 +510,7 @@ fn plain_stem(s: &str) -> Result<String, String> {
 }
 
 /// Options only the simulated node takes (argument id, flag).
-const SIM_ONLY: [(&str, &str); 8] = [
+const SIM_ONLY: [(&str, &str); 9] = [
     ("sim_profile", "--sim-profile"),
     ("sim_gpus", "--sim-gpus"),
     ("seed", "--seed"),
@@ -514,6 +519,7 @@ const SIM_ONLY: [(&str, &str); 8] = [
     ("sim_step_us", "--sim-step-us"),
     ("sim_truth", "--sim-truth"),
     ("sim_epoch_ns", "--sim-epoch-ns"),
+    ("sim_run_command", "--sim-run-command"),
 ];
 /// Options only real GPUs take.
 const CUDA_ONLY: [(&str, &str); 2] = [("virus", "--virus"), ("gemm_dtype", "--gemm-dtype")];

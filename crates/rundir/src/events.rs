@@ -49,6 +49,23 @@ pub struct RungInfo {
     /// rung and in runs made before mitigation rungs existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub smoothing: Option<powerlab_core::smoothing::SmoothingSpec>,
+    /// A workload rung's command and the simulated job that stood in for
+    /// it on the simulated node; absent on every other rung.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<WorkloadInfo>,
+}
+
+/// What a workload rung ran, as the event log records it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkloadInfo {
+    /// The command, program first.
+    pub command: Vec<String>,
+    /// The user's iteration hint, ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iteration_ms: Option<f64>,
+    /// The simulated job that stands in for it on the simulated node
+    /// (whether the command ran is the `workload` note's `ran`).
+    pub sim: powerlab_core::training::TrainingSpec,
 }
 
 impl RungInfo {

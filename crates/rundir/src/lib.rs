@@ -28,7 +28,7 @@ pub mod smoothing;
 
 pub use collectives::{CollectiveRow, CollectiveWriter};
 pub use edges::{EdgeRow, EdgeWriter, read_rows};
-pub use events::{EventLog, GpuReady, Mode, PhaseKind, RunEvent, RungInfo};
+pub use events::{EventLog, GpuReady, Mode, PhaseKind, RunEvent, RungInfo, WorkloadInfo};
 pub use files::{CompareFile, PlotFile, ReportFile, RunFile};
 pub use layout::{RunDir, RunDirError, write_json, write_sim_truth};
 pub use manifest::{FORMAT_VERSION, FileSum, Manifest, RunStatus, ToolInfo};

@@ -99,6 +99,8 @@ pub async fn run_campaign(
         monitor_rx,
         keys,
         limits_w: info.gpus.iter().map(|g| g.power_limit_w).collect(),
+        uuids: info.gpus.iter().map(|g| g.uuid.clone()).collect(),
+        run_dir: files.dir.path.clone(),
     };
     let mut driver = RungDriver::new(parts, campaign, plan, opts);
 

@@ -11,6 +11,7 @@ mod ending;
 mod journal;
 mod rung;
 mod trim;
+mod workload;
 
 use edge_log::EdgeLog;
 use journal::Journal;
@@ -76,6 +77,12 @@ pub(crate) struct RungDriver<'a> {
     completed: usize,
     /// When a stop cut the current rung's window short, on the run clock.
     stopped_at_ns: Option<i64>,
+    /// The GPUs' UUIDs, by run index.
+    uuids: Vec<String>,
+    /// The run directory.
+    run_dir: std::path::PathBuf,
+    /// Whether workload commands run.
+    workload_exec: crate::workload::WorkloadExec,
 }
 
 /// What a driver is made of: the run's clock, stop latch and observer, its
@@ -97,6 +104,10 @@ pub(crate) struct DriverParts<'a> {
     pub keys: Vec<String>,
     /// Each GPU's enforced power limit at open, W, by run index.
     pub limits_w: Vec<f64>,
+    /// The GPUs' UUIDs, by run index (a workload's visible devices).
+    pub uuids: Vec<String>,
+    /// The run directory (a workload's output goes there).
+    pub run_dir: std::path::PathBuf,
 }
 
 impl<'a> RungDriver<'a> {
@@ -116,6 +127,8 @@ impl<'a> RungDriver<'a> {
             monitor_rx,
             keys,
             limits_w,
+            uuids,
+            run_dir,
         } = parts;
         let Writers {
             events,
@@ -138,6 +151,9 @@ impl<'a> RungDriver<'a> {
             done_ns: 0,
             completed: 0,
             stopped_at_ns: None,
+            uuids,
+            run_dir,
+            workload_exec: opts.workload_exec,
         }
     }
 

@@ -29,9 +29,11 @@ mod schedule;
 pub mod stop;
 pub mod tap;
 pub mod worker;
+pub mod workload;
 
 pub use coordinator::{RunOptions, RunResult, check_results_root, run_campaign};
 pub use error::RunError;
 pub use observer::{NullObserver, Observer};
 pub use rack::RackRun;
 pub use stop::{StopLatch, StopReason};
+pub use workload::WorkloadExec;

@@ -40,6 +40,10 @@ pub struct RunOptions {
     /// samplers record their readings into it, the coordinator its events
     /// and progress.
     pub live: Option<Arc<powerlab_live::Live>>,
+    /// Whether a workload phase runs its command or the simulated job
+    /// stands in (the binary chooses: real GPUs run it; the simulated
+    /// node only when asked, in real time).
+    pub workload_exec: crate::workload::WorkloadExec,
 }
 
 impl RunOptions {
@@ -58,6 +62,7 @@ impl RunOptions {
             gpu_binding: None,
             sensor: None,
             live: None,
+            workload_exec: crate::workload::WorkloadExec::Simulated,
         }
     }
 }

@@ -26,6 +26,11 @@ pub(crate) fn rung_info(r: &Rung, keys: &[String]) -> RungInfo {
         repeats: r.repeats,
         no_context: r.no_context,
         smoothing: r.smoothing,
+        workload: r.workload.as_ref().map(|w| powerlab_rundir::WorkloadInfo {
+            command: w.command.clone(),
+            iteration_ms: w.iteration_ms,
+            sim: w.sim,
+        }),
         swinging: r.swinging.as_ref().map(|s| {
             s.iter()
                 .map(|i| keys.get(*i).cloned().unwrap_or_else(|| format!("#{i}")))
@@ -57,6 +62,10 @@ pub fn schedule_for(
             load: LoadKind::Virus,
         },
         PhaseKind::Nccl => nccl_shape(rung),
+        PhaseKind::Workload => LoadShape::Workload {
+            job: rung.workload.as_ref().map(|w| w.sim).unwrap_or_default(),
+            origin_ns: epoch,
+        },
         PhaseKind::Duty | PhaseKind::RampUp => LoadShape::Square {
             load: LoadKind::Virus,
             period_ns: period_ns(rung)?,

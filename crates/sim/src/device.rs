@@ -350,6 +350,9 @@ impl SimDevice {
             Demand::Run { shape, start, end } => {
                 if t >= *end || t < *start {
                     p.idle_w
+                } else if let LoadShape::Workload { .. } = shape {
+                    // The simulated training job's compute pass.
+                    p.virus_demand_w
                 } else {
                     shape.load().map(load_w).unwrap_or(p.idle_w)
                 }

@@ -15,6 +15,7 @@ mod raw;
 mod sections;
 mod smoothing;
 mod table;
+mod workload;
 
 use crate::ctx::Ctx;
 use crate::error::{CampaignError, line_col};

@@ -5,7 +5,7 @@
 use super::phase_ctx::{PhaseCtx, PhaseDefaults, parse_mode};
 use super::raw::RawPhase;
 use super::table::{self, KindSpec};
-use super::{duty, nccl, smoothing};
+use super::{duty, nccl, smoothing, workload};
 use crate::ctx::Ctx;
 use crate::error::CampaignError;
 use crate::model::{Mode, PeriodMs, Phase, PhaseKind, Stagger};
@@ -50,6 +50,10 @@ pub(super) fn validate_phase(
         PhaseKind::Nccl => Some(nccl::validate(ctx, &pc)?),
         _ => None,
     };
+    let workload = match kind {
+        PhaseKind::Workload => Some(workload::validate(ctx, &pc)?),
+        _ => None,
+    };
     Ok(Phase {
         name,
         kind,
@@ -65,6 +69,7 @@ pub(super) fn validate_phase(
         stagger: wave.stagger,
         nccl,
         smoothing: mitigations,
+        workload,
     })
 }
 
@@ -144,6 +149,12 @@ fn present_keys(p: &RawPhase) -> Vec<(&'static str, Range<usize>)> {
         ("sweep_s", at(&p.sweep_s)),
         ("fabric_bytes", at(&p.fabric_bytes)),
         ("timeout_s", at(&p.timeout_s)),
+        ("command", at(&p.command)),
+        ("iteration_ms", at(&p.iteration_ms)),
+        ("env", at(&p.env)),
+        ("cwd", at(&p.cwd)),
+        ("stop_grace_s", at(&p.stop_grace_s)),
+        ("sim", at(&p.sim)),
     ]
     .into_iter()
     .filter_map(|(k, s)| s.map(|s| (k, s)))

@@ -135,6 +135,27 @@ pub(super) struct RawPhase {
     pub(super) sweep_s: Option<Spanned<f64>>,
     pub(super) fabric_bytes: Option<Spanned<i64>>,
     pub(super) timeout_s: Option<Spanned<f64>>,
+    pub(super) command: Option<Spanned<Vec<String>>>,
+    pub(super) iteration_ms: Option<Spanned<f64>>,
+    pub(super) env: Option<Spanned<std::collections::BTreeMap<String, String>>>,
+    pub(super) cwd: Option<Spanned<String>>,
+    pub(super) stop_grace_s: Option<Spanned<f64>>,
+    pub(super) sim: Option<Spanned<RawTrainingSim>>,
+}
+
+/// A workload phase's `sim` table as written: the simulated training job.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawTrainingSim {
+    pub(super) iteration_ms: Option<Spanned<f64>>,
+    pub(super) compute_fraction: Option<Spanned<f64>>,
+    pub(super) compute_level: Option<Spanned<f64>>,
+    pub(super) comm: Option<Spanned<String>>,
+    pub(super) comm_level: Option<Spanned<f64>>,
+    pub(super) jitter_pct: Option<Spanned<f64>>,
+    pub(super) optimizer_ms: Option<Spanned<f64>>,
+    pub(super) optimizer_level: Option<Spanned<f64>>,
+    pub(super) seed: Option<Spanned<i64>>,
 }
 
 /// One entry of a duty phase's `smoothing` list as written: its keys with

@@ -90,6 +90,18 @@ pub(super) const KINDS: &[KindSpec] = &[
         kind: PhaseKind::Soak,
         keys: &["warmup_s"],
     },
+    KindSpec {
+        kind: PhaseKind::Workload,
+        keys: &[
+            "warmup_s",
+            "command",
+            "iteration_ms",
+            "env",
+            "cwd",
+            "stop_grace_s",
+            "sim",
+        ],
+    },
 ];
 
 /// The kind written as `name`, if there is one.
@@ -150,6 +162,10 @@ pub(super) const PERIOD_RANGE_MS: (f64, f64) = (1.0, 600_000.0);
 pub(super) const BSP_COMPUTE_MS: Num = closed("bsp_compute_ms", 0.01, 600_000.0);
 /// Window of the NCCL sweep rung, s.
 pub(super) const SWEEP_S: Num = closed("sweep_s", 0.1, 86_400.0);
+/// A workload's iteration hint, ms.
+pub(super) const ITERATION_MS: Num = closed("iteration_ms", 1.0, 600_000.0);
+/// From SIGTERM to SIGKILL at a workload's end, s.
+pub(super) const STOP_GRACE_S: Num = closed("stop_grace_s", 0.1, 600.0);
 /// Hang timeout of one collective, s.
 pub(super) const TIMEOUT_S: Num = closed("timeout_s", 0.1, 86_400.0);
 
@@ -222,7 +238,7 @@ mod tests {
 
     #[test]
     fn every_parsed_kind_is_listed_once() {
-        assert_eq!(kind_names(), "idle, sustained, duty, nccl, soak");
+        assert_eq!(kind_names(), "idle, sustained, duty, nccl, soak, workload");
         assert!(kind_spec("ramp_up").is_none());
         assert_eq!(
             format!("1 ..= {} GiB", MAX_MESSAGE_BYTES >> 30),

@@ -61,6 +61,7 @@ pub fn ramp_up_steps(target: &Rung, gpu_count: usize) -> Vec<Rung> {
             nccl_step: None,
             swinging: Some((0..k).collect()),
             smoothing: None,
+            workload: None,
             no_context: false,
         })
         .collect()

@@ -161,6 +161,7 @@ impl Node<'_> {
             no_context: false,
             swinging: None,
             smoothing: at.smoothing.filter(|s| !s.is_none()).copied(),
+            workload: phase.workload.clone(),
         })
     }
 

@@ -62,6 +62,9 @@ pub struct Rung {
     /// in watts per GPU; None for every other rung and a plain duty rung.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub smoothing: Option<powerlab_core::smoothing::SmoothingSpec>,
+    /// A workload rung's command and simulated job; None for every other.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<crate::model::WorkloadSpec>,
 }
 
 impl Rung {

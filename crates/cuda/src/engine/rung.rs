@@ -125,6 +125,8 @@ impl Engine {
                 };
             }
             LoadShape::Staircase { .. } => self.run_staircase(s)?,
+            // The user's command draws; the harness only holds the window.
+            LoadShape::Workload { .. } => self.warm = None,
             _ => self.run_edges(s, edges)?,
         }
         self.sync()?;

@@ -72,6 +72,8 @@ pub struct SimConfig {
     pub truth: bool,
     /// Where virtual time starts (Unix-epoch ns); now when absent.
     pub epoch_ns: Option<i64>,
+    /// Whether a workload phase's command runs (real time only).
+    pub run_command: bool,
 }
 
 /// The node the run drives.
@@ -159,6 +161,14 @@ impl RunConfig {
                 "the campaign's [[node_power]] sources are read in real time; run the simulated node with --sim-pace realtime".into(),
             ));
         }
+        if let NodeKind::Sim(s) = &node
+            && s.pace == SimPace::Virtual
+            && s.run_command
+        {
+            return Err(ConfigError::Arg(
+                "--sim-run-command runs the workload's command, which lives in real time; add --sim-pace realtime".into(),
+            ));
+        }
         let sensor = a
             .sensor
             .as_ref()
@@ -243,6 +253,7 @@ fn node_kind(a: &RunArgs) -> Result<NodeKind, String> {
                 step_us: a.sim_step_us,
                 truth: a.sim_truth,
                 epoch_ns: a.sim_epoch_ns,
+                run_command: a.sim_run_command,
             })))
         }
     }

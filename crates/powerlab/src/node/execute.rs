@@ -33,6 +33,10 @@ pub async fn execute(
     opts.gpu_binding = crate::GPU_BINDING.get().cloned();
     opts.sensor = cfg.sensor.as_ref().map(|s| s.bytes.clone());
     opts.live = cfg.live.clone();
+    opts.workload_exec = match cfg.sim() {
+        Some(s) if !s.run_command => powerlab_runner::WorkloadExec::Simulated,
+        _ => powerlab_runner::WorkloadExec::Run,
+    };
     // One campaign at a time per node: the real node's lock is host-wide;
     // a simulated node is the results directory it writes into.
     opts.lock_path = match cfg.backend() {

@@ -22,7 +22,7 @@ use powerlab_rundir::{GpuReady, RunEvent};
 use std::time::Duration;
 
 /// The start every GPU of the rung was given.
-struct Start {
+pub(super) struct Start {
     /// When it was chosen, on the run clock.
     now_ns: i64,
     /// The window's start.
@@ -49,6 +49,9 @@ impl RungDriver<'_> {
         if rung.no_context {
             return self.run_untouched(rung, t0).await;
         }
+        if rung.kind == powerlab_campaign::PhaseKind::Workload {
+            return self.run_workload(rung, t0).await;
+        }
         // A mitigation rung calibrates every GPU first; a spec asking for
         // nothing is the plain rung.
         let smoothing = match rung.smoothing.filter(|s| !s.is_none()) {
@@ -58,7 +61,7 @@ impl RungDriver<'_> {
         let ready = self.warm_up(rung, t0).await?;
         let start = self.agree_start(rung, &ready).await?;
         self.announce(rung, &ready, &start)?;
-        let outcomes = match self.run_window(rung, &start, &smoothing).await {
+        let outcomes = match self.run_window(rung, &start, &smoothing, None).await {
             Ok(o) => o,
             Err(stop) => {
                 self.stopped_at_ns = Some(self.journal.clock.now_ns());
@@ -109,7 +112,7 @@ impl RungDriver<'_> {
     }
 
     /// Barrier, part 1: every GPU warm and ready (they keep warm meanwhile).
-    async fn warm_up(&mut self, rung: &Rung, t0: i64) -> Result<Vec<Readiness>, StopReason> {
+    pub(super) async fn warm_up(&mut self, rung: &Rung, t0: i64) -> Result<Vec<Readiness>, StopReason> {
         // Each GPU warms with its own load: a GPU the rung leaves idle (a
         // ramp-up step's) is not warmed either.
         let loads = (0..self.keys.len())
@@ -162,7 +165,7 @@ impl RungDriver<'_> {
     /// Barrier, part 2: measures dispatch and chooses the epoch from
     /// readiness; across a rack, every node starts at the epoch all of them
     /// derived.
-    async fn agree_start(&mut self, rung: &Rung, ready: &[Readiness]) -> Result<Start, StopReason> {
+    pub(super) async fn agree_start(&mut self, rung: &Rung, ready: &[Readiness]) -> Result<Start, StopReason> {
         let ping_start = std::time::Instant::now();
         let _ = ask_all(&self.crew.workers, |_, reply| WorkerCmd::Ping { reply }).await;
         let dispatch_ns = ping_start.elapsed().as_nanos() as i64;
@@ -187,7 +190,7 @@ impl RungDriver<'_> {
 
     /// Logs the barrier (each GPU's readiness and the chosen epoch) and the
     /// rung's start.
-    fn announce(
+    pub(super) fn announce(
         &mut self,
         rung: &Rung,
         ready: &[Readiness],
@@ -230,11 +233,12 @@ impl RungDriver<'_> {
     /// index, in a mitigation rung); returns what each did.
     /// Meanwhile the edges the GPUs achieve go into `edges.csv` every
     /// [`super::journal::TICK`].
-    async fn run_window(
+    pub(super) async fn run_window(
         &mut self,
         rung: &Rung,
         start: &Start,
         smoothing: &[DeviceSmoothing],
+        mut job: Option<&mut crate::workload::Running>,
     ) -> Result<Vec<RungOutcome>, StopReason> {
         let epoch = start.epoch_ns;
         self.edges.begin(rung.id).map_err(|e| io(e.into()))?;
@@ -261,7 +265,19 @@ impl RungDriver<'_> {
             label: &rung.label,
         };
         let edges = &mut self.edges;
-        let mut drain = || edges.drain().map_err(|e| io(e.into()));
+        let clock = self.journal.clock;
+        // A workload's command that exits or floods its output stops the
+        // window: its samples so far are kept, the rung says it stopped.
+        let mut drain = || {
+            edges.drain().map_err(|e| io(e.into()))?;
+            if let Some(j) = job.as_deref_mut()
+                && let Some(fault) = j.check()
+            {
+                let into_s = (clock.now_ns() - epoch) as f64 / NS_PER_S as f64;
+                return Err(StopReason::Failed(j.fault_words(&fault, &rung.label, Some(into_s))));
+            }
+            Ok(())
+        };
         match self
             .journal
             .guarded_ticking(
@@ -288,7 +304,7 @@ impl RungDriver<'_> {
     /// does not answer within 2 s keeps what it handed over, and a failed
     /// write keeps what is on disk (the stop's reason is what the run
     /// reports).
-    async fn keep_stopped_edges(&mut self) {
+    pub(super) async fn keep_stopped_edges(&mut self) {
         let _ = self.edges.drain();
         let mut finals = Vec::new();
         if self.journal.stop_reason().is_some() {
@@ -304,7 +320,7 @@ impl RungDriver<'_> {
 
     /// Writes each GPU's edges and collectives, logs the device clocks and
     /// the rung's end with every GPU's start error, then the monitor's events.
-    fn record(&mut self, rung: &Rung, outcomes: &[RungOutcome]) -> Result<(), StopReason> {
+    pub(super) fn record(&mut self, rung: &Rung, outcomes: &[RungOutcome]) -> Result<(), StopReason> {
         let finals: Vec<_> = outcomes.iter().map(|o| o.edges.clone()).collect();
         self.edges.finish(&finals).map_err(|e| io(e.into()))?;
         let mut start_error = Vec::new();
@@ -350,7 +366,7 @@ impl RungDriver<'_> {
     }
 
     /// Cooldown: every GPU stops, then idles for the rung's cooldown.
-    async fn cool_down(&mut self, rung: &Rung, t0: i64) -> Result<(), StopReason> {
+    pub(super) async fn cool_down(&mut self, rung: &Rung, t0: i64) -> Result<(), StopReason> {
         let stop = ask_all(&self.crew.workers, |_, reply| WorkerCmd::Stop { reply });
         let progress = Progress {
             done_ns: self.done_ns,

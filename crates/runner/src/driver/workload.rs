@@ -1,0 +1,123 @@
+//! A workload rung: the user's command starts with the rung (its warm-up
+//! is the job's own start-up: imports, model building, the first steps),
+//! every GPU is sampled through the window as in any rung, and at the
+//! window's end the command is stopped. On the simulated node the
+//! simulated training job draws instead, unless the run was asked to run
+//! the command too (real time only).
+
+use super::RungDriver;
+use super::rung::io;
+use crate::StopReason;
+use crate::workload::{Ending, Running, WorkloadExec, describe, file_stem};
+use powerlab_campaign::Rung;
+use powerlab_rundir::RunEvent;
+use std::time::Duration;
+
+/// The event log's topic of a workload's start and end.
+pub const WORKLOAD_TOPIC: &str = "workload";
+
+impl RungDriver<'_> {
+    /// Runs a workload rung: start, warm-up, barrier, window, record, stop
+    /// the command, cooldown. A command that cannot start, exits or floods
+    /// its output before the window's end, or needs SIGKILL to stop, ends
+    /// the rung with an error that names it; what was sampled is kept.
+    pub(super) async fn run_workload(&mut self, rung: &Rung, t0: i64) -> Result<(), StopReason> {
+        let Some(spec) = rung.workload.clone() else {
+            return Err(StopReason::Failed(format!(
+                "rung {}: a workload rung without its command; expand the plan again from the campaign file",
+                rung.label
+            )));
+        };
+        let mut job = match self.workload_exec {
+            WorkloadExec::Simulated => None,
+            WorkloadExec::Run => Some(
+                Running::start(&spec, &self.run_dir, &rung.label, &self.uuids, t0)
+                    .map_err(StopReason::Failed)?,
+            ),
+        };
+        let detail = serde_json::json!({
+            "rung_id": rung.id, "label": rung.label, "event": "started",
+            "command": spec.command, "ran": job.is_some(),
+            "pid": job.as_ref().map(Running::pid),
+            "sim": if job.is_none() { Some(spec.sim) } else { None },
+        });
+        self.note(detail)?;
+        let window = self.workload_window(rung, t0, job.as_mut()).await;
+        let grace = Duration::from_secs_f64(spec.stop_grace_s);
+        let ending = match job.as_mut() {
+            Some(j) => {
+                let clock = self.journal.clock;
+                Some(j.stop(grace, || clock.now_ns()).await)
+            }
+            None => None,
+        };
+        if let Some(e) = &ending {
+            self.keep_ending(rung, e)?;
+        }
+        window?;
+        if let Some(e) = ending.filter(|e| e.stopped_by == "sigkill") {
+            return Err(StopReason::Failed(format!(
+                "workload {} of rung {} did not stop within {:.1} s of SIGTERM (stop_grace_s) and was killed with SIGKILL, its whole process group with it; the rung's samples are complete; make the job exit on SIGTERM, or raise stop_grace_s",
+                describe(&e.command),
+                rung.label,
+                spec.stop_grace_s
+            )));
+        }
+        self.cool_down(rung, t0).await
+    }
+
+    /// Warm-up (the job starting), barrier, window (the job watched), record.
+    async fn workload_window(
+        &mut self,
+        rung: &Rung,
+        t0: i64,
+        mut job: Option<&mut Running>,
+    ) -> Result<(), StopReason> {
+        let ready = self.warm_up(rung, t0).await?;
+        if let Some(j) = job.as_deref_mut()
+            && let Some(fault) = j.check()
+        {
+            return Err(StopReason::Failed(j.fault_words(&fault, &rung.label, None)));
+        }
+        let start = self.agree_start(rung, &ready).await?;
+        self.announce(rung, &ready, &start)?;
+        match self.run_window(rung, &start, &[], job).await {
+            Ok(outcomes) => self.record(rung, &outcomes),
+            Err(stop) => {
+                self.stopped_at_ns = Some(self.journal.clock.now_ns());
+                self.keep_stopped_edges().await;
+                Err(stop)
+            }
+        }
+    }
+
+    /// Writes how the command ended into `workload/<label>.json` and the
+    /// event log.
+    fn keep_ending(&mut self, rung: &Rung, e: &Ending) -> Result<(), StopReason> {
+        let path = self
+            .run_dir
+            .join("workload")
+            .join(format!("{}.json", file_stem(&rung.label)));
+        let text = serde_json::to_string_pretty(e).unwrap_or_default();
+        std::fs::write(&path, text + "\n").map_err(|err| {
+            crate::stop::disk_failure(&format!("{}: {err}", path.display()))
+        })?;
+        let mut detail = serde_json::to_value(e).unwrap_or_default();
+        if let Some(m) = detail.as_object_mut() {
+            m.insert("rung_id".into(), rung.id.into());
+            m.insert("label".into(), rung.label.clone().into());
+            m.insert("event".into(), "ended".into());
+        }
+        self.note(detail)
+    }
+
+    fn note(&mut self, detail: serde_json::Value) -> Result<(), StopReason> {
+        self.journal
+            .log(RunEvent::Note {
+                ts_ns: self.journal.clock.now_ns(),
+                topic: WORKLOAD_TOPIC.into(),
+                detail,
+            })
+            .map_err(io)
+    }
+}

@@ -1,0 +1,349 @@
+//! A workload phase's command: started in its own process group with the
+//! campaign's GPUs visible, its output kept (up to [`KEEP_BYTES`] a
+//! stream) in the run directory, watched while the window runs, and
+//! stopped at the phase's end: SIGTERM to the group, then SIGKILL after
+//! the grace period. Whatever happens, no process of the group is left
+//! behind ([`Running`]'s drop kills what is left).
+
+use powerlab_campaign::model::WorkloadSpec;
+use rustix::process::{Pid, Signal, kill_process_group, test_kill_process_group};
+use serde::Serialize;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStderr, ChildStdout, Command, ExitStatus, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// The most of each output stream a run keeps, bytes; past it the run
+/// stops the phase (a job that floods its output would fill the disk
+/// the raw samples live on).
+pub const KEEP_BYTES: u64 = 64 << 20;
+
+/// How a campaign's workload commands are run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WorkloadExec {
+    /// The command runs (real GPUs, or a simulated node in real time
+    /// asked to run it).
+    Run,
+    /// The simulated training job stands in; no command runs.
+    #[default]
+    Simulated,
+}
+
+/// One output stream copied into a file, the rest counted and dropped.
+struct Tap {
+    seen: Arc<AtomicU64>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Tap {
+    fn start(mut from: impl Read + Send + 'static, path: PathBuf) -> std::io::Result<Tap> {
+        let mut file = File::create(&path)?;
+        let seen = Arc::new(AtomicU64::new(0));
+        let counter = seen.clone();
+        let thread = std::thread::spawn(move || {
+            let mut buf = vec![0u8; 64 << 10];
+            let mut kept = 0u64;
+            while let Ok(n) = from.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                let keep = (KEEP_BYTES.saturating_sub(kept) as usize).min(n);
+                if keep > 0 && file.write_all(&buf[..keep]).is_ok() {
+                    kept += keep as u64;
+                }
+                counter.fetch_add(n as u64, Ordering::Relaxed);
+            }
+            let _ = file.flush();
+        });
+        Ok(Tap {
+            seen,
+            thread: Some(thread),
+        })
+    }
+
+    fn bytes(&self) -> u64 {
+        self.seen.load(Ordering::Relaxed)
+    }
+
+    fn join(&mut self) {
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Why a running workload must stop the phase now.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Fault {
+    /// It exited before the phase's end.
+    Exited(String),
+    /// It wrote more than [`KEEP_BYTES`] to a stream.
+    Flooded {
+        /// `stdout` or `stderr`.
+        stream: &'static str,
+        /// Bytes written so far.
+        bytes: u64,
+    },
+}
+
+/// How the command ended, as `workload/<label>.json` and the event log
+/// record it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Ending {
+    /// The command, program first.
+    pub command: Vec<String>,
+    /// Its process (and process group) id.
+    pub pid: u32,
+    /// When it started, run clock.
+    pub started_ns: i64,
+    /// When it ended, run clock.
+    pub ended_ns: i64,
+    /// `exited` (on its own), `sigterm` (stopped at the phase's end),
+    /// `sigkill` (ignored SIGTERM for the grace period).
+    pub stopped_by: &'static str,
+    /// Its exit code (None: ended by a signal).
+    pub exit_code: Option<i32>,
+    /// The signal that ended it (None: it exited).
+    pub signal: Option<i32>,
+    /// Bytes it wrote to stdout, and to stderr.
+    pub stdout_bytes: u64,
+    /// Bytes it wrote to stderr.
+    pub stderr_bytes: u64,
+    /// Files holding what of them was kept (run-directory relative).
+    pub stdout_file: String,
+    /// The stderr file.
+    pub stderr_file: String,
+}
+
+/// A started workload command.
+pub struct Running {
+    child: Child,
+    pgid: Option<Pid>,
+    command: Vec<String>,
+    started_ns: i64,
+    out: Tap,
+    err: Tap,
+    rel: (String, String),
+    ended: Option<ExitStatus>,
+}
+
+/// The file stem of a rung label (`train/r2` → `train-r2`).
+pub fn file_stem(label: &str) -> String {
+    label
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '-' })
+        .collect()
+}
+
+/// The program in words for errors: `` `python train.py` ``.
+pub fn describe(command: &[String]) -> String {
+    let mut s = command.join(" ");
+    if s.len() > 120 {
+        s.truncate(117);
+        s.push_str("...");
+    }
+    format!("`{s}`")
+}
+
+impl Running {
+    /// Starts `spec`'s command in its own process group, `uuids` its only
+    /// visible GPUs, its output into `run_dir/workload/<stem>.{stdout,stderr}`.
+    ///
+    /// # Errors
+    ///
+    /// The command could not be started (not found, not executable, a
+    /// working directory that does not exist), in words that name it.
+    pub fn start(
+        spec: &WorkloadSpec,
+        run_dir: &Path,
+        label: &str,
+        uuids: &[String],
+        now_ns: i64,
+    ) -> Result<Running, String> {
+        let dir = run_dir.join("workload");
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let stem = file_stem(label);
+        let mut cmd = Command::new(&spec.command[0]);
+        cmd.args(&spec.command[1..])
+            .envs(&spec.env)
+            .env("CUDA_VISIBLE_DEVICES", uuids.join(","))
+            .env("POWERLAB_RUNG", label)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if let Some(cwd) = &spec.cwd {
+            cmd.current_dir(cwd);
+        }
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        let mut child = cmd.spawn().map_err(|e| {
+            let fix = match e.kind() {
+                std::io::ErrorKind::NotFound => "check the program's path (give it whole, or put it on PATH) and the phase's `cwd`",
+                std::io::ErrorKind::PermissionDenied => "make the program executable (chmod +x), or run it through its interpreter",
+                _ => "check the phase's `command` and `cwd`",
+            };
+            format!("workload {} could not be started: {e}; {fix}", describe(&spec.command))
+        })?;
+        let pgid = Pid::from_raw(child.id() as i32);
+        let taps = Self::taps(&mut child, &dir, &stem);
+        let (out, err) = match taps {
+            Ok(t) => t,
+            Err(e) => {
+                Self::kill_now(&mut child, pgid);
+                return Err(format!("workload {}: cannot keep its output in {}: {e}", describe(&spec.command), dir.display()));
+            }
+        };
+        Ok(Running {
+            child,
+            pgid,
+            command: spec.command.clone(),
+            started_ns: now_ns,
+            out,
+            err,
+            rel: (format!("workload/{stem}.stdout"), format!("workload/{stem}.stderr")),
+            ended: None,
+        })
+    }
+
+    fn taps(child: &mut Child, dir: &Path, stem: &str) -> std::io::Result<(Tap, Tap)> {
+        let so: ChildStdout = child.stdout.take().ok_or_else(|| std::io::Error::other("no stdout pipe"))?;
+        let se: ChildStderr = child.stderr.take().ok_or_else(|| std::io::Error::other("no stderr pipe"))?;
+        Ok((
+            Tap::start(so, dir.join(format!("{stem}.stdout")))?,
+            Tap::start(se, dir.join(format!("{stem}.stderr")))?,
+        ))
+    }
+
+    fn kill_now(child: &mut Child, pgid: Option<Pid>) {
+        if let Some(p) = pgid {
+            let _ = kill_process_group(p, Signal::KILL);
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Whether the phase must stop now: the command exited, or floods its
+    /// output. Never blocks.
+    pub fn check(&mut self) -> Option<Fault> {
+        for (stream, tap) in [("stdout", &self.out), ("stderr", &self.err)] {
+            if tap.bytes() > KEEP_BYTES {
+                return Some(Fault::Flooded { stream, bytes: tap.bytes() });
+            }
+        }
+        if self.ended.is_none() {
+            self.ended = self.child.try_wait().ok().flatten();
+        }
+        self.ended.map(|s| Fault::Exited(status_words(s)))
+    }
+
+    /// The fault in words, naming the command and where its output is.
+    pub fn fault_words(&self, fault: &Fault, label: &str, into_window_s: Option<f64>) -> String {
+        let cmd = describe(&self.command);
+        match fault {
+            Fault::Exited(how) => {
+                let when = into_window_s.map_or_else(
+                    || "before the phase's window began".to_string(),
+                    |s| format!("{s:.1} s into the window, before the phase's end"),
+                );
+                format!(
+                    "workload {cmd} of rung {label} {how} {when}; its output is in {} and {}; the samples taken so far are kept",
+                    self.rel.0, self.rel.1
+                )
+            }
+            Fault::Flooded { stream, bytes } => format!(
+                "workload {cmd} of rung {label} wrote {:.0} MiB to {stream}, more than the {} MiB a run keeps of it; the phase was stopped and the first {} MiB are in {}; send the job's logging to a file of its own (or quiet it) and run again; the samples taken so far are kept",
+                *bytes as f64 / (1u64 << 20) as f64,
+                KEEP_BYTES >> 20,
+                KEEP_BYTES >> 20,
+                if *stream == "stdout" { &self.rel.0 } else { &self.rel.1 }
+            ),
+        }
+    }
+
+    /// Stops the command: SIGTERM to its group, SIGKILL to whatever of the
+    /// group is left after `grace`; waits for it. Returns how it ended.
+    pub async fn stop(&mut self, grace: Duration, now_ns: impl Fn() -> i64) -> Ending {
+        let mut stopped_by = "exited";
+        if self.check_exited().is_none() {
+            stopped_by = "sigterm";
+            self.signal(Signal::TERM);
+        }
+        let deadline = Instant::now() + grace;
+        // The leader, then the rest of its group, within the grace.
+        while Instant::now() < deadline && (self.check_exited().is_none() || self.group_alive()) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        if self.check_exited().is_none() || self.group_alive() {
+            if self.check_exited().is_none() {
+                stopped_by = "sigkill";
+            }
+            self.signal(Signal::KILL);
+        }
+        let status = match self.ended {
+            Some(s) => s,
+            None => self.child.wait().unwrap_or_else(|_| std::os::unix::process::ExitStatusExt::from_raw(9)),
+        };
+        self.ended = Some(status);
+        self.out.join();
+        self.err.join();
+        Ending {
+            command: self.command.clone(),
+            pid: self.child.id(),
+            started_ns: self.started_ns,
+            ended_ns: now_ns(),
+            stopped_by,
+            exit_code: status.code(),
+            signal: std::os::unix::process::ExitStatusExt::signal(&status),
+            stdout_bytes: self.out.bytes(),
+            stderr_bytes: self.err.bytes(),
+            stdout_file: self.rel.0.clone(),
+            stderr_file: self.rel.1.clone(),
+        }
+    }
+
+    fn check_exited(&mut self) -> Option<ExitStatus> {
+        if self.ended.is_none() {
+            self.ended = self.child.try_wait().ok().flatten();
+        }
+        self.ended
+    }
+
+    fn group_alive(&self) -> bool {
+        self.pgid.is_some_and(|p| test_kill_process_group(p).is_ok())
+    }
+
+    fn signal(&self, sig: Signal) {
+        if let Some(p) = self.pgid {
+            let _ = kill_process_group(p, sig);
+        }
+    }
+}
+
+impl Drop for Running {
+    /// A run that ends any other way (a panic, an error path) leaves no
+    /// process of the group behind.
+    fn drop(&mut self) {
+        if self.ended.is_none() || self.group_alive() {
+            self.signal(Signal::KILL);
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// An exit status in words: `exited with status 1`, `was killed by signal 9`.
+fn status_words(s: ExitStatus) -> String {
+    match (s.code(), std::os::unix::process::ExitStatusExt::signal(&s)) {
+        (Some(c), _) => format!("exited with status {c}"),
+        (None, Some(sig)) => format!("was ended by signal {sig}"),
+        _ => "ended".into(),
+    }
+}
