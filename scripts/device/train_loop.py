@@ -170,6 +170,10 @@ def parse():
                     choices=["back_to_back", "idle_wait", "busy_wait", "accumulate"])
     ap.add_argument("--iteration-ms", type=float, default=None,
                     help="idle_wait/busy_wait: iteration length, ms since its start")
+    ap.add_argument("--iteration-factor", type=float, default=None,
+                    help="idle_wait/busy_wait: iteration length as this multiple of the median "
+                         "warm-up step (in place of --iteration-ms: the shape holds whatever the "
+                         "step takes on this GPU)")
     ap.add_argument("--accum", type=int, default=4, help="accumulate: micro-steps per optimizer step")
     ap.add_argument("--idle-ms", type=float, default=1000.0, help="accumulate: idle after the optimizer step")
     ap.add_argument("--batch", type=int, default=20,
@@ -188,8 +192,8 @@ def parse():
     ap.add_argument("--device", default="cuda:0")
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
-    if a.shape in ("idle_wait", "busy_wait") and not a.iteration_ms:
-        ap.error(f"--shape {a.shape} needs --iteration-ms")
+    if a.shape in ("idle_wait", "busy_wait") and not (a.iteration_ms or a.iteration_factor):
+        ap.error(f"--shape {a.shape} needs --iteration-ms or --iteration-factor")
     if a.d_model % a.heads:
         ap.error("--d-model must be a multiple of --heads")
     if a.accum < 1:
@@ -233,6 +237,12 @@ def main():
               flush=True)
 
     micro = a.accum if a.shape == "accumulate" else 1
+    if a.iteration_factor and warm:
+        # The first warm-up steps compile and allocate: the median of the rest.
+        tail = sorted(warm[len(warm) // 2:])
+        a.iteration_ms = a.iteration_factor * tail[len(tail) // 2]
+        print(f"[train] iteration {a.iteration_ms:.1f} ms = {a.iteration_factor} x the median "
+              f"warm-up step {tail[len(tail) // 2]:.1f} ms", flush=True)
     target_s = (a.iteration_ms or 0.0) / 1e3
     step_ms, iter_ms, iter_start_unix = [], [], []
     overruns = copies = 0

@@ -32,3 +32,4 @@ mod sensor;
 #[cfg(feature = "mpi")]
 mod slurm;
 mod soak;
+mod workload_faults;
