@@ -434,8 +434,18 @@ pub struct CompareArgs {
 /// required.
 #[derive(Args, Debug)]
 pub struct PredictArgs {
-    /// One node's run directory (a rack's: one of its `nodes/`).
+    /// One node's run directory (a rack's: one of its `nodes/`), or a
+    /// recording made by `powerlab observe --csv` beside the user's job.
     pub run: PathBuf,
+    /// Predict from this workload rung of the run (the user's own job),
+    /// where it has several. By default a run with one workload rung is
+    /// predicted from it, any other from its duty rungs' square waves.
+    #[arg(long, conflicts_with = "square_waves")]
+    pub from_rung: Option<String>,
+    /// Predict from the duty rungs' square waves even where the run holds
+    /// a workload rung.
+    #[arg(long)]
+    pub square_waves: bool,
     /// The schedule (TOML; schedules/llm-100k.toml documents every key).
     #[arg(long)]
     pub schedule: Option<PathBuf>,

@@ -8,10 +8,30 @@
 use crate::cli::PredictArgs;
 use anyhow::{Context, Result};
 use powerlab_campaign::schedule::{Override, Setting};
-use powerlab_collate::predict::{self, Prediction, source};
+use powerlab_collate::predict::{self, Prediction, job, source};
 
 pub fn predict(a: &PredictArgs) -> Result<i32> {
-    let schedule = match schedule_of(a) {
+    let t0 = std::time::Instant::now();
+    let report = match source::report_of(&a.run) {
+        Ok(r) => r,
+        Err(e) => {
+            errln!("error: {e}");
+            return Ok(crate::exit::TROUBLE);
+        }
+    };
+    let from = match (&a.from_rung, a.square_waves) {
+        (Some(l), _) => job::From::Rung(l.clone()),
+        (None, true) => job::From::SquareWaves,
+        (None, false) => job::From::Auto,
+    };
+    let measured = match job::job_of(&report, &from) {
+        Ok(j) => j.map(|j| (j.measured.period_ms, j.measured.duty)),
+        Err(e) => {
+            errln!("error: {e}");
+            return Ok(crate::exit::TROUBLE);
+        }
+    };
+    let schedule = match schedule_of(a, measured) {
         Ok(s) => s,
         Err(e) => {
             errln!("error: {e:#}");
@@ -35,16 +55,8 @@ pub fn predict(a: &PredictArgs) -> Result<i32> {
         );
         return Ok(crate::exit::TROUBLE);
     }
-    let t0 = std::time::Instant::now();
-    let report = match source::report_of(&a.run) {
-        Ok(r) => r,
-        Err(e) => {
-            errln!("error: {e}");
-            return Ok(crate::exit::TROUBLE);
-        }
-    };
     let t_report = t0.elapsed().as_secs_f64();
-    let p = match predict::predict(&report, &schedule) {
+    let p = match predict::predict_from(&report, &schedule, &from) {
         Ok(p) => p,
         Err(e) => {
             errln!("error: {e}");
@@ -141,7 +153,10 @@ fn print_summary(p: &Prediction, json: bool) {
 /// The schedule: the file (if any) with the flags applied, validated. An
 /// error in the file is located at its own line and column; one in a
 /// flag's value names the flag.
-fn schedule_of(a: &PredictArgs) -> Result<powerlab_campaign::schedule::Schedule> {
+fn schedule_of(
+    a: &PredictArgs,
+    measured: Option<(f64, f64)>,
+) -> Result<powerlab_campaign::schedule::Schedule> {
     let (name, text) = match &a.schedule {
         Some(p) => (
             p.display().to_string(),
@@ -150,14 +165,35 @@ fn schedule_of(a: &PredictArgs) -> Result<powerlab_campaign::schedule::Schedule>
         ),
         None => ("(command line)".to_string(), String::new()),
     };
-    let overrides = overrides(a);
+    let mut overrides = overrides(a);
     if overrides.is_empty() && a.schedule.is_none() {
         anyhow::bail!(
             "no schedule: pass --schedule FILE (schedules/llm-100k.toml shows every key) or at least --gpus, --iteration-ms and --compute-fraction"
         );
     }
-    powerlab_campaign::schedule::parse_schedule_with(&name, &text, &overrides)
-        .map_err(|e| anyhow::anyhow!(located(&e)))
+    let first = powerlab_campaign::schedule::parse_schedule_with(&name, &text, &overrides);
+    // From the user's job, its measured iteration stands in for the keys
+    // the schedule leaves out.
+    match (first, measured) {
+        (Err(e), Some((period_ms, duty)))
+            if e.message.ends_with("is required")
+                && matches!(
+                    e.field.as_deref(),
+                    Some("job.iteration_ms" | "job.compute_fraction")
+                ) =>
+        {
+            let flag = "(the measured job)".to_string();
+            if a.iteration_ms.is_none() {
+                overrides.push(Override { flag: flag.clone(), setting: Setting::IterationMs(period_ms) });
+            }
+            if a.compute_fraction.is_none() {
+                overrides.push(Override { flag, setting: Setting::ComputeFraction(duty) });
+            }
+            powerlab_campaign::schedule::parse_schedule_with(&name, &text, &overrides)
+                .map_err(|e| anyhow::anyhow!(located(&e)))
+        }
+        (r, _) => r.map_err(|e| anyhow::anyhow!(located(&e))),
+    }
 }
 
 /// A schedule error as the user reads it: `file:line:column: …`, or, for

@@ -19,6 +19,7 @@
 
 pub mod export;
 pub mod figures;
+pub mod job;
 pub mod response;
 pub mod scenario;
 pub mod source;
@@ -65,6 +66,9 @@ pub enum PredictError {
         /// What the run has that is credited.
         measured: String,
     },
+    /// The workload rung asked for cannot be predicted from.
+    #[error("{0}")]
+    NoJob(String),
     /// `communication.source = "fabric"` without a fabric rung.
     #[error(
         "the schedule takes the communication power from the run's NCCL fabric rung, but the run has none with a mean; declare `[communication] source = \"given\"` with `w_per_gpu`, or run a campaign with an NCCL phase on two or more GPUs"
@@ -144,7 +148,45 @@ pub const FINEST_STEP_MS: f64 = 0.5;
 /// schedule's mitigation profile or its fabric rung, or the schedule
 /// declares a communication draw above the run's GPUs' enforced limit.
 pub fn predict(report: &Report, schedule: &Schedule) -> Result<Prediction, PredictError> {
-    let responses = response::responses(report);
+    predict_from(report, schedule, &job::From::Auto)
+}
+
+/// Predicts the schedule's job from `report`: from its workload rung
+/// (the user's own job, the measured iteration) or its duty rungs'
+/// square waves, as `from` asks.
+///
+/// # Errors
+///
+/// As [`predict`], and [`PredictError::NoJob`] when `from` names no
+/// workload rung of the run or the run has several and `from` names none.
+pub fn predict_from(
+    report: &Report,
+    asked: &Schedule,
+    from: &job::From,
+) -> Result<Prediction, PredictError> {
+    let job = job::job_of(report, from)?;
+    let base = response::responses(report);
+    let (responses, schedule) = match &job {
+        Some(j) => (j.responses(&base), j.schedule(asked)),
+        None => (base, asked.clone()),
+    };
+    let mut p = predict_with(report, &schedule, responses)?;
+    if let Some(j) = &job {
+        let mut notes = j.notes(asked);
+        // A flat job is its own recorded stretch, not the sustained rung.
+        p.notes.retain(|n| j.periodic || !n.starts_with("Compute fraction 1:"));
+        notes.append(&mut p.notes);
+        p.notes = notes;
+        p.comm = (None, "the job's own, as measured".into());
+    }
+    Ok(p)
+}
+
+fn predict_with(
+    report: &Report,
+    schedule: &Schedule,
+    responses: Responses,
+) -> Result<Prediction, PredictError> {
     if responses.profiles.is_empty() {
         return Err(PredictError::NoResponses);
     }

@@ -178,7 +178,7 @@ pub fn limits_w(report: &Report) -> Vec<f64> {
 }
 
 /// One rung's response: the mean of its GPUs' own cycles.
-fn measured(s: &RungSummary, c: &NodeCycle) -> Option<Measured> {
+pub(crate) fn measured(s: &RungSummary, c: &NodeCycle) -> Option<Measured> {
     let n = c.gpu_cycles.len();
     let m = c.values.len();
     if n == 0 || m < 8 || c.period_ms <= 0.0 {

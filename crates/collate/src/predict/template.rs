@@ -177,18 +177,19 @@ pub fn splice_slot(m: &Measured, t: &Target, slot: Option<usize>) -> Vec<f64> {
     // A compute phase held past the measured one relaxes to what the run's
     // sustained rung held (the limiter's level), not to the burst's.
     let held = t.sustained_w.unwrap_or(lv.on_w);
-    if on_ms >= t.period_ms {
-        // No communication phase: a constant load.
-        return vec![held; n];
-    }
     if t.comm_w.is_none()
         && same_period(p, t.period_ms)
         && (m.duty - t.compute_fraction).abs() < 1e-6
     {
         // The measured cycle itself, read over its whole period (a rung
         // detuned from the sampling grid ran 2010 ms for 2000: its last
-        // 10 ms are the rise's start, not to be cut).
+        // 10 ms are the rise's start, not to be cut; a user's flat job
+        // its recorded stretch).
         return (0..n).map(|j| at(v, p, j as f64 * p / n as f64)).collect();
+    }
+    if on_ms >= t.period_ms {
+        // No communication phase: a constant load.
+        return vec![held; n];
     }
     let lead = lead_ms(m).min(0.5 * on_ms).min(0.5 * (t.period_ms - on_ms));
     let pc = Pieces {

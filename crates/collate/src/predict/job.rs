@@ -1,0 +1,205 @@
+//! A prediction from the user's own job: a workload rung of the run (the
+//! user's training command, sampled like any rung) or an imported
+//! `observe --csv` recording (one workload rung). Its iteration is the
+//! measured one, folded at the period the collator found in its samples,
+//! not a square wave: the schedule changes only what the recording cannot
+//! know (GPU count, spread, stragglers, stagger groups); where it asks for
+//! another iteration period, the notes say how far that is from the
+//! measured one. A job without a period (steps back to back) is its
+//! recorded stretch itself, repeated.
+
+use super::PredictError;
+use super::response::{Measured, PLAIN, Responses};
+use crate::columns::{f64_column, i64_column};
+use crate::report::Report;
+use powerlab_campaign::PhaseKind;
+use powerlab_campaign::schedule::{Communication, Schedule};
+use powerlab_core::units::NS_PER_MS;
+
+/// Where a prediction's iteration comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum From {
+    /// A workload rung where the run has one (named when it has several),
+    /// else the duty rungs' square waves.
+    #[default]
+    Auto,
+    /// The workload rung of this label.
+    Rung(String),
+    /// The duty rungs' square waves, whatever else the run holds.
+    SquareWaves,
+}
+
+/// The measured job a prediction is built from.
+#[derive(Debug, Clone)]
+pub struct Job {
+    /// Its rung's label.
+    pub label: String,
+    /// Its iteration as one GPU's response (period and on-fraction found
+    /// in the samples; a flat job: its recorded stretch).
+    pub measured: Measured,
+    /// Whether an iteration period was found (false: a flat job).
+    pub periodic: bool,
+    /// The recorded stretch's swing per GPU, W (p90 − p10 of its
+    /// samples): what a flat job still moves.
+    pub flat_swing_w: Option<f64>,
+}
+
+/// The stretch of a flat job's node curve repeated as its iteration, ms.
+pub const FLAT_STRETCH_MS: f64 = 10_000.0;
+
+/// The job to predict from, as `from` asks (None: the duty rungs).
+///
+/// # Errors
+///
+/// [`PredictError::NoJob`] when `from` names a rung that is not a workload
+/// rung of the run, or the run has several and `from` names none.
+pub fn job_of(report: &Report, from: &From) -> Result<Option<Job>, PredictError> {
+    let workloads: Vec<&crate::summary::RungSummary> = report
+        .rungs
+        .iter()
+        .filter(|s| s.rung.kind == PhaseKind::Workload)
+        .collect();
+    let labels = || {
+        let l: Vec<&str> = workloads.iter().map(|s| s.rung.label.as_str()).collect();
+        if l.is_empty() { "none".to_string() } else { l.join(", ") }
+    };
+    let chosen = match from {
+        From::SquareWaves => return Ok(None),
+        From::Auto if workloads.is_empty() => return Ok(None),
+        From::Auto if workloads.len() > 1 => {
+            return Err(PredictError::NoJob(format!(
+                "the run has {} workload rungs ({}); name the one to predict from with --from-rung LABEL (or --square-waves for the duty rungs)",
+                workloads.len(),
+                labels()
+            )));
+        }
+        From::Auto => workloads[0],
+        From::Rung(l) => *workloads.iter().find(|s| &s.rung.label == l).ok_or_else(|| {
+            PredictError::NoJob(format!(
+                "--from-rung {l}: the run has no workload rung of that label; its workload rungs: {}",
+                labels()
+            ))
+        })?,
+    };
+    let id = chosen.rung.id;
+    let periodic = match report.cycles.get(&id) {
+        Some(Ok(c)) => super::response::measured(chosen, c),
+        _ => None,
+    };
+    let gpus = report.run.series.len().max(1) as f64;
+    let flat_swing_w = chosen.raw_swing_w.or(chosen.swing_w).map(|w| w / gpus);
+    if let Some(measured) = periodic {
+        return Ok(Some(Job {
+            label: chosen.rung.label.clone(),
+            measured,
+            periodic: true,
+            flat_swing_w,
+        }));
+    }
+    let measured = flat(report, chosen).ok_or_else(|| {
+        PredictError::NoJob(format!(
+            "workload rung `{}` has neither an iteration period nor {} s of node power to repeat; run the job longer",
+            chosen.rung.label,
+            FLAT_STRETCH_MS / 1000.0
+        ))
+    })?;
+    Ok(Some(Job {
+        label: chosen.rung.label.clone(),
+        measured,
+        periodic: false,
+        flat_swing_w,
+    }))
+}
+
+/// A flat job's iteration: the middle [`FLAT_STRETCH_MS`] of its rung's
+/// node curve (buffered samples, sample and hold), per GPU.
+fn flat(report: &Report, s: &crate::summary::RungSummary) -> Option<Measured> {
+    let w = report.run.rungs.iter().find(|w| w.info.id == s.rung.id)?;
+    let t = i64_column(&report.curve.df, "t_ns");
+    let v = f64_column(&report.curve.df, "node_buffered_w");
+    let stretch_ns = (FLAT_STRETCH_MS * NS_PER_MS as f64) as i64;
+    let mid = (w.measure_from_ns + w.end_ns) / 2;
+    let (a, b) = (mid - stretch_ns / 2, mid + stretch_ns / 2);
+    if a < w.measure_from_ns || b > w.end_ns {
+        return None;
+    }
+    let gpus = report.run.series.len().max(1) as f64;
+    let values: Vec<f64> = t
+        .iter()
+        .zip(&v)
+        .filter(|(t, _)| **t >= a && **t < b)
+        .filter_map(|(_, v)| v.map(|x| x / gpus))
+        .collect();
+    if values.len() < 100 {
+        return None;
+    }
+    let step_ms = FLAT_STRETCH_MS / values.len() as f64;
+    Some(Measured {
+        rung_id: s.rung.id,
+        label: s.rung.label.clone(),
+        period_ms: FLAT_STRETCH_MS,
+        duty: 1.0,
+        mode: s.rung.mode,
+        gpu_each: vec![values.clone()],
+        gpu_w: values,
+        resolution_ms: report.run.grid_ns as f64 / NS_PER_MS as f64,
+        highest_hz: 1000.0 / (2.0 * step_ms),
+        rel_pm: None,
+        caveat: s.verdict.clone(),
+    })
+}
+
+impl Job {
+    /// The run's responses with this job's iteration as the only plain one.
+    pub fn responses(&self, base: &Responses) -> Responses {
+        let mut r = base.clone();
+        r.profiles.retain(|p, _| p != PLAIN);
+        r.profiles.insert(PLAIN.into(), vec![self.measured.clone()]);
+        // A flat job still moves as its samples did (the ± of a constant load).
+        r.sustained_swing_w = self.flat_swing_w.filter(|_| !self.periodic);
+        r
+    }
+
+    /// The schedule as the job runs it: the measured iteration's period
+    /// and on-fraction, its own communication.
+    pub fn schedule(&self, asked: &Schedule) -> Schedule {
+        let mut s = asked.clone();
+        s.job.iteration_ms = self.measured.period_ms;
+        s.job.compute_fraction = self.measured.duty;
+        s.communication = Communication::Off;
+        s
+    }
+
+    /// What the reader must know first: where the iteration comes from,
+    /// and what of the schedule it replaces.
+    pub fn notes(&self, asked: &Schedule) -> Vec<String> {
+        let m = &self.measured;
+        let mut first = if self.periodic {
+            format!(
+                "FROM THE JOB: the iteration is the one measured in workload rung `{}` ({:.1} ms, {:.0} % of it above the mid-level), folded from its own samples, not a square wave",
+                self.label,
+                m.period_ms,
+                100.0 * m.duty
+            )
+        } else {
+            format!(
+                "FROM THE JOB: workload rung `{}` shows no iteration period (steps back to back, or too irregular): its middle {:.0} s of node power is repeated as the job, every GPU drawing it together (an upper bound on the swing: {:.0} W per GPU in its samples)",
+                self.label,
+                FLAT_STRETCH_MS / 1000.0,
+                self.flat_swing_w.unwrap_or(f64::NAN)
+            )
+        };
+        let off = 100.0 * (asked.job.iteration_ms - m.period_ms) / m.period_ms;
+        if self.periodic && off.abs() > 1.0 {
+            first.push_str(&format!(
+                "; the schedule's iteration_ms = {} is {off:+.0} % from it and is not used (a job of another iteration has another shape: record that job)",
+                asked.job.iteration_ms
+            ));
+        }
+        let mut notes = vec![first];
+        if !matches!(asked.communication, Communication::Off) {
+            notes.push("The schedule's `[communication]` is not used: the measured iteration holds the job's own communication.".into());
+        }
+        notes
+    }
+}
