@@ -62,6 +62,7 @@ seed = 7
             gpus_per_node: Some(8),
             iteration_ms: 500.0,
             compute_fraction: 0.8,
+            compute_w_per_gpu: None,
         }
     );
     assert_eq!(s.communication, Communication::Given { w_per_gpu: 350.0 });

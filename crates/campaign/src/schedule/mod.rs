@@ -83,6 +83,11 @@ pub struct Job {
     pub iteration_ms: f64,
     /// The compute phase's share of the iteration, (0, 1].
     pub compute_fraction: f64,
+    /// What a GPU draws through the job's compute phase, W, as the user
+    /// measured it (their job's settled level, not the virus's): the
+    /// square waves' on-phase is scaled to it. None: the measured on level.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compute_w_per_gpu: Option<f64>,
 }
 
 /// `[communication]`: what each GPU draws between compute phases.

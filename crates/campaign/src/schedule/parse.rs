@@ -294,12 +294,17 @@ fn job(ctx: &Ctx<'_>, j: Spanned<RawJob>) -> Result<(Job, Range<usize>), Campaig
         "0 < compute_fraction <= 1",
     )?;
     let compute_fraction = ctx.ranged(&j.compute_fraction, field, 0.0, (0.0, 1.0), true)?;
+    let compute_w_per_gpu = match &j.compute_w_per_gpu {
+        None => None,
+        v => Some(ctx.ranged(v, "job.compute_w_per_gpu", 0.0, (0.0, 5_000.0), true)?),
+    };
     let job = Job {
         name,
         gpus,
         gpus_per_node,
         iteration_ms,
         compute_fraction,
+        compute_w_per_gpu,
     };
     Ok((job, it))
 }

@@ -31,6 +31,7 @@ pub(super) struct RawJob {
     pub(super) gpus_per_node: Option<Spanned<i64>>,
     pub(super) iteration_ms: Option<Spanned<f64>>,
     pub(super) compute_fraction: Option<Spanned<f64>>,
+    pub(super) compute_w_per_gpu: Option<Spanned<f64>>,
 }
 
 /// `[communication]` as written.

@@ -355,6 +355,9 @@ fn iterations(
             let each: Vec<Vec<f64>> = (0..slots.n_src)
                 .map(|k| {
                     let mut it = template::blended(set, target, Some(k));
+                    if let Some(c) = ctx.schedule.job.compute_w_per_gpu {
+                        template::declared(&mut it, target, c);
+                    }
                     if let Some(a) = allowed
                         && let Some(top) = template::limited(&mut it, target.period_ms, a)
                     {
@@ -537,6 +540,15 @@ fn notes(
     if p < lo * 0.98 || p > hi * 1.02 {
         out.push(format!(
             "EXTRAPOLATED: the {p} ms iteration is outside the measured periods ({lo:.1}–{hi:.1} ms); the nearest measured cycle's rise and fall are held or cut to fit"
+        ));
+    }
+    if let Some(c) = ctx.schedule.job.compute_w_per_gpu {
+        out.push(format!(
+            "DECLARED LEVELS: the compute phase is scaled to the schedule's declared compute_w_per_gpu = {c:.0} W (the measured square waves' rise, overshoot and fall kept in proportion){}; the figures are as good as that declaration",
+            match ctx.comm_w {
+                Some(w) => format!(", the communication phase to {w:.0} W"),
+                None => String::new(),
+            }
         ));
     }
     let res = used.iter().map(|m| m.resolution_ms).fold(0.0, f64::max);

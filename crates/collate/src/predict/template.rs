@@ -360,6 +360,35 @@ pub fn bracket(periods: &[f64], period_ms: f64) -> (f64, f64, f64) {
     (a, b, w)
 }
 
+/// `v` (one iteration of `t`) with its compute phase at `compute_w`: the
+/// settled compute level (the mean of the compute phase's second half)
+/// moved to it, every point scaled about the settled communication level
+/// (the mean of that phase's second half) by the same ratio, so that the
+/// measured rise, overshoot and fall keep their shape in proportion.
+/// Returns the settled level it had.
+pub fn declared(v: &mut [f64], t: &Target, compute_w: f64) -> f64 {
+    let n = v.len();
+    let on = ((t.compute_fraction * n as f64).round() as usize).clamp(1, n);
+    let mean = |a: usize, b: usize| {
+        let s = &v[a.min(b - 1)..b];
+        s.iter().sum::<f64>() / s.len() as f64
+    };
+    let on_w = mean(on / 2, on);
+    if on >= n {
+        v.iter_mut().for_each(|x| *x += compute_w - on_w);
+        return on_w;
+    }
+    let off_w = mean(on + (n - on) / 2, n);
+    let step = on_w - off_w;
+    if step.abs() < 1.0 {
+        v[..on].iter_mut().for_each(|x| *x += compute_w - on_w);
+        return on_w;
+    }
+    let k = (compute_w - off_w) / step;
+    v.iter_mut().for_each(|x| *x = off_w + (*x - off_w) * k);
+    on_w
+}
+
 /// One iteration blended from the rungs `set` (one per measured period of
 /// a profile, ascending) for `t`, of the run's GPU `slot` mod n (None:
 /// their mean).
@@ -433,6 +462,26 @@ mod tests {
         for (a, b) in out.iter().zip(&v) {
             assert!((a - b).abs() < 1e-9, "{a} vs {b}");
         }
+    }
+
+    #[test]
+    fn a_declared_compute_level_moves_the_settled_level_and_keeps_the_off_level() {
+        let mut v = trapezoid(400, 0.5, 100.0, 700.0, 20);
+        let t = Target {
+            period_ms: 200.0,
+            compute_fraction: 0.5,
+            comm_w: None,
+            step_ms: 0.5,
+            floor_holds: false,
+            sustained_w: None,
+        };
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+        let before = mean(&v);
+        assert!((declared(&mut v, &t, 400.0) - 700.0).abs() < 1e-9);
+        // Settled levels: 400 W on, 100 W off; the mean moves by half.
+        assert!((v[150] - 400.0).abs() < 1e-9 && (v[350] - 100.0).abs() < 1e-9);
+        let want = 100.0 + (before - 100.0) * 0.5;
+        assert!((mean(&v) - want).abs() < 1e-9, "{} vs {want}", mean(&v));
     }
 
     #[test]
