@@ -42,6 +42,8 @@ pub struct Job {
     /// The recorded stretch's swing per GPU, W (p90 − p10 of its
     /// samples): what a flat job still moves.
     pub flat_swing_w: Option<f64>,
+    /// What each measured mitigation profile held and achieved.
+    pub mitigations: Vec<(String, super::job_mitigation::Limits)>,
 }
 
 /// The stretch of a flat job's node curve repeated as its iteration, ms.
@@ -94,7 +96,9 @@ pub fn job_of(report: &Report, from: &From) -> Result<Option<Job>, PredictError>
             measured,
             periodic: true,
             flat_swing_w,
-        }));
+            mitigations: Vec::new(),
+        }
+        .with_mitigations(report)));
     }
     let measured = flat(report, chosen).ok_or_else(|| {
         PredictError::NoJob(format!(
@@ -108,7 +112,9 @@ pub fn job_of(report: &Report, from: &From) -> Result<Option<Job>, PredictError>
         measured,
         periodic: false,
         flat_swing_w,
-    }))
+        mitigations: Vec::new(),
+    }
+    .with_mitigations(report)))
 }
 
 /// A flat job's iteration: the middle [`FLAT_STRETCH_MS`] of its rung's
@@ -150,10 +156,58 @@ fn flat(report: &Report, s: &crate::summary::RungSummary) -> Option<Measured> {
 }
 
 impl Job {
-    /// The run's responses with this job's iteration as the only plain one.
+    /// Each measured mitigation as the job runs it, in words.
+    fn mitigation_notes(&self) -> Vec<String> {
+        self.mitigations
+            .iter()
+            .map(|(p, l)| {
+                let mut parts = Vec::new();
+                if let Some(f) = l.floor_w {
+                    parts.push(format!("a floor at {f:.0} W per GPU"));
+                }
+                if let Some(u) = l.up_w_per_ms {
+                    parts.push(format!("rises of at most {:.0} W/s per GPU", u * 1000.0));
+                }
+                if let Some(d) = l.down_w_per_ms {
+                    parts.push(format!("falls of at most {:.0} W/s per GPU", d * 1000.0));
+                }
+                if parts.is_empty() {
+                    parts.push("nothing beyond the plain rungs' own levels and slopes".into());
+                }
+                format!(
+                    "Mitigation `{p}` on the job: its rungs held and achieved {}; the job's measured iteration is put through that (a ramp limit holds the power back, not the work: a compute phase it slows runs longer than shown)",
+                    parts.join(", ")
+                )
+            })
+            .collect()
+    }
+
+    /// The job with what each measured mitigation held and achieved.
+    fn with_mitigations(mut self, report: &Report) -> Job {
+        let base = super::response::responses(report);
+        let plain = base.profiles.get(PLAIN).cloned().unwrap_or_default();
+        self.mitigations = base
+            .profiles
+            .iter()
+            .filter(|(p, _)| *p != PLAIN)
+            .filter_map(|(p, l)| super::job_mitigation::limits(&plain, l).map(|x| (p.clone(), x)))
+            .collect();
+        self
+    }
+
+    /// The run's responses with this job's iteration as the only plain
+    /// one, and each measured mitigation as the job runs it.
     pub fn responses(&self, base: &Responses) -> Responses {
         let mut r = base.clone();
-        r.profiles.retain(|p, _| p != PLAIN);
+        let plain = base.profiles.get(PLAIN).cloned().unwrap_or_default();
+        // Each measured mitigation: the job's iteration under what its
+        // rungs held and achieved against the plain rungs.
+        for (_, list) in r.profiles.iter_mut().filter(|(p, _)| *p != PLAIN) {
+            *list = super::job_mitigation::limits(&plain, list)
+                .map(|l| vec![super::job_mitigation::mitigated(&self.measured, &l)])
+                .unwrap_or_default();
+        }
+        r.profiles.retain(|_, l| !l.is_empty());
         r.profiles.insert(PLAIN.into(), vec![self.measured.clone()]);
         // A flat job still moves as its samples did (the ± of a constant load).
         r.sustained_swing_w = self.flat_swing_w.filter(|_| !self.periodic);
@@ -197,6 +251,7 @@ impl Job {
             ));
         }
         let mut notes = vec![first];
+        notes.extend(self.mitigation_notes());
         if !matches!(asked.communication, Communication::Off) {
             notes.push("The schedule's `[communication]` is not used: the measured iteration holds the job's own communication.".into());
         }

@@ -20,6 +20,7 @@
 pub mod export;
 pub mod figures;
 pub mod job;
+pub mod job_mitigation;
 pub mod response;
 pub mod scenario;
 pub mod source;
