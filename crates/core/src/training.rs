@@ -8,7 +8,9 @@
 //! is as much longer or shorter, as a real job's steps are.
 //!
 //! The defaults look like the 12-layer bf16 transformer measured on one
-//! H200 (issue 46): a 138 ms step, then idle to 240 ms.
+//! H200 (issue 46): a 139 ms step, then idle to 241.7 ms (a period off
+//! the 20 ms sampling grid, as a real job's is: one locked to it would
+//! show the sampler only some of its phases).
 
 use crate::smoothing::Draw;
 use crate::units::{EpochNs, NS_PER_MS};
@@ -63,7 +65,7 @@ pub struct TrainingSpec {
 impl Default for TrainingSpec {
     fn default() -> Self {
         TrainingSpec {
-            iteration_ns: 240 * NS_PER_MS,
+            iteration_ns: 241_700_000,
             compute_fraction: 0.575,
             compute_level: 1.0,
             comm: CommKind::Idle,

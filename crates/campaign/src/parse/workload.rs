@@ -100,7 +100,7 @@ fn sim_job(
     let num = |v: &Option<Spanned<f64>>, k: &str, lo: f64, hi: f64, default: f64| {
         ctx.ranged(v, &f(k), default, (lo, hi), false)
     };
-    let iteration_ms = num(&r.iteration_ms, "iteration_ms", 1.0, 600_000.0, 240.0)?;
+    let iteration_ms = num(&r.iteration_ms, "iteration_ms", 1.0, 600_000.0, d.iteration_ns as f64 / NS_PER_MS as f64)?;
     let comm = match &r.comm {
         None => CommKind::Idle,
         Some(c) => match c.get_ref().as_str() {
