@@ -46,6 +46,10 @@ pub enum Command {
     /// metrics against the schedule's [supply] and [grid], and what each
     /// measured mitigation buys; schedules/llm-100k.toml shows every key.
     Predict(PredictArgs),
+    /// Make a recording of real GPUs (`observe --csv FILE`) into a run
+    /// directory with one workload rung over it (collated; `predict` and
+    /// `compare` take it like any run), and print the run directory.
+    Import(ImportArgs),
     /// Print shell completions for powerlab (bash, zsh, fish, elvish, powershell).
     #[command(hide = true)]
     Completions(CompletionsArgs),
@@ -427,6 +431,16 @@ pub struct CompareArgs {
     /// its report/); without it such a run is refused.
     #[arg(long)]
     pub collate: bool,
+}
+
+/// Options of `import`.
+#[derive(Args, Debug)]
+pub struct ImportArgs {
+    /// The recording: the file `powerlab observe --csv FILE` wrote.
+    pub recording: PathBuf,
+    /// Where the run directory goes (created if needed).
+    #[arg(long)]
+    pub out: PathBuf,
 }
 
 /// Options of `predict`. Flags override the schedule file's keys; without

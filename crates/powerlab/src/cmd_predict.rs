@@ -12,7 +12,17 @@ use powerlab_collate::predict::{self, Prediction, job, source};
 
 pub fn predict(a: &PredictArgs) -> Result<i32> {
     let t0 = std::time::Instant::now();
-    let report = match source::report_of(&a.run) {
+    // A recording (`observe --csv`) is imported first: a run directory of
+    // one workload rung, in a folder that lives as long as the prediction.
+    let imported = match recording_run(&a.run) {
+        Ok(i) => i,
+        Err(e) => {
+            errln!("error: {e:#}");
+            return Ok(crate::exit::TROUBLE);
+        }
+    };
+    let run_dir = imported.as_ref().map_or(a.run.clone(), |(_, d)| d.clone());
+    let report = match source::report_of(&run_dir) {
         Ok(r) => r,
         Err(e) => {
             errln!("error: {e}");
@@ -38,11 +48,16 @@ pub fn predict(a: &PredictArgs) -> Result<i32> {
             return Ok(crate::exit::TROUBLE);
         }
     };
-    let out = a
-        .out
-        .clone()
-        .unwrap_or_else(|| a.run.join("predict").join(folder_name(&schedule.job.name)));
-    if let Some(why) = inside_the_run(&a.run, &out) {
+    let out = a.out.clone().unwrap_or_else(|| match &imported {
+        // Beside the recording: `<file>.predict/<job name>`.
+        Some(_) => {
+            let mut f = a.run.clone().into_os_string();
+            f.push(".predict");
+            std::path::PathBuf::from(f).join(folder_name(&schedule.job.name))
+        }
+        None => a.run.join("predict").join(folder_name(&schedule.job.name)),
+    });
+    if let Some(why) = inside_the_run(&run_dir, &out) {
         errln!("error: --out {}: {why}", out.display());
         return Ok(crate::exit::TROUBLE);
     }
@@ -81,6 +96,21 @@ pub fn predict(a: &PredictArgs) -> Result<i32> {
     );
     print_summary(&p, a.json);
     Ok(0)
+}
+
+/// A recording given in place of a run directory, imported into a
+/// temporary folder (kept while the returned guard lives); None for a
+/// run directory.
+fn recording_run(
+    path: &std::path::Path,
+) -> Result<Option<(tempfile::TempDir, std::path::PathBuf)>> {
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let tmp = tempfile::tempdir().context("cannot create a folder to import the recording into")?;
+    let dir = crate::recording::import(path, tmp.path())
+        .with_context(|| format!("importing the recording {}", path.display()))?;
+    Ok(Some((tmp, dir)))
 }
 
 /// The job's name as one path-safe folder name: every character outside

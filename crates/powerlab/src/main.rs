@@ -44,6 +44,7 @@ mod node;
 mod node_power;
 #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 mod rack;
+mod recording;
 mod ui;
 
 /// `--version`: version, git revision, CUDA major, features and target.
@@ -269,6 +270,7 @@ fn main() {
         cli::Command::HealthDiff(a) => cmd_preflight::health_diff(&a),
         cli::Command::Compare(a) => cmd_compare::compare(&a),
         cli::Command::Predict(a) => cmd_predict::predict(&a),
+        cli::Command::Import(a) => recording::import_cmd(&a),
         c @ (cli::Command::Completions(_) | cli::Command::Manpage(_)) => generate(&c),
     };
     match code {

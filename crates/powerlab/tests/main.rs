@@ -25,6 +25,7 @@ mod predict_truth;
 #[cfg(feature = "mpi")]
 mod rack;
 mod ramp_up;
+mod recording;
 mod regression;
 mod sensor;
 // Rack runs under real Slurm (sbatch, srun, scancel, time limits): built
@@ -33,3 +34,5 @@ mod sensor;
 mod slurm;
 mod soak;
 mod workload_faults;
+mod workload_predict;
+mod workload_truth;

@@ -8,6 +8,10 @@
 //! so tests can compare the two. Deterministic for a given seed, and driven
 //! by tokio time: under a paused runtime a four-hour campaign runs in
 //! seconds. It is only ever used when asked for (`--backend sim`).
+//!
+//! It also replays a recording of real GPUs ([`replay`]: the readings
+//! `powerlab observe --csv` took) as a node whose GPUs run nothing, so that
+//! a recording becomes a run directory like any other (`powerlab import`).
 
 pub mod backend;
 pub mod board;
@@ -17,8 +21,10 @@ pub mod device;
 pub mod faults;
 pub mod gpu;
 pub mod profile;
+pub mod replay;
 
 pub use backend::{SimBackend, SimOptions};
 pub use device::{DeviceSetup, SimDevice, Truth};
 pub use faults::{FaultPlan, GpuFaults};
 pub use profile::Profile;
+pub use replay::{Recording, ReplayBackend};

@@ -44,6 +44,8 @@ pub struct Job {
     pub flat_swing_w: Option<f64>,
     /// What each measured mitigation profile held and achieved.
     pub mitigations: Vec<(String, super::job_mitigation::Limits)>,
+    /// The workload rung as the report states it (period ±, jitter).
+    pub row: Option<crate::report::workload::WorkloadRow>,
 }
 
 /// The stretch of a flat job's node curve repeated as its iteration, ms.
@@ -84,8 +86,16 @@ pub fn job_of(report: &Report, from: &From) -> Result<Option<Job>, PredictError>
         })?,
     };
     let id = chosen.rung.id;
-    let periodic = match report.cycles.get(&id) {
-        Some(Ok(c)) => super::response::measured(chosen, c),
+    let row = report
+        .node()
+        .and_then(|n| n.workload.rows.iter().find(|r| r.rung_id == id))
+        .cloned();
+    let periodic = match (report.cycles.get(&id), row.as_ref().and_then(|r| r.on_fraction)) {
+        (Some(Ok(c)), Some(on)) => super::response::measured(chosen, c).map(|mut m| {
+            // The share of the iteration above its mid-level: its compute phase.
+            m.duty = on;
+            m
+        }),
         _ => None,
     };
     let gpus = report.run.series.len().max(1) as f64;
@@ -97,6 +107,7 @@ pub fn job_of(report: &Report, from: &From) -> Result<Option<Job>, PredictError>
             periodic: true,
             flat_swing_w,
             mitigations: Vec::new(),
+            row,
         }
         .with_mitigations(report)));
     }
@@ -113,6 +124,7 @@ pub fn job_of(report: &Report, from: &From) -> Result<Option<Job>, PredictError>
         periodic: false,
         flat_swing_w,
         mitigations: Vec::new(),
+        row,
     }
     .with_mitigations(report)))
 }
@@ -228,9 +240,13 @@ impl Job {
     /// and what of the schedule it replaces.
     pub fn notes(&self, asked: &Schedule) -> Vec<String> {
         let m = &self.measured;
+        let r = self.row.as_ref();
+        let pm = r.and_then(|r| r.period_ci95_ms).map_or_else(String::new, |x| format!(" ± {x:.2}"));
+        let jitter = r.and_then(|r| r.jitter_ms).map_or_else(String::new, |x| format!(", jitter {x:.1} ms"));
+        let cycles = r.and_then(|r| r.cycles).map_or_else(String::new, |x| format!(", {x} iterations"));
         let mut first = if self.periodic {
             format!(
-                "FROM THE JOB: the iteration is the one measured in workload rung `{}` ({:.1} ms, {:.0} % of it above the mid-level), folded from its own samples, not a square wave",
+                "FROM THE JOB: the iteration is the one measured in workload rung `{}` ({:.2}{pm} ms{jitter}{cycles}, {:.0} % of it above the mid-level), folded from its own samples, not a square wave",
                 self.label,
                 m.period_ms,
                 100.0 * m.duty
