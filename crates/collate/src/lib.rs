@@ -54,6 +54,7 @@ pub mod sensor;
 pub mod soak;
 pub mod stats;
 pub mod summary;
+pub mod workload;
 
 pub use collation::{CollateOptions, CollateOutput, collate, collate_with};
 pub use error::CollateError;

@@ -84,6 +84,7 @@ fn write_case(root: &std::path::Path, c: &Case) -> (std::path::PathBuf, Vec<f64>
         no_context: false,
         swinging: None,
         smoothing: None,
+        workload: None,
     };
     ev.append(&RunEvent::RungStarted {
         ts_ns: T0,

@@ -42,6 +42,7 @@ fn skeleton(root: &Path) -> PathBuf {
         no_context: false,
         swinging: None,
         smoothing: None,
+        workload: None,
     };
     ev.append(&RunEvent::RungStarted {
         ts_ns: T0,

@@ -59,6 +59,7 @@ fn write_run(root: &Path, gpus: &[(String, Vec<Sample>)], split: bool) -> std::p
         no_context: false,
         swinging: None,
         smoothing: None,
+        workload: None,
     };
     ev.append(&RunEvent::RungStarted {
         ts_ns: T0,

@@ -197,6 +197,9 @@ pub enum ReportFile {
     /// `mitigation_gpus.csv`: each mitigation rung per GPU: the floor and
     /// the ramp rates asked and achieved.
     MitigationGpusCsv,
+    /// `workload.csv`: each workload rung's iteration (period, jitter,
+    /// cycles, on-fraction) and its folded figures, or why it has none.
+    WorkloadCsv,
     /// `node_curve.csv`: the node curve for people.
     NodeCurveCsv,
     /// `node_curve.parquet`: the node curve, full precision (the rack reads it).
@@ -253,6 +256,7 @@ impl ReportFile {
             ReportFile::GridCsv => "grid.csv",
             ReportFile::MitigationCsv => "mitigation.csv",
             ReportFile::MitigationGpusCsv => "mitigation_gpus.csv",
+            ReportFile::WorkloadCsv => "workload.csv",
             ReportFile::NodeCurveCsv => "node_curve.csv",
             ReportFile::NodeCurveParquet => "node_curve.parquet",
             ReportFile::NodeCyclesParquet => "node_cycles.parquet",

@@ -22,8 +22,9 @@ use rustfft::FftPlanner;
 ///
 /// # Errors
 ///
-/// Returns [`NoCycle::NotPeriodic`] for a rung that is not a duty rung with
-/// a period and a duty strictly between 0 and 1. Returns
+/// Returns [`NoCycle::NotPeriodic`] for a rung that is not a duty rung (or
+/// a workload rung given the period found in its samples, see
+/// [`crate::workload`]) with a period and a duty strictly between 0 and 1. Returns
 /// [`NoCycle::Verdict`], saying why, when the measured window holds fewer
 /// than [`MIN_CYCLES`] cycles; when an on- or off-phase is shorter than
 /// twice a GPU's sample window; when a GPU has fewer than 90 % of the rising
@@ -40,12 +41,11 @@ pub fn compose(
     edges: &EdgeIndex,
     model: &SensorModel,
 ) -> Result<NodeCycle, NoCycle> {
-    let Some(period_ms) = r
-        .info
-        .period_ms
-        .map(PeriodMs::ms)
-        .filter(|_| r.info.kind == PhaseKind::Duty && r.info.duty > 0.0 && r.info.duty < 1.0)
-    else {
+    let Some(period_ms) = r.info.period_ms.map(PeriodMs::ms).filter(|_| {
+        matches!(r.info.kind, PhaseKind::Duty | PhaseKind::Workload)
+            && r.info.duty > 0.0
+            && r.info.duty < 1.0
+    }) else {
         return Err(NoCycle::NotPeriodic);
     };
     let p = ms_to_ns(period_ms);

@@ -238,7 +238,9 @@ fn compose_values(folds: &[GpuFold], gpu_values: &[Vec<f64>], p: i64, m: usize) 
     values
 }
 
-/// Composes the node cycle of every duty rung of the run.
+/// Composes the node cycle of every duty rung of the run. A workload
+/// rung is not composed here: its iterations are found in its samples
+/// first ([`crate::workload`]).
 pub fn compose_all(
     run: &Run,
     series: &SeriesSet,
@@ -249,10 +251,12 @@ pub fn compose_all(
     run.rungs
         .iter()
         .map(|r| {
-            (
-                r.info.id,
-                compose(&mut planner, run, r, series, edges, model),
-            )
+            let cycle = if r.info.kind == powerlab_rundir::PhaseKind::Workload {
+                Err(NoCycle::NotPeriodic)
+            } else {
+                compose(&mut planner, run, r, series, edges, model)
+            };
+            (r.info.id, cycle)
         })
         .collect()
 }

@@ -45,7 +45,9 @@ pub fn short_on_phases(
         .iter()
         .filter(|r| r.info.kind == PhaseKind::Sustained || r.info.kind == PhaseKind::Soak)
         .collect();
-    for r in &run.rungs {
+    // A workload rung's iteration is the user's job, not a load the
+    // harness fed: its draw is what it is.
+    for r in run.rungs.iter().filter(|r| r.info.kind == PhaseKind::Duty) {
         let Some(Ok(c)) = cycles.get(&r.info.id) else {
             continue;
         };

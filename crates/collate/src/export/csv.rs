@@ -2,7 +2,8 @@
 //! `in_phase_vs_staggered.csv`), the node curve (`node_curve.csv`), the
 //! NCCL table (`nccl.csv`), the sensor tables (`sensor_rungs.csv`,
 //! `sensor_periods.csv`, `spectrum.csv`), the envelope (`envelope.csv`),
-//! the grid metrics (`grid.csv`) and any frame or row set the rack writes.
+//! the grid metrics (`grid.csv`), the workload rungs (`workload.csv`) and
+//! any frame or row set the rack writes.
 //! Rows of a serializable type are written with a header named by its
 //! fields; frames with polars' writer; the spectrum table as fixed-
 //! precision records under [`SPECTRUM_HEADER`].
@@ -326,6 +327,9 @@ fn node_tables(n: &NodeParts, dir: &Path) -> Result<Vec<PathBuf>, CollateError> 
             dir,
             ReportFile::MitigationGpusCsv,
         )?);
+    }
+    if !n.workload.rows.is_empty() {
+        files.push(table(&n.workload.rows, dir, ReportFile::WorkloadCsv)?);
     }
     if !n.node_power.facts.is_empty() {
         files.push(table(

@@ -6,6 +6,7 @@
 pub mod marks;
 pub mod node;
 pub mod node_power;
+pub mod workload;
 
 use crate::curve::NodeCurve;
 use crate::envelope::Envelope;
@@ -83,6 +84,9 @@ pub struct NodeParts {
     pub node_power: NodePower,
     /// What each mitigation rung buys and costs against its plain rung.
     pub mitigation: crate::mitigation::Mitigation,
+    /// The workload rungs: the iterations their samples show, and the
+    /// figures stated for them.
+    pub workload: workload::Workload,
 }
 
 /// The node's own power sources, per rung beside the GPU sum, and the
@@ -133,6 +137,14 @@ impl Report {
             Scope::Node(n) => Some(n),
             Scope::Rack(_) => None,
         }
+    }
+
+    /// The folded iteration of workload rung `rung_id` of a node report
+    /// (None: a rack's report, not a workload rung, no period found, or
+    /// not folded): its period, on-fraction, every GPU's cycle (phase 0 at
+    /// its iteration starts), the node's cycle and its resolution.
+    pub fn folded_iteration(&self, rung_id: u32) -> Option<workload::FoldedIteration<'_>> {
+        self.node()?.workload.folded(&self.cycles, rung_id)
     }
 
     /// The rack's parts, for a rack report.

@@ -87,10 +87,11 @@ pub fn compute(
         samples.problems.push(format!("edges.csv is missing or empty although {duty_ended} duty rung(s) ended: their cycles cannot be folded (energy-counter means only)"));
     }
     let model = sensor::source::model_for(dir, &run, &samples.series, &edge_index)?;
-    let cycles: Cycles = cycle::compose_all(&run, &samples.series, &edge_index, &model)
+    let mut cycles: Cycles = cycle::compose_all(&run, &samples.series, &edge_index, &model)
         .into_iter()
         .collect();
     steps.done("node cycles");
+    let workload_rungs = with_workload(&run, &samples.series, &model, &mut cycles);
     let edge_stats = edges::edge_stats(edge_frame.as_ref(), &run)?;
     drop(edge_frame);
     let mut rungs = rung_summaries(&run, &samples.series, &curve, &cycles, &edge_stats);
@@ -113,7 +114,11 @@ pub fn compute(
     );
     marks::mark_incomplete(&mut rungs, &coverage);
     marks::mark_stopped(&mut rungs, &run);
-    let parts = node_parts(
+    let workload = super::workload::Workload {
+        rows: super::workload::rows(&workload_rungs, &rungs, &grid, &cycles),
+        rungs: workload_rungs,
+    };
+    let mut parts = node_parts(
         dir,
         &run,
         &curve,
@@ -125,6 +130,7 @@ pub fn compute(
         soak_edge_s,
         &steps,
     )?;
+    parts.workload = workload;
     Ok(Report {
         title: format!(
             "{} on {}",
@@ -176,6 +182,27 @@ fn read_edge_index(
     let index = EdgeIndex::from_frame(frame.as_ref());
     steps.done("edges by rung");
     Ok((frame, index))
+}
+
+/// Finds every workload rung's iterations in its samples, and gives those
+/// with a period their node cycle (composed on the iterations' starts), or
+/// the verdict that says why it cannot be, in `cycles`; a rung without a
+/// period keeps its sample-and-hold figures.
+fn with_workload(
+    run: &load::Run,
+    series: &SeriesSet,
+    model: &sensor::model::SensorModel,
+    cycles: &mut Cycles,
+) -> Vec<crate::workload::WorkloadRung> {
+    crate::workload::analyse(run, series, model)
+        .into_iter()
+        .map(|(w, c)| {
+            if let Some(c) = c {
+                cycles.insert(w.rung_id, c);
+            }
+            w
+        })
+        .collect()
 }
 
 /// Every rung's summary: duty rungs from their composed cycles, the others
@@ -323,5 +350,6 @@ fn node_parts(
         soak,
         node_power,
         mitigation,
+        workload: Default::default(),
     })
 }

@@ -69,6 +69,21 @@ impl SeriesSet {
         SeriesSet { by }
     }
 
+    /// A set of the given series by (node, GPU, instrument), each sorted
+    /// by time.
+    pub fn of(
+        series: impl IntoIterator<Item = ((String, String, String), Vec<(i64, f64)>)>,
+    ) -> SeriesSet {
+        let mut by: BTreeMap<(String, String, String), Vec<(i64, f64)>> = BTreeMap::new();
+        for (key, points) in series {
+            by.entry(key).or_default().extend(points);
+        }
+        for s in by.values_mut() {
+            s.sort_by_key(|x| x.0);
+        }
+        SeriesSet { by }
+    }
+
     /// One series of a single-node run (empty if absent).
     pub fn get(&self, gpu: &str, instrument: &str) -> &[(i64, f64)] {
         self.by
@@ -154,6 +169,19 @@ impl EdgeIndex {
             m.entry((rung, gpu, kind))
                 .or_default()
                 .extend(at.into_no_null_iter());
+        }
+        EdgeIndex(m)
+    }
+
+    /// An index of the given edges, each key's times sorted (edges the
+    /// collator places itself: a workload rung's iteration starts).
+    pub fn of(edges: impl IntoIterator<Item = ((u32, String, EdgeKind), Vec<i64>)>) -> EdgeIndex {
+        let mut m: BTreeMap<(u32, String, EdgeKind), Vec<i64>> = BTreeMap::new();
+        for (key, times) in edges {
+            m.entry(key).or_default().extend(times);
+        }
+        for v in m.values_mut() {
+            v.sort_unstable();
         }
         EdgeIndex(m)
     }

@@ -23,6 +23,7 @@ pub(crate) fn summary(nominal: Option<f64>) -> RungSummary {
             no_context: false,
             swinging: None,
             smoothing: None,
+            workload: None,
         },
         method: "composed cycle".into(),
         verdict: None,

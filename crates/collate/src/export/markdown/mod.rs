@@ -23,6 +23,7 @@ pub mod sensor;
 pub mod soak;
 pub mod tables;
 pub mod verdict;
+pub mod workload;
 
 use crate::error::CollateError;
 use crate::report::{Report, Scope};
@@ -50,6 +51,7 @@ impl super::Exporter for Markdown {
                     node_power: (&n.node_power.facts, &n.node_power.rungs),
                     per_gpu: &n.per_gpu,
                     soak: &n.soak.rows,
+                    workload: &n.workload.rows,
                 };
                 run::write_report(&report.run, &tables, n.raw_rows, dir)?
             }

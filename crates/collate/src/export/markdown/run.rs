@@ -1,5 +1,5 @@
 //! `report.md` of a node run: the qualifications of every number on its
-//! first line, the verdict plots, the answer, the run's facts, the rung table, edges, repeats, in phase
+//! first line, the verdict plots, the answer, the run's facts, the rung table, the workload rungs, edges, repeats, in phase
 //! vs staggered, what the instruments can see, NCCL, faults, definitions
 //! and the plots.
 
@@ -47,6 +47,7 @@ pub fn write_report(
     write_facts(&mut s, &run.manifest, raw_rows);
     write_gpus(&mut s, &run.manifest);
     super::rungs::write_rungs(&mut s, t.rungs);
+    super::workload::write_section(&mut s, t.workload);
     super::envelope::write_section(&mut s, t.envelope);
     super::grid::write_section(&mut s, t.grid);
     super::mitigation::write_section(&mut s, t.mitigation);

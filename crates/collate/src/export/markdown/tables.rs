@@ -34,6 +34,8 @@ pub struct Tables<'a> {
     pub per_gpu: &'a [crate::per_gpu::GpuRungRow],
     /// The soak analysis: every GPU and the node of every soak rung.
     pub soak: &'a [crate::soak::SoakRow],
+    /// The workload rungs' figures.
+    pub workload: &'a [crate::report::workload::WorkloadRow],
     /// The node's own power sources, and per rung beside the GPU sum.
     pub node_power: (
         &'a [crate::node_power::SourceFacts],
