@@ -4,10 +4,8 @@
 #           duty sweep and the training loop as three workload phases)
 #           with scripts/device/independent_meter.py draining every
 #           buffered sample and the energy counter beside it;
-#   part 2: the mitigation rungs at ~240 ms (campaigns/device-workload-
-#           mitigation.toml), then the same loop in the same three shapes
-#           without the harness's runner, recorded by `powerlab observe
-#           --csv` and the meter.
+#   part 2: the same loop in the same three shapes without the harness's
+#           runner, recorded by `powerlab observe --csv` and the meter.
 # Everything lands in $OUT/workload-partN.tgz (raw files, meter files,
 # the loop's own timings, logs); collate and compare here afterwards.
 #   usage: scripts/device/device-workload.sh 1|2 [.device/powerlab.xz]
@@ -49,10 +47,6 @@ if [ "$PART" = 1 ]; then
   for f in "$W"/runs/*/workload/*.stdout; do echo "--- $f"; head -4 "$f"; tail -3 "$f"; done 2>&1 | tee -a "$LOG"
   rm -rf "$W"/runs/*/report
 else
-  log "run campaigns/device-workload-mitigation.toml"
-  "$BIN" run campaigns/device-workload-mitigation.toml --results "$W/runs" --no-collate > "$W/run.log" 2>&1; echo "run exit $?" | tee -a "$LOG"
-  tail -6 "$W/run.log" | tee -a "$LOG"
-  rm -rf "$W"/runs/*/report
   for shape in back_to_back idle_wait busy_wait; do
     case $shape in idle_wait) extra="--iteration-factor 1.74" ;; busy_wait) extra="--iteration-factor 1.49" ;; *) extra="" ;; esac
     meter_start "$shape"

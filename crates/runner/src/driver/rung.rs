@@ -328,7 +328,10 @@ impl RungDriver<'_> {
             self.collectives
                 .write(rung.id, key, &o.collectives)
                 .map_err(|e| io(e.into()))?;
-            start_error.push(start_error_ns(&o.edges).unwrap_or(i64::MAX));
+            // A workload rung starts no load of the harness's own on a
+            // real GPU (the command runs): no start to miss.
+            let none = if rung.kind == powerlab_campaign::PhaseKind::Workload { 0 } else { i64::MAX };
+            start_error.push(start_error_ns(&o.edges).unwrap_or(none));
         }
         // The device clocks' probes around the rung: their drift, and how well each offset is known.
         let clocks: Vec<serde_json::Value> = outcomes
