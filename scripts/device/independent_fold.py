@@ -17,7 +17,8 @@ independent_meter.py file: per window and GPU,
                parabola. Then the rising crossings of the mid level (halfway
                between p10 and p90 of the grid), with hysteresis, are fitted
                to t0 + k P by least squares: P, its standard error, and the
-               jitter (std of the crossings' residuals);
+               jitter (std of the crossings' residuals); crossings that
+               scatter over 10 % of the fitted period are no period;
   fold         the samples between consecutive rising crossings (each cycle
                aligned at its own crossing, phase scaled by that cycle's
                length) go to 100 phase bins; the folded cycle is the mean per
@@ -276,6 +277,15 @@ def analyse(ts_us, value_mw, energy_t_s, energy_mj, t0, t1):
         out["swing_w"] = out["raw_swing_w"]
         return out
     P, se, jit, k, c, _ = fit
+    if jit > 0.1 * P:
+        # Crossings scattered over a tenth of the period are no steady
+        # iteration (a back-to-back job's samples beat with the sampling:
+        # every other 129.5 ms step lands half a sample apart, which reads
+        # as a 259.7 ms "period" with 13 % jitter).
+        out["note"] = (f"no period: the crossings scatter {jit * 1e3:.1f} ms about a "
+                       f"{P * 1e3:.1f} ms fit (over 10 %); swing = p90 - p10 of the raw samples")
+        out["swing_w"] = out["raw_swing_w"]
+        return out
     folded, counts, cycles = fold(tc, w, c, k, P)
     fp10, fp90 = np.percentile(folded, [10, 90])
     out.update(period_found=True, period_ms=P * 1e3, period_se_ms=se * 1e3, jitter_ms=jit * 1e3,

@@ -151,6 +151,15 @@ fn flat(report: &Report, s: &crate::summary::RungSummary) -> Option<Measured> {
     if values.len() < 100 {
         return None;
     }
+    // Each grid point held over its own step at 1 ms: read between its
+    // points, a linear interpolation would average away the extremes
+    // the samples show (a back-to-back job's p90 − p10: 122.6 W against
+    // the samples' 145.7 W on an H100).
+    let hold = (report.run.grid_ns / NS_PER_MS).max(1) as usize;
+    let values: Vec<f64> = values
+        .iter()
+        .flat_map(|v| std::iter::repeat_n(*v, hold))
+        .collect();
     let step_ms = FLAT_STRETCH_MS / values.len() as f64;
     Some(Measured {
         rung_id: s.rung.id,
@@ -178,7 +187,7 @@ impl Job {
                     parts.push(format!("a floor at {f:.0} W per GPU"));
                 }
                 if let Some(u) = l.up_w_per_ms {
-                    parts.push(format!("rises of at most {:.0} W/s per GPU", u * 1000.0));
+                    parts.push(format!("rises of at most {:.0} W/s per GPU (not applied to the job: a rise limit slows its compute, which the recording cannot show; run the job under it)", u * 1000.0));
                 }
                 if let Some(d) = l.down_w_per_ms {
                     parts.push(format!("falls of at most {:.0} W/s per GPU", d * 1000.0));
@@ -187,7 +196,7 @@ impl Job {
                     parts.push("nothing beyond the plain rungs' own levels and slopes".into());
                 }
                 format!(
-                    "Mitigation `{p}` on the job: its rungs held and achieved {}; the job's measured iteration is put through that (a ramp limit holds the power back, not the work: a compute phase it slows runs longer than shown)",
+                    "Mitigation `{p}` on the job: its rungs held and achieved {}; the job's measured iteration is put through its floor and fall limit",
                     parts.join(", ")
                 )
             })
@@ -221,8 +230,9 @@ impl Job {
         }
         r.profiles.retain(|_, l| !l.is_empty());
         r.profiles.insert(PLAIN.into(), vec![self.measured.clone()]);
-        // A flat job still moves as its samples did (the ± of a constant load).
-        r.sustained_swing_w = self.flat_swing_w.filter(|_| !self.periodic);
+        // A flat job's swing is its recorded stretch's own, not a
+        // constant load's bound.
+        r.sustained_swing_w = None;
         r
     }
 

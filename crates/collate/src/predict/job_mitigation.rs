@@ -6,8 +6,8 @@
 //! - **floor**: the level the mitigated rungs' off-phases held (the mean of
 //!   the last quarter of their off-phase, per GPU), below which the job's
 //!   iteration no longer falls;
-//! - **ramps**: the steepest rise and fall the mitigated rungs' cycles
-//!   show over [`SLOPE_WINDOW_MS`] (W/ms per GPU), which the job's
+//! - **ramps**: the 10–90 % rise and fall rates the mitigated rungs'
+//!   cycles show (W/ms per GPU), which the job's
 //!   iteration may no longer exceed (a slew limit run twice around the
 //!   cycle, so that it wraps).
 //!
@@ -18,8 +18,6 @@
 
 use super::response::Measured;
 
-/// The window slopes are read over, ms.
-pub const SLOPE_WINDOW_MS: f64 = 5.0;
 /// A mitigated slope at least this share of the plain rungs' is no limit.
 pub const UNLIMITED_SHARE: f64 = 0.8;
 
@@ -42,20 +40,34 @@ fn off_level(m: &Measured) -> f64 {
     s.iter().sum::<f64>() / s.len() as f64
 }
 
-/// The steepest rise and fall of `m`'s mean cycle over the slope window,
-/// W/ms (the fall positive).
+/// The rise and fall of `m`'s mean cycle, W/ms (the fall positive): 80 %
+/// of its step between its settled levels over the time from 10 % to 90 %
+/// of it (after the rise at phase 0, and after the fall at the duty), as
+/// the collator's ramps are read. A cycle whose step is under 10 W has
+/// none.
 fn slopes(m: &Measured) -> (f64, f64) {
     let v = &m.gpu_w;
     let n = v.len();
-    let step = m.period_ms / n as f64;
-    let k = ((SLOPE_WINDOW_MS / step).round() as usize).clamp(1, n / 2);
-    let (mut up, mut down) = (0.0_f64, 0.0_f64);
-    for i in 0..n {
-        let d = (v[(i + k) % n] - v[i]) / (k as f64 * step);
-        up = up.max(d);
-        down = down.max(-d);
+    let step_ms = m.period_ms / n as f64;
+    let on = ((m.duty * n as f64).round() as usize).clamp(1, n - 1);
+    let mean = |a: usize, b: usize| v[a..b].iter().sum::<f64>() / (b - a).max(1) as f64;
+    let hi = mean(on / 2, on);
+    let lo = mean(on + (n - on) * 3 / 4, n);
+    let d = hi - lo;
+    if d.abs() < 10.0 {
+        return (f64::INFINITY, f64::INFINITY);
     }
-    (up, down)
+    // First index from `from` (cyclic) where `pred` holds.
+    let first = |from: usize, pred: &dyn Fn(f64) -> bool| {
+        (0..n).map(|k| (from + k) % n).position(|i| pred(v[i])).map_or(n, |k| k)
+    };
+    let start = on + (n - on) / 2;
+    let r10 = first(start, &|x| x >= lo + 0.1 * d);
+    let r90 = first(start, &|x| x >= lo + 0.9 * d);
+    let f10 = first(on / 2, &|x| x <= hi - 0.1 * d);
+    let f90 = first(on / 2, &|x| x <= hi - 0.9 * d);
+    let rate = |a: usize, b: usize| 0.8 * d / ((b.saturating_sub(a)).max(1) as f64 * step_ms);
+    (rate(r10, r90), rate(f10, f90))
 }
 
 /// What the mitigated rungs `mitigated` held and achieved against the
@@ -67,14 +79,16 @@ pub fn limits(plain: &[Measured], mitigated: &[Measured]) -> Option<Limits> {
     let mean = |v: Vec<f64>| v.iter().sum::<f64>() / v.len().max(1) as f64;
     let floor = mean(mitigated.iter().map(off_level).collect());
     let plain_floor = (!plain.is_empty()).then(|| mean(plain.iter().map(off_level).collect()));
-    let (mu, md) = mitigated
-        .iter()
-        .map(slopes)
-        .fold((0.0_f64, 0.0_f64), |a, s| (a.0.max(s.0), a.1.max(s.1)));
-    let (pu, pd) = plain
-        .iter()
-        .map(slopes)
-        .fold((0.0_f64, 0.0_f64), |a, s| (a.0.max(s.0), a.1.max(s.1)));
+    // The fastest of each list: the limit is what the mitigation let
+    // through at its most, the plain rungs' what the instrument resolves.
+    let fastest = |l: &[Measured]| {
+        l.iter()
+            .map(slopes)
+            .filter(|s| s.0.is_finite() && s.1.is_finite())
+            .fold((0.0_f64, 0.0_f64), |a, s| (a.0.max(s.0), a.1.max(s.1)))
+    };
+    let (mu, md) = fastest(mitigated);
+    let (pu, pd) = fastest(plain);
     let limited = |m: f64, p: f64| (p > 0.0 && m < UNLIMITED_SHARE * p).then_some(m);
     Some(Limits {
         floor_w: match plain_floor {
@@ -86,8 +100,21 @@ pub fn limits(plain: &[Measured], mitigated: &[Measured]) -> Option<Limits> {
     })
 }
 
-/// `v` (one cyclic iteration of `period_ms`) under `l`.
+/// `v` (one cyclic iteration of `period_ms`) under `l`'s floor and fall
+/// limit. The rise limit is not applied: it holds a job's compute back
+/// (the work takes longer, the iteration stretches), which a recording
+/// cannot show; cutting the rise alone would show a saving of energy
+/// that is a slower job.
 pub fn apply(v: &[f64], period_ms: f64, l: &Limits) -> Vec<f64> {
+    let l = Limits {
+        up_w_per_ms: None,
+        ..*l
+    };
+    slew(v, period_ms, &l)
+}
+
+/// `v` under every limit of `l`, the rise's included.
+pub fn slew(v: &[f64], period_ms: f64, l: &Limits) -> Vec<f64> {
     let mut y: Vec<f64> = match l.floor_w {
         Some(f) => v.iter().map(|x| x.max(f)).collect(),
         None => v.to_vec(),
@@ -147,7 +174,7 @@ mod tests {
     fn a_ramp_limit_holds_every_step_to_its_slope_around_the_wrap() {
         let v = square(1000, 0.5, 100.0, 700.0);
         let l = Limits { floor_w: None, up_w_per_ms: Some(10.0), down_w_per_ms: Some(5.0) };
-        let y = apply(&v, 1000.0, &l);
+        let y = slew(&v, 1000.0, &l);
         for i in 0..1000 {
             let d = y[(i + 1) % 1000] - y[i];
             assert!(d <= 10.0 + 1e-9 && d >= -5.0 - 1e-9, "{i}: {d}");
@@ -155,5 +182,9 @@ mod tests {
         // The rise takes 60 ms, the fall 120 ms: half-way 30 and 60 ms in.
         assert!((y[29] - 400.0).abs() < 1e-9, "{}", y[29]);
         assert!((y[559] - 400.0).abs() < 1e-9, "{}", y[559]);
+        // On a job only the fall is held: its rise is the job's own.
+        let z = apply(&v, 1000.0, &l);
+        assert_eq!(z[0], 700.0);
+        assert!((z[559] - 400.0).abs() < 1e-9, "{}", z[559]);
     }
 }
