@@ -214,10 +214,16 @@ fn schedule_of(
         {
             let flag = "(the measured job)".to_string();
             if a.iteration_ms.is_none() {
-                overrides.push(Override { flag: flag.clone(), setting: Setting::IterationMs(period_ms) });
+                overrides.push(Override {
+                    flag: flag.clone(),
+                    setting: Setting::IterationMs(period_ms),
+                });
             }
             if a.compute_fraction.is_none() {
-                overrides.push(Override { flag, setting: Setting::ComputeFraction(duty) });
+                overrides.push(Override {
+                    flag,
+                    setting: Setting::ComputeFraction(duty),
+                });
             }
             powerlab_campaign::schedule::parse_schedule_with(&name, &text, &overrides)
                 .map_err(|e| anyhow::anyhow!(located(&e)))

@@ -68,13 +68,20 @@ fn assert_clean_failure(out: &Output, dir: &Path, what: &[&str], tmp: &Path) {
     let (n, _) = samples(dir);
     assert!(n >= 45, "{n} buffered samples kept");
     let report = std::fs::read_to_string(dir.join("report/report.md")).unwrap();
-    assert!(report.starts_with("# ⚠ RUN FAILED"), "{}", &report[..200.min(report.len())]);
+    assert!(
+        report.starts_with("# ⚠ RUN FAILED"),
+        "{}",
+        &report[..200.min(report.len())]
+    );
     // No process of the job is left.
     let pids = std::fs::read_to_string(tmp.join("pids")).unwrap_or_default();
     for pid in pids.split_whitespace() {
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
         let zombie_or_gone = status.is_empty() || status.contains("State:\tZ");
-        assert!(zombie_or_gone, "process {pid} of the job is still running:\n{status}");
+        assert!(
+            zombie_or_gone,
+            "process {pid} of the job is still running:\n{status}"
+        );
     }
 }
 
@@ -84,7 +91,11 @@ fn a_missing_program_is_named_and_the_samples_before_it_are_kept() {
     assert_clean_failure(
         &out,
         &dir,
-        &["`/nonexistent/train.py --steps 10` could not be started", "No such file", "PATH"],
+        &[
+            "`/nonexistent/train.py --steps 10` could not be started",
+            "No such file",
+            "PATH",
+        ],
         tmp.path(),
     );
 }
@@ -92,7 +103,12 @@ fn a_missing_program_is_named_and_the_samples_before_it_are_kept() {
 #[test]
 fn a_command_that_exits_1_at_once_is_named_with_its_status_and_output() {
     let (out, tmp, dir) = run(r#"["sh", "-c", "echo $$ > pids; echo boom >&2; exit 1"]"#);
-    assert_clean_failure(&out, &dir, &["exited with status 1", "workload/job.stderr"], tmp.path());
+    assert_clean_failure(
+        &out,
+        &dir,
+        &["exited with status 1", "workload/job.stderr"],
+        tmp.path(),
+    );
     let err = std::fs::read_to_string(dir.join("workload/job.stderr")).unwrap();
     assert_eq!(err, "boom\n");
     let ending: serde_json::Value =
@@ -107,7 +123,12 @@ fn a_command_that_ignores_sigterm_is_killed_with_its_children_after_the_grace() 
     let (out, tmp, dir) = run(
         r#"["sh", "-c", "trap '' TERM; echo $$ > pids; sleep 1000 & echo $! >> pids; wait; sleep 1000"]"#,
     );
-    assert_clean_failure(&out, &dir, &["did not stop within 1.0 s of SIGTERM", "SIGKILL"], tmp.path());
+    assert_clean_failure(
+        &out,
+        &dir,
+        &["did not stop within 1.0 s of SIGTERM", "SIGKILL"],
+        tmp.path(),
+    );
     let pids = std::fs::read_to_string(tmp.path().join("pids")).unwrap();
     assert_eq!(pids.split_whitespace().count(), 2, "{pids}");
     // Its whole window was sampled: the last sample is past the window's end.
@@ -118,7 +139,10 @@ fn a_command_that_ignores_sigterm_is_killed_with_its_children_after_the_grace() 
         .find(|e| e["event"] == "rung_started" && e["rung"]["kind"] == "workload")
         .and_then(|e| e["end_ns"].as_i64())
         .unwrap();
-    assert!(samples(&dir).1 >= end_ns - 40_000_000, "samples stop before the window's end");
+    assert!(
+        samples(&dir).1 >= end_ns - 40_000_000,
+        "samples stop before the window's end"
+    );
     let ending = std::fs::read_to_string(dir.join("workload/job.json")).unwrap();
     assert!(ending.contains("\"sigkill\""), "{ending}");
 }
@@ -127,7 +151,14 @@ fn a_command_that_ignores_sigterm_is_killed_with_its_children_after_the_grace() 
 fn a_command_that_floods_stdout_is_stopped_and_its_first_64_mib_kept() {
     let (out, tmp, dir) =
         run(r#"["sh", "-c", "echo $$ > pids; head -c 1000000000 /dev/zero; sleep 1000"]"#);
-    assert_clean_failure(&out, &dir, &["to stdout, more than the 64 MiB", "logging to a file"], tmp.path());
-    let kept = std::fs::metadata(dir.join("workload/job.stdout")).unwrap().len();
+    assert_clean_failure(
+        &out,
+        &dir,
+        &["to stdout, more than the 64 MiB", "logging to a file"],
+        tmp.path(),
+    );
+    let kept = std::fs::metadata(dir.join("workload/job.stdout"))
+        .unwrap()
+        .len();
     assert_eq!(kept, 64 << 20);
 }

@@ -25,7 +25,10 @@ fn window(dir: &Path) -> (i64, i64) {
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
         .find(|e| e["event"] == "rung_started" && e["rung"]["kind"] == "workload")
         .unwrap();
-    (e["epoch_ns"].as_i64().unwrap(), e["end_ns"].as_i64().unwrap())
+    (
+        e["epoch_ns"].as_i64().unwrap(),
+        e["end_ns"].as_i64().unwrap(),
+    )
 }
 
 /// The run's raw rows inside its workload window, time-ordered, as one
@@ -46,7 +49,11 @@ fn recording(dir: &Path, to: &Path) {
     }
     rows.sort_by_key(|r| r.0);
     let body: Vec<String> = rows.into_iter().map(|r| r.1).collect();
-    std::fs::write(to, format!("ts_ns,node,gpu,instrument,value\n{}\n", body.join("\n"))).unwrap();
+    std::fs::write(
+        to,
+        format!("ts_ns,node,gpu,instrument,value\n{}\n", body.join("\n")),
+    )
+    .unwrap();
 }
 
 /// p90 − p10 and the mean of `v`.
@@ -66,7 +73,10 @@ fn predicted(args: &[&str]) -> (f64, f64) {
     assert!(notes.contains("FROM THE JOB"), "{notes}");
     let s = &v["scenarios"][0];
     assert_eq!(s["label"], "plain");
-    (s["mean_w"]["value"].as_f64().unwrap(), s["swing_w"]["value"].as_f64().unwrap())
+    (
+        s["mean_w"]["value"].as_f64().unwrap(),
+        s["swing_w"]["value"].as_f64().unwrap(),
+    )
 }
 
 #[test]
@@ -84,23 +94,97 @@ fn eight_gpus_predicted_from_one_gpus_recording_hold_the_eight_gpu_runs_truth() 
     recording(one.dir(), &csv);
     let out = one.results.path().join("predicted");
     let (mean, swing) = predicted(&[
-        "predict", csv.to_str().unwrap(), "--gpus", "8", "--gpus-per-node", "8",
-        "--out", out.to_str().unwrap(), "--json",
+        "predict",
+        csv.to_str().unwrap(),
+        "--gpus",
+        "8",
+        "--gpus-per-node",
+        "8",
+        "--out",
+        out.to_str().unwrap(),
+        "--json",
     ]);
     let dm = 100.0 * (mean / true_mean - 1.0);
     let ds = 100.0 * (swing / true_swing - 1.0);
-    eprintln!("from the recording: mean {mean:.0} W vs true {true_mean:.0} W ({dm:+.2} %), swing {swing:.0} W vs {true_swing:.0} W ({ds:+.2} %)");
+    eprintln!(
+        "from the recording: mean {mean:.0} W vs true {true_mean:.0} W ({dm:+.2} %), swing {swing:.0} W vs {true_swing:.0} W ({ds:+.2} %)"
+    );
     assert!(dm.abs() < 2.0, "mean {dm:+.2} %");
     assert!(ds.abs() < 5.0, "swing {ds:+.2} %");
     // The same from the 1-GPU run directory's workload rung.
     let out = one.results.path().join("predicted-run");
     let (mean, swing) = predicted(&[
-        "predict", one.dir().to_str().unwrap(), "--gpus", "8", "--gpus-per-node", "8",
-        "--out", out.to_str().unwrap(), "--json",
+        "predict",
+        one.dir().to_str().unwrap(),
+        "--gpus",
+        "8",
+        "--gpus-per-node",
+        "8",
+        "--out",
+        out.to_str().unwrap(),
+        "--json",
     ]);
     let dm = 100.0 * (mean / true_mean - 1.0);
     let ds = 100.0 * (swing / true_swing - 1.0);
     eprintln!("from the run: mean {mean:.0} W ({dm:+.2} %), swing {swing:.0} W ({ds:+.2} %)");
     assert!(dm.abs() < 2.0, "mean {dm:+.2} %");
     assert!(ds.abs() < 5.0, "swing {ds:+.2} %");
+}
+
+#[test]
+fn a_measured_floor_lifts_the_jobs_iteration_to_the_level_its_rungs_held() {
+    let c = campaign(
+        "[[phase]]\nkind = \"duty\"\nname = \"mitigation\"\nperiod_ms = 240\nduty = 0.6\nduration_s = 8\n\
+         smoothing = [{}, { floor_pct = 60 }]\n\
+         [[phase]]\nkind = \"workload\"\nname = \"train\"\ncommand = [\"python3\", \"train.py\"]\nduration_s = 20\n",
+    );
+    let run = run_sim(&c, &["--sim-gpus", "1"]);
+    assert_eq!(run.code(), 0, "{}", run.stderr());
+    let held: f64 = crate::util::csv_rows(&run.dir().join("report/mitigation_gpus.csv"))
+        .iter()
+        .find_map(|r| r["achieved_floor_w"].parse().ok())
+        .expect("a floor held");
+    let out = powerlab_output([
+        "predict",
+        run.dir().to_str().unwrap(),
+        "--gpus",
+        "1",
+        "--gpus-per-node",
+        "1",
+        "--out",
+        run.results.path().join("p").to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let by = |l: &str| {
+        v["scenarios"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["label"] == l)
+            .cloned()
+            .unwrap()
+    };
+    let (plain, floor) = (by("plain"), by("floor60"));
+    let lowest = floor["levels"]["min_w"].as_f64().unwrap();
+    // The job's iteration never falls below what the rungs held, and pays for it.
+    assert!(
+        (lowest - held).abs() < 0.02 * held,
+        "lowest {lowest} W, held {held} W"
+    );
+    assert!(plain["levels"]["min_w"].as_f64().unwrap() < 0.5 * held);
+    let extra =
+        floor["mean_w"]["value"].as_f64().unwrap() - plain["mean_w"]["value"].as_f64().unwrap();
+    assert!(
+        extra > 0.1 * plain["mean_w"]["value"].as_f64().unwrap(),
+        "extra {extra} W"
+    );
+    assert!(
+        v["notes"]
+            .to_string()
+            .contains(&format!("a floor at {held:.0} W per GPU")),
+        "{}",
+        v["notes"]
+    );
 }

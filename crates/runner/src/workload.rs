@@ -135,7 +135,13 @@ pub struct Running {
 pub fn file_stem(label: &str) -> String {
     label
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' { c } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                c
+            } else {
+                '-'
+            }
+        })
         .collect()
 }
 
@@ -194,7 +200,11 @@ impl Running {
             Ok(t) => t,
             Err(e) => {
                 Self::kill_now(&mut child, pgid);
-                return Err(format!("workload {}: cannot keep its output in {}: {e}", describe(&spec.command), dir.display()));
+                return Err(format!(
+                    "workload {}: cannot keep its output in {}: {e}",
+                    describe(&spec.command),
+                    dir.display()
+                ));
             }
         };
         Ok(Running {
@@ -204,14 +214,23 @@ impl Running {
             started_ns: now_ns,
             out,
             err,
-            rel: (format!("workload/{stem}.stdout"), format!("workload/{stem}.stderr")),
+            rel: (
+                format!("workload/{stem}.stdout"),
+                format!("workload/{stem}.stderr"),
+            ),
             ended: None,
         })
     }
 
     fn taps(child: &mut Child, dir: &Path, stem: &str) -> std::io::Result<(Tap, Tap)> {
-        let so: ChildStdout = child.stdout.take().ok_or_else(|| std::io::Error::other("no stdout pipe"))?;
-        let se: ChildStderr = child.stderr.take().ok_or_else(|| std::io::Error::other("no stderr pipe"))?;
+        let so: ChildStdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| std::io::Error::other("no stdout pipe"))?;
+        let se: ChildStderr = child
+            .stderr
+            .take()
+            .ok_or_else(|| std::io::Error::other("no stderr pipe"))?;
         Ok((
             Tap::start(so, dir.join(format!("{stem}.stdout")))?,
             Tap::start(se, dir.join(format!("{stem}.stderr")))?,
@@ -236,7 +255,10 @@ impl Running {
     pub fn check(&mut self) -> Option<Fault> {
         for (stream, tap) in [("stdout", &self.out), ("stderr", &self.err)] {
             if tap.bytes() > KEEP_BYTES {
-                return Some(Fault::Flooded { stream, bytes: tap.bytes() });
+                return Some(Fault::Flooded {
+                    stream,
+                    bytes: tap.bytes(),
+                });
             }
         }
         if self.ended.is_none() {
@@ -264,7 +286,11 @@ impl Running {
                 *bytes as f64 / (1u64 << 20) as f64,
                 KEEP_BYTES >> 20,
                 KEEP_BYTES >> 20,
-                if *stream == "stdout" { &self.rel.0 } else { &self.rel.1 }
+                if *stream == "stdout" {
+                    &self.rel.0
+                } else {
+                    &self.rel.1
+                }
             ),
         }
     }
@@ -290,7 +316,10 @@ impl Running {
         }
         let status = match self.ended {
             Some(s) => s,
-            None => self.child.wait().unwrap_or_else(|_| std::os::unix::process::ExitStatusExt::from_raw(9)),
+            None => self
+                .child
+                .wait()
+                .unwrap_or_else(|_| std::os::unix::process::ExitStatusExt::from_raw(9)),
         };
         self.ended = Some(status);
         self.out.join();
@@ -318,7 +347,8 @@ impl Running {
     }
 
     fn group_alive(&self) -> bool {
-        self.pgid.is_some_and(|p| test_kill_process_group(p).is_ok())
+        self.pgid
+            .is_some_and(|p| test_kill_process_group(p).is_ok())
     }
 
     fn signal(&self, sig: Signal) {

@@ -75,7 +75,11 @@ pub(super) fn validate(ctx: &Ctx<'_>, pc: &PhaseCtx<'_>) -> Result<WorkloadSpec,
     Ok(WorkloadSpec {
         command: words.clone(),
         iteration_ms,
-        env: p.env.as_ref().map(|e| e.get_ref().clone()).unwrap_or_default(),
+        env: p
+            .env
+            .as_ref()
+            .map(|e| e.get_ref().clone())
+            .unwrap_or_default(),
         cwd: p.cwd.as_ref().map(|c| c.get_ref().clone()),
         stop_grace_s,
         sim,
@@ -100,7 +104,13 @@ fn sim_job(
     let num = |v: &Option<Spanned<f64>>, k: &str, lo: f64, hi: f64, default: f64| {
         ctx.ranged(v, &f(k), default, (lo, hi), false)
     };
-    let iteration_ms = num(&r.iteration_ms, "iteration_ms", 1.0, 600_000.0, d.iteration_ns as f64 / NS_PER_MS as f64)?;
+    let iteration_ms = num(
+        &r.iteration_ms,
+        "iteration_ms",
+        1.0,
+        600_000.0,
+        d.iteration_ns as f64 / NS_PER_MS as f64,
+    )?;
     let comm = match &r.comm {
         None => CommKind::Idle,
         Some(c) => match c.get_ref().as_str() {
@@ -128,13 +138,37 @@ fn sim_job(
     };
     Ok(TrainingSpec {
         iteration_ns: (iteration_ms * NS_PER_MS as f64).round() as i64,
-        compute_fraction: num(&r.compute_fraction, "compute_fraction", 0.05, 1.0, d.compute_fraction)?,
-        compute_level: num(&r.compute_level, "compute_level", 0.05, 1.0, d.compute_level)?,
+        compute_fraction: num(
+            &r.compute_fraction,
+            "compute_fraction",
+            0.05,
+            1.0,
+            d.compute_fraction,
+        )?,
+        compute_level: num(
+            &r.compute_level,
+            "compute_level",
+            0.05,
+            1.0,
+            d.compute_level,
+        )?,
         comm,
         comm_level: num(&r.comm_level, "comm_level", 0.0, 1.0, comm_default)?,
         jitter_pct: num(&r.jitter_pct, "jitter_pct", 0.0, 5.0, d.jitter_pct)?,
-        optimizer_ms: num(&r.optimizer_ms, "optimizer_ms", 0.0, 10_000.0, d.optimizer_ms)?,
-        optimizer_level: num(&r.optimizer_level, "optimizer_level", 0.0, 1.0, d.optimizer_level)?,
+        optimizer_ms: num(
+            &r.optimizer_ms,
+            "optimizer_ms",
+            0.0,
+            10_000.0,
+            d.optimizer_ms,
+        )?,
+        optimizer_level: num(
+            &r.optimizer_level,
+            "optimizer_level",
+            0.0,
+            1.0,
+            d.optimizer_level,
+        )?,
         seed,
     })
 }

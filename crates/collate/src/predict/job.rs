@@ -65,7 +65,11 @@ pub fn job_of(report: &Report, from: &From) -> Result<Option<Job>, PredictError>
         .collect();
     let labels = || {
         let l: Vec<&str> = workloads.iter().map(|s| s.rung.label.as_str()).collect();
-        if l.is_empty() { "none".to_string() } else { l.join(", ") }
+        if l.is_empty() {
+            "none".to_string()
+        } else {
+            l.join(", ")
+        }
     };
     let chosen = match from {
         From::SquareWaves => return Ok(None),
@@ -90,7 +94,10 @@ pub fn job_of(report: &Report, from: &From) -> Result<Option<Job>, PredictError>
         .node()
         .and_then(|n| n.workload.rows.iter().find(|r| r.rung_id == id))
         .cloned();
-    let periodic = match (report.cycles.get(&id), row.as_ref().and_then(|r| r.on_fraction)) {
+    let periodic = match (
+        report.cycles.get(&id),
+        row.as_ref().and_then(|r| r.on_fraction),
+    ) {
         (Some(Ok(c)), Some(on)) => super::response::measured(chosen, c).map(|mut m| {
             // The share of the iteration above its mid-level: its compute phase.
             m.duty = on;
@@ -101,15 +108,17 @@ pub fn job_of(report: &Report, from: &From) -> Result<Option<Job>, PredictError>
     let gpus = report.run.series.len().max(1) as f64;
     let flat_swing_w = chosen.raw_swing_w.or(chosen.swing_w).map(|w| w / gpus);
     if let Some(measured) = periodic {
-        return Ok(Some(Job {
-            label: chosen.rung.label.clone(),
-            measured,
-            periodic: true,
-            flat_swing_w,
-            mitigations: Vec::new(),
-            row,
-        }
-        .with_mitigations(report)));
+        return Ok(Some(
+            Job {
+                label: chosen.rung.label.clone(),
+                measured,
+                periodic: true,
+                flat_swing_w,
+                mitigations: Vec::new(),
+                row,
+            }
+            .with_mitigations(report),
+        ));
     }
     let measured = flat(report, chosen).ok_or_else(|| {
         PredictError::NoJob(format!(
@@ -118,15 +127,17 @@ pub fn job_of(report: &Report, from: &From) -> Result<Option<Job>, PredictError>
             FLAT_STRETCH_MS / 1000.0
         ))
     })?;
-    Ok(Some(Job {
-        label: chosen.rung.label.clone(),
-        measured,
-        periodic: false,
-        flat_swing_w,
-        mitigations: Vec::new(),
-        row,
-    }
-    .with_mitigations(report)))
+    Ok(Some(
+        Job {
+            label: chosen.rung.label.clone(),
+            measured,
+            periodic: false,
+            flat_swing_w,
+            mitigations: Vec::new(),
+            row,
+        }
+        .with_mitigations(report),
+    ))
 }
 
 /// A flat job's iteration: the middle [`FLAT_STRETCH_MS`] of its rung's
@@ -206,12 +217,11 @@ impl Job {
     /// The job with what each measured mitigation held and achieved.
     fn with_mitigations(mut self, report: &Report) -> Job {
         let base = super::response::responses(report);
-        let plain = base.profiles.get(PLAIN).cloned().unwrap_or_default();
         self.mitigations = base
             .profiles
-            .iter()
-            .filter(|(p, _)| *p != PLAIN)
-            .filter_map(|(p, l)| super::job_mitigation::limits(&plain, l).map(|x| (p.clone(), x)))
+            .keys()
+            .filter(|p| *p != PLAIN)
+            .filter_map(|p| super::job_mitigation::limits(report, p).map(|x| (p.clone(), x)))
             .collect();
         self
     }
@@ -220,12 +230,14 @@ impl Job {
     /// one, and each measured mitigation as the job runs it.
     pub fn responses(&self, base: &Responses) -> Responses {
         let mut r = base.clone();
-        let plain = base.profiles.get(PLAIN).cloned().unwrap_or_default();
         // Each measured mitigation: the job's iteration under what its
-        // rungs held and achieved against the plain rungs.
-        for (_, list) in r.profiles.iter_mut().filter(|(p, _)| *p != PLAIN) {
-            *list = super::job_mitigation::limits(&plain, list)
-                .map(|l| vec![super::job_mitigation::mitigated(&self.measured, &l)])
+        // rungs held and achieved.
+        for (p, list) in r.profiles.iter_mut().filter(|(p, _)| *p != PLAIN) {
+            *list = self
+                .mitigations
+                .iter()
+                .find(|(q, _)| q == p)
+                .map(|(_, l)| vec![super::job_mitigation::mitigated(&self.measured, l)])
                 .unwrap_or_default();
         }
         r.profiles.retain(|_, l| !l.is_empty());
@@ -251,9 +263,15 @@ impl Job {
     pub fn notes(&self, asked: &Schedule) -> Vec<String> {
         let m = &self.measured;
         let r = self.row.as_ref();
-        let pm = r.and_then(|r| r.period_ci95_ms).map_or_else(String::new, |x| format!(" ± {x:.2}"));
-        let jitter = r.and_then(|r| r.jitter_ms).map_or_else(String::new, |x| format!(", jitter {x:.1} ms"));
-        let cycles = r.and_then(|r| r.cycles).map_or_else(String::new, |x| format!(", {x} iterations"));
+        let pm = r
+            .and_then(|r| r.period_ci95_ms)
+            .map_or_else(String::new, |x| format!(" ± {x:.2}"));
+        let jitter = r
+            .and_then(|r| r.jitter_ms)
+            .map_or_else(String::new, |x| format!(", jitter {x:.1} ms"));
+        let cycles = r
+            .and_then(|r| r.cycles)
+            .map_or_else(String::new, |x| format!(", {x} iterations"));
         let mut first = if self.periodic {
             format!(
                 "FROM THE JOB: the iteration is the one measured in workload rung `{}` ({:.2}{pm} ms{jitter}{cycles}, {:.0} % of it above the mid-level), folded from its own samples, not a square wave",

@@ -3,23 +3,18 @@
 //! the emulation held and achieved, and the job's measured iteration is
 //! put through the same limits:
 //!
-//! - **floor**: the level the mitigated rungs' off-phases held (the mean of
-//!   the last quarter of their off-phase, per GPU), below which the job's
-//!   iteration no longer falls;
-//! - **ramps**: the 10–90 % rise and fall rates the mitigated rungs'
-//!   cycles show (W/ms per GPU), which the job's
-//!   iteration may no longer exceed (a slew limit run twice around the
-//!   cycle, so that it wraps).
+//! - **floor**: the level the mitigated rungs held (the report's achieved
+//!   floor per GPU), below which the job's iteration no longer falls;
+//! - **ramps**: the 10–90 % fall rate they achieved (the report's, per
+//!   GPU), which the job's falls may no longer exceed (a slew limit run
+//!   twice around the cycle, so that it wraps).
 //!
-//! The plain rungs' own steepest rise and fall bound what the instrument
-//! resolves: a mitigated slope within [`UNLIMITED_SHARE`] of the plain one
-//! limits nothing. The ramp-up limit holds the power back, not the work:
-//! a job whose compute is slowed by it runs longer than this shows.
+//! The rise rate they achieved is named, not applied: a rise limit holds
+//! the job's compute back, and the work then takes longer, which a
+//! recording cannot show.
 
 use super::response::Measured;
-
-/// A mitigated slope at least this share of the plain rungs' is no limit.
-pub const UNLIMITED_SHARE: f64 = 0.8;
+use crate::report::Report;
 
 /// What a mitigation profile's rungs held and achieved, per GPU.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -32,71 +27,54 @@ pub struct Limits {
     pub down_w_per_ms: Option<f64>,
 }
 
-fn off_level(m: &Measured) -> f64 {
-    let v = &m.gpu_w;
-    let n = v.len();
-    let from = ((m.duty + 0.75 * (1.0 - m.duty)) * n as f64) as usize;
-    let s = &v[from.min(n - 1)..];
-    s.iter().sum::<f64>() / s.len() as f64
-}
-
-/// The rise and fall of `m`'s mean cycle, W/ms (the fall positive): 80 %
-/// of its step between its settled levels over the time from 10 % to 90 %
-/// of it (after the rise at phase 0, and after the fall at the duty), as
-/// the collator's ramps are read. A cycle whose step is under 10 W has
-/// none.
-fn slopes(m: &Measured) -> (f64, f64) {
-    let v = &m.gpu_w;
-    let n = v.len();
-    let step_ms = m.period_ms / n as f64;
-    let on = ((m.duty * n as f64).round() as usize).clamp(1, n - 1);
-    let mean = |a: usize, b: usize| v[a..b].iter().sum::<f64>() / (b - a).max(1) as f64;
-    let hi = mean(on / 2, on);
-    let lo = mean(on + (n - on) * 3 / 4, n);
-    let d = hi - lo;
-    if d.abs() < 10.0 {
-        return (f64::INFINITY, f64::INFINITY);
-    }
-    // First index from `from` (cyclic) where `pred` holds.
-    let first = |from: usize, pred: &dyn Fn(f64) -> bool| {
-        (0..n).map(|k| (from + k) % n).position(|i| pred(v[i])).map_or(n, |k| k)
-    };
-    let start = on + (n - on) / 2;
-    let r10 = first(start, &|x| x >= lo + 0.1 * d);
-    let r90 = first(start, &|x| x >= lo + 0.9 * d);
-    let f10 = first(on / 2, &|x| x <= hi - 0.1 * d);
-    let f90 = first(on / 2, &|x| x <= hi - 0.9 * d);
-    let rate = |a: usize, b: usize| 0.8 * d / ((b.saturating_sub(a)).max(1) as f64 * step_ms);
-    (rate(r10, r90), rate(f10, f90))
-}
-
-/// What the mitigated rungs `mitigated` held and achieved against the
-/// plain rungs `plain` (both lists of one run; None: nothing measured).
-pub fn limits(plain: &[Measured], mitigated: &[Measured]) -> Option<Limits> {
-    if mitigated.is_empty() {
+/// What the run's rungs of mitigation `profile` held and achieved, from
+/// the report's mitigation table (`mitigation_gpus.csv`): the floor each
+/// GPU held where one was asked, and the 10–90 % rise and fall rates each
+/// achieved where ramps were asked, averaged over the GPUs and rungs the
+/// report credits (None: the run has no credited rung of it). A rate the
+/// report gives only as a lower bound is used as it is: the job's fall is
+/// then held at least as slow as measured, its cost not under-stated.
+pub fn limits(report: &Report, profile: &str) -> Option<Limits> {
+    let node = report.node()?;
+    let ids: Vec<u32> = node
+        .mitigation
+        .rows
+        .iter()
+        .filter(|r| r.mitigation == profile && r.withheld.is_none())
+        .map(|r| r.rung_id)
+        .collect();
+    let gpus: Vec<_> = node
+        .mitigation
+        .gpus
+        .iter()
+        .filter(|g| ids.contains(&g.rung_id))
+        .collect();
+    if gpus.is_empty() {
         return None;
     }
-    let mean = |v: Vec<f64>| v.iter().sum::<f64>() / v.len().max(1) as f64;
-    let floor = mean(mitigated.iter().map(off_level).collect());
-    let plain_floor = (!plain.is_empty()).then(|| mean(plain.iter().map(off_level).collect()));
-    // The fastest of each list: the limit is what the mitigation let
-    // through at its most, the plain rungs' what the instrument resolves.
-    let fastest = |l: &[Measured]| {
-        l.iter()
-            .map(slopes)
-            .filter(|s| s.0.is_finite() && s.1.is_finite())
-            .fold((0.0_f64, 0.0_f64), |a, s| (a.0.max(s.0), a.1.max(s.1)))
-    };
-    let (mu, md) = fastest(mitigated);
-    let (pu, pd) = fastest(plain);
-    let limited = |m: f64, p: f64| (p > 0.0 && m < UNLIMITED_SHARE * p).then_some(m);
+    let mean = |v: Vec<f64>| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+    let floor = mean(
+        gpus.iter()
+            .filter(|g| g.asked_floor_w.is_some())
+            .filter_map(|g| g.achieved_floor_w)
+            .collect(),
+    );
+    let up = mean(
+        gpus.iter()
+            .filter(|g| g.asked_up_w_per_s.is_some())
+            .filter_map(|g| g.achieved_up_w_per_s)
+            .collect(),
+    );
+    let down = mean(
+        gpus.iter()
+            .filter(|g| g.asked_down_w_per_s.is_some())
+            .filter_map(|g| g.achieved_down_w_per_s)
+            .collect(),
+    );
     Some(Limits {
-        floor_w: match plain_floor {
-            Some(p) if floor <= p + 5.0 => None,
-            _ => Some(floor),
-        },
-        up_w_per_ms: limited(mu, pu),
-        down_w_per_ms: limited(md, pd),
+        floor_w: floor,
+        up_w_per_ms: up.map(|w| w / 1000.0),
+        down_w_per_ms: down.map(|w| w / 1000.0),
     })
 }
 
@@ -163,7 +141,11 @@ mod tests {
     #[test]
     fn a_floor_lifts_the_off_phase_and_costs_its_energy() {
         let v = square(1000, 0.5, 100.0, 700.0);
-        let l = Limits { floor_w: Some(400.0), up_w_per_ms: None, down_w_per_ms: None };
+        let l = Limits {
+            floor_w: Some(400.0),
+            up_w_per_ms: None,
+            down_w_per_ms: None,
+        };
         let y = apply(&v, 1000.0, &l);
         let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
         assert!((mean(&y) - 550.0).abs() < 1e-9);
@@ -173,7 +155,11 @@ mod tests {
     #[test]
     fn a_ramp_limit_holds_every_step_to_its_slope_around_the_wrap() {
         let v = square(1000, 0.5, 100.0, 700.0);
-        let l = Limits { floor_w: None, up_w_per_ms: Some(10.0), down_w_per_ms: Some(5.0) };
+        let l = Limits {
+            floor_w: None,
+            up_w_per_ms: Some(10.0),
+            down_w_per_ms: Some(5.0),
+        };
         let y = slew(&v, 1000.0, &l);
         for i in 0..1000 {
             let d = y[(i + 1) % 1000] - y[i];

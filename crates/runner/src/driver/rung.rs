@@ -112,7 +112,11 @@ impl RungDriver<'_> {
     }
 
     /// Barrier, part 1: every GPU warm and ready (they keep warm meanwhile).
-    pub(super) async fn warm_up(&mut self, rung: &Rung, t0: i64) -> Result<Vec<Readiness>, StopReason> {
+    pub(super) async fn warm_up(
+        &mut self,
+        rung: &Rung,
+        t0: i64,
+    ) -> Result<Vec<Readiness>, StopReason> {
         // Each GPU warms with its own load: a GPU the rung leaves idle (a
         // ramp-up step's) is not warmed either.
         let loads = (0..self.keys.len())
@@ -165,7 +169,11 @@ impl RungDriver<'_> {
     /// Barrier, part 2: measures dispatch and chooses the epoch from
     /// readiness; across a rack, every node starts at the epoch all of them
     /// derived.
-    pub(super) async fn agree_start(&mut self, rung: &Rung, ready: &[Readiness]) -> Result<Start, StopReason> {
+    pub(super) async fn agree_start(
+        &mut self,
+        rung: &Rung,
+        ready: &[Readiness],
+    ) -> Result<Start, StopReason> {
         let ping_start = std::time::Instant::now();
         let _ = ask_all(&self.crew.workers, |_, reply| WorkerCmd::Ping { reply }).await;
         let dispatch_ns = ping_start.elapsed().as_nanos() as i64;
@@ -274,7 +282,11 @@ impl RungDriver<'_> {
                 && let Some(fault) = j.check()
             {
                 let into_s = (clock.now_ns() - epoch) as f64 / NS_PER_S as f64;
-                return Err(StopReason::Failed(j.fault_words(&fault, &rung.label, Some(into_s))));
+                return Err(StopReason::Failed(j.fault_words(
+                    &fault,
+                    &rung.label,
+                    Some(into_s),
+                )));
             }
             Ok(())
         };
@@ -320,7 +332,11 @@ impl RungDriver<'_> {
 
     /// Writes each GPU's edges and collectives, logs the device clocks and
     /// the rung's end with every GPU's start error, then the monitor's events.
-    pub(super) fn record(&mut self, rung: &Rung, outcomes: &[RungOutcome]) -> Result<(), StopReason> {
+    pub(super) fn record(
+        &mut self,
+        rung: &Rung,
+        outcomes: &[RungOutcome],
+    ) -> Result<(), StopReason> {
         let finals: Vec<_> = outcomes.iter().map(|o| o.edges.clone()).collect();
         self.edges.finish(&finals).map_err(|e| io(e.into()))?;
         let mut start_error = Vec::new();
@@ -330,7 +346,11 @@ impl RungDriver<'_> {
                 .map_err(|e| io(e.into()))?;
             // A workload rung starts no load of the harness's own on a
             // real GPU (the command runs): no start to miss.
-            let none = if rung.kind == powerlab_campaign::PhaseKind::Workload { 0 } else { i64::MAX };
+            let none = if rung.kind == powerlab_campaign::PhaseKind::Workload {
+                0
+            } else {
+                i64::MAX
+            };
             start_error.push(start_error_ns(&o.edges).unwrap_or(none));
         }
         // The device clocks' probes around the rung: their drift, and how well each offset is known.

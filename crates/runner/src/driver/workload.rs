@@ -99,9 +99,8 @@ impl RungDriver<'_> {
             .join("workload")
             .join(format!("{}.json", file_stem(&rung.label)));
         let text = serde_json::to_string_pretty(e).unwrap_or_default();
-        std::fs::write(&path, text + "\n").map_err(|err| {
-            crate::stop::disk_failure(&format!("{}: {err}", path.display()))
-        })?;
+        std::fs::write(&path, text + "\n")
+            .map_err(|err| crate::stop::disk_failure(&format!("{}: {err}", path.display())))?;
         let mut detail = serde_json::to_value(e).unwrap_or_default();
         if let Some(m) = detail.as_object_mut() {
             m.insert("rung_id".into(), rung.id.into());
