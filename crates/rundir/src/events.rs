@@ -52,7 +52,7 @@ pub struct RungInfo {
     /// A workload rung's command and the simulated job that stood in for
     /// it on the simulated node; absent on every other rung.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub workload: Option<WorkloadInfo>,
+    pub workload: Option<Box<WorkloadInfo>>,
 }
 
 /// What a workload rung ran, as the event log records it.

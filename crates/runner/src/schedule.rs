@@ -26,10 +26,12 @@ pub(crate) fn rung_info(r: &Rung, keys: &[String]) -> RungInfo {
         repeats: r.repeats,
         no_context: r.no_context,
         smoothing: r.smoothing,
-        workload: r.workload.as_ref().map(|w| powerlab_rundir::WorkloadInfo {
-            command: w.command.clone(),
-            iteration_ms: w.iteration_ms,
-            sim: w.sim,
+        workload: r.workload.as_ref().map(|w| {
+            Box::new(powerlab_rundir::WorkloadInfo {
+                command: w.command.clone(),
+                iteration_ms: w.iteration_ms,
+                sim: w.sim,
+            })
         }),
         swinging: r.swinging.as_ref().map(|s| {
             s.iter()

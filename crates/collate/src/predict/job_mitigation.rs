@@ -163,7 +163,7 @@ mod tests {
         let y = slew(&v, 1000.0, &l);
         for i in 0..1000 {
             let d = y[(i + 1) % 1000] - y[i];
-            assert!(d <= 10.0 + 1e-9 && d >= -5.0 - 1e-9, "{i}: {d}");
+            assert!((-5.0 - 1e-9..=10.0 + 1e-9).contains(&d), "{i}: {d}");
         }
         // The rise takes 60 ms, the fall 120 ms: half-way 30 and 60 ms in.
         assert!((y[29] - 400.0).abs() < 1e-9, "{}", y[29]);
