@@ -79,6 +79,18 @@ fn predicted(args: &[&str]) -> (f64, f64) {
     )
 }
 
+/// A prediction's (mean, swing) within the 2 % and 5 % of the truth.
+#[track_caller]
+fn holds(from: &str, (mean, swing): (f64, f64), (true_mean, true_swing): (f64, f64)) {
+    let dm = 100.0 * (mean / true_mean - 1.0);
+    let ds = 100.0 * (swing / true_swing - 1.0);
+    eprintln!(
+        "from {from}: mean {mean:.0} W vs true {true_mean:.0} W ({dm:+.2} %), swing {swing:.0} W vs {true_swing:.0} W ({ds:+.2} %)"
+    );
+    assert!(dm.abs() < 2.0, "from {from}: mean {dm:+.2} %");
+    assert!(ds.abs() < 5.0, "from {from}: swing {ds:+.2} %");
+}
+
 #[test]
 fn eight_gpus_predicted_from_one_gpus_recording_hold_the_eight_gpu_runs_truth() {
     let one = run_sim(&job(), &["--sim-gpus", "1"]);
@@ -104,13 +116,7 @@ fn eight_gpus_predicted_from_one_gpus_recording_hold_the_eight_gpu_runs_truth() 
         out.to_str().unwrap(),
         "--json",
     ]);
-    let dm = 100.0 * (mean / true_mean - 1.0);
-    let ds = 100.0 * (swing / true_swing - 1.0);
-    eprintln!(
-        "from the recording: mean {mean:.0} W vs true {true_mean:.0} W ({dm:+.2} %), swing {swing:.0} W vs {true_swing:.0} W ({ds:+.2} %)"
-    );
-    assert!(dm.abs() < 2.0, "mean {dm:+.2} %");
-    assert!(ds.abs() < 5.0, "swing {ds:+.2} %");
+    holds("the recording", (mean, swing), (true_mean, true_swing));
     // The same from the 1-GPU run directory's workload rung.
     let out = one.results.path().join("predicted-run");
     let (mean, swing) = predicted(&[
@@ -124,11 +130,7 @@ fn eight_gpus_predicted_from_one_gpus_recording_hold_the_eight_gpu_runs_truth() 
         out.to_str().unwrap(),
         "--json",
     ]);
-    let dm = 100.0 * (mean / true_mean - 1.0);
-    let ds = 100.0 * (swing / true_swing - 1.0);
-    eprintln!("from the run: mean {mean:.0} W ({dm:+.2} %), swing {swing:.0} W ({ds:+.2} %)");
-    assert!(dm.abs() < 2.0, "mean {dm:+.2} %");
-    assert!(ds.abs() < 5.0, "swing {ds:+.2} %");
+    holds("the run", (mean, swing), (true_mean, true_swing));
 }
 
 #[test]
