@@ -72,7 +72,7 @@ fn unknown_kind_and_mode_list_what_is_allowed() {
     let e = err(&BASE.replace("kind = \"duty\"", "kind = \"dutycycle\""));
     assert_eq!(
         e.allowed.as_deref(),
-        Some("idle, sustained, duty, nccl, soak")
+        Some("idle, sustained, duty, nccl, soak, workload")
     );
     let e = err(&BASE.replace("\"staggered\"]", "\"stagger\"]"));
     assert_eq!(e.allowed.as_deref(), Some("in_phase, staggered"));

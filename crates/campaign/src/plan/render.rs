@@ -68,6 +68,9 @@ pub fn render(plan: &Plan) -> String {
         if let Some(words) = mitigation_line(r) {
             let _ = writeln!(s, "{:>4}  mitigation: {words}", "");
         }
+        if let Some(w) = &r.workload {
+            let _ = writeln!(s, "{:>4}  command: {}", "", w.command.join(" "));
+        }
         t += r.nominal_ns();
     }
     let _ = writeln!(
@@ -78,6 +81,12 @@ pub fn render(plan: &Plan) -> String {
         let _ = writeln!(
             s,
             "ramp_up: a step of the ramp-up of swing depth (rampup/KofN: K of the N GPUs swing in phase, the GPUs shown idle run no load, warm-up included); a limit or interlock tripped in a step stops the run before the next"
+        );
+    }
+    if plan.rungs.iter().any(|r| r.workload.is_some()) {
+        let _ = writeln!(
+            s,
+            "workload: the user's command starts with the rung (its warm-up is the job's start-up), runs through the window, and gets SIGTERM at the window's end, SIGKILL after stop_grace_s; on the simulated node a simulated training job stands in"
         );
     }
     if plan.rungs.iter().any(|r| r.smoothing.is_some()) {
