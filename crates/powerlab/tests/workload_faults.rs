@@ -162,3 +162,20 @@ fn a_command_that_floods_stdout_is_stopped_and_its_first_64_mib_kept() {
         .len();
     assert_eq!(kept, 64 << 20);
 }
+
+#[test]
+fn a_process_that_leaves_the_group_is_found_killed_and_named() {
+    let t0 = std::time::Instant::now();
+    let (out, tmp, dir) =
+        run(r#"["sh", "-c", "setsid sleep 300 & echo $! > pids; echo started; sleep 1000"]"#);
+    assert_clean_failure(
+        &out,
+        &dir,
+        &["left 1 process(es) outside its process group", "(sleep)"],
+        tmp.path(),
+    );
+    // It did not wait for the escaped process (which held the output).
+    assert!(t0.elapsed().as_secs() < 60, "{:?}", t0.elapsed());
+    let ending = std::fs::read_to_string(dir.join("workload/job.json")).unwrap();
+    assert!(ending.contains("\"escaped\""), "{ending}");
+}

@@ -69,8 +69,14 @@ impl Tap {
         self.seen.load(Ordering::Relaxed)
     }
 
-    fn join(&mut self) {
-        if let Some(t) = self.thread.take() {
+    /// Waits up to `limit` for the copy to end (its pipe closed by every
+    /// holder); past it the thread is left to end with the process.
+    async fn join_within(&mut self, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        while self.thread.as_ref().is_some_and(|t| !t.is_finished()) && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        if let Some(t) = self.thread.take_if(|t| t.is_finished()) {
             let _ = t.join();
         }
     }
@@ -117,6 +123,11 @@ pub struct Ending {
     pub stdout_file: String,
     /// The stderr file.
     pub stderr_file: String,
+    /// Processes of the job found alive after the stop (outside its
+    /// process group: `pid (name)`), killed: a job must not load the GPUs
+    /// into the rungs after its own.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub escaped: Vec<String>,
 }
 
 /// A started workload command.
@@ -129,7 +140,12 @@ pub struct Running {
     err: Tap,
     rel: (String, String),
     ended: Option<ExitStatus>,
+    /// The value of [`TOKEN_VAR`] in the job's environment.
+    token: String,
 }
+
+/// The variable that marks every process of a workload.
+pub const TOKEN_VAR: &str = "POWERLAB_WORKLOAD";
 
 /// The file stem of a rung label (`train/r2` → `train-r2`).
 pub fn file_stem(label: &str) -> String {
@@ -174,11 +190,15 @@ impl Running {
         std::fs::create_dir_all(&dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let stem = file_stem(label);
+        // Every process the job starts inherits this: one that leaves the
+        // group (setsid, a daemon) is still found by it after the stop.
+        let token = format!("{}-{}-{now_ns}", std::process::id(), stem);
         let mut cmd = Command::new(&spec.command[0]);
         cmd.args(&spec.command[1..])
             .envs(&spec.env)
             .env("CUDA_VISIBLE_DEVICES", uuids.join(","))
             .env("POWERLAB_RUNG", label)
+            .env(TOKEN_VAR, &token)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -219,6 +239,7 @@ impl Running {
                 format!("workload/{stem}.stderr"),
             ),
             ended: None,
+            token,
         })
     }
 
@@ -322,8 +343,11 @@ impl Running {
                 .unwrap_or_else(|_| std::os::unix::process::ExitStatusExt::from_raw(9)),
         };
         self.ended = Some(status);
-        self.out.join();
-        self.err.join();
+        let escaped = self.kill_escaped();
+        // A process that escaped may have held the output open; past the
+        // kill, what still holds it is not waited for.
+        self.out.join_within(Duration::from_secs(2)).await;
+        self.err.join_within(Duration::from_secs(2)).await;
         Ending {
             command: self.command.clone(),
             pid: self.child.id(),
@@ -336,7 +360,45 @@ impl Running {
             stderr_bytes: self.err.bytes(),
             stdout_file: self.rel.0.clone(),
             stderr_file: self.rel.1.clone(),
+            escaped,
         }
+    }
+
+    /// Every live process that carries this job's token outside its
+    /// process group (one that left with setsid, or as a daemon), killed;
+    /// returns each as `pid (name)`.
+    fn kill_escaped(&self) -> Vec<String> {
+        let needle = format!("{TOKEN_VAR}={}", self.token);
+        let mut killed = Vec::new();
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return killed;
+        };
+        for e in dir.flatten() {
+            let Some(pid) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+                continue;
+            };
+            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            if !environ.split(|b| *b == 0).any(|v| v == needle.as_bytes()) {
+                continue;
+            }
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let Some((head, rest)) = stat.rsplit_once(") ") else {
+                continue;
+            };
+            let name = head.split_once(" (").map_or("", |(_, n)| n);
+            // `state ppid pgrp …`: a member of the job's own group was
+            // killed with it (it may not have died yet).
+            let pgrp = rest.split(' ').nth(2).and_then(|g| g.parse::<i32>().ok());
+            let in_group = pgrp.is_some() && pgrp == self.pgid.map(|p| p.as_raw_nonzero().get());
+            if in_group {
+                continue;
+            }
+            if let (Some(p), false) = (Pid::from_raw(pid), rest.starts_with('Z')) {
+                let _ = rustix::process::kill_process(p, Signal::KILL);
+                killed.push(format!("{pid} ({name})"));
+            }
+        }
+        killed
     }
 
     fn check_exited(&mut self) -> Option<ExitStatus> {
@@ -366,6 +428,7 @@ impl Drop for Running {
             self.signal(Signal::KILL);
             let _ = self.child.wait();
         }
+        let _ = self.kill_escaped();
     }
 }
 

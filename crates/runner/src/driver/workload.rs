@@ -55,6 +55,15 @@ impl RungDriver<'_> {
             self.keep_ending(rung, e)?;
         }
         window?;
+        if let Some(e) = ending.as_ref().filter(|e| !e.escaped.is_empty()) {
+            return Err(StopReason::Failed(format!(
+                "workload {} of rung {} left {} process(es) outside its process group ({}): they would have gone on loading the GPUs through the rungs after it, so they were killed; the rung's samples are complete; keep the job's processes in its group (no setsid, start_new_session or daemon)",
+                describe(&e.command),
+                rung.label,
+                e.escaped.len(),
+                e.escaped.join(", ")
+            )));
+        }
         if let Some(e) = ending.filter(|e| e.stopped_by == "sigkill") {
             return Err(StopReason::Failed(format!(
                 "workload {} of rung {} did not stop within {:.1} s of SIGTERM (stop_grace_s) and was killed with SIGKILL, its whole process group with it; the rung's samples are complete; make the job exit on SIGTERM, or raise stop_grace_s",
