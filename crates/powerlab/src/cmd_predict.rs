@@ -35,12 +35,23 @@ pub fn predict(a: &PredictArgs) -> Result<i32> {
         (None, false) => job::From::Auto,
     };
     let measured = match job::job_of(&report, &from) {
-        Ok(j) => j.map(|j| (j.measured.period_ms, j.measured.duty)),
+        Ok(j) => j.map(|j| (j.label.clone(), j.measured.period_ms, j.measured.duty)),
         Err(e) => {
             errln!("error: {e}");
             return Ok(crate::exit::TROUBLE);
         }
     };
+    // A flag that would be ignored is refused: the job's iteration is measured.
+    if let Some((label, period_ms, duty)) = &measured
+        && (a.iteration_ms.is_some() || a.compute_fraction.is_some())
+    {
+        errln!(
+            "error: --iteration-ms and --compute-fraction shape a square-wave job; this prediction is built from workload rung `{label}`, whose measured iteration ({period_ms:.2} ms, {:.0} % above its mid-level) is the job's: drop the flag, or pass --square-waves to predict from the duty rungs",
+            100.0 * duty
+        );
+        return Ok(crate::exit::TROUBLE);
+    }
+    let measured = measured.map(|(_, p, d)| (p, d));
     let schedule = match schedule_of(a, measured) {
         Ok(s) => s,
         Err(e) => {

@@ -86,15 +86,50 @@ fn assert_clean_failure(out: &Output, dir: &Path, what: &[&str], tmp: &Path) {
 }
 
 #[test]
-fn a_missing_program_is_named_and_the_samples_before_it_are_kept() {
-    let (out, tmp, dir) = run(r#"["/nonexistent/train.py", "--steps", "10"]"#);
+fn a_missing_program_is_refused_before_any_load() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("c.toml");
+    std::fs::write(
+        &file,
+        campaign(r#"["/nonexistent/train.py", "--steps", "10"]"#),
+    )
+    .unwrap();
+    let root = tmp.path().join("runs");
+    let out = capture(powerlab().args([
+        "run",
+        file.to_str().unwrap(),
+        "--backend",
+        "sim",
+        "--sim-pace",
+        "realtime",
+        "--sim-run-command",
+        "--sim-gpus",
+        "1",
+        "--results",
+        root.to_str().unwrap(),
+    ]));
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("`/nonexistent/train.py` is not found on this node"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("no load was started"), "{stderr}");
+    assert!(run_dirs(&root).is_empty());
+}
+
+#[test]
+fn a_program_that_cannot_start_is_named_and_the_samples_before_it_are_kept() {
+    // The campaign file itself (the run's directory is the test's):
+    // found, not executable, so the start fails.
+    let (out, tmp, dir) = run(r#"["./c.toml"]"#);
     assert_clean_failure(
         &out,
         &dir,
         &[
-            "`/nonexistent/train.py --steps 10` could not be started",
-            "No such file",
-            "PATH",
+            "`./c.toml` could not be started",
+            "Permission denied",
+            "chmod +x",
         ],
         tmp.path(),
     );

@@ -147,6 +147,50 @@ pub struct Running {
 /// The variable that marks every process of a workload.
 pub const TOKEN_VAR: &str = "POWERLAB_WORKLOAD";
 
+/// Whether `spec`'s command can start here: its `cwd` is a directory and
+/// its program is found (a path, relative to `cwd`, or a name on `PATH`,
+/// the phase's own `env` PATH first). Checked before any rung runs, so a
+/// campaign does not fail at its last phase for a typo.
+///
+/// # Errors
+///
+/// What is missing, in words that name the phase's key.
+pub fn check_startable(spec: &WorkloadSpec) -> Result<(), String> {
+    let cwd = std::path::PathBuf::from(spec.cwd.clone().unwrap_or_else(|| ".".into()));
+    if !cwd.is_dir() {
+        return Err(format!(
+            "workload {}: its cwd {} is not a directory on this node; create it or fix `cwd`",
+            describe(&spec.command),
+            cwd.display()
+        ));
+    }
+    let program = std::path::Path::new(&spec.command[0]);
+    let found = if spec.command[0].contains('/') {
+        cwd.join(program).is_file()
+    } else {
+        let path = spec
+            .env
+            .get("PATH")
+            .cloned()
+            .or_else(|| std::env::var("PATH").ok())
+            .unwrap_or_default();
+        std::env::split_paths(&path).any(|d| d.join(program).is_file())
+    };
+    if found {
+        return Ok(());
+    }
+    Err(format!(
+        "workload {}: its program `{}` is not found on this node ({}); give its whole path, or install it",
+        describe(&spec.command),
+        spec.command[0],
+        if spec.command[0].contains('/') {
+            format!("relative to {}", cwd.display())
+        } else {
+            "on PATH".into()
+        }
+    ))
+}
+
 /// The file stem of a rung label (`train/r2` → `train-r2`).
 pub fn file_stem(label: &str) -> String {
     label

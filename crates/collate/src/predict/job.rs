@@ -281,17 +281,18 @@ impl Job {
             )
         } else {
             format!(
-                "FROM THE JOB: workload rung `{}` shows no iteration period (steps back to back, or too irregular): its middle {:.0} s of node power is repeated as the job, every GPU drawing it together (an upper bound on the swing: {:.0} W per GPU in its samples)",
+                "FROM THE JOB: workload rung `{}` shows no iteration period (steps back to back, or too irregular): its middle {:.0} s of node power is repeated as the job, every GPU drawing it together (an upper bound across GPUs only: the samples' own 20 ms averaging may hide faster dips; {:.0} W p90 − p10 per GPU in its samples)",
                 self.label,
                 FLAT_STRETCH_MS / 1000.0,
                 self.flat_swing_w.unwrap_or(f64::NAN)
             )
         };
         let off = 100.0 * (asked.job.iteration_ms - m.period_ms) / m.period_ms;
-        if self.periodic && off.abs() > 1.0 {
+        if self.periodic && (off.abs() > 1.0 || (asked.job.compute_fraction - m.duty).abs() > 0.01)
+        {
             first.push_str(&format!(
-                "; the schedule's iteration_ms = {} is {off:+.0} % from it and is not used (a job of another iteration has another shape: record that job)",
-                asked.job.iteration_ms
+                "; the schedule's iteration_ms = {} ({off:+.0} % from it) and compute_fraction = {} are not used (a job of another iteration has another shape: record that job)",
+                asked.job.iteration_ms, asked.job.compute_fraction
             ));
         }
         let mut notes = vec![first];

@@ -37,6 +37,21 @@ pub async fn execute(
         Some(s) if !s.run_command => powerlab_runner::WorkloadExec::Simulated,
         _ => powerlab_runner::WorkloadExec::Run,
     };
+    if opts.workload_exec == powerlab_runner::WorkloadExec::Run {
+        let commands = cfg
+            .campaign
+            .phases
+            .iter()
+            .filter_map(|p| p.workload.as_ref());
+        if let Some(e) = commands
+            .filter_map(|w| powerlab_runner::workload::check_startable(w).err())
+            .next()
+        {
+            errln!("error: {e}");
+            errln!("(no load was started)");
+            return Ok(Err(crate::exit::ERROR));
+        }
+    }
     // One campaign at a time per node: the real node's lock is host-wide;
     // a simulated node is the results directory it writes into.
     opts.lock_path = match cfg.backend() {
