@@ -84,11 +84,11 @@ fn predicted(args: &[&str]) -> (f64, f64) {
 fn holds(from: &str, (mean, swing): (f64, f64), (true_mean, true_swing): (f64, f64)) {
     let dm = 100.0 * (mean / true_mean - 1.0);
     let ds = 100.0 * (swing / true_swing - 1.0);
-    eprintln!(
+    let said = format!(
         "from {from}: mean {mean:.0} W vs true {true_mean:.0} W ({dm:+.2} %), swing {swing:.0} W vs {true_swing:.0} W ({ds:+.2} %)"
     );
-    assert!(dm.abs() < 2.0, "from {from}: mean {dm:+.2} %");
-    assert!(ds.abs() < 5.0, "from {from}: swing {ds:+.2} %");
+    assert!(dm.abs() < 2.0, "{said}");
+    assert!(ds.abs() < 5.0, "{said}");
 }
 
 #[test]

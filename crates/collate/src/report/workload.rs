@@ -103,6 +103,9 @@ pub struct WorkloadRow {
     /// Why the rung's raw data are incomplete (every figure of the row is
     /// then of the part that was sampled).
     pub incomplete: Option<String>,
+    /// The phase's `iteration_ms`, the user's hint (report.md only).
+    #[serde(skip)]
+    pub declared_iteration_ms: Option<f64>,
 }
 
 /// Every workload rung's row: its period from `rungs`, its node figures
@@ -193,6 +196,7 @@ fn row(
         },
         verdict,
         incomplete: s.incomplete.clone(),
+        declared_iteration_ms: s.rung.workload.as_ref().and_then(|w| w.iteration_ms),
     }
 }
 
@@ -239,5 +243,48 @@ impl Workload {
             cycle: c,
             resolution_ms: cycle_resolution_ms(c),
         })
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests_support {
+    use super::*;
+
+    /// A row with nothing stated.
+    pub(crate) fn empty_row() -> WorkloadRow {
+        WorkloadRow {
+            rung_id: 0,
+            label: "w".into(),
+            status: WorkloadStatus::NoPeriod,
+            period_ms: None,
+            period_ci95_ms: None,
+            jitter_ms: None,
+            jitter_pct: None,
+            interval_sd_ms: None,
+            cycles: None,
+            on_fraction: None,
+            lag_ms: None,
+            method: "sample and hold".into(),
+            mean_w: None,
+            mean_ci95_lo_w: None,
+            mean_ci95_hi_w: None,
+            peak_w: None,
+            spread_w: None,
+            swing_w: None,
+            swing_ci95_lo_w: None,
+            swing_ci95_hi_w: None,
+            ramp_up_w_per_s: None,
+            ramp_up_pm_w_per_s: None,
+            ramp_up_lower_bound: false,
+            ramp_down_w_per_s: None,
+            ramp_down_pm_w_per_s: None,
+            ramp_down_lower_bound: false,
+            band_share_pct: None,
+            band_share_upper_pct: None,
+            resolution_ms: None,
+            verdict: None,
+            incomplete: None,
+            declared_iteration_ms: None,
+        }
     }
 }

@@ -44,6 +44,23 @@ pub fn write_section(s: &mut String, rows: &[WorkloadRow]) {
     }
 }
 
+/// The phase's declared iteration beside what the samples show: a found
+/// period off it by more than 5 % (near a multiple or a fraction of it,
+/// the samples may have beaten with the job), or no period at all.
+fn declared_note(r: &WorkloadRow) -> String {
+    let Some(d) = r.declared_iteration_ms else {
+        return String::new();
+    };
+    match r.period_ms {
+        Some(p) if (p / d - 1.0).abs() <= 0.05 => format!("; declared {d} ms"),
+        Some(p) => format!(
+            "; **declared {d} ms, found {p:.2} ms ({:.2} ×): check which the job runs; a period near a multiple or a fraction of the true one is the samples beating with it**",
+            p / d
+        ),
+        None => format!("; declared {d} ms, none found in the samples"),
+    }
+}
+
 /// One rung's row.
 fn write_row(s: &mut String, r: &WorkloadRow) {
     let period = match (r.period_ms, r.period_ci95_ms) {
@@ -67,6 +84,7 @@ fn write_row(s: &mut String, r: &WorkloadRow) {
     if let Some(i) = &r.incomplete {
         note = format!("**{i}** — {note}");
     }
+    note.push_str(&declared_note(r));
     let _ = writeln!(
         s,
         "| {} | {period} | {jitter} | {} | {} | {} | {} | {} | {} | {} | {band} | {} | {} |",
@@ -93,4 +111,29 @@ fn write_row(s: &mut String, r: &WorkloadRow) {
         // table's method cell); only a cell boundary is escaped.
         note.replace('|', "\\|"),
     );
+}
+
+#[cfg(test)]
+mod declared_tests {
+    use super::*;
+
+    #[test]
+    fn a_declared_iteration_off_the_found_one_is_said_in_bold() {
+        let row = |found: Option<f64>, declared: Option<f64>| WorkloadRow {
+            period_ms: found,
+            declared_iteration_ms: declared,
+            ..crate::report::workload::tests_support::empty_row()
+        };
+        assert_eq!(declared_note(&row(Some(241.7), None)), "");
+        assert_eq!(
+            declared_note(&row(Some(241.7), Some(240.0))),
+            "; declared 240 ms"
+        );
+        let off = declared_note(&row(Some(259.7), Some(129.5)));
+        assert!(
+            off.contains("**declared 129.5 ms, found 259.70 ms (2.01 ×)"),
+            "{off}"
+        );
+        assert!(declared_note(&row(None, Some(129.5))).contains("none found"));
+    }
 }
