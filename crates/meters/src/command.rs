@@ -58,6 +58,31 @@ fn reader(mut r: impl Read + Send + 'static) -> mpsc::Receiver<String> {
     rx
 }
 
+/// Starts `argv` in its own process group. A program file still open for
+/// writing somewhere (ETXTBSY: a script just written, its descriptor held
+/// for a moment by a process another thread is forking) is tried again a
+/// few times before the error stands.
+fn spawn(argv: &[String]) -> std::io::Result<std::process::Child> {
+    const ETXTBSY: i32 = 26;
+    let mut tries = 0;
+    loop {
+        let r = Command::new(argv.first().map_or("", String::as_str))
+            .args(argv.get(1..).unwrap_or_default())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .spawn();
+        match r {
+            Err(e) if e.raw_os_error() == Some(ETXTBSY) && tries < 5 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            r => return r,
+        }
+    }
+}
+
 /// Runs `argv` with a timeout; a non-zero exit is an error carrying the
 /// last lines of its standard error.
 pub(crate) fn run(argv: &[String], timeout: Duration) -> Result<Output, MeterError> {
@@ -67,17 +92,10 @@ pub(crate) fn run(argv: &[String], timeout: Duration) -> Result<Output, MeterErr
         target: target.clone(),
         timeout_ms: timeout.as_millis() as u64,
     };
-    let mut child = Command::new(&target)
-        .args(&argv[1..])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .map_err(|e| MeterError::Unreachable {
-            target: target.clone(),
-            detail: format!("cannot start it: {e}"),
-        })?;
+    let mut child = spawn(argv).map_err(|e| MeterError::Unreachable {
+        target: target.clone(),
+        detail: format!("cannot start it: {e}"),
+    })?;
     let group = rustix::process::Pid::from_child(&child);
     let kill_group = || {
         let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
