@@ -20,8 +20,9 @@ fn campaign(command: &str) -> String {
     )
 }
 
-/// Runs the campaign on one simulated GPU in real time, the command run.
-fn run(command: &str) -> (Output, tempfile::TempDir, std::path::PathBuf) {
+/// Runs the campaign on one simulated GPU in real time, the command run
+/// (from the test's own directory); returns the results root.
+fn attempt(command: &str) -> (Output, tempfile::TempDir, std::path::PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("c.toml");
     std::fs::write(&file, campaign(command)).unwrap();
@@ -39,6 +40,12 @@ fn run(command: &str) -> (Output, tempfile::TempDir, std::path::PathBuf) {
         "--results",
         root.to_str().unwrap(),
     ]));
+    (out, tmp, root)
+}
+
+/// [`attempt`], which made a run directory.
+fn run(command: &str) -> (Output, tempfile::TempDir, std::path::PathBuf) {
+    let (out, tmp, root) = attempt(command);
     let dir = run_dirs(&root).into_iter().next().expect("a run directory");
     (out, tmp, dir)
 }
@@ -87,27 +94,7 @@ fn assert_clean_failure(out: &Output, dir: &Path, what: &[&str], tmp: &Path) {
 
 #[test]
 fn a_missing_program_is_refused_before_any_load() {
-    let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join("c.toml");
-    std::fs::write(
-        &file,
-        campaign(r#"["/nonexistent/train.py", "--steps", "10"]"#),
-    )
-    .unwrap();
-    let root = tmp.path().join("runs");
-    let out = capture(powerlab().args([
-        "run",
-        file.to_str().unwrap(),
-        "--backend",
-        "sim",
-        "--sim-pace",
-        "realtime",
-        "--sim-run-command",
-        "--sim-gpus",
-        "1",
-        "--results",
-        root.to_str().unwrap(),
-    ]));
+    let (out, _tmp, root) = attempt(r#"["/nonexistent/train.py", "--steps", "10"]"#);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
     let stderr = text(&out.stderr);
     assert!(

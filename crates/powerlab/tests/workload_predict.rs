@@ -64,9 +64,20 @@ fn swing_mean(v: &[f64]) -> (f64, f64) {
     (q(0.9) - q(0.1), v.iter().sum::<f64>() / v.len() as f64)
 }
 
-/// The plain scenario's mean and swing of `predict … --json`.
-fn predicted(args: &[&str]) -> (f64, f64) {
-    let out = powerlab_output(args);
+/// The plain scenario's mean and swing of `predict SOURCE --gpus 8
+/// --gpus-per-node 8 --out OUT --json`.
+fn predicted(source: &Path, out: &Path) -> (f64, f64) {
+    let out = powerlab_output([
+        "predict",
+        source.to_str().unwrap(),
+        "--gpus",
+        "8",
+        "--gpus-per-node",
+        "8",
+        "--out",
+        out.to_str().unwrap(),
+        "--json",
+    ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let notes = v["notes"].to_string();
@@ -104,32 +115,10 @@ fn eight_gpus_predicted_from_one_gpus_recording_hold_the_eight_gpu_runs_truth() 
     let (true_swing, true_mean) = swing_mean(&node[ms(a) + 1000..ms(b) - 500]);
     let csv = one.results.path().join("train.csv");
     recording(one.dir(), &csv);
-    let out = one.results.path().join("predicted");
-    let (mean, swing) = predicted(&[
-        "predict",
-        csv.to_str().unwrap(),
-        "--gpus",
-        "8",
-        "--gpus-per-node",
-        "8",
-        "--out",
-        out.to_str().unwrap(),
-        "--json",
-    ]);
+    let (mean, swing) = predicted(&csv, &one.results.path().join("predicted"));
     holds("the recording", (mean, swing), (true_mean, true_swing));
     // The same from the 1-GPU run directory's workload rung.
-    let out = one.results.path().join("predicted-run");
-    let (mean, swing) = predicted(&[
-        "predict",
-        one.dir().to_str().unwrap(),
-        "--gpus",
-        "8",
-        "--gpus-per-node",
-        "8",
-        "--out",
-        out.to_str().unwrap(),
-        "--json",
-    ]);
+    let (mean, swing) = predicted(one.dir(), &one.results.path().join("predicted-run"));
     holds("the run", (mean, swing), (true_mean, true_swing));
 }
 
