@@ -41,6 +41,7 @@ pub mod format;
 pub mod grid;
 pub mod handoff;
 pub mod integrity;
+pub mod lifecycle;
 pub mod load;
 pub mod mitigation;
 pub mod nccl;

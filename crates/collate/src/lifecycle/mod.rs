@@ -1,0 +1,100 @@
+//! Lifecycle edges measured on the node: how fast a GPU's draw rises when
+//! a job starts (from a cold process, or from a context it holds) and how
+//! fast it falls when the process driving it is killed (SIGKILL
+//! mid-compute) or exits cleanly. `powerlab predict` builds a schedule's
+//! `[lifecycle]` (start, checkpoint, crash, restart, end) from these, never
+//! from square waves where a measured edge exists.
+
+use serde::Serialize;
+
+/// Which lifecycle edge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EdgeKind {
+    /// A new process starts the job: CUDA initialisation, then load.
+    StartCold,
+    /// A process that holds its context starts computing again (a duty
+    /// rung's rising edge).
+    StartHeld,
+    /// The process driving the GPU is killed mid-compute (SIGKILL).
+    StopKill,
+    /// The process ends its work and exits on its own (or on SIGTERM,
+    /// handled).
+    StopExit,
+    /// A process that holds its context stops computing (a duty rung's
+    /// falling edge).
+    StopHeld,
+}
+
+impl EdgeKind {
+    /// The name used in files and the report.
+    pub fn name(self) -> &'static str {
+        match self {
+            EdgeKind::StartCold => "start_cold",
+            EdgeKind::StartHeld => "start_held",
+            EdgeKind::StopKill => "stop_kill",
+            EdgeKind::StopExit => "stop_exit",
+            EdgeKind::StopHeld => "stop_held",
+        }
+    }
+
+    /// A rising edge.
+    pub fn rises(self) -> bool {
+        matches!(self, EdgeKind::StartCold | EdgeKind::StartHeld)
+    }
+}
+
+/// A figure over the measured events: mean, spread, extremes.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Spread {
+    /// Events (GPU × repeat) it is computed from.
+    pub n: usize,
+    /// Mean.
+    pub mean: f64,
+    /// Sample standard deviation (0 for one event).
+    pub sd: f64,
+    /// Smallest.
+    pub min: f64,
+    /// Largest.
+    pub max: f64,
+}
+
+/// One kind of lifecycle edge as the run measured it, per GPU (every
+/// figure is one GPU's, W or ms).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LifecycleEdge {
+    /// Which edge.
+    pub kind: EdgeKind,
+    /// The rungs it was measured in (labels).
+    pub rungs: Vec<String>,
+    /// Events measured (repeats); each GPU of each is one sample of the
+    /// figures below.
+    pub repeats: usize,
+    /// GPUs per event.
+    pub gpus: usize,
+    /// The level before the edge, W per GPU (the mean over the last
+    /// second before it: for a stop, the running job's mean).
+    pub before_w: Spread,
+    /// The level it settles at, W per GPU.
+    pub after_w: Spread,
+    /// after − before, W per GPU (negative: a fall).
+    pub step_w: Spread,
+    /// From the event (the spawn, the signal, the exit) to 10 % of the
+    /// step, ms: a cold start's CUDA initialisation shows here.
+    pub delay_ms: Spread,
+    /// From 10 % to 90 % of the step, ms.
+    pub t10_90_ms: Spread,
+    /// The finest time the samples resolve, ms (a 10–90 % time under it is
+    /// a bound, not a measurement).
+    pub resolution_ms: f64,
+    /// One GPU's mean edge, W: the mean over GPUs and repeats, each
+    /// aligned at its event, at `shape_step_ms` from `shape_t0_ms` after
+    /// the event (negative: before it).
+    pub shape_w: Vec<f64>,
+    /// The shape's spacing, ms.
+    pub shape_step_ms: f64,
+    /// The shape's first point, ms from the event.
+    pub shape_t0_ms: f64,
+    /// What the reader must know (events refused, a bound, too few).
+    pub caveat: Option<String>,
+}
