@@ -22,9 +22,10 @@ pub mod schedule;
 pub use disk::DiskEstimate;
 pub use error::CampaignError;
 pub use model::{
-    CALIBRATION_PHASE, Campaign, DEFAULT_BAND_HZ, Excursion, GpuSelector, Grid, Limits, Mode,
-    NcclSpec, NcclStep, NodePowerKind, NodePowerSpec, Phase, PhaseKind, Rack, RackStagger, Ramp,
-    RedfishAuth, Sampling, Stagger, Supply, calibration_phases,
+    CALIBRATION_PHASE, Campaign, DEFAULT_BAND_HZ, DEFAULT_RETUNE_ITERATION_PCT, Excursion,
+    GpuSelector, Grid, GridMode, Limits, Mode, NcclSpec, NcclStep, NodePowerKind, NodePowerSpec,
+    Phase, PhaseKind, Rack, RackStagger, Ramp, RedfishAuth, Sampling, Stagger, Supply,
+    calibration_phases,
 };
 pub use parse::{load_file, parse_str};
 pub use period::PeriodMs;

@@ -160,8 +160,17 @@ pub struct WorkloadSpec {
     /// Its working directory (the harness's own when absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
-    /// From SIGTERM to SIGKILL at the phase's end, s.
+    /// From SIGTERM to SIGKILL at the phase's end, s (with `stop =
+    /// "exit"`: how long after the window's end the command may take to
+    /// exit on its own).
     pub stop_grace_s: f64,
+    /// How the command is stopped at the window's end (absent in
+    /// campaigns that predate it: SIGTERM).
+    #[serde(
+        default,
+        skip_serializing_if = "powerlab_core::job::WorkloadStop::is_default"
+    )]
+    pub stop: powerlab_core::job::WorkloadStop,
     /// The simulated training job that stands in for the command on the
     /// simulated node.
     pub sim: powerlab_core::training::TrainingSpec,
@@ -365,6 +374,74 @@ pub struct Grid {
     /// Largest max − min at the node, W.
     #[serde(default)]
     pub max_dynamic_range_w: Option<f64>,
+    /// The grid's oscillation modes (`[[grid.mode]]`) an iteration's
+    /// harmonics must keep out of (`powerlab predict`'s "Grid modes").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub modes: Vec<GridMode>,
+    /// How far the user could move the iteration period, ± %: the range
+    /// `powerlab predict` searches for a period whose harmonics keep out
+    /// of every mode. None: ± [`DEFAULT_RETUNE_ITERATION_PCT`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retune_iteration_pct: Option<f64>,
+    /// The largest step of the site's load a lifecycle event may make, MW
+    /// (the site's own figure, not scaled by `gpus`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_step_mw: Option<f64>,
+    /// The fastest rise between consecutive minute means, MW/min.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ramp_up_mw_per_min: Option<f64>,
+    /// The fastest fall between consecutive minute means, MW/min.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ramp_down_mw_per_min: Option<f64>,
+    /// The most load the site may lose at once (a crash), MW.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_load_loss_mw: Option<f64>,
+}
+
+/// The retuning range where `retune_iteration_pct` is not declared, ± %.
+pub const DEFAULT_RETUNE_ITERATION_PCT: f64 = 10.0;
+
+/// One of the grid's oscillation modes (arXiv 2508.14318: inter-area
+/// below 1 Hz, between nearby plants 1–2.5 Hz, turbine shafts 7 to over
+/// 100 Hz): its centre and its band, from exactly one of a bandwidth or a
+/// damping ratio.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GridMode {
+    /// Its name, unique in the `[grid]`.
+    pub name: String,
+    /// Its centre frequency, Hz.
+    pub hz: f64,
+    /// Its band's full width, Hz (the band is `hz ± bandwidth_hz / 2`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bandwidth_hz: Option<f64>,
+    /// Its damping ratio ζ (the band is the half-power bandwidth 2ζ·hz,
+    /// `hz · (1 ± ζ)`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub damping_ratio: Option<f64>,
+}
+
+impl GridMode {
+    /// Half the band's width, Hz: `bandwidth_hz / 2`, or `ζ · hz`.
+    pub fn half_bandwidth_hz(&self) -> f64 {
+        match (self.bandwidth_hz, self.damping_ratio) {
+            (Some(b), _) => b / 2.0,
+            (None, Some(z)) => z * self.hz,
+            (None, None) => 0.0,
+        }
+    }
+
+    /// The band, Hz: `[hz − half, hz + half]`.
+    pub fn band_hz(&self) -> [f64; 2] {
+        let h = self.half_bandwidth_hz();
+        [self.hz - h, self.hz + h]
+    }
+
+    /// The damping ratio: as declared, or the one whose half-power band
+    /// is the declared bandwidth (`bandwidth_hz / (2 · hz)`).
+    pub fn damping(&self) -> f64 {
+        self.damping_ratio
+            .unwrap_or_else(|| self.half_bandwidth_hz() / self.hz)
+    }
 }
 
 /// The critical band when none is declared, Hz.

@@ -405,6 +405,15 @@ fn the_example_schedule_parses() {
     assert_eq!(grid.ramp_up_mw_per_s, Some(10.0));
     assert_eq!(grid.ramp_down_mw_per_s, Some(10.0));
     assert_eq!(grid.max_band_share_pct, Some(20.0));
+    assert_eq!(grid.retune_iteration_pct, Some(10.0));
+    // The 2000 ms iteration's fundamental in the first band, no harmonic
+    // in the second.
+    let names: Vec<&str> = grid.modes.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(names, ["inter-area", "plant"]);
+    for (m, want) in grid.modes.iter().zip([[0.475, 0.525], [1.2, 1.4]]) {
+        let band = m.band_hz();
+        assert!((band[0] - want[0]).abs() < 1e-12 && (band[1] - want[1]).abs() < 1e-12);
+    }
     let supply = s.supply.unwrap();
     assert_eq!(supply.rated_w, Some(90e6));
     let pair = |duration_ms, watts| Excursion { duration_ms, watts };

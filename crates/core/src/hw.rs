@@ -254,6 +254,18 @@ pub trait Gpu: Send {
     /// cannot tell before the window's end keeps the default, which hands
     /// over nothing: its edges reach disk at the window's end only.
     fn set_edge_feed(&mut self, _feed: EdgeFeed) {}
+    /// What became of a workload's process on this GPU. A real GPU
+    /// ignores it (the process itself draws, and the default answers
+    /// `None`); the simulated node draws the simulated job's cold start,
+    /// kill and exit, and answers a [`crate::job::JobEvent::Finish`] with
+    /// the moment the job exits.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`HwError::DeviceFailed`] if the device has failed.
+    async fn job(&mut self, _event: crate::job::JobEvent) -> Result<Option<EpochNs>, HwError> {
+        Ok(None)
+    }
 }
 
 /// An instrument that yields every new sample since the last call.

@@ -10,6 +10,7 @@
 pub mod clock;
 pub mod collective;
 pub mod hw;
+pub mod job;
 pub mod kind;
 pub mod meter;
 pub mod sample;

@@ -115,6 +115,22 @@ impl TrainingSpec {
             .round() as i64
     }
 
+    /// When a job whose iteration 0 starts at `origin_ns` and whose time
+    /// is up at `t` exits: it checks its time as each iteration starts
+    /// (as `scripts/device/train_loop.py --duration-s` does), so it
+    /// finishes the iteration `t` falls in and exits at the first
+    /// iteration start at or after `t`.
+    pub fn exit_ns(&self, origin_ns: EpochNs, t: EpochNs) -> EpochNs {
+        let period = self.iteration_ns.max(1);
+        // The shifts are under a tenth of the period: one step back
+        // from the nearest whole period covers them.
+        let mut k = ((t - origin_ns).div_euclid(period) - 1).max(0);
+        while self.iteration_start_ns(origin_ns, k) < t {
+            k += 1;
+        }
+        self.iteration_start_ns(origin_ns, k)
+    }
+
     /// What the GPU draws at `t` of a job whose iteration 0 starts at
     /// `origin_ns`.
     pub fn draw_at(&self, origin_ns: EpochNs, t: EpochNs) -> Draw {
@@ -183,5 +199,24 @@ mod tests {
         assert_eq!(s.draw_at(0, ms(200.0)), Draw::Level(0.0));
         assert_eq!(s.draw_at(0, ms(250.0)), Draw::Work);
         assert_eq!(s.draw_at(0, ms(-10.0)), Draw::Level(0.0));
+    }
+
+    #[test]
+    fn a_job_whose_time_is_up_finishes_its_iteration_then_exits() {
+        let s = TrainingSpec {
+            jitter_pct: 0.0,
+            ..TrainingSpec::default()
+        };
+        let p = s.iteration_ns;
+        assert_eq!(s.exit_ns(0, 10), p);
+        assert_eq!(s.exit_ns(0, p - 1), p);
+        assert_eq!(s.exit_ns(0, p), p);
+        assert_eq!(s.exit_ns(0, p + 1), 2 * p);
+        assert_eq!(s.exit_ns(1_000, -5_000), 1_000);
+        let j = TrainingSpec::default();
+        for t in [3 * p + 7, 40 * p + p / 2] {
+            let e = j.exit_ns(0, t);
+            assert!(e >= t && e - t <= p + p / 5, "{t} -> {e}");
+        }
     }
 }

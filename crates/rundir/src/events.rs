@@ -66,6 +66,13 @@ pub struct WorkloadInfo {
     /// The simulated job that stands in for it on the simulated node
     /// (whether the command ran is the `workload` note's `ran`).
     pub sim: powerlab_core::training::TrainingSpec,
+    /// How the command was stopped at the window's end (absent: SIGTERM,
+    /// and in runs made before the key existed).
+    #[serde(
+        default,
+        skip_serializing_if = "powerlab_core::job::WorkloadStop::is_default"
+    )]
+    pub stop: powerlab_core::job::WorkloadStop,
 }
 
 impl RungInfo {

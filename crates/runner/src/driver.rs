@@ -8,6 +8,7 @@
 mod calibrate;
 mod edge_log;
 mod ending;
+mod job_stop;
 mod journal;
 mod rung;
 mod trim;

@@ -31,6 +31,7 @@ pub(crate) fn rung_info(r: &Rung, keys: &[String]) -> RungInfo {
                 command: w.command.clone(),
                 iteration_ms: w.iteration_ms,
                 sim: w.sim,
+                stop: w.stop,
             })
         }),
         swinging: r.swinging.as_ref().map(|s| {

@@ -36,6 +36,13 @@ pub enum WorkerCmd {
         /// Where they are sent.
         reply: oneshot::Sender<Vec<powerlab_core::hw::EdgeRecord>>,
     },
+    /// What became of a workload's process (the simulated node draws it).
+    Job {
+        /// The event.
+        event: powerlab_core::job::JobEvent,
+        /// Where the answer (a simulated job's exit) or the error is sent.
+        reply: oneshot::Sender<Result<Option<i64>, HwError>>,
+    },
     /// Round trip, to measure dispatch time.
     Ping {
         /// Answered at once, to time the round trip.
@@ -85,6 +92,9 @@ pub fn spawn_worker(
                 }
                 WorkerCmd::StoppedEdges { reply } => {
                     let _ = reply.send(gpu.stopped_edges().await);
+                }
+                WorkerCmd::Job { event, reply } => {
+                    let _ = reply.send(gpu.job(event).await);
                 }
                 WorkerCmd::Ping { reply } => {
                     let _ = reply.send(());

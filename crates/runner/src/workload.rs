@@ -1,9 +1,11 @@
 //! A workload phase's command: started in its own process group with the
 //! campaign's GPUs visible, its output kept (up to [`KEEP_BYTES`] a
 //! stream) in the run directory, watched while the window runs, and
-//! stopped at the phase's end: SIGTERM to the group, then SIGKILL after
-//! the grace period. Whatever happens, no process of the group is left
-//! behind ([`Running`]'s drop kills what is left).
+//! stopped at the phase's end as the phase says: SIGTERM to the group,
+//! then SIGKILL after the grace period ([`Running::stop`]); SIGKILL at
+//! once ([`Running::kill`]); or left to exit on its own within the grace
+//! period ([`Running::wait_exit`]). Whatever happens, no process of the
+//! group is left behind ([`Running`]'s drop kills what is left).
 
 use powerlab_campaign::model::WorkloadSpec;
 use rustix::process::{Pid, Signal, kill_process_group, test_kill_process_group};
@@ -108,8 +110,14 @@ pub struct Ending {
     pub started_ns: i64,
     /// When it ended, run clock.
     pub ended_ns: i64,
+    /// When it was stopped: the moment before the signal that stopped it
+    /// was sent, or the moment its exit was seen (run clock; None: it
+    /// had exited before the stop).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop_ns: Option<i64>,
     /// `exited` (on its own), `sigterm` (stopped at the phase's end),
-    /// `sigkill` (ignored SIGTERM for the grace period).
+    /// `sigkill` (ignored SIGTERM for the grace period, or killed at the
+    /// phase's end as its `stop = "sigkill"` asks).
     pub stopped_by: &'static str,
     /// Its exit code (None: ended by a signal).
     pub exit_code: Option<i32>,
@@ -217,7 +225,9 @@ pub fn describe(command: &[String]) -> String {
 
 impl Running {
     /// Starts `spec`'s command in its own process group, `uuids` its only
-    /// visible GPUs, its output into `run_dir/workload/<stem>.{stdout,stderr}`.
+    /// visible GPUs, its output into `run_dir/workload/<stem>.{stdout,stderr}`;
+    /// `now_ns` reads the run clock (the spawn's moment is taken just
+    /// before it).
     ///
     /// # Errors
     ///
@@ -228,7 +238,7 @@ impl Running {
         run_dir: &Path,
         label: &str,
         uuids: &[String],
-        now_ns: i64,
+        now_ns: &dyn Fn() -> i64,
     ) -> Result<Running, String> {
         let dir = run_dir.join("workload");
         std::fs::create_dir_all(&dir)
@@ -236,7 +246,7 @@ impl Running {
         let stem = file_stem(label);
         // Every process the job starts inherits this: one that leaves the
         // group (setsid, a daemon) is still found by it after the stop.
-        let token = format!("{}-{}-{now_ns}", std::process::id(), stem);
+        let token = format!("{}-{}-{}", std::process::id(), stem, now_ns());
         let mut cmd = Command::new(&spec.command[0]);
         cmd.args(&spec.command[1..])
             .envs(&spec.env)
@@ -250,6 +260,7 @@ impl Running {
             cmd.current_dir(cwd);
         }
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        let started_ns = now_ns();
         let mut child = cmd.spawn().map_err(|e| {
             let fix = match e.kind() {
                 std::io::ErrorKind::NotFound => "check the program's path (give it whole, or put it on PATH) and the phase's `cwd`",
@@ -275,7 +286,7 @@ impl Running {
             child,
             pgid,
             command: spec.command.clone(),
-            started_ns: now_ns,
+            started_ns,
             out,
             err,
             rel: (
@@ -313,6 +324,11 @@ impl Running {
     /// The process id.
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// When it was spawned, run clock.
+    pub fn started_ns(&self) -> i64 {
+        self.started_ns
     }
 
     /// Whether the phase must stop now: the command exited, or floods its
@@ -363,9 +379,10 @@ impl Running {
     /// Stops the command: SIGTERM to its group, SIGKILL to whatever of the
     /// group is left after `grace`; waits for it. Returns how it ended.
     pub async fn stop(&mut self, grace: Duration, now_ns: impl Fn() -> i64) -> Ending {
-        let mut stopped_by = "exited";
+        let (mut stopped_by, mut stop_ns) = ("exited", None);
         if self.check_exited().is_none() {
             stopped_by = "sigterm";
+            stop_ns = Some(now_ns());
             self.signal(Signal::TERM);
         }
         let deadline = Instant::now() + grace;
@@ -379,6 +396,45 @@ impl Running {
             }
             self.signal(Signal::KILL);
         }
+        self.finish(stopped_by, stop_ns, now_ns).await
+    }
+
+    /// Kills the command's whole group at once (SIGKILL: the stop a
+    /// phase with `stop = "sigkill"` asks for); waits for it. Its
+    /// `stop_ns` is the moment before the signal.
+    pub async fn kill(&mut self, now_ns: impl Fn() -> i64) -> Ending {
+        let (mut stopped_by, mut stop_ns) = ("exited", None);
+        if self.check_exited().is_none() {
+            stopped_by = "sigkill";
+            stop_ns = Some(now_ns());
+        }
+        self.signal(Signal::KILL);
+        self.finish(stopped_by, stop_ns, now_ns).await
+    }
+
+    /// Waits up to `limit` for the command to exit on its own, looking
+    /// every 5 ms; returns when it was seen to (None: it has not).
+    pub async fn wait_exit(&mut self, limit: Duration, now_ns: impl Fn() -> i64) -> Option<i64> {
+        let deadline = Instant::now() + limit;
+        loop {
+            if self.check_exited().is_some() {
+                return Some(now_ns());
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+
+    /// The end of every stop: waits for the leader, kills what escaped the
+    /// group, keeps the output and says how it ended.
+    async fn finish(
+        &mut self,
+        stopped_by: &'static str,
+        stop_ns: Option<i64>,
+        now_ns: impl Fn() -> i64,
+    ) -> Ending {
         let status = match self.ended {
             Some(s) => s,
             None => self
@@ -397,6 +453,7 @@ impl Running {
             pid: self.child.id(),
             started_ns: self.started_ns,
             ended_ns: now_ns(),
+            stop_ns,
             stopped_by,
             exit_code: status.code(),
             signal: std::os::unix::process::ExitStatusExt::signal(&status),

@@ -89,6 +89,14 @@ impl SimBackend {
             .collect()
     }
 
+    /// Every workload process each GPU ran (a lifecycle rung's), by GPU.
+    pub fn jobs(&self) -> Vec<Vec<crate::device::job::JobTruth>> {
+        self.devices
+            .iter()
+            .map(|d| lock(d).jobs().to_vec())
+            .collect()
+    }
+
     /// Buffered samples lost per GPU because nobody read them in time.
     pub fn buffered_lost(&self) -> Vec<u64> {
         self.devices.iter().map(|d| lock(d).buffered_lost).collect()

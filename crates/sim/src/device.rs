@@ -10,6 +10,7 @@ use crate::faults::GpuFaults;
 use crate::profile::Profile;
 use powerlab_core::shape::{LoadKind, LoadShape};
 use powerlab_core::smoothing::Draw;
+use powerlab_core::training::TrainingSpec;
 use powerlab_core::units::{
     NS_PER_MS, NS_PER_S, NS_PER_US, j_to_mj, ms_to_ns_f64, ms_to_ns_trunc, ms_to_s, ns_f64_to_s,
     ns_to_s,
@@ -20,6 +21,7 @@ use rand_chacha::ChaCha8Rng;
 use std::collections::VecDeque;
 
 mod instruments;
+pub mod job;
 
 /// What the GPU is asked to do from some time on.
 #[derive(Debug, Clone, PartialEq)]
@@ -47,6 +49,16 @@ pub enum Demand {
         start: EpochNs,
         /// Window end.
         end: EpochNs,
+    },
+    /// A workload's process (a lifecycle rung's): its CUDA
+    /// initialisation at the context-held idle until `load_ns`, then the
+    /// simulated job, its iteration 0 at `load_ns`, until a kill or its
+    /// exit replaces it ([`job`]).
+    Job {
+        /// The simulated job.
+        spec: TrainingSpec,
+        /// Its first load.
+        load_ns: EpochNs,
     },
 }
 
@@ -141,6 +153,13 @@ pub struct SimDevice {
     /// When this process created its CUDA context on the GPU (None: not
     /// yet; the GPU idles at its bare idle until then).
     context_from_ns: Option<EpochNs>,
+    /// When the context ended (a workload's process, which took it over,
+    /// was killed or exited): bare idle from then until the next
+    /// `create_context`.
+    context_until_ns: Option<EpochNs>,
+    /// Every workload process this GPU ran (a lifecycle rung's), for the
+    /// truth.
+    jobs: Vec<job::JobTruth>,
 }
 
 impl SimDevice {
@@ -232,20 +251,27 @@ impl SimDevice {
             thermal_cap_ns: 0,
             thermal_factor: 1.0,
             context_from_ns: None,
+            context_until_ns: None,
+            jobs: Vec::new(),
         }
     }
 
     /// This process creates its CUDA context on the GPU at `t` (its first
-    /// prepare): from then on it idles at the context-held idle.
+    /// prepare, and the first after a workload's process took the GPU
+    /// over and ended): from then on it idles at the context-held idle.
     pub fn create_context(&mut self, t: EpochNs) {
+        if self.context_from_ns.is_some() && self.context_until_ns.is_none() {
+            return;
+        }
         self.advance_to(t);
-        if self.context_from_ns.is_none() {
+        if !self.has_context(t.max(self.t_ns)) {
             self.context_from_ns = Some(t.max(self.t_ns));
+            self.context_until_ns = None;
         }
     }
 
     fn has_context(&self, t: EpochNs) -> bool {
-        self.context_from_ns.is_some_and(|c| c <= t)
+        self.context_from_ns.is_some_and(|c| c <= t) && self.context_until_ns.is_none_or(|u| t < u)
     }
 
     /// The enforced power limit (after fault overrides).
@@ -319,6 +345,12 @@ impl SimDevice {
         {
             return (self.profile.level_w(l), l > 0.0);
         }
+        if let Demand::Job { spec, load_ns } = demand
+            && t >= *load_ns
+            && let Draw::Level(l) = spec.draw_at(*load_ns, t)
+        {
+            return (self.profile.level_w(l), l > 0.0);
+        }
         (self.work_w(demand, t), false)
     }
 
@@ -347,6 +379,10 @@ impl SimDevice {
                     p.fabric_demand_w
                 }
             }
+            // CUDA initialisation holds the context, no load yet; then
+            // the job's compute pass (its other phases are levels).
+            Demand::Job { load_ns, .. } if t < *load_ns => p.idle_w,
+            Demand::Job { .. } => p.virus_demand_w,
             Demand::Run { shape, start, end } => {
                 if t >= *end || t < *start {
                     p.idle_w

@@ -7,6 +7,7 @@ use powerlab_core::hw::{
     DeviceClock, DeviceEvent, EdgeFeed, EdgeRecord, Gpu, GpuIdentity, GpuSchedule, HwError,
     PowerSource, Readiness, RungOutcome,
 };
+use powerlab_core::job::JobEvent;
 use powerlab_core::shape::EdgeKind;
 use powerlab_core::shape::{LoadKind, LoadShape};
 use powerlab_core::units::{ms_to_ns_f64, ms_to_ns_trunc, ns_to_s, us_to_ns_trunc};
@@ -217,10 +218,17 @@ impl Gpu for SimGpu {
             lock(&self.dev).create_context(now);
             self.sleep_or_lost(now + self.cold_start_ns).await?;
             self.warmed = true;
+        } else if !lock(&self.dev).job_running() {
+            // The context again, where a workload's process that took the
+            // GPU over has ended (its module stays loaded: no delay).
+            lock(&self.dev).create_context(now);
         }
         let t = self.clock.now_ns();
         match warm_load {
             Some(load) => lock(&self.dev).set_demand(t, Demand::KeepWarm(load)),
+            // A workload's process holds the GPU: its start-up is the
+            // warm-up.
+            None if lock(&self.dev).job_running() => {}
             None => lock(&self.dev).set_demand(t, Demand::Idle),
         }
         // An idle rung's warm-up is idle time: what ran before settles.
@@ -253,7 +261,10 @@ impl Gpu for SimGpu {
         let armed_at = t_call + ms_to_ns_trunc(arm_ms);
         let actual_start = s.start_ns.max(armed_at);
         let collectives = self.start_collectives(s, actual_start).await?;
-        if collectives.is_none() {
+        // A lifecycle rung's process draws on its own (from its spawn to
+        // its kill or exit), whatever the window.
+        let job = lock(&self.dev).job_running();
+        if collectives.is_none() && !job {
             lock(&self.dev).set_demand(
                 actual_start,
                 Demand::Run {
@@ -294,7 +305,9 @@ impl Gpu for SimGpu {
         self.window = Some(edges.clone());
         self.hold_window(s.rung_id, &edges, s.end_ns).await?;
         self.window = None;
-        lock(&self.dev).set_demand(s.end_ns, Demand::Idle);
+        if !job {
+            lock(&self.dev).set_demand(s.end_ns, Demand::Idle);
+        }
         // The simulated device clock keeps a fixed offset (the probes find it to ~10 µs).
         let offset = us_to_ns_trunc(offset_us);
         let clock = DeviceClock {
@@ -327,6 +340,29 @@ impl Gpu for SimGpu {
 
     fn set_edge_feed(&mut self, feed: EdgeFeed) {
         self.feed = Some(feed);
+    }
+
+    async fn job(&mut self, event: JobEvent) -> Result<Option<EpochNs>, HwError> {
+        let mut d = lock(&self.dev);
+        if let Some(l) = d.lost_at().filter(|l| *l <= self.clock.now_ns()) {
+            drop(d);
+            return Err(self.lost_error(l));
+        }
+        Ok(match event {
+            JobEvent::Spawned { at_ns, job } => {
+                d.job_spawned(at_ns, job);
+                None
+            }
+            JobEvent::Killed { at_ns } => {
+                d.job_killed(at_ns);
+                None
+            }
+            JobEvent::Finish { at_ns } => d.job_finish(at_ns),
+            JobEvent::Exited { at_ns } => {
+                d.job_exited(at_ns);
+                None
+            }
+        })
     }
 }
 

@@ -62,6 +62,16 @@ pub struct Profile {
     pub dip_ms: f64,
     /// First `prepare` takes this long before any load (module load, JIT).
     pub cold_start_ms: f64,
+    /// A workload process's CUDA initialisation, from its spawn to its
+    /// first load, ms: a cold start's delay, at the context-held idle
+    /// (`idle_w`) meanwhile.
+    #[serde(default = "default_job_init_ms")]
+    pub job_init_ms: f64,
+    /// How much that initialisation varies from one start to the next,
+    /// ± % (uniform, drawn from the spawn's moment: the same for every
+    /// GPU of the job, which start together).
+    #[serde(default = "default_job_init_spread_pct")]
+    pub job_init_spread_pct: f64,
     /// Time from receiving a schedule to acting on its first deadline, ms.
     pub arm_latency_ms: f64,
     /// Device clock offset against host realtime, µs.
@@ -147,6 +157,8 @@ impl Profile {
             dip_fraction: 0.68,
             dip_ms: 50.0,
             cold_start_ms: 2000.0,
+            job_init_ms: default_job_init_ms(),
+            job_init_spread_pct: default_job_init_spread_pct(),
             arm_latency_ms: 1.5,
             clock_offset_us: 150.0,
             edge_jitter_us: 3.0,
@@ -268,4 +280,15 @@ fn default_level_max_share() -> f64 {
 /// A profile written without `level_gamma` (before the level load).
 fn default_level_gamma() -> f64 {
     0.6
+}
+
+/// A profile written without `job_init_ms` (before lifecycle rungs): a
+/// few hundred ms, as a small CUDA job's context and module load take.
+fn default_job_init_ms() -> f64 {
+    400.0
+}
+
+/// A profile written without `job_init_spread_pct`.
+fn default_job_init_spread_pct() -> f64 {
+    10.0
 }

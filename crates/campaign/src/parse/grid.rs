@@ -3,10 +3,10 @@
 //! fluctuation's energy inside it), checked as `[supply]` is: every key in
 //! range, units in the names, errors at the key's line.
 
-use super::raw::RawGrid;
+use super::raw::{RawGrid, RawGridMode};
 use crate::ctx::Ctx;
 use crate::error::CampaignError;
-use crate::model::{DEFAULT_BAND_HZ, Grid};
+use crate::model::{DEFAULT_BAND_HZ, Grid, GridMode};
 use toml::Spanned;
 
 /// Highest ramp limit per GPU, W/s (0 excluded): 100 MW/s, a GPU that
@@ -18,6 +18,10 @@ pub const RAMP_MW_PER_S_RANGE: (f64, f64) = (0.0, 100_000.0);
 pub const BAND_HZ_RANGE: (f64, f64) = (0.0, 1_000.0);
 /// Most GPUs a site may declare.
 pub const MAX_SITE_GPUS: i64 = 10_000_000;
+/// A mode's damping ratio ζ: above 0, below 1 (both excluded).
+pub const DAMPING_RATIO_RANGE: (f64, f64) = (0.0, 1.0);
+/// How far the iteration may be retuned, ± %: above 0, at most 50.
+pub const RETUNE_ITERATION_PCT_RANGE: (f64, f64) = (0.0, 50.0);
 
 /// One ramp direction's keys as written: the per-GPU and the site limit.
 struct RampKeys<'a> {
@@ -90,7 +94,133 @@ pub(crate) fn grid(ctx: &Ctx<'_>, g: Spanned<RawGrid>) -> Result<Grid, CampaignE
         max_band_share_pct: share,
         max_dynamic_range_pct: range_pct,
         max_dynamic_range_w: range_w,
+        modes: modes(ctx, &g.mode)?,
+        retune_iteration_pct: optional(
+            ctx,
+            &g.retune_iteration_pct,
+            "grid.retune_iteration_pct",
+            RETUNE_ITERATION_PCT_RANGE,
+        )?,
+        max_step_mw: optional(ctx, &g.max_step_mw, "grid.max_step_mw", SITE_MW_RANGE)?,
+        ramp_up_mw_per_min: optional(
+            ctx,
+            &g.ramp_up_mw_per_min,
+            "grid.ramp_up_mw_per_min",
+            SITE_MW_RANGE,
+        )?,
+        ramp_down_mw_per_min: optional(
+            ctx,
+            &g.ramp_down_mw_per_min,
+            "grid.ramp_down_mw_per_min",
+            SITE_MW_RANGE,
+        )?,
+        max_load_loss_mw: optional(
+            ctx,
+            &g.max_load_loss_mw,
+            "grid.max_load_loss_mw",
+            SITE_MW_RANGE,
+        )?,
     })
+}
+
+/// A site's step, load loss or per-minute ramp limit, MW (0 excluded): up
+/// to 100 GW.
+pub const SITE_MW_RANGE: (f64, f64) = (0.0, 100_000.0);
+
+/// `[[grid.mode]]`: each a unique non-empty `name`, `hz` in
+/// [`BAND_HZ_RANGE`] and exactly one of `bandwidth_hz` (above 0, below
+/// `2 · hz`: the band stays above 0 Hz) or `damping_ratio` (0 < ζ < 1);
+/// each error names `grid.mode[i].key` (i from 0) at the value's line.
+fn modes(ctx: &Ctx<'_>, raw: &[Spanned<RawGridMode>]) -> Result<Vec<GridMode>, CampaignError> {
+    let mut out: Vec<GridMode> = Vec::with_capacity(raw.len());
+    for (i, m) in raw.iter().enumerate() {
+        let key = |k: &str| format!("grid.mode[{i}].{k}");
+        let r = m.get_ref();
+        let missing = |k: &str, allowed: &str| {
+            ctx.err(
+                m.span(),
+                key(k),
+                format!("a mode without `{k}`"),
+                Some(allowed),
+            )
+        };
+        let Some(name) = &r.name else {
+            return Err(missing("name", "name = \"inter-area\" (unique in [grid])"));
+        };
+        let label = name.get_ref().trim();
+        if label.is_empty() || out.iter().any(|o| o.name == label) {
+            return Err(ctx.err(
+                name.span(),
+                key("name"),
+                format!("`{label}` is empty or names another mode too"),
+                Some("a unique, non-empty name per [[grid.mode]]"),
+            ));
+        }
+        if r.hz.is_none() {
+            return Err(missing("hz", "hz = f with 0 < f <= 1000"));
+        }
+        let hz = ctx.ranged(&r.hz, &key("hz"), 0.0, BAND_HZ_RANGE, true)?;
+        let (bandwidth_hz, damping_ratio) = mode_band(ctx, r, hz, &key, m.span())?;
+        out.push(GridMode {
+            name: label.to_string(),
+            hz,
+            bandwidth_hz,
+            damping_ratio,
+        });
+    }
+    Ok(out)
+}
+
+/// A mode's band: exactly one of `bandwidth_hz` (0 < b < 2 · hz) and
+/// `damping_ratio` (0 < ζ < 1).
+fn mode_band(
+    ctx: &Ctx<'_>,
+    r: &RawGridMode,
+    hz: f64,
+    key: &dyn Fn(&str) -> String,
+    span: std::ops::Range<usize>,
+) -> Result<(Option<f64>, Option<f64>), CampaignError> {
+    match (&r.bandwidth_hz, &r.damping_ratio) {
+        (Some(_), Some(z)) => Err(ctx.err(
+            z.span(),
+            key("damping_ratio"),
+            "the mode's band is given twice (also bandwidth_hz)",
+            Some("one of bandwidth_hz, damping_ratio"),
+        )),
+        (None, None) => Err(ctx.err(
+            span,
+            key("bandwidth_hz"),
+            "a mode without its band",
+            Some("one of bandwidth_hz = b (0 < b < 2 · hz), damping_ratio = ζ (0 < ζ < 1)"),
+        )),
+        (Some(b), None) => {
+            let x = *b.get_ref();
+            if x.is_finite() && x > 0.0 && x < 2.0 * hz {
+                return Ok((Some(x), None));
+            }
+            Err(ctx.err(
+                b.span(),
+                key("bandwidth_hz"),
+                format!("{x} is out of range"),
+                Some(&format!(
+                    "0 < bandwidth_hz < {} (twice hz: the band stays above 0 Hz)",
+                    2.0 * hz
+                )),
+            ))
+        }
+        (None, Some(z)) => {
+            let x = *z.get_ref();
+            if x.is_finite() && x > DAMPING_RATIO_RANGE.0 && x < DAMPING_RATIO_RANGE.1 {
+                return Ok((None, Some(x)));
+            }
+            Err(ctx.err(
+                z.span(),
+                key("damping_ratio"),
+                format!("{x} is out of range"),
+                Some("0 < damping_ratio < 1"),
+            ))
+        }
+    }
 }
 
 /// A value in `(lo, hi]`, or None when not written.
@@ -253,6 +383,119 @@ mod tests {
             assert!(e.message.contains(says), "{table}: {e}");
         }
         let e = with_grid("[grid]\nramp_up_w_per_s = 1\n").unwrap_err();
+        assert!(e.message.contains("unknown field"), "{e}");
+    }
+
+    const TWO_MODES: &str = "[grid]\nretune_iteration_pct = 5\n[[grid.mode]]\nname = \"inter-area\"\nhz = 0.5\ndamping_ratio = 0.05\n[[grid.mode]]\nname = \"plant\"\nhz = 1.5\nbandwidth_hz = 0.2\n";
+
+    #[test]
+    fn grid_modes_are_read_with_their_bands() {
+        let g = with_grid(TWO_MODES).unwrap().grid.unwrap();
+        assert_eq!(g.retune_iteration_pct, Some(5.0));
+        assert_eq!(g.modes.len(), 2);
+        let [lo, hi] = g.modes[0].band_hz();
+        assert!((lo - 0.475).abs() < 1e-12 && (hi - 0.525).abs() < 1e-12);
+        assert_eq!(g.modes[0].damping(), 0.05);
+        let [lo, hi] = g.modes[1].band_hz();
+        assert!((lo - 1.4).abs() < 1e-12 && (hi - 1.6).abs() < 1e-12);
+        assert!((g.modes[1].damping() - 0.2 / 3.0).abs() < 1e-12);
+        // No modes: nothing new serialized (report.json keeps its bytes).
+        let plain = with_grid("[grid]\nmax_band_share_pct = 20\n")
+            .unwrap()
+            .grid
+            .unwrap();
+        let table = toml::Value::try_from(&plain).unwrap();
+        assert!(table.get("modes").is_none(), "{table}");
+        let back: crate::Grid = toml::Value::try_from(&g).unwrap().try_into().unwrap();
+        assert_eq!(back, g);
+    }
+
+    /// The file line of the last line of `table` that is `needle`
+    /// (`with_grid` puts 5 lines before the table).
+    fn line_of(table: &str, needle: &str) -> usize {
+        let lines: Vec<&str> = table.lines().collect();
+        5 + 1 + lines.iter().rposition(|l| *l == needle).unwrap()
+    }
+
+    #[test]
+    fn a_bad_grid_mode_names_its_key_and_line() {
+        let m = |body: &str| {
+            format!(
+                "[grid]\n[[grid.mode]]\nname = \"a\"\nhz = 1\ndamping_ratio = 0.1\n[[grid.mode]]\nname = \"b\"\n{body}"
+            )
+        };
+        // (table, key, the line the error is at, what it says); a missing
+        // key is reported at its [[grid.mode]] table.
+        for (table, field, at, says) in [
+            (
+                m("hz = 0\nbandwidth_hz = 0.1\n"),
+                "grid.mode[1].hz",
+                "hz = 0",
+                "out of range",
+            ),
+            (
+                m("hz = 1200\nbandwidth_hz = 0.1\n"),
+                "grid.mode[1].hz",
+                "hz = 1200",
+                "out of range",
+            ),
+            (
+                m("hz = 2\nbandwidth_hz = 0.2\ndamping_ratio = 0.1\n"),
+                "grid.mode[1].damping_ratio",
+                "damping_ratio = 0.1",
+                "given twice",
+            ),
+            (
+                m("hz = 2\nbandwidth_hz = 4\n"),
+                "grid.mode[1].bandwidth_hz",
+                "bandwidth_hz = 4",
+                "out of range",
+            ),
+            (
+                m("hz = 2\nbandwidth_hz = -1\n"),
+                "grid.mode[1].bandwidth_hz",
+                "bandwidth_hz = -1",
+                "out of range",
+            ),
+            (
+                m("hz = 2\ndamping_ratio = 1\n"),
+                "grid.mode[1].damping_ratio",
+                "damping_ratio = 1",
+                "out of range",
+            ),
+            (
+                m("hz = 2\ndamping_ratio = 0\n"),
+                "grid.mode[1].damping_ratio",
+                "damping_ratio = 0",
+                "out of range",
+            ),
+            (
+                m("hz = 2\n"),
+                "grid.mode[1].bandwidth_hz",
+                "[[grid.mode]]",
+                "without its band",
+            ),
+            (
+                m("bandwidth_hz = 0.1\n"),
+                "grid.mode[1].hz",
+                "[[grid.mode]]",
+                "without `hz`",
+            ),
+            (
+                "[grid]\nretune_iteration_pct = 60\n".to_string(),
+                "grid.retune_iteration_pct",
+                "retune_iteration_pct = 60",
+                "out of range",
+            ),
+        ] {
+            let e = with_grid(&table).unwrap_err();
+            assert_eq!(e.field.as_deref(), Some(field), "{table}: {e}");
+            assert_eq!(e.line, line_of(&table, at), "{table}: {e}");
+            assert!(e.message.contains(says), "{table}: {e}");
+        }
+        let dup = with_grid("[grid]\n[[grid.mode]]\nname = \"a\"\nhz = 1\ndamping_ratio = 0.1\n[[grid.mode]]\nname = \"a\"\nhz = 2\ndamping_ratio = 0.1\n").unwrap_err();
+        assert_eq!(dup.field.as_deref(), Some("grid.mode[1].name"), "{dup}");
+        let e = with_grid("[grid]\n[[grid.mode]]\nname = \"a\"\nhz = 1\nzeta = 0.1\n").unwrap_err();
         assert!(e.message.contains("unknown field"), "{e}");
     }
 }

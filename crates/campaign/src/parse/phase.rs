@@ -154,6 +154,7 @@ fn present_keys(p: &RawPhase) -> Vec<(&'static str, Range<usize>)> {
         ("env", at(&p.env)),
         ("cwd", at(&p.cwd)),
         ("stop_grace_s", at(&p.stop_grace_s)),
+        ("stop", at(&p.stop)),
         ("sim", at(&p.sim)),
     ]
     .into_iter()

@@ -91,6 +91,24 @@ pub(crate) struct RawGrid {
     pub(super) max_band_share_pct: Option<Spanned<f64>>,
     pub(super) max_dynamic_range_pct: Option<Spanned<f64>>,
     pub(super) max_dynamic_range_w: Option<Spanned<f64>>,
+    pub(super) retune_iteration_pct: Option<Spanned<f64>>,
+    pub(super) max_step_mw: Option<Spanned<f64>>,
+    pub(super) ramp_up_mw_per_min: Option<Spanned<f64>>,
+    pub(super) ramp_down_mw_per_min: Option<Spanned<f64>>,
+    pub(super) max_load_loss_mw: Option<Spanned<f64>>,
+    #[serde(default)]
+    pub(super) mode: Vec<Spanned<RawGridMode>>,
+}
+
+/// One `[[grid.mode]]` as written: a mode's frequency and one of its two
+/// bandwidth forms.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawGridMode {
+    pub(super) name: Option<Spanned<String>>,
+    pub(super) hz: Option<Spanned<f64>>,
+    pub(super) bandwidth_hz: Option<Spanned<f64>>,
+    pub(super) damping_ratio: Option<Spanned<f64>>,
 }
 
 /// `[defaults]` as written.
@@ -140,6 +158,7 @@ pub(super) struct RawPhase {
     pub(super) env: Option<Spanned<std::collections::BTreeMap<String, String>>>,
     pub(super) cwd: Option<Spanned<String>>,
     pub(super) stop_grace_s: Option<Spanned<f64>>,
+    pub(super) stop: Option<Spanned<String>>,
     pub(super) sim: Option<Spanned<RawTrainingSim>>,
 }
 

@@ -99,6 +99,7 @@ pub(super) const KINDS: &[KindSpec] = &[
             "env",
             "cwd",
             "stop_grace_s",
+            "stop",
             "sim",
         ],
     },

@@ -1,7 +1,7 @@
 //! The workload part of a `workload` phase: the user's command (program
-//! and arguments, no shell), its environment and directory, how long it
-//! may take to stop, and the simulated training job that stands in for
-//! it on the simulated node (`sim`).
+//! and arguments, no shell), its environment and directory, how it is
+//! stopped (`stop`) and how long it may take to, and the simulated
+//! training job that stands in for it on the simulated node (`sim`).
 
 use super::phase_ctx::PhaseCtx;
 use super::raw::RawTrainingSim;
@@ -9,6 +9,7 @@ use super::table;
 use crate::ctx::Ctx;
 use crate::error::CampaignError;
 use crate::model::WorkloadSpec;
+use powerlab_core::job::WorkloadStop;
 use powerlab_core::training::{CommKind, TrainingSpec};
 use powerlab_core::units::NS_PER_MS;
 use toml::Spanned;
@@ -68,6 +69,17 @@ pub(super) fn validate(ctx: &Ctx<'_>, pc: &PhaseCtx<'_>) -> Result<WorkloadSpec,
         &table::STOP_GRACE_S,
         DEFAULT_STOP_GRACE_S,
     )?;
+    let stop = match &p.stop {
+        None => WorkloadStop::default(),
+        Some(s) => WorkloadStop::parse(s.get_ref()).ok_or_else(|| {
+            ctx.err(
+                s.span(),
+                pc.f("stop"),
+                format!("unknown stop `{}`", s.get_ref()),
+                Some("sigterm (SIGTERM, then SIGKILL after stop_grace_s), sigkill (SIGKILL at the window's end: a crash), exit (the command exits on its own within stop_grace_s of the window's end)"),
+            )
+        })?,
+    };
     let sim = match &p.sim {
         None => TrainingSpec::default(),
         Some(s) => sim_job(ctx, pc, s)?,
@@ -82,6 +94,7 @@ pub(super) fn validate(ctx: &Ctx<'_>, pc: &PhaseCtx<'_>) -> Result<WorkloadSpec,
             .unwrap_or_default(),
         cwd: p.cwd.as_ref().map(|c| c.get_ref().clone()),
         stop_grace_s,
+        stop,
         sim,
     })
 }

@@ -89,6 +89,16 @@ pub fn render(plan: &Plan) -> String {
             "workload: the user's command starts with the rung (its warm-up is the job's start-up), runs through the window, and gets SIGTERM at the window's end, SIGKILL after stop_grace_s; on the simulated node a simulated training job stands in"
         );
     }
+    if plan
+        .rungs
+        .iter()
+        .any(|r| r.workload.as_ref().is_some_and(|w| w.stop.is_lifecycle()))
+    {
+        let _ = writeln!(
+            s,
+            "workload stop: `sigkill` kills the command's process group at the window's end (a crash), `exit` waits up to stop_grace_s for it to exit on its own; its start and that stop are measured as lifecycle edges"
+        );
+    }
     if plan.rungs.iter().any(|r| r.smoothing.is_some()) {
         let _ = writeln!(
             s,

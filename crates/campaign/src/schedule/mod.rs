@@ -14,6 +14,7 @@
 //! campaign's `[supply]` (with facility ranges) and `[grid]` checks.
 
 mod flags;
+mod lifecycle;
 mod parse;
 mod raw;
 
@@ -67,6 +68,10 @@ pub struct Schedule {
     /// with its GPU count). None: the run's campaign `[grid]` is used if it
     /// declares one.
     pub grid: Option<Grid>,
+    /// `[lifecycle]`: the job's start, checkpoints, crashes, restarts and
+    /// end, streamed over their own span (None: steady iteration only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lifecycle: Option<Lifecycle>,
 }
 
 /// `[job]`.
@@ -159,4 +164,76 @@ pub struct Output {
     pub resolution_ms: f64,
     /// Seed of the start offsets and stragglers.
     pub seed: u64,
+}
+
+/// The lifecycle study's longest span, s (one day).
+pub const MAX_LIFECYCLE_SPAN_S: f64 = 86_400.0;
+/// The lifecycle study's resolution range, ms (it is streamed: a day at
+/// 1 ms is 86.4 million points, never held).
+pub const LIFECYCLE_RESOLUTION_MS_RANGE: (f64, f64) = (1.0, 1_000.0);
+/// The shortest time between two lifecycle events, s: each edge settles
+/// before the next begins.
+pub const MIN_EVENT_GAP_S: f64 = 10.0;
+
+/// `[lifecycle]`: the steps between a job's states, placed in a streamed
+/// waveform of the whole job (every GPU idle before the start and after
+/// the end).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Lifecycle {
+    /// The study's span, s.
+    pub span_s: f64,
+    /// Its resolution (each point the mean over this long), ms.
+    pub resolution_ms: f64,
+    /// When the job starts, s from the study's start.
+    pub start_at_s: f64,
+    /// How a GPU's draw rises when the job (re)starts.
+    pub start: StartEdge,
+    /// How far apart the nodes start, ms (uniform over this width).
+    pub start_spread_ms: f64,
+    /// Checkpoints (None: none).
+    pub checkpoint: Option<Checkpoint>,
+    /// Crashes at these times, s (each at most once; a time when the job
+    /// is not running is refused).
+    pub crash_at_s: Vec<f64>,
+    /// Further crashes drawn at this rate per hour of running (seeded by
+    /// `output.seed`).
+    pub crash_per_hour: f64,
+    /// From a crash to the job's restart, s.
+    pub restart_after_s: f64,
+    /// When the job ends cleanly, s (None: it runs to the span's end).
+    pub end_at_s: Option<f64>,
+    /// What a GPU draws with no process on it, W (None: the run's measured
+    /// level after a kill or exit).
+    pub idle_w_per_gpu: Option<f64>,
+}
+
+/// How a GPU's draw rises when the job (re)starts.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum StartEdge {
+    /// The run's measured cold start (a new process: CUDA initialisation,
+    /// then load).
+    Measured,
+    /// The run's duty rungs' rising edge (a process that held its
+    /// context): faster than any real job's start, a bound.
+    Held,
+    /// A declared linear ramp of every GPU from idle to the running job,
+    /// s (a job's own warm-up, or a ramp a site imposes).
+    Ramp {
+        /// s.
+        ramp_s: f64,
+    },
+}
+
+/// A checkpoint: every GPU leaves the iteration for `duration_s` every
+/// `every_s` of running (counted from each start).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Checkpoint {
+    /// The cadence, s.
+    pub every_s: f64,
+    /// How long each lasts, s.
+    pub duration_s: f64,
+    /// What a GPU draws through it, W (None: the run's measured level of a
+    /// GPU that holds its context and computes nothing).
+    pub w_per_gpu: Option<f64>,
 }

@@ -169,13 +169,17 @@ fn validate(ctx: &Ctx<'_>, raw: RawSchedule) -> Result<Schedule, CampaignError> 
             .map(|s| crate::parse::supply(ctx, s, FACILITY))
             .transpose()?,
         grid: raw.grid.map(|g| crate::parse::grid(ctx, g)).transpose()?,
+        lifecycle: raw
+            .lifecycle
+            .map(|l| super::lifecycle::lifecycle(ctx, l, job.iteration_ms))
+            .transpose()?,
         job,
     })
 }
 
 /// `v`, or an error at `at` (the table, or the key that calls for it)
 /// saying `field` is required.
-fn need<'a, T>(
+pub(super) fn need<'a, T>(
     ctx: &Ctx<'_>,
     v: &'a Option<Spanned<T>>,
     at: Range<usize>,
@@ -231,7 +235,7 @@ fn within_iteration(
 }
 
 /// An error for `v`, written where `why` says it does not belong.
-fn refuse<T>(
+pub(super) fn refuse<T>(
     ctx: &Ctx<'_>,
     v: &Option<Spanned<T>>,
     field: &str,

@@ -20,6 +20,7 @@ pub(super) struct RawSchedule {
     pub(super) output: Option<Spanned<RawOutput>>,
     pub(super) supply: Option<Spanned<RawSupply>>,
     pub(super) grid: Option<Spanned<RawGrid>>,
+    pub(super) lifecycle: Option<Spanned<RawLifecycle>>,
 }
 
 /// `[job]` as written.
@@ -74,4 +75,24 @@ pub(super) struct RawOutput {
     pub(super) span_s: Option<Spanned<f64>>,
     pub(super) resolution_ms: Option<Spanned<f64>>,
     pub(super) seed: Option<Spanned<i64>>,
+}
+
+/// `[lifecycle]` as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawLifecycle {
+    pub(super) span_s: Option<Spanned<f64>>,
+    pub(super) resolution_ms: Option<Spanned<f64>>,
+    pub(super) start_at_s: Option<Spanned<f64>>,
+    pub(super) start: Option<Spanned<String>>,
+    pub(super) start_ramp_s: Option<Spanned<f64>>,
+    pub(super) start_spread_ms: Option<Spanned<f64>>,
+    pub(super) checkpoint_every_s: Option<Spanned<f64>>,
+    pub(super) checkpoint_s: Option<Spanned<f64>>,
+    pub(super) checkpoint_w_per_gpu: Option<Spanned<f64>>,
+    pub(super) crash_at_s: Option<Spanned<Vec<f64>>>,
+    pub(super) crash_per_hour: Option<Spanned<f64>>,
+    pub(super) restart_after_s: Option<Spanned<f64>>,
+    pub(super) end_at_s: Option<Spanned<f64>>,
+    pub(super) idle_w_per_gpu: Option<Spanned<f64>>,
 }

@@ -96,6 +96,12 @@ mod tests {
             max_band_share_pct: Some(20.0),
             max_dynamic_range_pct: None,
             max_dynamic_range_w: None,
+            modes: Vec::new(),
+            retune_iteration_pct: None,
+            max_step_mw: None,
+            ramp_up_mw_per_min: None,
+            ramp_down_mw_per_min: None,
+            max_load_loss_mw: None,
         }
     }
 

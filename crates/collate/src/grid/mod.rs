@@ -21,6 +21,7 @@
 //!   an edge).
 
 pub(crate) mod judge;
+pub mod modes;
 pub mod shape;
 #[cfg(test)]
 mod tests;

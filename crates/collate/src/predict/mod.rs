@@ -21,9 +21,11 @@ pub mod export;
 pub mod figures;
 pub mod job;
 pub mod job_mitigation;
+pub mod lifecycle;
 pub mod response;
 pub mod scenario;
 pub mod source;
+pub mod stream;
 pub mod template;
 pub mod waveform;
 
@@ -67,6 +69,9 @@ pub enum PredictError {
         /// What the run has that is credited.
         measured: String,
     },
+    /// The schedule's `[lifecycle]` cannot be built from this run.
+    #[error("{0}")]
+    Lifecycle(String),
     /// The workload rung asked for cannot be predicted from.
     #[error("{0}")]
     NoJob(String),
@@ -119,6 +124,12 @@ pub struct Prediction {
     pub envelope: Envelope,
     /// Every scenario's grid metrics against the `[grid]`.
     pub grid: GridMetrics,
+    /// The headline's forcing of the `[grid]`'s declared modes over one
+    /// expected iteration, and the retuned period (None: no modes).
+    pub modes: Option<crate::grid::modes::ModeStudy>,
+    /// The schedule's `[lifecycle]` streamed: its plan, figures and
+    /// verdicts (None: none declared).
+    pub lifecycle: Option<lifecycle::LifecycleStudy>,
     /// What the figures rest on that the reader must know first
     /// (extrapolated periods, phases the instrument does not resolve,
     /// qualified source rungs).
@@ -257,6 +268,23 @@ fn predict_with(
         .or_else(|| crate::grid::grid_of(&report.run));
     let band_hz = grid_spec.as_ref().map_or(DEFAULT_BAND_HZ, |g| g.band_hz);
     let built = scenario::all(&ctx, &profile, band_hz, grid_spec.as_ref());
+    let modes = grid_spec.as_ref().and_then(|g| {
+        let pct = g
+            .retune_iteration_pct
+            .unwrap_or(powerlab_campaign::DEFAULT_RETUNE_ITERATION_PCT);
+        // The iteration's points lie period / len apart (step_ms where
+        // that divides the period).
+        let step = job.iteration_ms / built.expected.len().max(1) as f64;
+        crate::grid::modes::mode_study(&built.expected, step, &g.modes, pct)
+    });
+    let lifecycle = schedule
+        .lifecycle
+        .as_ref()
+        .map(|lc| lifecycle_plan(report, schedule, lc, &built.channels, step_ms, band_hz))
+        .transpose()?
+        .map(|plan| {
+            lifecycle::LifecycleStudy::of(plan, grid_spec.as_ref(), schedule.supply.as_ref())
+        });
     let mut notes = unfinished(report);
     if let Some(n) = report.node().filter(|n| !n.raw_problems.is_empty()) {
         notes.push(format!(
@@ -296,9 +324,57 @@ fn predict_with(
             gpus: job.gpus as usize,
             rungs: built.grids,
         },
+        modes,
+        lifecycle,
         scenarios: built.scenarios,
         notes,
     })
+}
+
+/// The lifecycle study's plan: every scenario's running job at the
+/// study's resolution (a whole number of the iteration's points), the
+/// run's measured edges, the supply's windows and the band.
+fn lifecycle_plan(
+    report: &Report,
+    schedule: &Schedule,
+    lc: &powerlab_campaign::schedule::Lifecycle,
+    channels: &[lifecycle::Channel],
+    step_ms: f64,
+    band_hz: [f64; 2],
+) -> Result<lifecycle::Plan, PredictError> {
+    let per = (lc.resolution_ms / step_ms).round().max(1.0);
+    if (per * step_ms - lc.resolution_ms).abs() > 1e-9 * lc.resolution_ms {
+        return Err(PredictError::Lifecycle(format!(
+            "lifecycle.resolution_ms = {} ms is not a whole number of the iteration's {step_ms} ms points (set by output.resolution_ms = {} ms): declare a multiple of {step_ms} ms",
+            lc.resolution_ms, schedule.output.resolution_ms
+        )));
+    }
+    let channels = channels
+        .iter()
+        .map(|c| {
+            let mut c = c.clone();
+            c.layout.per_output = per as usize;
+            c
+        })
+        .collect();
+    let measured = report.node().map_or(&[][..], |n| n.lifecycle.as_slice());
+    let job = &schedule.job;
+    let mut plan = lifecycle::plan(
+        lc,
+        measured,
+        job.gpus,
+        job.iteration_ms,
+        schedule.output.seed,
+        channels,
+    )
+    .map_err(PredictError::Lifecycle)?;
+    plan.windows_ms = schedule
+        .supply
+        .as_ref()
+        .map(|s| s.excursions.iter().map(|e| e.duration_ms).collect())
+        .unwrap_or_default();
+    plan.band_hz = band_hz;
+    Ok(plan)
 }
 
 /// A run that did not finish (killed, interrupted, failed), how it ended

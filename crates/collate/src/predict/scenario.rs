@@ -72,6 +72,11 @@ pub struct VsPlain {
 pub(crate) struct Built {
     pub(crate) scenarios: Vec<Scenario>,
     pub(crate) waveform: Vec<f64>,
+    /// The headline scenario's expected waveform: exactly one iteration,
+    /// W, `ctx.step_ms` apart.
+    pub(crate) expected: Vec<f64>,
+    /// Every scenario's running job, for the lifecycle study.
+    pub(crate) channels: Vec<super::lifecycle::Channel>,
     pub(crate) envelopes: Vec<RungEnvelope>,
     pub(crate) grids: Vec<RungGrid>,
     pub(crate) notes: Vec<String>,
@@ -93,6 +98,8 @@ pub(crate) fn all(ctx: &Ctx<'_>, profile: &str, band_hz: [f64; 2], spec: Option<
     let mut built = Built {
         scenarios: Vec::new(),
         waveform: Vec::new(),
+        expected: Vec::new(),
+        channels: Vec::new(),
         envelopes: Vec::new(),
         grids: Vec::new(),
         notes: Vec::new(),
@@ -101,8 +108,10 @@ pub(crate) fn all(ctx: &Ctx<'_>, profile: &str, band_hz: [f64; 2], spec: Option<
         let one = one(ctx, i as u32, p, *g, band_hz, spec);
         if i == 0 {
             built.waveform = one.realized;
+            built.expected = one.expected;
             built.notes = one.scenario.notes.clone();
         }
+        built.channels.push(one.channel);
         built.envelopes.push(one.envelope);
         built.grids.push(one.grid);
         built.scenarios.push(one.scenario);
@@ -142,6 +151,8 @@ fn vs(plain: &Scenario, s: &Scenario, span_h: f64) -> VsPlain {
 struct One {
     scenario: Scenario,
     realized: Vec<f64>,
+    expected: Vec<f64>,
+    channel: super::lifecycle::Channel,
     envelope: RungEnvelope,
     grid: RungGrid,
 }
@@ -303,6 +314,12 @@ fn one(
         grid: figures::grid_of(id, &label, grid_in, band_hz, spec, s.job.gpus as usize),
         scenario,
         realized,
+        expected,
+        channel: super::lifecycle::Channel {
+            label,
+            iterations: mean_t,
+            layout,
+        },
     }
 }
 

@@ -41,7 +41,7 @@ pub struct Layout {
 
 impl Layout {
     /// Nodes in stagger group `g`.
-    fn group_nodes(&self, g: u32) -> u64 {
+    pub(crate) fn group_nodes(&self, g: u32) -> u64 {
         let k = u64::from(self.groups.max(1));
         self.nodes / k + u64::from(u64::from(g) < self.nodes % k)
     }
@@ -53,13 +53,13 @@ impl Layout {
     }
 
     /// GPUs per node (a last, partly filled node spread over all).
-    fn gpus_per_node(&self) -> f64 {
+    pub(crate) fn gpus_per_node(&self) -> f64 {
         self.gpus as f64 / self.nodes.max(1) as f64
     }
 
     /// Every (offset in steps, probability) a node of group `g` starts
     /// at, stragglers included.
-    fn bins(&self, g: u32) -> Vec<(i64, f64)> {
+    pub(crate) fn bins(&self, g: u32) -> Vec<(i64, f64)> {
         let o = self.group_offset(g);
         let (s, d) = self.stragglers.unwrap_or((0.0, 0));
         let mut v: Vec<(i64, f64)> = self

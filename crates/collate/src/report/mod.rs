@@ -87,6 +87,9 @@ pub struct NodeParts {
     /// The workload rungs: the iterations their samples show, and the
     /// figures stated for them.
     pub workload: workload::Workload,
+    /// The lifecycle edges measured (a cold start, a kill, a clean exit,
+    /// a held context's rise and fall), one per kind measured.
+    pub lifecycle: Vec<crate::lifecycle::LifecycleEdge>,
 }
 
 /// The node's own power sources, per rung beside the GPU sum, and the

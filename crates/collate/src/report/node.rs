@@ -351,5 +351,6 @@ fn node_parts(
         node_power,
         mitigation,
         workload: Default::default(),
+        lifecycle: Vec::new(),
     })
 }

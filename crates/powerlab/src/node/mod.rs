@@ -17,7 +17,7 @@ pub use finish::finish;
 pub use start::RackJoin;
 
 use crate::cli::SimPace;
-use anyhow::Result;
+use anyhow::{Context, Result};
 use powerlab_core::RunClock;
 use powerlab_core::hw::{Backend, HwError, NodeHandles};
 use powerlab_cuda::{CudaBackend, CudaOptions};
@@ -259,5 +259,28 @@ fn write_truth(dir: &std::path::Path, backend: &SimBackend) -> Result<()> {
             &t.power_w,
         )?;
     }
-    Ok(())
+    write_job_truth(&run, backend)
+}
+
+/// The simulated workload processes of lifecycle rungs, as they truly
+/// ran (`sim-truth/jobs.csv`: per GPU each spawn, first load, and how and
+/// when its load and context ended); nothing without such rungs.
+fn write_job_truth(run: &powerlab_rundir::RunDir, backend: &SimBackend) -> Result<()> {
+    let jobs = backend.jobs();
+    if jobs.iter().all(Vec::is_empty) {
+        return Ok(());
+    }
+    let mut text = String::from("gpu,spawn_ns,load_ns,end,end_ns\n");
+    for (i, list) in jobs.iter().enumerate() {
+        for j in list {
+            let (end, at) = j.end.map_or((String::new(), String::new()), |(how, at)| {
+                (how.as_str().to_string(), at.to_string())
+            });
+            text.push_str(&format!("gpu{i},{},{},{end},{at}\n", j.spawn_ns, j.load_ns));
+        }
+    }
+    let path = run
+        .file(powerlab_rundir::RunFile::SimTruth)
+        .join("jobs.csv");
+    std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
 }

@@ -180,9 +180,15 @@ pub fn csv_rows(path: &Path) -> Vec<std::collections::HashMap<String, String>> {
 pub fn true_node(dir: &std::path::Path) -> (i64, Vec<f64>) {
     let mut start = None;
     let mut sum: Vec<f64> = Vec::new();
+    // Each GPU's waveform (`jobs.csv` beside them is a lifecycle rung's
+    // processes).
     let mut files: Vec<_> = std::fs::read_dir(dir.join("sim-truth"))
         .unwrap()
         .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("gpu"))
+        })
         .collect();
     files.sort();
     assert!(!files.is_empty(), "no sim-truth files");

@@ -1,7 +1,8 @@
 //! A workload rung: the user's command starts with the rung (its warm-up
 //! is the job's own start-up: imports, model building, the first steps),
 //! every GPU is sampled through the window as in any rung, and at the
-//! window's end the command is stopped. On the simulated node the
+//! window's end the command is stopped as its phase says
+//! ([`super::job_stop`]). On the simulated node the
 //! simulated training job draws instead, unless the run was asked to run
 //! the command too (real time only).
 
@@ -10,17 +11,20 @@ use super::rung::io;
 use crate::StopReason;
 use crate::workload::{Ending, Running, WorkloadExec, describe, file_stem};
 use powerlab_campaign::Rung;
-use powerlab_rundir::RunEvent;
-use std::time::Duration;
+use powerlab_core::job::JobEvent;
+use powerlab_rundir::{LifecycleEvent, RunEvent};
 
 /// The event log's topic of a workload's start and end.
 pub const WORKLOAD_TOPIC: &str = "workload";
 
 impl RungDriver<'_> {
     /// Runs a workload rung: start, warm-up, barrier, window, record, stop
-    /// the command, cooldown. A command that cannot start, exits or floods
-    /// its output before the window's end, or needs SIGKILL to stop, ends
-    /// the rung with an error that names it; what was sampled is kept.
+    /// the command as the phase says ([`super::job_stop`]), cooldown. A
+    /// command that cannot start, exits or floods its output before the
+    /// window's end, or does not stop as the phase asks, ends the rung
+    /// with an error that names it; what was sampled is kept. A rung that
+    /// measures its process's lifecycle (`stop = "sigkill"` or `"exit"`)
+    /// records its spawn and its kill or exit in the event log.
     pub(super) async fn run_workload(&mut self, rung: &Rung, t0: i64) -> Result<(), StopReason> {
         let Some(spec) = rung.workload.clone() else {
             return Err(StopReason::Failed(format!(
@@ -28,11 +32,14 @@ impl RungDriver<'_> {
                 rung.label
             )));
         };
+        let clock = self.journal.clock;
         let mut job = match self.workload_exec {
             WorkloadExec::Simulated => None,
             WorkloadExec::Run => Some(
-                Running::start(&spec, &self.run_dir, &rung.label, &self.uuids, t0)
-                    .map_err(StopReason::Failed)?,
+                Running::start(&spec, &self.run_dir, &rung.label, &self.uuids, &|| {
+                    clock.now_ns()
+                })
+                .map_err(StopReason::Failed)?,
             ),
         };
         let detail = serde_json::json!({
@@ -42,15 +49,19 @@ impl RungDriver<'_> {
             "sim": if job.is_none() { Some(spec.sim) } else { None },
         });
         self.note(detail)?;
+        if spec.stop.is_lifecycle() {
+            let at = job.as_ref().map_or(t0, Running::started_ns);
+            self.tell_job(JobEvent::Spawned {
+                at_ns: at,
+                job: spec.sim,
+            })
+            .await?;
+            self.lifecycle(rung, LifecycleEvent::Spawn, at)?;
+        }
         let window = self.workload_window(rung, t0, job.as_mut()).await;
-        let grace = Duration::from_secs_f64(spec.stop_grace_s);
-        let ending = match job.as_mut() {
-            Some(j) => {
-                let clock = self.journal.clock;
-                Some(j.stop(grace, || clock.now_ns()).await)
-            }
-            None => None,
-        };
+        let (ending, problem) = self
+            .end_job(rung, &spec, job.as_mut(), window.is_ok())
+            .await?;
         if let Some(e) = &ending {
             self.keep_ending(rung, e)?;
         }
@@ -64,13 +75,8 @@ impl RungDriver<'_> {
                 e.escaped.join(", ")
             )));
         }
-        if let Some(e) = ending.filter(|e| e.stopped_by == "sigkill") {
-            return Err(StopReason::Failed(format!(
-                "workload {} of rung {} did not stop within {:.1} s of SIGTERM (stop_grace_s) and was killed with SIGKILL, its whole process group with it; the rung's samples are complete; make the job exit on SIGTERM, or raise stop_grace_s",
-                describe(&e.command),
-                rung.label,
-                spec.stop_grace_s
-            )));
+        if let Some(p) = problem {
+            return Err(StopReason::Failed(p));
         }
         self.cool_down(rung, t0).await
     }

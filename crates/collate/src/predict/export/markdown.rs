@@ -4,7 +4,7 @@
 //! prediction was built.
 
 use super::super::Prediction;
-use super::{answer, sections};
+use super::{answer, modes, sections};
 use crate::error::CollateError;
 use crate::export::markdown::cells::text;
 use powerlab_rundir::{PlotFile, ReportFile};
@@ -23,6 +23,8 @@ pub fn report_markdown(p: &Prediction) -> String {
     sections::scenarios(&mut s, p);
     sections::envelope(&mut s, p);
     sections::grid(&mut s, p);
+    modes::section(&mut s, p);
+    super::study::section(&mut s, p);
     sections::spectrum(&mut s, p);
     sections::schedule(&mut s, p);
     let _ = writeln!(s, "\n## How this was built\n\n{HOW_BUILT}");

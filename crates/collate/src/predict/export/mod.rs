@@ -5,10 +5,14 @@
 //! `report.html` (the same page, the plots inlined). They format what a
 //! [`Prediction`] holds and compute nothing new.
 
+pub mod comtrade;
 pub mod csv;
 pub mod markdown;
+pub mod modes;
 pub mod parquet;
 pub mod plots;
+pub mod study;
+pub mod study_csv;
 
 mod answer;
 mod sections;
@@ -34,6 +38,8 @@ pub fn write_prediction(p: &Prediction, dir: &Path) -> Result<Vec<PathBuf>, Coll
     std::fs::create_dir_all(&plots_dir).map_err(|e| CollateError::io(&plots_dir, e))?;
     let mut files = vec![parquet::write_waveform(p, dir)?];
     files.extend(csv::write_tables(p, dir)?);
+    files.extend(modes::write_modes(p, dir)?);
+    files.extend(study::write_study(p, dir)?);
     files.extend(plots::write_plots(p, &plots_dir)?);
     files.push(markdown::write_report(p, dir)?);
     files.push(crate::export::html::write_html(dir, &p.title)?);

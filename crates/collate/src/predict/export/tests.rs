@@ -147,6 +147,8 @@ fn prediction(notes: Vec<String>) -> Prediction {
             gpus: 100_000,
             rungs: grids,
         },
+        modes: None,
+        lifecycle: None,
         schedule,
         notes,
     }
@@ -348,4 +350,70 @@ fn the_waveform_reads_back() {
         .collect();
     assert_eq!(t[0], 0.0);
     assert!((t[1] - RES_MS / 1000.0).abs() < 1e-12);
+}
+
+#[test]
+fn grid_modes_are_written_only_where_declared() {
+    use powerlab_campaign::GridMode;
+    let tmp = tempfile::tempdir().unwrap();
+    let plain_dir = tmp.path().join("plain");
+    write_prediction(&prediction(Vec::new()), &plain_dir).unwrap();
+    assert!(!plain_dir.join("modes.csv").exists());
+    assert!(!read(&plain_dir, "report.md").contains("## Grid modes"));
+
+    let mut p = prediction(Vec::new());
+    let modes = [
+        GridMode {
+            name: "inter-area".into(),
+            hz: 0.5,
+            bandwidth_hz: None,
+            damping_ratio: Some(0.05),
+        },
+        GridMode {
+            name: "plant".into(),
+            hz: 1.3,
+            bandwidth_hz: Some(0.1),
+            damping_ratio: None,
+        },
+    ];
+    // One 2 s iteration of the headline, 10 ms apart.
+    let one = &p.waveform[..200];
+    p.modes = crate::grid::modes::mode_study(one, RES_MS, &modes, 5.0);
+    let dir = tmp.path().join("modes");
+    let files = write_prediction(&p, &dir).unwrap();
+    assert!(files.contains(&dir.join("modes.csv")));
+    let csv = read(&dir, "modes.csv");
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some(
+            "mode,hz,band_lo_hz,band_hi_hz,harmonics_in_band,forcing_mw,flagged,nearest_harmonic_hz,nearest_amplitude_mw,gap_hz"
+        )
+    );
+    let inter = lines.next().unwrap();
+    assert!(
+        inter.starts_with("inter-area,0.5,0.475,0.525,1,"),
+        "{inter}"
+    );
+    assert!(inter.ends_with(",true,,,"), "{inter}");
+    let plant = lines.next().unwrap();
+    assert!(
+        plant.starts_with("plant,1.3,1.25,1.35,,0.0,false,1.5,"),
+        "{plant}"
+    );
+    let md = read(&dir, "report.md");
+    let at = md.find("## Grid modes").unwrap();
+    assert!(md.find("## Grid metrics").unwrap() < at);
+    let section = &md[at..];
+    assert!(section.contains("**⚠ in band**") && section.contains("| clear |"));
+    assert!(section.contains("Retuning within ± 5 %: an iteration of "));
+    assert!(section.contains("half-bandwidths from every mode"));
+    // The forcing's ± is the headline swing's relative ±.
+    let f = &p.modes.as_ref().unwrap().modes[0];
+    let s = p.scenarios[0].swing_w;
+    let cell = fmt_power_pm(
+        f.forcing_mw * 1e6,
+        s.plus_minus.map(|pm| pm / s.value * f.forcing_mw * 1e6),
+    );
+    assert!(section.contains(&cell), "{cell} not in {section}");
 }

@@ -1,0 +1,85 @@
+//! Where the job stands at each instant: the share of every GPU that runs
+//! the iteration and the level the rest draw. The facility draws
+//! `running × S(t) + (1 − running) × N × level`, S the running job's
+//! waveform: after a start (or a checkpoint's end) the running share rises
+//! along the start's measured edge from the level before it; after a
+//! checkpoint, a crash or the end it falls along that edge to the level
+//! after it.
+
+use super::edges::{Edges, Transition};
+use super::timeline::{Event, EventKind};
+
+/// The job's state at an instant: the share running, the level of the
+/// rest (W per GPU), and the latest event (None: before the first).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct At {
+    /// The share of the GPUs running the iteration (an edge's overshoot
+    /// may take it past 0 or 1).
+    pub running: f64,
+    /// What the others draw, W per GPU.
+    pub level_w: f64,
+    /// The latest event's index.
+    pub event: Option<usize>,
+}
+
+/// The events and edges, walked forward in time.
+pub struct Mixer<'a> {
+    events: &'a [Event],
+    edges: &'a Edges,
+    next: usize,
+}
+
+impl<'a> Mixer<'a> {
+    /// From the study's start.
+    pub fn new(events: &'a [Event], edges: &'a Edges) -> Mixer<'a> {
+        Mixer {
+            events,
+            edges,
+            next: 0,
+        }
+    }
+
+    /// The transition and the level of the rest after event `e`, and
+    /// whether the job runs after it.
+    pub fn of(&self, e: EventKind) -> (&'a Transition, f64, bool) {
+        let ed = self.edges;
+        let missing = "an edge the timeline uses is built with it";
+        match e {
+            EventKind::Start | EventKind::Restart => (&ed.start, ed.idle_w, true),
+            EventKind::CheckpointEnd => (
+                ed.checkpoint_up.as_ref().expect(missing),
+                ed.checkpoint_w,
+                true,
+            ),
+            EventKind::CheckpointBegin => (
+                ed.checkpoint_down.as_ref().expect(missing),
+                ed.checkpoint_w,
+                false,
+            ),
+            EventKind::Crash => (ed.crash.as_ref().expect(missing), ed.idle_w, false),
+            EventKind::End => (ed.end.as_ref().expect(missing), ed.idle_w, false),
+        }
+    }
+
+    /// The state at `t_s` (never earlier than the last call's).
+    pub fn at(&mut self, t_s: f64) -> At {
+        while self.next < self.events.len() && self.events[self.next].t_s <= t_s {
+            self.next += 1;
+        }
+        let Some(i) = self.next.checked_sub(1) else {
+            return At {
+                running: 0.0,
+                level_w: self.edges.idle_w,
+                event: None,
+            };
+        };
+        let e = self.events[i];
+        let (tr, level_w, runs) = self.of(e.kind);
+        let done = tr.at((t_s - e.t_s) * 1000.0);
+        At {
+            running: if runs { done } else { 1.0 - done },
+            level_w,
+            event: Some(i),
+        }
+    }
+}
