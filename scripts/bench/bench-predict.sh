@@ -17,7 +17,7 @@ OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 bench() {
   local what=$1; shift
-  /usr/bin/time -v "$BIN" predict "$RUN" --schedule schedules/llm-100k.toml --out "$OUT/p" "$@" > "$OUT/stdout.log" 2> "$OUT/time.log" || { cat "$OUT/time.log"; exit 1; }
+  /usr/bin/time -v "$BIN" predict "$RUN" --schedule schedules/llm-100k.toml --out "$OUT/p" --no-lifecycle "$@" > "$OUT/stdout.log" 2> "$OUT/time.log" || { cat "$OUT/time.log"; exit 1; }
   local secs rss_kb bytes
   secs=$(grep "Elapsed (wall clock)" "$OUT/time.log" | awk '{print $NF}' | awk -F: '{ if (NF==3) print $1*3600+$2*60+$3; else print $1*60+$2 }')
   rss_kb=$(grep "Maximum resident set size" "$OUT/time.log" | awk '{print $NF}')

@@ -25,14 +25,17 @@ line is printed about every 2 s.
 
     usage: train_loop.py [--shape back_to_back|idle_wait|busy_wait|accumulate]
                          [--iteration-ms T] [--accum N] [--idle-ms MS]
-                         [--batch B] [--duration-s S] [--warmup-steps W]
+                         [--batch B] [--duration-s S] [--until-s S] [--warmup-steps W]
                          [--json PATH] [--layers --d-model --heads --vocab --seq]
 
 Read-only towards the GPU's settings: it changes no clock, power limit,
 persistence or compute mode and resets nothing; it only computes.
 """
 import signal
+import time
 
+# The process's start, before any import: --until-s counts from here.
+T_START = time.perf_counter()
 STOP = False
 
 
@@ -49,7 +52,6 @@ signal.signal(signal.SIGINT, _on_signal)
 import argparse  # noqa: E402
 import json  # noqa: E402
 import sys  # noqa: E402
-import time  # noqa: E402
 
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
@@ -181,6 +183,10 @@ def parse():
                          "~120-160 ms on an H200 at 30-40 %% MFU; read the printed step ms)")
     ap.add_argument("--duration-s", type=float, default=None,
                     help="stop this long after the shaped loop starts (default: until signalled)")
+    ap.add_argument("--until-s", type=float, default=None,
+                    help="stop at the first iteration that would start this long after the "
+                         "process started (its imports, model and warm-up included): an end at a "
+                         "known time from the spawn, as a workload phase's stop = \"exit\" needs")
     ap.add_argument("--warmup-steps", type=int, default=5)
     ap.add_argument("--copy-gib", type=float, default=2.0, help="busy_wait: size of the copied buffer")
     ap.add_argument("--json", default=None, help="write the run's timings here at the end")
@@ -249,6 +255,9 @@ def main():
     torch.cuda.synchronize(dev)
     perf0, unix0 = time.perf_counter(), time.time()
     deadline = perf0 + a.duration_s if a.duration_s else None
+    if a.until_s is not None:
+        until = T_START + a.until_s
+        deadline = until if deadline is None else min(deadline, until)
     last_print, printed_upto = perf0, 0
     start = perf0
     stopped_by = "signal"

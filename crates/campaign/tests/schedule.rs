@@ -4,7 +4,7 @@
 //! with its field path and line.
 
 use powerlab_campaign::schedule::{
-    Communication, Job, MAX_POINTS, MitigationChoice, Output, Override, Setting, Spread,
+    Communication, Job, MAX_POINTS, MitigationChoice, Output, Override, Setting, Spread, StartEdge,
     Stragglers, parse_schedule_with,
 };
 use powerlab_campaign::{CampaignError, Excursion, Schedule, load_schedule, parse_schedule_str};
@@ -414,6 +414,17 @@ fn the_example_schedule_parses() {
         let band = m.band_hz();
         assert!((band[0] - want[0]).abs() < 1e-12 && (band[1] - want[1]).abs() < 1e-12);
     }
+    assert_eq!(grid.max_step_mw, Some(50.0));
+    assert_eq!(grid.ramp_down_mw_per_min, Some(30.0));
+    assert_eq!(grid.max_load_loss_mw, Some(75.0));
+    let lc = s.lifecycle.unwrap();
+    assert_eq!(lc.start, StartEdge::Measured);
+    assert_eq!(lc.crash_at_s, vec![4000.0]);
+    assert_eq!(lc.end_at_s, Some(7000.0));
+    assert_eq!(
+        lc.checkpoint.map(|c| (c.every_s, c.duration_s)),
+        Some((1800.0, 60.0))
+    );
     let supply = s.supply.unwrap();
     assert_eq!(supply.rated_w, Some(90e6));
     let pair = |duration_ms, watts| Excursion { duration_ms, watts };
@@ -619,4 +630,62 @@ fn a_spread_of_zero_from_the_flag_is_no_spread_and_a_negative_one_is_refused_as_
         e.message.contains("must be above 0") && !e.message.contains("exceed"),
         "{e}"
     );
+}
+
+#[test]
+fn a_lifecycle_out_of_order_or_half_declared_is_refused_at_its_key() {
+    let cases = [
+        (
+            "[lifecycle]\nspan_s = 600\ncrash_at_s = [5]\n",
+            "lifecycle.crash_at_s",
+            7,
+        ),
+        (
+            "[lifecycle]\nspan_s = 600\nend_at_s = 700\n",
+            "lifecycle.end_at_s",
+            7,
+        ),
+        (
+            "[lifecycle]\ncheckpoint_every_s = 100\ncheckpoint_s = 90\n",
+            "lifecycle.checkpoint_s",
+            7,
+        ),
+        (
+            "[lifecycle]\ncheckpoint_every_s = 100\n",
+            "lifecycle.checkpoint_s",
+            5,
+        ),
+        (
+            "[lifecycle]\nstart = \"declared\"\n",
+            "lifecycle.start_ramp_s",
+            6,
+        ),
+        (
+            "[lifecycle]\nstart = \"held\"\nstart_ramp_s = 3\n",
+            "lifecycle.start_ramp_s",
+            7,
+        ),
+        ("[lifecycle]\nstart = \"warm\"\n", "lifecycle.start", 6),
+        (
+            "[lifecycle]\nresolution_ms = 30\n",
+            "lifecycle.resolution_ms",
+            6,
+        ),
+        (
+            "[lifecycle]\ncrash_per_hour = -1\n",
+            "lifecycle.crash_per_hour",
+            6,
+        ),
+        ("[grid]\nmax_load_loss_mw = 0\n", "grid.max_load_loss_mw", 6),
+    ];
+    for (extra, field, line) in cases {
+        let e = refused(extra);
+        assert_eq!(
+            (e.field.as_deref(), e.line),
+            (Some(field), line),
+            "{extra}: {e}"
+        );
+    }
+    let e = refused("[lifecycle]\nstart_at = 3\n");
+    assert!(e.to_string().contains("start_at_s"), "{e}");
 }

@@ -492,6 +492,10 @@ pub struct PredictArgs {
     /// Its resolution, ms (`output.resolution_ms`).
     #[arg(long, allow_negative_numbers = true)]
     pub resolution_ms: Option<f64>,
+    /// Leave out the schedule's `[lifecycle]` (start, checkpoints,
+    /// crashes, end): predict the steady job alone.
+    #[arg(long)]
+    pub no_lifecycle: bool,
     /// Write the prediction here (default: <RUN>/predict/<job name>).
     #[arg(long)]
     pub out: Option<PathBuf>,

@@ -53,7 +53,12 @@ pub fn predict(a: &PredictArgs) -> Result<i32> {
     }
     let measured = measured.map(|(_, p, d)| (p, d));
     let schedule = match schedule_of(a, measured) {
-        Ok(s) => s,
+        Ok(mut s) => {
+            if a.no_lifecycle {
+                s.lifecycle = None;
+            }
+            s
+        }
         Err(e) => {
             errln!("error: {e:#}");
             return Ok(crate::exit::TROUBLE);

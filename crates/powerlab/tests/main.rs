@@ -12,6 +12,8 @@ mod faults;
 mod fuzz_damaged;
 mod grid_truth;
 mod hostile;
+mod lifecycle_predict;
+mod lifecycle_truth;
 mod metrics;
 mod mitigation_truth;
 mod nccl;

@@ -354,6 +354,7 @@ fn every_grid_and_supply_item_of_the_shipped_schedule_has_a_verdict() {
         r.dir().to_str().unwrap(),
         "--schedule",
         repo().join("schedules/llm-100k.toml").to_str().unwrap(),
+        "--no-lifecycle",
         "--span-s",
         "60",
         "--out",

@@ -200,6 +200,10 @@ pub enum ReportFile {
     /// `workload.csv`: each workload rung's iteration (period, jitter,
     /// cycles, on-fraction) and its folded figures, or why it has none.
     WorkloadCsv,
+    /// `lifecycle_edges.csv`: each lifecycle edge the run measured (a
+    /// cold start, a kill, a clean exit, a held context's rise and fall):
+    /// levels, step, delay and 10–90 % time over GPUs and repeats.
+    LifecycleEdgesCsv,
     /// `node_curve.csv`: the node curve for people.
     NodeCurveCsv,
     /// `node_curve.parquet`: the node curve, full precision (the rack reads it).
@@ -257,6 +261,7 @@ impl ReportFile {
             ReportFile::MitigationCsv => "mitigation.csv",
             ReportFile::MitigationGpusCsv => "mitigation_gpus.csv",
             ReportFile::WorkloadCsv => "workload.csv",
+            ReportFile::LifecycleEdgesCsv => "lifecycle_edges.csv",
             ReportFile::NodeCurveCsv => "node_curve.csv",
             ReportFile::NodeCurveParquet => "node_curve.parquet",
             ReportFile::NodeCyclesParquet => "node_cycles.parquet",

@@ -400,16 +400,24 @@ impl Running {
     }
 
     /// Kills the command's whole group at once (SIGKILL: the stop a
-    /// phase with `stop = "sigkill"` asks for); waits for it. Its
-    /// `stop_ns` is the moment before the signal.
-    pub async fn kill(&mut self, now_ns: impl Fn() -> i64) -> Ending {
-        let (mut stopped_by, mut stop_ns) = ("exited", None);
-        if self.check_exited().is_none() {
-            stopped_by = "sigkill";
-            stop_ns = Some(now_ns());
-        }
+    /// phase with `stop = "sigkill"` asks for); returns the moment before
+    /// the signal (None: it had exited already). [`Running::reap`] then
+    /// says how it ended.
+    pub fn kill(&mut self, now_ns: impl Fn() -> i64) -> Option<i64> {
+        let at = self.check_exited().is_none().then(&now_ns);
         self.signal(Signal::KILL);
-        self.finish(stopped_by, stop_ns, now_ns).await
+        at
+    }
+
+    /// Waits for a command [`Running::kill`] killed at `stop_ns` (None: it
+    /// had exited on its own); returns how it ended.
+    pub async fn reap(&mut self, stop_ns: Option<i64>, now_ns: impl Fn() -> i64) -> Ending {
+        let by = if stop_ns.is_some() {
+            "sigkill"
+        } else {
+            "exited"
+        };
+        self.finish(by, stop_ns, now_ns).await
     }
 
     /// Waits up to `limit` for the command to exit on its own, looking

@@ -160,6 +160,9 @@ pub struct SimDevice {
     /// Every workload process this GPU ran (a lifecycle rung's), for the
     /// truth.
     jobs: Vec<job::JobTruth>,
+    /// The node's seed (a job's CUDA initialisation varies with it, alike
+    /// on every GPU).
+    node_seed: u64,
 }
 
 impl SimDevice {
@@ -253,6 +256,7 @@ impl SimDevice {
             context_from_ns: None,
             context_until_ns: None,
             jobs: Vec::new(),
+            node_seed,
         }
     }
 

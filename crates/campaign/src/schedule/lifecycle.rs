@@ -4,7 +4,7 @@
 //! than its cadence, and events at least [`MIN_EVENT_GAP_S`] apart (an
 //! edge settles before the next begins).
 
-use super::parse::{need, refuse};
+use super::keys::{need, refuse};
 use super::raw::RawLifecycle;
 use super::{
     Checkpoint, LIFECYCLE_RESOLUTION_MS_RANGE, Lifecycle, MAX_COMM_W_PER_GPU, MAX_LIFECYCLE_SPAN_S,

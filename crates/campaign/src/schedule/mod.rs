@@ -14,6 +14,7 @@
 //! campaign's `[supply]` (with facility ranges) and `[grid]` checks.
 
 mod flags;
+mod keys;
 mod lifecycle;
 mod parse;
 mod raw;

@@ -4,6 +4,7 @@
 //! iteration; the stagger groups against the node count).
 
 use super::flags::{Override, Trailer};
+use super::keys::{need, refuse};
 use super::raw::{
     RawCommunication, RawJob, RawMitigation, RawOutput, RawSchedule, RawSpread, RawStragglers,
 };
@@ -177,19 +178,6 @@ fn validate(ctx: &Ctx<'_>, raw: RawSchedule) -> Result<Schedule, CampaignError> 
     })
 }
 
-/// `v`, or an error at `at` (the table, or the key that calls for it)
-/// saying `field` is required.
-pub(super) fn need<'a, T>(
-    ctx: &Ctx<'_>,
-    v: &'a Option<Spanned<T>>,
-    at: Range<usize>,
-    field: &str,
-    allowed: &str,
-) -> Result<&'a Spanned<T>, CampaignError> {
-    v.as_ref()
-        .ok_or_else(|| ctx.err(at, field, format!("`{field}` is required"), Some(allowed)))
-}
-
 /// A whole number in `lo..=hi`, else an error with `allowed`.
 fn whole(
     ctx: &Ctx<'_>,
@@ -232,20 +220,6 @@ fn within_iteration(
             });
             e
         })
-}
-
-/// An error for `v`, written where `why` says it does not belong.
-pub(super) fn refuse<T>(
-    ctx: &Ctx<'_>,
-    v: &Option<Spanned<T>>,
-    field: &str,
-    why: &str,
-    allowed: &str,
-) -> Result<(), CampaignError> {
-    match v {
-        None => Ok(()),
-        Some(v) => Err(ctx.err(v.span(), field, why, Some(allowed))),
-    }
 }
 
 /// `[job]`, and where its `iteration_ms` is written (what the output's

@@ -2,8 +2,9 @@
 //! `in_phase_vs_staggered.csv`), the node curve (`node_curve.csv`), the
 //! NCCL table (`nccl.csv`), the sensor tables (`sensor_rungs.csv`,
 //! `sensor_periods.csv`, `spectrum.csv`), the envelope (`envelope.csv`),
-//! the grid metrics (`grid.csv`), the workload rungs (`workload.csv`) and
-//! any frame or row set the rack writes.
+//! the grid metrics (`grid.csv`), the workload rungs (`workload.csv`), the
+//! lifecycle edges (`lifecycle_edges.csv`) and any frame or row set the
+//! rack writes.
 //! Rows of a serializable type are written with a header named by its
 //! fields; frames with polars' writer; the spectrum table as fixed-
 //! precision records under [`SPECTRUM_HEADER`].
@@ -330,6 +331,15 @@ fn node_tables(n: &NodeParts, dir: &Path) -> Result<Vec<PathBuf>, CollateError> 
     }
     if !n.workload.rows.is_empty() {
         files.push(table(&n.workload.rows, dir, ReportFile::WorkloadCsv)?);
+    }
+    // Only a run that recorded a process's lifecycle (every report made
+    // before lifecycle rungs stays as it was).
+    if n.lifecycle_moments > 0 {
+        files.push(table(
+            &crate::lifecycle::rows::rows(&n.lifecycle),
+            dir,
+            ReportFile::LifecycleEdgesCsv,
+        )?);
     }
     if !n.node_power.facts.is_empty() {
         files.push(table(

@@ -6,6 +6,7 @@
 
 use crate::error::CollateError;
 use crate::grid::GridMetrics;
+use crate::lifecycle::LifecycleEdge;
 use crate::report::Report;
 use crate::sensor::model::SensorModel;
 use crate::summary::{PhaseCompare, RepeatStats, RungSummary};
@@ -19,7 +20,9 @@ fn write_pretty<T: serde::Serialize + ?Sized>(value: &T, path: &Path) -> Result<
 
 /// Writes `summary.json`: the rung summaries, the statistics across repeats
 /// and the in-phase vs staggered rows, under `rungs`, `repeats` and
-/// `in_phase_vs_staggered`, and the grid metrics under `grid`.
+/// `in_phase_vs_staggered`, the grid metrics under `grid`, and the
+/// lifecycle edges with their mean shapes under `lifecycle` (only given
+/// a run that recorded a process's lifecycle).
 ///
 /// # Errors
 ///
@@ -29,15 +32,19 @@ pub fn write_summary(
     repeats: &[RepeatStats],
     compare: &[PhaseCompare],
     grid: &GridMetrics,
+    lifecycle: Option<&[LifecycleEdge]>,
     dir: &Path,
 ) -> Result<PathBuf, CollateError> {
     let path = dir.join(powerlab_rundir::ReportFile::SummaryJson.file_name());
-    let json = serde_json::json!({
+    let mut json = serde_json::json!({
         "rungs": rungs,
         "repeats": repeats,
         "in_phase_vs_staggered": compare,
         "grid": grid,
     });
+    if let (Some(l), Some(m)) = (lifecycle, json.as_object_mut()) {
+        m.insert("lifecycle".into(), serde_json::json!(l));
+    }
     write_pretty(&json, &path)?;
     Ok(path)
 }
@@ -58,11 +65,16 @@ pub struct Json;
 
 impl super::Exporter for Json {
     fn export(&self, report: &Report, dir: &Path) -> Result<Vec<PathBuf>, CollateError> {
+        let lifecycle = report
+            .node()
+            .filter(|n| n.lifecycle_moments > 0)
+            .map(|n| n.lifecycle.as_slice());
         let mut files = vec![write_summary(
             &report.rungs,
             &report.repeats,
             &report.compare,
             &report.grid,
+            lifecycle,
             dir,
         )?];
         if let Some(n) = report.node() {

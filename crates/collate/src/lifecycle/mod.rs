@@ -5,6 +5,15 @@
 //! `[lifecycle]` (start, checkpoint, crash, restart, end) from these, never
 //! from square waves where a measured edge exists.
 
+pub mod events;
+pub mod held;
+pub mod measure;
+pub mod node;
+pub mod pool;
+pub mod rows;
+
+pub use node::{Lifecycle, analyse};
+
 use serde::Serialize;
 
 /// Which lifecycle edge.
@@ -59,6 +68,77 @@ pub struct Spread {
     pub max: f64,
 }
 
+impl Spread {
+    /// The spread of `values` (none: every figure NaN, `n` 0).
+    pub fn of(values: &[f64]) -> Spread {
+        let n = values.len();
+        if n == 0 {
+            return Spread {
+                n,
+                mean: f64::NAN,
+                sd: f64::NAN,
+                min: f64::NAN,
+                max: f64::NAN,
+            };
+        }
+        let mean = values.iter().sum::<f64>() / n as f64;
+        let sd = if n > 1 {
+            (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
+        } else {
+            0.0
+        };
+        Spread {
+            n,
+            mean,
+            sd,
+            min: values.iter().copied().fold(f64::INFINITY, f64::min),
+            max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        }
+    }
+}
+
+/// Fewer events than this leave a spread that is no spread.
+pub const MIN_EVENTS: usize = 3;
+
+/// A 10–90 % time under this many times the resolution is a bound.
+pub const BOUND_PER_RESOLUTION: f64 = 2.0;
+
+/// What the reader must know of an edge measured from `events` events:
+/// too few of them, a 10–90 % time that is a bound, events refused (in
+/// words, each naming its rung and GPU).
+pub(crate) fn caveat(
+    events: usize,
+    t10_90_ms: f64,
+    resolution_ms: f64,
+    refused: &[String],
+) -> Option<String> {
+    let mut parts = Vec::new();
+    if events < MIN_EVENTS {
+        parts.push(format!(
+            "only {events} event(s), fewer than {MIN_EVENTS}: the spread says little"
+        ));
+    }
+    if t10_90_ms < BOUND_PER_RESOLUTION * resolution_ms {
+        parts.push(format!(
+            "the 10–90 % time is under {BOUND_PER_RESOLUTION} × the resolution ({resolution_ms:.1} ms): a bound (the edge is at least this fast)"
+        ));
+    }
+    if !refused.is_empty() {
+        let shown: Vec<&str> = refused.iter().take(3).map(String::as_str).collect();
+        parts.push(format!(
+            "{} event(s) not measured ({}{})",
+            refused.len(),
+            shown.join("; "),
+            if refused.len() > shown.len() {
+                "; …"
+            } else {
+                ""
+            }
+        ));
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
+}
+
 /// One kind of lifecycle edge as the run measured it, per GPU (every
 /// figure is one GPU's, W or ms).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -97,4 +177,13 @@ pub struct LifecycleEdge {
     pub shape_t0_ms: f64,
     /// What the reader must know (events refused, a bound, too few).
     pub caveat: Option<String>,
+}
+
+impl LifecycleEdge {
+    /// Whether the 10–90 % time is under [`BOUND_PER_RESOLUTION`] × the
+    /// resolution: a bound (the edge is at least this fast), not a
+    /// measurement.
+    pub fn t10_90_is_bound(&self) -> bool {
+        self.t10_90_ms.mean < BOUND_PER_RESOLUTION * self.resolution_ms
+    }
 }

@@ -284,7 +284,9 @@ fn predict_with(
         .transpose()?
         .map(|plan| {
             lifecycle::LifecycleStudy::of(plan, grid_spec.as_ref(), schedule.supply.as_ref())
-        });
+                .map_err(|e| PredictError::Lifecycle(format!("the lifecycle study failed: {e}")))
+        })
+        .transpose()?;
     let mut notes = unfinished(report);
     if let Some(n) = report.node().filter(|n| !n.raw_problems.is_empty()) {
         notes.push(format!(
@@ -367,7 +369,11 @@ fn lifecycle_plan(
         schedule.output.seed,
         channels,
     )
-    .map_err(PredictError::Lifecycle)?;
+    .map_err(|e| {
+        PredictError::Lifecycle(format!(
+            "{e}; or pass --no-lifecycle to predict the steady job alone"
+        ))
+    })?;
     plan.windows_ms = schedule
         .supply
         .as_ref()

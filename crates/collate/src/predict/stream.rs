@@ -44,12 +44,19 @@ impl Summed {
     }
 }
 
+/// One stagger group: its nodes, their offset bins, its iteration summed.
+struct Group {
+    nodes: u64,
+    bins: Vec<(i64, f64)>,
+    summed: Summed,
+}
+
 /// The drawn waveform of a [`Layout`], point after point at the output
 /// resolution.
 pub struct Realizer {
     per: usize,
     per_iter: f64,
-    groups: Vec<(u64, Vec<(i64, f64)>, Summed)>,
+    groups: Vec<Group>,
     rng: ChaCha8Rng,
     next: i64,
     lo: i64,
@@ -67,24 +74,28 @@ impl Realizer {
         let per = l.per_output.max(1);
         let per_iter = l.period_ms / l.step_ms;
         let k = l.groups.max(1);
-        let groups: Vec<(u64, Vec<(i64, f64)>, Summed)> = (0..k)
+        let groups: Vec<Group> = (0..k)
             .map(|g| {
                 let it = iterations
                     .get(g as usize)
                     .or(iterations.last())
                     .map_or(&[][..], Vec::as_slice);
-                (l.group_nodes(g), l.bins(g), Summed::new(it, per_iter, per))
+                Group {
+                    nodes: l.group_nodes(g),
+                    bins: l.bins(g),
+                    summed: Summed::new(it, per_iter, per),
+                }
             })
             .collect();
         let lo = groups
             .iter()
-            .flat_map(|x| &x.1)
+            .flat_map(|x| &x.bins)
             .map(|x| x.0)
             .min()
             .unwrap_or(0);
         let hi = groups
             .iter()
-            .flat_map(|x| &x.1)
+            .flat_map(|x| &x.bins)
             .map(|x| x.0)
             .max()
             .unwrap_or(0);
@@ -125,7 +136,12 @@ impl Realizer {
         let base = start_of(self.next, self.per_iter);
         let len = (start_of(self.next + 1, self.per_iter) - base) as usize;
         let per = self.per as i64;
-        for (nodes, bins, summed) in &self.groups {
+        for Group {
+            nodes,
+            bins,
+            summed,
+        } in &self.groups
+        {
             draw(&mut self.rng, *nodes, bins, &mut self.counts);
             let variant = usize::from(len > summed.short_len);
             for &(b, c) in &self.counts {

@@ -90,6 +90,12 @@ pub struct NodeParts {
     /// The lifecycle edges measured (a cold start, a kill, a clean exit,
     /// a held context's rise and fall), one per kind measured.
     pub lifecycle: Vec<crate::lifecycle::LifecycleEdge>,
+    /// The lifecycle moments the run recorded (a workload process's
+    /// spawn, kill or exit; 0: the report says nothing of lifecycle
+    /// edges, though the held ones are in `lifecycle`).
+    pub lifecycle_moments: usize,
+    /// Each GPU's lifecycle event that could not be measured, in words.
+    pub lifecycle_refused: Vec<String>,
 }
 
 /// The node's own power sources, per rung beside the GPU sum, and the

@@ -118,6 +118,8 @@ pub fn compute(
         rows: super::workload::rows(&workload_rungs, &rungs, &grid, &cycles),
         rungs: workload_rungs,
     };
+    let lifecycle = crate::lifecycle::analyse(&run, &samples.series, &sensor.model, &edge_index);
+    steps.done("lifecycle edges");
     let mut parts = node_parts(
         dir,
         &run,
@@ -131,6 +133,9 @@ pub fn compute(
         &steps,
     )?;
     parts.workload = workload;
+    parts.lifecycle = lifecycle.edges;
+    parts.lifecycle_moments = lifecycle.recorded;
+    parts.lifecycle_refused = lifecycle.refused;
     Ok(Report {
         title: format!(
             "{} on {}",
@@ -352,5 +357,7 @@ fn node_parts(
         mitigation,
         workload: Default::default(),
         lifecycle: Vec::new(),
+        lifecycle_moments: 0,
+        lifecycle_refused: Vec::new(),
     })
 }

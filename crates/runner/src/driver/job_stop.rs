@@ -93,18 +93,22 @@ impl RungDriver<'_> {
                 Ok((Some(e), problem))
             }
             WorkloadStop::Sigkill => {
-                let e = j.kill(now).await;
-                let Some(at) = e.stop_ns else {
-                    let problem = format!(
+                // The GPUs are told at once: the simulated node draws the
+                // kill from that moment.
+                let at = j.kill(now);
+                if let Some(at) = at {
+                    self.tell_job(JobEvent::Killed { at_ns: at }).await?;
+                    self.lifecycle(rung, LifecycleEvent::Kill, at)?;
+                }
+                let e = j.reap(at, now).await;
+                let problem = at.is_none().then(|| {
+                    format!(
                         "workload {} of rung {} exited on its own before it was killed at the window's end (stop = \"sigkill\"); no kill was measured; the rung's samples are complete; make the job run past its window (its warm-up plus duration)",
                         describe(&e.command),
                         rung.label
-                    );
-                    return Ok((Some(e), Some(problem)));
-                };
-                self.tell_job(JobEvent::Killed { at_ns: at }).await?;
-                self.lifecycle(rung, LifecycleEvent::Kill, at)?;
-                Ok((Some(e), None))
+                    )
+                });
+                Ok((Some(e), problem))
             }
             WorkloadStop::Exit => self.wait_for_exit(rung, spec, j).await,
         }

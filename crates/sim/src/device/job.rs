@@ -67,7 +67,8 @@ impl SimDevice {
         self.context_from_ns = Some(self.context_from_ns.unwrap_or(t).min(t));
         self.context_until_ns = None;
         let spread = self.profile.job_init_spread_pct.max(0.0) / 100.0;
-        let init_ms = self.profile.job_init_ms.max(0.0) * (1.0 + spread * unit(spec.seed, t));
+        let draw = unit(spec.seed ^ self.node_seed.rotate_left(29), t);
+        let init_ms = self.profile.job_init_ms.max(0.0) * (1.0 + spread * draw);
         let load_ns = t + ms_to_ns_f64(init_ms).round() as i64;
         self.set_demand(t, Demand::Job { spec, load_ns });
         self.jobs.push(JobTruth {

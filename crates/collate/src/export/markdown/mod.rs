@@ -12,6 +12,7 @@ pub mod compare;
 pub mod envelope;
 pub mod grid;
 pub mod headline;
+pub mod lifecycle;
 pub mod mitigation;
 pub mod nccl;
 pub mod node_power;
@@ -52,6 +53,8 @@ impl super::Exporter for Markdown {
                     per_gpu: &n.per_gpu,
                     soak: &n.soak.rows,
                     workload: &n.workload.rows,
+                    lifecycle: (n.lifecycle_moments > 0)
+                        .then_some((n.lifecycle.as_slice(), n.lifecycle_refused.as_slice())),
                 };
                 run::write_report(&report.run, &tables, n.raw_rows, dir)?
             }

@@ -48,6 +48,9 @@ pub fn write_report(
     write_gpus(&mut s, &run.manifest);
     super::rungs::write_rungs(&mut s, t.rungs);
     super::workload::write_section(&mut s, t.workload);
+    if let Some((edges, refused)) = t.lifecycle {
+        super::lifecycle::write_section(&mut s, edges, refused);
+    }
     super::envelope::write_section(&mut s, t.envelope);
     super::grid::write_section(&mut s, t.grid);
     super::mitigation::write_section(&mut s, t.mitigation);

@@ -36,6 +36,10 @@ pub struct Tables<'a> {
     pub soak: &'a [crate::soak::SoakRow],
     /// The workload rungs' figures.
     pub workload: &'a [crate::report::workload::WorkloadRow],
+    /// The lifecycle edges and the events not measured, where the run
+    /// recorded a process's lifecycle (None: the report says nothing of
+    /// them).
+    pub lifecycle: Option<(&'a [crate::lifecycle::LifecycleEdge], &'a [String])>,
     /// The node's own power sources, and per rung beside the GPU sum.
     pub node_power: (
         &'a [crate::node_power::SourceFacts],

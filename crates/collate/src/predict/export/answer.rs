@@ -33,6 +33,7 @@ pub(super) fn write_answer(s: &mut String, p: &Prediction) {
         &super::sections::grid_cell,
     );
     withheld_line(s, p, h.id);
+    super::study::answer_line(s, p);
     mitigation_lines(s, p);
 }
 

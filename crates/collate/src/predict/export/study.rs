@@ -187,3 +187,56 @@ fn events(s: &mut String, label: &str, ev: &[EventFigure]) {
         );
     }
 }
+
+/// "The answer"'s lifecycle line: the headline's largest steps, its
+/// fastest per-minute ramps and every limit it breaks.
+pub(super) fn answer_line(s: &mut String, p: &Prediction) {
+    let Some(l) = &p.lifecycle else { return };
+    let Some(c) = l.study.channels.first() else {
+        return;
+    };
+    let worst = |down: bool| {
+        c.events
+            .iter()
+            .filter(|e| e.step_mw().is_finite())
+            .max_by(|a, b| {
+                let k = if down { -1.0 } else { 1.0 };
+                (k * a.step_mw()).total_cmp(&(k * b.step_mw()))
+            })
+            .map(|e| {
+                format!(
+                    "{:+.1} MW at the {} at {:.0} s (10–90 % in {})",
+                    e.step_mw(),
+                    e.kind.name(),
+                    e.t_s,
+                    fmt_ms(e.t10_90_ms)
+                )
+            })
+    };
+    let over: Vec<String> = l
+        .verdicts
+        .iter()
+        .filter(|v| v.scenario == c.label && v.pass == Some(false))
+        .map(|v| {
+            format!(
+                "{} {:.1} {} > {:.1}",
+                v.item,
+                v.value,
+                v.unit,
+                v.limit.unwrap_or(f64::NAN)
+            )
+        })
+        .collect();
+    let _ = writeln!(
+        s,
+        "- **Lifecycle** (`{}`): largest step up {}, down {}; {}.",
+        text(&c.label),
+        worst(false).unwrap_or_else(|| "none".into()),
+        worst(true).unwrap_or_else(|| "none".into()),
+        if over.is_empty() {
+            "every declared lifecycle limit holds".to_string()
+        } else {
+            format!("**✘ over its limit:** {}", over.join("; "))
+        }
+    );
+}

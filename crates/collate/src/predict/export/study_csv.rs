@@ -79,10 +79,10 @@ impl WaveformCsvWriter {
         }
         let t_s = ms_to_s(self.rows as f64 * self.sample_period_ms);
         self.line.clear();
-        // Writing into a String cannot fail.
-        let _ = write!(self.line, "{t_s:.*}", self.time_decimals);
-        for v in values_mw {
-            let _ = write!(self.line, ",{v:.MW_DECIMALS$}");
+        push_fixed(&mut self.line, t_s, self.time_decimals);
+        for &v in values_mw {
+            self.line.push(',');
+            push_fixed(&mut self.line, v, MW_DECIMALS);
         }
         self.line.push('\n');
         self.out.write_all(self.line.as_bytes())?;
@@ -145,6 +145,28 @@ fn time_decimals(period_s: f64) -> usize {
             (scaled - scaled.round()).abs() < 1e-6
         })
         .unwrap_or(MAX_TIME_DECIMALS)
+}
+
+/// Appends `v` with `decimals` decimals (at most 9). Whole numbers of the
+/// last decimal are printed as integers, which is several times faster
+/// than formatting a float; a value too large for that, or not finite, is
+/// formatted as a float.
+fn push_fixed(line: &mut String, v: f64, decimals: usize) {
+    let scale = 10i64.pow(decimals as u32);
+    let scaled = (v * scale as f64).round();
+    // Writing into a String cannot fail.
+    if !scaled.is_finite() || scaled.abs() >= i64::MAX as f64 / 2.0 {
+        let _ = write!(line, "{v:.decimals$}");
+        return;
+    }
+    let n = scaled as i64;
+    let sign = if n < 0 { "-" } else { "" };
+    let (whole, frac) = (n.abs() / scale, n.abs() % scale);
+    if decimals == 0 {
+        let _ = write!(line, "{sign}{whole}");
+    } else {
+        let _ = write!(line, "{sign}{whole}.{frac:0decimals$}");
+    }
 }
 
 /// `s` quoted when it holds a comma, a quote or a line end (RFC 4180).

@@ -24,7 +24,14 @@ pub struct Transition {
 
 impl Transition {
     /// One GPU's measured edge from the event on, as the share of its
-    /// step: the shape's level before the event is 0, its last tenth 1.
+    /// step: the shape's level before the event is 0, its last tenth 1,
+    /// held within 0 ..= 1. The edge gives when the GPUs change state,
+    /// not their transient: a burst above the settled level (the virus's
+    /// start on the simulated H200 reaches ~945 W for a few hundred ms
+    /// before settling at ~600) multiplied onto the job's own level, which
+    /// already holds each iteration's compute burst, drew 1,580 W a GPU
+    /// (a 160 MW peak for a 93 MW job); the running job's waveform carries
+    /// its own.
     pub fn of_edge(e: &LifecycleEdge) -> Option<Transition> {
         let s = &e.shape_w;
         let step = e.shape_step_ms;
@@ -46,7 +53,7 @@ impl Transition {
         Some(Transition {
             done: s[zero.min(s.len() - 1)..]
                 .iter()
-                .map(|v| (v - from) / (to - from))
+                .map(|v| ((v - from) / (to - from)).clamp(0.0, 1.0))
                 .collect(),
             step_ms: step,
             source: format!(
@@ -139,6 +146,9 @@ pub struct Edges {
     pub crash: Option<Transition>,
     /// The clean end (None: the job runs to the span's end).
     pub end: Option<Transition>,
+    /// An instant step (what an edge the schedule does not place would
+    /// be).
+    pub instant: Transition,
     /// A GPU with no process on it, W.
     pub idle_w: f64,
     /// A GPU through a checkpoint, W.
@@ -226,6 +236,12 @@ pub fn edges(lc: &Lifecycle, measured_edges: &[LifecycleEdge]) -> Result<Edges, 
         checkpoint_up: when(ckpt, EdgeKind::StartHeld)?,
         crash: when(crashes, EdgeKind::StopKill)?,
         end: when(lc.end_at_s.is_some(), EdgeKind::StopExit)?,
+        instant: Transition {
+            done: vec![1.0],
+            step_ms: 1.0,
+            source: "an instant step".into(),
+            measured_t10_90_ms: None,
+        },
         idle_w,
         checkpoint_w,
         levels,

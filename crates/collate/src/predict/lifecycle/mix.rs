@@ -43,21 +43,15 @@ impl<'a> Mixer<'a> {
     /// whether the job runs after it.
     pub fn of(&self, e: EventKind) -> (&'a Transition, f64, bool) {
         let ed = self.edges;
-        let missing = "an edge the timeline uses is built with it";
+        // `edges::edges` builds every edge the timeline places (the same
+        // conditions): the instant step is never reached.
+        let or = |t: &'a Option<Transition>| t.as_ref().unwrap_or(&ed.instant);
         match e {
             EventKind::Start | EventKind::Restart => (&ed.start, ed.idle_w, true),
-            EventKind::CheckpointEnd => (
-                ed.checkpoint_up.as_ref().expect(missing),
-                ed.checkpoint_w,
-                true,
-            ),
-            EventKind::CheckpointBegin => (
-                ed.checkpoint_down.as_ref().expect(missing),
-                ed.checkpoint_w,
-                false,
-            ),
-            EventKind::Crash => (ed.crash.as_ref().expect(missing), ed.idle_w, false),
-            EventKind::End => (ed.end.as_ref().expect(missing), ed.idle_w, false),
+            EventKind::CheckpointEnd => (or(&ed.checkpoint_up), ed.checkpoint_w, true),
+            EventKind::CheckpointBegin => (or(&ed.checkpoint_down), ed.checkpoint_w, false),
+            EventKind::Crash => (or(&ed.crash), ed.idle_w, false),
+            EventKind::End => (or(&ed.end), ed.idle_w, false),
         }
     }
 

@@ -42,19 +42,22 @@ pub struct LifecycleStudy {
 
 impl LifecycleStudy {
     /// Streams `plan` (keeping nothing but the figures) and judges it.
+    ///
+    /// # Errors
+    ///
+    /// None in practice: a sink that keeps nothing does not fail.
     pub fn of(
         plan: Plan,
         grid: Option<&powerlab_campaign::Grid>,
         supply: Option<&powerlab_campaign::Supply>,
-    ) -> LifecycleStudy {
-        let study =
-            study::study(&plan, &mut study::NoSink).expect("a sink that keeps nothing cannot fail");
+    ) -> std::io::Result<LifecycleStudy> {
+        let study = study::study(&plan, &mut study::NoSink)?;
         let verdicts = judge::judge(&study, grid, supply, plan.gpus);
-        LifecycleStudy {
+        Ok(LifecycleStudy {
             plan,
             study,
             verdicts,
-        }
+        })
     }
 }
 

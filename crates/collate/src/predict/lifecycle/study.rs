@@ -180,6 +180,7 @@ pub fn study(p: &Plan, sink: &mut dyn Sink) -> std::io::Result<Study> {
         for (s, c) in streams.iter_mut().zip(chunks.iter_mut()) {
             s.fill(&mut c[..len]);
         }
+        #[allow(clippy::needless_range_loop)] // j indexes every scenario's chunk
         for j in 0..len {
             let t_s = (done + j as u64) as f64 * r_ms / 1000.0;
             let at = mixer.at(t_s + 0.5 * r_ms / 1000.0);

@@ -90,9 +90,7 @@ pub fn timeline(lc: &Lifecycle, seed: u64) -> Result<(Vec<Event>, Vec<String>), 
             }
             out.push(ev(t, EventKind::Restart, false));
         } else {
-            let c = lc
-                .checkpoint
-                .expect("a finite checkpoint time has a checkpoint");
+            let Some(c) = lc.checkpoint else { break };
             let done = next_ckpt + c.duration_s;
             if done >= end - MIN_EVENT_GAP_S {
                 notes.push(format!("the checkpoint due at {next_ckpt:.0} s would not end {MIN_EVENT_GAP_S} s before the job's end: it is not placed"));

@@ -1,8 +1,8 @@
 //! The writer against a small parser of its own `.cfg` and `.dat`; the
 //! sample a grid study's CI check reads (`COMTRADE_SAMPLE_DIR`); its speed.
 
+use super::super::study_csv::{EventRow, WAVEFORM_CSV, WaveformCsvWriter, write_events};
 use super::*;
-use crate::predict::export::study_csv::{EventRow, WAVEFORM_CSV, WaveformCsvWriter, write_events};
 use std::time::Instant;
 
 /// What the test reads back from a `.cfg`.
@@ -113,9 +113,8 @@ fn round_trips_values_count_and_rate() {
         assert_eq!((*n as usize, *ts as usize), (i + 1, i));
         // The reader's time: timestamp × timemult × 1 µs.
         assert!((f64::from(*ts) * cfg.timemult - i as f64 * 10_000.0).abs() < 1e-9);
-        for c in 0..3 {
-            assert_eq!(v[c], r[c] as f32);
-        }
+        let stored: Vec<f32> = r.iter().map(|&x| x as f32).collect();
+        assert_eq!(v, &stored);
     }
     for (c, fig) in summary.channels.iter().enumerate() {
         let col: Vec<f64> = rows.iter().map(|r| r[c]).collect();

@@ -19,6 +19,17 @@ fn writes_rows_with_the_periods_decimals() {
         text,
         "time_s,plain (MW),\"a, \"\"b\"\" (MW)\"\n0.00,1.500000,2.000000\n0.01,100.250000,0.000001\n"
     );
+    let fixed = |v: f64, d: usize| {
+        let mut s = String::new();
+        push_fixed(&mut s, v, d);
+        s
+    };
+    assert_eq!(fixed(-1.25, 3), "-1.250");
+    assert_eq!(fixed(-0.0000004, 6), "0.000000");
+    assert_eq!(fixed(86_399.99, 2), "86399.99");
+    assert_eq!(fixed(7.6, 0), "8");
+    assert_eq!(fixed(f64::NAN, 2), "NaN");
+    assert_eq!(fixed(1e300, 1), format!("{:.1}", 1e300));
     assert_eq!(time_decimals(1.0), 0);
     assert_eq!(time_decimals(0.0005), 4);
     assert_eq!(time_decimals(1.0 / 3.0), 9);

@@ -1,0 +1,270 @@
+//! Many GPUs' edges of one kind pooled: every event's samples fall at a
+//! different phase of the sample grid, so together they show the edge at
+//! a finer step than one GPU's samples can (equivalent-time sampling),
+//! provided each event is aligned where its edge truly is.
+//!
+//! - The edge's 10–90 % time: each event's samples, normalised (0 before,
+//!   1 after) and aligned, are binned at [`Pooled::step_ms`] (empty bins
+//!   bridged by straight lines): the template, whose own 10 % and 90 %
+//!   crossings give its 10–90 % time. Two alignments are tried
+//!   ([`super::node`]): at the moment (exact where the moment times the
+//!   edge, as a kill does), and at each event's own mid-level crossing,
+//!   refined twice by the shift that fits its samples to the template best
+//!   (least squares; its timing is then known to about a sample spacing).
+//!   Misalignment only widens the template: the sharper one is kept.
+//!   One event's samples on an edge shorter than their spacing cannot
+//!   time it alone: the spread of the 10–90 % time over the events is the
+//!   jackknife's (the template without each event in turn). Each event's
+//!   delay is the moment to its 10 % crossing, its samples laid on the
+//!   template by the shift that fits them best.
+//! - The mean shape: every event's samples aligned at its moment (the
+//!   delay's spread stays in it, as a job of many GPUs would show it),
+//!   binned and scaled to the mean levels before and after.
+
+use super::measure::first_up;
+
+/// The template is read this far about the mid-level crossing, ms.
+const TEMPLATE_HALF_MS: f64 = 1000.0;
+/// Shifts tried when aligning an event to the template, ms either way.
+const SHIFT_MS: f64 = 10.0;
+/// Their step, ms.
+const SHIFT_STEP_MS: f64 = 0.25;
+
+/// One event's samples for pooling.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventPoints {
+    /// (ms from the moment, normalised level: 0 before, 1 after).
+    pub y: Vec<(f64, f64)>,
+    /// Its mid-level crossing, ms from the moment (refined here).
+    pub t50_ms: f64,
+}
+
+/// What pooling gives.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pooled {
+    /// The template's step, ms.
+    pub step_ms: f64,
+    /// The widest gap between the pooled samples about the edge (from
+    /// [`GAP_MARGIN_MS`] before its 10 % crossing to as long after its
+    /// 90 %), ms: the template is a straight line across it.
+    pub gap_ms: f64,
+    /// The template's 10–90 % time, ms.
+    pub t10_90_ms: f64,
+    /// One event's 10–90 % time's standard deviation, ms: the jackknife's
+    /// (the standard deviation of its pseudo-values; 0 for one event).
+    pub t10_90_sd_ms: f64,
+    /// The least and largest 10–90 % time of the template without one of
+    /// the events, ms.
+    pub t10_90_range_ms: (f64, f64),
+    /// Each event's delay (moment to its 10 % crossing, its samples laid
+    /// on the template), ms.
+    pub event_delay_ms: Vec<f64>,
+}
+
+/// Points pooled at `step` over `[lo, hi)`: each bin that holds points
+/// becomes one point, at its points' mean time and mean level (a bin's
+/// centre would move a point on a steep edge by up to half a step).
+pub fn curve(
+    points: impl Iterator<Item = (f64, f64)>,
+    lo: f64,
+    hi: f64,
+    step: f64,
+) -> Vec<(f64, f64)> {
+    let n = ((hi - lo) / step).ceil().max(1.0) as usize;
+    let mut acc = vec![(0.0, 0.0, 0usize); n];
+    for (x, y) in points {
+        let i = ((x - lo) / step).floor();
+        if i >= 0.0 && (i as usize) < n {
+            let a = &mut acc[i as usize];
+            (a.0, a.1, a.2) = (a.0 + x, a.1 + y, a.2 + 1);
+        }
+    }
+    acc.into_iter()
+        .filter(|a| a.2 > 0)
+        .map(|(x, y, c)| (x / c as f64, y / c as f64))
+        .collect()
+}
+
+/// A pooled curve read at `x`: linear between its points, held flat
+/// beyond its ends (NaN when empty).
+pub fn read(c: &[(f64, f64)], x: f64) -> f64 {
+    let k = c.partition_point(|p| p.0 < x);
+    match (k.checked_sub(1).map(|i| c[i]), c.get(k)) {
+        (Some(a), Some(b)) if b.0 > a.0 => a.1 + (b.1 - a.1) * (x - a.0) / (b.0 - a.0),
+        (_, Some(b)) => b.1,
+        (Some(a), None) => a.1,
+        (None, None) => f64::NAN,
+    }
+}
+
+/// Points pooled as [`curve`] does, read at the centre of every bin of
+/// `step` over `[lo, hi)`.
+pub fn binned(points: impl Iterator<Item = (f64, f64)>, lo: f64, hi: f64, step: f64) -> Vec<f64> {
+    let c = curve(points, lo, hi, step);
+    let n = ((hi - lo) / step).ceil().max(1.0) as usize;
+    (0..n)
+        .map(|i| read(&c, lo + (i as f64 + 0.5) * step))
+        .collect()
+}
+
+/// The sum of squares of samples `pts` (ms about their event's
+/// alignment) within `near` ms of the template's mid-level crossing
+/// `centre`, shifted by `shift`, against the template `t`.
+fn misfit(pts: &[(f64, f64)], t: &[(f64, f64)], shift: f64, centre: f64, near: f64) -> f64 {
+    pts.iter()
+        .map(|(x, y)| (x - shift, y))
+        .filter(|(u, _)| (u - centre).abs() <= near)
+        .map(|(u, y)| (y - read(t, u)).powi(2))
+        .sum()
+}
+
+/// The shift (±[`SHIFT_MS`]) that lays `pts` on the template best: the
+/// middle of the shifts that fit about as well as the best (samples that
+/// all lie on the levels fit a range of shifts equally).
+fn best_shift(pts: &[(f64, f64)], t: &[(f64, f64)], centre: f64, near: f64) -> f64 {
+    let n = (SHIFT_MS / SHIFT_STEP_MS) as i64;
+    let costs: Vec<(f64, f64)> = (-n..=n)
+        .map(|k| k as f64 * SHIFT_STEP_MS)
+        .map(|sh| (sh, misfit(pts, t, sh, centre, near)))
+        .collect();
+    let least = costs.iter().map(|c| c.1).fold(f64::INFINITY, f64::min);
+    let tied: Vec<f64> = costs
+        .iter()
+        .filter(|c| c.1 <= least * (1.0 + 1e-6) + 1e-12)
+        .map(|c| c.0)
+        .collect();
+    (tied.iter().copied().fold(f64::INFINITY, f64::min)
+        + tied.iter().copied().fold(f64::NEG_INFINITY, f64::max))
+        / 2.0
+}
+
+/// `e`'s samples about its mid-level crossing, those within `reach` ms.
+fn about(e: &EventPoints, reach: f64) -> Vec<(f64, f64)> {
+    e.y.iter()
+        .map(|(x, y)| (x - e.t50_ms, *y))
+        .filter(|(x, _)| x.abs() <= reach)
+        .collect()
+}
+
+/// The template of `events` but the one at `skip` (each aligned at its
+/// `t50_ms`), pooled at `step` over ±[`TEMPLATE_HALF_MS`].
+fn template(events: &[EventPoints], step: f64, skip: Option<usize>) -> Vec<(f64, f64)> {
+    curve(
+        events
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| Some(*i) != skip)
+            .flat_map(|(_, e)| e.y.iter().map(move |(x, y)| (x - e.t50_ms, *y))),
+        -TEMPLATE_HALF_MS,
+        TEMPLATE_HALF_MS,
+        step,
+    )
+}
+
+/// The closest non-decreasing curve to `c` in least squares (pool
+/// adjacent violators, each point weighing alike).
+fn monotone(c: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    // Blocks of (sum, count).
+    let mut blocks: Vec<(f64, usize)> = Vec::with_capacity(c.len());
+    for &(_, y) in c {
+        blocks.push((y, 1));
+        while blocks.len() > 1 {
+            let (b, a) = (blocks[blocks.len() - 1], blocks[blocks.len() - 2]);
+            if a.0 / a.1 as f64 <= b.0 / b.1 as f64 {
+                break;
+            }
+            blocks.pop();
+            let last = blocks.len() - 1;
+            blocks[last] = (a.0 + b.0, a.1 + b.1);
+        }
+    }
+    let ys = blocks
+        .iter()
+        .flat_map(|(s, n)| std::iter::repeat_n(s / *n as f64, *n));
+    c.iter().map(|p| p.0).zip(ys).collect()
+}
+
+/// The template's 10 %, 50 % and 90 % crossings, ms, read off its closest
+/// non-decreasing curve: each crossing is then one, however ragged the
+/// template (events of different delays pooled at their moments make a
+/// staircase whose every step crosses each level).
+fn crossings(t: &[(f64, f64)]) -> Option<(f64, f64, f64)> {
+    let m = monotone(t);
+    let at = |level: f64| first_up(&m, f64::NEG_INFINITY, level);
+    Some((at(0.1)?, at(0.5)?, at(0.9)?))
+}
+
+/// The pooled samples' widest gap is looked for this far beyond the
+/// edge's 10 % and 90 % crossings, ms.
+pub const GAP_MARGIN_MS: f64 = 10.0;
+
+/// The widest gap between `events`' samples (each aligned at its
+/// `t50_ms`) within `(from, to)` ms, the span's ends included as
+/// bounds.
+fn widest_gap(events: &[EventPoints], (from, to): (f64, f64)) -> f64 {
+    let mut x: Vec<f64> = events
+        .iter()
+        .flat_map(|e| e.y.iter().map(move |p| p.0 - e.t50_ms))
+        .filter(|x| *x > from && *x < to)
+        .collect();
+    x.push(from);
+    x.push(to);
+    x.sort_by(f64::total_cmp);
+    x.windows(2).map(|w| w[1] - w[0]).fold(0.0, f64::max)
+}
+
+/// The window about the edge an event is fitted over, ms.
+fn near_ms(t10: f64, t90: f64, step: f64) -> f64 {
+    (3.0 * (t90 - t10)).max(4.0 * step).max(2.0 * SHIFT_MS)
+}
+
+/// Pools `events` at `step_ms`, each aligned at its `t50_ms` (refined
+/// here against the template where `refine`: an alignment read off the
+/// samples; left as given where the moment times the edge); None when
+/// the template shows no whole edge.
+pub fn pool(events: &mut [EventPoints], step_ms: f64, refine: bool) -> Option<Pooled> {
+    let mut t = template(events, step_ms, None);
+    let passes = if refine { 2 } else { 0 };
+    for _ in 0..passes {
+        let (t10, t50, t90) = crossings(&t)?;
+        let near = near_ms(t10, t90, step_ms);
+        for e in events.iter_mut() {
+            e.t50_ms += best_shift(&about(e, 2.0 * near + SHIFT_MS), &t, t50, near);
+        }
+        t = template(events, step_ms, None);
+    }
+    let (t10, t50, t90) = crossings(&t)?;
+    let near = near_ms(t10, t90, step_ms);
+    let event_delay_ms = events
+        .iter()
+        .map(|e| e.t50_ms + best_shift(&about(e, 2.0 * near + SHIFT_MS), &t, t50, near) + t10)
+        .collect();
+    // Jackknife: the template without each event in turn.
+    let theta = t90 - t10;
+    let k = events.len();
+    let without: Vec<f64> = (0..k)
+        .filter_map(|i| crossings(&template(events, step_ms, Some(i))))
+        .map(|(a, _, b)| b - a)
+        .collect();
+    let (sd, range) = if k > 1 && without.len() == k {
+        let pseudo: Vec<f64> = without
+            .iter()
+            .map(|w| k as f64 * theta - (k - 1) as f64 * w)
+            .collect();
+        let m = pseudo.iter().sum::<f64>() / k as f64;
+        let var = pseudo.iter().map(|p| (p - m).powi(2)).sum::<f64>() / (k - 1) as f64;
+        let lo = without.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = without.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        (var.sqrt(), (lo, hi))
+    } else {
+        (0.0, (theta, theta))
+    };
+    Some(Pooled {
+        step_ms,
+        gap_ms: widest_gap(events, (t10 - GAP_MARGIN_MS, t90 + GAP_MARGIN_MS)),
+        t10_90_ms: theta,
+        t10_90_sd_ms: sd,
+        t10_90_range_ms: range,
+        event_delay_ms,
+    })
+}
