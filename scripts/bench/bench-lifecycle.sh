@@ -17,11 +17,24 @@ OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 RUN=${2:-}
 if [ -z "$RUN" ]; then
-  # The simulated node's measured edges: kill, exit, cold start, duty.
-  "$BIN" run campaigns/edges-demo.toml --backend sim --results "$OUT/r" > "$OUT/run.log" 2>&1 || { tail -20 "$OUT/run.log"; exit 1; }
+  # The simulated node's measured edges (kill, exit, cold start, duty),
+  # and two mitigations at the iteration's period: three scenarios, three
+  # channels.
+  cp campaigns/edges-demo.toml "$OUT/campaign.toml"
+  cat >> "$OUT/campaign.toml" <<'TOML'
+
+[[phase]]
+kind = "duty"
+name = "mitigation"
+period_ms = 2000
+duty = 0.5
+duration_s = 12
+smoothing = [{}, { floor_pct = 60 }, { ramp_up_w_per_s = 60000, ramp_down_w_per_s = 60000 }]
+TOML
+  "$BIN" run "$OUT/campaign.toml" --backend sim --results "$OUT/r" > "$OUT/run.log" 2>&1 || { tail -20 "$OUT/run.log"; exit 1; }
   RUN=$(find "$OUT/r" -mindepth 1 -maxdepth 1 -type d | head -1)
 fi
-/usr/bin/time -v "$BIN" predict "$RUN" --schedule schedules/day-1m.toml --out "$OUT/p" > "$OUT/stdout.log" 2> "$OUT/time.log" || { cat "$OUT/time.log"; exit 1; }
+/usr/bin/time -v "$BIN" predict "$RUN" --square-waves --schedule schedules/day-1m.toml --out "$OUT/p" > "$OUT/stdout.log" 2> "$OUT/time.log" || { cat "$OUT/time.log"; exit 1; }
 secs=$(grep "Elapsed (wall clock)" "$OUT/time.log" | awk '{print $NF}' | awk -F: '{ if (NF==3) print $1*3600+$2*60+$3; else print $1*60+$2 }')
 rss_kb=$(grep "Maximum resident set size" "$OUT/time.log" | awk '{print $NF}')
 rows=$(($(wc -l < "$OUT/p/study/facility_mw.csv") - 1))

@@ -187,6 +187,13 @@ fn a_crash_steps_by_the_true_kill_edge_a_start_by_the_measured_one_and_a_checkpo
         .parse::<f64>()
         .unwrap()
         / 1e6;
-    eprintln!("lifecycle peak {:.3} MW, steady job's peak {steady_peak:.3} MW", peak(&ckpt));
-    assert!(peak(&ckpt) <= steady_peak * 1.01, "{} vs {steady_peak}", peak(&ckpt));
+    eprintln!(
+        "lifecycle peak {:.3} MW, steady job's peak {steady_peak:.3} MW",
+        peak(&ckpt)
+    );
+    assert!(
+        peak(&ckpt) <= steady_peak * 1.01,
+        "{} vs {steady_peak}",
+        peak(&ckpt)
+    );
 }

@@ -41,6 +41,9 @@ pub struct GpuEdge {
     pub gpu: String,
     /// The level before, W.
     pub before_w: f64,
+    /// The samples' standard deviation about it, W (a job's own draw
+    /// scatters from step to step).
+    pub before_sd_w: f64,
     /// The level after, W.
     pub after_w: f64,
     /// The crossings of 10, 50 and 90 % of the step, ms from the moment.
@@ -64,6 +67,14 @@ fn within(points: &[(i64, f64)], a: i64, b: i64) -> &[(i64, f64)] {
 
 fn mean(points: &[(i64, f64)]) -> Option<f64> {
     (!points.is_empty()).then(|| points.iter().map(|p| p.1).sum::<f64>() / points.len() as f64)
+}
+
+/// The standard deviation of `points` about `mean` (0 for fewer than two).
+fn sd(points: &[(i64, f64)], mean: f64) -> f64 {
+    if points.len() < 2 {
+        return 0.0;
+    }
+    (points.iter().map(|p| (p.1 - mean).powi(2)).sum::<f64>() / (points.len() - 1) as f64).sqrt()
 }
 
 fn p90(points: &[(i64, f64)]) -> Option<f64> {
@@ -232,6 +243,7 @@ pub fn read_edge(
     Ok(GpuEdge {
         gpu: gpu.to_string(),
         before_w: before,
+        before_sd_w: sd(within(placed, w.before.0, w.before.1), before),
         after_w: after,
         t10_ms: t10,
         t50_ms: t50,

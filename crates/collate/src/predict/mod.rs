@@ -380,6 +380,12 @@ fn lifecycle_plan(
         .map(|s| s.excursions.iter().map(|e| e.duration_ms).collect())
         .unwrap_or_default();
     plan.band_hz = band_hz;
+    if lc.idle_w_per_gpu.is_none() && report.run.manifest.backend.backend != "sim" {
+        plan.notes.insert(0, format!(
+            "IDLE WITH THE HARNESS'S CONTEXT: on real GPUs the harness keeps its own CUDA context through a workload rung, so the measured kill and exit settle at a context-held idle ({:.1} W per GPU here), above what a GPU whose process died draws once the driver has torn its context down (an H100 read 69.8 W in nvidia-smi before such a run, 123 W after its kills): the crash's and the end's steps are understated by up to that difference times {} GPUs; declare lifecycle.idle_w_per_gpu with the node's bare idle for the full step",
+            plan.edges.idle_w, job.gpus
+        ));
+    }
     Ok(plan)
 }
 

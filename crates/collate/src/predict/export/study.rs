@@ -115,7 +115,7 @@ pub(super) fn section(s: &mut String, p: &Prediction) {
     let lc = &l.plan.lc;
     let _ = writeln!(
         s,
-        "\n## Lifecycle: start, checkpoints, crashes, end\n\n{} GPUs over {} s at {}, streamed ({} points; files in `{STUDY_DIR}/`: COMTRADE `{COMTRADE_STEM}.cfg`/`.dat`, `{WAVEFORM_CSV}`, `lifecycle_events.csv`). Each event's level is the mean over whole iterations (at least 1 s) before it and once its edge has settled; its time is the edge's 10–90 %.\n",
+        "\n## Lifecycle: start, checkpoints, crashes, end\n\n{} GPUs over {} s at {} ms, streamed ({} points; files in `{STUDY_DIR}/`: COMTRADE `{COMTRADE_STEM}.cfg`/`.dat`, `{WAVEFORM_CSV}`, `lifecycle_events.csv`). Each event's level is the mean over whole iterations (at least 1 s) before it and once its edge has settled; its time is the edge's 10–90 %.\n",
         p.schedule.job.gpus,
         lc.span_s,
         fmt_ms(lc.resolution_ms),
@@ -174,7 +174,7 @@ fn events(s: &mut String, label: &str, ev: &[EventFigure]) {
     for e in ev {
         let _ = writeln!(
             s,
-            "| {:.1} | {}{} | {:.2} | {:.2} | {:+.2} | {} | {} | {:.3} |",
+            "| {:.1} | {}{} | {:.2} | {:.2} | {:+.2} | {} ms | {} ms | {:.3} |",
             e.t_s,
             e.kind.name(),
             if e.drawn { " (drawn)" } else { "" },
@@ -205,7 +205,7 @@ pub(super) fn answer_line(s: &mut String, p: &Prediction) {
             })
             .map(|e| {
                 format!(
-                    "{:+.1} MW at the {} at {:.0} s (10–90 % in {})",
+                    "{:+.1} MW at the {} at {:.0} s (10–90 % in {} ms)",
                     e.step_mw(),
                     e.kind.name(),
                     e.t_s,

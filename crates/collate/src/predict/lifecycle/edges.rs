@@ -8,6 +8,38 @@
 use crate::lifecycle::{EdgeKind, LifecycleEdge};
 use powerlab_campaign::schedule::{Lifecycle, StartEdge};
 
+/// The share of a step below which an edge recorded before its moment has
+/// not begun (the level before it scatters by a few per cent).
+const EARLY_SHARE: f64 = 0.05;
+
+/// The non-decreasing sequence nearest `y` in least squares (pooling
+/// adjacent violators): the share of the GPUs that have changed state
+/// never goes back. A mean shape of few events binned finer than their
+/// samples alternates between one event's sample and the next's (a cold
+/// start's on an H100 read 117, 399, 121, 422 W 50 ms apart); across a
+/// job's nodes that is noise, not a ripple.
+pub fn monotone(y: &[f64]) -> Vec<f64> {
+    let mut blocks: Vec<(f64, usize)> = Vec::with_capacity(y.len());
+    for &v in y {
+        blocks.push((v, 1));
+        while blocks.len() > 1 {
+            let (b, nb) = blocks[blocks.len() - 1];
+            let (a, na) = blocks[blocks.len() - 2];
+            if a <= b {
+                break;
+            }
+            blocks.pop();
+            let n = na + nb;
+            let last = blocks.len() - 1;
+            blocks[last] = ((a * na as f64 + b * nb as f64) / n as f64, n);
+        }
+    }
+    blocks
+        .into_iter()
+        .flat_map(|(v, n)| std::iter::repeat_n(v, n))
+        .collect()
+}
+
 /// A transition: the share of the step done, from the event on.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Transition {
@@ -24,8 +56,8 @@ pub struct Transition {
 
 impl Transition {
     /// One GPU's measured edge from the event on, as the share of its
-    /// step: the shape's level before the event is 0, its last tenth 1,
-    /// held within 0 ..= 1. The edge gives when the GPUs change state,
+    /// step: the edge's level before is 0, its level after 1, held within
+    /// 0 ..= 1 and never going back ([`monotone`]). The edge gives when the GPUs change state,
     /// not their transient: a burst above the settled level (the virus's
     /// start on the simulated H200 reaches ~945 W for a few hundred ms
     /// before settling at ~600) multiplied onto the job's own level, which
@@ -35,26 +67,30 @@ impl Transition {
     pub fn of_edge(e: &LifecycleEdge) -> Option<Transition> {
         let s = &e.shape_w;
         let step = e.shape_step_ms;
-        if s.len() < 4 || step <= 0.0 {
+        let (from, to) = (e.before_w.mean, e.after_w.mean);
+        if s.len() < 4 || step <= 0.0 || (to - from).abs() < 1e-9 {
             return None;
         }
-        let zero = ((-e.shape_t0_ms) / step).round().max(0.0) as usize;
-        let before: Vec<f64> = s[..zero.min(s.len())].to_vec();
-        let from = if before.is_empty() {
-            s[0]
-        } else {
-            before.iter().sum::<f64>() / before.len() as f64
-        };
-        let tail = &s[s.len() - (s.len() / 10).max(1)..];
-        let to = tail.iter().sum::<f64>() / tail.len() as f64;
-        if (to - from).abs() < 1e-9 {
-            return None;
-        }
-        Some(Transition {
-            done: s[zero.min(s.len() - 1)..]
+        let zero = (((-e.shape_t0_ms) / step).round().max(0.0) as usize).min(s.len() - 1);
+        let share: Vec<f64> = s
+            .iter()
+            .map(|v| ((v - from) / (to - from)).clamp(0.0, 1.0))
+            .collect();
+        let done = monotone(&share);
+        // An edge that begins before its recorded moment (a clean exit is
+        // seen once the process has torn down, ~0.9 s after its GPU fell
+        // on an H100) begins the transition there: a job's end is its fall.
+        let half = done.iter().position(|x| *x >= 0.5).unwrap_or(zero);
+        let first = if half < zero {
+            done[..half]
                 .iter()
-                .map(|v| ((v - from) / (to - from)).clamp(0.0, 1.0))
-                .collect(),
+                .rposition(|x| *x < EARLY_SHARE)
+                .map_or(0, |i| i + 1)
+        } else {
+            zero
+        };
+        Some(Transition {
+            done: done[first..].to_vec(),
             step_ms: step,
             source: format!(
                 "the run's measured {} edge ({} events × {} GPUs, rungs {})",
@@ -163,7 +199,7 @@ fn measured(edges: &[LifecycleEdge], kind: EdgeKind) -> Result<&LifecycleEdge, S
     edges.iter().find(|e| e.kind == kind).ok_or_else(|| {
         let how = match kind {
             EdgeKind::StartCold | EdgeKind::StopKill | EdgeKind::StopExit => {
-                "a `kind = \"workload\"` phase with `stop = \"sigkill\"` and one with `stop = \"exit\"` (campaigns/edges-demo.toml, campaigns/device-edges.toml)"
+                "a `kind = \"workload\"` phase with `stop = \"sigkill\"` and one with `stop = \"exit\"` (campaigns/edges-demo.toml, campaigns/device-lifecycle.toml)"
             }
             EdgeKind::StartHeld | EdgeKind::StopHeld => "a duty phase",
         };
@@ -183,6 +219,28 @@ fn transition(edges: &[LifecycleEdge], kind: EdgeKind) -> Result<Transition, Str
             kind.name()
         )
     })
+}
+
+/// A clean end: the measured exit's own fall, aligned on its edge (its
+/// 10–90 % time as a straight ramp). Its mean shape is aligned where each
+/// exit was seen, after the process's teardown, which varies (±120 ms on
+/// an H100, widening that shape's 10–90 % to ~370 ms); a synchronous
+/// job's ranks leave their last iteration together, so their GPUs fall
+/// together.
+fn end_of(e: &LifecycleEdge) -> Result<Transition, String> {
+    let t = e.t10_90_ms.mean;
+    if !(t.is_finite() && t >= 0.0) {
+        return Err(
+            "the run's measured stop_exit edge has no 10–90 % time; measure it again".into(),
+        );
+    }
+    let mut tr = Transition::ramp(t / 0.8 / 1000.0, (t / 20.0).clamp(0.1, 10.0));
+    tr.source = format!(
+        "the run's measured clean exit, its own fall (10–90 % {t:.1} ms over {} events × {} GPUs) as a ramp",
+        e.repeats, e.gpus
+    );
+    tr.measured_t10_90_ms = Some((t, e.t10_90_ms.sd));
+    Ok(tr)
 }
 
 /// The lifecycle's transitions and levels from the run's measured edges
@@ -235,7 +293,10 @@ pub fn edges(lc: &Lifecycle, measured_edges: &[LifecycleEdge]) -> Result<Edges, 
         checkpoint_down: when(ckpt, EdgeKind::StopHeld)?,
         checkpoint_up: when(ckpt, EdgeKind::StartHeld)?,
         crash: when(crashes, EdgeKind::StopKill)?,
-        end: when(lc.end_at_s.is_some(), EdgeKind::StopExit)?,
+        end: lc
+            .end_at_s
+            .map(|_| end_of(measured(measured_edges, EdgeKind::StopExit)?))
+            .transpose()?,
         instant: Transition {
             done: vec![1.0],
             step_ms: 1.0,
@@ -246,4 +307,21 @@ pub fn edges(lc: &Lifecycle, measured_edges: &[LifecycleEdge]) -> Result<Edges, 
         checkpoint_w,
         levels,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_monotone_fit_pools_what_goes_back_and_keeps_the_mean() {
+        let y = [0.0, 0.3, 0.1, 0.5, 0.4, 0.45, 1.0];
+        let m = monotone(&y);
+        assert!(m.windows(2).all(|w| w[0] <= w[1]), "{m:?}");
+        assert_eq!(m[0], 0.0);
+        assert!((m[1] - 0.2).abs() < 1e-12 && (m[2] - 0.2).abs() < 1e-12);
+        assert!((m[3] - 0.45).abs() < 1e-12 && (m[5] - 0.45).abs() < 1e-12);
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+        assert!((mean(&m) - mean(&y)).abs() < 1e-12);
+    }
 }
