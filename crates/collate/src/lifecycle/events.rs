@@ -45,7 +45,7 @@ fn kind_of(e: LifecycleEvent) -> EdgeKind {
 pub fn moments(run: &Run, end_ns: i64) -> Vec<Moment> {
     let mut notes = lifecycle_notes(&run.events);
     notes.sort_by_key(|n| n.at_ns);
-    let after = (AFTER_PREVIOUS_MS * 1e6) as i64;
+    let after = powerlab_core::units::ms_to_ns_trunc(AFTER_PREVIOUS_MS);
     // The end of the window of the last rung that started before `at`
     // and is not the moment's own.
     let rung_before = |id: u32, at: i64| {

@@ -64,7 +64,7 @@ fn evenly(v: Vec<i64>, k: usize) -> Vec<i64> {
 
 /// ms as ns.
 fn ns(ms: f64) -> i64 {
-    (ms * 1e6) as i64
+    powerlab_core::units::ms_to_ns_trunc(ms)
 }
 
 /// The held edge of `kind` ([`EdgeKind::StartHeld`] or

@@ -18,6 +18,7 @@
 //!    interpolation between neighbouring samples.
 
 use super::events::Moment;
+use powerlab_core::units::ns_to_ms;
 
 /// The level before the edge: its last second, ms.
 pub const BEFORE_MS: f64 = 1000.0;
@@ -113,7 +114,7 @@ pub fn last_up(p: &[(f64, f64)], to: f64, level: f64) -> Option<f64> {
 /// before `to_ns`: from [`SETTLE_FROM_MS`] past it for [`SETTLE_MS`], or
 /// the later half of a shorter span (at least [`MIN_SETTLE_SPAN_MS`]).
 pub fn settled_window(edge_ns: i64, to_ns: i64) -> Option<(i64, i64)> {
-    let ms = |x: f64| (x * 1e6) as i64;
+    let ms = powerlab_core::units::ms_to_ns_trunc;
     let span = to_ns - edge_ns;
     if span >= ms(SETTLE_FROM_MS + 0.3 * SETTLE_MS) {
         let a = edge_ns + ms(SETTLE_FROM_MS);
@@ -125,7 +126,7 @@ pub fn settled_window(edge_ns: i64, to_ns: i64) -> Option<(i64, i64)> {
 /// The mid-level crossing of a first guess at the levels: (before, the
 /// running job's, mid-level crossing ns) — or why there is none.
 fn first_guess(placed: &[(i64, f64)], m: &Moment, rises: bool) -> Result<i64, String> {
-    let ms = |x: f64| (x * 1e6) as i64;
+    let ms = powerlab_core::units::ms_to_ns_trunc;
     let before = mean(within(
         placed,
         (m.at_ns - ms(BEFORE_MS)).max(m.from_ns),
@@ -183,7 +184,7 @@ pub fn measure(
     m: &Moment,
     rises: bool,
 ) -> Result<GpuEdge, String> {
-    let ms = |x: f64| (x * 1e6) as i64;
+    let ms = powerlab_core::units::ms_to_ns_trunc;
     let t50_guess = first_guess(placed, m, rises)?;
     let edge = t50_guess.max(m.at_ns);
     let after =
@@ -227,9 +228,9 @@ pub fn read_edge(
     // Normalised: 0 before, 1 after, either way.
     let y: Vec<(f64, f64)> = span
         .iter()
-        .map(|p| ((p.0 - at_ns) as f64 / 1e6, (p.1 - before) / step))
+        .map(|p| (ns_to_ms(p.0 - at_ns), (p.1 - before) / step))
         .collect();
-    let settle_ms = (w.after.0 - at_ns) as f64 / 1e6;
+    let settle_ms = ns_to_ms(w.after.0 - at_ns);
     // A rise's crossing, interpolated between samples either side of a
     // fast edge, may fall just before its moment.
     let t50 = if rises {
@@ -248,10 +249,7 @@ pub fn read_edge(
         t10_ms: t10,
         t50_ms: t50,
         t90_ms: t90,
-        settled_to_ms: (w.after.1 - at_ns) as f64 / 1e6,
-        points: span
-            .iter()
-            .map(|p| ((p.0 - at_ns) as f64 / 1e6, p.1))
-            .collect(),
+        settled_to_ms: ns_to_ms(w.after.1 - at_ns),
+        points: span.iter().map(|p| (ns_to_ms(p.0 - at_ns), p.1)).collect(),
     })
 }

@@ -206,40 +206,7 @@ fn predict_with(
     if responses.profiles.is_empty() {
         return Err(PredictError::NoResponses);
     }
-    let profile = schedule
-        .mitigation
-        .profile
-        .clone()
-        .unwrap_or_else(|| PLAIN.into());
-    if !responses.profiles.contains_key(&profile) {
-        if responses.profiles.is_empty() {
-            return Err(PredictError::NoResponses);
-        }
-        let measured = responses
-            .profiles
-            .keys()
-            .cloned()
-            .collect::<Vec<_>>()
-            .join(", ");
-        let refused = report.node().and_then(|n| {
-            n.mitigation
-                .rows
-                .iter()
-                .find(|r| r.mitigation == profile && r.withheld.is_some())
-                .and_then(|r| r.withheld.clone())
-        });
-        return Err(match refused {
-            Some(why) => PredictError::NotCredited {
-                asked: profile,
-                why,
-                measured,
-            },
-            None => PredictError::UnknownProfile {
-                asked: profile,
-                measured,
-            },
-        });
-    }
+    let profile = profile_of(report, schedule, &responses)?;
     let job = &schedule.job;
     let gpn = job
         .gpus_per_node
@@ -268,21 +235,14 @@ fn predict_with(
         .or_else(|| crate::grid::grid_of(&report.run));
     let band_hz = grid_spec.as_ref().map_or(DEFAULT_BAND_HZ, |g| g.band_hz);
     let built = scenario::all(&ctx, &profile, band_hz, grid_spec.as_ref());
-    let modes = grid_spec.as_ref().and_then(|g| {
-        let pct = g
-            .retune_iteration_pct
-            .unwrap_or(powerlab_campaign::DEFAULT_RETUNE_ITERATION_PCT);
-        // The iteration's points lie period / len apart (step_ms where
-        // that divides the period).
-        let step = job.iteration_ms / built.expected.len().max(1) as f64;
-        crate::grid::modes::mode_study(&built.expected, step, &g.modes, pct)
-    });
+    let modes = grid_spec
+        .as_ref()
+        .and_then(|g| mode_study(g, &built.expected, job.iteration_ms));
     let lifecycle = schedule
         .lifecycle
         .as_ref()
-        .map(|lc| lifecycle_plan(report, schedule, lc, &built.channels, step_ms, band_hz))
-        .transpose()?
-        .map(|plan| {
+        .map(|lc| {
+            let plan = lifecycle_plan(report, schedule, lc, &built.channels, step_ms, band_hz)?;
             lifecycle::LifecycleStudy::of(plan, grid_spec.as_ref(), schedule.supply.as_ref())
                 .map_err(|e| PredictError::Lifecycle(format!("the lifecycle study failed: {e}")))
         })
@@ -331,6 +291,65 @@ fn predict_with(
         scenarios: built.scenarios,
         notes,
     })
+}
+
+/// The schedule's mitigation profile, measured and credited in the run.
+fn profile_of(
+    report: &Report,
+    schedule: &Schedule,
+    responses: &Responses,
+) -> Result<String, PredictError> {
+    let profile = schedule
+        .mitigation
+        .profile
+        .clone()
+        .unwrap_or_else(|| PLAIN.into());
+    if responses.profiles.contains_key(&profile) {
+        return Ok(profile);
+    }
+    if responses.profiles.is_empty() {
+        return Err(PredictError::NoResponses);
+    }
+    let measured = responses
+        .profiles
+        .keys()
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    let refused = report.node().and_then(|n| {
+        n.mitigation
+            .rows
+            .iter()
+            .find(|r| r.mitigation == profile && r.withheld.is_some())
+            .and_then(|r| r.withheld.clone())
+    });
+    Err(match refused {
+        Some(why) => PredictError::NotCredited {
+            asked: profile,
+            why,
+            measured,
+        },
+        None => PredictError::UnknownProfile {
+            asked: profile,
+            measured,
+        },
+    })
+}
+
+/// The headline's forcing of the grid's modes over its expected
+/// iteration (None: no modes declared).
+fn mode_study(
+    g: &powerlab_campaign::Grid,
+    expected: &[f64],
+    iteration_ms: f64,
+) -> Option<crate::grid::modes::ModeStudy> {
+    let pct = g
+        .retune_iteration_pct
+        .unwrap_or(powerlab_campaign::DEFAULT_RETUNE_ITERATION_PCT);
+    // The iteration's points lie period / len apart (step_ms where that
+    // divides the period).
+    let step = iteration_ms / expected.len().max(1) as f64;
+    crate::grid::modes::mode_study(expected, step, &g.modes, pct)
 }
 
 /// The lifecycle study's plan: every scenario's running job at the

@@ -129,7 +129,12 @@ pub fn expected(iterations: &[Vec<f64>], l: &Layout) -> Vec<f64> {
 
 /// Draws how many of `nodes` start in each bin of `bins` (a multinomial,
 /// by conditional binomials).
-fn draw(rng: &mut ChaCha8Rng, nodes: u64, bins: &[(i64, f64)], counts: &mut Vec<(i64, u64)>) {
+pub(crate) fn draw(
+    rng: &mut ChaCha8Rng,
+    nodes: u64,
+    bins: &[(i64, f64)],
+    counts: &mut Vec<(i64, u64)>,
+) {
     counts.clear();
     let (mut left, mut mass) = (nodes, 1.0_f64);
     for (b, p) in bins {

@@ -12,7 +12,7 @@ use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 /// How a prediction is built, in words (the report's last section).
-pub const HOW_BUILT: &str = "Each GPU follows the run's measured cycles (the mean of the run's GPUs, each at its own rising edge), spliced at the target period and compute fraction from the measured rise and fall, blended in log-period between the nearest measured periods. Every iteration each node's offset is drawn from the spread (and the stragglers' delay), and the GPUs are summed as drawn. The ± is half the range over the sets of measured repeats, with the measured cycles' own 95 % intervals in quadrature. The job's start and end transients are not modelled.";
+pub const HOW_BUILT: &str = "Each GPU follows the run's measured cycles (the mean of the run's GPUs, each at its own rising edge), spliced at the target period and compute fraction from the measured rise and fall, blended in log-period between the nearest measured periods. Every iteration each node's offset is drawn from the spread (and the stragglers' delay), and the GPUs are summed as drawn. The ± is half the range over the sets of measured repeats, with the measured cycles' own 95 % intervals in quadrature. Without a `[lifecycle]` the job's start, checkpoints, crashes and end are not modelled; with one they are placed from the run's measured edges (a cold start, a held context's fall and rise, a kill, a clean exit): each edge gives when the GPUs change state, the running job's waveform their draw (see Lifecycle).";
 
 /// The whole of `report.md` for `p`.
 pub fn report_markdown(p: &Prediction) -> String {

@@ -8,6 +8,7 @@
 use super::study::{ChannelFigures, Study};
 use super::timeline::EventKind;
 use powerlab_campaign::{Grid, Ramp, Supply};
+use powerlab_core::units::W_PER_MW;
 use serde::Serialize;
 
 /// One figure against its limit.
@@ -102,7 +103,7 @@ fn channel(
                 }
             } else {
                 gr.ramp_limit_node_w_per_s(dir, gpus as usize)
-                    .map(|x| x / 1e6)
+                    .map(|x| x / W_PER_MW)
             }
         };
         if let Some(u) = up {
@@ -124,7 +125,7 @@ fn channel(
     }
     for &(ms, max) in &c.max_means {
         if let Some(m) = max {
-            let limit = supply.and_then(|s| s.limit_at(ms)).map(|w| w / 1e6);
+            let limit = supply.and_then(|s| s.limit_at(ms)).map(|w| w / W_PER_MW);
             add(format!("highest {} mean", window_words(ms)), m, "MW", limit);
         }
     }

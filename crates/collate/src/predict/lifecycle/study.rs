@@ -10,7 +10,11 @@ use super::stats::{MaxMean, Ramp, Swing, Welch};
 use super::timeline::EventKind;
 use super::{Plan, State};
 use crate::predict::stream::Realizer;
+use powerlab_core::units::W_PER_MW;
 use serde::Serialize;
+
+/// Milliseconds in an hour (MW × ms → MWh).
+const MS_PER_H: f64 = 3_600_000.0;
 
 /// Points drawn at a time.
 const CHUNK: usize = 1 << 16;
@@ -187,11 +191,11 @@ pub fn study(p: &Plan, sink: &mut dyn Sink) -> std::io::Result<Study> {
             for (k, acc) in accs.iter_mut().enumerate() {
                 let s_w = chunks[k][j];
                 let f_w = at.running * s_w + (1.0 - at.running) * n_gpus * at.level_w;
-                let mw = f_w / 1e6;
+                let mw = f_w / W_PER_MW;
                 row[k] = mw;
                 acc.push(mw);
                 if let Some(e) = at.event {
-                    acc.deficit[e] += (s_w - f_w) / 1e6 * r_ms / 3.6e6;
+                    acc.deficit[e] += (s_w - f_w) / W_PER_MW * r_ms / MS_PER_H;
                 }
                 in_windows(&windows, &mut first_window, t_s, mw, acc);
             }
@@ -279,7 +283,7 @@ fn figures(p: &Plan, label: &str, a: Acc, total: u64) -> ChannelFigures {
         mean_mw: a.sum / n,
         peak_mw: a.max,
         min_mw: a.min,
-        energy_mwh: a.sum * p.lc.resolution_ms / 3.6e6,
+        energy_mwh: a.sum * p.lc.resolution_ms / MS_PER_H,
         ramps: a
             .ramps
             .iter()
