@@ -5,14 +5,15 @@
 //! `[lifecycle]` (start, checkpoint, crash, restart, end) from these, never
 //! from square waves where a measured edge exists.
 
-pub mod events;
+pub mod analyse;
+mod events;
 pub mod held;
 pub mod measure;
 pub mod node;
 pub mod pool;
 pub mod rows;
 
-pub use node::{Lifecycle, analyse};
+pub use analyse::{Lifecycle, analyse};
 
 use serde::Serialize;
 

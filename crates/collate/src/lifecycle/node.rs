@@ -5,13 +5,13 @@
 //! [`super::held`]), each kind pooled over GPUs and events
 //! ([`super::pool`]).
 
-use super::events::{Moment, moments};
+use super::events::Moment;
 use super::measure::{GpuEdge, measure};
 use super::pool::{EventPoints, Pooled, binned, pool};
-use super::{EdgeKind, LifecycleEdge, Spread, caveat, held};
+use super::{EdgeKind, LifecycleEdge, Spread, caveat};
 use crate::load::Run;
 use crate::sensor::model::SensorModel;
-use crate::sensor::series::{EdgeIndex, SeriesSet, median_spacing_ms};
+use crate::sensor::series::{SeriesSet, median_spacing_ms};
 use crate::workload::resample::placed;
 use powerlab_core::units::ms_to_ns;
 
@@ -21,47 +21,6 @@ const SHAPE_LEAD_MS: f64 = 500.0;
 
 /// The finest step the pooled samples are binned at, ms.
 const MIN_STEP_MS: f64 = 1.0;
-
-/// A node run's lifecycle edges and what could not be measured.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Lifecycle {
-    /// One edge per kind measured, in [`EdgeKind`] order.
-    pub edges: Vec<LifecycleEdge>,
-    /// The lifecycle moments the run recorded (0: it measured no
-    /// process's edges, and the report says nothing of them).
-    pub recorded: usize,
-    /// Each GPU's event that could not be measured, in words.
-    pub refused: Vec<String>,
-}
-
-/// Every lifecycle edge of the run: each kind of recorded moment over
-/// every GPU, and the held edges of its duty rungs (about their recorded
-/// edges, `edges`).
-pub fn analyse(run: &Run, series: &SeriesSet, model: &SensorModel, edges: &EdgeIndex) -> Lifecycle {
-    let end = series.last_ts_ns().unwrap_or(i64::MAX);
-    let all = moments(run, end);
-    let mut out = Lifecycle {
-        recorded: all.len(),
-        ..Lifecycle::default()
-    };
-    for kind in [EdgeKind::StartCold, EdgeKind::StopKill, EdgeKind::StopExit] {
-        let of: Vec<&Moment> = all.iter().filter(|m| m.kind == kind).collect();
-        if of.is_empty() {
-            continue;
-        }
-        let mut refused = Vec::new();
-        if let Some(e) = event_edge(run, series, model, kind, &of, &mut refused) {
-            out.edges.push(e);
-        }
-        out.refused.extend(refused);
-    }
-    for kind in [EdgeKind::StartHeld, EdgeKind::StopHeld] {
-        out.edges
-            .extend(held::held_edge(run, series, model, edges, kind));
-    }
-    out.edges.sort_by_key(|e| e.kind);
-    out
-}
 
 /// Every GPU's edge about each moment of one kind, and the sample window
 /// and spacing of the GPUs measured.
@@ -149,7 +108,7 @@ fn measure_all(
 
 /// The edge of `kind` from its moments `of` (None: no GPU's could be
 /// measured).
-fn event_edge(
+pub(super) fn event_edge(
     run: &Run,
     series: &SeriesSet,
     model: &SensorModel,
