@@ -43,13 +43,18 @@ pub struct LifecycleRow {
     pub delay_ms_min: f64,
     /// Largest.
     pub delay_ms_max: f64,
-    /// 10–90 % time, ms: mean.
+    /// 10–90 % time, ms: the pooled edge's own.
     pub t10_90_ms: f64,
-    /// Its standard deviation.
+    /// One event's standard deviation: the jackknife's (its
+    /// pseudo-values'); it may exceed the leave-one-out range.
     pub t10_90_ms_sd: f64,
-    /// Smallest.
+    /// The pooled edge's time without one event, the least (not an
+    /// event's own time: one event's samples cannot time an edge shorter
+    /// than their spacing).
+    #[serde(rename = "t10_90_ms_loo_min")]
     pub t10_90_ms_min: f64,
-    /// Largest.
+    /// The same, the largest.
+    #[serde(rename = "t10_90_ms_loo_max")]
     pub t10_90_ms_max: f64,
     /// The 10–90 % time is a bound (under twice the resolution).
     pub t10_90_bound: bool,
