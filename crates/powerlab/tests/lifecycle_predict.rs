@@ -34,8 +34,8 @@ fn schedule(dir: &Path, name: &str, lifecycle: &str) -> String {
         "[job]\nname = \"{name}\"\ngpus = 100000\ngpus_per_node = 8\niteration_ms = 1000\ncompute_fraction = 1.0\n\
 [output]\nspan_s = 20\nresolution_ms = 10\n\
 [grid]\nmax_load_loss_mw = 50\nmax_step_mw = 100\n\
-[lifecycle]\nspan_s = 600\nresolution_ms = 10\nstart_at_s = 30\nstart_spread_ms = 0\n\
-crash_at_s = [300]\nrestart_after_s = 120\nend_at_s = 580\n{lifecycle}"
+[lifecycle]\nspan_s = 900\nresolution_ms = 10\nstart_at_s = 60\nstart_spread_ms = 0\n\
+crash_at_s = [200]\nrestart_after_s = 120\nend_at_s = 830\n{lifecycle}"
     );
     let path = dir.join(format!("{name}.toml"));
     std::fs::write(&path, s).unwrap();
@@ -126,12 +126,22 @@ fn a_crash_steps_by_the_true_kill_edge_a_start_by_the_measured_one_and_a_checkpo
         .as_array()
         .unwrap()
         .iter()
-        .find(|v| v["item"] == "load lost in a crash")
+        .find(|v| {
+            v["item"]
+                .as_str()
+                .unwrap()
+                .starts_with("load lost in a crash at the iteration's peak")
+        })
         .unwrap();
-    assert!(
-        (f(&loss["value"]) + step).abs() < 1e-9 && loss["pass"] == false,
-        "{loss}"
+    // From the running job's peak over the second before: at least the
+    // step from its mean (a flat job's peak is within a few per cent).
+    let worst = f(&loss["value"]);
+    eprintln!(
+        "load lost at the peak {worst:.3} MW, from the mean {:.3} MW",
+        -step
     );
+    assert!(worst >= -step && worst <= -step * 1.1, "{loss}");
+    assert!(loss["pass"] == false, "{loss}");
     // The start against the measured cold start.
     let edges = csv_rows(&run.join("report/lifecycle_edges.csv"));
     let cold = edges.iter().find(|e| e["kind"] == "start_cold").unwrap();

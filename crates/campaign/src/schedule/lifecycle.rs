@@ -17,6 +17,8 @@ use toml::Spanned;
 /// The default span, s (an hour), and resolution, ms.
 const DEFAULT_SPAN_S: f64 = 3_600.0;
 const DEFAULT_RESOLUTION_MS: f64 = 10.0;
+/// How far inside the span every event lies, s.
+pub const EDGE_MARGIN_S: f64 = 60.0;
 /// The most crashes an hour may declare.
 const MAX_CRASH_PER_HOUR: f64 = 60.0;
 
@@ -32,22 +34,37 @@ pub(super) fn lifecycle(
         &l.span_s,
         "lifecycle.span_s",
         DEFAULT_SPAN_S,
-        (0.0, MAX_LIFECYCLE_SPAN_S),
-        true,
-    )?;
-    let resolution_ms = resolution(ctx, &l, iteration_ms)?;
-    let start_at_s = ctx.ranged(
-        &l.start_at_s,
-        "lifecycle.start_at_s",
-        0.0,
-        (0.0, span_s),
+        (4.0 * EDGE_MARGIN_S, MAX_LIFECYCLE_SPAN_S),
         false,
     )?;
+    let resolution_ms = resolution(ctx, &l, iteration_ms)?;
+    // A minute of the span either side of the job: the per-minute ramps
+    // and the levels either side of the start and the end are read in it
+    // (an end 1 s before the span's end was judged on no minute at all).
+    let last_s = span_s - EDGE_MARGIN_S;
+    let margin = |mut e: CampaignError| {
+        e.message.push_str(&format!(
+            " (the job's events lie at least {EDGE_MARGIN_S} s inside the span: its per-minute ramps are read there)"
+        ));
+        e
+    };
+    let start_at_s = ctx
+        .ranged(
+            &l.start_at_s,
+            "lifecycle.start_at_s",
+            EDGE_MARGIN_S,
+            (EDGE_MARGIN_S, last_s),
+            false,
+        )
+        .map_err(margin)?;
     let end_at_s = match &l.end_at_s {
         None => None,
-        v => Some(ctx.ranged(v, "lifecycle.end_at_s", 0.0, (start_at_s, span_s), true)?),
+        v => Some(
+            ctx.ranged(v, "lifecycle.end_at_s", 0.0, (start_at_s, last_s), true)
+                .map_err(margin)?,
+        ),
     };
-    let running_to = end_at_s.unwrap_or(span_s);
+    let running_to = end_at_s.unwrap_or(last_s);
     let lc = Lifecycle {
         span_s,
         resolution_ms,

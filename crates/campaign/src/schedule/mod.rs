@@ -23,6 +23,7 @@ use crate::model::{Grid, Supply};
 use serde::{Deserialize, Serialize};
 
 pub use flags::{Override, Setting};
+pub use lifecycle::EDGE_MARGIN_S;
 pub use parse::{load_schedule, parse_schedule_str, parse_schedule_with};
 
 /// Most GPUs a schedule may declare.

@@ -69,6 +69,10 @@ pub struct ModeForcing {
     /// The mode's response: every harmonic's amplitude times the
     /// oscillator's amplification at it, root-sum-square, MW.
     pub response_mw: f64,
+    /// The highest frequency the measured cycles hold, Hz, where the
+    /// band reaches above it: the forcing there is not measured (None:
+    /// the band is resolved).
+    pub unresolved_above_hz: Option<f64>,
 }
 
 /// The period within the tolerance that keeps every significant harmonic
@@ -215,6 +219,7 @@ fn mode_forcing(m: &GridMode, h: &[Harmonic], significant: &[Harmonic]) -> ModeF
         flagged,
         response_mw: response(m, h.iter().map(|x| (x.hz, x.amplitude_mw))),
         in_band,
+        unresolved_above_hz: None,
     }
 }
 

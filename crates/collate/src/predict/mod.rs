@@ -237,7 +237,7 @@ fn predict_with(
     let built = scenario::all(&ctx, &profile, band_hz, grid_spec.as_ref());
     let modes = grid_spec
         .as_ref()
-        .and_then(|g| mode_study(g, &built.expected, job.iteration_ms));
+        .and_then(|g| mode_study(g, &built.expected, job.iteration_ms, built.highest_hz));
     let lifecycle = schedule
         .lifecycle
         .as_ref()
@@ -342,6 +342,7 @@ fn mode_study(
     g: &powerlab_campaign::Grid,
     expected: &[f64],
     iteration_ms: f64,
+    highest_hz: f64,
 ) -> Option<crate::grid::modes::ModeStudy> {
     let pct = g
         .retune_iteration_pct
@@ -349,7 +350,15 @@ fn mode_study(
     // The iteration's points lie period / len apart (step_ms where that
     // divides the period).
     let step = iteration_ms / expected.len().max(1) as f64;
-    crate::grid::modes::mode_study(expected, step, &g.modes, pct)
+    let mut m = crate::grid::modes::mode_study(expected, step, &g.modes, pct)?;
+    // A band above what the measured cycles hold is not "clear": its
+    // forcing there is the splice's, not measured.
+    for f in &mut m.modes {
+        if f.band_hi_hz > highest_hz && !f.flagged {
+            f.unresolved_above_hz = Some(highest_hz);
+        }
+    }
+    Some(m)
 }
 
 /// The lifecycle study's plan: every scenario's running job at the
@@ -378,6 +387,23 @@ fn lifecycle_plan(
             c
         })
         .collect();
+    let limit = enforced_limit_w(report);
+    let declared = [
+        ("lifecycle.idle_w_per_gpu", lc.idle_w_per_gpu),
+        (
+            "lifecycle.checkpoint_w_per_gpu",
+            lc.checkpoint.and_then(|c| c.w_per_gpu),
+        ),
+    ];
+    for (key, w) in declared {
+        if let (Some(w), Some(l)) = (w, limit)
+            && w > l
+        {
+            return Err(PredictError::Lifecycle(format!(
+                "the schedule's {key} = {w} W is above the {l} W enforced power limit of the run's GPUs (manifest.json): no GPU of this run can draw it; declare at most {l} W, or leave it out for the run's measured level"
+            )));
+        }
+    }
     let measured = report.node().map_or(&[][..], |n| n.lifecycle.as_slice());
     let job = &schedule.job;
     let mut plan = lifecycle::plan(

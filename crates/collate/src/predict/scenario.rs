@@ -75,6 +75,8 @@ pub(crate) struct Built {
     /// The headline scenario's expected waveform: exactly one iteration,
     /// W, `ctx.step_ms` apart.
     pub(crate) expected: Vec<f64>,
+    /// The highest frequency the headline's measured cycles hold, Hz.
+    pub(crate) highest_hz: f64,
     /// Every scenario's running job, for the lifecycle study.
     pub(crate) channels: Vec<super::lifecycle::Channel>,
     pub(crate) envelopes: Vec<RungEnvelope>,
@@ -99,6 +101,7 @@ pub(crate) fn all(ctx: &Ctx<'_>, profile: &str, band_hz: [f64; 2], spec: Option<
         scenarios: Vec::new(),
         waveform: Vec::new(),
         expected: Vec::new(),
+        highest_hz: f64::INFINITY,
         channels: Vec::new(),
         envelopes: Vec::new(),
         grids: Vec::new(),
@@ -109,6 +112,7 @@ pub(crate) fn all(ctx: &Ctx<'_>, profile: &str, band_hz: [f64; 2], spec: Option<
         if i == 0 {
             built.waveform = one.realized;
             built.expected = one.expected;
+            built.highest_hz = one.highest_hz;
             built.notes = one.scenario.notes.clone();
         }
         built.channels.push(one.channel);
@@ -152,6 +156,7 @@ struct One {
     scenario: Scenario,
     realized: Vec<f64>,
     expected: Vec<f64>,
+    highest_hz: f64,
     channel: super::lifecycle::Channel,
     envelope: RungEnvelope,
     grid: RungGrid,
@@ -272,16 +277,17 @@ fn one(
         profile.to_string()
     };
     let r = s.output.resolution_ms;
+    let grid_in_highest_hz = used
+        .iter()
+        .map(|m| m.highest_hz)
+        .fold(f64::INFINITY, f64::min);
     let grid_in = GridInputs {
         expected: &expected,
         period_ms: s.job.iteration_ms,
         realized: &realized,
         resolution_ms: r,
         source_resolution_ms: used.iter().map(|m| m.resolution_ms).fold(0.0, f64::max),
-        source_highest_hz: used
-            .iter()
-            .map(|m| m.highest_hz)
-            .fold(f64::INFINITY, f64::min),
+        source_highest_hz: grid_in_highest_hz,
         range_pm: spread_w.plus_minus,
         edges_cancel: figures::edges_cancel(
             groups,
@@ -315,6 +321,7 @@ fn one(
         scenario,
         realized,
         expected,
+        highest_hz: grid_in_highest_hz,
         channel: super::lifecycle::Channel {
             label,
             iterations: mean_t,

@@ -34,6 +34,24 @@ use std::path::{Path, PathBuf};
 /// [`CollateError::Polars`] or [`CollateError::Plot`] when the table or a
 /// plot cannot be made.
 pub fn write_prediction(p: &Prediction, dir: &Path) -> Result<Vec<PathBuf>, CollateError> {
+    // An earlier prediction's report and study go first: one that fails
+    // half-way must not leave them beside its own new files.
+    for old in [
+        dir.join(ReportFile::ReportMd.file_name()),
+        dir.join(study::STUDY_DIR),
+    ] {
+        let gone = if old.is_dir() {
+            std::fs::remove_dir_all(&old)
+        } else {
+            std::fs::remove_file(&old)
+        };
+        match gone {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(CollateError::io(&old, e));
+            }
+            _ => {}
+        }
+    }
     let plots_dir = dir.join(ReportFile::Plots.file_name());
     std::fs::create_dir_all(&plots_dir).map_err(|e| CollateError::io(&plots_dir, e))?;
     let mut files = vec![parquet::write_waveform(p, dir)?];

@@ -39,6 +39,9 @@ pub struct ModeRow<'a> {
     pub nearest_amplitude_mw: Option<f64>,
     /// Its distance from the band, Hz.
     pub gap_hz: Option<f64>,
+    /// The highest frequency the measured cycles hold, Hz, where the band
+    /// reaches above it (empty: resolved).
+    pub unresolved_above_hz: Option<f64>,
 }
 
 impl<'a> ModeRow<'a> {
@@ -56,6 +59,7 @@ impl<'a> ModeRow<'a> {
             nearest_harmonic_hz: f.nearest.map(|n| n.harmonic.hz),
             nearest_amplitude_mw: f.nearest.map(|n| n.harmonic.amplitude_mw),
             gap_hz: f.nearest.map(|n| n.gap_hz),
+            unresolved_above_hz: f.unresolved_above_hz,
         }
     }
 }
@@ -137,10 +141,11 @@ pub(super) fn section(s: &mut String, p: &Prediction) {
                 ks.join(", ")
             },
             mw(f.forcing_mw, rel),
-            if f.flagged {
-                "**⚠ in band**"
-            } else {
-                "clear"
+            match (f.flagged, f.unresolved_above_hz) {
+                (true, _) => "**⚠ in band**".to_string(),
+                (false, Some(hz)) =>
+                    format!("**not resolved**: the measured cycles hold nothing above {hz:.1} Hz"),
+                (false, None) => "clear".to_string(),
             },
         );
     }

@@ -59,7 +59,8 @@ pub fn write_study(p: &Prediction, dir: &Path) -> Result<Vec<PathBuf>, CollateEr
             .map_err(io_at(out.join(COMTRADE_STEM)))?,
     };
     let again = study(&l.plan, &mut files).map_err(io_at(out.clone()))?;
-    if again != l.study {
+    // Compared as written (a figure that is NaN is not equal to itself).
+    if format!("{again:?}") != format!("{:?}", l.study) {
         return Err(CollateError::io(
             &out,
             io::Error::other(
@@ -84,6 +85,7 @@ pub fn write_study(p: &Prediction, dir: &Path) -> Result<Vec<PathBuf>, CollateEr
         out.join(WAVEFORM_CSV),
         out.join(format!("{COMTRADE_STEM}.cfg")),
         out.join(format!("{COMTRADE_STEM}.dat")),
+        out.join(super::comtrade::COMTRADE_JSON),
         events,
         json,
     ])
@@ -146,11 +148,14 @@ fn verdicts(s: &mut String, l: &LifecycleStudy) {
     for v in &l.verdicts {
         let _ = writeln!(
             s,
-            "| {} | {} | {:.2} {} | {} | {} |",
+            "| {} | {} | {} | {} | {} |",
             text(&v.scenario),
             v.item,
-            v.value,
-            v.unit,
+            if v.value.is_finite() {
+                format!("{:.2} {}", v.value, v.unit)
+            } else {
+                "not measurable".into()
+            },
             v.limit.map_or_else(
                 || "not declared".to_string(),
                 |x| format!("{x:.2} {}", v.unit)

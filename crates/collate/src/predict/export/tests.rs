@@ -387,7 +387,7 @@ fn grid_modes_are_written_only_where_declared() {
     assert_eq!(
         lines.next(),
         Some(
-            "mode,hz,band_lo_hz,band_hi_hz,harmonics_in_band,forcing_mw,flagged,nearest_harmonic_hz,nearest_amplitude_mw,gap_hz"
+            "mode,hz,band_lo_hz,band_hi_hz,harmonics_in_band,forcing_mw,flagged,nearest_harmonic_hz,nearest_amplitude_mw,gap_hz,unresolved_above_hz"
         )
     );
     let inter = lines.next().unwrap();
@@ -395,7 +395,7 @@ fn grid_modes_are_written_only_where_declared() {
         inter.starts_with("inter-area,0.5,0.475,0.525,1,"),
         "{inter}"
     );
-    assert!(inter.ends_with(",true,,,"), "{inter}");
+    assert!(inter.ends_with(",true,,,,"), "{inter}");
     let plant = lines.next().unwrap();
     assert!(
         plant.starts_with("plant,1.3,1.25,1.35,,0.0,false,1.5,"),

@@ -203,8 +203,13 @@ fn measured(edges: &[LifecycleEdge], kind: EdgeKind) -> Result<&LifecycleEdge, S
             }
             EdgeKind::StartHeld | EdgeKind::StopHeld => "a duty phase",
         };
+        let or_idle = if kind == EdgeKind::StopKill {
+            " (where the schedule has no crash, declaring lifecycle.idle_w_per_gpu does instead: the kill edge gives the idle level)"
+        } else {
+            ""
+        };
         format!(
-            "the schedule's [lifecycle] needs the run's measured {} edge, and the run has none: predict from a run whose campaign has {how}",
+            "the schedule's [lifecycle] needs the run's measured {} edge, and the run has none: predict from a run whose campaign has {how}{or_idle}",
             kind.name()
         )
     })

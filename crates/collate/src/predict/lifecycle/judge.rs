@@ -1,9 +1,11 @@
 //! The lifecycle study's figures against the site's limits: the largest
-//! step of any event against `max_step_mw`, a crash's step against
-//! `max_load_loss_mw`, the fastest ramps between consecutive second and
-//! minute means against the `[grid]`'s MW/s (scaled to the job's GPUs) and
-//! MW/min limits, and the highest mean over each supply window against the
-//! `[supply]`. A limit not declared is stated without a verdict.
+//! step of any event against `max_step_mw`, a crash's loss from the
+//! iteration's peak against `max_load_loss_mw`, the fastest ramps between
+//! consecutive second and minute means against the `[grid]`'s MW/s
+//! (scaled to the job's GPUs) and MW/min limits, and the highest mean over
+//! each supply window against the `[supply]`. A limit not declared is
+//! stated without a verdict; a figure that cannot be measured is stated
+//! as such, never judged.
 
 use super::study::{ChannelFigures, Study};
 use super::timeline::EventKind;
@@ -18,75 +20,98 @@ pub struct Verdict {
     pub scenario: String,
     /// What is judged, in words.
     pub item: String,
-    /// The figure.
+    /// The figure (NaN: not measurable).
     pub value: f64,
     /// Its unit.
     pub unit: &'static str,
     /// The limit (None: not declared).
     pub limit: Option<f64>,
-    /// Within it (None: no limit).
+    /// Within it (None: no limit, or not measurable).
     pub pass: Option<bool>,
 }
 
 /// Every verdict of every scenario.
 pub fn judge(s: &Study, grid: Option<&Grid>, supply: Option<&Supply>, gpus: u64) -> Vec<Verdict> {
-    s.channels
-        .iter()
-        .flat_map(|c| channel(c, grid, supply, gpus))
-        .collect()
+    let mut v = Vec::new();
+    for c in &s.channels {
+        let mut add = |item: String, value: f64, unit: &'static str, limit: Option<f64>| {
+            v.push(Verdict {
+                scenario: c.label.clone(),
+                item,
+                value,
+                unit,
+                limit,
+                pass: limit.filter(|_| value.is_finite()).map(|l| value <= l),
+            });
+        };
+        steps(c, grid, &mut add);
+        ramps(c, grid, gpus, &mut add);
+        for &(ms, max) in &c.max_means {
+            let limit = supply.and_then(|s| s.limit_at(ms)).map(|w| w / W_PER_MW);
+            let item = match max {
+                Some(_) => format!("highest {} mean", window_words(ms)),
+                None => format!(
+                    "highest {} mean: not measurable (shorter than the study's resolution, or longer than its span)",
+                    window_words(ms)
+                ),
+            };
+            add(item, max.unwrap_or(f64::NAN), "MW", limit);
+        }
+        if let Some(share) = c.band_share_pct {
+            let limit = grid.and_then(|g| g.max_band_share_pct);
+            add(
+                "share of the swing's power in the band".into(),
+                share,
+                "%",
+                limit,
+            );
+        }
+    }
+    v
 }
 
-fn channel(
-    c: &ChannelFigures,
-    grid: Option<&Grid>,
-    supply: Option<&Supply>,
-    gpus: u64,
-) -> Vec<Verdict> {
-    let mut v = Vec::new();
-    let mut add = |item: String, value: f64, unit: &'static str, limit: Option<f64>| {
-        v.push(Verdict {
-            scenario: c.label.clone(),
-            item,
-            value,
-            unit,
-            limit,
-            pass: limit.map(|l| value <= l),
-        });
-    };
-    let steps = |f: &dyn Fn(EventKind) -> bool| {
-        c.events
-            .iter()
-            .filter(|e| f(e.kind))
-            .map(|e| e.step_mw())
-            .filter(|x| x.is_finite())
-            .collect::<Vec<f64>>()
-    };
-    let all = steps(&|_| true);
+type Add<'a> = dyn FnMut(String, f64, &'static str, Option<f64>) + 'a;
+
+/// The largest step up and down of any event (means either side), and a
+/// crash's loss from the iteration's peak: a crash may come there (its
+/// loss from the mean is the typical one, named beside it).
+fn steps(c: &ChannelFigures, grid: Option<&Grid>, add: &mut Add<'_>) {
+    let all: Vec<f64> = c
+        .events
+        .iter()
+        .map(|e| e.step_mw())
+        .filter(|x| x.is_finite())
+        .collect();
+    let limit = grid.and_then(|g| g.max_step_mw);
     let up = all.iter().copied().fold(0.0, f64::max);
     let down = all.iter().map(|x| -x).fold(0.0, f64::max);
-    let g = |f: fn(&Grid) -> Option<f64>| grid.and_then(f);
-    add(
-        "largest step up of an event".into(),
-        up,
-        "MW",
-        g(|g| g.max_step_mw),
-    );
-    add(
-        "largest step down of an event".into(),
-        down,
-        "MW",
-        g(|g| g.max_step_mw),
-    );
-    let crash = steps(&|k| k == EventKind::Crash);
-    if !crash.is_empty() {
-        let loss = crash.iter().map(|x| -x).fold(0.0, f64::max);
-        add(
-            "load lost in a crash".into(),
-            loss,
-            "MW",
-            g(|g| g.max_load_loss_mw),
-        );
+    add("largest step up of an event".into(), up, "MW", limit);
+    add("largest step down of an event".into(), down, "MW", limit);
+    let crashes: Vec<_> = c
+        .events
+        .iter()
+        .filter(|e| e.kind == EventKind::Crash && e.step_mw().is_finite())
+        .collect();
+    if crashes.is_empty() {
+        return;
     }
+    let worst = crashes
+        .iter()
+        .map(|e| e.peak_before_mw - e.after_mw)
+        .fold(0.0, f64::max);
+    let typical = crashes.iter().map(|e| -e.step_mw()).fold(0.0, f64::max);
+    add(
+        format!("load lost in a crash at the iteration's peak ({typical:.2} MW from its mean)"),
+        worst,
+        "MW",
+        grid.and_then(|g| g.max_load_loss_mw),
+    );
+}
+
+/// The fastest rise and fall between consecutive second means (MW/s, the
+/// `[grid]`'s MW/s limits scaled to the job's GPUs) and minute means
+/// (MW/min).
+fn ramps(c: &ChannelFigures, grid: Option<&Grid>, gpus: u64, add: &mut Add<'_>) {
     for &(w, up, down) in &c.ramps {
         let per_min = w >= 60.0;
         let (unit, k) = if per_min {
@@ -96,48 +121,27 @@ fn channel(
         };
         let limit = |dir: Ramp| -> Option<f64> {
             let gr = grid?;
-            if per_min {
-                match dir {
-                    Ramp::Up => gr.ramp_up_mw_per_min,
-                    Ramp::Down => gr.ramp_down_mw_per_min,
-                }
-            } else {
-                gr.ramp_limit_node_w_per_s(dir, gpus as usize)
-                    .map(|x| x / W_PER_MW)
+            match (per_min, dir) {
+                (true, Ramp::Up) => gr.ramp_up_mw_per_min,
+                (true, Ramp::Down) => gr.ramp_down_mw_per_min,
+                (false, d) => gr
+                    .ramp_limit_node_w_per_s(d, gpus as usize)
+                    .map(|x| x / W_PER_MW),
             }
         };
-        if let Some(u) = up {
-            add(
-                format!("fastest rise between {w:.0} s means"),
-                u * k,
-                unit,
-                limit(Ramp::Up),
-            );
-        }
-        if let Some(d) = down {
-            add(
-                format!("fastest fall between {w:.0} s means"),
-                d * k,
-                unit,
-                limit(Ramp::Down),
-            );
+        for (dir, words, rate) in [(Ramp::Up, "rise", up), (Ramp::Down, "fall", down)] {
+            let item = format!("fastest {words} between {w:.0} s means");
+            match rate {
+                Some(r) => add(item, r * k, unit, limit(dir)),
+                None => add(
+                    format!("{item}: not measurable (the span holds fewer than two windows)"),
+                    f64::NAN,
+                    unit,
+                    limit(dir),
+                ),
+            }
         }
     }
-    for &(ms, max) in &c.max_means {
-        if let Some(m) = max {
-            let limit = supply.and_then(|s| s.limit_at(ms)).map(|w| w / W_PER_MW);
-            add(format!("highest {} mean", window_words(ms)), m, "MW", limit);
-        }
-    }
-    if let Some(share) = c.band_share_pct {
-        add(
-            "share of the swing's power in the band".into(),
-            share,
-            "%",
-            g(|g| g.max_band_share_pct),
-        );
-    }
-    v
 }
 
 /// A window in words: `20 ms`, `1 s`, `1 min`.

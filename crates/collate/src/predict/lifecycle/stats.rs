@@ -140,10 +140,15 @@ pub struct MaxMean {
 }
 
 impl MaxMean {
-    /// Over `window_ms` at `resolution_ms` (at least one point).
+    /// Over `window_ms` at `resolution_ms`; a window shorter than the
+    /// resolution has no figure (a 500 ms point is no 20 ms mean).
     pub fn new(window_ms: f64, resolution_ms: f64) -> MaxMean {
         MaxMean {
-            n: ((window_ms / resolution_ms).round() as usize).max(1),
+            n: if window_ms < resolution_ms {
+                usize::MAX
+            } else {
+                ((window_ms / resolution_ms).round() as usize).max(1)
+            },
             window_ms,
             ring: VecDeque::new(),
             sum: 0.0,

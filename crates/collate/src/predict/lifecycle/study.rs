@@ -51,9 +51,14 @@ pub struct EventFigure {
     pub kind: EventKind,
     /// Drawn at the crash rate.
     pub drawn: bool,
-    /// The mean over the whole iterations (at least a second) before it.
+    /// The mean over whole iterations (at least a second) before it (the
+    /// span's first point where none lies before it).
     pub before_mw: f64,
-    /// The mean over as long once its edge has settled.
+    /// The highest point over that stretch: where a crash would start
+    /// from at the iteration's peak.
+    pub peak_before_mw: f64,
+    /// The mean over as long once its edge has settled (the span's last
+    /// point where it ends first).
     pub after_mw: f64,
     /// From the event to 10 % of the step, ms.
     pub t10_ms: f64,
@@ -120,8 +125,11 @@ struct Acc {
     means: Vec<MaxMean>,
     welch: Welch,
     before: Vec<(f64, usize)>,
+    peak_before: Vec<f64>,
     after: Vec<(f64, usize)>,
     deficit: Vec<f64>,
+    first: Option<f64>,
+    last: f64,
 }
 
 impl Acc {
@@ -137,12 +145,17 @@ impl Acc {
             means: p.windows_ms.iter().map(|w| MaxMean::new(*w, r)).collect(),
             welch: Welch::new(welch_points, r),
             before: vec![(0.0, 0); n],
+            peak_before: vec![f64::NEG_INFINITY; n],
             after: vec![(0.0, 0); n],
             deficit: vec![0.0; n],
+            first: None,
+            last: f64::NAN,
         }
     }
 
     fn push(&mut self, mw: f64) {
+        self.first.get_or_insert(mw);
+        self.last = mw;
         self.sum += mw;
         self.min = self.min.min(mw);
         self.max = self.max.max(mw);
@@ -248,6 +261,7 @@ fn in_windows(ws: &[Window], first: &mut usize, t_s: f64, mw: f64, acc: &mut Acc
         if t_s < w.b1 {
             acc.before[i].0 += mw;
             acc.before[i].1 += 1;
+            acc.peak_before[i] = acc.peak_before[i].max(mw);
         } else if t_s >= w.a0 && t_s < w.a1 {
             acc.after[i].0 += mw;
             acc.after[i].1 += 1;
@@ -257,7 +271,8 @@ fn in_windows(ws: &[Window], first: &mut usize, t_s: f64, mw: f64, acc: &mut Acc
 
 /// A scenario's figures from its accumulators.
 fn figures(p: &Plan, label: &str, a: Acc, total: u64) -> ChannelFigures {
-    let mean = |x: (f64, usize)| if x.1 > 0 { x.0 / x.1 as f64 } else { f64::NAN };
+    let first = a.first.unwrap_or(f64::NAN);
+    let mean = |x: (f64, usize), or: f64| if x.1 > 0 { x.0 / x.1 as f64 } else { or };
     let events = p
         .events
         .iter()
@@ -269,8 +284,13 @@ fn figures(p: &Plan, label: &str, a: Acc, total: u64) -> ChannelFigures {
                 t_s: e.t_s,
                 kind: e.kind,
                 drawn: e.drawn,
-                before_mw: mean(a.before[i]),
-                after_mw: mean(a.after[i]),
+                before_mw: mean(a.before[i], first),
+                peak_before_mw: if a.before[i].1 > 0 {
+                    a.peak_before[i]
+                } else {
+                    first
+                },
+                after_mw: mean(a.after[i], a.last),
                 t10_ms: t10,
                 t10_90_ms: t90 - t10,
                 deficit_mwh: a.deficit[i],

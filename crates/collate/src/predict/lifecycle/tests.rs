@@ -201,3 +201,61 @@ fn a_lifecycle_without_a_measured_kill_edge_is_refused_by_name() {
         "{err}"
     );
 }
+
+#[test]
+fn a_crash_during_a_start_falls_from_the_share_started_never_jumps_up() {
+    // A cold start that ramps over 20 s (an H100's took 8–14 s to load);
+    // a crash 11 s into it.
+    let mut l = lc(false);
+    l.crash_at_s = vec![31.0];
+    let mut p = plan_of(&l, 8000);
+    p.edges.start = edges::Transition::ramp(20.0, 10.0);
+    // A flat job: the running share alone moves the facility.
+    p.channels[0].iterations = vec![vec![550.0; 2000]];
+    let mut keep = Keep(Vec::new());
+    study(&p, &mut keep).unwrap();
+    let rows = keep.0;
+    // 10 ms points: 31 s is point 3100.
+    let at_crash = rows[3099];
+    let after = rows[3100..3500].iter().copied().fold(f64::MIN, f64::max);
+    assert!(
+        after <= at_crash + 1e-9,
+        "{after} after the crash, {at_crash} at it"
+    );
+    // About half the job had started; the crash falls from there to idle.
+    let idle = 8000.0 * 60.0 / 1e6;
+    let running = 8000.0 * 550.0 / 1e6;
+    assert!(
+        (at_crash - idle) / (running - idle) > 0.4 && at_crash < running,
+        "{at_crash}"
+    );
+    assert!((rows[3400] - idle).abs() < 1e-9, "{}", rows[3400]);
+}
+
+#[test]
+fn a_window_shorter_than_the_resolution_is_not_measurable_not_judged() {
+    let mut p = plan_of(&lc(true), 8000);
+    p.windows_ms = vec![5.0, 1000.0];
+    let s = study(&p, &mut NoSink).unwrap();
+    let supply = powerlab_campaign::Supply {
+        rated_w: None,
+        excursions: vec![
+            powerlab_campaign::Excursion {
+                duration_ms: 5.0,
+                watts: 1.0,
+            },
+            powerlab_campaign::Excursion {
+                duration_ms: 1000.0,
+                watts: 1e12,
+            },
+        ],
+    };
+    let v = judge::judge(&s, None, Some(&supply), 8000);
+    let five = v
+        .iter()
+        .find(|x| x.item.starts_with("highest 5 ms"))
+        .unwrap();
+    assert!(five.value.is_nan() && five.pass.is_none(), "{five:?}");
+    let second = v.iter().find(|x| x.item == "highest 1 s mean").unwrap();
+    assert_eq!(second.pass, Some(true));
+}

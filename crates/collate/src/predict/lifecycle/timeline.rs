@@ -67,7 +67,9 @@ pub struct Event {
 /// A declared crash that falls while the job does not run (in a
 /// checkpoint, or down after an earlier crash), in words.
 pub fn timeline(lc: &Lifecycle, seed: u64) -> Result<(Vec<Event>, Vec<String>), String> {
-    let end = lc.end_at_s.unwrap_or(lc.span_s);
+    let end = lc
+        .end_at_s
+        .unwrap_or(lc.span_s - powerlab_campaign::schedule::EDGE_MARGIN_S);
     let mut crashes = crash_times(lc, seed, end);
     let mut notes = Vec::new();
     let mut out = vec![ev(lc.start_at_s, EventKind::Start, false)];
