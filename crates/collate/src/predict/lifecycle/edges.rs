@@ -52,6 +52,8 @@ pub struct Transition {
     /// The measured edge's own 10–90 % time, ms, and its spread over the
     /// measured events (sd), where measured.
     pub measured_t10_90_ms: Option<(f64, f64)>,
+    /// The measured edge it comes from (None: declared).
+    pub kind: Option<EdgeKind>,
 }
 
 impl Transition {
@@ -97,9 +99,13 @@ impl Transition {
                 e.kind.name(),
                 e.repeats,
                 e.gpus,
-                e.rungs.join(", ")
+                match e.rungs.as_slice() {
+                    [first, _, .., last] => format!("{first} … {last}"),
+                    all => all.join(", "),
+                }
             ),
             measured_t10_90_ms: Some((e.t10_90_ms.mean, e.t10_90_ms.sd)),
+            kind: Some(e.kind),
         })
     }
 
@@ -111,6 +117,7 @@ impl Transition {
             step_ms,
             source: format!("a declared linear ramp over {ramp_s} s"),
             measured_t10_90_ms: None,
+            kind: None,
         }
     }
 
@@ -245,6 +252,7 @@ fn end_of(e: &LifecycleEdge) -> Result<Transition, String> {
         e.repeats, e.gpus
     );
     tr.measured_t10_90_ms = Some((t, e.t10_90_ms.sd));
+    tr.kind = Some(e.kind);
     Ok(tr)
 }
 
@@ -307,6 +315,7 @@ pub fn edges(lc: &Lifecycle, measured_edges: &[LifecycleEdge]) -> Result<Edges, 
             step_ms: 1.0,
             source: "an instant step".into(),
             measured_t10_90_ms: None,
+            kind: None,
         },
         idle_w,
         checkpoint_w,

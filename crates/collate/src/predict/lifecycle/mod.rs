@@ -167,6 +167,43 @@ fn add(out: &mut [(State, f64)], s: State, dt: f64) {
     }
 }
 
+/// Each transition the study places and the measured edge it comes from,
+/// with that edge's own figures per GPU (the ± over its events).
+fn quoted(edges: &Edges, measured: &[crate::lifecycle::LifecycleEdge]) -> Vec<String> {
+    let figures = |tr: &edges::Transition| {
+        let e = tr.kind.and_then(|k| measured.iter().find(|e| e.kind == k));
+        e.map_or_else(String::new, |e| {
+            format!(
+                ": {:.1} → {:.1} W per GPU, step {:+.1} ± {:.1} W, delay {:.1} ms, 10–90 % {}{:.1} ms",
+                e.before_w.mean,
+                e.after_w.mean,
+                e.step_w.mean,
+                e.step_w.sd,
+                e.delay_ms.mean,
+                if e.t10_90_is_bound() { "≤ " } else { "" },
+                e.t10_90_ms.mean
+            )
+        })
+    };
+    let mut out = vec![format!(
+        "start and restart: {}{}",
+        edges.start.source,
+        figures(&edges.start)
+    )];
+    let each = [
+        ("checkpoint in", &edges.checkpoint_down),
+        ("checkpoint out", &edges.checkpoint_up),
+        ("crash", &edges.crash),
+        ("end", &edges.end),
+    ];
+    for (what, tr) in each {
+        if let Some(t) = tr {
+            out.push(format!("{what}: {}{}", t.source, figures(t)));
+        }
+    }
+    out
+}
+
 /// The study's plan from the schedule's lifecycle, the run's measured
 /// edges and every scenario's running job.
 ///
@@ -185,6 +222,7 @@ pub fn plan(
     let (events, mut notes) = timeline::timeline(lc, seed)?;
     let edges = edges::edges(lc, measured)?;
     notes.extend(edges.levels.iter().cloned());
+    notes.extend(quoted(&edges, measured));
     Ok(Plan {
         lc: lc.clone(),
         gpus,
