@@ -24,6 +24,7 @@ pub mod lifecycle;
 pub mod lock;
 pub mod manifest;
 pub mod node_power;
+pub mod notes;
 pub mod raw;
 pub mod smoothing;
 

@@ -52,23 +52,14 @@ impl LifecycleNote {
     /// The note a record holds (None: another record; an error: a
     /// lifecycle note that does not read).
     pub fn from_event(e: &RunEvent) -> Option<Result<LifecycleNote, serde_json::Error>> {
-        match e {
-            RunEvent::Note { topic, detail, .. } if topic == LIFECYCLE_TOPIC => {
-                Some(serde_json::from_value(detail.clone()))
-            }
-            _ => None,
-        }
+        crate::notes::note_of(e, LIFECYCLE_TOPIC)
     }
 }
 
 /// Every lifecycle note of a run's events, in order; one that does not
 /// read is left out (an event log of another version).
 pub fn lifecycle_notes(events: &[RunEvent]) -> Vec<LifecycleNote> {
-    events
-        .iter()
-        .filter_map(LifecycleNote::from_event)
-        .filter_map(Result::ok)
-        .collect()
+    crate::notes::notes_of(events, LIFECYCLE_TOPIC)
 }
 
 #[cfg(test)]

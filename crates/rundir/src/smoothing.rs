@@ -141,23 +141,14 @@ impl SmoothingNote {
     /// The note an event holds: `None` for another event, an error for a
     /// smoothing note that does not read.
     pub fn from_event(event: &RunEvent) -> Option<Result<SmoothingNote, serde_json::Error>> {
-        match event {
-            RunEvent::Note { topic, detail, .. } if topic == SMOOTHING_TOPIC => {
-                Some(serde_json::from_value(detail.clone()))
-            }
-            _ => None,
-        }
+        crate::notes::note_of(event, SMOOTHING_TOPIC)
     }
 }
 
 /// Every smoothing note of a run's events, in order; one that does not
 /// read is left out (an event log of another version).
 pub fn smoothing_notes(events: &[RunEvent]) -> Vec<SmoothingNote> {
-    events
-        .iter()
-        .filter_map(SmoothingNote::from_event)
-        .filter_map(Result::ok)
-        .collect()
+    crate::notes::notes_of(events, SMOOTHING_TOPIC)
 }
 
 #[cfg(test)]
