@@ -4,10 +4,12 @@
 //! and the staging directory that is swapped in only when complete. The
 //! analyses compute; [`crate::export`] writes.
 
-use crate::error::CollateError;
+use crate::handoff;
 use crate::report::Scope;
-use crate::{handoff, load, nccl, sensor, summary};
+use powerlab_analysis::{nccl, sensor, summary};
 use powerlab_rundir::RunDir;
+use powerlab_samples::error::CollateError;
+use powerlab_samples::load;
 use std::path::{Path, PathBuf};
 
 /// Where a report keeps its Parquet copy of the raw files
@@ -55,7 +57,7 @@ pub struct CollateOptions {
     /// "DID NOT FINISH"); without it such a run is refused.
     pub snapshot: bool,
     /// The soak analysis's first and last window, s (None: one minute,
-    /// [`crate::soak::EDGE_S_DEFAULT`]).
+    /// [`powerlab_analysis::soak::EDGE_S_DEFAULT`]).
     pub soak_edge_s: Option<f64>,
     /// Wait up to this long for another collation of the run (a
     /// `--snapshot` taken as the run ends) to finish, then collate, instead

@@ -9,7 +9,7 @@
 use crate::compare::side::{Side, SummaryRow};
 use crate::compare::{CompareError, CompareOptions, Comparison, compare_sides};
 use crate::handoff::{Freshness, freshness};
-use crate::per_gpu::GpuRungRow;
+use powerlab_analysis::per_gpu::GpuRungRow;
 use powerlab_rundir::Manifest;
 use std::path::Path;
 

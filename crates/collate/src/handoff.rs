@@ -11,13 +11,13 @@
 //! bytes is not. The Parquet files are plain tables: DuckDB or Spark read
 //! a fleet's node curves as they are.
 
-use crate::curve::{CURVE_INSTRUMENTS, NodeCurve};
-use crate::cycle::CyclePart;
-use crate::error::CollateError;
-use crate::load::Run;
-use crate::summary::Cycles;
 use polars::prelude::*;
+use powerlab_analysis::curve::{CURVE_INSTRUMENTS, NodeCurve};
+use powerlab_analysis::cycle::CyclePart;
+use powerlab_analysis::summary::Cycles;
 use powerlab_rundir::{ReportFile, RunFile};
+use powerlab_samples::error::CollateError;
+use powerlab_samples::load::Run;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -367,7 +367,7 @@ pub fn write_curve(
     }
     let mut df = DataFrame::new(height, columns)
         .map_err(CollateError::polars("selecting the node curve for Parquet"))?;
-    crate::parquet_io::write_frame(&mut df, &report_dir.join(CURVE_FILE))
+    powerlab_samples::parquet_io::write_frame(&mut df, &report_dir.join(CURVE_FILE))
 }
 
 /// Writes every composed cycle to `path`: one row per point, with the
@@ -413,7 +413,7 @@ pub fn write_cycles(cycles: &Cycles, path: &Path) -> Result<PathBuf, CollateErro
         ],
     )
     .map_err(CollateError::polars("the node cycles"))?;
-    crate::parquet_io::write_frame(&mut df, path)
+    powerlab_samples::parquet_io::write_frame(&mut df, path)
 }
 
 /// Reads a node's composed cycles, by rung.

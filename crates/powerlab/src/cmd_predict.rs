@@ -1,4 +1,4 @@
-//! `powerlab predict RUN`: a thin layer over `powerlab_collate::predict`.
+//! `powerlab predict RUN`: a thin layer over `powerlab_predict`.
 //! The schedule is the file with the command line's flags applied (each
 //! error located in the file as written, or at the flag); the
 //! run's report is computed from its raw files; the prediction is written
@@ -8,7 +8,7 @@
 use crate::cli::PredictArgs;
 use anyhow::{Context, Result};
 use powerlab_campaign::schedule::{Override, Setting};
-use powerlab_collate::predict::{self, Prediction, job, source};
+use powerlab_predict::{self as predict, Prediction, job, source};
 
 pub fn predict(a: &PredictArgs) -> Result<i32> {
     let t0 = std::time::Instant::now();
@@ -184,7 +184,7 @@ fn print_summary(p: &Prediction, json: bool) {
     for n in &p.notes {
         outln!("NOTE: {n}");
     }
-    use powerlab_collate::format::{fmt_power, fmt_power_pm};
+    use powerlab_samples::format::{fmt_power, fmt_power_pm};
     for s in &p.scenarios {
         outln!(
             "{:<24} mean {}, swing (p90-p10) {}, peak {}",

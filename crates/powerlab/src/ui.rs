@@ -2,7 +2,7 @@
 //! one JSON object per line with `--json`.
 
 use indicatif::{ProgressBar, ProgressStyle};
-use powerlab_collate::summary::RungSummary;
+use powerlab_analysis::summary::RungSummary;
 use powerlab_core::units::NS_PER_MS;
 use powerlab_rundir::{PhaseKind, RunEvent};
 use powerlab_runner::Observer;

@@ -595,12 +595,9 @@ fn a_rung_that_ran_upside_down_is_not_credited() {
         }
     }
     // Predict at 100 ms: the profile comes from the 500 ms rungs only.
-    let report = powerlab_collate::predict::source::report_of(r.dir()).unwrap();
-    let p = powerlab_collate::predict::predict(
-        &report,
-        &crate::predict::schedule(2, 2, 100.0, 0.5, 1, ""),
-    )
-    .unwrap();
+    let report = powerlab_predict::source::report_of(r.dir()).unwrap();
+    let p = powerlab_predict::predict(&report, &crate::predict::schedule(2, 2, 100.0, 0.5, 1, ""))
+        .unwrap();
     let sc = p
         .scenarios
         .iter()

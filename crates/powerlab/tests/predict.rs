@@ -7,7 +7,7 @@
 
 use crate::util::*;
 use powerlab_campaign::schedule::{Schedule, parse_schedule_str};
-use powerlab_collate::predict::{self, source};
+use powerlab_predict::{self as predict, source};
 use std::path::{Path, PathBuf};
 
 fn repo() -> PathBuf {

@@ -20,7 +20,7 @@
 
 use crate::util::truth::{rates, window_change};
 use crate::util::*;
-use powerlab_collate::predict::{self, Prediction, source};
+use powerlab_predict::{self as predict, Prediction, source};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -312,7 +312,7 @@ fn a_jobs_ramps_and_its_plus_minus_hold_the_truth_in_phase_and_staggered() {
                 let (lo, hi) = crate::util::truth::plateaus(&c);
                 let dir = out.path().join(&label);
                 std::fs::create_dir_all(&dir).unwrap();
-                powerlab_collate::predict::export::write_prediction(&p, &dir).unwrap();
+                powerlab_predict::export::write_prediction(&p, &dir).unwrap();
                 for row in csv_rows(&dir.join("grid.csv"))
                     .iter()
                     .filter(|g| g["rung_id"] == "0")

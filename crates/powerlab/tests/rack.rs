@@ -242,7 +242,7 @@ fn predicted_from_one_node(
     inph: &serde_json::Value,
     stag: &serde_json::Value,
 ) {
-    use powerlab_collate::predict::{self, source};
+    use powerlab_predict::{self as predict, source};
     let report = source::report_of(node).unwrap();
     let rung = report
         .rungs
@@ -276,7 +276,7 @@ fn predicted_from_one_node(
         let pshare = p.grid.rungs[0]
             .figures
             .iter()
-            .find(|f| f.metric == powerlab_collate::grid::Metric::BandShare)
+            .find(|f| f.metric == powerlab_analysis::grid::Metric::BandShare)
             .and_then(|f| f.value)
             .unwrap();
         let e = |a: f64, b: f64| 100.0 * (a - b) / b;
@@ -674,8 +674,8 @@ fn ranks_sharing_a_host_share_its_lock_and_a_second_rack_is_refused() {
 /// The rack curve and sample-and-hold figures from every GPU's raw file at
 /// once (what the rack step did before it read node curves): the oracle
 /// the node-curve rack must equal, up to summation order.
-fn rack_from_raw(rack: &Path) -> Vec<powerlab_collate::summary::RungSummary> {
-    use powerlab_collate::load::{load_run, read_power};
+fn rack_from_raw(rack: &Path) -> Vec<powerlab_analysis::summary::RungSummary> {
+    use powerlab_samples::load::{load_run, read_power};
     let mut runs = Vec::new();
     let mut power: Option<polars::prelude::DataFrame> = None;
     for d in node_dirs(rack) {
@@ -694,9 +694,9 @@ fn rack_from_raw(rack: &Path) -> Vec<powerlab_collate::summary::RungSummary> {
     let mut reference = runs.iter().max_by_key(|r| r.rungs.len()).unwrap().clone();
     reference.series = runs.iter().flat_map(|r| r.series.clone()).collect();
     reference.series.sort();
-    let series = powerlab_collate::sensor::series::SeriesSet::from_frame(&power);
-    let curve = powerlab_collate::curve::node_curve(&series, &reference).unwrap();
-    powerlab_collate::summary::summarize(
+    let series = powerlab_samples::series::SeriesSet::from_frame(&power);
+    let curve = powerlab_analysis::curve::node_curve(&series, &reference).unwrap();
+    powerlab_analysis::summary::summarize(
         &curve,
         &reference,
         &Default::default(),

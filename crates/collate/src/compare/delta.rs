@@ -2,7 +2,7 @@
 //! candidate B, each side the values of its repeats. The difference is
 //! B − A of the means over repeats, in W and as a share of A's mean; its
 //! 95 % interval is Welch's (unequal variances, Welch–Satterthwaite
-//! degrees of freedom, [`crate::stats::welch_difference`]) when both sides
+//! degrees of freedom, [`powerlab_samples::stats::welch_difference`]) when both sides
 //! have at least two repeats; with one, the runs' own 95 % intervals of
 //! the figure in quadrature ([`with_within_run`]), where both reports have
 //! them; and none otherwise.
@@ -12,8 +12,8 @@
 //! half-width: a difference the repeats cannot tell from zero is never a
 //! regression, however large its percentage.
 
-use crate::stats::mean;
-use crate::stats::{r3, welch_difference};
+use powerlab_samples::stats::mean;
+use powerlab_samples::stats::{r3, welch_difference};
 use serde::Serialize;
 
 /// One figure compared across the repeats of A and B.
@@ -159,7 +159,7 @@ mod tests {
         assert_eq!(d.delta_w, Some(10.0));
         assert_eq!(d.delta_pct, Some(r3(10.0 / 102.0 * 100.0)));
         let df: f64 = 256.0 / 152.0;
-        let t = crate::stats::t975(df);
+        let t = powerlab_samples::stats::t975(df);
         assert!(t > 4.303 && t < 12.706, "{t}");
         let half = t * (16.0f64 / 3.0).sqrt();
         assert!((d.ci95_w.unwrap() - r3(half)).abs() < 1e-9, "{d:?}");

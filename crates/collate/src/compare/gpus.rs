@@ -7,7 +7,7 @@
 
 use super::rungs::{FigureDelta, by_label};
 use super::side::Side;
-use crate::per_gpu::GpuRungRow;
+use powerlab_analysis::per_gpu::GpuRungRow;
 use powerlab_core::hw::GpuIdentity;
 use serde::Serialize;
 use std::collections::HashMap;

@@ -1,15 +1,15 @@
 //! The node's rungs of A and B, matched by label: the repeats of a rung
 //! are grouped as the summaries group them (the label less its
-//! `/r<repeat>` suffix, [`crate::summary::base_label_of`]), and each
+//! `/r<repeat>` suffix, [`powerlab_analysis::summary::base_label_of`]), and each
 //! label's mean, peak, spread and swing are compared across the repeats
 //! ([`super::delta`]). A label found in one run only is listed as
 //! unmatched, never dropped.
 
 use super::delta::{Delta, beyond, delta, with_within_run};
 use super::side::{Side, SummaryRow};
-use crate::format::fmt_ms;
-use crate::summary::base_label_of;
+use powerlab_analysis::summary::base_label_of;
 use powerlab_rundir::{Mode, PhaseKind};
+use powerlab_samples::format::fmt_ms;
 use serde::Serialize;
 
 /// One figure of one rung (or one GPU in one rung) compared.
@@ -131,10 +131,12 @@ type Ci = fn(&SummaryRow) -> (Option<f64>, Option<f64>);
 /// figure `f`: their intervals' half-widths in quadrature over the count.
 /// None unless every rung with the figure has an interval.
 fn within_run(g: &[&SummaryRow], f: fn(&SummaryRow) -> Option<f64>, ci: Ci) -> Option<f64> {
-    crate::stats::half_width_of_mean(g.iter().filter(|r| f(r).is_some()).map(|r| match ci(r) {
-        (Some(lo), Some(hi)) => Some((hi - lo) / 2.0),
-        _ => None,
-    }))
+    powerlab_samples::stats::half_width_of_mean(g.iter().filter(|r| f(r).is_some()).map(
+        |r| match ci(r) {
+            (Some(lo), Some(hi)) => Some((hi - lo) / 2.0),
+            _ => None,
+        },
+    ))
 }
 
 fn values(g: &[&SummaryRow], f: fn(&SummaryRow) -> Option<f64>) -> Vec<f64> {

@@ -3,7 +3,7 @@
 //! (campaign, GPUs by UUID, how the run ended) and its idle health capture
 //! (`health.json`, when the run took one). [`crate::comparison`] reads it.
 
-use crate::per_gpu::GpuRungRow;
+use powerlab_analysis::per_gpu::GpuRungRow;
 use powerlab_rundir::{Manifest, Mode, PhaseKind, RunStatus};
 use serde::Deserialize;
 use std::path::PathBuf;

@@ -9,17 +9,17 @@
 //! fields; frames with polars' writer; the spectrum table as fixed-
 //! precision records under [`SPECTRUM_HEADER`].
 
-use crate::curve::{CURVE_INSTRUMENTS, NodeCurve};
-use crate::envelope::{Envelope, Verdict};
-use crate::error::CollateError;
-use crate::grid::GridMetrics;
-use crate::nccl::NcclRow;
 use crate::report::{NodeParts, RackParts, Report, Scope};
-use crate::sensor::verdict::SensorReport;
-use crate::stats::r3;
-use crate::summary::{PhaseCompare, RepeatStats, RungSummary};
 use polars::prelude::*;
+use powerlab_analysis::curve::{CURVE_INSTRUMENTS, NodeCurve};
+use powerlab_analysis::envelope::{Envelope, Verdict};
+use powerlab_analysis::grid::GridMetrics;
+use powerlab_analysis::nccl::NcclRow;
+use powerlab_analysis::sensor::verdict::SensorReport;
+use powerlab_analysis::summary::{PhaseCompare, RepeatStats, RungSummary};
 use powerlab_rundir::ReportFile;
+use powerlab_samples::error::CollateError;
+use powerlab_samples::stats::r3;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -336,7 +336,7 @@ fn node_tables(n: &NodeParts, dir: &Path) -> Result<Vec<PathBuf>, CollateError> 
     // before lifecycle rungs stays as it was).
     if n.lifecycle_moments > 0 {
         files.push(table(
-            &crate::lifecycle::rows::rows(&n.lifecycle),
+            &powerlab_analysis::lifecycle::rows::rows(&n.lifecycle),
             dir,
             ReportFile::LifecycleEdgesCsv,
         )?);

@@ -2,9 +2,9 @@
 //! at full precision, [`crate::handoff`]), or a rack's report its composed
 //! cycles, as one exporter.
 
-use crate::error::CollateError;
 use crate::handoff::{CYCLES_FILE, write_curve, write_cycles};
 use crate::report::{Report, Scope};
+use powerlab_samples::error::CollateError;
 use std::path::{Path, PathBuf};
 
 /// The hand-off files of a report. The inputs record

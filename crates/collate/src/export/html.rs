@@ -4,8 +4,8 @@
 //! that is missing shows as a marked gap (`class="missing-plot"`), never
 //! as a broken link.
 
-use crate::error::CollateError;
 use crate::report::Report;
+use powerlab_samples::error::CollateError;
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd, html};
 use std::path::{Path, PathBuf};
 

@@ -4,12 +4,12 @@
 //! `powerlab calibrate` writes and `run --sensor` reads). Pretty-printed,
 //! with a final newline.
 
-use crate::error::CollateError;
-use crate::grid::GridMetrics;
-use crate::lifecycle::LifecycleEdge;
 use crate::report::Report;
-use crate::sensor::model::SensorModel;
-use crate::summary::{PhaseCompare, RepeatStats, RungSummary};
+use powerlab_analysis::grid::GridMetrics;
+use powerlab_analysis::lifecycle::LifecycleEdge;
+use powerlab_analysis::sensor::model::SensorModel;
+use powerlab_analysis::summary::{PhaseCompare, RepeatStats, RungSummary};
+use powerlab_samples::error::CollateError;
 use std::path::{Path, PathBuf};
 
 /// Writes `value` pretty-printed to `path`, with a final newline.

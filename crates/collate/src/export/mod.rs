@@ -19,8 +19,8 @@ pub mod markdown;
 pub mod parquet;
 pub mod plots;
 
-use crate::error::CollateError;
 use crate::report::Report;
+use powerlab_samples::error::CollateError;
 use std::path::{Path, PathBuf};
 
 /// One output format of a report: writes its files for a [`Report`] into

@@ -1,10 +1,10 @@
 //! Parquet copies of CSV tables, so the same files load in polars, DuckDB
 //! or Spark with their column types.
 
-use crate::error::CollateError;
-use crate::parquet_io::{beside_csv, write_frame};
 use crate::report::{Report, Scope};
 use powerlab_rundir::ReportFile;
+use powerlab_samples::error::CollateError;
+use powerlab_samples::parquet_io::{beside_csv, write_frame};
 use std::path::{Path, PathBuf};
 
 /// The Parquet copies of a report's tables (and the rack curve).

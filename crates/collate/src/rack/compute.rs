@@ -5,14 +5,14 @@
 use super::cycles::{mark_incomplete_nodes, rack_cycles};
 use super::tables::{self, NodeSummaryRow, rack_starts, status_text};
 use super::{NodeReport, NodeRungRow, NodeState, RackOptions, RackStart, curve, edges, nodes};
-use crate::error::CollateError;
 use crate::handoff::read_cycles;
-use crate::load::{Run, load_run};
 use crate::report::node::Steps;
 use crate::report::{RackParts, Report, Scope};
-use crate::summary::{RungSummary, compare_modes, repeat_stats, summarize};
+use powerlab_analysis::summary::{RungSummary, compare_modes, repeat_stats, summarize};
 use powerlab_core::units::NS_PER_MS;
 use powerlab_rundir::RunDir;
+use powerlab_samples::error::CollateError;
+use powerlab_samples::load::{Run, load_run};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -95,18 +95,18 @@ pub fn compute(rack: &Path, opts: RackOptions<'_>) -> Result<Report, CollateErro
     mark_incomplete_nodes(&mut rungs, &nodes.states, &nodes.summaries);
     steps.done("rung summaries");
     // The rack has no sensor model of its own: the default sample window.
-    let envelope = crate::envelope::envelope(
+    let envelope = powerlab_analysis::envelope::envelope(
         &reference,
         &curve,
         &cycles,
-        crate::envelope::SAMPLE_WINDOW_DEFAULT_MS,
+        powerlab_analysis::envelope::SAMPLE_WINDOW_DEFAULT_MS,
     );
     let rack_gpus = usable.iter().map(|&i| nodes.runs[i].1.series.len()).sum();
-    let grid = crate::grid::grid_metrics(
+    let grid = powerlab_analysis::grid::grid_metrics(
         &reference,
         &curve,
         &cycles,
-        crate::envelope::SAMPLE_WINDOW_DEFAULT_MS,
+        powerlab_analysis::envelope::SAMPLE_WINDOW_DEFAULT_MS,
         rack_gpus,
     );
     let parts = rack_parts(rack, nodes, curve_table, starts)?;
@@ -235,7 +235,13 @@ fn edges_and_starts(
     rack: &Path,
     reference: &Run,
     nodes: &Nodes,
-) -> Result<(HashMap<u32, crate::edges::EdgeStats>, Vec<RackStart>), CollateError> {
+) -> Result<
+    (
+        HashMap<u32, powerlab_analysis::edges::EdgeStats>,
+        Vec<RackStart>,
+    ),
+    CollateError,
+> {
     let runs = &nodes.runs;
     let mut edges = edges::RackEdges::default();
     let inputs: Vec<(&RunDir, usize)> = nodes
@@ -262,9 +268,15 @@ fn edges_and_starts(
 fn rack_curve(
     reference: &Run,
     nodes: &Nodes,
-) -> Result<(crate::curve::NodeCurve, polars::prelude::DataFrame), CollateError> {
+) -> Result<
+    (
+        powerlab_analysis::curve::NodeCurve,
+        polars::prelude::DataFrame,
+    ),
+    CollateError,
+> {
     let grid_ns = reference.grid_ns.max(NS_PER_MS);
-    let origin = crate::curve::grid_origin(reference);
+    let origin = powerlab_analysis::curve::grid_origin(reference);
     let usable = nodes.usable();
     let mut span: Option<(i64, i64)> = None;
     for &i in &usable {

@@ -9,10 +9,10 @@
 //! rack curve, each node's buffered column (for `rack_curve.csv`) and one
 //! node curve being read.
 
-use crate::curve::{CURVE_INSTRUMENTS, NodeCurve};
-use crate::error::CollateError;
 use crate::handoff::{CURVE_FILE, read_parquet};
 use polars::prelude::*;
+use powerlab_analysis::curve::{CURVE_INSTRUMENTS, NodeCurve};
+use powerlab_samples::error::CollateError;
 use std::path::Path;
 
 /// One instrument's running sum.
@@ -39,7 +39,7 @@ pub struct RackCurve {
 /// Fails as [`read_parquet`] does.
 pub fn node_span(report_dir: &Path) -> Result<Option<(i64, i64)>, CollateError> {
     let df = read_parquet(&report_dir.join(CURVE_FILE), Some(vec!["t_ns".into()]))?;
-    let t = crate::columns::i64_column(&df, "t_ns");
+    let t = powerlab_samples::columns::i64_column(&df, "t_ns");
     Ok(t.first().copied().zip(t.last().copied()))
 }
 
@@ -70,7 +70,7 @@ impl RackCurve {
     pub fn add_node(&mut self, node: &str, report_dir: &Path) -> Result<(), CollateError> {
         let path = report_dir.join(CURVE_FILE);
         let df = read_parquet(&path, None)?;
-        let t = crate::columns::i64_column(&df, "t_ns");
+        let t = powerlab_samples::columns::i64_column(&df, "t_ns");
         let mut index = Vec::with_capacity(t.len());
         for ts in &t {
             let off = ts - self.start_ns;

@@ -4,12 +4,12 @@
 
 use super::NodeReport;
 use super::tables::{self, NodeSummaryRow};
-use crate::cycle::interval::{self, Stated};
-use crate::cycle::{CyclePart, NoCycle, NodeCycle, sum_cycles};
-use crate::load::Run;
-use crate::summary::{Cycles, RungSummary};
+use powerlab_analysis::cycle::interval::{self, Stated};
+use powerlab_analysis::cycle::{CyclePart, NoCycle, NodeCycle, sum_cycles};
+use powerlab_analysis::summary::{Cycles, RungSummary};
 use powerlab_core::units::PeriodMs;
 use powerlab_rundir::{PhaseKind, RunDir};
+use powerlab_samples::load::Run;
 use std::collections::{BTreeMap, HashMap};
 
 /// A rack rung built in part from a node's incomplete window (stopped,

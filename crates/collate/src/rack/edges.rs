@@ -7,13 +7,13 @@
 //! counts, not by the number of nodes. Each edge's error is on its own
 //! node's clock, as the start skew is.
 
-use crate::edges::{EdgeStats, KindStats, edge_rows, edges_frame};
-use crate::error::CollateError;
-use crate::stats::{quantile, weighted_quantile_sorted};
 use polars::prelude::DataFrame;
+use powerlab_analysis::edges::{EdgeStats, KindStats, edge_rows, edges_frame};
 use powerlab_core::shape::EdgeKind;
 use powerlab_core::units::ns_to_us;
 use powerlab_rundir::RunDir;
+use powerlab_samples::error::CollateError;
+use powerlab_samples::stats::{quantile, weighted_quantile_sorted};
 use std::collections::{BTreeMap, HashMap};
 
 /// (rung, rise?) as a key.
@@ -123,7 +123,7 @@ impl RackEdges {
         &self.starts
     }
 
-    /// Per-rung figures, as [`crate::edges::edge_stats`] gives a node's
+    /// Per-rung figures, as [`powerlab_analysis::edges::edge_stats`] gives a node's
     /// over every GPU of every node added (clock drift aside: it is each
     /// node's own, in its report).
     pub fn stats(&self) -> HashMap<u32, EdgeStats> {

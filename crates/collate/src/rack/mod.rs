@@ -25,9 +25,9 @@ pub mod tables;
 pub use nodes::{NodeCollator, NodeReport};
 pub use tables::{HostRungRow, NodeRungRow, NodeState, RackStart};
 
-use crate::error::CollateError;
 use crate::report::Scope;
-use crate::summary::{PhaseCompare, RungSummary};
+use powerlab_analysis::summary::{PhaseCompare, RungSummary};
+use powerlab_samples::error::CollateError;
 use std::path::{Path, PathBuf};
 
 /// Whether `dir` is a rack run directory.

@@ -4,9 +4,9 @@
 //! figure, and says how many nodes had one: a missing node is a gap,
 //! never less power.
 
-use crate::error::CollateError;
-use crate::node_power::NodePowerRung;
-use crate::stats::r3;
+use powerlab_analysis::node_power::NodePowerRung;
+use powerlab_samples::error::CollateError;
+use powerlab_samples::stats::r3;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;

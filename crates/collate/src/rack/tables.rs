@@ -2,10 +2,10 @@
 //! node's own figures per rung, and each rung's start across the rack, with
 //! how they are read from the node run directories.
 
-use crate::cycle::interval::Stated;
-use crate::load::Run;
+use powerlab_analysis::cycle::interval::Stated;
 use powerlab_core::units::ns_to_us;
 use powerlab_rundir::{RunDir, RunStatus};
+use powerlab_samples::load::Run;
 use serde::Serialize;
 use std::collections::BTreeMap;
 

@@ -1,9 +1,10 @@
 //! Marks on a node's rung summaries that the reader must see first: a
 //! window some GPU's readings do not cover, and the rung the run stopped in.
 
-use crate::{integrity, load, stats, summary};
+use powerlab_analysis::summary;
 use powerlab_core::units::PeriodMs;
 use powerlab_core::units::{ms_to_ns_f64, ns_f64_to_s};
+use powerlab_samples::{integrity, load, stats};
 
 /// Marks rungs whose window some GPU's readings do not cover; where the
 /// GPUs disagree (one covers less than another) every node figure goes, the

@@ -8,20 +8,20 @@ pub mod node;
 pub mod node_power;
 pub mod workload;
 
-use crate::curve::NodeCurve;
-use crate::envelope::Envelope;
-use crate::grid::GridMetrics;
 use crate::handoff::Inputs;
-use crate::load::Run;
-use crate::nccl::{FabricPowerRow, NcclRow};
-use crate::node_power::{NodePowerRung, SourceFacts};
-use crate::per_gpu::GpuRungRow;
 use crate::rack::node_power::RackNodePowerRow;
 use crate::rack::tables::{HostRungRow, NodeReport, NodeRungRow, NodeState, RackStart};
-use crate::sensor::verdict::SensorReport;
-use crate::soak::Soak;
-use crate::summary::{Cycles, PhaseCompare, RepeatStats, RungSummary};
 use polars::prelude::DataFrame;
+use powerlab_analysis::curve::NodeCurve;
+use powerlab_analysis::envelope::Envelope;
+use powerlab_analysis::grid::GridMetrics;
+use powerlab_analysis::nccl::{FabricPowerRow, NcclRow};
+use powerlab_analysis::node_power::{NodePowerRung, SourceFacts};
+use powerlab_analysis::per_gpu::GpuRungRow;
+use powerlab_analysis::sensor::verdict::SensorReport;
+use powerlab_analysis::soak::Soak;
+use powerlab_analysis::summary::{Cycles, PhaseCompare, RepeatStats, RungSummary};
+use powerlab_samples::load::Run;
 use std::path::PathBuf;
 
 /// A collation's result: the same rungs, cycles and comparisons for a node
@@ -83,13 +83,13 @@ pub struct NodeParts {
     /// The node's own power meters.
     pub node_power: NodePower,
     /// What each mitigation rung buys and costs against its plain rung.
-    pub mitigation: crate::mitigation::Mitigation,
+    pub mitigation: powerlab_analysis::mitigation::Mitigation,
     /// The workload rungs: the iterations their samples show, and the
     /// figures stated for them.
     pub workload: workload::Workload,
     /// The lifecycle edges measured (a cold start, a kill, a clean exit,
     /// a held context's rise and fall), one per kind measured.
-    pub lifecycle: Vec<crate::lifecycle::LifecycleEdge>,
+    pub lifecycle: Vec<powerlab_analysis::lifecycle::LifecycleEdge>,
     /// The lifecycle moments the run recorded (a workload process's
     /// spawn, kill or exit; 0: the report says nothing of lifecycle
     /// edges, though the held ones are in `lifecycle`).

@@ -4,16 +4,17 @@
 //! samples are read once.
 
 use super::{NodeParts, Report, Scope, marks, node_power};
-use crate::error::CollateError;
-use crate::sensor::series::{EdgeIndex, SeriesSet};
-use crate::sensor::verdict::SensorReport;
-use crate::summary::{Cycles, RungSummary};
-use crate::{
-    curve, cycle, edges, energy, envelope, handoff, integrity, load, mitigation, nccl, per_gpu,
-    sensor, soak, stats, summary,
-};
+use crate::handoff;
 use polars::prelude::DataFrame;
+use powerlab_analysis::sensor::verdict::SensorReport;
+use powerlab_analysis::summary::{Cycles, RungSummary};
+use powerlab_analysis::{
+    curve, cycle, edges, energy, envelope, mitigation, nccl, per_gpu, sensor, soak, summary,
+};
 use powerlab_rundir::{PhaseKind, RunDir};
+use powerlab_samples::error::CollateError;
+use powerlab_samples::series::{EdgeIndex, SeriesSet};
+use powerlab_samples::{integrity, load, stats};
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -99,7 +100,13 @@ pub fn compute(
     steps.done("rung summaries");
     let sample_window_ms = envelope::sample_window_ms(&model);
     let envelope = envelope::envelope(&run, &curve, &cycles, sample_window_ms);
-    let grid = crate::grid::grid_metrics(&run, &curve, &cycles, sample_window_ms, run.series.len());
+    let grid = powerlab_analysis::grid::grid_metrics(
+        &run,
+        &curve,
+        &cycles,
+        sample_window_ms,
+        run.series.len(),
+    );
     let visible = rungs.iter().map(|r| (r.rung.id, r.raw_swing_w)).collect();
     let sensor =
         sensor::verdict::analyse(&run, &samples.series, &edge_index, model, &curve, &visible);
@@ -118,7 +125,8 @@ pub fn compute(
         rows: super::workload::rows(&workload_rungs, &rungs, &grid, &cycles),
         rungs: workload_rungs,
     };
-    let lifecycle = crate::lifecycle::analyse(&run, &samples.series, &sensor.model, &edge_index);
+    let lifecycle =
+        powerlab_analysis::lifecycle::analyse(&run, &samples.series, &sensor.model, &edge_index);
     steps.done("lifecycle edges");
     let mut parts = node_parts(
         dir,
@@ -198,8 +206,8 @@ fn with_workload(
     series: &SeriesSet,
     model: &sensor::model::SensorModel,
     cycles: &mut Cycles,
-) -> Vec<crate::workload::WorkloadRung> {
-    crate::workload::analyse(run, series, model)
+) -> Vec<powerlab_analysis::workload::WorkloadRung> {
+    powerlab_analysis::workload::analyse(run, series, model)
         .into_iter()
         .map(|(w, c)| {
             if let Some(c) = c {
@@ -267,7 +275,7 @@ fn held_until(run: &load::Run, series: &SeriesSet) -> HashMap<u32, i64> {
             run.series
                 .iter()
                 .map(|(node, gpu)| {
-                    sensor::series::span(
+                    powerlab_samples::series::span(
                         series.get_at(node, gpu, "buffered_w"),
                         r.measure_from_ns,
                         r.end_ns,

@@ -2,11 +2,12 @@
 //! joined with the node curve.
 
 use super::{NodePower, NodePowerSeries};
-use crate::error::CollateError;
-use crate::{curve, load, node_power};
+use powerlab_analysis::{curve, node_power};
 use powerlab_core::units::PeriodMs;
 use powerlab_core::units::{NS_PER_S, ns_to_s};
 use powerlab_rundir::{PhaseKind, RunDir};
+use powerlab_samples::error::CollateError;
+use powerlab_samples::load;
 
 /// Reads `node_power/` and joins it with the node curve. A damaged source
 /// file is named among the raw problems and left out: node power is an
@@ -70,8 +71,8 @@ pub fn node_power_of(
             },
         });
     }
-    let t_ns = crate::columns::i64_column(&curve.df, "t_ns");
-    let w = crate::columns::f64_column(&curve.df, "node_buffered_w");
+    let t_ns = powerlab_samples::columns::i64_column(&curve.df, "t_ns");
+    let w = powerlab_samples::columns::f64_column(&curve.df, "node_buffered_w");
     let spans: Vec<node_power::RungSpan> = run
         .rungs
         .iter()

@@ -1,15 +1,15 @@
 //! The workload rungs as the report states them ([`Workload`]): what each
-//! GPU's samples showed of the job's iterations ([`crate::workload`]), and
+//! GPU's samples showed of the job's iterations ([`powerlab_analysis::workload`]), and
 //! one row per rung ([`WorkloadRow`]) of the figures stated elsewhere in
 //! the report for it (its rung summary, its grid metrics), so that
 //! `report.md` and `workload.csv` agree with the rung tables and carry
 //! their marks.
 
-use crate::cycle::{NoCycle, NodeCycle};
-use crate::grid::{GridFigure, GridMetrics, Metric, cycle_resolution_ms};
-use crate::stats::r3;
-use crate::summary::{Cycles, RungSummary};
-use crate::workload::WorkloadRung;
+use powerlab_analysis::cycle::{NoCycle, NodeCycle};
+use powerlab_analysis::grid::{GridFigure, GridMetrics, Metric, cycle_resolution_ms};
+use powerlab_analysis::summary::{Cycles, RungSummary};
+use powerlab_analysis::workload::WorkloadRung;
+use powerlab_samples::stats::r3;
 use serde::Serialize;
 
 /// Every workload rung of a node run.

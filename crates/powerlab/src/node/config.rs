@@ -119,7 +119,7 @@ pub struct GivenSensor {
     /// Its bytes, written unchanged into the run directory.
     pub bytes: Vec<u8>,
     /// The model they hold.
-    pub model: powerlab_collate::sensor::SensorModel,
+    pub model: powerlab_analysis::sensor::SensorModel,
 }
 
 impl GivenSensor {
@@ -174,7 +174,7 @@ impl RunConfig {
             .as_ref()
             .map(|s| -> Result<GivenSensor, ConfigError> {
                 let file = |e: &dyn std::fmt::Display| ConfigError::File(format!("--sensor: {e}"));
-                let model = powerlab_collate::sensor::read_model(s).map_err(|e| file(&e))?;
+                let model = powerlab_analysis::sensor::read_model(s).map_err(|e| file(&e))?;
                 let bytes = std::fs::read(s).map_err(|e| file(&format!("{}: {e}", s.display())))?;
                 Ok(GivenSensor {
                     path: s.clone(),

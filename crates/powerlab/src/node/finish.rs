@@ -29,7 +29,7 @@ pub fn finish(cfg: &RunConfig, outcome: Result<RunResult, i32>) -> Result<i32> {
     };
     if let Some(Ok(out)) = &collated {
         // A run that calibrated itself keeps its sensor model beside its raw data.
-        if out.sensor.model.kind == powerlab_collate::sensor::ModelKind::Calibrated {
+        if out.sensor.model.kind == powerlab_analysis::sensor::ModelKind::Calibrated {
             let to = RunFile::SensorModel.path_in(&result.run_dir);
             if let Err(e) = powerlab_rundir::write_json(&to, &out.sensor.model) {
                 errln!("error: keeping the calibrated sensor model beside the raw data: {e}");

@@ -4,15 +4,15 @@
 //! figure repeats, the worst case stands beside the typical one.
 
 use super::cells::{code, text};
-use crate::cycle::Bounds;
-use crate::load::Run;
-use crate::per_gpu::GpuRungRow;
-use crate::sensor::model::ModelKind;
-use crate::sensor::verdict::SensorReport;
-use crate::stats::median;
-use crate::summary::{PhaseCompare, RungSummary};
+use powerlab_analysis::cycle::Bounds;
+use powerlab_analysis::per_gpu::GpuRungRow;
+use powerlab_analysis::sensor::model::ModelKind;
+use powerlab_analysis::sensor::verdict::SensorReport;
+use powerlab_analysis::summary::{PhaseCompare, RungSummary};
 use powerlab_core::units::PeriodMs;
 use powerlab_rundir::{Mode, PhaseKind};
+use powerlab_samples::load::Run;
+use powerlab_samples::stats::median;
 use std::fmt::Write;
 
 /// What the block is made from.
@@ -26,17 +26,17 @@ pub struct AnswerInputs<'a> {
     /// Every GPU in every rung.
     pub per_gpu: &'a [GpuRungRow],
     /// The soak analysis.
-    pub soak: &'a [crate::soak::SoakRow],
+    pub soak: &'a [powerlab_analysis::soak::SoakRow],
     /// The sensor model behind the figures.
     pub sensor: &'a SensorReport,
     /// The node's own power beside the GPU sum, per rung.
-    pub node_power: &'a [crate::node_power::NodePowerRung],
+    pub node_power: &'a [powerlab_analysis::node_power::NodePowerRung],
     /// The excursion envelope against the declared supply.
-    pub envelope: &'a crate::envelope::Envelope,
+    pub envelope: &'a powerlab_analysis::envelope::Envelope,
     /// The grid metrics against the declared `[grid]`.
-    pub grid: &'a crate::grid::GridMetrics,
+    pub grid: &'a powerlab_analysis::grid::GridMetrics,
     /// What each mitigation buys and costs.
-    pub mitigation: &'a crate::mitigation::Mitigation,
+    pub mitigation: &'a powerlab_analysis::mitigation::Mitigation,
 }
 
 /// The block's Markdown.
@@ -163,13 +163,13 @@ fn throttling_line(s: &mut String, per_gpu: &[GpuRungRow], n_gpus: usize) {
 fn chassis_line(
     s: &mut String,
     rungs: &[RungSummary],
-    node_power: &[crate::node_power::NodePowerRung],
+    node_power: &[powerlab_analysis::node_power::NodePowerRung],
 ) {
     let sustained: Vec<&RungSummary> = rungs
         .iter()
         .filter(|r| r.rung.kind == PhaseKind::Sustained && r.mean_w.is_some())
         .collect();
-    let chassis: Vec<&crate::node_power::NodePowerRung> = node_power
+    let chassis: Vec<&powerlab_analysis::node_power::NodePowerRung> = node_power
         .iter()
         .filter(|r| r.non_gpu_w.is_some())
         .collect();
@@ -456,12 +456,12 @@ fn edges_caveat(r: &RungSummary) -> &'static str {
 /// (with how many there were); every soak is in the Soak section.
 fn soak_line(s: &mut String, a: &AnswerInputs<'_>) {
     use super::soak::{Verdict, verdict};
-    let nodes: Vec<&crate::soak::SoakRow> = a
+    let nodes: Vec<&powerlab_analysis::soak::SoakRow> = a
         .soak
         .iter()
-        .filter(|r| r.gpu == crate::soak::NODE)
+        .filter(|r| r.gpu == powerlab_analysis::soak::NODE)
         .collect();
-    let rank = |r: &crate::soak::SoakRow| match verdict(r) {
+    let rank = |r: &powerlab_analysis::soak::SoakRow| match verdict(r) {
         Verdict::Moved(_) => 0,
         Verdict::NotJudged(_) => 1,
         Verdict::Held => 2,
@@ -469,7 +469,8 @@ fn soak_line(s: &mut String, a: &AnswerInputs<'_>) {
     let Some(n) = nodes.iter().min_by_key(|r| rank(r)) else {
         return;
     };
-    let of: Vec<&crate::soak::SoakRow> = a.soak.iter().filter(|r| r.rung_id == n.rung_id).collect();
+    let of: Vec<&powerlab_analysis::soak::SoakRow> =
+        a.soak.iter().filter(|r| r.rung_id == n.rung_id).collect();
     let gpus = a.run.manifest.backend.gpus.len().max(1);
     let limit_sum: f64 = a
         .run
@@ -519,7 +520,7 @@ fn soak_line(s: &mut String, a: &AnswerInputs<'_>) {
 /// Where the run stopped, when a stop reason ended it inside a rung (an
 /// interlock in a ramp-up step's warm-up has no figures of its own, so the
 /// lines below would not show it).
-fn stopped_line(run: &crate::load::Run) -> Option<String> {
+fn stopped_line(run: &powerlab_samples::load::Run) -> Option<String> {
     use powerlab_rundir::RunEvent;
     run.events.iter().find_map(|e| match e {
         RunEvent::Note { topic, detail, .. }

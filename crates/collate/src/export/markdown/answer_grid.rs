@@ -6,10 +6,10 @@
 
 use super::cells::code;
 use super::mitigation::in_words;
-use crate::envelope::{Envelope, Verdict};
-use crate::format::fmt_ms;
-use crate::grid::{GridFigure, GridMetrics, GridVerdict, Metric, Window};
-use crate::mitigation::{Mitigation, MitigationRow};
+use powerlab_analysis::envelope::{Envelope, Verdict};
+use powerlab_analysis::grid::{GridFigure, GridMetrics, GridVerdict, Metric, Window};
+use powerlab_analysis::mitigation::{Mitigation, MitigationRow};
+use powerlab_samples::format::fmt_ms;
 use std::fmt::Write;
 
 /// The envelope's windows the line names, ms.

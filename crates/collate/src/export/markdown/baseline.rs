@@ -5,10 +5,10 @@
 //! nobody mistakes one for the other.
 
 use super::cells::{code, o, text};
-use crate::per_gpu::GpuRungRow;
-use crate::stats::mean;
-use crate::summary::RungSummary;
+use powerlab_analysis::per_gpu::GpuRungRow;
+use powerlab_analysis::summary::RungSummary;
 use powerlab_rundir::PhaseKind;
+use powerlab_samples::stats::mean;
 use std::fmt::Write;
 
 /// The two baselines' rungs: (no context, every context-held idle rung).

@@ -18,7 +18,7 @@ pub fn pm(v: Option<f64>, ci: Option<f64>) -> String {
 
 /// A figure with its 95 % interval, `1547.9 [1480.2, 1601.0]`: one decimal
 /// each, the figure alone where it has no interval.
-pub fn within(v: Option<f64>, ci: Option<crate::cycle::Bounds>) -> String {
+pub fn within(v: Option<f64>, ci: Option<powerlab_analysis::cycle::Bounds>) -> String {
     match (v, ci) {
         (Some(v), Some(b)) => format!("{v:.1} [{:.1}, {:.1}]", b.lo, b.hi),
         (v, _) => o(v),

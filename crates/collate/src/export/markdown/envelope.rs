@@ -3,8 +3,8 @@
 //! declared supply, and every point over its limit.
 
 use super::cells::{o, text};
-use crate::envelope::{Envelope, Verdict};
-use crate::format::fmt_ms;
+use powerlab_analysis::envelope::{Envelope, Verdict};
+use powerlab_samples::format::fmt_ms;
 use std::fmt::Write;
 
 /// The window lengths the section shows, ms (`envelope.csv` has them all).

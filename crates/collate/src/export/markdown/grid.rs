@@ -3,8 +3,8 @@
 //! every judged figure's verdict with its margin.
 
 use super::cells::text;
-use crate::format::fmt_ms;
-use crate::grid::{GridFigure, GridMetrics, GridVerdict, Metric, Window};
+use powerlab_analysis::grid::{GridFigure, GridMetrics, GridVerdict, Metric, Window};
+use powerlab_samples::format::fmt_ms;
 use std::fmt::Write;
 
 /// A figure for a table cell: `≥` for a lower bound, `±` where stated, a
@@ -37,7 +37,7 @@ pub fn write_section(s: &mut String, g: &GridMetrics) {
     let _ = writeln!(
         s,
         "What a utility interconnect limits (arXiv 2508.14318), per rung of the node (or the rack's sum). Ramp rates: 0.8 × the step between the plateaus either side of the edge (the level it leaves, the median of the phase it enters) over the fastest 10–90 % edge, W/s; the fastest rise and fall over 1 ms, 10 ms, 100 ms and 1 s, W/s (the largest change over that window); `≥`: the edge is shorter than {} × the cycle's resolution (an ideal step cut to its restored harmonics), so only a lower bound; none without a composed cycle. Dynamic range: max − min (W, and % of the max). Band share: the share of the fluctuation's energy (variance, DC excluded) in {lo}–{hi} Hz, from the cycle's harmonics, or the node curve's spectrum up to its Nyquist frequency. – : withheld (`grid.csv` says why).\n",
-        crate::grid::NUMBER_ABOVE_RESOLUTION
+        powerlab_analysis::grid::NUMBER_ABOVE_RESOLUTION
     );
     let _ = writeln!(
         s,

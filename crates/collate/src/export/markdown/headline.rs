@@ -6,11 +6,11 @@
 
 use super::cells::{code, text};
 use super::tables::Tables;
-use crate::load::Run;
-use crate::node_power::NodePowerRung;
-use crate::summary::RungSummary;
+use powerlab_analysis::node_power::NodePowerRung;
+use powerlab_analysis::summary::RungSummary;
 use powerlab_core::units::ns_to_s;
 use powerlab_rundir::{Manifest, RunEvent, RunStatus};
+use powerlab_samples::load::Run;
 use std::fmt::Write;
 
 /// Appends the report's title: `# campaign — complete run on node (N
@@ -94,7 +94,7 @@ fn logged_end(run: &Run) -> Option<(&str, Option<&str>)> {
 /// A run that did not complete: how it ended (from the manifest, or from
 /// the event log where the manifest was never sealed), or where its
 /// records stop. `raw_end_ns` is the latest raw reading, epoch ns.
-pub(crate) fn status_warning(run: &Run, raw_end_ns: Option<i64>) -> Option<String> {
+pub fn status_warning(run: &Run, raw_end_ns: Option<i64>) -> Option<String> {
     let m = &run.manifest;
     match &m.status {
         RunStatus::Complete => None,
@@ -207,13 +207,9 @@ fn worst_words(worst: f64) -> String {
 /// record was lost (a later rung has one). None when every rung is there,
 /// or when a run that ended by a signal or fault merely stopped early
 /// (its first line says so already).
-pub(crate) fn missing_rungs_warning(
-    run: &Run,
-    m: &Manifest,
-    raw_end_ns: Option<i64>,
-) -> Option<String> {
+pub fn missing_rungs_warning(run: &Run, m: &Manifest, raw_end_ns: Option<i64>) -> Option<String> {
     let killed = matches!(m.status, RunStatus::Running);
-    let named: Vec<&crate::load::MissingRung> = run
+    let named: Vec<&powerlab_samples::load::MissingRung> = run
         .missing_rungs
         .iter()
         .filter(|r| r.lost || killed)

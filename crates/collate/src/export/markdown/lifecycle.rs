@@ -5,7 +5,7 @@
 //! events (GPU × repeat), and what the reader must know.
 
 use super::cells::text;
-use crate::lifecycle::{LifecycleEdge, Spread};
+use powerlab_analysis::lifecycle::{LifecycleEdge, Spread};
 use std::fmt::Write;
 
 /// `mean ± sd` of a figure.

@@ -5,7 +5,7 @@
 //! achieved.
 
 use super::cells::{o, pm, signed, text};
-use crate::mitigation::{Mitigation, MitigationGpuRow, MitigationRow};
+use powerlab_analysis::mitigation::{Mitigation, MitigationGpuRow, MitigationRow};
 use powerlab_core::smoothing::SmoothingSpec;
 use std::fmt::Write;
 

@@ -26,8 +26,8 @@ pub mod tables;
 pub mod verdict;
 pub mod workload;
 
-use crate::error::CollateError;
 use crate::report::{Report, Scope};
+use powerlab_samples::error::CollateError;
 use std::path::{Path, PathBuf};
 
 /// `report.md` of a node or a rack.

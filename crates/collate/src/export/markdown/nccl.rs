@@ -2,10 +2,10 @@
 //! collective and size, and the node's power while the fabric was busy.
 
 use super::cells::{o, text};
-use crate::format::fmt_bytes;
-use crate::nccl::{FabricPowerRow, NcclRow};
+use powerlab_analysis::nccl::{FabricPowerRow, NcclRow};
 use powerlab_rundir::PhaseKind;
 use powerlab_rundir::PlotFile;
+use powerlab_samples::format::fmt_bytes;
 use std::fmt::Write;
 
 /// Appends "NCCL collectives" (only where the run has NCCL rows): time,

@@ -3,7 +3,7 @@
 //! the GPU sum over the same spans.
 
 use super::cells::{o, text};
-use crate::node_power::{NodePowerRung, SourceFacts};
+use powerlab_analysis::node_power::{NodePowerRung, SourceFacts};
 use powerlab_rundir::PlotFile;
 use std::fmt::Write;
 

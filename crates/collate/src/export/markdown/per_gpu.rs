@@ -2,7 +2,7 @@
 //! peers first, then every GPU in every rung.
 
 use super::cells::{o, text};
-use crate::per_gpu::{ENERGY_FLAG, GpuRungRow, PEER_FLAG, PEER_FLAG_MIN_W};
+use powerlab_analysis::per_gpu::{ENERGY_FLAG, GpuRungRow, PEER_FLAG, PEER_FLAG_MIN_W};
 use std::fmt::Write;
 
 /// Appends the section.

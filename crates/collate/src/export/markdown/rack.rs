@@ -2,14 +2,14 @@
 //! the rack's power per rung, and in phase vs staggered across the rack.
 
 use super::cells::{code, o, text};
-use crate::error::CollateError;
 use crate::rack::tables::{HostRungRow, NodeState, RackStart};
-use crate::summary::{PhaseCompare, RungSummary};
+use powerlab_analysis::summary::{PhaseCompare, RungSummary};
+use powerlab_samples::error::CollateError;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 /// "v W [lo, hi]" with the figure's 95 % interval where it has one.
-fn with_interval(v: Option<f64>, b: Option<crate::cycle::Bounds>) -> String {
+fn with_interval(v: Option<f64>, b: Option<powerlab_analysis::cycle::Bounds>) -> String {
     match b {
         Some(b) if v.is_some() => format!("{} W [{:.0}, {:.0}]", fmt_w(v), b.lo, b.hi),
         _ => format!("{} W", fmt_w(v)),
@@ -37,9 +37,9 @@ pub struct RackTables<'a> {
     /// The nodes' own power meters, added per rung.
     pub node_power: &'a [crate::rack::node_power::RackNodePowerRow],
     /// The excursion envelope of the rack's sum, every rung.
-    pub envelope: &'a crate::envelope::Envelope,
+    pub envelope: &'a powerlab_analysis::envelope::Envelope,
     /// The grid metrics of the rack's sum, every rung.
-    pub grid: &'a crate::grid::GridMetrics,
+    pub grid: &'a powerlab_analysis::grid::GridMetrics,
 }
 
 /// The rack's answer block: the lines a node's has for the whole rack

@@ -5,12 +5,12 @@
 
 use super::cells::{code, text};
 use super::sensor::write_sensor_section;
-use crate::error::CollateError;
-use crate::load::Run;
-use crate::summary::{PhaseCompare, RungSummary};
+use powerlab_analysis::summary::{PhaseCompare, RungSummary};
 use powerlab_core::units::{ns_to_ms, ns_to_s};
 use powerlab_rundir::PlotFile;
 use powerlab_rundir::{Manifest, PhaseKind, RunEvent};
+use powerlab_samples::error::CollateError;
+use powerlab_samples::load::Run;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 

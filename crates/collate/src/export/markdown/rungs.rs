@@ -3,10 +3,10 @@
 //! staggered.
 
 use super::cells::{o, pm, signed, text, within};
-use crate::format::fmt_ms;
-use crate::summary::{PhaseCompare, RepeatStats, RungSummary};
+use powerlab_analysis::summary::{PhaseCompare, RepeatStats, RungSummary};
 use powerlab_core::units::PeriodMs;
 use powerlab_rundir::Manifest;
+use powerlab_samples::format::fmt_ms;
 use std::fmt::Write;
 
 /// Appends "Rungs (node power, GPU draw only)": how the figures are made,

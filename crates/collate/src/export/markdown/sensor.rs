@@ -3,9 +3,9 @@
 //! duty period.
 
 use super::cells::{o, pm, text};
-use crate::format::fmt_ms;
-use crate::sensor::verdict::SensorReport;
+use powerlab_analysis::sensor::verdict::SensorReport;
 use powerlab_rundir::PlotFile;
+use powerlab_samples::format::fmt_ms;
 use std::fmt::Write;
 
 /// Appends "What the instruments can see": the sensor model per GPU and

@@ -3,7 +3,7 @@
 //! throttled first and why; the clocks at the start and the end.
 
 use super::cells::{code, o, text};
-use crate::soak::{NODE, SoakRow};
+use powerlab_analysis::soak::{NODE, SoakRow};
 use powerlab_rundir::{PlotFile, ReportFile};
 use std::fmt::Write;
 

@@ -1,9 +1,9 @@
 //! What `report.md` of a node run tabulates: the markdown exporter's view
 //! of a node's [`crate::report::Report`].
 
-use crate::nccl::{FabricPowerRow, NcclRow};
-use crate::sensor::verdict::SensorReport;
-use crate::summary::{PhaseCompare, RepeatStats, RungSummary};
+use powerlab_analysis::nccl::{FabricPowerRow, NcclRow};
+use powerlab_analysis::sensor::verdict::SensorReport;
+use powerlab_analysis::summary::{PhaseCompare, RepeatStats, RungSummary};
 
 /// Everything the report tabulates.
 pub struct Tables<'a> {
@@ -14,11 +14,11 @@ pub struct Tables<'a> {
     /// In phase vs staggered.
     pub compare: &'a [PhaseCompare],
     /// The excursion envelope of every rung.
-    pub envelope: &'a crate::envelope::Envelope,
+    pub envelope: &'a powerlab_analysis::envelope::Envelope,
     /// The grid metrics of every rung.
-    pub grid: &'a crate::grid::GridMetrics,
+    pub grid: &'a powerlab_analysis::grid::GridMetrics,
     /// Every mitigation rung against its plain rung.
-    pub mitigation: &'a crate::mitigation::Mitigation,
+    pub mitigation: &'a powerlab_analysis::mitigation::Mitigation,
     /// NCCL bandwidth rows.
     pub nccl: &'a [NcclRow],
     /// Fabric power next to idle and compute.
@@ -31,18 +31,21 @@ pub struct Tables<'a> {
     /// its end stopped).
     pub raw_end_ns: Option<i64>,
     /// Every GPU in every rung.
-    pub per_gpu: &'a [crate::per_gpu::GpuRungRow],
+    pub per_gpu: &'a [powerlab_analysis::per_gpu::GpuRungRow],
     /// The soak analysis: every GPU and the node of every soak rung.
-    pub soak: &'a [crate::soak::SoakRow],
+    pub soak: &'a [powerlab_analysis::soak::SoakRow],
     /// The workload rungs' figures.
     pub workload: &'a [crate::report::workload::WorkloadRow],
     /// The lifecycle edges and the events not measured, where the run
     /// recorded a process's lifecycle (None: the report says nothing of
     /// them).
-    pub lifecycle: Option<(&'a [crate::lifecycle::LifecycleEdge], &'a [String])>,
+    pub lifecycle: Option<(
+        &'a [powerlab_analysis::lifecycle::LifecycleEdge],
+        &'a [String],
+    )>,
     /// The node's own power sources, and per rung beside the GPU sum.
     pub node_power: (
-        &'a [crate::node_power::SourceFacts],
-        &'a [crate::node_power::NodePowerRung],
+        &'a [powerlab_analysis::node_power::SourceFacts],
+        &'a [powerlab_analysis::node_power::NodePowerRung],
     ),
 }

@@ -3,10 +3,10 @@
 //! its excursion envelope against the `[supply]` before any table.
 
 use super::cells::text;
-use crate::envelope::Envelope;
 use crate::export::plots::{SwingLimit, has_envelope_plot, has_swing_plot, supply_words};
-use crate::grid::GridMetrics;
-use crate::summary::RungSummary;
+use powerlab_analysis::envelope::Envelope;
+use powerlab_analysis::grid::GridMetrics;
+use powerlab_analysis::summary::RungSummary;
 use powerlab_rundir::PlotFile;
 use std::fmt::Write;
 

@@ -3,10 +3,10 @@
 //! side by side (`plots/in_phase_vs_staggered`).
 
 use super::draw::DrawResult;
-use crate::summary::{PhaseCompare, RepeatStats};
 use plotters::coord::Shift;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
+use powerlab_analysis::summary::{PhaseCompare, RepeatStats};
 use powerlab_rundir::{Mode, PhaseKind};
 
 /// The node's spread (p99 − p1) against the duty period, in phase and

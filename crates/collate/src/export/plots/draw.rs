@@ -2,8 +2,8 @@
 //! into both its SVG and its PNG.
 
 use super::Chart;
-use crate::error::CollateError;
 use plotters::prelude::*;
+use powerlab_samples::error::CollateError;
 use std::path::{Path, PathBuf};
 use std::sync::Once;
 

@@ -5,10 +5,10 @@
 
 use super::draw::DrawResult;
 use super::verdict::mode_words;
-use crate::envelope::{Envelope, RungEnvelope, WINDOWS_MS};
-use crate::summary::RungSummary;
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use powerlab_analysis::envelope::{Envelope, RungEnvelope, WINDOWS_MS};
+use powerlab_analysis::summary::RungSummary;
 use powerlab_campaign::Supply;
 use powerlab_rundir::{Mode, PhaseKind};
 

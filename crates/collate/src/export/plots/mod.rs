@@ -29,23 +29,23 @@ pub use waveform::{
     WAVEFORM_STEM, WaveformChart, write_scenario_envelope_plot, write_waveform_plot,
 };
 
-use crate::curve::NodeCurve;
-use crate::envelope::Envelope;
-use crate::error::CollateError;
-use crate::load::Run;
-use crate::nccl::NcclRow;
 use crate::report::NodePowerSeries;
 use crate::report::{NodeParts, Report, Scope};
-use crate::sensor::verdict::PeriodAnswer;
-use crate::soak::SoakLines;
-use crate::summary::{Cycles, PhaseCompare, RepeatStats, RungSummary};
 use draw::DrawResult;
 use node_curve::Series3;
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use powerlab_analysis::curve::NodeCurve;
+use powerlab_analysis::envelope::Envelope;
+use powerlab_analysis::nccl::NcclRow;
+use powerlab_analysis::sensor::verdict::PeriodAnswer;
+use powerlab_analysis::soak::SoakLines;
+use powerlab_analysis::summary::{Cycles, PhaseCompare, RepeatStats, RungSummary};
 use powerlab_rundir::PhaseKind;
 use powerlab_rundir::PlotFile;
 use powerlab_rundir::ReportFile;
+use powerlab_samples::error::CollateError;
+use powerlab_samples::load::Run;
 use std::path::{Path, PathBuf};
 
 /// A chart of any family, as the drawing of both its files takes it.

@@ -2,11 +2,11 @@
 
 use super::Chart;
 use super::draw::{DrawResult, both};
-use crate::error::CollateError;
-use crate::nccl::NcclRow;
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use powerlab_analysis::nccl::NcclRow;
 use powerlab_rundir::PlotFile;
+use powerlab_samples::error::CollateError;
 use std::path::{Path, PathBuf};
 
 /// Bus bandwidth against message size, one line per collective (sweep rungs).
@@ -52,7 +52,7 @@ where
         .configure_mesh()
         .x_desc("message size (bytes)")
         .y_desc("busbw (GB/s)")
-        .x_label_formatter(&|v| crate::format::fmt_bytes(v.round() as u64))
+        .x_label_formatter(&|v| powerlab_samples::format::fmt_bytes(v.round() as u64))
         .label_style(("sans-serif", 12))
         .draw()?;
     let colors = [

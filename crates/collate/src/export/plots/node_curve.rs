@@ -4,14 +4,14 @@
 
 use super::Chart;
 use super::draw::DrawResult;
-use crate::columns::{f64_column, i64_column};
-use crate::curve::NodeCurve;
-use crate::load::Run;
-use crate::summary::Cycles;
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use powerlab_analysis::curve::NodeCurve;
+use powerlab_analysis::summary::Cycles;
 use powerlab_core::units::ns_to_s;
 use powerlab_rundir::PlotFile;
+use powerlab_samples::columns::{f64_column, i64_column};
+use powerlab_samples::load::Run;
 use std::path::{Path, PathBuf};
 
 /// Min/max decimation into at most `buckets` buckets, so spikes survive.
@@ -193,7 +193,7 @@ pub(super) fn rung_charts<'a>(
 
 /// The composed cycle over the measured window, at 0.5 ms (empty where the
 /// rung has none).
-fn composed(cycles: &Cycles, r: &crate::load::RungWindow) -> Vec<(f64, f64)> {
+fn composed(cycles: &Cycles, r: &powerlab_samples::load::RungWindow) -> Vec<(f64, f64)> {
     match cycles.get(&r.info.id) {
         Some(Ok(c)) => {
             let step = 500_000i64;

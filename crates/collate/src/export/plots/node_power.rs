@@ -3,11 +3,11 @@
 
 use super::Chart;
 use super::draw::{DrawResult, both};
-use crate::error::CollateError;
 use crate::report::NodePowerSeries;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use powerlab_rundir::PlotFile;
+use powerlab_samples::error::CollateError;
 use std::path::{Path, PathBuf};
 
 /// The node's own power against the GPU sum over the run

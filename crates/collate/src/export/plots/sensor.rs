@@ -3,11 +3,11 @@
 
 use super::Chart;
 use super::draw::{DrawResult, both};
-use crate::error::CollateError;
-use crate::sensor::verdict::PeriodAnswer;
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use powerlab_analysis::sensor::verdict::PeriodAnswer;
 use powerlab_rundir::PlotFile;
+use powerlab_samples::error::CollateError;
 use std::path::{Path, PathBuf};
 
 /// NVML-visible vs reconstructed node swing against the duty period.

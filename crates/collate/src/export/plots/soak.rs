@@ -3,11 +3,11 @@
 
 use super::Chart;
 use super::draw::{DrawResult, both};
-use crate::error::CollateError;
-use crate::soak::SoakLines;
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use powerlab_analysis::soak::SoakLines;
 use powerlab_rundir::PlotFile;
+use powerlab_samples::error::CollateError;
 use std::path::{Path, PathBuf};
 
 /// The soak plot (`plots/soak.svg`/`.png`): each GPU's power (1 s means),

@@ -6,14 +6,14 @@
 
 use super::Chart;
 use super::draw::{DrawResult, both};
-use crate::envelope::Envelope;
-use crate::error::CollateError;
-use crate::grid::{GridMetrics, Metric};
-use crate::summary::base_label;
-use crate::summary::{RepeatStats, RungSummary};
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use powerlab_analysis::envelope::Envelope;
+use powerlab_analysis::grid::{GridMetrics, Metric};
+use powerlab_analysis::summary::base_label;
+use powerlab_analysis::summary::{RepeatStats, RungSummary};
 use powerlab_rundir::{Mode, PhaseKind, PlotFile, RungInfo};
+use powerlab_samples::error::CollateError;
 use std::path::{Path, PathBuf};
 
 /// Which line of the verdict plots a duty rung belongs to.
@@ -350,8 +350,8 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cycle::Bounds;
-    use crate::summary::repeat_stats;
+    use powerlab_analysis::cycle::Bounds;
+    use powerlab_analysis::summary::repeat_stats;
     use powerlab_core::smoothing::SmoothingSpec;
     use powerlab_core::units::PeriodMs;
 
@@ -366,7 +366,7 @@ mod tests {
         swing_w: f64,
         floor: Option<f64>,
     ) -> RungSummary {
-        let mut r = crate::summary::tests::summary(Some(period_ms));
+        let mut r = powerlab_analysis::summary::fixture::summary(Some(period_ms));
         r.rung.label = format!("{label}/r{repeat}");
         r.rung.repeat = repeat;
         r.rung.mode = mode;

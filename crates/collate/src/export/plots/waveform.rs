@@ -7,11 +7,11 @@
 use super::Chart;
 use super::draw::{DrawResult, both};
 use super::excursion::{PowerAxis, lines_chart, scenario_lines};
-use crate::envelope::Envelope;
-use crate::error::CollateError;
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use powerlab_analysis::envelope::Envelope;
 use powerlab_rundir::PlotFile;
+use powerlab_samples::error::CollateError;
 use std::path::{Path, PathBuf};
 
 /// The stem of the waveform plot under `plots/`.

@@ -1,0 +1,72 @@
+//! A rung's summary with few figures, for the tests of this crate and of
+//! the layers above (the exporters' and the plots' tests).
+
+use super::{RungInfo, RungSummary};
+use powerlab_core::units::PeriodMs;
+use powerlab_rundir::{Mode, PhaseKind};
+
+/// A duty rung's summary (rung 7, in phase, 100 ms) with few figures.
+pub fn summary(nominal: Option<f64>) -> RungSummary {
+    RungSummary {
+        rung: RungInfo {
+            id: 7,
+            label: "sweep/p100ms".into(),
+            phase: "sweep".into(),
+            kind: PhaseKind::Duty,
+            mode: Mode::InPhase,
+            period_ms: Some(PeriodMs(100.3)),
+            nominal_period_ms: nominal.map(PeriodMs),
+            duty: 0.5,
+            repeat: 2,
+            repeats: 3,
+            no_context: false,
+            swinging: None,
+            smoothing: None,
+            workload: None,
+        },
+        method: "composed cycle".into(),
+        verdict: None,
+        instrument: "buffered_w".into(),
+        samples: 10,
+        coverage: 1.0,
+        harmonics: Some(4),
+        mean_w: Some(1.5),
+        peak_w: None,
+        p1_w: None,
+        p99_w: None,
+        spread_w: None,
+        swing_w: None,
+        instrument_verdict: None,
+        energy_j: None,
+        raw_mean_w: None,
+        raw_peak_w: None,
+        raw_spread_w: None,
+        raw_swing_w: None,
+        instant_mean_w: None,
+        instant_spread_w: None,
+        average_field_mean_w: None,
+        average_field_spread_w: None,
+        average_field_swing_w: None,
+        start_error_max_us: None,
+        start_skew_us: None,
+        rise_err_p50_us: None,
+        rise_err_p99_us: None,
+        rise_err_max_us: None,
+        fall_err_p50_us: None,
+        fall_err_p99_us: None,
+        fall_err_max_us: None,
+        edge_skew_p99_us: None,
+        clock_drift_ppm: None,
+        barrier_ok: Some(true),
+        edges_verdict: None,
+        window_coverage: None,
+        incomplete: None,
+        mean_ci95: None,
+        peak_ci95: None,
+        spread_ci95: None,
+        swing_ci95: None,
+        step_w: None,
+        unresolved: None,
+        cycles: None,
+    }
+}

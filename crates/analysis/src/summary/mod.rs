@@ -1,0 +1,305 @@
+//! Per-rung node summaries, statistics across repeats, and the in-phase vs
+//! staggered comparison.
+//!
+//! Definitions (also printed in the report): mean; peak = max; p1/p99;
+//! spread = p99 − p1; swing = p90 − p10 (the square wave's amplitude without
+//! its overshoot spikes); energy = mean × measured window.
+//!
+//! Where the figures come from (`method`):
+//! - a duty rung's from its composed node cycle ([`crate::cycle`]): every
+//!   GPU's buffered samples folded on its own edges, window-corrected and
+//!   summed at the GPUs' measured offsets. A duty rung whose cycle cannot be
+//!   composed has no peak, spread or swing, only a `verdict` saying why
+//!   (and a mean from the energy counter where the run read it);
+//! - every other rung's from the sample-and-hold node curve (each GPU's
+//!   latest buffered reading on a common grid, summed), which is fine for
+//!   constant load.
+//!
+//! The sample-and-hold figures of every rung are kept in the `raw_*`
+//! columns, labelled as what NVML sampled: for a duty rung they are not the
+//! node's draw (they pair one GPU's reading with another's from another
+//! moment). The 1 s average field appears only in columns named
+//! `average_field_*`, as a comparison.
+
+mod compare;
+mod curve;
+#[doc(hidden)]
+pub mod fixture;
+mod repeats;
+mod rungs;
+#[cfg(test)]
+mod tests;
+
+pub use compare::{PhaseCompare, compare_modes};
+pub use repeats::{RepeatStats, base_label, base_label_of, repeat_stats};
+pub use rungs::summarize;
+
+use crate::cycle::interval::MIN_CYCLES_FOR_INTERVAL;
+use crate::cycle::{Bounds, NoCycle, NodeCycle};
+use powerlab_core::units::PeriodMs;
+use powerlab_rundir::RungInfo;
+use powerlab_samples::stats::r3;
+use serde::ser::{Serialize, SerializeStruct, Serializer};
+use std::collections::HashMap;
+
+/// One rung's node summary: the rung's facts as the run recorded them,
+/// and the node figures collated from its samples. Its CSV and JSON rows
+/// are written field by field (see the `Serialize` impl below), because the
+/// `csv` crate cannot write a flattened struct: the rung's facts come first,
+/// as `rung_id`, `label`, `phase`, `kind`, `mode`, `period_ms`,
+/// `nominal_period_ms` (the requested period), `duty` and `repeat`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RungSummary {
+    /// The rung as the run recorded it (`events.jsonl`).
+    pub rung: RungInfo,
+    /// How the node figures were obtained: `composed cycle` (duty rungs),
+    /// `sample and hold` (constant load), `energy counter` (a duty rung
+    /// without a composed cycle: the mean only), or `none`.
+    pub method: String,
+    /// Why figures are missing or qualified (empty when all is stated).
+    pub verdict: Option<String>,
+    /// Instrument the figures come from (`buffered_w` or `instant_w`).
+    pub instrument: String,
+    /// Samples behind the figures: grid points with every GPU present
+    /// (sample and hold), or buffered samples folded (composed cycle).
+    pub samples: u64,
+    /// Sample and hold: fraction of the window's grid points with every GPU
+    /// present. Composed cycle: the lowest share of the cycle any GPU's
+    /// samples covered. Energy counter: the share of the window the
+    /// counter's readings span (the mean is theirs).
+    pub coverage: f64,
+    /// Harmonics in the composed cycle.
+    pub harmonics: Option<u32>,
+    /// Mean node power, W.
+    pub mean_w: Option<f64>,
+    /// Peak, W.
+    pub peak_w: Option<f64>,
+    /// 1st percentile, W.
+    pub p1_w: Option<f64>,
+    /// 99th percentile, W.
+    pub p99_w: Option<f64>,
+    /// p99 − p1, W.
+    pub spread_w: Option<f64>,
+    /// p90 − p10, W.
+    pub swing_w: Option<f64>,
+    /// For duty rungs: what the raw readings of `instrument` can make of
+    /// the period (resolvable / instrument limit / aliased), from the run's
+    /// sensor model. The raw figures of an aliased rung are meaningless.
+    pub instrument_verdict: Option<String>,
+    /// Energy over the measured window, J.
+    pub energy_j: Option<f64>,
+    /// What NVML sampled: mean of the sample-and-hold node curve, W.
+    pub raw_mean_w: Option<f64>,
+    /// What NVML sampled: its peak, W.
+    pub raw_peak_w: Option<f64>,
+    /// What NVML sampled: its p99 − p1, W (not the node's spread for a duty rung).
+    pub raw_spread_w: Option<f64>,
+    /// What NVML sampled: its p90 − p10, W.
+    pub raw_swing_w: Option<f64>,
+    /// The instant field's mean, W (second instrument).
+    pub instant_mean_w: Option<f64>,
+    /// The instant field's spread, W.
+    pub instant_spread_w: Option<f64>,
+    /// The 1 s average field's mean, W — comparison only.
+    pub average_field_mean_w: Option<f64>,
+    /// The 1 s average field's spread, W — comparison only, never a result.
+    pub average_field_spread_w: Option<f64>,
+    /// The 1 s average field's swing (p90 − p10), W — comparison only.
+    pub average_field_swing_w: Option<f64>,
+    /// Largest |start error| of any GPU against its intended start, µs.
+    pub start_error_max_us: Option<f64>,
+    /// Start skew across GPUs after removing intended offsets, µs.
+    pub start_skew_us: Option<f64>,
+    /// Rising edges: median of achieved − intended (signed), µs.
+    pub rise_err_p50_us: Option<f64>,
+    /// Rising edges: 99th percentile of |achieved − intended|, µs.
+    pub rise_err_p99_us: Option<f64>,
+    /// Rising edges: largest |achieved − intended|, µs.
+    pub rise_err_max_us: Option<f64>,
+    /// Falling edges: median of achieved − intended (signed), µs.
+    pub fall_err_p50_us: Option<f64>,
+    /// Falling edges: 99th percentile of |achieved − intended|, µs.
+    pub fall_err_p99_us: Option<f64>,
+    /// Falling edges: largest |achieved − intended|, µs.
+    pub fall_err_max_us: Option<f64>,
+    /// Per edge, the spread across GPUs of achieved − intended: 99th percentile, µs.
+    pub edge_skew_p99_us: Option<f64>,
+    /// Largest |drift| of a GPU's device clock against the run clock over the rung, µs/s.
+    pub clock_drift_ppm: Option<f64>,
+    /// Every GPU started within the barrier tolerance of its intended start.
+    pub barrier_ok: Option<bool>,
+    /// Why the rung's edges are out of tolerance (`[limits] edge_p99_us`,
+    /// `edge_max_us`) or its on-phases drew less than the sustained level;
+    /// empty when both hold.
+    pub edges_verdict: Option<String>,
+    /// Lowest share of the measured window that any GPU's readings cover.
+    pub window_coverage: Option<f64>,
+    /// Why the rung's raw data are incomplete (a GPU's file missing or cut
+    /// short, a run stopped mid-rung); empty when every GPU covers the window.
+    pub incomplete: Option<String>,
+    /// A composed figure's 95 % interval within the run (a bootstrap over
+    /// whole cycles, [`crate::cycle::interval`]): the mean's, W.
+    pub mean_ci95: Option<Bounds>,
+    /// The peak's.
+    pub peak_ci95: Option<Bounds>,
+    /// The spread's.
+    pub spread_ci95: Option<Bounds>,
+    /// The swing's.
+    pub swing_ci95: Option<Bounds>,
+    /// The node's on−off step of a composed duty rung, W.
+    pub step_w: Option<f64>,
+    /// The composed figures whose interval is wider than the figure itself
+    /// or than [`UNRESOLVED_STEP_SHARE`] of the step: they are not resolved
+    /// by this run (empty when every figure is).
+    pub unresolved: Option<String>,
+    /// Whole cycles the intervals were resampled from (a rack: the fewest
+    /// of any node).
+    pub cycles: Option<usize>,
+}
+
+/// A composed figure whose 95 % interval is wider than this share of the
+/// node's step is said to be unresolved.
+pub const UNRESOLVED_STEP_SHARE: f64 = 0.25;
+
+/// The figures of `c` whose interval is wider than the figure or than
+/// [`UNRESOLVED_STEP_SHARE`] of the step, named with their interval; every
+/// figure when the interval rests on fewer than
+/// [`MIN_CYCLES_FOR_INTERVAL`] cycles.
+fn unresolved_of(c: &NodeCycle) -> Option<String> {
+    let i = c.interval.as_ref()?;
+    let st = &c.stats;
+    let figures = [
+        ("mean", st.mean_w, i.mean),
+        ("peak", st.peak_w, i.peak),
+        ("spread", st.p99_w - st.p1_w, i.spread),
+        ("swing", st.p90_w - st.p10_w, i.swing),
+    ];
+    let named = |f: &[(&str, f64, Bounds)]| {
+        f.iter()
+            .map(|(name, v, b)| format!("{name} {v:.0} W [{:.0}, {:.0}]", b.lo, b.hi))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if i.cycles < MIN_CYCLES_FOR_INTERVAL {
+        return Some(format!(
+            "interval from {} whole cycles, fewer than {MIN_CYCLES_FOR_INTERVAL}: too few to resample (lengthen the rung): {}",
+            i.cycles,
+            named(&figures)
+        ));
+    }
+    let wide: Vec<(&str, f64, Bounds)> = figures
+        .into_iter()
+        .filter(|(_, v, b)| {
+            b.width() > v.abs()
+                || b.width() > UNRESOLVED_STEP_SHARE * c.range_step_w.unwrap_or(c.step_w).abs()
+        })
+        .collect();
+    (!wide.is_empty()).then(|| {
+        format!(
+            "interval wider than the figure or than {:.0} % of the {:.0} W step: {}",
+            100.0 * UNRESOLVED_STEP_SHARE,
+            c.range_step_w.unwrap_or(c.step_w),
+            named(&wide)
+        )
+    })
+}
+
+/// Writes fields of `$row` under their own names, in the order given.
+macro_rules! fields {
+    ($st:ident, $row:ident, $($f:ident),* $(,)?) => {
+        $($st.serialize_field(stringify!($f), &$row.$f)?;)*
+    };
+}
+
+/// Columns of `summary.csv` (and keys of `summary.json`'s rungs) taken
+/// from the rung's facts.
+const FACT_COLUMNS: usize = 9;
+/// Columns holding the node figures, after the facts.
+const FIGURE_COLUMNS: usize = 48;
+
+/// The interval columns, low and high of each composed figure.
+const CI_COLUMNS: [&str; 8] = [
+    "mean_ci95_lo_w",
+    "mean_ci95_hi_w",
+    "peak_ci95_lo_w",
+    "peak_ci95_hi_w",
+    "spread_ci95_lo_w",
+    "spread_ci95_hi_w",
+    "swing_ci95_lo_w",
+    "swing_ci95_hi_w",
+];
+
+impl Serialize for RungSummary {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let (row, r) = (self, &self.rung);
+        let mut st = serializer.serialize_struct("RungSummary", FACT_COLUMNS + FIGURE_COLUMNS)?;
+        st.serialize_field("rung_id", &r.id)?;
+        st.serialize_field("label", &r.label)?;
+        st.serialize_field("phase", &r.phase)?;
+        st.serialize_field("kind", r.kind.as_str())?;
+        st.serialize_field("mode", r.mode.as_str())?;
+        st.serialize_field("period_ms", &r.period_ms)?;
+        st.serialize_field(
+            "nominal_period_ms",
+            &r.requested_period_ms().map(PeriodMs::ms),
+        )?;
+        st.serialize_field("duty", &r.duty)?;
+        st.serialize_field("repeat", &r.repeat)?;
+        fields!(
+            st,
+            row,
+            method,
+            verdict,
+            instrument,
+            samples,
+            coverage,
+            harmonics,
+            mean_w,
+            peak_w,
+            p1_w,
+            p99_w,
+            spread_w,
+            swing_w,
+            instrument_verdict,
+            energy_j,
+            raw_mean_w,
+            raw_peak_w,
+            raw_spread_w,
+            raw_swing_w,
+            instant_mean_w,
+            instant_spread_w,
+            average_field_mean_w,
+            average_field_spread_w,
+            average_field_swing_w,
+            start_error_max_us,
+            start_skew_us,
+            rise_err_p50_us,
+            rise_err_p99_us,
+            rise_err_max_us,
+            fall_err_p50_us,
+            fall_err_p99_us,
+            fall_err_max_us,
+            edge_skew_p99_us,
+            clock_drift_ppm,
+            barrier_ok,
+            edges_verdict,
+            window_coverage,
+            incomplete,
+        );
+        let cis = [
+            row.mean_ci95,
+            row.peak_ci95,
+            row.spread_ci95,
+            row.swing_ci95,
+        ];
+        for (names, b) in CI_COLUMNS.chunks_exact(2).zip(cis) {
+            st.serialize_field(names[0], &b.map(|b| r3(b.lo)))?;
+            st.serialize_field(names[1], &b.map(|b| r3(b.hi)))?;
+        }
+        fields!(st, row, step_w, unresolved, cycles);
+        st.end()
+    }
+}
+
+/// How each rung's node cycle came out (see [`crate::cycle::compose_all`]).
+pub type Cycles = HashMap<u32, Result<NodeCycle, NoCycle>>;
