@@ -13,8 +13,8 @@
 #
 # The demo's *run* is not compared between binaries: the simulated node paces
 # itself on the wall clock, so two runs of one seed differ in sample counts
-# on a loaded machine (a known defect, docs/dev-notes.md); the collation of
-# one run is what a restructuring of the collator must keep.
+# on a loaded machine (a known defect: docs/decisions.md, "Known gaps"); the
+# collation of one run is what a restructuring of the collator must keep.
 set -euo pipefail
 OLD=$(realpath "$1"); NEW=$(realpath "$2"); shift 2
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
