@@ -4,14 +4,17 @@
 
 mod util;
 
+mod argument_limits;
 mod baselines;
 mod cli;
+mod collation_safety;
 mod compare;
+mod damaged_raw;
 mod edges;
+mod edited_event_logs;
 mod faults;
 mod fuzz_damaged;
 mod grid_truth;
-mod hostile;
 mod lifecycle_predict;
 mod lifecycle_truth;
 mod metrics;
@@ -19,6 +22,7 @@ mod mitigation_truth;
 mod nccl;
 mod node_power;
 mod node_truth;
+mod output_targets;
 mod per_gpu;
 mod pipeline;
 mod predict;
@@ -30,11 +34,14 @@ mod ramp_up;
 mod recording;
 mod regression;
 mod sensor;
+mod sensor_models;
+mod shipped_campaigns;
 // Rack runs under real Slurm (sbatch, srun, scancel, time limits): built
 // with `--features mpi`, run by scripts/ci/ci-slurm.sh (skipped elsewhere).
 #[cfg(feature = "mpi")]
 mod slurm;
 mod soak;
+mod tampered_run_dirs;
 mod workload_faults;
 mod workload_predict;
 mod workload_truth;

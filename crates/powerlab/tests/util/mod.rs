@@ -2,6 +2,7 @@
 //! Helpers for running the real binary on the simulated node.
 #![allow(dead_code, missing_docs)]
 
+pub mod fixtures;
 pub mod truth;
 
 use std::ffi::OsStr;
