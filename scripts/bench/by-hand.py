@@ -11,7 +11,8 @@
    counted too).
 
 usage: python3 scripts/bench/by-hand.py   (from the root of a checkout)
-Prints each hit and the three counts."""
+Prints each hit and the three counts; exits 1 when there is any hit, 0
+when there is none."""
 import pathlib
 import re
 import sys
@@ -57,7 +58,8 @@ def main():
     print(f"file-name literals outside rundir: {counts[0]}")
     print(f"string comparisons of a rung's kind or mode: {counts[1]}")
     print(f"1e6/1e9 literals outside core::units: {counts[2]}")
+    return 1 if any(counts) else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

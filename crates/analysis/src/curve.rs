@@ -5,16 +5,17 @@
 //! a power drop.
 
 use polars::prelude::*;
+use powerlab_core::Instrument;
 use powerlab_core::units::{NS_PER_MS, NS_PER_S, ms_to_ns_trunc};
 use powerlab_samples::error::CollateError;
 use powerlab_samples::load::Run;
 use powerlab_samples::series::SeriesSet;
 
 /// Power instruments summed into node curves, with the node column names.
-pub const CURVE_INSTRUMENTS: [(&str, &str); 3] = [
-    ("buffered_w", "node_buffered_w"),
-    ("instant_w", "node_instant_w"),
-    ("average_w", "node_average_field_w"),
+pub const CURVE_INSTRUMENTS: [(Instrument, &str); 3] = [
+    (Instrument::BufferedW, "node_buffered_w"),
+    (Instrument::InstantW, "node_instant_w"),
+    (Instrument::AverageW, "node_average_field_w"),
 ];
 
 /// The node curve: `t_ns`, one column per GPU and instrument, and the node sums.
@@ -75,17 +76,12 @@ pub fn node_curve(series: &SeriesSet, run: &Run) -> Result<NodeCurve, CollateErr
         });
     }
     let t: Vec<i64> = (0..points).map(|k| start + k * grid).collect();
-    let poll_ms = run
-        .manifest
-        .campaign_resolved
-        .pointer("/sampling/poll_interval_ms")
-        .and_then(|v| v.as_f64())
-        .unwrap_or(20.0);
+    let poll_ms = run.campaign.sampling.poll_interval_ms;
     let polled_tol = ms_to_ns_trunc((3.0 * poll_ms).max(60.0));
     let mut per_gpu = Vec::new();
     let mut node_cols = Vec::new();
     for (inst, node_name) in CURVE_INSTRUMENTS {
-        let tol = if inst == "buffered_w" {
+        let tol = if inst == Instrument::BufferedW {
             60_000_000
         } else {
             polled_tol

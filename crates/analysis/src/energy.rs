@@ -3,6 +3,7 @@
 //! difference across it. It cannot alias, whatever the load's period, so
 //! it gives the mean of a duty rung whose cycle cannot be composed.
 
+use powerlab_core::Instrument;
 use powerlab_core::units::{mj_to_j, ns_to_s};
 use powerlab_samples::series::SeriesSet;
 
@@ -31,7 +32,7 @@ pub fn mean_w(series: &SeriesSet, gpus: &[String], from: i64, to: i64) -> Option
     let mut total = 0.0;
     let mut span_share = 1.0_f64;
     for g in gpus {
-        let s = series.get(g, "energy_mj");
+        let s = series.get(g, Instrument::EnergyMj);
         let inside = &s[s.partition_point(|x| x.0 < from)..s.partition_point(|x| x.0 < to)];
         let (a, b) = (inside.first()?, inside.last()?);
         if b.0 - a.0 < (to - from) / 2 {

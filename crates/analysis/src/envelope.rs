@@ -179,10 +179,9 @@ pub struct Envelope {
     pub rungs: Vec<RungEnvelope>,
 }
 
-/// The campaign's `[supply]` from the run's resolved campaign (None: not
-/// declared, or not readable as one).
+/// The campaign's `[supply]` (None: not declared).
 pub fn supply_of(run: &Run) -> Option<Supply> {
-    run.campaign_table("supply")
+    run.campaign.supply.clone()
 }
 
 /// What one buffered sample stands for, ms: the longest of every GPU's
@@ -192,7 +191,11 @@ pub fn sample_window_ms(model: &SensorModel) -> f64 {
     model
         .gpus
         .iter()
-        .filter_map(|g| g.paths.iter().find(|p| p.instrument == "buffered_w"))
+        .filter_map(|g| {
+            g.paths
+                .iter()
+                .find(|p| p.instrument == powerlab_core::Instrument::BufferedW)
+        })
         .flat_map(|p| [p.update_period_ms, p.window_ms])
         .flatten()
         .filter(|w| w.is_finite() && *w > 0.0)

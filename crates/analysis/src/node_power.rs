@@ -286,29 +286,8 @@ fn rung_row(
         .then(|| gpu_means.iter().sum::<f64>() / gpu_means.len() as f64);
     let mut verdict = Vec::new();
     let span_ms = ns_to_ms(span_ns);
-    let resolves = match r.period_ms {
-        Some(p) => p >= 4.0 * span_ms,
-        None => true,
-    };
-    let chassis_swing_w = if resolves && r.kind == PhaseKind::Duty {
-        values
-            .iter()
-            .copied()
-            .reduce(f64::max)
-            .zip(values.iter().copied().reduce(f64::min))
-            .map(|(a, b)| a - b)
-    } else {
-        None
-    };
-    match (r.period_ms, resolves) {
-        (Some(p), false) => verdict.push(format!(
-            "a {span_ms:.0} ms average cannot resolve a {p:.0} ms swing: mean only"
-        )),
-        (Some(p), true) => verdict.push(format!(
-            "a {span_ms:.0} ms average resolves a {p:.0} ms swing"
-        )),
-        (None, _) => {}
-    }
+    let (chassis_swing_w, resolution) = chassis_swing(r, &values, span_ms);
+    verdict.extend(resolution);
     if values.is_empty() {
         verdict.push(if window_ms < span_ms {
             format!("the window ({window_ms:.0} ms) is shorter than one reading's span ({span_ms:.0} ms)")
@@ -353,6 +332,37 @@ fn rung_row(
             .map(|(n, c)| r3(n / c)),
         verdict: verdict.join("; "),
     }
+}
+
+/// Rung `r`'s chassis swing (highest minus lowest of its `values`), given
+/// only for a duty rung whose period is at least four `span_ms` (a slower
+/// average cannot show it), and what the verdict says of that resolution
+/// (nothing for a rung with no period).
+fn chassis_swing(r: &RungSpan, values: &[f64], span_ms: f64) -> (Option<f64>, Option<String>) {
+    let resolves = match r.period_ms {
+        Some(p) => p >= 4.0 * span_ms,
+        None => true,
+    };
+    let swing = if resolves && r.kind == PhaseKind::Duty {
+        values
+            .iter()
+            .copied()
+            .reduce(f64::max)
+            .zip(values.iter().copied().reduce(f64::min))
+            .map(|(a, b)| a - b)
+    } else {
+        None
+    };
+    let words = match (r.period_ms, resolves) {
+        (Some(p), false) => Some(format!(
+            "a {span_ms:.0} ms average cannot resolve a {p:.0} ms swing: mean only"
+        )),
+        (Some(p), true) => Some(format!(
+            "a {span_ms:.0} ms average resolves a {p:.0} ms swing"
+        )),
+        (None, _) => None,
+    };
+    (swing, words)
 }
 
 /// The lag (ms, in 50 ms steps up to 5 s) that best correlates the

@@ -12,6 +12,7 @@
 //! gap beyond [`ENERGY_FLAG`] means power the samples missed (spikes
 //! between their windows) or a counter problem.
 
+use powerlab_core::Instrument;
 use powerlab_core::sample::ClockEventBits;
 use powerlab_core::units::{mj_to_j, ns_f64_to_s, ns_to_s};
 use powerlab_samples::load::Run;
@@ -85,10 +86,10 @@ pub fn per_gpu(run: &Run, series: &SeriesSet) -> Vec<GpuRungRow> {
             .series
             .iter()
             .map(|(node, gpu)| {
-                let get = |inst: &str| span(series.get_at(node, gpu, inst), from, to);
-                let power: Vec<f64> = get("buffered_w").iter().map(|p| p.1).collect();
+                let get = |inst: Instrument| span(series.get_at(node, gpu, inst), from, to);
+                let power: Vec<f64> = get(Instrument::BufferedW).iter().map(|p| p.1).collect();
                 let mean_w = mean(&power);
-                let limits: Vec<f64> = get("power_limit_w").iter().map(|p| p.1).collect();
+                let limits: Vec<f64> = get(Instrument::PowerLimitW).iter().map(|p| p.1).collect();
                 let limit_w = median(&limits).or_else(|| {
                     run.manifest
                         .backend
@@ -98,12 +99,12 @@ pub fn per_gpu(run: &Run, series: &SeriesSet) -> Vec<GpuRungRow> {
                         .map(|g| g.power_limit_w)
                         .filter(|l| *l > 0.0)
                 });
-                let bits = get("clock_events")
+                let bits = get(Instrument::ClockEvents)
                     .iter()
                     .fold(0u64, |acc, p| acc | p.1 as u64);
                 let energy = energy_check(
-                    get("energy_mj"),
-                    series.get_at(node, gpu, "buffered_w"),
+                    get(Instrument::EnergyMj),
+                    series.get_at(node, gpu, Instrument::BufferedW),
                     to - from,
                 );
                 GpuRungRow {
@@ -118,12 +119,12 @@ pub fn per_gpu(run: &Run, series: &SeriesSet) -> Vec<GpuRungRow> {
                         .zip(limit_w)
                         .filter(|(_, l)| *l > 0.0)
                         .map(|(m, l)| r3(m / l)),
-                    sm_clock_mhz: mean(&values(get("sm_clock_mhz"))).map(r3),
-                    gpu_temp_max_c: values(get("gpu_temp_c")).into_iter().reduce(f64::max),
-                    mem_temp_max_c: values(get("mem_temp_c")).into_iter().reduce(f64::max),
+                    sm_clock_mhz: mean(&values(get(Instrument::SmClockMhz))).map(r3),
+                    gpu_temp_max_c: values(get(Instrument::GpuTempC)).into_iter().reduce(f64::max),
+                    mem_temp_max_c: values(get(Instrument::MemTempC)).into_iter().reduce(f64::max),
                     events: ClockEventBits(bits).names().join(" "),
-                    power_cap_share: cap_share(series, node, gpu, "power_cap_time_ns", from, to),
-                    thermal_cap_share: cap_share(series, node, gpu, "thermal_cap_time_ns", from, to),
+                    power_cap_share: cap_share(series, node, gpu, Instrument::PowerCapTimeNs, from, to),
+                    thermal_cap_share: cap_share(series, node, gpu, Instrument::ThermalCapTimeNs, from, to),
                     vs_peers: None,
                     flag: String::new(),
                     counter_j: energy.map(|e| r3(e.0)),
@@ -179,7 +180,7 @@ pub(crate) fn cap_share(
     series: &SeriesSet,
     node: &str,
     gpu: &str,
-    inst: &str,
+    inst: Instrument,
     from: i64,
     to: i64,
 ) -> Option<f64> {

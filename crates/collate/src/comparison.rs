@@ -105,7 +105,7 @@ pub fn load_side(path: &Path, collate_stale: bool) -> Result<Side, CompareError>
     };
     let summary = report_dir.join(powerlab_rundir::ReportFile::SummaryCsv.file_name());
     let rungs: Vec<SummaryRow> =
-        powerlab_rundir::read_rows(&summary).map_err(|e| bad(&summary, e))?;
+        powerlab_rundir::summary::read_summary(&summary).map_err(|e| bad(&summary, e))?;
     if let Some(why) = crate::compare::rungs::ambiguous_label(&rungs) {
         return Err(CompareError::BadReport {
             path: summary,

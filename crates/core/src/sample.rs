@@ -86,6 +86,13 @@ impl Instrument {
     }
 }
 
+impl std::fmt::Display for Instrument {
+    /// The raw CSV name (`buffered_w`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One reading.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Sample {

@@ -17,7 +17,7 @@
 //! Its draw is not linear in the level and differs per GPU: hence the
 //! calibration.
 
-use crate::units::{NS_PER_MS, NS_PER_US};
+use crate::units::{NS_PER_MS, NS_PER_S, NS_PER_US};
 use serde::{Deserialize, Serialize};
 
 /// What a mitigation rung asks of every GPU, named as in NVIDIA's
@@ -258,7 +258,7 @@ pub const RAMP_STEP_NS: i64 = 500 * NS_PER_US;
 /// The most steps a ramp has.
 pub const MAX_RAMP_STEPS: i64 = 64;
 /// The longest ramp, ns (an hour).
-pub const MAX_RAMP_NS: i64 = 3_600 * 1_000_000_000;
+pub const MAX_RAMP_NS: i64 = 3_600 * NS_PER_S;
 
 impl DeviceSmoothing {
     /// The smoothing that does what `spec` asks of a GPU calibrated as
@@ -294,7 +294,9 @@ impl DeviceSmoothing {
             };
             // At most an hour (the campaign bounds rates; this keeps the
             // step arithmetic far from overflow whatever it is handed).
-            let ns = (swing_w / r * 1e9).round().min(MAX_RAMP_NS as f64) as i64;
+            let ns = (swing_w / r * NS_PER_S as f64)
+                .round()
+                .min(MAX_RAMP_NS as f64) as i64;
             let n = (ns / RAMP_STEP_NS).clamp(1, MAX_RAMP_STEPS);
             let steps = (0..n)
                 .map(|j| {

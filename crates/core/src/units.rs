@@ -139,6 +139,17 @@ pub fn j_to_mj(joules: f64) -> f64 {
 pub const W_PER_KW: f64 = 1e3;
 /// Watts in a megawatt.
 pub const W_PER_MW: f64 = 1e6;
+/// Watts in a gigawatt.
+pub const W_PER_GW: f64 = 1e9;
+
+/// Joules in a kilojoule.
+pub const J_PER_KJ: f64 = 1e3;
+/// Joules in a megajoule (not a millijoule: see [`j_to_mj`] for those).
+pub const J_PER_MEGAJOULE: f64 = 1e6;
+
+/// A million, for a count given in millions and for the upper bound of
+/// plain (not scientific) notation in messages.
+pub const MILLION: f64 = 1e6;
 
 /// Bytes in a (decimal) megabyte, as disk-space messages count them.
 pub const BYTES_PER_MB: u64 = 1_000_000;
@@ -253,6 +264,10 @@ mod tests {
         }
         assert_eq!(2.5 * W_PER_KW, 2500.0);
         assert_eq!(2.5 * W_PER_MW, 2_500_000.0);
+        assert_eq!(2.5 * W_PER_GW, 2_500_000_000.0);
+        assert_eq!(j_to_mj(J_PER_MEGAJOULE), 1e9);
+        assert_eq!(j_to_mj(J_PER_KJ), 1e6);
+        assert_eq!(MILLION, 1_000_000.0);
         assert_eq!(bytes_to_mb(3_500_000), 3_500_000_f64 / 1e6);
     }
 }

@@ -112,6 +112,29 @@ impl CudaBackend {
     pub fn new(opts: CudaOptions, clock: RunClock) -> Self {
         CudaBackend { opts, clock }
     }
+
+    /// NCCL, and the id of one communicator over the selected GPUs, ranks
+    /// in run order: made here (ncclGetUniqueId), or the rack's when the
+    /// GPUs join a world across nodes; each engine joins on its first
+    /// NCCL rung. Absent (no id) when NCCL is missing or the id cannot be
+    /// made.
+    fn nccl_communicator(&self) -> (Capability, Option<cudarc::nccl::Id>) {
+        match CudaLib::Nccl.require() {
+            Ok(v) if self.opts.nccl_world.is_some() => (Capability::Present(v), self.opts.nccl_world.as_ref().map(|w| cudarc::nccl::Id::uninit(w.id))),
+            Ok(v) => match cudarc::nccl::Id::new() {
+                Ok(id) => (Capability::Present(v), Some(id)),
+                Err(e) => (
+                    Capability::Absent(HwError::Missing {
+                        what: "NCCL (libnccl)".into(),
+                        detail: format!("{v} loaded but ncclGetUniqueId failed: {e:?}"),
+                        fix: "check NCCL_SOCKET_IFNAME / NCCL_DEBUG=INFO output; NCCL needs a usable network interface for its bootstrap".into(),
+                    }),
+                    None,
+                ),
+            },
+            Err(e) => (Capability::Absent(e), None),
+        }
+    }
 }
 
 /// Like [`visible_gpus`], with the CUDA error code kept (preflight needs it).
@@ -190,24 +213,7 @@ impl Backend for CudaBackend {
             .into_iter()
             .map(|at| visible[at].clone())
             .collect();
-        // One communicator over the selected GPUs, ranks in run order. Its id
-        // is made here (ncclGetUniqueId) and each engine joins on its first
-        // NCCL rung.
-        let (nccl, nccl_id) = match CudaLib::Nccl.require() {
-            Ok(v) if self.opts.nccl_world.is_some() => (Capability::Present(v), self.opts.nccl_world.as_ref().map(|w| cudarc::nccl::Id::uninit(w.id))),
-            Ok(v) => match cudarc::nccl::Id::new() {
-                Ok(id) => (Capability::Present(v), Some(id)),
-                Err(e) => (
-                    Capability::Absent(HwError::Missing {
-                        what: "NCCL (libnccl)".into(),
-                        detail: format!("{v} loaded but ncclGetUniqueId failed: {e:?}"),
-                        fix: "check NCCL_SOCKET_IFNAME / NCCL_DEBUG=INFO output; NCCL needs a usable network interface for its bootstrap".into(),
-                    }),
-                    None,
-                ),
-            },
-            Err(e) => (Capability::Absent(e), None),
-        };
+        let (nccl, nccl_id) = self.nccl_communicator();
         let mut ids = Vec::new();
         let mut gpus: Vec<Box<dyn Gpu>> = Vec::new();
         let mut sources: Vec<Box<dyn PowerSource>> = Vec::new();

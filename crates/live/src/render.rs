@@ -102,6 +102,225 @@ fn labels(pairs: &[(&'static str, &str)]) -> Labels {
     pairs.iter().map(|(k, v)| (*k, v.to_string())).collect()
 }
 
+/// The readings of every GPU's instruments and its sampler's counts, one
+/// series each, in the order of the snapshot's GPUs.
+#[derive(Default)]
+struct PerGpu {
+    /// Each instrument's latest reading, W.
+    power: Vec<(Labels, f64)>,
+    /// When that reading was taken, Unix seconds.
+    stamp: Vec<(Labels, f64)>,
+    /// How old that reading is at the samplers' latest tick, s.
+    age: Vec<(Labels, f64)>,
+    /// Readings received, per instrument.
+    samples: Vec<(Labels, u64)>,
+    /// Spacings beyond the instrument's gap limit.
+    gaps: Vec<(Labels, u64)>,
+    /// The largest spacing, s.
+    max_gap: Vec<(Labels, f64)>,
+    /// Drains of the buffered readings.
+    drains: Vec<(Labels, u64)>,
+    /// Seconds since the sampler last delivered a reading.
+    idle: Vec<(Labels, f64)>,
+}
+
+/// Every GPU's series, labelled (`host`: the node's hostname).
+fn per_gpu(s: &Snapshot, host: &str) -> PerGpu {
+    let mut out = PerGpu::default();
+    for g in &s.gpus {
+        let l = &g.labels;
+        let id = labels(&[("gpu", &l.gpu), ("UUID", &l.uuid)]);
+        out.drains.push((id.clone(), g.drains));
+        out.idle.push((id.clone(), g.idle_s));
+        for ((_, name), st) in POWER.iter().zip(&g.inst) {
+            let full = labels(&[
+                ("gpu", &l.gpu),
+                ("UUID", &l.uuid),
+                ("Hostname", host),
+                ("modelName", &l.model),
+                ("instrument", name),
+            ]);
+            let mut short = id.clone();
+            short.push(("instrument", name.to_string()));
+            if let Some((ts, w)) = st.latest {
+                out.power.push((full.clone(), w));
+                out.stamp.push((full, seconds(ts)));
+                if let Some(now) = s.now_ns {
+                    out.age.push((short.clone(), seconds((now - ts).max(0))));
+                }
+            }
+            out.samples.push((short.clone(), st.count));
+            out.gaps.push((short.clone(), st.gaps));
+            out.max_gap.push((short, seconds(st.max_gap_ns)));
+        }
+    }
+    out
+}
+
+/// The GPUs' latest readings: power, when, how old, and each sampler's
+/// idle time.
+fn readings(enc: &mut DescriptorEncoder, g: &PerGpu) -> std::fmt::Result {
+    gauges(
+        enc,
+        "powerlab_gpu_power_watts",
+        "The GPU's latest power reading of each instrument, W.",
+        &g.power,
+    )?;
+    gauges(
+        enc,
+        "powerlab_gpu_power_reading_timestamp_seconds",
+        "When that reading was taken: Unix seconds on the run's clock.",
+        &g.stamp,
+    )?;
+    gauges(
+        enc,
+        "powerlab_gpu_power_reading_age_seconds",
+        "How old the GPU's latest reading of each instrument is at the samplers' latest tick, s: a gap still open shows here before the next reading counts it.",
+        &g.age,
+    )?;
+    gauges(
+        enc,
+        "powerlab_sampler_idle_seconds",
+        "Wall-clock seconds since the GPU's sampler last delivered a reading of any instrument (since the run started, before the first): grows while a sampler is stuck or every read fails, and after the run ended.",
+        &g.idle,
+    )?;
+    Ok(())
+}
+
+/// The node's GPUs and ranks and its summed power, when known.
+fn node(enc: &mut DescriptorEncoder, s: &Snapshot, host: &str) -> std::fmt::Result {
+    let node_labels = labels(&[("Hostname", host)]);
+    if !s.gpus.is_empty() {
+        gauges(
+            enc,
+            "powerlab_node_gpus",
+            "The GPUs this endpoint's node power sums (this rank's, when several ranks share the node).",
+            &[(node_labels.clone(), s.node_gpus as f64)],
+        )?;
+        gauges(
+            enc,
+            "powerlab_node_ranks",
+            "The ranks that serve this node's power, each its own GPUs' share (1 unless a rack runs several on the node): the node's sum is complete when this many series are present.",
+            &[(node_labels.clone(), s.node_ranks as f64)],
+        )?;
+    }
+    if let Some((w, ts)) = s.node {
+        gauges(
+            enc,
+            "powerlab_node_power_watts",
+            "The node's power: the sum of every GPU's latest buffered reading at or before the stated instant, as the collator's node curve holds them, W.",
+            &[(node_labels.clone(), w)],
+        )?;
+        gauges(
+            enc,
+            "powerlab_node_power_timestamp_seconds",
+            "The instant the node power stands for (the earliest of the GPUs' latest buffered readings): Unix seconds on the run's clock.",
+            &[(node_labels, seconds(ts))],
+        )?;
+    }
+    Ok(())
+}
+
+/// The run's state: the current rung, progress, rungs completed,
+/// interlocks, and whether it was asked to stop, started and finished.
+fn run_state(enc: &mut DescriptorEncoder, s: &Snapshot) -> std::fmt::Result {
+    if let Some(r) = &s.rung {
+        info(
+            enc,
+            "powerlab_rung",
+            "The rung whose window started last (absent before the first and after the run).",
+            &labels(&[
+                ("rung_id", &r.id.to_string()),
+                ("label", &r.label),
+                ("phase", &r.phase),
+                ("kind", r.kind),
+                ("mode", r.mode),
+                ("repeat", &r.repeat.to_string()),
+            ]),
+        )?;
+    }
+    if let Some(p) = s.rung_progress {
+        gauges(
+            enc,
+            "powerlab_rung_progress_ratio",
+            "How far the current rung's window has run, 0 to 1 (the samplers' latest time).",
+            &[(Labels::new(), p)],
+        )?;
+    }
+    if let Some(p) = s.run_progress {
+        gauges(
+            enc,
+            "powerlab_run_progress_ratio",
+            "The campaign's nominal time done, 0 to 1.",
+            &[(Labels::new(), p)],
+        )?;
+    }
+    counters(
+        enc,
+        "powerlab_rungs_completed",
+        "Rungs whose window ended.",
+        &[(Labels::new(), s.rungs_completed)],
+    )?;
+    let tripped: Vec<(Labels, bool)> = s
+        .interlocks
+        .iter()
+        .map(|(l, t)| (labels(&[("interlock", l)]), *t))
+        .collect();
+    flags(
+        enc,
+        "powerlab_interlock_tripped",
+        "1 once the interlock (the campaign's limit of that name) tripped.",
+        &tripped,
+    )?;
+    flags(
+        enc,
+        "powerlab_stop_requested",
+        "1 once the run was asked to stop (a signal, fault, interlock or another node).",
+        &[(Labels::new(), s.stop_requested)],
+    )?;
+    flags(
+        enc,
+        "powerlab_run_started",
+        "1 once the run started (its run directory exists).",
+        &[(Labels::new(), s.started)],
+    )?;
+    flags(
+        enc,
+        "powerlab_run_finished",
+        "1 once the run ended: every sampler has drained and stopped, the counts are final.",
+        &[(Labels::new(), s.finished)],
+    )?;
+    Ok(())
+}
+
+/// The samplers' counts: readings, gaps, the largest gap, drains.
+fn sampler_counts(enc: &mut DescriptorEncoder, g: &PerGpu) -> std::fmt::Result {
+    counters(
+        enc,
+        "powerlab_samples",
+        "Readings received from the GPU, per instrument (the rows of its raw file).",
+        &g.samples,
+    )?;
+    counters(
+        enc,
+        "powerlab_sample_gaps",
+        "Spacings between consecutive readings beyond the instrument's gap limit (buffered 100 ms, instant 2x the poll period, average 2x the field period).",
+        &g.gaps,
+    )?;
+    gauges(
+        enc,
+        "powerlab_sample_gap_max_seconds",
+        "The largest spacing between consecutive readings, s.",
+        &g.max_gap,
+    )?;
+    counters(
+        enc,
+        "powerlab_sampler_drains",
+        "Drains of the driver's buffered readings by the GPU's sampler.",
+        &g.drains,
+    )
+}
+
 impl Collector for Scrape {
     fn encode(&self, mut enc: DescriptorEncoder) -> std::fmt::Result {
         let s = &self.0;
@@ -112,185 +331,11 @@ impl Collector for Scrape {
             "The powerlab build serving these metrics.",
             &labels(&[("version", &s.version)]),
         )?;
-        // Per GPU and instrument.
-        let mut power = Vec::new();
-        let mut stamp = Vec::new();
-        let mut age = Vec::new();
-        let mut samples = Vec::new();
-        let mut gaps = Vec::new();
-        let mut max_gap = Vec::new();
-        let mut drains = Vec::new();
-        let mut idle = Vec::new();
-        for g in &s.gpus {
-            let l = &g.labels;
-            let id = labels(&[("gpu", &l.gpu), ("UUID", &l.uuid)]);
-            drains.push((id.clone(), g.drains));
-            idle.push((id.clone(), g.idle_s));
-            for ((_, name), st) in POWER.iter().zip(&g.inst) {
-                let full = labels(&[
-                    ("gpu", &l.gpu),
-                    ("UUID", &l.uuid),
-                    ("Hostname", host),
-                    ("modelName", &l.model),
-                    ("instrument", name),
-                ]);
-                let mut short = id.clone();
-                short.push(("instrument", name.to_string()));
-                if let Some((ts, w)) = st.latest {
-                    power.push((full.clone(), w));
-                    stamp.push((full, seconds(ts)));
-                    if let Some(now) = s.now_ns {
-                        age.push((short.clone(), seconds((now - ts).max(0))));
-                    }
-                }
-                samples.push((short.clone(), st.count));
-                gaps.push((short.clone(), st.gaps));
-                max_gap.push((short, seconds(st.max_gap_ns)));
-            }
-        }
-        gauges(
-            &mut enc,
-            "powerlab_gpu_power_watts",
-            "The GPU's latest power reading of each instrument, W.",
-            &power,
-        )?;
-        gauges(
-            &mut enc,
-            "powerlab_gpu_power_reading_timestamp_seconds",
-            "When that reading was taken: Unix seconds on the run's clock.",
-            &stamp,
-        )?;
-        gauges(
-            &mut enc,
-            "powerlab_gpu_power_reading_age_seconds",
-            "How old the GPU's latest reading of each instrument is at the samplers' latest tick, s: a gap still open shows here before the next reading counts it.",
-            &age,
-        )?;
-        gauges(
-            &mut enc,
-            "powerlab_sampler_idle_seconds",
-            "Wall-clock seconds since the GPU's sampler last delivered a reading of any instrument (since the run started, before the first): grows while a sampler is stuck or every read fails, and after the run ended.",
-            &idle,
-        )?;
-        let node_labels = labels(&[("Hostname", host)]);
-        if !s.gpus.is_empty() {
-            gauges(
-                &mut enc,
-                "powerlab_node_gpus",
-                "The GPUs this endpoint's node power sums (this rank's, when several ranks share the node).",
-                &[(node_labels.clone(), s.node_gpus as f64)],
-            )?;
-            gauges(
-                &mut enc,
-                "powerlab_node_ranks",
-                "The ranks that serve this node's power, each its own GPUs' share (1 unless a rack runs several on the node): the node's sum is complete when this many series are present.",
-                &[(node_labels.clone(), s.node_ranks as f64)],
-            )?;
-        }
-        if let Some((w, ts)) = s.node {
-            gauges(
-                &mut enc,
-                "powerlab_node_power_watts",
-                "The node's power: the sum of every GPU's latest buffered reading at or before the stated instant, as the collator's node curve holds them, W.",
-                &[(node_labels.clone(), w)],
-            )?;
-            gauges(
-                &mut enc,
-                "powerlab_node_power_timestamp_seconds",
-                "The instant the node power stands for (the earliest of the GPUs' latest buffered readings): Unix seconds on the run's clock.",
-                &[(node_labels, seconds(ts))],
-            )?;
-        }
-        if let Some(r) = &s.rung {
-            info(
-                &mut enc,
-                "powerlab_rung",
-                "The rung whose window started last (absent before the first and after the run).",
-                &labels(&[
-                    ("rung_id", &r.id.to_string()),
-                    ("label", &r.label),
-                    ("phase", &r.phase),
-                    ("kind", r.kind),
-                    ("mode", r.mode),
-                    ("repeat", &r.repeat.to_string()),
-                ]),
-            )?;
-        }
-        if let Some(p) = s.rung_progress {
-            gauges(
-                &mut enc,
-                "powerlab_rung_progress_ratio",
-                "How far the current rung's window has run, 0 to 1 (the samplers' latest time).",
-                &[(Labels::new(), p)],
-            )?;
-        }
-        if let Some(p) = s.run_progress {
-            gauges(
-                &mut enc,
-                "powerlab_run_progress_ratio",
-                "The campaign's nominal time done, 0 to 1.",
-                &[(Labels::new(), p)],
-            )?;
-        }
-        counters(
-            &mut enc,
-            "powerlab_rungs_completed",
-            "Rungs whose window ended.",
-            &[(Labels::new(), s.rungs_completed)],
-        )?;
-        let tripped: Vec<(Labels, bool)> = s
-            .interlocks
-            .iter()
-            .map(|(l, t)| (labels(&[("interlock", l)]), *t))
-            .collect();
-        flags(
-            &mut enc,
-            "powerlab_interlock_tripped",
-            "1 once the interlock (the campaign's limit of that name) tripped.",
-            &tripped,
-        )?;
-        flags(
-            &mut enc,
-            "powerlab_stop_requested",
-            "1 once the run was asked to stop (a signal, fault, interlock or another node).",
-            &[(Labels::new(), s.stop_requested)],
-        )?;
-        flags(
-            &mut enc,
-            "powerlab_run_started",
-            "1 once the run started (its run directory exists).",
-            &[(Labels::new(), s.started)],
-        )?;
-        flags(
-            &mut enc,
-            "powerlab_run_finished",
-            "1 once the run ended: every sampler has drained and stopped, the counts are final.",
-            &[(Labels::new(), s.finished)],
-        )?;
-        counters(
-            &mut enc,
-            "powerlab_samples",
-            "Readings received from the GPU, per instrument (the rows of its raw file).",
-            &samples,
-        )?;
-        counters(
-            &mut enc,
-            "powerlab_sample_gaps",
-            "Spacings between consecutive readings beyond the instrument's gap limit (buffered 100 ms, instant 2x the poll period, average 2x the field period).",
-            &gaps,
-        )?;
-        gauges(
-            &mut enc,
-            "powerlab_sample_gap_max_seconds",
-            "The largest spacing between consecutive readings, s.",
-            &max_gap,
-        )?;
-        counters(
-            &mut enc,
-            "powerlab_sampler_drains",
-            "Drains of the driver's buffered readings by the GPU's sampler.",
-            &drains,
-        )
+        let g = per_gpu(s, host);
+        readings(&mut enc, &g)?;
+        node(&mut enc, s, host)?;
+        run_state(&mut enc, s)?;
+        sampler_counts(&mut enc, &g)
     }
 }
 

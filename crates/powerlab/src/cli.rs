@@ -1,7 +1,10 @@
 //! Command-line arguments.
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
+
+mod choices;
+pub use choices::{BackendKind, CapturePhase, DtypeArg, SimPace, SimProfileArg, VirusArg};
 
 /// Measure how hard and how fast a node of GPUs can swing its power draw.
 #[derive(Parser, Debug)]
@@ -103,24 +106,6 @@ pub struct PlanArgs {
     pub json: bool,
 }
 
-/// Which hardware.
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BackendKind {
-    /// Real NVIDIA GPUs through CUDA and NVML (the default).
-    Cuda,
-    /// The simulated node (only when asked for).
-    Sim,
-}
-
-/// How simulated time passes.
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SimPace {
-    /// As fast as the machine computes (a 4-hour campaign in minutes).
-    Virtual,
-    /// In real time (for signal and wall-clock tests).
-    Realtime,
-}
-
 /// The exit codes, in `--help` and the man page.
 const EXIT_CODES: &str = "Exit status: 0 ok; 1 error (for health-diff: the captures differ; for compare: \
 a regression flagged); 2 usage (for health-diff and compare: a file or run it cannot read); 3 preflight failed; 4 the run failed (fault or interlock); \
@@ -128,94 +113,6 @@ a regression flagged); 2 usage (for health-diff and compare: a file or run it ca
 
 /// Help heading of the simulated node's options.
 const SIM_HEADING: &str = "Simulated node (--backend sim)";
-
-/// The power-virus load on real GPUs.
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum VirusArg {
-    /// cuBLAS GEMM and HBM streaming on two streams at once (the default).
-    Mixed,
-    /// cuBLAS GEMM alone.
-    Gemm,
-    /// HBM streaming alone.
-    Hbm,
-    /// A register-only bf16 mma.sync kernel (a reference, ~75 % of the limit on H200).
-    Mma,
-}
-
-impl VirusArg {
-    /// The engine's load mode of this choice.
-    pub fn mode(self) -> powerlab_cuda::VirusMode {
-        use powerlab_cuda::VirusMode;
-        match self {
-            VirusArg::Mixed => VirusMode::Mixed,
-            VirusArg::Gemm => VirusMode::Gemm,
-            VirusArg::Hbm => VirusMode::Hbm,
-            VirusArg::Mma => VirusMode::Mma,
-        }
-    }
-}
-
-/// The GEMM operand type.
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DtypeArg {
-    /// bfloat16 (the default).
-    Bf16,
-    /// IEEE half precision.
-    Fp16,
-}
-
-impl DtypeArg {
-    /// The engine's operand type of this choice.
-    pub fn dtype(self) -> powerlab_cuda::GemmDtype {
-        match self {
-            DtypeArg::Bf16 => powerlab_cuda::GemmDtype::Bf16,
-            DtypeArg::Fp16 => powerlab_cuda::GemmDtype::Fp16,
-        }
-    }
-}
-
-/// The simulated GPU model.
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SimProfileArg {
-    /// NVIDIA H200 (700 W), the default.
-    H200,
-    /// NVIDIA B300 (1100 W).
-    B300,
-    /// NVIDIA A10G (300 W), the rehearsal GPU.
-    A10g,
-}
-
-impl SimProfileArg {
-    /// The simulated node's physics profile of this model.
-    pub fn profile(self) -> powerlab_sim::Profile {
-        use powerlab_sim::Profile;
-        match self {
-            SimProfileArg::H200 => Profile::h200(),
-            SimProfileArg::B300 => Profile::b300(),
-            SimProfileArg::A10g => Profile::a10g(),
-        }
-    }
-}
-
-/// The state a health capture describes.
-#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CapturePhase {
-    /// No load (the preflight before a run).
-    Idle,
-    /// Under load (a capture taken during a run).
-    #[value(name = "under_load")]
-    UnderLoad,
-}
-
-impl CapturePhase {
-    /// The label written into the health file.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CapturePhase::Idle => "idle",
-            CapturePhase::UnderLoad => "under_load",
-        }
-    }
-}
 
 /// Options of `run`.
 #[derive(Args, Debug)]

@@ -64,28 +64,9 @@ pub fn predict(a: &PredictArgs) -> Result<i32> {
             return Ok(crate::exit::TROUBLE);
         }
     };
-    let out = a.out.clone().unwrap_or_else(|| match &imported {
-        // Beside the recording: `<file>.predict/<job name>`.
-        Some(_) => {
-            let mut f = a.run.clone().into_os_string();
-            f.push(".predict");
-            std::path::PathBuf::from(f).join(folder_name(&schedule.job.name))
-        }
-        None => a.run.join("predict").join(folder_name(&schedule.job.name)),
-    });
-    if let Some(why) = inside_the_run(&run_dir, &out) {
-        errln!("error: --out {}: {why}", out.display());
+    let Some(out) = out_dir(a, imported.is_some(), &schedule.job.name, &run_dir) else {
         return Ok(crate::exit::TROUBLE);
-    }
-    if let Some(run) = crate::cmd_compare::inside_a_report(&out) {
-        errln!(
-            "error: --out {} lies inside the report/ folder of run {}, which every collation replaces whole; write it elsewhere, e.g. --out {}",
-            out.display(),
-            run.display(),
-            run.join("predict").display()
-        );
-        return Ok(crate::exit::TROUBLE);
-    }
+    };
     let t_report = t0.elapsed().as_secs_f64();
     let p = match predict::predict_from(&report, &schedule, &from) {
         Ok(p) => p,
@@ -112,6 +93,42 @@ pub fn predict(a: &PredictArgs) -> Result<i32> {
     );
     print_summary(&p, a.json);
     Ok(0)
+}
+
+/// The folder the prediction is written to: `--out`, else beside the
+/// recording (`<file>.predict/<job name>`, an `imported` one) or in the
+/// run (`<RUN>/predict/<job name>`); None, said, when it lies inside the
+/// run directory or a run's report/ folder.
+fn out_dir(
+    a: &PredictArgs,
+    imported: bool,
+    job_name: &str,
+    run_dir: &std::path::Path,
+) -> Option<std::path::PathBuf> {
+    let out = a.out.clone().unwrap_or_else(|| {
+        if imported {
+            // Beside the recording: `<file>.predict/<job name>`.
+            let mut f = a.run.clone().into_os_string();
+            f.push(".predict");
+            std::path::PathBuf::from(f).join(folder_name(job_name))
+        } else {
+            a.run.join("predict").join(folder_name(job_name))
+        }
+    });
+    if let Some(why) = inside_the_run(run_dir, &out) {
+        errln!("error: --out {}: {why}", out.display());
+        return None;
+    }
+    if let Some(run) = crate::cmd_compare::inside_a_report(&out) {
+        errln!(
+            "error: --out {} lies inside the report/ folder of run {}, which every collation replaces whole; write it elsewhere, e.g. --out {}",
+            out.display(),
+            run.display(),
+            run.join("predict").display()
+        );
+        return None;
+    }
+    Some(out)
 }
 
 /// A recording given in place of a run directory, imported into a

@@ -4,7 +4,7 @@
 //! own: a prediction is made from one of its nodes.
 
 use powerlab_collate::report::Report;
-use powerlab_rundir::RunDir;
+use powerlab_rundir::{RunDir, RunFile};
 use powerlab_samples::error::CollateError;
 use powerlab_samples::load;
 use std::path::Path;
@@ -18,8 +18,8 @@ use std::path::Path;
 /// while the run is being written, and every error of a collation's
 /// compute step.
 pub fn report_of(path: &Path) -> Result<Report, CollateError> {
-    let nodes = path.join("nodes");
-    if nodes.is_dir() && !path.join("manifest.json").is_file() {
+    let nodes = RunFile::Nodes.path_in(path);
+    if nodes.is_dir() && !RunFile::Manifest.path_in(path).is_file() {
         return Err(CollateError::RunDir(powerlab_rundir::RunDirError::Format {
             path: path.to_path_buf(),
             message: format!(
@@ -49,7 +49,7 @@ fn first_node(nodes: &Path) -> Option<std::path::PathBuf> {
         .ok()?
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p.join("manifest.json").is_file())
+        .filter(|p| RunFile::Manifest.path_in(p).is_file())
         .collect();
     v.sort();
     v.into_iter().next()

@@ -342,6 +342,50 @@ pub mod results {
     }
 }
 
+/// Files of `sim-truth/` ([`RunFile::SimTruth`]) besides each GPU's waveform.
+pub mod sim_truth {
+    /// `jobs.csv`: a lifecycle rung's jobs per GPU (each spawn, first load,
+    /// and how and when it ended).
+    pub const JOBS_CSV: &str = "jobs.csv";
+}
+
+/// Files of a workload rung's command, under the run's `workload/`.
+pub mod workload {
+    use std::path::{Path, PathBuf};
+
+    /// The folder of the run directory that holds the commands' files.
+    pub const DIR: &str = "workload";
+
+    /// How the command of the rung whose file stem is `stem` ended, in
+    /// folder `dir` ([`DIR`] of a run): `<stem>.json`.
+    pub fn ending(dir: &Path, stem: &str) -> PathBuf {
+        dir.join(format!("{stem}.json"))
+    }
+}
+
+/// Files `powerlab predict` writes into its output folder (never a run's
+/// `report/`).
+pub mod predict {
+    /// The headline's spectrum bands.
+    pub const SPECTRUM_CSV: &str = "spectrum.csv";
+    /// One row per scenario.
+    pub const SCENARIOS_CSV: &str = "scenarios.csv";
+    /// The grid modes' forcing, one row per mode.
+    pub const MODES_CSV: &str = "modes.csv";
+    /// The headline waveform, one row per point.
+    pub const WAVEFORM_PARQUET: &str = "waveform.parquet";
+    /// In the lifecycle study's folder: the figures and verdicts.
+    pub const LIFECYCLE_JSON: &str = "lifecycle.json";
+    /// In the lifecycle study's folder: the COMTRADE recording's sidecar,
+    /// the figures its writer states.
+    pub const COMTRADE_JSON: &str = "comtrade.json";
+    /// In the lifecycle study's folder: the facility waveform as a table
+    /// beside the COMTRADE pair, MW.
+    pub const WAVEFORM_CSV: &str = "facility_mw.csv";
+    /// In the lifecycle study's folder: the job's lifecycle events.
+    pub const LIFECYCLE_EVENTS_CSV: &str = "lifecycle_events.csv";
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -27,6 +27,7 @@ pub mod node_power;
 pub mod notes;
 pub mod raw;
 pub mod smoothing;
+pub mod summary;
 
 pub use collectives::{CollectiveRow, CollectiveWriter};
 pub use edges::{EdgeRow, EdgeWriter, read_rows};

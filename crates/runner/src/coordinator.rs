@@ -115,13 +115,29 @@ pub async fn run_campaign(
     // 5. Stop every GPU, then the samplers; say how the run ended (with
     // the space reserved at the start given back for the closing writes).
     let ending = driver.finish(outcome, opts, &mut files).await;
-    // A manifest that cannot be sealed (a disk still full) leaves the run
-    // failed, not an error of its own: events.jsonl holds how it ended,
-    // and the collator reads it from there.
-    let status = match files.seal(&ending.status, ending.end_ns) {
-        Ok(()) => ending.status,
+    let status = seal(&mut files, ending.status, ending.end_ns);
+    Ok(RunResult {
+        run_dir: files.dir.path.clone(),
+        status,
+        rungs_completed: ending.rungs_completed,
+        samplers: ending.samplers,
+        rack_ends: ending.rack_ends,
+    })
+}
+
+/// The run's status once its manifest is sealed at `end_ns`: `status`, or,
+/// when the manifest cannot be sealed (a disk still full), failed, not an
+/// error of its own: events.jsonl holds how it ended, and the collator
+/// reads it from there.
+fn seal(
+    files: &mut RunFiles,
+    status: powerlab_rundir::RunStatus,
+    end_ns: i64,
+) -> powerlab_rundir::RunStatus {
+    match files.seal(&status, end_ns) {
+        Ok(()) => status,
         Err(e) => {
-            let before = match &ending.status {
+            let before = match &status {
                 powerlab_rundir::RunStatus::Interrupted { reason }
                 | powerlab_rundir::RunStatus::Failed { reason } => format!("{reason}; "),
                 _ => String::new(),
@@ -133,14 +149,7 @@ pub async fn run_campaign(
                 ),
             }
         }
-    };
-    Ok(RunResult {
-        run_dir: files.dir.path.clone(),
-        status,
-        rungs_completed: ending.rungs_completed,
-        samplers: ending.samplers,
-        rack_ends: ending.rack_ends,
-    })
+    }
 }
 
 /// Refuses a node that lacks what the plan needs.

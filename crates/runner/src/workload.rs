@@ -240,7 +240,7 @@ impl Running {
         uuids: &[String],
         now_ns: &dyn Fn() -> i64,
     ) -> Result<Running, String> {
-        let dir = run_dir.join("workload");
+        let dir = run_dir.join(powerlab_rundir::files::workload::DIR);
         std::fs::create_dir_all(&dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let stem = file_stem(label);

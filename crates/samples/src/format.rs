@@ -2,6 +2,8 @@
 //! zeros, a byte count in binary units. Shared by the report, the plots and
 //! the verdicts' texts.
 
+use powerlab_core::units::W_PER_MW;
+
 /// A period in ms without trailing zeros (`100`, `100.3`).
 pub fn fmt_ms(v: f64) -> String {
     let s = format!("{v:.3}");
@@ -23,8 +25,8 @@ pub fn fmt_bytes(b: u64) -> String {
 /// A power's scale for a person: MW (three decimals) from 1 MW, kW (one
 /// decimal) from 1 kW, else W (one decimal); (divisor, unit, decimals).
 fn power_scale(magnitude_w: f64) -> (f64, &'static str, usize) {
-    if magnitude_w >= 1e6 {
-        (1e6, "MW", 3)
+    if magnitude_w >= W_PER_MW {
+        (W_PER_MW, "MW", 3)
     } else if magnitude_w >= 1e3 {
         (1e3, "kW", 1)
     } else {

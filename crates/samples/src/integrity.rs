@@ -10,6 +10,7 @@
 use crate::error::CollateError;
 use crate::series::SeriesSet;
 use polars::prelude::*;
+use powerlab_core::Instrument;
 use powerlab_core::units::ns_to_s;
 use powerlab_rundir::{Manifest, RunDir};
 use std::collections::BTreeMap;
@@ -42,7 +43,11 @@ pub const MAX_GAP_NS: i64 = 100_000_000;
 /// no node figures (a smaller difference is marked, the figures kept).
 pub const MAX_UNEVEN: f64 = 0.01;
 /// The power instruments, in order of preference for coverage.
-const POWER: [&str; 3] = ["buffered_w", "instant_w", "average_w"];
+const POWER: [Instrument; 3] = [
+    Instrument::BufferedW,
+    Instrument::InstantW,
+    Instrument::AverageW,
+];
 
 /// The GPU key a raw file is named for (`raw/gpu3.csv` → `gpu3`; a GPU's
 /// rows split over several files: `raw/gpu3-part2.csv` → `gpu3`).
@@ -123,7 +128,12 @@ pub fn check_content(path: &Path, df: &DataFrame, manifest: &Manifest) -> Result
         .iter()
         .zip(values.iter())
         .filter_map(|(i, v)| match (i, v) {
-            (Some(i), Some(v)) if POWER.contains(&i) && (v > max || v < MIN_READING_W) => Some(v),
+            (Some(i), Some(v))
+                if Instrument::parse(i).is_some_and(|i| POWER.contains(&i))
+                    && (v > max || v < MIN_READING_W) =>
+            {
+                Some(v)
+            }
             _ => None,
         })
         .collect();
@@ -157,7 +167,11 @@ fn check_limit(
     let limits: Vec<f64> = instruments
         .iter()
         .zip(values.iter())
-        .filter_map(|(i, v)| (i == Some("power_limit_w")).then_some(v).flatten())
+        .filter_map(|(i, v)| {
+            (i.and_then(Instrument::parse) == Some(Instrument::PowerLimitW))
+                .then_some(v)
+                .flatten()
+        })
         .collect();
     if limits.is_empty() || limits.iter().any(|l| (l - gpu.power_limit_w).abs() <= 1.0) {
         return Ok(());
@@ -279,27 +293,7 @@ pub fn verify_raw(
             ));
         }
     }
-    // Every checkpoint the file reaches, in one pass.
-    let mut h = crc32fast::Hasher::new();
-    let mut at = 0usize;
-    for c in &file.checkpoints {
-        let end = c.bytes as usize;
-        if end > bytes.len() {
-            break;
-        }
-        h.update(&bytes[at..end]);
-        at = end;
-        let got = h.clone().finalize();
-        if got != c.crc32 {
-            return Err(bad(
-                path,
-                format!(
-                    "its first {} bytes do not match the checksum the run recorded in its index ({:08x}, now {got:08x}): the file was edited, reordered or damaged after it was written; {restore}",
-                    c.bytes, c.crc32
-                ),
-            ));
-        }
-    }
+    check_checkpoints(path, bytes, &file, restore)?;
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -334,6 +328,38 @@ pub fn verify_raw(
         ));
     }
     Ok((tail > 0).then(|| format!("raw/{name}: the last {tail} bytes were never indexed (the run stopped before its next flush): used, unchecked")))
+}
+
+/// Checks every checkpoint of `file` that `bytes` still reach against its
+/// CRC-32, in one pass; a mismatch is an error naming `path`, advising
+/// `restore`. Checkpoints past the end of `bytes` are not checked.
+fn check_checkpoints(
+    path: &Path,
+    bytes: &[u8],
+    file: &powerlab_rundir::IndexFile,
+    restore: &str,
+) -> Result<(), CollateError> {
+    let mut h = crc32fast::Hasher::new();
+    let mut at = 0usize;
+    for c in &file.checkpoints {
+        let end = c.bytes as usize;
+        if end > bytes.len() {
+            break;
+        }
+        h.update(&bytes[at..end]);
+        at = end;
+        let got = h.clone().finalize();
+        if got != c.crc32 {
+            return Err(bad(
+                path,
+                format!(
+                    "its first {} bytes do not match the checksum the run recorded in its index ({:08x}, now {got:08x}): the file was edited, reordered or damaged after it was written; {restore}",
+                    c.bytes, c.crc32
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Checks the files whose length and CRC-32 the run recorded at its end
@@ -524,7 +550,7 @@ pub fn rung_coverage(
                 gpu.as_str(),
                 POWER
                     .iter()
-                    .map(|i| series.get_at(node, gpu, i))
+                    .map(|&i| series.get_at(node, gpu, i))
                     .find(|s| !s.is_empty())
                     .unwrap_or(&[]),
             )

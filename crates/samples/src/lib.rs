@@ -1,5 +1,6 @@
 //! The collator's floor: a run directory's raw files read and verified
-//! into typed series, and the helpers every layer above shares.
+//! into typed series, and the helpers every layer above shares. The resolved campaign is read
+//! once, into the campaign crate's types ([`campaign::RunCampaign`]).
 //!
 //! [`load`] opens a run ([`load::Run`]) and reads its power samples,
 //! checked by [`integrity`] against the manifest's sizes and CRCs (a
@@ -14,6 +15,7 @@
 //! exporter and the pipelines) → `powerlab-predict` (a training job at
 //! scale). Cargo refuses an arrow upwards.
 
+pub mod campaign;
 pub mod columns;
 pub mod error;
 pub mod format;

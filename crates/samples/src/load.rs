@@ -1,6 +1,7 @@
 //! Reading a run directory: manifest, rung windows from the event log, and
 //! the raw power samples into a polars frame.
 
+use crate::campaign::RunCampaign;
 use crate::error::CollateError;
 use crate::series::{EdgeIndex, SeriesSet};
 use polars::prelude::*;
@@ -48,6 +49,8 @@ pub struct RungWindow {
 pub struct Run {
     /// The manifest.
     pub manifest: Manifest,
+    /// The resolved campaign's tables, read once from the manifest.
+    pub campaign: RunCampaign,
     /// Every event.
     pub events: Vec<RunEvent>,
     /// Rungs that started, in order.
@@ -60,18 +63,6 @@ pub struct Run {
     /// event log, by label: never reached in a run that did not finish,
     /// or lost from the log. Named on the report's first line.
     pub missing_rungs: Vec<MissingRung>,
-}
-
-impl Run {
-    /// The table `key` (`supply`, `grid`) of the run's resolved campaign
-    /// (None: not declared, or not readable as a `T`).
-    pub fn campaign_table<T: serde::de::DeserializeOwned>(&self, key: &str) -> Option<T> {
-        self.manifest
-            .campaign_resolved
-            .get(key)
-            .filter(|v| !v.is_null())
-            .and_then(|v| serde_json::from_value(v.clone()).ok())
-    }
 }
 
 /// A rung the plan lists without a record in the event log.
@@ -186,11 +177,7 @@ pub fn load_run(dir: &RunDir) -> Result<Run, CollateError> {
             _ => {}
         }
     }
-    let grid_ms = manifest
-        .campaign_resolved
-        .pointer("/sampling/grid_ms")
-        .and_then(|v| v.as_f64())
-        .unwrap_or(10.0);
+    let campaign = RunCampaign::of(&manifest.campaign_resolved, &dir.manifest())?;
     // A canonical order, so node sums do not depend on the order GPUs were listed in.
     let mut series: Vec<(String, String)> = manifest
         .backend
@@ -201,10 +188,11 @@ pub fn load_run(dir: &RunDir) -> Result<Run, CollateError> {
     series.sort();
     let missing = missing_rungs(&manifest, &rungs);
     Ok(Run {
+        grid_ns: ms_to_ns_trunc(campaign.sampling.grid_ms),
         manifest,
+        campaign,
         events,
         rungs,
-        grid_ns: ms_to_ns_trunc(grid_ms),
         series,
         missing_rungs: missing,
     })
@@ -295,7 +283,11 @@ pub fn cut_at_records_end(run: &Run, series: &SeriesSet, edges: &EdgeIndex) -> O
         .max(0);
     let mut at = i64::MAX;
     for (_, gpu) in &run.series {
-        let sample = series.get(gpu, "buffered_w").iter().map(|x| x.0).max();
+        let sample = series
+            .get(gpu, Instrument::BufferedW)
+            .iter()
+            .map(|x| x.0)
+            .max();
         let edge = [EdgeKind::Start, EdgeKind::Rise, EdgeKind::Fall]
             .into_iter()
             .filter_map(|k| edges.get(r.info.id, gpu, k).iter().copied().max())
@@ -567,45 +559,4 @@ fn check_rows(path: &Path, df: &DataFrame, bounds: (i64, i64)) -> Result<(), Col
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn duty_window() -> RungWindow {
-        let info: RungInfo = serde_json::from_str(
-            r#"{"id":3,"label":"d/p100ms/in_phase","phase":"d","kind":"duty","mode":"in_phase","period_ms":100.0,"duty":0.5,"repeat":1,"repeats":1}"#,
-        )
-        .unwrap();
-        RungWindow {
-            info,
-            epoch_ns: 0,
-            measure_from_ns: 1_000_000_000,
-            end_ns: 9_000_000_000,
-            stopped_from_ns: None,
-            records_end: false,
-            offsets_ns: vec![0],
-            start_error_ns: None,
-            barrier_ok: None,
-            lead_ns: None,
-        }
-    }
-
-    #[test]
-    fn a_cut_with_no_record_in_the_window_leaves_the_rung_whole() {
-        // A GPU with no sample or edge in the window yet: at = i64::MIN.
-        for at in [i64::MIN, 0, 1_000_000_000] {
-            let mut w = duty_window();
-            cut_at_stop(&mut w, at);
-            assert_eq!(
-                (w.end_ns, w.stopped_from_ns),
-                (9_000_000_000, None),
-                "at {at}"
-            );
-        }
-        let mut w = duty_window();
-        cut_at_stop(&mut w, 1_000_000_000 + 750_000_000);
-        assert_eq!(
-            (w.end_ns, w.stopped_from_ns),
-            (1_700_000_000, Some(9_000_000_000))
-        );
-    }
-}
+mod tests;

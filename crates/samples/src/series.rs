@@ -5,13 +5,16 @@
 //! cut spans and updates out of a series.
 
 use polars::prelude::*;
+use powerlab_core::Instrument;
 use powerlab_core::shape::EdgeKind;
 use powerlab_core::units::ns_to_ms;
 use std::collections::BTreeMap;
 
-/// Every raw series by (node, GPU, instrument), time-sorted.
+/// Every raw series by (node, GPU, instrument), time-sorted. A raw row
+/// whose instrument this version does not know is not kept (the raw
+/// files' check names it).
 pub struct SeriesSet {
-    by: BTreeMap<(String, String, String), Vec<(i64, f64)>>,
+    by: BTreeMap<(String, String, Instrument), Vec<(i64, f64)>>,
 }
 
 impl SeriesSet {
@@ -61,10 +64,13 @@ impl SeriesSet {
             keys[last].3.push((t, val));
         }
         for (n, g, i, mut s) in keys {
+            let Some(instrument) = Instrument::parse(i) else {
+                continue;
+            };
             if !s.windows(2).all(|w| w[0].0 <= w[1].0) {
                 s.sort_by_key(|x| x.0);
             }
-            by.insert((n.to_string(), g.to_string(), i.to_string()), s);
+            by.insert((n.to_string(), g.to_string(), instrument), s);
         }
         SeriesSet { by }
     }
@@ -72,9 +78,9 @@ impl SeriesSet {
     /// A set of the given series by (node, GPU, instrument), each sorted
     /// by time.
     pub fn of(
-        series: impl IntoIterator<Item = ((String, String, String), Vec<(i64, f64)>)>,
+        series: impl IntoIterator<Item = ((String, String, Instrument), Vec<(i64, f64)>)>,
     ) -> SeriesSet {
-        let mut by: BTreeMap<(String, String, String), Vec<(i64, f64)>> = BTreeMap::new();
+        let mut by: BTreeMap<(String, String, Instrument), Vec<(i64, f64)>> = BTreeMap::new();
         for (key, points) in series {
             by.entry(key).or_default().extend(points);
         }
@@ -85,10 +91,10 @@ impl SeriesSet {
     }
 
     /// One series of a single-node run (empty if absent).
-    pub fn get(&self, gpu: &str, instrument: &str) -> &[(i64, f64)] {
+    pub fn get(&self, gpu: &str, instrument: Instrument) -> &[(i64, f64)] {
         self.by
             .iter()
-            .find(|((_, g, i), _)| g == gpu && i == instrument)
+            .find(|((_, g, i), _)| g == gpu && *i == instrument)
             .map(|(_, v)| v.as_slice())
             .unwrap_or(&[])
     }
@@ -99,9 +105,9 @@ impl SeriesSet {
     }
 
     /// One series of one node (empty if absent).
-    pub fn get_at(&self, node: &str, gpu: &str, instrument: &str) -> &[(i64, f64)] {
+    pub fn get_at(&self, node: &str, gpu: &str, instrument: Instrument) -> &[(i64, f64)] {
         self.by
-            .get(&(node.to_string(), gpu.to_string(), instrument.to_string()))
+            .get(&(node.to_string(), gpu.to_string(), instrument))
             .map(Vec::as_slice)
             .unwrap_or(&[])
     }

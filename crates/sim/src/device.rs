@@ -12,10 +12,10 @@ use powerlab_core::shape::{LoadKind, LoadShape};
 use powerlab_core::smoothing::Draw;
 use powerlab_core::training::TrainingSpec;
 use powerlab_core::units::{
-    NS_PER_MS, NS_PER_S, NS_PER_US, j_to_mj, ms_to_ns_f64, ms_to_ns_trunc, ms_to_s, ns_f64_to_s,
-    ns_to_s,
+    J_PER_KJ, J_PER_MEGAJOULE, NS_PER_MS, NS_PER_S, NS_PER_US, j_to_mj, ms_to_ns_f64,
+    ms_to_ns_trunc, ms_to_s, ns_f64_to_s, ns_to_s,
 };
-use powerlab_core::{EpochNs, Instrument, Sample};
+use powerlab_core::{EpochNs, Sample};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::VecDeque;
@@ -233,14 +233,14 @@ impl SimDevice {
             controller: Controller::default(),
             temp_c: temp,
             energy_j: 0.0,
-            energy_base_mj: 1.0e9 + 1.0e6 * index as f64,
+            energy_base_mj: j_to_mj(J_PER_MEGAJOULE) + j_to_mj(J_PER_KJ) * index as f64,
             hist: vec![0.0; hist_len],
             hist_k: 0,
             buffered_clock,
             field_clock,
             buffered: VecDeque::new(),
             fields_pending: VecDeque::new(),
-            fields_now: [idle, idle, 1.0e9],
+            fields_now: [idle, idle, j_to_mj(J_PER_MEGAJOULE)],
             buffered_lost: 0,
             reads: 0,
             truth: record_truth.then(|| Truth {
@@ -529,42 +529,7 @@ impl SimDevice {
 
             self.record_truth(step_end - self.dt_ns, step_end);
 
-            while self.buffered_clock.peek() <= self.t_ns {
-                let ts = self.buffered_clock.peek();
-                self.buffered_clock.advance();
-                let lag = ms_to_ns_trunc(self.profile.buffered_lag_ms);
-                let value = if lost {
-                    0.0
-                } else {
-                    self.window_mean(ts - lag, self.profile.buffered_window_ms)
-                        + self.profile.noise_w * self.gauss()
-                };
-                let visible = ts + ms_to_ns_trunc(self.profile.buffered_latency_ms);
-                if self.buffered.len() >= self.profile.buffered_capacity {
-                    self.buffered.pop_front();
-                    self.buffered_lost += 1;
-                }
-                self.buffered.push_back((
-                    visible,
-                    Sample {
-                        ts_ns: ts,
-                        instrument: Instrument::BufferedW,
-                        value,
-                    },
-                ));
-            }
-            while self.field_clock.peek() <= self.t_ns {
-                let ts = self.field_clock.peek();
-                self.field_clock.advance();
-                let instant = self.window_mean(ts, self.profile.instant_window_ms)
-                    + self.profile.noise_w * self.gauss();
-                let average = self.window_mean(ts, self.profile.average_window_ms)
-                    + 0.3 * self.profile.noise_w * self.gauss();
-                let energy_mj = self.energy_base_mj + j_to_mj(self.hist_at(ts));
-                let visible = ts + ms_to_ns_trunc(self.profile.field_latency_ms);
-                self.fields_pending
-                    .push_back((visible, [instant, average, energy_mj.floor()]));
-            }
+            self.sample_instruments(lost);
         }
     }
 

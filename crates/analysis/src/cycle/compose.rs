@@ -10,6 +10,7 @@ use super::{
     compose_values, interval, rises_of, window_stats,
 };
 use crate::sensor::model::SensorModel;
+use powerlab_core::Instrument;
 use powerlab_core::units::PeriodMs;
 use powerlab_core::units::{ms_to_ns, ns_to_s};
 use powerlab_rundir::PhaseKind;
@@ -41,23 +42,9 @@ pub fn compose(
     edges: &EdgeIndex,
     model: &SensorModel,
 ) -> Result<NodeCycle, NoCycle> {
-    let Some(period_ms) = r.info.period_ms.map(PeriodMs::ms).filter(|_| {
-        matches!(r.info.kind, PhaseKind::Duty | PhaseKind::Workload)
-            && r.info.duty > 0.0
-            && r.info.duty < 1.0
-    }) else {
-        return Err(NoCycle::NotPeriodic);
-    };
+    let (period_ms, cycles) = period_and_cycles(r)?;
     let p = ms_to_ns(period_ms);
     let span = r.end_ns - r.measure_from_ns;
-    let cycles = span as f64 / p as f64;
-    if cycles < MIN_CYCLES {
-        return Err(NoCycle::Verdict(format!(
-            "too short to fold: the measured window ({:.2} s after settling) holds {cycles:.1} cycles of {} ms, fewer than {MIN_CYCLES}; lengthen duration_s",
-            ns_to_s(span),
-            fmt_ms(period_ms)
-        )));
-    }
     let mut folds = Vec::new();
     for (gi, g) in run.manifest.backend.gpus.iter().enumerate() {
         folds.push(fold_of(r, series, edges, model, gi, &g.key, cycles)?);
@@ -98,20 +85,7 @@ pub fn compose(
     };
     let composed = window_stats(&values, p, at.from_ns, at.span_ns);
     let interval = interval::bootstrap(planner, &folds, at, &composed, u64::from(r.info.id));
-    let unbiased = interval
-        .as_ref()
-        .filter(|i| i.cycles >= interval::MIN_CYCLES_FOR_BIAS)
-        .map_or(composed, |i| CycleStats {
-            mean_w: composed.mean_w,
-            // The largest of the cycle's points: its replicates' bias (a
-            // maximum of noisier cycles) took it below p99 in 11 of the 30
-            // real 2 × H200 rungs, so it is left as composed.
-            peak_w: composed.peak_w,
-            p1_w: i.p1.centre,
-            p10_w: i.p10.centre,
-            p90_w: i.p90.centre,
-            p99_w: i.p99.centre,
-        });
+    let unbiased = unbiased(composed, interval.as_ref());
     let stats = within_samples(unbiased, &supported_range(planner, &folds, &gpu_values));
     let interval = interval.map(|i| i.holding(&stats));
     Ok(NodeCycle {
@@ -150,6 +124,54 @@ pub fn compose(
         stats,
         interval,
     })
+}
+
+/// The rung's period, ms, and how many cycles of it its measured window
+/// holds.
+///
+/// # Errors
+///
+/// [`NoCycle::NotPeriodic`] for a rung that is not a duty or workload rung
+/// with a period and a duty strictly between 0 and 1, and
+/// [`NoCycle::Verdict`] for a window of fewer than [`MIN_CYCLES`] cycles.
+fn period_and_cycles(r: &RungWindow) -> Result<(f64, f64), NoCycle> {
+    let Some(period_ms) = r.info.period_ms.map(PeriodMs::ms).filter(|_| {
+        matches!(r.info.kind, PhaseKind::Duty | PhaseKind::Workload)
+            && r.info.duty > 0.0
+            && r.info.duty < 1.0
+    }) else {
+        return Err(NoCycle::NotPeriodic);
+    };
+    let p = ms_to_ns(period_ms);
+    let span = r.end_ns - r.measure_from_ns;
+    let cycles = span as f64 / p as f64;
+    if cycles < MIN_CYCLES {
+        return Err(NoCycle::Verdict(format!(
+            "too short to fold: the measured window ({:.2} s after settling) holds {cycles:.1} cycles of {} ms, fewer than {MIN_CYCLES}; lengthen duration_s",
+            ns_to_s(span),
+            fmt_ms(period_ms)
+        )));
+    }
+    Ok((period_ms, cycles))
+}
+
+/// The composed cycle's figures with the percentiles taken from the
+/// bootstrap `interval`'s centres where it has enough cycles to correct
+/// their bias; the mean and the peak stay as composed.
+fn unbiased(composed: CycleStats, interval: Option<&interval::CycleInterval>) -> CycleStats {
+    interval
+        .filter(|i| i.cycles >= interval::MIN_CYCLES_FOR_BIAS)
+        .map_or(composed, |i| CycleStats {
+            mean_w: composed.mean_w,
+            // The largest of the cycle's points: its replicates' bias (a
+            // maximum of noisier cycles) took it below p99 in 11 of the 30
+            // real 2 × H200 rungs, so it is left as composed.
+            peak_w: composed.peak_w,
+            p1_w: i.p1.centre,
+            p10_w: i.p10.centre,
+            p90_w: i.p90.centre,
+            p99_w: i.p99.centre,
+        })
 }
 
 /// A GPU's cycle `v` read at `m` evenly spaced phases, 0 at its rise.
@@ -203,7 +225,7 @@ fn fold_of(
             cycles.floor()
         )));
     }
-    let samples = series.get(gpu, "buffered_w");
+    let samples = series.get(gpu, Instrument::BufferedW);
     let in_span = samples.partition_point(|x| x.0 < r.end_ns)
         - samples.partition_point(|x| x.0 < r.measure_from_ns);
     let expected = span as f64 / ms_to_ns(update_ms) as f64;
@@ -237,7 +259,7 @@ struct Buffered {
 /// no window, latency or update period for it gives a verdict, never an
 /// assumed value (the sensor model's source checks every GPU has them).
 fn buffered_of(model: &SensorModel, gpu: &str) -> Result<Buffered, NoCycle> {
-    let p = model.path(gpu, "buffered_w");
+    let p = model.path(gpu, Instrument::BufferedW);
     match p.map(|p| (p.window_ms, p.latency_ms, p.update_period_ms)) {
         Some((Some(w), Some(l), Some(u))) => Ok(Buffered {
             window_ms: w.max(0.0),

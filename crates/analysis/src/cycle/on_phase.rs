@@ -2,6 +2,7 @@
 //! rungs whose on-phases drew less than the run's sustained level.
 
 use super::{NoCycle, NodeCycle, fold};
+use powerlab_core::Instrument;
 use powerlab_rundir::PhaseKind;
 use powerlab_samples::load::{Run, RungWindow};
 use powerlab_samples::series::SeriesSet;
@@ -59,7 +60,7 @@ pub fn short_on_phases(
         };
         let mut short = Vec::new();
         for (gpu, on) in &c.gpu_on_w {
-            let v = series.get(gpu, "buffered_w");
+            let v = series.get(gpu, Instrument::BufferedW);
             let lo = v.partition_point(|x| x.0 < s.measure_from_ns);
             let hi = v.partition_point(|x| x.0 < s.end_ns);
             if hi <= lo {

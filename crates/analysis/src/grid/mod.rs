@@ -20,16 +20,20 @@
 //!   of what one sample stands for); no rates (a held sample cannot time
 //!   an edge).
 
+mod curve;
 pub mod judge;
 pub mod modes;
+mod rates;
 pub mod shape;
 #[cfg(test)]
 mod tests;
 
+use curve::{Spacing, curve_figures};
 pub use judge::GridVerdict;
+pub use rates::{edge_rate, window_changes};
 
 use crate::curve::NodeCurve;
-use crate::cycle::{CycleInterval, NodeCycle};
+use crate::cycle::NodeCycle;
 use crate::envelope::Source;
 use crate::summary::Cycles;
 use powerlab_campaign::{DEFAULT_BAND_HZ, Grid, Ramp};
@@ -346,10 +350,9 @@ impl GridMetrics {
     }
 }
 
-/// The campaign's `[grid]` from the run's resolved campaign (None: not
-/// declared, or not readable as one).
+/// The campaign's `[grid]` (None: not declared).
 pub fn grid_of(run: &Run) -> Option<Grid> {
-    run.campaign_table("grid")
+    run.campaign.grid.clone()
 }
 
 /// Every rung's grid metrics: rungs with a composed cycle from it, the
@@ -485,105 +488,6 @@ fn cycle_figures(c: &NodeCycle, band_hz: [f64; 2]) -> Vec<GridFigure> {
     out
 }
 
-/// The fastest rise and fall of the cyclic `values` (spaced `step_ms`)
-/// over every [`Window`], resting on resolution `res_ms`: a window under
-/// the resolution is withheld, one under [`NUMBER_ABOVE_RESOLUTION`] × the
-/// resolution sees an edge smoothed by it, and its figure is a lower
-/// bound. Where the cycle cannot time the
-/// direction's 10–90 % edge (`untimed`: up, down), those short windows are
-/// withheld for the same reason: the reconstruction's ripple, not the
-/// node, sets their fastest change (on the simulated node, a staggered
-/// 1 s rung's 10 ms rise read 28 % above the truth); where the cycle's
-/// step is within its noise, every window is (a staggered 100 ms rung's
-/// 1 s change read 2.7 × the truth).
-pub fn window_changes(
-    values: &[f64],
-    step_ms: f64,
-    res_ms: f64,
-    untimed: [Option<Withheld>; 2],
-) -> Vec<GridFigure> {
-    let one = |metric: Metric, w: Window, dir: Ramp| {
-        let lower_bound = w.ms() < NUMBER_ABOVE_RESOLUTION * res_ms;
-        let why = match dir {
-            Ramp::Up => untimed[0],
-            Ramp::Down => untimed[1],
-        };
-        // A step within the cycle's noise: every window reads the noise.
-        let noisy = matches!(why, Some(Withheld::StepInNoise(_, _)));
-        if let Some(why) = why.filter(|_| lower_bound || noisy) {
-            return GridFigure::withheld(metric, why);
-        }
-        // Under the resolution the cycle holds no change of its own: its
-        // restored harmonics ring, and a staggered 500 ms rung's 1 ms
-        // rise read 24 % above the truth.
-        if w.ms() < res_ms {
-            return GridFigure::withheld(metric, Withheld::ShorterThanResolution(res_ms));
-        }
-        match shape::fastest_change(values, step_ms, w.ms(), dir) {
-            Some(v) => GridFigure {
-                lower_bound,
-                ..GridFigure::stated(metric, v, res_ms)
-            },
-            None => GridFigure::withheld(metric, Withheld::ShorterThanStep(step_ms)),
-        }
-    };
-    Window::ALL
-        .iter()
-        .map(|w| one(Metric::RiseOver(*w), *w, Ramp::Up))
-        .chain(
-            Window::ALL
-                .iter()
-                .map(|w| one(Metric::FallOver(*w), *w, Ramp::Down)),
-        )
-        .collect()
-}
-
-/// The fastest 10–90 % rise or fall of a cycle `values` (one period of
-/// `period_ms`, cyclic), 0.8 × step / time, W/s, resting on resolution
-/// `res_ms`; the noise check and the step's ± come from `interval` (the
-/// composed cycle's bootstrap), where there is one.
-pub fn edge_rate(
-    values: &[f64],
-    period_ms: f64,
-    res_ms: f64,
-    interval: Option<&CycleInterval>,
-    metric: Metric,
-    dir: Ramp,
-) -> GridFigure {
-    let step_ms = period_ms / values.len().max(1) as f64;
-    let Some(s) = shape::plateaus(values) else {
-        return GridFigure::withheld(metric, Withheld::Flat);
-    };
-    let noise = interval.map_or(0.0, |i| 0.5 * i.swing.width());
-    if noise > MAX_STEP_NOISE * s.height() {
-        return GridFigure::withheld(metric, Withheld::StepInNoise(s.height(), noise));
-    }
-    let Some(edge) = shape::fastest_edge(values, s, dir, step_ms) else {
-        return GridFigure::withheld(metric, Withheld::NoEdge);
-    };
-    let t_steps = edge.steps;
-    // The cycle cannot time an edge shorter than its resolution: a
-    // shorter one (a wiggle of the reconstruction, or an edge it cut)
-    // is timed as the resolution, and the rate is a lower bound.
-    let t_ms = (t_steps * step_ms).max(res_ms);
-    let value = 0.8 * edge.height / ms_to_s(t_ms);
-    let mut f = GridFigure::stated(metric, value, res_ms);
-    if t_ms < NUMBER_ABOVE_RESOLUTION * res_ms {
-        f.lower_bound = true;
-    } else {
-        // The edge alone may be as short as √(t² − r²); each crossing
-        // is placed to half a grid step; the step's height to the
-        // bootstrap's swing interval.
-        let edge = (t_ms / (t_ms * t_ms - res_ms * res_ms).sqrt() - 1.0).max(0.0);
-        let timing = step_ms / t_ms;
-        let height = interval.map_or(0.0, |i| {
-            0.5 * i.swing.width() / i.swing.centre.abs().max(f64::MIN_POSITIVE)
-        });
-        f.plus_minus = Some(value * (edge + timing + height));
-    }
-    f
-}
-
 /// `part` as a percentage of `whole`.
 fn pct_of(part: f64, whole: f64) -> f64 {
     if whole.abs() > 0.0 {
@@ -616,81 +520,4 @@ pub fn share_bounds(
         Some((lo, hi)) => GridFigure::between(Metric::BandShare, 100.0 * lo, 100.0 * hi, res_ms),
         None => GridFigure::withheld(Metric::BandShare, Withheld::AboveHarmonics(highest_hz)),
     }
-}
-
-/// The node curve's grid step and what one sample stands for, ms.
-#[derive(Debug, Clone, Copy)]
-struct Spacing {
-    step_ms: f64,
-    sample_window_ms: f64,
-}
-
-/// Every metric of the node curve's buffered points inside a rung (held
-/// over gaps): no rates; the range of the points unless the rung is
-/// periodic (`period_ms`); the band share where the band and the rung's
-/// fundamental stay below the samples' Nyquist frequency.
-fn curve_figures(
-    points: &[Option<f64>],
-    Spacing {
-        step_ms,
-        sample_window_ms,
-    }: Spacing,
-    band_hz: [f64; 2],
-    period_ms: Option<f64>,
-) -> Vec<GridFigure> {
-    let mut held = Vec::with_capacity(points.len());
-    let mut last = None;
-    for p in points {
-        last = p.or(last);
-        if let Some(v) = last {
-            held.push(v);
-        }
-    }
-    let rates =
-        [Metric::RampUp, Metric::RampDown].map(|m| GridFigure::withheld(m, Withheld::NoCycle));
-    let windows = Metric::ALL
-        .iter()
-        .filter(|m| matches!(m, Metric::RiseOver(_) | Metric::FallOver(_)))
-        .map(|m| GridFigure::withheld(*m, Withheld::NoCycle))
-        .collect::<Vec<_>>();
-    if held.len() < 4 {
-        let rest = [
-            Metric::DynamicRange,
-            Metric::DynamicRangePct,
-            Metric::BandShare,
-        ]
-        .map(|m| GridFigure::withheld(m, Withheld::TooFewPoints));
-        return rates.into_iter().chain(rest).chain(windows).collect();
-    }
-    let (min, max) = held
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
-            (a.min(*v), b.max(*v))
-        });
-    let res_ms = sample_window_ms.max(step_ms);
-    let nyquist_hz = 0.5 / ms_to_s(res_ms);
-    let fundamental_hz = period_ms.map(|p| 1.0 / ms_to_s(p));
-    let share = match fundamental_hz {
-        _ if band_hz[1] > nyquist_hz => {
-            GridFigure::withheld(Metric::BandShare, Withheld::AboveNyquist(nyquist_hz))
-        }
-        Some(f) if f > nyquist_hz => GridFigure::withheld(Metric::BandShare, Withheld::Aliased(f)),
-        _ => share_figure(&held, ms_to_s(step_ms), band_hz, res_ms),
-    };
-    let range = |m: Metric, v: f64| match period_ms {
-        Some(_) => GridFigure::withheld(m, Withheld::HeldSum),
-        None => GridFigure::stated(m, v, res_ms),
-    };
-    rates
-        .into_iter()
-        .chain([
-            range(Metric::DynamicRange, max - min),
-            range(Metric::DynamicRangePct, pct_of(max - min, max)),
-            GridFigure {
-                highest_hz: Some(nyquist_hz),
-                ..share
-            },
-        ])
-        .chain(windows)
-        .collect()
 }

@@ -11,6 +11,7 @@ use super::pool::{EventPoints, Pooled, binned, pool};
 use super::{EdgeKind, LifecycleEdge, Spread, caveat};
 use crate::sensor::model::SensorModel;
 use crate::workload::resample::placed;
+use powerlab_core::Instrument;
 use powerlab_core::units::ms_to_ns;
 use powerlab_samples::load::Run;
 use powerlab_samples::series::{SeriesSet, median_spacing_ms};
@@ -61,10 +62,14 @@ pub(super) fn buffered<'a>(
     model: &SensorModel,
     gpu: &str,
 ) -> Option<Buffered<'a>> {
-    let p = model.path(gpu, "buffered_w")?;
+    let p = model.path(gpu, Instrument::BufferedW)?;
     let (w, l) = p.window_ms.zip(p.latency_ms)?;
     let w = w.max(0.0);
-    Some((series.get(gpu, "buffered_w"), w, ms_to_ns(l + w / 2.0)))
+    Some((
+        series.get(gpu, Instrument::BufferedW),
+        w,
+        ms_to_ns(l + w / 2.0),
+    ))
 }
 
 /// Measures every GPU about every moment of `of`; a GPU without a

@@ -6,11 +6,14 @@
 //! up to ~17 ms) with room for other GPU models. A value outside is not a
 //! power path's: a model stating one is refused, never used.
 
+use powerlab_core::Instrument;
+use powerlab_core::units::MILLION;
+
 /// The ranges one power path's values must lie in, ms.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PathBounds {
     /// The power path (`buffered_w`, `instant_w`, `average_w`).
-    pub instrument: &'static str,
+    pub instrument: Instrument,
     /// Longest update period.
     pub max_update_ms: f64,
     /// Widest averaging window.
@@ -36,19 +39,19 @@ pub const MIN_UPDATE_MS: f64 = 1.0;
 /// simulated 100 ms swing as 160 W against a true 1516 W, unmarked).
 pub const BOUNDS: [PathBounds; 3] = [
     PathBounds {
-        instrument: "buffered_w",
+        instrument: Instrument::BufferedW,
         max_update_ms: 200.0,
         max_window_ms: 200.0,
         max_latency_ms: 25.0,
     },
     PathBounds {
-        instrument: "instant_w",
+        instrument: Instrument::InstantW,
         max_update_ms: 1000.0,
         max_window_ms: 250.0,
         max_latency_ms: 60.0,
     },
     PathBounds {
-        instrument: "average_w",
+        instrument: Instrument::AverageW,
         max_update_ms: 1000.0,
         max_window_ms: 2000.0,
         max_latency_ms: 100.0,
@@ -76,12 +79,12 @@ pub struct Stated {
 ///
 /// The first value out of its range, naming the GPU, the path, the field,
 /// the range and what to do.
-pub fn check(gpu: &str, instrument: &str, v: Stated) -> Result<(), String> {
+pub fn check(gpu: &str, instrument: Instrument, v: Stated) -> Result<(), String> {
     let Some(b) = BOUNDS.iter().find(|b| b.instrument == instrument) else {
         return Ok(());
     };
     let out = |field: &str, value: f64, range: String| {
-        let value = if value == 0.0 || (1e-3..1e6).contains(&value.abs()) {
+        let value = if value == 0.0 || (1e-3..MILLION).contains(&value.abs()) {
             format!("{value}")
         } else {
             format!("{value:e}")
@@ -135,11 +138,12 @@ pub fn check(gpu: &str, instrument: &str, v: Stated) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::{Stated, check};
+    use powerlab_core::Instrument;
 
     fn buffered(update: f64, window: f64, latency: f64) -> Result<(), String> {
         check(
             "gpu0",
-            "buffered_w",
+            Instrument::BufferedW,
             Stated {
                 update_ms: Some(update),
                 window_ms: Some(window),
@@ -182,15 +186,15 @@ mod tests {
             latency_ms: Some(10.0),
             latency_ci_ms: None,
         };
-        assert_eq!(check("gpu0", "average_w", avg), Ok(()));
-        assert!(check("gpu0", "buffered_w", avg).is_err());
+        assert_eq!(check("gpu0", Instrument::AverageW, avg), Ok(()));
+        assert!(check("gpu0", Instrument::BufferedW, avg).is_err());
         // A fit's negative latency within its uncertainty is the calibration's to accept.
         let noisy = Stated {
             latency_ms: Some(-3.2),
             latency_ci_ms: Some(16.8),
             ..Stated::default()
         };
-        assert_eq!(check("gpu1", "instant_w", noisy), Ok(()));
+        assert_eq!(check("gpu1", Instrument::InstantW, noisy), Ok(()));
         // The hostile review's models, inside the first bounds.
         assert!(
             buffered(20.0, 6.0, 250.0)
@@ -203,7 +207,7 @@ mod tests {
             ..Stated::default()
         };
         assert!(
-            check("gpu1", "buffered_w", wide)
+            check("gpu1", Instrument::BufferedW, wide)
                 .unwrap_err()
                 .contains("latency_ms_ci95 = 200")
         );

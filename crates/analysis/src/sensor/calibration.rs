@@ -7,6 +7,7 @@
 use super::fit;
 use super::model::{GpuSensor, MeasuredGpu, ModelKind, PathModel, Probe, SensorModel};
 use powerlab_campaign::CALIBRATION_PHASE;
+use powerlab_core::Instrument;
 use powerlab_core::shape::EdgeKind;
 use powerlab_core::units::PeriodMs;
 use powerlab_core::units::{ms_to_ns_trunc, ns_to_ms};
@@ -101,11 +102,11 @@ fn calibration_rungs(run: &Run) -> Vec<&RungWindow> {
 /// The instruments calibrated, in this order (the buffered path first: its
 /// board fall time serves the held paths' fits), and whether each one's
 /// readings are timestamped.
-const INSTRUMENTS: [(&str, bool); 4] = [
-    ("buffered_w", true),
-    ("instant_w", false),
-    ("average_w", false),
-    ("energy_mj", false),
+const INSTRUMENTS: [(Instrument, bool); 4] = [
+    (Instrument::BufferedW, true),
+    (Instrument::InstantW, false),
+    (Instrument::AverageW, false),
+    (Instrument::EnergyMj, false),
 ];
 
 /// Derives the sensor model from the run's calibration rungs (None without them).
@@ -181,11 +182,15 @@ fn gpu_sensor(
             continue;
         }
         let mut m = path_model(inst, s, timestamped);
-        if inst == "energy_mj" {
+        if inst == Instrument::EnergyMj {
             // A counter's window is its own update period (when measured).
             m.window_ms = m.update_period_ms;
         } else {
-            let rung = if inst == "average_w" { slow } else { fast };
+            let rung = if inst == Instrument::AverageW {
+                slow
+            } else {
+                fast
+            };
             let falls = edges.get(rung.info.id, key, EdgeKind::Fall);
             let heights = fit_step(&mut m, s, falls, rung, timestamped, board_tau);
             if m.board_fall_tau_ms.is_some() {
@@ -208,7 +213,7 @@ fn gpu_sensor(
 /// its value updates. A timestamped path updates with every sample. A held
 /// path whose every read shows a new value updates at least as often as it
 /// was read: its period is not measured.
-fn path_model(inst: &str, s: &[(i64, f64)], timestamped: bool) -> PathModel {
+fn path_model(inst: Instrument, s: &[(i64, f64)], timestamped: bool) -> PathModel {
     let read = median_spacing_ms(s);
     let update = if timestamped {
         read
@@ -216,7 +221,7 @@ fn path_model(inst: &str, s: &[(i64, f64)], timestamped: bool) -> PathModel {
         median_spacing_ms(&changes(s)).filter(|u| read.is_none_or(|r| *u > 1.5 * r))
     };
     PathModel {
-        instrument: inst.into(),
+        instrument: inst,
         update_period_ms: update,
         window_ms: None,
         window_ms_ci95: None,
@@ -307,7 +312,7 @@ fn fit_step(
 fn aliasing_probes(
     cal: &[&RungWindow],
     s: &[(i64, f64)],
-    inst: &str,
+    inst: Instrument,
     height: f64,
     w: f64,
 ) -> Vec<Probe> {
@@ -325,7 +330,7 @@ fn aliasing_probes(
             .collect();
         if let (Some(lo), Some(hi)) = (quantile(&v, 0.01), quantile(&v, 0.99)) {
             probes.push(Probe {
-                instrument: inst.into(),
+                instrument: inst,
                 period_ms: p,
                 observed_ratio: (hi - lo) / height,
                 predicted_ratio: boxcar_ratio(w, p),

@@ -4,6 +4,7 @@
 //! on measured GPU models fall back to. A model is data; which one a run is
 //! judged by is decided in `sensor::source`.
 
+use powerlab_core::Instrument;
 use powerlab_samples::error::CollateError;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -12,7 +13,7 @@ use std::path::Path;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PathModel {
     /// `buffered_w`, `instant_w`, `average_w` or `energy_mj`.
-    pub instrument: String,
+    pub instrument: Instrument,
     /// Time between new values, ms.
     pub update_period_ms: Option<f64>,
     /// Averaging window, ms.
@@ -44,7 +45,7 @@ pub struct PathModel {
 pub struct Probe {
     /// The power path the probe was read on: its instrument name, as in
     /// [`PathModel::instrument`].
-    pub instrument: String,
+    pub instrument: Instrument,
     /// Square-wave period, ms.
     pub period_ms: f64,
     /// p99 − p1 of the readings over the step height.
@@ -123,14 +124,14 @@ fn nominal_kind() -> ModelKind {
 /// One path of a built-in or nominal model: update period, window and
 /// latency (ms) with the window's uncertainty.
 fn path_model(
-    instrument: &str,
+    instrument: Instrument,
     update: f64,
     window: f64,
     window_ci: Option<f64>,
     latency: f64,
 ) -> PathModel {
     PathModel {
-        instrument: instrument.into(),
+        instrument,
         update_period_ms: Some(update),
         window_ms: Some(window),
         window_ms_ci95: window_ci,
@@ -151,16 +152,16 @@ fn path_model(
 /// (2–33 ms; 20 ms taken), the average one over ~975 ms.
 fn h200_paths() -> Vec<PathModel> {
     vec![
-        path_model("buffered_w", 20.0, 6.0, Some(2.5), 1.0),
-        path_model("instant_w", 100.0, 20.0, Some(15.0), 14.0),
-        path_model("average_w", 100.0, 975.0, Some(15.0), 10.0),
+        path_model(Instrument::BufferedW, 20.0, 6.0, Some(2.5), 1.0),
+        path_model(Instrument::InstantW, 100.0, 20.0, Some(15.0), 14.0),
+        path_model(Instrument::AverageW, 100.0, 975.0, Some(15.0), 10.0),
     ]
 }
 
 impl SensorModel {
     /// The model of `gpu`'s `instrument` (any GPU's if that one is missing).
-    pub fn path(&self, gpu: &str, instrument: &str) -> Option<&PathModel> {
-        fn find<'a>(g: &'a GpuSensor, instrument: &str) -> Option<&'a PathModel> {
+    pub fn path(&self, gpu: &str, instrument: Instrument) -> Option<&PathModel> {
+        fn find(g: &GpuSensor, instrument: Instrument) -> Option<&PathModel> {
             g.paths
                 .iter()
                 .find(|p| p.instrument == instrument && p.refused.is_none())
@@ -272,7 +273,7 @@ impl SensorModel {
                 }
                 check_window(&g.gpu, p)?;
                 if p.refused.is_none() {
-                    super::bounds::check(&g.gpu, &p.instrument, stated(p))?;
+                    super::bounds::check(&g.gpu, p.instrument, stated(p))?;
                 }
             }
         }
@@ -299,7 +300,10 @@ impl SensorModel {
                     has.join(", ")
                 ));
             };
-            let buffered = g.paths.iter().filter(|p| p.instrument == "buffered_w");
+            let buffered = g
+                .paths
+                .iter()
+                .filter(|p| p.instrument == Instrument::BufferedW);
             let Some(p) = buffered.clone().find(|p| p.refused.is_none()) else {
                 let why = buffered
                     .filter_map(|p| p.refused.as_deref())
@@ -335,7 +339,7 @@ impl SensorModel {
         let usable = |g: &GpuSensor| {
             g.paths
                 .iter()
-                .any(|p| p.instrument == "instant_w" && p.refused.is_none())
+                .any(|p| p.instrument == Instrument::InstantW && p.refused.is_none())
         };
         let lenders: Vec<&str> = self
             .gpus
@@ -407,7 +411,7 @@ fn check_window(gpu: &str, p: &PathModel) -> Result<(), String> {
     let (Some(w), None) = (p.window_ms, &p.refused) else {
         return Ok(());
     };
-    if !["buffered_w", "instant_w", "average_w"].contains(&p.instrument.as_str()) {
+    if !p.instrument.is_power() {
         return Ok(());
     }
     let floor = p

@@ -51,7 +51,7 @@ pub fn model_for(
                 .cloned()
                 .collect();
             for r in refused {
-                if let Some(f) = fallback.path(&g.gpu, &r.instrument) {
+                if let Some(f) = fallback.path(&g.gpu, r.instrument) {
                     g.paths.push(f.clone());
                 }
             }

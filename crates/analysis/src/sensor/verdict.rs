@@ -10,6 +10,7 @@ use super::spectrum;
 use crate::curve::NodeCurve;
 use crate::cycle::rises_of;
 use powerlab_campaign::CALIBRATION_PHASE;
+use powerlab_core::Instrument;
 use powerlab_core::units::PeriodMs;
 use powerlab_core::units::{ms_to_ns_trunc, ns_to_ms, ns_to_s};
 use powerlab_rundir::{Mode, PhaseKind};
@@ -49,7 +50,7 @@ pub struct RungPathRow {
     /// GPU key.
     pub gpu: String,
     /// The power path read: `buffered_w` or `instant_w`.
-    pub instrument: String,
+    pub instrument: Instrument,
     /// resolvable / instrument limit / aliased (the raw readings).
     pub verdict: String,
     /// p90 − p10 of the raw readings, W (what a plain summary would call the swing).
@@ -144,7 +145,7 @@ pub fn analyse(
     {
         for (gi, g) in run.manifest.backend.gpus.iter().enumerate() {
             let rises = rises_of(edges, r, gi, &g.key);
-            for inst in ["buffered_w", "instant_w"] {
+            for inst in [Instrument::BufferedW, Instrument::InstantW] {
                 let Some(m) = model.path(&g.key, inst) else {
                     continue;
                 };
@@ -157,7 +158,7 @@ pub fn analyse(
                     .saturating_sub(1);
                 let window = &raw[lo..raw.partition_point(|x| x.0 < r.end_ns + shift).max(lo)];
                 let updates;
-                let samples: &[(i64, f64)] = if inst == "buffered_w" {
+                let samples: &[(i64, f64)] = if inst == Instrument::BufferedW {
                     window
                 } else {
                     updates = changes(window);
@@ -183,7 +184,7 @@ pub fn analyse(
                     duty: r.info.duty,
                     mode: r.info.mode,
                     gpu: g.key.clone(),
-                    instrument: inst.into(),
+                    instrument: inst,
                     verdict: raw_verdict(m, period_ms, r.info.duty).into(),
                     visible_swing_w: visible,
                     folded_swing_w: folded,
@@ -226,7 +227,7 @@ fn answers(
         let mine: Vec<&RungPathRow> = rows.iter().filter(|x| x.rung_id == r.info.id).collect();
         // Prefer the buffered path; the instant field where the buffered window nulls the period.
         let mut pick = None;
-        for inst in ["buffered_w", "instant_w"] {
+        for inst in [Instrument::BufferedW, Instrument::InstantW] {
             let per: Vec<&&RungPathRow> = mine.iter().filter(|x| x.instrument == inst).collect();
             if per.len() == n_gpus && per.iter().all(|x| x.reconstructed_swing_w.is_some()) {
                 pick = Some((
@@ -240,7 +241,7 @@ fn answers(
         }
         let raw = mine
             .iter()
-            .find(|x| x.instrument == "buffered_w")
+            .find(|x| x.instrument == Instrument::BufferedW)
             .map(|x| x.verdict.clone())
             .unwrap_or_else(|| "aliased".into());
         // A path whose window passes this period but whose samples stayed

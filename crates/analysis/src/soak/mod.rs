@@ -18,6 +18,7 @@ mod trend;
 
 pub use trend::drift;
 
+use powerlab_core::Instrument;
 use powerlab_core::sample::ClockEventBits;
 use powerlab_core::units::{NS_PER_S, ns_to_s};
 use powerlab_rundir::PhaseKind;
@@ -157,7 +158,7 @@ pub fn analyse(run: &Run, series: &SeriesSet, edge_s: f64) -> Soak {
 fn plot_lines(r: &RungWindow, series: &SeriesSet, node: &str, gpu: &str) -> SoakLines {
     let (from, to) = (r.measure_from_ns, r.end_ns);
     let rel = |s: &[(i64, f64)]| s.iter().map(|p| (secs(p.0 - from), p.1)).collect();
-    let power = span(series.get_at(node, gpu, "buffered_w"), from, to);
+    let power = span(series.get_at(node, gpu, Instrument::BufferedW), from, to);
     let mut power_w = Vec::new();
     let mut k = 0i64;
     while from + k * NS_PER_S < to {
@@ -170,8 +171,16 @@ fn plot_lines(r: &RungWindow, series: &SeriesSet, node: &str, gpu: &str) -> Soak
     SoakLines {
         gpu: gpu.to_string(),
         power_w,
-        temp_c: rel(span(series.get_at(node, gpu, "gpu_temp_c"), from, to)),
-        sm_clock_mhz: rel(span(series.get_at(node, gpu, "sm_clock_mhz"), from, to)),
+        temp_c: rel(span(
+            series.get_at(node, gpu, Instrument::GpuTempC),
+            from,
+            to,
+        )),
+        sm_clock_mhz: rel(span(
+            series.get_at(node, gpu, Instrument::SmClockMhz),
+            from,
+            to,
+        )),
     }
 }
 

@@ -4,6 +4,7 @@
 use super::trend::{bin_means, drift, equilibrium};
 use super::{NODE, SoakRow, THROTTLE_BITS, secs, values};
 use crate::per_gpu::cap_share;
+use powerlab_core::Instrument;
 use powerlab_core::sample::ClockEventBits;
 use powerlab_core::units::{ns_to_s, secs_to_ns_trunc};
 use powerlab_samples::load::{Run, RungWindow};
@@ -32,10 +33,14 @@ pub(super) fn gpu_row(
     let from = r.measure_from_ns;
     // The window as far as this GPU's samples reach: a soak cut short is
     // analysed over the time it ran, and says so.
-    let reached = span(series.get_at(node, gpu, "buffered_w"), from, r.end_ns)
-        .last()
-        .map_or(from, |p| p.0 + 1)
-        .min(r.end_ns);
+    let reached = span(
+        series.get_at(node, gpu, Instrument::BufferedW),
+        from,
+        r.end_ns,
+    )
+    .last()
+    .map_or(from, |p| p.0 + 1)
+    .min(r.end_ns);
     let short = secs(r.end_ns - reached) > INCOMPLETE_S;
     let to = if short { reached } else { r.end_ns };
     let incomplete = if short {
@@ -48,14 +53,14 @@ pub(super) fn gpu_row(
         String::new()
     };
     let (first_end, last_start, edge_s) = edges(from, to, edge_s);
-    let get = |inst: &str| span(series.get_at(node, gpu, inst), from, to);
-    let mean_in = |inst: &str, a: i64, b: i64| mean(&values(span(get(inst), a, b)));
-    let power = get("buffered_w");
-    let first = mean_in("buffered_w", from, first_end);
-    let last = mean_in("buffered_w", last_start, to);
+    let get = |inst: Instrument| span(series.get_at(node, gpu, inst), from, to);
+    let mean_in = |inst: Instrument, a: i64, b: i64| mean(&values(span(get(inst), a, b)));
+    let power = get(Instrument::BufferedW);
+    let first = mean_in(Instrument::BufferedW, from, first_end);
+    let last = mean_in(Instrument::BufferedW, last_start, to);
     let fit = drift(&bin_means(power, from, to));
-    let (equilibrium_s, equilibrium) = equilibrium(get("gpu_temp_c"), from, to, last_start);
-    let onset = get("clock_events").iter().find_map(|p| {
+    let (equilibrium_s, equilibrium) = equilibrium(get(Instrument::GpuTempC), from, to, last_start);
+    let onset = get(Instrument::ClockEvents).iter().find_map(|p| {
         let bits = ClockEventBits(p.1 as u64);
         let names: Vec<&str> = THROTTLE_BITS
             .iter()
@@ -81,14 +86,14 @@ pub(super) fn gpu_row(
         drift_bins: fit.map_or(0, |f| f.2),
         equilibrium_s: equilibrium_s.map(r3),
         equilibrium,
-        temp_start_c: mean_in("gpu_temp_c", from, first_end).map(r3),
-        temp_end_c: mean_in("gpu_temp_c", last_start, to).map(r3),
-        sm_clock_start_mhz: mean_in("sm_clock_mhz", from, first_end).map(r3),
-        sm_clock_end_mhz: mean_in("sm_clock_mhz", last_start, to).map(r3),
+        temp_start_c: mean_in(Instrument::GpuTempC, from, first_end).map(r3),
+        temp_end_c: mean_in(Instrument::GpuTempC, last_start, to).map(r3),
+        sm_clock_start_mhz: mean_in(Instrument::SmClockMhz, from, first_end).map(r3),
+        sm_clock_end_mhz: mean_in(Instrument::SmClockMhz, last_start, to).map(r3),
         throttle_onset_s: onset.as_ref().map(|o| r3(o.0)),
         throttle_bits: onset.map(|o| o.1).unwrap_or_default(),
-        power_cap_share: cap_share(series, node, gpu, "power_cap_time_ns", from, to),
-        thermal_cap_share: cap_share(series, node, gpu, "thermal_cap_time_ns", from, to),
+        power_cap_share: cap_share(series, node, gpu, Instrument::PowerCapTimeNs, from, to),
+        thermal_cap_share: cap_share(series, node, gpu, Instrument::ThermalCapTimeNs, from, to),
     }
 }
 
@@ -158,7 +163,13 @@ fn node_bins(r: &RungWindow, series: &SeriesSet, run: &Run) -> Vec<(f64, f64)> {
     let per_gpu: Vec<Vec<(f64, f64)>> = run
         .series
         .iter()
-        .map(|(n, g)| bin_means(span(series.get_at(n, g, "buffered_w"), from, to), from, to))
+        .map(|(n, g)| {
+            bin_means(
+                span(series.get_at(n, g, Instrument::BufferedW), from, to),
+                from,
+                to,
+            )
+        })
         .collect();
     let mut node_bins: Vec<(f64, f64)> = Vec::new();
     if let Some(first) = per_gpu.first() {

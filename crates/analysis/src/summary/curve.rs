@@ -3,6 +3,7 @@
 //! rung's window (less the points still holding readings from before it).
 
 use crate::curve::NodeCurve;
+use powerlab_core::Instrument;
 use powerlab_samples::columns::{f64_column, i64_column};
 use powerlab_samples::load::Run;
 use powerlab_samples::stats::{quantile_sorted, r3, sum_compensated};
@@ -66,7 +67,7 @@ pub(super) struct CurveFigures {
 pub(super) struct SampleAndHold {
     pub(super) figures: Figures,
     pub(super) samples: f64,
-    pub(super) instrument: &'static str,
+    pub(super) instrument: Instrument,
     pub(super) coverage: f64,
 }
 
@@ -77,9 +78,9 @@ impl CurveFigures {
         let total = self.grid_n;
         let use_buffered = total > 0.0 && self.buffered.n / total >= 0.5;
         let (s, instrument) = if use_buffered {
-            (&self.buffered, "buffered_w")
+            (&self.buffered, Instrument::BufferedW)
         } else {
-            (&self.instant, "instant_w")
+            (&self.instant, Instrument::InstantW)
         };
         SampleAndHold {
             figures: Figures {

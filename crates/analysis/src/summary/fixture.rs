@@ -26,7 +26,7 @@ pub fn summary(nominal: Option<f64>) -> RungSummary {
         },
         method: "composed cycle".into(),
         verdict: None,
-        instrument: "buffered_w".into(),
+        instrument: powerlab_core::Instrument::BufferedW,
         samples: 10,
         coverage: 1.0,
         harmonics: Some(4),

@@ -36,18 +36,18 @@ pub use rungs::summarize;
 
 use crate::cycle::interval::MIN_CYCLES_FOR_INTERVAL;
 use crate::cycle::{Bounds, NoCycle, NodeCycle};
+use powerlab_core::Instrument;
 use powerlab_core::units::PeriodMs;
 use powerlab_rundir::RungInfo;
+use powerlab_rundir::summary::SummaryRow;
 use powerlab_samples::stats::r3;
-use serde::ser::{Serialize, SerializeStruct, Serializer};
+use serde::ser::{Serialize, Serializer};
 use std::collections::HashMap;
 
 /// One rung's node summary: the rung's facts as the run recorded them,
 /// and the node figures collated from its samples. Its CSV and JSON rows
-/// are written field by field (see the `Serialize` impl below), because the
-/// `csv` crate cannot write a flattened struct: the rung's facts come first,
-/// as `rung_id`, `label`, `phase`, `kind`, `mode`, `period_ms`,
-/// `nominal_period_ms` (the requested period), `duty` and `repeat`.
+/// are its [`SummaryRow`] ([`RungSummary::row`]), declared once in
+/// `rundir`: the rung's facts first, then the figures.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RungSummary {
     /// The rung as the run recorded it (`events.jsonl`).
@@ -58,8 +58,9 @@ pub struct RungSummary {
     pub method: String,
     /// Why figures are missing or qualified (empty when all is stated).
     pub verdict: Option<String>,
-    /// Instrument the figures come from (`buffered_w` or `instant_w`).
-    pub instrument: String,
+    /// Instrument the figures come from (`buffered_w`, `instant_w`, or
+    /// `energy_mj` for the energy counter's mean).
+    pub instrument: Instrument,
     /// Samples behind the figures: grid points with every GPU present
     /// (sample and hold), or buffered samples folded (composed cycle).
     pub samples: u64,
@@ -205,99 +206,83 @@ fn unresolved_of(c: &NodeCycle) -> Option<String> {
 }
 
 /// Writes fields of `$row` under their own names, in the order given.
-macro_rules! fields {
-    ($st:ident, $row:ident, $($f:ident),* $(,)?) => {
-        $($st.serialize_field(stringify!($f), &$row.$f)?;)*
-    };
+impl RungSummary {
+    /// The rung's row of `summary.csv` and `summary.json`
+    /// ([`powerlab_rundir::summary::SummaryRow`], declared there once):
+    /// the rung's facts, then the figures, intervals rounded to 3 decimals.
+    pub fn row(&self) -> SummaryRow {
+        let r = &self.rung;
+        let ci = |b: Option<Bounds>| (b.map(|b| r3(b.lo)), b.map(|b| r3(b.hi)));
+        let (mean_ci95_lo_w, mean_ci95_hi_w) = ci(self.mean_ci95);
+        let (peak_ci95_lo_w, peak_ci95_hi_w) = ci(self.peak_ci95);
+        let (spread_ci95_lo_w, spread_ci95_hi_w) = ci(self.spread_ci95);
+        let (swing_ci95_lo_w, swing_ci95_hi_w) = ci(self.swing_ci95);
+        SummaryRow {
+            rung_id: r.id,
+            label: r.label.clone(),
+            phase: r.phase.clone(),
+            kind: r.kind,
+            mode: r.mode,
+            period_ms: r.period_ms.map(PeriodMs::ms),
+            nominal_period_ms: r.requested_period_ms().map(PeriodMs::ms),
+            duty: r.duty,
+            repeat: r.repeat,
+            method: self.method.clone(),
+            verdict: self.verdict.clone(),
+            instrument: self.instrument,
+            samples: self.samples,
+            coverage: self.coverage,
+            harmonics: self.harmonics,
+            mean_w: self.mean_w,
+            peak_w: self.peak_w,
+            p1_w: self.p1_w,
+            p99_w: self.p99_w,
+            spread_w: self.spread_w,
+            swing_w: self.swing_w,
+            instrument_verdict: self.instrument_verdict.clone(),
+            energy_j: self.energy_j,
+            raw_mean_w: self.raw_mean_w,
+            raw_peak_w: self.raw_peak_w,
+            raw_spread_w: self.raw_spread_w,
+            raw_swing_w: self.raw_swing_w,
+            instant_mean_w: self.instant_mean_w,
+            instant_spread_w: self.instant_spread_w,
+            average_field_mean_w: self.average_field_mean_w,
+            average_field_spread_w: self.average_field_spread_w,
+            average_field_swing_w: self.average_field_swing_w,
+            start_error_max_us: self.start_error_max_us,
+            start_skew_us: self.start_skew_us,
+            rise_err_p50_us: self.rise_err_p50_us,
+            rise_err_p99_us: self.rise_err_p99_us,
+            rise_err_max_us: self.rise_err_max_us,
+            fall_err_p50_us: self.fall_err_p50_us,
+            fall_err_p99_us: self.fall_err_p99_us,
+            fall_err_max_us: self.fall_err_max_us,
+            edge_skew_p99_us: self.edge_skew_p99_us,
+            clock_drift_ppm: self.clock_drift_ppm,
+            barrier_ok: self.barrier_ok,
+            edges_verdict: self.edges_verdict.clone(),
+            window_coverage: self.window_coverage,
+            incomplete: self.incomplete.clone(),
+            step_w: self.step_w,
+            unresolved: self.unresolved.clone(),
+            cycles: self.cycles,
+            mean_ci95_lo_w,
+            mean_ci95_hi_w,
+            peak_ci95_lo_w,
+            peak_ci95_hi_w,
+            spread_ci95_lo_w,
+            spread_ci95_hi_w,
+            swing_ci95_lo_w,
+            swing_ci95_hi_w,
+        }
+    }
 }
 
-/// Columns of `summary.csv` (and keys of `summary.json`'s rungs) taken
-/// from the rung's facts.
-const FACT_COLUMNS: usize = 9;
-/// Columns holding the node figures, after the facts.
-const FIGURE_COLUMNS: usize = 48;
-
-/// The interval columns, low and high of each composed figure.
-const CI_COLUMNS: [&str; 8] = [
-    "mean_ci95_lo_w",
-    "mean_ci95_hi_w",
-    "peak_ci95_lo_w",
-    "peak_ci95_hi_w",
-    "spread_ci95_lo_w",
-    "spread_ci95_hi_w",
-    "swing_ci95_lo_w",
-    "swing_ci95_hi_w",
-];
-
+/// Written as its [`SummaryRow`], the one declaration of the columns.
 impl Serialize for RungSummary {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let (row, r) = (self, &self.rung);
-        let mut st = serializer.serialize_struct("RungSummary", FACT_COLUMNS + FIGURE_COLUMNS)?;
-        st.serialize_field("rung_id", &r.id)?;
-        st.serialize_field("label", &r.label)?;
-        st.serialize_field("phase", &r.phase)?;
-        st.serialize_field("kind", r.kind.as_str())?;
-        st.serialize_field("mode", r.mode.as_str())?;
-        st.serialize_field("period_ms", &r.period_ms)?;
-        st.serialize_field(
-            "nominal_period_ms",
-            &r.requested_period_ms().map(PeriodMs::ms),
-        )?;
-        st.serialize_field("duty", &r.duty)?;
-        st.serialize_field("repeat", &r.repeat)?;
-        fields!(
-            st,
-            row,
-            method,
-            verdict,
-            instrument,
-            samples,
-            coverage,
-            harmonics,
-            mean_w,
-            peak_w,
-            p1_w,
-            p99_w,
-            spread_w,
-            swing_w,
-            instrument_verdict,
-            energy_j,
-            raw_mean_w,
-            raw_peak_w,
-            raw_spread_w,
-            raw_swing_w,
-            instant_mean_w,
-            instant_spread_w,
-            average_field_mean_w,
-            average_field_spread_w,
-            average_field_swing_w,
-            start_error_max_us,
-            start_skew_us,
-            rise_err_p50_us,
-            rise_err_p99_us,
-            rise_err_max_us,
-            fall_err_p50_us,
-            fall_err_p99_us,
-            fall_err_max_us,
-            edge_skew_p99_us,
-            clock_drift_ppm,
-            barrier_ok,
-            edges_verdict,
-            window_coverage,
-            incomplete,
-        );
-        let cis = [
-            row.mean_ci95,
-            row.peak_ci95,
-            row.spread_ci95,
-            row.swing_ci95,
-        ];
-        for (names, b) in CI_COLUMNS.chunks_exact(2).zip(cis) {
-            st.serialize_field(names[0], &b.map(|b| r3(b.lo)))?;
-            st.serialize_field(names[1], &b.map(|b| r3(b.hi)))?;
-        }
-        fields!(st, row, step_w, unresolved, cycles);
-        st.end()
+        self.row().serialize(serializer)
     }
 }
 

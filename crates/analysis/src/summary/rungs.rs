@@ -7,6 +7,7 @@ use super::{Cycles, RungSummary, unresolved_of};
 use crate::curve::NodeCurve;
 use crate::cycle::{NoCycle, NodeCycle};
 use crate::edges::EdgeStats;
+use powerlab_core::Instrument;
 use powerlab_core::units::ns_to_s;
 use powerlab_rundir::PhaseKind;
 use powerlab_samples::load::{Run, RungWindow};
@@ -52,19 +53,11 @@ pub fn summarize(
 }
 
 /// The run's edge tolerances, µs: `[limits] edge_p99_us` and
-/// `edge_max_us` of the resolved campaign, or the defaults.
+/// `edge_max_us` of the resolved campaign.
 fn edge_tolerance(run: &Run) -> (f64, f64) {
-    let limit = |key: &str, default: f64| {
-        run.manifest
-            .campaign_resolved
-            .pointer(&format!("/limits/{key}"))
-            .and_then(|v| v.as_f64())
-            .unwrap_or(default)
-    };
-    let defaults = powerlab_campaign::Limits::default();
     (
-        limit("edge_p99_us", defaults.edge_p99_us),
-        limit("edge_max_us", defaults.edge_max_us),
+        run.campaign.limits.edge_p99_us,
+        run.campaign.limits.edge_max_us,
     )
 }
 
@@ -76,7 +69,7 @@ struct Headline {
     samples: u64,
     coverage: f64,
     harmonics: Option<u32>,
-    instrument: &'static str,
+    instrument: Instrument,
 }
 
 /// The headline figures of a rung: its composed cycle's; the energy
@@ -104,7 +97,7 @@ fn headline(
                 samples: c.samples as u64,
                 coverage: r3(c.coverage),
                 harmonics: Some(c.harmonics as u32),
-                instrument: "buffered_w",
+                instrument: Instrument::BufferedW,
             }
         }
         Some(Err(NoCycle::Verdict(v))) => Headline {
@@ -122,7 +115,7 @@ fn headline(
             coverage: 0.0,
             harmonics: None,
             instrument: if energy_mean.is_some() {
-                "energy_mj"
+                Instrument::EnergyMj
             } else {
                 raw.instrument
             },
@@ -154,7 +147,7 @@ fn row(r: &RungWindow, head: Headline, raw: &SampleAndHold, cf: &CurveFigures) -
         rung: r.info.clone(),
         method: head.method.into(),
         verdict: head.verdict,
-        instrument: head.instrument.into(),
+        instrument: head.instrument,
         samples: head.samples,
         coverage: head.coverage,
         harmonics: head.harmonics,

@@ -7,7 +7,7 @@ use super::fit::{PeriodFit, fit_period};
 use super::lag::crossing_lag_ns;
 use super::resample::{median_spacing_ns, placed, resample, step_for};
 use super::{FLAT_SHARE, MAX_JITTER_SHARE, MAX_LAG_MS, MIN_CROSSING_SHARE, MIN_CYCLES, MIN_LAG_MS};
-use powerlab_core::units::{ms_to_ns, ns_to_ms};
+use powerlab_core::units::{ms_to_ns, ns_f64_to_ms, ns_to_ms};
 use powerlab_samples::stats::t975;
 use rustfft::FftPlanner;
 
@@ -164,12 +164,12 @@ pub fn find_iteration(
         .ok_or(NoPeriod::TooFewCycles {
             found: crossings.len(),
             expected,
-            period_ms: guess_ns / 1e6,
+            period_ms: ns_f64_to_ms(guess_ns),
         })?;
     if fit.residual_sd_ns > MAX_JITTER_SHARE * fit.period_ns {
         return Err(NoPeriod::Irregular {
-            jitter_ms: fit.residual_sd_ns / 1e6,
-            period_ms: fit.period_ns / 1e6,
+            jitter_ms: ns_f64_to_ms(fit.residual_sd_ns),
+            period_ms: ns_f64_to_ms(fit.period_ns),
         });
     }
     let spacing_ns = median_spacing_ns(&points).unwrap_or(even.step_ns);
@@ -179,17 +179,17 @@ pub fn find_iteration(
     let sd = |v: &[f64]| powerlab_samples::stats::mean_sd_ci(v).1.unwrap_or(0.0);
     Ok(GpuIteration {
         gpu: gpu.to_string(),
-        period_ms: fit.period_ns / 1e6,
-        period_ci95_ms: period_ci95_ns(&fit, spacing_ns) / 1e6,
-        autocorr_period_ms: guess_ns / 1e6,
+        period_ms: ns_f64_to_ms(fit.period_ns),
+        period_ci95_ms: ns_f64_to_ms(period_ci95_ns(&fit, spacing_ns)),
+        autocorr_period_ms: ns_f64_to_ms(guess_ns),
         autocorr_peak: peak.height,
-        jitter_ms: fit.residual_sd_ns / 1e6,
-        interval_sd_ms: sd(&intervals(&rises, p)) / 1e6,
+        jitter_ms: ns_f64_to_ms(fit.residual_sd_ns),
+        interval_sd_ms: ns_f64_to_ms(sd(&intervals(&rises, p))),
         cycles: fit.used.len(),
         on_fraction: on_fraction(&even, &rises, p, levels.mid()).unwrap_or(f64::NAN),
         mid_w: levels.mid(),
-        lag_ms: lag_ns as f64 / 1e6,
-        spacing_ms: spacing_ns as f64 / 1e6,
+        lag_ms: ns_to_ms(lag_ns),
+        spacing_ms: ns_to_ms(spacing_ns),
         starts_ns: rises.iter().map(|t| t - lag_ns).collect(),
     })
 }

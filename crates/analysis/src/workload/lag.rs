@@ -2,13 +2,14 @@
 //! iteration's rise starts, read from the samples folded on the crossings.
 
 use super::crossings::Levels;
+use powerlab_core::units::NS_PER_MS;
 
 /// The rise is taken to start where the folded draw is last below this
 /// share of the way from p10 to p90.
 pub const START_SHARE: f64 = 0.1;
 
 /// Bin width of the fold, ns.
-const BIN_NS: i64 = 1_000_000;
+const BIN_NS: i64 = NS_PER_MS;
 
 /// How long before each mid-level crossing (`crossings`, sorted) the
 /// folded draw of `points` (each at the centre of its window) was last at

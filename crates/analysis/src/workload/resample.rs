@@ -2,7 +2,7 @@
 //! windows, and read on an even grid by linear interpolation.
 
 use super::{GRID_MS, MAX_GRID_POINTS};
-use powerlab_core::units::ms_to_ns;
+use powerlab_core::units::{ms_to_ns, ns_to_ms};
 
 /// The samples of `samples` (time-sorted, at their timestamps) placed at
 /// the centre of their averaging windows (`centre_ns` before the
@@ -43,7 +43,7 @@ impl Even {
 
     /// Spacing, ms.
     pub fn step_ms(&self) -> f64 {
-        self.step_ns as f64 / 1e6
+        ns_to_ms(self.step_ns)
     }
 }
 

@@ -5,6 +5,7 @@ use super::MAX_GPU_DISAGREEMENT;
 use super::detect::{GpuIteration, NoPeriod, find_iteration};
 use crate::cycle::{self, NoCycle, NodeCycle};
 use crate::sensor::model::SensorModel;
+use powerlab_core::Instrument;
 use powerlab_core::shape::EdgeKind;
 use powerlab_rundir::PhaseKind;
 use powerlab_samples::load::{Run, RungWindow};
@@ -84,12 +85,12 @@ pub fn analyse_rung(
         .gpus
         .iter()
         .map(|g| {
-            let found = match model.path(&g.key, "buffered_w") {
+            let found = match model.path(&g.key, Instrument::BufferedW) {
                 Some(p) => match (p.window_ms, p.latency_ms) {
                     (Some(w), Some(l)) => find_iteration(
                         planner,
                         &g.key,
-                        series.get(&g.key, "buffered_w"),
+                        series.get(&g.key, Instrument::BufferedW),
                         (r.measure_from_ns, r.end_ns),
                         w.max(0.0),
                         l,

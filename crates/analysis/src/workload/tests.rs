@@ -6,6 +6,7 @@
 use super::*;
 use crate::cycle::{NoCycle, NodeCycle};
 use crate::sensor::model::SensorModel;
+use powerlab_core::Instrument;
 use powerlab_core::hw::{BackendInfo, Capability, GpuIdentity};
 use powerlab_core::smoothing::Draw;
 use powerlab_core::training::TrainingSpec;
@@ -238,6 +239,11 @@ fn run_of(keys: &[String]) -> Run {
         workload: None,
     };
     Run {
+        campaign: powerlab_samples::campaign::RunCampaign::of(
+            &manifest.campaign_resolved,
+            std::path::Path::new("manifest.json"),
+        )
+        .unwrap(),
         manifest,
         events: Vec::new(),
         rungs: vec![RungWindow {
@@ -321,7 +327,7 @@ fn a_jittered_fold_keeps_the_swing() {
                 1.5,
                 i as u64,
             );
-            (("node".to_string(), k.clone(), "buffered_w".to_string()), s)
+            (("node".to_string(), k.clone(), Instrument::BufferedW), s)
         }));
         let (w, c) = analyse_rung(&mut FftPlanner::new(), &run, &run.rungs[0], &series, &model);
         let found = w.found.clone().unwrap();
@@ -369,7 +375,7 @@ fn a_job_locked_to_the_sample_grid_has_a_period_but_no_fold() {
         let t = truth(&job(240.0, jitter, 11), 400 * MS);
         let series = SeriesSet::of(keys.iter().enumerate().map(|(i, k)| {
             let s = sampled(&t, 20.0 * MS as f64, (3 + 7 * i as i64) * MS, 1.5, i as u64);
-            (("node".to_string(), k.clone(), "buffered_w".to_string()), s)
+            (("node".to_string(), k.clone(), Instrument::BufferedW), s)
         }));
         let (w, c) = analyse_rung(&mut FftPlanner::new(), &run, &run.rungs[0], &series, &model);
         assert!((w.found.unwrap().period_ms / 240.0 - 1.0).abs() < 0.001);

@@ -7,13 +7,14 @@ use super::raw::RawSmoothing;
 use crate::ctx::Ctx;
 use crate::error::CampaignError;
 use powerlab_core::smoothing::SmoothingSpec;
+use powerlab_core::units::W_PER_GW;
 use std::ops::Range;
 use toml::Spanned;
 
 /// The slowest ramp asked, W/s per GPU: a 1 kW swing in 1000 s.
 pub const MIN_RATE_W_PER_S: f64 = 1.0;
 /// The fastest, W/s per GPU: a 1 kW swing in 1 µs (no limit, in effect).
-pub const MAX_RATE_W_PER_S: f64 = 1e9;
+pub const MAX_RATE_W_PER_S: f64 = W_PER_GW;
 
 /// The GPU a ramp's reach is judged against when the campaign is
 /// validated (each GPU's own draws are known only at the rung's

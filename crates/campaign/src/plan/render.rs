@@ -73,6 +73,20 @@ pub fn render(plan: &Plan) -> String {
         }
         t += r.nominal_ns();
     }
+    legend(&mut s, plan);
+    let _ = writeln!(
+        s,
+        "total: {} ({} s) plus barrier waits",
+        fmt_hms(plan.total_ns()),
+        plan.total_ns() / NS_PER_S
+    );
+    s
+}
+
+/// The table's legend: what its columns mean, and each kind of rung the
+/// plan holds (ramp-up steps, workloads and how they stop, mitigation).
+fn legend(s: &mut String, plan: &Plan) {
+    use std::fmt::Write;
     let _ = writeln!(
         s,
         "period: what the GPUs run (detuned from the sampling grid where needed); settle: ramp plus the time for the rung's own pattern to hold (and to leave a whole number of cycles), left out of every figure"
@@ -105,13 +119,6 @@ pub fn render(plan: &Plan) -> String {
             "mitigation: what every GPU's power smoothing does through the rung (a floor is a share of the GPU's enforced power limit); on GPUs without hardware power smoothing the harness emulates it with calibrated load, and changes no GPU setting"
         );
     }
-    let _ = writeln!(
-        s,
-        "total: {} ({} s) plus barrier waits",
-        fmt_hms(plan.total_ns()),
-        plan.total_ns() / NS_PER_S
-    );
-    s
 }
 
 /// Formats nanoseconds as h:mm:ss.

@@ -261,31 +261,20 @@ mod tests {
     use super::*;
 
     fn row(id: u32, label: &str, repeat: u32, mean: f64) -> SummaryRow {
-        SummaryRow {
-            rung_id: id,
-            label: label.into(),
-            phase: "p".into(),
-            kind: PhaseKind::Sustained,
-            mode: Mode::InPhase,
-            period_ms: None,
-            duty: 1.0,
-            repeat,
-            method: "sample and hold".into(),
-            verdict: None,
-            mean_w: Some(mean),
-            peak_w: None,
-            spread_w: None,
-            swing_w: None,
-            incomplete: None,
-            mean_ci95_lo_w: None,
-            mean_ci95_hi_w: None,
-            peak_ci95_lo_w: None,
-            peak_ci95_hi_w: None,
-            spread_ci95_lo_w: None,
-            spread_ci95_hi_w: None,
-            swing_ci95_lo_w: None,
-            swing_ci95_hi_w: None,
-        }
+        let mut r = powerlab_analysis::summary::fixture::summary(None).row();
+        r.rung_id = id;
+        r.label = label.into();
+        r.phase = "p".into();
+        r.kind = PhaseKind::Sustained;
+        r.mode = Mode::InPhase;
+        r.period_ms = None;
+        r.nominal_period_ms = None;
+        r.duty = 1.0;
+        r.repeat = repeat;
+        r.method = "sample and hold".into();
+        r.mean_w = Some(mean);
+        r.harmonics = None;
+        r
     }
 
     /// Issue 31, defect 2: a sustained phase named like a duty rung's

@@ -4,69 +4,10 @@
 //! (`health.json`, when the run took one). [`crate::comparison`] reads it.
 
 use powerlab_analysis::per_gpu::GpuRungRow;
-use powerlab_rundir::{Manifest, Mode, PhaseKind, RunStatus};
-use serde::Deserialize;
+use powerlab_rundir::{Manifest, RunStatus};
 use std::path::PathBuf;
 
-/// The columns of `summary.csv` a comparison reads back.
-#[derive(Debug, Clone, Deserialize)]
-pub struct SummaryRow {
-    /// Rung id.
-    pub rung_id: u32,
-    /// The rung's label (with its `/r<repeat>` suffix).
-    pub label: String,
-    /// Campaign phase.
-    pub phase: String,
-    /// `idle`, `sustained`, `duty`, `nccl`, `soak` or `ramp_up`.
-    pub kind: PhaseKind,
-    /// `in_phase` or `staggered`.
-    pub mode: Mode,
-    /// Period the GPUs ran, ms.
-    pub period_ms: Option<f64>,
-    /// Duty fraction.
-    pub duty: f64,
-    /// Repeat number.
-    pub repeat: u32,
-    /// How the figures were obtained.
-    pub method: String,
-    /// Why figures are missing or qualified.
-    pub verdict: Option<String>,
-    /// Mean node power, W.
-    pub mean_w: Option<f64>,
-    /// Peak, W.
-    pub peak_w: Option<f64>,
-    /// p99 − p1, W.
-    pub spread_w: Option<f64>,
-    /// p90 − p10, W.
-    pub swing_w: Option<f64>,
-    /// Why the rung's raw data are incomplete.
-    pub incomplete: Option<String>,
-    /// The composed figures' 95 % intervals within the run (reports
-    /// collated before they existed have none).
-    #[serde(default)]
-    pub mean_ci95_lo_w: Option<f64>,
-    /// Upper end.
-    #[serde(default)]
-    pub mean_ci95_hi_w: Option<f64>,
-    /// The peak's.
-    #[serde(default)]
-    pub peak_ci95_lo_w: Option<f64>,
-    /// Upper end.
-    #[serde(default)]
-    pub peak_ci95_hi_w: Option<f64>,
-    /// The spread's.
-    #[serde(default)]
-    pub spread_ci95_lo_w: Option<f64>,
-    /// Upper end.
-    #[serde(default)]
-    pub spread_ci95_hi_w: Option<f64>,
-    /// The swing's.
-    #[serde(default)]
-    pub swing_ci95_lo_w: Option<f64>,
-    /// Upper end.
-    #[serde(default)]
-    pub swing_ci95_hi_w: Option<f64>,
-}
+pub use powerlab_rundir::summary::SummaryRow;
 
 /// One run, as a comparison reads it.
 #[derive(Debug, Clone)]

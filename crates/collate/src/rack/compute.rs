@@ -3,7 +3,7 @@
 //! own collation, run first, writes that node's report).
 
 use super::cycles::{mark_incomplete_nodes, rack_cycles};
-use super::tables::{self, NodeSummaryRow, rack_starts, status_text};
+use super::tables::{self, rack_starts, status_text};
 use super::{NodeReport, NodeRungRow, NodeState, RackOptions, RackStart, curve, edges, nodes};
 use crate::handoff::read_cycles;
 use crate::report::node::Steps;
@@ -11,6 +11,7 @@ use crate::report::{RackParts, Report, Scope};
 use powerlab_analysis::summary::{RungSummary, compare_modes, repeat_stats, summarize};
 use powerlab_core::units::NS_PER_MS;
 use powerlab_rundir::RunDir;
+use powerlab_rundir::summary::SummaryRow;
 use powerlab_samples::error::CollateError;
 use powerlab_samples::load::{Run, load_run};
 use std::collections::HashMap;
@@ -23,7 +24,7 @@ struct Nodes {
     reports: Vec<NodeReport>,
     states: Vec<NodeState>,
     rows: Vec<NodeRungRow>,
-    summaries: Vec<Vec<NodeSummaryRow>>,
+    summaries: Vec<Vec<SummaryRow>>,
     /// Nodes `rack.json` lists that have no directory.
     missing: Vec<String>,
 }
@@ -155,7 +156,7 @@ fn read_nodes(
         rows.extend(
             summary
                 .iter()
-                .filter(|r| r.instrument == "buffered_w")
+                .filter(|r| r.instrument == powerlab_core::Instrument::BufferedW)
                 .map(|r| NodeRungRow {
                     node: node.clone(),
                     rung_id: r.rung_id,
@@ -195,14 +196,14 @@ fn read_nodes(
 
 /// A node's `report/summary.csv` rows (none for a node whose collation
 /// failed; one that does not read marks the node failed).
-fn summary_rows(dir: &Path, report: &mut NodeReport) -> Vec<NodeSummaryRow> {
+fn summary_rows(dir: &Path, report: &mut NodeReport) -> Vec<SummaryRow> {
     if let NodeReport::Failed(_) = report {
         return Vec::new();
     }
     let summary = dir
         .join(powerlab_rundir::RunFile::Report.name())
         .join(powerlab_rundir::ReportFile::SummaryCsv.file_name());
-    match powerlab_rundir::read_rows::<NodeSummaryRow>(&summary) {
+    match powerlab_rundir::summary::read_summary(&summary) {
         Ok(rows) => rows,
         Err(e) => {
             *report = NodeReport::Failed(format!("its report/summary.csv does not read: {e}"));
@@ -325,7 +326,7 @@ fn rack_parts(
     curve_table: polars::prelude::DataFrame,
     starts: Vec<RackStart>,
 ) -> Result<RackParts, CollateError> {
-    let node_power = super::node_power::rack_node_power(
+    let node_power = super::meter_sums::rack_node_power(
         &nodes
             .usable()
             .iter()

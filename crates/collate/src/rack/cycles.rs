@@ -3,11 +3,12 @@
 //! incomplete window carried over.
 
 use super::NodeReport;
-use super::tables::{self, NodeSummaryRow};
+use super::tables;
 use powerlab_analysis::cycle::interval::{self, Stated};
 use powerlab_analysis::cycle::{CyclePart, NoCycle, NodeCycle, sum_cycles};
 use powerlab_analysis::summary::{Cycles, RungSummary};
 use powerlab_core::units::PeriodMs;
+use powerlab_rundir::summary::SummaryRow;
 use powerlab_rundir::{PhaseKind, RunDir};
 use powerlab_samples::load::Run;
 use std::collections::{BTreeMap, HashMap};
@@ -18,7 +19,7 @@ use std::collections::{BTreeMap, HashMap};
 pub(super) fn mark_incomplete_nodes(
     rungs: &mut [RungSummary],
     states: &[tables::NodeState],
-    summaries: &[Vec<NodeSummaryRow>],
+    summaries: &[Vec<SummaryRow>],
 ) {
     for r in rungs.iter_mut() {
         let marks: Vec<String> = states
@@ -40,9 +41,19 @@ pub(super) fn mark_incomplete_nodes(
 
 /// A rack cycle's step and intervals from its nodes' summaries (see
 /// [`interval::summed`]): left without them unless every node states them.
-fn with_node_intervals(c: &mut NodeCycle, rows: &[Option<&NodeSummaryRow>]) {
-    let stated: Option<Vec<[Stated; 4]>> =
-        rows.iter().map(|r| r.and_then(|r| r.stated())).collect();
+fn with_node_intervals(c: &mut NodeCycle, rows: &[Option<&SummaryRow>]) {
+    let stated: Option<Vec<[Stated; 4]>> = rows
+        .iter()
+        .map(|r| {
+            r.and_then(|r| r.stated()).map(|s| {
+                s.map(|(figure_w, lo_w, hi_w)| Stated {
+                    figure_w,
+                    lo_w,
+                    hi_w,
+                })
+            })
+        })
+        .collect();
     let steps: Option<f64> = rows.iter().map(|r| r.and_then(|r| r.step_w)).sum();
     let cycles = rows
         .iter()
@@ -68,7 +79,7 @@ pub(super) fn rack_cycles(
     runs: &[(RunDir, Run)],
     usable: &[usize],
     parts: &[BTreeMap<u32, CyclePart>],
-    summaries: &[Vec<NodeSummaryRow>],
+    summaries: &[Vec<SummaryRow>],
     reports: &[NodeReport],
     missing: Option<&String>,
 ) -> (Cycles, HashMap<u32, f64>) {

@@ -18,7 +18,7 @@ pub mod compute;
 pub mod curve;
 pub mod cycles;
 pub mod edges;
-pub mod node_power;
+pub mod meter_sums;
 pub mod nodes;
 pub mod tables;
 

@@ -2,7 +2,6 @@
 //! node's own figures per rung, and each rung's start across the rack, with
 //! how they are read from the node run directories.
 
-use powerlab_analysis::cycle::interval::Stated;
 use powerlab_core::units::ns_to_us;
 use powerlab_rundir::{RunDir, RunStatus};
 use powerlab_samples::load::Run;
@@ -108,83 +107,6 @@ pub struct RackStart {
     /// (each node's achieved start on its own clock; add the clock offsets
     /// in rack.json for the true skew).
     pub start_skew_us: Option<f64>,
-}
-
-/// The columns of a node's `summary.csv` the rack reads back.
-#[derive(serde::Deserialize)]
-pub struct NodeSummaryRow {
-    /// Rung id.
-    pub rung_id: u32,
-    /// Rung label.
-    pub label: String,
-    /// Instrument the figures come from.
-    pub instrument: String,
-    /// How the figures were obtained (`composed cycle`, `energy counter`…).
-    pub method: String,
-    /// Why the rung has no composed figures, if it has none.
-    pub verdict: Option<String>,
-    /// Mean node power, W.
-    pub mean_w: Option<f64>,
-    /// Peak, W.
-    pub peak_w: Option<f64>,
-    /// p99 − p1, W.
-    pub spread_w: Option<f64>,
-    /// p90 − p10, W.
-    #[serde(default)]
-    pub swing_w: Option<f64>,
-    /// The figures' 95 % intervals (absent in runs collated before them).
-    #[serde(default)]
-    pub mean_ci95_lo_w: Option<f64>,
-    /// Upper end.
-    #[serde(default)]
-    pub mean_ci95_hi_w: Option<f64>,
-    /// The peak's.
-    #[serde(default)]
-    pub peak_ci95_lo_w: Option<f64>,
-    /// Upper end.
-    #[serde(default)]
-    pub peak_ci95_hi_w: Option<f64>,
-    /// The spread's.
-    #[serde(default)]
-    pub spread_ci95_lo_w: Option<f64>,
-    /// Upper end.
-    #[serde(default)]
-    pub spread_ci95_hi_w: Option<f64>,
-    /// The swing's.
-    #[serde(default)]
-    pub swing_ci95_lo_w: Option<f64>,
-    /// Upper end.
-    #[serde(default)]
-    pub swing_ci95_hi_w: Option<f64>,
-    /// The node's on−off step, W.
-    #[serde(default)]
-    pub step_w: Option<f64>,
-    /// Whole cycles its intervals were resampled from.
-    #[serde(default)]
-    pub cycles: Option<usize>,
-    /// The node's mark of an incomplete window (stopped, killed), if any.
-    #[serde(default)]
-    pub incomplete: Option<String>,
-}
-
-impl NodeSummaryRow {
-    /// Mean, peak, spread and swing with their intervals, in that order;
-    /// None where any is not stated.
-    pub fn stated(&self) -> Option<[Stated; 4]> {
-        let one = |v: Option<f64>, lo: Option<f64>, hi: Option<f64>| {
-            Some(Stated {
-                figure_w: v?,
-                lo_w: lo?,
-                hi_w: hi?,
-            })
-        };
-        Some([
-            one(self.mean_w, self.mean_ci95_lo_w, self.mean_ci95_hi_w)?,
-            one(self.peak_w, self.peak_ci95_lo_w, self.peak_ci95_hi_w)?,
-            one(self.spread_w, self.spread_ci95_lo_w, self.spread_ci95_hi_w)?,
-            one(self.swing_w, self.swing_ci95_lo_w, self.swing_ci95_hi_w)?,
-        ])
-    }
 }
 
 /// How a node's run ended, in words.

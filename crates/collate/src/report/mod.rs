@@ -5,11 +5,11 @@
 
 pub mod marks;
 pub mod node;
-pub mod node_power;
+pub mod node_meters;
 pub mod workload;
 
 use crate::handoff::Inputs;
-use crate::rack::node_power::RackNodePowerRow;
+use crate::rack::meter_sums::RackNodePowerRow;
 use crate::rack::tables::{HostRungRow, NodeReport, NodeRungRow, NodeState, RackStart};
 use polars::prelude::DataFrame;
 use powerlab_analysis::curve::NodeCurve;

@@ -3,7 +3,7 @@
 //! raw files' Parquet copies are written while they are read, so that the
 //! samples are read once.
 
-use super::{NodeParts, Report, Scope, marks, node_power};
+use super::{NodeParts, Report, Scope, marks, node_meters};
 use crate::handoff;
 use polars::prelude::DataFrame;
 use powerlab_analysis::sensor::verdict::SensorReport;
@@ -11,6 +11,7 @@ use powerlab_analysis::summary::{Cycles, RungSummary};
 use powerlab_analysis::{
     curve, cycle, edges, energy, envelope, mitigation, nccl, per_gpu, sensor, soak, summary,
 };
+use powerlab_core::Instrument;
 use powerlab_rundir::{PhaseKind, RunDir};
 use powerlab_samples::error::CollateError;
 use powerlab_samples::series::{EdgeIndex, SeriesSet};
@@ -79,14 +80,9 @@ pub fn compute(
         load::cut_at_records_end(run, &samples.series, &edge_index).unwrap_or_else(|| run.clone());
     let curve = curve::node_curve(&samples.series, &run)?;
     steps.done("node curve");
-    let duty_ended = run
-        .rungs
-        .iter()
-        .filter(|r| r.info.kind == PhaseKind::Duty && r.barrier_ok.is_some())
-        .count();
-    if edge_frame.is_none() && duty_ended > 0 {
-        samples.problems.push(format!("edges.csv is missing or empty although {duty_ended} duty rung(s) ended: their cycles cannot be folded (energy-counter means only)"));
-    }
+    samples
+        .problems
+        .extend(missing_edges_problem(&run, edge_frame.is_some()));
     let model = sensor::source::model_for(dir, &run, &samples.series, &edge_index)?;
     let mut cycles: Cycles = cycle::compose_all(&run, &samples.series, &edge_index, &model)
         .into_iter()
@@ -159,6 +155,18 @@ pub fn compute(
         rungs,
         scope: Scope::Node(Box::new(parts)),
     })
+}
+
+/// What to say when the run has no edges (`has_edges` false: `edges.csv`
+/// missing or empty) although some of its duty rungs ended: their cycles
+/// cannot be folded. `None` otherwise.
+fn missing_edges_problem(run: &load::Run, has_edges: bool) -> Option<String> {
+    let duty_ended = run
+        .rungs
+        .iter()
+        .filter(|r| r.info.kind == PhaseKind::Duty && r.barrier_ok.is_some())
+        .count();
+    (!has_edges && duty_ended > 0).then(|| format!("edges.csv is missing or empty although {duty_ended} duty rung(s) ended: their cycles cannot be folded (energy-counter means only)"))
 }
 
 /// Reads every raw file into per-GPU series; the files' problems and those
@@ -276,7 +284,7 @@ fn held_until(run: &load::Run, series: &SeriesSet) -> HashMap<u32, i64> {
                 .iter()
                 .map(|(node, gpu)| {
                     powerlab_samples::series::span(
-                        series.get_at(node, gpu, "buffered_w"),
+                        series.get_at(node, gpu, Instrument::BufferedW),
                         r.measure_from_ns,
                         r.end_ns,
                     )
@@ -316,7 +324,7 @@ fn with_instrument_verdicts(rungs: &mut [RungSummary], sensor: &SensorReport) {
         if let Some(row) = sensor
             .rows
             .iter()
-            .find(|x| x.rung_id == r.rung.id && x.instrument == "buffered_w")
+            .find(|x| x.rung_id == r.rung.id && x.instrument == Instrument::BufferedW)
         {
             r.instrument_verdict = Some(row.verdict.clone());
         }
@@ -340,7 +348,7 @@ fn node_parts(
 ) -> Result<NodeParts, CollateError> {
     let nccl_rows = nccl::nccl_rows(dir, run)?;
     let fabric = nccl::fabric_power(rungs, nccl::nccl_ranks(&nccl_rows, run));
-    let node_power = node_power::node_power_of(dir, run, curve, &mut samples.problems)?;
+    let node_power = node_meters::node_power_of(dir, run, curve, &mut samples.problems)?;
     steps.done("node power");
     let per_gpu = per_gpu::per_gpu(run, &samples.series);
     steps.done("per-GPU table");

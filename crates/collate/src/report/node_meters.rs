@@ -47,10 +47,7 @@ pub fn node_power_of(
                     ));
                 }
                 let kind = rows.first().map(|r| r.kind.clone()).unwrap_or_default();
-                let interval_ms = run.manifest.campaign_resolved["node_power"]
-                    .as_array()
-                    .and_then(|a| a.iter().find(|s| s["name"] == name.as_str()))
-                    .and_then(|s| s["interval_ms"].as_f64());
+                let interval_ms = run.campaign.node_power_interval_ms(&name);
                 sources.push(node_power::SourceRows {
                     source: name,
                     kind,
@@ -93,21 +90,8 @@ pub fn node_power_of(
         node_power::analyse(&sources, &spans, &node_power::GpuSum { t_ns: &t_ns, w: &w });
     let t0 = run.manifest.started_ns;
     let secs = |t: i64| ns_to_s(t - t0);
-    // The GPU sum in 1 s means, for the plot.
-    let mut gpu = Vec::new();
-    let mut acc = (0.0, 0usize, None::<i64>);
-    for (t, v) in t_ns.iter().zip(&w) {
-        let sec = (t - t0).div_euclid(NS_PER_S);
-        if acc.2.is_some_and(|s| s != sec) && acc.1 > 0 {
-            gpu.push((secs(*t), acc.0 / acc.1 as f64));
-            acc = (0.0, 0, None);
-        }
-        if let Some(v) = v {
-            acc = (acc.0 + v, acc.1 + 1, Some(sec));
-        }
-    }
     let plot = NodePowerSeries {
-        gpu,
+        gpu: gpu_second_means(&t_ns, &w, t0),
         sources: sources
             .iter()
             .map(|s| {
@@ -123,4 +107,23 @@ pub fn node_power_of(
             .collect(),
     };
     Ok(NodePower { facts, rungs, plot })
+}
+
+/// The GPU sum `w` (at `t_ns`) in 1 s means, for the plot: `(s after t0,
+/// mean W)`, each placed at the first sample of a later second; samples
+/// with no value are skipped, and the last second is left out.
+fn gpu_second_means(t_ns: &[i64], w: &[Option<f64>], t0: i64) -> Vec<(f64, f64)> {
+    let mut gpu = Vec::new();
+    let mut acc = (0.0, 0usize, None::<i64>);
+    for (t, v) in t_ns.iter().zip(w) {
+        let sec = (t - t0).div_euclid(NS_PER_S);
+        if acc.2.is_some_and(|s| s != sec) && acc.1 > 0 {
+            gpu.push((ns_to_s(*t - t0), acc.0 / acc.1 as f64));
+            acc = (0.0, 0, None);
+        }
+        if let Some(v) = v {
+            acc = (acc.0 + v, acc.1 + 1, Some(sec));
+        }
+    }
+    gpu
 }

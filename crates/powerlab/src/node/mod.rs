@@ -281,6 +281,6 @@ fn write_job_truth(run: &powerlab_rundir::RunDir, backend: &SimBackend) -> Resul
     }
     let path = run
         .file(powerlab_rundir::RunFile::SimTruth)
-        .join("jobs.csv");
+        .join(powerlab_rundir::files::sim_truth::JOBS_CSV);
     std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
 }

@@ -65,7 +65,11 @@ pub fn finish(cfg: &RunConfig, run: Arc<RackRun>, root: &Path, result: &RunResul
                         let f = |v: Option<f64>| {
                             v.map(|x| format!("{x:.0} W")).unwrap_or_else(|| "–".into())
                         };
-                        for r in out.rungs.iter().filter(|r| r.instrument == "buffered_w") {
+                        for r in out
+                            .rungs
+                            .iter()
+                            .filter(|r| r.instrument == powerlab_core::Instrument::BufferedW)
+                        {
                             outln!(
                                 "  {:<40} mean {:>9}  peak {:>9}  spread {:>9}",
                                 r.rung.label,

@@ -12,7 +12,7 @@
 
 mod finish;
 mod meet;
-mod nccl;
+mod nccl_world;
 mod preflight;
 mod rundir;
 
@@ -102,6 +102,22 @@ fn finalize(run: Arc<RackRun>, limit: Duration) {
     }
 }
 
+/// The rack's other ranks on this host (`on_host`, rank `rank`'s among
+/// them): each one's process id, in words, for the preflight to set
+/// aside the GPUs it holds.
+fn siblings(met: &meet::Met, on_host: &[usize], rank: usize) -> Vec<(u32, String)> {
+    on_host
+        .iter()
+        .filter(|&&r| r != rank)
+        .map(|&r| {
+            (
+                met.pids[r],
+                format!("rank {r} of this rack, {}", met.nodes[r]),
+            )
+        })
+        .collect()
+}
+
 /// The rack run over any transport (MPI in production): the steps of the
 /// module doc, each a collective every node takes part in.
 ///
@@ -154,16 +170,7 @@ pub fn rack_main(cfg: &RunConfig, link: RackLink) -> Result<i32> {
         }
         None => Ok(()),
     };
-    let siblings: Vec<(u32, String)> = on_host
-        .iter()
-        .filter(|&&r| r != rank)
-        .map(|&r| {
-            (
-                met.pids[r],
-                format!("rank {r} of this rack, {}", met.nodes[r]),
-            )
-        })
-        .collect();
+    let siblings = siblings(&met, &on_host, rank);
     let checked = match preflight::check(cfg, &link, &label, &offsets, &siblings, node_lock)? {
         Ok(c) => c,
         Err(code) => {
@@ -175,7 +182,7 @@ pub fn rack_main(cfg: &RunConfig, link: RackLink) -> Result<i32> {
     // 4. The rack's run directory, named by rank 0; NCCL's id from rank 0.
     let root = rundir::agree_root(cfg, &link, &met.nodes, &offsets, &checked.verdicts)?;
     let nccl_world = if cfg.backend() == BackendKind::Cuda && cfg.campaign.needs_nccl() {
-        nccl::world(&link, &checked.verdicts)?
+        nccl_world::world(&link, &checked.verdicts)?
     } else {
         None
     };

@@ -57,25 +57,7 @@ pub fn check(
     let (rank, size) = (link.info().rank, link.info().size);
     let tolerance_ns = ms_to_ns_trunc(campaign.rack.clock_tolerance_ms);
     let needs_nccl = campaign.needs_nccl();
-    let (health, available, gpu_uuids) = match cfg.sim() {
-        Some(s) => (
-            crate::cmd_preflight::sim_capture(s.gpus, &s.faults, label, needs_nccl),
-            s.gpus,
-            Vec::new(),
-        ),
-        None => {
-            let mut facts = powerlab_health::probe::probe();
-            // The rack's other ranks on this host hold GPUs of their own.
-            facts.set_aside_processes(siblings);
-            let n = facts.cuda_uuids.len();
-            let driven = driven_uuids(&campaign.gpus, &facts.cuda_uuids);
-            (
-                powerlab_health::run_checks(&facts, "idle", needs_nccl),
-                n,
-                driven,
-            )
-        }
-    };
+    let (health, available, gpu_uuids) = capture(cfg, label, siblings, needs_nccl);
     let gpus = campaign.gpus.count(available);
     let mine = offsets[rank];
     let clock_ok = !mine.exceeds(tolerance_ns);
@@ -115,49 +97,91 @@ pub fn check(
         );
         return Ok(Err(crate::exit::PREFLIGHT));
     }
-    let failed: Vec<&NodeVerdict> = verdicts.iter().filter(|v| !v.passed).collect();
-    if !failed.is_empty() {
-        let list: Vec<String> = failed
-            .iter()
-            .map(|v| format!("{}: {}", v.node, v.headline))
-            .collect();
-        if cfg.allow_unhealthy {
-            say(
-                rank,
-                &format!(
-                    "--allow-unhealthy: running anyway on an unhealthy rack: {}",
-                    list.join("; ")
-                ),
-            );
-        } else {
-            say(
-                rank,
-                &format!(
-                    "rack preflight failed on {} of {size} nodes; no load was started on any node:\n  {}",
-                    failed.len(),
-                    list.join("\n  ")
-                ),
-            );
-            if rank == 0 {
-                let _ = std::fs::create_dir_all(&cfg.results);
-                let path = cfg
-                    .results
-                    .join(powerlab_rundir::files::results::RACK_PREFLIGHT_FAILED);
-                let _ = std::fs::write(
-                    &path,
-                    serde_json::to_string_pretty(&verdicts).unwrap_or_default() + "\n",
-                );
-            }
-            let _ = powerlab_health::report::write(
-                &health,
-                &cfg.results,
-                &format!("preflight-{label}"),
-            );
-            return Ok(Err(crate::exit::PREFLIGHT));
-        }
+    if let Some(code) = refuse_unhealthy(cfg, (rank, size), label, &health, &verdicts) {
+        return Ok(Err(code));
     }
 
     Ok(Ok(Checked { verdicts, health }))
+}
+
+/// This node's health capture (the simulated node's, or a probe of the
+/// real GPUs, the ones its sibling ranks hold set aside), the GPUs
+/// available to it, and the UUIDs of those the campaign drives.
+fn capture(
+    cfg: &RunConfig,
+    label: &str,
+    siblings: &[(u32, String)],
+    needs_nccl: bool,
+) -> (HealthReport, usize, Vec<String>) {
+    match cfg.sim() {
+        Some(s) => (
+            crate::cmd_preflight::sim_capture(s.gpus, &s.faults, label, needs_nccl),
+            s.gpus,
+            Vec::new(),
+        ),
+        None => {
+            let mut facts = powerlab_health::probe::probe();
+            // The rack's other ranks on this host hold GPUs of their own.
+            facts.set_aside_processes(siblings);
+            let n = facts.cuda_uuids.len();
+            let driven = driven_uuids(&cfg.campaign.gpus, &facts.cuda_uuids);
+            (
+                powerlab_health::run_checks(&facts, "idle", needs_nccl),
+                n,
+                driven,
+            )
+        }
+    }
+}
+
+/// Says which nodes failed the preflight, if any: with `--allow-unhealthy`
+/// the run goes on (None); otherwise rank 0 writes the verdicts, each node
+/// its own health report, and the rack is refused (the exit status).
+fn refuse_unhealthy(
+    cfg: &RunConfig,
+    (rank, size): (usize, usize),
+    label: &str,
+    health: &HealthReport,
+    verdicts: &[NodeVerdict],
+) -> Option<i32> {
+    let failed: Vec<&NodeVerdict> = verdicts.iter().filter(|v| !v.passed).collect();
+    if failed.is_empty() {
+        return None;
+    }
+    let list: Vec<String> = failed
+        .iter()
+        .map(|v| format!("{}: {}", v.node, v.headline))
+        .collect();
+    if cfg.allow_unhealthy {
+        say(
+            rank,
+            &format!(
+                "--allow-unhealthy: running anyway on an unhealthy rack: {}",
+                list.join("; ")
+            ),
+        );
+        return None;
+    }
+    say(
+        rank,
+        &format!(
+            "rack preflight failed on {} of {size} nodes; no load was started on any node:\n  {}",
+            failed.len(),
+            list.join("\n  ")
+        ),
+    );
+    if rank == 0 {
+        let _ = std::fs::create_dir_all(&cfg.results);
+        let path = cfg
+            .results
+            .join(powerlab_rundir::files::results::RACK_PREFLIGHT_FAILED);
+        let _ = std::fs::write(
+            &path,
+            serde_json::to_string_pretty(verdicts).unwrap_or_default() + "\n",
+        );
+    }
+    let _ = powerlab_health::report::write(health, &cfg.results, &format!("preflight-{label}"));
+    Some(crate::exit::PREFLIGHT)
 }
 
 /// The GPUs a campaign's selector picks among the visible ones, by UUID

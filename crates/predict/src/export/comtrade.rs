@@ -43,7 +43,7 @@ use std::path::{Path, PathBuf};
 
 /// The sidecar's file name: the figures the writer states (see the module
 /// doc).
-pub const COMTRADE_JSON: &str = "comtrade.json";
+pub use powerlab_rundir::files::predict::COMTRADE_JSON;
 /// The stem a prediction's recording is written under (`.cfg`, `.dat`).
 pub const COMTRADE_STEM: &str = "facility_mw";
 /// The COMTRADE revision written in the `.cfg`.

@@ -9,10 +9,8 @@ use powerlab_samples::error::CollateError;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
-/// The spectrum's file name.
-pub const SPECTRUM_CSV: &str = "spectrum.csv";
-/// The scenarios' file name.
-pub const SCENARIOS_CSV: &str = "scenarios.csv";
+/// The spectrum's and the scenarios' file names.
+pub use powerlab_rundir::files::predict::{SCENARIOS_CSV, SPECTRUM_CSV};
 
 /// One row of `scenarios.csv`.
 #[derive(Debug, Serialize)]

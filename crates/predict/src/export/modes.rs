@@ -14,7 +14,7 @@ use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 /// The modes' file name.
-pub const MODES_CSV: &str = "modes.csv";
+pub use powerlab_rundir::files::predict::MODES_CSV;
 
 /// One row of `modes.csv`.
 #[derive(Debug, Serialize)]

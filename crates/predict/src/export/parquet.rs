@@ -7,7 +7,7 @@ use powerlab_samples::error::CollateError;
 use std::path::{Path, PathBuf};
 
 /// The waveform's file name.
-pub const WAVEFORM_PARQUET: &str = "waveform.parquet";
+pub use powerlab_rundir::files::predict::WAVEFORM_PARQUET;
 
 /// Writes `dir/waveform.parquet`: `t_s` (each point's start, s) and
 /// `power_w` (W).

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 /// The study's folder beside the report.
 pub const STUDY_DIR: &str = "study";
 /// The figures and verdicts.
-pub const LIFECYCLE_JSON: &str = "lifecycle.json";
+pub use powerlab_rundir::files::predict::LIFECYCLE_JSON;
 
 /// Both writers, fed one row at a time.
 struct Files {

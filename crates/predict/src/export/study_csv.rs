@@ -10,10 +10,9 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-/// The waveform table's file name beside the COMTRADE pair.
-pub const WAVEFORM_CSV: &str = "facility_mw.csv";
-/// The lifecycle events' file name.
-pub const LIFECYCLE_EVENTS_CSV: &str = "lifecycle_events.csv";
+/// The waveform table's file name beside the COMTRADE pair, and the
+/// lifecycle events' file name.
+pub use powerlab_rundir::files::predict::{LIFECYCLE_EVENTS_CSV, WAVEFORM_CSV};
 /// Decimals of each MW value: 1 W.
 const MW_DECIMALS: usize = 6;
 /// The most decimals of `time_s` (1 ns).

@@ -109,10 +109,10 @@ impl RungDriver<'_> {
     /// Writes how the command ended into `workload/<label>.json` and the
     /// event log.
     fn keep_ending(&mut self, rung: &Rung, e: &Ending) -> Result<(), StopReason> {
-        let path = self
-            .run_dir
-            .join("workload")
-            .join(format!("{}.json", file_stem(&rung.label)));
+        let path = powerlab_rundir::files::workload::ending(
+            &self.run_dir.join(powerlab_rundir::files::workload::DIR),
+            &file_stem(&rung.label),
+        );
         let text = serde_json::to_string_pretty(e).unwrap_or_default();
         std::fs::write(&path, text + "\n")
             .map_err(|err| crate::stop::disk_failure(&format!("{}: {err}", path.display())))?;

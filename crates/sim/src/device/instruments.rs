@@ -4,9 +4,53 @@
 
 use super::SimDevice;
 use powerlab_core::sample::ClockEventBits;
+use powerlab_core::units::{j_to_mj, ms_to_ns_trunc};
 use powerlab_core::{EpochNs, HwError, Instrument, Sample};
 
 impl SimDevice {
+    /// Takes the samples of the instruments' clocks that fired up to now:
+    /// each buffered sample (0 W on a `lost` GPU), visible after the
+    /// buffer's latency, the oldest dropped when the ring is full; each
+    /// field read (instant, average, energy), visible after its latency.
+    pub(super) fn sample_instruments(&mut self, lost: bool) {
+        while self.buffered_clock.peek() <= self.t_ns {
+            let ts = self.buffered_clock.peek();
+            self.buffered_clock.advance();
+            let lag = ms_to_ns_trunc(self.profile.buffered_lag_ms);
+            let value = if lost {
+                0.0
+            } else {
+                self.window_mean(ts - lag, self.profile.buffered_window_ms)
+                    + self.profile.noise_w * self.gauss()
+            };
+            let visible = ts + ms_to_ns_trunc(self.profile.buffered_latency_ms);
+            if self.buffered.len() >= self.profile.buffered_capacity {
+                self.buffered.pop_front();
+                self.buffered_lost += 1;
+            }
+            self.buffered.push_back((
+                visible,
+                Sample {
+                    ts_ns: ts,
+                    instrument: Instrument::BufferedW,
+                    value,
+                },
+            ));
+        }
+        while self.field_clock.peek() <= self.t_ns {
+            let ts = self.field_clock.peek();
+            self.field_clock.advance();
+            let instant = self.window_mean(ts, self.profile.instant_window_ms)
+                + self.profile.noise_w * self.gauss();
+            let average = self.window_mean(ts, self.profile.average_window_ms)
+                + 0.3 * self.profile.noise_w * self.gauss();
+            let energy_mj = self.energy_base_mj + j_to_mj(self.hist_at(ts));
+            let visible = ts + ms_to_ns_trunc(self.profile.field_latency_ms);
+            self.fields_pending
+                .push_back((visible, [instant, average, energy_mj.floor()]));
+        }
+    }
+
     /// Fails a read of a lost GPU, and every `nvml_error_every`-th read
     /// when that fault is injected; counts the read.
     fn read_guard(&mut self, now: EpochNs) -> Result<(), HwError> {

@@ -1,8 +1,8 @@
 //! Unit tests of the simulated GPU: physics and instruments.
 
 use super::*;
-use powerlab_core::HwError;
 use powerlab_core::units::NS_PER_S;
+use powerlab_core::{HwError, Instrument};
 
 fn setup(faults: GpuFaults, record_truth: bool) -> DeviceSetup {
     DeviceSetup {

@@ -4,6 +4,7 @@
 //! figure repeats, the worst case stands beside the typical one.
 
 use super::cells::{code, text};
+use super::tables::NodeReport;
 use powerlab_analysis::cycle::Bounds;
 use powerlab_analysis::per_gpu::GpuRungRow;
 use powerlab_analysis::sensor::model::ModelKind;
@@ -11,44 +12,19 @@ use powerlab_analysis::sensor::verdict::SensorReport;
 use powerlab_analysis::summary::{PhaseCompare, RungSummary};
 use powerlab_core::units::PeriodMs;
 use powerlab_rundir::{Mode, PhaseKind};
-use powerlab_samples::load::Run;
 use powerlab_samples::stats::median;
 use std::fmt::Write;
 
-/// What the block is made from.
-pub struct AnswerInputs<'a> {
-    /// The run.
-    pub run: &'a Run,
-    /// Buffered-instrument rung summaries.
-    pub rungs: &'a [RungSummary],
-    /// In phase vs staggered.
-    pub compare: &'a [PhaseCompare],
-    /// Every GPU in every rung.
-    pub per_gpu: &'a [GpuRungRow],
-    /// The soak analysis.
-    pub soak: &'a [powerlab_analysis::soak::SoakRow],
-    /// The sensor model behind the figures.
-    pub sensor: &'a SensorReport,
-    /// The node's own power beside the GPU sum, per rung.
-    pub node_power: &'a [powerlab_analysis::node_power::NodePowerRung],
-    /// The excursion envelope against the declared supply.
-    pub envelope: &'a powerlab_analysis::envelope::Envelope,
-    /// The grid metrics against the declared `[grid]`.
-    pub grid: &'a powerlab_analysis::grid::GridMetrics,
-    /// What each mitigation buys and costs.
-    pub mitigation: &'a powerlab_analysis::mitigation::Mitigation,
-}
-
 /// The block's Markdown.
-pub fn answer_block(a: &AnswerInputs<'_>) -> String {
+pub fn answer_block(a: &NodeReport<'_>) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
         "\n## The answer (GPU draw only: board power of the GPUs, not the node's wall power)\n"
     );
-    let gpus = &a.run.manifest.backend.gpus;
+    let gpus = &a.report.run.manifest.backend.gpus;
     let limit_sum: f64 = gpus.iter().map(|g| g.power_limit_w).sum();
-    if let Some(line) = stopped_line(a.run) {
+    if let Some(line) = stopped_line(&a.report.run) {
         let _ = writeln!(s, "{line}");
     }
     power_lines(
@@ -58,31 +34,33 @@ pub fn answer_block(a: &AnswerInputs<'_>) -> String {
             limit_sum_w: limit_sum,
             gpus: gpus.len(),
         },
-        a.rungs,
-        a.compare,
+        &a.report.rungs,
+        &a.report.compare,
     );
     let loaded: Vec<u32> = a
+        .report
         .rungs
         .iter()
         .filter(|r| r.rung.kind != PhaseKind::Idle)
         .map(|r| r.rung.id)
         .collect();
-    super::answer_grid::supply_line(&mut s, a.envelope, &loaded);
+    super::answer_grid::supply_line(&mut s, &a.report.envelope, &loaded);
     let plain_duty: Vec<u32> = a
+        .report
         .rungs
         .iter()
         .filter(|r| r.rung.kind == PhaseKind::Duty && !r.rung.smoothed())
         .map(|r| r.rung.id)
         .collect();
-    super::answer_grid::grid_line(&mut s, a.grid, &plain_duty);
-    super::answer_grid::mitigation_lines(&mut s, a.mitigation, a.grid);
-    throttling_line(&mut s, a.per_gpu, gpus.len());
-    if let Some(line) = super::baseline::answer_line(a.rungs, a.per_gpu) {
+    super::answer_grid::grid_line(&mut s, &a.report.grid, &plain_duty);
+    super::answer_grid::mitigation_lines(&mut s, &a.node.mitigation, &a.report.grid);
+    throttling_line(&mut s, &a.node.per_gpu, gpus.len());
+    if let Some(line) = super::baseline::answer_line(&a.report.rungs, &a.node.per_gpu) {
         let _ = writeln!(s, "{line}");
     }
     soak_line(&mut s, a);
-    chassis_line(&mut s, a.rungs, a.node_power);
-    instrument_line(&mut s, a.sensor);
+    chassis_line(&mut s, &a.report.rungs, &a.node.node_power.rungs);
+    instrument_line(&mut s, &a.node.sensor);
     s
 }
 
@@ -454,10 +432,12 @@ fn edges_caveat(r: &RungSummary) -> &'static str {
 
 /// The soak line: the soak that moved, else one not judged, else the first
 /// (with how many there were); every soak is in the Soak section.
-fn soak_line(s: &mut String, a: &AnswerInputs<'_>) {
+fn soak_line(s: &mut String, a: &NodeReport<'_>) {
     use super::soak::{Verdict, verdict};
     let nodes: Vec<&powerlab_analysis::soak::SoakRow> = a
+        .node
         .soak
+        .rows
         .iter()
         .filter(|r| r.gpu == powerlab_analysis::soak::NODE)
         .collect();
@@ -469,10 +449,16 @@ fn soak_line(s: &mut String, a: &AnswerInputs<'_>) {
     let Some(n) = nodes.iter().min_by_key(|r| rank(r)) else {
         return;
     };
-    let of: Vec<&powerlab_analysis::soak::SoakRow> =
-        a.soak.iter().filter(|r| r.rung_id == n.rung_id).collect();
-    let gpus = a.run.manifest.backend.gpus.len().max(1);
+    let of: Vec<&powerlab_analysis::soak::SoakRow> = a
+        .node
+        .soak
+        .rows
+        .iter()
+        .filter(|r| r.rung_id == n.rung_id)
+        .collect();
+    let gpus = a.report.run.manifest.backend.gpus.len().max(1);
     let limit_sum: f64 = a
+        .report
         .run
         .manifest
         .backend
@@ -481,6 +467,7 @@ fn soak_line(s: &mut String, a: &AnswerInputs<'_>) {
         .map(|g| g.power_limit_w)
         .sum();
     let mean = a
+        .report
         .rungs
         .iter()
         .find(|r| r.rung.id == n.rung_id)

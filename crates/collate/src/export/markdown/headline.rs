@@ -5,7 +5,7 @@
 //! node).
 
 use super::cells::{code, text};
-use super::tables::Tables;
+use super::tables::NodeReport;
 use powerlab_analysis::node_power::NodePowerRung;
 use powerlab_analysis::summary::RungSummary;
 use powerlab_core::units::ns_to_s;
@@ -15,7 +15,7 @@ use std::fmt::Write;
 
 /// Appends the report's title: `# campaign — complete run on node (N
 /// GPUs)`, or `# ⚠` and every warning, then the campaign and node.
-pub fn write_title(s: &mut String, run: &Run, t: &Tables<'_>) {
+pub fn write_title(s: &mut String, run: &Run, t: &NodeReport<'_>) {
     let m = &run.manifest;
     let warnings = warnings(run, t);
     if warnings.is_empty() {
@@ -40,16 +40,16 @@ pub fn write_title(s: &mut String, run: &Run, t: &Tables<'_>) {
 
 /// Everything that must qualify every number of the report, in the order
 /// the first line states them.
-fn warnings(run: &Run, t: &Tables<'_>) -> Vec<String> {
+fn warnings(run: &Run, t: &NodeReport<'_>) -> Vec<String> {
     let m = &run.manifest;
     let mut warnings = Vec::new();
     if m.allow_unhealthy {
         warnings.push("PREFLIGHT OVERRIDDEN (--allow-unhealthy): the node failed a health check; read health-report.md before using any number".to_string());
     }
-    warnings.extend(status_warning(run, t.raw_end_ns));
-    warnings.extend(missing_rungs_warning(run, m, t.raw_end_ns));
-    warnings.extend(incomplete_warning(t.rungs, t.raw_problems));
-    warnings.extend(node_power_warnings(t.node_power.1));
+    warnings.extend(status_warning(run, t.node.raw_end_ns));
+    warnings.extend(missing_rungs_warning(run, m, t.node.raw_end_ns));
+    warnings.extend(incomplete_warning(&t.report.rungs, &t.node.raw_problems));
+    warnings.extend(node_power_warnings(&t.node.node_power.rungs));
     warnings.extend(smoothing_warning(m));
     if !m.raw_index {
         warnings.push("RAW FILES NOT VERIFIED: this run directory has no raw index (written before indexes existed, or its manifest was edited), so changes to its raw files cannot be detected".into());

@@ -1,6 +1,6 @@
 //! Markdown reports: `report.md` of a node run ([`run`], with its title in
 //! [`headline`], its rung tables in [`rungs`], its sensor section in
-//! [`sensor`] and its NCCL sections in [`nccl`]) and of a rack run
+//! [`sensor`] and its NCCL sections in [`nccl_sections`]) and of a rack run
 //! ([`rack`]), the verdict plots above both answers ([`verdict`]), and the table cells they share ([`cells`]), and
 //! `compare.md` ([`compare`]).
 
@@ -13,9 +13,9 @@ pub mod envelope;
 pub mod grid;
 pub mod headline;
 pub mod lifecycle;
+pub mod meter_section;
 pub mod mitigation;
-pub mod nccl;
-pub mod node_power;
+pub mod nccl_sections;
 pub mod per_gpu;
 pub mod rack;
 pub mod run;
@@ -36,28 +36,7 @@ pub struct Markdown;
 impl super::Exporter for Markdown {
     fn export(&self, report: &Report, dir: &Path) -> Result<Vec<PathBuf>, CollateError> {
         let path = match &report.scope {
-            Scope::Node(n) => {
-                let tables = run::Tables {
-                    rungs: &report.rungs,
-                    repeats: &report.repeats,
-                    compare: &report.compare,
-                    envelope: &report.envelope,
-                    grid: &report.grid,
-                    mitigation: &n.mitigation,
-                    nccl: &n.nccl,
-                    fabric: &n.fabric,
-                    sensor: &n.sensor,
-                    raw_problems: &n.raw_problems,
-                    raw_end_ns: n.raw_end_ns,
-                    node_power: (&n.node_power.facts, &n.node_power.rungs),
-                    per_gpu: &n.per_gpu,
-                    soak: &n.soak.rows,
-                    workload: &n.workload.rows,
-                    lifecycle: (n.lifecycle_moments > 0)
-                        .then_some((n.lifecycle.as_slice(), n.lifecycle_refused.as_slice())),
-                };
-                run::write_report(&report.run, &tables, n.raw_rows, dir)?
-            }
+            Scope::Node(n) => run::write_report(&run::NodeReport { report, node: n }, dir)?,
             Scope::Rack(r) => {
                 let reused = r
                     .node_reports

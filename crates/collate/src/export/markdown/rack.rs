@@ -35,7 +35,7 @@ pub struct RackTables<'a> {
     /// Node reports collated again by this collation.
     pub recollated: usize,
     /// The nodes' own power meters, added per rung.
-    pub node_power: &'a [crate::rack::node_power::RackNodePowerRow],
+    pub node_power: &'a [crate::rack::meter_sums::RackNodePowerRow],
     /// The excursion envelope of the rack's sum, every rung.
     pub envelope: &'a powerlab_analysis::envelope::Envelope,
     /// The grid metrics of the rack's sum, every rung.
@@ -51,7 +51,7 @@ fn answer(
     nodes: &[NodeState],
     rungs: &[RungSummary],
     compare: &[PhaseCompare],
-    node_power: &[crate::rack::node_power::RackNodePowerRow],
+    node_power: &[crate::rack::meter_sums::RackNodePowerRow],
 ) {
     let _ = writeln!(
         s,
@@ -339,7 +339,7 @@ fn write_notes(s: &mut String, nodes: &[NodeState]) {
 
 /// Appends "Node power, whole rack" (only where nodes have their own
 /// meters).
-fn write_node_power(s: &mut String, node_power: &[crate::rack::node_power::RackNodePowerRow]) {
+fn write_node_power(s: &mut String, node_power: &[crate::rack::meter_sums::RackNodePowerRow]) {
     if !node_power.is_empty() {
         let _ = writeln!(
             s,

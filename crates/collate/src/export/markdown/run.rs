@@ -10,63 +10,48 @@ use powerlab_core::units::{ns_to_ms, ns_to_s};
 use powerlab_rundir::PlotFile;
 use powerlab_rundir::{Manifest, PhaseKind, RunEvent};
 use powerlab_samples::error::CollateError;
-use powerlab_samples::load::Run;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-pub use super::tables::Tables;
+pub use super::tables::NodeReport;
 
 /// Writes `report/report.md`.
 ///
 /// # Errors
 ///
 /// Returns [`CollateError::Io`] when `report.md` cannot be written.
-pub fn write_report(
-    run: &Run,
-    t: &Tables<'_>,
-    raw_rows: usize,
-    dir: &Path,
-) -> Result<PathBuf, CollateError> {
+pub fn write_report(t: &NodeReport<'_>, dir: &Path) -> Result<PathBuf, CollateError> {
+    let run = &t.report.run;
+    let raw_rows = t.node.raw_rows;
     let mut s = String::new();
     // The first line states anything that must qualify every number below.
     super::headline::write_title(&mut s, run, t);
     // The verdict in two plots before any words.
-    super::verdict::write_plots(&mut s, t.rungs, t.envelope, t.grid);
-    s.push_str(&super::answer::answer_block(&super::answer::AnswerInputs {
-        run,
-        rungs: t.rungs,
-        compare: t.compare,
-        per_gpu: t.per_gpu,
-        soak: t.soak,
-        sensor: t.sensor,
-        node_power: t.node_power.1,
-        envelope: t.envelope,
-        grid: t.grid,
-        mitigation: t.mitigation,
-    }));
+    super::verdict::write_plots(&mut s, &t.report.rungs, &t.report.envelope, &t.report.grid);
+    s.push_str(&super::answer::answer_block(t));
     write_facts(&mut s, &run.manifest, raw_rows);
     write_gpus(&mut s, &run.manifest);
-    super::rungs::write_rungs(&mut s, t.rungs);
-    super::workload::write_section(&mut s, t.workload);
-    if let Some((edges, refused)) = t.lifecycle {
+    super::rungs::write_rungs(&mut s, &t.report.rungs);
+    super::workload::write_section(&mut s, &t.node.workload.rows);
+    if let Some((edges, refused)) = t.lifecycle() {
         super::lifecycle::write_section(&mut s, edges, refused);
     }
-    super::envelope::write_section(&mut s, t.envelope);
-    super::grid::write_section(&mut s, t.grid);
-    super::mitigation::write_section(&mut s, t.mitigation);
-    super::rungs::write_edges(&mut s, &run.manifest, t.rungs);
-    super::rungs::write_repeats(&mut s, t.repeats);
-    super::rungs::write_in_phase_vs_staggered(&mut s, t.compare);
-    write_sensor_section(&mut s, t.sensor);
-    super::nccl::write_collectives(&mut s, t.nccl);
-    super::nccl::write_fabric_power(&mut s, t.fabric);
-    super::baseline::write_section(&mut s, t.rungs, t.per_gpu);
-    super::soak::write_section(&mut s, t.soak);
-    super::per_gpu::write_section(&mut s, t.per_gpu);
-    super::node_power::write_section(&mut s, t.node_power.0, t.node_power.1);
+    super::envelope::write_section(&mut s, &t.report.envelope);
+    super::grid::write_section(&mut s, &t.report.grid);
+    super::mitigation::write_section(&mut s, &t.node.mitigation);
+    super::rungs::write_edges(&mut s, &run.campaign.limits, &t.report.rungs);
+    super::rungs::write_repeats(&mut s, &t.report.repeats);
+    super::rungs::write_in_phase_vs_staggered(&mut s, &t.report.compare);
+    write_sensor_section(&mut s, &t.node.sensor);
+    super::nccl_sections::write_collectives(&mut s, &t.node.nccl);
+    super::nccl_sections::write_fabric_power(&mut s, &t.node.fabric);
+    super::baseline::write_section(&mut s, &t.report.rungs, &t.node.per_gpu);
+    super::soak::write_section(&mut s, &t.node.soak.rows);
+    super::per_gpu::write_section(&mut s, &t.node.per_gpu);
+    super::meter_section::write_section(&mut s, &t.node.node_power.facts, &t.node.node_power.rungs);
     write_faults(&mut s, &run.events);
     write_definitions(&mut s, run.grid_ns);
-    write_plot_links(&mut s, t.rungs, t.compare);
+    write_plot_links(&mut s, &t.report.rungs, &t.report.compare);
     let path = dir.join(powerlab_rundir::ReportFile::ReportMd.file_name());
     std::fs::write(&path, s).map_err(|e| CollateError::io(&path, e))?;
     Ok(path)

@@ -4,8 +4,8 @@
 
 use super::cells::{o, pm, signed, text, within};
 use powerlab_analysis::summary::{PhaseCompare, RepeatStats, RungSummary};
+use powerlab_campaign::Limits;
 use powerlab_core::units::PeriodMs;
-use powerlab_rundir::Manifest;
 use powerlab_samples::format::fmt_ms;
 use std::fmt::Write;
 
@@ -78,8 +78,8 @@ fn rung_row(s: &mut String, r: &RungSummary) {
 
 /// Appends "Edges per rung" (only where a rung has edge errors): achieved
 /// − intended per rung and kind, the cross-GPU skew and clock drift,
-/// against the campaign's tolerances (`m.campaign_resolved`).
-pub fn write_edges(s: &mut String, m: &Manifest, rungs: &[RungSummary]) {
+/// against the campaign's tolerances (`[limits]`).
+pub fn write_edges(s: &mut String, limits: &Limits, rungs: &[RungSummary]) {
     let edged: Vec<&RungSummary> = rungs
         .iter()
         .filter(|r| r.rise_err_p99_us.is_some() || r.fall_err_p99_us.is_some())
@@ -87,18 +87,11 @@ pub fn write_edges(s: &mut String, m: &Manifest, rungs: &[RungSummary]) {
     if edged.is_empty() {
         return;
     }
-    let lim = |k: &str, d: f64| {
-        m.campaign_resolved
-            .pointer(&format!("/limits/{k}"))
-            .and_then(|v| v.as_f64())
-            .unwrap_or(d)
-    };
     let _ = writeln!(s, "\n## Edges per rung\n");
     let _ = writeln!(
         s,
         "achieved − intended of every rising and falling edge of every GPU, per rung and per kind (nothing pooled across rungs): the signed median, and the 99th percentile and maximum of its size, µs. Cross-GPU skew: for the k-th rise and the k-th fall of the rung, the spread of achieved − intended across GPUs; its 99th percentile over every k. Tolerance: p99 {:.0} µs, max {:.0} µs (`[limits] edge_p99_us`, `edge_max_us`). Clock drift: the largest drift of a GPU's device clock against the run clock over the rung.\n",
-        lim("edge_p99_us", 50.0),
-        lim("edge_max_us", 100.0)
+        limits.edge_p99_us, limits.edge_max_us
     );
     let _ = writeln!(
         s,

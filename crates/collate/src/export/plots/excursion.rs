@@ -227,6 +227,32 @@ where
     lines_chart(area, envelope.supply.as_ref(), &lines, PowerAxis::NODE)
 }
 
+/// The chart's extent `(x0, x1, top)`: the window axis from a little below
+/// the shortest window to a little beyond the longest of [`WINDOWS_MS`], the
+/// lines and the `limits` points; the power axis (in `axis`' unit, scaled by
+/// `k`) up to 15 % above the highest of the lines, limits, rated power and
+/// `k` itself.
+fn chart_extent(
+    lines: &[EnvelopeLine],
+    limits: &[(f64, f64)],
+    rated_w: Option<f64>,
+    k: f64,
+) -> (f64, f64, f64) {
+    let top = lines
+        .iter()
+        .flat_map(|l| l.points.iter().map(|p| p.1 * k))
+        .chain(limits.iter().map(|p| p.1))
+        .chain(rated_w.map(|r| r * k))
+        .fold(k, f64::max)
+        * 1.15;
+    let longest = lines
+        .iter()
+        .flat_map(|l| l.points.iter().map(|p| p.0))
+        .chain(limits.iter().map(|p| p.0))
+        .fold(WINDOWS_MS[WINDOWS_MS.len() - 1], f64::max);
+    (WINDOWS_MS[0] * 0.8, longest * 1.25, top)
+}
+
 /// `lines` against the supply's excursion limit (log-linear between its
 /// points, as `limit_at`) and its rated power, in `axis`' unit; points
 /// above the limit crossed.
@@ -250,19 +276,7 @@ where
         })
         .unwrap_or_default();
     let rated_w = supply.and_then(|s| s.rated_w);
-    let top = lines
-        .iter()
-        .flat_map(|l| l.points.iter().map(|p| p.1 * k))
-        .chain(limits.iter().map(|p| p.1))
-        .chain(rated_w.map(|r| r * k))
-        .fold(k, f64::max)
-        * 1.15;
-    let longest = lines
-        .iter()
-        .flat_map(|l| l.points.iter().map(|p| p.0))
-        .chain(limits.iter().map(|p| p.0))
-        .fold(WINDOWS_MS[WINDOWS_MS.len() - 1], f64::max);
-    let (x0, x1) = (WINDOWS_MS[0] * 0.8, longest * 1.25);
+    let (x0, x1, top) = chart_extent(lines, &limits, rated_w, k);
     let mut chart = ChartBuilder::on(area)
         .caption(
             format!(

@@ -8,17 +8,17 @@
 mod cycles;
 mod draw;
 mod excursion;
-mod nccl;
+mod meters_vs_gpus;
+mod nccl_busbw;
 mod node_curve;
-mod node_power;
 mod sensor;
 mod soak;
 mod verdict;
 mod waveform;
 
 pub use excursion::{EnvelopeGroup, EnvelopeLine, envelope_lines, scenario_lines, supply_words};
-pub use nccl::write_nccl_plot;
-pub use node_power::write_node_power_plot;
+pub use meters_vs_gpus::write_node_power_plot;
+pub use nccl_busbw::write_nccl_plot;
 pub use sensor::write_sensor_plot;
 pub use soak::write_soak_plot;
 pub use verdict::{
@@ -93,9 +93,9 @@ impl Chart<'_> {
             } => node_curve::rung_chart(area, title, series, *x_max),
             Chart::Spread(r) => cycles::spread_chart(area, r),
             Chart::Compare(c) => cycles::compare_chart(area, c),
-            Chart::Nccl(r) => nccl::nccl_chart(area, r),
+            Chart::Nccl(r) => nccl_busbw::nccl_chart(area, r),
             Chart::Sensor(a) => sensor::sensor_chart(area, a),
-            Chart::NodePower(n) => node_power::node_power_chart(area, n),
+            Chart::NodePower(n) => meters_vs_gpus::node_power_chart(area, n),
             Chart::Soak(label, lines) => soak::soak_chart(area, label, lines),
             Chart::VerdictSwing(c) => verdict::swing_chart(area, c),
             Chart::VerdictEnvelope(e, r) => excursion::envelope_chart(area, e, r),

@@ -10,6 +10,7 @@ use super::excursion::{PowerAxis, lines_chart, scenario_lines};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use powerlab_analysis::envelope::Envelope;
+use powerlab_core::units::W_PER_MW;
 use powerlab_rundir::PlotFile;
 use powerlab_samples::error::CollateError;
 use std::path::{Path, PathBuf};
@@ -82,12 +83,12 @@ where
     DB::ErrorType: 'static,
 {
     area.fill(&WHITE)?;
-    let mw: Vec<(f64, f64)> = c.points.iter().map(|p| (p.0, p.1 / 1e6)).collect();
+    let mw: Vec<(f64, f64)> = c.points.iter().map(|p| (p.0, p.1 / W_PER_MW)).collect();
     let x1 = mw.last().map_or(1.0, |p| p.0).max(1e-3);
     let top = mw
         .iter()
         .map(|p| p.1)
-        .chain(c.rated_w.map(|r| r / 1e6))
+        .chain(c.rated_w.map(|r| r / W_PER_MW))
         .fold(1e-6, f64::max)
         * 1.15;
     let mut chart = ChartBuilder::on(area)
@@ -111,7 +112,7 @@ where
         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], red));
     if let Some(r) = c.rated_w {
         let grey = RGBColor(60, 60, 60);
-        let r = r / 1e6;
+        let r = r / W_PER_MW;
         chart
             .draw_series(DashedLineSeries::new(
                 [(0.0, r), (x1, r)],

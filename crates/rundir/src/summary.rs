@@ -1,0 +1,224 @@
+//! `summary.csv` (and the rung rows of `summary.json`): one row per rung,
+//! declared once, here. The collator writes it from its rung summaries
+//! (`RungSummary::row`), and everything that reads a summary back (a rack
+//! collating its nodes, `powerlab compare`) reads it through
+//! [`read_summary`]. The columns stand in the order every run has written
+//! them; a column added after the first runs is read as absent from an
+//! older file.
+
+use crate::layout::RunDirError;
+use powerlab_core::{Instrument, Mode, PhaseKind};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// One rung's row of `summary.csv`: the rung's facts as the run recorded
+/// them, then its node figures (W, J, µs, ppm as the names say).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SummaryRow {
+    /// The rung's id in the run.
+    pub rung_id: u32,
+    /// The rung's label (`phase/p100ms/in_phase`, with `/rN` for a repeat).
+    pub label: String,
+    /// The phase it belongs to.
+    #[serde(default)]
+    pub phase: String,
+    /// The phase kind.
+    pub kind: PhaseKind,
+    /// In phase or staggered.
+    pub mode: Mode,
+    /// The achieved period, ms (duty rungs).
+    #[serde(default)]
+    pub period_ms: Option<f64>,
+    /// The requested period, ms (a detuned rung's request).
+    #[serde(default)]
+    pub nominal_period_ms: Option<f64>,
+    /// The on-fraction.
+    #[serde(default)]
+    pub duty: f64,
+    /// Which repeat (1-based).
+    #[serde(default)]
+    pub repeat: u32,
+    /// How the node figures were obtained: `composed cycle` (duty rungs),
+    /// `sample and hold` (constant load), `energy counter` (a duty rung
+    /// without a composed cycle: the mean only), or `none`.
+    #[serde(default)]
+    pub method: String,
+    /// Why figures are missing or qualified (empty when all is stated).
+    #[serde(default)]
+    pub verdict: Option<String>,
+    /// Instrument the figures come from (`buffered_w`, `instant_w`, or
+    /// `energy_mj` for the energy counter's mean).
+    pub instrument: Instrument,
+    /// Samples behind the figures: grid points with every GPU present
+    /// (sample and hold), or buffered samples folded (composed cycle).
+    #[serde(default)]
+    pub samples: u64,
+    /// Sample and hold: fraction of the window's grid points with every GPU
+    /// present. Composed cycle: the lowest share of the cycle any GPU's
+    /// samples covered. Energy counter: the share of the window the
+    /// counter's readings span (the mean is theirs).
+    #[serde(default)]
+    pub coverage: f64,
+    /// Harmonics in the composed cycle.
+    #[serde(default)]
+    pub harmonics: Option<u32>,
+    /// Mean node power, W.
+    #[serde(default)]
+    pub mean_w: Option<f64>,
+    /// Peak, W.
+    #[serde(default)]
+    pub peak_w: Option<f64>,
+    /// 1st percentile, W.
+    #[serde(default)]
+    pub p1_w: Option<f64>,
+    /// 99th percentile, W.
+    #[serde(default)]
+    pub p99_w: Option<f64>,
+    /// p99 − p1, W.
+    #[serde(default)]
+    pub spread_w: Option<f64>,
+    /// p90 − p10, W.
+    #[serde(default)]
+    pub swing_w: Option<f64>,
+    /// For duty rungs: what the raw readings of `instrument` can make of
+    /// the period (resolvable / instrument limit / aliased), from the run's
+    /// sensor model. The raw figures of an aliased rung are meaningless.
+    #[serde(default)]
+    pub instrument_verdict: Option<String>,
+    /// Energy over the measured window, J.
+    #[serde(default)]
+    pub energy_j: Option<f64>,
+    /// What NVML sampled: mean of the sample-and-hold node curve, W.
+    #[serde(default)]
+    pub raw_mean_w: Option<f64>,
+    /// What NVML sampled: its peak, W.
+    #[serde(default)]
+    pub raw_peak_w: Option<f64>,
+    /// What NVML sampled: its p99 − p1, W (not the node's spread for a duty rung).
+    #[serde(default)]
+    pub raw_spread_w: Option<f64>,
+    /// What NVML sampled: its p90 − p10, W.
+    #[serde(default)]
+    pub raw_swing_w: Option<f64>,
+    /// The instant field's mean, W (second instrument).
+    #[serde(default)]
+    pub instant_mean_w: Option<f64>,
+    /// The instant field's spread, W.
+    #[serde(default)]
+    pub instant_spread_w: Option<f64>,
+    /// The 1 s average field's mean, W — comparison only.
+    #[serde(default)]
+    pub average_field_mean_w: Option<f64>,
+    /// The 1 s average field's spread, W — comparison only, never a result.
+    #[serde(default)]
+    pub average_field_spread_w: Option<f64>,
+    /// The 1 s average field's swing (p90 − p10), W — comparison only.
+    #[serde(default)]
+    pub average_field_swing_w: Option<f64>,
+    /// Largest |start error| of any GPU against its intended start, µs.
+    #[serde(default)]
+    pub start_error_max_us: Option<f64>,
+    /// Start skew across GPUs after removing intended offsets, µs.
+    #[serde(default)]
+    pub start_skew_us: Option<f64>,
+    /// Rising edges: median of achieved − intended (signed), µs.
+    #[serde(default)]
+    pub rise_err_p50_us: Option<f64>,
+    /// Rising edges: 99th percentile of |achieved − intended|, µs.
+    #[serde(default)]
+    pub rise_err_p99_us: Option<f64>,
+    /// Rising edges: largest |achieved − intended|, µs.
+    #[serde(default)]
+    pub rise_err_max_us: Option<f64>,
+    /// Falling edges: median of achieved − intended (signed), µs.
+    #[serde(default)]
+    pub fall_err_p50_us: Option<f64>,
+    /// Falling edges: 99th percentile of |achieved − intended|, µs.
+    #[serde(default)]
+    pub fall_err_p99_us: Option<f64>,
+    /// Falling edges: largest |achieved − intended|, µs.
+    #[serde(default)]
+    pub fall_err_max_us: Option<f64>,
+    /// Per edge, the spread across GPUs of achieved − intended: 99th percentile, µs.
+    #[serde(default)]
+    pub edge_skew_p99_us: Option<f64>,
+    /// Largest |drift| of a GPU's device clock against the run clock over the rung, µs/s.
+    #[serde(default)]
+    pub clock_drift_ppm: Option<f64>,
+    /// Every GPU started within the barrier tolerance of its intended start.
+    #[serde(default)]
+    pub barrier_ok: Option<bool>,
+    /// Why the rung's edges are out of tolerance (`[limits] edge_p99_us`,
+    /// `edge_max_us`) or its on-phases drew less than the sustained level;
+    /// empty when both hold.
+    #[serde(default)]
+    pub edges_verdict: Option<String>,
+    /// Lowest share of the measured window that any GPU's readings cover.
+    #[serde(default)]
+    pub window_coverage: Option<f64>,
+    /// Why the rung's raw data are incomplete (a GPU's file missing or cut
+    /// short, a run stopped mid-rung); empty when every GPU covers the window.
+    #[serde(default)]
+    pub incomplete: Option<String>,
+    /// The mean's 95 % interval, low end, W.
+    #[serde(default)]
+    pub mean_ci95_lo_w: Option<f64>,
+    /// The mean's 95 % interval, high end, W.
+    #[serde(default)]
+    pub mean_ci95_hi_w: Option<f64>,
+    /// The peak's 95 % interval, low end, W.
+    #[serde(default)]
+    pub peak_ci95_lo_w: Option<f64>,
+    /// The peak's 95 % interval, high end, W.
+    #[serde(default)]
+    pub peak_ci95_hi_w: Option<f64>,
+    /// The spread's 95 % interval, low end, W.
+    #[serde(default)]
+    pub spread_ci95_lo_w: Option<f64>,
+    /// The spread's 95 % interval, high end, W.
+    #[serde(default)]
+    pub spread_ci95_hi_w: Option<f64>,
+    /// The swing's 95 % interval, low end, W.
+    #[serde(default)]
+    pub swing_ci95_lo_w: Option<f64>,
+    /// The swing's 95 % interval, high end, W.
+    #[serde(default)]
+    pub swing_ci95_hi_w: Option<f64>,
+    /// The node's on−off step of a composed duty rung, W.
+    #[serde(default)]
+    pub step_w: Option<f64>,
+    /// The composed figures whose interval is wider than the figure itself
+    /// or than [`UNRESOLVED_STEP_SHARE`] of the step: they are not resolved
+    /// by this run (empty when every figure is).
+    #[serde(default)]
+    pub unresolved: Option<String>,
+    /// Whole cycles the intervals were resampled from (a rack: the fewest
+    /// of any node).
+    #[serde(default)]
+    pub cycles: Option<usize>,
+}
+
+impl SummaryRow {
+    /// Mean, peak, spread and swing, each with its 95 % interval
+    /// (`(figure, lo, hi)`, W), in that order; None where any is not stated.
+    pub fn stated(&self) -> Option<[(f64, f64, f64); 4]> {
+        let one = |v: Option<f64>, lo: Option<f64>, hi: Option<f64>| Some((v?, lo?, hi?));
+        Some([
+            one(self.mean_w, self.mean_ci95_lo_w, self.mean_ci95_hi_w)?,
+            one(self.peak_w, self.peak_ci95_lo_w, self.peak_ci95_hi_w)?,
+            one(self.spread_w, self.spread_ci95_lo_w, self.spread_ci95_hi_w)?,
+            one(self.swing_w, self.swing_ci95_lo_w, self.swing_ci95_hi_w)?,
+        ])
+    }
+}
+
+/// Reads a `summary.csv` (no rows where the file is absent; a torn last
+/// line is dropped).
+///
+/// # Errors
+///
+/// [`RunDirError::Format`] naming the line that does not read as a row,
+/// [`RunDirError::Io`] when the file cannot be read.
+pub fn read_summary(path: &Path) -> Result<Vec<SummaryRow>, RunDirError> {
+    crate::edges::read_rows(path)
+}
