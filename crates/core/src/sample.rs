@@ -89,7 +89,7 @@ impl Instrument {
 impl std::fmt::Display for Instrument {
     /// The raw CSV name (`buffered_w`).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+        f.pad(self.as_str())
     }
 }
 

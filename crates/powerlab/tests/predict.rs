@@ -49,16 +49,19 @@ fn two_h200s_in_phase_and_staggered_from_one() {
         "results/h200x2-2026-12-01/edges",
     ] {
         let two = source::report_of(&repo().join(two_dir)).unwrap();
-        for s in two.rungs.iter().filter(|s| s.method == "composed cycle") {
+        for s in two
+            .rungs
+            .iter()
+            .filter(|s| s.method == powerlab_rundir::summary::Method::ComposedCycle)
+        {
             let r = &s.rung;
             let staggered = r.label.ends_with("staggered");
             let period = r.period_ms.unwrap().ms();
             // The one-GPU run must have measured this period.
-            if one
-                .rungs
-                .iter()
-                .all(|o| o.rung.label != r.label || o.method != "composed cycle")
-            {
+            if one.rungs.iter().all(|o| {
+                o.rung.label != r.label
+                    || o.method != powerlab_rundir::summary::Method::ComposedCycle
+            }) {
                 continue;
             }
             let groups = if staggered { 2 } else { 1 };

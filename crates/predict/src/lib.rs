@@ -555,7 +555,8 @@ fn counter_check(
         .rungs
         .iter()
         .filter(|s| {
-            s.rung.kind == powerlab_campaign::PhaseKind::Duty && s.method == "energy counter"
+            s.rung.kind == powerlab_campaign::PhaseKind::Duty
+                && s.method == powerlab_rundir::summary::Method::EnergyCounter
         })
         .filter(|s| {
             let p = s

@@ -265,14 +265,18 @@ pub fn check_unique<'a>(
 /// # Errors
 ///
 /// Returns [`RunDirError::Format`] if the file exists but cannot be opened
-/// or its header line cannot be read, or if any row other than the last
-/// one fails to read or to deserialize into `T` (the message gives the line
-/// number). A file that is absent is not an error.
+/// or its header line cannot be read, or if any row fails to read or to
+/// deserialize into `T` (the message gives the line number), except a last
+/// line without its newline (torn by a kill mid-write: dropped). A file
+/// that is absent is not an error.
 pub fn read_rows<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>, RunDirError> {
     if std::fs::symlink_metadata(path).is_err() {
         return Ok(Vec::new());
     }
     let bytes = crate::layout::read_regular(path, None)?;
+    // A last line cut off mid-write has no newline; a whole last line that
+    // does not read is an error like any other.
+    let torn_tail = !bytes.ends_with(b"\n");
     let bad = |line: usize, e: &dyn std::fmt::Display| RunDirError::Format {
         path: path.to_path_buf(),
         message: format!("line {line}: {e}"),
@@ -290,7 +294,7 @@ pub fn read_rows<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Vec<T>, 
         match row {
             Ok(r) => out.push(r),
             // A torn last line (killed mid-write): keep what is whole.
-            Err(_) if i == last && i > 0 => break,
+            Err(_) if i == last && i > 0 && torn_tail => break,
             Err(e) => return Err(bad(i + 2, &e)),
         }
     }

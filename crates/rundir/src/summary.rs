@@ -3,13 +3,50 @@
 //! (`RungSummary::row`), and everything that reads a summary back (a rack
 //! collating its nodes, `powerlab compare`) reads it through
 //! [`read_summary`]. The columns stand in the order every run has written
-//! them; a column added after the first runs is read as absent from an
-//! older file.
+//! them. The rung's facts and its headline figures (every column a reader
+//! of the summary ever required) must be there; a column added later is
+//! read as absent from an older file.
 
 use crate::layout::RunDirError;
 use powerlab_core::{Instrument, Mode, PhaseKind};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
+
+/// How a rung's node figures were obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Method {
+    /// The composed node cycle of a duty rung: every GPU's buffered
+    /// samples folded on its own edges and summed.
+    #[serde(rename = "composed cycle")]
+    ComposedCycle,
+    /// The sample-and-hold sum of the GPUs' readings (constant load).
+    #[serde(rename = "sample and hold")]
+    SampleAndHold,
+    /// A duty rung without a composed cycle: the energy counter's mean only.
+    #[serde(rename = "energy counter")]
+    EnergyCounter,
+    /// No figure (the verdict says why).
+    #[serde(rename = "none")]
+    None,
+}
+
+impl Method {
+    /// As written in `summary.csv` and the report.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::ComposedCycle => "composed cycle",
+            Method::SampleAndHold => "sample and hold",
+            Method::EnergyCounter => "energy counter",
+            Method::None => "none",
+        }
+    }
+}
+
+impl std::fmt::Display for Method {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
 
 /// One rung's row of `summary.csv`: the rung's facts as the run recorded
 /// them, then its node figures (W, J, µs, ppm as the names say).
@@ -20,31 +57,25 @@ pub struct SummaryRow {
     /// The rung's label (`phase/p100ms/in_phase`, with `/rN` for a repeat).
     pub label: String,
     /// The phase it belongs to.
-    #[serde(default)]
     pub phase: String,
     /// The phase kind.
     pub kind: PhaseKind,
     /// In phase or staggered.
     pub mode: Mode,
     /// The achieved period, ms (duty rungs).
-    #[serde(default)]
     pub period_ms: Option<f64>,
     /// The requested period, ms (a detuned rung's request).
     #[serde(default)]
     pub nominal_period_ms: Option<f64>,
     /// The on-fraction.
-    #[serde(default)]
     pub duty: f64,
     /// Which repeat (1-based).
-    #[serde(default)]
     pub repeat: u32,
     /// How the node figures were obtained: `composed cycle` (duty rungs),
     /// `sample and hold` (constant load), `energy counter` (a duty rung
     /// without a composed cycle: the mean only), or `none`.
-    #[serde(default)]
-    pub method: String,
+    pub method: Method,
     /// Why figures are missing or qualified (empty when all is stated).
-    #[serde(default)]
     pub verdict: Option<String>,
     /// Instrument the figures come from (`buffered_w`, `instant_w`, or
     /// `energy_mj` for the energy counter's mean).
@@ -63,10 +94,8 @@ pub struct SummaryRow {
     #[serde(default)]
     pub harmonics: Option<u32>,
     /// Mean node power, W.
-    #[serde(default)]
     pub mean_w: Option<f64>,
     /// Peak, W.
-    #[serde(default)]
     pub peak_w: Option<f64>,
     /// 1st percentile, W.
     #[serde(default)]
@@ -75,10 +104,8 @@ pub struct SummaryRow {
     #[serde(default)]
     pub p99_w: Option<f64>,
     /// p99 − p1, W.
-    #[serde(default)]
     pub spread_w: Option<f64>,
     /// p90 − p10, W.
-    #[serde(default)]
     pub swing_w: Option<f64>,
     /// For duty rungs: what the raw readings of `instrument` can make of
     /// the period (resolvable / instrument limit / aliased), from the run's
@@ -158,7 +185,6 @@ pub struct SummaryRow {
     pub window_coverage: Option<f64>,
     /// Why the rung's raw data are incomplete (a GPU's file missing or cut
     /// short, a run stopped mid-rung); empty when every GPU covers the window.
-    #[serde(default)]
     pub incomplete: Option<String>,
     /// The mean's 95 % interval, low end, W.
     #[serde(default)]
@@ -221,4 +247,52 @@ impl SummaryRow {
 /// [`RunDirError::Io`] when the file cannot be read.
 pub fn read_summary(path: &Path) -> Result<Vec<SummaryRow>, RunDirError> {
     crate::edges::read_rows(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A header and one whole row of every required column.
+    const HEAD: &str = "rung_id,label,phase,kind,mode,period_ms,duty,repeat,method,verdict,instrument,mean_w,peak_w,spread_w,swing_w,incomplete";
+    const ROW: &str =
+        "1,idle,idle,idle,in_phase,,1.0,1,sample and hold,,buffered_w,100.5,120.0,20.0,,";
+
+    fn read(text: &str) -> Result<Vec<SummaryRow>, RunDirError> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("summary.csv");
+        std::fs::write(&path, text).unwrap();
+        read_summary(&path)
+    }
+
+    #[test]
+    fn an_older_row_without_the_later_columns_reads_them_as_absent() {
+        let rows = read(&format!("{HEAD}\n{ROW}\n")).unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].mean_w, Some(100.5));
+        assert_eq!(
+            (rows[0].cycles, rows[0].step_w, rows[0].samples),
+            (None, None, 0)
+        );
+    }
+
+    #[test]
+    fn a_whole_last_row_that_does_not_read_is_an_error_not_a_torn_line() {
+        let bad = ROW.replace("buffered_w", "Buffered_W");
+        let e = read(&format!("{HEAD}\n{ROW}\n{bad}\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 3"), "{e}");
+        // Cut off mid-write (no newline): the whole rows before it are kept.
+        let rows = read(&format!("{HEAD}\n{ROW}\n1,idle,idle,id")).unwrap();
+        assert_eq!(rows.len(), 1);
+    }
+
+    #[test]
+    fn a_missing_required_column_is_refused() {
+        let head = HEAD.replace(",method", "");
+        let row = ROW.replace(",sample and hold", "");
+        let e = read(&format!("{head}\n{row}\n")).unwrap_err().to_string();
+        assert!(e.contains("method"), "{e}");
+    }
 }

@@ -11,8 +11,8 @@ use powerlab_core::units::ns_to_ms;
 use std::collections::BTreeMap;
 
 /// Every raw series by (node, GPU, instrument), time-sorted. A raw row
-/// whose instrument this version does not know is not kept (the raw
-/// files' check names it).
+/// whose instrument this version does not know is not kept (no analysis
+/// could read it).
 pub struct SeriesSet {
     by: BTreeMap<(String, String, Instrument), Vec<(i64, f64)>>,
 }

@@ -255,6 +255,12 @@ impl SensorModel {
         const MAX_MS: f64 = 10_000.0;
         for g in &self.gpus {
             for p in &g.paths {
+                if !p.instrument.is_power() && p.instrument != Instrument::EnergyMj {
+                    return Err(format!(
+                        "{} {}: not a power path (a model states buffered_w, instant_w, average_w or energy_mj)",
+                        g.gpu, p.instrument
+                    ));
+                }
                 let fields = [
                     ("update_period_ms", p.update_period_ms, 0.0, false),
                     ("read_period_ms", p.read_period_ms, 0.0, false),

@@ -24,7 +24,7 @@ pub fn summary(nominal: Option<f64>) -> RungSummary {
             smoothing: None,
             workload: None,
         },
-        method: "composed cycle".into(),
+        method: powerlab_rundir::summary::Method::ComposedCycle,
         verdict: None,
         instrument: powerlab_core::Instrument::BufferedW,
         samples: 10,

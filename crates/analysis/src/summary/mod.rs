@@ -39,7 +39,7 @@ use crate::cycle::{Bounds, NoCycle, NodeCycle};
 use powerlab_core::Instrument;
 use powerlab_core::units::PeriodMs;
 use powerlab_rundir::RungInfo;
-use powerlab_rundir::summary::SummaryRow;
+use powerlab_rundir::summary::{Method, SummaryRow};
 use powerlab_samples::stats::r3;
 use serde::ser::{Serialize, Serializer};
 use std::collections::HashMap;
@@ -55,7 +55,7 @@ pub struct RungSummary {
     /// How the node figures were obtained: `composed cycle` (duty rungs),
     /// `sample and hold` (constant load), `energy counter` (a duty rung
     /// without a composed cycle: the mean only), or `none`.
-    pub method: String,
+    pub method: Method,
     /// Why figures are missing or qualified (empty when all is stated).
     pub verdict: Option<String>,
     /// Instrument the figures come from (`buffered_w`, `instant_w`, or
@@ -227,7 +227,7 @@ impl RungSummary {
             nominal_period_ms: r.requested_period_ms().map(PeriodMs::ms),
             duty: r.duty,
             repeat: r.repeat,
-            method: self.method.clone(),
+            method: self.method,
             verdict: self.verdict.clone(),
             instrument: self.instrument,
             samples: self.samples,

@@ -10,6 +10,7 @@ use crate::edges::EdgeStats;
 use powerlab_core::Instrument;
 use powerlab_core::units::ns_to_s;
 use powerlab_rundir::PhaseKind;
+use powerlab_rundir::summary::Method;
 use powerlab_samples::load::{Run, RungWindow};
 use powerlab_samples::stats::r3;
 use std::collections::HashMap;
@@ -63,7 +64,7 @@ fn edge_tolerance(run: &Run) -> (f64, f64) {
 
 /// A rung's headline figures and where they come from.
 struct Headline {
-    method: &'static str,
+    method: Method,
     verdict: Option<String>,
     figures: Figures,
     samples: u64,
@@ -84,7 +85,7 @@ fn headline(
         Some(Ok(c)) => {
             let st = &c.stats;
             Headline {
-                method: "composed cycle",
+                method: Method::ComposedCycle,
                 verdict: None,
                 figures: Figures {
                     mean: Some(st.mean_w),
@@ -102,9 +103,9 @@ fn headline(
         }
         Some(Err(NoCycle::Verdict(v))) => Headline {
             method: if energy_mean.is_some() {
-                "energy counter"
+                Method::EnergyCounter
             } else {
-                "none"
+                Method::None
             },
             verdict: Some(v.clone()),
             figures: Figures {
@@ -121,7 +122,7 @@ fn headline(
             },
         },
         Some(Err(NoCycle::NotPeriodic)) | None => Headline {
-            method: "sample and hold",
+            method: Method::SampleAndHold,
             verdict: None,
             figures: raw.figures,
             samples: raw.samples as u64,
@@ -145,7 +146,7 @@ fn row(r: &RungWindow, head: Headline, raw: &SampleAndHold, cf: &CurveFigures) -
     let (fig, rf, i, a) = (head.figures, raw.figures, &cf.instant, &cf.average);
     RungSummary {
         rung: r.info.clone(),
-        method: head.method.into(),
+        method: head.method,
         verdict: head.verdict,
         instrument: head.instrument,
         samples: head.samples,

@@ -271,7 +271,7 @@ mod tests {
         r.nominal_period_ms = None;
         r.duty = 1.0;
         r.repeat = repeat;
-        r.method = "sample and hold".into();
+        r.method = powerlab_rundir::summary::Method::SampleAndHold;
         r.mean_w = Some(mean);
         r.harmonics = None;
         r

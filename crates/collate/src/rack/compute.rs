@@ -314,7 +314,7 @@ fn mark_gaps(rungs: &mut [RungSummary], states: &[NodeState]) {
             "no rack figure: node {} has no report (see the node table)",
             first.node
         ));
-        r.method = "none".into();
+        r.method = powerlab_rundir::summary::Method::None;
     }
 }
 

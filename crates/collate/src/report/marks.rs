@@ -40,7 +40,7 @@ pub fn mark_incomplete(
             ] {
                 *f = None;
             }
-            r.method = "none".into();
+            r.method = powerlab_rundir::summary::Method::None;
         }
     }
 }

@@ -255,7 +255,7 @@ fn rung_summaries(
     let mut rungs = summary::summarize(curve, run, edge_stats, cycles, &energy_means, &held_until);
     for r in &mut rungs {
         if let Some(m) = counter_means.get(&r.rung.id)
-            && r.method == "energy counter"
+            && r.method == powerlab_rundir::summary::Method::EnergyCounter
         {
             // The reader must see that the mean is of part of the window.
             r.coverage = stats::r3(m.span_share);

@@ -63,7 +63,7 @@ pub struct WorkloadRow {
     /// The level-crossing lag taken off the crossings, ms.
     pub lag_ms: Option<f64>,
     /// How the node figures were obtained (the rung summary's method).
-    pub method: String,
+    pub method: powerlab_rundir::summary::Method,
     /// Mean node power, W.
     pub mean_w: Option<f64>,
     /// Its 95 % interval, W.
@@ -141,7 +141,7 @@ fn row(
     let found = w.found.as_ref().ok();
     // A rung whose figures the marks withheld (its GPUs cover different
     // shares of the window) states no grid figure either.
-    let folded = matches!(cycle, Some(Ok(_))) && s.method != "none";
+    let folded = matches!(cycle, Some(Ok(_))) && s.method != powerlab_rundir::summary::Method::None;
     let (status, verdict) = match (&w.found, cycle) {
         (Err(why), _) => (
             WorkloadStatus::NoPeriod,
@@ -173,7 +173,7 @@ fn row(
         cycles: found.map(|f| f.cycles),
         on_fraction: found.map(|f| r3(f.on_fraction)),
         lag_ms: found.map(|f| r3(f.lag_ms)),
-        method: s.method.clone(),
+        method: s.method,
         mean_w: s.mean_w,
         mean_ci95_lo_w: s.mean_ci95.map(|b| r3(b.lo)),
         mean_ci95_hi_w: s.mean_ci95.map(|b| r3(b.hi)),
@@ -264,7 +264,7 @@ pub(crate) mod tests_support {
             cycles: None,
             on_fraction: None,
             lag_ms: None,
-            method: "sample and hold".into(),
+            method: powerlab_rundir::summary::Method::SampleAndHold,
             mean_w: None,
             mean_ci95_lo_w: None,
             mean_ci95_hi_w: None,

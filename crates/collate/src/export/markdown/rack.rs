@@ -264,7 +264,7 @@ fn write_rack_power(s: &mut String, rungs: &[RungSummary], starts: &[RackStart])
             .unwrap_or_else(|| "–".into());
         let mut method = match &r.verdict {
             Some(v) => format!("{}: **{}**", r.method, text(v)),
-            None => r.method.clone(),
+            None => r.method.to_string(),
         };
         if let Some(i) = &r.incomplete {
             method = format!("**{}** — {method}", text(i));

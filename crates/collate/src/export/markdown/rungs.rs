@@ -41,7 +41,7 @@ fn rung_row(s: &mut String, r: &RungSummary) {
     };
     let mut method = match &r.verdict {
         Some(v) => format!("{}: **{v}**", r.method),
-        None => r.method.clone(),
+        None => r.method.to_string(),
     };
     if let Some(i) = &r.incomplete {
         method = format!("**{i}** — {method}");

@@ -79,7 +79,7 @@ fn write_row(s: &mut String, r: &WorkloadRow) {
         (WorkloadStatus::Folded, _) => format!("folded iteration ({})", r.method),
         (WorkloadStatus::NoPeriod, Some(v)) => format!("**{v}**; flat figures ({})", r.method),
         (_, Some(v)) => format!("**{v}**; {}", r.method),
-        (_, None) => r.method.clone(),
+        (_, None) => r.method.to_string(),
     };
     if let Some(i) = &r.incomplete {
         note = format!("**{i}** — {note}");
