@@ -2,7 +2,7 @@
 """A grid study's COMTRADE recording read back by a third-party reader
 (PyPI `comtrade`, https://github.com/dparrini/python-comtrade), checked
 against the figures the writer states beside it in `comtrade.json`
-(crates/collate/src/predict/export/comtrade.rs).
+(crates/predict/src/export/comtrade.rs).
 
 usage: comtrade-check.py DIR
 
