@@ -205,7 +205,6 @@ fn unresolved_of(c: &NodeCycle) -> Option<String> {
     })
 }
 
-/// Writes fields of `$row` under their own names, in the order given.
 impl RungSummary {
     /// The rung's row of `summary.csv` and `summary.json`
     /// ([`powerlab_rundir::summary::SummaryRow`], declared there once):
