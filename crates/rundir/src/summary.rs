@@ -213,9 +213,11 @@ pub struct SummaryRow {
     /// The node's on−off step of a composed duty rung, W.
     #[serde(default)]
     pub step_w: Option<f64>,
-    /// The composed figures whose interval is wider than the figure itself
-    /// or than [`UNRESOLVED_STEP_SHARE`] of the step: they are not resolved
-    /// by this run (empty when every figure is).
+    /// What the composed figures' intervals leave open, in words: the
+    /// figures only bounded (an interval wider than the figure or than a
+    /// quarter of the node's step, each as `≤ hi` or `lo–hi` at 95 %), or,
+    /// from fewer than 5 whole cycles, no bound at all with the rung
+    /// length that would give one (empty when every figure is resolved).
     #[serde(default)]
     pub unresolved: Option<String>,
     /// Whole cycles the intervals were resampled from (a rack: the fewest

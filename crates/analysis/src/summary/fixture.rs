@@ -66,7 +66,7 @@ pub fn summary(nominal: Option<f64>) -> RungSummary {
         spread_ci95: None,
         swing_ci95: None,
         step_w: None,
-        unresolved: None,
+        resolution: None,
         cycles: None,
     }
 }

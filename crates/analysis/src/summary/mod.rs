@@ -26,15 +26,16 @@ mod curve;
 #[doc(hidden)]
 pub mod fixture;
 mod repeats;
+mod resolution;
 mod rungs;
 #[cfg(test)]
 mod tests;
 
 pub use compare::{PhaseCompare, compare_modes};
 pub use repeats::{RepeatStats, base_label, base_label_of, repeat_stats};
+pub use resolution::{Figure, FigureInterval, Resolution, UNRESOLVED_STEP_SHARE};
 pub use rungs::summarize;
 
-use crate::cycle::interval::MIN_CYCLES_FOR_INTERVAL;
 use crate::cycle::{Bounds, NoCycle, NodeCycle};
 use powerlab_core::Instrument;
 use powerlab_core::units::PeriodMs;
@@ -149,60 +150,13 @@ pub struct RungSummary {
     pub swing_ci95: Option<Bounds>,
     /// The node's on−off step of a composed duty rung, W.
     pub step_w: Option<f64>,
-    /// The composed figures whose interval is wider than the figure itself
-    /// or than [`UNRESOLVED_STEP_SHARE`] of the step: they are not resolved
-    /// by this run (empty when every figure is).
-    pub unresolved: Option<String>,
+    /// What the composed figures' intervals leave open: figures only
+    /// bounded, or no bound at all (too few cycles); None when every
+    /// figure is resolved.
+    pub resolution: Option<Resolution>,
     /// Whole cycles the intervals were resampled from (a rack: the fewest
     /// of any node).
     pub cycles: Option<usize>,
-}
-
-/// A composed figure whose 95 % interval is wider than this share of the
-/// node's step is said to be unresolved.
-pub const UNRESOLVED_STEP_SHARE: f64 = 0.25;
-
-/// The figures of `c` whose interval is wider than the figure or than
-/// [`UNRESOLVED_STEP_SHARE`] of the step, named with their interval; every
-/// figure when the interval rests on fewer than
-/// [`MIN_CYCLES_FOR_INTERVAL`] cycles.
-fn unresolved_of(c: &NodeCycle) -> Option<String> {
-    let i = c.interval.as_ref()?;
-    let st = &c.stats;
-    let figures = [
-        ("mean", st.mean_w, i.mean),
-        ("peak", st.peak_w, i.peak),
-        ("spread", st.p99_w - st.p1_w, i.spread),
-        ("swing", st.p90_w - st.p10_w, i.swing),
-    ];
-    let named = |f: &[(&str, f64, Bounds)]| {
-        f.iter()
-            .map(|(name, v, b)| format!("{name} {v:.0} W [{:.0}, {:.0}]", b.lo, b.hi))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    if i.cycles < MIN_CYCLES_FOR_INTERVAL {
-        return Some(format!(
-            "interval from {} whole cycles, fewer than {MIN_CYCLES_FOR_INTERVAL}: too few to resample (lengthen the rung): {}",
-            i.cycles,
-            named(&figures)
-        ));
-    }
-    let wide: Vec<(&str, f64, Bounds)> = figures
-        .into_iter()
-        .filter(|(_, v, b)| {
-            b.width() > v.abs()
-                || b.width() > UNRESOLVED_STEP_SHARE * c.range_step_w.unwrap_or(c.step_w).abs()
-        })
-        .collect();
-    (!wide.is_empty()).then(|| {
-        format!(
-            "interval wider than the figure or than {:.0} % of the {:.0} W step: {}",
-            100.0 * UNRESOLVED_STEP_SHARE,
-            c.range_step_w.unwrap_or(c.step_w),
-            named(&wide)
-        )
-    })
 }
 
 impl RungSummary {
@@ -264,7 +218,7 @@ impl RungSummary {
             window_coverage: self.window_coverage,
             incomplete: self.incomplete.clone(),
             step_w: self.step_w,
-            unresolved: self.unresolved.clone(),
+            unresolved: self.resolution.as_ref().map(ToString::to_string),
             cycles: self.cycles,
             mean_ci95_lo_w,
             mean_ci95_hi_w,

@@ -3,7 +3,7 @@
 //! sample-and-hold curve, its edge figures and its interval.
 
 use super::curve::{CurveFigures, Figures, SampleAndHold, curve_figures};
-use super::{Cycles, RungSummary, unresolved_of};
+use super::{Cycles, Resolution, RungSummary};
 use crate::curve::NodeCurve;
 use crate::cycle::{NoCycle, NodeCycle};
 use crate::edges::EdgeStats;
@@ -188,7 +188,7 @@ fn row(r: &RungWindow, head: Headline, raw: &SampleAndHold, cf: &CurveFigures) -
         spread_ci95: None,
         swing_ci95: None,
         step_w: None,
-        unresolved: None,
+        resolution: None,
         cycles: None,
     }
 }
@@ -226,6 +226,6 @@ fn add_interval(row: &mut RungSummary, cyc: Option<&NodeCycle>) {
     row.spread_ci95 = interval.map(|i| i.spread);
     row.swing_ci95 = interval.map(|i| i.swing);
     row.step_w = cyc.map(|c| c.step_w).filter(|w| w.is_finite()).map(r3);
-    row.unresolved = cyc.and_then(unresolved_of);
+    row.resolution = cyc.and_then(Resolution::of);
     row.cycles = interval.map(|i| i.cycles);
 }

@@ -9,7 +9,7 @@ use powerlab_analysis::cycle::Bounds;
 use powerlab_analysis::per_gpu::GpuRungRow;
 use powerlab_analysis::sensor::model::ModelKind;
 use powerlab_analysis::sensor::verdict::SensorReport;
-use powerlab_analysis::summary::{PhaseCompare, RungSummary};
+use powerlab_analysis::summary::{Figure, PhaseCompare, RungSummary};
 use powerlab_core::units::PeriodMs;
 use powerlab_rundir::{Mode, PhaseKind};
 use powerlab_samples::stats::median;
@@ -331,7 +331,7 @@ fn swing_line(s: &mut String, scope: &Scope<'_>, rungs: &[RungSummary]) {
             let _ = writeln!(
                 s,
                 "- **Largest in-phase swing:** {w:.0} W{} (p90 − p10 of the {name} cycle){} at {p:.0} ms (rung `{}`{typical}){}.",
-                interval_text(r, "swing", r.swing_ci95, " within the run"),
+                interval_text(r, Figure::Swing, r.swing_ci95, " within the run"),
                 of_limit(limit_sum, w),
                 code(&r.rung.label),
                 edges_caveat(r)
@@ -347,26 +347,45 @@ fn swing_line(s: &mut String, scope: &Scope<'_>, rungs: &[RungSummary]) {
 }
 
 /// What staggering saves: per period that ran both ways, the swing in
-/// phase → staggered and their difference.
+/// phase → staggered (a staggered swing its interval only bounds as that
+/// bound) and the saving as its 95 % interval.
 fn staggering_line(s: &mut String, rungs: &[RungSummary], compare: &[PhaseCompare]) {
     let savings: Vec<String> = compare
         .iter()
         .filter_map(|c| {
             let (i, st) = (c.in_phase_swing_w?, c.staggered_swing_w?);
-            let unresolved = rungs.iter().any(|r| {
-                r.rung.phase == c.phase
-                    && r.rung.requested_period_ms().map(PeriodMs::ms) == Some(c.period_ms)
-                    && is_unresolved(r, "swing")
-            });
-            Some(format!(
-                "{:.0} ms: {i:.0} → {st:.0} W ({:+.0}{} W{})",
-                c.period_ms,
-                st - i,
-                c.delta_swing_w_ci95
-                    .map(|h| format!(" ± {h:.0}"))
-                    .unwrap_or_default(),
-                if unresolved { "; **unresolved**" } else { "" }
-            ))
+            let of_period: Vec<&RungSummary> = rungs
+                .iter()
+                .filter(|r| {
+                    r.rung.phase == c.phase
+                        && r.rung.requested_period_ms().map(PeriodMs::ms) == Some(c.period_ms)
+                })
+                .collect();
+            let remedy = of_period
+                .iter()
+                .filter_map(|r| r.resolution.as_ref().and_then(|u| u.remedy()))
+                .next();
+            let staggered_bound = of_period
+                .iter()
+                .filter(|r| r.rung.mode == Mode::Staggered)
+                .filter_map(|r| r.resolution.as_ref()?.bounded(Figure::Swing))
+                .filter(|x| x.at_most())
+                .map(|x| x.interval.hi)
+                .reduce(f64::max);
+            let staggered =
+                staggered_bound.map_or(format!("{st:.0} W"), |hi| format!("≤ {hi:.0} W"));
+            let saving = i - st;
+            let saves = match c.delta_swing_w_ci95 {
+                Some(h) => format!("saves {:.0}–{:.0} W (95 %)", saving - h, saving + h),
+                None => format!("saves {saving:.0} W (1 repeat: no interval)"),
+            };
+            Some(match remedy {
+                Some(r) => format!(
+                    "{:.0} ms: {i:.0} → {staggered}, {saves}; **unresolved**: {r}",
+                    c.period_ms
+                ),
+                None => format!("{:.0} ms: {i:.0} W → {staggered}, {saves}", c.period_ms),
+            })
         })
         .collect();
     let _ = writeln!(
@@ -399,7 +418,7 @@ fn worst_transient_line(s: &mut String, limit_sum: f64, rungs: &[RungSummary]) {
         let _ = writeln!(
             s,
             "- **Worst transient:** {p:.0} W{} in rung `{}`{}: {}{}.",
-            interval_text(r, "peak", r.peak_ci95, ""),
+            interval_text(r, Figure::Peak, r.peak_ci95, ""),
             code(&r.rung.label),
             edges_caveat(r),
             if limit_sum <= 0.0 {
@@ -524,23 +543,22 @@ fn stopped_line(run: &powerlab_samples::load::Run) -> Option<String> {
     })
 }
 
-/// Whether `r` names its `figure` (mean, peak, spread, swing) unresolved.
-fn is_unresolved(r: &RungSummary, figure: &str) -> bool {
-    r.unresolved
-        .as_deref()
-        .is_some_and(|u| u.contains(&format!("{figure} ")))
-}
-
-/// " [lo, hi] (95 %`scope`)" for `figure` of `r`, marked where the rung
-/// names it unresolved; empty without an interval.
-fn interval_text(r: &RungSummary, figure: &str, b: Option<Bounds>, scope: &str) -> String {
+/// " [lo, hi] (95 %`scope`)" for `figure` of `r`: said to be only a bound
+/// where its interval only bounds it, and unresolved, with the remedy,
+/// where the rung has too few cycles for any bound; empty without an
+/// interval.
+fn interval_text(r: &RungSummary, figure: Figure, b: Option<Bounds>, scope: &str) -> String {
     let Some(b) = b else {
         return String::new();
     };
-    let mark = if is_unresolved(r, figure) {
-        "; **unresolved**"
-    } else {
-        ""
+    let mark = match &r.resolution {
+        Some(u) if u.unbounded() => {
+            format!("; **unresolved**: {}", u.remedy().unwrap_or_default())
+        }
+        Some(u) => u.bounded(figure).map_or(String::new(), |x| {
+            format!("; only a bound: {}", x.bound_text())
+        }),
+        None => String::new(),
     };
     format!(" [{:.0}, {:.0}] (95 %{scope}{mark})", b.lo, b.hi)
 }

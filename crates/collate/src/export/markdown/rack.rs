@@ -269,8 +269,12 @@ fn write_rack_power(s: &mut String, rungs: &[RungSummary], starts: &[RackStart])
         if let Some(i) = &r.incomplete {
             method = format!("**{}** — {method}", text(i));
         }
-        if let Some(u) = &r.unresolved {
-            method = format!("{method}; **unresolved: {}**", text(u));
+        match &r.resolution {
+            Some(u) if u.unbounded() => {
+                method = format!("{method}; **unresolved: {}**", text(&u.to_string()));
+            }
+            Some(u) => method = format!("{method}; {}", text(&u.to_string())),
+            None => {}
         }
         let _ = writeln!(
             s,

@@ -3,7 +3,8 @@
 //! staggered.
 
 use super::cells::{o, pm, signed, text, within};
-use powerlab_analysis::summary::{PhaseCompare, RepeatStats, RungSummary};
+use powerlab_analysis::cycle::Bounds;
+use powerlab_analysis::summary::{Figure, PhaseCompare, RepeatStats, RungSummary};
 use powerlab_campaign::Limits;
 use powerlab_core::units::PeriodMs;
 use powerlab_samples::format::fmt_ms;
@@ -15,7 +16,7 @@ pub fn write_rungs(s: &mut String, rungs: &[RungSummary]) {
     let _ = writeln!(s, "\n## Rungs (node power, GPU draw only)\n");
     let _ = writeln!(
         s,
-        "Duty rungs: the node's cycle composed from every GPU's own buffered samples, folded on that GPU's recorded edges, corrected for the sample window and summed at the GPUs' measured offsets (method `composed cycle`); in brackets each figure's 95 % interval: resampled whole cycles (noise, cycle-to-cycle variation), widened by the reconstruction's systematic error as measured against the simulated node's truth. A figure whose interval is wider than itself or than 25 % of the node's on−off step is marked unresolved, and so is every figure of a rung of fewer than 5 whole cycles (too few to resample). A duty rung whose cycle cannot be composed shows its verdict instead of figures. Other rungs: the sample-and-hold sum of the buffered samples. The last two columns are what NVML sampled (sample and hold): for a duty rung that is not what the node drew. The 1 s average field is never used as a result.\n"
+        "Duty rungs: the node's cycle composed from every GPU's own buffered samples, folded on that GPU's recorded edges, corrected for the sample window and summed at the GPUs' measured offsets (method `composed cycle`); in brackets each figure's 95 % interval: resampled whole cycles (noise, cycle-to-cycle variation), widened by the reconstruction's systematic error as measured against the simulated node's truth. A figure whose interval is wider than itself is stated as a bound, `≤ hi` (95 %); one whose interval is wider than 25 % of the node's on−off step as its interval, `lo–hi` (95 %). A rung of fewer than 5 whole cycles has no interval to bound anything (too few to resample): its figures are marked unresolved, with how much longer the rung must run. A duty rung whose cycle cannot be composed shows its verdict instead of figures. Other rungs: the sample-and-hold sum of the buffered samples. The last two columns are what NVML sampled (sample and hold): for a duty rung that is not what the node drew. The 1 s average field is never used as a result.\n"
     );
     let _ = writeln!(
         s,
@@ -46,7 +47,7 @@ fn rung_row(s: &mut String, r: &RungSummary) {
     if let Some(i) = &r.incomplete {
         method = format!("**{i}** — {method}");
     }
-    if let Some(u) = &r.unresolved {
+    if let Some(u) = r.resolution.as_ref().filter(|u| u.unbounded()) {
         method = format!("{method}; **unresolved: {u}**");
     }
     let _ = writeln!(
@@ -55,10 +56,10 @@ fn rung_row(s: &mut String, r: &RungSummary) {
         text(&r.rung.label),
         period,
         method,
-        within(r.mean_w, r.mean_ci95),
-        within(r.peak_w, r.peak_ci95),
-        within(r.spread_w, r.spread_ci95),
-        within(r.swing_w, r.swing_ci95),
+        figure_cell(r, Figure::Mean, r.mean_w, r.mean_ci95),
+        figure_cell(r, Figure::Peak, r.peak_w, r.peak_ci95),
+        figure_cell(r, Figure::Spread, r.spread_w, r.spread_ci95),
+        figure_cell(r, Figure::Swing, r.swing_w, r.swing_ci95),
         o(r.raw_spread_w),
         match r.instrument_verdict.as_deref() {
             Some("aliased") => "aliased".to_string(),
@@ -74,6 +75,16 @@ fn rung_row(s: &mut String, r: &RungSummary) {
             (None, None) => "–".to_string(),
         }
     );
+}
+
+/// A figure's cell: the figure and its interval, or, where the interval
+/// only bounds it, the bound (`≤ 194.5`, `36.7–260.4`).
+fn figure_cell(r: &RungSummary, f: Figure, v: Option<f64>, b: Option<Bounds>) -> String {
+    match r.resolution.as_ref().and_then(|u| u.bounded(f)) {
+        Some(x) if x.at_most() => format!("≤ {:.1}", x.interval.hi),
+        Some(x) => format!("{:.1}–{:.1}", x.interval.lo, x.interval.hi),
+        None => within(v, b),
+    }
 }
 
 /// Appends "Edges per rung" (only where a rung has edge errors): achieved
