@@ -11,3 +11,4 @@ mod common;
 mod composed;
 mod fuzz_raw;
 mod properties;
+mod report_docs;

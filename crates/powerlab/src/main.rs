@@ -50,7 +50,7 @@ mod ui;
 /// `--version`: version, git revision, CUDA major, features and target.
 pub const LONG_VERSION: &str = env!("POWERLAB_LONG_VERSION");
 
-/// Exit codes (also in README): 0 ok, 1 error (or, for `health-diff`, the
+/// Exit codes (also in docs/commands.md, "Exit codes"): 0 ok, 1 error (or, for `health-diff`, the
 /// captures differ), 2 usage, 3 preflight failed, 4 run failed (fault or
 /// interlock), 128 + N stopped by signal N (130 SIGINT, 143 SIGTERM).
 pub mod exit {

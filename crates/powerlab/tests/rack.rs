@@ -46,7 +46,7 @@ fn mpirun(campaign: &str, contexts: &[(usize, &[&str])]) -> MpiRun {
 fn mpirun_cmd(file: &Path, root: &Path, contexts: &[(usize, &[&str])]) -> Command {
     let mut cmd = Command::new("mpirun");
     // Root in CI containers; the sigkill timeout gives ranks that received
-    // SIGTERM time to flush (the recommended setting, see README).
+    // SIGTERM time to flush (the recommended setting, see docs/slurm.md).
     cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
     cmd.args([

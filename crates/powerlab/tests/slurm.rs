@@ -673,12 +673,12 @@ fn a_job_past_its_time_limit_stops_every_rank_with_its_samples_flushed() {
     stopped_mid_rung(&rack, &job, term_ns);
 }
 
-/// The README shows both batch scripts: its copies ask Slurm for the same
-/// (`#SBATCH` lines) and run the same `srun` as the scripts CI submits.
+/// docs/slurm.md shows both batch scripts: its copies ask Slurm for the
+/// same (`#SBATCH` lines) and run the same `srun` as the scripts CI submits.
 #[test]
-fn the_readme_shows_the_batch_scripts_ci_submits() {
-    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
-    let blocks: Vec<&str> = readme
+fn the_slurm_doc_shows_the_batch_scripts_ci_submits() {
+    let doc = std::fs::read_to_string(repo().join("docs/slurm.md")).unwrap();
+    let blocks: Vec<&str> = doc
         .split("```bash\n")
         .skip(1)
         .filter_map(|b| b.split("```").next())
@@ -688,7 +688,7 @@ fn the_readme_shows_the_batch_scripts_ci_submits() {
         let want = (sbatch_lines(&script), srun_of(&script));
         assert!(
             blocks.iter().any(|b| (sbatch_lines(b), srun_of(b)) == want),
-            "README.md has no copy of docs/slurm/{name} asking {:?} and running {:?}",
+            "docs/slurm.md has no copy of docs/slurm/{name} asking {:?} and running {:?}",
             want.0,
             want.1
         );

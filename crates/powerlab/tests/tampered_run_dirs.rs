@@ -234,7 +234,7 @@ fn table_after<'a>(md: &'a str, heading: &str) -> Vec<&'a str> {
 /// report.md's tables and put live tags in report.html. Names are refused
 /// at validation now and a hand-edited manifest breaks its seal, so the
 /// names come from a manifest edited by a forger who recomputes the seal
-/// (what the README says the check cannot catch): the collated report.md
+/// (what docs/run-directory.md says the check cannot catch): the collated report.md
 /// keeps every table's column count and report.html holds no tag from them.
 #[test]
 fn issue31_defect10_a_hand_edited_name_reaches_no_report_as_markup() {

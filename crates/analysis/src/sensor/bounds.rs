@@ -90,7 +90,7 @@ pub fn check(gpu: &str, instrument: Instrument, v: Stated) -> Result<(), String>
             format!("{value:e}")
         };
         Err(format!(
-            "{gpu} {instrument}: {field} = {value} is outside {range}, the range of an NVML power path (README, \"Sensor models\"; the H200's buffered samples come every 20 ms over 4–9 ms, 1–2 ms late)"
+            "{gpu} {instrument}: {field} = {value} is outside {range}, the range of an NVML power path (docs/commands.md, \"Sensor models\"; the H200's buffered samples come every 20 ms over 4–9 ms, 1–2 ms late)"
         ))
     };
     if let Some(u) = v
