@@ -408,6 +408,40 @@ fn the_verdict_plots_come_before_the_answer_with_and_without_limits() {
             assert!(at < answer, "{link} after the answer:\n{md}");
         }
         assert!(md[..answer].contains(&swing_says.replace('[', "\\[").replace(']', "\\]")));
+        // Issue 49: the verdict table comes right after the plots, above
+        // the answer: with limits, each declared one judged; without, none.
+        let table = md.find("\n| spec item |").expect("a verdict table");
+        assert!(md.find("(plots/verdict_envelope.svg)").unwrap() < table && table < answer);
+        let rows: Vec<&str> = md[table + 1..answer]
+            .lines()
+            .take_while(|l| l.starts_with('|'))
+            .skip(2)
+            .collect();
+        assert!(rows.len() >= 6, "{rows:?}");
+        let row = |item: &str| {
+            *rows
+                .iter()
+                .find(|r| r.starts_with(&format!("| {item}")))
+                .unwrap()
+        };
+        if limits.is_empty() {
+            assert!(
+                rows.iter().all(|r| r.contains("no limit declared")),
+                "{rows:?}"
+            );
+        } else {
+            for (item, limit) in [
+                ("Dynamic range (max", "1500 W"),
+                ("Supply rating", "3000 W"),
+            ] {
+                let r = row(item);
+                assert!(
+                    r.contains(limit) && (r.contains("✔ pass") || r.contains("✘ fail")),
+                    "{r}"
+                );
+            }
+            assert!(row("Ramp up").contains("no limit declared"), "{rows:?}");
+        }
         let html = std::fs::read_to_string(report.join("report.html")).unwrap();
         let answer = html.find("<h2>The answer").expect("an answer block");
         for src in ["plots/verdict_swing.svg", "plots/verdict_envelope.svg"] {

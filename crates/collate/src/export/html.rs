@@ -45,6 +45,8 @@ fn render(md: &str, dir: &Path) -> String {
     let mut events = Vec::new();
     // The image being read: its link and alt text so far.
     let mut image: Option<(String, String)> = None;
+    // Where the last figure was pushed (0: none yet).
+    let mut lone_figure = 0;
     for ev in Parser::new_ext(md, Options::ENABLE_TABLES) {
         match ev {
             Event::Start(Tag::Image { dest_url, .. }) => {
@@ -53,7 +55,18 @@ fn render(md: &str, dir: &Path) -> String {
             Event::End(TagEnd::Image) => {
                 if let Some((src, alt)) = image.take() {
                     events.push(Event::Html(figure(dir, &src, &alt).into()));
+                    lone_figure = events.len() - 1;
                 }
+            }
+            // A paragraph that holds only a figure is the figure: a
+            // `<figure>` inside a `<p>` is not HTML (a browser closes the
+            // paragraph before it and leaves an empty one after).
+            Event::End(TagEnd::Paragraph)
+                if lone_figure + 1 == events.len()
+                    && lone_figure >= 1
+                    && matches!(events[lone_figure - 1], Event::Start(Tag::Paragraph)) =>
+            {
+                events.remove(lone_figure - 1);
             }
             Event::Text(t) | Event::Code(t) if image.is_some() => {
                 if let Some((_, alt)) = image.as_mut() {

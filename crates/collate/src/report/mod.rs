@@ -6,6 +6,7 @@
 pub mod marks;
 pub mod node;
 pub mod node_meters;
+pub mod verdicts;
 pub mod workload;
 
 use crate::handoff::Inputs;

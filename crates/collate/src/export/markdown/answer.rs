@@ -37,22 +37,7 @@ pub fn answer_block(a: &NodeReport<'_>) -> String {
         &a.report.rungs,
         &a.report.compare,
     );
-    let loaded: Vec<u32> = a
-        .report
-        .rungs
-        .iter()
-        .filter(|r| r.rung.kind != PhaseKind::Idle)
-        .map(|r| r.rung.id)
-        .collect();
-    super::answer_grid::supply_line(&mut s, &a.report.envelope, &loaded);
-    let plain_duty: Vec<u32> = a
-        .report
-        .rungs
-        .iter()
-        .filter(|r| r.rung.kind == PhaseKind::Duty && !r.rung.smoothed())
-        .map(|r| r.rung.id)
-        .collect();
-    super::answer_grid::grid_line(&mut s, &a.report.grid, &plain_duty);
+    // The supply and the grid are the verdict table's rows, above.
     super::answer_grid::mitigation_lines(&mut s, &a.node.mitigation, &a.report.grid);
     throttling_line(&mut s, &a.node.per_gpu, gpus.len());
     if let Some(line) = super::baseline::answer_line(&a.report.rungs, &a.node.per_gpu) {

@@ -24,6 +24,7 @@ pub mod sensor;
 pub mod soak;
 pub mod tables;
 pub mod verdict;
+pub mod verdict_table;
 pub mod workload;
 
 use crate::report::{Report, Scope};

@@ -119,6 +119,12 @@ pub fn write_rack_report(
     write_title(&mut s, rack, t.nodes);
     // The verdict in two plots before any words.
     super::verdict::write_plots(&mut s, rungs, t.envelope, t.grid);
+    super::verdict_table::write_table(
+        &mut s,
+        &crate::report::verdicts::run_rows(rungs, t.envelope, t.grid),
+        super::verdict_table::Scale::Node,
+        &super::verdict_table::against(t.grid, "rack"),
+    );
     answer(&mut s, rack, t.nodes, rungs, compare, t.node_power);
     // The supply and the grid, judged on the rack's sum, as a node's are.
     let loaded: Vec<u32> = rungs

@@ -28,6 +28,13 @@ pub fn write_report(t: &NodeReport<'_>, dir: &Path) -> Result<PathBuf, CollateEr
     super::headline::write_title(&mut s, run, t);
     // The verdict in two plots before any words.
     super::verdict::write_plots(&mut s, &t.report.rungs, &t.report.envelope, &t.report.grid);
+    // Then the verdicts, one row per spec item, before any sentence.
+    super::verdict_table::write_table(
+        &mut s,
+        &crate::report::verdicts::run_rows(&t.report.rungs, &t.report.envelope, &t.report.grid),
+        super::verdict_table::Scale::Node,
+        &super::verdict_table::against(&t.report.grid, "node"),
+    );
     s.push_str(&super::answer::answer_block(t));
     write_facts(&mut s, &run.manifest, raw_rows);
     write_gpus(&mut s, &run.manifest);
