@@ -31,6 +31,8 @@ pub struct CollateOutput {
     pub sensor: sensor::verdict::SensorReport,
     /// NCCL bandwidth rows (empty without an NCCL phase).
     pub nccl: Vec<nccl::NcclRow>,
+    /// The verdict table's rows (the report's first table).
+    pub verdicts: Vec<crate::report::verdicts::SpecRow>,
     /// Raw rows read.
     pub raw_rows: usize,
     /// Files written.
@@ -252,6 +254,7 @@ fn collate_into(
     let raw_parquet = report_dir.join(RAW_PARQUET_DIR);
     let report = crate::report::node::compute(dir, run, opts.soak_edge_s, Some(&raw_parquet))?;
     let mut files = crate::export::export_all(&report, report_dir)?;
+    let verdicts = crate::report::verdicts::run_rows(&report.rungs, &report.envelope, &report.grid);
     let Scope::Node(node) = report.scope else {
         unreachable!("a node run computes a node report")
     };
@@ -264,6 +267,7 @@ fn collate_into(
         compare: report.compare,
         sensor: node.sensor,
         nccl: node.nccl,
+        verdicts,
         raw_rows: node.raw_rows,
         files,
     })

@@ -42,7 +42,7 @@ pub fn collate(a: &CollateArgs) -> Result<i32> {
         out.raw_rows,
         out.report_dir.display()
     );
-    crate::ui::print_summary(&out.rungs);
+    crate::ui::print_summary(&out.rungs, &out.verdicts);
     Ok(0)
 }
 
@@ -112,7 +112,7 @@ fn collate_rack(a: &CollateArgs) -> Result<i32> {
     for n in out.nodes.iter().skip(out.node_reports.len()) {
         outln!("  {:<24} {}", n.node, n.status);
     }
-    crate::ui::print_summary(&out.rungs);
+    crate::ui::print_summary(&out.rungs, &out.verdicts);
     if !out.gaps.is_empty() {
         errln!(
             "error: the rack is incomplete: {} node(s) without a report ({}); their power is a gap in every rack figure. Fix or restore them (see the node table in {}) and collate again",

@@ -2,7 +2,9 @@
 //! one JSON object per line with `--json`.
 
 use indicatif::{ProgressBar, ProgressStyle};
-use powerlab_analysis::summary::RungSummary;
+use powerlab_analysis::cycle::Bounds;
+use powerlab_analysis::summary::{Figure, RungSummary};
+use powerlab_collate::report::verdicts::SpecRow;
 use powerlab_core::units::NS_PER_MS;
 use powerlab_rundir::{PhaseKind, RunEvent};
 use powerlab_runner::Observer;
@@ -87,32 +89,61 @@ impl Observer for JsonObserver {
     }
 }
 
-fn f(v: Option<f64>) -> String {
-    v.map(|v| format!("{v:.1}")).unwrap_or_else(|| "-".into())
+/// A power at its scale for a terminal cell: `5543 W`, `22.15 kW`,
+/// `54.059 MW` (the unit moves at 10 000 of the smaller one).
+fn scaled(w: f64) -> (f64, &'static str, usize) {
+    use powerlab_core::units::{W_PER_KW, W_PER_MW};
+    if w.abs() >= 10.0 * W_PER_MW {
+        (W_PER_MW, "MW", 3)
+    } else if w.abs() >= 10.0 * W_PER_KW {
+        (W_PER_KW, "kW", 2)
+    } else {
+        (1.0, "W", 0)
+    }
 }
 
-/// Prints the per-rung node summary.
-pub fn print_summary(rungs: &[RungSummary]) {
+/// A figure's cell: the figure at its scale, ± half its 95 % interval
+/// where it has one, `≤ hi` where the interval only bounds it.
+fn cell(r: &RungSummary, figure: Figure, v: Option<f64>, b: Option<Bounds>) -> String {
+    let Some(v) = v else {
+        return "-".into();
+    };
+    if let Some(x) = r.resolution.as_ref().and_then(|u| u.bounded(figure))
+        && x.at_most()
+    {
+        let (d, unit, n) = scaled(x.interval.hi);
+        return format!("≤ {:.n$} {unit}", x.interval.hi / d);
+    }
+    let (d, unit, n) = scaled(v);
+    match b {
+        Some(b) => format!("{:.n$} ± {:.n$} {unit}", v / d, (b.hi - b.lo) / 2.0 / d),
+        None => format!("{:.n$} {unit}", v / d),
+    }
+}
+
+/// Prints the per-rung node summary, then the verdicts in one line.
+pub fn print_summary(rungs: &[RungSummary], verdicts: &[SpecRow]) {
     outln!(
-        "{:<44} {:>15} {:>9} {:>9} {:>9} {:>9} {:>10}  barrier",
+        "{:<44} {:>15} {:>17} {:>17} {:>17} {:>17} {:>8}  barrier",
         "rung",
         "method",
-        "mean W",
-        "peak W",
-        "spread W",
-        "swing W",
+        "mean",
+        "peak",
+        "spread",
+        "swing",
         "skew µs"
     );
     for r in rungs {
         outln!(
-            "{:<44} {:>15} {:>9} {:>9} {:>9} {:>9} {:>10}  {}",
+            "{:<44} {:>15} {:>17} {:>17} {:>17} {:>17} {:>8}  {}",
             r.rung.label,
             r.method,
-            f(r.mean_w),
-            f(r.peak_w),
-            f(r.spread_w),
-            f(r.swing_w),
-            f(r.start_skew_us),
+            cell(r, Figure::Mean, r.mean_w, r.mean_ci95),
+            cell(r, Figure::Peak, r.peak_w, r.peak_ci95),
+            cell(r, Figure::Spread, r.spread_w, r.spread_ci95),
+            cell(r, Figure::Swing, r.swing_w, r.swing_ci95),
+            r.start_skew_us
+                .map_or_else(|| "-".into(), |v| format!("{v:.1}")),
             match (r.barrier_ok, &r.edges_verdict) {
                 (Some(false), _) => "MISSED",
                 (_, Some(_)) => "EDGES",
@@ -120,18 +151,66 @@ pub fn print_summary(rungs: &[RungSummary]) {
                 (None, None) => "-",
             }
         );
+        let unresolved = r
+            .resolution
+            .as_ref()
+            .filter(|u| u.unbounded())
+            .map(|u| format!("unresolved: {u}"));
         for v in r
             .incomplete
             .iter()
             .chain(&r.verdict)
             .chain(&r.edges_verdict)
+            .chain(&unresolved)
         {
             outln!("{:<44} {v}", "");
         }
     }
     outln!(
-        "GPU draw only (board power). Duty rungs: the node cycle composed from every GPU's folded cycle; the sample-and-hold figures NVML shows are in summary.csv (raw_*)."
+        "GPU draw only (board power); ± half the 95 % interval. Duty rungs: the node cycle composed from every GPU's folded cycle; the sample-and-hold figures NVML shows are in summary.csv (raw_*)."
     );
+    if !verdicts.is_empty() {
+        outln!("verdict: {}", verdict_line(verdicts));
+    }
+}
+
+/// The verdict table in one line: each item's verdict and, where judged,
+/// its margin; `report/report.md` has the table.
+fn verdict_line(rows: &[SpecRow]) -> String {
+    use powerlab_collate::export::markdown::verdict_table::{Scale, item, verdict};
+    let judged: Vec<String> = rows
+        .iter()
+        .filter(|r| r.limit.is_some())
+        .map(|r| {
+            let margin = r.margin.map_or(String::new(), |m| {
+                let by = Scale::Node.write(r.quantity, m.abs());
+                if m < 0.0 {
+                    format!(", {by} over the limit")
+                } else {
+                    format!(", {by} under it")
+                }
+            });
+            format!(
+                "{}: {}{margin}",
+                item(&r.item),
+                verdict(r).replace("**", "")
+            )
+        })
+        .collect();
+    let open: Vec<String> = rows
+        .iter()
+        .filter(|r| r.limit.is_none())
+        .map(|r| item(&r.item))
+        .collect();
+    let mut line = if judged.is_empty() {
+        "nothing judged (no [supply] or [grid] limit declared)".to_string()
+    } else {
+        judged.join("; ")
+    };
+    if !open.is_empty() && !judged.is_empty() {
+        line.push_str(&format!("; no limit declared for {}", open.join(", ")));
+    }
+    line + " (the table: report/report.md)"
 }
 
 /// Wraps an observer and, on real hardware, captures health a second time
@@ -187,5 +266,24 @@ impl Observer for UnderLoadHealth<'_> {
             self.run_dir = Some(d.into());
         }
         self.inner.message(text);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::scaled;
+
+    #[test]
+    fn a_terminal_power_moves_its_unit_at_ten_thousand() {
+        let w = |v: f64| {
+            let (d, unit, n) = scaled(v);
+            format!("{:.n$} {unit}", v / d)
+        };
+        assert_eq!(w(5543.4), "5543 W");
+        assert_eq!(w(9_999.0), "9999 W");
+        assert_eq!(w(22_150.0), "22.15 kW");
+        assert_eq!(w(-22_150.0), "-22.15 kW");
+        assert_eq!(w(9_999_000.0), "9999.00 kW");
+        assert_eq!(w(54_059_000.0), "54.059 MW");
     }
 }

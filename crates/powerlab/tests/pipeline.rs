@@ -452,3 +452,40 @@ fn the_verdict_plots_come_before_the_answer_with_and_without_limits() {
         }
     }
 }
+
+/// Issue 49: the table `run` prints ends with the verdicts in one line,
+/// and gives each composed figure its ± (or the bound an interval only
+/// gives); the line's dynamic range verdict is `grid.csv`'s.
+#[test]
+fn the_terminal_table_carries_intervals_and_a_closing_verdict() {
+    let body = "[grid]\nmax_dynamic_range_w = 1500\n[[phase]]\nkind = \"duty\"\nname = \"d\"\nperiods_ms = [500]\nduration_s = 6\nmodes = [\"in_phase\", \"staggered\"]\n";
+    let r = run_sim(&campaign(body), &["--sim-gpus", "2"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    let out = r.stdout();
+    let row = |label: &str| {
+        out.lines()
+            .find(|l| l.starts_with(label))
+            .unwrap_or_else(|| panic!("no row {label}:\n{out}"))
+            .to_string()
+    };
+    let in_phase = row("d/p500ms/in_phase");
+    assert_eq!(in_phase.matches(" ± ").count(), 4, "{in_phase}");
+    assert!(row("d/p500ms/staggered").contains(" W"), "{out}");
+    let verdict = out
+        .lines()
+        .find(|l| l.starts_with("verdict: "))
+        .unwrap_or_else(|| panic!("no verdict line:\n{out}"));
+    let fails = csv_rows(&r.dir().join("report/grid.csv")).iter().any(|g| {
+        g["metric"] == "dynamic_range" && g["label"].starts_with("d/") && g["verdict"] == "fail"
+    });
+    let said = if fails {
+        "Dynamic range (max − min): ✘ fail"
+    } else {
+        "Dynamic range (max − min): ✔ pass"
+    };
+    assert!(verdict.contains(said), "{verdict}");
+    assert!(
+        verdict.contains("; no limit declared for Supply excursion"),
+        "{verdict}"
+    );
+}

@@ -48,6 +48,8 @@ pub struct RackOutput {
     pub rungs: Vec<RungSummary>,
     /// Rack-level in-phase vs staggered.
     pub compare: Vec<PhaseCompare>,
+    /// The verdict table's rows (the rack report's first table).
+    pub verdicts: Vec<crate::report::verdicts::SpecRow>,
     /// Per-rung starts across nodes.
     pub starts: Vec<RackStart>,
     /// What became of each node's report, in the order of the node
@@ -164,6 +166,7 @@ fn rack_into(
 ) -> Result<RackOutput, CollateError> {
     let report = compute::compute(rack, opts)?;
     let files = crate::export::export_all(&report, out_dir)?;
+    let verdicts = crate::report::verdicts::run_rows(&report.rungs, &report.envelope, &report.grid);
     let Scope::Rack(parts) = report.scope else {
         unreachable!("a rack computes a rack report")
     };
@@ -178,6 +181,7 @@ fn rack_into(
         nodes: parts.nodes,
         rungs: report.rungs,
         compare: report.compare,
+        verdicts,
         starts: parts.starts,
         node_reports: parts.node_reports,
         gaps,

@@ -55,7 +55,7 @@ pub fn finish(cfg: &RunConfig, outcome: Result<RunResult, i32>) -> Result<i32> {
         }
     }
     match &collated {
-        Some(Ok(out)) if !cfg.json => crate::ui::print_summary(&out.rungs),
+        Some(Ok(out)) if !cfg.json => crate::ui::print_summary(&out.rungs, &out.verdicts),
         Some(Err(e)) => errln!("error: collating {} failed: {e}", result.run_dir.display()),
         _ => {}
     }
