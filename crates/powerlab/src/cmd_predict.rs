@@ -229,10 +229,32 @@ fn schedule_of(
         None => ("(command line)".to_string(), String::new()),
     };
     let mut overrides = overrides(a);
-    if overrides.is_empty() && a.schedule.is_none() {
-        anyhow::bail!(
-            "no schedule: pass --schedule FILE (schedules/llm-100k.toml shows every key) or at least --gpus, --iteration-ms and --compute-fraction"
+    // Every key of the job's shape that nothing gives is named at once,
+    // with the flag that sets it, before the schedule's own checks (which
+    // stop at the first).
+    let missing = missing_shape(a, &text, measured.is_some());
+    if !missing.is_empty() {
+        let flags = listed(
+            missing
+                .iter()
+                .map(|k| format!("{} ({})", k.flag, k.allowed)),
         );
+        match &a.schedule {
+            None => anyhow::bail!(
+                "{}predict needs the job's shape: add {flags}, or give --schedule schedules/llm-100k.toml, which declares them all (the flags then override it)",
+                if overrides.is_empty() {
+                    ""
+                } else {
+                    "the command line's flags: "
+                }
+            ),
+            Some(p) => anyhow::bail!(
+                "{}: the schedule lacks {}: add {} to its [job] table, or pass {flags}",
+                p.display(),
+                listed(missing.iter().map(|k| format!("`job.{}`", k.key))),
+                if missing.len() == 1 { "it" } else { "them" },
+            ),
+        }
     }
     let first = powerlab_campaign::schedule::parse_schedule_with(&name, &text, &overrides);
     // From the user's job, its measured iteration stands in for the keys
@@ -262,6 +284,67 @@ fn schedule_of(
                 .map_err(|e| anyhow::anyhow!(located(&e)))
         }
         (r, _) => r.map_err(|e| anyhow::anyhow!(located(&e))),
+    }
+}
+
+/// A key of the job's shape that the schedule requires.
+struct ShapeKey {
+    /// The key in the `[job]` table.
+    key: &'static str,
+    /// The flag that sets it, with its value's placeholder.
+    flag: &'static str,
+    /// The values it takes.
+    allowed: String,
+}
+
+/// The keys of the job's shape (`job.gpus`, `job.iteration_ms`,
+/// `job.compute_fraction`) that neither the schedule file's `text`, a flag
+/// nor the `measured` job (its iteration) gives. Empty where the text is
+/// not TOML: the schedule's own error says where.
+fn missing_shape(a: &PredictArgs, text: &str, measured: bool) -> Vec<ShapeKey> {
+    use powerlab_campaign::schedule::{ITERATION_MS_RANGE, MAX_JOB_GPUS};
+    let Ok(file) = text.parse::<toml::Table>() else {
+        return Vec::new();
+    };
+    let in_file = |key: &str| {
+        file.get("job")
+            .and_then(toml::Value::as_table)
+            .is_some_and(|j| j.contains_key(key))
+    };
+    let (lo, hi) = ITERATION_MS_RANGE;
+    [
+        (
+            "gpus",
+            "--gpus N",
+            format!("1..={MAX_JOB_GPUS}"),
+            a.gpus.is_some(),
+        ),
+        (
+            "iteration_ms",
+            "--iteration-ms T",
+            format!("{lo}..={hi}"),
+            a.iteration_ms.is_some() || measured,
+        ),
+        (
+            "compute_fraction",
+            "--compute-fraction C",
+            "0 < C <= 1".to_string(),
+            a.compute_fraction.is_some() || measured,
+        ),
+    ]
+    .into_iter()
+    .filter(|(key, _, _, given)| !given && !in_file(key))
+    .map(|(key, flag, allowed, _)| ShapeKey { key, flag, allowed })
+    .collect()
+}
+
+/// `a`, `a and b`, `a, b and c`.
+fn listed(items: impl Iterator<Item = String>) -> String {
+    let v: Vec<String> = items.collect();
+    match v.split_last() {
+        None => String::new(),
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
     }
 }
 

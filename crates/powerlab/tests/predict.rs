@@ -321,6 +321,78 @@ fn a_schedule_error_with_flags_is_located_in_the_file_or_at_the_flag() {
     );
 }
 
+/// Issue 49: `predict RUN --gpus N` alone named only `--iteration-ms`,
+/// then, once given, `--compute-fraction`. Every missing key of the job's
+/// shape is now named in one message, at the flags (or at the schedule
+/// file that lacks it), each flag with the values it takes.
+#[test]
+fn a_missing_job_shape_names_every_missing_flag_at_once() {
+    let run = repo().join("results/h200x1-2026-12-01/edges");
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("p");
+    let out = out.to_str().unwrap();
+    let (code, _, err) = predict_cli(&run, &["--gpus", "100000", "--out", out]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(
+            "the command line's flags: predict needs the job's shape: add --iteration-ms T (1..=600000) and --compute-fraction C (0 < C <= 1), or give --schedule schedules/llm-100k.toml"
+        ),
+        "{err}"
+    );
+    assert_eq!(err.matches("error:").count(), 1, "{err}");
+    assert!(
+        !err.contains("(command line)") && !err.contains(":1:1"),
+        "{err}"
+    );
+    // One given: only the other is named.
+    let (code, _, err) = predict_cli(
+        &run,
+        &["--gpus", "100000", "--iteration-ms", "700", "--out", out],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("add --compute-fraction C (0 < C <= 1), or give --schedule")
+            && !err.contains("--iteration-ms"),
+        "{err}"
+    );
+    let (code, _, err) = predict_cli(
+        &run,
+        &[
+            "--gpus",
+            "100000",
+            "--compute-fraction",
+            "0.6",
+            "--out",
+            out,
+        ],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("add --iteration-ms T (1..=600000), or give --schedule")
+            && !err.contains("--compute-fraction"),
+        "{err}"
+    );
+    // No flag at all: all three, and no flags to blame.
+    let (code, _, err) = predict_cli(&run, &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("error: predict needs the job's shape: add --gpus N (1..=10000000), --iteration-ms T (1..=600000) and --compute-fraction C (0 < C <= 1)"),
+        "{err}"
+    );
+    // A schedule that lacks keys is named as the place they are missing.
+    let sched = tmp.path().join("s.toml");
+    std::fs::write(&sched, "[job]\nname = \"x\"\ngpus = 16\n").unwrap();
+    let s = sched.to_str().unwrap();
+    let (code, _, err) = predict_cli(&run, &["--schedule", s, "--iteration-ms", "300"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(&format!(
+            "{s}: the schedule lacks `job.compute_fraction`: add it to its [job] table, or pass --compute-fraction C (0 < C <= 1)"
+        )),
+        "{err}"
+    );
+}
+
 /// Issue 45, lesser item 5: `w_per_gpu` up to 5000 W was accepted for a
 /// run of 700 W GPUs. A declared communication draw above the run's
 /// enforced power limit is refused, naming the key, the value and the

@@ -5,6 +5,7 @@
 
 use super::super::figures::Estimate;
 use super::super::{Prediction, Scenario, VsPlain};
+use super::units::{fmt_energy_mwh, fmt_energy_mwh_signed};
 use powerlab_collate::export::markdown::answer_grid::{grid_line_for, supply_line_with};
 use powerlab_collate::export::markdown::cells::code;
 use powerlab_samples::format::{fmt_ms, fmt_power, fmt_power_pm, fmt_power_signed};
@@ -103,27 +104,27 @@ fn job_lines(s: &mut String, p: &Prediction, h: &Scenario) {
     );
     let _ = writeln!(
         s,
-        "- **Power (over the {} s drawn):** mean **{}**, swing p90 − p10 **{}**, spread p99 − p1 {}, peak {}, lowest {}; {:.3} MWh.",
+        "- **Power (over the {} s drawn):** mean **{}**, swing p90 − p10 **{}**, spread p99 − p1 {}, peak {}, lowest {}; {}.",
         fmt_ms(p.schedule.output.span_s),
         est(h.mean_w),
         est(h.swing_w),
         est(h.spread_w),
         fmt_power(h.levels.peak_w),
         fmt_power(h.levels.min_w),
-        h.energy_mwh
+        fmt_energy_mwh(h.energy_mwh)
     );
 }
 
 /// What `sc` buys and costs against the plain wave, in words.
 fn vs_words(sc: &Scenario, v: VsPlain, span_s: f64) -> String {
     format!(
-        "swing {} (cut {}, {:.0} %), mean {} ({}), energy {:+.3} MWh over the {} s",
+        "swing {} (cut {}, {:.0} %), mean {} ({}), energy {} over the {} s",
         est(sc.swing_w),
         fmt_power_signed(v.swing_cut_w.value, v.swing_cut_w.plus_minus),
         v.swing_cut_pct,
         est(sc.mean_w),
         fmt_power_signed(v.extra_mean_w.value, v.extra_mean_w.plus_minus),
-        v.extra_energy_mwh,
+        fmt_energy_mwh_signed(v.extra_energy_mwh),
         fmt_ms(span_s)
     )
 }

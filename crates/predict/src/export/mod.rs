@@ -18,6 +18,7 @@ mod answer;
 mod sections;
 #[cfg(test)]
 mod tests;
+mod units;
 
 use super::Prediction;
 use powerlab_rundir::ReportFile;

@@ -5,6 +5,7 @@
 
 use super::super::Prediction;
 use super::super::figures::Estimate;
+use super::units::fmt_energy_mwh;
 use powerlab_analysis::envelope::{EnvelopePoint, Verdict};
 use powerlab_analysis::grid::{GridFigure, GridVerdict, Metric};
 use powerlab_collate::export::markdown::cells::text;
@@ -36,7 +37,7 @@ pub(super) fn scenarios(s: &mut String, p: &Prediction) {
     );
     let _ = writeln!(
         s,
-        "| id | scenario | mean | swing p90 − p10 | spread p99 − p1 | peak | lowest | energy MWh | sets | swing cut vs plain | extra mean vs plain |\n|---|---|---|---|---|---|---|---|---|---|---|"
+        "| id | scenario | mean | swing p90 − p10 | spread p99 − p1 | peak | lowest | energy | sets | swing cut vs plain | extra mean vs plain |\n|---|---|---|---|---|---|---|---|---|---|---|"
     );
     for sc in &p.scenarios {
         let (cut, extra) = sc.vs_plain.map_or(("–".into(), "–".into()), |v| {
@@ -51,7 +52,7 @@ pub(super) fn scenarios(s: &mut String, p: &Prediction) {
         });
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | {} | {:.3} | {} | {cut} | {extra} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {cut} | {extra} |",
             sc.id,
             text(&sc.label),
             est(sc.mean_w),
@@ -59,7 +60,7 @@ pub(super) fn scenarios(s: &mut String, p: &Prediction) {
             est(sc.spread_w),
             fmt_power(sc.levels.peak_w),
             fmt_power(sc.levels.min_w),
-            sc.energy_mwh,
+            fmt_energy_mwh(sc.energy_mwh),
             sets_cell(sc)
         );
     }

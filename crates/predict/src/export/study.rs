@@ -7,6 +7,7 @@
 
 use super::comtrade::{COMTRADE_STEM, ComtradeWriter, STUDY_EPOCH_NS};
 use super::study_csv::{EventRow, WAVEFORM_CSV, WaveformCsvWriter, write_events};
+use super::units::{fmt_energy_mwh, fmt_figure, fmt_mw, fmt_mw_signed};
 use crate::Prediction;
 use crate::lifecycle::study::{Sink, study};
 use crate::lifecycle::{LifecycleStudy, study::EventFigure};
@@ -152,14 +153,12 @@ fn verdicts(s: &mut String, l: &LifecycleStudy) {
             text(&v.scenario),
             v.item,
             if v.value.is_finite() {
-                format!("{:.2} {}", v.value, v.unit)
+                fmt_figure(v.value, v.unit)
             } else {
                 "not measurable".into()
             },
-            v.limit.map_or_else(
-                || "not declared".to_string(),
-                |x| format!("{x:.2} {}", v.unit)
-            ),
+            v.limit
+                .map_or_else(|| "not declared".to_string(), |x| fmt_figure(x, v.unit)),
             match v.pass {
                 Some(true) => "✔",
                 Some(false) => "✘ over",
@@ -173,22 +172,22 @@ fn verdicts(s: &mut String, l: &LifecycleStudy) {
 fn events(s: &mut String, label: &str, ev: &[EventFigure]) {
     let _ = writeln!(
         s,
-        "\nEvents of `{}`:\n\n| t s | event | before MW | after MW | step MW | delay to 10 % | 10–90 % | energy not drawn MWh |\n|---|---|---|---|---|---|---|---|",
+        "\nEvents of `{}`:\n\n| t s | event | before | after | step | delay to 10 % | 10–90 % | energy not drawn |\n|---|---|---|---|---|---|---|---|",
         text(label)
     );
     for e in ev {
         let _ = writeln!(
             s,
-            "| {:.1} | {}{} | {:.2} | {:.2} | {:+.2} | {} ms | {} ms | {:.3} |",
+            "| {:.1} | {}{} | {} | {} | {} | {} ms | {} ms | {} |",
             e.t_s,
             e.kind.name(),
             if e.drawn { " (drawn)" } else { "" },
-            e.before_mw,
-            e.after_mw,
-            e.step_mw(),
+            fmt_mw(e.before_mw),
+            fmt_mw(e.after_mw),
+            fmt_mw_signed(e.step_mw()),
             fmt_ms(e.t10_ms),
             fmt_ms(e.t10_90_ms),
-            e.deficit_mwh
+            fmt_energy_mwh(e.deficit_mwh)
         );
     }
 }
@@ -210,8 +209,8 @@ pub(super) fn answer_line(s: &mut String, p: &Prediction) {
             })
             .map(|e| {
                 format!(
-                    "{:+.1} MW at the {} at {:.0} s (10–90 % in {} ms)",
-                    e.step_mw(),
+                    "{} at the {} at {:.0} s (10–90 % in {} ms)",
+                    fmt_mw_signed(e.step_mw()),
                     e.kind.name(),
                     e.t_s,
                     fmt_ms(e.t10_90_ms)
@@ -224,11 +223,10 @@ pub(super) fn answer_line(s: &mut String, p: &Prediction) {
         .filter(|v| v.scenario == c.label && v.pass == Some(false))
         .map(|v| {
             format!(
-                "{} {:.1} {} > {:.1}",
+                "{} {} > {}",
                 v.item,
-                v.value,
-                v.unit,
-                v.limit.unwrap_or(f64::NAN)
+                fmt_figure(v.value, v.unit),
+                fmt_figure(v.limit.unwrap_or(f64::NAN), v.unit)
             )
         })
         .collect();

@@ -325,6 +325,54 @@ fn scenarios_csv_has_a_row_per_scenario_and_empty_cells_for_none() {
     assert_eq!(spectrum.lines().count(), p.spectrum.len() + 1);
 }
 
+/// Issue 49: a small job's energies were written `0.000 MWh`. The report
+/// writes each at its scale (Wh, kWh, MWh, GWh) with the unit in the cell;
+/// `scenarios.csv` keeps MWh, its values as they are.
+#[test]
+fn the_reports_energies_carry_their_scale_and_the_csv_keeps_mwh() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut p = prediction(Vec::new());
+    // 8 GPUs at about 4 kW over 60 s; floor60 draws 880 W more.
+    p.scenarios[0].energy_mwh = 81.5e-6;
+    p.scenarios[1].energy_mwh = 0.066_8e-3;
+    if let Some(v) = p.scenarios[0].vs_plain.as_mut() {
+        v.extra_energy_mwh = 14.7e-6;
+    }
+    write_prediction(&p, tmp.path()).unwrap();
+    let md = read(tmp.path(), "report.md");
+    assert!(!md.contains("MWh"), "{md}");
+    assert!(md.contains("| lowest | energy | sets |"), "{md}");
+    assert!(md.contains("; 81.5 Wh."), "{md}");
+    assert!(md.contains("energy +14.7 Wh over the 20 s"), "{md}");
+    assert!(
+        md.lines()
+            .any(|l| l.starts_with("| 1 | plain |") && l.contains("| 66.8 Wh |")),
+        "{md}"
+    );
+    let mut r = csv::Reader::from_path(tmp.path().join("scenarios.csv")).unwrap();
+    let header: Vec<String> = r.headers().unwrap().iter().map(String::from).collect();
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let rows: Vec<csv::StringRecord> = r.records().map(Result::unwrap).collect();
+    assert_eq!(rows[0][col("energy_mwh")].parse::<f64>().unwrap(), 81.5e-6);
+    assert_eq!(
+        rows[0][col("extra_energy_mwh")].parse::<f64>().unwrap(),
+        14.7e-6
+    );
+    // 75 MW over 20 s is 416.8 kWh; a longer or larger job's in MWh and
+    // GWh, three decimals.
+    let mut big = prediction(Vec::new());
+    big.scenarios[0].energy_mwh = 8.883;
+    big.scenarios[1].energy_mwh = 1234.0;
+    let dir = tmp.path().join("big");
+    write_prediction(&big, &dir).unwrap();
+    let md = read(&dir, "report.md");
+    assert!(
+        md.contains("; 8.883 MWh.") && md.contains("| 1.234 GWh |"),
+        "{md}"
+    );
+    assert!(md.contains("energy +27.8 kWh over the 20 s"), "{md}");
+}
+
 #[test]
 fn the_waveform_reads_back() {
     let tmp = tempfile::tempdir().unwrap();
