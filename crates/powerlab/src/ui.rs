@@ -177,10 +177,11 @@ pub fn print_summary(rungs: &[RungSummary], verdicts: &[SpecRow]) {
 /// The verdict table in one line: each item's verdict and, where judged,
 /// its margin; `report/report.md` has the table.
 fn verdict_line(rows: &[SpecRow]) -> String {
+    use powerlab_analysis::grid::GridVerdict;
     use powerlab_collate::export::markdown::verdict_table::{Scale, item, verdict};
     let judged: Vec<String> = rows
         .iter()
-        .filter(|r| r.limit.is_some())
+        .filter(|r| r.verdict != GridVerdict::NoLimit)
         .map(|r| {
             let margin = r.margin.map_or(String::new(), |m| {
                 let by = Scale::Node.write(r.quantity, m.abs());
@@ -199,7 +200,7 @@ fn verdict_line(rows: &[SpecRow]) -> String {
         .collect();
     let open: Vec<String> = rows
         .iter()
-        .filter(|r| r.limit.is_none())
+        .filter(|r| r.verdict == GridVerdict::NoLimit)
         .map(|r| item(&r.item))
         .collect();
     let mut line = if judged.is_empty() {

@@ -18,6 +18,9 @@ const file = resolve(process.argv[2] ?? "");
 const verdictPlots = (process.env.VERDICT_PLOTS ?? "plots/verdict_swing.svg,plots/verdict_envelope.svg").split(",");
 const problems = [];
 
+const files = {};
+const read = (name) => (files[name] ??= csv(name));
+
 /** A CSV file beside the page, as objects keyed by its header. */
 function csv(name) {
   const [head, ...lines] = readFileSync(join(dirname(file), name), "utf8").trim().split("\n");
@@ -47,6 +50,24 @@ function verdictOf(cell) {
     if (t.startsWith(v)) return v;
   }
   return t;
+}
+
+/** A grid mode's forcing in W and its verdict, as modes.csv states them. */
+function modeRow(mode) {
+  const m = read("modes.csv").find((x) => x.mode === mode);
+  if (!m) return [undefined];
+  const want = m.flagged === "true" ? "fail" : m.unresolved_above_hz !== "" ? "undecided" : "pass";
+  return [Number(m.forcing_mw) * 1e6, want];
+}
+
+/** A lifecycle limit's figure in base units and its verdict, as the JSON states them. */
+function lifecycleRow(name, scenario, item) {
+  const doc = JSON.parse(readFileSync(join(dirname(file), name), "utf8"));
+  const v = (doc.verdicts ?? []).find((x) => x.scenario === scenario && x.item.toLowerCase() === item.toLowerCase());
+  if (!v) return [undefined];
+  const k = v.unit.startsWith("MW") ? 1e6 : 1;
+  const want = v.pass === true ? "pass" : v.pass === false ? "fail" : v.limit == null ? "no limit declared" : "not judged";
+  return [typeof v.value === "number" ? v.value * k : null, want];
 }
 
 const browser = await chromium.launch({
@@ -85,8 +106,6 @@ if (seen.plots !== verdictPlots.length) problems.push(`${seen.plots} of ${verdic
 if (seen.next !== "TABLE" || seen.header[0] !== "spec item") {
   problems.push(`the first element after the verdict plots is ${seen.next} (${seen.header.join(" | ")}), not the verdict table`);
 }
-const files = {};
-const read = (name) => (files[name] ??= csv(name));
 let agreed = 0;
 for (const r of seen.rows) {
   const [item, limit, figure, , verdict] = r.cells;
@@ -97,6 +116,21 @@ for (const r of seen.rows) {
   }
   const [label, name, metric] = r.codes;
   const window = (r.cells[5].match(/at ([0-9.]+) ms/) ?? [])[1];
+  if (name === "modes.csv" || name.endsWith(".json")) {
+    // A prediction's grid mode (modes.csv) or lifecycle limit (its JSON).
+    const [value, want] = name.endsWith(".json") ? lifecycleRow(name, label, metric) : modeRow(label);
+    if (value === undefined) {
+      problems.push(`row "${item}": ${name} has no row ${label} ${metric}`);
+      continue;
+    }
+    const stated = quantity(figure);
+    if (value !== null && (!stated || Math.abs(stated.value - value) > stated.half_step + 1e-9 * Math.abs(value))) {
+      problems.push(`row "${item}": figure "${figure}" is not ${name}'s ${value}`);
+    }
+    if (verdictOf(verdict) !== want) problems.push(`row "${item}": verdict "${verdict}", ${name} says "${want}"`);
+    agreed += 1;
+    continue;
+  }
   const rows = read(name);
   const match = rows.find((x) => x.label === label && (window ? Number(x.window_ms) === Number(window) : x.metric === metric));
   if (!match) {

@@ -35,6 +35,8 @@ pub enum Quantity {
     Power,
     /// W/s.
     Rate,
+    /// W/min.
+    RatePerMin,
     /// %.
     Percent,
 }
@@ -43,8 +45,9 @@ pub enum Quantity {
 /// rung's or scenario's label) and, within it, the window or metric.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SpecSource {
-    /// The file (`envelope.csv`, `grid.csv`, …).
-    pub file: ReportFile,
+    /// The file, relative to the report's folder (`envelope.csv`,
+    /// `grid.csv`, a prediction's `modes.csv` or `study/lifecycle.json`).
+    pub file: String,
     /// The rung's (or scenario's) label: the row's `label` cell.
     pub row: String,
     /// The window (`envelope.csv`'s `window_ms`) or the metric
@@ -72,6 +75,9 @@ pub struct SpecRow {
     pub quantity: Quantity,
     /// The declared limit (at the figure's window for an excursion).
     pub limit: Option<f64>,
+    /// A limit that is not a number, in words (a grid mode's: no
+    /// harmonic in its band).
+    pub limit_words: Option<String>,
     /// The figure that decides the verdict.
     pub value: Option<f64>,
     /// Its 95 % half-width.
@@ -82,7 +88,8 @@ pub struct SpecRow {
     pub upper: Option<f64>,
     /// limit − figure.
     pub margin: Option<f64>,
-    /// The verdict.
+    /// The verdict (a grid mode that is in band: `Fail`; one the measured
+    /// cycles cannot resolve: `Undecided`).
     pub verdict: GridVerdict,
     /// Judged points (windows × rungs, or rungs) and how many failed.
     pub judged: usize,
@@ -93,12 +100,14 @@ pub struct SpecRow {
 }
 
 impl SpecRow {
-    /// A row with nothing measured for `item`.
-    fn empty(item: SpecItem, quantity: Quantity, limit: Option<f64>) -> Self {
+    /// A row with nothing measured for `item`: not judged where a limit
+    /// is declared, else no limit declared.
+    pub fn empty(item: SpecItem, quantity: Quantity, limit: Option<f64>) -> Self {
         SpecRow {
             item,
             quantity,
             limit,
+            limit_words: None,
             value: None,
             plus_minus: None,
             lower_bound: false,
@@ -188,7 +197,7 @@ fn excursion_row(e: &Envelope, loaded: &[u32]) -> SpecRow {
         GridVerdict::Pass
     };
     row.source = Some(SpecSource {
-        file: ReportFile::EnvelopeCsv,
+        file: ReportFile::EnvelopeCsv.file_name().into(),
         row: label.to_string(),
         key: SourceKey::Window(p.window_ms),
     });
@@ -232,7 +241,7 @@ fn rated_row(e: &Envelope, loaded: &[u32]) -> SpecRow {
         };
     }
     row.source = Some(SpecSource {
-        file: ReportFile::EnvelopeCsv,
+        file: ReportFile::EnvelopeCsv.file_name().into(),
         row: (*label).to_string(),
         key: SourceKey::Window(longest),
     });
@@ -295,7 +304,7 @@ fn grid_row(g: &GridMetrics, metric: Metric, ids: &[u32]) -> SpecRow {
     row.margin = f.margin;
     row.verdict = f.verdict;
     row.source = Some(SpecSource {
-        file: ReportFile::GridCsv,
+        file: ReportFile::GridCsv.file_name().into(),
         row: (*label).to_string(),
         key: SourceKey::Metric(metric),
     });

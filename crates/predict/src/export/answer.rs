@@ -6,7 +6,6 @@
 use super::super::figures::Estimate;
 use super::super::{Prediction, Scenario, VsPlain};
 use super::units::{fmt_energy_mwh, fmt_energy_mwh_signed};
-use powerlab_collate::export::markdown::answer_grid::{grid_line_for, supply_line_with};
 use powerlab_collate::export::markdown::cells::code;
 use powerlab_samples::format::{fmt_ms, fmt_power, fmt_power_pm, fmt_power_signed};
 use std::fmt::Write;
@@ -24,15 +23,7 @@ pub(super) fn write_answer(s: &mut String, p: &Prediction) {
         return;
     };
     job_lines(s, p, h);
-    let ids = [h.id];
-    supply_line_with(s, &p.envelope, &ids, &fmt_power);
-    grid_line_for(
-        s,
-        &p.grid,
-        &ids,
-        &format!("the job, `{}`", code(&h.label)),
-        &super::sections::grid_cell,
-    );
+    // The supply and the grid are the verdict table's rows, above.
     withheld_line(s, p, h.id);
     super::study::answer_line(s, p);
     mitigation_lines(s, p);

@@ -19,6 +19,7 @@ pub fn report_markdown(p: &Prediction) -> String {
     let mut s = format!("# Prediction: {}\n", text(&p.title));
     read_first(&mut s, &p.notes);
     figures(&mut s, p);
+    super::verdicts::write(&mut s, p);
     answer::write_answer(&mut s, p);
     sections::scenarios(&mut s, p);
     sections::envelope(&mut s, p);

@@ -13,6 +13,7 @@ pub mod parquet;
 pub mod plots;
 pub mod study;
 pub mod study_csv;
+pub mod verdicts;
 
 mod answer;
 mod sections;

@@ -26,6 +26,8 @@ impl Scale {
             (_, Quantity::Percent) => format!("{v:.1} %"),
             (Scale::Node, Quantity::Power) => format!("{v:.0} W"),
             (Scale::Node, Quantity::Rate) => format!("{:.1} kW/s", v / W_PER_KW),
+            (Scale::Node, Quantity::RatePerMin) => format!("{:.1} kW/min", v / W_PER_KW),
+            (Scale::Scaled, Quantity::RatePerMin) => format!("{}/min", fmt_power(v)),
             (Scale::Scaled, Quantity::Power) => fmt_power(v),
             (Scale::Scaled, Quantity::Rate) => format!("{}/s", fmt_power(v)),
         }
@@ -43,6 +45,10 @@ impl Scale {
             }
             (Scale::Scaled, Quantity::Power) => fmt_power_pm(v, Some(pm)),
             (Scale::Scaled, Quantity::Rate) => format!("{}/s", fmt_power_pm(v, Some(pm))),
+            (Scale::Node, Quantity::RatePerMin) => {
+                format!("{:.1} ± {:.1} kW/min", v / W_PER_KW, pm / W_PER_KW)
+            }
+            (Scale::Scaled, Quantity::RatePerMin) => format!("{}/min", fmt_power_pm(v, Some(pm))),
         }
     }
 }
@@ -109,7 +115,10 @@ fn over(r: &SpecRow) -> String {
 /// The limit cell.
 fn limit(r: &SpecRow, scale: Scale) -> String {
     match (r.limit, &r.item) {
-        (None, _) => "none declared".into(),
+        (None, _) => r
+            .limit_words
+            .clone()
+            .unwrap_or_else(|| "none declared".into()),
         (Some(l), SpecItem::SupplyExcursion) => {
             format!("{}{}", scale.write(r.quantity, l), over(r))
         }
@@ -170,7 +179,7 @@ fn set_by(r: &SpecRow) -> String {
     let Some(x) = &r.source else {
         return "–".into();
     };
-    let (row, file) = (code(&x.row), x.file.file_name());
+    let (row, file) = (code(&x.row), code(&x.file));
     match &x.key {
         SourceKey::Window(w) => format!("`{row}` at {} ms (`{file}`)", fmt_ms(*w)),
         SourceKey::Metric(m) => format!("`{row}` (`{file}`, `{}`)", m.name()),
