@@ -38,7 +38,7 @@ pub fn answer_block(a: &NodeReport<'_>) -> String {
         &a.report.compare,
     );
     // The supply and the grid are the verdict table's rows, above.
-    super::answer_grid::mitigation_lines(&mut s, &a.node.mitigation, &a.report.grid);
+    super::answer_grid::mitigation_lines(&mut s, &a.node.mitigation);
     throttling_line(&mut s, &a.node.per_gpu, gpus.len());
     if let Some(line) = super::baseline::answer_line(&a.report.rungs, &a.node.per_gpu) {
         let _ = writeln!(s, "{line}");
@@ -107,7 +107,7 @@ fn throttling_line(s: &mut String, per_gpu: &[GpuRungRow], n_gpus: usize) {
         "- **Throttling:** {}",
         match (flagged.is_empty(), hw.is_empty()) {
             (true, true) if n_gpus < 2 => "one GPU, no peers to compare it with; no thermal or hardware slowdown bit was set (sw_power_cap under load is the board at its limit, as expected).".to_string(),
-            (true, true) => "no GPU left its peers by more than 3 % and 10 W and no thermal or hardware slowdown bit was set (sw_power_cap under load is the board at its limit, as expected).".to_string(),
+            (true, true) => "none: no GPU left its peers by more than 3 % and 10 W, no thermal or hardware slowdown bit (sw_power_cap under load is the board at its limit).".to_string(),
             _ => {
                 let mut v = flagged;
                 v.extend(hw);
@@ -157,12 +157,12 @@ fn chassis_line(
 fn instrument_line(s: &mut String, sensor: &SensorReport) {
     let _ = writeln!(
         s,
-        "- **Instrument:** NVML's driver-buffered power samples of every GPU, summed; duty rungs from the composed node cycle. Sensor model: {} ({}).",
+        "- **Instrument:** NVML's buffered power samples of every GPU, summed (duty rungs: the composed node cycle); sensor model {}: {}.",
         match sensor.model.kind {
             ModelKind::Calibrated => "calibrated on this run",
             ModelKind::Given => "given to the run",
-            ModelKind::BuiltIn => "built-in profile of this GPU model",
-            ModelKind::Nominal => "nominal values (this GPU model was never measured)",
+            ModelKind::BuiltIn => "built in",
+            ModelKind::Nominal => "nominal (this GPU model was never measured)",
         },
         sensor.model.source
     );

@@ -247,15 +247,11 @@ fn energy_text(r: &MitigationRow) -> String {
         return "energy not credited".into();
     }
     if r.spec.ramp_up_w_per_s.is_some() {
-        return "energy not a cost (the ramp-up runs in place of the work)".into();
+        return "energy not a cost".into();
     }
-    match (r.energy_pct, r.extra_w) {
-        (Some(p), Some(w)) => format!(
-            "{p:+.1} ± {:.1} % energy ({w:+.0} ± {:.0} W)",
-            r.energy_ci95_pct.unwrap_or(0.0),
-            r.extra_ci95_w.unwrap_or(0.0)
-        ),
-        _ => "energy not measured".into(),
+    match r.energy_pct {
+        Some(p) => format!("{p:+.1} ± {:.1} % energy", r.energy_ci95_pct.unwrap_or(0.0)),
+        None => "energy not measured".into(),
     }
 }
 
@@ -278,9 +274,10 @@ fn words(m: Metric) -> &'static str {
     }
 }
 
-/// Appends one line per plain rung that has mitigations: its swing and
-/// ramp up, then what each mitigation brings them to and costs.
-pub fn mitigation_lines(s: &mut String, m: &Mitigation, g: &GridMetrics) {
+/// Appends one line per plain rung that has mitigations: its swing, then
+/// what each mitigation brings it to and costs in energy (their ramp
+/// rates and the rest are in the Mitigation section).
+pub fn mitigation_lines(s: &mut String, m: &Mitigation) {
     let mut plains: Vec<&str> = Vec::new();
     for r in &m.rows {
         if let Some(p) = r.plain_label.as_deref()
@@ -295,30 +292,24 @@ pub fn mitigation_lines(s: &mut String, m: &Mitigation, g: &GridMetrics) {
             .iter()
             .filter(|r| r.plain_label.as_deref() == Some(plain))
             .collect();
-        let plain_id = g.rungs.iter().find(|r| r.label == plain).map(|r| r.rung_id);
-        let ramp = |id: Option<u32>| {
-            id.and_then(|id| of(g, id, Metric::RampUp))
-                .map_or("–".into(), figure)
-        };
         let first = rows[0];
         let mut line = format!(
-            "- **Mitigations at {} ms {}** (against {}): plain swing {} W, node ramp up {}",
+            "- **Mitigations at {} ms {}** (against `{}`, swing {} W)",
             fmt_ms(first.period_ms),
             first.mode.as_str().replace('_', " "),
             code(plain),
             first
                 .plain_swing_w
                 .map_or("–".into(), |w| format!("{w:.0}")),
-            ramp(plain_id)
         );
-        for r in rows {
+        for (i, r) in rows.iter().enumerate() {
             let _ = write!(
                 line,
-                "; {}: swing {} W{}, ramp up {}, {}",
+                "{} {}: swing {} W{}, {}",
+                if i == 0 { ":" } else { ";" },
                 in_words(&r.spec),
                 r.swing_w.map_or("–".into(), |w| format!("{w:.0}")),
                 cut_text(r),
-                ramp(Some(r.rung_id)),
                 energy_text(r)
             );
             if !r.caveats.is_empty() {
