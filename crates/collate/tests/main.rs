@@ -11,4 +11,5 @@ mod common;
 mod composed;
 mod fuzz_raw;
 mod properties;
+mod readme;
 mod report_docs;
