@@ -489,3 +489,42 @@ fn the_terminal_table_carries_intervals_and_a_closing_verdict() {
         "{verdict}"
     );
 }
+
+/// Issue 49: the shipped demo gives every headline figure an interval. Its
+/// answer says "unresolved" nowhere (every rung holds 5 or more whole
+/// cycles, and a staggered swing its interval only bounds is stated as
+/// that bound); the largest swing and the worst transient carry 95 %
+/// intervals, and what staggering saves is an interval per period.
+#[test]
+fn the_demo_answer_states_every_headline_figure_with_an_interval() {
+    let demo = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../campaigns/demo.toml"
+    ))
+    .unwrap();
+    let r = run_sim(&demo, &[]);
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    for s in r
+        .summary()
+        .iter()
+        .filter(|s| s["method"] == "composed cycle")
+    {
+        assert!(s["cycles"].as_u64().unwrap() >= 5, "{s}");
+    }
+    let md = std::fs::read_to_string(r.dir().join("report/report.md")).unwrap();
+    let answer = md.split("\n## The answer").nth(1).unwrap();
+    let answer = &answer[..answer.find("\n## ").unwrap_or(answer.len())];
+    assert!(!answer.to_lowercase().contains("unresolved"), "{answer}");
+    let line = |head: &str| {
+        answer
+            .lines()
+            .find(|l| l.contains(head))
+            .unwrap_or_else(|| panic!("no {head} line: {answer}"))
+    };
+    for head in ["**Largest in-phase swing:**", "**Worst transient:**"] {
+        assert!(line(head).contains("] (95 %"), "{}", line(head));
+    }
+    let staggering = line("**What staggering saves");
+    assert_eq!(staggering.matches(", saves ").count(), 3, "{staggering}");
+    assert_eq!(staggering.matches("W (95 %)").count(), 3, "{staggering}");
+}
