@@ -227,8 +227,13 @@ fn check_verdict(row: &HashMap<String, String>, got: f64, failures: &mut Vec<Str
     let limit: Option<f64> = row["limit"].parse().ok();
     let margin: Option<f64> = row["margin"].parse().ok();
     let upper: Option<f64> = row["upper"].parse().ok();
-    let verdict = match (want, row["lower_bound"] == "true") {
+    let plus_minus: Option<f64> = row["plus_minus"].parse().ok();
+    let lower = row["lower_bound"] == "true";
+    // A ± that holds the limit is on neither side of it.
+    let holds = |l: f64| !lower && plus_minus.is_some_and(|p| got - p <= l && l < got + p);
+    let verdict = match (want, lower) {
         (None, _) => "no limit declared",
+        (Some(l), _) if holds(l) => "undecided (the interval holds the limit)",
         (Some(l), _) if got > l => "fail",
         (Some(l), _) if upper.is_some_and(|u| u > l) => "undecided (the interval holds the limit)",
         (Some(_), true) => "undetermined (lower bound below the limit)",

@@ -67,7 +67,13 @@ pub fn judge(f: GridFigure, spec: Option<&Grid>, gpus: usize) -> GridFigure {
             ..f
         };
     };
+    // A figure with a ± whose interval holds the limit is on neither
+    // side of it: undecided, whichever side the point lies.
+    let holds = f
+        .plus_minus
+        .is_some_and(|pm| !f.lower_bound && v - pm <= l && l < v + pm);
     let verdict = match (v <= l, f.lower_bound, f.upper) {
+        _ if holds => GridVerdict::Undecided,
         (false, _, _) => GridVerdict::Fail,
         (true, _, Some(hi)) if hi > l => GridVerdict::Undecided,
         (true, false, _) => GridVerdict::Pass,
@@ -144,5 +150,17 @@ mod tests {
         assert_eq!(between(25.0, 90.0).verdict, GridVerdict::Fail);
         assert_eq!(between(5.0, 15.0).verdict, GridVerdict::Pass);
         assert_eq!(between(5.0, 25.0).verdict, GridVerdict::Undecided);
+        // A ± that holds the limit, either side of it: undecided.
+        let pm = |v: f64, pm: f64| {
+            let f = GridFigure {
+                plus_minus: Some(pm),
+                ..fig(Metric::RampUp, v, false)
+            };
+            judge(f, Some(&s), 8).verdict
+        };
+        assert_eq!(pm(7_700.0, 500.0), GridVerdict::Undecided);
+        assert_eq!(pm(8_300.0, 500.0), GridVerdict::Undecided);
+        assert_eq!(pm(7_000.0, 500.0), GridVerdict::Pass);
+        assert_eq!(pm(9_000.0, 500.0), GridVerdict::Fail);
     }
 }
