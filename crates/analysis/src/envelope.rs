@@ -22,6 +22,7 @@ use crate::sensor::model::SensorModel;
 use crate::summary::Cycles;
 use powerlab_campaign::Supply;
 use powerlab_core::units::{ms_to_ns, ns_to_ms};
+use powerlab_rundir::PhaseKind;
 use powerlab_samples::columns::{f64_column, i64_column};
 use powerlab_samples::load::{Run, RungWindow};
 use std::fmt;
@@ -78,6 +79,11 @@ pub enum Unsupported {
     /// No window of this length inside the rung without a gap in the node
     /// curve.
     NoWholeWindow,
+    /// A duty rung whose cycle could not be composed: the held samples'
+    /// sum aliases its square wave (it read 200–560 W high on the
+    /// simulated node's 20 ms rungs, at windows of 20 ms to 1 s), so no
+    /// window of it is stated; its mean is the energy counter's.
+    AliasedDuty,
 }
 
 impl fmt::Display for Unsupported {
@@ -93,6 +99,10 @@ impl fmt::Display for Unsupported {
             Unsupported::ShorterThanResolution(r) => {
                 write!(f, "shorter than the prediction's {r:.3} ms resolution")
             }
+            Unsupported::AliasedDuty => write!(
+                f,
+                "a duty rung without a composed cycle: the held samples' sum aliases it (its mean: the energy counter, summary.csv)"
+            ),
             Unsupported::NoWholeWindow => {
                 write!(
                     f,
@@ -219,6 +229,11 @@ pub fn envelope(run: &Run, curve: &NodeCurve, cycles: &Cycles, sample_window_ms:
                     let step = c.period_ms / c.values.len() as f64;
                     (Source::ComposedCycle, step, cycle_figures(c, span_ns))
                 }
+                _ if r.info.kind == PhaseKind::Duty => (
+                    Source::NodeCurve,
+                    sample_window_ms,
+                    vec![Err(Unsupported::AliasedDuty); WINDOWS_MS.len()],
+                ),
                 _ => {
                     let points = curve_points(&t_ns, &node, r);
                     let figures = curve_figures(
