@@ -115,6 +115,8 @@ fn cell(r: &RungSummary, figure: Figure, v: Option<f64>, b: Option<Bounds>) -> S
         return format!("≤ {:.n$} {unit}", x.interval.hi / d);
     }
     let (d, unit, n) = scaled(v);
+    // Too few cycles: the interval bounds nothing (the line below says so).
+    let b = b.filter(|_| !r.resolution.as_ref().is_some_and(|u| u.unbounded()));
     match b {
         Some(b) => format!("{:.n$} ± {:.n$} {unit}", v / d, (b.hi - b.lo) / 2.0 / d),
         None => format!("{:.n$} {unit}", v / d),
@@ -184,7 +186,8 @@ fn verdict_line(rows: &[SpecRow]) -> String {
         .filter(|r| r.verdict != GridVerdict::NoLimit)
         .map(|r| {
             let margin = r.margin.map_or(String::new(), |m| {
-                let by = Scale::Node.write(r.quantity, m.abs());
+                let at_most = if r.lower_bound { "at most " } else { "" };
+                let by = format!("{at_most}{}", Scale::Node.write(r.quantity, m.abs()));
                 if m < 0.0 {
                     format!(", {by} over the limit")
                 } else {

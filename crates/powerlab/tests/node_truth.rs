@@ -465,7 +465,7 @@ fn the_answer_block_marks_figures_of_too_few_cycles() {
             .find(|l| l.contains(line))
             .unwrap_or_else(|| panic!("no {line} line: {report}"));
         assert!(l.contains("**unresolved**"), "{l}");
-        assert!(l.contains("lengthen the rung by at least"), "{l}");
+        assert!(l.contains("lengthen the rung to at least"), "{l}");
     }
 }
 

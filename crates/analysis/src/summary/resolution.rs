@@ -140,30 +140,30 @@ impl Resolution {
         }
     }
 
-    /// The remedy for too few cycles: how much longer the rung must run,
-    /// s, and how many more cycles that is.
-    pub fn lengthen_by(&self) -> Option<(f64, usize)> {
+    /// The remedy for too few cycles: the measured window the rung needs,
+    /// s, and in periods. A rung's whole cycles run about one short of its
+    /// window's periods (the partial cycles at its ends are dropped), so
+    /// it asks for two periods more than [`MIN_CYCLES_FOR_INTERVAL`].
+    pub fn lengthen_to(&self) -> Option<(f64, usize)> {
         match self {
-            Self::TooFewCycles {
-                cycles, period_ms, ..
-            } => {
-                let more = MIN_CYCLES_FOR_INTERVAL.saturating_sub(*cycles);
-                Some((more as f64 * period_ms / 1e3, more))
+            Self::TooFewCycles { period_ms, .. } => {
+                let periods = MIN_CYCLES_FOR_INTERVAL + 2;
+                Some((periods as f64 * period_ms / 1e3, periods))
             }
             Self::Bounded { .. } => None,
         }
     }
 
-    /// The remedy in words: `lengthen the rung by at least 6.0 s (3 more
-    /// cycles of 2010 ms)`; None where a bound exists.
+    /// The remedy in words: `lengthen the rung to at least 14.1 s of
+    /// measured window (7 periods of 2010 ms)`; None where a bound exists.
     pub fn remedy(&self) -> Option<String> {
-        let (s, more) = self.lengthen_by()?;
+        let (s, periods) = self.lengthen_to()?;
         let period_ms = match self {
             Self::TooFewCycles { period_ms, .. } => *period_ms,
             Self::Bounded { .. } => return None,
         };
         Some(format!(
-            "lengthen the rung by at least {s:.1} s ({more} more cycles of {period_ms:.0} ms)"
+            "lengthen the rung to at least {s:.1} s of measured window ({periods} periods of {period_ms:.0} ms)"
         ))
     }
 }
@@ -244,13 +244,13 @@ mod tests {
             figures: vec![fig(Figure::Mean, 3260.0, 3259.0, 3261.0)],
         };
         assert!(u.unbounded());
-        let (s, more) = u.lengthen_by().unwrap();
-        assert_eq!(more, 3);
-        assert!((s - 6.03).abs() < 1e-9);
+        let (s, periods) = u.lengthen_to().unwrap();
+        assert_eq!(periods, 7);
+        assert!((s - 14.07).abs() < 1e-9);
         let text = u.to_string();
         assert!(text.contains("from 2 whole cycles"), "{text}");
         assert!(
-            text.contains("at least 6.0 s (3 more cycles of 2010 ms)"),
+            text.contains("at least 14.1 s of measured window (7 periods of 2010 ms)"),
             "{text}"
         );
         assert!(u.bounded(Figure::Mean).is_none());

@@ -97,6 +97,12 @@ pub struct SpecRow {
     pub failed: usize,
     /// Where the deciding figure is.
     pub source: Option<SpecSource>,
+    /// The deciding rung has too few whole cycles for any interval: its
+    /// figure is a point without a bound.
+    pub unresolved: bool,
+    /// Why the verdict is what it is, where its name alone misleads (a
+    /// grid mode the measured cycles cannot resolve).
+    pub note: Option<String>,
 }
 
 impl SpecRow {
@@ -121,6 +127,8 @@ impl SpecRow {
             judged: 0,
             failed: 0,
             source: None,
+            unresolved: false,
+            note: None,
         }
     }
 }
@@ -135,24 +143,72 @@ const GRID_ITEMS: [Metric; 5] = [
     Metric::BandShare,
 ];
 
-/// Every row: the supply's two over the rungs `loaded` (an idle rung is
-/// never the excursion), then each grid metric over the rungs `judged`
-/// (a node: its plain duty rungs, every rung with a figure where it has
-/// none; a prediction: its headline scenario).
-pub fn spec_rows(
-    envelope: &Envelope,
-    grid: &GridMetrics,
-    loaded: &[u32],
-    judged: &[u32],
-) -> Vec<SpecRow> {
-    let mut rows = vec![excursion_row(envelope, loaded), rated_row(envelope, loaded)];
+/// What a table judges: which rungs (a prediction: scenarios) count for
+/// the supply and for the grid, and the means the supply's rating is
+/// held against.
+pub struct Judged {
+    /// The rungs an excursion is looked for in (never an idle rung).
+    pub loaded: Vec<u32>,
+    /// The rungs a grid metric is judged over (a node: every loaded rung
+    /// but a mitigation's; a prediction: its headline scenario).
+    pub grid: Vec<u32>,
+    /// The rungs of too few whole cycles for any interval.
+    pub unbounded: Vec<u32>,
+    /// Each loaded rung's mean, against the supply's rating.
+    pub means: Vec<MeanOf>,
+}
+
+/// A loaded rung's (or scenario's) mean and where it is written.
+pub struct MeanOf {
+    /// The mean, W.
+    pub mean_w: f64,
+    /// Where it is: the file, the row and the column or window.
+    pub source: SpecSource,
+}
+
+/// Every row: the supply's two, then each grid metric.
+pub fn spec_rows(envelope: &Envelope, grid: &GridMetrics, j: &Judged) -> Vec<SpecRow> {
+    let rated = envelope.supply.as_ref().and_then(|s| s.rated_w);
+    let mut rows = vec![
+        excursion_row(envelope, &j.loaded),
+        rated_row(rated, &j.means),
+    ];
     for metric in GRID_ITEMS {
         if metric == Metric::DynamicRangePct && declared_limit(grid, metric).is_none() {
             continue;
         }
-        rows.push(grid_row(grid, metric, judged));
+        let mut row = grid_row(grid, metric, &j.grid);
+        row.unresolved = grid.rungs.iter().any(|r| {
+            j.unbounded.contains(&r.rung_id)
+                && row.source.as_ref().is_some_and(|x| x.row == r.label)
+        });
+        rows.push(row);
     }
     rows
+}
+
+/// Each of the rungs (or scenarios) `ids`: its mean over the longest
+/// window its envelope states (a prediction's: its whole span).
+pub fn longest_window_means(e: &Envelope, ids: &[u32]) -> Vec<MeanOf> {
+    e.rungs
+        .iter()
+        .filter(|r| ids.contains(&r.rung_id))
+        .filter_map(|r| {
+            let p = r
+                .points
+                .iter()
+                .filter(|p| p.max_mean_w.is_some())
+                .max_by(|a, b| a.window_ms.total_cmp(&b.window_ms))?;
+            Some(MeanOf {
+                mean_w: p.max_mean_w?,
+                source: SpecSource {
+                    file: ReportFile::EnvelopeCsv.file_name().into(),
+                    row: r.label.clone(),
+                    key: SourceKey::Window(p.window_ms),
+                },
+            })
+        })
+        .collect()
 }
 
 /// The points of the rungs `ids`, with their rung's label.
@@ -204,47 +260,25 @@ fn excursion_row(e: &Envelope, loaded: &[u32]) -> SpecRow {
     row
 }
 
-/// The rated row: the highest mean over the longest window any loaded
-/// rung has a figure for, against `rated_w`.
-fn rated_row(e: &Envelope, loaded: &[u32]) -> SpecRow {
-    let rated = e.supply.as_ref().and_then(|s| s.rated_w);
+/// The rated row: every loaded rung's mean against `rated_w`, the
+/// highest deciding.
+fn rated_row(rated: Option<f64>, means: &[MeanOf]) -> SpecRow {
     let mut row = SpecRow::empty(SpecItem::SupplyRated, Quantity::Power, rated);
-    let measured: Vec<(&str, &EnvelopePoint)> = points(e, loaded)
-        .filter(|(_, p)| p.max_mean_w.is_some())
-        .collect();
-    let Some(longest) = measured.iter().map(|(_, p)| p.window_ms).reduce(f64::max) else {
+    let Some(top) = means.iter().max_by(|a, b| a.mean_w.total_cmp(&b.mean_w)) else {
         return row;
     };
-    let at: Vec<&(&str, &EnvelopePoint)> = measured
-        .iter()
-        .filter(|(_, p)| p.window_ms == longest)
-        .collect();
-    let Some((label, p)) = at.iter().max_by(|a, b| {
-        a.1.max_mean_w
-            .unwrap_or(0.0)
-            .total_cmp(&b.1.max_mean_w.unwrap_or(0.0))
-    }) else {
-        return row;
-    };
-    row.value = p.max_mean_w;
+    row.value = Some(top.mean_w);
     if let Some(limit) = rated {
-        row.judged = at.len();
-        row.failed = at
-            .iter()
-            .filter(|(_, q)| q.max_mean_w.unwrap_or(0.0) > limit)
-            .count();
-        row.margin = row.value.map(|v| limit - v);
+        row.judged = means.len();
+        row.failed = means.iter().filter(|m| m.mean_w > limit).count();
+        row.margin = Some(limit - top.mean_w);
         row.verdict = if row.failed > 0 {
             GridVerdict::Fail
         } else {
             GridVerdict::Pass
         };
     }
-    row.source = Some(SpecSource {
-        file: ReportFile::EnvelopeCsv.file_name().into(),
-        row: (*label).to_string(),
-        key: SourceKey::Window(longest),
-    });
+    row.source = Some(top.source.clone());
     row
 }
 
@@ -311,28 +345,40 @@ fn grid_row(g: &GridMetrics, metric: Metric, ids: &[u32]) -> SpecRow {
     row
 }
 
-/// A node's (or a rack's) rows: the supply judged over every rung but the
-/// idle ones, the grid over the plain duty rungs (every rung where no
-/// plain duty rung has a figure).
+/// A node's (or a rack's) rows: the supply over every rung but the idle
+/// ones (its rating against each rung's mean, `summary.csv`), the grid
+/// over every loaded rung but a mitigation's (a what-if, judged in its
+/// own section).
 pub fn run_rows(rungs: &[RungSummary], envelope: &Envelope, grid: &GridMetrics) -> Vec<SpecRow> {
-    let loaded: Vec<u32> = rungs
+    let loaded: Vec<&RungSummary> = rungs
         .iter()
         .filter(|r| r.rung.kind != PhaseKind::Idle)
-        .map(|r| r.rung.id)
         .collect();
-    let plain_duty: Vec<u32> = rungs
-        .iter()
-        .filter(|r| r.rung.kind == PhaseKind::Duty && !r.rung.smoothed())
-        .map(|r| r.rung.id)
-        .collect();
-    let has_figure = grid
-        .rungs
-        .iter()
-        .any(|r| plain_duty.contains(&r.rung_id) && r.figures.iter().any(|f| f.value.is_some()));
-    let judged = if has_figure {
-        plain_duty
-    } else {
-        rungs.iter().map(|r| r.rung.id).collect()
+    let judged = Judged {
+        loaded: loaded.iter().map(|r| r.rung.id).collect(),
+        grid: loaded
+            .iter()
+            .filter(|r| !r.rung.smoothed())
+            .map(|r| r.rung.id)
+            .collect(),
+        unbounded: rungs
+            .iter()
+            .filter(|r| r.resolution.as_ref().is_some_and(|u| u.unbounded()))
+            .map(|r| r.rung.id)
+            .collect(),
+        means: loaded
+            .iter()
+            .filter_map(|r| {
+                Some(MeanOf {
+                    mean_w: r.mean_w?,
+                    source: SpecSource {
+                        file: ReportFile::SummaryCsv.file_name().into(),
+                        row: r.rung.label.clone(),
+                        key: SourceKey::Other("mean_w".into()),
+                    },
+                })
+            })
+            .collect(),
     };
-    spec_rows(envelope, grid, &loaded, &judged)
+    spec_rows(envelope, grid, &judged)
 }

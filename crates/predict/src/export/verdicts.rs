@@ -10,7 +10,7 @@ use powerlab_analysis::grid::GridVerdict;
 use powerlab_analysis::grid::modes::ModeForcing;
 use powerlab_collate::export::markdown::verdict_table::{Scale, write_table};
 use powerlab_collate::report::verdicts::{
-    Quantity, SourceKey, SpecItem, SpecRow, SpecSource, spec_rows,
+    Judged, Quantity, SourceKey, SpecItem, SpecRow, SpecSource, longest_window_means, spec_rows,
 };
 use powerlab_core::units::W_PER_MW;
 use powerlab_rundir::files::predict::{LIFECYCLE_JSON, MODES_CSV};
@@ -20,7 +20,13 @@ pub fn rows(p: &Prediction) -> Vec<SpecRow> {
     let Some(h) = p.scenarios.first() else {
         return Vec::new();
     };
-    let mut rows = spec_rows(&p.envelope, &p.grid, &[h.id], &[h.id]);
+    let judged = Judged {
+        loaded: vec![h.id],
+        grid: vec![h.id],
+        unbounded: Vec::new(),
+        means: longest_window_means(&p.envelope, &[h.id]),
+    };
+    let mut rows = spec_rows(&p.envelope, &p.grid, &judged);
     if let Some(m) = &p.modes {
         rows.extend(m.modes.iter().map(mode_row));
     }
@@ -51,7 +57,10 @@ fn mode_row(f: &ModeForcing) -> SpecRow {
     row.value = Some(f.forcing_mw * W_PER_MW);
     row.verdict = match (f.flagged, f.unresolved_above_hz) {
         (true, _) => GridVerdict::Fail,
-        (false, Some(_)) => GridVerdict::Undecided,
+        (false, Some(hz)) => {
+            row.note = Some(format!("the measured cycles hold nothing above {hz:.1} Hz"));
+            GridVerdict::Undecided
+        }
         (false, None) => GridVerdict::Pass,
     };
     row.source = Some(SpecSource {
@@ -110,7 +119,7 @@ pub(super) fn write(s: &mut String, p: &Prediction) {
         &rows,
         Scale::Scaled,
         &format!(
-            "The job's predicted power ({} GPUs, scenario `{headline}`) against the schedule's `[supply]` and `[grid]` (band share: {}–{} Hz); a grid mode fails where the iteration or a significant harmonic falls in its band (`modes.csv`), a lifecycle limit where an event breaks it (`{STUDY_DIR}/{LIFECYCLE_JSON}`).",
+            "The job's predicted power ({} GPUs, scenario `{headline}`) against the schedule's `[supply]` and `[grid]` (band share: {}–{} Hz); the rating row holds its mean over the whole span; a grid mode fails where the iteration or a significant harmonic falls in its band (`modes.csv`), a lifecycle limit where an event breaks it (`{STUDY_DIR}/{LIFECYCLE_JSON}`).",
             p.schedule.job.gpus, p.grid.band_hz[0], p.grid.band_hz[1]
         ),
     );

@@ -57,7 +57,7 @@ impl Scale {
 /// `rack`.
 pub fn against(g: &GridMetrics, scope: &str) -> String {
     format!(
-        "The {scope}'s GPU draw (board power, not wall power) against the campaign's `[supply]` and `[grid]` (band share: {}–{} Hz); a grid row is the worst plain duty rung.",
+        "The {scope}'s GPU draw (board power, not wall power) against the campaign's `[supply]` and `[grid]` (band share: {}–{} Hz). The rating row holds every loaded rung's mean (`summary.csv`); a grid row is the worst verdict, then the largest figure, of every loaded rung but a mitigation's (those are in the Mitigation section).",
         g.band_hz[0], g.band_hz[1]
     )
 }
@@ -83,7 +83,7 @@ pub fn write_table(s: &mut String, rows: &[SpecRow], scale: Scale, against: &str
     }
     let _ = writeln!(
         s,
-        "\n{against} Figures ± 95 %; `≥` a lower bound at what the instrument resolves. Margin: limit − figure. A supply excursion row shows the window with the least margin, its verdict counting every judged window of every loaded rung; `set by` names the row of the file that holds the figure."
+        "\n{against} Figures ± 95 %; `≥` a lower bound at what the instrument resolves; `≤` an upper bound (an interval wider than its figure); ? undecided: the interval holds the limit. Margin: limit − figure. The supply excursion row shows the window with the least margin, its verdict counting every judged window; `set by` names the row of the file that holds the figure."
     );
 }
 
@@ -132,9 +132,19 @@ fn figure(r: &SpecRow, scale: Scale) -> String {
         return "not measured".into();
     };
     let w = |x: f64| scale.write(r.quantity, x);
+    if r.unresolved {
+        // A point from too few cycles: no interval to state.
+        return format!(
+            "{}{} (**unresolved**: too few whole cycles for an interval)",
+            w(v),
+            over(r)
+        );
+    }
     let body = match (r.lower_bound, r.upper, r.plus_minus) {
         (_, Some(hi), _) => format!("{}–{}", w(v), w(hi)),
         (true, None, _) => format!("≥ {}", w(v)),
+        // An interval wider than the figure bounds it, nothing more.
+        (false, None, Some(pm)) if pm > v.abs() => format!("≤ {}", w(v + pm)),
         (false, None, Some(pm)) => scale.write_pm(r.quantity, v, pm),
         (false, None, None) => w(v),
     };
@@ -167,7 +177,10 @@ pub fn verdict(r: &SpecRow) -> String {
     match r.verdict {
         GridVerdict::Pass => format!("✔ pass{of}"),
         GridVerdict::Fail => format!("**✘ fail**{of}"),
-        GridVerdict::Undetermined | GridVerdict::Undecided => format!("? {}", r.verdict.name()),
+        GridVerdict::Undecided if r.note.is_some() => {
+            format!("? undecided: {}", r.note.clone().unwrap_or_default())
+        }
+        GridVerdict::Undetermined | GridVerdict::Undecided => format!("? {}{of}", r.verdict.name()),
         GridVerdict::NoLimit => "no limit declared".into(),
         GridVerdict::NotMeasured if r.limit.is_some() || r.judged == 0 => "not judged".into(),
         GridVerdict::NotMeasured => "not measured".into(),
