@@ -193,9 +193,10 @@ impl RungDriver<'_> {
     ) -> Result<(i64, i64), StopReason> {
         let n = self.keys.len();
         let ready = self.prepare_all(what, label, 0, &vec![None; n], t0).await?;
-        let ping_start = std::time::Instant::now();
+        // Timed on the run's one clock (virtual on a simulated node).
+        let ping_start = self.journal.clock.now_ns();
         let _ = ask_all(&self.crew.workers, |_, reply| WorkerCmd::Ping { reply }).await;
-        let lead_ns = choose_lead_ns(&ready, ping_start.elapsed().as_nanos() as i64);
+        let lead_ns = choose_lead_ns(&ready, self.journal.clock.now_ns() - ping_start);
         let start = self.journal.clock.now_ns() + lead_ns;
         let end = start + len_ns;
         let run = ask_all(&self.crew.workers, |i, reply| WorkerCmd::Run {

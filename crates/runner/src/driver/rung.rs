@@ -174,9 +174,11 @@ impl RungDriver<'_> {
         rung: &Rung,
         ready: &[Readiness],
     ) -> Result<Start, StopReason> {
-        let ping_start = std::time::Instant::now();
+        // Dispatch is timed on the run's one clock: a simulated node's is
+        // virtual, and a host busy with other work must not move its epochs.
+        let ping_start = self.journal.clock.now_ns();
         let _ = ask_all(&self.crew.workers, |_, reply| WorkerCmd::Ping { reply }).await;
-        let dispatch_ns = ping_start.elapsed().as_nanos() as i64;
+        let dispatch_ns = self.journal.clock.now_ns() - ping_start;
         let lead_ns = choose_lead_ns(ready, dispatch_ns);
         let mut now_ns = self.journal.clock.now_ns();
         let epoch_ns = match self.rack.as_mut() {
