@@ -157,11 +157,10 @@ impl Resolution {
     /// The remedy in words: `lengthen the rung to at least 14.1 s of
     /// measured window (7 periods of 2010 ms)`; None where a bound exists.
     pub fn remedy(&self) -> Option<String> {
-        let (s, periods) = self.lengthen_to()?;
-        let period_ms = match self {
-            Self::TooFewCycles { period_ms, .. } => *period_ms,
-            Self::Bounded { .. } => return None,
+        let Self::TooFewCycles { period_ms, .. } = self else {
+            return None;
         };
+        let (s, periods) = self.lengthen_to()?;
         Some(format!(
             "lengthen the rung to at least {s:.1} s of measured window ({periods} periods of {period_ms:.0} ms)"
         ))

@@ -8,6 +8,7 @@ use super::super::Prediction;
 use super::study::STUDY_DIR;
 use powerlab_analysis::grid::GridVerdict;
 use powerlab_analysis::grid::modes::ModeForcing;
+use powerlab_collate::export::markdown::cells::capitalised;
 use powerlab_collate::export::markdown::verdict_table::{Scale, write_table};
 use powerlab_collate::report::verdicts::{
     Judged, Quantity, SourceKey, SpecItem, SpecRow, SpecSource, longest_window_means, spec_rows,
@@ -97,14 +98,6 @@ fn lifecycle_row(v: &crate::lifecycle::judge::Verdict) -> SpecRow {
         key: SourceKey::Other(v.item.clone()),
     });
     row
-}
-
-/// `w` with its first letter in upper case.
-fn capitalised(w: &str) -> String {
-    let mut c = w.chars();
-    c.next()
-        .map(|f| f.to_uppercase().chain(c).collect())
-        .unwrap_or_default()
 }
 
 /// Appends the table and what it is judged against.

@@ -3,7 +3,7 @@
 //! figure is GPU draw only, and says which rung it comes from; where a
 //! figure repeats, the worst case stands beside the typical one.
 
-use super::cells::{code, text};
+use super::cells::{capitalised, code, text};
 use super::tables::NodeReport;
 use powerlab_analysis::cycle::Bounds;
 use powerlab_analysis::per_gpu::GpuRungRow;
@@ -176,14 +176,6 @@ pub struct Scope<'a> {
     pub limit_sum_w: f64,
     /// GPUs in it.
     pub gpus: usize,
-}
-
-/// `w` with its first letter in upper case.
-fn capitalised(w: &str) -> String {
-    let mut c = w.chars();
-    c.next()
-        .map(|f| f.to_uppercase().chain(c).collect())
-        .unwrap_or_default()
 }
 
 /// The lines a node and a rack share: the limit sum, sustained power, the

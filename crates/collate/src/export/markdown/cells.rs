@@ -77,6 +77,14 @@ pub fn code(s: &str) -> String {
         .collect()
 }
 
+/// `w` with its first letter in upper case.
+pub fn capitalised(w: &str) -> String {
+    let mut c = w.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
