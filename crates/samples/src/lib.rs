@@ -21,7 +21,9 @@ pub mod error;
 pub mod format;
 pub mod integrity;
 pub mod load;
+pub mod parallel;
 pub mod parquet_io;
+pub mod raw_series;
 pub mod series;
 pub mod stats;
 

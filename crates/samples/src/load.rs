@@ -472,7 +472,7 @@ const ANALYSED: [Instrument; 11] = [
 /// Reads one raw file whole (checked against its index, its torn last line
 /// dropped), copying it to `parquet_dir` when given; returns its row count
 /// and its rows.
-fn read_raw_file(
+pub(crate) fn read_raw_file(
     path: &Path,
     run: &Run,
     parquet_dir: Option<&Path>,
@@ -497,7 +497,7 @@ fn read_raw_file(
     if let Some(out) = parquet_dir {
         let stem = powerlab_rundir::raw::raw_stem(path);
         let mut whole = df.clone();
-        crate::parquet_io::write_frame(
+        crate::parquet_io::write_raw_copy(
             &mut whole,
             &powerlab_rundir::ReportFile::raw_parquet(out, &stem),
         )?;
@@ -506,7 +506,7 @@ fn read_raw_file(
 }
 
 /// The rows of the instruments a collation reads ([`ANALYSED`]).
-fn analysed_rows(df: DataFrame) -> Result<DataFrame, CollateError> {
+pub(crate) fn analysed_rows(df: DataFrame) -> Result<DataFrame, CollateError> {
     let wanted = df
         .column("instrument")
         .and_then(|c| c.str())
@@ -524,7 +524,11 @@ fn analysed_rows(df: DataFrame) -> Result<DataFrame, CollateError> {
 
 /// Refuses a raw file with an empty timestamp or value, a value that is not
 /// finite, or a timestamp outside the run's span (`bounds`).
-fn check_rows(path: &Path, df: &DataFrame, bounds: (i64, i64)) -> Result<(), CollateError> {
+pub(crate) fn check_rows(
+    path: &Path,
+    df: &DataFrame,
+    bounds: (i64, i64),
+) -> Result<(), CollateError> {
     let bad = |message: String| CollateError::BadRaw {
         path: path.to_path_buf(),
         message,

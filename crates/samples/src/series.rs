@@ -75,6 +75,24 @@ impl SeriesSet {
         SeriesSet { by }
     }
 
+    /// The series of several sets in one: each key's points in the sets'
+    /// order, sorted by time (stably) where that leaves them out of
+    /// order, as [`SeriesSet::from_frame`] makes them of one frame of all
+    /// the sets' rows.
+    pub fn merged(parts: Vec<SeriesSet>) -> SeriesSet {
+        let mut by: BTreeMap<(String, String, Instrument), Vec<(i64, f64)>> = BTreeMap::new();
+        for part in parts {
+            for (key, mut points) in part.by {
+                let s = by.entry(key).or_default();
+                s.append(&mut points);
+                if !s.windows(2).all(|w| w[0].0 <= w[1].0) {
+                    s.sort_by_key(|x| x.0);
+                }
+            }
+        }
+        SeriesSet { by }
+    }
+
     /// A set of the given series by (node, GPU, instrument), each sorted
     /// by time.
     pub fn of(

@@ -247,16 +247,14 @@ pub fn compose_all(
     edges: &EdgeIndex,
     model: &SensorModel,
 ) -> Vec<(u32, Result<NodeCycle, NoCycle>)> {
-    let mut planner = FftPlanner::new();
-    run.rungs
-        .iter()
-        .map(|r| {
-            let cycle = if r.info.kind == powerlab_rundir::PhaseKind::Workload {
-                Err(NoCycle::NotPeriodic)
-            } else {
-                compose(&mut planner, run, r, series, edges, model)
-            };
-            (r.info.id, cycle)
-        })
-        .collect()
+    // Rung by rung on every core: each rung's fold and bootstrap are its
+    // own (seeded by the rung), so the order they run in changes nothing.
+    powerlab_samples::parallel::map_in_order(&run.rungs, |r| {
+        let cycle = if r.info.kind == powerlab_rundir::PhaseKind::Workload {
+            Err(NoCycle::NotPeriodic)
+        } else {
+            compose(&mut FftPlanner::new(), run, r, series, edges, model)
+        };
+        (r.info.id, cycle)
+    })
 }

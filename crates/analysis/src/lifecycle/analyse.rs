@@ -4,7 +4,7 @@
 
 use super::events::{Moment, moments};
 use super::held;
-use super::node::event_edge;
+use super::node::{Buffers, event_edge};
 use super::{EdgeKind, LifecycleEdge};
 use crate::sensor::model::SensorModel;
 use powerlab_samples::load::Run;
@@ -28,6 +28,7 @@ pub struct Lifecycle {
 pub fn analyse(run: &Run, series: &SeriesSet, model: &SensorModel, edges: &EdgeIndex) -> Lifecycle {
     let end = series.last_ts_ns().unwrap_or(i64::MAX);
     let all = moments(run, end);
+    let bufs = Buffers::of(run, series, model);
     let mut out = Lifecycle {
         recorded: all.len(),
         ..Lifecycle::default()
@@ -38,14 +39,13 @@ pub fn analyse(run: &Run, series: &SeriesSet, model: &SensorModel, edges: &EdgeI
             continue;
         }
         let mut refused = Vec::new();
-        if let Some(e) = event_edge(run, series, model, kind, &of, &mut refused) {
+        if let Some(e) = event_edge(run, &bufs, kind, &of, &mut refused) {
             out.edges.push(e);
         }
         out.refused.extend(refused);
     }
     for kind in [EdgeKind::StartHeld, EdgeKind::StopHeld] {
-        out.edges
-            .extend(held::held_edge(run, series, model, edges, kind));
+        out.edges.extend(held::held_edge(run, &bufs, edges, kind));
     }
     out.edges.sort_by_key(|e| e.kind);
     out

@@ -16,14 +16,13 @@
 //! 2 s rung's cycle, 27 ms pooled from its samples).
 
 use super::measure::{Windows, read_edge};
-use super::node::{Measured, buffered, edge_of};
+use super::node::{Buffers, Measured, edge_of};
 use super::{EdgeKind, LifecycleEdge};
-use crate::sensor::model::SensorModel;
 use crate::workload::resample::placed;
 use powerlab_core::shape::EdgeKind as Switch;
 use powerlab_rundir::PhaseKind;
 use powerlab_samples::load::{Run, RungWindow};
-use powerlab_samples::series::{EdgeIndex, SeriesSet};
+use powerlab_samples::series::EdgeIndex;
 
 /// A duty rung's on- and off-phases must both last this long, ms (the
 /// levels settle in their second halves).
@@ -70,10 +69,9 @@ fn ns(ms: f64) -> i64 {
 /// The held edge of `kind` ([`EdgeKind::StartHeld`] or
 /// [`EdgeKind::StopHeld`]) from the run's duty rungs; None without one
 /// measured.
-pub fn held_edge(
+pub(super) fn held_edge(
     run: &Run,
-    series: &SeriesSet,
-    model: &SensorModel,
+    bufs: &Buffers,
     edges: &EdgeIndex,
     kind: EdgeKind,
 ) -> Option<LifecycleEdge> {
@@ -88,7 +86,7 @@ pub fn held_edge(
         };
         let (mut gpus, mut most) = (0, 0);
         for (gi, g) in run.manifest.backend.gpus.iter().enumerate() {
-            let Some((raw, w, centre)) = buffered(series, model, &g.key) else {
+            let Some(b) = bufs.get(&g.key) else {
                 refused.push(format!(
                     "{} on {}: no sensor model of its buffered samples",
                     r.info.label, g.key
@@ -111,10 +109,10 @@ pub fn held_edge(
                     before: (t - ns(BEFORE_MS.min(0.25 * before_ms)), t - ns(GUARD_MS)),
                     after: (t + ns(after_ms / 2.0), t + ns(0.95 * after_ms)),
                 };
-                let pts = placed(raw, from, win.after.1, centre);
+                let pts = placed(b.raw, from, win.after.1, b.centre_ns);
                 match read_edge(&g.key, &pts, (t, from), win, rises) {
                     Ok(e) => {
-                        m.push(e, raw, w);
+                        m.push(e, b);
                         n += 1;
                     }
                     Err(why) => refused.push(format!("{} on {}: {why}", r.info.label, g.key)),

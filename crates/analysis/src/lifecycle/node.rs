@@ -15,6 +15,7 @@ use powerlab_core::Instrument;
 use powerlab_core::units::ms_to_ns;
 use powerlab_samples::load::Run;
 use powerlab_samples::series::{SeriesSet, median_spacing_ms};
+use std::collections::HashMap;
 
 /// The shape starts at least this long before the earliest 10 %
 /// crossing (and before the moment), ms.
@@ -42,61 +43,88 @@ pub(super) struct Measured {
 }
 
 impl Measured {
-    /// Takes one GPU's edge measured from `raw` (its buffered series)
-    /// with a sample window of `window_ms`.
-    pub(super) fn push(&mut self, e: GpuEdge, raw: &[(i64, f64)], window_ms: f64) {
+    /// Takes one GPU's edge measured from its buffered samples `b`.
+    pub(super) fn push(&mut self, e: GpuEdge, b: &Buffered) {
         self.edges.push(e);
-        self.window_ms = self.window_ms.max(window_ms);
-        self.spacing_ms = self.spacing_ms.max(median_spacing_ms(raw).unwrap_or(0.0));
+        self.window_ms = self.window_ms.max(b.window_ms);
+        self.spacing_ms = self.spacing_ms.max(b.spacing_ms);
     }
 }
 
-/// A GPU's buffered series, its sample window (ms) and the offset of a
-/// window's centre before its sample's timestamp (ns).
-pub(super) type Buffered<'a> = (&'a [(i64, f64)], f64, i64);
+/// A GPU's buffered series, its sample window (ms), the offset of a
+/// window's centre before its sample's timestamp (ns) and the series'
+/// median spacing (ms, 0 where it has none).
+pub(super) struct Buffered<'a> {
+    /// The samples, in time order.
+    pub raw: &'a [(i64, f64)],
+    /// The sample window, ms.
+    pub window_ms: f64,
+    /// A window's centre lies this long before its sample's timestamp, ns.
+    pub centre_ns: i64,
+    /// The median time between samples over the whole series, ms.
+    pub spacing_ms: f64,
+}
+
+/// Every GPU's buffered samples with their sensor model, read once: the
+/// series' median spacing is a sort of the whole series, and was taken
+/// once per edge (16 per GPU per rung: 233 of a 4-hour run's 255 s of
+/// collation, issue 56).
+pub(super) struct Buffers<'a>(HashMap<&'a str, Buffered<'a>>);
+
+impl<'a> Buffers<'a> {
+    /// The buffered samples of every GPU of `run` that has a sensor model
+    /// of them.
+    pub(super) fn of(run: &'a Run, series: &'a SeriesSet, model: &SensorModel) -> Buffers<'a> {
+        Buffers(
+            run.manifest
+                .backend
+                .gpus
+                .iter()
+                .filter_map(|g| Some((g.key.as_str(), buffered(series, model, &g.key)?)))
+                .collect(),
+        )
+    }
+
+    /// The GPU's buffered samples; None without a sensor model of them.
+    pub(super) fn get(&self, gpu: &str) -> Option<&Buffered<'a>> {
+        self.0.get(gpu)
+    }
+}
 
 /// A GPU's buffered samples and where their windows' centres lie; None
 /// without a sensor model of them.
-pub(super) fn buffered<'a>(
-    series: &'a SeriesSet,
-    model: &SensorModel,
-    gpu: &str,
-) -> Option<Buffered<'a>> {
+fn buffered<'a>(series: &'a SeriesSet, model: &SensorModel, gpu: &str) -> Option<Buffered<'a>> {
     let p = model.path(gpu, Instrument::BufferedW)?;
     let (w, l) = p.window_ms.zip(p.latency_ms)?;
     let w = w.max(0.0);
-    Some((
-        series.get(gpu, Instrument::BufferedW),
-        w,
-        ms_to_ns(l + w / 2.0),
-    ))
+    let raw = series.get(gpu, Instrument::BufferedW);
+    Some(Buffered {
+        raw,
+        window_ms: w,
+        centre_ns: ms_to_ns(l + w / 2.0),
+        spacing_ms: median_spacing_ms(raw).unwrap_or(0.0),
+    })
 }
 
 /// Measures every GPU about every moment of `of`; a GPU without a
 /// sensor model of its buffered samples, or whose edge cannot be read, is
 /// refused in words.
-fn measure_all(
-    run: &Run,
-    series: &SeriesSet,
-    model: &SensorModel,
-    of: &[&Moment],
-    refused: &mut Vec<String>,
-) -> Measured {
+fn measure_all(run: &Run, bufs: &Buffers, of: &[&Moment], refused: &mut Vec<String>) -> Measured {
     let mut m = Measured::default();
     for mo in of {
         let mut n = 0;
         for g in &run.manifest.backend.gpus {
-            let Some((raw, w, centre)) = buffered(series, model, &g.key) else {
+            let Some(b) = bufs.get(&g.key) else {
                 refused.push(format!(
                     "{} on {}: no sensor model of its buffered samples",
                     mo.rung, g.key
                 ));
                 continue;
             };
-            let pts = placed(raw, mo.from_ns, mo.to_ns, centre);
+            let pts = placed(b.raw, mo.from_ns, mo.to_ns, b.centre_ns);
             match measure(&g.key, &pts, mo, mo.kind.rises()) {
                 Ok(e) => {
-                    m.push(e, raw, w);
+                    m.push(e, b);
                     n += 1;
                 }
                 Err(why) => refused.push(format!("{} on {}: {why}", mo.rung, g.key)),
@@ -115,13 +143,12 @@ fn measure_all(
 /// measured).
 pub(super) fn event_edge(
     run: &Run,
-    series: &SeriesSet,
-    model: &SensorModel,
+    bufs: &Buffers,
     kind: EdgeKind,
     of: &[&Moment],
     refused: &mut Vec<String>,
 ) -> Option<LifecycleEdge> {
-    let m = measure_all(run, series, model, of, refused);
+    let m = measure_all(run, bufs, of, refused);
     edge_of(kind, m, refused)
 }
 

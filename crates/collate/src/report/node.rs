@@ -177,14 +177,9 @@ fn read_samples(
     raw_parquet_dir: Option<&Path>,
     steps: &Steps,
 ) -> Result<Samples, CollateError> {
-    let mut raw = load::read_power(dir, run, raw_parquet_dir)?;
+    let raw = powerlab_samples::raw_series::read_series(dir, run, raw_parquet_dir)?;
     steps.done("reading raw samples");
-    let rows = raw.total_rows;
-    let file_problems = std::mem::take(&mut raw.problems);
-    let series = SeriesSet::from_frame(&raw.power);
-    // Everything from here on reads the per-GPU series: free the frame.
-    drop(raw);
-    steps.done("series by GPU");
+    let (series, rows, file_problems) = (raw.series, raw.total_rows, raw.problems);
     let mut problems = integrity::check_files(dir, &run.manifest)?;
     problems.extend(file_problems);
     Ok(Samples {
