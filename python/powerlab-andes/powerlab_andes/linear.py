@@ -2,29 +2,30 @@
 
 ANDES writes its model as T x' = f(x, y, u), 0 = g(x, y, u). At the
 initialised operating point this module takes ANDES's own Jacobians
-(fx, fy, gx, gy: the same ones its EIG routine reduces), folds states
-with a zero time constant in with the algebraic variables, and eliminates
-them:
+(fx, fy, gx, gy: the ones its EIG routine reduces) and keeps the model
+in descriptor form, z = [x; y]:
 
-    As = T^-1 (A_dd - A_da A_aa^-1 A_ad)
-    Bs = T^-1 (B_d  - A_da A_aa^-1 B_a)
-    Cs = C_d - C_a A_aa^-1 A_ad,      D = -C_a A_aa^-1 B_a
+    E z' = A z + B u,   y_out = C z,   E = diag(T, 0),  A = [[fx, fy], [gx, gy]]
 
 The input u is the facility load's P (MW, positive = more consumption),
-which enters only its bus's active-power balance; ∂[f; g]/∂u is taken
+which enters only its bus's active-power balance; B = ∂[f; g]/∂u is taken
 by differencing ANDES's own equations in the load's `Ppf`, so the sign
-and per-unit base are ANDES's. The outputs are
+and per-unit base are ANDES's (this is −f_y g_y⁻¹ ∂g/∂P once the
+algebraic variables are eliminated). The outputs are
 
     f_bus_hz  the BusFreq device at the facility bus (its filtered
               angle derivative: what a measurement there reports),
     f_coi_hz  f0 · Σ H_i S_i ω_i / Σ H_i S_i over the case's machines,
     p_tie_mw  Σ active power into the tie lines at their from-area ends,
 
-each as a deviation. With As = V Λ V^-1 the transfer function is
-H_k(s) = D_k + Σ_i R_ki / (s - λ_i), R_ki = (Cs V)_ki (V^-1 Bs)_i.
+each as a deviation. The finite generalised eigenvalues λ of (A, E) are
+the modes, and H_k(s) = D_k + Σ_i R_ki / (s − λ_i) (see `modal`), checked
+against a direct solve of C (sE − A)⁻¹ B before anything is written.
 """
 
 import numpy as np
+from scipy.linalg import eig
+from scipy.signal import lfilter
 
 from . import system as S
 
@@ -36,6 +37,8 @@ DROP_SHARE = 1e-6
 # |λ| below this (rad/s) is the angle-reference mode: a uniform shift of
 # every angle, which no output here sees (frequencies, angle differences).
 ZERO_MODE_RAD_S = 1e-7
+# Generalised eigenvalues beyond this (rad/s) are the pencil's infinite ones.
+FINITE_RAD_S = 1e7
 
 
 class LinearError(Exception):
@@ -105,59 +108,70 @@ def _output_rows(built, machs, sum_hs):
     return rows
 
 
-def reduce(built, machs, sum_hs):
-    """(As, Bs, Cs, D, reduce_row) of the state-space model from P (MW) to the outputs.
-
-    reduce_row maps a row over [x; y] to the same output over the kept states.
-    """
+def pencil(built, machs, sum_hs):
+    """(E, A, B, C) of the descriptor model E z' = A z + B u, y = C z, z = [x; y]."""
     ss = built.ss
-    n = ss.dae.n
+    n, m = ss.dae.n, ss.dae.m
     a_full = _jacobian(ss)
     b_full = _input_column(built)
     c_full = _output_rows(built, machs, sum_hs)
-    tf = np.array(ss.dae.Tf, dtype=float)
-    dyn = np.where(tf != 0)[0]
-    alg = np.concatenate([np.where(tf == 0)[0], n + np.arange(ss.dae.m)])
-    a_dd = a_full[np.ix_(dyn, dyn)]
-    a_da = a_full[np.ix_(dyn, alg)]
-    a_ad = a_full[np.ix_(alg, dyn)]
-    a_aa = a_full[np.ix_(alg, alg)]
-    cond = np.linalg.cond(a_aa)
-    if not np.isfinite(cond) or cond > 1e14:
+    e_full = np.zeros(n + m)
+    e_full[:n] = np.array(ss.dae.Tf, dtype=float)
+    return np.diag(e_full), a_full, b_full, c_full
+
+
+def transfer(e, a, b, c, s):
+    """H(s) = C (sE - A)^-1 B by a direct solve (the reference the modal sum must meet)."""
+    return c @ np.linalg.solve(s * e - a, b.astype(complex))
+
+
+def modal(e, a, b, c):
+    """Finite eigenvalues λ, residues R[k, i], right eigenvectors and the direct term D.
+
+    Solves the generalised problem A v = λ E v (and w^H A = λ w^H E), which
+    keeps states with a zero time constant and constraints on states
+    (filters with zero time constants, as IEEE 39's PSS has) as they are,
+    instead of eliminating them first. For a simple finite λ the residue is
+    R = (C v)(w^H B) / (w^H E v). D is what is left of H at s0 once every
+    finite mode is taken off, checked to be the same at a second s0.
+    """
+    lam, vl, vr = eig(a, e, left=True, right=True)
+    finite = np.isfinite(lam) & (np.abs(lam) < FINITE_RAD_S)
+    lam, vl, vr = lam[finite], vl[:, finite], vr[:, finite]
+    norm = np.einsum("ij,ij->j", vl.conj(), e @ vr)
+    res = (c @ vr) * ((vl.conj().T @ b) / norm)[None, :]
+    d = []
+    for s0 in (1j * 2 * np.pi * 0.37, 1j * 2 * np.pi * 3.1):
+        rest = transfer(e, a, b, c, s0) - (res / (s0 - lam)[None, :]).sum(axis=1)
+        d.append(rest)
+    scale = np.abs(transfer(e, a, b, c, 1j * 2 * np.pi * 0.37)) + 1e-12
+    if np.any(np.abs(d[0] - d[1]) > 1e-6 * scale + 1e-12):
         raise LinearError(
-            f"the algebraic Jacobian is singular (condition {cond:.3g}); the case has "
-            "variables the linearisation cannot eliminate: try `andes run CASE -r eig` to see "
-            "whether ANDES's own eigenanalysis reports dead algebraic variables"
+            "the modal sum does not reproduce the model's transfer function "
+            f"(direct terms {np.real(d[0])} and {np.real(d[1])} at two frequencies): the case "
+            "has repeated or defective modes; report the case and bus"
         )
-    x_ad = np.linalg.solve(a_aa, a_ad)
-    x_ab = np.linalg.solve(a_aa, b_full[alg])
-    inv_t = 1.0 / tf[dyn]
-    a_s = inv_t[:, None] * (a_dd - a_da @ x_ad)
-    b_s = inv_t * (b_full[dyn] - a_da @ x_ab)
-    c_s = c_full[:, dyn] - c_full[:, alg] @ x_ad
-    d_s = -c_full[:, alg] @ x_ab
-
-    def reduce_row(row):
-        return row[dyn] - row[alg] @ x_ad
-
-    return a_s, b_s, c_s, d_s, reduce_row
+    return lam, res, vr, np.real(d[0])
 
 
-def modal(a_s, b_s, c_s):
-    """Eigenvalues, residues R[k, i] and right eigenvectors of the reduced model."""
-    lam, vec = np.linalg.eig(a_s)
-    w = np.linalg.solve(vec, b_s)
-    res = (c_s @ vec) * w[None, :]
-    return lam, res, vec
+def check_modal(e, a, b, c, lam, res, direct):
+    """Largest relative error of the modal sum against the direct solve, 0.01-30 Hz."""
+    worst = 0.0
+    for f_hz in (0.01, 0.1, 0.3, 0.6, 1.0, 2.0, 5.0, 12.0, 30.0):
+        s = 1j * 2 * np.pi * f_hz
+        h = transfer(e, a, b, c, s)
+        hm = direct + (res / (s - lam)[None, :]).sum(axis=1)
+        worst = max(worst, float(np.max(np.abs(hm - h) / (np.abs(h) + 1e-12))))
+    return worst
 
 
-def participation(lam, vec, c_bus_angle, omega_rows, f0_hz):
+def participation(lam, vec, angle_addr, omega_addrs, f0_hz):
     """bus_participation of each mode (see `modes_json`)."""
     omega0 = 2 * np.pi * f0_hz
     out = []
     for i, l in enumerate(lam):
-        bus_f = abs(l * (c_bus_angle @ vec[:, i])) / omega0
-        mach = max((abs(r @ vec[:, i]) for r in omega_rows), default=0.0)
+        bus_f = abs(l * vec[angle_addr, i]) / omega0
+        mach = max((abs(vec[k, i]) for k in omega_addrs), default=0.0)
         if mach <= 0 or not np.isfinite(bus_f):
             out.append(0.0)
         else:
@@ -236,18 +250,17 @@ def modes_json(built, andes_version):
     ss = built.ss
     machs = S.machines(ss)
     sum_hs = sum(m["h_s"] * m["s_mva"] for m in machs)
-    a_s, b_s, c_s, d_s, reduce_row = reduce(built, machs, sum_hs)
-    lam, res, vec = modal(a_s, b_s, c_s)
+    e, a, b, c = pencil(built, machs, sum_hs)
+    lam, res, vec, d_s = modal(e, a, b, c)
     n = ss.dae.n
-    row = np.zeros(n + ss.dae.m)
-    row[n + ss.Bus.a.a[ss.Bus.idx2uid(built.bus)]] = 1.0
-    angle = reduce_row(row)
-    omegas = []
-    for mach in machs:
-        r = np.zeros(n + ss.dae.m)
-        r[mach["omega_addr"]] = 1.0
-        omegas.append(reduce_row(r))
-    part = participation(lam, vec, angle, omegas, built.f0_hz)
+    angle = n + int(ss.Bus.a.a[ss.Bus.idx2uid(built.bus)])
+    part = participation(lam, vec, angle, [m["omega_addr"] for m in machs], built.f0_hz)
+    worst = check_modal(e, a, b, c, lam, res, d_s)
+    if worst > 1e-6:
+        raise LinearError(
+            f"the modal sum misses the direct solve of H by {worst:.2g} (relative): "
+            "the case has nearly defective modes; report the case and bus"
+        )
     modes = select_modes(lam, res, part)
     if built.tie_lines:
         y = np.array(ss.dae.y, dtype=float)
@@ -279,6 +292,32 @@ def modes_json(built, andes_version):
         "modes": modes,
         "direct": [float(v) for v in d_s],
         "inter_area_mode": inter_area(modes, tie),
+        "modal_check_rel_err": worst,
         "disturbances_off": built.disturbances_off,
         "settings": dict(S.SETTINGS),
     }
+
+
+def respond(model, p_mw, step_s):
+    """Deviation of each output for the power samples p_mw (first-order hold).
+
+    The exact discretisation of H (from a modes.json dict) for a power that
+    goes linearly from one sample to the next, from rest at p_mw[0]:
+    z+ = e^{λh} z + Γ0 u_k + Γ1 (u_k+1 - u_k), y = Re Σ c R z + D u,
+    c = 2 for a listed pair (its conjugate) and 1 for a real mode.
+    Returns an array (outputs x samples).
+    """
+    u = np.asarray(p_mw, dtype=float) - float(p_mw[0])
+    h = float(step_s)
+    out = np.outer(np.asarray(model["direct"], dtype=float), u)
+    for m in model["modes"]:
+        lam = complex(m["re"], m["im"])
+        res = np.array([complex(r[0], r[1]) for r in m["residues"]])
+        weight = 2.0 if m["im"] > 0 else 1.0
+        ad = np.exp(lam * h)
+        g0 = (ad - 1) / lam
+        g1 = (ad - 1 - lam * h) / (lam * lam * h)
+        # z[k+1] = ad z[k] + g1 u[k+1] + (g0 - g1) u[k], from z[0] = 0 (u[0] = 0)
+        z = lfilter([g1, g0 - g1], [1.0, -ad], u.astype(complex))
+        out += weight * np.real(np.outer(res, z))
+    return out

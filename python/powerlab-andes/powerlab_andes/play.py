@@ -1,10 +1,12 @@
 """Time-domain playback of the facility's power into an ANDES case.
 
 For each window the case is built anew (`system.build`, with the facility
-at the window's first power), then row k's power is held on the
-facility load's `Ppf` from t_k to t_k+1 (a zero-order hold, the same
-hold the linear check assumes) while ANDES integrates one step of
-`step_ms`. Row k of the output holds the state at t_k.
+at the window's first power). Then, for each step from t_k to t_k+1, the
+facility load's `Ppf` is set to row k+1's power and ANDES integrates one
+step of `step_ms`: the algebraic solution at t_k+1 holds row k+1's power,
+and the trapezoidal rule sees the power go linearly from row k's to row
+k+1's (a first-order hold, the hold `linear.respond` assumes). Row k of
+the output is the state at t_k, consistent with row k's power.
 """
 
 import csv
@@ -66,9 +68,14 @@ def play_window(case, bus, t, p, step_s, tie=None):
     machs = S.machines(ss)
     sum_hs = sum(m["h_s"] * m["s_mva"] for m in machs)
     uid = ss.PQ.idx2uid(S.FACILITY_PQ)
+    # One ANDES step per row, landing exactly on the row's time: ANDES takes
+    # h = min(tstep, tf - t); with tstep a hair above the row step it takes
+    # tf - t, which is exact (Sterbenz), so t + h == tf and no
+    # zero-length step follows (one that ANDES reports as a failure).
+    ss.TDS.config.tstep = step_s * (1 + 1e-9)
     rows = [_row(t[0], p[0], S.outputs_now(built, machs, sum_hs))]
     for k in range(len(t) - 1):
-        ss.PQ.Ppf.v[uid] = p[k] / built.s_base_mva
+        ss.PQ.Ppf.v[uid] = p[k + 1] / built.s_base_mva
         target = (k + 1) * step_s
         ss.TDS.config.tf = target
         ss.TDS.run()
@@ -94,7 +101,7 @@ def settings(built, step_s):
         "newton_tol_pu": st["tol_pu"],
         "newton_max_iter": st["max_iter"],
         "pflow_tol_pu": st["pflow_tol_pu"],
-        "input_hold": "zero-order: row k's power from t_k to t_k+1",
+        "input_hold": "first-order: linear between rows (row k's power solved at t_k)",
         "facility": "a new PQ load at the bus, Q = 0, constant power",
         "f_bus": (
             f"BusFreq at the bus: lag Tf = {st['busfreq_tf_s']} s on the angle, "
