@@ -47,8 +47,7 @@ def cmd_modes(args):
         print(f"powerlab_andes modes: {err}", file=sys.stderr)
         return 1
     with open(args.out, "w") as fh:
-        json.dump(out, fh, indent=1)
-        fh.write("\n")
+        fh.write(linear.dumps(out))
     return 0
 
 

@@ -23,6 +23,8 @@ the modes, and H_k(s) = D_k + Σ_i R_ki / (s − λ_i) (see `modal`), checked
 against a direct solve of C (sE − A)⁻¹ B before anything is written.
 """
 
+import json
+
 import numpy as np
 from scipy.linalg import eig
 from scipy.signal import lfilter
@@ -188,7 +190,7 @@ def _mode_entry(lam_i, res_i, part_i):
         "freq_hz": im / (2 * np.pi),
         "damping_ratio": float(-re / wn) if wn > 0 else 1.0,
         "bus_participation": part_i,
-        "residues": [[float(r.real), float(r.imag)] for r in res_i],
+        "residues": [[float(r.real) + 0.0, float(r.imag) + 0.0] for r in res_i],
     }
 
 
@@ -234,6 +236,15 @@ def inter_area(modes, tie):
         if v > best_v:
             best, best_v = i, v
     return best
+
+
+def _clean_direct(d_s, modes):
+    """D as floats, with round-off (below 1e-9 of the output's largest residue) set to 0."""
+    out = []
+    for k, v in enumerate(d_s):
+        big = max((abs(complex(*m["residues"][k])) for m in modes), default=0.0)
+        out.append(0.0 if abs(v) < 1e-9 * big else float(v))
+    return out
 
 
 def modes_json(built, andes_version):
@@ -290,7 +301,7 @@ def modes_json(built, andes_version):
         "tie": tie,
         "outputs": list(OUTPUTS),
         "modes": modes,
-        "direct": [float(v) for v in d_s],
+        "direct": _clean_direct(d_s, modes),
         "inter_area_mode": inter_area(modes, tie),
         "modal_check_rel_err": worst,
         "disturbances_off": built.disturbances_off,
@@ -321,3 +332,21 @@ def respond(model, p_mw, step_s):
         z = lfilter([g1, g0 - g1], [1.0, -ad], u.astype(complex))
         out += weight * np.real(np.outer(res, z))
     return out
+
+
+def dumps(model):
+    """modes.json text: one line per machine and per mode, so diffs stay readable."""
+    lines = ["{"]
+    items = list(model.items())
+    for n, (key, value) in enumerate(items):
+        comma = "," if n + 1 < len(items) else ""
+        if key in ("machines", "modes") and value:
+            lines.append(f" {json.dumps(key)}: [")
+            for k, item in enumerate(value):
+                tail = "," if k + 1 < len(value) else ""
+                lines.append(f"  {json.dumps(item)}{tail}")
+            lines.append(f" ]{comma}")
+        else:
+            lines.append(f" {json.dumps(key)}: {json.dumps(value)}{comma}")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
