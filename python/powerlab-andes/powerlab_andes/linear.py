@@ -247,6 +247,23 @@ def _clean_direct(d_s, modes):
     return out
 
 
+def initial_slope(modes):
+    """Each output's slope just after a 1 MW step (per s): Σ R over the modes.
+
+    For f_coi this is the swing equation's RoCoF, f0 ΔPe / (2 Σ H S), with
+    ΔPe what the machines pick up at once per MW of load: 1 plus the
+    marginal losses (`machine_pickup_per_mw`).
+    """
+    out = []
+    for k in range(len(OUTPUTS)):
+        total = 0.0
+        for m in modes:
+            r = complex(*m["residues"][k])
+            total += 2 * r.real if m["im"] > 0 else r.real
+        out.append(total)
+    return out
+
+
 def modes_json(built, andes_version):
     """Everything `modes` writes.
 
@@ -303,6 +320,8 @@ def modes_json(built, andes_version):
         "modes": modes,
         "direct": _clean_direct(d_s, modes),
         "inter_area_mode": inter_area(modes, tie),
+        "initial_slope_per_mw": initial_slope(modes),
+        "machine_pickup_per_mw": -initial_slope(modes)[1] * 2 * sum_hs / built.f0_hz,
         "modal_check_rel_err": worst,
         "disturbances_off": built.disturbances_off,
         "settings": dict(S.SETTINGS),
