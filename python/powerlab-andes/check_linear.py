@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 """Hold the linearised model (`modes`) against ANDES's time-domain simulation (`play`).
 
-Plays two windows into the case through the same code as `play`:
+Plays three windows into the case through the same code as `play`:
   step: the facility at P0, then P0 + STEP MW from 1 s on;
-  sine: P0 + AMP·sin(2π f t) at the inter-area mode's frequency,
+  sine: P0 + AMP·sin(2π f t) at the inter-area mode's frequency;
+  square: P0 and P0 + AMP alternating at the same period,
 and computes the same series from H(s) (`linear.respond`, the exact
 first-order-hold discretisation of the modal sum). For each output it
-compares the step's peak |Δ| and final Δ, and the sine's amplitude over
-its last two periods. Prints every number; exits 1 when any differs by
-more than --tol (relative), 2 on a failure to run.
+compares the step's peak |Δ| and final Δ, the sine's amplitude and the
+square wave's peak-to-peak over their last two periods; and checks that
+every oscillatory mode (ζ < 0.3) is one that ANDES's own eigenanalysis
+(EIG) finds. Prints every number; exits 1 when any differs by more than
+--tol (relative), 2 on a failure to run.
 
     python check_linear.py [--case kundur/kundur_full.xlsx] [--bus 7] [--short]
 """
@@ -42,6 +45,8 @@ def _compare(label, sim, lin, n_tail, names, tol, results):
                 ("peak |d|", np.max(np.abs(sim[k])), np.max(np.abs(lin[k]))),
                 ("final d", np.mean(sim[k, -n_tail:]), np.mean(lin[k, -n_tail:])),
             ]
+        elif label == "square":
+            pairs = [("p-p", np.ptp(sim[k, -n_tail:]), np.ptp(lin[k, -n_tail:]))]
         else:
             pairs = [
                 ("amplitude", np.ptp(sim[k, -n_tail:]) / 2, np.ptp(lin[k, -n_tail:]) / 2),
@@ -128,8 +133,12 @@ def main(argv=None):
     windows = {
         "step": args.p_mw + np.where(t >= 1.0, args.step_mw, 0.0),
         "sine": args.p_mw + args.amp_mw * np.sin(2 * np.pi * f_ia * t),
+        # A square wave at the mode's period: every harmonic and the edges'
+        # spikes, the shape a job's iteration has.
+        "square": args.p_mw + np.where((t * f_ia) % 1.0 < 0.5, args.amp_mw, 0.0),
     }
-    n_tail = {"step": max(1, int(round(1.0 / h))), "sine": int(round(2.0 / f_ia / h))}
+    n_period = int(round(2.0 / f_ia / h))
+    n_tail = {"step": max(1, int(round(1.0 / h))), "sine": n_period, "square": n_period}
     results = []
     for label, p in windows.items():
         t1 = time.monotonic()

@@ -1,12 +1,12 @@
 """Time-domain playback of the facility's power into an ANDES case.
 
 For each window the case is built anew (`system.build`, with the facility
-at the window's first power). Then, for each step from t_k to t_k+1, the
-facility load's `Ppf` is set to row k+1's power and ANDES integrates one
-step of `step_ms`: the algebraic solution at t_k+1 holds row k+1's power,
-and the trapezoidal rule sees the power go linearly from row k's to row
-k+1's (a first-order hold, the hold `linear.respond` assumes). Row k of
-the output is the state at t_k, consistent with row k's power.
+at the window's first power). Then each row step, t_k to t_k+1, is
+integrated in `substeps` ANDES steps; before each, the facility load's
+`Ppf` is set to the power at that substep's end, linear between row k's
+and row k+1's (a first-order hold, the hold `linear.respond` assumes), so
+the algebraic solution at t_k+1 holds row k+1's power. Row k of the output
+is the state at t_k, consistent with row k's power.
 """
 
 import csv
@@ -68,26 +68,31 @@ def play_window(case, bus, t, p, step_s, tie=None):
     machs = S.machines(ss)
     sum_hs = sum(m["h_s"] * m["s_mva"] for m in machs)
     uid = ss.PQ.idx2uid(S.FACILITY_PQ)
-    # One ANDES step per row, landing exactly on the row's time: ANDES takes
-    # h = min(tstep, tf - t); with tstep a hair above the row step it takes
-    # tf - t, which is exact (Sterbenz), so t + h == tf and no
+    # SUBSTEPS ANDES steps per row, each landing exactly on its time: ANDES
+    # takes h = min(tstep, tf - t); with tstep a hair above the substep it
+    # takes tf - t, which is exact (Sterbenz), so t + h == tf and no
     # zero-length step follows (one that ANDES reports as a failure).
-    ss.TDS.config.tstep = step_s * (1 + 1e-9)
+    n_sub = int(S.SETTINGS["substeps"])
+    sub_s = step_s / n_sub
+    ss.TDS.config.tstep = sub_s * (1 + 1e-9)
     # The rows are read off the live state after each step; ANDES's own
     # store of every step (kept in memory) cost a third of the time.
     ss.TDS.config.save_every = 0
     rows = [_row(t[0], p[0], S.outputs_now(built, machs, sum_hs))]
     for k in range(len(t) - 1):
-        ss.PQ.Ppf.v[uid] = p[k + 1] / built.s_base_mva
-        target = (k + 1) * step_s
-        ss.TDS.config.tf = target
-        ss.TDS.run()
-        if not ss.TDS.converged or abs(ss.dae.t - target) > 1e-9:
-            return rows, built, (
-                f"ANDES stopped at t = {ss.dae.t:.3f} s of {target:.3f} s "
-                "(did not converge or a stability criterion tripped): "
-                "the load step may be too large for the case"
-            )
+        for j in range(1, n_sub + 1):
+            # The power at the substep's end, linear between the rows.
+            p_mw = p[k] + (p[k + 1] - p[k]) * j / n_sub
+            ss.PQ.Ppf.v[uid] = p_mw / built.s_base_mva
+            target = (k * n_sub + j) * sub_s
+            ss.TDS.config.tf = target
+            ss.TDS.run()
+            if not ss.TDS.converged or abs(ss.dae.t - target) > 1e-9:
+                return rows, built, (
+                    f"ANDES stopped at t = {ss.dae.t:.3f} s of {target:.3f} s "
+                    "(did not converge or a stability criterion tripped): "
+                    "the load step may be too large for the case"
+                )
         rows.append(_row(t[k + 1], p[k + 1], S.outputs_now(built, machs, sum_hs)))
     return rows, built, None
 
@@ -96,7 +101,9 @@ def settings(built, step_s):
     """What play.json says about how the simulator was set up."""
     st = dict(S.SETTINGS)
     return {
-        "tstep_s": step_s,
+        "tstep_s": step_s / int(st["substeps"]),
+        "substeps_per_row": int(st["substeps"]),
+        "row_step_s": step_s,
         "method": st["method"],
         "load_model": st["load_model"],
         "disturbances_off": list(built.disturbances_off),

@@ -38,6 +38,8 @@ SETTINGS = {
     "load_model": "constant power",
     "busfreq_tf_s": 0.02,
     "busfreq_tw_s": 0.04,
+    # Integration steps per row of a window (20 ms rows: 10 ms steps).
+    "substeps": 2,
 }
 
 
