@@ -5,7 +5,10 @@
 #
 # Creates a venv with python3, installs python/powerlab-andes/requirements.lock
 # (ANDES 2.0.0 and every dependency at an exact version, --no-deps so nothing
-# unpinned slips in), then the powerlab_andes package itself (editable, so a
+# unpinned slips in; --no-compile: Python compiles what it imports on first
+# use, and pip's byte-compiling of every module of the lock (IPython,
+# pandas, sympy, ...) took two thirds of the setup's time), then the
+# powerlab_andes package itself (editable, so a
 # checkout's changes take effect), and checks it with `python -m powerlab_andes
 # version`. `powerlab predict` finds .venv-andes/bin/python by itself; for
 # another folder pass --andes-python VENV_DIR/bin/python or set
@@ -29,7 +32,7 @@ if ! "$python" -m venv "$venv"; then
     echo "setup-andes: could not create a venv at $venv (Debian: apt-get install python3-venv)" >&2
     exit 1
 fi
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps -r "$pkg/requirements.lock"
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-compile --no-deps -r "$pkg/requirements.lock"
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e "$pkg"
 "$venv/bin/python" -m powerlab_andes version
 echo "setup-andes: ready; interpreter $venv/bin/python"
