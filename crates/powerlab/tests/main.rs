@@ -31,6 +31,7 @@ mod predict_truth;
 #[cfg(feature = "mpi")]
 mod rack;
 mod ramp_up;
+mod readme_flow;
 mod recording;
 mod regression;
 mod sensor;

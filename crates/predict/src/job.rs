@@ -10,6 +10,7 @@
 
 use super::PredictError;
 use super::response::{Measured, PLAIN, Responses};
+use powerlab_analysis::lifecycle::EdgeKind;
 use powerlab_campaign::PhaseKind;
 use powerlab_campaign::schedule::{Communication, Schedule};
 use powerlab_collate::report::Report;
@@ -20,7 +21,10 @@ use powerlab_samples::columns::{f64_column, i64_column};
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub enum From {
     /// A workload rung where the run has one (named when it has several),
-    /// else the duty rungs' square waves.
+    /// else the duty rungs' square waves. Rungs that measured a kill or a
+    /// clean exit (`stop = "sigkill"` / `"exit"`: lifecycle edges, as the
+    /// demo's are) are passed over where the run has other rungs to
+    /// predict from; name one to predict from it.
     #[default]
     Auto,
     /// The workload rung of this label.
@@ -51,6 +55,37 @@ pub struct Job {
 /// The stretch of a flat job's node curve repeated as its iteration, ms.
 pub const FLAT_STRETCH_MS: f64 = 10_000.0;
 
+/// The workload rungs `From::Auto` chooses among: those that measured a
+/// kill or a clean exit (lifecycle probes, whose point is the job's end)
+/// are left out where the run has duty rungs or other workload rungs to
+/// predict from.
+fn candidates<'a>(
+    report: &Report,
+    workloads: Vec<&'a powerlab_analysis::summary::RungSummary>,
+) -> Vec<&'a powerlab_analysis::summary::RungSummary> {
+    let probes: Vec<&str> = report
+        .node()
+        .map(|n| {
+            n.lifecycle
+                .iter()
+                .filter(|e| matches!(e.kind, EdgeKind::StopKill | EdgeKind::StopExit))
+                .flat_map(|e| e.rungs.iter().map(String::as_str))
+                .collect()
+        })
+        .unwrap_or_default();
+    let jobs: Vec<_> = workloads
+        .iter()
+        .copied()
+        .filter(|s| !probes.contains(&s.rung.label.as_str()))
+        .collect();
+    let duty = report.rungs.iter().any(|s| s.rung.kind == PhaseKind::Duty);
+    if jobs.is_empty() && !duty {
+        workloads
+    } else {
+        jobs
+    }
+}
+
 /// The job to predict from, as `from` asks (None: the duty rungs).
 ///
 /// # Errors
@@ -58,11 +93,15 @@ pub const FLAT_STRETCH_MS: f64 = 10_000.0;
 /// [`PredictError::NoJob`] when `from` names a rung that is not a workload
 /// rung of the run, or the run has several and `from` names none.
 pub fn job_of(report: &Report, from: &From) -> Result<Option<Job>, PredictError> {
-    let workloads: Vec<&powerlab_analysis::summary::RungSummary> = report
+    let all: Vec<&powerlab_analysis::summary::RungSummary> = report
         .rungs
         .iter()
         .filter(|s| s.rung.kind == PhaseKind::Workload)
         .collect();
+    let workloads = match from {
+        From::Auto => candidates(report, all),
+        _ => all,
+    };
     let labels = || {
         let l: Vec<&str> = workloads.iter().map(|s| s.rung.label.as_str()).collect();
         if l.is_empty() {
