@@ -23,7 +23,7 @@ pub use disk::DiskEstimate;
 pub use error::CampaignError;
 pub use model::{
     CALIBRATION_PHASE, Campaign, DEFAULT_BAND_HZ, DEFAULT_RETUNE_ITERATION_PCT, Excursion,
-    GpuSelector, Grid, GridMode, Limits, Mode, NcclSpec, NcclStep, NodePowerKind, NodePowerSpec,
+    GpuSelector, Grid, GridMode, GridSystem, Limits, Mode, NcclSpec, NcclStep, NodePowerKind, NodePowerSpec,
     Phase, PhaseKind, Rack, RackStagger, Ramp, RedfishAuth, Sampling, Stagger, Supply,
     calibration_phases,
 };
