@@ -12,8 +12,8 @@ use crate::model::{
 };
 use toml::Spanned;
 
-/// Highest bus number a case may name.
-pub const MAX_BUS: i64 = 1_000_000;
+/// Highest bus number a case may name (PSS/E's highest, 999,997).
+pub const MAX_BUS: i64 = 999_997;
 /// The steady window's range, s: long enough to settle, short enough to
 /// simulate (a long span is never simulated whole).
 pub const STEADY_WINDOW_S_RANGE: (f64, f64) = (5.0, 600.0);
@@ -59,7 +59,10 @@ pub(crate) fn system(
         ));
     }
     if r.bus.is_none() {
-        return Err(missing("bus", "bus = N, the case's bus number (1 ..= 1000000)"));
+        return Err(missing(
+            "bus",
+            "bus = N, the case's bus number (1 ..= 999997)",
+        ));
     }
     let bus = ctx.count(&r.bus, "grid.system.bus", 1, MAX_BUS)?;
     let limit = |v: &Option<Spanned<f64>>, key: &str, range: (f64, f64)| match v {
