@@ -82,7 +82,11 @@ fn window(name: &str, kind: WindowKind, p: Vec<f64>) -> PlayWindow {
 fn screen_pp(m: &ModalModel, period_s: f64) -> [f64; 3] {
     let step = STEP_MS / 1000.0;
     let per = (period_s / step).round() as usize;
-    let it: Vec<f64> = iteration(per as f64 * step, per);
+    // In W, as the screen takes a waveform.
+    let it: Vec<f64> = iteration(per as f64 * step, per)
+        .iter()
+        .map(|mw| mw * powerlab_core::units::W_PER_MW)
+        .collect();
     let c = screen::harmonics(&it, 1);
     screen::steady_pp(m, &c, per as f64 * step, 1.0)
 }

@@ -42,67 +42,64 @@ pub fn rows(p: &Prediction) -> Vec<SpecRow> {
         return Vec::new();
     };
     let head = g.scenarios.first().map_or("", |s| s.label.as_str());
-    let max = |f: &dyn Fn(&Response) -> Option<f64>| {
-        rs.iter()
-            .copied()
-            .filter_map(f)
-            .fold(None, |a: Option<f64>, x| Some(a.map_or(x, |a| a.max(x))))
-    };
+    type Pick = fn(&Response) -> Option<f64>;
     let sys = &g.system;
-    let items: [(&str, Quantity, Option<f64>, Option<f64>, &str); 4] = [
+    let items: [(&str, Quantity, Option<f64>, Pick, &str); 4] = [
         (
             "Grid: largest |Δf| at the bus or the centre of inertia",
             Quantity::Millihertz,
             sys.max_df_mhz,
-            max(&|r: &Response| Some(r.max_df_bus_mhz.max(r.max_df_coi_mhz))),
+            |r| Some(r.max_df_bus_mhz.max(r.max_df_coi_mhz)),
             "max_df_bus_mhz",
         ),
         (
             "Grid: fastest RoCoF over 500 ms (bus or centre of inertia)",
             Quantity::HzPerS,
             sys.max_rocof_hz_per_s,
-            max(&|r: &Response| Some(r.rocof_bus_500ms_hz_per_s.max(r.rocof_coi_500ms_hz_per_s))),
+            |r| Some(r.rocof_bus_500ms_hz_per_s.max(r.rocof_coi_500ms_hz_per_s)),
             "rocof_bus_500ms_hz_per_s",
         ),
         (
             "Grid: steady oscillation, peak-to-peak frequency",
             Quantity::Millihertz,
             sys.max_osc_pp_mhz,
-            max(&|r: &Response| {
+            |r| {
                 r.osc_pp_bus_mhz
                     .zip(r.osc_pp_coi_mhz)
                     .map(|(a, b)| a.max(b))
-            }),
+            },
             "osc_pp_bus_mhz",
         ),
         (
             "Grid: steady oscillation, peak-to-peak on the tie",
             Quantity::Megawatt,
             sys.max_osc_pp_tie_mw,
-            max(&|r: &Response| r.osc_pp_tie_mw),
+            |r| r.osc_pp_tie_mw,
             "osc_pp_tie_mw",
         ),
     ];
     items
         .into_iter()
-        .filter(|i| i.2.is_some())
-        .map(|(item, q, limit, value, key)| {
-            let mut row = SpecRow::empty(SpecItem::Other(item.into()), q, limit);
+        .filter_map(|(item, q, limit, pick, key)| {
+            let limit = limit?;
+            let figures: Vec<f64> = rs.iter().filter_map(|r| pick(r)).collect();
+            let value = figures.iter().copied().reduce(f64::max);
+            let mut row = SpecRow::empty(SpecItem::Other(item.into()), q, Some(limit));
             row.value = value;
-            row.margin = limit.zip(value).map(|(l, v)| l - v);
-            row.verdict = match (limit, value) {
-                (Some(l), Some(v)) if v <= l => GridVerdict::Pass,
-                (Some(_), Some(_)) => GridVerdict::Fail,
-                (Some(_), None) => GridVerdict::NotMeasured,
-                (None, _) => GridVerdict::NoLimit,
+            row.margin = value.map(|v| limit - v);
+            row.verdict = match value {
+                Some(v) if v <= limit => GridVerdict::Pass,
+                Some(_) => GridVerdict::Fail,
+                None => GridVerdict::NotMeasured,
             };
-            row.judged = rs.len();
+            row.judged = figures.len();
+            row.failed = figures.iter().filter(|v| **v > limit).count();
             row.source = Some(SpecSource {
                 file: GRID_RESPONSE_CSV.into(),
                 row: head.to_string(),
                 key: SourceKey::Other(format!("{key} ({source})")),
             });
-            row
+            Some(row)
         })
         .collect()
 }

@@ -58,11 +58,11 @@ pub struct SteadyRow {
     pub scenario: String,
     /// Peak-to-peak: bus and COI frequency (mHz), tie (MW; NaN: none).
     pub pp: [f64; 3],
-    /// The mode and harmonic number whose band a significant harmonic
-    /// meets, in words (None: none).
+    /// Each mode whose band a significant harmonic meets and the
+    /// harmonic, in words, `; `-joined (None: none).
     pub danger: Option<String>,
     /// The spec's bands' shares of the fluctuation, % (low, high).
-    pub bands: Vec<([f64; 2], Option<(f64, f64)>)>,
+    pub bands: Vec<screen::BandShare>,
 }
 
 /// One point of the period sweep.
@@ -381,8 +381,12 @@ pub fn mode_words(x: &ScreenMode) -> String {
 fn screen_of(s: &GridStudy, m: &ModalModel) -> Screen {
     let modes = screen::modes(m);
     let gpus = s.gpus as f64;
-    let danger_words = |d: Option<(usize, usize)>| {
-        d.map(|(i, k)| format!("harmonic {k} in the {}", mode_words(&modes[i])))
+    let danger_words = |d: Vec<(usize, usize)>| {
+        let w: Vec<String> = d
+            .iter()
+            .map(|(i, k)| format!("harmonic {k} in the {}", mode_words(&modes[*i])))
+            .collect();
+        (!w.is_empty()).then(|| w.join("; "))
     };
     let periods = screen::sweep_periods(s.period_s);
     let mut steady = Vec::new();

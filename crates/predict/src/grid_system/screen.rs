@@ -181,14 +181,15 @@ pub fn steady_pp(m: &ModalModel, c: &[Complex<f64>], period_s: f64, gpus: f64) -
     out
 }
 
-/// The modes' bands that a significant harmonic of `c` falls in at
-/// `period_s`: (mode index, harmonic number).
-pub fn danger(modes: &[ScreenMode], sig: &[usize], period_s: f64) -> Option<(usize, usize)> {
+/// Every mode's band that a significant harmonic falls in at
+/// `period_s`: (mode index, the lowest such harmonic number), in the
+/// modes' order.
+pub fn danger(modes: &[ScreenMode], sig: &[usize], period_s: f64) -> Vec<(usize, usize)> {
     modes
         .iter()
         .enumerate()
         .filter(|(_, x)| x.kind != ModeKind::Minor)
-        .find_map(|(i, x)| {
+        .filter_map(|(i, x)| {
             sig.iter()
                 .find(|k| {
                     let f = **k as f64 / period_s;
@@ -196,6 +197,7 @@ pub fn danger(modes: &[ScreenMode], sig: &[usize], period_s: f64) -> Option<(usi
                 })
                 .map(|k| (i, *k))
         })
+        .collect()
 }
 
 /// The declared limits on the steady oscillation: bus and COI frequency
@@ -245,15 +247,15 @@ pub fn sweep_periods(job_s: f64) -> Vec<f64> {
     v
 }
 
+/// A spec band (Hz) and its share of the fluctuation, % (low, high; None:
+/// no fluctuation).
+pub type BandShare = ([f64; 2], Option<(f64, f64)>);
+
 /// Each spec band's share of the fluctuation's variance in one iteration,
 /// % (low, high): equal where the measured cycles resolve the band,
 /// bounded where it reaches above `highest_hz` (the waveform's content
 /// there counted outside, then inside, as the report's band share).
-pub fn band_shares(
-    expected_w: &[f64],
-    period_ms: f64,
-    highest_hz: f64,
-) -> Vec<([f64; 2], Option<(f64, f64)>)> {
+pub fn band_shares(expected_w: &[f64], period_ms: f64, highest_hz: f64) -> Vec<BandShare> {
     use powerlab_analysis::grid::shape;
     let step_s = period_ms / 1000.0 / expected_w.len().max(1) as f64;
     SPEC_BANDS_HZ
@@ -304,8 +306,8 @@ mod tests {
         assert!((got - want).abs() < 0.1 * want, "{got} vs {want}");
         // One second away the oscillation is several times smaller.
         assert!(at(res + 1.0) < 0.5 * got, "{} vs {got}", at(res + 1.0));
-        assert_eq!(danger(&ms, &sig, res).map(|d| d.1), Some(1));
-        assert_eq!(danger(&ms, &sig, res + 1.0), None);
+        assert_eq!(danger(&ms, &sig, res), vec![(0, 1)]);
+        assert!(danger(&ms, &sig, res + 1.0).is_empty());
         // Linear in the GPU count.
         let two = steady_pp(&m, &c, res, 2000.0)[F_BUS];
         assert!((two - 2.0 * got).abs() < 1e-9 * got);

@@ -171,8 +171,14 @@ fn margin(r: &SpecRow, scale: Scale) -> String {
 
 /// The verdict cell: `✔ pass`, `✘ fail (3 of 8)`, …
 pub fn verdict(r: &SpecRow) -> String {
+    // A prediction's grid study judges its played windows.
+    let grid_study = matches!(
+        r.quantity,
+        Quantity::Millihertz | Quantity::HzPerS | Quantity::Megawatt
+    );
     let what = match r.item {
         SpecItem::SupplyExcursion => "windows",
+        _ if grid_study => "windows",
         _ => "rungs",
     };
     let of = if r.judged > 1 {
