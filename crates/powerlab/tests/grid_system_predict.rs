@@ -26,7 +26,7 @@ const SCHEDULE: &str = "[job]\nname = \"grid\"\ngpus = 100000\ngpus_per_node = 8
 [grid.system]\ncase = \"kundur/kundur_full.xlsx\"\nbus = 9\nsteady_window_s = 30\nevent_window_s = 10\nstep_ms = 20\n\
 max_osc_pp_mhz = 20\nmax_osc_pp_tie_mw = 10\nmax_rocof_hz_per_s = 0.5\n\
 [lifecycle]\nspan_s = 900\nresolution_ms = 10\nstart_at_s = 60\nstart_spread_ms = 0\n\
-checkpoint_every_s = 300\ncheckpoint_s = 30\ncrash_at_s = [500]\nrestart_after_s = 120\nend_at_s = 850\n";
+checkpoint_every_s = 300\ncheckpoint_s = 30\ncrash_at_s = [500]\nrestart_after_s = 120\nend_at_s = 820\n";
 
 fn num(r: &std::collections::HashMap<String, String>, k: &str) -> f64 {
     r[k].parse().unwrap_or(f64::NAN)
@@ -96,7 +96,7 @@ fn the_screen_covers_every_scenario_and_event_and_its_safe_count_dips_at_the_int
         .sum();
     let swing: Vec<_> = rows.iter().filter(|r| r["source"] == "swing").collect();
     // Start at 60 s, a checkpoint 360–390 s (counted from the start),
-    // the crash at 500 s, the restart at 620 s, the end at 850 s; per
+    // the crash at 500 s, the restart at 620 s, the end at 820 s; per
     // scenario.
     assert!(swing.len() >= 6 * scenarios.len(), "{}", swing.len());
     for r in &swing {

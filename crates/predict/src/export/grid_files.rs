@@ -284,10 +284,8 @@ pub fn safe_chart(g: &GridStudy) -> SafeGpusChart {
         .collect();
     SafeGpusChart {
         caption: format!(
-            "largest GPU count within the steady-oscillation limits ({}): {} bus {}; shaded: a significant harmonic in a mode's band",
-            limits_words(g),
-            g.system.case,
-            g.system.bus
+            "largest GPU count within the oscillation limits: {} bus {} (shaded: a harmonic in a mode's band)",
+            g.system.case, g.system.bus
         ),
         lines,
         bands: s
