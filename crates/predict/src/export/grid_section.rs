@@ -46,7 +46,7 @@ pub fn rows(p: &Prediction) -> Vec<SpecRow> {
     let sys = &g.system;
     let items: [(&str, Quantity, Option<f64>, Pick, &str); 4] = [
         (
-            "Grid: largest |Δf| at the bus or the centre of inertia",
+            "Grid: largest frequency deviation at the bus or the centre of inertia",
             Quantity::Millihertz,
             sys.max_df_mhz,
             |r| Some(r.max_df_bus_mhz.max(r.max_df_coi_mhz)),
