@@ -103,11 +103,13 @@ VERDICT_PLOTS="plots/waveform.svg,plots/verdict_envelope.svg" node scripts/ci/br
 VERDICT_PLOTS="plots/waveform.svg,plots/verdict_envelope.svg" node scripts/ci/browser/check-verdicts.mjs "$pred/report.html"
 
 # A prediction with every kind of row (grid modes in modes.csv, lifecycle
-# limits in study/lifecycle.json): schedules/llm-100k.toml from the
+# limits in study/lifecycle.json, [grid.system] limits in
+# grid_response.csv: the screen's, the simulator left to the ANDES step):
+# schedules/llm-100k.toml from the
 # committed H100 lifecycle run, its table checked against those files too.
 lc="$work/lifecycle-run"
 cp -r results/h100x1-2026-12-06-lifecycle/run "$lc"
-"$BIN" predict "$lc" --square-waves --schedule schedules/llm-100k.toml --out "$work/lc-predict" > "$work/lc-predict.log" 2>&1 \
+"$BIN" predict "$lc" --square-waves --schedule schedules/llm-100k.toml --no-grid-playback --out "$work/lc-predict" > "$work/lc-predict.log" 2>&1 \
   || { tail -20 "$work/lc-predict.log"; exit 1; }
 VERDICT_PLOTS="plots/waveform.svg,plots/verdict_envelope.svg" node scripts/ci/browser/check-verdicts.mjs "$work/lc-predict/report.html"
 grep -q 'modes.csv' "$work/lc-predict/report.md" && grep -q 'study/lifecycle.json' "$work/lc-predict/report.md" \

@@ -23,9 +23,12 @@ pub use disk::DiskEstimate;
 pub use error::CampaignError;
 pub use model::{
     CALIBRATION_PHASE, Campaign, DEFAULT_BAND_HZ, DEFAULT_RETUNE_ITERATION_PCT, Excursion,
-    GpuSelector, Grid, GridMode, Limits, Mode, NcclSpec, NcclStep, NodePowerKind, NodePowerSpec,
-    Phase, PhaseKind, Rack, RackStagger, Ramp, RedfishAuth, Sampling, Stagger, Supply,
-    calibration_phases,
+    GpuSelector, Grid, GridMode, GridSystem, Limits, Mode, NcclSpec, NcclStep, NodePowerKind,
+    NodePowerSpec, Phase, PhaseKind, Rack, RackStagger, Ramp, RedfishAuth, Sampling, Stagger,
+    Supply, calibration_phases,
+};
+pub use model::{
+    DEFAULT_EVENT_WINDOW_S, DEFAULT_PLAYBACK_STEP_MS, DEFAULT_STEADY_WINDOW_S, EVENT_LEAD_S,
 };
 pub use parse::{load_file, parse_str};
 pub use period::PeriodMs;

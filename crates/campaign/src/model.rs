@@ -9,7 +9,13 @@ pub use supply::{
     DEFAULT_BAND_HZ, DEFAULT_RETUNE_ITERATION_PCT, Excursion, Grid, GridMode, Ramp, Supply,
 };
 
+mod grid_system;
 mod supply;
+
+pub use grid_system::{
+    DEFAULT_EVENT_WINDOW_S, DEFAULT_PLAYBACK_STEP_MS, DEFAULT_STEADY_WINDOW_S, EVENT_LEAD_S,
+    GridSystem,
+};
 
 /// Most repeats of a phase (file or `--repeats`); the parser and the planner
 /// both hold campaigns to it.

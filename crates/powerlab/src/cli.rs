@@ -393,6 +393,16 @@ pub struct PredictArgs {
     /// crashes, end): predict the steady job alone.
     #[arg(long)]
     pub no_lifecycle: bool,
+    /// The Python of the ANDES environment for `[grid.system]`'s
+    /// time-domain playback (else $POWERLAB_ANDES_PYTHON, else
+    /// .venv-andes/bin/python; `bash scripts/grid/setup-andes.sh` makes
+    /// it). Without one the analytic screen is given alone.
+    #[arg(long)]
+    pub andes_python: Option<PathBuf>,
+    /// Give the `[grid.system]` screen alone: do not play the windows
+    /// into the simulator.
+    #[arg(long)]
+    pub no_grid_playback: bool,
     /// Write the prediction here (default: <RUN>/predict/<job name>).
     #[arg(long)]
     pub out: Option<PathBuf>,

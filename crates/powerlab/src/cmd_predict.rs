@@ -68,13 +68,14 @@ pub fn predict(a: &PredictArgs) -> Result<i32> {
         return Ok(crate::exit::TROUBLE);
     };
     let t_report = t0.elapsed().as_secs_f64();
-    let p = match predict::predict_from(&report, &schedule, &from) {
+    let mut p = match predict::predict_from(&report, &schedule, &from) {
         Ok(p) => p,
         Err(e) => {
             errln!("error: {e}");
             return Ok(crate::exit::TROUBLE);
         }
     };
+    play_grid(a, &mut p, &out);
     let t_predict = t0.elapsed().as_secs_f64() - t_report;
     match predict::export::write_prediction(&p, &out) {
         Ok(files) => {
@@ -93,6 +94,36 @@ pub fn predict(a: &PredictArgs) -> Result<i32> {
     );
     print_summary(&p, a.json);
     Ok(0)
+}
+
+/// Plays the `[grid.system]`'s windows into the simulator (unless
+/// `--no-grid-playback`), its files under `<out>/grid/`; what fails is
+/// said in the report, the screen stands.
+fn play_grid(a: &PredictArgs, p: &mut Prediction, out: &std::path::Path) {
+    let Some(g) = p.grid_system.as_mut() else {
+        return;
+    };
+    if a.no_grid_playback {
+        g.notes.push(
+            "Time-domain playback not run (--no-grid-playback): the analytic screen alone.".into(),
+        );
+        return;
+    }
+    let dir = out.join(powerlab_rundir::files::predict::GRID_DIR);
+    errln!(
+        "grid: playing {} windows into {} (bus {}) ...",
+        g.windows.len(),
+        g.system.case,
+        g.system.bus
+    );
+    predict::grid_system::simulate(g, a.andes_python.as_deref(), &dir);
+    if let Some(n) = g
+        .notes
+        .iter()
+        .find(|n| n.starts_with("Time-domain playback"))
+    {
+        errln!("grid: {n}");
+    }
 }
 
 /// The folder the prediction is written to: `--out`, else beside the

@@ -14,6 +14,7 @@ mod edges;
 mod edited_event_logs;
 mod faults;
 mod fuzz_damaged;
+mod grid_system_predict;
 mod grid_truth;
 mod lifecycle_predict;
 mod lifecycle_truth;

@@ -19,6 +19,7 @@
 
 pub mod export;
 pub mod figures;
+pub mod grid_system;
 pub mod job;
 pub mod job_mitigation;
 pub mod lifecycle;
@@ -130,6 +131,9 @@ pub struct Prediction {
     /// The schedule's `[lifecycle]` streamed: its plan, figures and
     /// verdicts (None: none declared).
     pub lifecycle: Option<lifecycle::LifecycleStudy>,
+    /// The `[grid.system]` study: the screen, the windows and, once
+    /// played ([`grid_system::simulate`]), the simulator's (None: none).
+    pub grid_system: Option<grid_system::GridStudy>,
     /// What the figures rest on that the reader must know first
     /// (extrapolated periods, phases the instrument does not resolve,
     /// qualified source rungs).
@@ -247,6 +251,8 @@ fn predict_with(
                 .map_err(|e| PredictError::Lifecycle(format!("the lifecycle study failed: {e}")))
         })
         .transpose()?;
+    let grid_system = grid_system::of_built(grid_spec.as_ref(), job, &built, lifecycle.as_ref())
+        .map_err(PredictError::Lifecycle)?;
     let mut notes = unfinished(report);
     if let Some(n) = report.node().filter(|n| !n.raw_problems.is_empty()) {
         notes.push(format!(
@@ -288,6 +294,7 @@ fn predict_with(
         },
         modes,
         lifecycle,
+        grid_system,
         scenarios: built.scenarios,
         notes,
     })

@@ -85,6 +85,8 @@ pub(crate) struct Built {
     pub(crate) highest_hz: f64,
     /// Every scenario's running job, for the lifecycle study.
     pub(crate) channels: Vec<super::lifecycle::Channel>,
+    /// The highest frequency each channel's measured cycles hold, Hz.
+    pub(crate) channel_highest_hz: Vec<f64>,
     pub(crate) envelopes: Vec<RungEnvelope>,
     pub(crate) grids: Vec<RungGrid>,
     pub(crate) notes: Vec<String>,
@@ -109,6 +111,7 @@ pub(crate) fn all(ctx: &Ctx<'_>, profile: &str, band_hz: [f64; 2], spec: Option<
         expected: Vec::new(),
         highest_hz: f64::INFINITY,
         channels: Vec::new(),
+        channel_highest_hz: Vec::new(),
         envelopes: Vec::new(),
         grids: Vec::new(),
         notes: Vec::new(),
@@ -122,6 +125,7 @@ pub(crate) fn all(ctx: &Ctx<'_>, profile: &str, band_hz: [f64; 2], spec: Option<
             built.notes = one.scenario.notes.clone();
         }
         built.channels.push(one.channel);
+        built.channel_highest_hz.push(one.highest_hz);
         built.envelopes.push(one.envelope);
         built.grids.push(one.grid);
         built.scenarios.push(one.scenario);

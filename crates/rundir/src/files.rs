@@ -120,6 +120,12 @@ pub enum PlotFile {
     /// The verdict above the answer: the excursion envelope against the
     /// `[supply]` limit.
     VerdictEnvelope,
+    /// A prediction's grid study: the largest GPU count against the
+    /// iteration period, per scenario, with the danger bands.
+    SafeGpus,
+    /// A prediction's grid study: the frequency at the facility's bus in
+    /// each played window, from the screen and the simulator.
+    GridResponse,
 }
 
 impl PlotFile {
@@ -135,6 +141,8 @@ impl PlotFile {
             PlotFile::NodePower => "node_power".into(),
             PlotFile::VerdictSwing => "verdict_swing".into(),
             PlotFile::VerdictEnvelope => "verdict_envelope".into(),
+            PlotFile::SafeGpus => "safe_gpus".into(),
+            PlotFile::GridResponse => "grid_response".into(),
         }
     }
 
@@ -384,6 +392,52 @@ pub mod predict {
     pub const WAVEFORM_CSV: &str = "facility_mw.csv";
     /// In the lifecycle study's folder: the job's lifecycle events.
     pub const LIFECYCLE_EVENTS_CSV: &str = "lifecycle_events.csv";
+    /// The grid study (`[grid.system]`): every window's response, from
+    /// the screen and from the simulator, one row per source, scenario
+    /// and window.
+    pub const GRID_RESPONSE_CSV: &str = "grid_response.csv";
+    /// The grid study: the largest GPU count within the steady
+    /// oscillation's limits, per scenario and iteration period.
+    pub const SAFE_GPUS_CSV: &str = "safe_gpus.csv";
+    /// The grid study: the modal model's modes as the screen uses them.
+    pub const GRID_MODES_CSV: &str = "grid_modes.csv";
+    /// The grid study's folder of playback inputs and outputs.
+    pub const GRID_DIR: &str = "grid";
+    /// In the grid study's folder: the windows handed to the simulator.
+    pub const GRID_WINDOWS_JSON: &str = "windows.json";
+    /// In the grid study's folder: the simulator's settings and windows.
+    pub const GRID_PLAY_JSON: &str = "play.json";
+    /// In the grid study's folder: the modal model the simulator gave.
+    pub const GRID_MODES_JSON: &str = "modes.json";
+
+    /// The committed modal models (`grids/models/`, made with ANDES by
+    /// `python -m powerlab_andes modes ... --p-mw 100`, see its README):
+    /// (case, bus, path in the repository, the JSON).
+    pub const GRID_MODELS: [(&str, u32, &str, &str); 3] = [
+        (
+            "kundur/kundur_full.xlsx",
+            7,
+            "grids/models/kundur_full-bus7.json",
+            include_str!("../../../grids/models/kundur_full-bus7.json"),
+        ),
+        (
+            "kundur/kundur_full.xlsx",
+            9,
+            "grids/models/kundur_full-bus9.json",
+            include_str!("../../../grids/models/kundur_full-bus9.json"),
+        ),
+        (
+            "ieee39/ieee39_full.xlsx",
+            16,
+            "grids/models/ieee39-bus16.json",
+            include_str!("../../../grids/models/ieee39-bus16.json"),
+        ),
+    ];
+
+    /// In the grid study's folder: window `i`'s input (`in/NNN.csv`).
+    pub fn grid_window_csv(i: usize) -> String {
+        format!("in/{i:03}.csv")
+    }
 }
 
 #[cfg(test)]

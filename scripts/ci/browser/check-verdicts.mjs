@@ -15,7 +15,9 @@
 //   worst verdict then the largest figure (grid.csv), its figure, limit,
 //   margin, count over and verdict; a row that names no file must not hide
 //   a failing figure;
-// - a prediction's grid modes (modes.csv) and lifecycle limits (its JSON).
+// - a prediction's grid modes (modes.csv) and lifecycle limits (its JSON);
+// - a prediction's [grid.system] limits (grid_response.csv: the worst of
+//   the headline's windows, the simulator's or the screen's as named).
 // Exit 0 when all hold; 1 with the reasons otherwise.
 //   usage: node check-verdicts.mjs path/to/report.html
 // VERDICT_PLOTS (comma-separated): the plots the table must follow (those
@@ -63,9 +65,9 @@ function parseCsv(text) {
 
 /** The first quantity in a cell, in base units (W, W/s, W/min, %), with half its last digit. */
 function quantity(text) {
-  const m = (text ?? "").replace(/−/g, "-").match(/(-?[0-9][0-9.]*)(?:\s*(?:±|–)\s*[0-9.]+)?\s*(GW|MW|kW|W|%)/);
+  const m = (text ?? "").replace(/−/g, "-").match(/(-?[0-9][0-9.]*)(?:\s*(?:±|–)\s*[0-9.]+)?\s*(GW|MW|kW|W|%|mHz|Hz\/s)/);
   if (!m) return null;
-  const scale = { GW: 1e9, MW: 1e6, kW: 1e3, W: 1, "%": 1 }[m[2]];
+  const scale = { GW: 1e9, MW: 1e6, kW: 1e3, W: 1, "%": 1, mHz: 1, "Hz/s": 1 }[m[2]];
   const decimals = (m[1].split(".")[1] ?? "").length;
   return { value: Number(m[1]) * scale, half: 0.5 * scale * 10 ** -decimals };
 }
@@ -217,6 +219,33 @@ for (const r of seen.rows) {
     const want = !m ? "missing" : m.flagged === "true" ? "fail" : m.unresolved_above_hz !== "" ? "undecided" : "pass";
     if (verdictOf(verdict) !== want) problems.push(`row "${item}": verdict "${verdict}", modes.csv says "${want}"`);
     if (m && !states(figure, Number(m.forcing_mw) * 1e6)) problems.push(`row "${item}": figure "${figure}" is not modes.csv's ${m.forcing_mw} MW`);
+  } else if (name === "grid_response.csv") {
+    // A [grid.system] limit: the worst of the headline's windows from the
+    // source the key names (`osc_pp_tie_mw (andes)`), bus or COI alike.
+    const [, col, src] = key?.match(/^(\S+) \((\w+)\)$/) ?? [];
+    const either = (a, b) => (x) => (x[a] === "" ? null : Math.max(Number(x[a]), Number(x[b])));
+    const pick = {
+      max_df_bus_mhz: either("max_df_bus_mhz", "max_df_coi_mhz"),
+      rocof_bus_500ms_hz_per_s: either("rocof_bus_500ms_hz_per_s", "rocof_coi_500ms_hz_per_s"),
+      osc_pp_bus_mhz: either("osc_pp_bus_mhz", "osc_pp_coi_mhz"),
+      osc_pp_tie_mw: (x) => num(x.osc_pp_tie_mw),
+    }[col];
+    if (!pick) {
+      problems.push(`row "${item}": grid_response.csv has no figure "${key}"`);
+      continue;
+    }
+    const k = col === "osc_pp_tie_mw" ? 1e6 : 1;
+    const vals = read("grid_response.csv").filter((x) => x.source === src && x.scenario === label).map(pick).filter((v) => v !== null && Number.isFinite(v)).map((v) => v * k);
+    const lim = quantity(r.cells[1]);
+    const top = Math.max(...vals);
+    const failed = lim ? vals.filter((v) => v > lim.value).length : 0;
+    const want = !vals.length ? "not judged" : failed > 0 ? "fail" : "pass";
+    if (verdictOf(verdict) !== want) problems.push(`row "${item}": verdict "${verdict}", grid_response.csv says "${want}"`);
+    if (vals.length && !states(figure, top)) problems.push(`row "${item}": figure "${figure}" is not grid_response.csv's ${top}`);
+    const over = verdict.match(/\((\d+) of (\d+) windows over\)/);
+    if (vals.length > 1 && (!over || Number(over[1]) !== failed || Number(over[2]) !== vals.length)) {
+      problems.push(`row "${item}": "${verdict}" does not say ${failed} of ${vals.length} over`);
+    }
   } else if (name?.endsWith(".json")) {
     const doc = JSON.parse(readFileSync(join(dir, name), "utf8"));
     const v = (doc.verdicts ?? []).find((x) => x.scenario === label && x.item.toLowerCase() === key.toLowerCase());

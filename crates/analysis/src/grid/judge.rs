@@ -108,6 +108,7 @@ mod tests {
             ramp_up_mw_per_min: None,
             ramp_down_mw_per_min: None,
             max_load_loss_mw: None,
+            system: None,
         }
     }
 

@@ -71,6 +71,10 @@ pub struct Grid {
     /// The most load the site may lose at once (a crash), MW.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_load_loss_mw: Option<f64>,
+    /// `[grid.system]`: the power system the facility connects to, for
+    /// `powerlab predict`'s grid study (None: none declared).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<super::grid_system::GridSystem>,
 }
 
 /// The retuning range where `retune_iteration_pct` is not declared, ± %.

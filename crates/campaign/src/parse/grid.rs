@@ -120,6 +120,11 @@ pub(crate) fn grid(ctx: &Ctx<'_>, g: Spanned<RawGrid>) -> Result<Grid, CampaignE
             "grid.max_load_loss_mw",
             SITE_MW_RANGE,
         )?,
+        system: g
+            .system
+            .as_ref()
+            .map(|s| super::grid_system::system(ctx, s))
+            .transpose()?,
     })
 }
 

@@ -8,6 +8,7 @@
 
 mod duty;
 mod grid;
+mod grid_system;
 mod nccl;
 mod phase;
 mod phase_ctx;

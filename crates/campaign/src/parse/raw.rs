@@ -98,6 +98,22 @@ pub(crate) struct RawGrid {
     pub(super) max_load_loss_mw: Option<Spanned<f64>>,
     #[serde(default)]
     pub(super) mode: Vec<Spanned<RawGridMode>>,
+    pub(super) system: Option<Spanned<RawGridSystem>>,
+}
+
+/// `[grid.system]` as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawGridSystem {
+    pub(super) case: Option<Spanned<String>>,
+    pub(super) bus: Option<Spanned<i64>>,
+    pub(super) steady_window_s: Option<Spanned<f64>>,
+    pub(super) event_window_s: Option<Spanned<f64>>,
+    pub(super) step_ms: Option<Spanned<f64>>,
+    pub(super) max_df_mhz: Option<Spanned<f64>>,
+    pub(super) max_rocof_hz_per_s: Option<Spanned<f64>>,
+    pub(super) max_osc_pp_mhz: Option<Spanned<f64>>,
+    pub(super) max_osc_pp_tie_mw: Option<Spanned<f64>>,
 }
 
 /// One `[[grid.mode]]` as written: a mode's frequency and one of its two

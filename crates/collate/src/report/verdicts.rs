@@ -39,6 +39,12 @@ pub enum Quantity {
     RatePerMin,
     /// %.
     Percent,
+    /// A frequency deviation, mHz (a prediction's grid study).
+    Millihertz,
+    /// A rate of change of frequency, Hz/s.
+    HzPerS,
+    /// A power at the grid's own scale, MW (a tie's oscillation).
+    Megawatt,
 }
 
 /// Where a row's figure is in the report's files: the file, the row (a

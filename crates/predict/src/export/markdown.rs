@@ -26,6 +26,7 @@ pub fn report_markdown(p: &Prediction) -> String {
     sections::grid(&mut s, p);
     modes::section(&mut s, p);
     super::study::section(&mut s, p);
+    super::grid_section::section(&mut s, p);
     sections::spectrum(&mut s, p);
     sections::schedule(&mut s, p);
     let _ = writeln!(s, "\n## How this was built\n\n{HOW_BUILT}");

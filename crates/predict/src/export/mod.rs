@@ -7,6 +7,8 @@
 
 pub mod comtrade;
 pub mod csv;
+pub mod grid_files;
+pub mod grid_section;
 pub mod markdown;
 pub mod modes;
 pub mod parquet;
@@ -61,6 +63,7 @@ pub fn write_prediction(p: &Prediction, dir: &Path) -> Result<Vec<PathBuf>, Coll
     files.extend(modes::write_modes(p, dir)?);
     files.extend(study::write_study(p, dir)?);
     files.extend(plots::write_plots(p, &plots_dir)?);
+    files.extend(grid_files::write_grid(p, dir, &plots_dir)?);
     files.push(markdown::write_report(p, dir)?);
     files.push(powerlab_collate::export::html::write_html(dir, &p.title)?);
     Ok(files)

@@ -149,6 +149,7 @@ fn prediction(notes: Vec<String>) -> Prediction {
         },
         modes: None,
         lifecycle: None,
+        grid_system: None,
         schedule,
         notes,
     }

@@ -41,6 +41,7 @@ pub fn rows(p: &Prediction) -> Vec<SpecRow> {
                 .map(lifecycle_row),
         );
     }
+    rows.extend(super::grid_section::rows(p));
     rows
 }
 

@@ -24,6 +24,9 @@ impl Scale {
     pub fn write(self, q: Quantity, v: f64) -> String {
         match (self, q) {
             (_, Quantity::Percent) => format!("{v:.1} %"),
+            (_, Quantity::Millihertz) => format!("{v:.2} mHz"),
+            (_, Quantity::HzPerS) => format!("{v:.4} Hz/s"),
+            (_, Quantity::Megawatt) => format!("{v:.2} MW"),
             (Scale::Node, Quantity::Power) => format!("{v:.0} W"),
             (Scale::Node, Quantity::Rate) => format!("{:.1} kW/s", v / W_PER_KW),
             (Scale::Node, Quantity::RatePerMin) => format!("{:.1} kW/min", v / W_PER_KW),
@@ -39,6 +42,9 @@ impl Scale {
     pub fn write_pm(self, q: Quantity, v: f64, pm: f64) -> String {
         match (self, q) {
             (_, Quantity::Percent) => format!("{v:.1} ± {pm:.1} %"),
+            (_, Quantity::Millihertz) => format!("{v:.2} ± {pm:.2} mHz"),
+            (_, Quantity::HzPerS) => format!("{v:.4} ± {pm:.4} Hz/s"),
+            (_, Quantity::Megawatt) => format!("{v:.2} ± {pm:.2} MW"),
             (Scale::Node, Quantity::Power) => format!("{v:.0} ± {pm:.0} W"),
             (Scale::Node, Quantity::Rate) => {
                 format!("{:.1} ± {:.1} kW/s", v / W_PER_KW, pm / W_PER_KW)
@@ -165,8 +171,14 @@ fn margin(r: &SpecRow, scale: Scale) -> String {
 
 /// The verdict cell: `✔ pass`, `✘ fail (3 of 8)`, …
 pub fn verdict(r: &SpecRow) -> String {
+    // A prediction's grid study judges its played windows.
+    let grid_study = matches!(
+        r.quantity,
+        Quantity::Millihertz | Quantity::HzPerS | Quantity::Megawatt
+    );
     let what = match r.item {
         SpecItem::SupplyExcursion => "windows",
+        _ if grid_study => "windows",
         _ => "rungs",
     };
     let of = if r.judged > 1 {

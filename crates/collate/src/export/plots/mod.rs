@@ -8,6 +8,7 @@
 mod cycles;
 mod draw;
 mod excursion;
+mod grid;
 mod meters_vs_gpus;
 mod nccl_busbw;
 mod node_curve;
@@ -17,6 +18,7 @@ mod verdict;
 mod waveform;
 
 pub use excursion::{EnvelopeGroup, EnvelopeLine, envelope_lines, scenario_lines, supply_words};
+pub use grid::{ResponsePanel, SafeGpusChart, write_grid_response_plot, write_safe_gpus_plot};
 pub use meters_vs_gpus::write_node_power_plot;
 pub use nccl_busbw::write_nccl_plot;
 pub use sensor::write_sensor_plot;
@@ -77,6 +79,10 @@ enum Chart<'a> {
     ScenarioEnvelope(&'a Envelope),
     /// A prediction's waveform against time.
     Waveform(&'a WaveformChart),
+    /// A prediction's largest GPU count against the period.
+    SafeGpus(&'a SafeGpusChart),
+    /// A prediction's played windows: the bus frequency.
+    GridResponse(&'a str, &'a [ResponsePanel]),
 }
 
 impl Chart<'_> {
@@ -101,6 +107,8 @@ impl Chart<'_> {
             Chart::VerdictEnvelope(e, r) => excursion::envelope_chart(area, e, r),
             Chart::ScenarioEnvelope(e) => waveform::scenario_envelope_chart(area, e),
             Chart::Waveform(c) => waveform::waveform_chart(area, c),
+            Chart::SafeGpus(c) => grid::safe_gpus_chart(area, c),
+            Chart::GridResponse(t, p) => grid::grid_response_chart(area, t, p),
         }
     }
 }
