@@ -32,6 +32,7 @@ mod predict_truth;
 mod rack;
 mod ramp_up;
 mod recording;
+mod recording_faults;
 mod regression;
 mod sensor;
 mod sensor_models;
