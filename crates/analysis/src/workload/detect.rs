@@ -172,6 +172,11 @@ pub fn find_iteration(
             )
             .ok_or_else(|| why.clone())?;
             let guess_ns = spectral::refine(&points, ms_to_ns_f64(line.period_ms));
+            // A line of a few cycles is the window's own shape (a cold
+            // start's ramp read as one 3.4 s "cycle"), not an iteration.
+            if (span as f64) < spectral::MIN_CYCLES as f64 * guess_ns {
+                return Err(why);
+            }
             let k =
                 ((guess_ns / even.step_ns as f64).round() as usize).min(r.len().saturating_sub(1));
             let height = r.get(k).copied().unwrap_or(f64::NAN);

@@ -56,6 +56,10 @@ fn noise_about(p: &[f64], k: f64, lobe: usize, floor: f64) -> f64 {
     v[v.len() / 2].max(floor)
 }
 
+/// A line gives an iteration only where the window holds this many of
+/// its cycles (a back-to-back job's 40 s window: 309).
+pub const MIN_CYCLES: usize = 20;
+
 /// A line of the spectrum: the iteration it gives.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Line {
