@@ -189,11 +189,9 @@ pub fn find_iteration(
     let rises: Vec<i64> = fit.used.iter().map(|u| u.1).collect();
     let p = fit.period_ns.round() as i64;
     // Placed iterations start where the fold's rise does: no lag to take off.
-    let lag_ns = if timed {
-        crossing_lag_ns(&points, &rises, p, &levels)
-    } else {
-        0
-    };
+    let lag_ns = timed
+        .then(|| crossing_lag_ns(&points, &rises, p, &levels))
+        .unwrap_or(0);
     let sd = |v: &[f64]| powerlab_samples::stats::mean_sd_ci(v).1.unwrap_or(0.0);
     Ok(GpuIteration {
         gpu: gpu.to_string(),
