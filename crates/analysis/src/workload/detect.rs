@@ -188,10 +188,7 @@ pub fn find_iteration(
     };
     let rises: Vec<i64> = fit.used.iter().map(|u| u.1).collect();
     let p = fit.period_ns.round() as i64;
-    // Placed iterations start where the fold's rise does: no lag to take off.
-    let lag_ns = timed
-        .then(|| crossing_lag_ns(&points, &rises, p, &levels))
-        .unwrap_or(0);
+    let lag_ns = lag_of(timed, &points, &rises, p, &levels);
     let sd = |v: &[f64]| powerlab_samples::stats::mean_sd_ci(v).1.unwrap_or(0.0);
     Ok(GpuIteration {
         gpu: gpu.to_string(),
@@ -217,6 +214,17 @@ pub fn find_iteration(
         spacing_ms: ns_to_ms(spacing_ns),
         starts_ns: rises.iter().map(|t| t - lag_ns).collect(),
     })
+}
+
+/// The level-crossing lag to take off `rises` (ns): none where they are
+/// placed at t0 + k·P (`timed` false), as they start where the fold's
+/// rise does.
+fn lag_of(timed: bool, points: &[(i64, f64)], rises: &[i64], p: i64, levels: &Levels) -> i64 {
+    if timed {
+        crossing_lag_ns(points, rises, p, levels)
+    } else {
+        0
+    }
 }
 
 /// Iterations of `points` at `period_ns` placed by the fold
