@@ -9,6 +9,13 @@ use crate::units::{EpochNs, fraction_to_ppm_f64};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
+/// The highest enforced power limit any GPU has, W (the largest boards
+/// today are limited to 1.4 kW). A `power_limit_w` above it is a file in
+/// another unit (NVML's own is mW), never a GPU: without this bound a
+/// recording in mW, its limit in mW too, read its samples as watts under
+/// a ceiling scaled by its own limit (480 kW a GPU).
+pub const MAX_GPU_LIMIT_W: f64 = 2000.0;
+
 /// A GPU as the run knows it. `uuid` is the identity that links CUDA and
 /// NVML; `key` is the run-local short name used in raw files (`gpu0`, …),
 /// mapped to the UUID in the manifest.

@@ -103,7 +103,13 @@ pub fn observe(a: &ObserveArgs) -> Result<i32> {
 /// NVML does not load, a GPU named is not there, or a GPU's identity
 /// cannot be read.
 fn open_sources(a: &ObserveArgs) -> Result<Vec<NvmlSource>> {
-    let nvml = Arc::new(powerlab_nvml::init_nvml().map_err(|e| anyhow!("{e}"))?);
+    // observe has no simulated node: NVML's own advice (`--backend sim`)
+    // is for run and calibrate, and observe refuses it.
+    let nvml = Arc::new(powerlab_nvml::init_nvml().map_err(|e| match e {
+        powerlab_nvml::NvmlError::Unavailable { detail } => anyhow!(
+            "NVML could not be initialised ({detail}): observe reads real GPUs only (it has no simulated node); run it on a GPU node with the NVIDIA driver (libnvidia-ml.so.1) installed"
+        ),
+    })?);
     let n = nvml.device_count()?;
     let uuid_of = |i: u32| nvml.device_by_index(i).ok().and_then(|d| d.uuid().ok());
     let picked = select_gpus(&a.gpus, n, &uuid_of)?;

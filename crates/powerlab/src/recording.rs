@@ -64,7 +64,10 @@ cooldown_s = 0.1
 /// run directory under `out` (created if needed) and returns it: one
 /// `workload` rung named `recording` whose measured window lies within
 /// the recording, from 50 ms and a barrier's lead after the moment every
-/// GPU was read to 250 ms before the first GPU's last buffered sample.
+/// GPU was read to 250 ms before the first GPU's last buffered sample;
+/// where the recording idles before or after the job, within the job's
+/// stretch. A GPU that took no part in the job is left out. Both are said
+/// on stderr and in the campaign's description.
 /// Every reading in the run's span keeps its timestamp and value; the
 /// GPUs are named as in the file (`gpu0`, …; UUIDs `RECORDED-<key>`).
 ///
@@ -78,9 +81,19 @@ cooldown_s = 0.1
 pub fn import(csv: &Path, out: &Path) -> Result<PathBuf> {
     let recording = Recording::read(csv)?;
     let span = recording.span();
-    let ready_at_ns = span.start_ns + READY_AFTER_NS;
-    let window_ns = span.end_ns - ready_at_ns - END_MARGIN_NS;
-    let campaign = campaign_for(csv, window_ns)?;
+    // Where the recording idles before or after the job, only the job's
+    // stretch is measured.
+    let job = recording.job_span();
+    let ready_at_ns = (span.start_ns + READY_AFTER_NS).max(job.start_ns);
+    let window_ns = job.end_ns.min(span.end_ns - END_MARGIN_NS) - ready_at_ns;
+    for note in recording.notes() {
+        errln!("note: {} {note}", csv.display());
+    }
+    let mut campaign = campaign_for(csv, window_ns)?;
+    for note in recording.notes() {
+        campaign.description.push_str("; ");
+        campaign.description.push_str(note);
+    }
     let plan = powerlab_campaign::plan::expand(&campaign, recording.gpus().len(), None)
         .map_err(|e| anyhow!("planning the import of {}: {e}", csv.display()))?;
     let result = replay(&recording, &campaign, &plan, ready_at_ns, out)?;

@@ -231,3 +231,20 @@ fn an_option_of_the_other_backend_is_a_usage_error_naming_it() {
     }
     assert!(!results.exists(), "nothing ran");
 }
+
+#[test]
+fn observe_without_nvml_does_not_suggest_the_simulated_node_it_refuses() {
+    // observe has no simulated node: `--backend sim` is a usage error.
+    let sim = powerlab_output(["observe", "--seconds", "0.1", "--backend", "sim"]);
+    assert_eq!(sim.status.code(), Some(2), "{}", text(&sim.stderr));
+    let out = powerlab_output(["observe", "--seconds", "0.1"]);
+    let err = text(&out.stderr);
+    if err.contains("NVML could not be initialised") {
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(!err.contains("--backend sim"), "{err}");
+        assert!(err.contains("real GPUs only"), "{err}");
+    } else {
+        // A machine with NVML: observe ran.
+        assert!(out.status.success(), "{err}");
+    }
+}

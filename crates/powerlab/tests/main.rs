@@ -34,6 +34,7 @@ mod rack;
 mod ramp_up;
 mod readme_flow;
 mod recording;
+mod recording_faults;
 mod regression;
 mod sensor;
 mod sensor_models;

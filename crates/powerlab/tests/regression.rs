@@ -171,3 +171,30 @@ fn defect5_no_ramp_from_idle_after_the_barrier() {
         "the barrier wait idled: {before:?}"
     );
 }
+
+/// Issue 58: a last rung without cooldown ends a few ms after its last
+/// sample, before the next one is due; nothing is lost, yet the report
+/// opened with "INCOMPLETE RAW DATA (99.3 %)".
+#[test]
+fn a_last_rung_without_cooldown_is_not_incomplete() {
+    let c = campaign(
+        "[[phase]]\nkind = \"idle\"\nduration_s = 2\n[[phase]]\nkind = \"sustained\"\nname = \"last\"\nduration_s = 5\ncooldown_s = 0\n",
+    );
+    let r = run_sim(&c, &["--sim-gpus", "2"]);
+    assert_eq!(r.code(), 0, "{}", r.stderr());
+    let dir = r.dir.as_ref().unwrap();
+    let report = std::fs::read_to_string(dir.join("report/report.md")).unwrap();
+    let first = report.lines().next().unwrap_or_default();
+    assert!(!first.contains("INCOMPLETE"), "{first}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("report/summary.json")).unwrap())
+            .unwrap();
+    let last = summary["rungs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["label"] == "last")
+        .unwrap();
+    assert!(last["incomplete"].is_null(), "{last}");
+    assert!(last["mean_w"].as_f64().unwrap() > 0.0, "{last}");
+}

@@ -201,3 +201,58 @@ fn a_process_that_leaves_the_group_is_found_killed_and_named() {
     let ending = std::fs::read_to_string(dir.join("workload/job.json")).unwrap();
     assert!(ending.contains("\"escaped\""), "{ending}");
 }
+
+#[test]
+fn a_command_that_dies_in_its_warm_up_stops_the_run_when_it_dies() {
+    // A 6 s warm-up; the command dies after 1 s. It was noticed only when
+    // the warm-up ended, and its end recorded then, 5 s late.
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("c.toml");
+    let text_of = campaign(r#"["sh", "-c", "echo $$ > pids; sleep 1; exit 3"]"#)
+        .replace("warmup_s = 0.5", "warmup_s = 6");
+    std::fs::write(&file, text_of).unwrap();
+    let root = tmp.path().join("runs");
+    let started = std::time::Instant::now();
+    let out = capture(powerlab().current_dir(tmp.path()).args([
+        "run",
+        file.to_str().unwrap(),
+        "--backend",
+        "sim",
+        "--sim-pace",
+        "realtime",
+        "--sim-run-command",
+        "--sim-gpus",
+        "1",
+        "--results",
+        root.to_str().unwrap(),
+    ]));
+    let took = started.elapsed().as_secs_f64();
+    let dir = run_dirs(&root).into_iter().next().expect("a run directory");
+    assert_clean_failure(
+        &out,
+        &dir,
+        &["exited with status 3", "before the phase's window began"],
+        tmp.path(),
+    );
+    let ending: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("workload/job.json")).unwrap())
+            .unwrap();
+    let lived_s = (ending["ended_ns"].as_i64().unwrap() - ending["started_ns"].as_i64().unwrap())
+        as f64
+        / 1e9;
+    assert!(
+        (1.0..2.5).contains(&lived_s),
+        "the job's end is recorded {lived_s:.2} s after its start (it died after 1 s)"
+    );
+    // The run ended soon after the job died, well before the warm-up's
+    // 6 s would have ended.
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
+    let after_s = (manifest["ended_ns"].as_i64().unwrap() - ending["ended_ns"].as_i64().unwrap())
+        as f64
+        / 1e9;
+    assert!(
+        after_s < 3.0,
+        "the run ended {after_s:.1} s after the job died (took {took:.1} s)"
+    );
+}

@@ -148,6 +148,9 @@ pub struct Running {
     err: Tap,
     rel: (String, String),
     ended: Option<ExitStatus>,
+    /// When [`Running::check_at`] first saw it ended on its own, run
+    /// clock ns: its end, where it came before the harness stopped it.
+    exited_ns: Option<i64>,
     /// The value of [`TOKEN_VAR`] in the job's environment.
     token: String,
 }
@@ -294,6 +297,7 @@ impl Running {
                 format!("workload/{stem}.stderr"),
             ),
             ended: None,
+            exited_ns: None,
             token,
         })
     }
@@ -346,6 +350,18 @@ impl Running {
             self.ended = self.child.try_wait().ok().flatten();
         }
         self.ended.map(|s| Fault::Exited(status_words(s)))
+    }
+
+    /// [`Running::check`] at `now_ns` (run clock): the first time it sees
+    /// the command ended, that moment is kept as its end (the ending's
+    /// `ended_ns`, not when the harness came to stop it: a job that died
+    /// in its warm-up was recorded 7 s late).
+    pub fn check_at(&mut self, now_ns: i64) -> Option<Fault> {
+        let fault = self.check();
+        if self.ended.is_some() && self.exited_ns.is_none() {
+            self.exited_ns = Some(now_ns);
+        }
+        fault
     }
 
     /// The fault in words, naming the command and where its output is.
@@ -460,7 +476,7 @@ impl Running {
             command: self.command.clone(),
             pid: self.child.id(),
             started_ns: self.started_ns,
-            ended_ns: now_ns(),
+            ended_ns: self.exited_ns.unwrap_or_else(&now_ns),
             stop_ns,
             stopped_by,
             exit_code: status.code(),

@@ -16,6 +16,7 @@
 //! [`PowerSource`]: powerlab_core::hw::PowerSource
 //! [`Gpu`]: powerlab_core::hw::Gpu
 
+mod checks;
 mod play;
 
 pub use play::{LOOKAHEAD_NS, PRE_RUN_NS, ReplayBackend};
@@ -96,6 +97,10 @@ pub struct Recording {
     path: PathBuf,
     node: String,
     gpus: Vec<Arc<RecordedGpu>>,
+    /// The job's stretch where the recording idles before or after it.
+    job: Option<Span>,
+    /// What was left out or cut, in words.
+    notes: Vec<String>,
 }
 
 /// A row of the file, parsed.
@@ -115,6 +120,8 @@ struct Gathered {
     buffered_max: Option<(EpochNs, u64)>,
     /// Latest instant timestamp so far, and its line.
     instant_last: Option<(EpochNs, u64)>,
+    /// The latest buffered samples, for stamps seen twice.
+    recent: checks::Recent,
 }
 
 /// An error about `path`, at `line` when there is one.
@@ -178,6 +185,7 @@ impl Recording {
                 continue;
             }
             let row = parse_row(&record).map_err(|m| refused(path, Some(line), m))?;
+            checks::units(path, line, &row)?;
             match &node {
                 None => node = Some(row.node.clone()),
                 Some(n) if *n != row.node => {
@@ -217,17 +225,39 @@ impl Recording {
                 "it holds no readings after its header (no buffered_w rows): record for longer, or give the file `powerlab observe --csv` wrote while the GPUs were read",
             ));
         }
-        let gpus = sort_gpus(gathered)
+        let mut gpus = sort_gpus(gathered)
             .into_iter()
             .map(|(key, g)| recorded_gpu(path, key, g.rows).map(Arc::new))
             .collect::<Result<Vec<_>, _>>()?;
-        let recording = Recording {
+        let out = checks::left_out(&gpus);
+        gpus.retain(|g| !out.iter().any(|(k, _)| *k == g.key));
+        let mut recording = Recording {
             path: path.to_path_buf(),
             node: node.unwrap_or_default(),
             gpus,
+            job: None,
+            notes: out.into_iter().map(|(_, words)| words).collect(),
         };
         recording.check_span()?;
+        if let Some((job, words)) = checks::job_stretch(&recording.gpus, recording.span())
+            .map_err(|m| refused(path, None, m))?
+        {
+            recording.job = Some(job);
+            recording.notes.push(words);
+        }
         Ok(recording)
+    }
+
+    /// The stretch a replay measures: the job's ([`Recording::span`] where
+    /// the recording does not idle before or after it).
+    pub fn job_span(&self) -> Span {
+        self.job.unwrap_or_else(|| self.span())
+    }
+
+    /// What was left out of the recording or cut from it, in words (a GPU
+    /// that took no part in the job, the idle before or after it).
+    pub fn notes(&self) -> &[String] {
+        &self.notes
     }
 
     /// The file it was read from.
@@ -409,6 +439,9 @@ fn parse_row(record: &csv::StringRecord) -> Result<Row, String> {
 /// more than [`MAX_INSTANT_GAP_NS`].
 fn check_order(path: &Path, line: u64, row: &Row, g: &mut Gathered) -> Result<(), HwError> {
     let ms = |ns: i64| ns as f64 / NS_PER_MS as f64;
+    if row.instrument == Instrument::BufferedW {
+        g.recent.add(path, line, row)?;
+    }
     match row.instrument {
         Instrument::BufferedW => match g.buffered_max {
             Some((max, at)) if row.ts_ns < max - BACKWARDS_TOLERANCE_NS => {

@@ -37,7 +37,8 @@ pub struct LifecycleRow {
     pub step_w_max: f64,
     /// Delay (moment to 10 %), ms: mean.
     pub delay_ms: f64,
-    /// Its standard deviation.
+    /// Its standard deviation: the events' own scatter (each event's own
+    /// 10 % crossing), where wider than the pooled fit's.
     pub delay_ms_sd: f64,
     /// Smallest.
     pub delay_ms_min: f64,
@@ -56,8 +57,14 @@ pub struct LifecycleRow {
     /// The same, the largest.
     #[serde(rename = "t10_90_ms_loo_max")]
     pub t10_90_ms_max: f64,
-    /// The 10–90 % time is a bound (under twice the resolution).
+    /// The 10–90 % time is a bound (under twice the sample spacing or the
+    /// resolution, however many events were pooled).
     pub t10_90_bound: bool,
+    /// The delay is a bound (under twice the sample spacing or the
+    /// resolution).
+    pub delay_bound: bool,
+    /// The samples' own spacing, ms.
+    pub spacing_ms: f64,
     /// The finest time the samples resolve, ms.
     pub resolution_ms: f64,
     /// What the reader must know.
@@ -102,6 +109,8 @@ pub fn rows(edges: &[LifecycleEdge]) -> Vec<LifecycleRow> {
                 t10_90_ms_min: r3(e.t10_90_ms.min),
                 t10_90_ms_max: r3(e.t10_90_ms.max),
                 t10_90_bound: e.t10_90_is_bound(),
+                delay_bound: e.delay_is_bound(),
+                spacing_ms: r3(e.spacing_ms),
                 resolution_ms: r3(e.resolution_ms),
                 caveat: e.caveat.clone().unwrap_or_default(),
             }

@@ -6,8 +6,9 @@ use super::crossings::{Levels, intervals, on_fraction, rising_crossings};
 use super::fit::{PeriodFit, fit_period};
 use super::lag::crossing_lag_ns;
 use super::resample::{median_spacing_ns, placed, resample, step_for};
+use super::spectral;
 use super::{FLAT_SHARE, MAX_JITTER_SHARE, MAX_LAG_MS, MIN_CROSSING_SHARE, MIN_CYCLES, MIN_LAG_MS};
-use powerlab_core::units::{ms_to_ns, ns_f64_to_ms, ns_to_ms};
+use powerlab_core::units::{ms_to_ns, ms_to_ns_f64, ns_f64_to_ms, ns_to_ms};
 use powerlab_samples::stats::t975;
 use rustfft::FftPlanner;
 
@@ -143,18 +144,123 @@ pub fn find_iteration(
     let span = to_ns - from_ns;
     let even = resample(&points, step_for(span)).ok_or(too_few)?;
     let step_ms = even.step_ms();
+    let spacing_ns = median_spacing_ns(&points).unwrap_or(even.step_ns);
     let max_lag_ms = MAX_LAG_MS.min(ns_to_ms(span) / 3.0);
     let max_lag = (max_lag_ms / step_ms) as usize;
     let r = autocorrelation(planner, &even.values, max_lag + 1);
-    let peak =
-        period_peak(&r, (MIN_LAG_MS / step_ms).ceil() as usize, max_lag).map_err(|best| {
-            NoPeriod::NoPeak {
-                max_lag_ms,
-                best: best.map(|b: Peak| (b.lag * step_ms, b.height)),
+    let by_autocorr = period_peak(&r, (MIN_LAG_MS / step_ms).ceil() as usize, max_lag)
+        .map_err(|best| NoPeriod::NoPeak {
+            max_lag_ms,
+            best: best.map(|b: Peak| (b.lag * step_ms, b.height)),
+        })
+        .and_then(|peak| {
+            let guess_ns = peak.lag * even.step_ns as f64;
+            fit_at(&points, &levels, span, guess_ns).map(|f| (f, guess_ns, peak.height))
+        });
+    // Where the autocorrelation points elsewhere (a back-to-back job's
+    // shallow steps beat with the sampling), the spectrum's line; where
+    // its crossings follow no steady period either (its shallow dips
+    // cross the mid-level at any phase), iterations at t0 + k·P.
+    let (fit, guess_ns, height, timed) = match by_autocorr {
+        Ok((fit, guess_ns, height)) => (fit, guess_ns, height, true),
+        Err(why) => {
+            let line = spectral::line(
+                planner,
+                &even,
+                ns_to_ms(spacing_ns),
+                (MIN_LAG_MS, max_lag_ms),
+            )
+            .ok_or_else(|| why.clone())?;
+            let guess_ns = spectral::refine(&points, ms_to_ns_f64(line.period_ms));
+            // A line of a few cycles is the window's own shape (a cold
+            // start's ramp read as one 3.4 s "cycle"), not an iteration.
+            if (span as f64) < spectral::MIN_CYCLES as f64 * guess_ns {
+                return Err(why);
             }
-        })?;
-    let guess_ns = peak.lag * even.step_ns as f64;
-    let crossings = rising_crossings(&points, &levels, (0.5 * guess_ns) as i64);
+            let k =
+                ((guess_ns / even.step_ns as f64).round() as usize).min(r.len().saturating_sub(1));
+            let height = r.get(k).copied().unwrap_or(f64::NAN);
+            match fit_at(&points, &levels, span, guess_ns) {
+                Ok(fit) => (fit, guess_ns, height, true),
+                Err(_) => (placed_fit(&points, guess_ns), guess_ns, height, false),
+            }
+        }
+    };
+    let rises: Vec<i64> = fit.used.iter().map(|u| u.1).collect();
+    let p = fit.period_ns.round() as i64;
+    let lag_ns = lag_of(timed, &points, &rises, p, &levels);
+    let sd = |v: &[f64]| powerlab_samples::stats::mean_sd_ci(v).1.unwrap_or(0.0);
+    Ok(GpuIteration {
+        gpu: gpu.to_string(),
+        period_ms: ns_f64_to_ms(fit.period_ns),
+        period_ci95_ms: ns_f64_to_ms(period_ci95_ns(&fit, spacing_ns)),
+        autocorr_period_ms: ns_f64_to_ms(guess_ns),
+        autocorr_peak: height,
+        // Iterations placed at t0 + k·P show no jitter of their own.
+        jitter_ms: if timed {
+            ns_f64_to_ms(fit.residual_sd_ns)
+        } else {
+            f64::NAN
+        },
+        interval_sd_ms: if timed {
+            ns_f64_to_ms(sd(&intervals(&rises, p)))
+        } else {
+            f64::NAN
+        },
+        cycles: fit.used.len(),
+        on_fraction: on_fraction(&even, &rises, p, levels.mid()).unwrap_or(f64::NAN),
+        mid_w: levels.mid(),
+        lag_ms: ns_to_ms(lag_ns),
+        spacing_ms: ns_to_ms(spacing_ns),
+        starts_ns: rises.iter().map(|t| t - lag_ns).collect(),
+    })
+}
+
+/// The level-crossing lag to take off `rises` (ns): none where they are
+/// placed at t0 + k·P (`timed` false), as they start where the fold's
+/// rise does.
+fn lag_of(timed: bool, points: &[(i64, f64)], rises: &[i64], p: i64, levels: &Levels) -> i64 {
+    if timed {
+        crossing_lag_ns(points, rises, p, levels)
+    } else {
+        0
+    }
+}
+
+/// Iterations of `points` at `period_ns` placed by the fold
+/// ([`spectral::starts`]), as a fit with no scatter of its own: its
+/// period's ± is the sample spacing over the iterations it spans.
+fn placed_fit(points: &[(i64, f64)], period_ns: f64) -> PeriodFit {
+    let starts = spectral::starts(points, period_ns);
+    PeriodFit {
+        period_ns,
+        t0_ns: starts.first().copied().unwrap_or(0) as f64,
+        period_se_ns: 0.0,
+        residual_sd_ns: 0.0,
+        used: starts
+            .iter()
+            .enumerate()
+            .map(|(k, t)| (k as i64, *t))
+            .collect(),
+    }
+}
+
+/// The rising crossings of `points` fitted to a period near `guess_ns`
+/// over a window of `span` ns.
+///
+/// # Errors
+///
+/// [`NoPeriod::TooFewCycles`] where fewer than [`MIN_CYCLES`] (or
+/// [`MIN_CROSSING_SHARE`] of the window's) iterations show a crossing,
+/// [`NoPeriod::Irregular`] where they scatter by more than
+/// [`MAX_JITTER_SHARE`] of the period.
+fn fit_at(
+    points: &[(i64, f64)],
+    levels: &Levels,
+    span: i64,
+    guess_ns: f64,
+) -> Result<PeriodFit, NoPeriod> {
+    let crossings = rising_crossings(points, levels, (0.5 * guess_ns) as i64);
     let expected = span as f64 / guess_ns;
     let fit = fit_period(&crossings, guess_ns)
         .filter(|f| {
@@ -172,26 +278,7 @@ pub fn find_iteration(
             period_ms: ns_f64_to_ms(fit.period_ns),
         });
     }
-    let spacing_ns = median_spacing_ns(&points).unwrap_or(even.step_ns);
-    let rises: Vec<i64> = fit.used.iter().map(|u| u.1).collect();
-    let p = fit.period_ns.round() as i64;
-    let lag_ns = crossing_lag_ns(&points, &rises, p, &levels);
-    let sd = |v: &[f64]| powerlab_samples::stats::mean_sd_ci(v).1.unwrap_or(0.0);
-    Ok(GpuIteration {
-        gpu: gpu.to_string(),
-        period_ms: ns_f64_to_ms(fit.period_ns),
-        period_ci95_ms: ns_f64_to_ms(period_ci95_ns(&fit, spacing_ns)),
-        autocorr_period_ms: ns_f64_to_ms(guess_ns),
-        autocorr_peak: peak.height,
-        jitter_ms: ns_f64_to_ms(fit.residual_sd_ns),
-        interval_sd_ms: ns_f64_to_ms(sd(&intervals(&rises, p))),
-        cycles: fit.used.len(),
-        on_fraction: on_fraction(&even, &rises, p, levels.mid()).unwrap_or(f64::NAN),
-        mid_w: levels.mid(),
-        lag_ms: ns_to_ms(lag_ns),
-        spacing_ms: ns_to_ms(spacing_ns),
-        starts_ns: rises.iter().map(|t| t - lag_ns).collect(),
-    })
+    Ok(fit)
 }
 
 /// The period's 95 % half-width, ns: Student's t times the fit's slope

@@ -24,7 +24,12 @@
 //!    jitters by 1–5 %), the sample window undone, the GPUs summed at their
 //!    offsets, a bootstrap over whole cycles ([`rung`]).
 //!
-//! A GPU whose draw is flat (back-to-back steps), shows no peak, too few
+//! Where the autocorrelation's peak gives no steady crossings (a
+//! back-to-back job's shallow steps beat with the 20 ms sampling: its peak
+//! fell on two steps), the spectrum's line gives the guess instead
+//! ([`spectral`]), refined on the crossings alike.
+//!
+//! A GPU whose draw is flat, shows no peak, too few
 //! cycles or starts that stray from any steady period has no period
 //! ([`NoPeriod`]): the rung keeps its sample-and-hold figures (mean, peak,
 //! p90 − p10), and the report says why in words.
@@ -36,6 +41,7 @@ pub mod fit;
 pub mod lag;
 pub mod resample;
 pub mod rung;
+pub mod spectral;
 #[cfg(test)]
 mod tests;
 

@@ -117,8 +117,9 @@ pub fn compute(
     );
     marks::mark_incomplete(&mut rungs, &coverage);
     marks::mark_stopped(&mut rungs, &run);
+    let counters = workload_counters(&run, &samples.series);
     let workload = super::workload::Workload {
-        rows: super::workload::rows(&workload_rungs, &rungs, &grid, &cycles),
+        rows: super::workload::rows(&workload_rungs, &rungs, &grid, &cycles, &counters),
         rungs: workload_rungs,
     };
     let lifecycle =
@@ -267,6 +268,20 @@ fn rung_summaries(
         }
     }
     rungs
+}
+
+/// Every workload rung's mean from the energy counters over its window
+/// (where they have readings spanning half of it): the check that the
+/// samples' time-weighted mean is the energy the GPUs drew.
+fn workload_counters(run: &load::Run, series: &SeriesSet) -> HashMap<u32, energy::CounterMean> {
+    let gpus = run.manifest.gpu_keys();
+    run.rungs
+        .iter()
+        .filter(|r| r.info.kind == PhaseKind::Workload)
+        .filter_map(|r| {
+            energy::mean_w(series, &gpus, r.measure_from_ns, r.end_ns).map(|m| (r.info.id, m))
+        })
+        .collect()
 }
 
 /// Where each rung's curve stops holding readings from before its window:

@@ -6,11 +6,15 @@
 //! their marks.
 
 use powerlab_analysis::cycle::{NoCycle, NodeCycle};
+use powerlab_analysis::energy::CounterMean;
 use powerlab_analysis::grid::{GridFigure, GridMetrics, Metric, cycle_resolution_ms};
+use powerlab_analysis::lifecycle::is_bound;
 use powerlab_analysis::summary::{Cycles, RungSummary};
 use powerlab_analysis::workload::WorkloadRung;
+use powerlab_core::units::s_to_ms;
 use powerlab_samples::stats::r3;
 use serde::Serialize;
+use std::collections::HashMap;
 
 /// Every workload rung of a node run.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -70,6 +74,15 @@ pub struct WorkloadRow {
     pub mean_ci95_lo_w: Option<f64>,
     /// Upper end.
     pub mean_ci95_hi_w: Option<f64>,
+    /// The energy counters' mean over the rung's window (between each
+    /// GPU's first and last reading inside it, about one a second), W:
+    /// what the GPUs drew, against which the samples' mean is checked.
+    pub counter_mean_w: Option<f64>,
+    /// The share of the window the counters' readings span.
+    pub counter_span: Option<f64>,
+    /// `mean_w` against `counter_mean_w`, % (positive: the samples read
+    /// high).
+    pub counter_gap_pct: Option<f64>,
     /// Peak, W.
     pub peak_w: Option<f64>,
     /// p99 − p1, W.
@@ -110,12 +123,14 @@ pub struct WorkloadRow {
 
 /// Every workload rung's row: its period from `rungs`, its node figures
 /// from its summary in `summaries` (after the marks) and `grid`, its
-/// resolution from its cycle in `cycles`.
+/// resolution from its cycle in `cycles`, and its energy counters' mean
+/// from `counters` (by rung id).
 pub fn rows(
     rungs: &[WorkloadRung],
     summaries: &[RungSummary],
     grid: &GridMetrics,
     cycles: &Cycles,
+    counters: &HashMap<u32, CounterMean>,
 ) -> Vec<WorkloadRow> {
     rungs
         .iter()
@@ -126,7 +141,16 @@ pub fn rows(
                 .iter()
                 .find(|g| g.rung_id == w.rung_id)
                 .map_or(&[][..], |g| g.figures.as_slice());
-            Some(row(w, s, figures, cycles.get(&w.rung_id)))
+            let mut row = row(w, s, figures, cycles.get(&w.rung_id));
+            if let Some(c) = counters.get(&w.rung_id) {
+                row.counter_mean_w = Some(r3(c.w));
+                row.counter_span = Some(r3(c.span_share));
+                row.counter_gap_pct = row
+                    .mean_w
+                    .filter(|_| c.w > 0.0)
+                    .map(|m| r3(100.0 * (m / c.w - 1.0)));
+            }
+            Some(row)
         })
         .collect()
 }
@@ -158,18 +182,45 @@ fn row(
         ),
     };
     let fig = |m: Metric| figures.iter().find(|f| f.metric == m).filter(|_| folded);
+    // The resolution rule (`lifecycle::is_bound`): a 10–90 % time the
+    // samples cannot time (under twice their spacing) is a bound, however
+    // many iterations were folded.
+    let untimed = |m: Metric| {
+        let step = match cycle {
+            Some(Ok(c)) => c.step_w,
+            _ => f64::NAN,
+        };
+        let spacing = found.map_or(0.0, |f| f.spacing_ms);
+        fig(m)
+            .and_then(|f| f.value)
+            .is_some_and(|v| is_bound(s_to_ms(0.8 * step.abs() / v), spacing, 0.0))
+    };
     let value = |m: Metric| fig(m).and_then(|f| f.value).map(r3);
-    let pm = |m: Metric| fig(m).and_then(|f| f.plus_minus).map(r3);
-    let lower = |m: Metric| fig(m).is_some_and(|f| f.value.is_some() && f.lower_bound);
+    let pm = |m: Metric| {
+        fig(m)
+            .filter(|_| !untimed(m))
+            .and_then(|f| f.plus_minus)
+            .map(r3)
+    };
+    let lower =
+        |m: Metric| fig(m).is_some_and(|f| f.value.is_some() && (f.lower_bound || untimed(m)));
     WorkloadRow {
         rung_id: w.rung_id,
         label: w.label.clone(),
         status,
         period_ms: found.map(|f| r3(f.period_ms)),
         period_ci95_ms: found.map(|f| r3(f.period_ci95_ms)),
-        jitter_ms: found.map(|f| r3(f.jitter_ms)),
-        jitter_pct: found.map(|f| r3(100.0 * f.jitter_ms / f.period_ms)),
-        interval_sd_ms: found.map(|f| r3(f.interval_sd_ms)),
+        // NaN: iterations placed at t0 + k·P (a back-to-back job's
+        // period from its spectrum) show no jitter of their own.
+        jitter_ms: found.map(|f| f.jitter_ms).filter(|j| j.is_finite()).map(r3),
+        jitter_pct: found
+            .map(|f| 100.0 * f.jitter_ms / f.period_ms)
+            .filter(|j| j.is_finite())
+            .map(r3),
+        interval_sd_ms: found
+            .map(|f| f.interval_sd_ms)
+            .filter(|j| j.is_finite())
+            .map(r3),
         cycles: found.map(|f| f.cycles),
         on_fraction: found.map(|f| r3(f.on_fraction)),
         lag_ms: found.map(|f| r3(f.lag_ms)),
@@ -177,6 +228,9 @@ fn row(
         mean_w: s.mean_w,
         mean_ci95_lo_w: s.mean_ci95.map(|b| r3(b.lo)),
         mean_ci95_hi_w: s.mean_ci95.map(|b| r3(b.hi)),
+        counter_mean_w: None,
+        counter_span: None,
+        counter_gap_pct: None,
         peak_w: s.peak_w,
         spread_w: s.spread_w,
         swing_w: s.swing_w,
@@ -268,6 +322,9 @@ pub(crate) mod tests_support {
             mean_w: None,
             mean_ci95_lo_w: None,
             mean_ci95_hi_w: None,
+            counter_mean_w: None,
+            counter_span: None,
+            counter_gap_pct: None,
             peak_w: None,
             spread_w: None,
             swing_w: None,

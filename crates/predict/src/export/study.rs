@@ -118,7 +118,7 @@ pub(super) fn section(s: &mut String, p: &Prediction) {
     let lc = &l.plan.lc;
     let _ = writeln!(
         s,
-        "\n## Lifecycle: start, checkpoints, crashes, end\n\n{} GPUs over {} s at {} ms, streamed ({} points; files in `{STUDY_DIR}/`: COMTRADE `{COMTRADE_STEM}.cfg`/`.dat`, `{WAVEFORM_CSV}`, `lifecycle_events.csv`). Each event's level is the mean over whole iterations (at least 1 s) before it and once its edge has settled; its time is the edge's 10–90 %.\n",
+        "\n## Lifecycle: start, checkpoints, crashes, end\n\n{} GPUs over {} s at {} ms, streamed ({} points; files in `{STUDY_DIR}/`: COMTRADE `{COMTRADE_STEM}.cfg`/`.dat`, `{WAVEFORM_CSV}`, `lifecycle_events.csv`). Each event's level is the mean over whole iterations (at least 1 s) before it and once its edge has settled; its time is the edge's 10–90 %. Its step at its worst instant runs from the waveform's highest (a fall) or lowest (a rise) point in the 100 ms before it to its lowest or highest once its edge has settled: for a crash in compute, the plateau to idle. The step and ramp verdicts judge the waveform as written at its worst instant (the largest change within any second or minute), the figures between means beside them.\n",
         p.schedule.job.gpus,
         lc.span_s,
         fmt_ms(lc.resolution_ms),
@@ -172,19 +172,20 @@ fn verdicts(s: &mut String, l: &LifecycleStudy) {
 fn events(s: &mut String, label: &str, ev: &[EventFigure]) {
     let _ = writeln!(
         s,
-        "\nEvents of `{}`:\n\n| t s | event | before | after | step | delay to 10 % | 10–90 % | energy not drawn |\n|---|---|---|---|---|---|---|---|",
+        "\nEvents of `{}`:\n\n| t s | event | before | after | step (means) | step at its worst instant | delay to 10 % | 10–90 % | energy not drawn |\n|---|---|---|---|---|---|---|---|---|",
         text(label)
     );
     for e in ev {
         let _ = writeln!(
             s,
-            "| {:.1} | {}{} | {} | {} | {} | {} ms | {} ms | {} |",
+            "| {:.1} | {}{} | {} | {} | {} | {} | {} ms | {} ms | {} |",
             e.t_s,
             e.kind.name(),
             if e.drawn { " (drawn)" } else { "" },
             fmt_mw(e.before_mw),
             fmt_mw(e.after_mw),
             fmt_mw_signed(e.step_mw()),
+            fmt_mw_signed(e.instant_step_mw()),
             fmt_ms(e.t10_ms),
             fmt_ms(e.t10_90_ms),
             fmt_energy_mwh(e.deficit_mwh)
@@ -202,14 +203,15 @@ pub(super) fn answer_line(s: &mut String, p: &Prediction) {
     let worst = |down: bool| {
         c.events
             .iter()
-            .filter(|e| e.step_mw().is_finite())
+            .filter(|e| e.instant_step_mw().is_finite())
             .max_by(|a, b| {
                 let k = if down { -1.0 } else { 1.0 };
-                (k * a.step_mw()).total_cmp(&(k * b.step_mw()))
+                (k * a.instant_step_mw()).total_cmp(&(k * b.instant_step_mw()))
             })
             .map(|e| {
                 format!(
-                    "{} at the {} at {:.0} s (10–90 % in {} ms)",
+                    "{} at its worst instant ({} mean to mean) at the {} at {:.0} s (10–90 % in {} ms)",
+                    fmt_mw_signed(e.instant_step_mw()),
                     fmt_mw_signed(e.step_mw()),
                     e.kind.name(),
                     e.t_s,

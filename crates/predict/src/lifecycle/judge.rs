@@ -1,13 +1,17 @@
-//! The lifecycle study's figures against the site's limits: the largest
-//! step of any event against `max_step_mw`, a crash's loss from the
-//! iteration's peak against `max_load_loss_mw`, the fastest ramps between
-//! consecutive second and minute means against the `[grid]`'s MW/s
-//! (scaled to the job's GPUs) and MW/min limits, and the highest mean over
-//! each supply window against the `[supply]`. A limit not declared is
+//! The lifecycle study's figures against the site's limits, each judged
+//! on the worst instant of the waveform as written (a utility sees the
+//! instant, not an iteration's mean): the largest step of any event
+//! against `max_step_mw` (from the level the waveform holds just before
+//! it to the one it reaches as its edge settles, the mean-to-mean step
+//! beside it), a crash's loss from the iteration's peak against
+//! `max_load_loss_mw`, the largest rise and fall within any second and
+//! any minute against the `[grid]`'s MW/s (scaled to the job's GPUs) and
+//! MW/min limits (the rates between consecutive means beside them), and
+//! the highest mean over each supply window against the `[supply]`. A limit not declared is
 //! stated without a verdict; a figure that cannot be measured is stated
 //! as such, never judged.
 
-use super::study::{ChannelFigures, Study};
+use super::study::{ChannelFigures, EventFigure, INSTANT_S, Study};
 use super::timeline::EventKind;
 use powerlab_campaign::{Grid, Ramp, Supply};
 use powerlab_core::units::W_PER_MW;
@@ -70,23 +74,51 @@ pub fn judge(s: &Study, grid: Option<&Grid>, supply: Option<&Supply>, gpus: u64)
     v
 }
 
+/// [`INSTANT_S`] in ms, for the words.
+const INSTANT_MS: f64 = INSTANT_S * 1000.0;
+
 type Add<'a> = dyn FnMut(String, f64, &'static str, Option<f64>) + 'a;
 
-/// The largest step up and down of any event (means either side), and a
-/// crash's loss from the iteration's peak: a crash may come there (its
-/// loss from the mean is the typical one, named beside it).
+/// The largest step up and down of any event at its worst instant
+/// ([`EventFigure::instant_step_mw`]: for a crash in compute the plateau
+/// to idle), the mean-to-mean step named beside it, and a crash's loss
+/// from the iteration's peak: a crash may come there (its loss from the
+/// mean is the typical one, named beside it).
 fn steps(c: &ChannelFigures, grid: Option<&Grid>, add: &mut Add<'_>) {
-    let all: Vec<f64> = c
+    let limit = grid.and_then(|g| g.max_step_mw);
+    let finite: Vec<&EventFigure> = c
         .events
         .iter()
-        .map(|e| e.step_mw())
-        .filter(|x| x.is_finite())
+        .filter(|e| e.step_mw().is_finite() && e.instant_step_mw().is_finite())
         .collect();
-    let limit = grid.and_then(|g| g.max_step_mw);
-    let up = all.iter().copied().fold(0.0, f64::max);
-    let down = all.iter().map(|x| -x).fold(0.0, f64::max);
-    add("largest step up of an event".into(), up, "MW", limit);
-    add("largest step down of an event".into(), down, "MW", limit);
+    for (sign, words) in [(1.0, "up"), (-1.0, "down")] {
+        let instant = finite
+            .iter()
+            .map(|e| sign * e.instant_step_mw())
+            .fold(0.0, f64::max);
+        let mean = finite
+            .iter()
+            .map(|e| sign * e.step_mw())
+            .fold(0.0, f64::max);
+        add(
+            format!(
+                "largest step {words} of an event at its worst instant (the waveform {} {INSTANT_MS:.0} ms before it to {} once its edge settled; {mean:.2} MW mean to mean)",
+                if sign > 0.0 {
+                    "lowest in the"
+                } else {
+                    "highest in the"
+                },
+                if sign > 0.0 {
+                    "its highest"
+                } else {
+                    "its lowest"
+                },
+            ),
+            instant,
+            "MW",
+            limit,
+        );
+    }
     let crashes: Vec<_> = c
         .events
         .iter()
@@ -108,11 +140,14 @@ fn steps(c: &ChannelFigures, grid: Option<&Grid>, add: &mut Add<'_>) {
     );
 }
 
-/// The fastest rise and fall between consecutive second means (MW/s, the
-/// `[grid]`'s MW/s limits scaled to the job's GPUs) and minute means
-/// (MW/min).
+/// The largest rise and fall of the waveform within any second (MW/s, the
+/// `[grid]`'s MW/s limits scaled to the job's GPUs) and any minute
+/// (MW/min), the fastest between consecutive means of that window beside
+/// each: a step within one second is a rate of that step per second,
+/// whatever the means either side.
 fn ramps(c: &ChannelFigures, grid: Option<&Grid>, gpus: u64, add: &mut Add<'_>) {
     for &(w, up, down) in &c.ramps {
+        let within = c.swings.iter().find(|s| s.0 == w).map(|s| (s.1, s.2));
         let per_min = w >= 60.0;
         let (unit, k) = if per_min {
             ("MW/min", 60.0)
@@ -129,11 +164,27 @@ fn ramps(c: &ChannelFigures, grid: Option<&Grid>, gpus: u64, add: &mut Add<'_>) 
                     .map(|x| x / W_PER_MW),
             }
         };
-        for (dir, words, rate) in [(Ramp::Up, "rise", up), (Ramp::Down, "fall", down)] {
+        for (dir, words, rate, most) in [
+            (Ramp::Up, "rise", up, within.map(|x| x.0)),
+            (Ramp::Down, "fall", down, within.map(|x| x.1)),
+        ] {
             let item = format!("fastest {words} between {w:.0} s means");
-            match rate {
-                Some(r) => add(item, r * k, unit, limit(dir)),
-                None => add(
+            match (most, rate) {
+                (Some(m), r) => add(
+                    format!(
+                        "largest {words} within any {} of the waveform ({})",
+                        window_words(w * 1000.0),
+                        match r {
+                            Some(r) => format!("{:.2} {unit} between {w:.0} s means", r * k),
+                            None => format!("no two whole {w:.0} s means"),
+                        }
+                    ),
+                    m * k / w,
+                    unit,
+                    limit(dir),
+                ),
+                (None, Some(r)) => add(item, r * k, unit, limit(dir)),
+                (None, None) => add(
                     format!("{item}: not measurable (the span holds fewer than two windows)"),
                     f64::NAN,
                     unit,

@@ -18,6 +18,11 @@ const MS_PER_H: f64 = 3_600_000.0;
 
 /// Points drawn at a time.
 const CHUNK: usize = 1 << 16;
+/// The stretch before an event whose highest and lowest points its
+/// instant step starts from, s: the level the waveform holds at that
+/// moment (the compute plateau for a crash in compute), not the mean over
+/// iterations.
+pub const INSTANT_S: f64 = 0.1;
 /// The ramp and swing windows, s: a second and a minute.
 pub const WINDOWS_S: [f64; 2] = [1.0, 60.0];
 /// The spectrum's segment, points (fewer where the span is short).
@@ -60,6 +65,12 @@ pub struct EventFigure {
     /// The mean over as long once its edge has settled (the span's last
     /// point where it ends first).
     pub after_mw: f64,
+    /// The highest and lowest point in the [`INSTANT_S`] before it (NaN:
+    /// before the span).
+    pub instant_before_mw: (f64, f64),
+    /// The highest and lowest point from it until its edge has settled
+    /// (at least [`INSTANT_S`]).
+    pub edge_mw: (f64, f64),
     /// From the event to 10 % of the step, ms.
     pub t10_ms: f64,
     /// From 10 % to 90 % of it, ms.
@@ -73,6 +84,21 @@ impl EventFigure {
     /// after − before, MW.
     pub fn step_mw(&self) -> f64 {
         self.after_mw - self.before_mw
+    }
+
+    /// The step at its worst instant, MW, in the direction of
+    /// [`Self::step_mw`]: a rise from the lowest point in the
+    /// [`INSTANT_S`] before the event to the highest until its edge has
+    /// settled, a fall from the highest before it to the lowest after.
+    /// For a crash in compute, the plateau to idle; NaN where the event
+    /// has no point on either side.
+    pub fn instant_step_mw(&self) -> f64 {
+        let ((bmax, bmin), (emax, emin)) = (self.instant_before_mw, self.edge_mw);
+        if self.step_mw() >= 0.0 {
+            emax - bmin
+        } else {
+            emin - bmax
+        }
     }
 }
 
@@ -126,6 +152,8 @@ struct Acc {
     welch: Welch,
     before: Vec<(f64, usize)>,
     peak_before: Vec<f64>,
+    instant_before: Vec<(f64, f64)>,
+    edge: Vec<(f64, f64)>,
     after: Vec<(f64, usize)>,
     deficit: Vec<f64>,
     first: Option<f64>,
@@ -146,6 +174,8 @@ impl Acc {
             welch: Welch::new(welch_points, r),
             before: vec![(0.0, 0); n],
             peak_before: vec![f64::NEG_INFINITY; n],
+            instant_before: vec![(f64::NEG_INFINITY, f64::INFINITY); n],
+            edge: vec![(f64::NEG_INFINITY, f64::INFINITY); n],
             after: vec![(0.0, 0); n],
             deficit: vec![0.0; n],
             first: None,
@@ -228,25 +258,40 @@ pub fn study(p: &Plan, sink: &mut dyn Sink) -> std::io::Result<Study> {
     })
 }
 
-/// An event's level windows, s: before `[b0, b1)`, after `[a0, a1)`.
+/// An event's level windows, s: before `[b0, b1)`, after `[a0, a1)`;
+/// its instant step's `[i0, b1)` before and `[b1, e1)` from it.
 #[derive(Debug, Clone, Copy)]
 pub struct Window {
     b0: f64,
     b1: f64,
     a0: f64,
     a1: f64,
+    i0: f64,
+    e1: f64,
 }
 
 impl Window {
     /// Before `t_s` for `level_s`; after `settle_s` past it for as long.
+    /// The instant step's stretches: [`INSTANT_S`] (at most `level_s`)
+    /// before it, and from it until it has settled (at least
+    /// [`INSTANT_S`], at most the after window's end).
     pub fn new(t_s: f64, settle_s: f64, level_s: f64) -> Window {
+        let a1 = t_s + settle_s + level_s;
         Window {
             b0: t_s - level_s,
             b1: t_s,
             a0: t_s + settle_s,
-            a1: t_s + settle_s + level_s,
+            a1,
+            i0: t_s - INSTANT_S.min(level_s),
+            e1: (t_s + settle_s.max(INSTANT_S)).min(a1),
         }
     }
+}
+
+/// `m` widened to hold `v`: (highest, lowest).
+fn widen(m: &mut (f64, f64), v: f64) {
+    m.0 = m.0.max(v);
+    m.1 = m.1.min(v);
 }
 
 /// Adds `mw` to the level windows of every event it falls in.
@@ -257,6 +302,11 @@ fn in_windows(ws: &[Window], first: &mut usize, t_s: f64, mw: f64, acc: &mut Acc
     for (i, w) in ws.iter().enumerate().skip(*first) {
         if w.b0 > t_s {
             break;
+        }
+        if t_s >= w.i0 && t_s < w.b1 {
+            widen(&mut acc.instant_before[i], mw);
+        } else if t_s >= w.b1 && t_s < w.e1 {
+            widen(&mut acc.edge[i], mw);
         }
         if t_s < w.b1 {
             acc.before[i].0 += mw;
@@ -291,6 +341,8 @@ fn figures(p: &Plan, label: &str, a: Acc, total: u64) -> ChannelFigures {
                     first
                 },
                 after_mw: mean(a.after[i], a.last),
+                instant_before_mw: finite(a.instant_before[i]),
+                edge_mw: finite(a.edge[i]),
                 t10_ms: t10,
                 t10_90_ms: t90 - t10,
                 deficit_mwh: a.deficit[i],
@@ -318,6 +370,15 @@ fn figures(p: &Plan, label: &str, a: Acc, total: u64) -> ChannelFigures {
         band_share_pct: a.welch.band_share_pct(p.band_hz),
         peak_hz: a.welch.peak_hz(),
         events,
+    }
+}
+
+/// A (highest, lowest) pair that saw no point: NaN, NaN.
+fn finite(m: (f64, f64)) -> (f64, f64) {
+    if m.0.is_finite() && m.1.is_finite() {
+        m
+    } else {
+        (f64::NAN, f64::NAN)
     }
 }
 

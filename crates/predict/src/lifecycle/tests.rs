@@ -38,6 +38,7 @@ fn edge(kind: EdgeKind, from: f64, to: f64, ramp_ms: f64) -> LifecycleEdge {
         delay_ms: spread(0.0),
         t10_90_ms: spread(0.8 * ramp_ms),
         resolution_ms: 20.0,
+        spacing_ms: 20.0,
         shape_w,
         shape_step_ms: step,
         shape_t0_ms: -500.0,
@@ -258,4 +259,68 @@ fn a_window_shorter_than_the_resolution_is_not_measurable_not_judged() {
     assert!(five.value.is_nan() && five.pass.is_none(), "{five:?}");
     let second = v.iter().find(|x| x.item == "highest 1 s mean").unwrap();
     assert_eq!(second.pass, Some(true));
+}
+
+#[test]
+fn a_dropped_restart_says_how_far_before_the_end_it_would_come() {
+    // The crash at 318 s restarts 60 s later, at 378 s: 2 s before the
+    // end at 380 s (it read "8 s after the job's end").
+    let mut l = lc(false);
+    l.crash_at_s = vec![318.0];
+    let (_, notes) = super::timeline::timeline(&l, 5).unwrap();
+    let note = notes
+        .iter()
+        .find(|n| n.contains("does not restart"))
+        .unwrap_or_else(|| panic!("{notes:?}"));
+    assert!(note.contains("2 s before the job's end at 380 s"), "{note}");
+    assert!(!note.contains("after the job's end"), "{note}");
+}
+
+/// A `[grid]` with only `max_step_mw` declared.
+fn step_limit(mw: f64) -> powerlab_campaign::Grid {
+    powerlab_campaign::Grid {
+        gpus: None,
+        ramp_up_w_per_s_per_gpu: None,
+        ramp_up_mw_per_s: None,
+        ramp_down_w_per_s_per_gpu: None,
+        ramp_down_mw_per_s: None,
+        band_hz: [0.1, 20.0],
+        max_band_share_pct: None,
+        max_dynamic_range_pct: None,
+        max_dynamic_range_w: None,
+        modes: Vec::new(),
+        retune_iteration_pct: None,
+        max_step_mw: Some(mw),
+        ramp_up_mw_per_min: None,
+        ramp_down_mw_per_min: None,
+        max_load_loss_mw: None,
+    }
+}
+
+#[test]
+fn a_crash_in_compute_is_judged_from_the_plateau_not_the_iteration_mean() {
+    // The crash at 250.5 s comes halfway into an iteration's 750 ms at
+    // 700 W: the waveform falls from the plateau to the kill's 60 W idle,
+    // (700 − 60) W × 1e5 = 64 MW, where the means either side differ by
+    // (550 − 60) W × 1e5 = 49 MW. A 55 MW limit holds the means and not
+    // the instant.
+    let gpus = 100_000;
+    let mut l = lc(false);
+    l.crash_at_s = vec![250.5];
+    let s = study(&plan_of(&l, gpus), &mut NoSink).unwrap();
+    let crash = s.channels[0]
+        .events
+        .iter()
+        .find(|e| e.kind == EventKind::Crash)
+        .unwrap();
+    assert!((-crash.step_mw() - 49.0).abs() < 1.0, "{crash:?}");
+    let v = judge::judge(&s, Some(&step_limit(55.0)), None, gpus);
+    let down = v
+        .iter()
+        .find(|x| x.item.starts_with("largest step down"))
+        .unwrap();
+    assert!((down.value - 64.0).abs() < 2.0, "{down:?}");
+    assert_eq!(down.pass, Some(false), "{down:?}");
+    // The mean-to-mean figure is stated beside it.
+    assert!(down.item.contains("49."), "{}", down.item);
 }

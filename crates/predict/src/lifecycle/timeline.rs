@@ -87,7 +87,7 @@ pub fn timeline(lc: &Lifecycle, seed: u64) -> Result<(Vec<Event>, Vec<String>), 
             out.push(ev(tc, EventKind::Crash, drawn));
             t = tc + lc.restart_after_s;
             if t >= end - MIN_EVENT_GAP_S {
-                notes.push(format!("the job does not restart after the crash at {tc:.0} s: the restart would come {:.0} s after the job's end", t - end + MIN_EVENT_GAP_S));
+                notes.push(restart_dropped(tc, t, end));
                 return finish(out, notes, crashes, None);
             }
             out.push(ev(t, EventKind::Restart, false));
@@ -108,6 +108,23 @@ pub fn timeline(lc: &Lifecycle, seed: u64) -> Result<(Vec<Event>, Vec<String>), 
 }
 
 /// The end event (where declared), and what is left of the crashes.
+/// Why the restart at `t` after the crash at `tc` is not placed, the
+/// job ending at `end`: the restart's own distance to the end, before or
+/// after it (a restart 2 s before the end read "8 s after" it).
+fn restart_dropped(tc: f64, t: f64, end: f64) -> String {
+    let when = if t >= end {
+        format!("{:.0} s after the job's end at {end:.0} s", t - end)
+    } else {
+        format!(
+            "{:.0} s before the job's end at {end:.0} s, less than the {MIN_EVENT_GAP_S} s an event needs",
+            end - t
+        )
+    };
+    format!(
+        "the job does not restart after the crash at {tc:.0} s: the restart would come at {t:.0} s, {when}"
+    )
+}
+
 fn finish(
     mut out: Vec<Event>,
     mut notes: Vec<String>,

@@ -117,6 +117,18 @@ impl RungDriver<'_> {
         rung: &Rung,
         t0: i64,
     ) -> Result<Vec<Readiness>, StopReason> {
+        self.warm_up_watching(rung, t0, None).await
+    }
+
+    /// [`Self::warm_up`], calling `watch` every tick while the GPUs warm
+    /// (a workload's command that dies in its warm-up stops the run when
+    /// it dies, not when the warm-up ends).
+    pub(super) async fn warm_up_watching(
+        &mut self,
+        rung: &Rung,
+        t0: i64,
+        watch: Option<&mut dyn FnMut() -> Result<(), StopReason>>,
+    ) -> Result<Vec<Readiness>, StopReason> {
         // Each GPU warms with its own load: a GPU the rung leaves idle (a
         // ramp-up step's) is not warmed either.
         let loads = (0..self.keys.len())
@@ -124,7 +136,7 @@ impl RungDriver<'_> {
             .collect::<Result<Vec<_>, _>>()
             .map_err(StopReason::Failed)?;
         let what = format!("rung {}", rung.label);
-        self.prepare_all(&what, &rung.label, rung.warmup_ns, &loads, t0)
+        self.prepare_watching(&what, &rung.label, (rung.warmup_ns, t0), &loads, watch)
             .await
     }
 
@@ -137,6 +149,20 @@ impl RungDriver<'_> {
         warmup_ns: i64,
         loads: &[Option<LoadKind>],
         t0: i64,
+    ) -> Result<Vec<Readiness>, StopReason> {
+        self.prepare_watching(what, label, (warmup_ns, t0), loads, None)
+            .await
+    }
+
+    /// [`Self::prepare_all`] (warm-up and start, ns), calling `watch`
+    /// every tick while the GPUs prepare.
+    async fn prepare_watching(
+        &mut self,
+        what: &str,
+        label: &str,
+        (warmup_ns, t0): (i64, i64),
+        loads: &[Option<LoadKind>],
+        watch: Option<&mut dyn FnMut() -> Result<(), StopReason>>,
     ) -> Result<Vec<Readiness>, StopReason> {
         let prepare = ask_all(&self.crew.workers, |i, reply| WorkerCmd::Prepare {
             warmup_ns,
@@ -152,7 +178,7 @@ impl RungDriver<'_> {
         };
         match self
             .journal
-            .guarded(tokio::time::timeout(limit, prepare), progress)
+            .guarded_ticking(tokio::time::timeout(limit, prepare), progress, watch)
             .await?
         {
             Err(_) => Err(StopReason::Failed(format!(
@@ -281,7 +307,7 @@ impl RungDriver<'_> {
         let mut drain = || {
             edges.drain().map_err(|e| io(e.into()))?;
             if let Some(j) = job.as_deref_mut()
-                && let Some(fault) = j.check()
+                && let Some(fault) = j.check_at(clock.now_ns())
             {
                 let into_s = (clock.now_ns() - epoch) as f64 / NS_PER_S as f64;
                 return Err(StopReason::Failed(j.fault_words(

@@ -88,9 +88,20 @@ impl RungDriver<'_> {
         t0: i64,
         mut job: Option<&mut Running>,
     ) -> Result<(), StopReason> {
-        let ready = self.warm_up(rung, t0).await?;
+        let clock = self.journal.clock;
+        let ready = match job.as_deref_mut() {
+            Some(j) => {
+                let label = rung.label.clone();
+                let mut watch = || match j.check_at(clock.now_ns()) {
+                    Some(fault) => Err(StopReason::Failed(j.fault_words(&fault, &label, None))),
+                    None => Ok(()),
+                };
+                self.warm_up_watching(rung, t0, Some(&mut watch)).await?
+            }
+            None => self.warm_up(rung, t0).await?,
+        };
         if let Some(j) = job.as_deref_mut()
-            && let Some(fault) = j.check()
+            && let Some(fault) = j.check_at(clock.now_ns())
         {
             return Err(StopReason::Failed(j.fault_words(&fault, &rung.label, None)));
         }

@@ -57,7 +57,35 @@ fn warnings(run: &Run, t: &NodeReport<'_>) -> Vec<String> {
     if m.backend.backend == "sim" {
         warnings.push("SIMULATED NODE: these are model outputs, not measurements".into());
     }
+    warnings.extend(sensor_warning(
+        &t.node.sensor.model,
+        m.backend.backend == "sim",
+    ));
     warnings
+}
+
+/// Under a table of composed cycles: the sensor model they were undone
+/// with, where it is not this GPU's (empty otherwise).
+pub fn sensor_note(run: &Run, t: &NodeReport<'_>) -> String {
+    sensor_warning(&t.node.sensor.model, run.manifest.backend.backend == "sim")
+        .map(|w| format!("\n**{w}.**\n"))
+        .unwrap_or_default()
+}
+
+/// A sensor model that is not this GPU's (nominal: another GPU model's
+/// values assumed): every duty rung and workload fold is undone with its
+/// sample window and latency, so it qualifies their figures. Not said of
+/// the simulated node, whose instruments are the model.
+fn sensor_warning(
+    model: &powerlab_analysis::sensor::model::SensorModel,
+    sim: bool,
+) -> Option<String> {
+    (model.kind == powerlab_analysis::sensor::model::ModelKind::Nominal && !sim).then(|| {
+        format!(
+            "SENSOR MODEL NOT THIS GPU'S: {}; every composed cycle (duty rungs, workload folds, their swings, peaks and ramps) is undone with its sample window and latency",
+            text(&model.source)
+        )
+    })
 }
 
 /// GPUs whose power smoothing was on: their draw is the one the hardware

@@ -39,7 +39,12 @@ pub fn write_report(t: &NodeReport<'_>, dir: &Path) -> Result<PathBuf, CollateEr
     write_facts(&mut s, &run.manifest, raw_rows);
     write_gpus(&mut s, &run.manifest);
     super::rungs::write_rungs(&mut s, &t.report.rungs);
+    let not_its_own = super::headline::sensor_note(run, t);
+    s.push_str(&not_its_own);
     super::workload::write_section(&mut s, &t.node.workload.rows);
+    if !t.node.workload.rows.is_empty() {
+        s.push_str(&not_its_own);
+    }
     if let Some((edges, refused)) = t.lifecycle() {
         super::lifecycle::write_section(&mut s, edges, refused);
     }

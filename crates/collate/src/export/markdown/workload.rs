@@ -33,11 +33,11 @@ pub fn write_section(s: &mut String, rows: &[WorkloadRow]) {
     let _ = writeln!(s, "\n## Workload (node power, GPU draw only)\n");
     let _ = writeln!(
         s,
-        "A workload rung runs the user's own job, whose iterations the harness does not time: they are found in each GPU's buffered samples (each at the middle of its averaging window). Period: the strongest early peak of the samples' autocorrelation, refined on the rising crossings of the mid-level (halfway between p10 and p90) by a least-squares fit of t0 + k·P; ± its 95 % interval, never tighter than the sample spacing over the cycles fitted. Jitter: the crossings' standard deviation about the fit (their own placement error included), ms and % of the period. Cycles: the iterations seen. On-fraction: the share of an iteration above the mid-level. Each crossing, less the time the rise takes from a tenth of the range to the mid-level, starts an iteration; the iterations are folded each at its own start and composed as a duty rung's cycle is (the sample window undone, the GPUs summed at their offsets): mean and swing (p90 − p10) of the node's iteration ± their 95 % half-width (a bootstrap over whole iterations), peak, the fastest 10–90 % ramps (`≥`: faster than the resolution) and the share of the fluctuation's energy in the grid band, as in the grid metrics. Without a period: why, in words, and the flat figures (the sample-and-hold mean, peak and p90 − p10).\n"
+        "A workload rung runs the user's own job, whose iterations the harness does not time: they are found in each GPU's buffered samples (each at the middle of its averaging window). Period: the strongest early peak of the samples' autocorrelation, refined on the rising crossings of the mid-level (halfway between p10 and p90) by a least-squares fit of t0 + k·P; ± its 95 % interval, never tighter than the sample spacing over the cycles fitted. Jitter: the crossings' standard deviation about the fit (their own placement error included), ms and % of the period. Cycles: the iterations seen. On-fraction: the share of an iteration above the mid-level. Each crossing, less the time the rise takes from a tenth of the range to the mid-level, starts an iteration; the iterations are folded each at its own start and composed as a duty rung's cycle is (the sample window undone, the GPUs summed at their offsets): mean and swing (p90 − p10) of the node's iteration ± their 95 % half-width (a bootstrap over whole iterations), peak, the fastest 10–90 % ramps (`≥`: faster than the resolution) and the share of the fluctuation's energy in the grid band, as in the grid metrics. Without a period: why, in words, and the flat figures (the sample-and-hold mean, peak and p90 − p10). Every mean weighs each sample by the time it stands for (half the gap to each neighbour): NVML samples faster at high power, and a mean counting every sample once leans high. Energy counter: the mean the GPUs' energy counters show over the window (between their first and last reading in it, about one a second), and the mean's gap to it.\n"
     );
     let _ = writeln!(
         s,
-        "| rung | period ms | jitter ms (%) | cycles | on-fraction | mean W | swing W | peak W | ramp up W/s | ramp down W/s | band share % | resolution ms | note |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+        "| rung | period ms | jitter ms (%) | cycles | on-fraction | mean W | energy counter W (gap) | swing W | peak W | ramp up W/s | ramp down W/s | band share % | resolution ms | note |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     );
     for r in rows {
         write_row(s, r);
@@ -76,6 +76,10 @@ fn write_row(s: &mut String, r: &WorkloadRow) {
         (v, _) => o(v),
     };
     let mut note = match (r.status, &r.verdict) {
+        (WorkloadStatus::Folded, _) if r.jitter_ms.is_none() => format!(
+            "folded iteration ({}); its period is its spectrum's line (a back-to-back job: its shallow dips cross the mid-level at any phase), the iterations placed at t0 + k·P, so no jitter is measured",
+            r.method
+        ),
         (WorkloadStatus::Folded, _) => format!("folded iteration ({})", r.method),
         (WorkloadStatus::NoPeriod, Some(v)) => format!("**{v}**; flat figures ({})", r.method),
         (_, Some(v)) => format!("**{v}**; {}", r.method),
@@ -85,9 +89,13 @@ fn write_row(s: &mut String, r: &WorkloadRow) {
         note = format!("**{i}** — {note}");
     }
     note.push_str(&declared_note(r));
+    let counter = match (r.counter_mean_w, r.counter_gap_pct) {
+        (Some(c), Some(g)) => format!("{c:.1} ({g:+.2} %)"),
+        (c, _) => o(c),
+    };
     let _ = writeln!(
         s,
-        "| {} | {period} | {jitter} | {} | {} | {} | {} | {} | {} | {} | {band} | {} | {} |",
+        "| {} | {period} | {jitter} | {} | {} | {} | {counter} | {} | {} | {} | {} | {band} | {} | {} |",
         text(&r.label),
         r.cycles.map_or_else(|| "–".into(), |c| c.to_string()),
         r.on_fraction
