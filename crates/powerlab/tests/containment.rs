@@ -8,7 +8,7 @@
 //! killed is named. Checked from `/proc`, with the real binary on the
 //! simulated node in real time running the command, in both holders.
 
-use crate::util::{capture, powerlab, run_dirs, text};
+use crate::util::{allow_programs, capture, powerlab, run_dirs, text};
 use std::path::Path;
 use std::process::Output;
 
@@ -27,12 +27,8 @@ fn run_job(dir: &Path, command: &str, env: &[(&str, &str)]) -> Output {
             .current_dir(dir)
             .envs(env.iter().copied())
             .args(["run", file.to_str().unwrap(), "--backend", "sim"])
-            .args([
-                "--sim-pace",
-                "realtime",
-                "--sim-run-command",
-                "--allow-programs",
-            ])
+            .args(["--sim-pace", "realtime", "--sim-run-command"])
+            .args(allow_programs())
             .args(["--sim-gpus", "1", "--results", runs.to_str().unwrap()]),
     )
 }

@@ -5,7 +5,7 @@
 //! name a run's node is refused before anything is made; a grid mode's
 //! name cannot forge a report's rows.
 
-use crate::util::{POWERLAB, assert_exit, campaign, capture, powerlab, run_dirs, run_sim, text};
+use crate::util::{assert_exit, bin, campaign, capture, powerlab, run_dirs, run_sim, text};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -81,7 +81,7 @@ fn predict(out: &Path, gpus: u32, limit_kib: Option<u64>) -> std::process::Outpu
     capture(
         std::process::Command::new("bash")
             .arg("-c")
-            .arg(format!("trap '' XFSZ; {limit}exec {POWERLAB} {args}")),
+            .arg(format!("trap '' XFSZ; {limit}exec {} {args}", bin())),
     )
 }
 
