@@ -166,10 +166,12 @@ pub use powerlab_campaign::plan::file_stem;
 
 /// The program in words for errors: `` `python train.py` ``.
 pub fn describe(command: &[String]) -> String {
-    let mut s = command.join(" ");
-    if s.len() > 120 {
-        s.truncate(117);
-        s.push_str("...");
+    // Escaped: a carriage return or an ANSI sequence in the campaign
+    // cannot repaint the message (or the report's first line) it is in.
+    let s = powerlab_core::words::shown(&command.join(" "));
+    if s.chars().count() > 120 {
+        let head: String = s.chars().take(117).collect();
+        return format!("`{head}...`");
     }
     format!("`{s}`")
 }
