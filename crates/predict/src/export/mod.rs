@@ -49,11 +49,7 @@ pub fn write_prediction(p: &Prediction, dir: &Path) -> Result<Vec<PathBuf>, Coll
             ),
         ));
     }
-    powerlab_collate::folder::write_whole(
-        dir,
-        |staging| write_into(p, staging),
-        |path, e| CollateError::io(path, e),
-    )
+    powerlab_collate::folder::write_whole(dir, |staging| write_into(p, staging), CollateError::io)
 }
 
 /// Whether `dir` may be replaced whole: absent, empty, or an earlier
