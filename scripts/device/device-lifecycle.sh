@@ -37,7 +37,7 @@ tail -8 "$W/preflight.txt" | tee -a "$LOG"; echo "preflight exit $rc" | tee -a "
 rm -f "$W/meter.stop"
 python3 "$HERE/independent_meter.py" --out "$W/meter.npz" --stop "$W/meter.stop" > "$W/meter.log" 2>&1 & MPID=$!
 log "run campaigns/device-lifecycle.toml (meter pid $MPID)"
-"$BIN" run campaigns/device-lifecycle.toml --results "$W/runs" > "$W/run.log" 2>&1; echo "run exit $?" | tee -a "$LOG"
+"$BIN" run campaigns/device-lifecycle.toml --allow-programs --results "$W/runs" > "$W/run.log" 2>&1; echo "run exit $?" | tee -a "$LOG"
 touch "$W/meter.stop"
 for _ in $(seq 50); do kill -0 $MPID 2>/dev/null || break; sleep 0.2; done
 kill -9 $MPID 2>/dev/null

@@ -24,9 +24,9 @@ log "a BMC to read?"
   echo "network interfaces: $(ip -br addr 2>/dev/null | tr '\n' ';')"
 } 2>&1 | tee -a "$OUT/node-power.txt"
 log "preflight --campaign (the command source read once)"
-"$BIN" preflight --campaign campaigns/device-node-power.toml --out "$OUT" 2>&1 | tail -4 | tee -a "$OUT/node-power.txt"
+"$BIN" preflight --allow-programs --campaign campaigns/device-node-power.toml --out "$OUT" 2>&1 | tail -4 | tee -a "$OUT/node-power.txt"
 log "run campaigns/device-node-power.toml"
-"$BIN" run campaigns/device-node-power.toml --results "$OUT/runs" > "$OUT/node-power-run.log" 2>&1; echo "run exit $?" | tee -a "$OUT/node-power.txt"
+"$BIN" run campaigns/device-node-power.toml --allow-programs --results "$OUT/runs" > "$OUT/node-power-run.log" 2>&1; echo "run exit $?" | tee -a "$OUT/node-power.txt"
 tail -12 "$OUT/node-power-run.log" | tee -a "$OUT/node-power.txt"
 d=$(ls -d "$OUT"/runs/*/ | head -1)
 for f in node_power_sources.csv node_power.csv; do

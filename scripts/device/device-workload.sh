@@ -39,7 +39,7 @@ if [ "$PART" = 1 ]; then
   [ $rc -eq 0 ] || { log "preflight refused the node: stopping"; exit 1; }
   meter_start run
   log "run campaigns/device-workload.toml (meter pid $MPID)"
-  "$BIN" run campaigns/device-workload.toml --results "$W/runs" --no-collate > "$W/run.log" 2>&1; echo "run exit $?" | tee -a "$LOG"
+  "$BIN" run campaigns/device-workload.toml --allow-programs --results "$W/runs" --no-collate > "$W/run.log" 2>&1; echo "run exit $?" | tee -a "$LOG"
   meter_stop
   tail -15 "$W/run.log" | tee -a "$LOG"
   cp /tmp/train-*.json "$W/" 2>/dev/null

@@ -17,6 +17,7 @@ mod node_power;
 pub mod parse;
 pub mod period;
 pub mod plan;
+pub mod reach;
 pub mod schedule;
 
 pub use disk::DiskEstimate;

@@ -5,6 +5,7 @@
 use crate::ctx::Ctx;
 use crate::error::CampaignError;
 use crate::model::{NodePowerKind, NodePowerSpec, RedfishAuth};
+use crate::reach::SECRET_ENV_PREFIX;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use toml::Spanned;
@@ -127,6 +128,7 @@ fn validate(ctx: &Ctx<'_>, r: &RawNodePower) -> Result<NodePowerSpec, CampaignEr
             Some(&allowed.join(", ")),
         ));
     }
+    no_nul(ctx, r)?;
     let kind = match kind_name {
         "redfish" => redfish(ctx, r)?,
         "ipmi" => ipmi(ctx, r)?,
@@ -196,6 +198,7 @@ fn redfish(ctx: &Ctx<'_>, r: &RawNodePower) -> Result<NodePowerKind, CampaignErr
         ));
     }
     let url = url(ctx, &r.url, &r.kind)?;
+    credential_checks(ctx, r, auth)?;
     let insecure_tls = r
         .insecure_tls
         .as_ref()
@@ -236,6 +239,39 @@ fn redfish(ctx: &Ctx<'_>, r: &RawNodePower) -> Result<NodePowerKind, CampaignErr
         insecure_tls,
         ca_file: r.ca_file.as_ref().map(|u| u.get_ref().clone()),
     })
+}
+
+/// A password only from a variable declared for powerlab, and never
+/// over unverified TLS.
+fn credential_checks(
+    ctx: &Ctx<'_>,
+    r: &RawNodePower,
+    auth: RedfishAuth,
+) -> Result<(), CampaignError> {
+    if let Some(var) = &r.password_env
+        && !var.get_ref().starts_with(SECRET_ENV_PREFIX)
+    {
+        return Err(ctx.err(
+            var.span(),
+            "node_power.password_env",
+            format!(
+                "`{}` is not a variable declared for powerlab: a campaign reads a password only from a variable named {SECRET_ENV_PREFIX}* (so a shared campaign cannot send another variable's value, a cloud token, to its address)",
+                powerlab_core::words::shown(var.get_ref())
+            ),
+            Some(&format!("password_env = \"{SECRET_ENV_PREFIX}BMC\", with `export {SECRET_ENV_PREFIX}BMC=…` before the run")),
+        ));
+    }
+    if auth != RedfishAuth::None
+        && let Some(b) = r.insecure_tls.as_ref().filter(|b| *b.get_ref())
+    {
+        return Err(ctx.err(
+            b.span(),
+            "node_power.insecure_tls",
+            "a password is never sent over unverified TLS: whoever answers at the address would receive it",
+            Some("ca_file = \"/path/bmc.pem\" (the BMC's own certificate, which then is verified), or auth = \"none\""),
+        ));
+    }
+    Ok(())
 }
 
 fn ipmi(ctx: &Ctx<'_>, r: &RawNodePower) -> Result<NodePowerKind, CampaignError> {
@@ -349,4 +385,40 @@ fn present_keys(r: &RawNodePower) -> Vec<(&'static str, std::ops::Range<usize>)>
     add("metric", r.metric.as_ref().map(|x| x.span()));
     add("labels", r.labels.as_ref().map(|x| x.span()));
     v
+}
+
+/// Refuses a key whose text holds a NUL byte.
+fn no_nul(ctx: &Ctx<'_>, r: &RawNodePower) -> Result<(), CampaignError> {
+    match nul_key(r) {
+        Some((key, span)) => Err(ctx.err(
+            span,
+            format!("node_power.{key}"),
+            "holds a NUL byte, which no program or address can be given",
+            None,
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The first key whose text holds a NUL byte.
+fn nul_key(r: &RawNodePower) -> Option<(&'static str, std::ops::Range<usize>)> {
+    let nul = |s: &str| s.contains('\0');
+    let one =
+        |v: &Option<Spanned<String>>| v.as_ref().filter(|s| nul(s.get_ref())).map(|s| s.span());
+    let many = |v: &Option<Spanned<Vec<String>>>| {
+        v.as_ref()
+            .filter(|s| s.get_ref().iter().any(|w| nul(w)))
+            .map(|s| s.span())
+    };
+    [
+        ("url", one(&r.url)),
+        ("password_env", one(&r.password_env)),
+        ("password_file", one(&r.password_file)),
+        ("ca_file", one(&r.ca_file)),
+        ("ipmitool", one(&r.ipmitool)),
+        ("args", many(&r.args)),
+        ("command", many(&r.command)),
+    ]
+    .into_iter()
+    .find_map(|(k, s)| s.map(|s| (k, s)))
 }

@@ -12,7 +12,7 @@ fn parse(extra: &str) -> Result<Campaign, CampaignError> {
 #[test]
 fn reads_every_kind() {
     let c = parse(
-        "[[node_power]]\nname = \"bmc\"\nkind = \"redfish\"\nurl = \"https://10.0.0.5/\"\nuser = \"admin\"\npassword_env = \"BMC_PASSWORD\"\ninsecure_tls = true\ninterval_ms = 500\n\
+        "[[node_power]]\nname = \"bmc\"\nkind = \"redfish\"\nurl = \"https://10.0.0.5/\"\nuser = \"admin\"\npassword_env = \"POWERLAB_SECRET_BMC\"\nca_file = \"/etc/powerlab/bmc.pem\"\ninterval_ms = 500\n\
          [[node_power]]\nname = \"ipmi\"\nkind = \"ipmi\"\nargs = [\"-I\", \"lanplus\", \"-H\", \"10.0.0.5\", \"-U\", \"admin\", \"-E\"]\n\
          [[node_power]]\nname = \"meter\"\nkind = \"command\"\ncommand = [\"cat\", \"/run/watts\"]\n\
          [[node_power]]\nname = \"pdu\"\nkind = \"prometheus\"\nurl = \"http://pdu:9100/metrics\"\nmetric = \"pdu_outlet_watts\"\nlabels = { outlet = \"3\" }\n",
@@ -26,11 +26,13 @@ fn reads_every_kind() {
             url,
             auth,
             insecure_tls,
+            ca_file,
             ..
         } => {
             assert_eq!(url, "https://10.0.0.5");
             assert_eq!(*auth, RedfishAuth::Basic);
-            assert!(insecure_tls);
+            assert!(!insecure_tls);
+            assert_eq!(ca_file.as_deref(), Some("/etc/powerlab/bmc.pem"));
         }
         k => panic!("{k:?}"),
     }
@@ -82,4 +84,28 @@ fn names_the_bad_key() {
     )
     .unwrap_err();
     assert_eq!(e.field.as_deref(), Some("node_power.interval_ms"));
+}
+
+/// Issue 59, fault 1: a password was read from any variable and sent over
+/// unverified TLS. Only a `POWERLAB_SECRET_*` variable is a secret
+/// source, and a password never goes with `insecure_tls`.
+#[test]
+fn a_secret_comes_only_from_a_declared_variable_and_never_over_unverified_tls() {
+    let bmc = |extra: &str| {
+        parse(&format!(
+            "[[node_power]]\nname = \"b\"\nkind = \"redfish\"\nurl = \"https://10.0.0.5\"\nuser = \"admin\"\n{extra}"
+        ))
+    };
+    let e = bmc("password_env = \"AWS_SECRET_ACCESS_KEY\"\n").unwrap_err();
+    assert_eq!(e.field.as_deref(), Some("node_power.password_env"));
+    assert!(e.message.contains("POWERLAB_SECRET_"), "{e}");
+    let e = bmc("password_env = \"POWERLAB_SECRET_BMC\"\ninsecure_tls = true\n").unwrap_err();
+    assert_eq!(e.field.as_deref(), Some("node_power.insecure_tls"));
+    assert!(e.message.contains("unverified TLS"), "{e}");
+    let e = bmc("password_file = \"/etc/bmc\"\ninsecure_tls = true\n").unwrap_err();
+    assert_eq!(e.field.as_deref(), Some("node_power.insecure_tls"));
+    // Verified against the BMC's own certificate: accepted.
+    bmc("password_env = \"POWERLAB_SECRET_BMC\"\nca_file = \"/etc/bmc.pem\"\n").unwrap();
+    // No credential: an unverified certificate is the user's choice.
+    parse("[[node_power]]\nname = \"b\"\nkind = \"redfish\"\nurl = \"https://x\"\nauth = \"none\"\ninsecure_tls = true\n").unwrap();
 }

@@ -17,6 +17,7 @@ pub mod collation;
 pub mod compare;
 pub mod comparison;
 pub mod export;
+pub mod folder;
 pub mod handoff;
 pub mod rack;
 pub mod report;

@@ -21,6 +21,14 @@ impl Secret {
     /// From the variable `env` or the first line of `file`.
     pub(crate) fn load(env: Option<&str>, file: Option<&str>) -> Result<Secret, MeterError> {
         if let Some(var) = env {
+            // Only a variable declared for powerlab (the campaign's parser
+            // refuses any other; a spec built elsewhere is held to it too).
+            if !var.starts_with(powerlab_campaign::reach::SECRET_ENV_PREFIX) {
+                return Err(MeterError::Config(format!(
+                    "the password variable `{var}` is not named {}*: powerlab reads a password only from a variable declared for it",
+                    powerlab_campaign::reach::SECRET_ENV_PREFIX
+                )));
+            }
             return match std::env::var(var) {
                 Ok(v) if !v.is_empty() => Ok(Secret(v)),
                 _ => Err(MeterError::Config(format!(

@@ -166,6 +166,16 @@ pub struct RunOptions {
     /// calibrates itself instead).
     #[arg(long)]
     pub sensor: Option<PathBuf>,
+    /// Consent to what the campaign starts: its workload commands, node
+    /// power commands and IPMI tool, the addresses it reads and the
+    /// secrets it sends (`powerlab plan` lists them). Without it, a
+    /// terminal is asked; anything else is refused.
+    #[arg(long)]
+    pub allow_programs: bool,
+    /// A file the campaign may read a password from (`password_file`);
+    /// repeatable. A password file not named here is never read.
+    #[arg(long, value_name = "FILE")]
+    pub secret_file: Vec<PathBuf>,
     /// The live metrics endpoint.
     #[command(flatten)]
     pub metrics: MetricsArgs,
@@ -282,6 +292,15 @@ pub struct PreflightArgs {
     /// missing NCCL as blocking if it has an nccl phase.
     #[arg(long, value_name = "FILE")]
     pub campaign: Option<PathBuf>,
+    /// Consent to the campaign's node power sources (the programs they
+    /// run, the addresses and secrets they read; `powerlab plan` lists
+    /// them). Without it, a terminal is asked; anything else is refused.
+    #[arg(long, requires = "campaign")]
+    pub allow_programs: bool,
+    /// A file the campaign may read a password from (`password_file`);
+    /// repeatable. A password file not named here is never read.
+    #[arg(long, value_name = "FILE", requires = "campaign")]
+    pub secret_file: Vec<PathBuf>,
 }
 
 /// Options of `health-diff`.

@@ -2,7 +2,7 @@
 
 use crate::cli::{PlanArgs, ValidateArgs};
 use anyhow::Result;
-use powerlab_campaign::{load_file, plan};
+use powerlab_campaign::{Campaign, load_file, plan, reach};
 use powerlab_core::select::GpuSelector;
 
 pub fn validate(a: &ValidateArgs) -> Result<i32> {
@@ -14,6 +14,7 @@ pub fn validate(a: &ValidateArgs) -> Result<i32> {
                     "ok": true,
                     "name": c.name,
                     "phases": c.phases.len(),
+                    "reaches": reach::reaches(&c),
                 }),
                 0,
             ),
@@ -37,6 +38,7 @@ pub fn validate(a: &ValidateArgs) -> Result<i32> {
                 c.name,
                 c.phases.len()
             );
+            print_reaches(&c);
             Ok(0)
         }
         Err(e) => {
@@ -74,6 +76,7 @@ pub fn plan(a: &PlanArgs) -> Result<i32> {
                 // Whether gpu_count is the count assumed for "all" (no --gpus).
                 o.insert("gpu_count_assumed".into(), assumed.into());
                 // The disk the run directory needs, file by file.
+                o.insert("reaches".into(), serde_json::to_value(reach::reaches(&c))?);
                 o.insert(
                     "disk".into(),
                     serde_json::to_value(powerlab_campaign::disk::estimate(&c, &p))?,
@@ -104,6 +107,7 @@ pub fn plan(a: &PlanArgs) -> Result<i32> {
             if !total.is_empty() {
                 outln!("{total}");
             }
+            print_reaches(&c);
             Ok(0)
         }
         Err(e) => {
@@ -112,6 +116,18 @@ pub fn plan(a: &PlanArgs) -> Result<i32> {
                 errln!("  allowed: {allowed}");
             }
             Ok(crate::exit::ERROR)
+        }
+    }
+}
+
+/// Every program, address and secret source the campaign names, each
+/// string escaped (a control character cannot disguise a command).
+fn print_reaches(c: &Campaign) {
+    let list = reach::reaches(c);
+    if let Some(h) = reach::heading(&list) {
+        outln!("{h}");
+        for l in reach::lines(&list) {
+            outln!("  {l}");
         }
     }
 }

@@ -56,6 +56,18 @@ pub fn preflight(a: &PreflightArgs) -> Result<i32> {
         Some(f) => Some(powerlab_campaign::load_file(f).map_err(|e| anyhow::anyhow!("{e}"))?),
         None => None,
     };
+    if let Some(c) = &campaign {
+        let given = crate::consent::Given {
+            allow_programs: a.allow_programs,
+            secret_files: a.secret_file.clone(),
+        };
+        if let Err(e) =
+            crate::consent::ask(&crate::consent::needed(c, false, true), &given, "preflight")
+        {
+            errln!("{e}");
+            return Ok(2);
+        }
+    }
     let t0 = std::time::Instant::now();
     let needs_nccl = a.needs_nccl || campaign.as_ref().is_some_and(|c| c.needs_nccl());
     let r = capture(a.phase.as_str(), needs_nccl, &[]);

@@ -35,6 +35,7 @@ mod cmd_collate;
 mod cmd_compare;
 mod cmd_observe;
 mod cmd_preflight;
+mod consent;
 // Without the `mpi` feature only the refusal is reachable.
 mod cmd_plan;
 mod cmd_predict;

@@ -359,6 +359,7 @@ fn run_commands(body: &str) -> Run {
         "--sim-pace",
         "realtime",
         "--sim-run-command",
+        "--allow-programs",
         "--sim-gpus",
         "1",
         "--sim-truth",

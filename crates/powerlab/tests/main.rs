@@ -9,6 +9,8 @@ mod baselines;
 mod cli;
 mod collation_safety;
 mod compare;
+mod consent;
+mod containment;
 mod damaged_raw;
 mod edges;
 mod edited_event_logs;
@@ -44,6 +46,7 @@ mod shipped_campaigns;
 #[cfg(feature = "mpi")]
 mod slurm;
 mod soak;
+mod stale_outputs;
 mod tampered_run_dirs;
 mod workload_faults;
 mod workload_predict;

@@ -150,6 +150,7 @@ fn run_realtime(
         .args([
             "--sim-pace",
             "realtime",
+            "--allow-programs",
             "--results",
             runs.to_str().unwrap(),
         ])
@@ -342,9 +343,15 @@ fn preflight(campaign_text: &str, env: &[(&str, &str)]) -> (Vec<serde_json::Valu
     .unwrap();
     let run = |json: bool| {
         let mut cmd = powerlab();
-        cmd.args(["preflight", "--campaign", file.to_str().unwrap(), "--out"])
-            .arg(dir.path())
-            .envs(env.iter().copied());
+        cmd.args([
+            "preflight",
+            "--allow-programs",
+            "--campaign",
+            file.to_str().unwrap(),
+            "--out",
+        ])
+        .arg(dir.path())
+        .envs(env.iter().copied());
         if json {
             cmd.arg("--json");
         }
@@ -450,7 +457,10 @@ fn refused_credentials_are_a_preflight_error_naming_the_source() {
             "kind = \"redfish\"\nurl = \"http://127.0.0.1:{port}\"\nuser = \"admin\"\npassword_env = \"{var}\""
         ))
     };
-    let (src, text) = preflight(&spec("BMC_PW"), &[("BMC_PW", "wrong-pass")]);
+    let (src, text) = preflight(
+        &spec("POWERLAB_SECRET_BMC_PW"),
+        &[("POWERLAB_SECRET_BMC_PW", "wrong-pass")],
+    );
     assert!(
         verdict(&src, "bmc")
             .unwrap_err()
@@ -468,7 +478,10 @@ fn refused_credentials_are_a_preflight_error_naming_the_source() {
     );
     // The right password gets past authentication: this emulator's chassis
     // has no power telemetry, and the preflight says that instead.
-    let (src, text) = preflight(&spec("BMC_PW"), &[("BMC_PW", "right-pass")]);
+    let (src, text) = preflight(
+        &spec("POWERLAB_SECRET_BMC_PW"),
+        &[("POWERLAB_SECRET_BMC_PW", "right-pass")],
+    );
     assert!(
         verdict(&src, "bmc")
             .unwrap_err()
@@ -478,9 +491,16 @@ fn refused_credentials_are_a_preflight_error_naming_the_source() {
     assert!(line.contains("without a power reading"), "{text}");
     assert!(!line.contains("refused"), "{text}");
     // An unset variable is named, before any request.
-    let (src, text) = preflight(&spec("BMC_PW_UNSET"), &[]);
-    assert!(verdict(&src, "bmc").unwrap_err().contains("BMC_PW_UNSET"));
-    assert!(text.contains("`BMC_PW_UNSET` is not set"), "{text}");
+    let (src, text) = preflight(&spec("POWERLAB_SECRET_UNSET"), &[]);
+    assert!(
+        verdict(&src, "bmc")
+            .unwrap_err()
+            .contains("POWERLAB_SECRET_UNSET")
+    );
+    assert!(
+        text.contains("`POWERLAB_SECRET_UNSET` is not set"),
+        "{text}"
+    );
 }
 
 #[test]

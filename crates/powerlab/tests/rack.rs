@@ -941,7 +941,16 @@ fn each_node_reads_its_own_meter_and_the_rack_adds_them() {
     );
     let r = mpirun(
         &campaign,
-        &[(2, &["--sim-pace", "realtime", "--sim-gpus", "2"])],
+        &[(
+            2,
+            &[
+                "--sim-pace",
+                "realtime",
+                "--sim-gpus",
+                "2",
+                "--allow-programs",
+            ],
+        )],
     );
     assert_eq!(r.out.status.code(), Some(0), "{}", r.stderr());
     let rack = r.rack_dir();
@@ -981,7 +990,16 @@ fn a_node_whose_meter_fails_stops_the_whole_rack_before_load() {
     );
     let r = mpirun(
         &campaign,
-        &[(2, &["--sim-pace", "realtime", "--sim-gpus", "2"])],
+        &[(
+            2,
+            &[
+                "--sim-pace",
+                "realtime",
+                "--sim-gpus",
+                "2",
+                "--allow-programs",
+            ],
+        )],
     );
     assert_ne!(r.out.status.code(), Some(0), "{}", r.stderr());
     let err = r.stderr();

@@ -35,6 +35,7 @@ fn attempt(command: &str) -> (Output, tempfile::TempDir, std::path::PathBuf) {
         "--sim-pace",
         "realtime",
         "--sim-run-command",
+        "--allow-programs",
         "--sim-gpus",
         "1",
         "--results",

@@ -13,6 +13,7 @@
 //! collator does that from the run directory alone.
 
 pub mod barrier;
+pub mod contain;
 pub mod coordinator;
 mod crew;
 mod driver;
@@ -22,6 +23,7 @@ pub mod meter;
 mod monitor;
 pub mod observer;
 mod options;
+mod output;
 pub mod rack;
 mod run_files;
 pub mod sampler;

@@ -4,25 +4,22 @@
 //! stopped at the phase's end as the phase says: SIGTERM to the group,
 //! then SIGKILL after the grace period ([`Running::stop`]); SIGKILL at
 //! once ([`Running::kill`]); or left to exit on its own within the grace
-//! period ([`Running::wait_exit`]). Whatever happens, no process of the
-//! group is left behind ([`Running`]'s drop kills what is left).
+//! period ([`Running::wait_exit`]). Every process it starts is held
+//! ([`crate::contain`]: its own cgroup, else its descendants' tree), and
+//! at the stop whatever of it is left goes, named; whatever happens, no
+//! process of the job is left behind ([`Running`]'s drop kills what is
+//! left).
 
+use crate::contain::{Contained, Holder};
+use crate::output::Tap;
 use powerlab_campaign::model::WorkloadSpec;
 use rustix::process::{Pid, Signal, kill_process_group, test_kill_process_group};
 use serde::Serialize;
-use std::fs::File;
-use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, ChildStderr, ChildStdout, Command, ExitStatus, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// The most of each output stream a run keeps, bytes; past it the run
-/// stops the phase (a job that floods its output would fill the disk
-/// the raw samples live on).
-pub const KEEP_BYTES: u64 = 64 << 20;
+pub use crate::output::KEEP_BYTES;
 
 /// How a campaign's workload commands are run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -33,55 +30,6 @@ pub enum WorkloadExec {
     /// The simulated training job stands in; no command runs.
     #[default]
     Simulated,
-}
-
-/// One output stream copied into a file, the rest counted and dropped.
-struct Tap {
-    seen: Arc<AtomicU64>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Tap {
-    fn start(mut from: impl Read + Send + 'static, path: PathBuf) -> std::io::Result<Tap> {
-        let mut file = File::create(&path)?;
-        let seen = Arc::new(AtomicU64::new(0));
-        let counter = seen.clone();
-        let thread = std::thread::spawn(move || {
-            let mut buf = vec![0u8; 64 << 10];
-            let mut kept = 0u64;
-            while let Ok(n) = from.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                let keep = (KEEP_BYTES.saturating_sub(kept) as usize).min(n);
-                if keep > 0 && file.write_all(&buf[..keep]).is_ok() {
-                    kept += keep as u64;
-                }
-                counter.fetch_add(n as u64, Ordering::Relaxed);
-            }
-            let _ = file.flush();
-        });
-        Ok(Tap {
-            seen,
-            thread: Some(thread),
-        })
-    }
-
-    fn bytes(&self) -> u64 {
-        self.seen.load(Ordering::Relaxed)
-    }
-
-    /// Waits up to `limit` for the copy to end (its pipe closed by every
-    /// holder); past it the thread is left to end with the process.
-    async fn join_within(&mut self, limit: Duration) {
-        let deadline = Instant::now() + limit;
-        while self.thread.as_ref().is_some_and(|t| !t.is_finished()) && Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        if let Some(t) = self.thread.take_if(|t| t.is_finished()) {
-            let _ = t.join();
-        }
-    }
 }
 
 /// Why a running workload must stop the phase now.
@@ -96,6 +44,9 @@ pub enum Fault {
         /// Bytes written so far.
         bytes: u64,
     },
+    /// A process of the job sees other GPUs than the campaign's
+    /// (`pid (name)` and what it sees).
+    GpuSet(String),
 }
 
 /// How the command ended, as `workload/<label>.json` and the event log
@@ -136,6 +87,12 @@ pub struct Ending {
     /// into the rungs after its own.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub escaped: Vec<String>,
+    /// What held the job's processes (`cgroup v2 …`, or the process tree).
+    pub contained_by: String,
+    /// Processes of the job still alive after SIGKILL (`pid (name)`):
+    /// the run fails.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unkilled: Vec<String>,
 }
 
 /// A started workload command.
@@ -153,6 +110,12 @@ pub struct Running {
     exited_ns: Option<i64>,
     /// The value of [`TOKEN_VAR`] in the job's environment.
     token: String,
+    /// What holds every process of the job.
+    held: Contained,
+    /// The `CUDA_VISIBLE_DEVICES` the job was given.
+    gpu_set: String,
+    /// When the job's processes' GPU set was last looked at.
+    gpu_look: Option<Instant>,
 }
 
 /// The variable that marks every process of a workload.
@@ -202,26 +165,16 @@ pub fn check_startable(spec: &WorkloadSpec) -> Result<(), String> {
     ))
 }
 
-/// The file stem of a rung label (`train/r2` → `train-r2`).
-pub fn file_stem(label: &str) -> String {
-    label
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect()
-}
+pub use powerlab_campaign::plan::file_stem;
 
 /// The program in words for errors: `` `python train.py` ``.
 pub fn describe(command: &[String]) -> String {
-    let mut s = command.join(" ");
-    if s.len() > 120 {
-        s.truncate(117);
-        s.push_str("...");
+    // Escaped: a carriage return or an ANSI sequence in the campaign
+    // cannot repaint the message (or the report's first line) it is in.
+    let s = powerlab_core::words::shown(&command.join(" "));
+    if s.chars().count() > 120 {
+        let head: String = s.chars().take(117).collect();
+        return format!("`{head}...`");
     }
     format!("`{s}`")
 }
@@ -250,21 +203,35 @@ impl Running {
         // Every process the job starts inherits this: one that leaves the
         // group (setsid, a daemon) is still found by it after the stop.
         let token = format!("{}-{}-{}", std::process::id(), stem, now_ns());
-        let mut cmd = Command::new(&spec.command[0]);
-        cmd.args(&spec.command[1..])
-            .envs(&spec.env)
-            .env("CUDA_VISIBLE_DEVICES", uuids.join(","))
-            .env("POWERLAB_RUNG", label)
-            .env(TOKEN_VAR, &token)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        if let Some(cwd) = &spec.cwd {
-            cmd.current_dir(cwd);
-        }
-        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        let gpu_set = uuids.join(",");
+        let command = || {
+            let mut cmd = Command::new(&spec.command[0]);
+            cmd.args(&spec.command[1..])
+                .envs(&spec.env)
+                .env("CUDA_VISIBLE_DEVICES", &gpu_set)
+                .env("POWERLAB_RUNG", label)
+                .env(TOKEN_VAR, &token)
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            if let Some(cwd) = &spec.cwd {
+                cmd.current_dir(cwd);
+            }
+            std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+            cmd
+        };
+        let mut holder = Holder::prepare(&stem);
         let started_ns = now_ns();
-        let mut child = cmd.spawn().map_err(|e| {
+        let mut first = command();
+        holder.apply(&mut first);
+        let mut spawned = first.spawn();
+        if spawned.is_err() && holder.is_cgroup() {
+            // The cgroup could not be joined (the write was refused):
+            // the tree holds the job instead.
+            holder = holder.into_tree();
+            spawned = command().spawn();
+        }
+        let mut child = spawned.map_err(|e| {
             let fix = match e.kind() {
                 std::io::ErrorKind::NotFound => "check the program's path (give it whole, or put it on PATH) and the phase's `cwd`",
                 std::io::ErrorKind::PermissionDenied => "make the program executable (chmod +x), or run it through its interpreter",
@@ -273,6 +240,8 @@ impl Running {
             format!("workload {} could not be started: {e}; {fix}", describe(&spec.command))
         })?;
         let pgid = Pid::from_raw(child.id() as i32);
+        // Held from here: an error below drops it, which kills the job.
+        let held = holder.hold(child.id());
         let taps = Self::taps(&mut child, &dir, &stem);
         let (out, err) = match taps {
             Ok(t) => t,
@@ -299,6 +268,9 @@ impl Running {
             ended: None,
             exited_ns: None,
             token,
+            held,
+            gpu_set,
+            gpu_look: None,
         })
     }
 
@@ -346,6 +318,10 @@ impl Running {
                 });
             }
         }
+        self.held.observe();
+        if let Some(breach) = self.gpu_breach() {
+            return Some(Fault::GpuSet(breach));
+        }
         if self.ended.is_none() {
             self.ended = self.child.try_wait().ok().flatten();
         }
@@ -364,6 +340,24 @@ impl Running {
         fault
     }
 
+    /// A process of the job that sees other GPUs than the campaign's
+    /// (looked at every 250 ms): one started with another
+    /// `CUDA_VISIBLE_DEVICES`, or one that loaded the CUDA driver without
+    /// any (`env -i`: it sees every GPU).
+    fn gpu_breach(&mut self) -> Option<String> {
+        if self
+            .gpu_look
+            .is_some_and(|t| t.elapsed() < Duration::from_millis(250))
+        {
+            return None;
+        }
+        self.gpu_look = Some(Instant::now());
+        self.held
+            .members()
+            .iter()
+            .find_map(|p| crate::contain::gpu_set_breach(p, &self.gpu_set))
+    }
+
     /// The fault in words, naming the command and where its output is.
     pub fn fault_words(&self, fault: &Fault, label: &str, into_window_s: Option<f64>) -> String {
         let cmd = describe(&self.command);
@@ -378,6 +372,10 @@ impl Running {
                     self.rel.0, self.rel.1
                 )
             }
+            Fault::GpuSet(what) => format!(
+                "workload {cmd} of rung {label}: {what}, not the campaign's GPUs ({}); the phase was stopped, the samples taken so far are kept; the job's GPUs are chosen by the campaign's `gpus`, and its processes must keep the CUDA_VISIBLE_DEVICES the harness gives them",
+                self.gpu_set
+            ),
             Fault::Flooded { stream, bytes } => format!(
                 "workload {cmd} of rung {label} wrote {:.0} MiB to {stream}, more than the {} MiB a run keeps of it; the phase was stopped and the first {} MiB are in {}; send the job's logging to a file of its own (or quiet it) and run again; the samples taken so far are kept",
                 *bytes as f64 / (1u64 << 20) as f64,
@@ -467,7 +465,25 @@ impl Running {
                 .unwrap_or_else(|_| std::os::unix::process::ExitStatusExt::from_raw(9)),
         };
         self.ended = Some(status);
-        let escaped = self.kill_escaped();
+        let mut escaped = self.kill_escaped();
+        let leader = self.child.id() as i32;
+        for p in self.held.kill_all() {
+            if p.pgrp != leader
+                && !escaped
+                    .iter()
+                    .any(|e| e.starts_with(&format!("{} (", p.pid)))
+            {
+                escaped.push(p.words());
+            }
+        }
+        let unkilled: Vec<String> = self
+            .held
+            .wait_empty(Duration::from_secs(2))
+            .await
+            .iter()
+            .map(crate::contain::Proc::words)
+            .collect();
+        self.held.release();
         // A process that escaped may have held the output open; past the
         // kill, what still holds it is not waited for.
         self.out.join_within(Duration::from_secs(2)).await;
@@ -486,6 +502,8 @@ impl Running {
             stdout_file: self.rel.0.clone(),
             stderr_file: self.rel.1.clone(),
             escaped,
+            contained_by: self.held.words(),
+            unkilled,
         }
     }
 

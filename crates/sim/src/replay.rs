@@ -125,6 +125,16 @@ struct Gathered {
 }
 
 /// An error about `path`, at `line` when there is one.
+/// Whether `node` is a plain host name: 1 to 64 ASCII letters, digits,
+/// `-`, `_` and `.`, starting with a letter or a digit.
+fn plain_node(node: &str) -> bool {
+    (1..=64).contains(&node.len())
+        && node.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && node
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
 fn refused(path: &Path, line: Option<u64>, message: impl std::fmt::Display) -> HwError {
     match line {
         Some(l) => HwError::Other(format!("recording {}, line {l}: {message}", path.display())),
@@ -187,6 +197,16 @@ impl Recording {
             let row = parse_row(&record).map_err(|m| refused(path, Some(line), m))?;
             checks::units(path, line, &row)?;
             match &node {
+                None if !plain_node(&row.node) => {
+                    return Err(refused(
+                        path,
+                        Some(line),
+                        format!(
+                            "node `{}` cannot name a node of a run directory (its files, its reports' rows): a host name is 1 to 64 ASCII letters, digits, '-', '_' and '.', starting with a letter or a digit; correct the `node` column",
+                            powerlab_core::words::shown(&row.node)
+                        ),
+                    ));
+                }
                 None => node = Some(row.node.clone()),
                 Some(n) if *n != row.node => {
                     return Err(refused(

@@ -161,6 +161,16 @@ fn modes(ctx: &Ctx<'_>, raw: &[Spanned<RawGridMode>]) -> Result<Vec<GridMode>, C
                 Some("a unique, non-empty name per [[grid.mode]]"),
             ));
         }
+        // The name is a table row's cell and a heading's word in every
+        // report: a newline or a `|` would forge rows.
+        if let Some(why) = crate::names::name_problem(label) {
+            return Err(ctx.err(
+                name.span(),
+                key("name"),
+                why,
+                Some(crate::names::NAME_ALLOWED),
+            ));
+        }
         if r.hz.is_none() {
             return Err(missing("hz", "hz = f with 0 < f <= 1000"));
         }

@@ -49,16 +49,8 @@ pub(super) fn validate(ctx: &Ctx<'_>, pc: &PhaseCtx<'_>) -> Result<WorkloadSpec,
             Some("letters, digits and _, not starting with a digit"),
         ));
     }
-    if let Some(env) = &p.env
-        && env.get_ref().contains_key("CUDA_VISIBLE_DEVICES")
-    {
-        return Err(ctx.err(
-            env.span(),
-            pc.f("env"),
-            "the harness sets CUDA_VISIBLE_DEVICES to the campaign's GPUs; choose GPUs with the campaign's `gpus`",
-            None,
-        ));
-    }
+    gpu_set_kept(ctx, pc, p, words, command.span())?;
+    nul_free(ctx, pc, p)?;
     let iteration_ms = match &p.iteration_ms {
         None => None,
         v => Some(pc.num(ctx, v, &table::ITERATION_MS, 0.0)?),
@@ -97,6 +89,91 @@ pub(super) fn validate(ctx: &Ctx<'_>, pc: &PhaseCtx<'_>) -> Result<WorkloadSpec,
         stop,
         sim,
     })
+}
+
+/// The variables that choose which GPUs a CUDA (or ROCm) process sees.
+pub const GPU_SET_VARS: [&str; 4] = [
+    "CUDA_VISIBLE_DEVICES",
+    "NVIDIA_VISIBLE_DEVICES",
+    "HIP_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
+];
+
+/// The GPUs the job sees are the campaign's: no `env` key, and no word
+/// of the command (`env CUDA_VISIBLE_DEVICES=…`, a shell's `export`),
+/// names a variable that chooses them.
+fn gpu_set_kept(
+    ctx: &Ctx<'_>,
+    pc: &PhaseCtx<'_>,
+    p: &super::raw::RawPhase,
+    words: &[String],
+    span: std::ops::Range<usize>,
+) -> Result<(), CampaignError> {
+    if let Some(env) = &p.env
+        && let Some(key) = GPU_SET_VARS
+            .iter()
+            .find(|k| env.get_ref().contains_key(**k))
+    {
+        return Err(ctx.err(
+            env.span(),
+            pc.f("env"),
+            format!("the harness sets the GPUs the job sees (CUDA_VISIBLE_DEVICES, to the campaign's GPUs); `{key}` would change them: choose GPUs with the campaign's `gpus`"),
+            None,
+        ));
+    }
+    // `env CUDA_VISIBLE_DEVICES=0,1,… python …`, or a shell's `export`:
+    // the same widening through the command line.
+    if let Some((word, key)) = words.iter().find_map(|w| {
+        GPU_SET_VARS
+            .iter()
+            .find(|k| w.contains(**k))
+            .map(|k| (w, k))
+    }) {
+        return Err(ctx.err(
+            span,
+            pc.f("command"),
+            format!(
+                "the command names `{key}` (in {}): the job's GPUs are the campaign's, set by the harness; choose GPUs with the campaign's `gpus`",
+                crate::reach::quoted(word)
+            ),
+            None,
+        ));
+    }
+    Ok(())
+}
+
+/// A NUL byte cannot be passed to a program (its arguments, environment
+/// and directory are C strings): refused here, not at the rung.
+fn nul_free(
+    ctx: &Ctx<'_>,
+    pc: &PhaseCtx<'_>,
+    p: &super::raw::RawPhase,
+) -> Result<(), CampaignError> {
+    let has_nul = |s: &str| s.contains('\0');
+    let bad = |key: &str, span: std::ops::Range<usize>| {
+        Err(ctx.err(
+            span,
+            pc.f(key),
+            "holds a NUL byte, which no program can be given",
+            Some("remove the \\u0000 escape"),
+        ))
+    };
+    if let Some(c) = &p.command
+        && c.get_ref().iter().any(|w| has_nul(w))
+    {
+        return bad("command", c.span());
+    }
+    if let Some(e) = &p.env
+        && e.get_ref().iter().any(|(k, v)| has_nul(k) || has_nul(v))
+    {
+        return bad("env", e.span());
+    }
+    if let Some(c) = &p.cwd
+        && has_nul(c.get_ref())
+    {
+        return bad("cwd", c.span());
+    }
+    Ok(())
 }
 
 fn bad_env_name(k: &str) -> bool {

@@ -183,8 +183,48 @@ fn check_labels(c: &Campaign, rungs: &[Rung]) -> Result<(), CampaignError> {
             format!("two rungs would be labelled `{}`", dup.label),
             Some("phase names that are unique and hold no '/' (see campaigns/README.md)"),
         )),
-        None => Ok(()),
+        None => check_stems(c, rungs),
     }
+}
+
+/// A rung's files are named by its label's [`file_stem`]: two labels
+/// that differ only where the stem replaces a character (`train/r2`, the
+/// second repeat of `train`, and a phase `train-r2`) would write one
+/// file, the first run's truncated by the second's.
+fn check_stems(c: &Campaign, rungs: &[Rung]) -> Result<(), CampaignError> {
+    let mut seen: std::collections::HashMap<String, &str> = std::collections::HashMap::new();
+    for r in rungs {
+        if let Some(first) = seen.insert(file_stem(&r.label), &r.label) {
+            return Err(plan_error(
+                c,
+                format!("phases.{}.name", r.phase),
+                format!(
+                    "rungs `{first}` and `{}` would write the same files (`{}.*`)",
+                    r.label,
+                    file_stem(&r.label)
+                ),
+                Some(
+                    "phase names that no repeat's label meets (a phase named `train-r2` beside a phase `train` repeated twice is refused)",
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The file stem of a rung's label (`train/r2` → `train-r2`): the name of
+/// the files the rung writes (a workload rung's `workload/<stem>.*`).
+pub fn file_stem(label: &str) -> String {
+    label
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
 }
 
 /// Checked sum: a plan whose total does not fit the clock is refused,

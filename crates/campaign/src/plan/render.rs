@@ -69,7 +69,8 @@ pub fn render(plan: &Plan) -> String {
             let _ = writeln!(s, "{:>4}  mitigation: {words}", "");
         }
         if let Some(w) = &r.workload {
-            let _ = writeln!(s, "{:>4}  command: {}", "", w.command.join(" "));
+            let words: Vec<String> = w.command.iter().map(|c| crate::reach::quoted(c)).collect();
+            let _ = writeln!(s, "{:>4}  command: [{}]", "", words.join(", "));
         }
         t += r.nominal_ns();
     }

@@ -129,11 +129,19 @@ pub fn json(c: &Comparison) -> String {
 /// Returns [`CompareError::Io`] when `dir` cannot be created or a file
 /// cannot be written.
 pub fn write_all(c: &Comparison, dir: &Path) -> Result<Vec<PathBuf>, CompareError> {
+    let io = |path: &Path, source| CompareError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    crate::folder::write_files(dir, |staging| write_into(c, staging), io)
+}
+
+/// The three files, into `dir`.
+fn write_into(c: &Comparison, dir: &Path) -> Result<Vec<PathBuf>, CompareError> {
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| CompareError::Io { path, source }
     };
-    std::fs::create_dir_all(dir).map_err(io(dir))?;
     let csv_path = dir.join(powerlab_rundir::CompareFile::Csv.file_name());
     crate::export::csv::write_rows(&rows(c), &csv_path).map_err(|e| CompareError::Io {
         path: csv_path.clone(),

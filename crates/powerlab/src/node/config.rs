@@ -169,6 +169,16 @@ impl RunConfig {
                 "--sim-run-command runs the workload's command, which lives in real time; add --sim-pace realtime".into(),
             ));
         }
+        let runs_workloads = match &node {
+            NodeKind::Cuda(_) => true,
+            NodeKind::Sim(s) => s.run_command,
+        };
+        let list = crate::consent::needed(&campaign, runs_workloads, true);
+        let given = crate::consent::Given {
+            allow_programs: a.allow_programs,
+            secret_files: a.secret_file.clone(),
+        };
+        crate::consent::ask(&list, &given, "run").map_err(ConfigError::Arg)?;
         let sensor = a
             .sensor
             .as_ref()

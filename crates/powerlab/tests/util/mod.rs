@@ -62,9 +62,28 @@ impl Run {
 /// names it, as `mpirun` or `sh -c` take it).
 pub const POWERLAB: &str = env!("CARGO_BIN_EXE_powerlab");
 
-/// A command for the built binary: every test starts powerlab through it.
+/// The binary under test: the one cargo built, or the one
+/// `POWERLAB_TEST_BIN` names (an older build, to show that a test fails
+/// on it).
+pub fn bin() -> String {
+    std::env::var("POWERLAB_TEST_BIN").unwrap_or_else(|_| POWERLAB.to_string())
+}
+
+/// `--allow-programs`, the consent a run that starts programs needs; none
+/// for an older binary under test that predates it (it asked for none).
+pub fn allow_programs() -> &'static [&'static str] {
+    static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let has = HAS.get_or_init(|| {
+        let help = capture(powerlab().args(["run", "--help"]));
+        text(&help.stdout).contains("--allow-programs")
+    });
+    if *has { &["--allow-programs"] } else { &[] }
+}
+
+/// A command for the binary under test: every test starts powerlab
+/// through it.
 pub fn powerlab() -> Command {
-    Command::new(POWERLAB)
+    Command::new(bin())
 }
 
 /// `powerlab ARGS`, run to the end with stdout and stderr captured.

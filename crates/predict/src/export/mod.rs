@@ -28,34 +28,49 @@ use powerlab_rundir::ReportFile;
 use powerlab_samples::error::CollateError;
 use std::path::{Path, PathBuf};
 
-/// Writes every file of `p` into `dir` (created, with `plots/`): the
-/// waveform's Parquet, the CSV tables, the plots, `report.md` and
-/// `report.html`; returns their paths.
+/// Writes every file of `p` into `dir` (with `plots/`): the waveform's
+/// Parquet, the CSV tables, the plots, `report.md` and `report.html`;
+/// returns their paths. The folder is written whole or not at all
+/// ([`powerlab_collate::folder::write_whole`]): a temporary sibling takes
+/// its name once complete, so a prediction that fails half-way leaves the
+/// previous one as it was. A folder that holds anything but an earlier
+/// prediction is refused, never replaced.
 ///
 /// # Errors
 ///
-/// [`CollateError::Io`] when a folder or file cannot be written;
+/// [`CollateError::Io`] when a folder or file cannot be written, or `dir`
+/// holds files that are not a prediction's;
 /// [`CollateError::Polars`] or [`CollateError::Plot`] when the table or a
 /// plot cannot be made.
 pub fn write_prediction(p: &Prediction, dir: &Path) -> Result<Vec<PathBuf>, CollateError> {
-    // An earlier prediction's report and study go first: one that fails
-    // half-way must not leave them beside its own new files.
-    for old in [
-        dir.join(ReportFile::ReportMd.file_name()),
-        dir.join(study::STUDY_DIR),
-    ] {
-        let gone = if old.is_dir() {
-            std::fs::remove_dir_all(&old)
-        } else {
-            std::fs::remove_file(&old)
-        };
-        match gone {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(CollateError::io(&old, e));
-            }
-            _ => {}
+    if !replaceable(dir) {
+        return Err(CollateError::io(
+            dir,
+            std::io::Error::other(
+                "it holds files that are not an earlier prediction's, which writing the prediction there would replace; give a new or empty folder (or one an earlier `powerlab predict` wrote)",
+            ),
+        ));
+    }
+    powerlab_collate::folder::write_whole(dir, |staging| write_into(p, staging), CollateError::io)
+}
+
+/// Whether `dir` may be replaced whole: absent, empty, or an earlier
+/// prediction (its scenarios table or report there).
+fn replaceable(dir: &Path) -> bool {
+    match std::fs::read_dir(dir) {
+        Err(_) => !dir.exists(),
+        Ok(mut entries) => {
+            entries.next().is_none()
+                || dir
+                    .join(powerlab_rundir::files::predict::SCENARIOS_CSV)
+                    .is_file()
+                || dir.join(ReportFile::ReportMd.file_name()).is_file()
         }
     }
+}
+
+/// Every file of `p`, into the (new, empty) folder `dir`.
+fn write_into(p: &Prediction, dir: &Path) -> Result<Vec<PathBuf>, CollateError> {
     let plots_dir = dir.join(ReportFile::Plots.file_name());
     std::fs::create_dir_all(&plots_dir).map_err(|e| CollateError::io(&plots_dir, e))?;
     let mut files = vec![parquet::write_waveform(p, dir)?];

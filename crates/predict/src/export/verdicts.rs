@@ -8,7 +8,7 @@ use super::super::Prediction;
 use super::study::STUDY_DIR;
 use powerlab_analysis::grid::GridVerdict;
 use powerlab_analysis::grid::modes::ModeForcing;
-use powerlab_collate::export::markdown::cells::capitalised;
+use powerlab_collate::export::markdown::cells::{capitalised, text};
 use powerlab_collate::export::markdown::verdict_table::{Scale, write_table};
 use powerlab_collate::report::verdicts::{
     Judged, Quantity, SourceKey, SpecItem, SpecRow, SpecSource, longest_window_means, spec_rows,
@@ -50,7 +50,9 @@ fn mode_row(f: &ModeForcing) -> SpecRow {
     let mut row = SpecRow::empty(
         SpecItem::Other(format!(
             "Grid mode {} ({:.3}–{:.3} Hz)",
-            f.mode.name, f.band_lo_hz, f.band_hi_hz
+            text(&f.mode.name),
+            f.band_lo_hz,
+            f.band_hi_hz
         )),
         Quantity::Power,
         None,

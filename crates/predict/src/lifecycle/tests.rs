@@ -291,6 +291,7 @@ fn step_limit(mw: f64) -> powerlab_campaign::Grid {
         modes: Vec::new(),
         retune_iteration_pct: None,
         max_step_mw: Some(mw),
+        system: None,
         ramp_up_mw_per_min: None,
         ramp_down_mw_per_min: None,
         max_load_loss_mw: None,

@@ -65,14 +65,25 @@ impl RungDriver<'_> {
         if let Some(e) = &ending {
             self.keep_ending(rung, e)?;
         }
+        if let Some(e) = ending.as_ref().filter(|e| !e.unkilled.is_empty()) {
+            return Err(StopReason::Failed(format!(
+                "workload {} of rung {}: {} process(es) of the job could not be killed ({}; held by {}): they may go on loading the GPUs, so the run stops here; end them by hand (another user's process needs that user, or root) before the next run",
+                describe(&e.command),
+                rung.label,
+                e.unkilled.len(),
+                e.unkilled.join(", "),
+                e.contained_by
+            )));
+        }
         window?;
         if let Some(e) = ending.as_ref().filter(|e| !e.escaped.is_empty()) {
             return Err(StopReason::Failed(format!(
-                "workload {} of rung {} left {} process(es) outside its process group ({}): they would have gone on loading the GPUs through the rungs after it, so they were killed; the rung's samples are complete; keep the job's processes in its group (no setsid, start_new_session or daemon)",
+                "workload {} of rung {} left {} process(es) outside its process group ({}): they would have gone on loading the GPUs through the rungs after it, so they were killed (held by {}); the rung's samples are complete; keep the job's processes in its group (no setsid, start_new_session or daemon)",
                 describe(&e.command),
                 rung.label,
                 e.escaped.len(),
-                e.escaped.join(", ")
+                e.escaped.join(", "),
+                e.contained_by
             )));
         }
         if let Some(p) = problem {

@@ -110,6 +110,13 @@ fn smoothing_warning(m: &Manifest) -> Option<String> {
     })
 }
 
+/// A reason the run recorded, on the report's first line: a control
+/// character (a newline would end the heading and start a forged one)
+/// becomes a space; the rest is the run's own words, as recorded.
+fn one_line(reason: &str) -> String {
+    reason.replace(|c: char| c.is_control(), " ")
+}
+
 /// How the event log says the run ended, when it says so: `failed`,
 /// `interrupted` or `complete`, and the reason.
 fn logged_end(run: &Run) -> Option<(&str, Option<&str>)> {
@@ -132,7 +139,7 @@ pub fn status_warning(run: &Run, raw_end_ns: Option<i64>) -> Option<String> {
             Some((status, reason)) => format!(
                 "RUN {} ({}; from events.jsonl: the manifest was never sealed): numbers cover the rungs that ran",
                 status.to_uppercase(),
-                reason.unwrap_or("no reason recorded")
+                one_line(reason.unwrap_or("no reason recorded"))
             ),
             None => format!(
                 "RUN DID NOT FINISH (no end recorded: killed?): numbers cover the samples flushed before it stopped{}",
@@ -145,10 +152,12 @@ pub fn status_warning(run: &Run, raw_end_ns: Option<i64>) -> Option<String> {
             ),
         }),
         RunStatus::Interrupted { reason } => Some(format!(
-            "RUN INTERRUPTED ({reason}): numbers cover the rungs that ran"
+            "RUN INTERRUPTED ({}): numbers cover the rungs that ran",
+            one_line(reason)
         )),
         RunStatus::Failed { reason } => Some(format!(
-            "RUN FAILED ({reason}): numbers cover the rungs that ran"
+            "RUN FAILED ({}): numbers cover the rungs that ran",
+            one_line(reason)
         )),
     }
 }
