@@ -13,6 +13,7 @@ Exit 1 when a budget is broken, naming it; 2 when an input is unreadable.
 """
 import argparse
 import json
+import math
 import re
 import sys
 
@@ -63,6 +64,14 @@ def main() -> int:
         floor = json.load(open(a.duckdb))
     except (OSError, ValueError, json.JSONDecodeError) as e:
         print(f"collate_steps: {e}", file=sys.stderr)
+        return 2
+    for name in ("max_floor_ratio", "max_step_share", "max_rss_mib"):
+        v = getattr(a, name)
+        if v is not None and not (math.isfinite(v) and v > 0):
+            print(f"collate_steps: --{name.replace('_', '-')} must be a positive number, not {v}", file=sys.stderr)
+            return 2
+    if not (isinstance(floor.get("seconds"), (int, float)) and floor["seconds"] > 0):
+        print(f"collate_steps: DuckDB's time in {a.duckdb} is not a positive number of seconds", file=sys.stderr)
         return 2
     if not steps:
         print(f"collate_steps: no 'collate: … done at' lines in {a.log} (was POWERLAB_LOG=info set?)", file=sys.stderr)

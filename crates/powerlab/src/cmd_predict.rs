@@ -75,9 +75,18 @@ pub fn predict(a: &PredictArgs) -> Result<i32> {
             return Ok(crate::exit::TROUBLE);
         }
     };
-    play_grid(a, &mut p, &out);
+    // The simulator's files go to a sibling of the folder first: the
+    // prediction replaces `out` whole, and refuses a folder holding files
+    // that are not a prediction's.
+    let played = grid_play_dir(&out);
+    play_grid(a, &mut p, &played);
     let t_predict = t0.elapsed().as_secs_f64() - t_report;
-    match predict::export::write_prediction(&p, &out) {
+    let written = predict::export::write_prediction(&p, &out).and_then(|files| {
+        keep_grid_play(&played, &out)?;
+        Ok(files)
+    });
+    let _ = std::fs::remove_dir_all(&played);
+    match written {
         Ok(files) => {
             for f in files {
                 errln!("wrote {}", f.display());
@@ -96,10 +105,34 @@ pub fn predict(a: &PredictArgs) -> Result<i32> {
     Ok(0)
 }
 
+/// Where the simulator's windows are played: a hidden sibling of `out`
+/// (moved to `<out>/grid/` once the prediction is written).
+fn grid_play_dir(out: &std::path::Path) -> std::path::PathBuf {
+    let name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "prediction".into());
+    out.with_file_name(format!(".{name}.grid-play-{}", std::process::id()))
+}
+
+/// Moves the simulator's files (if it ran) into the written prediction's
+/// `grid/` folder.
+fn keep_grid_play(
+    played: &std::path::Path,
+    out: &std::path::Path,
+) -> Result<(), powerlab_samples::error::CollateError> {
+    if !played.is_dir() {
+        return Ok(());
+    }
+    let dest = out.join(powerlab_rundir::files::predict::GRID_DIR);
+    let _ = std::fs::remove_dir_all(&dest);
+    std::fs::rename(played, &dest).map_err(|e| powerlab_samples::error::CollateError::io(&dest, e))
+}
+
 /// Plays the `[grid.system]`'s windows into the simulator (unless
-/// `--no-grid-playback`), its files under `<out>/grid/`; what fails is
+/// `--no-grid-playback`), its files under `dir`; what fails is
 /// said in the report, the screen stands.
-fn play_grid(a: &PredictArgs, p: &mut Prediction, out: &std::path::Path) {
+fn play_grid(a: &PredictArgs, p: &mut Prediction, dir: &std::path::Path) {
     let Some(g) = p.grid_system.as_mut() else {
         return;
     };
@@ -109,14 +142,13 @@ fn play_grid(a: &PredictArgs, p: &mut Prediction, out: &std::path::Path) {
         );
         return;
     }
-    let dir = out.join(powerlab_rundir::files::predict::GRID_DIR);
     errln!(
         "grid: playing {} windows into {} (bus {}) ...",
         g.windows.len(),
         g.system.case,
         g.system.bus
     );
-    predict::grid_system::simulate(g, a.andes_python.as_deref(), &dir);
+    predict::grid_system::simulate(g, a.andes_python.as_deref(), dir);
     if let Some(n) = g
         .notes
         .iter()

@@ -156,7 +156,7 @@ fn damaged_raw_files_are_named_and_never_give_silent_figures() {
     let out = collate(&d);
     assert_exit(&out, 1);
     assert!(
-        text(&out.stderr).contains("gpu2.csv") && text(&out.stderr).contains("rescaled"),
+        text(&out.stderr).contains("gpu2.csv") && text(&out.stderr).contains("another unit"),
         "{}",
         text(&out.stderr)
     );

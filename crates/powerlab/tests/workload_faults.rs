@@ -222,6 +222,7 @@ fn a_command_that_dies_in_its_warm_up_stops_the_run_when_it_dies() {
         "--sim-pace",
         "realtime",
         "--sim-run-command",
+        "--allow-programs",
         "--sim-gpus",
         "1",
         "--results",

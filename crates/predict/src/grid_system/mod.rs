@@ -253,17 +253,30 @@ pub fn study(
             }));
         }
     }
-    let model = model::committed(&sys.case, sys.bus)
-        .map_err(|e| e.to_string())?
-        .map(|(m, path)| {
-            let src = format!(
-                "the committed modal model {path} ({}, {})",
-                m.tool, m.andes_version
-            );
-            (m, src)
-        });
+    // A file of that name beside the user is the case the simulator
+    // loads (it looks there first), so the shipped case's model is not
+    // its model: ANDES's own eigenanalysis of it is needed.
+    let local = std::path::Path::new(&sys.case).is_file();
+    let model = (if local {
+        Ok(None)
+    } else {
+        model::committed(&sys.case, sys.bus)
+    })
+    .map_err(|e| e.to_string())?
+    .map(|(m, path)| {
+        let src = format!(
+            "the committed modal model {path} ({}, {})",
+            m.tool, m.andes_version
+        );
+        (m, src)
+    });
     let mut notes = Vec::new();
-    if model.is_none() {
+    if local {
+        notes.push(format!(
+            "Case `{}` is a file here, not the case ANDES ships: the committed modal models are not its own, and the screen takes ANDES's eigenanalysis of it",
+            sys.case
+        ));
+    } else if model.is_none() {
         notes.push(format!(
             "No committed modal model for case `{}` at bus {}: the screen needs ANDES's own (`{}`, then predict again with it)",
             sys.case, sys.bus, playback::SETUP
