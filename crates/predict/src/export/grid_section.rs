@@ -33,14 +33,16 @@ fn deciding(g: &GridStudy) -> Option<(Vec<&Response>, &'static str)> {
     screen.map(|v| (v, "screen"))
 }
 
-/// The verdict rows (none without limits or figures).
+/// The verdict rows: one per declared limit (not measured where there is
+/// no figure).
 pub fn rows(p: &Prediction) -> Vec<SpecRow> {
     let Some(g) = &p.grid_system else {
         return Vec::new();
     };
-    let Some((rs, source)) = deciding(g) else {
-        return Vec::new();
-    };
+    // Without a figure (no modal model for the case and bus, and no
+    // simulator) every declared limit still gets its row, not measured:
+    // a limit left out of the table reads as one passed.
+    let (rs, source) = deciding(g).unwrap_or((Vec::new(), "neither a modal model nor ANDES"));
     let head = g.scenarios.first().map_or("", |s| s.label.as_str());
     type Pick = fn(&Response) -> Option<f64>;
     let sys = &g.system;
