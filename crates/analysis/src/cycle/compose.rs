@@ -57,7 +57,8 @@ pub fn compose(
         .iter()
         .map(|f| f.values(planner, None, true))
         .collect();
-    let values = compose_values(&folds, &gpu_values, p, m);
+    let taps = super::Taps::new(&folds, p, m);
+    let values = compose_values(&taps, &gpu_values);
     let step_w: f64 = gpu_values
         .iter()
         .map(|v| on_level(v, r.info.duty) - off_level(v, r.info.duty))
@@ -80,11 +81,10 @@ pub fn compose(
         period_ns: p,
         from_ns: r.measure_from_ns - r.epoch_ns,
         span_ns: span,
-        points: m,
         systematic_w: interval::systematic_w(step_w, window_ms, shortest_ms),
     };
     let composed = window_stats(&values, p, at.from_ns, at.span_ns);
-    let interval = interval::bootstrap(planner, &folds, at, &composed, u64::from(r.info.id));
+    let interval = interval::bootstrap(planner, &folds, &taps, at, &composed, u64::from(r.info.id));
     let unbiased = unbiased(composed, interval.as_ref());
     let stats = within_samples(unbiased, &supported_range(planner, &folds, &gpu_values));
     let interval = interval.map(|i| i.holding(&stats));

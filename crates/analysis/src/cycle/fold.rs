@@ -101,6 +101,28 @@ pub(super) struct GpuFold {
     pub gains: Vec<f64>,
     /// Median phase of the GPU's rising edges after the rung's epoch, ns.
     pub offset_ns: i64,
+    /// The placed points' bins, blocks and readings, in the points' order
+    /// (laid once: the bootstrap bins them again 200 times).
+    placed: Vec<Placed>,
+    /// The points in the window's whole cycles, in order: their blocks,
+    /// readings and the time each stands for (see [`GpuFold::mean`]).
+    whole: Vec<Whole>,
+}
+
+/// A placed point as [`binned`] reads it.
+#[derive(Debug, Clone, Copy)]
+struct Placed {
+    bin: u32,
+    block: u32,
+    value: f64,
+}
+
+/// A point of the window's whole cycles as [`GpuFold::mean`] reads it.
+#[derive(Debug, Clone, Copy)]
+struct Whole {
+    block: u32,
+    value: f64,
+    span_ns: f64,
 }
 
 /// Folds one GPU's buffered `samples` of rung `r` on its `rises`. Each
@@ -151,7 +173,8 @@ pub(super) fn fold_gpu(
     let bins = ((period_ms / 0.5).round() as usize)
         .min(n / SAMPLES_PER_BIN)
         .clamp(2 * MIN_HARMONICS + 2, 2 * MAX_HARMONICS + 2);
-    let (sum, cnt) = binned(&points, bins, None);
+    let placed = placed_of(&points, bins);
+    let (sum, cnt) = binned(&placed, bins, None);
     let coverage = cnt.iter().filter(|c| **c > 0.0).count() as f64 / bins as f64;
     let k_phase = phase_harmonics(&cnt);
     let k_window = (1..=MAX_HARMONICS)
@@ -167,7 +190,6 @@ pub(super) fn fold_gpu(
         } else {
             harmonic_var(&points, &sum, &cnt)
         },
-        points,
         bins,
         coverage,
         k_phase,
@@ -175,18 +197,42 @@ pub(super) fn fold_gpu(
         fall_bin: ((r.info.duty * bins as f64).round() as usize).clamp(1, bins - 1),
         gains,
         offset_ns: offset_of(rises, r.epoch_ns, p),
+        whole: points
+            .iter()
+            .filter(|p| p.whole)
+            .map(|p| Whole {
+                block: p.block as u32,
+                value: p.value,
+                span_ns: p.span_ns,
+            })
+            .collect(),
+        placed,
+        points,
     })
+}
+
+/// The placed `points`' bins (of `bins`), blocks and readings, in order.
+fn placed_of(points: &[Point], bins: usize) -> Vec<Placed> {
+    points
+        .iter()
+        .filter(|p| p.placed())
+        .map(|p| Placed {
+            bin: bin_of(p.phase, bins) as u32,
+            block: p.block as u32,
+            value: p.value,
+        })
+        .collect()
 }
 
 /// Sums and (weighted) counts per phase bin. `weights` holds a weight per
 /// block (a resampled set of whole cycles); None weighs every sample 1.
-fn binned(points: &[Point], bins: usize, weights: Option<&[f64]>) -> (Vec<f64>, Vec<f64>) {
+fn binned(placed: &[Placed], bins: usize, weights: Option<&[f64]>) -> (Vec<f64>, Vec<f64>) {
     let mut sum = vec![0.0; bins];
     let mut cnt = vec![0.0; bins];
-    for p in points.iter().filter(|p| p.placed()) {
-        let w = weights.map_or(1.0, |w| w[p.block]);
+    for p in placed {
+        let w = weights.map_or(1.0, |w| w[p.block as usize]);
         if w > 0.0 {
-            let b = bin_of(p.phase, bins);
+            let b = p.bin as usize;
             sum[b] += w * p.value;
             cnt[b] += w;
         }
@@ -311,7 +357,7 @@ impl GpuFold {
     /// (what a level held over milliseconds is read from: a cycle cut to
     /// its harmonics ripples by several watts along a flat stretch).
     pub(super) fn plain_means(&self) -> Vec<f64> {
-        let (sum, cnt) = binned(&self.points, self.bins, None);
+        let (sum, cnt) = binned(&self.placed, self.bins, None);
         self.filled(&sum, &cnt)
     }
 
@@ -325,7 +371,7 @@ impl GpuFold {
         restore: bool,
     ) -> Vec<f64> {
         let nb = self.bins;
-        let (sum, cnt) = binned(&self.points, nb, weights);
+        let (sum, cnt) = binned(&self.placed, nb, weights);
         let filled = self.filled(&sum, &cnt);
         let mut spec: Vec<Complex64> = filled.iter().map(|v| Complex64::new(*v, 0.0)).collect();
         planner.plan_fft_forward(nb).process(&mut spec);
@@ -390,8 +436,8 @@ impl GpuFold {
     /// cover), and per block.
     fn mean(&self, weights: Option<&[f64]>) -> Option<f64> {
         let (mut s, mut n) = (0.0, 0.0);
-        for p in self.points.iter().filter(|p| p.whole) {
-            let w = weights.map_or(1.0, |w| w[p.block]) * p.span_ns;
+        for p in &self.whole {
+            let w = weights.map_or(1.0, |w| w[p.block as usize]) * p.span_ns;
             s += w * p.value;
             n += w;
         }
@@ -401,7 +447,7 @@ impl GpuFold {
     /// The lowest and highest of its bins' sample means (every sample
     /// weighed once), W: what the samples themselves show of the cycle.
     pub(super) fn sample_range(&self) -> (f64, f64) {
-        let (sum, cnt) = binned(&self.points, self.bins, None);
+        let (sum, cnt) = binned(&self.placed, self.bins, None);
         sum.iter()
             .zip(&cnt)
             .filter(|(_, c)| **c > 0.0)
@@ -413,7 +459,7 @@ impl GpuFold {
 
     /// Samples folded into the cycle.
     pub(super) fn folded(&self) -> usize {
-        self.points.iter().filter(|p| p.placed()).count()
+        self.placed.len()
     }
 
     /// Blocks (whole cycles of the window, the last possibly partial).
@@ -436,11 +482,37 @@ pub(super) fn offset_of(rises: &[i64], epoch: i64, p: i64) -> i64 {
 /// A GPU's cycle (bin centres, phase 0 at its rise) read at phase `x`
 /// (fraction of a period, any real) by circular linear interpolation.
 pub(super) fn at_phase(values: &[f64], x: f64) -> f64 {
-    let nb = values.len();
-    let u = (x.rem_euclid(1.0) * nb as f64 - 0.5).rem_euclid(nb as f64);
-    let i = (u.floor() as usize).min(nb - 1);
-    let f = u - i as f64;
-    values[i] * (1.0 - f) + values[(i + 1) % nb] * f
+    Tap::at(values.len(), x).read(values)
+}
+
+/// Where [`at_phase`] reads a cycle of `bins` bins at one phase: the bins
+/// either side and their weights.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Tap {
+    i: usize,
+    next: usize,
+    w_i: f64,
+    w_next: f64,
+}
+
+impl Tap {
+    /// The tap at phase `x` (fraction of a period, any real).
+    pub(super) fn at(bins: usize, x: f64) -> Tap {
+        let u = (x.rem_euclid(1.0) * bins as f64 - 0.5).rem_euclid(bins as f64);
+        let i = (u.floor() as usize).min(bins - 1);
+        let f = u - i as f64;
+        Tap {
+            i,
+            next: (i + 1) % bins,
+            w_i: 1.0 - f,
+            w_next: f,
+        }
+    }
+
+    /// The cycle `values` (one per bin) read at this tap.
+    pub(super) fn read(&self, values: &[f64]) -> f64 {
+        values[self.i] * self.w_i + values[self.next] * self.w_next
+    }
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@
 //! each side by [`systematic_w`].
 
 use super::fold::GpuFold;
-use super::{CycleStats, compose_values, window_stats};
+use super::{CycleStats, Taps, compose_values, window_stats};
 use powerlab_samples::stats::quantile_sorted;
 use rand::Rng;
 use rand::SeedableRng;
@@ -115,14 +115,12 @@ impl CycleInterval {
     }
 }
 
-/// Where a rung's figures are laid: its period and window, ns, and the
-/// node cycle's points.
+/// Where a rung's figures are laid: its period and window, ns.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Layout {
     pub period_ns: i64,
     pub from_ns: i64,
     pub span_ns: i64,
-    pub points: usize,
     /// The reconstruction's systematic half-width, W (see [`systematic_w`]).
     pub systematic_w: f64,
 }
@@ -154,6 +152,7 @@ pub(super) fn systematic_w(step_w: f64, window_ms: f64, shortest_phase_ms: f64) 
 pub(super) fn bootstrap(
     planner: &mut FftPlanner<f64>,
     folds: &[GpuFold],
+    taps: &Taps,
     at: Layout,
     est: &CycleStats,
     seed: u64,
@@ -174,7 +173,7 @@ pub(super) fn bootstrap(
             .iter()
             .map(|f| f.values(planner, Some(&weights), true))
             .collect();
-        let values = compose_values(folds, &gpus, at.period_ns, at.points);
+        let values = compose_values(taps, &gpus);
         reps.push(window_stats(&values, at.period_ns, at.from_ns, at.span_ns));
     }
     let bounds = |f: &dyn Fn(&CycleStats) -> f64| basic_bounds(&reps, f, est, at.systematic_w);

@@ -223,16 +223,41 @@ fn window_stats(values: &[f64], p: i64, from: i64, span: i64) -> CycleStats {
     }
 }
 
-/// The node's cycle at `m` evenly spaced points (phase 0 at the rung's
-/// epoch): every GPU's cycle (`gpu_values`, at its bin centres, phase 0 at
-/// its own rise) shifted to its offset, read by linear interpolation
-/// (which cannot overshoot between bins) and summed.
-fn compose_values(folds: &[GpuFold], gpu_values: &[Vec<f64>], p: i64, m: usize) -> Vec<f64> {
-    let mut values = vec![0.0; m];
-    for (f, v) in folds.iter().zip(gpu_values) {
-        let shift = f.offset_ns as f64 / p as f64;
-        for (j, acc) in values.iter_mut().enumerate() {
-            *acc += fold::at_phase(v, j as f64 / m as f64 - shift);
+/// Where the node's cycle at `m` evenly spaced points (phase 0 at the
+/// rung's epoch) reads each GPU's cycle (at its bin centres, phase 0 at its
+/// own rise) shifted to its offset: for every GPU and point, the two bins
+/// and their weights of [`fold::at_phase`]. Laid once per rung: the
+/// bootstrap composes 200 replicates on the same grid.
+struct Taps {
+    /// Per GPU, per point: the bins either side and their weights.
+    gpus: Vec<Vec<fold::Tap>>,
+    /// Points of the node's cycle.
+    m: usize,
+}
+
+impl Taps {
+    fn new(folds: &[GpuFold], p: i64, m: usize) -> Taps {
+        let gpus = folds
+            .iter()
+            .map(|f| {
+                let shift = f.offset_ns as f64 / p as f64;
+                (0..m)
+                    .map(|j| fold::Tap::at(f.bins, j as f64 / m as f64 - shift))
+                    .collect()
+            })
+            .collect();
+        Taps { gpus, m }
+    }
+}
+
+/// The node's cycle at the points of `taps`: every GPU's cycle
+/// (`gpu_values`) read by linear interpolation (which cannot overshoot
+/// between bins) and summed.
+fn compose_values(taps: &Taps, gpu_values: &[Vec<f64>]) -> Vec<f64> {
+    let mut values = vec![0.0; taps.m];
+    for (t, v) in taps.gpus.iter().zip(gpu_values) {
+        for (acc, tap) in values.iter_mut().zip(t) {
+            *acc += tap.read(v);
         }
     }
     values
