@@ -44,9 +44,12 @@ pub fn analyse(run: &Run, series: &SeriesSet, model: &SensorModel, edges: &EdgeI
         }
         out.refused.extend(refused);
     }
-    for kind in [EdgeKind::StartHeld, EdgeKind::StopHeld] {
-        out.edges.extend(held::held_edge(run, &bufs, edges, kind));
-    }
+    // The two held kinds are independent: each on its own core.
+    let held = powerlab_samples::parallel::map_in_order(
+        &[EdgeKind::StartHeld, EdgeKind::StopHeld],
+        |kind| held::held_edge(run, &bufs, edges, *kind),
+    );
+    out.edges.extend(held.into_iter().flatten());
     out.edges.sort_by_key(|e| e.kind);
     out
 }

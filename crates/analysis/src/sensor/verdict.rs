@@ -135,72 +135,21 @@ pub fn analyse(
     curve: &NodeCurve,
     visible_node_swing: &BTreeMap<u32, Option<f64>>,
 ) -> SensorReport {
-    let mut rows = Vec::new();
     // Every duty rung states its period (`load::load_run` refuses one that does not).
-    for (r, period_ms) in run
+    let duty: Vec<(&RungWindow, f64)> = run
         .rungs
         .iter()
         .filter(|r| r.info.kind == PhaseKind::Duty)
         .filter_map(|r| r.info.period_ms.map(PeriodMs::ms).map(|p| (r, p)))
-    {
-        for (gi, g) in run.manifest.backend.gpus.iter().enumerate() {
-            let rises = rises_of(edges, r, gi, &g.key);
-            for inst in [Instrument::BufferedW, Instrument::InstantW] {
-                let Some(m) = model.path(&g.key, inst) else {
-                    continue;
-                };
-                let raw = series.get(&g.key, inst);
-                let shift = ms_to_ns_trunc(m.latency_ms.unwrap_or(0.0));
-                // Held fields: only the first read of each new value is a sample of the sensor.
-                // This rung's readings, plus the one before (so its first change counts).
-                let lo = raw
-                    .partition_point(|x| x.0 < r.measure_from_ns + shift)
-                    .saturating_sub(1);
-                let window = &raw[lo..raw.partition_point(|x| x.0 < r.end_ns + shift).max(lo)];
-                let updates;
-                let samples: &[(i64, f64)] = if inst == Instrument::BufferedW {
-                    window
-                } else {
-                    updates = changes(window);
-                    &updates
-                };
-                let f = fold_rung(samples, r, period_ms, &rises, shift);
-                let vis: Vec<f64> = span(raw, r.measure_from_ns, r.end_ns)
-                    .iter()
-                    .map(|x| x.1)
-                    .collect();
-                let visible = quantile(&vis, 0.9)
-                    .zip(quantile(&vis, 0.1))
-                    .map(|(a, b)| a - b);
-                let w = m.window_ms.or(m.update_period_ms).unwrap_or(0.0);
-                let gain = sinc(w / period_ms);
-                let folded = f.usable().then(|| f.square_swing(r.info.duty)).flatten();
-                let reconstructed = folded.filter(|_| gain.abs() >= 0.3).map(|s| s / gain.abs());
-                let sh = f.usable().then(|| shape(&f, r.info.duty)).flatten();
-                rows.push(RungPathRow {
-                    rung_id: r.info.id,
-                    rung: r.info.label.clone(),
-                    period_ms,
-                    duty: r.info.duty,
-                    mode: r.info.mode,
-                    gpu: g.key.clone(),
-                    instrument: inst,
-                    verdict: raw_verdict(m, period_ms, r.info.duty).into(),
-                    visible_swing_w: visible,
-                    folded_swing_w: folded,
-                    window_gain: Some(gain),
-                    reconstructed_swing_w: reconstructed,
-                    phase_coverage: f.coverage(),
-                    cycles: f.cycles,
-                    rise_ms: sh.map(|s| s.rise_ms),
-                    fall_ms: sh.map(|s| s.fall_ms),
-                    overshoot_w: sh.map(|s| s.overshoot_w),
-                    overshoot_ms: sh.map(|s| s.overshoot_ms),
-                    ramp_w_per_s: sh.map(|s| s.ramp_w_per_s).filter(|v| v.is_finite()),
-                });
-            }
-        }
-    }
+        .collect();
+    // Rung by rung on every core, in the rungs' order.
+    let rows: Vec<RungPathRow> =
+        powerlab_samples::parallel::map_in_order(&duty, |&(r, period_ms)| {
+            rung_rows(run, series, edges, &model, r, period_ms)
+        })
+        .into_iter()
+        .flatten()
+        .collect();
     let answers = answers(run, &rows, visible_node_swing);
     let spectra = spectra(run, curve);
     SensorReport {
@@ -209,6 +158,76 @@ pub fn analyse(
         answers,
         spectra,
     }
+}
+
+/// Every GPU's and instrument's row of one duty rung of `period_ms`.
+fn rung_rows(
+    run: &Run,
+    series: &SeriesSet,
+    edges: &EdgeIndex,
+    model: &SensorModel,
+    r: &RungWindow,
+    period_ms: f64,
+) -> Vec<RungPathRow> {
+    let mut rows = Vec::new();
+    for (gi, g) in run.manifest.backend.gpus.iter().enumerate() {
+        let rises = rises_of(edges, r, gi, &g.key);
+        for inst in [Instrument::BufferedW, Instrument::InstantW] {
+            let Some(m) = model.path(&g.key, inst) else {
+                continue;
+            };
+            let raw = series.get(&g.key, inst);
+            let shift = ms_to_ns_trunc(m.latency_ms.unwrap_or(0.0));
+            // Held fields: only the first read of each new value is a sample of the sensor.
+            // This rung's readings, plus the one before (so its first change counts).
+            let lo = raw
+                .partition_point(|x| x.0 < r.measure_from_ns + shift)
+                .saturating_sub(1);
+            let window = &raw[lo..raw.partition_point(|x| x.0 < r.end_ns + shift).max(lo)];
+            let updates;
+            let samples: &[(i64, f64)] = if inst == Instrument::BufferedW {
+                window
+            } else {
+                updates = changes(window);
+                &updates
+            };
+            let f = fold_rung(samples, r, period_ms, &rises, shift);
+            let vis: Vec<f64> = span(raw, r.measure_from_ns, r.end_ns)
+                .iter()
+                .map(|x| x.1)
+                .collect();
+            let visible = quantile(&vis, 0.9)
+                .zip(quantile(&vis, 0.1))
+                .map(|(a, b)| a - b);
+            let w = m.window_ms.or(m.update_period_ms).unwrap_or(0.0);
+            let gain = sinc(w / period_ms);
+            let folded = f.usable().then(|| f.square_swing(r.info.duty)).flatten();
+            let reconstructed = folded.filter(|_| gain.abs() >= 0.3).map(|s| s / gain.abs());
+            let sh = f.usable().then(|| shape(&f, r.info.duty)).flatten();
+            rows.push(RungPathRow {
+                rung_id: r.info.id,
+                rung: r.info.label.clone(),
+                period_ms,
+                duty: r.info.duty,
+                mode: r.info.mode,
+                gpu: g.key.clone(),
+                instrument: inst,
+                verdict: raw_verdict(m, period_ms, r.info.duty).into(),
+                visible_swing_w: visible,
+                folded_swing_w: folded,
+                window_gain: Some(gain),
+                reconstructed_swing_w: reconstructed,
+                phase_coverage: f.coverage(),
+                cycles: f.cycles,
+                rise_ms: sh.map(|s| s.rise_ms),
+                fall_ms: sh.map(|s| s.fall_ms),
+                overshoot_w: sh.map(|s| s.overshoot_w),
+                overshoot_ms: sh.map(|s| s.overshoot_ms),
+                ramp_w_per_s: sh.map(|s| s.ramp_w_per_s).filter(|v| v.is_finite()),
+            });
+        }
+    }
+    rows
 }
 
 fn answers(
