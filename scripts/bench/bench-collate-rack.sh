@@ -5,7 +5,9 @@
 # rows, the wall time and the peak memory of the collation, twice: from
 # scratch (every node collated first, `--force`) and with node results up to
 # date (the rack step alone, as after a rack run where each rank collated its
-# own node).
+# own node). Beside them, in the same run, DuckDB's read of the same raw
+# files of every node (scripts/bench/duckdb_floor.py, the floor of any
+# collation), and each collation's time as a multiple of it.
 #
 #   scripts/bench/bench-collate-rack.sh [SIZES...]      default: 4 8 16
 #
@@ -30,6 +32,8 @@ mkdir -p "$RACKS"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 CAMPAIGN=$(realpath campaigns/bench-4h.toml)
 
+python3 -c 'import duckdb' 2>/dev/null || python3 -m pip install --quiet "duckdb==2.0.1"
+FLOOR_S=
 measure() { # label, command...
   local label=$1; shift
   local log; log=$(mktemp)
@@ -37,7 +41,8 @@ measure() { # label, command...
   local secs rss_kb
   secs=$(grep "Elapsed (wall clock)" "$log" | awk '{print $NF}' | awk -F: '{ if (NF==3) print $1*3600+$2*60+$3; else print $1*60+$2 }')
   rss_kb=$(grep "Maximum resident set size" "$log" | awk '{print $NF}')
-  printf '  %-34s %8.1f s  peak %6d MiB\n' "$label" "$secs" "$((rss_kb / 1024))"
+  printf '  %-40s %8.1f s  peak %6d MiB  %5.1fx DuckDB\n' "$label" "$secs" "$((rss_kb / 1024))" \
+    "$(python3 -c "print($secs / $FLOOR_S)")"
   rm -f "$log"
 }
 
@@ -53,7 +58,8 @@ for n in "${SIZES[@]}"; do
   fi
   rack=$(ls -d "$dir"/bench-4h-* | head -1)
   rows=$(cat "$rack"/nodes/*/raw/*.csv | wc -l)
-  echo "rack of $n nodes: $rows raw lines"
+  FLOOR_S=$(python3 scripts/bench/duckdb_floor.py "$rack" --repeat 3 | python3 -c 'import json, sys; print(json.load(sys.stdin)["seconds"])')
+  echo "rack of $n nodes: $rows raw lines; DuckDB reads them in $FLOOR_S s (same run, $(nproc) cores)"
   measure "collate --force (every node, then rack)" "$BIN" collate "$rack" --force --jobs "${JOBS:-1}"
   measure "collate (node results up to date)" "$BIN" collate "$rack"
 done

@@ -4,6 +4,9 @@ computes each GPU's mean per instrument (every row read and parsed once).
 
     python3 scripts/bench/duckdb_floor.py RUN_DIR [--threads N] [--repeat K]
 
+RUN_DIR is a node run (raw/*.csv or raw/*.csv.gz) or a rack (every node's
+nodes/*/raw/*: the same files the rack's collation reads).
+
 Prints one JSON line: {"seconds": best of K, "all_s": [...], "rows": ...,
 "threads": N, "duckdb": version}. Reference for scripts/bench/bench-collate.sh
 and the CI guard (scripts/ci/ci-collate-budget.sh): a collator that reads
@@ -18,6 +21,15 @@ import sys
 import time
 
 
+def raw_files(run: str) -> list:
+    """A node's raw files, or every node's of a rack."""
+    found = []
+    for raw in [os.path.join(run, "raw")] + sorted(glob.glob(os.path.join(run, "nodes", "*", "raw"))):
+        for pattern in ("*.csv", "*.csv.gz"):
+            found.extend(sorted(glob.glob(os.path.join(raw, pattern))))
+    return found
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("run")
@@ -29,9 +41,9 @@ def main() -> int:
     except ImportError:
         print("duckdb_floor: the Python package duckdb is missing (pip install duckdb)", file=sys.stderr)
         return 2
-    files = sorted(glob.glob(os.path.join(a.run, "raw", "*.csv")))
+    files = raw_files(a.run)
     if not files:
-        print(f"duckdb_floor: no raw/*.csv under {a.run}", file=sys.stderr)
+        print(f"duckdb_floor: no raw/*.csv(.gz) under {a.run} (nor nodes/*/raw/)", file=sys.stderr)
         return 2
     cols = "{'ts_ns': 'BIGINT', 'node': 'VARCHAR', 'gpu': 'VARCHAR', 'instrument': 'VARCHAR', 'value': 'DOUBLE'}"
     query = (
