@@ -328,8 +328,7 @@ pub fn write_summary(rows: &[SummaryRow], path: &Path) -> Result<(), RunDirError
                 .map_err(io)?;
         }
         let extra = values_record(&r.extra).map_err(io)?;
-        w.write_record(rec.iter().chain(extra.iter()))
-            .map_err(io)?;
+        w.write_record(rec.iter().chain(extra.iter())).map_err(io)?;
     }
     w.flush().map_err(|e| RunDirError::Io {
         path: path.to_path_buf(),
@@ -342,7 +341,9 @@ pub fn write_summary(rows: &[SummaryRow], path: &Path) -> Result<(), RunDirError
 fn typed_record(r: &SummaryRow) -> Result<(csv::StringRecord, csv::StringRecord), csv::Error> {
     let mut w = csv::Writer::from_writer(Vec::new());
     w.serialize(r)?;
-    let bytes = w.into_inner().map_err(|e| csv::Error::from(e.into_error()))?;
+    let bytes = w
+        .into_inner()
+        .map_err(|e| csv::Error::from(e.into_error()))?;
     let mut rdr = csv::Reader::from_reader(bytes.as_slice());
     let head = rdr.headers()?.clone();
     let rec = rdr.records().next().transpose()?.unwrap_or_default();
@@ -358,7 +359,9 @@ fn values_record(extra: &[(String, Option<f64>)]) -> Result<csv::StringRecord, c
         .has_headers(false)
         .from_writer(Vec::new());
     w.serialize(extra.iter().map(|x| x.1).collect::<Vec<_>>())?;
-    let bytes = w.into_inner().map_err(|e| csv::Error::from(e.into_error()))?;
+    let bytes = w
+        .into_inner()
+        .map_err(|e| csv::Error::from(e.into_error()))?;
     let mut rdr = csv::ReaderBuilder::new()
         .has_headers(false)
         .from_reader(bytes.as_slice());
@@ -371,7 +374,10 @@ fn typed_columns() -> Vec<&'static str> {
     struct Names(Vec<&'static str>);
     impl<'de> serde::Deserializer<'de> for &mut Names {
         type Error = serde::de::value::Error;
-        fn deserialize_any<V: serde::de::Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+        fn deserialize_any<V: serde::de::Visitor<'de>>(
+            self,
+            _: V,
+        ) -> Result<V::Value, Self::Error> {
             Err(serde::de::Error::custom("names only"))
         }
         fn deserialize_struct<V: serde::de::Visitor<'de>>(
@@ -445,6 +451,27 @@ mod tests {
         // Cut off mid-write (no newline): the whole rows before it are kept.
         let rows = read(&format!("{HEAD}\n{ROW}\n1,idle,idle,id")).unwrap();
         assert_eq!(rows.len(), 1);
+    }
+
+    #[test]
+    fn the_extra_columns_follow_the_typed_ones_and_read_back_by_name() {
+        let mut row = read(&format!("{HEAD}\n{ROW}\n")).unwrap().remove(0);
+        row.extra = vec![("p95_w".into(), Some(118.25)), ("x_w".into(), None)];
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("summary.csv");
+        write_summary(std::slice::from_ref(&row), &path).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let head = text.lines().next().unwrap();
+        assert!(head.ends_with(",cycles,p95_w,x_w"), "{head}");
+        assert!(text.lines().nth(1).unwrap().ends_with(",118.25,"), "{text}");
+        let back = read_summary(&path).unwrap();
+        assert_eq!(back, vec![row.clone()]);
+        assert_eq!(back[0].extra_value("p95_w"), Some(118.25));
+        let json = serde_json::to_string(&row.json()).unwrap();
+        assert!(
+            json.ends_with(r#""cycles":null,"p95_w":118.25,"x_w":null}"#),
+            "{json}"
+        );
     }
 
     #[test]

@@ -50,13 +50,13 @@ pub use interval::{Bounds, CycleInterval};
 pub use on_phase::short_on_phases;
 pub use rack::sum_cycles;
 
+use crate::metric::{Levels, MetricValues};
 use crate::sensor::model::SensorModel;
 use fold::GpuFold;
 use powerlab_core::shape::EdgeKind;
 use powerlab_core::units::ms_to_ns;
 use powerlab_samples::load::{Run, RungWindow};
 use powerlab_samples::series::{EdgeIndex, SeriesSet};
-use crate::metric::{Levels, MetricValues};
 use rustfft::FftPlanner;
 
 /// A harmonic is reconstructed only where the window and the bins together

@@ -1,6 +1,6 @@
 //! The rack's cycle of a rung: its nodes' composed cycles summed.
 
-use super::{CycleStats, CyclePart, NodeCycle, window_levels};
+use super::{CyclePart, CycleStats, NodeCycle, window_levels};
 use crate::metric::{self, MetricValue, MetricValues};
 use powerlab_core::units::ms_to_ns;
 use powerlab_samples::load::RungWindow;

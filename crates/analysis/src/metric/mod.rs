@@ -245,3 +245,6 @@ pub fn read(m: &dyn RungMetric, row: &SummaryRow) -> [Option<f64>; 3] {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -129,14 +129,28 @@ static MEAN: Typed = Typed {
     rack: node("mean", 10, Cell::Figure),
     compare: Some(Judged::Always),
     figure: Some(Figure::Mean),
-    ..bootstrapped!(mean_w, mean_ci95, mean_ci95_lo_w, mean_ci95_hi_w, "mean", "Mean node power, W.")
+    ..bootstrapped!(
+        mean_w,
+        mean_ci95,
+        mean_ci95_lo_w,
+        mean_ci95_hi_w,
+        "mean",
+        "Mean node power, W."
+    )
 };
 static PEAK: Typed = Typed {
     node: node("peak W", 20, Cell::Figure),
     rack: node("peak", 20, Cell::Figure),
     compare: Some(Judged::Always),
     figure: Some(Figure::Peak),
-    ..bootstrapped!(peak_w, peak_ci95, peak_ci95_lo_w, peak_ci95_hi_w, "peak", "Peak, W.")
+    ..bootstrapped!(
+        peak_w,
+        peak_ci95,
+        peak_ci95_lo_w,
+        peak_ci95_hi_w,
+        "peak",
+        "Peak, W."
+    )
 };
 static P1: Typed = plain!(p1_w, "p1", "1st percentile, W.");
 static P99: Typed = plain!(p99_w, "p99", "99th percentile, W.");
@@ -145,13 +159,27 @@ static SPREAD: Typed = Typed {
     rack: node("spread p99−p1", 30, Cell::Figure),
     compare: Some(Judged::Never),
     figure: Some(Figure::Spread),
-    ..bootstrapped!(spread_w, spread_ci95, spread_ci95_lo_w, spread_ci95_hi_w, "spread", "p99 − p1, W.")
+    ..bootstrapped!(
+        spread_w,
+        spread_ci95,
+        spread_ci95_lo_w,
+        spread_ci95_hi_w,
+        "spread",
+        "p99 − p1, W."
+    )
 };
 static SWING: Typed = Typed {
     node: node("swing W", 40, Cell::Figure),
     compare: Some(Judged::DutyRungs),
     figure: Some(Figure::Swing),
-    ..bootstrapped!(swing_w, swing_ci95, swing_ci95_lo_w, swing_ci95_hi_w, "swing", "p90 − p10, W.")
+    ..bootstrapped!(
+        swing_w,
+        swing_ci95,
+        swing_ci95_lo_w,
+        swing_ci95_hi_w,
+        "swing",
+        "p90 − p10, W."
+    )
 };
 static ENERGY: Typed = plain!(energy_j, "energy", "Energy over the measured window, J.");
 static RAW_MEAN: Typed = plain!(
@@ -170,7 +198,11 @@ static RAW_SPREAD: Typed = Typed {
 };
 static RAW_SWING: Typed = Typed {
     node: node("swing W", 60, Cell::UnlessAliased),
-    ..plain!(raw_swing_w, "NVML swing", "What NVML sampled: its p90 − p10, W.")
+    ..plain!(
+        raw_swing_w,
+        "NVML swing",
+        "What NVML sampled: its p90 − p10, W."
+    )
 };
 static INSTANT_MEAN: Typed = plain!(
     instant_mean_w,

@@ -3,10 +3,10 @@
 //! rung's window (less the points still holding readings from before it).
 
 use crate::curve::NodeCurve;
+use crate::metric::Levels;
 use powerlab_core::Instrument;
 use powerlab_samples::columns::{f64_column, i64_column};
 use powerlab_samples::load::Run;
-use crate::metric::Levels;
 use powerlab_samples::stats::r3;
 use std::collections::{BTreeMap, HashMap};
 

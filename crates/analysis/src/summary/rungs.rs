@@ -219,7 +219,13 @@ fn rounded(metrics: MetricValues) -> MetricValues {
     let mut out = MetricValues::default();
     for (c, v) in metrics.iter() {
         let value = v.value.map(r3);
-        out.set(c, MetricValue { value, ci95: v.ci95 });
+        out.set(
+            c,
+            MetricValue {
+                value,
+                ci95: v.ci95,
+            },
+        );
     }
     out
 }

@@ -129,12 +129,15 @@ pub fn ambiguous_label(rows: &[SummaryRow]) -> Option<String> {
 /// metric `m`: their intervals' half-widths in quadrature over the count.
 /// None unless every rung with the figure has an interval.
 fn within_run(g: &[&SummaryRow], m: &dyn RungMetric) -> Option<f64> {
-    powerlab_samples::stats::half_width_of_mean(g.iter().map(|r| metric::read(m, r)).filter(|v| v[0].is_some()).map(
-        |v| match (v[1], v[2]) {
-            (Some(lo), Some(hi)) => Some((hi - lo) / 2.0),
-            _ => None,
-        },
-    ))
+    powerlab_samples::stats::half_width_of_mean(
+        g.iter()
+            .map(|r| metric::read(m, r))
+            .filter(|v| v[0].is_some())
+            .map(|v| match (v[1], v[2]) {
+                (Some(lo), Some(hi)) => Some((hi - lo) / 2.0),
+                _ => None,
+            }),
+    )
 }
 
 /// Metric `m`'s values over `g`'s rungs (those that have it).

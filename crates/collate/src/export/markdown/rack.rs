@@ -1,9 +1,9 @@
 //! `report.md` of a rack run: which nodes ran and how their runs ended,
 //! the rack's power per rung, and in phase vs staggered across the rack.
 
-use powerlab_analysis::metric::{self, Cell, RungMetric};
 use super::cells::{code, o, text};
 use crate::rack::tables::{HostRungRow, NodeState, RackStart};
+use powerlab_analysis::metric::{self, Cell, RungMetric};
 use powerlab_analysis::summary::{PhaseCompare, RungSummary};
 use powerlab_samples::error::CollateError;
 use std::fmt::Write as _;
