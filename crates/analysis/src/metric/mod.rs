@@ -18,10 +18,7 @@ mod levels;
 mod registry;
 
 pub use levels::Levels;
-pub use registry::METRICS;
-
-use crate::summary::{Figure, RungSummary};
-use powerlab_rundir::summary::SummaryRow;
+pub use registry::{Field, METRICS, blank, read, value};
 
 /// A 95 % interval, W, and the figure corrected for the bias its
 /// replicates show.
@@ -47,6 +44,32 @@ impl Bounds {
             lo: self.lo.min(v),
             hi: self.hi.max(v),
             centre: self.centre,
+        }
+    }
+}
+
+/// A composed figure of a rung whose resolution (bounded, unresolved) is
+/// judged (`summary::Resolution`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Figure {
+    /// The mean.
+    Mean,
+    /// The peak.
+    Peak,
+    /// p99 − p1.
+    Spread,
+    /// p90 − p10.
+    Swing,
+}
+
+impl Figure {
+    /// Its name as the report writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Mean => "mean",
+            Self::Peak => "peak",
+            Self::Spread => "spread",
+            Self::Swing => "swing",
         }
     }
 }
@@ -97,19 +120,6 @@ pub trait RungMetric: Sync {
     fn field(&self) -> Option<Field> {
         None
     }
-}
-
-/// A metric's typed field in `RungSummary` and `SummaryRow`.
-#[derive(Clone, Copy)]
-pub struct Field {
-    /// Its value in the summary.
-    pub get: fn(&RungSummary) -> Option<f64>,
-    /// The same, to set.
-    pub slot: fn(&mut RungSummary) -> &mut Option<f64>,
-    /// Its interval in the summary.
-    pub ci95: fn(&RungSummary) -> Option<Bounds>,
-    /// Its value and interval (low, high) in a row read back.
-    pub row: fn(&SummaryRow) -> [Option<f64>; 3],
 }
 
 /// A column of a rung table: its header and where it stands (columns in
@@ -213,37 +223,6 @@ pub fn table(
 pub fn ci_columns(m: &dyn RungMetric) -> [String; 2] {
     let stem = m.column().strip_suffix("_w").unwrap_or(m.column());
     [format!("{stem}_ci95_lo_w"), format!("{stem}_ci95_hi_w")]
-}
-
-/// A metric's value in a summary.
-pub fn value(m: &dyn RungMetric, r: &RungSummary) -> MetricValue {
-    match m.field() {
-        Some(f) => MetricValue {
-            value: (f.get)(r),
-            ci95: (f.ci95)(r),
-        },
-        None => r.metrics.get(m.column()),
-    }
-}
-
-/// Blanks a metric's value in a summary (an incomplete window).
-pub fn blank(m: &dyn RungMetric, r: &mut RungSummary) {
-    match m.field() {
-        Some(f) => *(f.slot)(r) = None,
-        None => r.metrics.set(m.column(), MetricValue::default()),
-    }
-}
-
-/// A metric's value and interval (low, high) in a row read back from a
-/// `summary.csv`.
-pub fn read(m: &dyn RungMetric, row: &SummaryRow) -> [Option<f64>; 3] {
-    match m.field() {
-        Some(f) => (f.row)(row),
-        None => {
-            let [lo, hi] = ci_columns(m);
-            [m.column(), lo.as_str(), hi.as_str()].map(|c| row.extra_value(c))
-        }
-    }
 }
 
 #[cfg(test)]

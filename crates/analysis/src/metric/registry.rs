@@ -3,8 +3,9 @@
 //! column, doc line, how it is read from the levels, its interval, its
 //! table columns) and its line in [`METRICS`].
 
-use super::{Bounds, Cell, Field, Judged, RungMetric, TableColumn};
-use crate::summary::{Figure, RungSummary};
+use super::{Bounds, Cell, Figure, Judged, MetricValue, RungMetric, TableColumn, ci_columns};
+use crate::summary::RungSummary;
+use powerlab_rundir::summary::SummaryRow;
 
 /// Every per-rung node metric.
 pub static METRICS: &[&dyn RungMetric] = &[
@@ -229,3 +230,47 @@ static AVERAGE_FIELD_SWING: Typed = plain!(
     "1 s average swing",
     "The 1 s average field's swing (p90 − p10), W — comparison only."
 );
+
+/// A metric's typed field in `RungSummary` and `SummaryRow`.
+#[derive(Clone, Copy)]
+pub struct Field {
+    /// Its value in the summary.
+    pub get: fn(&RungSummary) -> Option<f64>,
+    /// The same, to set.
+    pub slot: fn(&mut RungSummary) -> &mut Option<f64>,
+    /// Its interval in the summary.
+    pub ci95: fn(&RungSummary) -> Option<Bounds>,
+    /// Its value and interval (low, high) in a row read back.
+    pub row: fn(&SummaryRow) -> [Option<f64>; 3],
+}
+
+/// A metric's value in a summary.
+pub fn value(m: &dyn RungMetric, r: &RungSummary) -> MetricValue {
+    match m.field() {
+        Some(f) => MetricValue {
+            value: (f.get)(r),
+            ci95: (f.ci95)(r),
+        },
+        None => r.metrics.get(m.column()),
+    }
+}
+
+/// Blanks a metric's value in a summary (an incomplete window).
+pub fn blank(m: &dyn RungMetric, r: &mut RungSummary) {
+    match m.field() {
+        Some(f) => *(f.slot)(r) = None,
+        None => r.metrics.set(m.column(), MetricValue::default()),
+    }
+}
+
+/// A metric's value and interval (low, high) in a row read back from a
+/// `summary.csv`.
+pub fn read(m: &dyn RungMetric, row: &SummaryRow) -> [Option<f64>; 3] {
+    match m.field() {
+        Some(f) => (f.row)(row),
+        None => {
+            let [lo, hi] = ci_columns(m);
+            [m.column(), lo.as_str(), hi.as_str()].map(|c| row.extra_value(c))
+        }
+    }
+}
