@@ -24,7 +24,7 @@ for sched in "$ROOT"/schedules/*.toml; do
       --out "$W/out-$side-$name" > "$W/$side-$name.stdout" 2>&1 \
       || { echo "$side predict failed on $name:"; tail "$W/$side-$name.stdout"; exit 1; }
     ver=$("$bin" --version | grep -o 'git [^,)]*' | cut -d' ' -f2)
-    grep -rlF "$ver" "$W/out-$side-$name" 2>/dev/null | while IFS= read -r f; do
+    { grep -rlF "$ver" "$W/out-$side-$name" 2>/dev/null || true; } | while IFS= read -r f; do
       sed -i "s/$(printf '%s' "$ver" | sed 's/[.[\*^$/]/\\&/g')/REV/g" "$f"
     done
   done
