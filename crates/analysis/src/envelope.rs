@@ -399,6 +399,7 @@ mod tests {
                 p99_w: 1000.0,
             },
             interval: None,
+            metrics: Default::default(),
         };
         let f = cycle_figures(&c, ms_to_ns(3_000.0));
         let at = |w: f64| f[WINDOWS_MS.iter().position(|x| *x == w).unwrap_or(0)];

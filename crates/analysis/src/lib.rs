@@ -23,6 +23,7 @@ pub mod energy;
 pub mod envelope;
 pub mod grid;
 pub mod lifecycle;
+pub mod metric;
 pub mod mitigation;
 pub mod nccl;
 pub mod node_power;

@@ -224,9 +224,38 @@ pub struct SummaryRow {
     /// of any node).
     #[serde(default)]
     pub cycles: Option<usize>,
+    /// The columns after these: the metrics declared only in the
+    /// collator's registry (`powerlab_analysis::metric`), each with its
+    /// value, in the order written.
+    #[serde(skip)]
+    pub extra: Vec<(String, Option<f64>)>,
 }
 
 impl SummaryRow {
+    /// The value of a column after the typed ones (none where absent).
+    pub fn extra_value(&self, column: &str) -> Option<f64> {
+        self.extra
+            .iter()
+            .find(|(c, _)| c == column)
+            .and_then(|x| x.1)
+    }
+
+    /// The row as `summary.json` writes it: the typed columns, then the
+    /// extra ones.
+    pub fn json(&self) -> impl Serialize + '_ {
+        #[derive(Serialize)]
+        struct Json<'a> {
+            #[serde(flatten)]
+            row: &'a SummaryRow,
+            #[serde(flatten)]
+            extra: Extra<'a>,
+        }
+        Json {
+            row: self,
+            extra: Extra(&self.extra),
+        }
+    }
+
     /// Mean, peak, spread and swing, each with its 95 % interval
     /// (`(figure, lo, hi)`, W), in that order; None where any is not stated.
     pub fn stated(&self) -> Option<[(f64, f64, f64); 4]> {
@@ -248,7 +277,141 @@ impl SummaryRow {
 /// [`RunDirError::Format`] naming the line that does not read as a row,
 /// [`RunDirError::Io`] when the file cannot be read.
 pub fn read_summary(path: &Path) -> Result<Vec<SummaryRow>, RunDirError> {
-    crate::edges::read_rows(path)
+    let mut rows: Vec<SummaryRow> = crate::edges::read_rows(path)?;
+    if rows.is_empty() {
+        return Ok(rows);
+    }
+    // The columns after the typed ones, by name, as numbers.
+    let bad = |e: &dyn std::fmt::Display| RunDirError::Format {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    };
+    let bytes = crate::layout::read_regular(path, None)?;
+    let mut rdr = csv::Reader::from_reader(std::io::Cursor::new(bytes));
+    let headers = rdr.headers().map_err(|e| bad(&e))?.clone();
+    let typed = typed_columns();
+    let extra: Vec<(usize, &str)> = headers
+        .iter()
+        .enumerate()
+        .filter(|(_, h)| !typed.contains(h))
+        .collect();
+    if extra.is_empty() {
+        return Ok(rows);
+    }
+    for (row, rec) in rows.iter_mut().zip(rdr.records()) {
+        let rec = rec.map_err(|e| bad(&e))?;
+        row.extra = extra
+            .iter()
+            .map(|(k, h)| (h.to_string(), rec.get(*k).and_then(|v| v.parse().ok())))
+            .collect();
+    }
+    Ok(rows)
+}
+
+/// Writes `rows` to `path` as `summary.csv`: a header of the typed
+/// columns, then the first row's extra ones.
+///
+/// # Errors
+///
+/// [`RunDirError::Io`] when the file cannot be written, or a row cannot
+/// be serialized.
+pub fn write_summary(rows: &[SummaryRow], path: &Path) -> Result<(), RunDirError> {
+    let io = |e: csv::Error| RunDirError::Io {
+        path: path.to_path_buf(),
+        source: std::io::Error::other(e),
+    };
+    let mut w = csv::Writer::from_path(path).map_err(io)?;
+    for (i, r) in rows.iter().enumerate() {
+        let (head, rec) = typed_record(r).map_err(io)?;
+        if i == 0 {
+            w.write_record(head.iter().chain(r.extra.iter().map(|x| x.0.as_str())))
+                .map_err(io)?;
+        }
+        let extra = values_record(&r.extra).map_err(io)?;
+        w.write_record(rec.iter().chain(extra.iter())).map_err(io)?;
+    }
+    w.flush().map_err(|e| RunDirError::Io {
+        path: path.to_path_buf(),
+        source: e,
+    })
+}
+
+/// The header and the record of a row's typed columns, as the `csv`
+/// crate writes them.
+fn typed_record(r: &SummaryRow) -> Result<(csv::StringRecord, csv::StringRecord), csv::Error> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.serialize(r)?;
+    let bytes = w
+        .into_inner()
+        .map_err(|e| csv::Error::from(e.into_error()))?;
+    let mut rdr = csv::Reader::from_reader(bytes.as_slice());
+    let head = rdr.headers()?.clone();
+    let rec = rdr.records().next().transpose()?.unwrap_or_default();
+    Ok((head, rec))
+}
+
+/// The extra columns' values as the `csv` crate writes numbers.
+fn values_record(extra: &[(String, Option<f64>)]) -> Result<csv::StringRecord, csv::Error> {
+    if extra.is_empty() {
+        return Ok(csv::StringRecord::new());
+    }
+    let mut w = csv::WriterBuilder::new()
+        .has_headers(false)
+        .from_writer(Vec::new());
+    w.serialize(extra.iter().map(|x| x.1).collect::<Vec<_>>())?;
+    let bytes = w
+        .into_inner()
+        .map_err(|e| csv::Error::from(e.into_error()))?;
+    let mut rdr = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .from_reader(bytes.as_slice());
+    Ok(rdr.records().next().transpose()?.unwrap_or_default())
+}
+
+/// The typed columns' names, as `SummaryRow` declares them.
+fn typed_columns() -> Vec<&'static str> {
+    /// Records the field names serde asks a deserializer for.
+    struct Names(Vec<&'static str>);
+    impl<'de> serde::Deserializer<'de> for &mut Names {
+        type Error = serde::de::value::Error;
+        fn deserialize_any<V: serde::de::Visitor<'de>>(
+            self,
+            _: V,
+        ) -> Result<V::Value, Self::Error> {
+            Err(serde::de::Error::custom("names only"))
+        }
+        fn deserialize_struct<V: serde::de::Visitor<'de>>(
+            self,
+            _: &'static str,
+            fields: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, Self::Error> {
+            self.0 = fields.to_vec();
+            Err(serde::de::Error::custom("names only"))
+        }
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+            bytes byte_buf option unit unit_struct newtype_struct seq tuple
+            tuple_struct map enum identifier ignored_any
+        }
+    }
+    let mut names = Names(Vec::new());
+    let _ = SummaryRow::deserialize(&mut names);
+    names.0
+}
+
+/// The extra columns as a map, for `summary.json`.
+struct Extra<'a>(&'a [(String, Option<f64>)]);
+
+impl Serialize for Extra<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in self.0 {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
 }
 
 #[cfg(test)]
@@ -288,6 +451,27 @@ mod tests {
         // Cut off mid-write (no newline): the whole rows before it are kept.
         let rows = read(&format!("{HEAD}\n{ROW}\n1,idle,idle,id")).unwrap();
         assert_eq!(rows.len(), 1);
+    }
+
+    #[test]
+    fn the_extra_columns_follow_the_typed_ones_and_read_back_by_name() {
+        let mut row = read(&format!("{HEAD}\n{ROW}\n")).unwrap().remove(0);
+        row.extra = vec![("p95_w".into(), Some(118.25)), ("x_w".into(), None)];
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("summary.csv");
+        write_summary(std::slice::from_ref(&row), &path).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let head = text.lines().next().unwrap();
+        assert!(head.ends_with(",cycles,p95_w,x_w"), "{head}");
+        assert!(text.lines().nth(1).unwrap().ends_with(",118.25,"), "{text}");
+        let back = read_summary(&path).unwrap();
+        assert_eq!(back, vec![row.clone()]);
+        assert_eq!(back[0].extra_value("p95_w"), Some(118.25));
+        let json = serde_json::to_string(&row.json()).unwrap();
+        assert!(
+            json.ends_with(r#""cycles":null,"p95_w":118.25,"x_w":null}"#),
+            "{json}"
+        );
     }
 
     #[test]

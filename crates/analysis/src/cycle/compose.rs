@@ -7,8 +7,9 @@ use super::fold::{self, GpuFold};
 use super::on_phase::{off_level, on_level};
 use super::{
     CycleStats, MIN_COVERAGE, MIN_CYCLES, MIN_HARMONICS, MIN_SAMPLES, NoCycle, NodeCycle,
-    compose_values, interval, rises_of, window_stats,
+    compose_values, interval, rises_of, window_levels,
 };
+use crate::metric::{self, Bounds, Levels, MetricValue, MetricValues};
 use crate::sensor::model::SensorModel;
 use powerlab_core::Instrument;
 use powerlab_core::units::PeriodMs;
@@ -83,11 +84,20 @@ pub fn compose(
         span_ns: span,
         systematic_w: interval::systematic_w(step_w, window_ms, shortest_ms),
     };
-    let composed = window_stats(&values, p, at.from_ns, at.span_ns);
-    let interval = interval::bootstrap(planner, &folds, &taps, at, &composed, u64::from(r.info.id));
-    let unbiased = unbiased(composed, interval.as_ref());
+    let levels = window_levels(&values, p, at.from_ns, at.span_ns);
+    let composed = interval::Estimate {
+        stats: CycleStats::of(&levels),
+        own: metric::own_bootstrapped()
+            .map(|m| m.of(&levels).unwrap_or(f64::NAN))
+            .collect(),
+    };
+    let bootstrap =
+        interval::bootstrap(planner, &folds, &taps, at, &composed, u64::from(r.info.id));
+    let (interval, own_bounds) = bootstrap.unzip();
+    let unbiased = unbiased(composed.stats, interval.as_ref());
     let stats = within_samples(unbiased, &supported_range(planner, &folds, &gpu_values));
     let interval = interval.map(|i| i.holding(&stats));
+    let metrics = own_metrics(&levels, interval.as_ref(), own_bounds.as_deref());
     Ok(NodeCycle {
         rung_id: r.info.id,
         period_ms,
@@ -123,7 +133,39 @@ pub fn compose(
         range_step_w,
         stats,
         interval,
+        metrics,
     })
+}
+
+/// The registry's own metrics of a composed cycle: each read from its
+/// `levels`; a bootstrapped one's corrected for its replicates' bias (its
+/// bound's centre) where `interval` has enough cycles to correct it, as
+/// the percentiles are, with its interval (`bounds`, in
+/// [`metric::own_bootstrapped`]'s order) widened to hold it.
+fn own_metrics(
+    levels: &Levels,
+    interval: Option<&interval::CycleInterval>,
+    bounds: Option<&[Bounds]>,
+) -> MetricValues {
+    let debias = interval.is_some_and(|i| i.cycles >= interval::MIN_CYCLES_FOR_BIAS);
+    let mut out = MetricValues::default();
+    let mut booted = bounds.unwrap_or_default().iter();
+    for m in metric::own() {
+        let Some(v) = m.of(levels) else { continue };
+        let b = m.bootstrapped().then(|| booted.next()).flatten();
+        let v = match b {
+            Some(b) if debias => b.centre,
+            _ => v,
+        };
+        out.set(
+            m.column(),
+            MetricValue {
+                value: Some(v),
+                ci95: b.map(|b| b.holding(v)),
+            },
+        );
+    }
+    out
 }
 
 /// The rung's period, ms, and how many cycles of it its measured window

@@ -16,7 +16,8 @@
 //! each side by [`systematic_w`].
 
 use super::fold::GpuFold;
-use super::{CycleStats, Taps, compose_values, window_stats};
+use super::{CycleStats, Taps, compose_values, window_levels};
+use crate::metric::{self, RungMetric};
 use powerlab_samples::stats::quantile_sorted;
 use rand::Rng;
 use rand::SeedableRng;
@@ -43,24 +44,7 @@ pub const MIN_CYCLES_FOR_BIAS: usize = 8;
 /// from two samples per 20 ms window, so to ± 5–10 ms).
 pub const MIN_CYCLES_FOR_INTERVAL: usize = 5;
 
-/// A 95 % interval, W, and the figure corrected for the bias its
-/// replicates show.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Bounds {
-    /// Lower end.
-    pub lo: f64,
-    /// Upper end.
-    pub hi: f64,
-    /// The figure less its bootstrap bias.
-    pub centre: f64,
-}
-
-impl Bounds {
-    /// Its width, W.
-    pub fn width(&self) -> f64 {
-        self.hi - self.lo
-    }
-}
+pub use crate::metric::Bounds;
 
 /// The 95 % intervals of a composed cycle's figures.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -83,17 +67,6 @@ pub struct CycleInterval {
     pub p90: Bounds,
     /// Whole cycles resampled.
     pub cycles: usize,
-}
-
-impl Bounds {
-    /// Widened to hold `v`.
-    fn holding(self, v: f64) -> Bounds {
-        Bounds {
-            lo: self.lo.min(v),
-            hi: self.hi.max(v),
-            centre: self.centre,
-        }
-    }
 }
 
 impl CycleInterval {
@@ -154,15 +127,17 @@ pub(super) fn bootstrap(
     folds: &[GpuFold],
     taps: &Taps,
     at: Layout,
-    est: &CycleStats,
+    est: &Estimate,
     seed: u64,
-) -> Option<CycleInterval> {
+) -> Option<(CycleInterval, Vec<Bounds>)> {
     let blocks = folds.iter().map(GpuFold::blocks).max()?;
     if blocks < 2 {
         return None;
     }
     let mut rng = ChaCha8Rng::seed_from_u64(0x5eed_c1c1e ^ seed);
     let mut reps: Vec<CycleStats> = Vec::with_capacity(REPLICATES);
+    let own: Vec<&dyn RungMetric> = metric::own_bootstrapped().collect();
+    let mut own_reps: Vec<Vec<f64>> = vec![Vec::with_capacity(REPLICATES); own.len()];
     let mut weights = vec![0.0; blocks];
     for _ in 0..REPLICATES {
         weights.iter_mut().for_each(|w| *w = 0.0);
@@ -174,11 +149,21 @@ pub(super) fn bootstrap(
             .map(|f| f.values(planner, Some(&weights), true))
             .collect();
         let values = compose_values(taps, &gpus);
-        reps.push(window_stats(&values, at.period_ns, at.from_ns, at.span_ns));
+        let levels = window_levels(&values, at.period_ns, at.from_ns, at.span_ns);
+        for (m, r) in own.iter().zip(own_reps.iter_mut()) {
+            r.push(m.of(&levels).unwrap_or(f64::NAN));
+        }
+        reps.push(CycleStats::of(&levels));
     }
-    let bounds = |f: &dyn Fn(&CycleStats) -> f64| basic_bounds(&reps, f, est, at.systematic_w);
-    let mean = basic_bounds(&reps, &|s| s.mean_w, est, 0.0);
-    Some(CycleInterval {
+    let (stats, own_est) = (&est.stats, &est.own);
+    let bounds = |f: &dyn Fn(&CycleStats) -> f64| basic_bounds(&reps, f, stats, at.systematic_w);
+    let mean = basic_bounds(&reps, &|s| s.mean_w, stats, 0.0);
+    let own_bounds = own_reps
+        .iter()
+        .zip(own_est)
+        .map(|(r, e)| basic_bounds(r, &|v| *v, e, at.systematic_w))
+        .collect();
+    let interval = CycleInterval {
         mean,
         peak: bounds(&|s| s.peak_w),
         p1: bounds(&|s| s.p1_w),
@@ -188,7 +173,18 @@ pub(super) fn bootstrap(
         p10: bounds(&|s| s.p10_w),
         p90: bounds(&|s| s.p90_w),
         cycles: blocks,
-    })
+    };
+    Some((interval, own_bounds))
+}
+
+/// The composed figures the bootstrap reflects its replicates about: the
+/// typed ones and the registry's own bootstrapped metrics', in
+/// [`metric::own_bootstrapped`]'s order.
+pub(super) struct Estimate {
+    /// The typed figures.
+    pub stats: CycleStats,
+    /// The registry's own.
+    pub own: Vec<f64>,
 }
 
 /// A node's figure and its 95 % interval, as its summary states them.
@@ -256,12 +252,7 @@ fn non_negative(b: Bounds) -> Bounds {
 /// sits off the figure as the figure sits off the truth), widened by the
 /// reconstruction's systematic half-width `sys` on each side; `centre`, the
 /// figure less the replicates' bias (their mean less the figure).
-fn basic_bounds(
-    reps: &[CycleStats],
-    f: &dyn Fn(&CycleStats) -> f64,
-    est: &CycleStats,
-    sys: f64,
-) -> Bounds {
+fn basic_bounds<T>(reps: &[T], f: &dyn Fn(&T) -> f64, est: &T, sys: f64) -> Bounds {
     let mut v: Vec<f64> = reps.iter().map(f).filter(|x| x.is_finite()).collect();
     v.sort_by(f64::total_cmp);
     let x = f(est);

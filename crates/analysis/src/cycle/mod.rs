@@ -50,13 +50,13 @@ pub use interval::{Bounds, CycleInterval};
 pub use on_phase::short_on_phases;
 pub use rack::sum_cycles;
 
+use crate::metric::{Levels, MetricValues};
 use crate::sensor::model::SensorModel;
 use fold::GpuFold;
 use powerlab_core::shape::EdgeKind;
 use powerlab_core::units::ms_to_ns;
 use powerlab_samples::load::{Run, RungWindow};
 use powerlab_samples::series::{EdgeIndex, SeriesSet};
-use powerlab_samples::stats::weighted_quantile_sorted;
 use rustfft::FftPlanner;
 
 /// A harmonic is reconstructed only where the window and the bins together
@@ -128,6 +128,10 @@ pub struct NodeCycle {
     /// Their 95 % intervals within the run (None for a rack's sum of node
     /// cycles, or with fewer than two whole cycles).
     pub interval: Option<CycleInterval>,
+    /// The registry's own metrics ([`crate::metric`]), each read from the
+    /// cycle's levels over the rung's window, with its interval where it
+    /// is bootstrapped.
+    pub metrics: MetricValues,
 }
 
 /// Figures of a node cycle.
@@ -145,6 +149,20 @@ pub struct CycleStats {
     pub p90_w: f64,
     /// 99th percentile.
     pub p99_w: f64,
+}
+
+impl CycleStats {
+    /// The figures of `levels`.
+    pub fn of(levels: &Levels) -> CycleStats {
+        CycleStats {
+            mean_w: levels.mean(),
+            peak_w: levels.max(),
+            p1_w: levels.quantile(0.01),
+            p10_w: levels.quantile(0.10),
+            p90_w: levels.quantile(0.90),
+            p99_w: levels.quantile(0.99),
+        }
+    }
 }
 
 impl NodeCycle {
@@ -195,32 +213,23 @@ pub fn rises_of(edges: &EdgeIndex, r: &RungWindow, gpu_index: usize, gpu: &str) 
     rises
 }
 
-/// Figures of the cycle `values` (evenly spaced over a period of `p` ns,
-/// phase 0 at the epoch) laid over the rung's window: `span` ns from
+/// The levels of the cycle `values` (evenly spaced over a period of `p`
+/// ns, phase 0 at the epoch) laid over the rung's window: `span` ns from
 /// `from` ns after the epoch. Whole cycles count each point once; the
 /// window's last partial cycle counts the points it covers once more.
-fn window_stats(values: &[f64], p: i64, from: i64, span: i64) -> CycleStats {
+fn window_levels(values: &[f64], p: i64, from: i64, span: i64) -> Levels {
     let m = values.len();
     let total = ((span as f64 / p as f64) * m as f64).round().max(1.0) as usize;
     let j0 = ((from.rem_euclid(p) as f64 / p as f64) * m as f64).floor() as usize % m;
     let (whole, rest) = (total / m, total % m);
-    let mut weighted: Vec<(f64, f64)> = values
-        .iter()
-        .enumerate()
-        .map(|(j, v)| (*v, (whole + usize::from((j + m - j0) % m < rest)) as f64))
-        .filter(|x| x.1 > 0.0)
-        .collect();
-    let weight: f64 = weighted.iter().map(|x| x.1).sum();
-    let mean = weighted.iter().map(|x| x.0 * x.1).sum::<f64>() / weight;
-    weighted.sort_by(|a, b| a.0.total_cmp(&b.0));
-    CycleStats {
-        mean_w: mean,
-        peak_w: weighted.last().map(|x| x.0).unwrap_or(f64::NAN),
-        p1_w: weighted_quantile_sorted(&weighted, 0.01),
-        p10_w: weighted_quantile_sorted(&weighted, 0.10),
-        p90_w: weighted_quantile_sorted(&weighted, 0.90),
-        p99_w: weighted_quantile_sorted(&weighted, 0.99),
-    }
+    Levels::of_weighted(
+        values
+            .iter()
+            .enumerate()
+            .map(|(j, v)| (*v, (whole + usize::from((j + m - j0) % m < rest)) as f64))
+            .filter(|x| x.1 > 0.0)
+            .collect(),
+    )
 }
 
 /// Where the node's cycle at `m` evenly spaced points (phase 0 at the

@@ -1,6 +1,7 @@
 //! The rack's cycle of a rung: its nodes' composed cycles summed.
 
-use super::{CyclePart, NodeCycle, window_stats};
+use super::{CyclePart, CycleStats, NodeCycle, window_levels};
+use crate::metric::{self, MetricValue, MetricValues};
 use powerlab_core::units::ms_to_ns;
 use powerlab_samples::load::RungWindow;
 use rustfft::FftPlanner;
@@ -37,12 +38,21 @@ pub fn sum_cycles(r: &RungWindow, parts: &[&CyclePart]) -> Option<NodeCycle> {
         }
     }
     let p = ms_to_ns(first.period_ms);
-    let stats = window_stats(
+    let levels = window_levels(
         &values,
         p,
         r.measure_from_ns - r.epoch_ns,
         r.end_ns - r.measure_from_ns,
     );
+    // The registry's own metrics, read from the sum's levels; their
+    // intervals are the nodes' summed (the rack's collation adds them).
+    let mut metrics = MetricValues::default();
+    for m in metric::own() {
+        if let Some(v) = m.of(&levels) {
+            let value = Some(v);
+            metrics.set(m.column(), MetricValue { value, ci95: None });
+        }
+    }
     Some(NodeCycle {
         rung_id: r.info.id,
         period_ms: first.period_ms,
@@ -55,8 +65,9 @@ pub fn sum_cycles(r: &RungWindow, parts: &[&CyclePart]) -> Option<NodeCycle> {
         gpu_levels: Vec::new(),
         range_step_w: None,
         step_w: f64::NAN,
-        stats,
+        stats: CycleStats::of(&levels),
         interval: None,
+        metrics,
     })
 }
 

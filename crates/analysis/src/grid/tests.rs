@@ -40,6 +40,7 @@ fn trapezoid(rise: usize, fall: usize, harmonics: usize) -> NodeCycle {
             p99_w: 1200.0,
         },
         interval: None,
+        metrics: Default::default(),
     }
 }
 

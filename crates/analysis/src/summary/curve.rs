@@ -3,42 +3,12 @@
 //! rung's window (less the points still holding readings from before it).
 
 use crate::curve::NodeCurve;
+use crate::metric::Levels;
 use powerlab_core::Instrument;
 use powerlab_samples::columns::{f64_column, i64_column};
 use powerlab_samples::load::Run;
-use powerlab_samples::stats::{quantile_sorted, r3, sum_compensated};
+use powerlab_samples::stats::r3;
 use std::collections::{BTreeMap, HashMap};
-
-/// One node column's figures over a rung's curve points (`None` where the
-/// rung has no non-null point of that column).
-#[derive(Default)]
-pub(super) struct Stats {
-    pub(super) n: f64,
-    pub(super) mean: Option<f64>,
-    pub(super) max: Option<f64>,
-    pub(super) p1: Option<f64>,
-    pub(super) p10: Option<f64>,
-    pub(super) p90: Option<f64>,
-    pub(super) p99: Option<f64>,
-}
-
-impl Stats {
-    /// The figures of one rung's non-null `values`.
-    pub(super) fn of(values: &mut [f64]) -> Stats {
-        values.sort_by(f64::total_cmp);
-        let some = !values.is_empty();
-        let q = |q: f64| some.then(|| quantile_sorted(values, q));
-        Stats {
-            n: values.len() as f64,
-            mean: some.then(|| sum_compensated(values) / values.len() as f64),
-            max: values.last().copied(),
-            p1: q(0.01),
-            p10: q(0.10),
-            p90: q(0.90),
-            p99: q(0.99),
-        }
-    }
-}
 
 /// One set of node figures, W.
 #[derive(Debug, Clone, Copy, Default)]
@@ -51,20 +21,37 @@ pub(super) struct Figures {
     pub(super) p99: Option<f64>,
 }
 
-/// A rung's sample-and-hold figures from the node curve: how many grid
-/// points fall in its window, and each node column's figures over them.
+impl Figures {
+    /// The figures of `levels` (none for no levels).
+    pub(super) fn of(levels: Option<&Levels>) -> Figures {
+        let at = |f: &dyn Fn(&Levels) -> f64| levels.map(f);
+        Figures {
+            mean: at(&Levels::mean),
+            peak: at(&Levels::max),
+            p1: at(&|l| l.quantile(0.01)),
+            p10: at(&|l| l.quantile(0.10)),
+            p90: at(&|l| l.quantile(0.90)),
+            p99: at(&|l| l.quantile(0.99)),
+        }
+    }
+}
+
+/// A rung's sample-and-hold levels from the node curve: how many grid
+/// points fall in its window, and each node column's levels over them
+/// (None where the rung has no non-null point of that column).
 #[derive(Default)]
 pub(super) struct CurveFigures {
     grid_n: f64,
-    buffered: Stats,
-    pub(super) instant: Stats,
-    pub(super) average: Stats,
+    buffered: Option<Levels>,
+    pub(super) instant: Option<Levels>,
+    pub(super) average: Option<Levels>,
 }
 
 /// What NVML sampled over a rung: the figures of the instrument the rung's
 /// curve points mostly hold, how many points had it, and their share of
 /// the window's grid points.
-pub(super) struct SampleAndHold {
+pub(super) struct SampleAndHold<'a> {
+    pub(super) levels: Option<&'a Levels>,
     pub(super) figures: Figures,
     pub(super) samples: f64,
     pub(super) instrument: Instrument,
@@ -74,26 +61,21 @@ pub(super) struct SampleAndHold {
 impl CurveFigures {
     /// The rung's sample-and-hold figures: the buffered field's where at
     /// least half the grid points hold it, else the instant field's.
-    pub(super) fn sample_and_hold(&self) -> SampleAndHold {
+    pub(super) fn sample_and_hold(&self) -> SampleAndHold<'_> {
         let total = self.grid_n;
-        let use_buffered = total > 0.0 && self.buffered.n / total >= 0.5;
+        let n = |l: &Option<Levels>| l.as_ref().map_or(0.0, |l| l.len() as f64);
+        let use_buffered = total > 0.0 && n(&self.buffered) / total >= 0.5;
         let (s, instrument) = if use_buffered {
             (&self.buffered, Instrument::BufferedW)
         } else {
             (&self.instant, Instrument::InstantW)
         };
         SampleAndHold {
-            figures: Figures {
-                mean: s.mean,
-                peak: s.max,
-                p1: s.p1,
-                p10: s.p10,
-                p90: s.p90,
-                p99: s.p99,
-            },
-            samples: s.n,
+            levels: s.as_ref(),
+            figures: Figures::of(s.as_ref()),
+            samples: n(s),
             instrument,
-            coverage: if total > 0.0 { r3(s.n / total) } else { 0.0 },
+            coverage: if total > 0.0 { r3(n(s) / total) } else { 0.0 },
         }
     }
 }
@@ -126,11 +108,10 @@ pub(super) fn curve_figures(
         f64_column(&curve.df, "node_average_field_w"),
     );
     let over = |values: &[Option<f64>], pts: &[usize]| {
-        Stats::of(
-            &mut pts
-                .iter()
+        Levels::of_points(
+            pts.iter()
                 .filter_map(|k| values.get(*k).copied().flatten())
-                .collect::<Vec<f64>>(),
+                .collect(),
         )
     };
     points_by_rung(&t_ns, &windows)

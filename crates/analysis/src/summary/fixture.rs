@@ -68,5 +68,6 @@ pub fn summary(nominal: Option<f64>) -> RungSummary {
         step_w: None,
         resolution: None,
         cycles: None,
+        metrics: Default::default(),
     }
 }

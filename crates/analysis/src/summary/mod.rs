@@ -37,6 +37,7 @@ pub use resolution::{Figure, FigureInterval, Resolution, UNRESOLVED_STEP_SHARE};
 pub use rungs::summarize;
 
 use crate::cycle::{Bounds, NoCycle, NodeCycle};
+use crate::metric::{self, MetricValues};
 use powerlab_core::Instrument;
 use powerlab_core::units::PeriodMs;
 use powerlab_rundir::RungInfo;
@@ -157,6 +158,9 @@ pub struct RungSummary {
     /// Whole cycles the intervals were resampled from (a rack: the fewest
     /// of any node).
     pub cycles: Option<usize>,
+    /// The registry's own metrics ([`crate::metric`]: those without a
+    /// field here), each with its 95 % interval where it is bootstrapped.
+    pub metrics: MetricValues,
 }
 
 impl RungSummary {
@@ -228,14 +232,31 @@ impl RungSummary {
             spread_ci95_hi_w,
             swing_ci95_lo_w,
             swing_ci95_hi_w,
+            extra: self.metric_columns(),
         }
+    }
+
+    /// The registry's own metrics' columns ([`crate::metric::own`]): each
+    /// value, then its interval rounded to 3 decimals where bootstrapped.
+    fn metric_columns(&self) -> Vec<(String, Option<f64>)> {
+        let mut out = Vec::new();
+        for m in metric::own() {
+            let v = self.metrics.get(m.column());
+            out.push((m.column().to_string(), v.value));
+            if m.bootstrapped() {
+                let [lo, hi] = metric::ci_columns(m);
+                out.push((lo, v.ci95.map(|b| r3(b.lo))));
+                out.push((hi, v.ci95.map(|b| r3(b.hi))));
+            }
+        }
+        out
     }
 }
 
 /// Written as its [`SummaryRow`], the one declaration of the columns.
 impl Serialize for RungSummary {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.row().serialize(serializer)
+        self.row().json().serialize(serializer)
     }
 }
 

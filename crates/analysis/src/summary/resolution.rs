@@ -14,30 +14,7 @@ use std::fmt;
 /// node's step is stated as its interval, not as a point.
 pub const UNRESOLVED_STEP_SHARE: f64 = 0.25;
 
-/// A composed figure of a rung.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Figure {
-    /// The mean.
-    Mean,
-    /// The peak.
-    Peak,
-    /// p99 − p1.
-    Spread,
-    /// p90 − p10.
-    Swing,
-}
-
-impl Figure {
-    /// Its name as the report writes it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Mean => "mean",
-            Self::Peak => "peak",
-            Self::Spread => "spread",
-            Self::Swing => "swing",
-        }
-    }
-}
+pub use crate::metric::Figure;
 
 /// A figure with its 95 % interval within the run, W.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -7,6 +7,7 @@ use super::{Cycles, Resolution, RungSummary};
 use crate::curve::NodeCurve;
 use crate::cycle::{NoCycle, NodeCycle};
 use crate::edges::EdgeStats;
+use crate::metric::{self, Levels, MetricValue, MetricValues};
 use powerlab_core::Instrument;
 use powerlab_core::units::ns_to_s;
 use powerlab_rundir::PhaseKind;
@@ -71,6 +72,7 @@ struct Headline {
     coverage: f64,
     harmonics: Option<u32>,
     instrument: Instrument,
+    metrics: MetricValues,
 }
 
 /// The headline figures of a rung: its composed cycle's; the energy
@@ -99,6 +101,7 @@ fn headline(
                 coverage: r3(c.coverage),
                 harmonics: Some(c.harmonics as u32),
                 instrument: Instrument::BufferedW,
+                metrics: c.metrics.clone(),
             }
         }
         Some(Err(NoCycle::Verdict(v))) => Headline {
@@ -120,6 +123,7 @@ fn headline(
             } else {
                 raw.instrument
             },
+            metrics: MetricValues::default(),
         },
         Some(Err(NoCycle::NotPeriodic)) | None => Headline {
             method: Method::SampleAndHold,
@@ -129,8 +133,20 @@ fn headline(
             coverage: raw.coverage,
             harmonics: None,
             instrument: raw.instrument,
+            metrics: held_metrics(raw.levels),
         },
     }
+}
+
+/// The registry's own metrics read from the held curve's `levels` (no
+/// interval: nothing is resampled).
+fn held_metrics(levels: Option<&Levels>) -> MetricValues {
+    let mut out = MetricValues::default();
+    for m in metric::own() {
+        let value = levels.and_then(|l| m.of(l));
+        out.set(m.column(), MetricValue { value, ci95: None });
+    }
+    out
 }
 
 /// `x − y`, rounded, where both are known.
@@ -143,7 +159,11 @@ fn diff(x: Option<f64>, y: Option<f64>) -> Option<f64> {
 /// are left empty for [`add_edge_figures`] and [`add_interval`].
 fn row(r: &RungWindow, head: Headline, raw: &SampleAndHold, cf: &CurveFigures) -> RungSummary {
     let window_s = ns_to_s(r.end_ns - r.measure_from_ns);
-    let (fig, rf, i, a) = (head.figures, raw.figures, &cf.instant, &cf.average);
+    let (fig, rf) = (head.figures, raw.figures);
+    let (i, a) = (
+        Figures::of(cf.instant.as_ref()),
+        Figures::of(cf.average.as_ref()),
+    );
     RungSummary {
         rung: r.info.clone(),
         method: head.method,
@@ -190,7 +210,24 @@ fn row(r: &RungWindow, head: Headline, raw: &SampleAndHold, cf: &CurveFigures) -
         step_w: None,
         resolution: None,
         cycles: None,
+        metrics: rounded(head.metrics),
     }
+}
+
+/// The metrics' values rounded to 3 decimals (their intervals as they are).
+fn rounded(metrics: MetricValues) -> MetricValues {
+    let mut out = MetricValues::default();
+    for (c, v) in metrics.iter() {
+        let value = v.value.map(r3);
+        out.set(
+            c,
+            MetricValue {
+                value,
+                ci95: v.ci95,
+            },
+        );
+    }
+    out
 }
 
 /// Fills the row's edge figures from its rung's edges `e` and states

@@ -1,6 +1,7 @@
-use super::curve::{Stats, points_by_rung};
+use super::curve::points_by_rung;
 use super::fixture::summary;
 use super::*;
+use crate::metric::Levels;
 use powerlab_rundir::{Mode, PhaseKind};
 
 /// The columns of `summary.csv`, in the order every earlier run wrote them.
@@ -20,23 +21,22 @@ fn a_point_belongs_to_the_rung_whose_window_holds_it() {
 
 #[test]
 fn rung_figures_use_the_linear_quantile_and_skip_missing_points() {
-    let mut v: Vec<f64> = (1..=101).rev().map(f64::from).collect();
-    let (st, empty) = (Stats::of(&mut v), Stats::of(&mut []));
-    assert_eq!((st.n, empty.n), (101.0, 0.0));
-    assert_eq!((st.mean, empty.mean), (Some(51.0), None));
-    assert_eq!((st.max, empty.max), (Some(101.0), None));
+    let v: Vec<f64> = (1..=101).rev().map(f64::from).collect();
+    let st = Levels::of_points(v).unwrap();
+    assert!(Levels::of_points(Vec::new()).is_none());
+    assert_eq!((st.len(), st.mean(), st.max()), (101, 51.0, 101.0));
     // Rank q·(n−1) of 1..=101 is exactly 1 + 100·q.
-    assert_eq!((st.p1, empty.p1), (Some(2.0), None));
-    assert_eq!((st.p10, empty.p10), (Some(11.0), None));
-    assert_eq!((st.p90, empty.p90), (Some(91.0), None));
-    assert_eq!((st.p99, empty.p99), (Some(100.0), None));
+    assert_eq!(st.quantile(0.01), 2.0);
+    assert_eq!(st.quantile(0.10), 11.0);
+    assert_eq!(st.quantile(0.90), 91.0);
+    assert_eq!(st.quantile(0.99), 100.0);
 }
 
 #[test]
 fn a_summary_row_keeps_its_columns_and_states_the_requested_period() {
     let mut w = csv::Writer::from_writer(Vec::new());
-    w.serialize(summary(Some(100.0))).unwrap();
-    w.serialize(summary(None)).unwrap();
+    w.serialize(summary(Some(100.0)).row()).unwrap();
+    w.serialize(summary(None).row()).unwrap();
     let text = String::from_utf8(w.into_inner().unwrap()).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines[0], COLUMNS);
@@ -69,10 +69,7 @@ fn a_summary_row_reads_back_as_written() {
     });
     a.verdict = Some("a verdict, with a comma".into());
     let b = summary(None);
-    let mut w = csv::Writer::from_path(&path).unwrap();
-    w.serialize(&a).unwrap();
-    w.serialize(&b).unwrap();
-    w.flush().unwrap();
+    powerlab_rundir::summary::write_summary(&[a.row(), b.row()], &path).unwrap();
     let rows = powerlab_rundir::summary::read_summary(&path).unwrap();
     assert_eq!(rows, vec![a.row(), b.row()]);
     assert_eq!(rows[0].mean_ci95_lo_w, Some(1.234));

@@ -7,6 +7,7 @@
 
 use super::delta::{Delta, beyond, delta, with_within_run};
 use super::side::{Side, SummaryRow};
+use powerlab_analysis::metric::{self, Judged, RungMetric};
 use powerlab_analysis::summary::base_label_of;
 use powerlab_rundir::{Mode, PhaseKind};
 use powerlab_samples::format::fmt_ms;
@@ -124,23 +125,24 @@ pub fn ambiguous_label(rows: &[SummaryRow]) -> Option<String> {
     None
 }
 
-/// A figure's within-run 95 % interval in a summary row (low, high).
-type Ci = fn(&SummaryRow) -> (Option<f64>, Option<f64>);
-
 /// The 95 % half-width, within their runs, of the mean over `g`'s rungs of
-/// figure `f`: their intervals' half-widths in quadrature over the count.
+/// metric `m`: their intervals' half-widths in quadrature over the count.
 /// None unless every rung with the figure has an interval.
-fn within_run(g: &[&SummaryRow], f: fn(&SummaryRow) -> Option<f64>, ci: Ci) -> Option<f64> {
-    powerlab_samples::stats::half_width_of_mean(g.iter().filter(|r| f(r).is_some()).map(
-        |r| match ci(r) {
-            (Some(lo), Some(hi)) => Some((hi - lo) / 2.0),
-            _ => None,
-        },
-    ))
+fn within_run(g: &[&SummaryRow], m: &dyn RungMetric) -> Option<f64> {
+    powerlab_samples::stats::half_width_of_mean(
+        g.iter()
+            .map(|r| metric::read(m, r))
+            .filter(|v| v[0].is_some())
+            .map(|v| match (v[1], v[2]) {
+                (Some(lo), Some(hi)) => Some((hi - lo) / 2.0),
+                _ => None,
+            }),
+    )
 }
 
-fn values(g: &[&SummaryRow], f: fn(&SummaryRow) -> Option<f64>) -> Vec<f64> {
-    g.iter().filter_map(|r| f(r)).collect()
+/// Metric `m`'s values over `g`'s rungs (those that have it).
+fn values(g: &[&SummaryRow], m: &dyn RungMetric) -> Vec<f64> {
+    g.iter().filter_map(|r| metric::read(m, r)[0]).collect()
 }
 
 /// What qualifies one label's figures, side by side.
@@ -199,10 +201,15 @@ pub fn compare_rungs(a: &Side, b: &Side, threshold_pct: f64) -> (Vec<RungDelta>,
             continue;
         };
         let duty = matches!(ra[0].kind, PhaseKind::Duty | PhaseKind::RampUp);
-        let fig = |name: &str, f: fn(&SummaryRow) -> Option<f64>, ci: Ci, judged: bool| {
-            let mut d =
-                FigureDelta::new(name, &values(ra, f), &values(rb, f), judged, threshold_pct);
-            d.delta = with_within_run(d.delta, (within_run(ra, f, ci), within_run(rb, f, ci)));
+        let fig = |m: &dyn RungMetric, judged: Judged| {
+            let judged = match judged {
+                Judged::Always => true,
+                Judged::DutyRungs => duty,
+                Judged::Never => false,
+            };
+            let (va, vb) = (values(ra, m), values(rb, m));
+            let mut d = FigureDelta::new(m.name(), &va, &vb, judged, threshold_pct);
+            d.delta = with_within_run(d.delta, (within_run(ra, m), within_run(rb, m)));
             d.regression = judged && beyond(&d.delta, threshold_pct);
             d
         };
@@ -210,32 +217,10 @@ pub fn compare_rungs(a: &Side, b: &Side, threshold_pct: f64) -> (Vec<RungDelta>,
             label: label.clone(),
             kind: ra[0].kind,
             mode: ra[0].mode,
-            figures: vec![
-                fig(
-                    "mean",
-                    |r| r.mean_w,
-                    |r| (r.mean_ci95_lo_w, r.mean_ci95_hi_w),
-                    true,
-                ),
-                fig(
-                    "peak",
-                    |r| r.peak_w,
-                    |r| (r.peak_ci95_lo_w, r.peak_ci95_hi_w),
-                    true,
-                ),
-                fig(
-                    "spread",
-                    |r| r.spread_w,
-                    |r| (r.spread_ci95_lo_w, r.spread_ci95_hi_w),
-                    false,
-                ),
-                fig(
-                    "swing",
-                    |r| r.swing_w,
-                    |r| (r.swing_ci95_lo_w, r.swing_ci95_hi_w),
-                    duty,
-                ),
-            ],
+            figures: metric::METRICS
+                .iter()
+                .filter_map(|m| m.compare().map(|j| fig(*m, j)))
+                .collect(),
             notes: notes(ra, rb),
             incomplete_data: ra
                 .iter()

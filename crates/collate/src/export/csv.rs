@@ -79,7 +79,8 @@ pub fn write_summary_tables(
         dir.join(powerlab_rundir::ReportFile::RepeatsCsv.file_name()),
         dir.join(powerlab_rundir::ReportFile::InPhaseVsStaggeredCsv.file_name()),
     ];
-    write_rows(rungs, &paths[0])?;
+    let rows: Vec<_> = rungs.iter().map(RungSummary::row).collect();
+    powerlab_rundir::summary::write_summary(&rows, &paths[0])?;
     write_rows(repeats, &paths[1])?;
     write_rows(compare, &paths[2])?;
     Ok(paths)

@@ -6,6 +6,7 @@ use super::NodeReport;
 use super::tables;
 use powerlab_analysis::cycle::interval::{self, Stated};
 use powerlab_analysis::cycle::{CyclePart, NoCycle, NodeCycle, sum_cycles};
+use powerlab_analysis::metric;
 use powerlab_analysis::summary::{Cycles, RungSummary};
 use powerlab_core::units::PeriodMs;
 use powerlab_rundir::summary::SummaryRow;
@@ -67,6 +68,30 @@ fn with_node_intervals(c: &mut NodeCycle, rows: &[Option<&SummaryRow>]) {
     let (m, p, s, w) = (figure(0), figure(1), figure(2), figure(3));
     c.step_w = step;
     c.interval = Some(interval::summed(&c.stats, [&m, &p, &s, &w], cycles));
+    summed_own(c, rows);
+}
+
+/// The rack's interval of each of the registry's own bootstrapped metrics
+/// (those without a typed column): its nodes' read back and summed (see
+/// [`interval::summed_bounds`]); none unless every node states it.
+fn summed_own(c: &mut NodeCycle, rows: &[Option<&SummaryRow>]) {
+    for m in metric::own_bootstrapped() {
+        let mut v = c.metrics.get(m.column());
+        let Some(figure) = v.value else { continue };
+        let nodes: Option<Vec<Stated>> = rows
+            .iter()
+            .map(|r| match metric::read(m, (*r)?) {
+                [Some(figure_w), Some(lo_w), Some(hi_w)] => Some(Stated {
+                    figure_w,
+                    lo_w,
+                    hi_w,
+                }),
+                _ => None,
+            })
+            .collect();
+        v.ci95 = nodes.map(|n| interval::summed_bounds(figure, &n).holding(figure));
+        c.metrics.set(m.column(), v);
+    }
 }
 
 /// The rack's composed cycle of every duty rung of `reference`: the sum of

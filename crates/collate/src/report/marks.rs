@@ -1,13 +1,14 @@
 //! Marks on a node's rung summaries that the reader must see first: a
 //! window some GPU's readings do not cover, and the rung the run stopped in.
 
-use powerlab_analysis::summary;
+use powerlab_analysis::{metric, summary};
 use powerlab_core::units::PeriodMs;
 use powerlab_core::units::{ms_to_ns_f64, ns_f64_to_s};
 use powerlab_samples::{integrity, load, stats};
 
 /// Marks rungs whose window some GPU's readings do not cover; where the
-/// GPUs disagree (one covers less than another) every node figure goes, the
+/// GPUs disagree (one covers less than another) every node figure the
+/// registry withholds ([`metric::RungMetric::withheld`]) goes, the
 /// method says `none`: a sum missing part of a GPU's draw is not the node's.
 pub fn mark_incomplete(
     rungs: &mut [summary::RungSummary],
@@ -20,25 +21,8 @@ pub fn mark_incomplete(
         r.window_coverage = Some(stats::r3(c.worst));
         r.incomplete = c.mark();
         if r.incomplete.is_some() && c.withheld() {
-            for f in [
-                &mut r.mean_w,
-                &mut r.peak_w,
-                &mut r.p1_w,
-                &mut r.p99_w,
-                &mut r.spread_w,
-                &mut r.swing_w,
-                &mut r.energy_j,
-                &mut r.raw_mean_w,
-                &mut r.raw_peak_w,
-                &mut r.raw_spread_w,
-                &mut r.raw_swing_w,
-                &mut r.instant_mean_w,
-                &mut r.instant_spread_w,
-                &mut r.average_field_mean_w,
-                &mut r.average_field_spread_w,
-                &mut r.average_field_swing_w,
-            ] {
-                *f = None;
+            for m in metric::METRICS.iter().filter(|m| m.withheld()) {
+                metric::blank(*m, r);
             }
             r.method = powerlab_rundir::summary::Method::None;
         }

@@ -3,6 +3,7 @@
 
 use super::cells::{code, o, text};
 use crate::rack::tables::{HostRungRow, NodeState, RackStart};
+use powerlab_analysis::metric::{self, Cell, RungMetric};
 use powerlab_analysis::summary::{PhaseCompare, RungSummary};
 use powerlab_samples::error::CollateError;
 use std::fmt::Write as _;
@@ -13,6 +14,16 @@ fn with_interval(v: Option<f64>, b: Option<powerlab_analysis::cycle::Bounds>) ->
     match b {
         Some(b) if v.is_some() => format!("{} W [{:.0}, {:.0}]", fmt_w(v), b.lo, b.hi),
         _ => format!("{} W", fmt_w(v)),
+    }
+}
+
+/// A metric's cell in the rack's rung table: watts without decimals, a
+/// figure with its interval.
+fn rack_cell(r: &RungSummary, m: &dyn RungMetric, how: Cell) -> String {
+    let v = metric::value(m, r);
+    match how {
+        Cell::Figure => with_interval(v.value, v.ci95),
+        Cell::Plain | Cell::UnlessAliased => format!("{} W", fmt_w(v.value)),
     }
 }
 
@@ -257,9 +268,13 @@ fn write_hosts(s: &mut String, hosts: &[HostRungRow]) {
 /// Appends "Rack power per rung": each rung's figures with their
 /// intervals and its start skew across the rack.
 fn write_rack_power(s: &mut String, rungs: &[RungSummary], starts: &[RackStart]) {
+    let cols = metric::table(|m| m.rack_table());
+    let heads: Vec<&str> = cols.iter().map(|(_, c)| c.header).collect();
     let _ = writeln!(
         s,
-        "\n## Rack power per rung\n\n| rung | method | start skew across the rack | mean | peak | spread p99−p1 | coverage |\n|---|---|---|---|---|---|---|"
+        "\n## Rack power per rung\n\n| rung | method | start skew across the rack | {} | coverage |\n|{}",
+        heads.join(" | "),
+        "---|".repeat(heads.len() + 4)
     );
     for r in rungs {
         let skew = starts
@@ -284,11 +299,12 @@ fn write_rack_power(s: &mut String, rungs: &[RungSummary], starts: &[RackStart])
         }
         let _ = writeln!(
             s,
-            "| {} | {method} | {skew} | {} | {} | {} | {:.0} % |",
+            "| {} | {method} | {skew} | {} | {:.0} % |",
             text(&r.rung.label),
-            with_interval(r.mean_w, r.mean_ci95),
-            with_interval(r.peak_w, r.peak_ci95),
-            with_interval(r.spread_w, r.spread_ci95),
+            cols.iter()
+                .map(|(m, c)| rack_cell(r, *m, c.cell))
+                .collect::<Vec<_>>()
+                .join(" | "),
             r.coverage * 100.0
         );
     }

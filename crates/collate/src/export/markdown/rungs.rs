@@ -4,6 +4,7 @@
 
 use super::cells::{o, pm, signed, text, within};
 use powerlab_analysis::cycle::Bounds;
+use powerlab_analysis::metric::{self, Cell, RungMetric, TableColumn};
 use powerlab_analysis::summary::{Figure, PhaseCompare, RepeatStats, RungSummary};
 use powerlab_campaign::Limits;
 use powerlab_core::units::PeriodMs;
@@ -18,18 +19,21 @@ pub fn write_rungs(s: &mut String, rungs: &[RungSummary]) {
         s,
         "Duty rungs: the node's cycle composed from every GPU's own buffered samples, folded on that GPU's recorded edges, corrected for the sample window and summed at the GPUs' measured offsets (method `composed cycle`); in brackets each figure's 95 % interval: resampled whole cycles (noise, cycle-to-cycle variation), widened by the reconstruction's systematic error as measured against the simulated node's truth. A figure whose interval is wider than itself is stated as a bound, `≤ hi` (95 %); one whose interval is wider than 25 % of the node's on−off step as its interval, `lo–hi` (95 %). A rung of fewer than 5 whole cycles has no interval to bound anything (too few to resample): its figures are marked unresolved, with how much longer the rung must run. A duty rung whose cycle cannot be composed shows its verdict instead of figures. Other rungs: the sample-and-hold sum of the buffered samples. The last two columns are what NVML sampled (sample and hold): for a duty rung that is not what the node drew. The 1 s average field is never used as a result.\n"
     );
+    let cols = metric::table(|m| m.node_table());
+    let heads: Vec<&str> = cols.iter().map(|(_, c)| c.header).collect();
     let _ = writeln!(
         s,
-        "| rung | period ms | method | mean W | peak W | spread W | swing W | NVML sample-and-hold spread W | swing W | start err max µs | skew µs | barrier and edges |"
+        "| rung | period ms | method | {} | start err max µs | skew µs | barrier and edges |",
+        heads.join(" | ")
     );
-    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(s, "|{}", "---|".repeat(heads.len() + 6));
     for r in rungs {
-        rung_row(s, r);
+        rung_row(s, r, &cols);
     }
 }
 
-/// One row of the rung table.
-fn rung_row(s: &mut String, r: &RungSummary) {
+/// One row of the rung table, its metric columns `cols`.
+fn rung_row(s: &mut String, r: &RungSummary, cols: &[(&dyn RungMetric, TableColumn)]) {
     let period = match (
         r.rung.period_ms.map(PeriodMs::ms),
         r.rung.requested_period_ms().map(PeriodMs::ms),
@@ -50,21 +54,14 @@ fn rung_row(s: &mut String, r: &RungSummary) {
     if let Some(u) = r.resolution.as_ref().filter(|u| u.unbounded()) {
         method = format!("{method}; **unresolved: {u}**");
     }
+    let cells: Vec<String> = cols.iter().map(|(m, c)| cell(r, *m, c.cell)).collect();
     let _ = writeln!(
         s,
-        "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+        "| {} | {} | {} | {} | {} | {} | {} |",
         text(&r.rung.label),
         period,
         method,
-        figure_cell(r, Figure::Mean, r.mean_w, r.mean_ci95),
-        figure_cell(r, Figure::Peak, r.peak_w, r.peak_ci95),
-        figure_cell(r, Figure::Spread, r.spread_w, r.spread_ci95),
-        figure_cell(r, Figure::Swing, r.swing_w, r.swing_ci95),
-        o(r.raw_spread_w),
-        match r.instrument_verdict.as_deref() {
-            Some("aliased") => "aliased".to_string(),
-            _ => o(r.raw_swing_w),
-        },
+        cells.join(" | "),
         o(r.start_error_max_us),
         o(r.start_skew_us),
         match (r.barrier_ok, &r.edges_verdict) {
@@ -77,10 +74,25 @@ fn rung_row(s: &mut String, r: &RungSummary) {
     );
 }
 
+/// A metric's cell in the rung table, written as its column says.
+fn cell(r: &RungSummary, m: &dyn RungMetric, how: Cell) -> String {
+    let v = metric::value(m, r);
+    match how {
+        Cell::Figure => figure_cell(r, m.figure(), v.value, v.ci95),
+        Cell::Plain => o(v.value),
+        Cell::UnlessAliased => match r.instrument_verdict.as_deref() {
+            Some("aliased") => "aliased".to_string(),
+            _ => o(v.value),
+        },
+    }
+}
+
 /// A figure's cell: the figure and its interval, or, where the interval
-/// only bounds it, the bound (`≤ 194.5`, `36.7–260.4`).
-fn figure_cell(r: &RungSummary, f: Figure, v: Option<f64>, b: Option<Bounds>) -> String {
-    match r.resolution.as_ref().and_then(|u| u.bounded(f)) {
+/// only bounds it (a figure `f` the resolution judges), the bound
+/// (`≤ 194.5`, `36.7–260.4`).
+fn figure_cell(r: &RungSummary, f: Option<Figure>, v: Option<f64>, b: Option<Bounds>) -> String {
+    let bounded = f.and_then(|f| r.resolution.as_ref().and_then(|u| u.bounded(f)));
+    match bounded {
         Some(x) if x.at_most() => format!("≤ {:.1}", x.interval.hi),
         Some(x) => format!("{:.1}–{:.1}", x.interval.lo, x.interval.hi),
         None => within(v, b),
