@@ -68,14 +68,7 @@ pub fn compose(
     // (12 kW/s on an H200 at 100 ms: a "step" of −2.5 W between the
     // phases' second halves): what is unresolved is judged against the
     // cycle's whole range.
-    let range_step_w = r.info.smoothed().then(|| {
-        let (lo, hi) = values
-            .iter()
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
-                (a.min(*v), b.max(*v))
-            });
-        step_w.max(hi - lo)
-    });
+    let range_step_w = r.info.smoothed().then(|| range_step(&values, step_w));
     let window_ms = widest_window(model, &folds);
     let shortest_ms = r.info.duty.min(1.0 - r.info.duty) * period_ms;
     let at = interval::Layout {
@@ -135,6 +128,17 @@ pub fn compose(
         interval,
         metrics,
     })
+}
+
+/// The larger of `step_w` and the composed cycle's whole range (a
+/// smoothed rung's step, whose phases may never settle).
+fn range_step(values: &[f64], step_w: f64) -> f64 {
+    let (lo, hi) = values
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+            (a.min(*v), b.max(*v))
+        });
+    step_w.max(hi - lo)
 }
 
 /// The registry's own metrics of a composed cycle: each read from its
