@@ -21,6 +21,7 @@ pub mod cycle;
 pub mod edges;
 pub mod energy;
 pub mod envelope;
+pub mod fft;
 pub mod grid;
 pub mod lifecycle;
 pub mod metric;

@@ -4,14 +4,13 @@
 //! and band share, judged by its `judge`), and the spectrum in bands.
 
 use powerlab_analysis::envelope::{self, RungEnvelope, Source, Unsupported, WINDOWS_MS};
+use powerlab_analysis::fft;
 use powerlab_analysis::grid::{
     GridFigure, Metric, RungGrid, Withheld, edge_rate, judge, shape, window_changes,
 };
 use powerlab_campaign::{Grid, Ramp, Supply};
 use powerlab_core::units::ms_to_ns;
 use powerlab_samples::stats::quantile_sorted;
-use rustfft::FftPlanner;
-use rustfft::num_complex::Complex;
 use serde::Serialize;
 
 /// A figure and its ± (95 %, where stated).
@@ -282,13 +281,10 @@ pub fn spectrum(values: &[f64], resolution_ms: f64) -> Vec<SpectrumBand> {
     if n < 4 {
         return Vec::new();
     }
-    let mean = values.iter().sum::<f64>() / n as f64;
-    let mut buf: Vec<Complex<f64>> = values.iter().map(|v| Complex::new(v - mean, 0.0)).collect();
-    FftPlanner::new().plan_fft_forward(n).process(&mut buf);
     let df = 1000.0 / (n as f64 * resolution_ms);
-    let energy: Vec<f64> = (1..=n / 2)
-        .map(|k| if 2 * k == n { 1.0 } else { 2.0 } * buf[k].norm_sqr())
-        .collect();
+    // Bins 1 ..= n/2 (the fluctuation has no DC).
+    let energy = fft::one_sided_energy(&fft::of_fluctuation(values));
+    let energy = &energy[1..];
     let total: f64 = energy.iter().sum();
     let mut out = Vec::new();
     let mut lo = df;

@@ -70,6 +70,19 @@ pub fn median(values: &[f64]) -> Option<f64> {
     quantile(values, 0.5)
 }
 
+/// The median of values already sorted: the middle one, or the mean of
+/// the two middle ones, `0.5 · (a + b)`. NaN when empty.
+pub fn median_sorted(sorted: &[f64]) -> f64 {
+    let n = sorted.len();
+    if n == 0 {
+        f64::NAN
+    } else if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        0.5 * (sorted[n / 2 - 1] + sorted[n / 2])
+    }
+}
+
 /// The high median of `values` (any order; NaN-free): the value at rank
 /// ⌊n/2⌋ of the sorted values, so the upper of the two middle ones when n
 /// is even. None when empty.
@@ -171,6 +184,15 @@ pub fn r3(v: f64) -> f64 {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_sorted_median_is_the_middle_or_the_middle_twos_mean() {
+        assert_eq!(super::median_sorted(&[1.0, 2.0, 9.0]), 2.0);
+        assert_eq!(super::median_sorted(&[1.0, 2.0, 4.0, 9.0]), 3.0);
+        assert!(super::median_sorted(&[]).is_nan());
+        // The high median of the same values picks a value held.
+        assert_eq!(super::median_high(&[9.0, 1.0, 4.0, 2.0]), Some(4.0));
+    }
+
     #[test]
     fn the_compensated_sum_keeps_what_a_running_sum_loses() {
         // 1 + 1e-16 ten times: a running sum never leaves 1.0.

@@ -9,6 +9,7 @@ use super::{
     CycleStats, MIN_COVERAGE, MIN_CYCLES, MIN_HARMONICS, MIN_SAMPLES, NoCycle, NodeCycle,
     compose_values, interval, rises_of, window_levels,
 };
+use crate::fft::Planner;
 use crate::metric::{self, Bounds, Levels, MetricValue, MetricValues};
 use crate::sensor::model::SensorModel;
 use powerlab_core::Instrument;
@@ -18,7 +19,6 @@ use powerlab_rundir::PhaseKind;
 use powerlab_samples::format::fmt_ms;
 use powerlab_samples::load::{Run, RungWindow};
 use powerlab_samples::series::{EdgeIndex, SeriesSet};
-use rustfft::FftPlanner;
 
 /// Composes one rung's node cycle.
 ///
@@ -36,7 +36,7 @@ use rustfft::FftPlanner;
 /// [`MIN_COVERAGE`]) or the sample window leave fewer than
 /// [`MIN_HARMONICS`] harmonics.
 pub fn compose(
-    planner: &mut FftPlanner<f64>,
+    planner: &mut Planner,
     run: &Run,
     r: &RungWindow,
     series: &SeriesSet,
@@ -358,11 +358,7 @@ fn resolved(folds: &[GpuFold], period_ms: f64, model: &SensorModel) -> Result<()
 /// lowest (highest) bin mean, widened by what the window correction moved
 /// its cycle at most (the restored cycle against the same cycle left
 /// unrestored), W.
-fn supported_range(
-    planner: &mut FftPlanner<f64>,
-    folds: &[GpuFold],
-    restored: &[Vec<f64>],
-) -> (f64, f64) {
+fn supported_range(planner: &mut Planner, folds: &[GpuFold], restored: &[Vec<f64>]) -> (f64, f64) {
     let (mut lo, mut hi) = (0.0, 0.0);
     for (f, v) in folds.iter().zip(restored) {
         let plain = f.values(planner, None, false);

@@ -6,14 +6,14 @@
 //! be rebuilt from a resampled set of whole cycles ([`super::interval`]).
 
 use super::{MAX_HARMONICS, MIN_GAIN, MIN_HARMONICS, SAMPLES_PER_BIN};
+use crate::fft::Complex64;
+use crate::fft::Planner;
 use crate::sensor::fold::sinc;
 use powerlab_core::units::PeriodMs;
 use powerlab_core::units::ms_to_ns;
 use powerlab_rundir::PhaseKind;
 use powerlab_samples::load::RungWindow;
 use powerlab_samples::stats::median;
-use rustfft::FftPlanner;
-use rustfft::num_complex::Complex64;
 
 /// A harmonic the window passes at [`MIN_GAIN`] or more is divided by its
 /// gain, but by no less than this: the lift is at most 1/0.85 (18 %).
@@ -366,7 +366,7 @@ impl GpuFold {
     /// gain where `restore`.
     pub(super) fn values(
         &self,
-        planner: &mut FftPlanner<f64>,
+        planner: &mut Planner,
         weights: Option<&[f64]>,
         restore: bool,
     ) -> Vec<f64> {

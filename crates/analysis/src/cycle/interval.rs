@@ -17,12 +17,12 @@
 
 use super::fold::GpuFold;
 use super::{CycleStats, Taps, compose_values, window_levels};
+use crate::fft::Planner;
 use crate::metric::{self, RungMetric};
 use powerlab_samples::stats::quantile_sorted;
 use rand::Rng;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use rustfft::FftPlanner;
 
 /// Replicates per rung.
 pub const REPLICATES: usize = 200;
@@ -123,7 +123,7 @@ pub(super) fn systematic_w(step_w: f64, window_ms: f64, shortest_phase_ms: f64) 
 /// rung's id: a collation gives the same interval every time). None with
 /// fewer than two whole cycles.
 pub(super) fn bootstrap(
-    planner: &mut FftPlanner<f64>,
+    planner: &mut Planner,
     folds: &[GpuFold],
     taps: &Taps,
     at: Layout,

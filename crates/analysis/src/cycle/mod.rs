@@ -50,6 +50,7 @@ pub use interval::{Bounds, CycleInterval};
 pub use on_phase::short_on_phases;
 pub use rack::sum_cycles;
 
+use crate::fft::Planner;
 use crate::metric::{Levels, MetricValues};
 use crate::sensor::model::SensorModel;
 use fold::GpuFold;
@@ -57,7 +58,6 @@ use powerlab_core::shape::EdgeKind;
 use powerlab_core::units::ms_to_ns;
 use powerlab_samples::load::{Run, RungWindow};
 use powerlab_samples::series::{EdgeIndex, SeriesSet};
-use rustfft::FftPlanner;
 
 /// A harmonic is reconstructed only where the window and the bins together
 /// still pass at least this share of it: dividing by a smaller gain
@@ -287,7 +287,7 @@ pub fn compose_all(
         let cycle = if r.info.kind == powerlab_rundir::PhaseKind::Workload {
             Err(NoCycle::NotPeriodic)
         } else {
-            compose(&mut FftPlanner::new(), run, r, series, edges, model)
+            compose(&mut Planner::new(), run, r, series, edges, model)
         };
         (r.info.id, cycle)
     })

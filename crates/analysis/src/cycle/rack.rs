@@ -1,11 +1,11 @@
 //! The rack's cycle of a rung: its nodes' composed cycles summed.
 
 use super::{CyclePart, CycleStats, NodeCycle, window_levels};
+use crate::fft::Complex64;
+use crate::fft::Planner;
 use crate::metric::{self, MetricValue, MetricValues};
 use powerlab_core::units::ms_to_ns;
 use powerlab_samples::load::RungWindow;
-use rustfft::FftPlanner;
-use rustfft::num_complex::Complex64;
 
 /// The rack's cycle of one rung: its nodes' composed cycles (each phase 0
 /// at the rung's epoch, which every node of a rack shares) added point by
@@ -23,7 +23,7 @@ pub fn sum_cycles(r: &RungWindow, parts: &[&CyclePart]) -> Option<NodeCycle> {
         return None;
     }
     let m = parts.iter().map(|c| c.values.len()).max()?;
-    let mut planner = FftPlanner::new();
+    let mut planner = Planner::new();
     let mut values = vec![0.0; m];
     for c in parts {
         let own;
@@ -75,7 +75,7 @@ pub fn sum_cycles(r: &RungWindow, parts: &[&CyclePart]) -> Option<NodeCycle> {
 /// points instead: its spectrum padded with zeros. Exact for a cycle
 /// [`compose`](super::compose) wrote (its harmonics stop below half its length), so the
 /// mean and every harmonic are kept, unlike a linear interpolation.
-pub(super) fn resample(planner: &mut FftPlanner<f64>, values: &[f64], m: usize) -> Vec<f64> {
+pub(super) fn resample(planner: &mut Planner, values: &[f64], m: usize) -> Vec<f64> {
     let n = values.len();
     let mut spec: Vec<Complex64> = values.iter().map(|v| Complex64::new(*v, 0.0)).collect();
     planner.plan_fft_forward(n).process(&mut spec);

@@ -13,10 +13,9 @@
 //! while the period stretches (the iteration's shape scales with it):
 //! only the harmonics' frequencies k / period move.
 
+use crate::fft;
 use powerlab_campaign::GridMode;
 use powerlab_core::units::W_PER_MW;
-use rustfft::FftPlanner;
-use rustfft::num_complex::Complex;
 use serde::Serialize;
 
 /// A harmonic matters (is "significant") at this share of the largest
@@ -130,8 +129,7 @@ pub fn harmonics(one_period_w: &[f64], step_ms: f64) -> Vec<Harmonic> {
     if n < 2 || step_ms.is_nan() || step_ms <= 0.0 {
         return Vec::new();
     }
-    let mut buf: Vec<Complex<f64>> = one_period_w.iter().map(|v| Complex::new(*v, 0.0)).collect();
-    FftPlanner::new().plan_fft_forward(n).process(&mut buf);
+    let buf = fft::of_real(one_period_w, 0.0);
     let period_s = n as f64 * step_ms / 1000.0;
     (1..=n / 2)
         .map(|k| {

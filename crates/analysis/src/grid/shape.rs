@@ -3,9 +3,9 @@
 //! share of the fluctuation's energy inside a band. A composed cycle is
 //! one period of values (read cyclically); the node curve is a series.
 
+use crate::fft;
 use powerlab_campaign::Ramp;
-use rustfft::FftPlanner;
-use rustfft::num_complex::Complex;
+use powerlab_samples::stats::median_sorted;
 
 /// The low and high plateau of a step, W.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -20,16 +20,6 @@ impl Step {
     /// hi − lo, W.
     pub fn height(&self) -> f64 {
         self.hi - self.lo
-    }
-}
-
-/// The median of sorted values.
-fn median(sorted: &[f64]) -> f64 {
-    let n = sorted.len();
-    if n % 2 == 1 {
-        sorted[n / 2]
-    } else {
-        0.5 * (sorted[n / 2 - 1] + sorted[n / 2])
     }
 }
 
@@ -51,8 +41,8 @@ pub fn plateaus(values: &[f64]) -> Option<Step> {
     low.sort_by(f64::total_cmp);
     high.sort_by(f64::total_cmp);
     Some(Step {
-        lo: median(&low),
-        hi: median(&high),
+        lo: median_sorted(&low),
+        hi: median_sorted(&high),
     })
 }
 
@@ -125,7 +115,7 @@ pub fn fastest_edge(values: &[f64], step: Step, dir: Ramp, step_ms: f64) -> Opti
             .unwrap_or(mi);
         let sorted = |mut x: Vec<f64>| {
             x.sort_by(f64::total_cmp);
-            median(&x)
+            median_sorted(&x)
         };
         let to = sorted((c + 1..=c + after.max(1)).map(v).collect());
         let mut knee = c;
@@ -257,20 +247,9 @@ pub fn band_share(values: &[f64], step_s: f64, [lo_hz, hi_hz]: [f64; 2]) -> Opti
     if n < 4 || step_s.is_nan() || step_s <= 0.0 {
         return None;
     }
-    let mean = values.iter().sum::<f64>() / n as f64;
-    let mut buf: Vec<Complex<f64>> = values.iter().map(|v| Complex::new(v - mean, 0.0)).collect();
-    FftPlanner::new().plan_fft_forward(n).process(&mut buf);
+    let energy = fft::one_sided_energy(&fft::of_fluctuation(values));
     let df = 1.0 / (n as f64 * step_s);
-    let (mut total, mut inside) = (0.0, 0.0);
-    for (k, c) in buf.iter().enumerate().take(n / 2 + 1).skip(1) {
-        let sides = if 2 * k == n { 1.0 } else { 2.0 };
-        let e = sides * c.norm_sqr();
-        total += e;
-        let f = k as f64 * df;
-        if f >= lo_hz && f <= hi_hz {
-            inside += e;
-        }
-    }
+    let (inside, total) = fft::band_energy(&energy, |k| k as f64 * df, [lo_hz, hi_hz]);
     (total > 0.0).then(|| inside / total)
 }
 
@@ -311,17 +290,14 @@ pub fn band_share_bounds(
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
             (a.min(*v), b.max(*v))
         });
-    let mean = values.iter().sum::<f64>() / n as f64;
-    let mut buf: Vec<Complex<f64>> = values.iter().map(|v| Complex::new(v - mean, 0.0)).collect();
-    FftPlanner::new().plan_fft_forward(n).process(&mut buf);
+    let energy = fft::one_sided_energy(&fft::of_fluctuation(values));
     let df = 1.0 / (n as f64 * step_s);
     // Parseval: Σ sides · |X_k|² over k = 1..n/2 is n² × the variance.
     let scale = (n as f64).powi(2);
     let (mut resolved, mut inside, mut beyond) = (0.0, 0.0, 0.0);
-    for (k, c) in buf.iter().enumerate().take(n / 2 + 1).skip(1) {
+    for (k, e) in energy.iter().enumerate().skip(1) {
         let f = k as f64 * df;
-        let sides = if 2 * k == n { 1.0 } else { 2.0 };
-        let e = sides * c.norm_sqr() / scale;
+        let e = e / scale;
         if f > highest_hz {
             beyond += e;
             continue;

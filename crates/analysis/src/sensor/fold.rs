@@ -5,6 +5,7 @@
 //! of the window's shape), rise and fall, overshoot and ramp rate.
 
 use powerlab_core::units::{ms_to_s, ns_to_ms};
+use powerlab_samples::stats::median_high;
 use std::f64::consts::PI;
 
 /// `sin(πx)/(πx)`, 1 at 0.
@@ -178,20 +179,15 @@ pub struct Shape {
     pub ramp_w_per_s: f64,
 }
 
-/// The high median of a cycle's bins (a level that some bin holds); NaN
-/// for none.
-fn median(v: &[f64]) -> f64 {
-    powerlab_samples::stats::median_high(v).unwrap_or(f64::NAN)
-}
-
 /// Rise, fall, overshoot and ramp of a folded cycle.
 pub fn shape(f: &Folded, duty: f64) -> Option<Shape> {
     let y = f.filled()?;
     let n = y.len();
     let bin_ms = ns_to_ms(f.period_ns) / n as f64;
     let on_end = ((duty * n as f64) as usize).clamp(2, n - 1);
-    let on = median(&y[on_end / 2..on_end]);
-    let off = median(&y[(on_end + (n - on_end) / 2).min(n - 1)..n]);
+    // High medians: levels that some bin holds.
+    let on = median_high(&y[on_end / 2..on_end]).unwrap_or(f64::NAN);
+    let off = median_high(&y[(on_end + (n - on_end) / 2).min(n - 1)..n]).unwrap_or(f64::NAN);
     let step = on - off;
     if step.abs() < 1e-9 {
         return None;

@@ -2,8 +2,7 @@
 //! fluctuation's energy in the 0.1–2 Hz and 2–20 Hz bands (the bands grid
 //! operators watch; arXiv 2508.14318).
 
-use rustfft::FftPlanner;
-use rustfft::num_complex::Complex;
+use crate::fft;
 use serde::Serialize;
 
 /// Spectral summary of one rung's node curve.
@@ -25,9 +24,7 @@ pub fn spectrum(values: &[f64], step_s: f64) -> Option<Spectrum> {
     if n < 16 || step_s <= 0.0 {
         return None;
     }
-    let mean = values.iter().sum::<f64>() / n as f64;
-    let mut buf: Vec<Complex<f64>> = values.iter().map(|v| Complex::new(v - mean, 0.0)).collect();
-    FftPlanner::new().plan_fft_forward(n).process(&mut buf);
+    let buf = fft::of_fluctuation(values);
     let df = 1.0 / (n as f64 * step_s);
     let (mut total, mut low, mut mid, mut best) = (0.0, 0.0, 0.0, (0.0, 0.0));
     for (k, c) in buf.iter().enumerate().take(n / 2 + 1).skip(1) {

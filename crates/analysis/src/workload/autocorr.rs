@@ -2,8 +2,8 @@
 //! gives its period.
 
 use super::{EARLY_PEAK_SHARE, MIN_PEAK};
-use rustfft::FftPlanner;
-use rustfft::num_complex::Complex64;
+use crate::fft::Complex64;
+use crate::fft::Planner;
 
 /// A peak of the autocorrelation.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -18,7 +18,7 @@ pub struct Peak {
 /// each lag's sum divided by the pairs it holds (so a long lag is not
 /// shrunk by the window's end), as a share of lag 0. Empty when the series
 /// does not move.
-pub fn autocorrelation(planner: &mut FftPlanner<f64>, values: &[f64], max_lag: usize) -> Vec<f64> {
+pub fn autocorrelation(planner: &mut Planner, values: &[f64], max_lag: usize) -> Vec<f64> {
     let n = values.len();
     if n < 2 {
         return Vec::new();

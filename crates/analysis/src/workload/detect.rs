@@ -8,9 +8,9 @@ use super::lag::crossing_lag_ns;
 use super::resample::{median_spacing_ns, placed, resample, step_for};
 use super::spectral;
 use super::{FLAT_SHARE, MAX_JITTER_SHARE, MAX_LAG_MS, MIN_CROSSING_SHARE, MIN_CYCLES, MIN_LAG_MS};
+use crate::fft::Planner;
 use powerlab_core::units::{ms_to_ns, ms_to_ns_f64, ns_f64_to_ms, ns_to_ms};
 use powerlab_samples::stats::t975;
-use rustfft::FftPlanner;
 
 /// One GPU's iteration as its samples show it.
 #[derive(Debug, Clone, PartialEq)]
@@ -120,7 +120,7 @@ pub enum NoPeriod {
 /// iterations show a crossing, or the crossings scatter by more than
 /// [`MAX_JITTER_SHARE`] of the period.
 pub fn find_iteration(
-    planner: &mut FftPlanner<f64>,
+    planner: &mut Planner,
     gpu: &str,
     samples: &[(i64, f64)],
     (from_ns, to_ns): (i64, i64),

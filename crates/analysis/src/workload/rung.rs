@@ -4,6 +4,7 @@
 use super::MAX_GPU_DISAGREEMENT;
 use super::detect::{GpuIteration, NoPeriod, find_iteration};
 use crate::cycle::{self, NoCycle, NodeCycle};
+use crate::fft::Planner;
 use crate::sensor::model::SensorModel;
 use powerlab_core::Instrument;
 use powerlab_core::shape::EdgeKind;
@@ -11,7 +12,6 @@ use powerlab_rundir::PhaseKind;
 use powerlab_samples::load::{Run, RungWindow};
 use powerlab_samples::series::{EdgeIndex, SeriesSet};
 use powerlab_samples::stats::{median, median_high};
-use rustfft::FftPlanner;
 
 /// A workload rung's iteration: what its GPUs agree on.
 #[derive(Debug, Clone, PartialEq)]
@@ -59,7 +59,7 @@ pub fn analyse(
     series: &SeriesSet,
     model: &SensorModel,
 ) -> Vec<(WorkloadRung, Option<Result<NodeCycle, NoCycle>>)> {
-    let mut planner = FftPlanner::new();
+    let mut planner = Planner::new();
     run.rungs
         .iter()
         .filter(|r| r.info.kind == PhaseKind::Workload)
@@ -73,7 +73,7 @@ pub fn analyse(
 /// given the period and on-fraction, each GPU's iteration starts as its
 /// rising edges, composed by [`cycle::compose`] as a duty rung is.
 pub fn analyse_rung(
-    planner: &mut FftPlanner<f64>,
+    planner: &mut Planner,
     run: &Run,
     r: &RungWindow,
     series: &SeriesSet,

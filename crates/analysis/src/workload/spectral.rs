@@ -12,8 +12,8 @@
 //! every harmonic's parabola-fitted peak, each weighted by its power.
 
 use super::resample::Even;
-use rustfft::FftPlanner;
-use rustfft::num_complex::Complex64;
+use crate::fft::Complex64;
+use crate::fft::Planner;
 
 /// The spectrum is zero-padded to this many times the series (finer bins
 /// for the peaks' parabolas).
@@ -73,7 +73,7 @@ pub struct Line {
 
 /// The power spectrum of `even` (mean removed, Hann window), zero-padded:
 /// (bin width Hz, powers).
-fn spectrum(planner: &mut FftPlanner<f64>, even: &Even) -> (f64, Vec<f64>) {
+fn spectrum(planner: &mut Planner, even: &Even) -> (f64, Vec<f64>) {
     let n = even.values.len();
     let mean = even.values.iter().sum::<f64>() / n.max(1) as f64;
     let size = (PAD * n).next_power_of_two();
@@ -113,7 +113,7 @@ fn peak_near(p: &[f64], k: f64, half: usize) -> Option<(f64, f64)> {
 /// Nyquist frequency is a line of the job). None without a line of
 /// [`MIN_LINE_SNR`].
 pub fn line(
-    planner: &mut FftPlanner<f64>,
+    planner: &mut Planner,
     even: &Even,
     spacing_ms: f64,
     (min_period_ms, max_period_ms): (f64, f64),

@@ -5,6 +5,7 @@
 
 use super::*;
 use crate::cycle::{NoCycle, NodeCycle};
+use crate::fft::Planner;
 use crate::sensor::model::SensorModel;
 use powerlab_core::Instrument;
 use powerlab_core::hw::{BackendInfo, Capability, GpuIdentity};
@@ -16,7 +17,6 @@ use powerlab_samples::series::SeriesSet;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
-use rustfft::FftPlanner;
 
 const MS: i64 = 1_000_000;
 /// Truth resolution: 0.1 ms.
@@ -84,7 +84,7 @@ fn sampled(
 }
 
 fn find(samples: &[(i64, f64)]) -> Result<GpuIteration, NoPeriod> {
-    find_iteration(&mut FftPlanner::new(), "gpu0", samples, WINDOW, 6.0, 1.0)
+    find_iteration(&mut Planner::new(), "gpu0", samples, WINDOW, 6.0, 1.0)
 }
 
 #[test]
@@ -329,7 +329,7 @@ fn a_jittered_fold_keeps_the_swing() {
             );
             (("node".to_string(), k.clone(), Instrument::BufferedW), s)
         }));
-        let (w, c) = analyse_rung(&mut FftPlanner::new(), &run, &run.rungs[0], &series, &model);
+        let (w, c) = analyse_rung(&mut Planner::new(), &run, &run.rungs[0], &series, &model);
         let found = w.found.clone().unwrap();
         let c: NodeCycle = c.unwrap().unwrap();
         let tc = true_cycle(&j, origin, &[t.clone(), t.clone()]);
@@ -377,7 +377,7 @@ fn a_job_locked_to_the_sample_grid_has_a_period_but_no_fold() {
             let s = sampled(&t, 20.0 * MS as f64, (3 + 7 * i as i64) * MS, 1.5, i as u64);
             (("node".to_string(), k.clone(), Instrument::BufferedW), s)
         }));
-        let (w, c) = analyse_rung(&mut FftPlanner::new(), &run, &run.rungs[0], &series, &model);
+        let (w, c) = analyse_rung(&mut Planner::new(), &run, &run.rungs[0], &series, &model);
         assert!((w.found.unwrap().period_ms / 240.0 - 1.0).abs() < 0.001);
         match c.unwrap() {
             Ok(c) => assert!(folds, "{jitter} %: {c:?}"),

@@ -513,7 +513,7 @@ fn bands(modes: &[ScreenMode], sig: &[usize], periods: &[f64]) -> Vec<DangerBand
 fn retuned(
     s: &GridStudy,
     m: &ModalModel,
-    c: &[rustfft::num_complex::Complex<f64>],
+    c: &[powerlab_analysis::fft::Complex<f64>],
     label: &str,
 ) -> Retune {
     let gpus = s.gpus as f64;

@@ -9,7 +9,7 @@
 //! H_k(s) = direct[k] + Σ_modes [R/(s − λ) + conj(R)/(s − conj(λ))],
 //! λ = re + j·im rad/s; a real mode (im = 0) contributes R/(s − λ) alone.
 
-use rustfft::num_complex::Complex;
+use powerlab_analysis::fft::Complex;
 use serde::{Deserialize, Serialize};
 
 /// The three outputs, in the model's order.

@@ -9,10 +9,9 @@
 //! it gives the largest GPU count within the declared limits.
 
 use super::model::{F_BUS, F_COI, ModalModel, P_TIE};
+use powerlab_analysis::fft::{self, Complex};
 use powerlab_analysis::grid::modes::SIGNIFICANT_SHARE;
 use powerlab_core::units::W_PER_MW;
-use rustfft::FftPlanner;
-use rustfft::num_complex::Complex;
 use serde::Serialize;
 
 /// The sweep's periods, s: 0.3 to 10 s, log-spaced.
@@ -129,8 +128,7 @@ pub fn harmonics(expected_w: &[f64], gpus: u64) -> Vec<Complex<f64>> {
     if n < 2 {
         return Vec::new();
     }
-    let mut buf: Vec<Complex<f64>> = expected_w.iter().map(|v| Complex::new(*v, 0.0)).collect();
-    FftPlanner::new().plan_fft_forward(n).process(&mut buf);
+    let buf = fft::of_real(expected_w, 0.0);
     let scale = 1.0 / (n as f64 * W_PER_MW * gpus.max(1) as f64);
     buf[1..=n / 2].iter().map(|c| *c * scale).collect()
 }
@@ -156,7 +154,6 @@ pub fn steady_pp(m: &ModalModel, c: &[Complex<f64>], period_s: f64, gpus: f64) -
         return [0.0, 0.0, if m.has_tie() { 0.0 } else { f64::NAN }];
     }
     let size = (8 * k_max).next_power_of_two().max(64);
-    let ifft = FftPlanner::new().plan_fft_inverse(size);
     let mut out = [0.0; 3];
     for (k_out, o) in out.iter_mut().enumerate() {
         if k_out == P_TIE && !m.has_tie() {
@@ -169,7 +166,7 @@ pub fn steady_pp(m: &ModalModel, c: &[Complex<f64>], period_s: f64, gpus: f64) -
             y[k] = v;
             y[size - k] = v.conj();
         }
-        ifft.process(&mut y);
+        fft::inverse(&mut y);
         let (lo, hi) = y
             .iter()
             .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {

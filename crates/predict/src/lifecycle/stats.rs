@@ -5,10 +5,8 @@
 //! of an averaged spectrum (Welch: Hann-windowed halves-overlapping
 //! segments).
 
-use rustfft::num_complex::Complex;
-use rustfft::{Fft, FftPlanner};
+use powerlab_analysis::fft::{self, Complex};
 use std::collections::VecDeque;
-use std::sync::Arc;
 
 /// The change between the mean of the last window and the one before it.
 #[derive(Debug, Clone)]
@@ -172,7 +170,7 @@ impl MaxMean {
 
 /// An averaged power spectrum: Hann-windowed segments overlapping by half.
 pub struct Welch {
-    fft: Arc<dyn Fft<f64>>,
+    fft: fft::Plan,
     hann: Vec<f64>,
     buf: Vec<f64>,
     resolution_ms: f64,
@@ -185,7 +183,7 @@ pub struct Welch {
 impl Welch {
     /// Segments of `n` points (a power of two) at `resolution_ms`.
     pub fn new(n: usize, resolution_ms: f64) -> Welch {
-        let fft = FftPlanner::new().plan_fft_forward(n);
+        let fft = fft::plan_forward(n);
         let hann = (0..n)
             .map(|j| 0.5 - 0.5 * (2.0 * std::f64::consts::PI * j as f64 / n as f64).cos())
             .collect();
@@ -236,11 +234,7 @@ impl Welch {
         if self.segments == 0 {
             return None;
         }
-        let total: f64 = self.power.iter().skip(1).sum();
-        let band: f64 = (1..self.power.len())
-            .filter(|b| (lo..=hi).contains(&self.hz(*b)))
-            .map(|b| self.power[b])
-            .sum();
+        let (band, total) = fft::band_energy(&self.power, |b| self.hz(b), [lo, hi]);
         (total > 0.0).then(|| 100.0 * band / total)
     }
 
