@@ -18,7 +18,6 @@ pub(super) fn spread_chart<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    area.fill(&WHITE)?;
     let duty: Vec<&RepeatStats> = repeats
         .iter()
         .filter(|r| r.kind == PhaseKind::Duty && r.period_ms.is_some() && !r.smoothed)
@@ -145,7 +144,6 @@ pub(super) fn compare_chart<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    area.fill(&WHITE)?;
     let panels = area.split_evenly((1, 3));
     let z = |v: Option<f64>| v.unwrap_or(0.0);
     type Pick = fn(&PhaseCompare) -> (Option<f64>, Option<f64>);

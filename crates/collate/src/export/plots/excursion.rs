@@ -265,7 +265,6 @@ pub(super) fn lines_chart<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    area.fill(&WHITE)?;
     let k = axis.scale;
     let limits: Vec<(f64, f64)> = supply
         .map(|s| {

@@ -82,7 +82,6 @@ pub(super) fn safe_gpus_chart<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    area.fill(&WHITE)?;
     let pts = c.lines.iter().flat_map(|l| l.1.iter());
     let x = pts.clone().map(|p| p.0).filter(|v| *v > 0.0);
     let (x0, x1) = x.fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(v), b.max(v)));
@@ -155,7 +154,6 @@ pub(super) fn grid_response_chart<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    area.fill(&WHITE)?;
     let (head, body) = area.split_vertically(30);
     head.titled(title, ("sans-serif", 16))?;
     let rows = panels.len().div_ceil(2);

@@ -39,7 +39,6 @@ pub(super) fn node_power_chart<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    area.fill(&WHITE)?;
     let all = n
         .gpu
         .iter()

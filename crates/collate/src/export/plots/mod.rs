@@ -91,6 +91,8 @@ impl Chart<'_> {
     where
         DB::ErrorType: 'static,
     {
+        // Every chart's prologue: a white canvas.
+        area.fill(&WHITE)?;
         match self {
             Chart::Rung {
                 title,

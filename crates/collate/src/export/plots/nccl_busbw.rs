@@ -34,7 +34,6 @@ pub(super) fn nccl_chart<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    area.fill(&WHITE)?;
     let x_lo = rows.iter().map(|r| r.bytes).min().unwrap_or(1).max(1) as f64;
     let x_hi = (rows.iter().map(|r| r.bytes).max().unwrap_or(2) as f64).max(x_lo * 2.0);
     let y_hi = rows.iter().map(|r| r.busbw_gbs).fold(1.0, f64::max) * 1.1;

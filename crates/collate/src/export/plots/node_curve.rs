@@ -70,7 +70,6 @@ pub(super) fn rung_chart<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    area.fill(&WHITE)?;
     let all = s
         .buffered
         .iter()

@@ -38,7 +38,6 @@ pub(super) fn sensor_chart<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    area.fill(&WHITE)?;
     let lo = a
         .iter()
         .map(|x| x.period_ms)

@@ -38,7 +38,6 @@ pub(super) fn soak_chart<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    area.fill(&WHITE)?;
     let (title, body) = area.split_vertically(30);
     title.titled(
         &format!("Soak `{label}`: each GPU's power, temperature and SM clock (GPU draw only)"),

@@ -263,7 +263,6 @@ pub(super) fn swing_chart<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    area.fill(&WHITE)?;
     let points = || c.lines.iter().flat_map(|l| l.1.iter());
     let pmin = points().map(|p| p.period_ms).fold(f64::INFINITY, f64::min);
     let pmax = points().map(|p| p.period_ms).fold(0.0, f64::max);

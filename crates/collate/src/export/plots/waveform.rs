@@ -82,7 +82,6 @@ pub(super) fn waveform_chart<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    area.fill(&WHITE)?;
     let mw: Vec<(f64, f64)> = c.points.iter().map(|p| (p.0, p.1 / W_PER_MW)).collect();
     let x1 = mw.last().map_or(1.0, |p| p.0).max(1e-3);
     let top = mw
