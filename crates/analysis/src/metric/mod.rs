@@ -82,10 +82,19 @@ pub trait RungMetric: Sync {
     fn name(&self) -> &'static str;
     /// Its doc line (`docs/report.md`'s column list).
     fn doc(&self) -> &'static str;
-    /// How it is read from a rung's levels (a composed cycle's, or the
-    /// held curve's); None for a metric that is not.
-    fn of(&self, _levels: &Levels) -> Option<f64> {
+    /// The level `q` (0..1) of a metric that is a quantile of the rung's
+    /// levels: it is read as [`Levels::quantile`], and a composed cycle's,
+    /// once corrected for its replicates' bias, is held within what the
+    /// samples support and in order among the typed percentiles (p1, p10,
+    /// p90, p99, peak), as they are.
+    fn quantile(&self) -> Option<f64> {
         None
+    }
+    /// How it is read from a rung's levels (a composed cycle's, or the
+    /// held curve's); None for a metric that is not. A quantile's is
+    /// `levels.quantile(q)`.
+    fn of(&self, levels: &Levels) -> Option<f64> {
+        self.quantile().map(|q| levels.quantile(q))
     }
     /// Whether its 95 % interval is resampled (the bootstrap over whole
     /// cycles of a composed rung, a rack's nodes' summed): then it has the
