@@ -15,8 +15,10 @@ mod rows;
 #[cfg(test)]
 mod tests;
 mod trend;
+mod verdict;
 
 pub use trend::drift;
+pub use verdict::{Equilibrium, Reason, Unreached};
 
 use powerlab_core::Instrument;
 use powerlab_core::sample::ClockEventBits;
@@ -85,7 +87,7 @@ pub struct SoakRow {
     /// 1 °C of its final plateau, s (the node: its slowest GPU).
     pub equilibrium_s: Option<f64>,
     /// How the equilibrium was judged (`reached`, or why not).
-    pub equilibrium: String,
+    pub equilibrium: Equilibrium,
     /// Mean GPU temperature over the first window, °C.
     pub temp_start_c: Option<f64>,
     /// Mean GPU temperature over the last window, °C.

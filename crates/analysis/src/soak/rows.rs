@@ -2,7 +2,7 @@
 //! the node's from the GPUs'.
 
 use super::trend::{bin_means, drift, equilibrium};
-use super::{NODE, SoakRow, THROTTLE_BITS, secs, values};
+use super::{Equilibrium, NODE, SoakRow, THROTTLE_BITS, secs, values};
 use crate::per_gpu::cap_share;
 use powerlab_core::Instrument;
 use powerlab_core::sample::ClockEventBits;
@@ -188,7 +188,7 @@ fn node_bins(r: &RungWindow, series: &SeriesSet, run: &Run) -> Vec<(f64, f64)> {
 
 /// The node's equilibrium: its slowest GPU's, where every GPU reached
 /// one; else which GPUs did not (and why, where only one did not).
-fn node_equilibrium(gpus: &[SoakRow]) -> (Option<f64>, String) {
+fn node_equilibrium(gpus: &[SoakRow]) -> (Option<f64>, Equilibrium) {
     let slowest = gpus
         .iter()
         .map(|g| g.equilibrium_s)
@@ -200,29 +200,24 @@ fn node_equilibrium(gpus: &[SoakRow]) -> (Option<f64>, String) {
                 .iter()
                 .find(|g| g.equilibrium_s == Some(worst))
                 .map_or("", |g| g.gpu.as_str());
-            (Some(worst), format!("reached (slowest: {who})"))
+            (Some(worst), Equilibrium::ReachedBySlowest(who.to_string()))
         }
         _ => {
             let not: Vec<&SoakRow> = gpus.iter().filter(|g| g.equilibrium_s.is_none()).collect();
-            let names: Vec<&str> = not.iter().map(|g| g.gpu.as_str()).collect();
             // One GPU: its reason too.
             let why = match not.as_slice() {
-                [one] => format!(
-                    ": {}",
-                    one.equilibrium
-                        .strip_prefix("not reached: ")
-                        .or_else(|| one.equilibrium.strip_prefix("not judged: "))
-                        .unwrap_or(&one.equilibrium)
-                ),
-                _ => String::new(),
+                [one] => match &one.equilibrium {
+                    Equilibrium::Unreached(u) => Some(u.clone()),
+                    _ => None,
+                },
+                _ => None,
             };
-            let judged = not.iter().any(|g| !g.equilibrium.starts_with("not judged"));
-            let word = if judged {
-                "not reached by"
-            } else {
-                "not judged for"
-            };
-            (None, format!("{word} {}{why}", names.join(", ")))
+            let judged = not.iter().any(|g| match &g.equilibrium {
+                Equilibrium::Unreached(u) => u.judged(),
+                _ => true,
+            });
+            let gpus = not.iter().map(|g| g.gpu.clone()).collect();
+            (None, Equilibrium::NotByAll { gpus, judged, why })
         }
     }
 }

@@ -336,7 +336,7 @@ fn with_instrument_verdicts(rungs: &mut [RungSummary], sensor: &SensorReport) {
             .iter()
             .find(|x| x.rung_id == r.rung.id && x.instrument == Instrument::BufferedW)
         {
-            r.instrument_verdict = Some(row.verdict.clone());
+            r.instrument_verdict = Some(row.verdict);
         }
     }
 }

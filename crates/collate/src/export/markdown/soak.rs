@@ -148,7 +148,7 @@ pub fn write_section(s: &mut String, rows: &[SoakRow]) {
             "- **Thermal equilibrium:** {}.",
             match node.equilibrium_s {
                 Some(t) => format!("after {t:.0} s, {}", node.equilibrium),
-                None => node.equilibrium.clone(),
+                None => node.equilibrium.to_string(),
             }
         );
         let _ = writeln!(
