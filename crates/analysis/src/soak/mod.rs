@@ -18,7 +18,9 @@ mod trend;
 mod verdict;
 
 pub use trend::drift;
-pub use verdict::{Equilibrium, Reason, Unreached};
+pub use verdict::{
+    Equilibrium, MOVED_SHARE, Moved, Movement, NotJudged, Reason, SoakVerdict, Unreached,
+};
 
 use powerlab_core::Instrument;
 use powerlab_core::sample::ClockEventBits;
@@ -106,6 +108,10 @@ pub struct SoakRow {
     pub power_cap_share: Option<f64>,
     /// Share of the window under thermal caps (cumulative counter).
     pub thermal_cap_share: Option<f64>,
+    /// Whether the power held or moved, judged on the figures above (not
+    /// a column of `soak.csv`: the report writes it).
+    #[serde(skip)]
+    pub verdict: SoakVerdict,
 }
 
 /// One GPU's lines for the soak plot, against seconds since the soak's start.

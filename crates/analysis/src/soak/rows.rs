@@ -2,6 +2,7 @@
 //! the node's from the GPUs'.
 
 use super::trend::{bin_means, drift, equilibrium};
+use super::verdict::{Trend, judge, judge_node};
 use super::{Equilibrium, NODE, SoakRow, THROTTLE_BITS, secs, values};
 use crate::per_gpu::cap_share;
 use powerlab_core::Instrument;
@@ -69,20 +70,27 @@ pub(super) fn gpu_row(
             .collect();
         (!names.is_empty()).then(|| (secs(p.0 - from), names.join(" ")))
     });
+    let trend = Trend {
+        drift: fit.map(|f| (r3(f.0), r3(f.0 - f.1), r3(f.0 + f.1))),
+        change_w: first.zip(last).map(|(a, b)| r3(b - a)),
+        first_w: first.map(r3),
+        window_s: r3(secs(to - from)),
+    };
     SoakRow {
         rung_id: r.info.id,
         rung: r.info.label.clone(),
         gpu: gpu.to_string(),
-        window_s: r3(secs(to - from)),
+        window_s: trend.window_s,
         planned_s: r3(secs(r.end_ns - from)),
+        verdict: judge(trend, &incomplete),
         incomplete,
         edge_s: r3(edge_s),
-        first_mean_w: first.map(r3),
+        first_mean_w: trend.first_w,
         last_mean_w: last.map(r3),
-        change_w: first.zip(last).map(|(a, b)| r3(b - a)),
-        drift_w_per_10min: fit.map(|f| r3(f.0)),
-        drift_lo_w_per_10min: fit.map(|f| r3(f.0 - f.1)),
-        drift_hi_w_per_10min: fit.map(|f| r3(f.0 + f.1)),
+        change_w: trend.change_w,
+        drift_w_per_10min: trend.drift.map(|d| d.0),
+        drift_lo_w_per_10min: trend.drift.map(|d| d.1),
+        drift_hi_w_per_10min: trend.drift.map(|d| d.2),
         drift_bins: fit.map_or(0, |f| f.2),
         equilibrium_s: equilibrium_s.map(r3),
         equilibrium,
@@ -122,24 +130,32 @@ pub(super) fn node_row(r: &RungWindow, series: &SeriesSet, run: &Run, gpus: &[So
         .filter(|g| !g.incomplete.is_empty())
         .map(|g| format!("{} {}", g.gpu, g.incomplete))
         .collect();
-    SoakRow {
-        rung_id: r.info.id,
-        rung: r.info.label.clone(),
-        gpu: NODE.to_string(),
+    let incomplete = short.join("; ");
+    let trend = Trend {
+        drift: fit.map(|f| (r3(f.0), r3(f.0 - f.1), r3(f.0 + f.1))),
+        change_w: first.zip(last).map(|(a, b)| r3(b - a)),
+        first_w: first,
         window_s: gpus
             .iter()
             .map(|g| g.window_s)
             .reduce(f64::min)
             .unwrap_or(r3(secs(to - from))),
+    };
+    SoakRow {
+        rung_id: r.info.id,
+        rung: r.info.label.clone(),
+        gpu: NODE.to_string(),
+        window_s: trend.window_s,
         planned_s: r3(secs(to - from)),
-        incomplete: short.join("; "),
+        verdict: judge_node(trend, &incomplete, gpus),
+        incomplete,
         edge_s: gpus.first().map_or(0.0, |g| g.edge_s),
         first_mean_w: first,
         last_mean_w: last,
-        change_w: first.zip(last).map(|(a, b)| r3(b - a)),
-        drift_w_per_10min: fit.map(|f| r3(f.0)),
-        drift_lo_w_per_10min: fit.map(|f| r3(f.0 - f.1)),
-        drift_hi_w_per_10min: fit.map(|f| r3(f.0 + f.1)),
+        change_w: trend.change_w,
+        drift_w_per_10min: trend.drift.map(|d| d.0),
+        drift_lo_w_per_10min: trend.drift.map(|d| d.1),
+        drift_hi_w_per_10min: trend.drift.map(|d| d.2),
         drift_bins: fit.map_or(0, |f| f.2),
         equilibrium_s,
         equilibrium,

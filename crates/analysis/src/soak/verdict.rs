@@ -1,7 +1,9 @@
-//! What a soak row says of its GPU's (or the node's) thermal equilibrium:
-//! [`Equilibrium`], written as `report/soak.csv`'s `equilibrium` column has
-//! always read.
+//! What a soak row says: whether its power held or moved
+//! ([`SoakVerdict`], judged once here; the report writes it), and its
+//! thermal equilibrium ([`Equilibrium`], written as `report/soak.csv`'s
+//! `equilibrium` column has always read).
 
+use super::SoakRow;
 use serde::Serialize;
 use std::fmt;
 
@@ -167,6 +169,166 @@ impl Serialize for Equilibrium {
     }
 }
 
+/// A change between the first and last window beyond this share of the
+/// first reads as movement even when no straight line fits it (a GPU
+/// that throttled and settled lower).
+pub const MOVED_SHARE: f64 = 0.01;
+
+/// The figures a soak row is judged on (as the row states them).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Trend {
+    /// The drift and its 95 % interval, W per 10 min.
+    pub drift: Option<(f64, f64, f64)>,
+    /// Last − first window, W.
+    pub change_w: Option<f64>,
+    /// The first window's mean, W.
+    pub first_w: Option<f64>,
+    /// The measured window, s.
+    pub window_s: f64,
+}
+
+/// One reason a soak's power moved.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Movement {
+    /// A trend of this many W per 10 min whose interval excludes zero.
+    Trend(f64),
+    /// The last window this many W from the first (signed) of a first
+    /// window of `first_w`.
+    Shift {
+        /// Last − first, W.
+        change_w: f64,
+        /// The first window's mean, W.
+        first_w: f64,
+    },
+}
+
+impl fmt::Display for Movement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Self::Trend(d) => write!(
+                f,
+                "a trend of {d:+.1} W/10 min whose interval excludes zero"
+            ),
+            Self::Shift {
+                change_w: c,
+                first_w,
+            } => write!(
+                f,
+                "the last window {:.1} W ({:.1} %) {} the first",
+                c.abs(),
+                100.0 * c.abs() / first_w,
+                if c < 0.0 { "below" } else { "above" }
+            ),
+        }
+    }
+}
+
+/// Why a soak's power moved, and the data it is judged on when that is
+/// incomplete.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Moved {
+    /// Every reason, in order (at least one).
+    pub why: Vec<Movement>,
+    /// The row's `incomplete` words, where its data is incomplete.
+    pub incomplete: Option<String>,
+}
+
+impl fmt::Display for Moved {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, m) in self.why.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{m}")?;
+        }
+        match &self.incomplete {
+            Some(cut) => write!(f, " (incomplete data: {cut})"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Why a soak was not judged.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NotJudged {
+    /// Its data is incomplete (the row's `incomplete` words) and shows no
+    /// movement.
+    Incomplete(String),
+    /// Too short for a trend: the window, s.
+    TooShort(f64),
+}
+
+impl fmt::Display for NotJudged {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Incomplete(cut) => write!(f, "incomplete data: {cut}"),
+            Self::TooShort(window_s) => write!(
+                f,
+                "too short for a trend ({window_s:.0} s; a drift needs four 10 s means, and the first and last windows)"
+            ),
+        }
+    }
+}
+
+/// What a soak row's power did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SoakVerdict {
+    /// It moved: why.
+    Moved(Moved),
+    /// It held: no trend distinguishable from zero, and the last window
+    /// within [`MOVED_SHARE`] of the first. The node's lists the GPUs
+    /// that moved (two GPUs drifting apart cancel in the sum); a GPU's
+    /// list is empty.
+    Held(Vec<(String, Moved)>),
+    /// Not judged: why.
+    NotJudged(NotJudged),
+}
+
+/// Judges a row (a GPU, or the node as a sum) on its `trend` and its
+/// `incomplete` words (empty: complete).
+pub(super) fn judge(t: Trend, incomplete: &str) -> SoakVerdict {
+    let mut why = Vec::new();
+    if let Some((d, lo, hi)) = t.drift
+        && (lo > 0.0 || hi < 0.0)
+    {
+        why.push(Movement::Trend(d));
+    }
+    if let (Some(c), Some(first)) = (t.change_w, t.first_w)
+        && first > 0.0
+        && c.abs() > MOVED_SHARE * first
+    {
+        why.push(Movement::Shift {
+            change_w: c,
+            first_w: first,
+        });
+    }
+    let incomplete = (!incomplete.is_empty()).then(|| incomplete.to_string());
+    match (why.is_empty(), incomplete) {
+        (true, Some(cut)) => SoakVerdict::NotJudged(NotJudged::Incomplete(cut)),
+        (false, incomplete) => SoakVerdict::Moved(Moved { why, incomplete }),
+        (true, None) if t.drift.is_none() || t.change_w.is_none() => {
+            SoakVerdict::NotJudged(NotJudged::TooShort(t.window_s))
+        }
+        (true, None) => SoakVerdict::Held(Vec::new()),
+    }
+}
+
+/// Judges the node on its own `trend`, naming the `gpus` that moved when
+/// the node held.
+pub(super) fn judge_node(t: Trend, incomplete: &str, gpus: &[SoakRow]) -> SoakVerdict {
+    match judge(t, incomplete) {
+        SoakVerdict::Held(_) => SoakVerdict::Held(
+            gpus.iter()
+                .filter_map(|g| match &g.verdict {
+                    SoakVerdict::Moved(m) => Some((g.gpu.clone(), m.clone())),
+                    _ => None,
+                })
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,5 +370,65 @@ mod tests {
             why: None,
         };
         assert_eq!(two.to_string(), "not judged for gpu0, gpu1");
+    }
+
+    fn trend(drift: Option<(f64, f64, f64)>, change_w: f64) -> Trend {
+        Trend {
+            drift,
+            change_w: Some(change_w),
+            first_w: Some(700.0),
+            window_s: 1800.0,
+        }
+    }
+
+    #[test]
+    fn a_soak_is_judged_once_and_written_as_before() {
+        let moved = judge(trend(Some((4.2, 1.1, 7.3)), -14.0), "");
+        assert_eq!(
+            moved,
+            SoakVerdict::Moved(Moved {
+                why: vec![
+                    Movement::Trend(4.2),
+                    Movement::Shift {
+                        change_w: -14.0,
+                        first_w: 700.0
+                    }
+                ],
+                incomplete: None
+            })
+        );
+        let SoakVerdict::Moved(m) = &moved else {
+            unreachable!()
+        };
+        assert_eq!(
+            m.to_string(),
+            "a trend of +4.2 W/10 min whose interval excludes zero; the last window 14.0 W (2.0 %) below the first"
+        );
+        // Within 1 % and no trend: held.
+        assert_eq!(
+            judge(trend(Some((0.5, -1.0, 2.0)), 6.9), ""),
+            SoakVerdict::Held(Vec::new())
+        );
+        // Incomplete and still: not judged; incomplete and moved: moved, said so.
+        assert_eq!(
+            judge(trend(Some((0.5, -1.0, 2.0)), 1.0), "ran 600 of 1800 s"),
+            SoakVerdict::NotJudged(NotJudged::Incomplete("ran 600 of 1800 s".into()))
+        );
+        let SoakVerdict::Moved(cut) = judge(trend(None, 20.0), "ran 600 of 1800 s") else {
+            panic!("a 20 W shift is movement")
+        };
+        assert_eq!(
+            cut.to_string(),
+            "the last window 20.0 W (2.9 %) above the first (incomplete data: ran 600 of 1800 s)"
+        );
+        // No drift: too short.
+        assert_eq!(
+            judge(trend(None, 1.0), ""),
+            SoakVerdict::NotJudged(NotJudged::TooShort(1800.0))
+        );
+        assert_eq!(
+            NotJudged::TooShort(1800.0).to_string(),
+            "too short for a trend (1800 s; a drift needs four 10 s means, and the first and last windows)"
+        );
     }
 }

@@ -148,6 +148,7 @@ pub fn compute(
         ),
         repeats: summary::repeat_stats(&rungs),
         compare: summary::compare_modes(&rungs),
+        verdicts: super::verdicts::run_rows(&rungs, &envelope, &grid),
         envelope,
         grid,
         run,

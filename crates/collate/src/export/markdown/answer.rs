@@ -428,7 +428,7 @@ fn edges_caveat(r: &RungSummary) -> &'static str {
 /// The soak line: the soak that moved, else one not judged, else the first
 /// (with how many there were); every soak is in the Soak section.
 fn soak_line(s: &mut String, a: &NodeReport<'_>) {
-    use super::soak::{Verdict, verdict};
+    use powerlab_analysis::soak::SoakVerdict;
     let nodes: Vec<&powerlab_analysis::soak::SoakRow> = a
         .node
         .soak
@@ -436,21 +436,14 @@ fn soak_line(s: &mut String, a: &NodeReport<'_>) {
         .iter()
         .filter(|r| r.gpu == powerlab_analysis::soak::NODE)
         .collect();
-    let rank = |r: &powerlab_analysis::soak::SoakRow| match verdict(r) {
-        Verdict::Moved(_) => 0,
-        Verdict::NotJudged(_) => 1,
-        Verdict::Held => 2,
+    let rank = |r: &powerlab_analysis::soak::SoakRow| match r.verdict {
+        SoakVerdict::Moved(_) => 0,
+        SoakVerdict::NotJudged(_) => 1,
+        SoakVerdict::Held(_) => 2,
     };
     let Some(n) = nodes.iter().min_by_key(|r| rank(r)) else {
         return;
     };
-    let of: Vec<&powerlab_analysis::soak::SoakRow> = a
-        .node
-        .soak
-        .rows
-        .iter()
-        .filter(|r| r.rung_id == n.rung_id)
-        .collect();
     let gpus = a.report.run.manifest.backend.gpus.len().max(1);
     let limit_sum: f64 = a
         .report
@@ -489,7 +482,7 @@ fn soak_line(s: &mut String, a: &NodeReport<'_>) {
         super::cells::o(n.first_mean_w),
         super::cells::o(n.last_mean_w),
         super::soak::drift_cell(n),
-        super::soak::node_words(n, &of),
+        super::soak::node_words(n),
         n.equilibrium_s
             .map_or_else(|| n.equilibrium.to_string(), |t| format!("after {t:.0} s")),
         n.throttle_onset_s.map_or_else(
