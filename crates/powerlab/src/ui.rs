@@ -180,7 +180,7 @@ pub fn print_summary(rungs: &[RungSummary], verdicts: &[SpecRow]) {
 /// its margin; `report/report.md` has the table.
 fn verdict_line(rows: &[SpecRow]) -> String {
     use powerlab_analysis::grid::GridVerdict;
-    use powerlab_collate::export::markdown::verdict_table::{Scale, Style, item, verdict_in};
+    use powerlab_collate::render::{Scale, Style, item, verdict_in};
     let judged: Vec<String> = rows
         .iter()
         .filter(|r| r.verdict != GridVerdict::NoLimit)

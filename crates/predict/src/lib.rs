@@ -445,7 +445,7 @@ fn lifecycle_plan(
 /// and the planned rungs it never reached, as the run's report states
 /// them: the prediction rests on the rungs that ran, and says so first.
 fn unfinished(report: &Report) -> Vec<String> {
-    use powerlab_collate::export::markdown::headline::{missing_rungs_warning, status_warning};
+    use powerlab_collate::render::{missing_rungs_warning, status_warning};
     let raw_end_ns = report.node().and_then(|n| n.raw_end_ns);
     let run = &report.run;
     let mut notes: Vec<String> = status_warning(run, raw_end_ns)
