@@ -267,7 +267,7 @@ fn predict_with(
     if let Some(h) = built.scenarios.first() {
         notes.extend(counter_check(report, schedule, &profile, h.mean_w.value));
     }
-    if spread.starts_with("none measured") {
+    if schedule.spread == Spread::Measured && measured_skew_us(report) <= 0.0 {
         notes.push(format!("The schedule asks for the measured spread, but the run measured no start skew: {spread}."));
     }
     Ok(Prediction {
@@ -518,11 +518,7 @@ fn spread_of(report: &Report, spread: Spread, step_ms: f64) -> (Vec<(i64, f64)>,
             format!("uniform over {width_ms} ms, drawn per node every iteration"),
         ),
         Spread::Measured => {
-            let skew_us = report
-                .rungs
-                .iter()
-                .filter_map(|s| s.start_skew_us)
-                .fold(0.0_f64, f64::max);
+            let skew_us = measured_skew_us(report);
             if skew_us <= 0.0 {
                 return (
                     vec![(0, 1.0)],
@@ -537,6 +533,15 @@ fn spread_of(report: &Report, spread: Spread, step_ms: f64) -> (Vec<(i64, f64)>,
             )
         }
     }
+}
+
+/// The largest start skew the run measured, µs (0: none).
+fn measured_skew_us(report: &Report) -> f64 {
+    report
+        .rungs
+        .iter()
+        .filter_map(|s| s.start_skew_us)
+        .fold(0.0_f64, f64::max)
 }
 
 /// A predicted mean off by more than this share of the run's own
