@@ -189,12 +189,6 @@ pub fn predict_from(
     let mut p = predict_with(report, &schedule, responses)?;
     if let Some(j) = &job {
         let mut notes = j.notes(asked);
-        // A flat job is its own recorded stretch, not the sustained rung.
-        let keep = |n: &String| j.periodic || !n.starts_with("Compute fraction 1:");
-        p.notes.retain(keep);
-        for s in &mut p.scenarios {
-            s.notes.retain(keep);
-        }
         notes.append(&mut p.notes);
         p.notes = notes;
         p.comm = (None, "the job's own, as measured".into());
