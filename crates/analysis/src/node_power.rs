@@ -20,6 +20,9 @@ use powerlab_samples::series::{changes, median_spacing_ms, spacings_ms};
 use powerlab_samples::stats::{median, quantile, r3};
 use serde::Serialize;
 
+mod verdict;
+pub use verdict::{NodePowerNote, NodePowerVerdict};
+
 /// A meter reading below the GPU sum by more than this many W, and by
 /// more than [`BELOW_GPU_SUM_SHARE`] of it, does not measure this node.
 pub const BELOW_GPU_SUM_W: f64 = 20.0;
@@ -55,7 +58,7 @@ pub struct SourceFacts {
 }
 
 /// One rung, one source.
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct NodePowerRung {
     /// Rung id.
     pub rung_id: u32,
@@ -82,8 +85,8 @@ pub struct NodePowerRung {
     pub non_gpu_w: Option<f64>,
     /// (Chassis − GPU sum) / chassis.
     pub non_gpu_share: Option<f64>,
-    /// The instrument verdict and any incompleteness, in words.
-    pub verdict: String,
+    /// The instrument verdict and any incompleteness.
+    pub verdict: NodePowerVerdict,
 }
 
 /// A rung as this analysis needs it.
@@ -290,29 +293,26 @@ fn rung_row(
     verdict.extend(resolution);
     if values.is_empty() {
         verdict.push(if window_ms < span_ms {
-            format!("the window ({window_ms:.0} ms) is shorter than one reading's span ({span_ms:.0} ms)")
+            NodePowerNote::ShortWindow { window_ms, span_ms }
         } else {
-            "no reading in the window".into()
+            NodePowerNote::NoReading
         });
     } else if coverage < 0.9 {
-        verdict.push(format!(
-            "INCOMPLETE: {} of ~{expected:.0} readings ({:.0} %)",
-            inside.len(),
-            coverage * 100.0
-        ));
+        verdict.push(NodePowerNote::Incomplete {
+            readings: inside.len(),
+            expected,
+            coverage,
+        });
     }
     if n_failed > 0 {
-        verdict.push(format!("{n_failed} failed reads"));
+        verdict.push(NodePowerNote::FailedReads(n_failed));
     }
     let non_gpu_w = chassis_mean_w.zip(gpu_sum_w).map(|(c, g)| c - g);
     // Below the GPU sum by more than the two instruments' disagreement
     // (a meter that reads the GPUs themselves lands within ~1 % of them).
     let below = |n: f64, g: f64| n < -(BELOW_GPU_SUM_W.max(BELOW_GPU_SUM_SHARE * g));
     if let Some(n) = non_gpu_w.filter(|n| gpu_sum_w.is_some_and(|g| below(*n, g))) {
-        verdict.push(format!(
-            "CHASSIS BELOW THE GPU SUM by {:.0} W: this meter does not measure this node's GPUs (another node, one PSU, or a stale reading)",
-            -n
-        ));
+        verdict.push(NodePowerNote::BelowGpuSum(-n));
     }
     NodePowerRung {
         rung_id: r.id,
@@ -330,7 +330,7 @@ fn rung_row(
             .zip(chassis_mean_w)
             .filter(|(_, c)| *c > 0.0)
             .map(|(n, c)| r3(n / c)),
-        verdict: verdict.join("; "),
+        verdict: NodePowerVerdict(verdict),
     }
 }
 
@@ -338,7 +338,11 @@ fn rung_row(
 /// only for a duty rung whose period is at least four `span_ms` (a slower
 /// average cannot show it), and what the verdict says of that resolution
 /// (nothing for a rung with no period).
-fn chassis_swing(r: &RungSpan, values: &[f64], span_ms: f64) -> (Option<f64>, Option<String>) {
+fn chassis_swing(
+    r: &RungSpan,
+    values: &[f64],
+    span_ms: f64,
+) -> (Option<f64>, Option<NodePowerNote>) {
     let resolves = match r.period_ms {
         Some(p) => p >= 4.0 * span_ms,
         None => true,
@@ -354,12 +358,8 @@ fn chassis_swing(r: &RungSpan, values: &[f64], span_ms: f64) -> (Option<f64>, Op
         None
     };
     let words = match (r.period_ms, resolves) {
-        (Some(p), false) => Some(format!(
-            "a {span_ms:.0} ms average cannot resolve a {p:.0} ms swing: mean only"
-        )),
-        (Some(p), true) => Some(format!(
-            "a {span_ms:.0} ms average resolves a {p:.0} ms swing"
-        )),
+        (Some(period_ms), false) => Some(NodePowerNote::CannotResolve { span_ms, period_ms }),
+        (Some(period_ms), true) => Some(NodePowerNote::Resolves { span_ms, period_ms }),
         (None, _) => None,
     };
     (swing, words)
@@ -425,168 +425,4 @@ fn pearson(p: &[(f64, f64)]) -> Option<f64> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn row(sent: i64, recv: i64, w: Option<f64>) -> NodePowerRow {
-        NodePowerRow {
-            sent_ns: sent,
-            recv_ns: recv,
-            node: "n".into(),
-            source: "bmc".into(),
-            kind: "redfish".into(),
-            quantity: "node".into(),
-            watts: w,
-            error: if w.is_none() {
-                "timeout: no answer".into()
-            } else {
-                String::new()
-            },
-        }
-    }
-
-    /// A node whose GPUs draw a 4 s square wave (200 ↔ 1200 W) for 40 s
-    /// after a 10 s constant 700 W; its BMC adds 900 W, averages over
-    /// 500 ms, publishes every 500 ms and shows it 300 ms late; the
-    /// harness asks every 250 ms.
-    fn node() -> (Vec<i64>, Vec<Option<f64>>, Vec<NodePowerRow>, Vec<RungSpan>) {
-        let ms = 1_000_000i64;
-        let gpu_w = |t: i64| {
-            if t < 10_000 * ms {
-                700.0
-            } else if ((t - 10_000 * ms) / (2_000 * ms)) % 2 == 0 {
-                1200.0
-            } else {
-                200.0
-            }
-        };
-        let t: Vec<i64> = (0..50_000).map(|i| i * ms).collect();
-        let w: Vec<Option<f64>> = t.iter().map(|t| Some(gpu_w(*t))).collect();
-        let mut rows = Vec::new();
-        let mut published = 900.0 + 700.0;
-        for k in 0..200 {
-            let sent = k * 250 * ms;
-            let recv = sent + 20 * ms;
-            // The value published at the last 500 ms tick before recv - lag.
-            let tick = (recv - 300 * ms) / (500 * ms) * (500 * ms);
-            if tick >= 500 * ms {
-                let avg: f64 = (0..500)
-                    .map(|i| gpu_w(tick - 500 * ms + i * ms))
-                    .sum::<f64>()
-                    / 500.0;
-                // A BMC's last digit is never still.
-                published = 900.0 + avg + ((tick / (500 * ms)) % 3) as f64 * 0.5;
-            }
-            let failed = (160..164).contains(&k);
-            rows.push(row(sent, recv, (!failed).then_some(published)));
-        }
-        let rungs = vec![
-            RungSpan {
-                id: 0,
-                label: "sustained".into(),
-                kind: PhaseKind::Sustained,
-                period_ms: None,
-                from_ns: 2_000 * ms,
-                to_ns: 10_000 * ms,
-            },
-            RungSpan {
-                id: 1,
-                label: "slow".into(),
-                kind: PhaseKind::Duty,
-                period_ms: Some(4000.0),
-                from_ns: 10_000 * ms,
-                to_ns: 30_000 * ms,
-            },
-            RungSpan {
-                id: 2,
-                label: "fast".into(),
-                kind: PhaseKind::Duty,
-                period_ms: Some(200.0),
-                from_ns: 30_000 * ms,
-                to_ns: 50_000 * ms,
-            },
-        ];
-        (t, w, rows, rungs)
-    }
-
-    #[test]
-    fn finds_the_update_period_the_lag_and_the_non_gpu_power() {
-        let (t, w, rows, rungs) = node();
-        let src = SourceRows {
-            source: "bmc".into(),
-            kind: "redfish".into(),
-            interval_ms: Some(250.0),
-            rows,
-        };
-        let (facts, table) = analyse(&[src], &rungs, &GpuSum { t_ns: &t, w: &w });
-        let f = &facts[0];
-        assert_eq!(f.update_ms, Some(500.0), "{f:?}");
-        // 300 ms late, plus on average half an update held (250 ms), plus
-        // the 20 ms answer: ~570 ms.
-        let lag = f.lag_ms.unwrap();
-        assert!((450.0..=750.0).contains(&lag), "{f:?}");
-        assert_eq!(f.failed, 4);
-        assert_eq!(f.errors, "timeout: 4");
-        let sustained = &table[0];
-        assert!(
-            (sustained.non_gpu_w.unwrap() - 900.0).abs() < 1.0,
-            "{sustained:?}"
-        );
-        assert!((sustained.gpu_sum_w.unwrap() - 700.0).abs() < 1.0);
-        let slow = &table[1];
-        // 900 W of the node's own, whatever the GPUs do.
-        assert!((slow.non_gpu_w.unwrap() - 900.0).abs() < 60.0, "{slow:?}");
-        assert!(slow.chassis_swing_w.unwrap() > 900.0, "{slow:?}");
-        let fast = &table[2];
-        assert_eq!(fast.chassis_swing_w, None);
-        assert!(
-            fast.verdict.contains("cannot resolve a 200 ms swing"),
-            "{fast:?}"
-        );
-        // The failed reads fall into the fast rung's window: 4 of its ~78
-        // readings are missing.
-        assert!(fast.verdict.contains("4 failed reads"), "{fast:?}");
-        assert!(fast.coverage < 1.0 && fast.coverage > 0.9, "{fast:?}");
-    }
-
-    #[test]
-    fn a_source_that_stopped_answering_marks_the_rung_incomplete() {
-        let (t, w, mut rows, rungs) = node();
-        for r in rows.iter_mut().filter(|r| r.sent_ns > 20_000_000_000) {
-            r.watts = None;
-        }
-        let src = SourceRows {
-            source: "bmc".into(),
-            kind: "redfish".into(),
-            interval_ms: Some(250.0),
-            rows,
-        };
-        let (_, table) = analyse(&[src], &rungs, &GpuSum { t_ns: &t, w: &w });
-        assert!(table[1].verdict.contains("INCOMPLETE"), "{:?}", table[1]);
-        assert!(table[1].coverage < 0.6, "{:?}", table[1]);
-        assert_eq!(table[2].readings, 0);
-        assert!(table[2].verdict.contains("no reading"), "{:?}", table[2]);
-    }
-
-    #[test]
-    fn a_meter_below_the_gpu_sum_is_said_not_passed_off() {
-        let (t, w, mut rows, rungs) = node();
-        // One PSU of four: a quarter of the chassis, below what the GPUs draw.
-        for r in rows.iter_mut() {
-            r.watts = r.watts.map(|x| x / 4.0);
-        }
-        let src = SourceRows {
-            source: "psu1".into(),
-            kind: "redfish".into(),
-            interval_ms: Some(250.0),
-            rows,
-        };
-        let (_, table) = analyse(&[src], &rungs, &GpuSum { t_ns: &t, w: &w });
-        let sustained = &table[0];
-        assert!(sustained.non_gpu_w.unwrap() < 0.0, "{sustained:?}");
-        assert!(
-            sustained.verdict.contains("CHASSIS BELOW THE GPU SUM"),
-            "{sustained:?}"
-        );
-    }
-}
+mod tests;

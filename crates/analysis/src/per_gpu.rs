@@ -21,6 +21,9 @@ use powerlab_samples::stats::mean;
 use powerlab_samples::stats::{median, r3};
 use serde::Serialize;
 
+mod flag;
+pub use flag::{ClockEvents, OtherLimit, PeerFlag};
+
 /// A GPU is flagged when its mean is this far from its peers' median...
 pub const PEER_FLAG: f64 = 0.03;
 /// ... and by at least this much, W (idle GPUs differ by a few watts,
@@ -57,16 +60,19 @@ pub struct GpuRungRow {
     pub gpu_temp_max_c: Option<f64>,
     /// Hottest HBM temperature, °C.
     pub mem_temp_max_c: Option<f64>,
-    /// Clock-event bits seen in the window, by name.
-    pub events: String,
+    /// Clock-event bits seen in the window (written by name).
+    pub events: ClockEvents,
     /// Time under the power cap (cumulative counter's delta), share of the window.
     pub power_cap_share: Option<f64>,
     /// Time under thermal caps, share of the window.
     pub thermal_cap_share: Option<f64>,
     /// (mean − peers' median) / peers' median.
     pub vs_peers: Option<f64>,
-    /// Why this GPU is flagged (empty: it is not).
-    pub flag: String,
+    /// Why this GPU is flagged (None: it is not). Written as words, empty
+    /// where it is not flagged; a row read back from `per_gpu.csv` has none
+    /// (its words are for reading, and `compare` reads the figures).
+    #[serde(serialize_with = "flag::flag_words", skip_deserializing)]
+    pub flag: Option<PeerFlag>,
     /// Energy from the counter between its first and last reading in the window, J.
     pub counter_j: Option<f64>,
     /// The buffered samples' integral over the same span, J.
@@ -122,11 +128,11 @@ pub fn per_gpu(run: &Run, series: &SeriesSet) -> Vec<GpuRungRow> {
                     sm_clock_mhz: mean(&values(get(Instrument::SmClockMhz))).map(r3),
                     gpu_temp_max_c: values(get(Instrument::GpuTempC)).into_iter().reduce(f64::max),
                     mem_temp_max_c: values(get(Instrument::MemTempC)).into_iter().reduce(f64::max),
-                    events: ClockEventBits(bits).names().join(" "),
+                    events: ClockEvents(ClockEventBits(bits)),
                     power_cap_share: cap_share(series, node, gpu, Instrument::PowerCapTimeNs, from, to),
                     thermal_cap_share: cap_share(series, node, gpu, Instrument::ThermalCapTimeNs, from, to),
                     vs_peers: None,
-                    flag: String::new(),
+                    flag: None,
                     counter_j: energy.map(|e| r3(e.0)),
                     samples_j: energy.map(|e| r3(e.1)),
                     energy_gap: energy.map(|e| r3(e.2)),
@@ -238,63 +244,24 @@ fn flag_outliers(rows: &mut [GpuRungRow]) {
         if !beyond((d, w)) || !agrees {
             continue;
         }
-        let counter = counter.map(|c| c.0);
-        let source = match counter {
-            Some(c) => format!("buffered samples; energy counter {:+.1} %", c * 100.0),
-            None => "buffered samples".to_string(),
-        };
-        let limiters: Vec<&str> = row
-            .events
-            .split(' ')
-            .filter(|b| !b.is_empty() && *b != "gpu_idle")
-            .collect();
         // A GPU whose enforced limit is not its peers' differs by design.
         let other_limit = limit_apart[i]
             .filter(|(d, _)| d.abs() > PEER_FLAG)
             .zip(row.limit_w)
-            .map(|((_, w), l)| {
-                format!(
-                    "its enforced limit is {l:.0} W, its peers' {:.0} W: the limit, not a throttle; ",
-                    l - w
-                )
-            })
-            .unwrap_or_default();
-        let why = if limiters.is_empty() {
-            format!(
-                "{other_limit}no limiter bit set{}",
-                if other_limit.is_empty() {
-                    ": look at the load, not the GPU's limits"
-                } else {
-                    ""
-                }
-            )
-        } else {
-            let mut w = format!("limiter bits: {}", limiters.join(", "));
-            if let Some(s) = row.power_cap_share.filter(|s| *s > 0.0) {
-                w.push_str(&format!(
-                    "; under the power cap {:.0} % of the window",
-                    s * 100.0
-                ));
-            }
-            if let Some(s) = row.thermal_cap_share.filter(|s| *s > 0.0) {
-                w.push_str(&format!(
-                    "; under thermal caps {:.0} % of the window",
-                    s * 100.0
-                ));
-            }
-            format!("{other_limit}{w}")
-        };
-        row.flag = format!(
-            "{} {:.1} % {} its peers' median ({source}){}; {why}",
-            row.gpu,
-            d.abs() * 100.0,
-            if d < 0.0 { "below" } else { "above" },
-            if n == 2 {
-                " (2 GPUs: either may be the odd one)"
-            } else {
-                ""
-            }
-        );
+            .map(|((_, w), l)| OtherLimit {
+                limit_w: l,
+                peers_w: l - w,
+            });
+        row.flag = Some(PeerFlag {
+            gpu: row.gpu.clone(),
+            vs_peers: d,
+            counter_vs_peers: counter.map(|c| c.0),
+            of_two: n == 2,
+            other_limit,
+            limiters: row.events.limiters(),
+            power_cap_share: row.power_cap_share,
+            thermal_cap_share: row.thermal_cap_share,
+        });
     }
 }
 
@@ -356,7 +323,9 @@ fn values(s: &[(i64, f64)]) -> Vec<f64> {
 mod tests {
     use super::*;
 
-    fn row(gpu: &str, mean: f64, events: &str) -> GpuRungRow {
+    const CAP: u64 = ClockEventBits::SW_POWER_CAP;
+
+    fn row(gpu: &str, mean: f64, events: u64) -> GpuRungRow {
         GpuRungRow {
             rung_id: 0,
             rung: "sustained".into(),
@@ -369,11 +338,11 @@ mod tests {
             sm_clock_mhz: None,
             gpu_temp_max_c: None,
             mem_temp_max_c: None,
-            events: events.into(),
+            events: ClockEvents(ClockEventBits(events)),
             power_cap_share: Some(0.8),
             thermal_cap_share: Some(0.0),
             vs_peers: None,
-            flag: String::new(),
+            flag: None,
             counter_j: None,
             samples_j: None,
             energy_gap: None,
@@ -413,16 +382,25 @@ mod tests {
         let mut rows = vec![
             GpuRungRow {
                 limit_w: Some(1200.0),
-                ..row("gpu0", 960.0, "")
+                ..row("gpu0", 960.0, 0)
             },
-            row("gpu1", 693.0, "sw_power_cap"),
-            row("gpu2", 693.0, "sw_power_cap"),
+            row("gpu1", 693.0, CAP),
+            row("gpu2", 693.0, CAP),
         ];
         flag_outliers(&mut rows);
-        let f = &rows[0].flag;
+        let f = rows[0].flag.as_ref().expect("flagged");
+        assert_eq!(
+            f.other_limit,
+            Some(OtherLimit {
+                limit_w: 1200.0,
+                peers_w: 700.0
+            })
+        );
+        assert!(f.limiters.is_empty());
         assert!(
-            f.contains("its enforced limit is 1200 W, its peers' 700 W: the limit, not a throttle")
-                && !f.contains("look at the load"),
+            f.to_string().ends_with(
+                "its enforced limit is 1200 W, its peers' 700 W: the limit, not a throttle; no limiter bit set"
+            ),
             "{f}"
         );
     }
@@ -431,7 +409,7 @@ mod tests {
     fn a_gpu_is_flagged_only_where_its_energy_counter_agrees() {
         let with = |gpu: &str, buffered: f64, counter: f64| GpuRungRow {
             counter_mean_w: Some(counter),
-            ..row(gpu, buffered, "sw_power_cap")
+            ..row(gpu, buffered, CAP)
         };
         // Buffered means aliased (+11 % on one GPU), the counter flat: no flag.
         let mut rows = vec![
@@ -440,7 +418,7 @@ mod tests {
             with("gpu2", 700.0, 699.0),
         ];
         flag_outliers(&mut rows);
-        assert!(rows.iter().all(|r| r.flag.is_empty()), "{rows:?}");
+        assert!(rows.iter().all(|r| r.flag.is_none()), "{rows:?}");
         assert_eq!(rows[0].vs_peers, Some(0.11));
         // Both say 10 % low: flagged, with the counter's figure.
         let mut rows = vec![
@@ -449,11 +427,12 @@ mod tests {
             with("gpu2", 700.0, 699.0),
         ];
         flag_outliers(&mut rows);
+        let f = rows[0].flag.as_ref().expect("flagged");
+        assert_eq!((f.vs_peers, f.counter_vs_peers), (-0.1, Some(-0.1)), "{f}");
         assert!(
-            rows[0].flag.contains("10.0 % below")
-                && rows[0].flag.contains("energy counter -10.0 %"),
-            "{}",
-            rows[0].flag
+            f.to_string()
+                .contains("(buffered samples; energy counter -10.0 %)"),
+            "{f}"
         );
         // The counter leaves the other way: no flag.
         let mut rows = vec![
@@ -462,59 +441,45 @@ mod tests {
             with("gpu2", 700.0, 700.0),
         ];
         flag_outliers(&mut rows);
-        assert!(rows[0].flag.is_empty(), "{}", rows[0].flag);
+        assert!(rows[0].flag.is_none(), "{:?}", rows[0].flag);
     }
 
     #[test]
     fn flags_the_gpu_that_leaves_its_peers_and_names_its_limiter() {
         let mut rows = vec![
-            row("gpu0", 690.0, ""),
-            row("gpu1", 688.0, ""),
-            row("gpu2", 640.0, "sw_power_cap hw_thermal_slowdown"),
-            row("gpu3", 693.0, ""),
+            row("gpu0", 690.0, 0),
+            row("gpu1", 688.0, 0),
+            row("gpu2", 640.0, CAP | ClockEventBits::HW_THERMAL_SLOWDOWN),
+            row("gpu3", 693.0, 0),
         ];
         flag_outliers(&mut rows);
         let flagged: Vec<&str> = rows
             .iter()
-            .filter(|r| !r.flag.is_empty())
+            .filter(|r| r.flag.is_some())
             .map(|r| r.gpu.as_str())
             .collect();
         assert_eq!(flagged, vec!["gpu2"]);
-        let f = &rows[2].flag;
+        let f = rows[2].flag.as_ref().expect("flagged");
+        assert!(f.vs_peers < -0.07 && f.limiters.slowdown(), "{f}");
         assert!(
-            f.contains("7.2 % below") && f.contains("hw_thermal_slowdown"),
+            f.to_string().contains("7.2 % below")
+                && f.to_string().contains("under the power cap 80 %"),
             "{f}"
         );
-        assert!(f.contains("power cap 80 %"), "{f}");
         // gpu0 against the median of 688, 640 and 693 W.
         assert_eq!(rows[0].vs_peers, Some(0.003));
         // 2.9 % off: not flagged; 3.1 %: flagged.
-        let mut rows = vec![
-            row("a", 700.0, ""),
-            row("b", 700.0, ""),
-            row("c", 679.7, ""),
-        ];
+        let mut rows = vec![row("a", 700.0, 0), row("b", 700.0, 0), row("c", 679.7, 0)];
         flag_outliers(&mut rows);
-        assert!(rows.iter().all(|r| r.flag.is_empty()));
-        let mut rows = vec![
-            row("a", 700.0, ""),
-            row("b", 700.0, ""),
-            row("c", 678.3, ""),
-        ];
+        assert!(rows.iter().all(|r| r.flag.is_none()));
+        let mut rows = vec![row("a", 700.0, 0), row("b", 700.0, 0), row("c", 678.3, 0)];
         flag_outliers(&mut rows);
-        assert!(
-            rows[2].flag.contains("no limiter bit set"),
-            "{}",
-            rows[2].flag
-        );
+        let f = rows[2].flag.as_ref().expect("flagged");
+        assert!(f.limiters.is_empty() && f.other_limit.is_none(), "{f}");
         // Idle GPUs 5 W apart (4 %): under the 10 W floor, not flagged.
-        let mut rows = vec![
-            row("a", 119.0, ""),
-            row("b", 124.0, ""),
-            row("c", 124.0, ""),
-        ];
+        let mut rows = vec![row("a", 119.0, 0), row("b", 124.0, 0), row("c", 124.0, 0)];
         flag_outliers(&mut rows);
-        assert!(rows.iter().all(|r| r.flag.is_empty()), "{rows:?}");
+        assert!(rows.iter().all(|r| r.flag.is_none()), "{rows:?}");
         assert_eq!(rows[0].vs_peers, Some(-0.04));
     }
 }

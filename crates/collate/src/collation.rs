@@ -254,7 +254,6 @@ fn collate_into(
     let raw_parquet = report_dir.join(RAW_PARQUET_DIR);
     let report = crate::report::node::compute(dir, run, opts.soak_edge_s, Some(&raw_parquet))?;
     let mut files = crate::export::export_all(&report, report_dir)?;
-    let verdicts = crate::report::verdicts::run_rows(&report.rungs, &report.envelope, &report.grid);
     let Scope::Node(node) = report.scope else {
         unreachable!("a node run computes a node report")
     };
@@ -267,7 +266,7 @@ fn collate_into(
         compare: report.compare,
         sensor: node.sensor,
         nccl: node.nccl,
-        verdicts,
+        verdicts: report.verdicts,
         raw_rows: node.raw_rows,
         files,
     })

@@ -6,7 +6,7 @@
 //! when asked ([`crate::collation::collate`]), or refused by name. The
 //! figures are never re-derived here, and `report.md` is never parsed.
 
-use crate::compare::side::{Side, SummaryRow};
+use crate::compare::side::{ReportState, Side, SummaryRow};
 use crate::compare::{CompareError, CompareOptions, Comparison, compare_sides};
 use crate::handoff::{Freshness, freshness};
 use powerlab_analysis::per_gpu::GpuRungRow;
@@ -82,14 +82,14 @@ pub fn load_side(path: &Path, collate_stale: bool) -> Result<Side, CompareError>
         Freshness::Stale("it was never collated: no report/".into())
     };
     let report = match state {
-        Freshness::Fresh => "up to date with its files".to_string(),
-        Freshness::RawArchived => "raw files archived: the report as it was collated".to_string(),
+        Freshness::Fresh => ReportState::UpToDate,
+        Freshness::RawArchived => ReportState::RawArchived,
         Freshness::Stale(why) if collate_stale => {
             crate::collation::collate(path).map_err(|source| CompareError::Collate {
                 path: path.to_path_buf(),
                 source,
             })?;
-            format!("collated now ({why})")
+            ReportState::CollatedNow(why)
         }
         Freshness::Stale(why) => {
             return Err(CompareError::NotCollated {

@@ -20,6 +20,7 @@ pub mod export;
 pub mod folder;
 pub mod handoff;
 pub mod rack;
+pub mod render;
 pub mod report;
 
 pub use collation::{CollateOptions, CollateOutput, collate, collate_with};

@@ -7,8 +7,9 @@ use crate::cli::CompareArgs;
 use anyhow::Result;
 use powerlab_collate::compare::CompareOptions;
 use powerlab_collate::comparison::compare as compare_runs;
-use powerlab_collate::export::compare::{json, write_all};
-use powerlab_collate::export::markdown::compare::markdown;
+use powerlab_collate::render::{
+    compare_json as json, compare_markdown as markdown, write_compare as write_all,
+};
 use std::path::{Component, Path, PathBuf};
 
 pub fn compare(a: &CompareArgs) -> Result<i32> {

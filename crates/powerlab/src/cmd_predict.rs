@@ -148,12 +148,7 @@ fn play_grid(a: &PredictArgs, p: &mut Prediction, dir: &std::path::Path) {
         g.system.case,
         g.system.bus
     );
-    predict::grid_system::simulate(g, a.andes_python.as_deref(), dir);
-    if let Some(n) = g
-        .notes
-        .iter()
-        .find(|n| n.starts_with("Time-domain playback"))
-    {
+    if let Some(n) = predict::grid_system::simulate(g, a.andes_python.as_deref(), dir) {
         errln!("grid: {n}");
     }
 }

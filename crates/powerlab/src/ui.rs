@@ -180,7 +180,7 @@ pub fn print_summary(rungs: &[RungSummary], verdicts: &[SpecRow]) {
 /// its margin; `report/report.md` has the table.
 fn verdict_line(rows: &[SpecRow]) -> String {
     use powerlab_analysis::grid::GridVerdict;
-    use powerlab_collate::export::markdown::verdict_table::{Scale, item, verdict};
+    use powerlab_collate::render::{Scale, Style, item, verdict_in};
     let judged: Vec<String> = rows
         .iter()
         .filter(|r| r.verdict != GridVerdict::NoLimit)
@@ -194,11 +194,7 @@ fn verdict_line(rows: &[SpecRow]) -> String {
                     format!(", {by} under it")
                 }
             });
-            format!(
-                "{}: {}{margin}",
-                item(&r.item),
-                verdict(r).replace("**", "")
-            )
+            format!("{}: {}{margin}", item(&r.item), verdict_in(r, Style::Plain))
         })
         .collect();
     let open: Vec<String> = rows

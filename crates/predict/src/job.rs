@@ -284,6 +284,7 @@ impl Job {
         // A flat job's swing is its recorded stretch's own, not a
         // constant load's bound.
         r.sustained_swing_w = None;
+        r.flat_job = !self.periodic;
         r
     }
 

@@ -189,12 +189,6 @@ pub fn predict_from(
     let mut p = predict_with(report, &schedule, responses)?;
     if let Some(j) = &job {
         let mut notes = j.notes(asked);
-        // A flat job is its own recorded stretch, not the sustained rung.
-        let keep = |n: &String| j.periodic || !n.starts_with("Compute fraction 1:");
-        p.notes.retain(keep);
-        for s in &mut p.scenarios {
-            s.notes.retain(keep);
-        }
         notes.append(&mut p.notes);
         p.notes = notes;
         p.comm = (None, "the job's own, as measured".into());
@@ -267,7 +261,7 @@ fn predict_with(
     if let Some(h) = built.scenarios.first() {
         notes.extend(counter_check(report, schedule, &profile, h.mean_w.value));
     }
-    if spread.starts_with("none measured") {
+    if schedule.spread == Spread::Measured && measured_skew_us(report) <= 0.0 {
         notes.push(format!("The schedule asks for the measured spread, but the run measured no start skew: {spread}."));
     }
     Ok(Prediction {
@@ -445,7 +439,7 @@ fn lifecycle_plan(
 /// and the planned rungs it never reached, as the run's report states
 /// them: the prediction rests on the rungs that ran, and says so first.
 fn unfinished(report: &Report) -> Vec<String> {
-    use powerlab_collate::export::markdown::headline::{missing_rungs_warning, status_warning};
+    use powerlab_collate::render::{missing_rungs_warning, status_warning};
     let raw_end_ns = report.node().and_then(|n| n.raw_end_ns);
     let run = &report.run;
     let mut notes: Vec<String> = status_warning(run, raw_end_ns)
@@ -518,11 +512,7 @@ fn spread_of(report: &Report, spread: Spread, step_ms: f64) -> (Vec<(i64, f64)>,
             format!("uniform over {width_ms} ms, drawn per node every iteration"),
         ),
         Spread::Measured => {
-            let skew_us = report
-                .rungs
-                .iter()
-                .filter_map(|s| s.start_skew_us)
-                .fold(0.0_f64, f64::max);
+            let skew_us = measured_skew_us(report);
             if skew_us <= 0.0 {
                 return (
                     vec![(0, 1.0)],
@@ -537,6 +527,15 @@ fn spread_of(report: &Report, spread: Spread, step_ms: f64) -> (Vec<(i64, f64)>,
             )
         }
     }
+}
+
+/// The largest start skew the run measured, µs (0: none).
+fn measured_skew_us(report: &Report) -> f64 {
+    report
+        .rungs
+        .iter()
+        .filter_map(|s| s.start_skew_us)
+        .fold(0.0_f64, f64::max)
 }
 
 /// A predicted mean off by more than this share of the run's own

@@ -74,6 +74,9 @@ pub struct Responses {
     /// One GPU's enforced power limit, the mean of the run's GPUs' as the
     /// manifest records them, W (None: not recorded).
     pub limit_w: Option<f64>,
+    /// A flat job's own recorded stretch: its constant load is that
+    /// stretch, not the run's sustained rung.
+    pub flat_job: bool,
 }
 
 impl Responses {
@@ -160,6 +163,7 @@ pub fn responses(report: &Report) -> Responses {
         sustained_w,
         sustained_swing_w,
         limit_w,
+        flat_job: false,
     }
 }
 

@@ -35,4 +35,6 @@ pub use calibration::calibrate;
 pub use model::{GpuSensor, MeasuredGpu, ModelKind, PathModel, Probe, SensorModel, read_model};
 pub use powerlab_samples::series::{EdgeIndex, SeriesSet};
 pub use source::model_for;
-pub use verdict::{PeriodAnswer, RungPathRow, SensorReport, analyse, raw_verdict};
+pub use verdict::{
+    PeriodAnswer, PeriodVerdict, RawVerdict, RungPathRow, SensorReport, analyse, raw_verdict,
+};

@@ -21,16 +21,90 @@ use powerlab_samples::stats::quantile;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
+/// What a path's raw readings can make of a duty rung's period.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RawVerdict {
+    /// The period is at least two updates and its shorter half two windows.
+    Resolvable,
+    /// The path's window is too wide for the rung's shorter half.
+    InstrumentLimit,
+    /// The period is shorter than two updates of the path.
+    Aliased,
+}
+
+impl std::fmt::Display for RawVerdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Resolvable => "resolvable",
+            Self::InstrumentLimit => "instrument limit",
+            Self::Aliased => "aliased",
+        })
+    }
+}
+
+impl Serialize for RawVerdict {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
 /// What a path can make of a square wave of `period_ms` and `duty`.
-pub fn raw_verdict(m: &PathModel, period_ms: f64, duty: f64) -> &'static str {
+pub fn raw_verdict(m: &PathModel, period_ms: f64, duty: f64) -> RawVerdict {
     let u = m.update_period_ms.unwrap_or(100.0);
     let w = m.window_ms.unwrap_or(u);
     if period_ms < 2.0 * u {
-        "aliased"
+        RawVerdict::Aliased
     } else if duty.min(1.0 - duty) * period_ms < 2.0 * w {
-        "instrument limit"
+        RawVerdict::InstrumentLimit
     } else {
-        "resolvable"
+        RawVerdict::Resolvable
+    }
+}
+
+/// The node's answer for one period: how the board follows it, or why
+/// no path reconstructed it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum PeriodVerdict {
+    /// Reconstructed, with no reconstructed long period to judge it
+    /// against (written as nothing).
+    Unjudged,
+    /// The board follows: at least 80 % of the long-period swing.
+    Follows,
+    /// The board attenuates: this share of the long-period swing.
+    Attenuates(f64),
+    /// Not reconstructed: the samples stayed phase-locked to the period,
+    /// covering this share of the cycle; the buffered path's raw verdict.
+    PhaseLocked(f64, RawVerdict),
+    /// Not reconstructed: the buffered readings alias the period.
+    Aliased,
+    /// Not reconstructed: no path's window passes the period.
+    InstrumentLimit,
+}
+
+impl std::fmt::Display for PeriodVerdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Unjudged => Ok(()),
+            Self::Follows => f.write_str("board follows"),
+            Self::Attenuates(frac) => write!(
+                f,
+                "board attenuates ({:.0} % of the long-period swing)",
+                100.0 * frac
+            ),
+            Self::PhaseLocked(cov, raw) => write!(
+                f,
+                "not reconstructed: samples phase-locked to the period ({:.0} % of the cycle covered); raw readings {raw}",
+                100.0 * cov
+            ),
+            Self::Aliased => f.write_str("aliased"),
+            Self::InstrumentLimit => f.write_str("instrument limit"),
+        }
+    }
+}
+
+impl Serialize for PeriodVerdict {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
     }
 }
 
@@ -52,7 +126,7 @@ pub struct RungPathRow {
     /// The power path read: `buffered_w` or `instant_w`.
     pub instrument: Instrument,
     /// resolvable / instrument limit / aliased (the raw readings).
-    pub verdict: String,
+    pub verdict: RawVerdict,
     /// p90 − p10 of the raw readings, W (what a plain summary would call the swing).
     pub visible_swing_w: Option<f64>,
     /// Square-wave swing of the folded cycle, W (before the window correction).
@@ -93,7 +167,7 @@ pub struct PeriodAnswer {
     /// Reconstructed over the longest period's reconstructed swing.
     pub fraction_of_long_period: Option<f64>,
     /// board follows / board attenuates / instrument limit / aliased.
-    pub verdict: String,
+    pub verdict: PeriodVerdict,
 }
 
 /// Everything the sensor analysis produced.
@@ -212,7 +286,7 @@ fn rung_rows(
                 mode: r.info.mode,
                 gpu: g.key.clone(),
                 instrument: inst,
-                verdict: raw_verdict(m, period_ms, r.info.duty).into(),
+                verdict: raw_verdict(m, period_ms, r.info.duty),
                 visible_swing_w: visible,
                 folded_swing_w: folded,
                 window_gain: Some(gain),
@@ -261,8 +335,7 @@ fn answers(
         let raw = mine
             .iter()
             .find(|x| x.instrument == Instrument::BufferedW)
-            .map(|x| x.verdict.clone())
-            .unwrap_or_else(|| "aliased".into());
+            .map_or(RawVerdict::Aliased, |x| x.verdict);
         // A path whose window passes this period but whose samples stayed
         // phase-locked to it (a period that is a multiple of the sampling
         // grid) could not be folded: say so instead of blaming the window.
@@ -276,13 +349,15 @@ fn answers(
             period_ms: r.info.period_ms.map(PeriodMs::ms).unwrap_or(0.0),
             visible_swing_w: visible.get(&r.info.id).copied().flatten(),
             reconstructed_swing_w: pick.map(|p| p.1),
-            reconstructed_by: pick.map(|p| p.0.to_string()).unwrap_or_else(|| "none".into()),
+            reconstructed_by: pick
+                .map(|p| p.0.to_string())
+                .unwrap_or_else(|| "none".into()),
             fraction_of_long_period: None,
-            verdict: match (pick.is_some(), locked) {
-                (true, _) => String::new(),
-                (false, Some(cov)) => format!("not reconstructed: samples phase-locked to the period ({:.0} % of the cycle covered); raw readings {raw}", 100.0 * cov),
-                (false, None) if raw == "aliased" => "aliased".into(),
-                (false, None) => "instrument limit".into(),
+            verdict: match (pick.is_some(), locked, raw) {
+                (true, _, _) => PeriodVerdict::Unjudged,
+                (false, Some(cov), raw) => PeriodVerdict::PhaseLocked(cov, raw),
+                (false, None, RawVerdict::Aliased) => PeriodVerdict::Aliased,
+                (false, None, _) => PeriodVerdict::InstrumentLimit,
             },
         });
     }
@@ -304,12 +379,9 @@ fn answers(
             let frac = rec / refw;
             a.fraction_of_long_period = Some(frac);
             a.verdict = if frac >= 0.8 {
-                "board follows".into()
+                PeriodVerdict::Follows
             } else {
-                format!(
-                    "board attenuates ({:.0} % of the long-period swing)",
-                    100.0 * frac
-                )
+                PeriodVerdict::Attenuates(frac)
             };
         }
     }
@@ -333,4 +405,57 @@ fn spectra(run: &Run, curve: &NodeCurve) -> Vec<(u32, String, spectrum::Spectrum
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_raw_verdict_writes_the_words_it_always_wrote() {
+        let m = PathModel {
+            instrument: Instrument::BufferedW,
+            update_period_ms: Some(100.0),
+            window_ms: Some(25.0),
+            window_ms_ci95: None,
+            latency_ms: Some(0.0),
+            latency_ms_ci95: None,
+            refused: None,
+            board_fall_tau_ms: None,
+            fit_rms: None,
+            edges_used: 0,
+            read_period_ms: None,
+        };
+        assert_eq!(raw_verdict(&m, 150.0, 0.5), RawVerdict::Aliased);
+        assert_eq!(raw_verdict(&m, 200.0, 0.1), RawVerdict::InstrumentLimit);
+        assert_eq!(raw_verdict(&m, 2000.0, 0.5), RawVerdict::Resolvable);
+        let words: Vec<String> = [
+            RawVerdict::Resolvable,
+            RawVerdict::InstrumentLimit,
+            RawVerdict::Aliased,
+        ]
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+        assert_eq!(words, ["resolvable", "instrument limit", "aliased"]);
+    }
+
+    #[test]
+    fn a_period_verdict_writes_the_words_it_always_wrote() {
+        assert_eq!(PeriodVerdict::Unjudged.to_string(), "");
+        assert_eq!(PeriodVerdict::Follows.to_string(), "board follows");
+        assert_eq!(
+            PeriodVerdict::Attenuates(0.426).to_string(),
+            "board attenuates (43 % of the long-period swing)"
+        );
+        assert_eq!(
+            PeriodVerdict::PhaseLocked(0.25, RawVerdict::Resolvable).to_string(),
+            "not reconstructed: samples phase-locked to the period (25 % of the cycle covered); raw readings resolvable"
+        );
+        assert_eq!(PeriodVerdict::Aliased.to_string(), "aliased");
+        assert_eq!(
+            PeriodVerdict::InstrumentLimit.to_string(),
+            "instrument limit"
+        );
+    }
 }

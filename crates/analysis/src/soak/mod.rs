@@ -15,8 +15,12 @@ mod rows;
 #[cfg(test)]
 mod tests;
 mod trend;
+mod verdict;
 
 pub use trend::drift;
+pub use verdict::{
+    Equilibrium, MOVED_SHARE, Moved, Movement, NotJudged, Reason, SoakVerdict, Unreached,
+};
 
 use powerlab_core::Instrument;
 use powerlab_core::sample::ClockEventBits;
@@ -85,7 +89,7 @@ pub struct SoakRow {
     /// 1 °C of its final plateau, s (the node: its slowest GPU).
     pub equilibrium_s: Option<f64>,
     /// How the equilibrium was judged (`reached`, or why not).
-    pub equilibrium: String,
+    pub equilibrium: Equilibrium,
     /// Mean GPU temperature over the first window, °C.
     pub temp_start_c: Option<f64>,
     /// Mean GPU temperature over the last window, °C.
@@ -104,6 +108,10 @@ pub struct SoakRow {
     pub power_cap_share: Option<f64>,
     /// Share of the window under thermal caps (cumulative counter).
     pub thermal_cap_share: Option<f64>,
+    /// Whether the power held or moved, judged on the figures above (not
+    /// a column of `soak.csv`: the report writes it).
+    #[serde(skip)]
+    pub verdict: SoakVerdict,
 }
 
 /// One GPU's lines for the soak plot, against seconds since the soak's start.

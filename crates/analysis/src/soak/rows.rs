@@ -2,7 +2,8 @@
 //! the node's from the GPUs'.
 
 use super::trend::{bin_means, drift, equilibrium};
-use super::{NODE, SoakRow, THROTTLE_BITS, secs, values};
+use super::verdict::{Trend, judge, judge_node};
+use super::{Equilibrium, NODE, SoakRow, THROTTLE_BITS, secs, values};
 use crate::per_gpu::cap_share;
 use powerlab_core::Instrument;
 use powerlab_core::sample::ClockEventBits;
@@ -69,20 +70,27 @@ pub(super) fn gpu_row(
             .collect();
         (!names.is_empty()).then(|| (secs(p.0 - from), names.join(" ")))
     });
+    let trend = Trend {
+        drift: fit.map(|f| (r3(f.0), r3(f.0 - f.1), r3(f.0 + f.1))),
+        change_w: first.zip(last).map(|(a, b)| r3(b - a)),
+        first_w: first.map(r3),
+        window_s: r3(secs(to - from)),
+    };
     SoakRow {
         rung_id: r.info.id,
         rung: r.info.label.clone(),
         gpu: gpu.to_string(),
-        window_s: r3(secs(to - from)),
+        window_s: trend.window_s,
         planned_s: r3(secs(r.end_ns - from)),
+        verdict: judge(trend, &incomplete),
         incomplete,
         edge_s: r3(edge_s),
-        first_mean_w: first.map(r3),
+        first_mean_w: trend.first_w,
         last_mean_w: last.map(r3),
-        change_w: first.zip(last).map(|(a, b)| r3(b - a)),
-        drift_w_per_10min: fit.map(|f| r3(f.0)),
-        drift_lo_w_per_10min: fit.map(|f| r3(f.0 - f.1)),
-        drift_hi_w_per_10min: fit.map(|f| r3(f.0 + f.1)),
+        change_w: trend.change_w,
+        drift_w_per_10min: trend.drift.map(|d| d.0),
+        drift_lo_w_per_10min: trend.drift.map(|d| d.1),
+        drift_hi_w_per_10min: trend.drift.map(|d| d.2),
         drift_bins: fit.map_or(0, |f| f.2),
         equilibrium_s: equilibrium_s.map(r3),
         equilibrium,
@@ -122,24 +130,32 @@ pub(super) fn node_row(r: &RungWindow, series: &SeriesSet, run: &Run, gpus: &[So
         .filter(|g| !g.incomplete.is_empty())
         .map(|g| format!("{} {}", g.gpu, g.incomplete))
         .collect();
-    SoakRow {
-        rung_id: r.info.id,
-        rung: r.info.label.clone(),
-        gpu: NODE.to_string(),
+    let incomplete = short.join("; ");
+    let trend = Trend {
+        drift: fit.map(|f| (r3(f.0), r3(f.0 - f.1), r3(f.0 + f.1))),
+        change_w: first.zip(last).map(|(a, b)| r3(b - a)),
+        first_w: first,
         window_s: gpus
             .iter()
             .map(|g| g.window_s)
             .reduce(f64::min)
             .unwrap_or(r3(secs(to - from))),
+    };
+    SoakRow {
+        rung_id: r.info.id,
+        rung: r.info.label.clone(),
+        gpu: NODE.to_string(),
+        window_s: trend.window_s,
         planned_s: r3(secs(to - from)),
-        incomplete: short.join("; "),
+        verdict: judge_node(trend, &incomplete, gpus),
+        incomplete,
         edge_s: gpus.first().map_or(0.0, |g| g.edge_s),
         first_mean_w: first,
         last_mean_w: last,
-        change_w: first.zip(last).map(|(a, b)| r3(b - a)),
-        drift_w_per_10min: fit.map(|f| r3(f.0)),
-        drift_lo_w_per_10min: fit.map(|f| r3(f.0 - f.1)),
-        drift_hi_w_per_10min: fit.map(|f| r3(f.0 + f.1)),
+        change_w: trend.change_w,
+        drift_w_per_10min: trend.drift.map(|d| d.0),
+        drift_lo_w_per_10min: trend.drift.map(|d| d.1),
+        drift_hi_w_per_10min: trend.drift.map(|d| d.2),
         drift_bins: fit.map_or(0, |f| f.2),
         equilibrium_s,
         equilibrium,
@@ -188,7 +204,7 @@ fn node_bins(r: &RungWindow, series: &SeriesSet, run: &Run) -> Vec<(f64, f64)> {
 
 /// The node's equilibrium: its slowest GPU's, where every GPU reached
 /// one; else which GPUs did not (and why, where only one did not).
-fn node_equilibrium(gpus: &[SoakRow]) -> (Option<f64>, String) {
+fn node_equilibrium(gpus: &[SoakRow]) -> (Option<f64>, Equilibrium) {
     let slowest = gpus
         .iter()
         .map(|g| g.equilibrium_s)
@@ -200,29 +216,24 @@ fn node_equilibrium(gpus: &[SoakRow]) -> (Option<f64>, String) {
                 .iter()
                 .find(|g| g.equilibrium_s == Some(worst))
                 .map_or("", |g| g.gpu.as_str());
-            (Some(worst), format!("reached (slowest: {who})"))
+            (Some(worst), Equilibrium::ReachedBySlowest(who.to_string()))
         }
         _ => {
             let not: Vec<&SoakRow> = gpus.iter().filter(|g| g.equilibrium_s.is_none()).collect();
-            let names: Vec<&str> = not.iter().map(|g| g.gpu.as_str()).collect();
             // One GPU: its reason too.
             let why = match not.as_slice() {
-                [one] => format!(
-                    ": {}",
-                    one.equilibrium
-                        .strip_prefix("not reached: ")
-                        .or_else(|| one.equilibrium.strip_prefix("not judged: "))
-                        .unwrap_or(&one.equilibrium)
-                ),
-                _ => String::new(),
+                [one] => match &one.equilibrium {
+                    Equilibrium::Unreached(u) => Some(u.clone()),
+                    _ => None,
+                },
+                _ => None,
             };
-            let judged = not.iter().any(|g| !g.equilibrium.starts_with("not judged"));
-            let word = if judged {
-                "not reached by"
-            } else {
-                "not judged for"
-            };
-            (None, format!("{word} {}{why}", names.join(", ")))
+            let judged = not.iter().any(|g| match &g.equilibrium {
+                Equilibrium::Unreached(u) => u.judged(),
+                _ => true,
+            });
+            let gpus = not.iter().map(|g| g.gpu.clone()).collect();
+            (None, Equilibrium::NotByAll { gpus, judged, why })
         }
     }
 }

@@ -55,7 +55,7 @@ fn equilibrium_is_when_the_temperature_stays_near_its_plateau() {
         .map(|t| (t * s, (40.0 + t as f64 / 5.0).min(70.0)))
         .collect();
     let (at, how) = equilibrium(&temp, 0, 301 * s, 240 * s);
-    assert_eq!(how, "reached");
+    assert_eq!(how, Equilibrium::Reached);
     // The 10 s bin from 140 s averages 68.9 °C (1.1 °C off the 70 °C
     // plateau); from 150 s every bin is on it.
     let at = at.unwrap();
@@ -63,7 +63,10 @@ fn equilibrium_is_when_the_temperature_stays_near_its_plateau() {
     // Still rising through the last window: not reached.
     let rising: Vec<(i64, f64)> = (0..=300).map(|t| (t * s, 40.0 + t as f64 / 10.0)).collect();
     let (none, why) = equilibrium(&rising, 0, 301 * s, 240 * s);
-    assert!(none.is_none() && why.starts_with("not reached"), "{why}");
+    assert!(
+        none.is_none() && matches!(&why, Equilibrium::Unreached(u) if u.judged()),
+        "{why}"
+    );
     // Flat throughout: reached at once.
     let flat: Vec<(i64, f64)> = (0..100).map(|t| (t * s, 60.0)).collect();
     assert_eq!(equilibrium(&flat, 0, 100 * s, 60 * s).0, Some(0.0));
@@ -79,8 +82,15 @@ fn a_steady_climb_is_not_a_plateau() {
         .collect();
     let (at, why) = equilibrium(&temp, 0, 300_000 * ms, 240_000 * ms);
     assert_eq!(at, None);
-    assert!(why.starts_with("not reached: still climbing"), "{why}");
-    assert!(why.contains("+0.80 °C/min"), "{why}");
+    assert!(
+        matches!(why, Equilibrium::Unreached(Unreached::StillDrifting { moved_c, .. }) if moved_c > 0.0),
+        "{why}"
+    );
+    assert!(
+        why.to_string().starts_with("not reached: still climbing"),
+        "{why}"
+    );
+    assert!(why.to_string().contains("+0.80 °C/min"), "{why}");
     // The same climb over 300 s but only 0.9 °C in all stays within
     // the 1 °C the rule allows.
     let slow: Vec<(i64, f64)> = (0..1500)
@@ -88,7 +98,7 @@ fn a_steady_climb_is_not_a_plateau() {
         .collect();
     assert_eq!(
         equilibrium(&slow, 0, 300_000 * ms, 240_000 * ms).1,
-        "reached"
+        Equilibrium::Reached
     );
 }
 
@@ -104,9 +114,10 @@ fn missing_readings_are_not_judged_as_equilibrium() {
     let late = flat(240, 300);
     let (at, why) = equilibrium(&late, 0, 300_000 * ms, 240_000 * ms);
     assert_eq!(at, None);
-    assert!(
-        why.starts_with("not judged: no temperature readings before"),
-        "{why}"
+    assert_eq!(why, Equilibrium::Unreached(Unreached::NothingBefore));
+    assert_eq!(
+        why.to_string(),
+        "not judged: no temperature readings before the last window"
     );
     // Readings from 100 s: equilibrium from the first bin there is, not 0 s.
     let gap = flat(100, 300);
@@ -119,10 +130,7 @@ fn missing_readings_are_not_judged_as_equilibrium() {
     sparse.push((299_000 * ms, 60.0));
     let (at, why) = equilibrium(&sparse, 0, 300_000 * ms, 240_000 * ms);
     assert_eq!(at, None);
-    assert!(
-        why.starts_with("not judged: 1 temperature reading"),
-        "{why}"
-    );
+    assert_eq!(why, Equilibrium::Unreached(Unreached::FewReadings(1)));
 }
 
 #[test]
@@ -147,7 +155,7 @@ fn whole_degree_flicker_on_the_plateau_is_equilibrium() {
         })
         .collect();
     let (at, how) = equilibrium(&temp, 0, 300_000 * ms, 240_000 * ms);
-    assert_eq!(how, "reached");
+    assert_eq!(how, Equilibrium::Reached);
     assert_eq!(at, Some(120.0));
     // A single reading would have called it still moving: a 58 lies in
     // the last window, more than 1 °C off the plateau.

@@ -1,7 +1,7 @@
 //! The soak's statistics over time: 10 s bin means, the drift fitted
 //! through them, and the time to thermal equilibrium.
 
-use super::{BIN_S, EQUILIBRIUM_C, LAST_WINDOW_C, secs, values};
+use super::{BIN_S, EQUILIBRIUM_C, Equilibrium, LAST_WINDOW_C, Unreached, secs, values};
 use powerlab_core::units::{ms_to_ns_f64, secs_to_ns_trunc};
 use powerlab_samples::series::span;
 use powerlab_samples::stats::{mean, t975};
@@ -86,7 +86,7 @@ pub(super) fn equilibrium(
     from: i64,
     to: i64,
     last_start: i64,
-) -> (Option<f64>, String) {
+) -> (Option<f64>, Equilibrium) {
     let last: Vec<f64> = values(span(temp, last_start, to));
     let spacing_ns = ms_to_ns_f64(powerlab_samples::series::median_spacing_ms(temp).unwrap_or(0.0));
     let expected = if spacing_ns > 0.0 {
@@ -97,27 +97,21 @@ pub(super) fn equilibrium(
     if last.len() < 2 || (last.len() as f64) < 0.5 * expected {
         return (
             None,
-            format!(
-                "not judged: {} temperature reading(s) in the last window",
-                last.len()
-            ),
+            Equilibrium::Unreached(Unreached::FewReadings(last.len())),
         );
     }
     let plateau = mean(&last).unwrap_or_default();
     let bins = bin_means(temp, from, to);
     let Some(last_bin) = bins.last() else {
-        return (
-            None,
-            "not judged: no whole 10 s bin of temperature readings".into(),
-        );
+        return (None, Equilibrium::Unreached(Unreached::NoWholeBin));
     };
     if (last_bin.1 - plateau).abs() > EQUILIBRIUM_C {
         return (
             None,
-            format!(
-                "not reached: the 10 s from {:.0} s are off the plateau ({plateau:.1} °C)",
-                last_bin.0 - BIN_S / 2.0
-            ),
+            Equilibrium::Unreached(Unreached::OffPlateau {
+                from_s: last_bin.0 - BIN_S / 2.0,
+                plateau_c: plateau,
+            }),
         );
     }
     let first = bins
@@ -129,34 +123,28 @@ pub(super) fn equilibrium(
     if from + secs_to_ns_trunc(at_s) >= last_start {
         return (
             None,
-            if first == 0 {
-                "not judged: no temperature readings before the last window".into()
+            Equilibrium::Unreached(if first == 0 {
+                Unreached::NothingBefore
             } else {
-                format!("not reached: still moving in the last window (plateau {plateau:.1} °C)")
-            },
+                Unreached::StillMoving(plateau)
+            }),
         );
     }
     // A steady climb stays within 1 °C of its own last minute for a while:
     // the plateau has to hold from the equilibrium point on.
     let Some((per_10min, _, _)) = drift(held) else {
-        return (
-            None,
-            format!(
-                "not judged: under 4 whole 10 s bins from {at_s:.0} s to show the plateau holds"
-            ),
-        );
+        return (None, Equilibrium::Unreached(Unreached::FewBins(at_s)));
     };
     let span_s = held[held.len() - 1].0 - held[0].0 + BIN_S;
     let moved = per_10min / 600.0 * span_s;
     if moved.abs() > EQUILIBRIUM_C {
         return (
             None,
-            format!(
-                "not reached: still {} {:.1} °C from {at_s:.0} s to the end ({:+.2} °C/min)",
-                if moved > 0.0 { "climbing" } else { "falling" },
-                moved.abs(),
-                per_10min / 10.0
-            ),
+            Equilibrium::Unreached(Unreached::StillDrifting {
+                moved_c: moved,
+                from_s: at_s,
+                per_10min,
+            }),
         );
     }
     // ... and the last window's two halves must agree.
@@ -164,13 +152,7 @@ pub(super) fn equilibrium(
     if let (Some(a), Some(b)) = (mean(&last[..half]), mean(&last[half..]))
         && (b - a).abs() > LAST_WINDOW_C
     {
-        return (
-            None,
-            format!(
-                "not reached: {:+.1} °C between the halves of the last window",
-                b - a
-            ),
-        );
+        return (None, Equilibrium::Unreached(Unreached::HalvesApart(b - a)));
     }
-    (Some(at_s), "reached".into())
+    (Some(at_s), Equilibrium::Reached)
 }

@@ -38,6 +38,7 @@ pub use rungs::summarize;
 
 use crate::cycle::{Bounds, NoCycle, NodeCycle};
 use crate::metric::{self, MetricValues};
+use crate::sensor::verdict::RawVerdict;
 use powerlab_core::Instrument;
 use powerlab_core::units::PeriodMs;
 use powerlab_rundir::RungInfo;
@@ -88,7 +89,7 @@ pub struct RungSummary {
     /// For duty rungs: what the raw readings of `instrument` can make of
     /// the period (resolvable / instrument limit / aliased), from the run's
     /// sensor model. The raw figures of an aliased rung are meaningless.
-    pub instrument_verdict: Option<String>,
+    pub instrument_verdict: Option<RawVerdict>,
     /// Energy over the measured window, J.
     pub energy_j: Option<f64>,
     /// What NVML sampled: mean of the sample-and-hold node curve, W.
@@ -196,7 +197,7 @@ impl RungSummary {
             p99_w: self.p99_w,
             spread_w: self.spread_w,
             swing_w: self.swing_w,
-            instrument_verdict: self.instrument_verdict.clone(),
+            instrument_verdict: self.instrument_verdict.map(|v| v.to_string()),
             energy_j: self.energy_j,
             raw_mean_w: self.raw_mean_w,
             raw_peak_w: self.raw_peak_w,

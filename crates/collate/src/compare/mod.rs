@@ -77,7 +77,7 @@ pub struct RunFacts {
     /// How the run ended.
     pub status: String,
     /// How its report was found.
-    pub report: String,
+    pub report: side::ReportState,
 }
 
 /// The idle health captures compared.
@@ -239,7 +239,7 @@ fn warnings(a: &side::Side, b: &side::Side, fa: &RunFacts, fb: &RunFacts) -> Vec
                 "{name}'s report has no per_gpu.csv (collated by an older powerlab): no per-GPU deltas; collate it again"
             ));
         }
-        if f.report.starts_with("collated now") {
+        if matches!(f.report, side::ReportState::CollatedNow(_)) {
             w.push(format!("{name} was {}", f.report));
         }
     }

@@ -5,9 +5,37 @@
 
 use powerlab_analysis::per_gpu::GpuRungRow;
 use powerlab_rundir::{Manifest, RunStatus};
+use std::fmt;
 use std::path::PathBuf;
 
 pub use powerlab_rundir::summary::SummaryRow;
+
+/// How a run's report was found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ReportState {
+    /// Up to date with the run's files.
+    UpToDate,
+    /// The raw files archived: the report as it was collated.
+    RawArchived,
+    /// Collated by this comparison: why the report was out of date.
+    CollatedNow(String),
+}
+
+impl fmt::Display for ReportState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::UpToDate => f.write_str("up to date with its files"),
+            Self::RawArchived => f.write_str("raw files archived: the report as it was collated"),
+            Self::CollatedNow(why) => write!(f, "collated now ({why})"),
+        }
+    }
+}
+
+impl serde::Serialize for ReportState {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
 
 /// One run, as a comparison reads it.
 #[derive(Debug, Clone)]
@@ -16,8 +44,8 @@ pub struct Side {
     pub dir: PathBuf,
     /// Its manifest.
     pub manifest: Manifest,
-    /// Its report, how it was found (`up to date`, `collated now (…)`…).
-    pub report: String,
+    /// Its report, how it was found.
+    pub report: ReportState,
     /// Every rung's summary row.
     pub rungs: Vec<SummaryRow>,
     /// Every GPU in every rung (empty for a report without `per_gpu.csv`).
@@ -35,5 +63,31 @@ pub fn status_text(s: &RunStatus) -> String {
         RunStatus::Running => "no end recorded (still running, or killed)".into(),
         RunStatus::Interrupted { reason } => format!("interrupted: {reason}"),
         RunStatus::Failed { reason } => format!("failed: {reason}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ReportState;
+
+    #[test]
+    fn a_report_state_writes_the_words_compare_always_wrote() {
+        assert_eq!(
+            ReportState::UpToDate.to_string(),
+            "up to date with its files"
+        );
+        assert_eq!(
+            ReportState::RawArchived.to_string(),
+            "raw files archived: the report as it was collated"
+        );
+        let now = ReportState::CollatedNow("it was never collated: no report/".into());
+        assert_eq!(
+            now.to_string(),
+            "collated now (it was never collated: no report/)"
+        );
+        assert_eq!(
+            serde_json::to_value(&now).expect("serialises"),
+            serde_json::json!("collated now (it was never collated: no report/)")
+        );
     }
 }

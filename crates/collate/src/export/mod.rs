@@ -10,14 +10,14 @@
 //! in [`REPORT_EXPORTERS`], in order (a later one may read what an earlier
 //! one wrote: Parquet copies the CSV tables, HTML renders `report.md`).
 
-pub mod compare;
-pub mod csv;
+pub(crate) mod compare;
+pub(crate) mod csv;
 pub mod handoff;
-pub mod html;
+pub(crate) mod html;
 pub mod json;
-pub mod markdown;
+pub(crate) mod markdown;
 pub mod parquet;
-pub mod plots;
+pub(crate) mod plots;
 
 use crate::report::Report;
 use powerlab_samples::error::CollateError;

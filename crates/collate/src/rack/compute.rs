@@ -115,6 +115,7 @@ pub fn compute(rack: &Path, opts: RackOptions<'_>) -> Result<Report, CollateErro
         title: "rack run".into(),
         repeats: repeat_stats(&rungs),
         compare: compare_modes(&rungs),
+        verdicts: crate::report::verdicts::run_rows(&rungs, &envelope, &grid),
         envelope,
         grid,
         run: reference,

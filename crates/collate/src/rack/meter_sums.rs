@@ -4,10 +4,9 @@
 //! figure, and says how many nodes had one: a missing node is a gap,
 //! never less power.
 
-use powerlab_analysis::node_power::NodePowerRung;
 use powerlab_samples::error::CollateError;
 use powerlab_samples::stats::r3;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -38,6 +37,20 @@ pub struct RackNodePowerRow {
     pub verdict: String,
 }
 
+/// What the rack reads of a row of a node's `node_power.csv`
+/// ([`powerlab_analysis::node_power::NodePowerRung`]): its figures, and
+/// its verdict's words, which the rack repeats and never judges.
+#[derive(Debug, Clone, Deserialize)]
+struct NodeMeterRow {
+    rung_id: u32,
+    rung: String,
+    source: String,
+    coverage: f64,
+    chassis_mean_w: Option<f64>,
+    gpu_sum_w: Option<f64>,
+    verdict: String,
+}
+
 /// Adds the nodes' tables. `reports` are (node id, its `report/` directory)
 /// of the nodes with a report; `of_nodes` counts every node of the rack.
 ///
@@ -48,13 +61,13 @@ pub fn rack_node_power(
     reports: &[(String, PathBuf)],
     of_nodes: usize,
 ) -> Result<Vec<RackNodePowerRow>, CollateError> {
-    let mut by: BTreeMap<(u32, String), Vec<(String, NodePowerRung)>> = BTreeMap::new();
+    let mut by: BTreeMap<(u32, String), Vec<(String, NodeMeterRow)>> = BTreeMap::new();
     for (node, dir) in reports {
         let path = dir.join(powerlab_rundir::ReportFile::NodePowerCsv.file_name());
         if !path.is_file() {
             continue;
         }
-        let rows: Vec<NodePowerRung> =
+        let rows: Vec<NodeMeterRow> =
             powerlab_rundir::read_rows(&path).map_err(|e| CollateError::BadRaw {
                 path: path.clone(),
                 message: e.to_string(),
@@ -68,13 +81,13 @@ pub fn rack_node_power(
     Ok(by
         .into_iter()
         .map(|((rung_id, source), rows)| {
-            let with: Vec<&NodePowerRung> = rows
+            let with: Vec<&NodeMeterRow> = rows
                 .iter()
                 .map(|(_, r)| r)
                 .filter(|r| r.chassis_mean_w.is_some() && r.gpu_sum_w.is_some())
                 .collect();
             let complete = with.len() == of_nodes;
-            let sum = |f: &dyn Fn(&NodePowerRung) -> Option<f64>| -> Option<f64> {
+            let sum = |f: &dyn Fn(&NodeMeterRow) -> Option<f64>| -> Option<f64> {
                 complete.then(|| with.iter().filter_map(|r| f(r)).sum::<f64>())
             };
             let chassis = sum(&|r| r.chassis_mean_w);

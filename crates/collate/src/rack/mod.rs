@@ -166,7 +166,6 @@ fn rack_into(
 ) -> Result<RackOutput, CollateError> {
     let report = compute::compute(rack, opts)?;
     let files = crate::export::export_all(&report, out_dir)?;
-    let verdicts = crate::report::verdicts::run_rows(&report.rungs, &report.envelope, &report.grid);
     let Scope::Rack(parts) = report.scope else {
         unreachable!("a rack computes a rack report")
     };
@@ -181,7 +180,7 @@ fn rack_into(
         nodes: parts.nodes,
         rungs: report.rungs,
         compare: report.compare,
-        verdicts,
+        verdicts: report.verdicts,
         starts: parts.starts,
         node_reports: parts.node_reports,
         gaps,

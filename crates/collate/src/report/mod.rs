@@ -48,6 +48,9 @@ pub struct Report {
     /// Per rung, the grid metrics (ramp rates, dynamic range, band share)
     /// against the declared `[grid]`.
     pub grid: GridMetrics,
+    /// The verdict table's rows ([`verdicts::run_rows`] of the rungs, the
+    /// envelope and the grid), judged once.
+    pub verdicts: Vec<verdicts::SpecRow>,
     /// What only a node, or only a rack, has.
     pub scope: Scope,
 }

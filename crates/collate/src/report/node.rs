@@ -148,6 +148,7 @@ pub fn compute(
         ),
         repeats: summary::repeat_stats(&rungs),
         compare: summary::compare_modes(&rungs),
+        verdicts: super::verdicts::run_rows(&rungs, &envelope, &grid),
         envelope,
         grid,
         run,
@@ -336,7 +337,7 @@ fn with_instrument_verdicts(rungs: &mut [RungSummary], sensor: &SensorReport) {
             .iter()
             .find(|x| x.rung_id == r.rung.id && x.instrument == Instrument::BufferedW)
         {
-            r.instrument_verdict = Some(row.verdict.clone());
+            r.instrument_verdict = Some(row.verdict);
         }
     }
 }

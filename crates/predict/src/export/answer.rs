@@ -6,7 +6,7 @@
 use super::super::figures::Estimate;
 use super::super::{Prediction, Scenario, VsPlain};
 use super::units::{fmt_energy_mwh, fmt_energy_mwh_signed};
-use powerlab_collate::export::markdown::cells::code;
+use powerlab_collate::render::code;
 use powerlab_samples::format::{fmt_ms, fmt_power, fmt_power_pm, fmt_power_signed};
 use std::fmt::Write;
 

@@ -4,7 +4,7 @@
 //! per scenario and window or metric, `rung_id` the scenario's id).
 
 use super::super::{Prediction, Scenario};
-use powerlab_collate::export::csv::{write_envelope, write_grid, write_rows};
+use powerlab_collate::render::{write_envelope, write_grid, write_rows};
 use powerlab_samples::error::CollateError;
 use serde::Serialize;
 use std::path::{Path, PathBuf};

@@ -8,8 +8,8 @@
 use super::super::Prediction;
 use crate::grid_system::metrics::Response;
 use crate::grid_system::{GridStudy, bus_mhz, mode_words};
-use powerlab_collate::export::csv::write_rows;
-use powerlab_collate::export::plots::{
+use powerlab_collate::render::write_rows;
+use powerlab_collate::render::{
     ResponsePanel, SafeGpusChart, write_grid_response_plot, write_safe_gpus_plot,
 };
 use powerlab_rundir::files::predict::{GRID_MODES_CSV, GRID_RESPONSE_CSV, SAFE_GPUS_CSV};

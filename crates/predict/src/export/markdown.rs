@@ -5,7 +5,7 @@
 
 use super::super::Prediction;
 use super::{answer, modes, sections};
-use powerlab_collate::export::markdown::cells::text;
+use powerlab_collate::render::text;
 use powerlab_rundir::{PlotFile, ReportFile};
 use powerlab_samples::error::CollateError;
 use std::fmt::Write;
@@ -60,9 +60,9 @@ fn figures(s: &mut String, p: &Prediction) {
     let _ = writeln!(
         s,
         "\n![The headline scenario's job power over its first iterations, MW](plots/{}.svg)",
-        powerlab_collate::export::plots::WAVEFORM_STEM
+        powerlab_collate::render::WAVEFORM_STEM
     );
-    if powerlab_collate::export::plots::has_envelope_plot(&p.envelope) {
+    if powerlab_collate::render::has_envelope_plot(&p.envelope) {
         let _ = writeln!(
             s,
             "\n![Highest mean job power over each window, every scenario, against the supply]({})",

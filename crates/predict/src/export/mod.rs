@@ -80,6 +80,6 @@ fn write_into(p: &Prediction, dir: &Path) -> Result<Vec<PathBuf>, CollateError> 
     files.extend(plots::write_plots(p, &plots_dir)?);
     files.extend(grid_files::write_grid(p, dir, &plots_dir)?);
     files.push(markdown::write_report(p, dir)?);
-    files.push(powerlab_collate::export::html::write_html(dir, &p.title)?);
+    files.push(powerlab_collate::render::write_html(dir, &p.title)?);
     Ok(files)
 }

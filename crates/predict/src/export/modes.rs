@@ -4,8 +4,8 @@
 
 use super::super::Prediction;
 use powerlab_analysis::grid::modes::{ModeForcing, ModeStudy, SIGNIFICANT_SHARE};
-use powerlab_collate::export::csv::write_rows;
-use powerlab_collate::export::markdown::cells::text;
+use powerlab_collate::render::text;
+use powerlab_collate::render::write_rows;
 use powerlab_core::units::W_PER_MW;
 use powerlab_samples::error::CollateError;
 use powerlab_samples::format::{fmt_ms, fmt_power, fmt_power_pm};

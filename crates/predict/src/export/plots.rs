@@ -1,12 +1,10 @@
 //! A prediction's plots under `plots/`: the headline waveform over its
 //! first iterations with the `[supply]`'s rated power, and the excursion
 //! envelope of every scenario against the `[supply]`, drawn by the run
-//! report's own chart code ([`powerlab_collate::export::plots`]).
+//! report's own chart code ([`powerlab_collate::render`]).
 
 use super::super::Prediction;
-use powerlab_collate::export::plots::{
-    WaveformChart, write_scenario_envelope_plot, write_waveform_plot,
-};
+use powerlab_collate::render::{WaveformChart, write_scenario_envelope_plot, write_waveform_plot};
 use powerlab_samples::error::CollateError;
 use powerlab_samples::format::fmt_ms;
 use std::path::{Path, PathBuf};

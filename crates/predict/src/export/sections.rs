@@ -8,7 +8,7 @@ use super::super::figures::Estimate;
 use super::units::fmt_energy_mwh;
 use powerlab_analysis::envelope::{EnvelopePoint, Verdict};
 use powerlab_analysis::grid::{GridFigure, GridVerdict, Metric};
-use powerlab_collate::export::markdown::cells::text;
+use powerlab_collate::render::text;
 use powerlab_samples::format::{fmt_ms, fmt_power, fmt_power_pm, fmt_power_signed};
 use std::fmt::Write;
 

@@ -11,7 +11,7 @@ use super::units::{fmt_energy_mwh, fmt_figure, fmt_mw, fmt_mw_signed};
 use crate::Prediction;
 use crate::lifecycle::study::{Sink, study};
 use crate::lifecycle::{LifecycleStudy, study::EventFigure};
-use powerlab_collate::export::markdown::cells::text;
+use powerlab_collate::render::text;
 use powerlab_samples::error::CollateError;
 use powerlab_samples::format::fmt_ms;
 use std::fmt::Write;

@@ -8,8 +8,8 @@ use super::super::Prediction;
 use super::study::STUDY_DIR;
 use powerlab_analysis::grid::GridVerdict;
 use powerlab_analysis::grid::modes::ModeForcing;
-use powerlab_collate::export::markdown::cells::{capitalised, text};
-use powerlab_collate::export::markdown::verdict_table::{Scale, write_table};
+use powerlab_collate::render::{Scale, write_table};
+use powerlab_collate::render::{capitalised, text};
 use powerlab_collate::report::verdicts::{
     Judged, Quantity, SourceKey, SpecItem, SpecRow, SpecSource, longest_window_means, spec_rows,
 };

@@ -309,21 +309,25 @@ pub fn study(
 /// Plays every window through the simulator at `py` (None: not set up),
 /// its folders under `dir`; a model from the simulator where none was
 /// committed, and the screen with it. What fails is said in the notes:
-/// the screen stands without the simulator.
-pub fn simulate(s: &mut GridStudy, py: Option<&Path>, dir: &Path) {
+/// the screen stands without the simulator. Returns the note that says
+/// the playback did not run or failed (None: it played).
+pub fn simulate(s: &mut GridStudy, py: Option<&Path>, dir: &Path) -> Option<String> {
+    let not_run = |s: &mut GridStudy, why: String| {
+        s.notes.push(why.clone());
+        Some(why)
+    };
     let Some(py) = playback::python(py) else {
-        s.notes.push(format!(
-            "Time-domain playback not run: no ANDES environment; install it with `{}` (or pass --andes-python PATH); the analytic screen is given.",
-            playback::SETUP
-        ));
-        return;
+        return not_run(
+            s,
+            format!(
+                "Time-domain playback not run: no ANDES environment; install it with `{}` (or pass --andes-python PATH); the analytic screen is given.",
+                playback::SETUP
+            ),
+        );
     };
     let version = match playback::version(&py) {
         Ok(v) => v,
-        Err(e) => {
-            s.notes.push(format!("Time-domain playback not run: {e}."));
-            return;
-        }
+        Err(e) => return not_run(s, format!("Time-domain playback not run: {e}.")),
     };
     if s.model.is_none() {
         let p0 = s
@@ -350,8 +354,9 @@ pub fn simulate(s: &mut GridStudy, py: Option<&Path>, dir: &Path) {
                 .map(|(r, w)| r.clone().map(|x| metrics::response(&x, w.kind)))
                 .collect();
             s.playback = Some(p);
+            None
         }
-        Err(e) => s.notes.push(format!("Time-domain playback failed: {e}.")),
+        Err(e) => not_run(s, format!("Time-domain playback failed: {e}.")),
     }
 }
 

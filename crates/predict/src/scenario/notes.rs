@@ -93,10 +93,13 @@ pub(super) fn notes(
         }
     }
     if t.compute_fraction >= 1.0 {
-        out.push(match ctx.responses.sustained_w {
-            Some(w) => format!("Compute fraction 1: a constant load at the run's sustained rung, {w:.1} W per GPU; its swing's ± is what that rung itself swung, per GPU times the job's GPUs."),
-            None => "Compute fraction 1: a constant load at the measured on-phase's settled level (the run has no sustained rung).".into(),
-        });
+        // A flat job is its own recorded stretch, not the sustained rung.
+        if !ctx.responses.flat_job {
+            out.push(match ctx.responses.sustained_w {
+                Some(w) => format!("Compute fraction 1: a constant load at the run's sustained rung, {w:.1} W per GPU; its swing's ± is what that rung itself swung, per GPU times the job's GPUs."),
+                None => "Compute fraction 1: a constant load at the measured on-phase's settled level (the run has no sustained rung).".into(),
+            });
+        }
     } else if let Some(m) = used
         .iter()
         .find(|m| (m.duty - t.compute_fraction).abs() > 0.05)

@@ -53,7 +53,7 @@ pub fn answer_block(a: &NodeReport<'_>) -> String {
 /// far, and its limiters.
 fn flagged_gpus(per_gpu: &[GpuRungRow]) -> Vec<String> {
     let mut by_gpu: std::collections::BTreeMap<&str, Vec<&GpuRungRow>> = Default::default();
-    for g in per_gpu.iter().filter(|g| !g.flag.is_empty()) {
+    for g in per_gpu.iter().filter(|g| g.flag.is_some()) {
         by_gpu.entry(g.gpu.as_str()).or_default().push(g);
     }
     by_gpu
@@ -63,14 +63,13 @@ fn flagged_gpus(per_gpu: &[GpuRungRow]) -> Vec<String> {
             let (lo, hi) = d.iter().fold((f64::MAX, f64::MIN), |(l, h), x| (l.min(*x), h.max(*x)));
             let mut bits: Vec<&str> = rows
                 .iter()
-                .flat_map(|r| r.events.split(' '))
-                .filter(|b| !b.is_empty() && *b != "gpu_idle")
+                .flat_map(|r| r.events.limiters().names())
                 .collect();
             bits.sort();
             bits.dedup();
             let limit = rows
                 .iter()
-                .find(|r| r.flag.contains("its enforced limit is"))
+                .find(|r| r.flag.as_ref().is_some_and(|f| f.other_limit.is_some()))
                 .and_then(|r| r.limit_w)
                 .map_or(String::new(), |l| {
                     format!(" (its enforced limit, {l:.0} W, is not its peers')")
@@ -92,13 +91,13 @@ fn throttling_line(s: &mut String, per_gpu: &[GpuRungRow], n_gpus: usize) {
     let flagged = flagged_gpus(per_gpu);
     let hw: Vec<String> = per_gpu
         .iter()
-        .filter(|g| g.events.contains("hw_") || g.events.contains("sw_thermal"))
+        .filter(|g| g.events.slowdown())
         .map(|g| {
             format!(
                 "{} in `{}` ({})",
                 text(&g.gpu),
                 code(&g.rung),
-                text(&g.events)
+                text(&g.events.to_string())
             )
         })
         .collect();
@@ -429,7 +428,7 @@ fn edges_caveat(r: &RungSummary) -> &'static str {
 /// The soak line: the soak that moved, else one not judged, else the first
 /// (with how many there were); every soak is in the Soak section.
 fn soak_line(s: &mut String, a: &NodeReport<'_>) {
-    use super::soak::{Verdict, verdict};
+    use powerlab_analysis::soak::SoakVerdict;
     let nodes: Vec<&powerlab_analysis::soak::SoakRow> = a
         .node
         .soak
@@ -437,21 +436,14 @@ fn soak_line(s: &mut String, a: &NodeReport<'_>) {
         .iter()
         .filter(|r| r.gpu == powerlab_analysis::soak::NODE)
         .collect();
-    let rank = |r: &powerlab_analysis::soak::SoakRow| match verdict(r) {
-        Verdict::Moved(_) => 0,
-        Verdict::NotJudged(_) => 1,
-        Verdict::Held => 2,
+    let rank = |r: &powerlab_analysis::soak::SoakRow| match r.verdict {
+        SoakVerdict::Moved(_) => 0,
+        SoakVerdict::NotJudged(_) => 1,
+        SoakVerdict::Held(_) => 2,
     };
     let Some(n) = nodes.iter().min_by_key(|r| rank(r)) else {
         return;
     };
-    let of: Vec<&powerlab_analysis::soak::SoakRow> = a
-        .node
-        .soak
-        .rows
-        .iter()
-        .filter(|r| r.rung_id == n.rung_id)
-        .collect();
     let gpus = a.report.run.manifest.backend.gpus.len().max(1);
     let limit_sum: f64 = a
         .report
@@ -490,9 +482,9 @@ fn soak_line(s: &mut String, a: &NodeReport<'_>) {
         super::cells::o(n.first_mean_w),
         super::cells::o(n.last_mean_w),
         super::soak::drift_cell(n),
-        super::soak::node_words(n, &of),
+        super::soak::node_words(n),
         n.equilibrium_s
-            .map_or_else(|| n.equilibrium.clone(), |t| format!("after {t:.0} s")),
+            .map_or_else(|| n.equilibrium.to_string(), |t| format!("after {t:.0} s")),
         n.throttle_onset_s.map_or_else(
             || "none".to_string(),
             |t| format!("at {t:.1} s ({})", n.throttle_bits)

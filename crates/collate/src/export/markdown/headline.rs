@@ -203,7 +203,7 @@ fn node_power_warnings(node_power: &[NodePowerRung]) -> Vec<String> {
     let short: Vec<&NodePowerRung> = node_power.iter().filter(|r| r.coverage < 0.9).collect();
     let below: Vec<String> = node_power
         .iter()
-        .filter(|r| r.verdict.contains("CHASSIS BELOW THE GPU SUM"))
+        .filter(|r| r.verdict.below_gpu_sum())
         .map(|r| text(&r.rung))
         .collect();
     if !below.is_empty() {
@@ -310,7 +310,44 @@ pub fn missing_rungs_warning(run: &Run, m: &Manifest, raw_end_ns: Option<i64>) -
 
 #[cfg(test)]
 mod tests {
-    use super::worst_words;
+    use super::{node_power_warnings, worst_words};
+    use powerlab_analysis::node_power::{NodePowerNote, NodePowerRung, NodePowerVerdict};
+
+    fn rung(label: &str, notes: Vec<NodePowerNote>) -> NodePowerRung {
+        NodePowerRung {
+            rung_id: 1,
+            rung: label.into(),
+            source: "bmc".into(),
+            readings: 40,
+            failed: 0,
+            coverage: 1.0,
+            chassis_mean_w: Some(500.0),
+            chassis_peak_w: Some(510.0),
+            chassis_swing_w: None,
+            gpu_sum_w: Some(700.0),
+            non_gpu_w: Some(-200.0),
+            non_gpu_share: Some(-0.4),
+            verdict: NodePowerVerdict(notes),
+        }
+    }
+
+    #[test]
+    fn the_headline_picks_a_meter_below_the_gpu_sum_by_its_note() {
+        let rows = [
+            rung("sustained", vec![NodePowerNote::BelowGpuSum(200.0)]),
+            // Its label holds the words, its verdict not the note: not picked.
+            rung(
+                "CHASSIS BELOW THE GPU SUM",
+                vec![NodePowerNote::FailedReads(2)],
+            ),
+        ];
+        let w = node_power_warnings(&rows);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].starts_with("NODE POWER BELOW THE GPU SUM in 1 rung(s) (sustained)"),
+            "{w:?}"
+        );
+    }
 
     #[test]
     fn an_incomplete_rung_never_reads_as_wholly_covered() {

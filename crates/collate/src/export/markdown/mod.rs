@@ -61,6 +61,7 @@ impl super::Exporter for Markdown {
                         node_power: &r.node_power,
                         envelope: &report.envelope,
                         grid: &report.grid,
+                        verdicts: &report.verdicts,
                     },
                     &report.rungs,
                     &report.compare,

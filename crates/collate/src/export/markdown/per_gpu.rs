@@ -11,7 +11,7 @@ pub fn write_section(s: &mut String, rows: &[GpuRungRow]) {
         return;
     }
     let _ = writeln!(s, "\n## Per GPU (GPU draw only)\n");
-    let flagged: Vec<&GpuRungRow> = rows.iter().filter(|r| !r.flag.is_empty()).collect();
+    let flagged: Vec<&GpuRungRow> = rows.iter().filter(|r| r.flag.is_some()).collect();
     if flagged.is_empty() {
         let _ = writeln!(
             s,
@@ -27,8 +27,8 @@ pub fn write_section(s: &mut String, rows: &[GpuRungRow]) {
             PEER_FLAG * 100.0,
             PEER_FLAG_MIN_W
         );
-        for r in &flagged {
-            let _ = writeln!(s, "- {}: {}", text(&r.rung), r.flag);
+        for (r, flag) in flagged.iter().filter_map(|r| Some((r, r.flag.as_ref()?))) {
+            let _ = writeln!(s, "- {}: {flag}", text(&r.rung));
         }
         let _ = writeln!(s);
     }
@@ -77,7 +77,7 @@ pub fn write_section(s: &mut String, rows: &[GpuRungRow]) {
             "| {} | {}{} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             text(&r.rung),
             text(&r.gpu),
-            if r.flag.is_empty() { "" } else { " ⚠" },
+            if r.flag.is_none() { "" } else { " ⚠" },
             o(r.mean_w),
             o(r.peak_w),
             pct(r.mean_of_limit),
@@ -90,9 +90,9 @@ pub fn write_section(s: &mut String, rows: &[GpuRungRow]) {
             o(r.gpu_temp_max_c),
             o(r.mem_temp_max_c),
             if r.events.is_empty() {
-                "—"
+                "—".to_string()
             } else {
-                &r.events
+                r.events.to_string()
             },
             pct(r.power_cap_share),
             pct(r.thermal_cap_share),

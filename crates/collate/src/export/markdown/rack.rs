@@ -51,6 +51,8 @@ pub struct RackTables<'a> {
     pub envelope: &'a powerlab_analysis::envelope::Envelope,
     /// The grid metrics of the rack's sum, every rung.
     pub grid: &'a powerlab_analysis::grid::GridMetrics,
+    /// The verdict table's rows, judged on the rack's sum.
+    pub verdicts: &'a [crate::report::verdicts::SpecRow],
 }
 
 /// The rack's answer block: the lines a node's has for the whole rack
@@ -132,7 +134,7 @@ pub fn write_rack_report(
     super::verdict::write_plots(&mut s, rungs, t.envelope, t.grid);
     super::verdict_table::write_table(
         &mut s,
-        &crate::report::verdicts::run_rows(rungs, t.envelope, t.grid),
+        t.verdicts,
         super::verdict_table::Scale::Node,
         &super::verdict_table::against(t.grid, "rack"),
     );

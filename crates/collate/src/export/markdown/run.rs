@@ -31,7 +31,7 @@ pub fn write_report(t: &NodeReport<'_>, dir: &Path) -> Result<PathBuf, CollateEr
     // Then the verdicts, one row per spec item, before any sentence.
     super::verdict_table::write_table(
         &mut s,
-        &crate::report::verdicts::run_rows(&t.report.rungs, &t.report.envelope, &t.report.grid),
+        &t.report.verdicts,
         super::verdict_table::Scale::Node,
         &super::verdict_table::against(&t.report.grid, "node"),
     );

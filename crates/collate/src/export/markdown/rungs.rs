@@ -5,6 +5,7 @@
 use super::cells::{o, pm, signed, text, within};
 use powerlab_analysis::cycle::Bounds;
 use powerlab_analysis::metric::{self, Cell, RungMetric, TableColumn};
+use powerlab_analysis::sensor::RawVerdict;
 use powerlab_analysis::summary::{Figure, PhaseCompare, RepeatStats, RungSummary};
 use powerlab_campaign::Limits;
 use powerlab_core::units::PeriodMs;
@@ -80,8 +81,8 @@ fn cell(r: &RungSummary, m: &dyn RungMetric, how: Cell) -> String {
     match how {
         Cell::Figure => figure_cell(r, m.figure(), v.value, v.ci95),
         Cell::Plain => o(v.value),
-        Cell::UnlessAliased => match r.instrument_verdict.as_deref() {
-            Some("aliased") => "aliased".to_string(),
+        Cell::UnlessAliased => match r.instrument_verdict {
+            Some(RawVerdict::Aliased) => "aliased".to_string(),
             _ => o(v.value),
         },
     }

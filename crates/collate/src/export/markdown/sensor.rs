@@ -3,7 +3,7 @@
 //! duty period.
 
 use super::cells::{o, pm, text};
-use powerlab_analysis::sensor::verdict::SensorReport;
+use powerlab_analysis::sensor::verdict::{PeriodVerdict, SensorReport};
 use powerlab_rundir::PlotFile;
 use powerlab_samples::format::fmt_ms;
 use std::fmt::Write;
@@ -46,7 +46,8 @@ pub fn write_sensor_section(s: &mut String, sr: &SensorReport) {
             "| rung | period ms | NVML-visible swing W | reconstructed swing W | by | verdict |\n|---|---|---|---|---|---|"
         );
         for a in &sr.answers {
-            let vis = if a.verdict == "aliased" && a.visible_swing_w.is_none() {
+            let vis = if matches!(a.verdict, PeriodVerdict::Aliased) && a.visible_swing_w.is_none()
+            {
                 "aliased".to_string()
             } else {
                 o(a.visible_swing_w)

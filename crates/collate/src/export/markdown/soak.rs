@@ -3,7 +3,7 @@
 //! throttled first and why; the clocks at the start and the end.
 
 use super::cells::{code, o, text};
-use powerlab_analysis::soak::{NODE, SoakRow};
+use powerlab_analysis::soak::{MOVED_SHARE, NODE, SoakRow, SoakVerdict};
 use powerlab_rundir::{PlotFile, ReportFile};
 use std::fmt::Write;
 
@@ -19,85 +19,23 @@ pub fn drift_cell(r: &SoakRow) -> String {
     }
 }
 
-/// A change between the first and last window beyond this share of the
-/// first reads as movement even when no straight line fits it (a GPU
-/// that throttled and settled lower).
-pub const MOVED_SHARE: f64 = 0.01;
-
-/// What the soak's power did.
-pub enum Verdict {
-    /// It moved: why.
-    Moved(String),
-    /// It held: no trend distinguishable from zero, and the last window
-    /// within [`MOVED_SHARE`] of the first.
-    Held,
-    /// Not judged: why (too short for a trend, incomplete data).
-    NotJudged(String),
-}
-
-/// Judges one row (a GPU or the node).
-pub fn verdict(r: &SoakRow) -> Verdict {
-    let mut why = Vec::new();
-    if let (Some(d), Some(lo), Some(hi)) = (
-        r.drift_w_per_10min,
-        r.drift_lo_w_per_10min,
-        r.drift_hi_w_per_10min,
-    ) && (lo > 0.0 || hi < 0.0)
-    {
-        why.push(format!(
-            "a trend of {d:+.1} W/10 min whose interval excludes zero"
-        ));
-    }
-    if let (Some(c), Some(first)) = (r.change_w, r.first_mean_w)
-        && first > 0.0
-        && c.abs() > MOVED_SHARE * first
-    {
-        why.push(format!(
-            "the last window {:.1} W ({:.1} %) {} the first",
-            c.abs(),
-            100.0 * c.abs() / first,
-            if c < 0.0 { "below" } else { "above" }
-        ));
-    }
-    if !r.incomplete.is_empty() {
-        let cut = format!("incomplete data: {}", r.incomplete);
-        return if why.is_empty() {
-            Verdict::NotJudged(cut)
-        } else {
-            Verdict::Moved(format!("{} ({cut})", why.join("; ")))
-        };
-    }
-    if !why.is_empty() {
-        return Verdict::Moved(why.join("; "));
-    }
-    if r.drift_w_per_10min.is_none() || r.change_w.is_none() {
-        return Verdict::NotJudged(format!(
-            "too short for a trend ({:.0} s; a drift needs four 10 s means, and the first and last windows)",
-            r.window_s
-        ));
-    }
-    Verdict::Held
-}
-
-/// The node's verdict in words, with the GPUs that moved when the node
-/// (a sum) did not: two GPUs drifting apart cancel in the node.
-pub fn node_words(node: &SoakRow, rows: &[&SoakRow]) -> String {
-    let gpus_moved: Vec<String> = rows
-        .iter()
-        .filter(|r| r.gpu != NODE)
-        .filter_map(|r| match verdict(r) {
-            Verdict::Moved(why) => Some(format!("{} moved ({why})", r.gpu)),
-            _ => None,
-        })
-        .collect();
-    match verdict(node) {
-        Verdict::Moved(why) => format!("**moved**: {why}"),
-        Verdict::NotJudged(why) => format!("**not judged**: {why}"),
-        Verdict::Held if gpus_moved.is_empty() => format!(
+/// The node's verdict in words ([`SoakRow::verdict`], judged by the
+/// analysis), with the GPUs that moved when the node (a sum) did not.
+pub fn node_words(node: &SoakRow) -> String {
+    match &node.verdict {
+        SoakVerdict::Moved(why) => format!("**moved**: {why}"),
+        SoakVerdict::NotJudged(why) => format!("**not judged**: {why}"),
+        SoakVerdict::Held(gpus_moved) if gpus_moved.is_empty() => format!(
             "held: no trend distinguishable from zero, and the last window within {:.0} % of the first",
             MOVED_SHARE * 100.0
         ),
-        Verdict::Held => format!("held as a sum, **but {}**", gpus_moved.join("; ")),
+        SoakVerdict::Held(gpus_moved) => {
+            let moved: Vec<String> = gpus_moved
+                .iter()
+                .map(|(gpu, why)| format!("{gpu} moved ({why})"))
+                .collect();
+            format!("held as a sum, **but {}**", moved.join("; "))
+        }
     }
 }
 
@@ -141,14 +79,14 @@ pub fn write_section(s: &mut String, rows: &[SoakRow]) {
             o(node.last_mean_w),
             node.change_w.map_or("–".into(), |c| format!("{c:+.1}")),
             drift_cell(node),
-            node_words(node, &of)
+            node_words(node)
         );
         let _ = writeln!(
             s,
             "- **Thermal equilibrium:** {}.",
             match node.equilibrium_s {
                 Some(t) => format!("after {t:.0} s, {}", node.equilibrium),
-                None => node.equilibrium.clone(),
+                None => node.equilibrium.to_string(),
             }
         );
         let _ = writeln!(

@@ -169,8 +169,23 @@ fn margin(r: &SpecRow, scale: Scale) -> String {
     }
 }
 
-/// The verdict cell: `✔ pass`, `✘ fail (3 of 8)`, …
+/// How a verdict is written: a fail in bold in Markdown, plain on a
+/// terminal.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Style {
+    /// Markdown: `**✘ fail**`.
+    Markdown,
+    /// Plain text: `✘ fail`.
+    Plain,
+}
+
+/// The verdict cell: `✔ pass`, `**✘ fail** (3 of 8)`, …
 pub fn verdict(r: &SpecRow) -> String {
+    verdict_in(r, Style::Markdown)
+}
+
+/// The verdict in `style`: `✔ pass`, `✘ fail (3 of 8)`, …
+pub fn verdict_in(r: &SpecRow, style: Style) -> String {
     // A prediction's grid study judges its played windows.
     let grid_study = matches!(
         r.quantity,
@@ -188,7 +203,10 @@ pub fn verdict(r: &SpecRow) -> String {
     };
     match r.verdict {
         GridVerdict::Pass => format!("✔ pass{of}"),
-        GridVerdict::Fail => format!("**✘ fail**{of}"),
+        GridVerdict::Fail => match style {
+            Style::Markdown => format!("**✘ fail**{of}"),
+            Style::Plain => format!("✘ fail{of}"),
+        },
         GridVerdict::Undecided if r.note.is_some() => {
             format!("? undecided: {}", r.note.clone().unwrap_or_default())
         }
@@ -209,5 +227,32 @@ fn set_by(r: &SpecRow) -> String {
         SourceKey::Window(w) => format!("`{row}` at {} ms (`{file}`)", fmt_ms(*w)),
         SourceKey::Metric(m) => format!("`{row}` (`{file}`, `{}`)", m.name()),
         SourceKey::Other(k) => format!("`{row}` (`{file}`, `{}`)", code(k)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fail_is_bold_in_markdown_and_plain_on_a_terminal() {
+        let row = SpecRow {
+            verdict: GridVerdict::Fail,
+            judged: 8,
+            failed: 3,
+            ..SpecRow::empty(SpecItem::SupplyExcursion, Quantity::Power, Some(5000.0))
+        };
+        assert_eq!(verdict(&row), "**✘ fail** (3 of 8 windows over)");
+        assert_eq!(
+            verdict_in(&row, Style::Plain),
+            "✘ fail (3 of 8 windows over)"
+        );
+        let pass = SpecRow {
+            verdict: GridVerdict::Pass,
+            judged: 1,
+            ..row
+        };
+        assert_eq!(verdict(&pass), verdict_in(&pass, Style::Plain));
+        assert_eq!(verdict(&pass), "✔ pass");
     }
 }

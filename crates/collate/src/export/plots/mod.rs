@@ -17,16 +17,13 @@ mod soak;
 mod verdict;
 mod waveform;
 
-pub use excursion::{EnvelopeGroup, EnvelopeLine, envelope_lines, scenario_lines, supply_words};
+pub use excursion::supply_words;
 pub use grid::{ResponsePanel, SafeGpusChart, write_grid_response_plot, write_safe_gpus_plot};
 pub use meters_vs_gpus::write_node_power_plot;
 pub use nccl_busbw::write_nccl_plot;
 pub use sensor::write_sensor_plot;
 pub use soak::write_soak_plot;
-pub use verdict::{
-    Line, SwingLimit, SwingPoint, has_envelope_plot, has_swing_plot, swing_lines,
-    write_verdict_plots,
-};
+pub use verdict::{SwingLimit, has_envelope_plot, has_swing_plot, write_verdict_plots};
 pub use waveform::{
     WAVEFORM_STEM, WaveformChart, write_scenario_envelope_plot, write_waveform_plot,
 };
