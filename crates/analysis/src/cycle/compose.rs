@@ -158,13 +158,17 @@ impl<'a> Held<'a> {
             (0.99, s.p99_w),
             (1.0, s.peak_w),
         ];
-        let below = typed
-            .iter()
+        // A figure not stated stays so; a typed level not stated bounds
+        // nothing.
+        if v.is_nan() {
+            return v;
+        }
+        let stated = || typed.iter().filter(|t| !t.1.is_nan());
+        let below = stated()
             .rev()
             .find(|(l, _)| *l <= q)
             .map_or(f64::NEG_INFINITY, |t| t.1);
-        let above = typed
-            .iter()
+        let above = stated()
             .find(|(l, _)| *l >= q)
             .map_or(f64::INFINITY, |t| t.1);
         v.max(below).min(above.max(below))
@@ -467,5 +471,15 @@ mod held_tests {
         assert_eq!(held.quantile(0.005, 240.0), 200.0);
         // A typed level itself is its typed figure.
         assert_eq!(held.quantile(0.99, 870.0), 850.0);
+        // A figure not stated is not made one; a typed level not stated
+        // is passed over for the next one stated.
+        assert!(held.quantile(0.95, f64::NAN).is_nan());
+        let gap = CycleStats {
+            p99_w: f64::NAN,
+            ..s
+        };
+        let held = Held::new(&gap, (190.0, 905.0));
+        assert_eq!(held.quantile(0.95, 870.0), 870.0);
+        assert_eq!(held.quantile(0.95, 950.0), 900.0);
     }
 }

@@ -7,8 +7,9 @@
 //! these writers turn that data into bytes and nothing else.
 //!
 //! A collation computes one [`Report`] and hands it to every [`Exporter`]
-//! in [`REPORT_EXPORTERS`], in order (a later one may read what an earlier
-//! one wrote: Parquet copies the CSV tables, HTML renders `report.md`).
+//! in [`REPORT_EXPORTERS`]: two chains written beside each other, each in
+//! order (a later one may read what an earlier one of its chain wrote:
+//! Parquet copies the CSV tables, HTML renders `report.md`).
 
 pub(crate) mod compare;
 pub(crate) mod csv;
@@ -37,43 +38,38 @@ pub trait Exporter: Sync {
     fn export(&self, report: &Report, dir: &Path) -> Result<Vec<PathBuf>, CollateError>;
 }
 
-/// Every format of a node or rack report, in the order they are written.
-pub const REPORT_EXPORTERS: &[&dyn Exporter] = &[
-    &handoff::Handoff,
-    &csv::Csv,
-    &json::Json,
-    &parquet::Parquet,
-    &plots::Plots,
-    &markdown::Markdown,
-    &html::Html,
+/// Every format of a node or rack report, in chains: the chains are
+/// written beside each other (one core each), the exporters of a chain in
+/// order. An exporter may read what an earlier one of its own chain wrote,
+/// never another chain's files: Parquet copies the CSV tables; HTML
+/// inlines the plots' SVG and renders `report.md`. A new format joins the
+/// chain whose files it reads, or either if it reads none.
+pub const REPORT_EXPORTERS: &[&[&dyn Exporter]] = &[
+    // The tables.
+    &[&handoff::Handoff, &csv::Csv, &json::Json, &parquet::Parquet],
+    // The pages.
+    &[&plots::Plots, &markdown::Markdown, &html::Html],
 ];
 
-/// Writes `report` into `dir` in every format of [`REPORT_EXPORTERS`].
-/// The formats that read no other's files run beside those that do: the
-/// tables (the hand-off, CSV, JSON, then Parquet, which copies the CSV)
-/// on one core, the plots then Markdown and HTML (which inlines the
-/// plots' SVG and renders `report.md`) on another. The files are named in
-/// [`REPORT_EXPORTERS`]' order.
+/// Writes `report` into `dir` in every format of [`REPORT_EXPORTERS`],
+/// the chains beside each other. The files are named chain by chain, each
+/// in its exporters' order.
 ///
 /// # Errors
 ///
-/// The first exporter's error, in that order.
+/// The first error of the first chain that fails, in
+/// [`REPORT_EXPORTERS`]' order.
 pub fn export_all(report: &Report, dir: &Path) -> Result<Vec<PathBuf>, CollateError> {
-    let (tables, pages) = REPORT_EXPORTERS.split_at(TABLE_EXPORTERS);
-    let groups = powerlab_samples::parallel::map_in_order(&[tables, pages], |group| {
+    let chains = powerlab_samples::parallel::map_in_order(REPORT_EXPORTERS, |chain| {
         let mut files = Vec::new();
-        for e in *group {
+        for e in *chain {
             files.extend(e.export(report, dir)?);
         }
         Ok::<_, CollateError>(files)
     });
     let mut files = Vec::new();
-    for group in groups {
-        files.extend(group?);
+    for chain in chains {
+        files.extend(chain?);
     }
     Ok(files)
 }
-
-/// The first exporters of [`REPORT_EXPORTERS`], the tables: none reads
-/// what a later one writes.
-const TABLE_EXPORTERS: usize = 4;
