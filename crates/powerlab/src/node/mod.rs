@@ -175,6 +175,11 @@ pub fn run_node(cfg: &RunConfig, mut rack: Option<RackJoin>) -> Result<Outcome> 
         errln!("(no load was started)");
         return Ok(Err(crate::exit::PREFLIGHT));
     }
+    // A watcher that outlives the run's runtime records a signal (during
+    // the run, the rack's exchanges, collation, the metrics linger): the
+    // run's own listener goes with its runtime, and it listens from before
+    // the run, so no signal falls between the two.
+    signals::watch_in_background("run-signals");
     let rt = runtime(cfg)?;
     let outcome = rt.block_on(async {
         let clock = run_clock(cfg);
@@ -235,10 +240,6 @@ pub fn run_node(cfg: &RunConfig, mut rack: Option<RackJoin>) -> Result<Outcome> 
         }
         Ok::<_, anyhow::Error>(result)
     })?;
-    // The run's signal listener goes with its runtime: from here on a
-    // watcher records a signal (during the rack's exchanges, collation,
-    // the metrics linger) instead of letting it vanish.
-    signals::watch_in_background("after-run-signals");
     // A node power source may still be waiting on a hung BMC: its thread
     // is not waited for (its rows are on disk already).
     rt.shutdown_timeout(std::time::Duration::from_secs(2));

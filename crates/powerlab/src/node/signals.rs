@@ -20,11 +20,19 @@ pub fn spawn_signal_handlers(abort: StopLatch) {
 /// The first stopping signal to arrive (within a tokio runtime): its
 /// number and what it means. Also ends `observe` and the metrics linger.
 pub async fn first() -> (i32, &'static str) {
+    first_signal(listen()).await
+}
+
+/// Listens for every stopping signal from now on (within a tokio
+/// runtime): a stream per signal, with its number and what it means. A
+/// signal is seen only by streams that exist when it arrives.
+fn listen() -> Vec<(tokio::signal::unix::Signal, i32, &'static str)> {
     use tokio::signal::unix::{SignalKind, signal};
     // SIGHUP (a dropped ssh session), SIGQUIT, SIGUSR1 and SIGUSR2 stop a run the
     // way SIGTERM does: load off, samples flushed, the manifest says why.
     let mut streams = Vec::new();
     for (signo, name) in [
+        (libc::SIGINT, "SIGINT (Ctrl-C) received"),
         (libc::SIGTERM, "SIGTERM received"),
         (
             libc::SIGHUP,
@@ -39,29 +47,39 @@ pub async fn first() -> (i32, &'static str) {
             Err(e) => tracing::warn!("cannot watch for {name}: {e}"),
         }
     }
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => (libc::SIGINT, "SIGINT (Ctrl-C) received"),
-        first = first_signal(streams) => first,
-    }
+    streams
 }
 
 /// Watches the stopping signals on a thread of its own and records the
-/// first in `exit::STOP_SIGNAL`. Once a runtime of the run has listened for
-/// a signal its default action is gone for the process: without a watcher
-/// a later one would be swallowed (after the run, during collation).
+/// first in `exit::STOP_SIGNAL`; returns once it listens. Started before
+/// a run's runtime, it leaves no moment uncovered: once a runtime has
+/// listened for a signal its default action is gone for the process, and
+/// a signal that arrived after the run's runtime stopped listening and
+/// before another listened would be lost (the run then collated and
+/// lingered as if never told to stop).
 pub fn watch_in_background(name: &str) {
-    let spawned = std::thread::Builder::new().name(name.into()).spawn(|| {
-        let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-        else {
-            return;
-        };
-        let (signo, _) = rt.block_on(first());
-        crate::exit::STOP_SIGNAL.store(signo, std::sync::atomic::Ordering::Relaxed);
-    });
-    if let Err(e) = spawned {
-        tracing::warn!("cannot watch for Ctrl-C: {e}");
+    let (ready, listening) = std::sync::mpsc::channel();
+    let spawned = std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            let streams = {
+                let _inside = rt.enter();
+                listen()
+            };
+            let _ = ready.send(());
+            let (signo, _) = rt.block_on(first_signal(streams));
+            crate::exit::STOP_SIGNAL.store(signo, std::sync::atomic::Ordering::Relaxed);
+        });
+    match spawned {
+        // A watcher that cannot start its runtime says nothing: wait no longer.
+        Ok(_) => drop(listening.recv_timeout(std::time::Duration::from_secs(5))),
+        Err(e) => tracing::warn!("cannot watch for Ctrl-C: {e}"),
     }
 }
 
@@ -70,8 +88,8 @@ pub fn seen() -> i32 {
     crate::exit::STOP_SIGNAL.load(std::sync::atomic::Ordering::Relaxed)
 }
 
-/// Waits `d`, or less if a stopping signal arrives: its number, recorded
-/// in `exit::STOP_SIGNAL`.
+/// Waits `d`, or less if a stopping signal arrives (or arrived already,
+/// as recorded): its number, recorded in `exit::STOP_SIGNAL`.
 ///
 /// # Errors
 /// The runtime that watches the signals cannot start.
@@ -79,9 +97,17 @@ pub fn wait_unless_signalled(d: std::time::Duration) -> std::io::Result<Option<i
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
+    let streams = {
+        let _inside = rt.enter();
+        listen()
+    };
+    // One that arrived before these streams listened was recorded.
+    if seen() != 0 {
+        return Ok(Some(seen()));
+    }
     let got = rt.block_on(async {
         tokio::select! {
-            (signo, _) = first() => Some(signo),
+            (signo, _) = first_signal(streams) => Some(signo),
             () = tokio::time::sleep(d) => None,
         }
     });
