@@ -10,7 +10,7 @@ use std::sync::Arc;
 /// The planner a caller that transforms many buffers carries.
 pub type Planner = FftPlanner<f64>;
 
-/// A planned forward transform of one length, to apply to many buffers.
+/// A planned transform of one length, to apply to many buffers.
 pub type Plan = Arc<dyn rustfft::Fft<f64>>;
 
 /// The forward transform of `values − offset` (as complex values).
@@ -46,6 +46,11 @@ pub fn inverse(buf: &mut [Complex<f64>]) {
 /// A forward plan for buffers of `n` points.
 pub fn plan_forward(n: usize) -> Plan {
     FftPlanner::new().plan_fft_forward(n)
+}
+
+/// An inverse plan for buffers of `n` points (unnormalised).
+pub fn plan_inverse(n: usize) -> Plan {
+    FftPlanner::new().plan_fft_inverse(n)
 }
 
 /// The one-sided energy of a real series' spectrum `spec` (n bins), per

@@ -3,6 +3,7 @@
 //! the verdicts' texts.
 
 use powerlab_core::units::W_PER_MW;
+use std::fmt;
 
 /// A period in ms without trailing zeros (`100`, `100.3`).
 pub fn fmt_ms(v: f64) -> String {
@@ -55,4 +56,24 @@ pub fn fmt_power_signed(w: f64, pm: Option<f64>) -> String {
         Some(p) => format!("{:+.n$} ± {:.n$} {unit}", w / d, p / d),
         None => format!("{:+.n$} {unit}", w / d),
     }
+}
+
+/// Writes `items`, each as its `Display` writes it, with `sep` between
+/// them (a verdict's notes, a list of GPUs or bit names).
+///
+/// # Errors
+///
+/// What the formatter returns.
+pub fn write_joined<T: fmt::Display>(
+    f: &mut fmt::Formatter<'_>,
+    items: impl IntoIterator<Item = T>,
+    sep: &str,
+) -> fmt::Result {
+    for (i, item) in items.into_iter().enumerate() {
+        if i > 0 {
+            f.write_str(sep)?;
+        }
+        write!(f, "{item}")?;
+    }
+    Ok(())
 }

@@ -2,6 +2,7 @@
 //! a list of [`NodePowerNote`]s, written as `report/node_power.csv`'s
 //! `verdict` column has always read (the notes in order, `; ` between).
 
+use powerlab_samples::format::write_joined;
 use serde::Serialize;
 use std::fmt;
 
@@ -102,13 +103,7 @@ impl NodePowerVerdict {
 
 impl fmt::Display for NodePowerVerdict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, n) in self.0.iter().enumerate() {
-            if i > 0 {
-                f.write_str("; ")?;
-            }
-            write!(f, "{n}")?;
-        }
-        Ok(())
+        write_joined(f, &self.0, "; ")
     }
 }
 

@@ -3,6 +3,7 @@
 //! ([`PeerFlag`]), each written as `report/per_gpu.csv` has always read.
 
 use powerlab_core::sample::ClockEventBits;
+use powerlab_samples::format::write_joined;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -43,13 +44,7 @@ impl ClockEvents {
 
 impl fmt::Display for ClockEvents {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, n) in self.names().iter().enumerate() {
-            if i > 0 {
-                f.write_str(" ")?;
-            }
-            f.write_str(n)?;
-        }
-        Ok(())
+        write_joined(f, self.names(), " ")
     }
 }
 

@@ -123,7 +123,7 @@ fn nominal_kind() -> ModelKind {
 
 /// One path of a built-in or nominal model: update period, window and
 /// latency (ms) with the window's uncertainty.
-fn path_model(
+pub(super) fn path_model(
     instrument: Instrument,
     update: f64,
     window: f64,

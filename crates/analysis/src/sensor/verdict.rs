@@ -413,19 +413,7 @@ mod tests {
 
     #[test]
     fn a_raw_verdict_writes_the_words_it_always_wrote() {
-        let m = PathModel {
-            instrument: Instrument::BufferedW,
-            update_period_ms: Some(100.0),
-            window_ms: Some(25.0),
-            window_ms_ci95: None,
-            latency_ms: Some(0.0),
-            latency_ms_ci95: None,
-            refused: None,
-            board_fall_tau_ms: None,
-            fit_rms: None,
-            edges_used: 0,
-            read_period_ms: None,
-        };
+        let m = super::super::model::path_model(Instrument::BufferedW, 100.0, 25.0, None, 0.0);
         assert_eq!(raw_verdict(&m, 150.0, 0.5), RawVerdict::Aliased);
         assert_eq!(raw_verdict(&m, 200.0, 0.1), RawVerdict::InstrumentLimit);
         assert_eq!(raw_verdict(&m, 2000.0, 0.5), RawVerdict::Resolvable);

@@ -4,6 +4,7 @@
 //! `equilibrium` column has always read).
 
 use super::SoakRow;
+use powerlab_samples::format::write_joined;
 use serde::Serialize;
 use std::fmt;
 
@@ -148,12 +149,7 @@ impl fmt::Display for Equilibrium {
                 } else {
                     "not judged for "
                 })?;
-                for (i, g) in gpus.iter().enumerate() {
-                    if i > 0 {
-                        f.write_str(", ")?;
-                    }
-                    f.write_str(g)?;
-                }
+                write_joined(f, gpus, ", ")?;
                 match why {
                     Some(u) => write!(f, ": {}", u.reason()),
                     None => Ok(()),
@@ -235,12 +231,7 @@ pub struct Moved {
 
 impl fmt::Display for Moved {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, m) in self.why.iter().enumerate() {
-            if i > 0 {
-                f.write_str("; ")?;
-            }
-            write!(f, "{m}")?;
-        }
+        write_joined(f, &self.why, "; ")?;
         match &self.incomplete {
             Some(cut) => write!(f, " (incomplete data: {cut})"),
             None => Ok(()),

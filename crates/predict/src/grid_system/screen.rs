@@ -154,6 +154,7 @@ pub fn steady_pp(m: &ModalModel, c: &[Complex<f64>], period_s: f64, gpus: f64) -
         return [0.0, 0.0, if m.has_tie() { 0.0 } else { f64::NAN }];
     }
     let size = (8 * k_max).next_power_of_two().max(64);
+    let ifft = fft::plan_inverse(size);
     let mut out = [0.0; 3];
     for (k_out, o) in out.iter_mut().enumerate() {
         if k_out == P_TIE && !m.has_tie() {
@@ -166,7 +167,7 @@ pub fn steady_pp(m: &ModalModel, c: &[Complex<f64>], period_s: f64, gpus: f64) -
             y[k] = v;
             y[size - k] = v.conj();
         }
-        fft::inverse(&mut y);
+        ifft.process(&mut y);
         let (lo, hi) = y
             .iter()
             .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
