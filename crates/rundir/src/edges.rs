@@ -243,18 +243,45 @@ pub fn check_unique<'a>(
     path: &Path,
     edges: impl Iterator<Item = (u32, &'a str, u32)>,
 ) -> Result<(), RunDirError> {
-    let mut seen = std::collections::HashSet::new();
-    for (rung, gpu, index) in edges {
-        if !seen.insert((rung, gpu, index)) {
-            return Err(RunDirError::Format {
+    // Sorted, not hashed: each edge a key of three integers (its GPU by
+    // its place among the few keys seen) beside its row. A set of the
+    // keys took 0.6 s of a 4-hour 8-GPU run's 1.7 M edges.
+    let mut gpus: Vec<&str> = Vec::new();
+    let mut keys: Vec<(u128, usize)> = Vec::with_capacity(edges.size_hint().0);
+    for (row, (rung, gpu, index)) in edges.enumerate() {
+        let g = match gpus.iter().rposition(|k| *k == gpu) {
+            Some(g) => g,
+            None => {
+                gpus.push(gpu);
+                gpus.len() - 1
+            }
+        };
+        keys.push((
+            (u128::from(rung) << 96) | ((g as u128) << 32) | u128::from(index),
+            row,
+        ));
+    }
+    keys.sort_unstable();
+    // The row a reader going down the file finds repeated first: the
+    // earliest second row of any key.
+    let first_repeat = keys
+        .windows(2)
+        .filter(|w| w[0].0 == w[1].0)
+        .map(|w| (w[1].1, w[1].0))
+        .min();
+    match first_repeat {
+        None => Ok(()),
+        Some((_, key)) => {
+            let (rung, g, index) = ((key >> 96) as u32, (key >> 32) as u64 as usize, key as u32);
+            Err(RunDirError::Format {
                 path: path.to_path_buf(),
                 message: format!(
-                    "edge {index} of {gpu} in rung {rung} is listed twice: the file was edited after the run"
+                    "edge {index} of {} in rung {rung} is listed twice: the file was edited after the run",
+                    gpus[g]
                 ),
-            });
+            })
         }
     }
-    Ok(())
 }
 
 /// Reads a CSV table of the run directory into rows (empty if the file is
@@ -324,6 +351,54 @@ mod tests {
         let e = read_edges(&p).unwrap_err().to_string();
         assert!(e.contains("listed twice"), "{e}");
     }
+    /// The first repeat a reader going down the rows finds, by a set.
+    fn first_repeat_by_set(edges: &[(u32, &str, u32)]) -> Option<String> {
+        let mut seen = std::collections::HashSet::new();
+        edges
+            .iter()
+            .find(|e| !seen.insert(**e))
+            .map(|(r, g, i)| format!("edge {i} of {g} in rung {r} is listed twice"))
+    }
+
+    #[test]
+    fn the_sorted_check_names_the_repeat_a_set_finds_first() {
+        let gpus = ["gpu0", "gpu1", "GPU-0123456789abcdef-long"];
+        let mut x: u64 = 20261207;
+        let mut next = |n: u64| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (x >> 33) % n
+        };
+        for case in 0..300 {
+            let len = 1 + next(80) as usize;
+            // Small ranges make repeats common; the widest make keys that
+            // differ only in their high bits.
+            let span = if case % 3 == 0 {
+                u64::from(u32::MAX)
+            } else {
+                4
+            };
+            let edges: Vec<(u32, &str, u32)> = (0..len)
+                .map(|_| {
+                    (
+                        next(span.min(3) + 1) as u32 * if span > 4 { u32::MAX / 3 } else { 1 },
+                        gpus[next(3) as usize],
+                        next(span) as u32,
+                    )
+                })
+                .collect();
+            let got = super::check_unique(std::path::Path::new("edges.csv"), edges.iter().copied())
+                .err()
+                .map(|e| e.to_string());
+            match (first_repeat_by_set(&edges), got) {
+                (None, None) => {}
+                (Some(want), Some(got)) => assert!(got.contains(&want), "{got} / {want}"),
+                (want, got) => panic!("case {case}: {want:?} against {got:?} for {edges:?}"),
+            }
+        }
+    }
+
     use super::{EdgeRow, read_rows};
 
     fn file(body: &str) -> (tempfile::TempDir, std::path::PathBuf) {

@@ -25,6 +25,7 @@ pub mod parallel;
 pub mod parquet_io;
 pub mod raw_series;
 pub mod series;
+mod split;
 pub mod stats;
 
 pub use error::CollateError;

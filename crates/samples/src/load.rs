@@ -331,7 +331,7 @@ pub struct RawPower {
     pub problems: Vec<String>,
 }
 
-fn raw_schema() -> SchemaRef {
+pub(crate) fn raw_schema() -> SchemaRef {
     let [ts, node, gpu, instrument, value] = powerlab_rundir::raw::RAW_COLUMNS;
     Arc::new(Schema::from_iter([
         Field::new(ts.into(), DataType::Int64),
@@ -455,7 +455,7 @@ pub fn read_power(
 
 /// The instruments a collation reads: the power paths, the energy counter,
 /// and the status instruments for the per-GPU table.
-const ANALYSED: [Instrument; 11] = [
+pub(crate) const ANALYSED: [Instrument; 11] = [
     Instrument::BufferedW,
     Instrument::InstantW,
     Instrument::AverageW,
@@ -529,37 +529,59 @@ pub(crate) fn check_rows(
     df: &DataFrame,
     bounds: (i64, i64),
 ) -> Result<(), CollateError> {
-    let bad = |message: String| CollateError::BadRaw {
-        path: path.to_path_buf(),
-        message,
+    let mut faults = RowFaults {
+        empty: df.column("value").map(|c| c.null_count()).unwrap_or(0)
+            + df.column("ts_ns").map(|c| c.null_count()).unwrap_or(0),
+        ..RowFaults::default()
     };
-    if df.column("value").map(|c| c.null_count()).unwrap_or(0) > 0
-        || df.column("ts_ns").map(|c| c.null_count()).unwrap_or(0) > 0
-    {
-        return Err(bad("a row has an empty timestamp or value".into()));
-    }
     if let Ok(v) = df.column("value").and_then(|c| c.f64().cloned()) {
-        let n = v.iter().flatten().filter(|x| !x.is_finite()).count();
-        if n > 0 {
-            return Err(bad(format!(
-                "{n} row(s) have a value that is not a finite number (inf or NaN)"
-            )));
-        }
+        faults.not_finite = v.iter().flatten().filter(|x| !x.is_finite()).count();
     }
     if let Ok(ts) = df.column("ts_ns").and_then(|c| c.i64().cloned()) {
-        let outside = ts
+        faults.outside = ts
             .iter()
             .flatten()
             .filter(|t| *t < bounds.0 || *t > bounds.1)
             .count();
-        if outside > 0 {
+    }
+    faults.judge(path, bounds)
+}
+
+/// What a file's analysed rows showed against [`check_rows`]' rules.
+#[derive(Debug, Default)]
+pub(crate) struct RowFaults {
+    /// Empty timestamps and values.
+    pub empty: usize,
+    /// Values that are not finite.
+    pub not_finite: usize,
+    /// Timestamps outside the run's span.
+    pub outside: usize,
+}
+
+impl RowFaults {
+    /// The first fault, as an error naming the file.
+    pub(crate) fn judge(&self, path: &Path, bounds: (i64, i64)) -> Result<(), CollateError> {
+        let bad = |message: String| CollateError::BadRaw {
+            path: path.to_path_buf(),
+            message,
+        };
+        if self.empty > 0 {
+            return Err(bad("a row has an empty timestamp or value".into()));
+        }
+        if self.not_finite > 0 {
             return Err(bad(format!(
-                "{outside} row(s) have timestamps outside this run ({} .. {} ns, the run's span with a minute's slack): the file belongs to another run or is corrupt",
-                bounds.0, bounds.1
+                "{} row(s) have a value that is not a finite number (inf or NaN)",
+                self.not_finite
             )));
         }
+        if self.outside > 0 {
+            return Err(bad(format!(
+                "{} row(s) have timestamps outside this run ({} .. {} ns, the run's span with a minute's slack): the file belongs to another run or is corrupt",
+                self.outside, bounds.0, bounds.1
+            )));
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 #[cfg(test)]

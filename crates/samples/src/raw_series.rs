@@ -4,7 +4,7 @@
 //! held.
 
 use crate::error::CollateError;
-use crate::load::{Run, analysed_rows, check_rows, read_raw_file, sample_bounds};
+use crate::load::{Run, read_raw_file, sample_bounds};
 use crate::series::SeriesSet;
 use powerlab_rundir::RunDir;
 use std::path::{Path, PathBuf};
@@ -47,10 +47,8 @@ pub fn read_series(
         crate::integrity::check_listed(path, &run.manifest)?;
         let mut problems = Vec::new();
         let (rows, df) = read_raw_file(path, run, parquet_dir, &mut problems)?;
-        let df = analysed_rows(df)?;
-        check_rows(path, &df, bounds)?;
-        crate::integrity::check_content(path, &df, &run.manifest)?;
-        Ok((rows, SeriesSet::from_frame(&df), problems))
+        let series = crate::split::checked_series(path, &df, bounds, &run.manifest)?;
+        Ok((rows, series, problems))
     };
     let (mut total_rows, mut problems) = (0, Vec::new());
     let mut parts = Vec::with_capacity(files.len());

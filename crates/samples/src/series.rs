@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 /// Every raw series by (node, GPU, instrument), time-sorted. A raw row
 /// whose instrument this version does not know is not kept (no analysis
 /// could read it).
+#[derive(Debug, PartialEq)]
 pub struct SeriesSet {
     by: BTreeMap<(String, String, Instrument), Vec<(i64, f64)>>,
 }
@@ -83,7 +84,13 @@ impl SeriesSet {
         let mut by: BTreeMap<(String, String, Instrument), Vec<(i64, f64)>> = BTreeMap::new();
         for part in parts {
             for (key, mut points) in part.by {
-                let s = by.entry(key).or_default();
+                let s = match by.entry(key) {
+                    std::collections::btree_map::Entry::Vacant(e) => {
+                        e.insert(points);
+                        continue;
+                    }
+                    std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+                };
                 s.append(&mut points);
                 if !s.windows(2).all(|w| w[0].0 <= w[1].0) {
                     s.sort_by_key(|x| x.0);
@@ -106,6 +113,15 @@ impl SeriesSet {
             s.sort_by_key(|x| x.0);
         }
         SeriesSet { by }
+    }
+
+    /// A set of series each already sorted by time, one per key.
+    pub(crate) fn of_sorted(
+        series: impl IntoIterator<Item = ((String, String, Instrument), Vec<(i64, f64)>)>,
+    ) -> SeriesSet {
+        SeriesSet {
+            by: series.into_iter().collect(),
+        }
     }
 
     /// One series of a single-node run (empty if absent).
