@@ -122,7 +122,7 @@ fn kind_stats(err: &[f64]) -> KindStats {
 }
 
 /// One whole row of an edges frame.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct EdgeView<'a> {
     /// Rung id.
     pub rung_id: u32,
@@ -413,4 +413,89 @@ pub fn edge_stats(
         s.probe_rtt_us = rtt.map(ns_f64_to_us);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // a test that unwraps reports its failure by panicking
+    use super::{EdgeView, edge_rows};
+    use polars::prelude::*;
+    use powerlab_core::shape::EdgeKind;
+
+    /// Six edges, three whole (an empty field or an unknown kind drops a
+    /// row), as one frame of two chunks.
+    fn frame() -> DataFrame {
+        let rung = [Some(1u32), Some(1), None, Some(2), Some(2), Some(2)];
+        let gpu = [
+            Some("gpu0"),
+            Some("gpu1"),
+            Some("gpu0"),
+            None,
+            Some("gpu0"),
+            Some("gpu1"),
+        ];
+        let kind = [
+            Some("rise"),
+            Some("fall"),
+            Some("rise"),
+            Some("rise"),
+            Some("bounce"),
+            Some("start"),
+        ];
+        let intended = [
+            Some(10i64),
+            Some(20),
+            Some(30),
+            Some(40),
+            Some(50),
+            Some(60),
+        ];
+        let achieved = [Some(11i64), Some(22), Some(33), Some(44), Some(55), None];
+        let part = |r: std::ops::Range<usize>| {
+            DataFrame::new_infer_height(vec![
+                Column::new("rung_id".into(), &rung[r.clone()]),
+                Column::new("gpu".into(), &gpu[r.clone()]),
+                Column::new("kind".into(), &kind[r.clone()]),
+                Column::new("intended_ns".into(), &intended[r.clone()]),
+                Column::new("achieved_ns".into(), &achieved[r]),
+            ])
+            .unwrap()
+        };
+        let mut df = part(0..3);
+        df.vstack_mut_owned(part(3..6)).unwrap();
+        df
+    }
+
+    #[test]
+    fn edge_rows_are_the_whole_rows_whether_the_chunks_line_up_or_not() {
+        let whole = vec![
+            EdgeView {
+                rung_id: 1,
+                gpu: "gpu0",
+                kind: EdgeKind::Rise,
+                intended_ns: 10,
+                achieved_ns: 11,
+            },
+            EdgeView {
+                rung_id: 1,
+                gpu: "gpu1",
+                kind: EdgeKind::Fall,
+                intended_ns: 20,
+                achieved_ns: 22,
+            },
+        ];
+        let aligned = frame();
+        assert_eq!(aligned.column("gpu").unwrap().n_chunks(), 2);
+        assert_eq!(edge_rows(&aligned).unwrap().collect::<Vec<_>>(), whole);
+        // One column in one chunk, the others in two: read row by row.
+        let mut mixed = frame();
+        let kind = mixed
+            .column("kind")
+            .unwrap()
+            .as_materialized_series()
+            .rechunk();
+        mixed.with_column(kind.into_column()).unwrap();
+        assert_eq!(mixed.column("kind").unwrap().n_chunks(), 1);
+        assert_eq!(edge_rows(&mixed).unwrap().collect::<Vec<_>>(), whole);
+    }
 }
