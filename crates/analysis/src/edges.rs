@@ -422,7 +422,7 @@ mod tests {
     use polars::prelude::*;
     use powerlab_core::shape::EdgeKind;
 
-    /// Six edges, three whole (an empty field or an unknown kind drops a
+    /// Six edges, two whole (an empty field or an unknown kind drops a
     /// row), as one frame of two chunks.
     fn frame() -> DataFrame {
         let rung = [Some(1u32), Some(1), None, Some(2), Some(2), Some(2)];

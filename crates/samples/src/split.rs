@@ -6,7 +6,9 @@
 //! [`SeriesSet::from_frame`] makes of them. The three passes and the
 //! filtered copy between them took 0.2 s of every 2.3 M-row file (a
 //! 4-hour 8-GPU run's), a quarter of its reading; this pass gives the same
-//! series and the same first error (tested against them).
+//! series and fails the same first check (tested against them). A file
+//! holding several foreign GPUs (or nodes) is named by the first in row
+//! order, where the passes named one of them in no set order.
 
 use crate::error::CollateError;
 use crate::integrity::{self, ContentFaults, ContentRule};
