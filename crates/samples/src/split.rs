@@ -16,7 +16,6 @@ use crate::load::{ANALYSED, RowFaults};
 use crate::series::SeriesSet;
 use polars::prelude::*;
 use polars_arrow::array::Array;
-use polars_arrow::bitmap::Bitmap;
 use powerlab_core::Instrument;
 use powerlab_rundir::Manifest;
 use std::path::Path;
@@ -144,11 +143,6 @@ pub(crate) fn checked_series(
     Ok(series_of(&expect, found.points))
 }
 
-/// Whether row `j` of an array with `validity` holds a value.
-fn valid(validity: Option<&Bitmap>, j: usize) -> bool {
-    validity.is_none_or(|b| b.get_bit(j))
-}
-
 /// One chunk's rows into `found`.
 fn scan_chunk(
     (t, v): (&I64Array, &F64Array),
@@ -166,7 +160,7 @@ fn scan_chunk(
     let (tv, vv) = (t.values().as_slice(), v.values().as_slice());
     let views = [n.views(), g.views(), i.views()];
     for j in 0..t.len() {
-        if !valid(i.validity(), j) {
+        if !i.is_valid(j) {
             continue;
         }
         let Some(slot) = keys.inst.get(views[2][j].as_u128(), || {
@@ -174,7 +168,7 @@ fn scan_chunk(
         }) else {
             continue;
         };
-        let (has_t, has_v) = (valid(t.validity(), j), valid(v.validity(), j));
+        let (has_t, has_v) = (t.is_valid(j), v.is_valid(j));
         if !(has_t && has_v) {
             found.rows.empty += 1;
         }
@@ -185,8 +179,8 @@ fn scan_chunk(
         if has_t && (ts < expect.bounds.0 || ts > expect.bounds.1) {
             found.rows.outside += 1;
         }
-        let has_n = valid(n.validity(), j);
-        let has_g = valid(g.validity(), j);
+        let has_n = n.is_valid(j);
+        let has_g = g.is_valid(j);
         if has_g
             && !keys
                 .gpu_ok
