@@ -78,32 +78,34 @@ pub fn node_curve(series: &SeriesSet, run: &Run) -> Result<NodeCurve, CollateErr
     let t: Vec<i64> = (0..points).map(|k| start + k * grid).collect();
     let poll_ms = run.campaign.sampling.poll_interval_ms;
     let polled_tol = ms_to_ns_trunc((3.0 * poll_ms).max(60.0));
-    let mut per_gpu = Vec::new();
-    let mut node_cols = Vec::new();
-    for (inst, node_name) in CURVE_INSTRUMENTS {
-        let tol = if inst == Instrument::BufferedW {
+    let tolerance_ns = |inst: Instrument| {
+        if inst == Instrument::BufferedW {
             60_000_000
         } else {
             polled_tol
-        };
-        let mut sum: Option<Vec<Option<f64>>> = None;
-        for (node, gpu) in &run.series {
-            let aligned = align_backward(&t, series.get_at(node, gpu, inst), tol);
-            sum = Some(match sum {
-                None => aligned.clone(),
-                Some(acc) => ordered_add(acc, &aligned),
-            });
-            per_gpu.push(Column::new(
-                format!("{node}/{gpu}:{inst}").as_str().into(),
-                aligned,
-            ));
         }
-        if let Some(sum) = sum {
-            node_cols.push(Column::new(node_name.into(), sum));
-        }
-    }
+    };
+    // Every GPU's column of every instrument aligned on every core, in
+    // the order the frame holds them (instrument by instrument, GPUs in
+    // the run's order); each instrument's sum then adds them in that order.
+    let jobs: Vec<(Instrument, &(String, String))> = CURVE_INSTRUMENTS
+        .iter()
+        .flat_map(|(inst, _)| run.series.iter().map(move |s| (*inst, s)))
+        .collect();
+    let per_gpu = powerlab_samples::parallel::map_in_order(&jobs, |(inst, (node, gpu))| {
+        let samples = series.get_at(node, gpu, *inst);
+        Float64Chunked::from_iter_options(
+            format!("{node}/{gpu}:{inst}").as_str().into(),
+            align_backward(&t, samples, tolerance_ns(*inst)),
+        )
+    });
+    let node_cols: Vec<Column> = CURVE_INSTRUMENTS
+        .iter()
+        .zip(per_gpu.chunks(run.series.len().max(1)))
+        .map(|((_, name), gpus)| ordered_sum(gpus).with_name((*name).into()).into_column())
+        .collect();
     let mut columns = vec![Column::new("t_ns".into(), t)];
-    columns.extend(per_gpu);
+    columns.extend(per_gpu.into_iter().map(IntoColumn::into_column));
     columns.extend(node_cols);
     let mut df = DataFrame::new_infer_height(columns)
         .map_err(CollateError::polars("aligning GPUs on the grid"))?;
@@ -129,32 +131,34 @@ pub fn grid_origin(run: &Run) -> i64 {
 /// Each grid point's reading: the latest sample at or before it (the last
 /// of equal timestamps), none when that sample is more than `tolerance_ns`
 /// older. `t` and `samples` ascend in time.
-pub fn align_backward(t: &[i64], samples: &[(i64, f64)], tolerance_ns: i64) -> Vec<Option<f64>> {
+pub fn align_backward<'a>(
+    t: &'a [i64],
+    samples: &'a [(i64, f64)],
+    tolerance_ns: i64,
+) -> impl Iterator<Item = Option<f64>> + 'a {
     let mut j = 0;
-    t.iter()
-        .map(|&at| {
-            while j < samples.len() && samples[j].0 <= at {
-                j += 1;
-            }
-            j.checked_sub(1)
-                .map(|k| samples[k])
-                .filter(|(ts, _)| at - ts <= tolerance_ns)
-                .map(|(_, v)| v)
-        })
-        .collect()
+    t.iter().map(move |&at| {
+        while j < samples.len() && samples[j].0 <= at {
+            j += 1;
+        }
+        j.checked_sub(1)
+            .map(|k| samples[k])
+            .filter(|(ts, _)| at - ts <= tolerance_ns)
+            .map(|(_, v)| v)
+    })
 }
 
-/// Adds one GPU's aligned readings to the running node sum, point by
-/// point, null where either is null (a partial sum would look like a power
-/// drop). GPUs are added one after another in the run's order, so the
-/// floating-point sum comes out the same whatever the raw files' layout:
-/// a reduction in a scheduling-dependent order once changed a rack
-/// summary's last digit between two collations of the same files.
-pub fn ordered_add(mut acc: Vec<Option<f64>>, next: &[Option<f64>]) -> Vec<Option<f64>> {
-    for (a, b) in acc.iter_mut().zip(next) {
-        *a = a.zip(*b).map(|(a, b)| a + b);
+/// The node's sum of its GPUs' aligned readings, point by point, null
+/// where any is null (a partial sum would look like a power drop). GPUs
+/// are added one after another in the run's order, so the floating-point
+/// sum comes out the same whatever the raw files' layout: a reduction in
+/// a scheduling-dependent order once changed a rack summary's last digit
+/// between two collations of the same files. Empty for no GPU.
+pub fn ordered_sum(gpus: &[Float64Chunked]) -> Float64Chunked {
+    match gpus.split_first() {
+        Some((first, rest)) => rest.iter().fold(first.clone(), |acc, next| &acc + next),
+        None => Float64Chunked::from_vec(PlSmallStr::EMPTY, Vec::new()),
     }
-    acc
 }
 
 #[cfg(test)]
@@ -180,7 +184,7 @@ mod tests {
     fn a_grid_point_takes_the_latest_reading_within_tolerance() {
         let samples = [(10, 1.0), (20, 2.0), (20, 2.5), (100, 3.0)];
         let t = [5, 10, 19, 20, 50, 51, 99, 100, 200];
-        let got = align_backward(&t, &samples, 30);
+        let got: Vec<Option<f64>> = align_backward(&t, &samples, 30).collect();
         // Before the first sample: none. Equal timestamps: the last one.
         // 51 - 20 = 31 > 30: the reading is too old.
         assert_eq!(
@@ -198,7 +202,8 @@ mod tests {
             ]
         );
         assert_eq!(got, reference(&t, &samples, 30));
-        assert_eq!(align_backward(&t, &[], 30), vec![None; t.len()]);
+        let none: Vec<Option<f64>> = align_backward(&t, &[], 30).collect();
+        assert_eq!(none, vec![None; t.len()]);
     }
 
     #[test]
@@ -210,22 +215,27 @@ mod tests {
         samples.sort_by_key(|s| s.0);
         let t: Vec<i64> = (-10..1020).step_by(3).collect();
         for tol in [0, 1, 5, 40] {
-            assert_eq!(
-                align_backward(&t, &samples, tol),
-                reference(&t, &samples, tol)
-            );
+            let got: Vec<Option<f64>> = align_backward(&t, &samples, tol).collect();
+            assert_eq!(got, reference(&t, &samples, tol));
         }
     }
 
     #[test]
     fn a_node_sum_is_null_where_any_gpu_has_no_reading() {
-        let a = vec![Some(1.0), None, Some(3.0), Some(0.1)];
-        let b = [Some(10.0), Some(20.0), None, Some(0.2)];
-        let sum = ordered_add(a, &b);
-        assert_eq!(sum[0], Some(11.0));
+        let column =
+            |v: &[Option<f64>]| Float64Chunked::from_iter_options("g".into(), v.iter().copied());
+        let a = column(&[Some(1.0), None, Some(3.0), Some(0.1), Some(1e16)]);
+        let b = column(&[Some(10.0), Some(20.0), None, Some(0.2), Some(1.0)]);
+        let c = column(&[Some(0.5), Some(1.0), Some(1.0), Some(0.3), Some(1.0)]);
+        let sum: Vec<Option<f64>> = ordered_sum(&[a, b, c]).iter().collect();
+        assert_eq!(sum[0], Some(11.5));
         assert_eq!(sum[1], None);
         assert_eq!(sum[2], None);
-        // Left to right, in f64: 0.1 + 0.2, not a rounded 0.3.
-        assert_eq!(sum[3], Some(0.1 + 0.2));
+        // Left to right, in f64: (0.1 + 0.2) + 0.3, not 0.1 + (0.2 + 0.3).
+        assert_eq!(sum[3], Some((0.1 + 0.2) + 0.3));
+        assert_ne!(sum[3], Some(0.1 + (0.2 + 0.3)));
+        // (1e16 + 1) + 1 rounds twice; 1e16 + (1 + 1) would not.
+        assert_eq!(sum[4], Some(1e16));
+        assert!(ordered_sum(&[]).is_empty());
     }
 }

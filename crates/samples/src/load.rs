@@ -496,9 +496,8 @@ pub(crate) fn read_raw_file(
         })?;
     if let Some(out) = parquet_dir {
         let stem = powerlab_rundir::raw::raw_stem(path);
-        let mut whole = df.clone();
         crate::parquet_io::write_raw_copy(
-            &mut whole,
+            &df,
             &powerlab_rundir::ReportFile::raw_parquet(out, &stem),
         )?;
     }

@@ -34,21 +34,38 @@ pub fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
 /// the same definition as [`quantile_sorted`] applied to the values each
 /// repeated `weight` times. NaN when empty.
 pub fn weighted_quantile_sorted(sorted: &[(f64, f64)], q: f64) -> f64 {
-    let total: f64 = sorted.iter().map(|x| x.1).sum();
-    if sorted.is_empty() || total <= 0.0 {
+    let values: Vec<f64> = sorted.iter().map(|x| x.0).collect();
+    quantile_of_cumulative(&values, &cumulative(sorted.iter().map(|x| x.1)), q)
+}
+
+/// The running totals of `weights`: element i is the sum of the first
+/// i + 1, added in order (what [`quantile_of_cumulative`] reads).
+pub fn cumulative(weights: impl IntoIterator<Item = f64>) -> Vec<f64> {
+    let mut acc = 0.0;
+    weights
+        .into_iter()
+        .map(|w| {
+            acc += w;
+            acc
+        })
+        .collect()
+}
+
+/// [`weighted_quantile_sorted`] of `values` (ascending) whose weights'
+/// running totals are `through` ([`cumulative`]): each rank found by a
+/// binary search, so that many quantiles of one set of levels do not each
+/// walk it twice. NaN when empty.
+pub fn quantile_of_cumulative(values: &[f64], through: &[f64], q: f64) -> f64 {
+    let total = through.last().copied().unwrap_or(0.0);
+    if values.is_empty() || total <= 0.0 {
         return f64::NAN;
     }
     let pos = q.clamp(0.0, 1.0) * (total - 1.0);
-    // The value at (0-based) rank r of the repeated sequence.
+    // The value at (0-based) rank r of the repeated sequence: the first
+    // whose running total passes r.
     let at = |r: f64| -> f64 {
-        let mut acc = 0.0;
-        for (v, w) in sorted {
-            acc += w;
-            if r < acc {
-                return *v;
-            }
-        }
-        sorted[sorted.len() - 1].0
+        let i = through.partition_point(|acc| *acc <= r);
+        values.get(i).copied().unwrap_or(values[values.len() - 1])
     };
     let lo = pos.floor();
     let (a, b) = (at(lo), at(lo + 1.0));

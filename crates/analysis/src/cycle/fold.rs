@@ -101,28 +101,66 @@ pub(super) struct GpuFold {
     pub gains: Vec<f64>,
     /// Median phase of the GPU's rising edges after the rung's epoch, ns.
     pub offset_ns: i64,
-    /// The placed points' bins, blocks and readings, in the points' order
-    /// (laid once: the bootstrap bins them again 200 times).
-    placed: Vec<Placed>,
-    /// The points in the window's whole cycles, in order: their blocks,
+    /// The placed points' bins and readings by block, in the points'
+    /// order (laid once: the bootstrap bins them again 200 times).
+    placed: ByBlock<Placed>,
+    /// The points in the window's whole cycles by block, in order: their
     /// readings and the time each stands for (see [`GpuFold::mean`]).
-    whole: Vec<Whole>,
+    whole: ByBlock<Whole>,
 }
 
 /// A placed point as [`binned`] reads it.
 #[derive(Debug, Clone, Copy)]
 struct Placed {
     bin: u32,
-    block: u32,
     value: f64,
 }
 
 /// A point of the window's whole cycles as [`GpuFold::mean`] reads it.
 #[derive(Debug, Clone, Copy)]
 struct Whole {
-    block: u32,
     value: f64,
     span_ns: f64,
+}
+
+/// Items in their order, cut into runs of consecutive items of one block
+/// (a window's points run block after block), so that a resampled set
+/// of cycles skips a block drawn no time (about a third of them) whole,
+/// not point by point.
+#[derive(Debug, Clone)]
+struct ByBlock<T> {
+    items: Vec<T>,
+    /// Each run's block and the end of its items.
+    runs: Vec<(usize, usize)>,
+}
+
+impl<T> ByBlock<T> {
+    /// `items` with their blocks, in order.
+    fn new(items: impl Iterator<Item = (usize, T)>) -> ByBlock<T> {
+        let (mut out, mut runs) = (Vec::new(), Vec::<(usize, usize)>::new());
+        for (block, item) in items {
+            out.push(item);
+            match runs.last_mut() {
+                Some((b, end)) if *b == block => *end = out.len(),
+                _ => runs.push((block, out.len())),
+            }
+        }
+        ByBlock { items: out, runs }
+    }
+
+    /// `f` of each item, in order, with its block's weight in `weights`
+    /// (1 for every block without): items of a block of weight 0 or less
+    /// are passed over.
+    fn each(&self, weights: Option<&[f64]>, mut f: impl FnMut(f64, &T)) {
+        let mut start = 0;
+        for &(block, end) in &self.runs {
+            let w = weights.map_or(1.0, |w| w[block]);
+            if w > 0.0 {
+                self.items[start..end].iter().for_each(|x| f(w, x));
+            }
+            start = end;
+        }
+    }
 }
 
 /// Folds one GPU's buffered `samples` of rung `r` on its `rises`. Each
@@ -197,46 +235,39 @@ pub(super) fn fold_gpu(
         fall_bin: ((r.info.duty * bins as f64).round() as usize).clamp(1, bins - 1),
         gains,
         offset_ns: offset_of(rises, r.epoch_ns, p),
-        whole: points
-            .iter()
-            .filter(|p| p.whole)
-            .map(|p| Whole {
-                block: p.block as u32,
+        whole: ByBlock::new(points.iter().filter(|p| p.whole).map(|p| {
+            let w = Whole {
                 value: p.value,
                 span_ns: p.span_ns,
-            })
-            .collect(),
+            };
+            (p.block, w)
+        })),
         placed,
         points,
     })
 }
 
-/// The placed `points`' bins (of `bins`), blocks and readings, in order.
-fn placed_of(points: &[Point], bins: usize) -> Vec<Placed> {
-    points
-        .iter()
-        .filter(|p| p.placed())
-        .map(|p| Placed {
+/// The placed `points`' bins (of `bins`) and readings by block, in order.
+fn placed_of(points: &[Point], bins: usize) -> ByBlock<Placed> {
+    ByBlock::new(points.iter().filter(|p| p.placed()).map(|p| {
+        let placed = Placed {
             bin: bin_of(p.phase, bins) as u32,
-            block: p.block as u32,
             value: p.value,
-        })
-        .collect()
+        };
+        (p.block, placed)
+    }))
 }
 
 /// Sums and (weighted) counts per phase bin. `weights` holds a weight per
 /// block (a resampled set of whole cycles); None weighs every sample 1.
-fn binned(placed: &[Placed], bins: usize, weights: Option<&[f64]>) -> (Vec<f64>, Vec<f64>) {
+fn binned(placed: &ByBlock<Placed>, bins: usize, weights: Option<&[f64]>) -> (Vec<f64>, Vec<f64>) {
     let mut sum = vec![0.0; bins];
     let mut cnt = vec![0.0; bins];
-    for p in placed {
-        let w = weights.map_or(1.0, |w| w[p.block as usize]);
-        if w > 0.0 {
-            let b = p.bin as usize;
-            sum[b] += w * p.value;
-            cnt[b] += w;
-        }
-    }
+    placed.each(weights, |w, p| {
+        let b = p.bin as usize;
+        sum[b] += w * p.value;
+        cnt[b] += w;
+    });
     (sum, cnt)
 }
 
@@ -433,14 +464,15 @@ impl GpuFold {
     /// Mean of the samples in the window's whole cycles (a partial one
     /// would weigh its phases twice), each weighted by the time it stands
     /// for ([`Point::span_ns`]: the energy they show over the time they
-    /// cover), and per block.
+    /// cover), and per block. A block drawn no time adds nothing (its
+    /// readings are finite: the raw files' check refuses any other).
     fn mean(&self, weights: Option<&[f64]>) -> Option<f64> {
         let (mut s, mut n) = (0.0, 0.0);
-        for p in &self.whole {
-            let w = weights.map_or(1.0, |w| w[p.block as usize]) * p.span_ns;
+        self.whole.each(weights, |w, p| {
+            let w = w * p.span_ns;
             s += w * p.value;
             n += w;
-        }
+        });
         (n > 0.0).then(|| s / n)
     }
 
@@ -459,7 +491,7 @@ impl GpuFold {
 
     /// Samples folded into the cycle.
     pub(super) fn folded(&self) -> usize {
-        self.placed.len()
+        self.placed.items.len()
     }
 
     /// Blocks (whole cycles of the window, the last possibly partial).

@@ -4,7 +4,9 @@
 //! per-rung figure is read: its [`Levels::quantile`], [`Levels::mean`] and
 //! [`Levels::max`].
 
-use powerlab_samples::stats::{quantile_sorted, sum_compensated, weighted_quantile_sorted};
+use powerlab_samples::stats::{
+    cumulative, quantile_of_cumulative, quantile_sorted, sum_compensated,
+};
 
 /// A rung's node power levels, W, sorted.
 #[derive(Debug, Clone, PartialEq)]
@@ -20,8 +22,10 @@ pub struct Levels {
 enum Sorted {
     /// The held curve's points, one each.
     Plain(Vec<f64>),
-    /// A cycle's points with how often the window holds each.
-    Weighted(Vec<(f64, f64)>),
+    /// A cycle's points, and the running total of how often the window
+    /// holds each ([`cumulative`]): a bootstrap reads several quantiles of
+    /// each of its 200 replicates.
+    Weighted { values: Vec<f64>, through: Vec<f64> },
 }
 
 impl Levels {
@@ -31,7 +35,9 @@ impl Levels {
         if values.is_empty() {
             return None;
         }
-        values.sort_by(f64::total_cmp);
+        // Equal under `total_cmp` is equal bit for bit: the order among
+        // equals changes no quantile, so the faster unstable sort serves.
+        values.sort_unstable_by(f64::total_cmp);
         let mean = sum_compensated(&values) / values.len() as f64;
         Some(Levels {
             sorted: Sorted::Plain(values),
@@ -44,9 +50,15 @@ impl Levels {
     pub fn of_weighted(mut weighted: Vec<(f64, f64)>) -> Levels {
         let weight: f64 = weighted.iter().map(|x| x.1).sum();
         let mean = weighted.iter().map(|x| x.0 * x.1).sum::<f64>() / weight;
-        weighted.sort_by(|a, b| a.0.total_cmp(&b.0));
+        // Points of equal value (bit for bit, under `total_cmp`) may swap:
+        // a quantile reads a value, and the running total after the last
+        // of them is the same.
+        weighted.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
         Levels {
-            sorted: Sorted::Weighted(weighted),
+            sorted: Sorted::Weighted {
+                values: weighted.iter().map(|x| x.0).collect(),
+                through: cumulative(weighted.iter().map(|x| x.1)),
+            },
             mean,
         }
     }
@@ -55,7 +67,7 @@ impl Levels {
     pub fn len(&self) -> usize {
         match &self.sorted {
             Sorted::Plain(v) => v.len(),
-            Sorted::Weighted(v) => v.len(),
+            Sorted::Weighted { values, .. } => values.len(),
         }
     }
 
@@ -69,7 +81,7 @@ impl Levels {
     pub fn quantile(&self, q: f64) -> f64 {
         match &self.sorted {
             Sorted::Plain(v) => quantile_sorted(v, q),
-            Sorted::Weighted(v) => weighted_quantile_sorted(v, q),
+            Sorted::Weighted { values, through } => quantile_of_cumulative(values, through, q),
         }
     }
 
@@ -81,8 +93,7 @@ impl Levels {
     /// The largest level, W (NaN when empty).
     pub fn max(&self) -> f64 {
         match &self.sorted {
-            Sorted::Plain(v) => v.last().copied(),
-            Sorted::Weighted(v) => v.last().map(|x| x.0),
+            Sorted::Plain(v) | Sorted::Weighted { values: v, .. } => v.last().copied(),
         }
         .unwrap_or(f64::NAN)
     }
