@@ -401,9 +401,22 @@ impl GpuFold {
         weights: Option<&[f64]>,
         restore: bool,
     ) -> Vec<f64> {
+        let (sum, cnt) = binned(&self.placed, self.bins, weights);
+        self.shaped(planner, &sum, &cnt, self.mean(weights), restore)
+    }
+
+    /// [`GpuFold::values`] of the bins' sums `sum` and counts `cnt` and
+    /// the samples' `mean`, however they were weighed.
+    fn shaped(
+        &self,
+        planner: &mut Planner,
+        sum: &[f64],
+        cnt: &[f64],
+        mean: Option<f64>,
+        restore: bool,
+    ) -> Vec<f64> {
         let nb = self.bins;
-        let (sum, cnt) = binned(&self.placed, nb, weights);
-        let filled = self.filled(&sum, &cnt);
+        let filled = self.filled(sum, cnt);
         let mut spec: Vec<Complex64> = filled.iter().map(|v| Complex64::new(*v, 0.0)).collect();
         planner.plan_fft_forward(nb).process(&mut spec);
         for k in 1..=nb / 2 {
@@ -425,10 +438,7 @@ impl GpuFold {
                 spec[nb - k] = spec[k].conj();
             }
         }
-        spec[0] = Complex64::new(
-            self.mean(weights).unwrap_or(spec[0].re / nb as f64) * nb as f64,
-            0.0,
-        );
+        spec[0] = Complex64::new(mean.unwrap_or(spec[0].re / nb as f64) * nb as f64, 0.0);
         planner.plan_fft_inverse(nb).process(&mut spec);
         spec.iter().map(|c| c.re / nb as f64).collect()
     }
@@ -546,6 +556,8 @@ impl Tap {
         values[self.i] * self.w_i + values[self.next] * self.w_next
     }
 }
+
+mod resample;
 
 #[cfg(test)]
 mod tests {

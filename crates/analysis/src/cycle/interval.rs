@@ -138,15 +138,24 @@ pub(super) fn bootstrap(
     let mut reps: Vec<CycleStats> = Vec::with_capacity(REPLICATES);
     let own: Vec<&dyn RungMetric> = metric::own_bootstrapped().collect();
     let mut own_reps: Vec<Vec<f64>> = vec![Vec::with_capacity(REPLICATES); own.len()];
-    let mut weights = vec![0.0; blocks];
-    for _ in 0..REPLICATES {
-        weights.iter_mut().for_each(|w| *w = 0.0);
+    // Every replicate's draw first (in the order they were drawn one
+    // replicate at a time), block by block: replicate r's weight of block b
+    // at b * REPLICATES + r; then every GPU's bins for all of them at once.
+    let mut weights = vec![0.0; blocks * REPLICATES];
+    for r in 0..REPLICATES {
         for _ in 0..blocks {
-            weights[rng.random_range(0..blocks)] += 1.0;
+            weights[rng.random_range(0..blocks) * REPLICATES + r] += 1.0;
         }
+    }
+    let resampled: Vec<_> = folds
+        .iter()
+        .map(|f| f.resampled(&weights, REPLICATES))
+        .collect();
+    for r in 0..REPLICATES {
         let gpus: Vec<Vec<f64>> = folds
             .iter()
-            .map(|f| f.values(planner, Some(&weights), true))
+            .zip(&resampled)
+            .map(|(f, s)| f.replicate_values(planner, s, r))
             .collect();
         let values = compose_values(taps, &gpus);
         let levels = window_levels(&values, at.period_ns, at.from_ns, at.span_ns);
