@@ -256,7 +256,7 @@ fn check(c: &Case) -> Result<(), TestCaseError> {
     let r = &out.rungs[0];
     prop_assert_eq!(r.method.as_str(), "composed cycle", "{:?}", r);
     let mut s = truth.clone();
-    s.sort_by(f64::total_cmp);
+    s.sort_unstable_by(f64::total_cmp);
     let step = c.offsets.len() as f64 * 580.0;
     let mean = truth.iter().sum::<f64>() / truth.len() as f64;
     // A waveform of plateaus (2 GPUs at an offset: both on, one on, both
@@ -271,7 +271,7 @@ fn check(c: &Case) -> Result<(), TestCaseError> {
     // (the collator lifts what the window cuts by at most 18 %, so it
     // cannot restore more), and no higher than the truth itself.
     let mut seen = boxed(&truth, 6);
-    seen.sort_by(f64::total_cmp);
+    seen.sort_unstable_by(f64::total_cmp);
     let range = |lo: f64, hi: f64, d: f64| {
         let stat = |s: &[f64]| {
             let (a, b) = (

@@ -140,7 +140,7 @@ fn window<'a>(x: &'a [f64], start: i64, r: &Rung) -> &'a [f64] {
 /// The true swing (p90 − p10) and mean of the points.
 fn swing_mean(x: &[f64]) -> (f64, f64) {
     let mut v = x.to_vec();
-    v.sort_by(f64::total_cmp);
+    v.sort_unstable_by(f64::total_cmp);
     (
         quantile(&v, 0.9) - quantile(&v, 0.1),
         v.iter().sum::<f64>() / v.len() as f64,

@@ -35,7 +35,7 @@ fn truth_of(start: i64, node: &[f64], from: i64, to: i64) -> Truth {
     );
     let mut v = node[i0..i1].to_vec();
     let mean = v.iter().sum::<f64>() / v.len() as f64;
-    v.sort_by(f64::total_cmp);
+    v.sort_unstable_by(f64::total_cmp);
     Truth {
         mean,
         peak: *v.last().unwrap(),

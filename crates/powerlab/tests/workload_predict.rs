@@ -59,7 +59,7 @@ fn recording(dir: &Path, to: &Path) {
 /// p90 − p10 and the mean of `v`.
 fn swing_mean(v: &[f64]) -> (f64, f64) {
     let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
+    s.sort_unstable_by(f64::total_cmp);
     let q = |p: f64| s[((p * (s.len() - 1) as f64).round()) as usize];
     (q(0.9) - q(0.1), v.iter().sum::<f64>() / v.len() as f64)
 }

@@ -75,7 +75,7 @@ fn folded_truth(
 
 fn quantile(v: &[f64], q: f64) -> f64 {
     let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
+    s.sort_unstable_by(f64::total_cmp);
     let pos = q * (s.len() - 1) as f64;
     let i = (pos.floor() as usize).min(s.len() - 2);
     s[i] + (s[i + 1] - s[i]) * (pos - i as f64)

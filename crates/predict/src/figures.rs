@@ -55,7 +55,7 @@ impl Levels {
 /// The level figures of `values`.
 pub fn levels(values: &[f64]) -> Levels {
     let mut s = values.to_vec();
-    s.sort_by(f64::total_cmp);
+    s.sort_unstable_by(f64::total_cmp);
     let n = s.len().max(1);
     Levels {
         mean_w: s.iter().sum::<f64>() / n as f64,
@@ -139,7 +139,7 @@ fn windows_ms(span_ms: f64, supply: Option<&Supply>) -> Vec<f64> {
                 .filter(|x| *x <= span_ms),
         )
         .collect();
-    w.sort_by(f64::total_cmp);
+    w.sort_unstable_by(f64::total_cmp);
     w.dedup();
     w
 }

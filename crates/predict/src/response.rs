@@ -91,7 +91,7 @@ impl Responses {
 /// The measured periods of `list`, ms, ascending, each once.
 pub fn periods_of(list: &[Measured]) -> Vec<f64> {
     let mut p: Vec<f64> = list.iter().map(|m| m.period_ms).collect();
-    p.sort_by(f64::total_cmp);
+    p.sort_unstable_by(f64::total_cmp);
     p.dedup_by(|a, b| same_period(*a, *b));
     p
 }

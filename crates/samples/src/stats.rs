@@ -78,7 +78,7 @@ pub fn quantile(values: &[f64], q: f64) -> Option<f64> {
         return None;
     }
     let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
+    v.sort_unstable_by(f64::total_cmp);
     Some(quantile_sorted(&v, q))
 }
 
@@ -105,7 +105,7 @@ pub fn median_sorted(sorted: &[f64]) -> f64 {
 /// is even. None when empty.
 pub fn median_high(values: &[f64]) -> Option<f64> {
     let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
+    v.sort_unstable_by(f64::total_cmp);
     v.get(v.len() / 2).copied()
 }
 

@@ -263,7 +263,7 @@ fn non_negative(b: Bounds) -> Bounds {
 /// figure less the replicates' bias (their mean less the figure).
 fn basic_bounds<T>(reps: &[T], f: &dyn Fn(&T) -> f64, est: &T, sys: f64) -> Bounds {
     let mut v: Vec<f64> = reps.iter().map(f).filter(|x| x.is_finite()).collect();
-    v.sort_by(f64::total_cmp);
+    v.sort_unstable_by(f64::total_cmp);
     let x = f(est);
     let bias = v.iter().sum::<f64>() / v.len().max(1) as f64 - x;
     let (lo, hi) = (

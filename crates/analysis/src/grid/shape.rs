@@ -38,8 +38,8 @@ pub fn plateaus(values: &[f64]) -> Option<Step> {
     let mid = 0.5 * (min + max);
     let mut low: Vec<f64> = values.iter().copied().filter(|v| *v < mid).collect();
     let mut high: Vec<f64> = values.iter().copied().filter(|v| *v >= mid).collect();
-    low.sort_by(f64::total_cmp);
-    high.sort_by(f64::total_cmp);
+    low.sort_unstable_by(f64::total_cmp);
+    high.sort_unstable_by(f64::total_cmp);
     Some(Step {
         lo: median_sorted(&low),
         hi: median_sorted(&high),
@@ -114,7 +114,7 @@ pub fn fastest_edge(values: &[f64], step: Step, dir: Ramp, step_ms: f64) -> Opti
             .min()
             .unwrap_or(mi);
         let sorted = |mut x: Vec<f64>| {
-            x.sort_by(f64::total_cmp);
+            x.sort_unstable_by(f64::total_cmp);
             median_sorted(&x)
         };
         let to = sorted((c + 1..=c + after.max(1)).map(v).collect());

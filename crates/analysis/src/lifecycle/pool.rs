@@ -209,7 +209,7 @@ fn widest_gap(events: &[EventPoints], (from, to): (f64, f64)) -> f64 {
         .collect();
     x.push(from);
     x.push(to);
-    x.sort_by(f64::total_cmp);
+    x.sort_unstable_by(f64::total_cmp);
     x.windows(2).map(|w| w[1] - w[0]).fold(0.0, f64::max)
 }
 

@@ -24,7 +24,7 @@ impl Levels {
         if v.is_empty() {
             return None;
         }
-        v.sort_by(f64::total_cmp);
+        v.sort_unstable_by(f64::total_cmp);
         Some(Levels {
             p10: quantile_sorted(&v, 0.10),
             p90: quantile_sorted(&v, 0.90),

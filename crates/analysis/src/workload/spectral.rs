@@ -52,7 +52,7 @@ fn noise_about(p: &[f64], k: f64, lobe: usize, floor: f64) -> f64 {
     if v.len() < 8 {
         return floor;
     }
-    v.sort_by(f64::total_cmp);
+    v.sort_unstable_by(f64::total_cmp);
     v[v.len() / 2].max(floor)
 }
 
@@ -129,7 +129,7 @@ pub fn line(
         return None;
     }
     let mut band: Vec<f64> = p[lo..=hi].to_vec();
-    band.sort_by(f64::total_cmp);
+    band.sort_unstable_by(f64::total_cmp);
     let noise = band[band.len() / 2].max(f64::MIN_POSITIVE);
     let top = (lo..=hi).max_by(|a, b| p[*a].total_cmp(&p[*b]))?;
     // The bins a line's peak may stray by: the Hann window's main lobe.

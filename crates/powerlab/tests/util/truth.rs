@@ -4,7 +4,7 @@
 
 /// The median of `v`.
 pub fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
+    v.sort_unstable_by(f64::total_cmp);
     let n = v.len();
     if n % 2 == 1 {
         v[n / 2]

@@ -241,7 +241,7 @@ pub fn sweep_periods(job_s: f64) -> Vec<f64> {
         .map(|i| a * (b / a).powf(i as f64 / (n - 1) as f64))
         .collect();
     v.push(job_s);
-    v.sort_by(f64::total_cmp);
+    v.sort_unstable_by(f64::total_cmp);
     v
 }
 

@@ -108,7 +108,7 @@ impl Recent {
 /// The 95th percentile of a GPU's buffered samples, W.
 fn p95_w(g: &RecordedGpu) -> f64 {
     let mut v: Vec<f64> = g.buffered.iter().map(|s| s.value).collect();
-    v.sort_by(f64::total_cmp);
+    v.sort_unstable_by(f64::total_cmp);
     v.get(((v.len() as f64 - 1.0) * 0.95).round() as usize)
         .copied()
         .unwrap_or(0.0)

@@ -18,9 +18,9 @@ use crate::fft::Planner;
 
 /// Every replicate's bin sums, bin counts and mean of one fold.
 pub(in crate::cycle) struct Resampled {
-    /// Replicates side by side.
-    reps: usize,
-    /// Bin b of replicate r at `b * reps + r`.
+    /// Bins per replicate.
+    bins: usize,
+    /// Replicate r's bins at `r * bins ..`.
     sum: Vec<f64>,
     /// As `sum`.
     cnt: Vec<f64>,
@@ -66,9 +66,9 @@ impl GpuFold {
             .map(|(s, n)| (*n > 0.0).then(|| s / n))
             .collect();
         Resampled {
-            reps,
-            sum,
-            cnt,
+            bins: self.bins,
+            sum: by_replicate(&sum, reps),
+            cnt: by_replicate(&cnt, reps),
             mean,
         }
     }
@@ -80,11 +80,25 @@ impl GpuFold {
         resampled: &Resampled,
         r: usize,
     ) -> Vec<f64> {
-        let pick =
-            |v: &[f64]| -> Vec<f64> { v.iter().skip(r).step_by(resampled.reps).copied().collect() };
-        let (sum, cnt) = (pick(&resampled.sum), pick(&resampled.cnt));
-        self.shaped(planner, &sum, &cnt, resampled.mean[r], true)
+        let at = r * resampled.bins..(r + 1) * resampled.bins;
+        let (sum, cnt) = (&resampled.sum[at.clone()], &resampled.cnt[at]);
+        self.shaped(planner, sum, cnt, resampled.mean[r], true)
     }
+}
+
+/// `by_bin` (bin b of replicate r at `b * reps + r`) laid replicate by
+/// replicate (at `r * bins + b`), so that each replicate's bins are read
+/// as one slice.
+fn by_replicate(by_bin: &[f64], reps: usize) -> Vec<f64> {
+    let reps = reps.max(1);
+    let bins = by_bin.len() / reps;
+    let mut out = vec![0.0; by_bin.len()];
+    for (b, row) in by_bin.chunks_exact(reps).enumerate() {
+        for (r, v) in row.iter().enumerate() {
+            out[r * bins + b] = *v;
+        }
+    }
+    out
 }
 
 #[cfg(test)]
