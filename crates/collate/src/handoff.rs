@@ -350,20 +350,21 @@ pub fn write_curve(
             continue;
         };
         columns.push(node.clone());
-        let mut present = vec![0u32; height];
+        // How many GPUs have a reading at each point: each GPU's presence
+        // added as a column (whole numbers, so in any order the same).
+        let mut present = UInt32Chunked::full(gpus_column(node_col).as_str().into(), 0, height);
         for (n, g) in &run.series {
             let per_gpu = curve
                 .df
                 .column(format!("{n}/{g}:{inst}").as_str())
                 .map_err(CollateError::polars("a GPU's column of the node curve"))?;
-            let validity = per_gpu.is_not_null();
-            for (k, ok) in validity.iter().enumerate() {
-                if ok == Some(true) {
-                    present[k] += 1;
-                }
-            }
+            let ok = per_gpu
+                .is_not_null()
+                .cast(&DataType::UInt32)
+                .map_err(CollateError::polars("a GPU's column of the node curve"))?;
+            present = &present + ok.u32().map_err(CollateError::polars("a GPU count"))?;
         }
-        columns.push(Column::new(gpus_column(node_col).as_str().into(), present));
+        columns.push(present.into_column());
     }
     let mut df = DataFrame::new(height, columns)
         .map_err(CollateError::polars("selecting the node curve for Parquet"))?;
