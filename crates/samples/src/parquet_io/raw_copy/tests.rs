@@ -142,3 +142,30 @@ fn equal_strings_share_a_key_and_different_ones_do_not() {
         ["a", "b", "long-host-name-0", "long-host-name-1"]
     );
 }
+
+/// Each chunk's long strings sit in its own buffer from offset 0: the last
+/// long string of one chunk and the first of the next can have the same
+/// view (length, first 4 bytes, buffer 0, offset 0) and be different
+/// strings (found by a hostile review: the second took the first's key).
+#[test]
+fn a_long_string_opening_a_chunk_is_read_not_taken_from_the_chunk_before() {
+    let row = |node: &str| -> Row {
+        (
+            Some(1),
+            Some(node.to_string()),
+            Some("gpu0".to_string()),
+            Some("instant_w".to_string()),
+            Some(1.0),
+        )
+    };
+    let rows = [
+        row("node-a"),
+        row("ip-10-0-1-23.ec2.internal"),
+        row("ip-10-0-1-24.ec2.internal"),
+        row("node-a"),
+    ];
+    let df = frame(&rows, 2);
+    assert_eq!(df.column("node").unwrap().n_chunks(), 2);
+    let back = round_trip(&df);
+    assert!(back.equals_missing(&df), "wrote\n{df}\nread back\n{back}");
+}
