@@ -108,7 +108,7 @@ fn group_arrays(group: &DataFrame) -> PolarsResult<Vec<Box<dyn Array>>> {
         .columns()
         .iter()
         .map(|c| match c.dtype() {
-            DataType::String => Ok(dictionary_of(c.str()?)),
+            DataType::String => dictionary_of(c.str()?),
             _ => Ok(c
                 .as_materialized_series()
                 .rechunk()
@@ -119,7 +119,7 @@ fn group_arrays(group: &DataFrame) -> PolarsResult<Vec<Box<dyn Array>>> {
 
 /// A string column as a dictionary of its distinct strings (in order of
 /// first appearance) and a key per row; an empty row has no key.
-fn dictionary_of(column: &StringChunked) -> Box<dyn Array> {
+fn dictionary_of(column: &StringChunked) -> PolarsResult<Box<dyn Array>> {
     let mut dict = Dictionary::default();
     let mut keys = Vec::with_capacity(column.len());
     let mut validity = MutableBitmap::with_capacity(column.len());
@@ -139,10 +139,8 @@ fn dictionary_of(column: &StringChunked) -> Box<dyn Array> {
     }
     let keys = PrimitiveArray::<u32>::new(ArrowDataType::UInt32, keys.into(), validity.into());
     let values = Utf8ViewArray::from_slice_values(dict.values);
-    let array = DictionaryArray::try_new(dictionary_dtype(), keys, values.boxed());
-    // The keys index `values` by construction and their type is the one
-    // named: a failure here is a bug in this function.
-    Box::new(array.expect("keys built within the dictionary"))
+    let array = DictionaryArray::try_new(dictionary_dtype(), keys, values.boxed())?;
+    Ok(Box::new(array))
 }
 
 /// The distinct strings of a column and where each was seen.
