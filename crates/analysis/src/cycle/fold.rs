@@ -124,9 +124,10 @@ struct Whole {
 }
 
 /// Items in their order, cut into runs of consecutive items of one block
-/// (a window's points run block after block), so that a resampled set
-/// of cycles skips a block drawn no time (about a third of them) whole,
-/// not point by point.
+/// (a window's points run block after block): a resampled set of cycles
+/// reads each block's weight once per run, not once per point, and one
+/// replicate alone ([`ByBlock::each`]) passes over a block drawn no time
+/// (about a third of them) whole.
 #[derive(Debug, Clone)]
 struct ByBlock<T> {
     items: Vec<T>,

@@ -65,7 +65,6 @@ fn encoding_of(dtype: &DataType) -> Encoding {
 /// cannot be laid out or written; an I/O failure of `out` comes back the
 /// same way, wrapped by polars' writer.
 pub(super) fn write(df: &DataFrame, out: impl Write) -> Result<(), CollateError> {
-    let fail = CollateError::polars("writing Parquet");
     let stated = df.schema().to_arrow(CompatLevel::newest());
     let written: ArrowSchema = stated
         .iter_values()
@@ -82,23 +81,25 @@ pub(super) fn write(df: &DataFrame, out: impl Write) -> Result<(), CollateError>
         data_page_size: None,
     };
     let encodings: Vec<Vec<Encoding>> = df.dtypes().iter().map(|d| vec![encoding_of(d)]).collect();
-    let mut writer = FileWriter::try_new(out, written.clone(), options).map_err(fail)?;
+    let mut writer = FileWriter::try_new(out, written.clone(), options).map_err(failed)?;
     let fields = writer.parquet_schema().fields().to_vec();
     let written = Arc::new(written);
     for off in (0..df.height()).step_by(ROW_GROUP_ROWS) {
         let len = ROW_GROUP_ROWS.min(df.height() - off);
-        let arrays = group_arrays(&df.slice(off as i64, len))
-            .map_err(CollateError::polars("writing Parquet"))?;
+        let arrays = group_arrays(&df.slice(off as i64, len)).map_err(failed)?;
         let batch = RecordBatchT::new(len, written.clone(), arrays);
         let columns = row_group_iter(batch, encodings.clone().into(), fields.clone(), options);
-        writer
-            .write(len as u64, columns)
-            .map_err(CollateError::polars("writing Parquet"))?;
+        writer.write(len as u64, columns).map_err(failed)?;
     }
     writer
         .end(Some(vec![schema_to_metadata_key(&stated)]))
-        .map_err(CollateError::polars("writing Parquet"))?;
+        .map_err(failed)?;
     Ok(())
+}
+
+/// A polars failure while writing the copy, named as that step.
+fn failed(source: PolarsError) -> CollateError {
+    CollateError::polars("writing Parquet")(source)
 }
 
 /// One row group's columns as single arrays: a string column as its
