@@ -53,9 +53,46 @@ where
     done.into_iter().map(|(_, r)| r).collect()
 }
 
+/// `(a(), b())`: `a` on a thread of its own while `b` runs on the calling
+/// thread, where there is more than one [`workers`]; one after the other
+/// where there is one. For two pieces of work that share nothing but what
+/// they read, neither of which keeps every core busy.
+pub fn beside<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
+where
+    A: FnOnce() -> RA + Send,
+    RA: Send,
+    B: FnOnce() -> RB,
+{
+    if workers() <= 1 {
+        let rb = b();
+        return (a(), rb);
+    }
+    std::thread::scope(|s| {
+        let handle = s.spawn(a);
+        let rb = b();
+        match handle.join() {
+            Ok(ra) => (ra, rb),
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
-    use super::map_in_order;
+    use super::{beside, map_in_order};
+
+    #[test]
+    fn beside_returns_each_side_its_own_result() {
+        let data = vec![1u64, 2, 3];
+        let (sum, len) = beside(|| data.iter().sum::<u64>(), || data.len());
+        assert_eq!((sum, len), (6, 3));
+    }
+
+    #[test]
+    #[should_panic(expected = "side a")]
+    fn beside_carries_a_panic_of_the_other_thread() {
+        let _: ((), ()) = beside(|| panic!("side a"), || ());
+    }
 
     #[test]
     fn results_come_back_in_the_items_order_whatever_finishes_first() {

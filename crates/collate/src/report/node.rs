@@ -88,42 +88,30 @@ pub fn compute(
         .into_iter()
         .collect();
     steps.done("node cycles");
-    let workload_rungs = with_workload(&run, &samples.series, &model, &mut cycles);
-    let edge_stats = edges::edge_stats(edge_frame.as_ref(), &run)?;
-    drop(edge_frame);
-    let mut rungs = rung_summaries(&run, &samples.series, &curve, &cycles, &edge_stats);
-    rungs = with_short_on_phases(rungs, &run, &samples.series, &cycles);
-    steps.done("rung summaries");
-    let sample_window_ms = envelope::sample_window_ms(&model);
-    let envelope = envelope::envelope(&run, &curve, &cycles, sample_window_ms);
-    let grid = powerlab_analysis::grid::grid_metrics(
-        &run,
-        &curve,
-        &cycles,
-        sample_window_ms,
-        run.series.len(),
+    // The lifecycle's edges on a thread of their own, beside the rungs'
+    // summaries and the sensor: they read only the samples, the model and
+    // the edges, and neither keeps both cores busy.
+    let (lifecycle, rung_figures) = powerlab_samples::parallel::beside(
+        || powerlab_analysis::lifecycle::analyse(&run, &samples.series, &model, &edge_index),
+        || {
+            rung_figures(
+                &run,
+                &samples.series,
+                (edge_frame, &edge_index),
+                model.clone(),
+                &curve,
+                &mut cycles,
+                &steps,
+            )
+        },
     );
-    let visible = rungs.iter().map(|r| (r.rung.id, r.raw_swing_w)).collect();
-    let sensor =
-        sensor::verdict::analyse(&run, &samples.series, &edge_index, model, &curve, &visible);
-    steps.done("sensor analysis");
-    with_instrument_verdicts(&mut rungs, &sensor);
-    let coverage = integrity::rung_coverage(
-        &run.series,
-        run.rungs
-            .iter()
-            .map(|r| (r.info.id, r.measure_from_ns, r.end_ns)),
-        &samples.series,
-    );
-    marks::mark_incomplete(&mut rungs, &coverage);
-    marks::mark_stopped(&mut rungs, &run);
-    let counters = workload_counters(&run, &samples.series);
-    let workload = super::workload::Workload {
-        rows: super::workload::rows(&workload_rungs, &rungs, &grid, &cycles, &counters),
-        rungs: workload_rungs,
-    };
-    let lifecycle =
-        powerlab_analysis::lifecycle::analyse(&run, &samples.series, &sensor.model, &edge_index);
+    let RungFigures {
+        rungs,
+        envelope,
+        grid,
+        sensor,
+        workload,
+    } = rung_figures?;
     steps.done("lifecycle edges");
     let mut parts = node_parts(
         dir,
@@ -156,6 +144,70 @@ pub fn compute(
         cycles,
         rungs,
         scope: Scope::Node(Box::new(parts)),
+    })
+}
+
+/// What the rungs' summaries and the sensor's analysis give the report.
+struct RungFigures {
+    rungs: Vec<RungSummary>,
+    envelope: envelope::Envelope,
+    grid: powerlab_analysis::grid::GridMetrics,
+    sensor: SensorReport,
+    workload: super::workload::Workload,
+}
+
+/// Every rung's summary with its instrument's verdict and marks, the
+/// envelope, the grid's figures, the sensor's analysis and the workload
+/// rungs' rows, from the composed `cycles` (to which it adds the workload
+/// rungs'). The edges' frame is dropped once their statistics are read.
+fn rung_figures(
+    run: &load::Run,
+    series: &SeriesSet,
+    (edge_frame, edge_index): (Option<DataFrame>, &EdgeIndex),
+    model: sensor::model::SensorModel,
+    curve: &curve::NodeCurve,
+    cycles: &mut Cycles,
+    steps: &Steps,
+) -> Result<RungFigures, CollateError> {
+    let workload_rungs = with_workload(run, series, &model, cycles);
+    let edge_stats = edges::edge_stats(edge_frame.as_ref(), run)?;
+    drop(edge_frame);
+    let mut rungs = rung_summaries(run, series, curve, cycles, &edge_stats);
+    rungs = with_short_on_phases(rungs, run, series, cycles);
+    steps.done("rung summaries");
+    let sample_window_ms = envelope::sample_window_ms(&model);
+    let envelope = envelope::envelope(run, curve, cycles, sample_window_ms);
+    let grid = powerlab_analysis::grid::grid_metrics(
+        run,
+        curve,
+        cycles,
+        sample_window_ms,
+        run.series.len(),
+    );
+    let visible = rungs.iter().map(|r| (r.rung.id, r.raw_swing_w)).collect();
+    let sensor = sensor::verdict::analyse(run, series, edge_index, model, curve, &visible);
+    steps.done("sensor analysis");
+    with_instrument_verdicts(&mut rungs, &sensor);
+    let coverage = integrity::rung_coverage(
+        &run.series,
+        run.rungs
+            .iter()
+            .map(|r| (r.info.id, r.measure_from_ns, r.end_ns)),
+        series,
+    );
+    marks::mark_incomplete(&mut rungs, &coverage);
+    marks::mark_stopped(&mut rungs, run);
+    let counters = workload_counters(run, series);
+    let workload = super::workload::Workload {
+        rows: super::workload::rows(&workload_rungs, &rungs, &grid, cycles, &counters),
+        rungs: workload_rungs,
+    };
+    Ok(RungFigures {
+        rungs,
+        envelope,
+        grid,
+        sensor,
+        workload,
     })
 }
 
