@@ -7,8 +7,52 @@ use rustfft::FftPlanner;
 pub use rustfft::num_complex::{Complex, Complex64};
 use std::sync::Arc;
 
-/// The planner a caller that transforms many buffers carries.
-pub type Planner = FftPlanner<f64>;
+/// What a caller that transforms many buffers carries: rustfft's planner
+/// (it caches each length's plan) and one scratch buffer, so that a
+/// transform allocates nothing once its length has been seen.
+pub struct Planner {
+    plans: FftPlanner<f64>,
+    scratch: Vec<Complex64>,
+}
+
+impl Default for Planner {
+    fn default() -> Planner {
+        Planner::new()
+    }
+}
+
+impl Planner {
+    /// A planner with no plan made yet.
+    pub fn new() -> Planner {
+        Planner {
+            plans: FftPlanner::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Transforms `buf` forward in place.
+    pub fn forward(&mut self, buf: &mut [Complex64]) {
+        let plan = self.plans.plan_fft_forward(buf.len());
+        self.process(&plan, buf);
+    }
+
+    /// Transforms `buf` back in place (unnormalised: n × the series).
+    pub fn inverse(&mut self, buf: &mut [Complex64]) {
+        let plan = self.plans.plan_fft_inverse(buf.len());
+        self.process(&plan, buf);
+    }
+
+    /// `plan` applied to `buf` with the carried scratch (what rustfft's
+    /// `process` does with a scratch it allocates each time: the same
+    /// result, bit for bit).
+    fn process(&mut self, plan: &Plan, buf: &mut [Complex64]) {
+        let need = plan.get_inplace_scratch_len();
+        if self.scratch.len() < need {
+            self.scratch.resize(need, Complex64::new(0.0, 0.0));
+        }
+        plan.process_with_scratch(buf, &mut self.scratch[..need]);
+    }
+}
 
 /// A planned transform of one length, to apply to many buffers.
 pub type Plan = Arc<dyn rustfft::Fft<f64>>;

@@ -83,7 +83,7 @@ mod tests {
 
     #[test]
     fn beside_returns_each_side_its_own_result() {
-        let data = vec![1u64, 2, 3];
+        let data = [1u64, 2, 3];
         let (sum, len) = beside(|| data.iter().sum::<u64>(), || data.len());
         assert_eq!((sum, len), (6, 3));
     }

@@ -4,7 +4,8 @@
 //! - the reported percentiles and medians use one definition, the linear
 //!   interpolation between the two nearest order statistics (Hyndman &
 //!   Fan type 7, NumPy's default): [`quantile`], [`quantile_sorted`],
-//!   [`median`] and [`weighted_quantile_sorted`];
+//!   [`median`] and [`weighted_quantile_sorted`] ([`weighted_quantiles`]
+//!   reads the same figures of weighted points without sorting them);
 //! - the levels of a folded cycle's shape and the offset of a GPU's edges
 //!   use the high median (the upper of the two middle values, no
 //!   interpolation): [`median_high`], [`median_high_ns`], always a value
@@ -14,6 +15,9 @@
 //! any number of degrees of freedom).
 
 use statrs::distribution::{ContinuousCDF, StudentsT};
+
+mod select;
+pub use select::weighted_quantiles;
 
 /// The `q` quantile (0 ≤ q ≤ 1) of `sorted` (ascending), linear between order
 /// statistics. NaN for an empty slice.

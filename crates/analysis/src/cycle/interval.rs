@@ -16,9 +16,9 @@
 //! each side by [`systematic_w`].
 
 use super::fold::GpuFold;
-use super::{CycleStats, Taps, compose_values, window_levels};
+use super::{CycleStats, Taps, compose_values, window_points};
 use crate::fft::Planner;
-use crate::metric::{self, RungMetric};
+use crate::metric::{self, Levels, RungMetric};
 use powerlab_samples::stats::quantile_sorted;
 use rand::Rng;
 use rand::SeedableRng;
@@ -158,11 +158,15 @@ pub(super) fn bootstrap(
             .map(|(f, s)| f.replicate_values(planner, s, r))
             .collect();
         let values = compose_values(taps, &gpus);
-        let levels = window_levels(&values, at.period_ns, at.from_ns, at.span_ns);
-        for (m, r) in own.iter().zip(own_reps.iter_mut()) {
-            r.push(m.of(&levels).unwrap_or(f64::NAN));
+        let points = window_points(&values, at.period_ns, at.from_ns, at.span_ns);
+        if !own.is_empty() {
+            // A registry metric may read any quantile: the sorted levels.
+            let levels = Levels::of_weighted(points.clone());
+            for (m, r) in own.iter().zip(own_reps.iter_mut()) {
+                r.push(m.of(&levels).unwrap_or(f64::NAN));
+            }
         }
-        reps.push(CycleStats::of(&levels));
+        reps.push(CycleStats::of_points(points));
     }
     let (stats, own_est) = (&est.stats, &est.own);
     let bounds = |f: &dyn Fn(&CycleStats) -> f64| basic_bounds(&reps, f, stats, at.systematic_w);

@@ -152,6 +152,35 @@ pub struct CycleStats {
 }
 
 impl CycleStats {
+    /// The figures of the weighted points of a window ([`window_points`]):
+    /// [`CycleStats::of`] their [`Levels`], bit for bit, with the points
+    /// partitioned around the four quantiles' ranks, not sorted (what each
+    /// of a bootstrap's replicates reads).
+    fn of_points(mut points: Vec<(f64, f64)>) -> CycleStats {
+        let mean_w = crate::metric::weighted_mean(&points);
+        let peak_w = points
+            .iter()
+            .map(|p| p.0)
+            .max_by(f64::total_cmp)
+            .unwrap_or(f64::NAN);
+        let [p1_w, p10_w, p90_w, p99_w] = match powerlab_samples::stats::weighted_quantiles(
+            &mut points,
+            &[0.01, 0.10, 0.90, 0.99],
+        )[..]
+        {
+            [a, b, c, d] => [a, b, c, d],
+            _ => [f64::NAN; 4],
+        };
+        CycleStats {
+            mean_w,
+            peak_w,
+            p1_w,
+            p10_w,
+            p90_w,
+            p99_w,
+        }
+    }
+
     /// The figures of `levels`.
     pub fn of(levels: &Levels) -> CycleStats {
         CycleStats {
@@ -215,21 +244,26 @@ pub fn rises_of(edges: &EdgeIndex, r: &RungWindow, gpu_index: usize, gpu: &str) 
 
 /// The levels of the cycle `values` (evenly spaced over a period of `p`
 /// ns, phase 0 at the epoch) laid over the rung's window: `span` ns from
-/// `from` ns after the epoch. Whole cycles count each point once; the
-/// window's last partial cycle counts the points it covers once more.
+/// `from` ns after the epoch ([`window_points`]).
 fn window_levels(values: &[f64], p: i64, from: i64, span: i64) -> Levels {
+    Levels::of_weighted(window_points(values, p, from, span))
+}
+
+/// The cycle's points, each with how often the rung's window holds it:
+/// whole cycles count each point once; the window's last partial cycle
+/// counts the points it covers once more. Points it never holds are left
+/// out.
+fn window_points(values: &[f64], p: i64, from: i64, span: i64) -> Vec<(f64, f64)> {
     let m = values.len();
     let total = ((span as f64 / p as f64) * m as f64).round().max(1.0) as usize;
     let j0 = ((from.rem_euclid(p) as f64 / p as f64) * m as f64).floor() as usize % m;
     let (whole, rest) = (total / m, total % m);
-    Levels::of_weighted(
-        values
-            .iter()
-            .enumerate()
-            .map(|(j, v)| (*v, (whole + usize::from((j + m - j0) % m < rest)) as f64))
-            .filter(|x| x.1 > 0.0)
-            .collect(),
-    )
+    values
+        .iter()
+        .enumerate()
+        .map(|(j, v)| (*v, (whole + usize::from((j + m - j0) % m < rest)) as f64))
+        .filter(|x| x.1 > 0.0)
+        .collect()
 }
 
 /// Where the node's cycle at `m` evenly spaced points (phase 0 at the

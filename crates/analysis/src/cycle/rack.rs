@@ -78,7 +78,7 @@ pub fn sum_cycles(r: &RungWindow, parts: &[&CyclePart]) -> Option<NodeCycle> {
 pub(super) fn resample(planner: &mut Planner, values: &[f64], m: usize) -> Vec<f64> {
     let n = values.len();
     let mut spec: Vec<Complex64> = values.iter().map(|v| Complex64::new(*v, 0.0)).collect();
-    planner.plan_fft_forward(n).process(&mut spec);
+    planner.forward(&mut spec);
     let mut out = vec![Complex64::new(0.0, 0.0); m];
     let half = (n - 1) / 2;
     out[0] = spec[0] / n as f64;
@@ -86,6 +86,6 @@ pub(super) fn resample(planner: &mut Planner, values: &[f64], m: usize) -> Vec<f
         out[k] = spec[k] / n as f64;
         out[m - k] = spec[n - k] / n as f64;
     }
-    planner.plan_fft_inverse(m).process(&mut out);
+    planner.inverse(&mut out);
     out.iter().map(|c| c.re).collect()
 }

@@ -1,5 +1,6 @@
 use super::rack::resample;
 use crate::fft::Planner;
+use proptest::prelude::*;
 use std::f64::consts::PI;
 
 #[test]
@@ -17,5 +18,28 @@ fn a_resampled_cycle_keeps_its_mean_and_its_values() {
     );
     for (j, v) in b.iter().enumerate() {
         assert!((v - f(j as f64 / 1032.0)).abs() < 1e-9, "point {j}");
+    }
+}
+
+proptest! {
+    /// A bootstrap replicate's figures, read by partitioning the window's
+    /// points, are those of their sorted levels, bit for bit: over cycles
+    /// with repeated levels, windows shorter than a cycle and of many
+    /// cycles with a partial one, from any phase.
+    #[test]
+    fn a_replicates_figures_are_its_sorted_levels_figures(
+        values in prop::collection::vec(
+            prop_oneof![(0u32..30).prop_map(|v| 400.0 + f64::from(v) * 7.5), 300.0f64..900.0],
+            1..400,
+        ),
+        period_ns in 1_000_000i64..200_000_000,
+        from_share in 0.0f64..3.0,
+        span_share in 0.01f64..40.0,
+    ) {
+        let (from, span) = ((from_share * period_ns as f64) as i64, (span_share * period_ns as f64) as i64);
+        let by_sorting = super::CycleStats::of(&super::window_levels(&values, period_ns, from, span));
+        let by_partition = super::CycleStats::of_points(super::window_points(&values, period_ns, from, span));
+        let bits = |s: &super::CycleStats| [s.mean_w, s.peak_w, s.p1_w, s.p10_w, s.p90_w, s.p99_w].map(f64::to_bits);
+        prop_assert_eq!(bits(&by_partition), bits(&by_sorting));
     }
 }

@@ -28,6 +28,13 @@ enum Sorted {
     Weighted { values: Vec<f64>, through: Vec<f64> },
 }
 
+/// The mean of `(value, weight)` pairs, added in their order (NaN when
+/// they weigh nothing): what [`Levels::mean`] of them is.
+pub fn weighted_mean(weighted: &[(f64, f64)]) -> f64 {
+    let weight: f64 = weighted.iter().map(|x| x.1).sum();
+    weighted.iter().map(|x| x.0 * x.1).sum::<f64>() / weight
+}
+
 impl Levels {
     /// The levels of the held curve's points `values` (any order); None
     /// for none.
@@ -48,8 +55,7 @@ impl Levels {
     /// The levels of `(value, weight)` pairs (any order): a cycle's points
     /// with how often the rung's window holds each.
     pub fn of_weighted(mut weighted: Vec<(f64, f64)>) -> Levels {
-        let weight: f64 = weighted.iter().map(|x| x.1).sum();
-        let mean = weighted.iter().map(|x| x.0 * x.1).sum::<f64>() / weight;
+        let mean = weighted_mean(&weighted);
         // Points of equal value (bit for bit, under `total_cmp`) may swap:
         // a quantile reads a value, and the running total after the last
         // of them is the same.

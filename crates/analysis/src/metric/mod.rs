@@ -17,7 +17,7 @@
 mod levels;
 mod registry;
 
-pub use levels::Levels;
+pub use levels::{Levels, weighted_mean};
 pub use registry::{Field, METRICS, blank, read, value};
 
 /// A 95 % interval, W, and the figure corrected for the bias its

@@ -31,11 +31,11 @@ pub fn autocorrelation(planner: &mut Planner, values: &[f64], max_lag: usize) ->
         .chain(std::iter::repeat(Complex64::new(0.0, 0.0)))
         .take(size)
         .collect();
-    planner.plan_fft_forward(size).process(&mut buf);
+    planner.forward(&mut buf);
     for c in &mut buf {
         *c = Complex64::new(c.norm_sqr(), 0.0);
     }
-    planner.plan_fft_inverse(size).process(&mut buf);
+    planner.inverse(&mut buf);
     let lag0 = buf[0].re / n as f64;
     if lag0 <= 0.0 || !lag0.is_finite() {
         return Vec::new();

@@ -86,7 +86,7 @@ fn spectrum(planner: &mut Planner, even: &Even) -> (f64, Vec<f64>) {
         .chain(std::iter::repeat(Complex64::new(0.0, 0.0)))
         .take(size)
         .collect();
-    planner.plan_fft_forward(size).process(&mut buf);
+    planner.forward(&mut buf);
     let df = 1.0 / (size as f64 * even.step_ms() / 1000.0);
     (df, buf[..size / 2].iter().map(|c| c.norm_sqr()).collect())
 }
