@@ -15,6 +15,7 @@ use polars::prelude::*;
 use powerlab_analysis::curve::{CURVE_INSTRUMENTS, NodeCurve};
 use powerlab_analysis::cycle::CyclePart;
 use powerlab_analysis::summary::Cycles;
+use powerlab_rundir::raw::StoredSum;
 use powerlab_rundir::{ReportFile, RunFile};
 use powerlab_samples::error::CollateError;
 use powerlab_samples::load::Run;
@@ -125,6 +126,19 @@ fn modified_ns(meta: &std::fs::Metadata) -> i64 {
         .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }
 
+/// `rel`'s size and modification time, its CRC-32 left for
+/// [`Inputs::with_read`].
+fn unsummed_file(dir: &Path, rel: &Path) -> Result<InputFile, CollateError> {
+    let path = dir.join(rel);
+    let meta = std::fs::metadata(&path).map_err(|e| CollateError::io(&path, e))?;
+    Ok(InputFile {
+        file: rel.to_string_lossy().into_owned(),
+        bytes: meta.len(),
+        modified_ns: modified_ns(&meta),
+        crc32: None,
+    })
+}
+
 fn input_file(dir: &Path, rel: &Path) -> Result<InputFile, CollateError> {
     let path = dir.join(rel);
     let meta = std::fs::metadata(&path).map_err(|e| CollateError::io(&path, e))?;
@@ -197,15 +211,58 @@ fn input_paths(dir: &Path) -> Result<Vec<PathBuf>, CollateError> {
 /// Returns [`CollateError::Io`] when the run directory or `raw/` cannot be
 /// listed, or a file in them cannot be read.
 pub fn inputs_of(dir: &Path) -> Result<Inputs, CollateError> {
+    inputs_before_reading(dir, &[])
+}
+
+/// As [`inputs_of`], but the files of `to_read` (the raw files a
+/// collation is about to read, as [`powerlab_rundir::RunDir::raw_files`]
+/// names them) are given no CRC-32 here: [`Inputs::with_read`] takes it
+/// from the bytes the collation read, so that they are not read twice.
+/// Every modification time is taken now, before the reading.
+///
+/// # Errors
+///
+/// As [`inputs_of`].
+pub fn inputs_before_reading(dir: &Path, to_read: &[PathBuf]) -> Result<Inputs, CollateError> {
     let mut files = Vec::new();
     for rel in input_paths(dir)? {
-        files.push(input_file(dir, &rel)?);
+        files.push(if to_read.contains(&dir.join(&rel)) {
+            unsummed_file(dir, &rel)?
+        } else {
+            input_file(dir, &rel)?
+        });
     }
     Ok(Inputs {
         format: FORMAT,
         files,
         outputs: Vec::new(),
     })
+}
+
+impl Inputs {
+    /// Gives each input [`inputs_before_reading`] left without a CRC-32
+    /// the size and CRC-32 of its bytes as the collation read them
+    /// (`read`: path and sum); one the collation did not read after all is
+    /// read here.
+    ///
+    /// # Errors
+    ///
+    /// [`CollateError::Io`] when such a file cannot be read.
+    pub fn with_read(
+        mut self,
+        dir: &Path,
+        read: &[(PathBuf, StoredSum)],
+    ) -> Result<Inputs, CollateError> {
+        for f in self.files.iter_mut().filter(|f| f.crc32.is_none()) {
+            let path = dir.join(&f.file);
+            let (bytes, crc32) = match read.iter().find(|(p, _)| *p == path) {
+                Some((_, sum)) => (sum.bytes, sum.crc32),
+                None => (f.bytes, crc_of(&path)?),
+            };
+            (f.bytes, f.crc32) = (bytes, Some(format!("{crc32:08x}")));
+        }
+        Ok(self)
+    }
 }
 
 /// Whether `run_dir`'s report is up to date with its files.
@@ -494,4 +551,47 @@ pub fn read_parquet(path: &Path, columns: Option<Vec<String>>) -> Result<DataFra
             path: path.to_path_buf(),
             message: format!("does not read as Parquet ({e}): collate the node again"),
         })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // a test that unwraps reports its failure by panicking
+    use super::*;
+
+    #[test]
+    fn inputs_summed_from_the_bytes_read_are_those_read_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let raw = dir.path().join("raw");
+        std::fs::create_dir(&raw).unwrap();
+        std::fs::write(dir.path().join("manifest.json"), "{}").unwrap();
+        std::fs::write(
+            raw.join("gpu0.csv"),
+            "ts_ns,node,gpu,instrument,value\n1,n,g,instant_w,5\n",
+        )
+        .unwrap();
+        std::fs::write(raw.join("gpu1.csv"), "ts_ns,node,gpu,instrument,value\n").unwrap();
+        let to_read = vec![raw.join("gpu0.csv"), raw.join("gpu1.csv")];
+        let gpu0 = powerlab_rundir::raw::RawFile::read(&to_read[0]).unwrap();
+        let pending = inputs_before_reading(dir.path(), &to_read).unwrap();
+        // gpu1.csv was not read after all: it is read for its sum here.
+        let summed = pending
+            .clone()
+            .with_read(dir.path(), &[(to_read[0].clone(), gpu0.stored)])
+            .unwrap();
+        assert_eq!(summed, inputs_of(dir.path()).unwrap());
+        // The sum recorded is that of the bytes read, not of the file now.
+        let other = StoredSum {
+            bytes: 3,
+            crc32: 0xdead_beef,
+        };
+        let as_read = pending
+            .with_read(dir.path(), &[(to_read[0].clone(), other)])
+            .unwrap();
+        let row = as_read
+            .files
+            .iter()
+            .find(|f| f.file == "raw/gpu0.csv")
+            .unwrap();
+        assert_eq!((row.bytes, row.crc32.as_deref()), (3, Some("deadbeef")));
+    }
 }

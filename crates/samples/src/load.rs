@@ -420,7 +420,7 @@ pub fn read_power(
     let mut problems = Vec::new();
     for path in &files {
         crate::integrity::check_listed(path, &run.manifest)?;
-        let (rows, df) = read_raw_file(path, run, parquet_dir, &mut problems)?;
+        let (rows, df, _) = read_raw_file(path, run, parquet_dir, &mut problems)?;
         total_rows += rows;
         let df = analysed_rows(df)?;
         check_rows(path, &df, bounds)?;
@@ -470,14 +470,14 @@ pub(crate) const ANALYSED: [Instrument; 11] = [
 ];
 
 /// Reads one raw file whole (checked against its index, its torn last line
-/// dropped), copying it to `parquet_dir` when given; returns its row count
-/// and its rows.
+/// dropped), copying it to `parquet_dir` when given; returns its row count,
+/// its rows, and the size and CRC-32 of the file as read.
 pub(crate) fn read_raw_file(
     path: &Path,
     run: &Run,
     parquet_dir: Option<&Path>,
     problems: &mut Vec<String>,
-) -> Result<(usize, DataFrame), CollateError> {
+) -> Result<(usize, DataFrame, powerlab_rundir::raw::StoredSum), CollateError> {
     let file = powerlab_rundir::raw::RawFile::read(path).map_err(|e| bad_raw(path, e))?;
     problems.extend(crate::integrity::verify_raw(
         path,
@@ -501,7 +501,7 @@ pub(crate) fn read_raw_file(
             &powerlab_rundir::ReportFile::raw_parquet(out, &stem),
         )?;
     }
-    Ok((df.height(), df))
+    Ok((df.height(), df, file.stored))
 }
 
 /// The rows of the instruments a collation reads ([`ANALYSED`]).

@@ -7,6 +7,7 @@ use crate::error::CollateError;
 use crate::load::{Run, read_raw_file, sample_bounds};
 use crate::series::SeriesSet;
 use powerlab_rundir::RunDir;
+use powerlab_rundir::raw::StoredSum;
 use std::path::{Path, PathBuf};
 
 /// The raw samples of a run split into series, read file by file.
@@ -17,10 +18,13 @@ pub struct RawSeries {
     pub total_rows: usize,
     /// Raw files cut short or with an unindexed tail, in words.
     pub problems: Vec<String>,
+    /// Each file read, with the size and CRC-32 of its bytes as read.
+    pub read: Vec<(PathBuf, StoredSum)>,
 }
 
-/// One raw file read and split: its rows, its series, its problems.
-type FileSeries = (usize, SeriesSet, Vec<String>);
+/// One raw file read and split: its rows, its series, its problems, the
+/// sum of its bytes.
+type FileSeries = (usize, SeriesSet, Vec<String>, StoredSum);
 
 /// As [`read_power`](crate::load::read_power), but each file is split into its series as soon as it
 /// is read, on every core (a file holds one GPU): no frame of the whole
@@ -46,21 +50,27 @@ pub fn read_series(
     let read_one = |path: &PathBuf| -> Result<FileSeries, CollateError> {
         crate::integrity::check_listed(path, &run.manifest)?;
         let mut problems = Vec::new();
-        let (rows, df) = read_raw_file(path, run, parquet_dir, &mut problems)?;
+        let (rows, df, sum) = read_raw_file(path, run, parquet_dir, &mut problems)?;
         let series = crate::split::checked_series(path, &df, bounds, &run.manifest)?;
-        Ok((rows, series, problems))
+        Ok((rows, series, problems, sum))
     };
     let (mut total_rows, mut problems) = (0, Vec::new());
     let mut parts = Vec::with_capacity(files.len());
-    for result in crate::parallel::map_in_order(&files, read_one) {
-        let (rows, series, found) = result?;
+    let mut read = Vec::with_capacity(files.len());
+    for (path, result) in files
+        .iter()
+        .zip(crate::parallel::map_in_order(&files, read_one))
+    {
+        let (rows, series, found, sum) = result?;
         total_rows += rows;
         problems.extend(found);
         parts.push(series);
+        read.push((path.clone(), sum));
     }
     Ok(RawSeries {
         series: SeriesSet::merged(parts),
         total_rows,
         problems,
+        read,
     })
 }

@@ -49,6 +49,8 @@ impl Steps {
 struct Samples {
     series: SeriesSet,
     rows: usize,
+    /// Each raw file read, with the size and CRC-32 of its bytes.
+    read: Vec<(std::path::PathBuf, powerlab_rundir::raw::StoredSum)>,
     problems: Vec<String>,
 }
 
@@ -70,9 +72,11 @@ pub fn compute(
     integrity::check_sums(dir, &run.manifest)?;
     integrity::check_format(dir, &run.manifest)?;
     // What this report is computed from, taken before reading: a rack
-    // reuses the report only while these files stay as they are.
-    let inputs = handoff::inputs_of(&dir.path)?;
+    // reuses the report only while these files stay as they are. The raw
+    // files' checksums are those of the bytes read.
+    let inputs = handoff::inputs_before_reading(&dir.path, &dir.raw_files()?)?;
     let mut samples = read_samples(dir, run, raw_parquet_dir, &steps)?;
+    let inputs = inputs.with_read(&dir.path, &samples.read)?;
     let (edge_frame, edge_index) = read_edge_index(dir, &steps)?;
     // A run killed (or still running) inside a rung: that rung ends where
     // its records do, as a stopped rung ends at the stop.
@@ -88,11 +92,25 @@ pub fn compute(
         .into_iter()
         .collect();
     steps.done("node cycles");
-    // The lifecycle's edges on a thread of their own, beside the rungs'
-    // summaries and the sensor: they read only the samples, the model and
-    // the edges, and neither keeps both cores busy.
-    let (lifecycle, rung_figures) = powerlab_samples::parallel::beside(
-        || powerlab_analysis::lifecycle::analyse(&run, &samples.series, &model, &edge_index),
+    // The lifecycle's edges, every GPU's table and the soak on a thread of
+    // their own, beside the rungs' summaries and the sensor: they read only
+    // the samples, the model and the edges, and neither side keeps both
+    // cores busy.
+    let (by_gpu, rung_figures) = powerlab_samples::parallel::beside(
+        || ByGpu {
+            lifecycle: powerlab_analysis::lifecycle::analyse(
+                &run,
+                &samples.series,
+                &model,
+                &edge_index,
+            ),
+            per_gpu: per_gpu::per_gpu(&run, &samples.series),
+            soak: soak::analyse(
+                &run,
+                &samples.series,
+                soak_edge_s.unwrap_or(soak::EDGE_S_DEFAULT),
+            ),
+        },
         || {
             rung_figures(
                 &run,
@@ -112,23 +130,20 @@ pub fn compute(
         sensor,
         workload,
     } = rung_figures?;
-    steps.done("lifecycle edges");
+    steps.done("lifecycle, per-GPU, soak");
+    let ByGpu {
+        lifecycle,
+        per_gpu,
+        soak,
+    } = by_gpu;
     let mut parts = node_parts(
-        dir,
-        &run,
-        &curve,
-        &rungs,
-        &cycles,
-        samples,
-        sensor,
-        inputs,
-        soak_edge_s,
-        &steps,
+        dir, &run, &curve, &rungs, &cycles, samples, sensor, inputs, per_gpu, soak,
     )?;
     parts.workload = workload;
     parts.lifecycle = lifecycle.edges;
     parts.lifecycle_moments = lifecycle.recorded;
     parts.lifecycle_refused = lifecycle.refused;
+    steps.done("node power");
     Ok(Report {
         title: format!(
             "{} on {}",
@@ -233,12 +248,13 @@ fn read_samples(
 ) -> Result<Samples, CollateError> {
     let raw = powerlab_samples::raw_series::read_series(dir, run, raw_parquet_dir)?;
     steps.done("reading raw samples");
-    let (series, rows, file_problems) = (raw.series, raw.total_rows, raw.problems);
+    let (series, rows, file_problems, read) = (raw.series, raw.total_rows, raw.problems, raw.read);
     let mut problems = integrity::check_files(dir, &run.manifest)?;
     problems.extend(file_problems);
     Ok(Samples {
         series,
         rows,
+        read,
         problems,
     })
 }
@@ -395,7 +411,7 @@ fn with_instrument_verdicts(rungs: &mut [RungSummary], sensor: &SensorReport) {
 }
 
 /// What only a node has: NCCL, the fabric's power, the node's own meters,
-/// every GPU per rung and the soak.
+/// and, computed beside the rungs' figures, every GPU per rung and the soak.
 #[allow(clippy::too_many_arguments)]
 fn node_parts(
     dir: &RunDir,
@@ -406,22 +422,13 @@ fn node_parts(
     mut samples: Samples,
     sensor: SensorReport,
     inputs: handoff::Inputs,
-    soak_edge_s: Option<f64>,
-    steps: &Steps,
+    per_gpu: Vec<per_gpu::GpuRungRow>,
+    soak: soak::Soak,
 ) -> Result<NodeParts, CollateError> {
     let nccl_rows = nccl::nccl_rows(dir, run)?;
     let fabric = nccl::fabric_power(rungs, nccl::nccl_ranks(&nccl_rows, run));
     let node_power = node_meters::node_power_of(dir, run, curve, &mut samples.problems)?;
-    steps.done("node power");
-    let per_gpu = per_gpu::per_gpu(run, &samples.series);
-    steps.done("per-GPU table");
     let mitigation = mitigation::mitigation(run, rungs, cycles, &per_gpu);
-    let soak = soak::analyse(
-        run,
-        &samples.series,
-        soak_edge_s.unwrap_or(soak::EDGE_S_DEFAULT),
-    );
-    steps.done("soak analysis");
     Ok(NodeParts {
         raw_rows: samples.rows,
         raw_end_ns: samples.series.last_ts_ns(),
@@ -439,4 +446,11 @@ fn node_parts(
         lifecycle_moments: 0,
         lifecycle_refused: Vec::new(),
     })
+}
+
+/// What is computed per GPU beside the rungs' figures.
+struct ByGpu {
+    lifecycle: powerlab_analysis::lifecycle::Lifecycle,
+    per_gpu: Vec<per_gpu::GpuRungRow>,
+    soak: soak::Soak,
 }

@@ -376,7 +376,7 @@ pub fn fmt_value(v: f64) -> String {
 }
 
 mod read;
-pub use read::{RAW_COLUMNS, RawFile, read_raw};
+pub use read::{RAW_COLUMNS, RawFile, StoredSum, read_raw};
 
 #[cfg(test)]
 mod tests {

@@ -21,6 +21,19 @@ pub struct RawFile {
     pub path: PathBuf,
     /// Its content, decompressed.
     pub bytes: Vec<u8>,
+    /// The file as it lay on disk when read (compressed where archived):
+    /// its size and CRC-32, what a report records of its inputs without
+    /// reading them a second time.
+    pub stored: StoredSum,
+}
+
+/// The size and CRC-32 of a file's bytes as read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoredSum {
+    /// Bytes read.
+    pub bytes: u64,
+    /// Their CRC-32.
+    pub crc32: u32,
 }
 
 impl RawFile {
@@ -32,6 +45,10 @@ impl RawFile {
     /// archived file is not a readable gzip file.
     pub fn read(path: &Path) -> Result<RawFile, RunDirError> {
         let mut bytes = crate::layout::read_regular(path, None)?;
+        let stored = StoredSum {
+            bytes: bytes.len() as u64,
+            crc32: crc32fast::hash(&bytes),
+        };
         if is_archived(path) {
             let mut out = Vec::new();
             std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut out)
@@ -44,6 +61,7 @@ impl RawFile {
         Ok(RawFile {
             path: path.to_path_buf(),
             bytes,
+            stored,
         })
     }
 
