@@ -57,6 +57,22 @@ pub const MAX_UNRECORDED_BYTES: u64 = 16 << 30;
 /// (for instance because it does not exist), and [`RunDirError::Format`]
 /// naming it when it is not a regular file or is longer than `max_bytes`.
 pub fn read_regular(path: &Path, max_bytes: Option<u64>) -> Result<Vec<u8>, RunDirError> {
+    read_regular_into(path, max_bytes, Vec::new())
+}
+
+/// As [`read_regular`], into `buffer` (emptied first): a caller reading
+/// many large files in turn passes the same buffer again, so that its
+/// memory is not handed back to the system and faulted in afresh, page by
+/// page, for each file.
+///
+/// # Errors
+///
+/// As [`read_regular`].
+pub fn read_regular_into(
+    path: &Path,
+    max_bytes: Option<u64>,
+    buffer: Vec<u8>,
+) -> Result<Vec<u8>, RunDirError> {
     use std::io::Read;
     let meta = std::fs::symlink_metadata(path).map_err(|e| RunDirError::io(path, e))?;
     if !meta.file_type().is_file() {
@@ -85,7 +101,9 @@ pub fn read_regular(path: &Path, max_bytes: Option<u64>) -> Result<Vec<u8>, RunD
         });
     }
     let file = std::fs::File::open(path).map_err(|e| RunDirError::io(path, e))?;
-    let mut out = Vec::with_capacity(meta.len() as usize);
+    let mut out = buffer;
+    out.clear();
+    out.reserve(meta.len() as usize);
     file.take(max.saturating_add(1))
         .read_to_end(&mut out)
         .map_err(|e| RunDirError::io(path, e))?;

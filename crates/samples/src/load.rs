@@ -420,8 +420,8 @@ pub fn read_power(
     let mut problems = Vec::new();
     for path in &files {
         crate::integrity::check_listed(path, &run.manifest)?;
-        let (rows, df, _) = read_raw_file(path, run, parquet_dir, &mut problems)?;
-        total_rows += rows;
+        let df = read_raw_file(path, run, parquet_dir, &mut problems, Vec::new())?.df;
+        total_rows += df.height();
         let df = analysed_rows(df)?;
         check_rows(path, &df, bounds)?;
         crate::integrity::check_content(path, &df, &run.manifest)?;
@@ -469,16 +469,27 @@ pub(crate) const ANALYSED: [Instrument; 11] = [
     Instrument::ThermalCapTimeNs,
 ];
 
-/// Reads one raw file whole (checked against its index, its torn last line
-/// dropped), copying it to `parquet_dir` when given; returns its row count,
-/// its rows, and the size and CRC-32 of the file as read.
+/// One raw file read by [`read_raw_file`].
+pub(crate) struct RawRead {
+    /// Its rows.
+    pub df: DataFrame,
+    /// The size and CRC-32 of the file as read.
+    pub stored: powerlab_rundir::raw::StoredSum,
+    /// The buffer its bytes were read into, for the next file.
+    pub buffer: Vec<u8>,
+}
+
+/// Reads one raw file whole into `buffer` (checked against its index, its
+/// torn last line dropped), copying it to `parquet_dir` when given.
 pub(crate) fn read_raw_file(
     path: &Path,
     run: &Run,
     parquet_dir: Option<&Path>,
     problems: &mut Vec<String>,
-) -> Result<(usize, DataFrame, powerlab_rundir::raw::StoredSum), CollateError> {
-    let file = powerlab_rundir::raw::RawFile::read(path).map_err(|e| bad_raw(path, e))?;
+    buffer: Vec<u8>,
+) -> Result<RawRead, CollateError> {
+    let file =
+        powerlab_rundir::raw::RawFile::read_into(path, buffer).map_err(|e| bad_raw(path, e))?;
     problems.extend(crate::integrity::verify_raw(
         path,
         &file.bytes,
@@ -501,7 +512,11 @@ pub(crate) fn read_raw_file(
             &powerlab_rundir::ReportFile::raw_parquet(out, &stem),
         )?;
     }
-    Ok((df.height(), df, file.stored))
+    Ok(RawRead {
+        df,
+        stored: file.stored,
+        buffer: file.bytes,
+    })
 }
 
 /// The rows of the instruments a collation reads ([`ANALYSED`]).

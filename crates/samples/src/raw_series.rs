@@ -9,6 +9,7 @@ use crate::series::SeriesSet;
 use powerlab_rundir::RunDir;
 use powerlab_rundir::raw::StoredSum;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 /// The raw samples of a run split into series, read file by file.
 pub struct RawSeries {
@@ -47,12 +48,23 @@ pub fn read_series(
     if let Some(out) = parquet_dir {
         std::fs::create_dir_all(out).map_err(|e| CollateError::io(out, e))?;
     }
+    // The buffers files were read into, handed to the next file read: a
+    // fresh one would be faulted in and zeroed page by page each time.
+    let spare: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
     let read_one = |path: &PathBuf| -> Result<FileSeries, CollateError> {
         crate::integrity::check_listed(path, &run.manifest)?;
         let mut problems = Vec::new();
-        let (rows, df, sum) = read_raw_file(path, run, parquet_dir, &mut problems)?;
-        let series = crate::split::checked_series(path, &df, bounds, &run.manifest)?;
-        Ok((rows, series, problems, sum))
+        let buffer = spare
+            .lock()
+            .ok()
+            .and_then(|mut s| s.pop())
+            .unwrap_or_default();
+        let read = read_raw_file(path, run, parquet_dir, &mut problems, buffer)?;
+        if let Ok(mut s) = spare.lock() {
+            s.push(read.buffer);
+        }
+        let series = crate::split::checked_series(path, &read.df, bounds, &run.manifest)?;
+        Ok((read.df.height(), series, problems, read.stored))
     };
     let (mut total_rows, mut problems) = (0, Vec::new());
     let mut parts = Vec::with_capacity(files.len());

@@ -44,7 +44,18 @@ impl RawFile {
     /// As [`crate::layout::read_regular`]; [`RunDirError::Format`] when an
     /// archived file is not a readable gzip file.
     pub fn read(path: &Path) -> Result<RawFile, RunDirError> {
-        let mut bytes = crate::layout::read_regular(path, None)?;
+        RawFile::read_into(path, Vec::new())
+    }
+
+    /// As [`RawFile::read`], reading into `buffer` (see
+    /// [`crate::layout::read_regular_into`]); [`RawFile::bytes`] is the
+    /// buffer to pass to the next read.
+    ///
+    /// # Errors
+    ///
+    /// As [`RawFile::read`].
+    pub fn read_into(path: &Path, buffer: Vec<u8>) -> Result<RawFile, RunDirError> {
+        let mut bytes = crate::layout::read_regular_into(path, None, buffer)?;
         let stored = StoredSum {
             bytes: bytes.len() as u64,
             crc32: crc32fast::hash(&bytes),
