@@ -201,8 +201,38 @@ impl NodeCycle {
         if p <= 0 || self.values.is_empty() {
             return f64::NAN;
         }
-        let ph = (t_ns - epoch_ns).rem_euclid(p) as f64 / p as f64 * self.values.len() as f64;
-        let i = (ph.floor() as usize).min(self.values.len() - 1);
+        self.at_phase_ns((t_ns - epoch_ns).rem_euclid(p), p)
+    }
+
+    /// [`NodeCycle::at`] every `step_ns` (> 0) from `from_ns`, `n` times:
+    /// the phase carried from one time to the next, not divided out of
+    /// each (a chart reads a rung's cycle at 0.5 ms steps over its window).
+    pub fn along(&self, epoch_ns: i64, from_ns: i64, step_ns: i64, n: usize) -> Vec<f64> {
+        let p = ms_to_ns(self.period_ms);
+        if p <= 0 || self.values.is_empty() || step_ns <= 0 {
+            return (0..n)
+                .map(|k| self.at(epoch_ns, from_ns + k as i64 * step_ns))
+                .collect();
+        }
+        let mut phase_ns = (from_ns - epoch_ns).rem_euclid(p);
+        let step_ns = step_ns.rem_euclid(p);
+        (0..n)
+            .map(|_| {
+                let v = self.at_phase_ns(phase_ns, p);
+                phase_ns += step_ns;
+                if phase_ns >= p {
+                    phase_ns -= p;
+                }
+                v
+            })
+            .collect()
+    }
+
+    /// The value `phase_ns` (0 ≤ phase < `p`) into a cycle of `p` ns.
+    fn at_phase_ns(&self, phase_ns: i64, p: i64) -> f64 {
+        let ph = phase_ns as f64 / p as f64 * self.values.len() as f64;
+        // ph ≥ 0: truncating is the floor (without a call to libm's).
+        let i = (ph as usize).min(self.values.len() - 1);
         self.values[i]
     }
 }

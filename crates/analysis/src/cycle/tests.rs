@@ -43,3 +43,41 @@ proptest! {
         prop_assert_eq!(bits(&by_partition), bits(&by_sorting));
     }
 }
+
+proptest! {
+    /// A cycle read along a window, the phase carried from step to step,
+    /// gives what reading it at each time gives, bit for bit.
+    #[test]
+    fn a_cycle_read_along_is_read_at_each_time(
+        values in prop::collection::vec(0.0f64..1000.0, 1..500),
+        period_ms in 0.5f64..500.0,
+        epoch_ns in -1_000_000_000i64..1_000_000_000,
+        from_ns in -2_000_000_000i64..2_000_000_000,
+        step_ns in 1i64..3_000_000_000,
+        n in 0usize..300,
+    ) {
+        let stats = super::CycleStats::of_points(Vec::new());
+        let c = super::NodeCycle {
+            rung_id: 1,
+            period_ms,
+            harmonics: 0,
+            values,
+            coverage: 1.0,
+            samples: 0,
+            gpu_on_w: Vec::new(),
+            gpu_cycles: Vec::new(),
+            gpu_levels: Vec::new(),
+            step_w: 0.0,
+            range_step_w: None,
+            stats,
+            interval: None,
+            metrics: Default::default(),
+        };
+        let along = c.along(epoch_ns, from_ns, step_ns, n);
+        prop_assert_eq!(along.len(), n);
+        for (k, v) in along.iter().enumerate() {
+            let at = c.at(epoch_ns, from_ns + k as i64 * step_ns);
+            prop_assert_eq!(v.to_bits(), at.to_bits(), "point {}", k);
+        }
+    }
+}

@@ -200,8 +200,10 @@ fn composed(cycles: &Cycles, r: &powerlab_samples::load::RungWindow) -> Vec<(f64
             let ts: Vec<f64> = (0..n)
                 .map(|k| ns_to_s(r.measure_from_ns + k * step - r.epoch_ns))
                 .collect();
-            let vs: Vec<Option<f64>> = (0..n)
-                .map(|k| Some(c.at(r.epoch_ns, r.measure_from_ns + k * step)))
+            let vs: Vec<Option<f64>> = c
+                .along(r.epoch_ns, r.measure_from_ns, step, n as usize)
+                .into_iter()
+                .map(Some)
                 .collect();
             envelope(&ts, &vs, 1500)
         }
