@@ -58,45 +58,26 @@ pub(super) fn both(
 }
 
 /// Draws independent charts on every core (each into its SVG and PNG at
-/// `size`); returns their files in the order of `jobs`. A panicking
-/// plotting thread is an error naming `dir`.
+/// `size`), each core taking the next chart not yet taken (a duty rung's
+/// chart, with its composed cycle, costs more than an idle rung's); returns
+/// their files in the order of `jobs`. A chart whose drawing panics is an
+/// error naming `dir`.
 pub(super) fn draw_in_parallel(
     jobs: &[(PathBuf, Chart<'_>)],
     size: (u32, u32),
     dir: &Path,
 ) -> Result<Vec<PathBuf>, CollateError> {
-    let workers = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .max(1);
-    let per = jobs.len().div_ceil(workers).max(1);
-    let results: Vec<Result<Vec<PathBuf>, CollateError>> = std::thread::scope(|s| {
-        let handles: Vec<_> = jobs
-            .chunks(per)
-            .map(|chunk| {
-                s.spawn(move || {
-                    let mut out = Vec::new();
-                    for (stem, chart) in chunk {
-                        out.extend(both(stem, size, chart)?);
-                    }
-                    Ok(out)
+    let drawn = powerlab_samples::parallel::map_in_order(jobs, |(stem, chart)| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| both(stem, size, chart)))
+            .unwrap_or_else(|_| {
+                Err(CollateError::Plot {
+                    path: dir.to_path_buf(),
+                    message: "a plotting thread panicked".into(),
                 })
             })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join().unwrap_or_else(|_| {
-                    Err(CollateError::Plot {
-                        path: dir.to_path_buf(),
-                        message: "a plotting thread panicked".into(),
-                    })
-                })
-            })
-            .collect()
     });
     let mut files = Vec::new();
-    for r in results {
+    for r in drawn {
         files.extend(r?);
     }
     Ok(files)

@@ -160,12 +160,12 @@ pub(super) fn rung_charts<'a>(
     let b = f64_column(&curve.df, "node_buffered_w");
     let i = f64_column(&curve.df, "node_instant_w");
     let a = f64_column(&curve.df, "node_average_field_w");
-    let mut jobs: Vec<(PathBuf, Chart<'_>)> = Vec::new();
-    for r in &run.rungs {
+    // Each rung's slice and cycle laid out on every core.
+    powerlab_samples::parallel::map_in_order(&run.rungs, |r| {
         let lo = t.partition_point(|x| *x < r.epoch_ns);
         let hi = t.partition_point(|x| *x < r.end_ns);
         if hi <= lo {
-            continue;
+            return None;
         }
         let secs: Vec<f64> = t[lo..hi].iter().map(|x| ns_to_s(x - r.epoch_ns)).collect();
         let pick = |v: &Vec<Option<f64>>| {
@@ -185,9 +185,11 @@ pub(super) fn rung_charts<'a>(
             },
             x_max: ns_to_s(r.end_ns - r.epoch_ns),
         };
-        jobs.push((PlotFile::Rung(r.info.id).stem_in(dir), chart));
-    }
-    jobs
+        Some((PlotFile::Rung(r.info.id).stem_in(dir), chart))
+    })
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 /// The composed cycle over the measured window, at 0.5 ms (empty where the
