@@ -88,7 +88,11 @@ pub fn curve(
 /// A pooled curve read at `x`: linear between its points, held flat
 /// beyond its ends (NaN when empty).
 pub fn read(c: &[(f64, f64)], x: f64) -> f64 {
-    let k = c.partition_point(|p| p.0 < x);
+    read_at(c, c.partition_point(|p| p.0 < x), x)
+}
+
+/// [`read`] given `k`, the first point of `c` not before `x`.
+fn read_at(c: &[(f64, f64)], k: usize, x: f64) -> f64 {
     match (k.checked_sub(1).map(|i| c[i]), c.get(k)) {
         (Some(a), Some(b)) if b.0 > a.0 => a.1 + (b.1 - a.1) * (x - a.0) / (b.0 - a.0),
         (_, Some(b)) => b.1,
@@ -107,21 +111,85 @@ pub fn binned(points: impl Iterator<Item = (f64, f64)>, lo: f64, hi: f64, step: 
         .collect()
 }
 
+/// A template read at many points: [`read`], with the first point not
+/// before each x found from the bin x falls in (the template holds at most
+/// one point per bin, at its points' mean time), not by a binary search
+/// over up to 2 s / step points. Each evaluation of a shift reads the
+/// template at every sample near the edge, 81 shifts per event, three
+/// times for each of thousands of events.
+struct Reader<'a> {
+    c: &'a [(f64, f64)],
+    lo: f64,
+    step: f64,
+    /// For each bin, how many of the template's points fall in the bins
+    /// before it (one more entry than bins).
+    before: Vec<usize>,
+    /// Whether the points' times never decrease (else: a binary search,
+    /// as [`read`] does).
+    sorted: bool,
+}
+
+impl<'a> Reader<'a> {
+    /// The template `c`, made by [`curve`] over `[lo, hi)` at `step`.
+    fn new(c: &'a [(f64, f64)], lo: f64, hi: f64, step: f64) -> Reader<'a> {
+        let n = ((hi - lo) / step).ceil().max(1.0) as usize;
+        let mut before = vec![0; n + 1];
+        for p in c {
+            let b = ((p.0 - lo) / step).floor();
+            if b >= 0.0 && (b as usize) < n {
+                before[b as usize + 1] += 1;
+            }
+        }
+        for b in 1..=n {
+            before[b] += before[b - 1];
+        }
+        Reader {
+            c,
+            lo,
+            step,
+            before,
+            sorted: c.windows(2).all(|w| w[0].0 <= w[1].0),
+        }
+    }
+
+    /// [`read`] of the template at `x`, the same value bit for bit: the
+    /// guess from `x`'s bin is moved to the first point not before `x`.
+    fn read(&self, x: f64) -> f64 {
+        if !self.sorted {
+            return read(self.c, x);
+        }
+        let b = ((x - self.lo) / self.step).floor();
+        let last = self.before.len() - 1;
+        let mut k = if b < 0.0 {
+            0
+        } else {
+            self.before[(b as usize).min(last)]
+        };
+        while k > 0 && self.c[k - 1].0 >= x {
+            k -= 1;
+        }
+        while k < self.c.len() && self.c[k].0 < x {
+            k += 1;
+        }
+        read_at(self.c, k, x)
+    }
+}
+
 /// The sum of squares of samples `pts` (ms about their event's
 /// alignment) within `near` ms of the template's mid-level crossing
 /// `centre`, shifted by `shift`, against the template `t`.
-fn misfit(pts: &[(f64, f64)], t: &[(f64, f64)], shift: f64, centre: f64, near: f64) -> f64 {
+fn misfit(pts: &[(f64, f64)], t: &Reader<'_>, shift: f64, centre: f64, near: f64) -> f64 {
     pts.iter()
         .map(|(x, y)| (x - shift, y))
         .filter(|(u, _)| (u - centre).abs() <= near)
-        .map(|(u, y)| (y - read(t, u)).powi(2))
+        .map(|(u, y)| (y - t.read(u)).powi(2))
         .sum()
 }
 
 /// The shift (±[`SHIFT_MS`]) that lays `pts` on the template best: the
 /// middle of the shifts that fit about as well as the best (samples that
 /// all lie on the levels fit a range of shifts equally).
-fn best_shift(pts: &[(f64, f64)], t: &[(f64, f64)], centre: f64, near: f64) -> f64 {
+fn best_shift(pts: &[(f64, f64)], t: &Reader<'_>, centre: f64, near: f64) -> f64 {
     let n = (SHIFT_MS / SHIFT_STEP_MS) as i64;
     let costs: Vec<(f64, f64)> = (-n..=n)
         .map(|k| k as f64 * SHIFT_STEP_MS)
@@ -144,6 +212,11 @@ fn about(e: &EventPoints, reach: f64) -> Vec<(f64, f64)> {
         .map(|(x, y)| (x - e.t50_ms, *y))
         .filter(|(x, _)| x.abs() <= reach)
         .collect()
+}
+
+/// A [`Reader`] of a template [`template`] made at `step`.
+fn template_reader(t: &[(f64, f64)], step: f64) -> Reader<'_> {
+    Reader::new(t, -TEMPLATE_HALF_MS, TEMPLATE_HALF_MS, step)
 }
 
 /// The template of `events` but the one at `skip` (each aligned at its
@@ -228,16 +301,18 @@ pub fn pool(events: &mut [EventPoints], step_ms: f64, refine: bool) -> Option<Po
     for _ in 0..passes {
         let (t10, t50, t90) = crossings(&t)?;
         let near = near_ms(t10, t90, step_ms);
+        let reader = template_reader(&t, step_ms);
         for e in events.iter_mut() {
-            e.t50_ms += best_shift(&about(e, 2.0 * near + SHIFT_MS), &t, t50, near);
+            e.t50_ms += best_shift(&about(e, 2.0 * near + SHIFT_MS), &reader, t50, near);
         }
         t = template(events, step_ms, None);
     }
     let (t10, t50, t90) = crossings(&t)?;
     let near = near_ms(t10, t90, step_ms);
+    let reader = template_reader(&t, step_ms);
     let event_delay_ms = events
         .iter()
-        .map(|e| e.t50_ms + best_shift(&about(e, 2.0 * near + SHIFT_MS), &t, t50, near) + t10)
+        .map(|e| e.t50_ms + best_shift(&about(e, 2.0 * near + SHIFT_MS), &reader, t50, near) + t10)
         .collect();
     // Jackknife: the template without each event in turn.
     let theta = t90 - t10;
@@ -349,6 +424,33 @@ fn sum(parts: &[Part], skip: Option<usize>) -> (f64, f64, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The reader gives [`read`]'s value at every x, bit for bit: on a
+        /// template made by [`curve`], on any points sorted by time (ties
+        /// included), and on points out of order (its binary search).
+        #[test]
+        fn a_template_read_by_its_bins_is_read_as_by_a_search(
+            pts in prop::collection::vec((-1200.0f64..1200.0, -0.5f64..1.5), 0..400),
+            step in 0.01f64..40.0,
+            xs in prop::collection::vec(-1500.0f64..1500.0, 1..60),
+        ) {
+            let made = curve(pts.iter().copied(), -TEMPLATE_HALF_MS, TEMPLATE_HALF_MS, step);
+            let mut sorted = pts.clone();
+            sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
+            if let Some(first) = sorted.first().copied() {
+                sorted.push(first); // a tie, out of place
+                sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
+            }
+            for c in [&made, &sorted, &pts] {
+                let r = template_reader(c, step);
+                for x in xs.iter().copied().chain(c.iter().map(|p| p.0)) {
+                    prop_assert_eq!(r.read(x).to_bits(), read(c, x).to_bits(), "x {}", x);
+                }
+            }
+        }
+    }
 
     #[test]
     fn the_closest_rising_curve_pools_what_falls_back() {
