@@ -7,6 +7,7 @@
 use polars::prelude::*;
 use powerlab_core::Instrument;
 use powerlab_core::units::{NS_PER_MS, NS_PER_S, ms_to_ns_trunc};
+use powerlab_samples::columns::{f64_column, i64_column};
 use powerlab_samples::error::CollateError;
 use powerlab_samples::load::Run;
 use powerlab_samples::series::SeriesSet;
@@ -24,6 +25,45 @@ pub struct NodeCurve {
     pub df: DataFrame,
     /// Grid step.
     pub grid_ns: i64,
+    /// Its time and node columns as vectors, made on first use.
+    columns: std::sync::OnceLock<NodeColumns>,
+}
+
+/// A node curve's time and node-sum columns as vectors (a column the frame
+/// lacks is empty). Read by the summaries, the envelope, the grid, the
+/// sensor, the node's meters and the charts: each used to copy them out of
+/// the frame for itself, 1.5 M points a column on a 4-hour run.
+pub struct NodeColumns {
+    /// `t_ns`.
+    pub t_ns: Vec<i64>,
+    /// `node_buffered_w`.
+    pub buffered_w: Vec<Option<f64>>,
+    /// `node_instant_w`.
+    pub instant_w: Vec<Option<f64>>,
+    /// `node_average_field_w`.
+    pub average_field_w: Vec<Option<f64>>,
+}
+
+impl NodeCurve {
+    /// The curve of `df` on a grid of `grid_ns`.
+    pub fn new(df: DataFrame, grid_ns: i64) -> NodeCurve {
+        NodeCurve {
+            df,
+            grid_ns,
+            columns: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Its time and node columns (see [`NodeColumns`]), copied out of the
+    /// frame once.
+    pub fn columns(&self) -> &NodeColumns {
+        self.columns.get_or_init(|| NodeColumns {
+            t_ns: i64_column(&self.df, "t_ns"),
+            buffered_w: f64_column(&self.df, "node_buffered_w"),
+            instant_w: f64_column(&self.df, "node_instant_w"),
+            average_field_w: f64_column(&self.df, "node_average_field_w"),
+        })
+    }
 }
 
 /// Builds the node curve over the span of the samples.
@@ -112,7 +152,7 @@ pub fn node_curve(series: &SeriesSet, run: &Run) -> Result<NodeCurve, CollateErr
     // One chunk per column: reductions then run in one order whatever the
     // raw files' layout, so splitting a raw file cannot move a digit.
     df.rechunk_mut_par();
-    Ok(NodeCurve { df, grid_ns: grid })
+    Ok(NodeCurve::new(df, grid))
 }
 
 /// Where the node grid is anchored: the first rung's epoch (the run's

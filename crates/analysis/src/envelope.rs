@@ -23,7 +23,6 @@ use crate::summary::Cycles;
 use powerlab_campaign::Supply;
 use powerlab_core::units::{ms_to_ns, ns_to_ms};
 use powerlab_rundir::PhaseKind;
-use powerlab_samples::columns::{f64_column, i64_column};
 use powerlab_samples::load::{Run, RungWindow};
 use std::fmt;
 
@@ -217,8 +216,7 @@ pub fn sample_window_ms(model: &SensorModel) -> f64 {
 /// others from `curve`'s buffered sum, judged against the run's supply.
 pub fn envelope(run: &Run, curve: &NodeCurve, cycles: &Cycles, sample_window_ms: f64) -> Envelope {
     let supply = supply_of(run);
-    let t_ns = i64_column(&curve.df, "t_ns");
-    let node = f64_column(&curve.df, "node_buffered_w");
+    let (t_ns, node) = (&curve.columns().t_ns, &curve.columns().buffered_w);
     let rungs = run
         .rungs
         .iter()
@@ -235,7 +233,7 @@ pub fn envelope(run: &Run, curve: &NodeCurve, cycles: &Cycles, sample_window_ms:
                     vec![Err(Unsupported::AliasedDuty); WINDOWS_MS.len()],
                 ),
                 _ => {
-                    let points = curve_points(&t_ns, &node, r);
+                    let points = curve_points(t_ns, node, r);
                     let figures = curve_figures(
                         &points,
                         curve.grid_ns,

@@ -38,7 +38,6 @@ use crate::envelope::Source;
 use crate::summary::Cycles;
 use powerlab_campaign::{DEFAULT_BAND_HZ, Grid, Ramp};
 use powerlab_core::units::{ms_to_s, ns_to_ms};
-use powerlab_samples::columns::{f64_column, i64_column};
 use powerlab_samples::load::Run;
 use serde::Serialize;
 use std::fmt;
@@ -367,8 +366,7 @@ pub fn grid_metrics(
 ) -> GridMetrics {
     let spec = grid_of(run);
     let band_hz = spec.as_ref().map_or(DEFAULT_BAND_HZ, |g| g.band_hz);
-    let t_ns = i64_column(&curve.df, "t_ns");
-    let node = f64_column(&curve.df, "node_buffered_w");
+    let (t_ns, node) = (&curve.columns().t_ns, &curve.columns().buffered_w);
     let rungs = run
         .rungs
         .iter()

@@ -14,7 +14,6 @@ use powerlab_core::Instrument;
 use powerlab_core::units::PeriodMs;
 use powerlab_core::units::{ms_to_ns_trunc, ns_to_ms, ns_to_s};
 use powerlab_rundir::{Mode, PhaseKind};
-use powerlab_samples::columns::{f64_column, i64_column};
 use powerlab_samples::load::{Run, RungWindow};
 use powerlab_samples::series::{EdgeIndex, SeriesSet, changes, span};
 use powerlab_samples::stats::quantile;
@@ -389,8 +388,7 @@ fn answers(
 }
 
 fn spectra(run: &Run, curve: &NodeCurve) -> Vec<(u32, String, spectrum::Spectrum)> {
-    let t = i64_column(&curve.df, "t_ns");
-    let b = f64_column(&curve.df, "node_buffered_w");
+    let (t, b) = (&curve.columns().t_ns, &curve.columns().buffered_w);
     let step_s = ns_to_s(run.grid_ns);
     let mut out = Vec::new();
     for r in &run.rungs {

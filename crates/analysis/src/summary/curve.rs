@@ -5,7 +5,6 @@
 use crate::curve::NodeCurve;
 use crate::metric::Levels;
 use powerlab_core::Instrument;
-use powerlab_samples::columns::{f64_column, i64_column};
 use powerlab_samples::load::Run;
 use powerlab_samples::stats::r3;
 use std::collections::{BTreeMap, HashMap};
@@ -100,12 +99,13 @@ pub(super) fn curve_figures(
         })
         .collect();
     windows.sort_by_key(|w| w.1);
-    let t_ns = i64_column(&curve.df, "t_ns");
+    let columns = curve.columns();
+    let t_ns = &columns.t_ns;
     // A column the curve lacks reads as empty: its figures stay None.
     let (bv, iv, av) = (
-        f64_column(&curve.df, "node_buffered_w"),
-        f64_column(&curve.df, "node_instant_w"),
-        f64_column(&curve.df, "node_average_field_w"),
+        &columns.buffered_w,
+        &columns.instant_w,
+        &columns.average_field_w,
     );
     let over = |values: &[Option<f64>], pts: &[usize]| {
         Levels::of_points(
@@ -114,14 +114,14 @@ pub(super) fn curve_figures(
                 .collect(),
         )
     };
-    points_by_rung(&t_ns, &windows)
+    points_by_rung(t_ns, &windows)
         .into_iter()
         .map(|(id, pts)| {
             let f = CurveFigures {
                 grid_n: pts.len() as f64,
-                buffered: over(&bv, &pts),
-                instant: over(&iv, &pts),
-                average: over(&av, &pts),
+                buffered: over(bv, &pts),
+                instant: over(iv, &pts),
+                average: over(av, &pts),
             };
             (id, f)
         })

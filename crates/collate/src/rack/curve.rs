@@ -145,13 +145,7 @@ impl RackCurve {
         let df = DataFrame::new(self.len, cols).map_err(CollateError::polars("the rack curve"))?;
         let file =
             DataFrame::new(self.len, file).map_err(CollateError::polars("the rack curve file"))?;
-        Ok((
-            NodeCurve {
-                df,
-                grid_ns: self.grid_ns,
-            },
-            file,
-        ))
+        Ok((NodeCurve::new(df, self.grid_ns), file))
     }
 }
 

@@ -68,8 +68,7 @@ pub fn node_power_of(
             },
         });
     }
-    let t_ns = powerlab_samples::columns::i64_column(&curve.df, "t_ns");
-    let w = powerlab_samples::columns::f64_column(&curve.df, "node_buffered_w");
+    let (t_ns, w) = (&curve.columns().t_ns, &curve.columns().buffered_w);
     let spans: Vec<node_power::RungSpan> = run
         .rungs
         .iter()
@@ -86,12 +85,11 @@ pub fn node_power_of(
             to_ns: r.end_ns,
         })
         .collect();
-    let (facts, rungs) =
-        node_power::analyse(&sources, &spans, &node_power::GpuSum { t_ns: &t_ns, w: &w });
+    let (facts, rungs) = node_power::analyse(&sources, &spans, &node_power::GpuSum { t_ns, w });
     let t0 = run.manifest.started_ns;
     let secs = |t: i64| ns_to_s(t - t0);
     let plot = NodePowerSeries {
-        gpu: gpu_second_means(&t_ns, &w, t0),
+        gpu: gpu_second_means(t_ns, w, t0),
         sources: sources
             .iter()
             .map(|s| {

@@ -10,7 +10,6 @@ use powerlab_analysis::curve::NodeCurve;
 use powerlab_analysis::summary::Cycles;
 use powerlab_core::units::ns_to_s;
 use powerlab_rundir::PlotFile;
-use powerlab_samples::columns::{f64_column, i64_column};
 use powerlab_samples::load::Run;
 use std::path::{Path, PathBuf};
 
@@ -156,10 +155,13 @@ pub(super) fn rung_charts<'a>(
     cycles: &Cycles,
     dir: &Path,
 ) -> Vec<(PathBuf, Chart<'a>)> {
-    let t = i64_column(&curve.df, "t_ns");
-    let b = f64_column(&curve.df, "node_buffered_w");
-    let i = f64_column(&curve.df, "node_instant_w");
-    let a = f64_column(&curve.df, "node_average_field_w");
+    let columns = curve.columns();
+    let (t, b, i, a) = (
+        &columns.t_ns,
+        &columns.buffered_w,
+        &columns.instant_w,
+        &columns.average_field_w,
+    );
     // Each rung's slice and cycle laid out on every core.
     powerlab_samples::parallel::map_in_order(&run.rungs, |r| {
         let lo = t.partition_point(|x| *x < r.epoch_ns);
@@ -178,9 +180,9 @@ pub(super) fn rung_charts<'a>(
         let chart = Chart::Rung {
             title: format!("rung {} — {}", r.info.id, r.info.label),
             series: Series3 {
-                buffered: pick(&b),
-                instant: pick(&i),
-                average: pick(&a),
+                buffered: pick(b),
+                instant: pick(i),
+                average: pick(a),
                 composed: composed(cycles, r),
             },
             x_max: ns_to_s(r.end_ns - r.epoch_ns),
