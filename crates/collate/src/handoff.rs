@@ -139,15 +139,11 @@ fn unsummed_file(dir: &Path, rel: &Path) -> Result<InputFile, CollateError> {
     })
 }
 
+/// `rel`'s size, modification time and CRC-32.
 fn input_file(dir: &Path, rel: &Path) -> Result<InputFile, CollateError> {
-    let path = dir.join(rel);
-    let meta = std::fs::metadata(&path).map_err(|e| CollateError::io(&path, e))?;
-    Ok(InputFile {
-        file: rel.to_string_lossy().into_owned(),
-        bytes: meta.len(),
-        modified_ns: modified_ns(&meta),
-        crc32: Some(format!("{:08x}", crc_of(&path)?)),
-    })
+    let mut file = unsummed_file(dir, rel)?;
+    file.crc32 = Some(format!("{:08x}", crc_of(&dir.join(rel))?));
+    Ok(file)
 }
 
 /// Whether the file `rel` of `dir` is the one `was` records: the same size
