@@ -53,25 +53,34 @@ where
     done.into_iter().map(|(_, r)| r).collect()
 }
 
-/// `(a(), b())`: `a` on a thread of its own while `b` runs on the calling
-/// thread, where there is more than one [`workers`]; one after the other
-/// where there is one. For two pieces of work that share nothing but what
-/// they read, neither of which keeps every core busy.
-pub fn beside<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
+/// `(a(), b()?)`: `a` on a thread of its own while `b` runs on the
+/// calling thread, where there is more than one [`workers`]; `b` first,
+/// then `a` only if `b` succeeded, where there is one. For two pieces of
+/// work that share nothing but what they read, neither of which keeps
+/// every core busy.
+///
+/// # Errors
+///
+/// `b`'s error, whatever `a` did: as if `b` had run first and `a` never
+/// ran. A panic of `a` (its message already printed by the panic hook)
+/// does not hide `b`'s error; it is carried on only when `b` succeeded.
+pub fn beside<A, B, RA, RB, E>(a: A, b: B) -> Result<(RA, RB), E>
 where
     A: FnOnce() -> RA + Send,
     RA: Send,
-    B: FnOnce() -> RB,
+    B: FnOnce() -> Result<RB, E>,
 {
     if workers() <= 1 {
-        let rb = b();
-        return (a(), rb);
+        let rb = b()?;
+        return Ok((a(), rb));
     }
     std::thread::scope(|s| {
         let handle = s.spawn(a);
         let rb = b();
-        match handle.join() {
-            Ok(ra) => (ra, rb),
+        let ra = handle.join();
+        let rb = rb?;
+        match ra {
+            Ok(ra) => Ok((ra, rb)),
             Err(panic) => std::panic::resume_unwind(panic),
         }
     })
@@ -84,14 +93,21 @@ mod tests {
     #[test]
     fn beside_returns_each_side_its_own_result() {
         let data = [1u64, 2, 3];
-        let (sum, len) = beside(|| data.iter().sum::<u64>(), || data.len());
-        assert_eq!((sum, len), (6, 3));
+        let both: Result<_, ()> = beside(|| data.iter().sum::<u64>(), || Ok(data.len()));
+        assert_eq!(both, Ok((6, 3)));
     }
 
     #[test]
     #[should_panic(expected = "side a")]
-    fn beside_carries_a_panic_of_the_other_thread() {
-        let _: ((), ()) = beside(|| panic!("side a"), || ());
+    fn beside_carries_a_panic_of_the_other_thread_when_b_succeeds() {
+        let _: Result<((), ()), ()> = beside(|| panic!("side a"), || Ok(()));
+    }
+
+    #[test]
+    fn beside_gives_b_s_error_even_when_a_panics() {
+        // As if b had run first: its error, not a's panic, is the answer.
+        let out: Result<((), ()), &str> = beside(|| panic!("side a"), || Err("side b failed"));
+        assert_eq!(out, Err("side b failed"));
     }
 
     #[test]

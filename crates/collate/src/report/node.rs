@@ -95,7 +95,8 @@ pub fn compute(
     // The lifecycle's edges, every GPU's table and the soak on a thread of
     // their own, beside the rungs' summaries and the sensor: they read only
     // the samples, the model and the edges, and neither side keeps both
-    // cores busy.
+    // cores busy. An error of the rungs' side comes first, as when it ran
+    // first.
     let (by_gpu, rung_figures) = powerlab_samples::parallel::beside(
         || ByGpu {
             lifecycle: powerlab_analysis::lifecycle::analyse(
@@ -122,15 +123,15 @@ pub fn compute(
                 &steps,
             )
         },
-    );
+    )?;
     let RungFigures {
         rungs,
         envelope,
         grid,
         sensor,
         workload,
-    } = rung_figures?;
-    steps.done("lifecycle, per-GPU, soak");
+    } = rung_figures;
+    steps.done("lifecycle, per-GPU, soak (beside)");
     let ByGpu {
         lifecycle,
         per_gpu,
