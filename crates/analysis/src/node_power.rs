@@ -29,6 +29,18 @@ pub const BELOW_GPU_SUM_W: f64 = 20.0;
 /// See [`BELOW_GPU_SUM_W`].
 pub const BELOW_GPU_SUM_SHARE: f64 = 0.03;
 
+/// How far a meter's mean `chassis_mean_w` reads below the GPU sum
+/// `gpu_sum_w` over the same spans, W, where by more than the two
+/// instruments' disagreement ([`BELOW_GPU_SUM_W`], [`BELOW_GPU_SUM_SHARE`]
+/// of the sum; a meter that reads the GPUs themselves lands within ~1 % of
+/// them): such a meter does not measure this node's GPUs. None where it
+/// reads no lower. The node judges the figures it writes, and the rack
+/// judges the same figures, read back, the same way.
+pub fn below_gpu_sum_w(chassis_mean_w: f64, gpu_sum_w: f64) -> Option<f64> {
+    let non_gpu_w = chassis_mean_w - gpu_sum_w;
+    (non_gpu_w < -(BELOW_GPU_SUM_W.max(BELOW_GPU_SUM_SHARE * gpu_sum_w))).then_some(-non_gpu_w)
+}
+
 /// One source's readings and how it behaved.
 #[derive(Debug, Clone, Serialize)]
 pub struct SourceFacts {
@@ -308,11 +320,12 @@ fn rung_row(
         verdict.push(NodePowerNote::FailedReads(n_failed));
     }
     let non_gpu_w = chassis_mean_w.zip(gpu_sum_w).map(|(c, g)| c - g);
-    // Below the GPU sum by more than the two instruments' disagreement
-    // (a meter that reads the GPUs themselves lands within ~1 % of them).
-    let below = |n: f64, g: f64| n < -(BELOW_GPU_SUM_W.max(BELOW_GPU_SUM_SHARE * g));
-    if let Some(n) = non_gpu_w.filter(|n| gpu_sum_w.is_some_and(|g| below(*n, g))) {
-        verdict.push(NodePowerNote::BelowGpuSum(-n));
+    // Judged on the figures as written, as the rack reads them back.
+    if let Some(by_w) = chassis_mean_w
+        .zip(gpu_sum_w)
+        .and_then(|(c, g)| below_gpu_sum_w(r3(c), r3(g)))
+    {
+        verdict.push(NodePowerNote::BelowGpuSum(by_w));
     }
     NodePowerRung {
         rung_id: r.id,

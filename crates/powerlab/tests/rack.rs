@@ -928,7 +928,9 @@ fn copy_tree(from: &Path, to: &Path) {
 }
 
 /// Two nodes, each reading its own meter (`{node}` picks its value), in
-/// real time: the rack adds the chassis readings and the GPU sums.
+/// real time: the rack adds the chassis readings and the GPU sums. Each
+/// meter reads above its node's GPUs (a meter below them measures
+/// something else, and gives the rack no figure: `meter_sums`' tests).
 const RACK_NODE_POWER: &str = "[campaign]\nname = \"rack\"\nconfirm_node_swing = true\n[defaults]\nwarmup_s = 1\ncooldown_s = 1\n\
 [[phase]]\nkind = \"idle\"\nduration_s = 3\n\
 [[phase]]\nkind = \"sustained\"\nduration_s = 3\n\
@@ -937,7 +939,7 @@ const RACK_NODE_POWER: &str = "[campaign]\nname = \"rack\"\nconfirm_node_swing =
 #[test]
 fn each_node_reads_its_own_meter_and_the_rack_adds_them() {
     let campaign = format!(
-        "{RACK_NODE_POWER}command = [\"sh\", \"-c\", \"case {{node}} in n000*) echo 500 ;; *) echo 700 ;; esac\"]\n"
+        "{RACK_NODE_POWER}command = [\"sh\", \"-c\", \"case {{node}} in n000*) echo 2500 ;; *) echo 2700 ;; esac\"]\n"
     );
     let r = mpirun(
         &campaign,
@@ -954,7 +956,7 @@ fn each_node_reads_its_own_meter_and_the_rack_adds_them() {
     );
     assert_eq!(r.out.status.code(), Some(0), "{}", r.stderr());
     let rack = r.rack_dir();
-    for (node, watts) in node_dirs(&rack).iter().zip([500.0, 700.0]) {
+    for (node, watts) in node_dirs(&rack).iter().zip([2500.0, 2700.0]) {
         let raw = std::fs::read_to_string(node.join("node_power/meter.csv")).unwrap();
         assert!(raw.lines().count() > 10, "{raw}");
         assert!(
@@ -974,10 +976,10 @@ fn each_node_reads_its_own_meter_and_the_rack_adds_them() {
     assert_eq!(rows.len(), 3, "{table}");
     for row in &rows {
         assert_eq!(&row[col("nodes")], "2", "{table}");
-        assert_eq!(&row[col("chassis_mean_w")], "1200.0", "{table}");
+        assert_eq!(&row[col("chassis_mean_w")], "5200.0", "{table}");
         let gpu: f64 = row[col("gpu_sum_w")].parse().unwrap();
         let non_gpu: f64 = row[col("non_gpu_w")].parse().unwrap();
-        assert!((1200.0 - gpu - non_gpu).abs() < 0.01, "{table}");
+        assert!((5200.0 - gpu - non_gpu).abs() < 0.01, "{table}");
     }
     let md = std::fs::read_to_string(rack.join("report/report.md")).unwrap();
     assert!(md.contains("## Node power, whole rack"), "{md}");

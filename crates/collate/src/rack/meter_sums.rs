@@ -39,7 +39,9 @@ pub struct RackNodePowerRow {
 
 /// What the rack reads of a row of a node's `node_power.csv`
 /// ([`powerlab_analysis::node_power::NodePowerRung`]): its figures, and
-/// its verdict's words, which the rack repeats and never judges.
+/// its verdict's words, which the rack repeats and never parses. Whether
+/// the node's meter measures its GPUs is the node's own rule applied to
+/// the figures ([`NodeMeterRow::figures`]), not read from the words.
 #[derive(Debug, Clone, Deserialize)]
 struct NodeMeterRow {
     rung_id: u32,
@@ -49,6 +51,54 @@ struct NodeMeterRow {
     chassis_mean_w: Option<f64>,
     gpu_sum_w: Option<f64>,
     verdict: String,
+}
+
+impl NodeMeterRow {
+    /// The node's chassis mean and GPU sum, W, where it has both and its
+    /// meter does not read below its GPU sum
+    /// ([`powerlab_analysis::node_power::below_gpu_sum_w`], the node's own
+    /// rule on the figures it wrote): a meter that does not measure the
+    /// node's GPUs gives the rack no figure of that node.
+    fn figures(&self) -> Option<(f64, f64)> {
+        let (c, g) = self.chassis_mean_w.zip(self.gpu_sum_w)?;
+        powerlab_analysis::node_power::below_gpu_sum_w(c, g)
+            .is_none()
+            .then_some((c, g))
+    }
+}
+
+/// Why a rung has no rack figure: `with` of `of_nodes` nodes have one,
+/// the nodes with none named, and each whose meter reads below its GPU
+/// sum said so.
+fn missing_words(
+    reports: &[(String, PathBuf)],
+    rows: &[(String, NodeMeterRow)],
+    with: usize,
+    of_nodes: usize,
+) -> String {
+    let missing: Vec<&str> = reports
+        .iter()
+        .map(|(n, _)| n.as_str())
+        .filter(|n| !rows.iter().any(|(m, r)| m == n && r.figures().is_some()))
+        .collect();
+    let below: Vec<String> = rows
+        .iter()
+        .filter_map(|(node, r)| {
+            let (c, g) = r.chassis_mean_w.zip(r.gpu_sum_w)?;
+            let by_w = powerlab_analysis::node_power::below_gpu_sum_w(c, g)?;
+            Some(format!(
+                "{node}'s meter reads {by_w:.0} W below its GPU sum: it does not measure that node's GPUs"
+            ))
+        })
+        .collect();
+    let mut words = format!("no rack figure: {with} of {of_nodes} nodes have one");
+    if !missing.is_empty() {
+        words.push_str(&format!(" (none from {})", missing.join(", ")));
+    }
+    for b in below {
+        words.push_str(&format!("; {b}"));
+    }
+    words
 }
 
 /// Adds the nodes' tables. `reports` are (node id, its `report/` directory)
@@ -84,7 +134,7 @@ pub fn rack_node_power(
             let with: Vec<&NodeMeterRow> = rows
                 .iter()
                 .map(|(_, r)| r)
-                .filter(|r| r.chassis_mean_w.is_some() && r.gpu_sum_w.is_some())
+                .filter(|r| r.figures().is_some())
                 .collect();
             let complete = with.len() == of_nodes;
             let sum = |f: &dyn Fn(&NodeMeterRow) -> Option<f64>| -> Option<f64> {
@@ -95,24 +145,7 @@ pub fn rack_node_power(
             let non_gpu = chassis.zip(gpu).map(|(c, g)| c - g);
             let mut verdict = Vec::new();
             if !complete {
-                let missing: Vec<&str> = reports
-                    .iter()
-                    .map(|(n, _)| n.as_str())
-                    .filter(|n| {
-                        !rows
-                            .iter()
-                            .any(|(m, r)| m == n && r.chassis_mean_w.is_some())
-                    })
-                    .collect();
-                verdict.push(format!(
-                    "no rack figure: {} of {of_nodes} nodes have one{}",
-                    with.len(),
-                    if missing.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" (none from {})", missing.join(", "))
-                    }
-                ));
+                verdict.push(missing_words(reports, &rows, with.len(), of_nodes));
             }
             let notes: Vec<&str> = rows
                 .iter()
@@ -139,4 +172,90 @@ pub fn rack_node_power(
             }
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rack_node_power;
+    use std::path::PathBuf;
+
+    const HEADER: &str = "rung_id,rung,source,readings,failed,coverage,chassis_mean_w,chassis_peak_w,chassis_swing_w,gpu_sum_w,non_gpu_w,non_gpu_share,verdict\n";
+
+    /// A node's report directory whose `node_power.csv` has one sustained
+    /// rung: the meter's mean and the GPU sum beside it.
+    fn node(dir: &tempfile::TempDir, name: &str, chassis_w: f64, gpu_w: f64) -> (String, PathBuf) {
+        let report = dir.path().join(name);
+        std::fs::create_dir_all(&report).unwrap();
+        let non = chassis_w - gpu_w;
+        std::fs::write(
+            report.join("node_power.csv"),
+            format!(
+                "{HEADER}1,sustained,bmc,20,0,1.0,{chassis_w},{chassis_w},,{gpu_w},{non},{},\n",
+                non / chassis_w
+            ),
+        )
+        .unwrap();
+        (name.to_string(), report)
+    }
+
+    #[test]
+    fn the_rack_adds_every_node_whose_meter_measures_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let nodes = [
+            node(&dir, "n000", 1500.0, 1400.0),
+            node(&dir, "n001", 1600.0, 1450.0),
+        ];
+        let rows = rack_node_power(&nodes, 2).unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].nodes, 2);
+        assert_eq!(rows[0].chassis_mean_w, Some(3100.0));
+        assert_eq!(rows[0].gpu_sum_w, Some(2850.0));
+        assert_eq!(rows[0].non_gpu_w, Some(250.0));
+    }
+
+    #[test]
+    fn a_meter_below_its_own_gpu_sum_gives_the_rack_no_figure() {
+        // n001's meter reads 700 W against 1,450 W of its own GPUs: it
+        // measures something else (one PSU, another node). Added in, the
+        // rack's chassis would read 750 W low and its non-GPU power
+        // negative, a plausible-looking wrong figure.
+        let dir = tempfile::tempdir().unwrap();
+        let nodes = [
+            node(&dir, "n000", 1500.0, 1400.0),
+            node(&dir, "n001", 700.0, 1450.0),
+        ];
+        let rows = rack_node_power(&nodes, 2).unwrap();
+        assert_eq!(rows.len(), 1);
+        let r = &rows[0];
+        assert_eq!((r.nodes, r.of_nodes), (1, 2));
+        assert_eq!(
+            (r.chassis_mean_w, r.gpu_sum_w, r.non_gpu_w),
+            (None, None, None)
+        );
+        assert!(
+            r.verdict.contains("1 of 2 nodes have one (none from n001)"),
+            "{}",
+            r.verdict
+        );
+        assert!(
+            r.verdict
+                .contains("n001's meter reads 750 W below its GPU sum"),
+            "{}",
+            r.verdict
+        );
+    }
+
+    #[test]
+    fn a_meter_within_the_instruments_disagreement_still_counts() {
+        // 15 W under a 1,000 W GPU sum: within max(20 W, 3 %), the two
+        // instruments' disagreement, so the node's figure stands.
+        let dir = tempfile::tempdir().unwrap();
+        let nodes = [
+            node(&dir, "n000", 985.0, 1000.0),
+            node(&dir, "n001", 1100.0, 1000.0),
+        ];
+        let rows = rack_node_power(&nodes, 2).unwrap();
+        assert_eq!(rows[0].nodes, 2);
+        assert_eq!(rows[0].chassis_mean_w, Some(2085.0));
+    }
 }
