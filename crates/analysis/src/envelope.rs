@@ -377,16 +377,7 @@ mod tests {
     fn a_cycle_wraps_and_averages_whole_periods_beyond_one() {
         // 100 ms at 0.5 ms: 50 ms at 1000 W, 50 ms at 200 W.
         let c = NodeCycle {
-            rung_id: 1,
-            period_ms: 100.0,
             harmonics: 8,
-            values: square(200, 100, 1000.0, 200.0),
-            coverage: 1.0,
-            samples: 0,
-            gpu_on_w: Vec::new(),
-            gpu_cycles: Vec::new(),
-            gpu_levels: Vec::new(),
-            range_step_w: None,
             step_w: 800.0,
             stats: crate::cycle::CycleStats {
                 mean_w: 600.0,
@@ -396,8 +387,7 @@ mod tests {
                 p90_w: 1000.0,
                 p99_w: 1000.0,
             },
-            interval: None,
-            metrics: Default::default(),
+            ..NodeCycle::of_values(100.0, square(200, 100, 1000.0, 200.0))
         };
         let f = cycle_figures(&c, ms_to_ns(3_000.0));
         let at = |w: f64| f[WINDOWS_MS.iter().position(|x| *x == w).unwrap_or(0)];

@@ -194,6 +194,31 @@ impl CycleStats {
     }
 }
 
+#[cfg(test)]
+impl NodeCycle {
+    /// Rung 1's cycle of `values` over `period_ms`: no GPU, no harmonic,
+    /// no step, full coverage, the figures of an empty cycle (tests set
+    /// the fields they read by struct update).
+    pub(crate) fn of_values(period_ms: f64, values: Vec<f64>) -> NodeCycle {
+        NodeCycle {
+            rung_id: 1,
+            period_ms,
+            harmonics: 0,
+            values,
+            coverage: 1.0,
+            samples: 0,
+            gpu_on_w: Vec::new(),
+            gpu_cycles: Vec::new(),
+            gpu_levels: Vec::new(),
+            step_w: 0.0,
+            range_step_w: None,
+            stats: CycleStats::of_points(Vec::new()),
+            interval: None,
+            metrics: Default::default(),
+        }
+    }
+}
+
 impl NodeCycle {
     /// Node power at absolute time `t_ns` of a rung whose epoch is `epoch_ns`.
     pub fn at(&self, epoch_ns: i64, t_ns: i64) -> f64 {

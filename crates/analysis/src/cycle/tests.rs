@@ -56,23 +56,7 @@ proptest! {
         step_ns in 1i64..3_000_000_000,
         n in 0usize..300,
     ) {
-        let stats = super::CycleStats::of_points(Vec::new());
-        let c = super::NodeCycle {
-            rung_id: 1,
-            period_ms,
-            harmonics: 0,
-            values,
-            coverage: 1.0,
-            samples: 0,
-            gpu_on_w: Vec::new(),
-            gpu_cycles: Vec::new(),
-            gpu_levels: Vec::new(),
-            step_w: 0.0,
-            range_step_w: None,
-            stats,
-            interval: None,
-            metrics: Default::default(),
-        };
+        let c = super::NodeCycle::of_values(period_ms, values);
         let along = c.along(epoch_ns, from_ns, step_ns, n);
         prop_assert_eq!(along.len(), n);
         for (k, v) in along.iter().enumerate() {

@@ -20,16 +20,7 @@ fn trapezoid(rise: usize, fall: usize, harmonics: usize) -> NodeCycle {
         })
         .collect();
     NodeCycle {
-        rung_id: 1,
-        period_ms: 1000.0,
         harmonics,
-        values,
-        coverage: 1.0,
-        samples: 0,
-        gpu_on_w: Vec::new(),
-        gpu_cycles: Vec::new(),
-        gpu_levels: Vec::new(),
-        range_step_w: None,
         step_w: 1000.0,
         stats: CycleStats {
             mean_w: 700.0,
@@ -39,8 +30,7 @@ fn trapezoid(rise: usize, fall: usize, harmonics: usize) -> NodeCycle {
             p90_w: 1200.0,
             p99_w: 1200.0,
         },
-        interval: None,
-        metrics: Default::default(),
+        ..NodeCycle::of_values(1000.0, values)
     }
 }
 
