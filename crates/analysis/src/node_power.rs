@@ -29,16 +29,28 @@ pub const BELOW_GPU_SUM_W: f64 = 20.0;
 /// See [`BELOW_GPU_SUM_W`].
 pub const BELOW_GPU_SUM_SHARE: f64 = 0.03;
 
-/// How far a meter's mean `chassis_mean_w` reads below the GPU sum
-/// `gpu_sum_w` over the same spans, W, where by more than the two
-/// instruments' disagreement ([`BELOW_GPU_SUM_W`], [`BELOW_GPU_SUM_SHARE`]
-/// of the sum; a meter that reads the GPUs themselves lands within ~1 % of
-/// them): such a meter does not measure this node's GPUs. None where it
-/// reads no lower. The node judges the figures it writes, and the rack
-/// judges the same figures, read back, the same way.
-pub fn below_gpu_sum_w(chassis_mean_w: f64, gpu_sum_w: f64) -> Option<f64> {
+/// Power beside the GPUs no single node draws, W: a chassis meter reading
+/// more than this above the GPU sum is in the wrong unit (mW) or measures
+/// many nodes. An 8-GPU node's CPUs, memory, NICs and fans draw a few kW.
+pub const NON_GPU_CEILING_W: f64 = 50_000.0;
+
+/// Whether a meter's mean `chassis_mean_w` can be this node's draw beside
+/// its GPU sum `gpu_sum_w` over the same spans (W): the note that says why
+/// not, or None. Below the GPU sum by more than the two instruments'
+/// disagreement ([`BELOW_GPU_SUM_W`], [`BELOW_GPU_SUM_SHARE`] of the sum;
+/// a meter that reads the GPUs themselves lands within ~1 % of them), or
+/// above it by more than [`NON_GPU_CEILING_W`], the meter does not measure
+/// this node. The node judges the figures it writes; the rack judges the
+/// same figures, read back, the same way.
+pub fn meter_mismatch(chassis_mean_w: f64, gpu_sum_w: f64) -> Option<NodePowerNote> {
     let non_gpu_w = chassis_mean_w - gpu_sum_w;
-    (non_gpu_w < -(BELOW_GPU_SUM_W.max(BELOW_GPU_SUM_SHARE * gpu_sum_w))).then_some(-non_gpu_w)
+    if non_gpu_w < -(BELOW_GPU_SUM_W.max(BELOW_GPU_SUM_SHARE * gpu_sum_w)) {
+        Some(NodePowerNote::BelowGpuSum(-non_gpu_w))
+    } else if non_gpu_w > NON_GPU_CEILING_W {
+        Some(NodePowerNote::FarAboveGpuSum(non_gpu_w))
+    } else {
+        None
+    }
 }
 
 /// One source's readings and how it behaved.
@@ -321,12 +333,11 @@ fn rung_row(
     }
     let non_gpu_w = chassis_mean_w.zip(gpu_sum_w).map(|(c, g)| c - g);
     // Judged on the figures as written, as the rack reads them back.
-    if let Some(by_w) = chassis_mean_w
-        .zip(gpu_sum_w)
-        .and_then(|(c, g)| below_gpu_sum_w(r3(c), r3(g)))
-    {
-        verdict.push(NodePowerNote::BelowGpuSum(by_w));
-    }
+    verdict.extend(
+        chassis_mean_w
+            .zip(gpu_sum_w)
+            .and_then(|(c, g)| meter_mismatch(r3(c), r3(g))),
+    );
     NodePowerRung {
         rung_id: r.id,
         rung: r.label.clone(),

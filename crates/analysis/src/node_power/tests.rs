@@ -183,3 +183,26 @@ fn a_meter_below_the_gpu_sum_is_said_not_passed_off() {
     assert!(sustained.non_gpu_w.unwrap() < 0.0, "{sustained:?}");
     assert!(sustained.verdict.below_gpu_sum(), "{sustained:?}");
 }
+
+#[test]
+fn a_meter_is_this_node_s_only_between_its_two_bounds() {
+    // Below: by more than max(20 W, 3 % of the GPU sum).
+    assert_eq!(meter_mismatch(985.0, 1000.0), None);
+    assert_eq!(meter_mismatch(970.0, 1000.0), None);
+    assert_eq!(
+        meter_mismatch(969.0, 1000.0),
+        Some(NodePowerNote::BelowGpuSum(31.0))
+    );
+    assert_eq!(meter_mismatch(100.0, 119.0), None);
+    assert_eq!(
+        meter_mismatch(100.0, 121.0),
+        Some(NodePowerNote::BelowGpuSum(21.0))
+    );
+    // Far above: more than NON_GPU_CEILING_W beside the GPUs (a node's
+    // 1,600 W read in mW).
+    assert_eq!(meter_mismatch(51_000.0, 1000.0), None);
+    assert_eq!(
+        meter_mismatch(1_600_000.0, 1450.0),
+        Some(NodePowerNote::FarAboveGpuSum(1_598_550.0))
+    );
+}

@@ -46,6 +46,9 @@ pub enum NodePowerNote {
     /// The meter reads below the GPU sum by this many W: it does not
     /// measure this node's GPUs.
     BelowGpuSum(f64),
+    /// The meter reads this many W above the GPU sum, more than any node
+    /// draws beside its GPUs: a meter in mW, or one of many nodes.
+    FarAboveGpuSum(f64),
 }
 
 impl fmt::Display for NodePowerNote {
@@ -78,6 +81,10 @@ impl fmt::Display for NodePowerNote {
                 f,
                 "CHASSIS BELOW THE GPU SUM by {by_w:.0} W: this meter does not measure this node's GPUs (another node, one PSU, or a stale reading)"
             ),
+            Self::FarAboveGpuSum(non_gpu_w) => write!(
+                f,
+                "CHASSIS FAR ABOVE THE GPU SUM: {non_gpu_w:.0} W beside the GPUs, more than any node draws: this meter does not measure this node (a reading in mW, or a meter of many nodes)"
+            ),
         }
     }
 }
@@ -93,6 +100,13 @@ impl NodePowerVerdict {
         self.0
             .iter()
             .any(|n| matches!(n, NodePowerNote::BelowGpuSum(_)))
+    }
+
+    /// Whether the meter read far above the GPU sum in this rung.
+    pub fn far_above_gpu_sum(&self) -> bool {
+        self.0
+            .iter()
+            .any(|n| matches!(n, NodePowerNote::FarAboveGpuSum(_)))
     }
 
     /// Whether the verdict says nothing.

@@ -4,6 +4,7 @@
 //! figure, and says how many nodes had one: a missing node is a gap,
 //! never less power.
 
+use powerlab_analysis::node_power::NodePowerNote;
 use powerlab_samples::error::CollateError;
 use powerlab_samples::stats::r3;
 use serde::{Deserialize, Serialize};
@@ -53,35 +54,35 @@ struct NodeMeterRow {
     verdict: String,
 }
 
-/// A node's meter (node id, source name) that read below the node's own
-/// GPU sum in some rung ([`powerlab_analysis::node_power::below_gpu_sum_w`],
-/// the node's rule on the figures it wrote): it measures something else
-/// (one PSU, another node), in every rung, so it gives the rack no figure
-/// of that node in any rung.
+/// A node's meter (node id, source name) whose figures in some rung it
+/// cannot be the node's ([`powerlab_analysis::node_power::meter_mismatch`],
+/// the node's rule on the figures it wrote: below its GPU sum, or far
+/// above it): it measures something else (one PSU, another node, many
+/// nodes) or reads in another unit, in every rung, so it gives the rack
+/// no figure of that node in any rung.
 #[derive(Debug, Clone, PartialEq)]
 struct Refused {
-    /// The first rung (in the node's table) where it read below.
+    /// The first rung (in the node's table) where it read so.
     rung_id: u32,
-    /// By how much, W.
-    by_w: f64,
+    /// What it read there.
+    note: NodePowerNote,
 }
 
-/// Every meter of `by_node` that read below its node's GPU sum in some
-/// rung, by (node, source).
+/// Every meter of `by_node` refused in some rung, by (node, source).
 fn refused_meters(by_node: &[(String, Vec<NodeMeterRow>)]) -> HashMap<(&str, &str), Refused> {
     let mut refused = HashMap::new();
     for (node, rows) in by_node {
         for r in rows {
-            let below = r
+            let mismatch = r
                 .chassis_mean_w
                 .zip(r.gpu_sum_w)
-                .and_then(|(c, g)| powerlab_analysis::node_power::below_gpu_sum_w(c, g));
-            if let Some(by_w) = below {
+                .and_then(|(c, g)| powerlab_analysis::node_power::meter_mismatch(c, g));
+            if let Some(note) = mismatch {
                 refused
                     .entry((node.as_str(), r.source.as_str()))
                     .or_insert(Refused {
                         rung_id: r.rung_id,
-                        by_w,
+                        note,
                     });
             }
         }
@@ -128,8 +129,8 @@ fn missing_words(
     for node in nodes_without {
         if let Some(r) = refused.get(&(*node, source)) {
             words.push_str(&format!(
-                "; {node}'s meter reads {:.0} W below its GPU sum in rung {}: it does not measure that node's GPUs, in any rung",
-                r.by_w, r.rung_id
+                "; {node}'s meter, refused in every rung, in rung {}: {}",
+                r.rung_id, r.note
             ));
         }
     }
@@ -312,7 +313,7 @@ mod tests {
             );
             let words = [
                 "1 of 2 nodes have one (none from n001)",
-                "n001's meter reads 750 W below its GPU sum in rung 1",
+                "n001's meter, refused in every rung, in rung 1: CHASSIS BELOW THE GPU SUM by 750 W",
             ];
             assert!(words.iter().all(|w| r.verdict.contains(w)), "{}", r.verdict);
         }
@@ -329,6 +330,23 @@ mod tests {
         .unwrap();
         assert_eq!(rows[0].nodes, 2);
         assert_eq!(rows[0].chassis_mean_w, Some(2085.0));
+    }
+
+    #[test]
+    fn a_meter_in_milliwatts_gives_the_rack_no_figure() {
+        // n001's meter reads 1,600 W in mW: 1.6 MW beside 1,450 W of GPUs.
+        let rows = rack_of(&[
+            ("n000", &[(1, 1500.0, 1400.0)]),
+            ("n001", &[(1, 1_600_000.0, 1450.0)]),
+        ])
+        .unwrap();
+        let r = &rows[0];
+        assert_eq!((r.nodes, r.chassis_mean_w), (1, None));
+        assert!(
+            r.verdict.contains("n001's meter, refused in every rung, in rung 1: CHASSIS FAR ABOVE THE GPU SUM: 1598550 W"),
+            "{}",
+            r.verdict
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@
 
 use super::cells::{code, text};
 use super::tables::NodeReport;
-use powerlab_analysis::node_power::NodePowerRung;
+use powerlab_analysis::node_power::{NodePowerRung, NodePowerVerdict};
 use powerlab_analysis::summary::RungSummary;
 use powerlab_core::units::ns_to_s;
 use powerlab_rundir::{Manifest, RunEvent, RunStatus};
@@ -196,22 +196,42 @@ fn incomplete_warning(rungs: &[RungSummary], raw_problems: &[String]) -> Option<
     Some(w)
 }
 
-/// The node's own meters: reading below the GPU sum (not this node's
-/// meter), and covering under 90 % of a rung.
+/// A verdict's test for a meter that cannot be this node's, what it read
+/// and what that means.
+type MeterMismatch = (fn(&NodePowerVerdict) -> bool, &'static str, &'static str);
+
+/// The meters that cannot be this node's, one warning each.
+const METER_MISMATCHES: [MeterMismatch; 2] = [
+    (
+        NodePowerVerdict::below_gpu_sum,
+        "BELOW THE GPU SUM",
+        "that meter does not measure this node",
+    ),
+    (
+        NodePowerVerdict::far_above_gpu_sum,
+        "FAR ABOVE THE GPU SUM",
+        "that meter reads in another unit (mW) or measures many nodes",
+    ),
+];
+
+/// The node's own meters: reading below the GPU sum or far above it (not
+/// this node's meter), and covering under 90 % of a rung.
 fn node_power_warnings(node_power: &[NodePowerRung]) -> Vec<String> {
     let mut warnings = Vec::new();
     let short: Vec<&NodePowerRung> = node_power.iter().filter(|r| r.coverage < 0.9).collect();
-    let below: Vec<String> = node_power
-        .iter()
-        .filter(|r| r.verdict.below_gpu_sum())
-        .map(|r| text(&r.rung))
-        .collect();
-    if !below.is_empty() {
-        warnings.push(format!(
-            "NODE POWER BELOW THE GPU SUM in {} rung(s) ({}): that meter does not measure this node; see the Node power section",
-            below.len(),
-            below.iter().take(3).cloned().collect::<Vec<_>>().join(", ")
-        ));
+    for (is, what, why) in METER_MISMATCHES {
+        let rungs: Vec<String> = node_power
+            .iter()
+            .filter(|r| is(&r.verdict))
+            .map(|r| text(&r.rung))
+            .collect();
+        if !rungs.is_empty() {
+            let named = rungs.iter().take(3).cloned().collect::<Vec<_>>().join(", ");
+            warnings.push(format!(
+                "NODE POWER {what} in {} rung(s) ({named}): {why}; see the Node power section",
+                rungs.len()
+            ));
+        }
     }
     if !short.is_empty() {
         let mut sources: Vec<&str> = short.iter().map(|r| r.source.as_str()).collect();
@@ -345,6 +365,23 @@ mod tests {
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(
             w[0].starts_with("NODE POWER BELOW THE GPU SUM in 1 rung(s) (sustained)"),
+            "{w:?}"
+        );
+    }
+
+    #[test]
+    fn the_headline_picks_a_meter_far_above_the_gpu_sum_apart() {
+        let rows = [
+            rung("idle", vec![NodePowerNote::FarAboveGpuSum(899_000.0)]),
+            rung(
+                "sustained",
+                vec![NodePowerNote::FarAboveGpuSum(1_598_550.0)],
+            ),
+        ];
+        let w = node_power_warnings(&rows);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].starts_with("NODE POWER FAR ABOVE THE GPU SUM in 2 rung(s) (idle, sustained): that meter reads in another unit (mW)"),
             "{w:?}"
         );
     }
